@@ -1,0 +1,27 @@
+"""srcgrad: source-transformation automatic differentiation for NumPy and CuPy code.
+
+The gradient of your function is a Python program you can read:
+
+    >>> import numpy as np, srcgrad as sg
+    >>> def f(x):
+    ...     return np.sum(np.sin(x) * x)
+    >>> print(sg.source(f))          # doctest: +SKIP
+"""
+
+from srcgrad import rules as _rules
+from srcgrad.api import active_variables, function, grad, source, value_and_grad, vjp
+from srcgrad.errors import (GradcheckError, NonDifferentiableError, SourceNotFoundError,
+                            SrcgradError, UnsupportedError)
+from srcgrad.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from srcgrad.rules import adjoint as _adjoint_builtin
+
+_rules._load_builtin_rules()
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "grad", "value_and_grad", "vjp", "source", "active_variables", "function",
+    "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
+    "SrcgradError", "UnsupportedError", "NonDifferentiableError", "SourceNotFoundError",
+    "GradcheckError",
+]

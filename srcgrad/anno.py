@@ -1,0 +1,35 @@
+"""Node annotations: what passes attach to gast nodes, and the catalogue of keys."""
+
+import enum
+
+
+class Static(enum.Enum):
+    """Annotation keys; each value documents what the key holds."""
+
+    ORIGIN = "Origin of a statement in the user's source (an Origin). See parse.py."
+    PRIMITIVE = "The live object a Call's function resolves to. See transform/inline.py."
+    ACTIVE = "Names (frozenset of str) whose values depend on a wrt input. See analysis/activity.py."
+    NO_ADJOINT = "Statement whose results are constants (no_grad, detach). See transform/anf.py."
+    LOOP_COUNTER = "Marks the trip-counter increment of a loop. See transform/canonicalize.py."
+    BREAK_EXIT = "Marks the `if flag: break` that ends a canonicalized loop body."
+    TAPE = "What a tape push or pop statement saves/restores (a name, or ('item', name)). See reverse.py."
+
+
+def setanno(node, key, value):
+    annotations = node.__dict__.setdefault("_srcgrad_anno", {})
+    annotations[key] = value
+
+
+def getanno(node, key, default=None):
+    return node.__dict__.get("_srcgrad_anno", {}).get(key, default)
+
+
+def hasanno(node, key):
+    return key in node.__dict__.get("_srcgrad_anno", {})
+
+
+def copyanno(source, target, *keys):
+    for key in keys:
+        if hasanno(source, key):
+            setanno(target, key, getanno(source, key))
+    return target

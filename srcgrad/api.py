@@ -1,0 +1,268 @@
+"""The functional API: grad, value_and_grad, vjp, source, active_variables, function."""
+
+import copy
+import threading
+
+import numpy
+
+from srcgrad import runtime
+from srcgrad.pipeline import compile_gradient
+
+_cache = {}
+_cache_lock = threading.Lock()
+
+
+def _compiled(fn, wrt):
+    key = (fn.__code__, _closure_key(fn), id(fn.__globals__), _wrt_key(wrt))
+    found = _cache.get(key)
+    if found is None:
+        with _cache_lock:
+            found = _cache.get(key)
+            if found is None:
+                found = compile_gradient(fn, wrt)
+                _cache[key] = found
+    return found
+
+
+def _closure_key(fn):
+    return tuple(id(c) for c in fn.__closure__) if fn.__closure__ else ()
+
+
+def _wrt_key(wrt):
+    return tuple(wrt) if isinstance(wrt, list) else wrt
+
+
+def _check_differentiable(name, value):
+    if isinstance(value, (bool, numpy.bool_)) or isinstance(value, (int, numpy.integer)):
+        raise TypeError(
+            f"srcgrad: cannot differentiate with respect to {name!r}: it is an integer or boolean "
+            f"({type(value).__name__}); only floating point inputs have gradients. Pass a float "
+            f"(e.g. {float(value)!r}) or a float array.")
+    dtype = getattr(value, "dtype", None)
+    if dtype is not None and dtype.kind not in "fc":
+        raise TypeError(
+            f"srcgrad: cannot differentiate with respect to {name!r}: its dtype is {dtype}; only "
+            f"floating point inputs have gradients. Use .astype(float).")
+
+
+def _is_scalar(value):
+    size = getattr(value, "size", None)
+    if size is not None:
+        return size == 1
+    return isinstance(value, (int, float, complex, numpy.number))
+
+
+def _default_seed(out):
+    if not _is_scalar(out):
+        raise ValueError(
+            "grad can be implicitly created only for scalar outputs: the output has shape "
+            f"{getattr(out, 'shape', None)}; pass grad_outputs= (the cotangent, PyTorch's "
+            "`gradient` argument) with the output's shape.")
+    if hasattr(out, "shape"):
+        xp = runtime.namespace(out)
+        dtype = out.dtype if out.dtype.kind in "fc" else xp.float64
+        return xp.ones(out.shape, dtype=dtype)
+    return 1.0
+
+
+def _seed(out, grad_outputs, tuple_output):
+    if tuple_output:
+        outs = tuple(out)
+        if grad_outputs is None:
+            return [_default_seed(o) for o in outs]
+        if not isinstance(grad_outputs, (tuple, list)) or len(grad_outputs) != len(outs):
+            raise ValueError(f"srcgrad: the function returns {len(outs)} outputs; pass a tuple of "
+                             f"{len(outs)} grad_outputs (None for an output that is not seeded)")
+        return [0.0 if g is None else _check_seed(o, g) for o, g in zip(outs, grad_outputs)]
+    if grad_outputs is None:
+        return _default_seed(out)
+    return _check_seed(out, grad_outputs)
+
+
+def _check_seed(out, g):
+    if isinstance(g, (list, tuple)):
+        g = runtime.namespace(out).asarray(g)
+    oshape = getattr(out, "shape", ())
+    gshape = getattr(g, "shape", ())
+    if tuple(oshape) != tuple(gshape) and not (_is_scalar(out) and _is_scalar(g)):
+        raise ValueError(f"srcgrad: grad_outputs has shape {tuple(gshape)} but the output has "
+                         f"shape {tuple(oshape)}")
+    return g
+
+
+class GradFunction:
+    """The gradient of a function; call it with the function's arguments.
+
+    Attributes:
+        source: the generated gradient source (forward and backward sweeps).
+    """
+
+    def __init__(self, fn, wrt=0, allow_unused=False, materialize_grads=False,
+                 preserve_result=False):
+        self.fn = fn
+        self.wrt = wrt
+        self.allow_unused = allow_unused
+        self.materialize_grads = materialize_grads
+        self.preserve_result = preserve_result
+        self.__name__ = f"grad_{getattr(fn, '__name__', 'f')}"
+        self.__doc__ = f"Gradient of {getattr(fn, '__qualname__', fn)} with respect to {wrt!r}."
+
+    @property
+    def compiled(self):
+        return _compiled(self.fn, self.wrt)
+
+    @property
+    def source(self):
+        return self.compiled.source
+
+    def _inputs(self, compiled, args, kwargs):
+        import inspect
+        sig = inspect.signature(self.fn)
+        bound = sig.bind(*args, **kwargs)
+        bound.apply_defaults()
+        return bound.arguments
+
+    def __call__(self, *args, grad_outputs=None, **kwargs):
+        from srcgrad.grad_mode import check_grad_enabled
+        check_grad_enabled()
+        compiled = self.compiled
+        inputs = self._inputs(compiled, args, kwargs)
+        for name in compiled.wrt:
+            if name in inputs:
+                _check_differentiable(name, inputs[name])
+        out, saved = compiled.forward(*args, **kwargs)
+        seed = _seed(out, grad_outputs, compiled.meta["tuple_output"])
+        grads = compiled.backward(seed, saved)
+        grads = _finish(compiled, grads, inputs, out, self.allow_unused, self.materialize_grads)
+        result = grads if isinstance(self.wrt, (tuple, list)) else grads[0]
+        if self.preserve_result:
+            return out, result
+        return result
+
+
+def _finish(compiled, grads, inputs, out, allow_unused, materialize_grads):
+    finished = []
+    for name, g in zip(compiled.wrt, grads):
+        like = inputs.get(name)
+        if g is None:
+            if materialize_grads:
+                finished.append(runtime.zeros_like(like) if like is not None else None)
+                continue
+            if allow_unused:
+                finished.append(None)
+                continue
+            raise RuntimeError(
+                f"srcgrad: {name!r} appears not to have been used in computing the output "
+                f"(its gradient is undefined). Set allow_unused=True if this is the desired "
+                f"behavior (or materialize_grads=True for zeros).")
+        if like is not None:
+            g = runtime.materialize(g, like)
+        elif hasattr(g, "dtype") or isinstance(g, float):
+            pass
+        finished.append(g)
+    return tuple(finished)
+
+
+def grad(fn, wrt=0, *, allow_unused=False, materialize_grads=False, preserve_result=False):
+    """The gradient of ``fn`` with respect to ``wrt``, as a function of ``fn``'s arguments.
+
+    Args:
+        fn: a Python function over NumPy (or CuPy) arrays and floats.
+        wrt: a parameter position (int), a parameter or local variable name (str:
+            a local gives the gradient with respect to that intermediate), or a
+            tuple/list of those (then a tuple of gradients is returned).
+        allow_unused: an input the output does not depend on gets None
+            instead of an error.
+        materialize_grads: such an input gets zeros instead.
+        preserve_result: return ``(fn(*args), gradients)``.
+
+    Returns:
+        A GradFunction; call it as ``g(*args, grad_outputs=None, **kwargs)``.
+
+    Example:
+        >>> import numpy as np, srcgrad as sg
+        >>> def f(x):
+        ...     return np.sum(x ** 2)
+        >>> sg.grad(f)(np.array([1.0, 2.0]))
+        array([2., 4.])
+    """
+    return GradFunction(fn, wrt, allow_unused, materialize_grads, preserve_result)
+
+
+def value_and_grad(fn, wrt=0, **options):
+    """Like ``grad(..., preserve_result=True)``: returns ``(value, gradients)``."""
+    options["preserve_result"] = True
+    return grad(fn, wrt, **options)
+
+
+class _Backward:
+    """The reverse sweep of one forward run, callable once (or more with retain_graph)."""
+
+    def __init__(self, compiled, saved, out, inputs, options):
+        self.compiled = compiled
+        self.saved = saved
+        self.out = out
+        self.inputs = inputs
+        self.options = options
+        self.consumed = False
+
+    def __call__(self, grad_outputs=None, retain_graph=False):
+        if self.consumed:
+            raise RuntimeError(
+                "Trying to backward through the graph a second time: the values saved by the "
+                "forward sweep were consumed by the first backward call. Pass retain_graph=True "
+                "to the first backward call if you need to call it again.")
+        compiled = self.compiled
+        seed = _seed(self.out, grad_outputs, compiled.meta["tuple_output"])
+        saved = self.saved
+        if retain_graph:
+            saved = copy.deepcopy(saved) if compiled.meta.get("mutates_saved", True) else saved
+        else:
+            self.consumed = True
+            self.saved = None
+        grads = compiled.backward(seed, saved)
+        allow_unused, materialize, many = self.options
+        grads = _finish(compiled, grads, self.inputs, self.out, allow_unused, materialize)
+        return grads if many else grads[0]
+
+
+def vjp(fn, wrt=0, *, allow_unused=False, materialize_grads=False):
+    """Split reverse mode: ``out, backward = vjp(f, wrt)(*args)``.
+
+    ``backward(grad_outputs=None, retain_graph=False)`` returns the gradients;
+    calling it again requires ``retain_graph=True`` on the previous call, as in
+    PyTorch.
+    """
+    gfn = GradFunction(fn, wrt, allow_unused, materialize_grads)
+
+    def run(*args, **kwargs):
+        from srcgrad.grad_mode import check_grad_enabled
+        check_grad_enabled()
+        compiled = gfn.compiled
+        inputs = gfn._inputs(compiled, args, kwargs)
+        for name in compiled.wrt:
+            if name in inputs:
+                _check_differentiable(name, inputs[name])
+        out, saved = compiled.forward(*args, **kwargs)
+        options = (allow_unused, materialize_grads, isinstance(wrt, (tuple, list)))
+        return out, _Backward(compiled, saved, out, inputs, options)
+
+    run.__name__ = f"vjp_{getattr(fn, '__name__', 'f')}"
+    return run
+
+
+def source(fn, wrt=0):
+    """The generated gradient source of ``fn`` with respect to ``wrt``, as a str."""
+    return _compiled(fn, wrt).source
+
+
+def active_variables(fn, wrt=0):
+    """Names of ``fn``'s variables that depend on ``wrt`` (PyTorch's requires_grad, statically)."""
+    compiled = _compiled(fn, wrt)
+    return {n for n in compiled.activity.active if n in compiled.user_locals}
+
+
+def function(fn):
+    """Mark ``fn`` for srcgrad; it stays callable exactly as before."""
+    fn.__srcgrad__ = True
+    return fn

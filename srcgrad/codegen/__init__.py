@@ -1,0 +1,1 @@
+"""Code generation: print generated trees as readable source, and load them."""

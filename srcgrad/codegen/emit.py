@@ -1,0 +1,70 @@
+"""Generated trees -> Python source a person can read (printed with astor).
+
+Comments are carried through the tree as marker string statements and turned
+into ``#`` lines after printing: ``# grad of: <user line>`` over each adjoint
+block, and ``# <user line>`` over forward statements that normalization split.
+"""
+
+import re
+
+import astor
+import gast
+
+from srcgrad import anno
+
+Static = anno.Static
+_MARK = "__srcgrad_comment__:"
+_MARK_LINE = re.compile(r"^(\s*)(?:[rubf]*)(['\"]{1,3})" + re.escape(_MARK) + r"(.*?)\2\s*$")
+
+
+def _comment(text):
+    return gast.Expr(value=gast.Constant(value=_MARK + text, kind=None))
+
+
+def _origin_text(stmt):
+    origin = anno.getanno(stmt, Static.ORIGIN)
+    return origin.source_line.strip() if origin is not None else None
+
+
+def comment_blocks(body, prefix, min_group):
+    """Insert a comment before each run of statements coming from one user line."""
+    out = []
+    k = 0
+    while k < len(body):
+        s = body[k]
+        for field in ("body", "orelse"):
+            inner = getattr(s, field, None)
+            if isinstance(inner, list) and inner:
+                setattr(s, field, comment_blocks(inner, prefix, min_group))
+        text = _origin_text(s)
+        j = k + 1
+        while j < len(body) and text is not None and _origin_text(body[j]) == text \
+                and not isinstance(body[j], (gast.For, gast.While, gast.If)) \
+                and not isinstance(s, (gast.For, gast.While, gast.If)):
+            inner_s = body[j]
+            for field in ("body", "orelse"):
+                inner = getattr(inner_s, field, None)
+                if isinstance(inner, list) and inner:
+                    setattr(inner_s, field, comment_blocks(inner, prefix, min_group))
+            j += 1
+        group = body[k:j]
+        if text is not None and len(group) >= min_group and not isinstance(s, (gast.For, gast.While, gast.If)):
+            out.append(_comment(prefix + text))
+        out.extend(group)
+        k = j
+    return out
+
+
+def to_source(functions):
+    """Source text of gast FunctionDefs, with comment markers turned into comments."""
+    module = gast.Module(body=list(functions), type_ignores=[])
+    tree = gast.gast_to_ast(module)
+    text = astor.to_source(tree)
+    lines = []
+    for line in text.splitlines():
+        m = _MARK_LINE.match(line)
+        if m:
+            lines.append(f"{m.group(1)}# {m.group(3)}")
+        else:
+            lines.append(line)
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,60 @@
+"""Errors srcgrad raises about the user's code.
+
+Every compile-time error names the user's file, line and column, shows the
+offending source line, and says what to do next.
+"""
+
+
+class SrcgradError(Exception):
+    """An error in (or about) the user's code, located in the user's source.
+
+    Attributes:
+        filename: the user's file, or None when unknown.
+        lineno: 1-based line in that file, or None.
+        col_offset: 0-based column, or None.
+        source_line: the text of that line, or None.
+        hint: what the user can do about it.
+    """
+
+    def __init__(self, message, filename=None, lineno=None, col_offset=None,
+                 source_line=None, hint=None):
+        self.message = message
+        self.filename = filename
+        self.lineno = lineno
+        self.col_offset = col_offset
+        self.source_line = source_line
+        self.hint = hint
+        super().__init__(self._format())
+
+    def _format(self):
+        text = self.message
+        if self.filename is not None or self.lineno is not None:
+            where = f'File "{self.filename}", line {self.lineno}'
+            if self.col_offset is not None:
+                where += f", column {self.col_offset + 1}"
+            text = f"{where}: {text}"
+        if self.source_line:
+            text += "\n    " + self.source_line.strip()
+            if self.col_offset is not None:
+                indent = len(self.source_line) - len(self.source_line.lstrip())
+                caret = max(self.col_offset - indent, 0)
+                text += "\n    " + " " * caret + "^"
+        if self.hint:
+            text += "\n" + self.hint
+        return text
+
+
+class UnsupportedError(SrcgradError):
+    """A construct outside the language subset srcgrad differentiates."""
+
+
+class NonDifferentiableError(SrcgradError):
+    """A call with no adjoint rule and no source, on a value that needs a gradient."""
+
+
+class SourceNotFoundError(SrcgradError):
+    """The function's source cannot be located (built-in, exec'd string, REPL lambda)."""
+
+
+class GradcheckError(AssertionError):
+    """A gradient disagrees with central finite differences."""

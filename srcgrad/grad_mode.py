@@ -1,0 +1,77 @@
+"""Grad modes: no_grad, enable_grad, set_grad_enabled, is_grad_enabled (thread-local)."""
+
+import functools
+import threading
+
+_state = threading.local()
+
+
+def is_grad_enabled():
+    """Whether gradients may be requested in this thread (True unless inside no_grad)."""
+    return getattr(_state, "enabled", True)
+
+
+def _set(mode):
+    _state.enabled = bool(mode)
+
+
+def check_grad_enabled():
+    if not is_grad_enabled():
+        raise RuntimeError(
+            "element 0 of tensors does not require grad and does not have a grad_fn: gradients "
+            "are disabled here (inside srcgrad.no_grad() or set_grad_enabled(False)). A backward "
+            "obtained from vjp earlier still works.")
+
+
+class _GradMode:
+    """Base of the grad-mode context managers; each is also a decorator."""
+
+    mode = True
+
+    def __enter__(self):
+        self.prev = is_grad_enabled()
+        _set(self.mode)
+        return self
+
+    def __exit__(self, *exc):
+        _set(self.prev)
+        return False
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with self.__class__.__new__(self.__class__).__init_from(self):
+                return fn(*args, **kwargs)
+        return wrapper
+
+    def __init_from(self, other):
+        self.mode = other.mode
+        return self
+
+
+class no_grad(_GradMode):
+    """Context manager (and decorator): no gradients may be asked for inside."""
+
+    mode = False
+
+
+class enable_grad(_GradMode):
+    """Context manager (and decorator): re-enable gradients inside a no_grad block."""
+
+    mode = True
+
+
+class set_grad_enabled(_GradMode):
+    """Context manager (and function): enable or disable gradients by a flag."""
+
+    def __init__(self, mode):
+        self.prev = is_grad_enabled()
+        self.mode = bool(mode)
+        _set(self.mode)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        _set(self.prev)
+        return False

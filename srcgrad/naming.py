@@ -1,0 +1,35 @@
+"""Namer: readable, collision-free names for generated variables."""
+
+import keyword
+import re
+
+
+class Namer:
+    """Hands out names that clash with nothing the user's function uses.
+
+    Names are derived from what they hold (``sin_x``, ``w_times_x``, ``dx``) so
+    the generated code reads like hand-written code.
+    """
+
+    MAX_LENGTH = 24
+
+    def __init__(self, taken=()):
+        self.taken = set(taken)
+
+    def reserve(self, name):
+        self.taken.add(name)
+
+    def new(self, base):
+        base = re.sub(r"\W+", "_", str(base)).strip("_") or "t"
+        if base[0].isdigit():
+            base = "t" + base
+        if len(base) > self.MAX_LENGTH:
+            base = base[: self.MAX_LENGTH].rstrip("_")
+        name = base
+        n = 2
+        while name in self.taken or keyword.iskeyword(name):
+            name = f"{base}_{n}"
+            n += 1
+        self.taken.add(name)
+        return name
+

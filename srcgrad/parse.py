@@ -1,0 +1,151 @@
+"""Function -> gast FunctionDef plus EntityInfo (where it came from, what its names mean).
+
+Every statement is annotated with its Origin (file, line, column and source text)
+so later passes can name the user's line in comments and errors.
+"""
+
+import builtins
+import inspect
+import linecache
+import textwrap
+from dataclasses import dataclass, field
+
+import gast
+
+from srcgrad import anno
+from srcgrad.errors import SourceNotFoundError, SrcgradError
+
+
+@dataclass(frozen=True)
+class Origin:
+    filename: str
+    lineno: int
+    col_offset: int
+    source_line: str
+
+    def error(self, cls, message, hint=None):
+        return cls(message, self.filename, self.lineno, self.col_offset, self.source_line, hint)
+
+
+@dataclass
+class EntityInfo:
+    """What srcgrad knows about a user function besides its tree."""
+
+    fn: object
+    name: str
+    filename: str
+    first_lineno: int
+    indent: int
+    source_lines: list = field(repr=False)
+    globals: dict = field(repr=False)
+    closure: dict = field(repr=False)
+
+    def resolve(self, name):
+        """The live object ``name`` denotes in the function's scope.
+
+        Raises:
+            NameError: the name is not defined in the closure, globals or builtins.
+        """
+        if name in self.closure:
+            return self.closure[name].cell_contents
+        if name in self.globals:
+            return self.globals[name]
+        if hasattr(builtins, name):
+            return getattr(builtins, name)
+        raise NameError(name)
+
+    def origin(self, node):
+        lineno = getattr(node, "lineno", None)
+        if lineno is None:
+            return None
+        line = self.first_lineno + lineno - 1
+        text = linecache.getline(self.filename, line) or (
+            self.source_lines[lineno - 1] if lineno - 1 < len(self.source_lines) else "")
+        return Origin(self.filename, line, getattr(node, "col_offset", 0) + self.indent,
+                      text.rstrip("\n"))
+
+
+def _source_of(fn):
+    try:
+        lines, first = inspect.getsourcelines(fn)
+    except (OSError, TypeError) as exc:
+        raise SourceNotFoundError(
+            f"cannot find the source of {getattr(fn, '__qualname__', fn)!r} ({exc})",
+            getattr(getattr(fn, "__code__", None), "co_filename", None),
+            getattr(getattr(fn, "__code__", None), "co_firstlineno", None),
+            hint="srcgrad reads the function's source: define it in a .py file or a "
+                 "notebook cell, or register a rule with @srcgrad.adjoint.") from None
+    return lines, first
+
+
+def parse_function(fn):
+    """Parse ``fn`` into a gast FunctionDef annotated with origins.
+
+    Returns:
+        (node, EntityInfo)
+
+    Raises:
+        SourceNotFoundError: no source can be found for ``fn``.
+    """
+    fn = inspect.unwrap(fn)
+    if not inspect.isfunction(fn):
+        raise TypeError(f"srcgrad differentiates Python functions, got {fn!r}")
+    lines, first = _source_of(fn)
+    raw = "".join(lines)
+    dedented = textwrap.dedent(raw)
+    indent = len(lines[0]) - len(lines[0].lstrip()) if lines else 0
+    code = fn.__code__
+    closure = dict(zip(code.co_freevars, fn.__closure__ or ()))
+    info = EntityInfo(fn, fn.__name__, code.co_filename, first, indent,
+                      dedented.splitlines(), fn.__globals__, closure)
+    if fn.__name__ == "<lambda>":
+        node = _parse_lambda(fn, dedented, info)
+    else:
+        try:
+            module = gast.parse(dedented)
+        except SyntaxError as exc:
+            raise SrcgradError(f"cannot parse the source of {fn.__qualname__}: {exc.msg}",
+                               code.co_filename, first) from None
+        node = module.body[0]
+        if not isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef)):
+            raise SourceNotFoundError(f"the source found for {fn.__qualname__} is not a def",
+                                      code.co_filename, first)
+        node.decorator_list = []
+    _annotate_origins(node, info)
+    return node, info
+
+
+def _parse_lambda(fn, source, info):
+    """A lambda's source is the line(s) around it: find the one lambda with these parameters."""
+    code = fn.__code__
+    try:
+        module = gast.parse(source)
+    except SyntaxError:
+        try:
+            module = gast.parse("(" + source.strip().rstrip(",") + ")")
+        except SyntaxError:
+            raise SourceNotFoundError(
+                "cannot isolate the source of this lambda", code.co_filename, code.co_firstlineno,
+                hint="Define the function with def.") from None
+    params = list(code.co_varnames[: code.co_argcount])
+    found = [n for n in gast.walk(module) if isinstance(n, gast.Lambda)
+             and [a.id for a in n.args.args] == params]
+    if len(found) != 1:
+        raise SourceNotFoundError(
+            "cannot tell which lambda on this line to differentiate", code.co_filename,
+            code.co_firstlineno, hint="Define the function with def.")
+    lam = found[0]
+    ret = gast.Return(value=lam.body)
+    gast.copy_location(ret, lam.body)
+    node = gast.FunctionDef(name="lambda_fn", args=lam.args, body=[ret], decorator_list=[],
+                            returns=None, type_comment=None, type_params=[])
+    gast.copy_location(node, lam)
+    return node
+
+
+def _annotate_origins(node, info):
+    for child in gast.walk(node):
+        if isinstance(child, gast.stmt) or isinstance(child, gast.expr):
+            origin = info.origin(child)
+            if origin is not None and isinstance(child, gast.stmt):
+                anno.setanno(child, anno.Static.ORIGIN, origin)

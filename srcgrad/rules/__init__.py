@@ -1,0 +1,147 @@
+"""The adjoint rule table: one rule per primitive, in one registry.
+
+The rule contract
+-----------------
+A rule is an ordinary Python function registered for one primitive:
+
+    @adjoint(np.sin)
+    def sin(dy, y, x):
+        return dy * xp.cos(x)
+
+* The first parameter is the cotangent of the primitive's output (``dy``), the
+  second is the output value itself (``y``); the rest mirror the primitive's own
+  parameters (same order, names and defaults), so that a call
+  ``np.sum(x, axis=1)`` binds ``x`` and ``axis`` exactly as NumPy would.
+  Only the parameters srcgrad supports need to be listed: a call passing any
+  other keyword is refused at compile time, naming the keyword.
+* It returns the gradient of the first positional parameter, or a tuple with one
+  entry per parameter after ``(dy, y)`` (``None`` where there is none). A
+  parameter that receives a sequence of arrays (``np.stack(arrays)``) gets a
+  sequence of gradients.
+* Gradients have the shape of the argument they belong to: binary rules wrap
+  their results in ``rt.unbroadcast(g, x)``, which is free when shapes match.
+* Built-in rules are templates: their body (simple assignments and one
+  ``return``) is inlined into the generated gradient, with parameters replaced
+  by the call's arguments. ``xp`` is the array namespace of the gradient's
+  inputs (NumPy or CuPy) and ``rt`` is ``srcgrad.runtime``: a template uses
+  nothing else, never ``numpy.`` directly, so one adjoint serves both
+  libraries. Only the entries for arguments that need a gradient are emitted.
+* A rule whose body is not a template (a user's ``@srcgrad.adjoint`` rule with
+  loops or closures) is called at run time instead, with the same arguments.
+
+Primitives are keyed by the live function object (``np.sin``), found by
+resolving the user's names, never by spelling. Array methods and attributes
+are keyed by ``Method("sum")`` / ``Attribute("T")`` because the receiver's type
+is known only at run time. Functions whose results never carry a gradient
+(``np.argmax``, comparisons, ``np.floor``...) are listed as non-differentiable:
+their results are constants.
+"""
+
+import inspect
+from dataclasses import dataclass, field
+
+
+class Method(str):
+    """Registry key of an array method, e.g. ``Method("sum")`` for ``x.sum()``."""
+
+    def __repr__(self):
+        return f"Method({str(self)!r})"
+
+
+class Attribute(str):
+    """Registry key of an array attribute, e.g. ``Attribute("T")`` for ``x.T``."""
+
+    def __repr__(self):
+        return f"Attribute({str(self)!r})"
+
+
+@dataclass
+class Rule:
+    """One adjoint rule: the primitive it differentiates and the template."""
+
+    primitive: object
+    function: object
+    signature: inspect.Signature = field(repr=False)
+    builtin: bool = True
+
+    @property
+    def name(self):
+        return self.function.__name__
+
+    @property
+    def params(self):
+        """Parameters after ``(dy, y)``: the primitive's own parameters."""
+        return list(self.signature.parameters.values())[2:]
+
+
+RULES = {}
+NONDIFFERENTIABLE = set()
+_NONDIFF_NAMES = set()
+
+
+def _key(primitive):
+    try:
+        hash(primitive)
+        return primitive
+    except TypeError:
+        return id(primitive)
+
+
+def register(primitive, function, builtin=True):
+    """Register ``function`` as the adjoint rule of ``primitive``."""
+    rule = Rule(primitive, function, inspect.signature(function), builtin)
+    RULES[_key(primitive)] = rule
+    NONDIFFERENTIABLE.discard(_key(primitive))
+    return rule
+
+
+def adjoint(*primitives, builtin=True):
+    """Decorator: the function below is the adjoint rule of ``primitives``.
+
+    Several primitives may share one rule (``np.abs`` and ``np.absolute``).
+    """
+
+    def decorate(function):
+        for primitive in primitives:
+            register(primitive, function, builtin)
+        return function
+
+    return decorate
+
+
+def nondifferentiable(*primitives):
+    """Declare primitives whose outputs are constants (no gradient flows)."""
+    for primitive in primitives:
+        if primitive is None:
+            continue
+        NONDIFFERENTIABLE.add(_key(primitive))
+        if isinstance(primitive, (Method, Attribute)):
+            _NONDIFF_NAMES.add(primitive)
+
+
+def lookup(primitive):
+    """The Rule for ``primitive``, or None."""
+    try:
+        return RULES.get(_key(primitive))
+    except TypeError:
+        return None
+
+
+def is_nondifferentiable(primitive):
+    try:
+        return _key(primitive) in NONDIFFERENTIABLE
+    except TypeError:
+        return False
+
+
+BUILTIN_RULE_MODULES = ("operators", "numpy_elementwise", "numpy_reductions", "numpy_shape",
+                        "numpy_linalg", "builtins_math", "runtime_rules")
+
+
+def _load_builtin_rules():
+    """Import the rule modules for their registrations; order does not matter."""
+    import importlib
+    import importlib.util
+    for module in BUILTIN_RULE_MODULES:
+        if importlib.util.find_spec(f"srcgrad.rules.{module}") is not None:
+            importlib.import_module(f"srcgrad.rules.{module}")

@@ -1,0 +1,1254 @@
+"""The only module generated gradient code calls (bound there as ``rt``).
+
+Helpers here work on NumPy and CuPy arrays alike: they take the namespace from
+their arguments. An adjoint that is still a Python ``0.0`` means "no gradient
+has arrived yet"; helpers keep it a scalar as long as they can, so nothing is
+allocated for gradients that stay zero.
+"""
+
+import numpy
+
+_cupy = None
+_cupy_checked = False
+
+
+def _cupy_module():
+    global _cupy, _cupy_checked
+    if not _cupy_checked:
+        _cupy_checked = True
+        try:
+            import cupy  # noqa: F401
+            _cupy = cupy
+        except Exception:  # ImportError, or CUDA missing at import
+            _cupy = None
+    return _cupy
+
+
+# ----- Array namespace -----
+
+def namespace(*values):
+    """NumPy or CuPy, from the arrays among ``values`` (scalars mix with either).
+
+    Raises:
+        TypeError: NumPy and CuPy arrays are mixed.
+    """
+    found = None
+    for value in values:
+        module = type(value).__module__
+        if module.startswith("cupy"):
+            kind = "cupy"
+        elif isinstance(value, (list, tuple)):
+            if not value:
+                continue
+            sub = namespace(*value)
+            kind = "cupy" if sub is not numpy else None
+            if kind is None:
+                continue
+        else:
+            continue
+        if found is None:
+            found = kind
+    if found == "cupy":
+        cupy = _cupy_module()
+        for value in values:
+            if isinstance(value, numpy.ndarray):
+                raise TypeError(
+                    "srcgrad: NumPy and CuPy arrays are mixed in one call; move them to "
+                    "one device first (cupy.asarray or .get()).")
+        return cupy
+    return numpy
+
+
+def is_array(value):
+    return hasattr(value, "shape") and hasattr(value, "dtype") and not isinstance(value, (int, float))
+
+
+def shape_of(value):
+    return getattr(value, "shape", ())
+
+
+# ----- Broadcasting and reductions -----
+
+def unbroadcast(g, x):
+    """Sum ``g`` down to the shape of ``x`` (undoing NumPy broadcasting).
+
+    Free when the shapes already match; a scalar ``g`` is returned as it is and
+    broadcast later, when it is added to an array.
+    """
+    shape = getattr(x, "shape", ())
+    gshape = getattr(g, "shape", ())
+    if gshape == shape or not gshape:
+        return g
+    extra = len(gshape) - len(shape)
+    if extra > 0:
+        g = g.sum(axis=tuple(range(extra)))
+    elif extra < 0:
+        return g
+    axes = tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1)
+    if axes:
+        g = g.sum(axis=axes, keepdims=True)
+    return g
+
+
+def normalize_axis(axis, ndim):
+    """``axis`` as a sorted tuple of non-negative ints (None: all axes)."""
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, (tuple, list)):
+        return tuple(sorted(a % ndim if ndim else 0 for a in axis))
+    return (axis % ndim if ndim else 0,)
+
+
+def unreduce(g, x, axis=None, keepdims=False):
+    """Broadcast the gradient of a reduction over ``axis`` back to ``x``'s shape."""
+    shape = getattr(x, "shape", ())
+    if not shape:
+        return g
+    xp = namespace(x, g)
+    if not keepdims and axis is not None and getattr(g, "ndim", 0):
+        g = xp.expand_dims(g, normalize_axis(axis, len(shape)))
+    elif not keepdims and axis is not None:
+        g = xp.reshape(xp.asarray(g), tuple(1 if i in normalize_axis(axis, len(shape)) else n
+                                            for i, n in enumerate(shape)))
+    return xp.broadcast_to(g, shape)
+
+
+def unreduce_like(value, x, axis=None, keepdims=False):
+    """``value`` (a reduction result) reshaped so it broadcasts against ``x``."""
+    shape = getattr(x, "shape", ())
+    if not shape or keepdims or axis is None:
+        return value
+    xp = namespace(x, value)
+    return xp.expand_dims(value, normalize_axis(axis, len(shape)))
+
+
+def reduction_size(x, axis=None):
+    """How many elements of ``x`` a reduction over ``axis`` combines."""
+    shape = getattr(x, "shape", ())
+    n = 1
+    for a in normalize_axis(axis, len(shape)):
+        n *= shape[a]
+    return n
+
+
+# ----- Subscripts -----
+
+def _writable_zeros(dx, x):
+    """``dx`` as an owned array of ``x``'s shape (a scalar adjoint is broadcast)."""
+    xp = namespace(x)
+    base = xp.zeros(shape_of(x), dtype=_float_dtype(x, xp))
+    return base + dx if not (isinstance(dx, (int, float)) and dx == 0) else base
+
+
+def _float_dtype(x, xp):
+    dtype = getattr(x, "dtype", None)
+    if dtype is None or dtype.kind not in "fc":
+        return xp.float64
+    return dtype
+
+
+def add_at(dx, x, index, g):
+    """Add ``g`` into ``dx[index]`` (the adjoint of reading ``x[index]``).
+
+    Repeated integer indices accumulate, as the chain rule requires. ``dx`` is
+    updated in place when the adjoint owns it; a scalar zero is materialised.
+    Sequences (lists, tuples) get a list of per-element adjoints.
+    """
+    if isinstance(x, (list, tuple)):
+        if isinstance(g, (int, float)) and g == 0:
+            return dx
+        if not isinstance(dx, list):
+            dx = [0.0] * len(x)
+        if isinstance(index, slice):
+            for i, gi in zip(range(*index.indices(len(x))), g):
+                dx[i] = dx[i] + gi
+        else:
+            dx[index] = dx[index] + g
+        return dx
+    if isinstance(g, (int, float)) and g == 0:
+        return dx
+    if not is_array(x):
+        return dx + g
+    if not (is_array(dx) and dx.shape == x.shape and dx.flags.writeable):
+        dx = _writable_zeros(dx, x)
+    if _is_basic_index(index):
+        dx[index] += g
+    else:
+        xp = namespace(x)
+        if xp is numpy:
+            numpy.add.at(dx, index, g)
+        else:
+            xp.add.at(dx, index, g)
+    return dx
+
+
+def _is_basic_index(index):
+    items = index if isinstance(index, tuple) else (index,)
+    for item in items:
+        if item is None or item is Ellipsis or isinstance(item, (int, slice)):
+            continue
+        if isinstance(item, numpy.integer):
+            continue
+        return False
+    return True
+
+
+def take_grad(dx, index):
+    """A copy of ``dx[index]`` (0.0 while ``dx`` is still a scalar zero)."""
+    if isinstance(dx, list):
+        if isinstance(index, slice):
+            return dx[index]
+        return dx[index]
+    if not is_array(dx) or dx.ndim == 0:
+        return dx
+    part = dx[index]
+    return part.copy() if is_array(part) else part
+
+
+def zero_grad_at(dx, x, index):
+    """``dx`` with ``dx[index]`` set to zero (the adjoint of writing ``x[index]``)."""
+    if isinstance(x, list):
+        if isinstance(dx, list):
+            if isinstance(index, slice):
+                for i in range(*index.indices(len(dx))):
+                    dx[i] = 0.0
+            else:
+                dx[index] = 0.0
+        return dx
+    if isinstance(dx, (int, float)) and dx == 0:
+        return dx
+    if not (is_array(dx) and dx.shape == x.shape and dx.flags.writeable):
+        dx = _writable_zeros(dx, x)
+    dx[index] = 0
+    return dx
+
+
+def save(value):
+    """A copy of ``value`` to put on the tape before it is overwritten in place."""
+    if is_array(value):
+        return value.copy()
+    if isinstance(value, list):
+        return list(value)
+    return value
+
+
+def own(value):
+    """A copy of a gradient handed in from outside, so the adjoint may update it in place."""
+    if is_array(value):
+        return value.copy()
+    if isinstance(value, (list, tuple)):
+        return [own(v) for v in value]
+    return value
+
+
+# ----- Sequences (lists and tuples of arrays) -----
+
+def seq_item(dseq, index):
+    """Adjoint of element ``index`` of a sequence (0.0 while none has arrived)."""
+    if isinstance(dseq, (list, tuple)):
+        return dseq[index]
+    return dseq
+
+
+def seq_add(dseq, g):
+    """Elementwise sum of two sequence adjoints (either may be a scalar zero)."""
+    if not isinstance(g, (list, tuple)):
+        return dseq if (isinstance(g, (int, float)) and g == 0) else _seq_add_scalar(dseq, g)
+    if not isinstance(dseq, (list, tuple)):
+        return [gi if gi is not None else 0.0 for gi in g]
+    return [a + b if b is not None else a for a, b in zip(dseq, g)]
+
+
+def _seq_add_scalar(dseq, g):
+    if isinstance(dseq, (list, tuple)):
+        return [a + g for a in dseq]
+    return dseq + g
+
+
+def seq_pop(dseq):
+    """Split the adjoint of a list into (adjoint without its last item, last item's)."""
+    if isinstance(dseq, list) and dseq:
+        return dseq[:-1], dseq[-1]
+    return dseq, 0.0
+
+
+# ----- Numbers -----
+
+def zeros_like(x):
+    """A zero gradient shaped like ``x`` (a Python 0.0 for a Python number)."""
+    if is_array(x):
+        xp = namespace(x)
+        return xp.zeros(x.shape, dtype=_float_dtype(x, xp))
+    if isinstance(x, (list, tuple)):
+        return [zeros_like(v) for v in x]
+    return 0.0
+
+
+def materialize(g, x):
+    """Gradient ``g`` given the shape, dtype and type of ``x`` (the API boundary)."""
+    if is_array(x):
+        xp = namespace(x)
+        dtype = _float_dtype(x, xp)
+        if not is_array(g) or g.shape != x.shape:
+            g = xp.broadcast_to(xp.asarray(g, dtype=dtype), x.shape).copy()
+        elif g.dtype != dtype:
+            g = g.astype(dtype)
+        return g
+    if isinstance(x, (list, tuple)):
+        if not isinstance(g, (list, tuple)):
+            g = [g] * len(x)
+        return type(x)(materialize(gi, xi) for gi, xi in zip(g, x))
+    if isinstance(x, complex):
+        return complex(g)
+    return float(g)
+
+
+# ----- Helpers shared by rules -----
+
+def log_or_zero(a):
+    """log(a) where a > 0, else 0: the exponent's gradient of ``a ** b``."""
+    if is_array(a):
+        xp = namespace(a)
+        return xp.where(a > 0, xp.log(xp.where(a > 0, a, 1)), 0)
+    import math
+    return math.log(a) if a > 0 else 0.0
+
+
+def _matmul_operands(dy, a, b):
+    xp = namespace(dy, a, b)
+    a2 = a[None, :] if a.ndim == 1 else a
+    b2 = b[:, None] if b.ndim == 1 else b
+    dy2 = xp.asarray(dy)
+    if a.ndim == 1:
+        dy2 = xp.expand_dims(dy2, -2)
+    if b.ndim == 1:
+        dy2 = xp.expand_dims(dy2, -1)
+    return xp, a2, b2, dy2
+
+
+def matmul_grad_a(dy, a, b):
+    """Gradient of ``a @ b`` with respect to ``a`` (1-D and batched operands too)."""
+    if not (is_array(dy) or is_array(a) or is_array(b)):
+        return dy * b
+    xp, a2, b2, dy2 = _matmul_operands(dy, a, b)
+    g = xp.matmul(dy2, xp.swapaxes(b2, -1, -2))
+    if a.ndim == 1:
+        g = g[..., 0, :]
+    return unbroadcast(g, a)
+
+
+def matmul_grad_b(dy, a, b):
+    """Gradient of ``a @ b`` with respect to ``b``."""
+    if not (is_array(dy) or is_array(a) or is_array(b)):
+        return dy * a
+    xp, a2, b2, dy2 = _matmul_operands(dy, a, b)
+    g = xp.matmul(xp.swapaxes(a2, -1, -2), dy2)
+    if b.ndim == 1:
+        g = g[..., :, 0]
+    return unbroadcast(g, b)
+
+
+# ----- Helpers for the NumPy rules -----
+# Appended for srcgrad/rules/numpy_*.py, builtins_math.py and runtime_rules.py.
+# Each helper works on NumPy and CuPy arrays (and on Python numbers where that
+# makes sense). Helpers that are linear in a gradient have adjoint rules of
+# their own in rules/runtime_rules.py, so generated code can be differentiated
+# again; the others raise the compiler's "no rule" error if that is tried.
+
+import math as _math
+
+
+def _xp_of(*values):
+    return namespace(*values)
+
+
+def _shape(value):
+    shape = getattr(value, "shape", None)
+    if shape is not None:
+        return tuple(shape)
+    return numpy.shape(value)
+
+
+def _asarray(xp, value):
+    return xp.asarray(value)
+
+
+def broadcast_like(dz, g):
+    """``dz`` given the shape of ``g``: broadcast up, or summed down (adjoint of unbroadcast)."""
+    target = _shape(g)
+    dshape = _shape(dz)
+    if dshape == target:
+        return dz
+    if not target:
+        if isinstance(g, (int, float)) and not is_array(dz):
+            return dz
+        return _xp_of(dz).sum(_asarray(_xp_of(dz), dz))
+    xp = _xp_of(dz, g)
+    try:
+        numpy.broadcast_shapes(dshape, target)
+        if numpy.broadcast_shapes(dshape, target) == target:
+            return xp.broadcast_to(xp.asarray(dz), target)
+    except ValueError:
+        pass
+    return unbroadcast(dz, g)
+
+
+def reduce_to(dz, g, axis=None, keepdims=False):
+    """Adjoint of ``unreduce(g, x, axis, keepdims)`` with respect to ``g``."""
+    gshape = _shape(g)
+    dshape = _shape(dz)
+    if dshape == gshape:
+        return dz
+    xp = _xp_of(dz)
+    dz = xp.asarray(dz)
+    if not gshape:
+        return dz.sum()
+    if axis is None:
+        s = dz.sum(keepdims=True)
+    else:
+        s = dz.sum(axis=normalize_axis(axis, dz.ndim), keepdims=True)
+    if s.shape != gshape:
+        s = s.reshape(gshape)
+    return s
+
+
+def sign(x):
+    """sign(x) as a float (0 at 0), for Python numbers and arrays."""
+    if is_array(x):
+        return namespace(x).sign(x)
+    return float((x > 0) - (x < 0))
+
+
+def _scalar_or_xp(name):
+    def fn(x):
+        if is_array(x):
+            return getattr(namespace(x), name)(x)
+        return getattr(_math, name)(x)
+    fn.__name__ = name
+    fn.__qualname__ = name
+    fn.__doc__ = f"``{name}`` of a Python number (math.{name}) or of an array (xp.{name})."
+    return fn
+
+
+sin = _scalar_or_xp("sin")
+cos = _scalar_or_xp("cos")
+exp = _scalar_or_xp("exp")
+sinh = _scalar_or_xp("sinh")
+cosh = _scalar_or_xp("cosh")
+log = _scalar_or_xp("log")
+
+
+def cast_like(g, x):
+    """Gradient ``g`` cast back to ``x``'s floating dtype (adjoint of a dtype cast)."""
+    dtype = getattr(x, "dtype", None)
+    if dtype is None or dtype.kind not in "fc" or not is_array(g):
+        return g
+    if g.dtype != dtype:
+        return g.astype(dtype)
+    return g
+
+
+def clip_below(a, a_min):
+    """Mask of the entries that ``clip`` raised to ``a_min`` (False when there is no bound)."""
+    if a_min is None:
+        return False
+    return a < a_min
+
+
+def clip_above(a, a_max):
+    """Mask of the entries that ``clip`` lowered to ``a_max`` (False when there is no bound)."""
+    if a_max is None:
+        return False
+    return a > a_max
+
+
+def log_or_zero_grad(a):
+    """1/a where a > 0, else 0: the derivative of ``log_or_zero``."""
+    if is_array(a):
+        xp = namespace(a)
+        return xp.where(a > 0, 1 / xp.where(a > 0, a, 1), 0)
+    return 1.0 / a if a > 0 else 0.0
+
+
+def _move_reduced_last(xp, a, axis):
+    axes = normalize_axis(axis, a.ndim)
+    rest = [i for i in range(a.ndim) if i not in axes]
+    perm = rest + list(axes)
+    t = xp.transpose(a, perm)
+    lead = t.shape[:len(rest)]
+    n = 1
+    for ax in axes:
+        n *= a.shape[ax]
+    return t, perm, lead, n
+
+
+def _exclusive_cumprod(xp, t):
+    ones = xp.ones(t.shape[:-1] + (1,), dtype=t.dtype)
+    return xp.concatenate([ones, xp.cumprod(t[..., :-1], axis=-1)], axis=-1)
+
+
+def prod_others(a, axis=None):
+    """For each entry, the product of the other entries of its reduction group.
+
+    The exact derivative of ``prod`` (no division, so zeros are fine).
+    """
+    if not is_array(a):
+        return 1.0
+    xp = namespace(a)
+    if a.ndim == 0:
+        return xp.ones_like(a)
+    t, perm, lead, n = _move_reduced_last(xp, a, axis)
+    tshape = t.shape
+    t = t.reshape(lead + (n,))
+    left = _exclusive_cumprod(xp, t)
+    right = xp.flip(_exclusive_cumprod(xp, xp.flip(t, -1)), -1)
+    out = (left * right).reshape(tshape)
+    return xp.transpose(out, tuple(int(i) for i in numpy.argsort(perm)))
+
+
+def cumprod_vjp(dy, a, axis=None):
+    """Gradient of ``cumprod(a, axis)``: exact with zeros (Horner sums, no division)."""
+    xp = namespace(a, dy)
+    a = xp.asarray(a)
+    g = xp.asarray(dy)
+    if axis is None:
+        t, g, ax = a.reshape(-1), g.reshape(-1), 0
+    else:
+        t, ax = a, axis % max(a.ndim, 1)
+    t = xp.moveaxis(t, ax, -1)
+    g = xp.moveaxis(g, ax, -1)
+    n = t.shape[-1]
+    dtype = numpy.result_type(t.dtype, g.dtype, numpy.float16)
+    s = xp.zeros(g.shape, dtype=dtype)
+    if n:
+        s[..., n - 1] = g[..., n - 1]
+        for i in range(n - 2, -1, -1):
+            s[..., i] = g[..., i] + t[..., i + 1] * s[..., i + 1]
+        s = _exclusive_cumprod(xp, t) * s
+    s = xp.moveaxis(s, -1, ax)
+    return s.reshape(a.shape)
+
+
+def _grad_zeros(xp, x, *others):
+    dtype = numpy.result_type(*[getattr(v, "dtype", numpy.float64) for v in (x,) + others],
+                              numpy.float16)
+    return xp.zeros(_shape(x), dtype=dtype)
+
+
+def _scatter_add(xp, target, index, values):
+    if xp is numpy:
+        numpy.add.at(target, index, values)
+    else:
+        xp.add.at(target, index, values)
+
+
+def take_vjp(dy, a, indices, axis=None):
+    """Gradient of ``take(a, indices, axis)``: repeated indices accumulate."""
+    xp = namespace(a, dy)
+    dy = xp.asarray(dy)
+    indices = xp.asarray(indices)
+    dx = _grad_zeros(xp, a, dy)
+    if axis is None:
+        _scatter_add(xp, dx.reshape(-1), indices, dy)
+        return dx
+    ax = axis % dx.ndim
+    k = indices.ndim
+    moved = xp.moveaxis(dx, ax, 0)
+    g = xp.moveaxis(dy, tuple(range(ax, ax + k)), tuple(range(k)))
+    _scatter_add(xp, moved, indices, g)
+    return dx
+
+
+def take_along_axis_vjp(dy, arr, indices, axis):
+    """Gradient of ``take_along_axis(arr, indices, axis)``: repeated indices accumulate."""
+    xp = namespace(arr, dy)
+    dy = xp.asarray(dy)
+    indices = xp.asarray(indices)
+    dx = _grad_zeros(xp, arr, dy)
+    if axis is None:
+        _scatter_add(xp, dx.reshape(-1), indices, dy)
+        return dx
+    ax = axis % dx.ndim
+    index = []
+    for d in range(dx.ndim):
+        if d == ax:
+            index.append(indices)
+            continue
+        shape = [1] * dx.ndim
+        if dx.shape[d] == 1:
+            index.append(xp.zeros(shape, dtype=xp.intp))
+        else:
+            shape[d] = dx.shape[d]
+            index.append(xp.arange(dx.shape[d]).reshape(shape))
+    _scatter_add(xp, dx, tuple(index), dy)
+    return dx
+
+
+def average_weights(a, weights, axis=None):
+    """The weights of ``average`` shaped to broadcast against ``a`` (ones when None)."""
+    xp = namespace(a, weights)
+    if weights is None:
+        return xp.ones(_shape(a), dtype=numpy.result_type(getattr(a, "dtype", float), numpy.float16))
+    if _shape(weights) == _shape(a):
+        return weights
+    ndim = len(_shape(a))
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    axes = [ax % ndim for ax in axes]
+    shape = [1] * ndim
+    for ax in axes:
+        shape[ax] = _shape(a)[ax]
+    return xp.reshape(xp.asarray(weights), shape)
+
+
+def weights_vjp(g, weights, a, axis=None):
+    """A gradient of ``a``'s shape summed down to the shape of ``average``'s weights."""
+    if _shape(g) == _shape(weights):
+        return g
+    xp = namespace(g, weights)
+    ndim = len(_shape(a))
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    axes = [ax % ndim for ax in axes]
+    other = tuple(i for i in range(ndim) if i not in axes)
+    g = xp.asarray(g)
+    if other:
+        g = g.sum(axis=other)
+    if sorted(axes) != list(axes):
+        order = [sorted(axes).index(ax) for ax in axes]
+        g = xp.transpose(g, order)
+    return g.reshape(_shape(weights))
+
+
+def diff_vjp(dy, a, n=1, axis=-1):
+    """Gradient of ``diff(a, n, axis)``."""
+    xp = namespace(a, dy)
+    g = xp.asarray(dy)
+    ax = axis % g.ndim
+    for _ in range(n):
+        pad = [(0, 0)] * g.ndim
+        pad[ax] = (1, 0)
+        before = xp.pad(g, pad)
+        pad[ax] = (0, 1)
+        after = xp.pad(g, pad)
+        g = before - after
+    return g.reshape(_shape(a))
+
+
+def inverse_axes(axes, x):
+    """The permutation that undoes ``transpose(x, axes)`` (None stays None)."""
+    if axes is None:
+        return None
+    ndim = len(_shape(x))
+    axes = [int(ax) % ndim for ax in axes]
+    return tuple(int(i) for i in numpy.argsort(axes))
+
+
+def method_axes(axes):
+    """The axes of ``x.transpose(*axes)`` as ``np.transpose`` takes them."""
+    if len(axes) == 0:
+        return None
+    if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
+        return axes[0]
+    return axes
+
+
+def method_shape(shape):
+    """The shape of ``x.reshape(*shape)`` as one tuple."""
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        return tuple(shape[0])
+    return tuple(shape)
+
+
+def _split_pieces(xp, dy, sizes, axis):
+    pieces = []
+    start = 0
+    for n in sizes:
+        index = [slice(None)] * dy.ndim
+        index[axis] = slice(start, start + n)
+        pieces.append(dy[tuple(index)])
+        start += n
+    return pieces
+
+
+def concatenate_vjp(dy, arrays, axis=0):
+    """Gradient of ``concatenate(arrays, axis)``: a list, one gradient per array."""
+    xp = namespace(dy)
+    dy = xp.asarray(dy)
+    shapes = [_shape(v) for v in arrays]
+    if axis is None:
+        sizes = [int(numpy.prod(s)) for s in shapes]
+        return [p.reshape(s) for p, s in zip(_split_pieces(xp, dy.reshape(-1), sizes, 0), shapes)]
+    ax = axis % dy.ndim
+    return _split_pieces(xp, dy, [s[ax] for s in shapes], ax)
+
+
+def _fill_missing(xp, dys, ys):
+    out = []
+    for d, v in zip(dys, ys):
+        shape = _shape(v)
+        if d is None or (not is_array(d) and isinstance(d, (int, float)) and d == 0):
+            d = xp.zeros(shape, dtype=getattr(v, "dtype", numpy.float64)) + (0 if d is None else d)
+        elif _shape(d) != shape:
+            d = xp.broadcast_to(xp.asarray(d), shape)
+        out.append(d)
+    return out
+
+
+def split_vjp(dys, ys, axis=0):
+    """Gradient of ``split``/``array_split`` (``ys`` its outputs): the pieces concatenated.
+
+    A missing piece (None or a scalar 0) counts as zeros. ``axis=None`` joins
+    the pieces flattened (the adjoint of ``concatenate(..., axis=None)``).
+    """
+    xp = namespace(*[d for d in dys if d is not None], *ys)
+    pieces = _fill_missing(xp, list(dys) if isinstance(dys, (list, tuple)) else [dys] * len(ys), ys)
+    if axis is None:
+        return xp.concatenate([xp.reshape(p, -1) for p in pieces])
+    return xp.concatenate(pieces, axis=axis)
+
+
+def stack_vjp(dy, arrays, axis=0):
+    """Gradient of ``stack(arrays, axis)``: a list, one gradient per array."""
+    xp = namespace(dy)
+    dy = xp.asarray(dy)
+    moved = xp.moveaxis(dy, axis % dy.ndim, 0)
+    return [moved[i] for i in range(len(arrays))]
+
+
+def stack_fill(dzs, arrays, axis=0):
+    """``stack`` of per-array gradients, zeros for missing ones (adjoint of stack_vjp)."""
+    xp = namespace(*[d for d in dzs if d is not None], *arrays)
+    return xp.stack(_fill_missing(xp, dzs, arrays), axis=axis)
+
+
+def _stack_vjp_generic(dy, tup, promote, axis_of):
+    xp = namespace(dy)
+    dy = xp.asarray(dy)
+    promoted = [promote(_shape(v)) for v in tup]
+    ax = axis_of(promoted)
+    pieces = _split_pieces(xp, dy, [s[ax] for s in promoted], ax)
+    return [p.reshape(_shape(v)) for p, v in zip(pieces, tup)]
+
+
+def _atleast(shape, n):
+    if len(shape) >= n:
+        return shape
+    if n == 2:
+        return (1,) * (2 - len(shape)) + shape if len(shape) < 2 else shape
+    if n == 3:
+        if len(shape) == 0:
+            return (1, 1, 1)
+        if len(shape) == 1:
+            return (1,) + shape + (1,)
+        return shape + (1,)
+    return (1,) * (n - len(shape)) + shape
+
+
+def hstack_vjp(dy, tup):
+    """Gradient of ``hstack(tup)``: a list."""
+    return _stack_vjp_generic(dy, tup, lambda s: _atleast(s, 1),
+                              lambda shapes: 0 if len(shapes[0]) == 1 else 1)
+
+
+def vstack_vjp(dy, tup):
+    """Gradient of ``vstack(tup)``: a list."""
+    return _stack_vjp_generic(dy, tup, lambda s: _atleast(s, 2), lambda shapes: 0)
+
+
+def dstack_vjp(dy, tup):
+    """Gradient of ``dstack(tup)``: a list."""
+    return _stack_vjp_generic(dy, tup, lambda s: _atleast(s, 3), lambda shapes: 2)
+
+
+def column_stack_vjp(dy, tup):
+    """Gradient of ``column_stack(tup)``: a list."""
+    def promote(s):
+        if len(s) < 2:
+            return (int(numpy.prod(s)), 1)
+        return s
+    return _stack_vjp_generic(dy, tup, promote, lambda shapes: 1)
+
+
+_PAD_GATHER_MODES = ("constant", "edge", "reflect", "symmetric", "wrap", "empty")
+
+
+def _pad_source_index(array, pad_width, mode):
+    shape = _shape(array)
+    size = int(numpy.prod(shape))
+    index = numpy.arange(size).reshape(shape)
+    if mode not in _PAD_GATHER_MODES:
+        raise NotImplementedError(
+            f"srcgrad: the gradient of np.pad with mode={mode!r} is not supported "
+            f"(supported: {', '.join(_PAD_GATHER_MODES)}); write a custom sg.Function.")
+    if mode in ("constant", "empty"):
+        return numpy.pad(index, pad_width, mode="constant", constant_values=-1)
+    return numpy.pad(index, pad_width, mode=mode)
+
+
+def pad_vjp(dy, array, pad_width, mode="constant"):
+    """Gradient of ``pad(array, pad_width, mode)`` for the modes that copy entries."""
+    xp = namespace(array, dy)
+    dy = xp.asarray(dy)
+    source = _pad_source_index(array, pad_width, mode).reshape(-1)
+    keep = source >= 0
+    dx = _grad_zeros(xp, array, dy)
+    _scatter_add(xp, dx.reshape(-1), xp.asarray(source[keep]), dy.reshape(-1)[xp.asarray(keep)])
+    return dx
+
+
+def pad_constant_vjp(dy, array, pad_width, constant_values=0):
+    """Gradient of ``pad(..., mode='constant', constant_values=c)`` with respect to a scalar ``c``."""
+    if numpy.ndim(constant_values) != 0:
+        raise NotImplementedError(
+            "srcgrad: the gradient with respect to per-axis constant_values of np.pad is not "
+            "supported; pass a scalar.")
+    xp = namespace(array, dy)
+    source = xp.asarray(_pad_source_index(array, pad_width, "constant"))
+    return xp.sum(xp.where(source < 0, dy, 0))
+
+
+def negate_shift(shift):
+    """``-shift`` for an int or a tuple of ints (the adjoint of ``roll``)."""
+    if isinstance(shift, (tuple, list)):
+        return tuple(-s for s in shift)
+    return -shift
+
+
+def tile_vjp(dy, A, reps):
+    """Gradient of ``tile(A, reps)``: the tiles summed."""
+    xp = namespace(A, dy)
+    dy = xp.asarray(dy)
+    shape = _shape(A)
+    reps = tuple(reps) if isinstance(reps, (tuple, list)) else (reps,)
+    n = max(len(shape), len(reps))
+    s = (1,) * (n - len(shape)) + shape
+    r = (1,) * (n - len(reps)) + reps
+    inter = []
+    for ri, si in zip(r, s):
+        inter += [ri, si]
+    g = dy.reshape(inter).sum(axis=tuple(range(0, 2 * n, 2)))
+    return g.reshape(shape)
+
+
+def _host(value):
+    """A host (NumPy) copy of a small index-like value."""
+    if hasattr(value, "get"):
+        return value.get()
+    return numpy.asarray(value)
+
+
+def repeat_vjp(dy, a, repeats, axis=None):
+    """Gradient of ``repeat(a, repeats, axis)``: the copies summed."""
+    xp = namespace(a, dy)
+    dy = xp.asarray(dy)
+    dx = _grad_zeros(xp, a, dy)
+    if axis is None:
+        n = dx.size
+        index = xp.asarray(numpy.repeat(numpy.arange(n), _host(repeats)))
+        _scatter_add(xp, dx.reshape(-1), index, dy.reshape(-1))
+        return dx
+    ax = axis % dx.ndim
+    index = xp.asarray(numpy.repeat(numpy.arange(dx.shape[ax]), _host(repeats)))
+    _scatter_add(xp, xp.moveaxis(dx, ax, 0), index, xp.moveaxis(dy, ax, 0))
+    return dx
+
+
+def array_vjp(dy, obj):
+    """Gradient of ``np.array(obj)``/``asarray``: the same nesting as ``obj``.
+
+    A list of arrays or numbers gets a list of gradients, one per item.
+    """
+    if isinstance(obj, (list, tuple)):
+        return [array_vjp(dy[i], item) for i, item in enumerate(obj)]
+    if is_array(obj):
+        return cast_like(unbroadcast(dy, obj), obj)
+    return dy
+
+
+def diag_vjp(dy, v, k=0):
+    """Gradient of ``diag(v, k)`` (1-D ``v`` builds a matrix, 2-D ``v`` extracts a diagonal)."""
+    xp = namespace(v, dy)
+    if len(_shape(v)) == 1:
+        return xp.diagonal(xp.asarray(dy), k).copy()
+    return diagonal_vjp(dy, v, k, 0, 1)
+
+
+def diagonal_vjp(dy, a, offset=0, axis1=0, axis2=1):
+    """Gradient of ``diagonal(a, offset, axis1, axis2)``: ``dy`` written onto that diagonal."""
+    xp = namespace(a, dy)
+    dy = xp.asarray(dy)
+    dx = _grad_zeros(xp, a, dy)
+    n = dy.shape[-1]
+    i = xp.arange(n)
+    moved = xp.moveaxis(dx, (axis1, axis2), (-2, -1))
+    moved[..., i + max(-offset, 0), i + max(offset, 0)] = dy
+    return dx
+
+
+def dot_grad_a(dy, a, b):
+    """Gradient of ``dot(a, b)`` with respect to ``a`` (every ``ndim`` case of np.dot)."""
+    if not is_array(a) or not is_array(b) or a.ndim == 0 or b.ndim == 0:
+        return unbroadcast(dy * b, a)
+    xp = namespace(dy, a, b)
+    dy = xp.asarray(dy)
+    if b.ndim == 1:
+        return dy[..., None] * b
+    daxes = tuple(range(a.ndim - 1, dy.ndim))
+    baxes = tuple(i for i in range(b.ndim) if i != b.ndim - 2)
+    return xp.tensordot(dy, b, axes=(daxes, baxes))
+
+
+def dot_grad_b(dy, a, b):
+    """Gradient of ``dot(a, b)`` with respect to ``b``."""
+    if not is_array(a) or not is_array(b) or a.ndim == 0 or b.ndim == 0:
+        return unbroadcast(dy * a, b)
+    xp = namespace(dy, a, b)
+    dy = xp.asarray(dy)
+    lead = tuple(range(a.ndim - 1))
+    g = xp.tensordot(a, dy, axes=(lead, lead))
+    if b.ndim == 1:
+        return g
+    return xp.moveaxis(g, 0, -2)
+
+
+def _tensordot_axes(a, b, axes):
+    if isinstance(axes, int):
+        return list(range(a.ndim - axes, a.ndim)), list(range(axes))
+    aa, bb = axes
+    aa = [aa] if isinstance(aa, int) else list(aa)
+    bb = [bb] if isinstance(bb, int) else list(bb)
+    return [x % a.ndim for x in aa], [x % b.ndim for x in bb]
+
+
+def tensordot_grad_a(dy, a, b, axes=2):
+    """Gradient of ``tensordot(a, b, axes)`` with respect to ``a``."""
+    xp = namespace(dy, a, b)
+    a_axes, b_axes = _tensordot_axes(a, b, axes)
+    a_free = [i for i in range(a.ndim) if i not in a_axes]
+    b_free = [i for i in range(b.ndim) if i not in b_axes]
+    g = xp.tensordot(xp.asarray(dy), b, axes=(list(range(len(a_free), len(a_free) + len(b_free))), b_free))
+    dest = a_free + [a_axes[b_axes.index(j)] for j in sorted(b_axes)]
+    return xp.transpose(g, tuple(int(i) for i in numpy.argsort(dest)))
+
+
+def tensordot_grad_b(dy, a, b, axes=2):
+    """Gradient of ``tensordot(a, b, axes)`` with respect to ``b``."""
+    xp = namespace(dy, a, b)
+    a_axes, b_axes = _tensordot_axes(a, b, axes)
+    a_free = [i for i in range(a.ndim) if i not in a_axes]
+    b_free = [i for i in range(b.ndim) if i not in b_axes]
+    g = xp.tensordot(a, xp.asarray(dy), axes=(a_free, list(range(len(a_free)))))
+    dest = [b_axes[a_axes.index(i)] for i in sorted(a_axes)] + b_free
+    return xp.transpose(g, tuple(int(i) for i in numpy.argsort(dest)))
+
+
+def _einsum_specs(subscripts, shapes):
+    import string
+    s = subscripts.replace(" ", "")
+    if "->" in s:
+        lhs, out = s.split("->")
+    else:
+        lhs, out = s, None
+    ins = lhs.split(",")
+    if len(ins) != len(shapes):
+        raise ValueError("srcgrad: einsum subscripts do not match the number of operands")
+    used = set(c for c in s if c.isalpha())
+    free = [c for c in string.ascii_letters if c not in used]
+    counts = []
+    for spec, shape in zip(ins, shapes):
+        counts.append(len(shape) - (len(spec) - 3) if "..." in spec else 0)
+    n_ell = max(counts) if counts else 0
+    ell = "".join(free[:n_ell])
+    free = free[n_ell:]
+    specs = [spec.replace("...", ell[n_ell - k:] if k else "") for spec, k in zip(ins, counts)]
+    if out is None:
+        letters = [c for spec in ins for c in spec if c.isalpha()]
+        out = ell + "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+    else:
+        out = out.replace("...", ell)
+    return specs, out, free
+
+
+def einsum_vjp(dy, subscripts, operands):
+    """Gradients of ``einsum(subscripts, *operands)``: a list, one per operand.
+
+    Each gradient is itself an einsum; repeated indices in one operand (a
+    diagonal) are handled with identity matrices, indices summed away inside
+    one operand with vectors of ones, and broadcast ellipsis dimensions are
+    summed back.
+    """
+    if not isinstance(subscripts, str):
+        raise NotImplementedError(
+            "srcgrad: only the subscripts-string form of einsum is differentiable")
+    xp = namespace(dy, *operands)
+    ops = [xp.asarray(o) for o in operands]
+    specs, out, free = _einsum_specs(subscripts, [o.shape for o in ops])
+    sizes = {}
+    for spec, o in zip(specs, ops):
+        for c, n in zip(spec, o.shape):
+            sizes[c] = max(sizes.get(c, 1), n)
+    full = [xp.broadcast_to(o, tuple(sizes[c] for c in spec)) for spec, o in zip(specs, ops)]
+    dy = xp.asarray(dy)
+    grads = []
+    for i, spec in enumerate(specs):
+        others = [(specs[j], full[j]) for j in range(len(specs)) if j != i]
+        new_spec = []
+        extra = []
+        seen = set()
+        spare = iter(free)
+        for c in spec:
+            if c in seen:
+                n = next(spare)
+                new_spec.append(n)
+                extra.append((c + n, xp.eye(sizes[c], dtype=dy.dtype)))
+            else:
+                seen.add(c)
+                new_spec.append(c)
+        available = set(out) | set("".join(s for s, _ in others)) | set("".join(s for s, _ in extra))
+        for c in sorted(set(new_spec) - available):
+            extra.append((c, xp.ones(sizes[c], dtype=dy.dtype)))
+        expr = ",".join([out] + [s for s, _ in others] + [s for s, _ in extra]) + "->" + "".join(new_spec)
+        g = xp.einsum(expr, dy, *[o for _, o in others], *[o for _, o in extra])
+        grads.append(unbroadcast(g, ops[i]) if g.shape != ops[i].shape else g)
+    return grads
+
+
+def kron_vjp(dy, a, b):
+    """Gradients of ``kron(a, b)``: the pair ``(da, db)``."""
+    xp = namespace(dy, a, b)
+    a = xp.asarray(a)
+    b = xp.asarray(b)
+    n = max(a.ndim, b.ndim)
+    sa = (1,) * (n - a.ndim) + a.shape
+    sb = (1,) * (n - b.ndim) + b.shape
+    inter = []
+    for x, y in zip(sa, sb):
+        inter += [x, y]
+    g = xp.asarray(dy).reshape(inter)
+    b_inter = []
+    a_inter = []
+    for x, y in zip(sa, sb):
+        a_inter += [x, 1]
+        b_inter += [1, y]
+    da = (g * b.reshape(b_inter)).sum(axis=tuple(range(1, 2 * n, 2))).reshape(a.shape)
+    db = (g * a.reshape(a_inter)).sum(axis=tuple(range(0, 2 * n, 2))).reshape(b.shape)
+    return da, db
+
+
+def append_vjp(dy, arr, values, axis=None):
+    """Gradients of ``append(arr, values, axis)``: the pair ``(darr, dvalues)``."""
+    xp = namespace(dy)
+    dy = xp.asarray(dy)
+    if axis is None:
+        n = int(numpy.prod(_shape(arr)))
+        flat = dy.reshape(-1)
+        return flat[:n].reshape(_shape(arr)), flat[n:].reshape(_shape(values))
+    ax = axis % dy.ndim
+    n = _shape(arr)[ax]
+    first, second = _split_pieces(xp, dy, [n, dy.shape[ax] - n], ax)
+    return first, unbroadcast(second, values)
+
+
+def convolve_vjp(dy, a, v, mode="full"):
+    """Gradients of ``convolve(a, v, mode)``: the pair ``(da, dv)``."""
+    xp = namespace(dy, a, v)
+    a = xp.asarray(a)
+    v = xp.asarray(v)
+    dy = xp.asarray(dy)
+    n, m = a.shape[0], v.shape[0]
+    full = n + m - 1
+    if mode == "full":
+        start = 0
+    elif mode == "same":
+        start = (min(n, m) - 1) // 2
+    elif mode == "valid":
+        start = min(n, m) - 1
+    else:
+        raise ValueError(f"srcgrad: unknown convolve mode {mode!r}")
+    g = xp.zeros(full, dtype=numpy.result_type(dy.dtype, a.dtype, v.dtype))
+    g[start:start + dy.shape[0]] = dy
+    return xp.correlate(g, v, "valid"), xp.correlate(g, a, "valid")
+
+
+def _safe_div(xp, num, den):
+    return xp.where(den == 0, 0, num / xp.where(den == 0, 1, den))
+
+
+def _tie_weights(xp, mask, axis):
+    mask = mask.astype(numpy.float64) if mask.dtype == bool else mask
+    return mask / xp.sum(mask, axis=axis, keepdims=True)
+
+
+def norm_vjp(dy, x, y, ord=None, axis=None, keepdims=False, kind="norm"):
+    """Gradient of ``np.linalg.norm`` (``kind='vector'``/``'matrix'``: the array-API norms).
+
+    Kinks: at a zero vector the gradient of the 2-norm (and p-norms) is 0; ties
+    of the inf-norms (and of the matrix 1/inf norms) share the gradient evenly;
+    for ``ord=1`` the gradient at 0 is 0 (``sign``). Matrix 2-norms use the top
+    singular pair (ties in singular values are not split).
+    """
+    xp = namespace(x, dy)
+    x = xp.asarray(x)
+    nd = x.ndim
+    if kind == "vector":
+        axes = tuple(range(nd)) if axis is None else (
+            tuple(a % nd for a in axis) if isinstance(axis, (tuple, list)) else (axis % nd,))
+        if ord is None:
+            ord = 2
+        matrix = False
+        if axis is None and nd != 1:
+            # the array-API vector norm of all entries: flatten
+            g = norm_vjp(xp.reshape(xp.asarray(dy), ()), x.reshape(-1),
+                         xp.reshape(xp.asarray(y), ()), ord, 0, False, "vector")
+            return g.reshape(x.shape)
+    elif kind == "matrix":
+        axes = (nd - 2, nd - 1)
+        matrix = True
+        if ord is None:
+            ord = "fro"
+    else:
+        if axis is None:
+            if ord is None:
+                dyf = unreduce(dy, x, None, keepdims)
+                return dyf * _safe_div(xp, x, unreduce_like(y, x, None, keepdims))
+            axes = tuple(range(nd))
+        elif isinstance(axis, (tuple, list)):
+            axes = tuple(a % nd for a in axis)
+        else:
+            axes = (axis % nd,)
+        matrix = len(axes) == 2
+    dyf = unreduce(dy, x, axes, keepdims)
+    yf = unreduce_like(y, x, axes, keepdims)
+    if not matrix:
+        ax = axes[0] if len(axes) == 1 else axes
+        if ord is None or ord == 2:
+            g = _safe_div(xp, x, yf)
+        elif ord == numpy.inf or ord == -numpy.inf:
+            ab = xp.abs(x)
+            g = xp.sign(x) * _tie_weights(xp, ab == yf, ax)
+        elif ord == 0:
+            g = xp.zeros_like(x)
+        elif ord == 1:
+            g = xp.sign(x)
+        else:
+            g = xp.sign(x) * _safe_div(xp, xp.abs(x) ** (ord - 1), yf ** (ord - 1))
+        return dyf * g
+    r, c = axes
+    if ord is None or ord == "fro":
+        return dyf * _safe_div(xp, x, yf)
+    if ord in ("nuc", 2, -2):
+        xm = xp.moveaxis(x, (r, c), (-2, -1))
+        u, s, vh = xp.linalg.svd(xm, full_matrices=False)
+        if ord == "nuc":
+            gm = xp.matmul(u, vh)
+        else:
+            k = 0 if ord == 2 else -1
+            gm = u[..., :, k:k + 1 or None] * vh[..., k:k + 1 or None, :]
+        return dyf * xp.moveaxis(gm, (-2, -1), (r, c))
+    if ord in (1, -1):
+        sums = xp.sum(xp.abs(x), axis=r, keepdims=True)
+        best = (xp.max if ord == 1 else xp.min)(sums, axis=c, keepdims=True)
+        return dyf * xp.sign(x) * _tie_weights(xp, sums == best, c)
+    if ord in (numpy.inf, -numpy.inf):
+        sums = xp.sum(xp.abs(x), axis=c, keepdims=True)
+        best = (xp.max if ord > 0 else xp.min)(sums, axis=r, keepdims=True)
+        return dyf * xp.sign(x) * _tie_weights(xp, sums == best, r)
+    raise NotImplementedError(f"srcgrad: the gradient of a matrix norm with ord={ord!r}")
+
+
+def solve_vjp(dy, a, b, y):
+    """Gradients of ``x = linalg.solve(a, b)``: the pair ``(da, db)`` (NumPy 2 semantics:
+    ``b`` is a vector when it is 1-D)."""
+    xp = namespace(dy, a, b)
+    dy = xp.asarray(dy)
+    at = xp.swapaxes(a, -1, -2)
+    if len(_shape(b)) == 1:
+        gb = xp.linalg.solve(at, dy[..., None])[..., 0]
+        ga = -gb[..., :, None] * y[..., None, :]
+    else:
+        gb = xp.linalg.solve(at, dy)
+        ga = -xp.matmul(gb, xp.swapaxes(y, -1, -2))
+    return unbroadcast(ga, a), unbroadcast(gb, b)
+
+
+def cholesky_vjp(dy, L):
+    """Gradient of ``L = linalg.cholesky(a)`` (lower), symmetrized like PyTorch's:
+    it assumes ``a`` symmetric and is itself symmetric."""
+    xp = namespace(dy, L)
+    lt = xp.swapaxes(L, -1, -2)
+    phi = xp.tril(xp.matmul(lt, dy))
+    n = L.shape[-1]
+    phi = phi - 0.5 * phi * xp.eye(n, dtype=phi.dtype)
+    linv = xp.linalg.inv(L)
+    g = xp.matmul(xp.swapaxes(linv, -1, -2), xp.matmul(phi, linv))
+    return 0.5 * (g + xp.swapaxes(g, -1, -2))
+
+
+def matrix_power_vjp(dy, a, n):
+    """Gradient of ``linalg.matrix_power(a, n)`` (negative ``n`` through the inverse)."""
+    xp = namespace(dy, a)
+    dy = xp.asarray(dy)
+    if n == 0:
+        return xp.zeros_like(dy)
+    base = a if n > 0 else xp.linalg.inv(a)
+    k = abs(n)
+    bt = xp.swapaxes(base, -1, -2)
+    powers = [xp.broadcast_to(xp.eye(a.shape[-1], dtype=dy.dtype), a.shape)]
+    for _ in range(k - 1):
+        powers.append(xp.matmul(powers[-1], bt))
+    g = 0
+    for i in range(k):
+        g = g + xp.matmul(xp.matmul(powers[i], dy), powers[k - 1 - i])
+    if n < 0:
+        g = -xp.matmul(bt, xp.matmul(g, bt))
+    return g
+
+
+def builtin_sum_vjp(dy, iterable):
+    """Gradient of Python's ``sum(iterable)`` with respect to the iterable.
+
+    An array (summed over its first axis) gets an array; a list gets a list.
+    """
+    if is_array(iterable):
+        xp = namespace(iterable, dy)
+        return xp.broadcast_to(xp.asarray(dy), iterable.shape)
+    return [unbroadcast(dy, item) for item in iterable]
+
+
+def minmax_vjp(dy, y, args):
+    """Gradients of Python's ``max``/``min`` (``args`` its positional arguments).
+
+    Ties share the gradient evenly, like ``np.max``. One iterable argument gets
+    ``[gradient of the iterable]``, several arguments a list of one each.
+    """
+    items = args[0] if len(args) == 1 else args
+    if is_array(items):
+        xp = namespace(items, dy)
+        mask = items == y
+        return [dy * mask / mask.sum()]
+    hits = [1.0 if item == y else 0.0 for item in items]
+    count = sum(hits)
+    grads = [dy * h / count for h in hits]
+    return [grads] if len(args) == 1 else grads
+
+
+def hypot_vjp(dy, y, coordinates):
+    """Gradients of ``math.hypot(*coordinates)``: a list (0 at the origin)."""
+    if y == 0:
+        return [0.0 for _ in coordinates]
+    return [dy * c / y for c in coordinates]
+
+
+def seq_onehot(dz, dseq, index):
+    """A list like ``dseq`` holding ``dz`` at ``index`` and zeros elsewhere."""
+    if not isinstance(dseq, (list, tuple)):
+        return dz
+    out = [0.0] * len(dseq)
+    out[index] = dz
+    return out
+
+
+def seq_unpop(dz):
+    """Adjoint of ``seq_pop``: ``(d_rest, d_last)`` joined back into one list."""
+    rest, last = dz
+    rest = list(rest) if isinstance(rest, (list, tuple)) else []
+    return rest + [last]

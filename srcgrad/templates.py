@@ -1,0 +1,130 @@
+"""Quasi-quoting: build statements from code templates, and inline rule templates.
+
+``replace("d = d + g", d="dx", g=node)`` parses the template and substitutes
+names (a str becomes a Name, a node is copied in); Load/Store contexts follow
+the position. ``instantiate(rule, ...)`` inlines a rule's body (see the rule
+contract in srcgrad/rules/__init__.py).
+"""
+
+import builtins
+import copy
+import inspect
+import textwrap
+
+import gast
+
+
+def name(id_, store=False):
+    return gast.Name(id=id_, ctx=gast.Store() if store else gast.Load(), annotation=None,
+                     type_comment=None)
+
+
+class _Substitute(gast.NodeTransformer):
+    def __init__(self, subs):
+        self.subs = subs
+
+    def visit_Name(self, node):
+        if node.id not in self.subs:
+            return node
+        value = self.subs[node.id]
+        if isinstance(value, str):
+            return name(value, isinstance(node.ctx, gast.Store))
+        new = copy.deepcopy(value)
+        if isinstance(node.ctx, gast.Store):
+            for child in gast.walk(new):
+                if hasattr(child, "ctx"):
+                    child.ctx = gast.Store()
+        return new
+
+
+def replace(template, **subs):
+    """Statements of ``template`` with names substituted."""
+    module = gast.parse(textwrap.dedent(template))
+    body = [_Substitute(subs).visit(s) for s in module.body]
+    return body
+
+
+def replace_as_expression(template, **subs):
+    return replace(template, **subs)[0].value
+
+
+# ----- Rule templates -----
+
+_PARSED = {}
+
+
+class NotATemplate(Exception):
+    """The rule's body cannot be inlined; it is called at run time instead."""
+
+
+def _parse_rule(function):
+    if function in _PARSED:
+        return _PARSED[function]
+    try:
+        source = textwrap.dedent(inspect.getsource(function))
+        node = gast.parse(source).body[0]
+    except (OSError, TypeError, SyntaxError, IndexError):
+        _PARSED[function] = None
+        return None
+    body = [s for s in node.body if not (isinstance(s, gast.Expr) and isinstance(s.value, gast.Constant))]
+    ok = bool(body) and isinstance(body[-1], gast.Return) and all(
+        isinstance(s, gast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], gast.Name)
+        for s in body[:-1])
+    params = {a.id for a in node.args.args + node.args.kwonlyargs}
+    if node.args.vararg:
+        params.add(node.args.vararg.id)
+    if node.args.kwarg:
+        ok = False
+    local = {s.targets[0].id for s in body[:-1]} if ok else set()
+    if ok:
+        for child in gast.walk(gast.Module(body=body, type_ignores=[])):
+            if isinstance(child, gast.Name) and isinstance(child.ctx, gast.Load):
+                if child.id not in params | local | {"xp", "rt"} and not hasattr(builtins, child.id):
+                    ok = False
+            if isinstance(child, (gast.Lambda, gast.ListComp, gast.GeneratorExp, gast.IfExp,
+                                  gast.DictComp, gast.SetComp, gast.NamedExpr)):
+                ok = False
+    _PARSED[function] = (body, local) if ok else None
+    return _PARSED[function]
+
+
+def is_template(rule):
+    return _parse_rule(rule.function) is not None
+
+
+def instantiate(rule, args, namer, fixed):
+    """Inline ``rule`` for one call.
+
+    Args:
+        rule: a Rule.
+        args: dict parameter name -> gast expression, for ``dy``, ``y`` and every
+            parameter of the primitive (defaults already filled in).
+        namer: a Namer for the template's own locals.
+        fixed: dict of fixed generated names, e.g. {"xp": "xp", "rt": "rt"}.
+
+    Returns:
+        (statements, gradients): the statements computing shared subexpressions,
+        and one expression (or None) per parameter after ``(dy, y)``.
+
+    Raises:
+        NotATemplate: the rule cannot be inlined.
+    """
+    parsed = _parse_rule(rule.function)
+    if parsed is None:
+        raise NotATemplate(rule.name)
+    body, local = parsed
+    subs = dict(fixed)
+    subs.update(args)
+    for loc in sorted(local):
+        subs[loc] = namer.new(loc)
+    transformer = _Substitute(subs)
+    stmts = [transformer.visit(copy.deepcopy(s)) for s in body[:-1]]
+    result = transformer.visit(copy.deepcopy(body[-1])).value
+    n_params = len(rule.params)
+    if isinstance(result, gast.Tuple):
+        grads = list(result.elts)
+    else:
+        grads = [result]
+    grads += [None] * (n_params - len(grads))
+    grads = [None if isinstance(g, gast.Constant) and g.value is None else g for g in grads]
+    return stmts, grads

@@ -1,0 +1,412 @@
+"""A-normal form: every operation gets its own statement over names and constants.
+
+Requires canonical control flow (see canonicalize.py). Afterwards each assignment
+is ``name = OP(atoms)``, ``name[index] = atom`` or ``name = atom``; temporaries
+are named after what they hold (``sin_x``, ``w_times_x``). Calls are resolved to
+live objects (annotation PRIMITIVE). Conditions of ``if`` become names so the
+adjoint can replay the branch taken; comparisons and boolean operators stay
+whole, since they carry no gradient.
+
+    y = np.sin(x) * w + b     becomes     sin_x = np.sin(x)
+                                          sin_x_times_w = sin_x * w
+                                          y = sin_x_times_w + b
+"""
+
+import builtins
+
+import gast
+
+from srcgrad import anno
+from srcgrad.errors import UnsupportedError
+from srcgrad.rules import Attribute, Method
+
+Static = anno.Static
+
+_OP_WORDS = {
+    gast.Add: "plus", gast.Sub: "minus", gast.Mult: "times", gast.Div: "over",
+    gast.Pow: "pow", gast.MatMult: "matmul", gast.FloorDiv: "floordiv", gast.Mod: "mod",
+}
+
+
+def local_names(node):
+    """Parameters and every name the function assigns."""
+    names = {a.id for a in node.args.args + node.args.kwonlyargs + node.args.posonlyargs}
+    for child in gast.walk(node):
+        if isinstance(child, gast.Name) and isinstance(child.ctx, (gast.Store, gast.Del)):
+            names.add(child.id)
+    return names
+
+
+def is_atom(node):
+    if isinstance(node, (gast.Name, gast.Constant)):
+        return True
+    if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.USub):
+        return isinstance(node.operand, gast.Constant)
+    if isinstance(node, gast.Tuple):
+        return all(isinstance(e, gast.Constant) or is_atom(e) and not isinstance(e, gast.Name)
+                   for e in node.elts)
+    return False
+
+
+def _name(id_, store=False):
+    return gast.Name(id=id_, ctx=gast.Store() if store else gast.Load(), annotation=None,
+                     type_comment=None)
+
+
+class ANF:
+    def __init__(self, info, namer, locals_):
+        self.info = info
+        self.namer = namer
+        self.locals = locals_
+        self.origin = None
+
+    # ----- helpers -----
+
+    def error(self, node, message, hint=None, cls=UnsupportedError):
+        origin = self.origin or self.info.origin(node)
+        if origin is None:
+            return cls(message, self.info.filename, hint=hint)
+        return origin.error(cls, message, hint)
+
+    def emit(self, out, node):
+        if self.origin is not None:
+            anno.setanno(node, Static.ORIGIN, self.origin)
+        out.append(node)
+        return node
+
+    def assign(self, out, target, value):
+        node = gast.Assign(targets=[_name(target, True) if isinstance(target, str) else target],
+                           value=value, type_comment=None)
+        return self.emit(out, node)
+
+    def resolve(self, func):
+        """The live object a dotted name denotes, or None when rooted at a local."""
+        parts = []
+        while isinstance(func, gast.Attribute):
+            parts.append(func.attr)
+            func = func.value
+        if not isinstance(func, gast.Name) or func.id in self.locals:
+            return None
+        try:
+            obj = self.info.resolve(func.id)
+        except NameError:
+            raise self.error(func, f"name {func.id!r} is not defined", cls=NameError_)
+        for part in reversed(parts):
+            obj = getattr(obj, part)
+        return obj
+
+    def hint(self, node):
+        """A readable name for the value of ``node``."""
+        if isinstance(node, gast.Name):
+            return node.id
+        if isinstance(node, gast.Constant):
+            return "c" if not isinstance(node.value, (int, float)) else str(node.value).replace(".", "_").replace("-", "neg")
+        if isinstance(node, gast.BinOp):
+            return f"{self.hint(node.left)}_{_OP_WORDS.get(type(node.op), 'op')}_{self.hint(node.right)}"
+        if isinstance(node, gast.UnaryOp):
+            return "neg_" + self.hint(node.operand)
+        if isinstance(node, gast.Call):
+            func = node.func
+            if isinstance(func, gast.Attribute) and self.resolve_safe(func) is None:
+                return f"{self.hint(func.value)}_{func.attr}"
+            fname = func.attr if isinstance(func, gast.Attribute) else getattr(func, "id", "call")
+            arg = self.hint(node.args[0]) if node.args else ""
+            return f"{fname}_{arg}" if arg else fname
+        if isinstance(node, gast.Subscript):
+            return self.hint(node.value) + "_item"
+        if isinstance(node, gast.Attribute):
+            return f"{self.hint(node.value)}_{node.attr}"
+        if isinstance(node, gast.IfExp):
+            return "choice"
+        return "t"
+
+    def resolve_safe(self, func):
+        try:
+            return self.resolve(func)
+        except Exception:
+            return None
+
+    # ----- statements -----
+
+    def block(self, body):
+        out = []
+        for stmt in body:
+            saved_origin = self.origin
+            self.origin = anno.getanno(stmt, Static.ORIGIN, self.origin)
+            self.stmt(stmt, out)
+            self.origin = saved_origin
+        return out
+
+    def stmt(self, s, out):
+        if isinstance(s, gast.Assign):
+            value = s.value
+            first, *others = s.targets
+            if others:
+                tmp = self.atom(value, out, self.hint(value))
+                for target in s.targets:
+                    self.store(target, tmp, out)
+                return
+            self.store(first, value, out)
+        elif isinstance(s, gast.AugAssign):
+            target = s.target
+            if isinstance(target, gast.Subscript):
+                base = self.base_name(target)
+                index = self.index(target.slice, out)
+                load = gast.Subscript(value=_name(base), slice=index, ctx=gast.Load())
+                store = gast.Subscript(value=_name(base, True), slice=index, ctx=gast.Store())
+                value = gast.BinOp(left=load, op=s.op, right=s.value)
+                tmp = self.atom(value, out, self.hint(value))
+                self.emit(out, gast.Assign(targets=[store], value=tmp, type_comment=None))
+            else:
+                load = _name(target.id)
+                self.store(target, gast.BinOp(left=load, op=s.op, right=s.value), out)
+        elif isinstance(s, gast.Expr):
+            if isinstance(s.value, gast.Call):
+                call = self.call(s.value, out)
+                self.emit(out, gast.Expr(value=call))
+            # Docstrings and bare names have no effect.
+        elif isinstance(s, gast.If):
+            test = self.condition(s.test, out)
+            node = gast.If(test=test, body=self.block(s.body) or [gast.Pass()], orelse=self.block(s.orelse))
+            self.emit(out, node)
+        elif isinstance(s, gast.For):
+            it = s.iter
+            args = [self.atom(a, out, "n") for a in it.args]
+            it = gast.Call(func=it.func, args=args, keywords=[])
+            anno.setanno(it, Static.PRIMITIVE, builtins.range)
+            node = gast.For(target=s.target, iter=it, body=self.block(s.body) or [gast.Pass()],
+                            orelse=[], type_comment=None)
+            self.emit(out, node)
+        elif isinstance(s, gast.While):
+            if self.needs_statements(s.test):
+                raise self.error(s, "this while condition calls a function srcgrad must transform",
+                                 "Compute the condition into a variable before the loop and at the "
+                                 "end of its body.")
+            node = gast.While(test=s.test, body=self.block(s.body) or [gast.Pass()], orelse=[])
+            self.emit(out, node)
+        elif isinstance(s, gast.Return):
+            value = s.value
+            if isinstance(value, gast.Tuple):
+                value = gast.Tuple(elts=[self.atom(e, out, self.hint(e)) for e in value.elts], ctx=gast.Load())
+            elif value is not None:
+                value = self.atom(value, out, self.hint(value))
+            self.emit(out, gast.Return(value=value))
+        elif isinstance(s, (gast.Break, gast.Continue, gast.Pass)):
+            if not isinstance(s, gast.Pass):
+                self.emit(out, s)
+        elif isinstance(s, (gast.Assert, gast.Raise)):
+            anno.setanno(s, Static.NO_ADJOINT, True)
+            self.emit(out, s)
+        else:
+            raise self.error(s, f"the statement {type(s).__name__} is not supported")
+
+    def store(self, target, value, out):
+        if isinstance(target, gast.Name):
+            if isinstance(value, gast.IfExp):
+                self.ifexp(target.id, value, out)
+                return
+            value = self.simple(value, out, target.id)
+            self.assign(out, target.id, value)
+        elif isinstance(target, gast.Subscript):
+            base = self.base_name(target)
+            index = self.index(target.slice, out)
+            atom = self.atom(value, out, self.hint(value))
+            node = gast.Subscript(value=_name(base), slice=index, ctx=gast.Store())
+            self.emit(out, gast.Assign(targets=[node], value=atom, type_comment=None))
+        elif isinstance(target, (gast.Tuple, gast.List)):
+            if isinstance(value, (gast.Tuple, gast.List)) and len(value.elts) == len(target.elts):
+                temps = [self.atom(v, out, self.hint(v) if not isinstance(v, gast.Name) else v.id + "_old",
+                                   force=isinstance(v, gast.Name)) for v in value.elts]
+                for t, v in zip(target.elts, temps):
+                    self.store(t, v, out)
+                return
+            seq = self.atom(value, out, self.hint(value))
+            for k, t in enumerate(target.elts):
+                item = gast.Subscript(value=seq, slice=gast.Constant(value=k, kind=None), ctx=gast.Load())
+                self.store(t, item, out)
+        else:
+            raise self.error(target, f"assignment to {type(target).__name__} is not supported")
+
+    def base_name(self, target):
+        if not isinstance(target.value, gast.Name):
+            raise self.error(target, "assignment into a nested subscript is not supported",
+                             "Index with one subscript: x[i, j] = v rather than x[i][j] = v.")
+        return target.value.id
+
+    def ifexp(self, target, node, out):
+        test = self.condition(node.test, out)
+        saved = len(out)
+        body, orelse = [], []
+        self.store(_name(target, True), node.body, body)
+        self.store(_name(target, True), node.orelse, orelse)
+        del saved
+        self.emit(out, gast.If(test=test, body=body, orelse=orelse))
+
+    # ----- expressions -----
+
+    def atom(self, node, out, hint, force=False):
+        if is_atom(node) and not force:
+            return node
+        if isinstance(node, gast.IfExp):
+            name = self.namer.new(hint)
+            self.locals.add(name)
+            self.ifexp(name, node, out)
+            return _name(name)
+        value = self.simple(node, out, hint)
+        if is_atom(value) and not force:
+            return value
+        name = self.namer.new(hint)
+        self.locals.add(name)
+        self.assign(out, name, value)
+        return _name(name)
+
+    def simple(self, node, out, hint):
+        """``node`` as one operation over atoms; prerequisite statements go to ``out``."""
+        if is_atom(node):
+            return node
+        if isinstance(node, gast.BinOp):
+            left = self.atom(node.left, out, self.hint(node.left))
+            right = self.atom(node.right, out, self.hint(node.right))
+            return gast.BinOp(left=left, op=node.op, right=right)
+        if isinstance(node, gast.UnaryOp):
+            if isinstance(node.op, gast.Not):
+                return self.opaque(node, out)
+            return gast.UnaryOp(op=node.op, operand=self.atom(node.operand, out, self.hint(node.operand)))
+        if isinstance(node, gast.Call):
+            return self.call(node, out)
+        if isinstance(node, gast.Subscript):
+            value = self.atom(node.value, out, self.hint(node.value))
+            return gast.Subscript(value=value, slice=self.index(node.slice, out), ctx=gast.Load())
+        if isinstance(node, gast.Attribute):
+            obj = self.resolve_safe(node)
+            if obj is not None or self._rooted_global(node):
+                return node  # a module constant such as np.pi or np.newaxis
+            value = self.atom(node.value, out, self.hint(node.value))
+            new = gast.Attribute(value=value, attr=node.attr, ctx=gast.Load())
+            anno.setanno(new, Static.PRIMITIVE, Attribute(node.attr))
+            return new
+        if isinstance(node, (gast.Tuple, gast.List)):
+            elts = [self.atom(e, out, self.hint(e)) for e in node.elts]
+            return type(node)(elts=elts, ctx=gast.Load())
+        if isinstance(node, (gast.Compare, gast.BoolOp)):
+            return self.opaque(node, out)
+        if isinstance(node, (gast.JoinedStr, gast.Dict, gast.Set)):
+            return node
+        if isinstance(node, gast.IfExp):
+            return self.atom(node, out, hint)
+        raise self.error(node, f"the expression {type(node).__name__} is not supported")
+
+    def _rooted_global(self, node):
+        while isinstance(node, gast.Attribute):
+            node = node.value
+        return isinstance(node, gast.Name) and node.id not in self.locals
+
+    def opaque(self, node, out):
+        """Comparisons and boolean operators: no gradient, kept whole when possible."""
+        if isinstance(node, gast.BoolOp):
+            for v in node.values:
+                if not self.is_boolean(v):
+                    raise self.error(node, "`and`/`or` between values (not conditions) is not "
+                                           "supported", "Write an if statement.")
+        if not self.needs_statements(node):
+            return node
+        if isinstance(node, gast.Compare):
+            left = self.atom(node.left, out, self.hint(node.left))
+            comps = [self.atom(c, out, self.hint(c)) for c in node.comparators]
+            return gast.Compare(left=left, ops=node.ops, comparators=comps)
+        if isinstance(node, gast.UnaryOp):
+            return gast.UnaryOp(op=node.op, operand=self.atom(node.operand, out, "cond"))
+        raise self.error(node, "this condition calls a function srcgrad must transform",
+                         "Compute the parts into variables first.")
+
+    def is_boolean(self, node):
+        if isinstance(node, (gast.Compare,)):
+            return True
+        if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.Not):
+            return True
+        if isinstance(node, gast.BoolOp):
+            return all(self.is_boolean(v) for v in node.values)
+        if isinstance(node, gast.Constant) and isinstance(node.value, bool):
+            return True
+        if isinstance(node, gast.Name):
+            return True  # flags; truthiness only, never a value that needs a gradient
+        return False
+
+    def needs_statements(self, node):
+        """Whether ``node`` calls a user function that must be inlined."""
+        from srcgrad.transform.inline import is_inlinable
+        for child in gast.walk(node):
+            if isinstance(child, gast.Call):
+                obj = self.resolve_safe(child.func)
+                if obj is not None and is_inlinable(obj):
+                    return True
+        return False
+
+    def condition(self, test, out):
+        if isinstance(test, gast.Name) or (isinstance(test, gast.UnaryOp) and isinstance(test.op, gast.Not)
+                                           and isinstance(test.operand, gast.Name)):
+            return test
+        if isinstance(test, gast.Constant):
+            return test
+        value = self.opaque(test, out) if self.is_boolean(test) else self.simple(test, out, "cond")
+        name = self.namer.new("cond")
+        self.locals.add(name)
+        node = self.assign(out, name, value)
+        anno.setanno(node, Static.NO_ADJOINT, True)
+        return _name(name)
+
+    def call(self, node, out):
+        func = node.func
+        obj = self.resolve(func) if not (isinstance(func, gast.Attribute) and self._method_receiver(func)) else None
+        if obj is None and isinstance(func, gast.Attribute):
+            receiver = self.atom(func.value, out, self.hint(func.value))
+            func = gast.Attribute(value=receiver, attr=func.attr, ctx=gast.Load())
+            primitive = Method(func.attr)
+        elif obj is None:
+            raise self.error(node, "calling a local variable is not supported",
+                             "Call the function by its global name.")
+        else:
+            primitive = obj
+        args = [self.arg(a, out) for a in node.args]
+        keywords = [gast.keyword(arg=k.arg, value=self.arg(k.value, out)) for k in node.keywords]
+        new = gast.Call(func=func, args=args, keywords=keywords)
+        anno.setanno(new, Static.PRIMITIVE, primitive)
+        return new
+
+    def _method_receiver(self, func):
+        root = func
+        while isinstance(root, gast.Attribute):
+            root = root.value
+        return not (isinstance(root, gast.Name) and root.id not in self.locals)
+
+    def arg(self, node, out):
+        if isinstance(node, (gast.List, gast.Tuple)) and not is_atom(node):
+            return type(node)(elts=[self.atom(e, out, self.hint(e)) for e in node.elts], ctx=gast.Load())
+        return self.atom(node, out, self.hint(node))
+
+    def index(self, node, out):
+        """A subscript index whose parts are atoms (slices keep their shape)."""
+        if isinstance(node, gast.Slice):
+            parts = {}
+            for field in ("lower", "upper", "step"):
+                part = getattr(node, field)
+                parts[field] = None if part is None else self.atom(part, out, "k")
+            return gast.Slice(**parts)
+        if isinstance(node, gast.Tuple):
+            return gast.Tuple(elts=[self.index(e, out) for e in node.elts], ctx=gast.Load())
+        if isinstance(node, gast.Attribute) and self._rooted_global(node):
+            return node  # np.newaxis
+        if isinstance(node, (gast.Compare, gast.BoolOp)):
+            return self.atom(self.opaque(node, out), out, "mask")
+        return self.atom(node, out, "k")
+
+
+class NameError_(UnsupportedError):
+    """A name in the user's function that is not defined."""
+
+
+def transform(node, info, namer):
+    """Rewrite FunctionDef ``node``'s body into A-normal form, in place."""
+    anf = ANF(info, namer, local_names(node))
+    node.body = anf.block(node.body)
+    return node

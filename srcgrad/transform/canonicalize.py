@@ -1,0 +1,273 @@
+"""Canonical control flow: indexed for-loops, a single return, no break/continue jumps.
+
+Three rewrites, each semantics-preserving on the forward run:
+
+* ``for target in X`` becomes ``for i in range(len(X)): target = X[i]`` (zip,
+  enumerate and reversed are unpacked the same way), so iterating over an
+  array's elements is differentiated through ordinary subscripts.
+* Returns inside compound statements become ``retval = v; returned = True``,
+  with the rest of each block guarded by ``if not returned:``; one ``return``
+  ends the function.
+* ``break`` and ``continue`` become flags; the statements after them are
+  guarded, and a loop with a break ends its body with ``if brk: break``
+  (annotated BREAK_EXIT), so every started iteration runs its whole body and
+  the adjoint can replay iterations by count.
+"""
+
+import gast
+
+from srcgrad import anno
+from srcgrad.errors import UnsupportedError
+
+Static = anno.Static
+
+
+def _name(id_, store=False):
+    return gast.Name(id=id_, ctx=gast.Store() if store else gast.Load(), annotation=None,
+                     type_comment=None)
+
+
+def _assign(target, value, origin_of=None):
+    node = gast.Assign(targets=[_name(target, True) if isinstance(target, str) else target],
+                       value=value, type_comment=None)
+    if origin_of is not None:
+        anno.copyanno(origin_of, node, Static.ORIGIN)
+    return node
+
+
+def _const(value):
+    return gast.Constant(value=value, kind=None)
+
+
+def _call(fn, *args):
+    return gast.Call(func=_name(fn) if isinstance(fn, str) else fn, args=list(args), keywords=[])
+
+
+def _not(expr):
+    return gast.UnaryOp(op=gast.Not(), operand=expr)
+
+
+def _if(test, body, orelse=(), origin_of=None):
+    node = gast.If(test=test, body=list(body) or [gast.Pass()], orelse=list(orelse))
+    if origin_of is not None:
+        anno.copyanno(origin_of, node, Static.ORIGIN)
+    return node
+
+
+class Canonicalizer:
+    def __init__(self, info, namer):
+        self.info = info
+        self.namer = namer
+
+    def _resolves_to(self, func, obj):
+        if isinstance(func, gast.Name):
+            try:
+                return self.info.resolve(func.id) is obj
+            except NameError:
+                return False
+        return False
+
+    def _error(self, node, message, hint):
+        origin = anno.getanno(node, Static.ORIGIN) or self.info.origin(node)
+        return origin.error(UnsupportedError, message, hint)
+
+    # ----- for loops -----
+
+    def loops(self, body):
+        out = []
+        for stmt in body:
+            for field in ("body", "orelse"):
+                if hasattr(stmt, field) and isinstance(getattr(stmt, field), list):
+                    setattr(stmt, field, self.loops(getattr(stmt, field)))
+            if isinstance(stmt, (gast.For, gast.While)) and stmt.orelse:
+                raise self._error(stmt, "a loop with an else clause is not supported",
+                                  "Use a flag variable set before break.")
+            if isinstance(stmt, gast.For):
+                out.extend(self._index_loop(stmt))
+            else:
+                out.append(stmt)
+        return out
+
+    def _index_loop(self, loop):
+        import builtins
+        it = loop.iter
+        if isinstance(it, gast.Call) and self._resolves_to(it.func, builtins.range):
+            if isinstance(loop.target, gast.Name):
+                return [loop]
+        prelude, length, bind = self._sequence(it, loop)
+        index = self.namer.new("i")
+        body = bind(loop.target, _name(index)) + loop.body
+        new = gast.For(target=_name(index, True), iter=_call("range", length), body=body,
+                       orelse=[], type_comment=None)
+        anno.copyanno(loop, new, Static.ORIGIN)
+        return prelude + [new]
+
+    def _sequence(self, it, loop):
+        """Prelude statements, a length expression, and a binder of targets at an index."""
+        import builtins
+        if isinstance(it, gast.Call) and not it.keywords and it.args:
+            if self._resolves_to(it.func, builtins.zip):
+                parts = [self._sequence(a, loop) for a in it.args]
+                prelude = [s for p in parts for s in p[0]]
+                length = _call("min", *[p[1] for p in parts])
+
+                def bind_zip(target, index):
+                    if not isinstance(target, (gast.Tuple, gast.List)) or len(target.elts) != len(parts):
+                        raise self._error(loop, "unpack zip(...) into one name per sequence",
+                                          "Write `for a, b in zip(x, y):`.")
+                    return [s for t, p in zip(target.elts, parts) for s in p[2](t, index)]
+                return prelude, length, bind_zip
+            if self._resolves_to(it.func, builtins.enumerate) and len(it.args) <= 2:
+                inner = self._sequence(it.args[0], loop)
+                start = it.args[1] if len(it.args) == 2 else None
+
+                def bind_enum(target, index):
+                    if not isinstance(target, (gast.Tuple, gast.List)) or len(target.elts) != 2:
+                        raise self._error(loop, "unpack enumerate(...) into two targets",
+                                          "Write `for i, v in enumerate(x):`.")
+                    count = index if start is None else gast.BinOp(left=index, op=gast.Add(),
+                                                                   right=start)
+                    return [_assign(target.elts[0], count, loop)] + inner[2](target.elts[1], index)
+                return inner[0], inner[1], bind_enum
+            if self._resolves_to(it.func, builtins.reversed) and len(it.args) == 1:
+                inner = self._sequence(it.args[0], loop)
+                n = self.namer.new("n")
+
+                def bind_rev(target, index):
+                    flipped = gast.BinOp(left=gast.BinOp(left=_name(n), op=gast.Sub(), right=_const(1)),
+                                         op=gast.Sub(), right=index)
+                    return inner[2](target, flipped)
+                return inner[0] + [_assign(n, inner[1], loop)], _name(n), bind_rev
+        if isinstance(it, gast.Name):
+            seq = it.id
+            prelude = []
+        else:
+            seq = self.namer.new("seq")
+            value = it
+            if isinstance(it, gast.Call) and not self._is_indexable_call(it):
+                value = _call("list", it)
+            prelude = [_assign(seq, value, loop)]
+
+        def bind(target, index):
+            item = gast.Subscript(value=_name(seq), slice=index, ctx=gast.Load())
+            return [_assign(target, item, loop)]
+        return prelude, _call("len", _name(seq)), bind
+
+    def _is_indexable_call(self, call):
+        import builtins
+        return self._resolves_to(call.func, builtins.range)
+
+    # ----- returns -----
+
+    def returns(self, node):
+        body = node.body
+        returns = [n for s in body for n in gast.walk(s) if isinstance(n, gast.Return)]
+        if not returns:
+            node.body = body + [gast.Return(value=_const(None))]
+            return node
+        if len(returns) == 1 and body and body[-1] is returns[0]:
+            return node
+        self.retval = self.namer.new("retval")
+        self.returned = self.namer.new("returned")
+        new_body = [_assign(self.retval, _const(None)), _assign(self.returned, _const(False))]
+        new_body += self._return_block(body, in_loop=False)
+        new_body.append(gast.Return(value=_name(self.retval)))
+        node.body = new_body
+        return node
+
+    @staticmethod
+    def _may_return(stmt):
+        return any(isinstance(n, gast.Return) for n in gast.walk(stmt))
+
+    def _return_block(self, body, in_loop):
+        out = []
+        for k, stmt in enumerate(body):
+            if isinstance(stmt, gast.Return):
+                value = stmt.value if stmt.value is not None else _const(None)
+                out.append(_assign(self.retval, value, stmt))
+                out.append(_assign(self.returned, _const(True), stmt))
+                if in_loop:
+                    out.append(gast.Break())
+                return out
+            if not self._may_return(stmt):
+                out.append(stmt)
+                continue
+            if isinstance(stmt, gast.If):
+                stmt.body = self._return_block(stmt.body, in_loop)
+                stmt.orelse = self._return_block(stmt.orelse, in_loop)
+            elif isinstance(stmt, (gast.For, gast.While)):
+                stmt.body = self._return_block(stmt.body, in_loop=True)
+            out.append(stmt)
+            rest = body[k + 1:]
+            if in_loop:
+                out.append(_if(_name(self.returned), [gast.Break()]))
+                out.extend(self._return_block(rest, in_loop))
+            elif rest:
+                out.append(_if(_not(_name(self.returned)), self._return_block(rest, in_loop)))
+            return out
+        return out
+
+    # ----- break and continue -----
+
+    def jumps(self, body):
+        out = []
+        for stmt in body:
+            if isinstance(stmt, gast.If):
+                stmt.body = self.jumps(stmt.body)
+                stmt.orelse = self.jumps(stmt.orelse)
+            elif isinstance(stmt, (gast.For, gast.While)):
+                stmt.body = self.jumps(stmt.body)
+                out.extend(self._loop_jumps(stmt))
+                continue
+            out.append(stmt)
+        return out
+
+    def _loop_jumps(self, loop):
+        prelude = []
+        if self._has_jump(loop.body, gast.Continue):
+            flag = self.namer.new("skip")
+            loop.body = [_assign(flag, _const(False), loop)] + self._guard(loop.body, gast.Continue, flag)
+        if self._has_jump(loop.body, gast.Break):
+            flag = self.namer.new("stop")
+            prelude.append(_assign(flag, _const(False), loop))
+            exit_ = _if(_name(flag), [gast.Break()])
+            anno.setanno(exit_, Static.BREAK_EXIT, True)
+            loop.body = self._guard(loop.body, gast.Break, flag) + [exit_]
+        return prelude + [loop]
+
+    @staticmethod
+    def _has_jump(body, kind):
+        def walk(stmts):
+            for s in stmts:
+                if isinstance(s, kind):
+                    return True
+                if isinstance(s, gast.If) and (walk(s.body) or walk(s.orelse)):
+                    return True
+            return False
+        return walk(body)
+
+    def _guard(self, body, kind, flag):
+        out = []
+        for k, stmt in enumerate(body):
+            if isinstance(stmt, kind):
+                out.append(_assign(flag, _const(True), stmt))
+                return out
+            if isinstance(stmt, gast.If) and self._has_jump([stmt], kind):
+                stmt.body = self._guard(stmt.body, kind, flag)
+                stmt.orelse = self._guard(stmt.orelse, kind, flag)
+                out.append(stmt)
+                rest = body[k + 1:]
+                if rest:
+                    out.append(_if(_not(_name(flag)), self._guard(rest, kind, flag)))
+                return out
+            out.append(stmt)
+        return out
+
+
+def transform(node, info, namer):
+    """Canonicalize loops, returns and jumps of FunctionDef ``node`` in place."""
+    canon = Canonicalizer(info, namer)
+    node.body = canon.loops(node.body)
+    node = canon.returns(node)
+    node.body = canon.jumps(node.body)
+    return node

@@ -1,0 +1,84 @@
+"""Refuse, at compile time, every construct outside the supported language subset.
+
+Requires: a parsed FunctionDef and its EntityInfo. Attaches nothing. Stops at the
+first unsupported construct with an UnsupportedError naming the file, line and
+construct, and saying what to do instead.
+"""
+
+import gast
+
+from srcgrad.errors import UnsupportedError
+
+_REFUSED = {
+    gast.Try: ("try/except", "Move the try block outside the differentiated function, or wrap "
+                             "the code in a custom srcgrad.Function."),
+    gast.Yield: ("yield", "Differentiate a function that returns its result instead of a generator."),
+    gast.YieldFrom: ("yield from", "Differentiate a function that returns its result."),
+    gast.Await: ("await", "Differentiate synchronous code."),
+    gast.AsyncFunctionDef: ("async def", "Differentiate a synchronous function."),
+    gast.AsyncFor: ("async for", "Differentiate synchronous code."),
+    gast.AsyncWith: ("async with", "Differentiate synchronous code."),
+    gast.Global: ("global", "Pass the value in as an argument and return the new value."),
+    gast.Nonlocal: ("nonlocal", "Pass the value in as an argument and return the new value."),
+    gast.Delete: ("del", "Remove the del statement; rebind the name instead."),
+    gast.ClassDef: ("a class definition", "Define the class outside the differentiated function."),
+    gast.FunctionDef: ("a nested def", "Define the helper at module level (or outside this "
+                                       "function); srcgrad differentiates calls to it."),
+    gast.Lambda: ("a lambda inside the function", "Define a named helper function instead."),
+    gast.With: ("a with block", "Only `with srcgrad.no_grad()`-style blocks are supported; move "
+                                "other context managers outside the differentiated function."),
+    gast.NamedExpr: ("the walrus operator :=", "Assign in a separate statement."),
+    gast.Import: ("import inside the function", "Import at module level."),
+    gast.ImportFrom: ("import inside the function", "Import at module level."),
+    gast.SetComp: ("a set comprehension", "Write a for loop."),
+    gast.DictComp: ("a dict comprehension", "Write a for loop."),
+    gast.GeneratorExp: ("a generator expression", "Build a list with a for loop and append."),
+    gast.ListComp: ("a list comprehension", "Build the list with a for loop and append."),
+    gast.Starred: ("*-unpacking", "Pass the arguments one by one."),
+}
+
+if hasattr(gast, "TryStar"):
+    _REFUSED[gast.TryStar] = _REFUSED[gast.Try]
+if hasattr(gast, "Match"):
+    _REFUSED[gast.Match] = ("match", "Use if/elif/else.")
+
+
+def check(node, info, allowed_with=lambda item: False):
+    """Raise UnsupportedError at the first refused construct inside ``node``'s body.
+
+    Args:
+        node: the FunctionDef.
+        info: its EntityInfo, for locations.
+        allowed_with: predicate on a `with` item telling which context managers
+            the compiler understands (grad-mode blocks).
+    """
+    if isinstance(node, gast.AsyncFunctionDef):
+        _refuse(node, info, *_REFUSED[gast.AsyncFunctionDef])
+    args = node.args
+    if args.vararg is not None or args.kwarg is not None:
+        _refuse(node, info, "*args/**kwargs parameters",
+                "Give the function explicit parameters.")
+    for stmt in node.body:
+        for child in gast.walk(stmt):
+            if isinstance(child, gast.With) and all(allowed_with(i) for i in child.items):
+                continue
+            entry = _REFUSED.get(type(child))
+            if entry is not None:
+                _refuse(child, info, *entry)
+            if isinstance(child, gast.Assign) or isinstance(child, gast.AugAssign):
+                targets = child.targets if isinstance(child, gast.Assign) else [child.target]
+                for target in targets:
+                    for t in gast.walk(target):
+                        if isinstance(t, gast.Attribute) and isinstance(t.ctx, gast.Store):
+                            _refuse(t, info, "assignment to an attribute",
+                                    "Keep the value in a local variable.")
+            if isinstance(child, gast.AnnAssign):
+                _refuse(child, info, "an annotated assignment", "Drop the annotation.")
+
+
+def _refuse(node, info, construct, hint):
+    origin = info.origin(node)
+    message = f"{construct} is not supported in a function srcgrad differentiates"
+    if origin is None:
+        raise UnsupportedError(message, info.filename, None, hint=hint)
+    raise origin.error(UnsupportedError, message, hint)

@@ -1,0 +1,149 @@
+"""Calls to the user's own functions are inlined, so their statements are differentiated too.
+
+Requires A-normal form. A call ``t = helper(a, b)`` to a Python function that is
+not a library primitive becomes the helper's own (canonicalized, normalized)
+statements with its locals renamed apart, its parameters bound to the
+arguments, and its return value assigned to ``t``. Helpers from other modules
+keep their meaning: a free name that denotes something else in the caller's
+scope is bound under a new name (returned in ``bindings``). Recursion is
+refused: it cannot be inlined.
+"""
+
+import inspect
+
+import gast
+
+from srcgrad import anno, rules
+from srcgrad.errors import UnsupportedError
+
+Static = anno.Static
+
+LIBRARY_ROOTS = {"numpy", "cupy", "cupyx", "scipy", "srcgrad", "math", "builtins", "operator",
+                 "functools", "torch", "jax", "autograd"}
+
+
+def is_inlinable(obj):
+    """Whether a call to ``obj`` is transformed (a user function) rather than a primitive."""
+    if not inspect.isfunction(obj):
+        return False
+    if rules.lookup(obj) is not None or rules.is_nondifferentiable(obj):
+        return False
+    module = (getattr(obj, "__module__", None) or "").split(".")[0]
+    return module not in LIBRARY_ROOTS
+
+
+def _literal(value):
+    return value is None or isinstance(value, (bool, int, float, str, complex))
+
+
+class Inliner:
+    def __init__(self, info, namer, bindings, stack, main_locals):
+        self.info = info
+        self.main_locals = main_locals
+        self.namer = namer
+        self.bindings = bindings
+        self.stack = stack
+
+    def block(self, body):
+        out = []
+        for stmt in body:
+            for field in ("body", "orelse"):
+                if isinstance(getattr(stmt, field, None), list):
+                    setattr(stmt, field, self.block(getattr(stmt, field)))
+            call, target = None, None
+            if isinstance(stmt, gast.Assign) and isinstance(stmt.value, gast.Call):
+                call, target = stmt.value, stmt.targets[0]
+            elif isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Call):
+                call = stmt.value
+            primitive = anno.getanno(call, Static.PRIMITIVE) if call is not None else None
+            if primitive is not None and is_inlinable(primitive):
+                out.extend(self.inline(primitive, call, target, stmt))
+            else:
+                out.append(stmt)
+        return out
+
+    def inline(self, fn, call, target, stmt):
+        from srcgrad.pipeline import normalize  # the same stages the caller went through
+
+        origin = anno.getanno(stmt, Static.ORIGIN)
+        if fn.__code__ in self.stack:
+            raise origin.error(
+                UnsupportedError, f"recursive call to {fn.__qualname__} cannot be differentiated",
+                "Rewrite the recursion as a loop, or wrap it in a custom srcgrad.Function.")
+        node, info, bindings = normalize(fn, self.stack + (fn.__code__,))
+        helper_locals = _locals(node)
+        rename = {name: self.namer.new(name) for name in sorted(helper_locals)}
+        # Free names: keep those meaning the same object here, bind the others anew.
+        for child in gast.walk(node):
+            if isinstance(child, gast.Name) and child.id not in helper_locals and child.id not in rename:
+                rename[child.id] = self._free_name(child.id, info, bindings, fn)
+        for child in gast.walk(node):
+            if isinstance(child, gast.Name) and child.id in rename:
+                child.id = rename[child.id]
+        out = self._bind_params(fn, node, call, rename, origin)
+        body = node.body
+        ret = body[-1]
+        for s in body[:-1]:
+            out.append(s)
+        if target is not None:
+            value = ret.value if ret.value is not None else gast.Constant(value=None, kind=None)
+            assign = gast.Assign(targets=[target], value=value, type_comment=None)
+            anno.setanno(assign, Static.ORIGIN, origin)
+            out.append(assign)
+        return out
+
+    def _free_name(self, name, info, bindings, fn):
+        if name in bindings:
+            obj = bindings[name]
+        else:
+            try:
+                obj = info.resolve(name)
+            except NameError:
+                return name
+        try:
+            if name not in self.main_locals and self.info.resolve(name) is obj:
+                return name
+        except NameError:
+            pass
+        new = self.namer.new(f"{fn.__name__}_{name}")
+        self.bindings[new] = obj
+        return new
+
+    def _bind_params(self, fn, node, call, rename, origin):
+        sig = inspect.signature(fn)
+        try:
+            bound = sig.bind(*call.args, **{k.arg: k.value for k in call.keywords})
+        except TypeError as exc:
+            raise origin.error(UnsupportedError, f"cannot call {fn.__qualname__} this way: {exc}")
+        out = []
+        for param in sig.parameters.values():
+            if param.name in bound.arguments:
+                value = bound.arguments[param.name]
+            elif param.default is not inspect.Parameter.empty:
+                default = param.default
+                if _literal(default):
+                    value = gast.Constant(value=default, kind=None)
+                else:
+                    name = self.namer.new(f"{fn.__name__}_{param.name}_default")
+                    self.bindings[name] = default
+                    value = gast.Name(id=name, ctx=gast.Load(), annotation=None, type_comment=None)
+            else:
+                raise origin.error(UnsupportedError, f"missing argument {param.name!r} of {fn.__qualname__}")
+            target = gast.Name(id=rename[param.name], ctx=gast.Store(), annotation=None, type_comment=None)
+            assign = gast.Assign(targets=[target], value=value, type_comment=None)
+            anno.setanno(assign, Static.ORIGIN, origin)
+            out.append(assign)
+        return out
+
+
+def _locals(node):
+    from srcgrad.transform.anf import local_names
+    return local_names(node)
+
+
+def transform(node, info, namer, stack):
+    """Inline user-function calls in ``node``; returns the extra name bindings needed."""
+    bindings = {}
+    inliner = Inliner(info, namer, bindings, stack, _locals(node))
+    node.body = inliner.block(node.body)
+    return node, bindings

@@ -1,0 +1,604 @@
+"""Reverse mode: the forward sweep (primal plus tape pushes) and the adjoint sweep.
+
+Requires A-normal form, canonical control flow and an Activity. Produces two
+FunctionDefs:
+
+* ``f_forward(<f's parameters>)`` runs the user's statements, pushing on a tape
+  each value a rebinding or an indexed write overwrites, each loop's trip count
+  and index; it returns ``(output, saved)``.
+* ``f_backward(d<output>, saved)`` walks the statements in reverse: for each one
+  it adds the rule's contributions into the adjoints of the arguments, then
+  pops what the statement overwrote, so every adjoint reads the values the
+  forward sweep saw. Branches replay their recorded conditions; loops run their
+  recorded trip counts backwards.
+
+Adjoints start as the Python number 0.0 ("nothing yet") and are accumulated
+with ``+``; every generated statement carries the Origin of the user statement
+it comes from, so code generation can comment ``# grad of: <line>``.
+"""
+
+import builtins
+import copy
+import inspect
+
+import gast
+
+from srcgrad import anno, rules, templates
+from srcgrad.analysis.activity import names_in, primitive_of
+from srcgrad.errors import NonDifferentiableError, UnsupportedError
+from srcgrad.rules import Attribute, Method
+from srcgrad.templates import name, replace
+
+Static = anno.Static
+
+# Array and list methods that mutate their receiver: refused on local variables.
+IN_PLACE_METHODS = {"sort", "fill", "put", "resize", "setflags", "itemset", "partition",
+                    "extend", "insert", "remove", "pop", "clear", "reverse", "update",
+                    "__setitem__", "__iadd__"}
+
+# Calls whose result may share memory with an argument: an indexed write into
+# such a result would also change the argument behind srcgrad's back.
+VIEW_METHODS = {"reshape", "ravel", "transpose", "squeeze", "swapaxes", "view", "T", "diagonal",
+                "real", "imag", "flat"}
+
+
+def _push(value_node, origin, key):
+    stmt = gast.Expr(value=gast.Call(func=name("push"), args=[value_node], keywords=[]))
+    anno.setanno(stmt, Static.ORIGIN, origin)
+    anno.setanno(stmt, Static.TAPE, key)
+    return stmt
+
+
+def _tag(stmts, origin):
+    for s in stmts:
+        if origin is not None and not anno.hasanno(s, Static.ORIGIN):
+            anno.setanno(s, Static.ORIGIN, origin)
+    return stmts
+
+
+class ReverseAD:
+    def __init__(self, node, info, activity, namer, wrt, fixed):
+        self.node = node
+        self.info = info
+        self.act = activity
+        self.namer = namer
+        self.wrt = wrt
+        self.fixed = fixed
+        self.adjoints = {}
+        self.captures = {}
+        self.in_place = False
+        self.bindings = {}
+        self.copied_params = set()
+        for w in wrt:
+            if w not in activity.params and w in activity.saved:
+                self.captures[w] = namer.new(f"grad_{w}")
+
+    # ----- names -----
+
+    def d(self, primal):
+        if primal not in self.adjoints:
+            self.adjoints[primal] = self.namer.new("d" + primal)
+        return self.adjoints[primal]
+
+    def needs(self, node):
+        return isinstance(node, gast.Name) and node.id in self.act.adjoint
+
+    def error(self, origin, cls, message, hint=None):
+        if origin is None:
+            return cls(message, self.info.filename, hint=hint)
+        return origin.error(cls, message, hint)
+
+    # ----- blocks -----
+
+    def block(self, body):
+        fwd, rev = [], []
+        for stmt in body:
+            f, r = self.visit(stmt)
+            fwd.extend(f)
+            rev[:0] = r
+        return fwd, rev
+
+    def visit(self, s):
+        origin = anno.getanno(s, Static.ORIGIN)
+        if isinstance(s, gast.Assign):
+            target = s.targets[0]
+            if isinstance(target, gast.Name):
+                return self.visit_assign(s, target.id, origin)
+            return self.visit_setitem(s, target, origin)
+        if isinstance(s, gast.Expr):
+            return self.visit_expr(s, origin)
+        if isinstance(s, gast.If):
+            if anno.getanno(s, Static.BREAK_EXIT):
+                return [s], []
+            body_f, body_r = self.block(s.body)
+            else_f, else_r = self.block(s.orelse)
+            fwd = gast.If(test=s.test, body=body_f or [gast.Pass()], orelse=else_f)
+            _tag([fwd], origin)
+            if not body_r and not else_r:
+                return [fwd], []
+            rev = gast.If(test=copy.deepcopy(s.test), body=body_r or [gast.Pass()], orelse=else_r)
+            return [fwd], _tag([rev], origin)
+        if isinstance(s, gast.For):
+            return self.visit_for(s, origin)
+        if isinstance(s, gast.While):
+            return self.visit_while(s, origin)
+        if isinstance(s, (gast.Assert, gast.Raise, gast.Break)):
+            return [s], []
+        if isinstance(s, gast.Return):
+            raise self.error(origin, UnsupportedError, "return inside a block after canonicalization")
+        raise self.error(origin, UnsupportedError, f"statement {type(s).__name__} is not supported")
+
+    # ----- loops -----
+
+    def _loop_body(self, body):
+        """Split a trailing `if stop: break` so the iteration's pushes come before it."""
+        if body and anno.getanno(body[-1], Static.BREAK_EXIT):
+            return body[:-1], [body[-1]]
+        return body, []
+
+    def visit_for(self, s, origin):
+        index = s.target.id
+        count = self.namer.new(f"n_{index}")
+        body, exit_ = self._loop_body(s.body)
+        body_f, body_r = self.block(body)
+        fwd = [_push(name(index), origin, index)]
+        fwd += replace(f"{count} = 0")
+        loop = gast.For(target=s.target, iter=s.iter, orelse=[], type_comment=None,
+                        body=replace(f"{count} = {count} + 1") + body_f
+                        + [_push(name(index), origin, index)] + exit_)
+        fwd += [loop, _push(name(count), origin, count)]
+        pop_count = replace(f"{count} = pop()")
+        anno.setanno(pop_count[0], Static.TAPE, count)
+        pop_index = replace(f"{index} = pop()")
+        anno.setanno(pop_index[0], Static.TAPE, index)
+        pop_before = replace(f"{index} = pop()")
+        anno.setanno(pop_before[0], Static.TAPE, index)
+        rev_loop = gast.For(target=name("_", True), iter=replace_expr(f"range({count})"),
+                            body=pop_index + body_r, orelse=[], type_comment=None)
+        rev = pop_count + [rev_loop] + pop_before
+        return _tag(fwd, origin), _tag(rev, origin)
+
+    def visit_while(self, s, origin):
+        count = self.namer.new("n_loop")
+        body_f, body_r = self.block(s.body)
+        fwd = replace(f"{count} = 0")
+        fwd.append(gast.While(test=s.test, orelse=[],
+                              body=replace(f"{count} = {count} + 1") + body_f))
+        fwd.append(_push(name(count), origin, count))
+        pop_count = replace(f"{count} = pop()")
+        anno.setanno(pop_count[0], Static.TAPE, count)
+        rev = pop_count + [gast.For(target=name("_", True), iter=replace_expr(f"range({count})"),
+                                    body=body_r or [gast.Pass()], orelse=[], type_comment=None)]
+        return _tag(fwd, origin), _tag(rev, origin)
+
+    # ----- assignments -----
+
+    def visit_assign(self, s, target, origin):
+        saved = target in self.act.saved
+        fwd = [_push(name(target), origin, target)] if saved else []
+        fwd.append(s)
+        restore = replace(f"{target} = pop()") if saved else []
+        if restore:
+            anno.setanno(restore[0], Static.TAPE, target)
+        if target not in self.act.adjoint or anno.getanno(s, Static.NO_ADJOINT):
+            return _tag(fwd, origin), _tag(restore, origin)
+        value = s.value
+        dt = self.d(target)
+        rev = []
+        if target in self.captures:
+            cap = self.captures[target]
+            rev += replace(f"if {cap} is None:\n    {cap} = {dt}")
+        reads_self = target in names_in(value)
+        if not saved:
+            rev += self.contributions(value, name(dt), name(target), origin)
+        elif not reads_self:
+            rev += self.contributions(value, name(dt), name(target), origin)
+            rev += replace(f"{dt} = 0.0")
+            rev += restore
+        else:
+            d_new = self.namer.new(dt + "_new")
+            y_new = self.namer.new(target + "_new")
+            rev += replace(f"{d_new} = {dt}\n{y_new} = {target}\n{dt} = 0.0")
+            rev += restore
+            rev += self.contributions(value, name(d_new), name(y_new), origin)
+        return _tag(fwd, origin), _tag(rev, origin)
+
+    def visit_setitem(self, s, target, origin):
+        base = target.value.id
+        index = target.slice
+        self.check_fresh(base, origin)
+        saved_value = gast.Call(func=replace_expr("rt.save"), args=[
+            gast.Subscript(value=name(base), slice=copy.deepcopy(index), ctx=gast.Load())], keywords=[])
+        fwd = [_push(saved_value, origin, ("item", base)), s]
+        restore = gast.Assign(targets=[gast.Subscript(value=name(base, False), slice=copy.deepcopy(index),
+                                                      ctx=gast.Store())],
+                              value=replace_expr("pop()"), type_comment=None)
+        anno.setanno(restore, Static.TAPE, ("item", base))
+        rev = []
+        if base in self.act.adjoint:
+            self.in_place = True
+            db = self.d(base)
+            if self.needs(s.value):
+                dv = self.d(s.value.id)
+                rev += replace(f"{dv} = {dv} + rt.unbroadcast(rt.take_grad({db}, INDEX), {s.value.id})",
+                               INDEX=index)
+            rev += replace(f"{db} = rt.zero_grad_at({db}, {base}, INDEX)", INDEX=index)
+        rev.append(restore)
+        return _tag(fwd, origin), _tag(rev, origin)
+
+    def check_fresh(self, base, origin):
+        """Refuse indexed writes into a value that may share memory with another."""
+        if base in self.act.params:
+            self.copied_params.add(base)
+            return
+        for stmt in gast.walk(self.node):
+            if isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name) \
+                    and stmt.targets[0].id == base:
+                value = stmt.value
+                view = isinstance(value, (gast.Name, gast.Subscript, gast.Attribute))
+                if isinstance(value, gast.Call):
+                    prim = anno.getanno(value, Static.PRIMITIVE)
+                    view = (isinstance(prim, Method) and prim in VIEW_METHODS) or (
+                        getattr(prim, "__name__", None) in {"reshape", "ravel", "transpose", "squeeze",
+                                                             "swapaxes", "moveaxis", "expand_dims",
+                                                             "broadcast_to", "asarray", "atleast_1d",
+                                                             "atleast_2d", "atleast_3d"})
+                if view:
+                    raise self.error(
+                        origin, UnsupportedError,
+                        f"indexed assignment into {base!r}, which may share memory with another array",
+                        f"Make {base!r} an array of its own first, e.g. {base} = {base}.copy().")
+
+    def visit_expr(self, s, origin):
+        call = s.value
+        func = call.func
+        prim = anno.getanno(call, Static.PRIMITIVE)
+        if isinstance(prim, Method) and isinstance(func.value, gast.Name):
+            receiver = func.value.id
+            if prim == "append":
+                rev = []
+                if receiver in self.act.adjoint:
+                    dl = self.d(receiver)
+                    item = call.args[0]
+                    if self.needs(item):
+                        last = self.namer.new(f"d{item.id}_item")
+                        di = self.d(item.id)
+                        rev += replace(f"{dl}, {last} = rt.seq_pop({dl})\n{di} = {di} + {last}")
+                    else:
+                        rev += replace(f"{dl}, _ = rt.seq_pop({dl})")
+                rev += replace(f"{receiver}.pop()")
+                anno.setanno(rev[-1], Static.TAPE, ("list", receiver))
+                return _tag([s], origin), _tag(rev, origin)
+            if prim in IN_PLACE_METHODS:
+                raise self.error(origin, UnsupportedError,
+                                 f"the in-place method .{prim}() on {receiver!r} is not supported",
+                                 "Use the function form that returns a new value (np.sort, ...).")
+        return [s], []
+
+    # ----- rules -----
+
+    def contributions(self, value, dy, y, origin):
+        """Statements adding ``value``'s contributions to its arguments' adjoints."""
+        if isinstance(value, gast.Name):
+            return self.accumulate(value, dy)
+        if isinstance(value, gast.Constant) or isinstance(value, (gast.Compare, gast.BoolOp)):
+            return []
+        if isinstance(value, (gast.Tuple, gast.List)):
+            out = []
+            for k, elt in enumerate(value.elts):
+                out += self.accumulate(elt, replace_expr(f"rt.seq_item(DY, {k})", DY=dy))
+            return out
+        if isinstance(value, gast.Subscript):
+            base = value.value
+            if not self.needs(base):
+                return []
+            self.in_place = True
+            db = self.d(base.id)
+            return replace(f"{db} = rt.add_at({db}, {base.id}, INDEX, DY)", INDEX=value.slice, DY=dy)
+        primitive = primitive_of(value)
+        if isinstance(value, gast.Attribute):
+            receiver = value.value
+            return self.apply_rule(primitive, [receiver], {}, dy, y, origin, value)
+        if isinstance(value, (gast.BinOp,)):
+            return self.apply_rule(primitive, [value.left, value.right], {}, dy, y, origin, value)
+        if isinstance(value, gast.UnaryOp):
+            return self.apply_rule(primitive, [value.operand], {}, dy, y, origin, value)
+        if isinstance(value, gast.Call):
+            args = list(value.args)
+            if isinstance(primitive, Method):
+                args = [value.func.value] + args
+            kwargs = {k.arg: k.value for k in value.keywords}
+            return self.apply_rule(primitive, args, kwargs, dy, y, origin, value)
+        return []
+
+    def accumulate(self, target, grad):
+        """``d<target> += grad`` for each name in ``target`` that needs an adjoint."""
+        if isinstance(target, (gast.List, gast.Tuple)):
+            out = []
+            for k, elt in enumerate(target.elts):
+                out += self.accumulate(elt, replace_expr(f"rt.seq_item(G, {k})", G=grad))
+            return out
+        if not self.needs(target):
+            return []
+        dt = self.d(target.id)
+        if target.id in self.act.sequences:
+            return replace(f"{dt} = rt.seq_add({dt}, G)", G=grad)
+        return replace(f"{dt} = {dt} + G", G=grad)
+
+    def apply_rule(self, primitive, args, kwargs, dy, y, origin, value):
+        active = [a for a in list(args) + list(kwargs.values()) if self._any_needed(a)]
+        if not active:
+            return []
+        rule = rules.lookup(primitive)
+        if rule is None:
+            what = _describe(primitive, value)
+            raise self.error(
+                origin, NonDifferentiableError,
+                f"srcgrad has no gradient rule for {what}, and its argument "
+                f"{', '.join(repr(_show(a)) for a in active)} needs a gradient",
+                "Register one with @srcgrad.adjoint, wrap the computation in a custom "
+                "srcgrad.Function, or use srcgrad.detach if no gradient should flow through it.")
+        try:
+            bound = rule.signature.bind(dy, y, *args, **kwargs)
+        except TypeError as exc:
+            raise self.error(origin, UnsupportedError,
+                             f"this call to {_describe(primitive, value)} is not supported by "
+                             f"srcgrad's rule ({exc})") from None
+        params = rule.params
+        arg_nodes = {}
+        for p in list(rule.signature.parameters.values()):
+            if p.name in bound.arguments:
+                v = bound.arguments[p.name]
+                if p.kind is inspect.Parameter.VAR_POSITIONAL:
+                    v = gast.Tuple(elts=list(v), ctx=gast.Load())
+                arg_nodes[p.name] = v
+            elif p.default is not inspect.Parameter.empty:
+                arg_nodes[p.name] = gast.Constant(value=p.default, kind=None) \
+                    if _literal(p.default) else None
+            elif p.kind is inspect.Parameter.VAR_POSITIONAL:
+                arg_nodes[p.name] = gast.Tuple(elts=[], ctx=gast.Load())
+        out = []
+        if rule.builtin and templates.is_template(rule) and None not in arg_nodes.values():
+            stmts, grads = templates.instantiate(rule, arg_nodes, self.namer, self.fixed)
+            needed = [(p, g) for p, g in zip(params, grads)
+                      if g is not None and self._any_needed(arg_nodes.get(p.name))]
+            used = set()
+            for _, g in needed:
+                used |= names_in(g)
+            # Keep only the template statements the emitted gradients read.
+            keep = []
+            for st in reversed(stmts):
+                if st.targets[0].id in used:
+                    keep.insert(0, st)
+                    used |= names_in(st.value)
+            out += keep
+            for p, g in needed:
+                out += self.accumulate(arg_nodes[p.name], g)
+            return out
+        # A rule that is not a template: called at run time.
+        rule_name = self.namer.new(f"{rule.name}_rule")
+        self.bindings[rule_name] = rule.function
+        call = gast.Call(func=name(rule_name), args=[dy, y] + list(args),
+                         keywords=[gast.keyword(arg=k, value=v) for k, v in kwargs.items()])
+        g = self.namer.new(f"{rule.name}_grads")
+        out.append(gast.Assign(targets=[name(g, True)], value=call, type_comment=None))
+        single = len([p for p in params if p.kind in (inspect.Parameter.POSITIONAL_ONLY,
+                                                     inspect.Parameter.POSITIONAL_OR_KEYWORD)]) <= 1
+        for k, p in enumerate(params):
+            node = arg_nodes.get(p.name)
+            if not self._any_needed(node):
+                continue
+            grad = name(g) if single and k == 0 else replace_expr(f"{g}[{k}]")
+            out += self.accumulate(node, grad)
+        return out
+
+    def _any_needed(self, node):
+        if node is None:
+            return False
+        if isinstance(node, (gast.List, gast.Tuple)):
+            return any(self._any_needed(e) for e in node.elts)
+        return self.needs(node)
+
+
+def replace_expr(template, **subs):
+    return templates.replace_as_expression(template, **subs)
+
+
+def _literal(value):
+    return value is None or isinstance(value, (bool, int, float, str, complex, tuple))
+
+
+def _show(node):
+    if isinstance(node, gast.Name):
+        return node.id
+    return type(node).__name__
+
+
+def _describe(primitive, value):
+    if isinstance(primitive, Method):
+        return f"the method .{primitive}()"
+    if isinstance(primitive, Attribute):
+        return f"the attribute .{primitive}"
+    mod = getattr(primitive, "__module__", None)
+    qual = getattr(primitive, "__qualname__", None) or getattr(primitive, "__name__", None)
+    if qual is None:
+        return repr(primitive)
+    return f"{mod}.{qual}" if mod and mod != "builtins" else qual
+
+
+# ----- Assembly -----
+
+def _tape_key(stmt):
+    return anno.getanno(stmt, Static.TAPE)
+
+
+def _walk_stmts(body):
+    for s in body:
+        yield s
+        for field in ("body", "orelse"):
+            yield from _walk_stmts(getattr(s, field, []) or [])
+
+
+def _filter(body, drop):
+    out = []
+    for s in body:
+        if drop(s):
+            continue
+        for field in ("body", "orelse"):
+            inner = getattr(s, field, None)
+            if isinstance(inner, list) and inner:
+                new = _filter(inner, drop)
+                if field == "body" and not new:
+                    new = [gast.Pass()]
+                setattr(s, field, new)
+        out.append(s)
+    return out
+
+
+def _loads(body, skip=lambda s: False):
+    names = set()
+    for s in _walk_stmts(body):
+        if skip(s):
+            continue
+        for field in ("test", "iter", "value", "targets", "target", "msg", "exc"):
+            part = getattr(s, field, None)
+            parts = part if isinstance(part, list) else [part]
+            for p in parts:
+                if isinstance(p, gast.AST):
+                    names |= names_in(p)
+    return names
+
+
+def prune_tape(fwd, rev):
+    """Drop pushes and pops of values the adjoint never reads (to-be-recorded analysis)."""
+    reads = _loads(rev, skip=lambda s: _tape_key(s) is not None)
+    for s in _walk_stmts(rev):
+        key = _tape_key(s)
+        if isinstance(key, tuple) and key[0] == "list":
+            continue
+        if isinstance(s, gast.For) or isinstance(s, gast.If):
+            continue
+    keys = {_tape_key(s) for s in _walk_stmts(fwd) if _tape_key(s) is not None}
+    drop = set()
+    for key in keys:
+        primal = key[1] if isinstance(key, tuple) else key
+        if primal not in reads:
+            drop.add(key)
+    fwd = _filter(fwd, lambda s: _tape_key(s) in drop)
+    rev = _filter(rev, lambda s: _tape_key(s) in drop)
+    uses_tape = any(_tape_key(s) is not None and not (isinstance(_tape_key(s), tuple)
+                                                      and _tape_key(s)[0] == "list")
+                    for s in _walk_stmts(fwd))
+    return fwd, rev, uses_tape
+
+
+def _top_level_bound(body):
+    bound = set()
+    for s in body:
+        if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
+            bound.add(s.targets[0].id)
+    return bound
+
+
+def build(node, info, activity, namer, wrt, fixed, name_prefix):
+    """The forward and backward FunctionDefs for FunctionDef ``node``.
+
+    Returns:
+        (forward, backward, meta) where meta is a dict with ``bindings`` (extra
+        names the generated code needs), ``outputs`` (returned names or None per
+        output), ``tuple_output`` and ``unused`` (wrt names with no gradient).
+    """
+    ad = ReverseAD(node, info, activity, namer, wrt, fixed)
+    body = node.body[:-1]
+    ret = node.body[-1]
+    fwd, rev = ad.block(body)
+    fwd, rev, uses_tape = prune_tape(fwd, rev)
+
+    tuple_output = isinstance(ret.value, gast.Tuple)
+    outputs = list(ret.value.elts) if tuple_output else [ret.value]
+    primal_names = set(activity.params) | {n.id for n in gast.walk(node)
+                                          if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
+    seed = namer.new("dout") if tuple_output else ad.d(outputs[0].id) if ad.needs(outputs[0]) \
+        else namer.new("dout")
+
+    # Backward prologue: seeds, zero adjoints, the array namespace.
+    prologue = []
+    seeded = set()
+    own = "rt.own({})" if ad.in_place else "{}"
+    if not tuple_output:
+        if ad.needs(outputs[0]):
+            seeded.add(outputs[0].id)
+            if ad.in_place:
+                prologue += replace(f"{seed} = rt.own({seed})")
+    for primal, dname in sorted(ad.adjoints.items()):
+        if primal not in seeded:
+            prologue += replace(f"{dname} = 0.0")
+    if tuple_output:
+        for k, out in enumerate(outputs):
+            if ad.needs(out):
+                dname = ad.d(out.id)
+                if dname not in {ad.adjoints[p] for p in ad.adjoints if p not in seeded}:
+                    prologue += replace(f"{dname} = 0.0")
+                prologue += replace(f"{dname} = {dname} + " + own.format(f"rt.seq_item({seed}, {k})"))
+    for cap in ad.captures.values():
+        prologue += replace(f"{cap} = None")
+
+    # Results: one gradient per wrt name.
+    results = []
+    unused = []
+    for w in wrt:
+        if w in ad.captures:
+            results.append(name(ad.captures[w]))
+        elif w in activity.adjoint:
+            results.append(name(ad.d(w)))
+        else:
+            unused.append(w)
+            results.append(gast.Constant(value=None, kind=None))
+
+    uses_xp = any(isinstance(n, gast.Name) and n.id == fixed["xp"] for s in rev for n in gast.walk(s))
+    rev_reads = _loads(rev) | set()
+    saved_names = sorted(n for n in rev_reads if n in primal_names)
+    if uses_xp:
+        args = ", ".join([seed] + [p for p in activity.params if p in saved_names])
+        prologue += replace(f"{fixed['xp']} = rt.namespace({args})")
+
+    tape_stmts_fwd = replace("tape = []\npush = tape.append") if uses_tape else []
+    needs_init = set()
+    pushed = {(_tape_key(s) if not isinstance(_tape_key(s), tuple) else None)
+              for s in _walk_stmts(fwd)} - {None}
+    top = _top_level_bound(fwd)
+    for n in pushed | set(saved_names):
+        if n not in activity.params and (n in pushed or n not in top):
+            needs_init.add(n)
+    init = [s for n in sorted(needs_init) for s in replace(f"{n} = None")]
+    copies = [s for p in sorted(ad.copied_params) for s in replace(f"{p} = rt.save({p})")]
+
+    saved_tuple = (["tape"] if uses_tape else []) + saved_names
+    pack = ", ".join(saved_tuple)
+    out_expr = ret.value
+    fwd_return = gast.Return(value=gast.Tuple(elts=[out_expr, replace_expr(f"({pack}{',' if len(saved_tuple) == 1 else ''})")],
+                                              ctx=gast.Load()))
+    forward = gast.FunctionDef(
+        name=f"{name_prefix}_forward", args=copy.deepcopy(node.args),
+        body=tape_stmts_fwd + copies + init + fwd + [fwd_return],
+        decorator_list=[], returns=None, type_comment=None, type_params=[])
+    forward.args.defaults = []
+    forward.args.kw_defaults = [None] * len(forward.args.kwonlyargs)
+
+    unpack = []
+    if saved_tuple:
+        unpack += replace(f"{pack}{',' if len(saved_tuple) == 1 else ''} = saved")
+    if uses_tape:
+        unpack += replace("pop = tape.pop")
+    back_return = gast.Return(value=gast.Tuple(elts=results, ctx=gast.Load()))
+    backward = gast.FunctionDef(
+        name=f"{name_prefix}_backward",
+        args=gast.arguments(args=[name(seed, False), name("saved", False)], posonlyargs=[],
+                            vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
+        body=unpack + prologue + rev + [back_return],
+        decorator_list=[], returns=None, type_comment=None, type_params=[])
+    for a in backward.args.args:
+        a.ctx = gast.Param()
+    meta = {"bindings": ad.bindings, "tuple_output": tuple_output, "unused": unused,
+            "n_outputs": len(outputs)}
+    return forward, backward, meta
