@@ -319,10 +319,10 @@ def _matmul_operands(dy, a, b):
     a2 = a[None, :] if a.ndim == 1 else a
     b2 = b[:, None] if b.ndim == 1 else b
     dy2 = xp.asarray(dy)
-    if a.ndim == 1:
-        dy2 = xp.expand_dims(dy2, -2)
     if b.ndim == 1:
         dy2 = xp.expand_dims(dy2, -1)
+    if a.ndim == 1:
+        dy2 = xp.expand_dims(dy2, -2)
     return xp, a2, b2, dy2
 
 
@@ -416,7 +416,7 @@ def sign(x):
     """sign(x) as a float (0 at 0), for Python numbers and arrays."""
     if is_array(x):
         return namespace(x).sign(x)
-    return float((x > 0) - (x < 0))
+    return float(bool(x > 0)) - float(bool(x < 0))
 
 
 def _scalar_or_xp(name):
@@ -602,6 +602,8 @@ def average_weights(a, weights, axis=None):
 
 def weights_vjp(g, weights, a, axis=None):
     """A gradient of ``a``'s shape summed down to the shape of ``average``'s weights."""
+    if weights is None:
+        return None
     if _shape(g) == _shape(weights):
         return g
     xp = namespace(g, weights)
@@ -1252,3 +1254,52 @@ def seq_unpop(dz):
     rest, last = dz
     rest = list(rest) if isinstance(rest, (list, tuple)) else []
     return rest + [last]
+
+
+def log_base(base):
+    """``log(base)``, or 1.0 when there is no base (``math.log(x)``)."""
+    if base is None:
+        return 1.0
+    return log(base)
+
+
+def expand_to(dw, dz, axis=None, keepdims=False):
+    """Adjoint of ``reduce_to(dz, g, axis, keepdims)``: ``dw`` broadcast back to ``dz``'s shape."""
+    if not _shape(dw):
+        xp = namespace(dw, dz)
+        return xp.broadcast_to(xp.asarray(dw), _shape(dz))
+    return unreduce(dw, dz, axis, keepdims)
+
+
+def pad_adjoint_mode(mode):
+    """The ``np.pad`` mode whose result is the adjoint of ``pad_vjp`` (zeros for 'empty')."""
+    return "constant" if mode == "empty" else mode
+
+
+def log_base_grad(dy, y, base):
+    """Gradient of ``math.log(x, base)`` with respect to ``base`` (0.0 without a base)."""
+    if base is None:
+        return 0.0
+    return -dy * y / (base * log(base))
+
+
+def either(first, second):
+    """``first`` unless it is None, else ``second`` (NumPy 2's ``clip(min=...)`` spelling)."""
+    return second if first is None else first
+
+
+# ----- Zero adjoints -----
+
+def has_grad(g):
+    """False while an adjoint is still the scalar zero it started as."""
+    return not (type(g) is float and g == 0.0)
+
+
+def default_seed(out):
+    """The cotangent 1 for a scalar output (ones for a size-1 array); others need grad_outputs."""
+    size = getattr(out, "size", 1)
+    if size != 1:
+        raise ValueError("grad can be implicitly created only for scalar outputs")
+    if is_array(out):
+        return namespace(out).ones_like(out)
+    return 1.0

@@ -141,7 +141,5 @@ BUILTIN_RULE_MODULES = ("operators", "numpy_elementwise", "numpy_reductions", "n
 def _load_builtin_rules():
     """Import the rule modules for their registrations; order does not matter."""
     import importlib
-    import importlib.util
     for module in BUILTIN_RULE_MODULES:
-        if importlib.util.find_spec(f"srcgrad.rules.{module}") is not None:
-            importlib.import_module(f"srcgrad.rules.{module}")
+        importlib.import_module(f"srcgrad.rules.{module}")

@@ -13,7 +13,7 @@ xp = None  # placeholder: the array namespace, bound in generated code
 
 nondifferentiable(
     operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne,
-    operator.not_, operator.floordiv, operator.mod, operator.and_, operator.or_,
+    operator.not_, operator.floordiv, operator.and_, operator.or_,
     operator.xor, operator.invert, operator.truth,
 )
 
@@ -44,6 +44,11 @@ def truediv(dy, y, a, b):
 def pow(dy, y, a, b):
     return (rt.unbroadcast(dy * b * a ** (b - 1), a),
             rt.unbroadcast(dy * y * rt.log_or_zero(a), b))
+
+
+@adjoint(operator.mod)
+def mod(dy, y, a, b):
+    return rt.unbroadcast(dy, a), rt.unbroadcast(-dy * xp.floor_divide(a, b), b)
 
 
 @adjoint(operator.matmul)

@@ -1,0 +1,235 @@
+"""Adjoint rules of Python's builtins and of the ``math`` module.
+
+These work on Python floats (the gradient of a float is a float): templates use
+plain arithmetic, or ``rt.sin``/``rt.cos``/``rt.exp``... which call ``math``
+for numbers and the array namespace for arrays, never ``xp`` (that would turn
+a host float into a device array under CuPy).
+
+* ``abs``/``math.fabs``: ``sign(x)``, 0 at 0.
+* ``max``/``min`` with ties: the gradient is split evenly among the tied
+  arguments (like ``np.max``). Their parameter is var-positional: the rule
+  returns a list, one gradient per positional argument; a single iterable
+  argument gets ``[list of per-item gradients]`` (or ``[array]``).
+* ``sum(iterable, start)``: the iterable gets one gradient per item (a list),
+  or an array when it is an array.
+* ``math.hypot(*coordinates)``: a list, 0 at the origin.
+"""
+
+import builtins
+import math
+
+from srcgrad import runtime as rt
+from srcgrad.rules import adjoint, nondifferentiable
+
+xp = None  # placeholder: the array namespace, bound in generated code
+
+nondifferentiable(
+    builtins.int, builtins.bool, builtins.len, builtins.round, builtins.range,
+    builtins.isinstance, builtins.divmod, builtins.hash, builtins.id,
+    math.floor, math.ceil, math.trunc, math.isnan, math.isinf, math.isfinite,
+    math.isclose, math.factorial, math.gcd, math.comb, math.perm,
+)
+
+# ----- Builtins -----
+
+
+@adjoint(builtins.abs)
+def builtin_abs(dy, y, x):
+    return dy * rt.sign(x)
+
+
+@adjoint(builtins.float)
+def builtin_float(dy, y, x=0.0):
+    return dy
+
+
+@adjoint(builtins.pow)
+def builtin_pow(dy, y, base, exp, mod=None):
+    return (rt.unbroadcast(dy * exp * base ** (exp - 1), base),
+            rt.unbroadcast(dy * y * rt.log_or_zero(base), exp), None)
+
+
+@adjoint(builtins.sum)
+def builtin_sum(dy, y, iterable, start=0):
+    return rt.builtin_sum_vjp(dy, iterable), rt.unbroadcast(dy, start)
+
+
+@adjoint(builtins.max)
+def builtin_max(dy, y, *args):
+    """Ties split the gradient evenly; a list, one gradient per argument."""
+    return rt.minmax_vjp(dy, y, args)
+
+
+@adjoint(builtins.min)
+def builtin_min(dy, y, *args):
+    """Ties split the gradient evenly; a list, one gradient per argument."""
+    return rt.minmax_vjp(dy, y, args)
+
+
+# ----- math: exponentials, logarithms, powers -----
+
+
+@adjoint(math.exp)
+def math_exp(dy, y, x):
+    return dy * y
+
+
+@adjoint(math.expm1)
+def math_expm1(dy, y, x):
+    return dy * (y + 1)
+
+
+@adjoint(math.log)
+def math_log(dy, y, x, base=None):
+    """``math.log(x)`` or ``math.log(x, base)``."""
+    return dy / (x * rt.log_base(base)), rt.log_base_grad(dy, y, base)
+
+
+@adjoint(math.log1p)
+def math_log1p(dy, y, x):
+    return dy / (1 + x)
+
+
+@adjoint(math.log2)
+def math_log2(dy, y, x):
+    return dy / (x * 0.6931471805599453)
+
+
+@adjoint(math.log10)
+def math_log10(dy, y, x):
+    return dy / (x * 2.302585092994046)
+
+
+@adjoint(math.sqrt)
+def math_sqrt(dy, y, x):
+    return dy / (2 * y)
+
+
+@adjoint(math.pow)
+def math_pow(dy, y, x1, x2):
+    return dy * x2 * x1 ** (x2 - 1), dy * y * rt.log_or_zero(x1)
+
+
+# ----- math: trigonometric and hyperbolic -----
+
+
+@adjoint(math.sin)
+def math_sin(dy, y, x):
+    return dy * rt.cos(x)
+
+
+@adjoint(math.cos)
+def math_cos(dy, y, x):
+    return -dy * rt.sin(x)
+
+
+@adjoint(math.tan)
+def math_tan(dy, y, x):
+    return dy * (1 + y * y)
+
+
+@adjoint(math.asin)
+def math_asin(dy, y, x):
+    return dy * (1 - x * x) ** -0.5
+
+
+@adjoint(math.acos)
+def math_acos(dy, y, x):
+    return -dy * (1 - x * x) ** -0.5
+
+
+@adjoint(math.atan)
+def math_atan(dy, y, x):
+    return dy / (1 + x * x)
+
+
+@adjoint(math.atan2)
+def math_atan2(dy, y, x1, x2):
+    """``math.atan2(y, x)``; its positional parameters are named x1, x2 here."""
+    r2 = x1 * x1 + x2 * x2
+    return dy * x2 / r2, -dy * x1 / r2
+
+
+@adjoint(math.sinh)
+def math_sinh(dy, y, x):
+    return dy * rt.cosh(x)
+
+
+@adjoint(math.cosh)
+def math_cosh(dy, y, x):
+    return dy * rt.sinh(x)
+
+
+@adjoint(math.tanh)
+def math_tanh(dy, y, x):
+    return dy * (1 - y * y)
+
+
+@adjoint(math.asinh)
+def math_asinh(dy, y, x):
+    return dy * (x * x + 1) ** -0.5
+
+
+@adjoint(math.acosh)
+def math_acosh(dy, y, x):
+    return dy * (x * x - 1) ** -0.5
+
+
+@adjoint(math.atanh)
+def math_atanh(dy, y, x):
+    return dy / (1 - x * x)
+
+
+@adjoint(math.hypot)
+def math_hypot(dy, y, *coordinates):
+    """A list, one gradient per coordinate (0 at the origin)."""
+    return rt.hypot_vjp(dy, y, coordinates)
+
+
+@adjoint(math.degrees)
+def math_degrees(dy, y, x):
+    return dy * 57.29577951308232
+
+
+@adjoint(math.radians)
+def math_radians(dy, y, x):
+    return dy * 0.017453292519943295
+
+
+# ----- math: signs, special functions -----
+
+
+@adjoint(math.fabs)
+def math_fabs(dy, y, x):
+    return dy * rt.sign(x)
+
+
+@adjoint(math.copysign)
+def math_copysign(dy, y, x1, x2):
+    return dy * rt.sign(x1) * rt.sign(y), None
+
+
+@adjoint(math.erf)
+def math_erf(dy, y, x):
+    return dy * 1.1283791670955126 * rt.exp(-x * x)
+
+
+@adjoint(math.erfc)
+def math_erfc(dy, y, x):
+    return -dy * 1.1283791670955126 * rt.exp(-x * x)
+
+
+@adjoint(math.fsum)
+def math_fsum(dy, y, seq):
+    return rt.builtin_sum_vjp(dy, seq)
+
+
+if hasattr(math, "exp2"):
+    @adjoint(math.exp2)
+    def math_exp2(dy, y, x):
+        return dy * y * 0.6931471805599453
+
+if hasattr(math, "cbrt"):
+    @adjoint(math.cbrt)
+    def math_cbrt(dy, y, x):
+        return dy / (3 * y * y)

@@ -1,0 +1,398 @@
+"""Adjoint rules of NumPy's elementwise functions (ufuncs) and casts.
+
+Binary rules sum their gradients back to each operand's shape with
+``rt.unbroadcast``. At kinks the rules pick one subgradient and say which:
+
+* ``abs``/``fabs``: ``sign(x)``, so 0 at 0.
+* ``maximum``/``minimum``/``fmax``/``fmin``: where both operands are equal the
+  gradient is split evenly (0.5 each), like the ties of ``np.max``.
+* ``clip``: an entry exactly on a bound counts as inside (its gradient goes to
+  ``a``, not to the bound).
+* ``sinc``: the derivative at 0 is 0 (its true value).
+"""
+
+import numpy as np
+
+from srcgrad import runtime as rt
+from srcgrad.rules import Attribute, Method, adjoint, nondifferentiable
+
+xp = None  # placeholder: the array namespace, bound in generated code
+
+nondifferentiable(
+    np.floor, np.ceil, np.round, np.around, np.rint, np.trunc, np.fix, np.sign,
+    np.signbit, np.isnan, np.isfinite, np.isinf, np.isposinf, np.isneginf,
+    np.isreal, np.iscomplex, np.floor_divide, np.spacing, np.nextafter,
+    np.equal, np.not_equal, np.less, np.less_equal, np.greater, np.greater_equal,
+    np.logical_and, np.logical_or, np.logical_not, np.logical_xor,
+    np.bitwise_and, np.bitwise_or, np.bitwise_xor, np.invert, np.left_shift,
+    np.right_shift, np.gcd, np.lcm,
+    np.zeros_like, np.ones_like, np.empty_like, np.zeros, np.ones, np.empty,
+    np.arange, np.linspace, np.logspace, np.geomspace, np.eye, np.identity,
+    np.tri, np.indices, np.meshgrid,
+    Method("round"), Method("__round__"),
+)
+
+# ----- Exponentials and logarithms -----
+
+
+@adjoint(np.exp)
+def exp(dy, y, x):
+    return dy * y
+
+
+@adjoint(np.exp2)
+def exp2(dy, y, x):
+    return dy * y * 0.6931471805599453
+
+
+@adjoint(np.expm1)
+def expm1(dy, y, x):
+    return dy * (y + 1)
+
+
+@adjoint(np.log)
+def log(dy, y, x):
+    return dy / x
+
+
+@adjoint(np.log2)
+def log2(dy, y, x):
+    return dy / (x * 0.6931471805599453)
+
+
+@adjoint(np.log10)
+def log10(dy, y, x):
+    return dy / (x * 2.302585092994046)
+
+
+@adjoint(np.log1p)
+def log1p(dy, y, x):
+    return dy / (1 + x)
+
+
+@adjoint(np.logaddexp)
+def logaddexp(dy, y, x1, x2):
+    return (rt.unbroadcast(dy * xp.exp(x1 - y), x1),
+            rt.unbroadcast(dy * xp.exp(x2 - y), x2))
+
+
+@adjoint(np.logaddexp2)
+def logaddexp2(dy, y, x1, x2):
+    return (rt.unbroadcast(dy * xp.exp2(x1 - y), x1),
+            rt.unbroadcast(dy * xp.exp2(x2 - y), x2))
+
+
+# ----- Powers and roots -----
+
+
+@adjoint(np.sqrt)
+def sqrt(dy, y, x):
+    return dy / (2 * y)
+
+
+@adjoint(np.cbrt)
+def cbrt(dy, y, x):
+    return dy / (3 * y * y)
+
+
+@adjoint(np.square)
+def square(dy, y, x):
+    return dy * 2 * x
+
+
+@adjoint(np.reciprocal)
+def reciprocal(dy, y, x):
+    return -dy * y * y
+
+
+@adjoint(np.power, np.float_power)
+def power(dy, y, x1, x2):
+    return (rt.unbroadcast(dy * x2 * x1 ** (x2 - 1), x1),
+            rt.unbroadcast(dy * y * rt.log_or_zero(x1), x2))
+
+
+@adjoint(np.ldexp)
+def ldexp(dy, y, x1, x2):
+    return rt.unbroadcast(dy * 2.0 ** x2, x1), None
+
+
+# ----- Trigonometric and hyperbolic -----
+
+
+@adjoint(np.sin)
+def sin(dy, y, x):
+    return dy * xp.cos(x)
+
+
+@adjoint(np.cos)
+def cos(dy, y, x):
+    return -dy * xp.sin(x)
+
+
+@adjoint(np.tan)
+def tan(dy, y, x):
+    return dy * (1 + y * y)
+
+
+@adjoint(np.arcsin)
+def arcsin(dy, y, x):
+    return dy / xp.sqrt(1 - x * x)
+
+
+@adjoint(np.arccos)
+def arccos(dy, y, x):
+    return -dy / xp.sqrt(1 - x * x)
+
+
+@adjoint(np.arctan)
+def arctan(dy, y, x):
+    return dy / (1 + x * x)
+
+
+@adjoint(np.arctan2)
+def arctan2(dy, y, x1, x2):
+    r2 = x1 * x1 + x2 * x2
+    return rt.unbroadcast(dy * x2 / r2, x1), rt.unbroadcast(-dy * x1 / r2, x2)
+
+
+@adjoint(np.hypot)
+def hypot(dy, y, x1, x2):
+    return rt.unbroadcast(dy * x1 / y, x1), rt.unbroadcast(dy * x2 / y, x2)
+
+
+@adjoint(np.sinh)
+def sinh(dy, y, x):
+    return dy * xp.cosh(x)
+
+
+@adjoint(np.cosh)
+def cosh(dy, y, x):
+    return dy * xp.sinh(x)
+
+
+@adjoint(np.tanh)
+def tanh(dy, y, x):
+    return dy * (1 - y * y)
+
+
+@adjoint(np.arcsinh)
+def arcsinh(dy, y, x):
+    return dy / xp.sqrt(x * x + 1)
+
+
+@adjoint(np.arccosh)
+def arccosh(dy, y, x):
+    return dy / xp.sqrt(x * x - 1)
+
+
+@adjoint(np.arctanh)
+def arctanh(dy, y, x):
+    return dy / (1 - x * x)
+
+
+@adjoint(np.deg2rad, np.radians)
+def deg2rad(dy, y, x):
+    return dy * 0.017453292519943295
+
+
+@adjoint(np.rad2deg, np.degrees)
+def rad2deg(dy, y, x):
+    return dy * 57.29577951308232
+
+
+@adjoint(np.sinc)
+def sinc(dy, y, x):
+    safe = xp.where(x == 0, 1.0, x)
+    return dy * xp.where(x == 0, 0.0, (xp.cos(xp.pi * x) - y) / safe)
+
+
+# ----- Signs and absolute values -----
+
+
+@adjoint(np.absolute, np.abs, np.fabs)
+def absolute(dy, y, x):
+    return dy * xp.sign(x)
+
+
+@adjoint(np.negative)
+def negative(dy, y, x):
+    return -dy
+
+
+@adjoint(np.positive)
+def positive(dy, y, x):
+    return dy
+
+
+@adjoint(np.copysign)
+def copysign(dy, y, x1, x2):
+    return rt.unbroadcast(dy * xp.sign(x1) * xp.sign(y), x1), None
+
+
+@adjoint(np.heaviside)
+def heaviside(dy, y, x1, x2):
+    """Zero almost everywhere in ``x1``; ``x2`` (the value at 0) gets ``dy`` where ``x1 == 0``."""
+    return rt.unbroadcast(dy * 0.0, x1), rt.unbroadcast(dy * (x1 == 0), x2)
+
+
+# ----- Arithmetic -----
+
+
+@adjoint(np.add)
+def add(dy, y, x1, x2):
+    return rt.unbroadcast(dy, x1), rt.unbroadcast(dy, x2)
+
+
+@adjoint(np.subtract)
+def subtract(dy, y, x1, x2):
+    return rt.unbroadcast(dy, x1), rt.unbroadcast(-dy, x2)
+
+
+@adjoint(np.multiply)
+def multiply(dy, y, x1, x2):
+    return rt.unbroadcast(dy * x2, x1), rt.unbroadcast(dy * x1, x2)
+
+
+@adjoint(np.true_divide, np.divide)
+def true_divide(dy, y, x1, x2):
+    return rt.unbroadcast(dy / x2, x1), rt.unbroadcast(-dy * y / x2, x2)
+
+
+@adjoint(np.mod, np.remainder)
+def remainder(dy, y, x1, x2):
+    """``x1 - floor(x1 / x2) * x2``: slope 1 in ``x1``, ``-floor(x1 / x2)`` in ``x2``."""
+    return rt.unbroadcast(dy, x1), rt.unbroadcast(-dy * xp.floor(x1 / x2), x2)
+
+
+@adjoint(np.fmod)
+def fmod(dy, y, x1, x2):
+    """``x1 - trunc(x1 / x2) * x2``."""
+    return rt.unbroadcast(dy, x1), rt.unbroadcast(-dy * xp.trunc(x1 / x2), x2)
+
+
+@adjoint(np.maximum)
+def maximum(dy, y, x1, x2):
+    """Ties (``x1 == x2``) split the gradient evenly."""
+    w = (x1 > x2) + 0.5 * (x1 == x2)
+    return rt.unbroadcast(dy * w, x1), rt.unbroadcast(dy * (1 - w), x2)
+
+
+@adjoint(np.minimum)
+def minimum(dy, y, x1, x2):
+    """Ties (``x1 == x2``) split the gradient evenly."""
+    w = (x1 < x2) + 0.5 * (x1 == x2)
+    return rt.unbroadcast(dy * w, x1), rt.unbroadcast(dy * (1 - w), x2)
+
+
+@adjoint(np.fmax)
+def fmax(dy, y, x1, x2):
+    """Like ``maximum``; a NaN operand passes the gradient to the other one."""
+    w = (x1 > x2) + 0.5 * (x1 == x2) + xp.isnan(x2)
+    return rt.unbroadcast(dy * w, x1), rt.unbroadcast(dy * (1 - w), x2)
+
+
+@adjoint(np.fmin)
+def fmin(dy, y, x1, x2):
+    """Like ``minimum``; a NaN operand passes the gradient to the other one."""
+    w = (x1 < x2) + 0.5 * (x1 == x2) + xp.isnan(x2)
+    return rt.unbroadcast(dy * w, x1), rt.unbroadcast(dy * (1 - w), x2)
+
+
+@adjoint(np.clip)
+def clip(dy, y, a, a_min=None, a_max=None, *, min=None, max=None):
+    """An entry on a bound counts as inside: its gradient goes to ``a``.
+
+    NumPy 2's keyword spellings ``min=``/``max=`` are accepted too (one of
+    ``a_min``/``min`` is None, so each bound's gradient goes to the one given).
+    """
+    lo = rt.clip_below(a, rt.either(a_min, min))
+    hi = rt.clip_above(a, rt.either(a_max, max))
+    return (rt.unbroadcast(dy * (1 - lo - hi), a),
+            rt.unbroadcast(dy * lo, a_min),
+            rt.unbroadcast(dy * hi, a_max),
+            rt.unbroadcast(dy * lo, min),
+            rt.unbroadcast(dy * hi, max))
+
+
+@adjoint(Method("clip"))
+def clip_method(dy, y, self, min=None, max=None):
+    """An entry on a bound counts as inside: its gradient goes to ``self``."""
+    lo = rt.clip_below(self, min)
+    hi = rt.clip_above(self, max)
+    return (rt.unbroadcast(dy * (1 - lo - hi), self),
+            rt.unbroadcast(dy * lo, min),
+            rt.unbroadcast(dy * hi, max))
+
+
+@adjoint(np.where)
+def where(dy, y, condition, x1, x2):
+    """``np.where(condition, x, y)``; its positional parameters are named x1, x2 here
+    because ``y`` is the output."""
+    return (None,
+            rt.unbroadcast(xp.where(condition, dy, 0.0), x1),
+            rt.unbroadcast(xp.where(condition, 0.0, dy), x2))
+
+
+@adjoint(np.nan_to_num)
+def nan_to_num(dy, y, x, copy=True, nan=0.0, posinf=None, neginf=None):
+    return (dy * xp.isfinite(x), None,
+            rt.unbroadcast(dy * xp.isnan(x), nan),
+            rt.unbroadcast(dy * xp.isposinf(x), posinf),
+            rt.unbroadcast(dy * xp.isneginf(x), neginf))
+
+
+# ----- Complex parts (real inputs) -----
+
+
+@adjoint(np.real)
+def real(dy, y, val):
+    return xp.real(dy)
+
+
+@adjoint(Attribute("real"))
+def real_attribute(dy, y, self):
+    return xp.real(dy)
+
+
+@adjoint(np.conjugate, np.conj)
+def conjugate(dy, y, x):
+    return xp.conj(dy)
+
+
+@adjoint(Method("conj"), Method("conjugate"))
+def conjugate_method(dy, y, self):
+    return xp.conj(dy)
+
+
+# ----- Constructors with a differentiable fill value, casts and copies -----
+
+
+@adjoint(np.full)
+def full(dy, y, shape, fill_value, dtype=None):
+    return None, rt.unbroadcast(dy, fill_value), None
+
+
+@adjoint(np.full_like)
+def full_like(dy, y, a, fill_value, dtype=None):
+    """The result does not depend on ``a``'s values: only ``fill_value`` gets a gradient."""
+    return None, rt.unbroadcast(dy, fill_value), None
+
+
+@adjoint(Method("astype"))
+def astype_method(dy, y, self, dtype):
+    return rt.cast_like(dy, self)
+
+
+@adjoint(np.float64, np.float32, np.float16)
+def float_cast(dy, y, x=0.0):
+    return rt.cast_like(dy, x)
+
+
+@adjoint(np.copy)
+def copy(dy, y, a, order="K"):
+    return dy
+
+
+@adjoint(Method("copy"))
+def copy_method(dy, y, self, order="C"):
+    return dy

@@ -1,0 +1,287 @@
+"""Adjoint rules of the ``srcgrad.runtime`` helpers (``rt.*``) that generated code
+applies to differentiable values, so that a gradient, being Python source, can
+be differentiated again (``sg.grad(sg.grad(f))``, ``sg.hessian``).
+
+Here the cotangent and output are named ``dw`` and ``w``, because the helpers'
+own parameters already use ``dy``/``dz``/``g``. Most helpers are linear in
+their gradient argument; their adjoints are the "transposed" helpers
+(``unbroadcast`` <-> ``broadcast_like``, ``unreduce`` <-> ``reduce_to``,
+``concatenate_vjp`` <-> ``split_vjp``, ``take_vjp`` <-> ``take`` ...).
+
+Helpers without a rule (``prod_others``, ``cumprod_vjp``, ``einsum_vjp``,
+``norm_vjp``, ``solve_vjp``, ``cholesky_vjp``, ``kron_vjp``, ``convolve_vjp``,
+``matrix_power_vjp``, ``append_vjp``, ``array_vjp``, the ``*stack_vjp`` of
+hstack/vstack/dstack/column_stack, ``builtin_sum_vjp``, ``minmax_vjp``,
+``hypot_vjp``, ``pad_constant_vjp``) make a second derivative through those
+primitives a compile-time error, never a wrong number.
+
+``rt.log_or_zero`` IS differentiable (d/da log(a) = 1/a for a > 0): a second
+derivative of ``a ** b`` needs it.
+"""
+
+from srcgrad import runtime as rt
+from srcgrad.rules import adjoint, nondifferentiable
+
+xp = None  # placeholder: the array namespace, bound in generated code
+
+nondifferentiable(
+    rt.namespace, rt.is_array, rt.shape_of, rt.normalize_axis, rt.reduction_size,
+    rt.zeros_like, rt.sign, rt.clip_below, rt.clip_above, rt.inverse_axes,
+    rt.method_axes, rt.method_shape, rt.negate_shift, rt.pad_adjoint_mode,
+    # only ever feeds rt.clip_below/clip_above (masks) in the clip rule
+    rt.either,
+    # control of the generated code: the default seed is a constant, has_grad a test
+    rt.default_seed, rt.has_grad,
+)
+
+# ----- Broadcasting and reductions -----
+
+
+@adjoint(rt.unbroadcast)
+def unbroadcast(dw, w, g, x):
+    return rt.broadcast_like(dw, g), None
+
+
+@adjoint(rt.broadcast_like)
+def broadcast_like(dw, w, dz, g):
+    return rt.broadcast_like(dw, dz), None
+
+
+@adjoint(rt.unreduce)
+def unreduce(dw, w, g, x, axis=None, keepdims=False):
+    return rt.reduce_to(dw, g, axis, keepdims), None, None, None
+
+
+@adjoint(rt.reduce_to)
+def reduce_to(dw, w, dz, g, axis=None, keepdims=False):
+    return rt.expand_to(dw, dz, axis, keepdims), None, None, None
+
+
+@adjoint(rt.expand_to)
+def expand_to(dw, w, dw_, dz, axis=None, keepdims=False):
+    return rt.reduce_to(dw, dw_, axis, keepdims), None, None, None
+
+
+@adjoint(rt.unreduce_like)
+def unreduce_like(dw, w, value, x, axis=None, keepdims=False):
+    return xp.reshape(dw, rt.shape_of(value)), None, None, None
+
+
+@adjoint(rt.cast_like)
+def cast_like(dw, w, g, x):
+    return rt.cast_like(dw, g), None
+
+
+@adjoint(rt.materialize)
+def materialize(dw, w, g, x):
+    return rt.unbroadcast(dw, g), None
+
+
+@adjoint(rt.save)
+def save(dw, w, value):
+    return dw
+
+
+@adjoint(rt.own)
+def own(dw, w, value):
+    return dw
+
+
+# ----- Products -----
+
+
+@adjoint(rt.matmul_grad_a)
+def matmul_grad_a(dw, w, dy, a, b):
+    return rt.broadcast_like(xp.matmul(dw, b), dy), None, rt.matmul_grad_b(dy, dw, b)
+
+
+@adjoint(rt.matmul_grad_b)
+def matmul_grad_b(dw, w, dy, a, b):
+    return rt.broadcast_like(xp.matmul(a, dw), dy), rt.matmul_grad_a(dy, a, dw), None
+
+
+@adjoint(rt.dot_grad_a)
+def dot_grad_a(dw, w, dy, a, b):
+    return xp.dot(dw, b), None, rt.dot_grad_b(dy, dw, b)
+
+
+@adjoint(rt.dot_grad_b)
+def dot_grad_b(dw, w, dy, a, b):
+    return xp.dot(a, dw), rt.dot_grad_a(dy, a, dw), None
+
+
+@adjoint(rt.tensordot_grad_a)
+def tensordot_grad_a(dw, w, dy, a, b, axes=2):
+    return xp.tensordot(dw, b, axes), None, rt.tensordot_grad_b(dy, dw, b, axes), None
+
+
+@adjoint(rt.tensordot_grad_b)
+def tensordot_grad_b(dw, w, dy, a, b, axes=2):
+    return xp.tensordot(a, dw, axes), rt.tensordot_grad_a(dy, a, dw, axes), None, None
+
+
+# ----- Subscripts and gathers -----
+
+
+@adjoint(rt.take_grad)
+def take_grad(dw, w, dx, index):
+    return rt.add_at(0.0, dx, index, dw), None
+
+
+@adjoint(rt.add_at)
+def add_at(dw, w, dx, x, index, g):
+    return rt.unbroadcast(dw, dx), None, None, rt.unbroadcast(rt.take_grad(dw, index), g)
+
+
+@adjoint(rt.zero_grad_at)
+def zero_grad_at(dw, w, dx, x, index):
+    return rt.zero_grad_at(rt.own(dw), x, index), None, None
+
+
+@adjoint(rt.take_vjp)
+def take_vjp(dw, w, dy, a, indices, axis=None):
+    return xp.take(dw, indices, axis=axis), None, None, None
+
+
+@adjoint(rt.take_along_axis_vjp)
+def take_along_axis_vjp(dw, w, dy, arr, indices, axis):
+    return xp.take_along_axis(dw, indices, axis=axis), None, None, None
+
+
+@adjoint(rt.diag_vjp)
+def diag_vjp(dw, w, dy, v, k=0):
+    return xp.diag(dw, k), None, None
+
+
+@adjoint(rt.diagonal_vjp)
+def diagonal_vjp(dw, w, dy, a, offset=0, axis1=0, axis2=1):
+    return xp.diagonal(dw, offset, axis1, axis2), None, None, None, None
+
+
+@adjoint(rt.diff_vjp)
+def diff_vjp(dw, w, dy, a, n=1, axis=-1):
+    return xp.diff(dw, n=n, axis=axis), None, None, None
+
+
+@adjoint(rt.pad_vjp)
+def pad_vjp(dw, w, dy, array, pad_width, mode="constant"):
+    return xp.pad(dw, pad_width, mode=rt.pad_adjoint_mode(mode)), None, None, None
+
+
+@adjoint(rt.tile_vjp)
+def tile_vjp(dw, w, dy, A, reps):
+    return xp.tile(dw, reps), None, None
+
+
+@adjoint(rt.repeat_vjp)
+def repeat_vjp(dw, w, dy, a, repeats, axis=None):
+    return xp.repeat(dw, repeats, axis), None, None, None
+
+
+# ----- Joins and splits -----
+
+
+@adjoint(rt.concatenate_vjp)
+def concatenate_vjp(dw, w, dy, arrays, axis=0):
+    return rt.split_vjp(dw, arrays, axis), None, None
+
+
+@adjoint(rt.split_vjp)
+def split_vjp(dw, w, dys, ys, axis=0):
+    return rt.concatenate_vjp(dw, ys, axis), None, None
+
+
+@adjoint(rt.stack_vjp)
+def stack_vjp(dw, w, dy, arrays, axis=0):
+    return rt.stack_fill(dw, arrays, axis), None, None
+
+
+@adjoint(rt.stack_fill)
+def stack_fill(dw, w, dzs, arrays, axis=0):
+    return rt.stack_vjp(dw, arrays, axis), None, None
+
+
+@adjoint(rt.average_weights)
+def average_weights(dw, w, a, weights, axis=None):
+    return None, rt.weights_vjp(dw, weights, a, axis), None
+
+
+@adjoint(rt.weights_vjp)
+def weights_vjp(dw, w, g, weights, a, axis=None):
+    return rt.broadcast_like(rt.average_weights(a, dw, axis), g), None, None, None
+
+
+# ----- Sequences -----
+
+
+@adjoint(rt.seq_item)
+def seq_item(dw, w, dseq, index):
+    return rt.seq_onehot(dw, dseq, index), None
+
+
+@adjoint(rt.seq_onehot)
+def seq_onehot(dw, w, dz, dseq, index):
+    return rt.seq_item(dw, index), None, None
+
+
+@adjoint(rt.seq_add)
+def seq_add(dw, w, dseq, g):
+    return dw, dw
+
+
+@adjoint(rt.seq_pop)
+def seq_pop(dw, w, dseq):
+    return rt.seq_unpop(dw)
+
+
+@adjoint(rt.seq_unpop)
+def seq_unpop(dw, w, dz):
+    return list(rt.seq_pop(dw))
+
+
+# ----- Scalar functions -----
+
+
+@adjoint(rt.log_or_zero)
+def log_or_zero(dw, w, a):
+    return dw * rt.log_or_zero_grad(a)
+
+
+@adjoint(rt.log_or_zero_grad)
+def log_or_zero_grad(dw, w, a):
+    return -dw * w * w
+
+
+@adjoint(rt.sin)
+def sin(dw, w, x):
+    return dw * rt.cos(x)
+
+
+@adjoint(rt.cos)
+def cos(dw, w, x):
+    return -dw * rt.sin(x)
+
+
+@adjoint(rt.exp)
+def exp(dw, w, x):
+    return dw * w
+
+
+@adjoint(rt.sinh)
+def sinh(dw, w, x):
+    return dw * rt.cosh(x)
+
+
+@adjoint(rt.cosh)
+def cosh(dw, w, x):
+    return dw * rt.sinh(x)
+
+
+@adjoint(rt.log)
+def log(dw, w, x):
+    return dw / x
+
+
+@adjoint(rt.log_base)
+def log_base(dw, w, base):
+    return dw / base

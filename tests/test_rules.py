@@ -1,0 +1,713 @@
+"""Table test of the built-in adjoint rules, without the compiler.
+
+Every built-in rule in ``srcgrad.rules.RULES`` has at least one row here. A row
+calls the primitive on random float64 inputs, draws a random cotangent ``dy``
+of the output's structure, runs the rule (its template executed as a plain
+function with ``xp`` bound to NumPy) and checks, for each differentiable
+argument, that the gradient has the argument's shape and that
+``<grad, v> == d/dt <f(x + t v), dy>`` (central finite differences, float64)
+for random directions ``v``.
+
+A second test parses each built-in rule's source and checks the template
+shape: simple assignments to plain names and one final ``return``; free names
+only ``xp``, ``rt``, builtins, parameters and locals.
+"""
+
+import ast
+import builtins
+import inspect
+import math
+import operator
+import textwrap
+import types
+
+import numpy as np
+import pytest
+
+import srcgrad.rules as R
+from srcgrad import runtime as rt
+from srcgrad.rules import Attribute, Method
+
+R._load_builtin_rules()
+
+RNG = np.random.default_rng(20240611)
+
+
+def r(*shape):
+    return RNG.standard_normal(shape)
+
+
+def p(*shape):
+    return RNG.uniform(0.5, 2.0, shape)
+
+
+def u(*shape):
+    return RNG.uniform(-0.8, 0.8, shape)
+
+
+def spd(n, batch=()):
+    a = RNG.standard_normal(batch + (n, n))
+    return a @ np.swapaxes(a, -1, -2) + n * np.eye(n)
+
+
+def sym_direction(v):
+    return 0.5 * (v + np.swapaxes(v, -1, -2))
+
+
+# ----- Calling a rule without the compiler -----
+
+
+def call_rule(rule, dy, y, *args, **kwargs):
+    """Run a rule's template as a plain function, with ``xp`` bound to NumPy."""
+    f = rule.function
+    fn = types.FunctionType(f.__code__, {**f.__globals__, "xp": np}, f.__name__,
+                            f.__defaults__, f.__closure__)
+    fn.__kwdefaults__ = f.__kwdefaults__
+    return fn(dy, y, *args, **kwargs)
+
+
+def grads_by_argument(rule, result, args, kwargs):
+    """Map a rule's return value onto the call's arguments (positions and keyword names)."""
+    params = rule.params
+    if not isinstance(result, tuple):
+        result = (result,)
+    assert len(result) in (1, len(params)), (
+        f"{rule.name}: returns {len(result)} entries for {len(params)} parameters")
+    out = {}
+    pos = 0
+    for j, param in enumerate(params):
+        g = result[j] if j < len(result) else None
+        if param.kind is inspect.Parameter.VAR_POSITIONAL:
+            rest = len(args) - pos
+            if g is not None:
+                assert len(g) == rest, f"{rule.name}: {len(g)} gradients for {rest} varargs"
+                for k in range(rest):
+                    out[pos + k] = g[k]
+            pos = len(args)
+        elif param.kind in (inspect.Parameter.POSITIONAL_ONLY,
+                            inspect.Parameter.POSITIONAL_OR_KEYWORD) and pos < len(args):
+            out[pos] = g
+            pos += 1
+        else:
+            out[param.name] = g
+    return out
+
+
+# ----- Random structures and inner products -----
+
+
+def is_floaty(v):
+    if isinstance(v, bool):
+        return False
+    if isinstance(v, float):
+        return True
+    if isinstance(v, np.ndarray) or isinstance(v, np.floating):
+        return np.issubdtype(np.asarray(v).dtype, np.floating)
+    if isinstance(v, (list, tuple)) and v:
+        return all(is_floaty(x) for x in v)
+    return False
+
+
+def random_like(v):
+    if isinstance(v, (list, tuple)):
+        return type(v)(random_like(x) for x in v) if not hasattr(v, "_fields") else tuple(
+            random_like(x) for x in v)
+    if isinstance(v, (float, int)) and not isinstance(v, np.ndarray):
+        return float(RNG.standard_normal())
+    return RNG.standard_normal(np.shape(v))
+
+
+def shifted(v, d, t):
+    if isinstance(v, (list, tuple)):
+        return type(v)(shifted(a, b, t) for a, b in zip(v, d))
+    if isinstance(v, float):
+        return v + t * d
+    if isinstance(v, np.floating):
+        return type(v)(v + t * d)
+    return (v + t * d).astype(np.asarray(v).dtype)
+
+
+def inner(a, b):
+    if isinstance(a, (list, tuple)):
+        return sum(inner(x, y) for x, y in zip(a, b))
+    if a is None or b is None:
+        return 0.0
+    return float(np.sum(np.asarray(a, dtype=np.float64) * np.asarray(b, dtype=np.float64)))
+
+
+def check_structure(g, v, where):
+    if isinstance(v, (list, tuple)):
+        assert isinstance(g, (list, tuple)), f"{where}: expected a list of gradients, got {type(g)}"
+        assert len(g) == len(v), f"{where}: {len(g)} gradients for {len(v)} items"
+        for k, (gk, vk) in enumerate(zip(g, v)):
+            check_structure(gk, vk, f"{where}[{k}]")
+        return
+    assert g is not None, f"{where}: no gradient"
+    if isinstance(g, float) and g == 0.0:
+        return  # the runtime's "no gradient yet" zero, for any shape
+    assert np.shape(g) == np.shape(v), f"{where}: gradient shape {np.shape(g)} != {np.shape(v)}"
+
+
+# ----- The table -----
+
+
+class Case:
+    def __init__(self, primitive, *args, _fn=None, _wrt=None, _dir=None, _eps=1e-6,
+                 _rtol=1e-5, _atol=1e-6, _dy=None, _id=None, **kwargs):
+        self.primitive = primitive
+        self.args = args
+        self.kwargs = kwargs
+        self.fn = _fn
+        self.wrt = _wrt
+        self.direction = _dir
+        self.eps = _eps
+        self.rtol = _rtol
+        self.atol = _atol
+        self.dy = _dy
+        self.id = _id
+
+    def call(self, args, kwargs):
+        args = [_copy(a) for a in args]
+        kwargs = {k: _copy(v) for k, v in kwargs.items()}
+        if self.fn is not None:
+            return self.fn(*args, **kwargs)
+        if isinstance(self.primitive, Attribute):
+            return getattr(args[0], self.primitive)
+        if isinstance(self.primitive, Method):
+            return getattr(args[0], self.primitive)(*args[1:], **kwargs)
+        return self.primitive(*args, **kwargs)
+
+    def label(self):
+        if self.id:
+            return self.id
+        name = getattr(self.primitive, "__name__", None) or repr(self.primitive)
+        mod = getattr(self.primitive, "__module__", "") or ""
+        if isinstance(self.primitive, (Method, Attribute)):
+            name = repr(self.primitive)
+        elif "linalg" in mod:
+            name = "linalg." + name
+        elif mod == "math":
+            name = "math." + name
+        elif mod == "srcgrad.runtime":
+            name = "rt." + name
+        return name
+
+
+def _copy(value):
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    if isinstance(value, list):
+        return [_copy(v) for v in value]
+    if isinstance(value, tuple) and not hasattr(value, "_fields"):
+        return tuple(_copy(v) for v in value)
+    return value
+
+
+C = Case
+M = Method
+
+CASES = []
+
+
+def add(*cases):
+    CASES.extend(cases)
+
+
+# Operators (rules/operators.py)
+add(
+    C(operator.add, r(3, 1), r(4)), C(operator.sub, r(3, 1), r(4)),
+    C(operator.mul, r(3, 1), r(4)), C(operator.truediv, r(3, 1), p(4)),
+    C(operator.pow, p(3, 1), r(4)), C(operator.pow, 1.7, 2.3),
+    C(operator.matmul, r(2, 3, 4), r(4, 5)), C(operator.matmul, r(4), r(4, 5)),
+    C(operator.matmul, r(3, 4), r(4)), C(operator.neg, r(3)), C(operator.pos, r(3)),
+    # 5.3 % 2.0 and friends: away from the jumps at multiples of b.
+    C(operator.mod, np.array([5.3, 7.1, 2.6]), np.array([2.0, 3.0, 1.5])),
+)
+
+# Elementwise unary functions
+for f in (np.exp, np.exp2, np.expm1, np.sin, np.cos, np.arctan, np.sinh, np.cosh, np.tanh,
+          np.arcsinh, np.deg2rad, np.rad2deg, np.radians, np.degrees, np.sinc, np.negative,
+          np.positive, np.absolute, np.abs, np.fabs, np.square, np.real, np.conjugate,
+          np.conj):
+    add(C(f, r(3, 4)))
+for f in (np.log, np.log2, np.log10, np.log1p, np.sqrt, np.cbrt, np.reciprocal):
+    add(C(f, p(3, 4)))
+for f in (np.arcsin, np.arccos, np.arctanh, np.tan):
+    add(C(f, u(3, 4)))
+add(C(np.arccosh, p(3, 4) + 1.0), C(np.sinc, np.array([0.0, 0.3, -1.2])), C(np.exp, 0.7),
+    C(np.cbrt, -p(3)))
+
+# Elementwise binary functions, with broadcasting
+for f in (np.add, np.subtract, np.multiply, np.arctan2, np.hypot, np.logaddexp,
+          np.logaddexp2, np.maximum, np.minimum, np.fmax, np.fmin):
+    add(C(f, r(3, 1), r(4)), C(f, r(2, 3), 0.4))
+for f in (np.true_divide, np.divide):
+    add(C(f, r(3, 1), p(4)))
+for f in (np.power, np.float_power):
+    add(C(f, p(3, 1), r(4)))
+for f in (np.mod, np.remainder, np.fmod):
+    add(C(f, p(3, 1) * 3.1 + 0.05, p(4)))
+add(
+    C(np.copysign, r(3, 1), r(4), _wrt=[0]),
+    C(np.heaviside, r(3, 4), r(4)),
+    C(np.heaviside, np.array([0.0, 1.0, -2.0]), np.array([0.5, 0.2, 0.3]), _wrt=[1]),
+    C(np.ldexp, r(3, 4), np.array([1, -2, 0, 3]), _wrt=[0]),
+    C(np.fmax, np.array([np.nan, 1.0, 2.0]), np.array([0.3, np.nan, -1.0])),
+    C(np.clip, r(3, 4), -0.5, 0.5),
+    C(np.clip, r(3, 4), u(3, 1) - 0.1, u(4) * 0.1 + 0.85),
+    C(np.clip, r(3, 4), None, 0.2, _wrt=[0, 2]),
+    C(np.clip, r(3, 4), -0.2, None, _wrt=[0, 1]),
+    C(np.clip, r(3, 4), min=-0.3, _wrt=[0, "min"]),
+    C(np.clip, r(3, 4), min=u(4) - 0.2, max=0.4, _wrt=[0, "min", "max"]),
+    C(M("clip"), r(3, 4), -0.5, 0.5),
+    C(M("clip"), r(3, 4), max=0.3, _wrt=[0, "max"]),
+    C(np.where, r(3, 4) > 0, r(3, 1), r(4)),
+    C(np.nan_to_num, np.array([1.0, np.nan, -2.0, 3.0]), nan=0.5, _wrt=[0, "nan"]),
+    C(Attribute("real"), r(3, 4)),
+    C(M("conj"), r(3)), C(M("conjugate"), r(3)),
+    C(np.full, (2, 3), 1.5, _wrt=[1]), C(np.full, (2, 3), r(3), _wrt=[1]),
+    C(np.full_like, r(2, 3), 0.7, _wrt=[1]),
+    C(M("astype"), r(3, 4), np.float64),
+    C(M("astype"), r(3, 4).astype(np.float32), np.float64, _eps=1e-2, _rtol=1e-4),
+    C(np.float64, 0.7), C(np.float32, 0.7, _eps=1e-2, _rtol=1e-4),
+    C(np.float16, 0.7, _eps=1e-1, _rtol=1e-2),
+    C(np.copy, r(3, 4)), C(M("copy"), r(3, 4)),
+)
+
+# Reductions
+A = r(3, 4, 5)
+for axis, keepdims in ((None, False), (None, True), (1, False), (-1, True), ((0, 2), False),
+                       ((0, 2), True)):
+    add(C(np.sum, A, axis=axis, keepdims=keepdims), C(np.mean, A, axis=axis, keepdims=keepdims),
+        C(np.max, A, axis=axis, keepdims=keepdims), C(np.min, A, axis=axis, keepdims=keepdims),
+        C(np.prod, A * 0.5 + 1, axis=axis, keepdims=keepdims),
+        C(np.var, A, axis=axis, keepdims=keepdims), C(np.std, A, axis=axis, keepdims=keepdims),
+        C(np.ptp, A, axis=axis, keepdims=keepdims))
+NAN = r(3, 4)
+NAN[1, 2] = np.nan
+NAN[0, 0] = np.nan
+add(
+    C(np.sum, A, 1), C(M("sum"), A), C(M("sum"), A, 1, keepdims=True),
+    C(np.nansum, NAN, axis=1), C(np.nanmean, NAN, axis=0), C(np.nanmean, NAN),
+    C(np.nanmax, NAN, axis=1), C(np.nanmin, NAN), C(np.amax, A, axis=0), C(np.amin, A),
+    C(M("mean"), A, axis=(0, 1)), C(M("max"), A, 2), C(M("min"), A, axis=-1, keepdims=True),
+    C(np.prod, np.array([[2.0, 0.0, 3.0], [0.0, 0.0, 1.5], [1.0, 2.0, 3.0]]), axis=1),
+    C(np.prod, np.array([1.5, 0.0, -2.0, 0.5])), C(np.prod, 1.5),
+    C(M("prod"), A * 0.3 + 1, axis=0),
+    C(np.var, A, axis=1, ddof=1), C(np.std, A, ddof=1), C(M("var"), A, axis=0),
+    C(M("std"), A, axis=(1, 2), keepdims=True), C(M("std"), A, ddof=2),
+    C(np.average, A), C(np.average, A, axis=1, weights=p(3, 4, 5)),
+    C(np.average, A, axis=1, weights=p(4)), C(np.average, A, axis=(0, 2), weights=p(3, 5)),
+    C(np.average, A, axis=2, weights=p(5), keepdims=True),
+    C(np.cumsum, A), C(np.cumsum, A, axis=1), C(np.cumsum, A, -1), C(M("cumsum"), A, axis=0),
+    C(M("cumsum"), A),
+    C(np.cumprod, r(3, 4) * 0.5 + 1, axis=1), C(np.cumprod, r(3, 4) * 0.5 + 1),
+    C(np.cumprod, np.array([[1.5, 0.0, 2.0, 0.0, 3.0], [0.5, 2.0, 0.0, 1.0, 1.0]]), axis=1),
+    C(M("cumprod"), r(3, 4) * 0.5 + 1, 0),
+    C(np.diff, r(3, 6)), C(np.diff, r(4, 3), n=2, axis=0), C(np.diff, r(6), 3),
+    C(np.sort, r(3, 5)), C(np.sort, r(3, 5), axis=0), C(np.sort, r(3, 5), axis=None),
+    C(np.take, r(5, 4), np.array([0, 3, 3, 1]), axis=0),
+    C(np.take, r(5, 4), np.array([[1, 2], [2, -1]]), axis=1),
+    C(np.take, r(5, 4), np.array([0, 7, 7, 19])),
+    C(M("take"), r(5, 4), np.array([4, 4, 0]), 0),
+    C(np.take_along_axis, r(3, 5), np.array([[0, 0, 4], [1, 2, 1], [3, 3, 3]]), axis=1),
+    C(np.take_along_axis, r(3, 5), np.array([[0, 2, 2, 1, 0]]), 0),
+    C(np.take_along_axis, r(3, 5), np.array([4, 4, 14]), None),
+    C(np.trace, r(4, 4)), C(np.trace, r(3, 5), 1), C(np.trace, r(4, 3), -1),
+    C(np.trace, r(3, 4, 5), 0, 2, 0), C(M("trace"), r(4, 4)), C(M("trace"), r(2, 3, 3), axis1=1, axis2=2),
+)
+
+# Shape functions
+add(
+    C(np.reshape, r(3, 4), (2, 6)), C(np.reshape, r(3, 4), shape=(4, 3), order="F"),
+    C(np.reshape, r(3, 4), -1),
+    C(M("reshape"), r(3, 4), 2, 6), C(M("reshape"), r(3, 4), (6, 2)),
+    C(M("reshape"), r(3, 4), 12, order="F"),
+    C(np.ravel, r(3, 4)), C(np.ravel, r(3, 4), order="F"), C(M("ravel"), r(3, 4)),
+    C(M("flatten"), r(3, 4)), C(M("flatten"), r(3, 4), "F"),
+    C(np.squeeze, r(3, 1, 4)), C(np.squeeze, r(1, 3, 1), axis=0), C(M("squeeze"), r(3, 1)),
+    C(np.expand_dims, r(3, 4), 1), C(np.expand_dims, r(3, 4), (0, -1)),
+    C(np.atleast_1d, 0.5), C(np.atleast_2d, r(3)), C(np.atleast_3d, r(3, 4)),
+    C(np.broadcast_to, r(3, 1), (2, 3, 4)), C(np.broadcast_to, 1.5, (2, 3)),
+    C(M("item"), r(1, 1)),
+    C(np.transpose, r(2, 3, 4)), C(np.transpose, r(2, 3, 4), (1, 2, 0)),
+    C(np.transpose, r(2, 3, 4), axes=(-1, 0, 1)),
+    C(M("transpose"), r(2, 3, 4)), C(M("transpose"), r(2, 3, 4), 2, 0, 1),
+    C(M("transpose"), r(2, 3, 4), (1, 0, 2)),
+    C(Attribute("T"), r(2, 3, 4)), C(Attribute("mT"), r(2, 3, 4)),
+    C(np.moveaxis, r(2, 3, 4), 0, -1), C(np.moveaxis, r(2, 3, 4), (0, 1), (2, 0)),
+    C(np.swapaxes, r(2, 3, 4), 0, 2), C(M("swapaxes"), r(2, 3, 4), 1, -1),
+    C(np.flip, r(3, 4)), C(np.flip, r(3, 4), 1), C(np.fliplr, r(3, 4)), C(np.flipud, r(3, 4)),
+    C(np.roll, r(3, 4), 2), C(np.roll, r(3, 4), (1, -1), axis=(0, 1)), C(np.roll, r(3, 4), 5, 1),
+    C(np.rot90, r(3, 4)), C(np.rot90, r(3, 4, 2), 3, (1, 2)),
+    C(np.array, r(3, 4)), C(np.array, [r(3), r(3)]), C(np.array, [1.5, 2.5, -0.5]),
+    C(np.array, [[1.5, 2.5], [0.5, 3.0]]), C(np.array, r(3).astype(np.float32), np.float64,
+                                              _eps=1e-2, _rtol=1e-4),
+    C(np.asarray, r(3, 4)), C(np.asarray, [0.5, r()[()] if False else 1.5]),
+    C(np.asanyarray, r(3)), C(np.ascontiguousarray, r(3, 4).T), C(np.asfortranarray, r(3, 4)),
+    C(np.concatenate, [r(2, 3), r(4, 3)]), C(np.concatenate, (r(2, 3), r(2, 1)), axis=1),
+    C(np.concatenate, [r(2, 3), r(4)], axis=None), C(np.concatenate, [r(2, 3), r(2, 3)], -1),
+    C(np.stack, [r(2, 3), r(2, 3), r(2, 3)]), C(np.stack, (r(2, 3), r(2, 3)), axis=-1),
+    C(np.hstack, [r(3), r(2)]), C(np.hstack, [r(2, 3), r(2, 1)]), C(np.hstack, [1.5, r(2)]),
+    C(np.vstack, [r(3), r(2, 3)]), C(np.dstack, [r(3), r(3)]), C(np.dstack, [r(2, 3), r(2, 3, 2)]),
+    C(np.column_stack, [r(3), r(3, 2)]),
+    C(np.append, r(2, 3), r(2, 2)), C(np.append, r(2, 3), r(1, 3), axis=0),
+    C(np.append, r(2, 3), 1.5, axis=None),
+    C(np.split, r(6, 4), 3), C(np.split, r(6, 4), [1, 3], axis=1),
+    C(np.array_split, r(7, 2), 3),
+    C(np.split, r(6, 4), 3, _dy=lambda y: [RNG.standard_normal(y[0].shape), None, 0.0],
+      _id="split-missing-pieces"),
+    C(np.pad, r(3, 4), 1), C(np.pad, r(3, 4), ((1, 2), (0, 3)), constant_values=0.7,
+                                _wrt=[0, "constant_values"]),
+    C(np.pad, r(3, 4), 2, mode="edge"), C(np.pad, r(3, 4), 2, "reflect"),
+    C(np.pad, r(3, 4), 3, "symmetric"), C(np.pad, r(3, 4), (2, 5), "wrap"),
+    C(np.tile, r(2, 3), 2), C(np.tile, r(2, 3), (2, 1, 3)), C(np.tile, r(2, 3, 2), (2, 1)),
+    C(np.repeat, r(2, 3), 2), C(np.repeat, r(2, 3), [1, 0, 3], axis=1),
+    C(np.repeat, r(2, 3), 2, axis=0), C(np.repeat, 1.5, 3),
+    C(M("repeat"), r(2, 3), 3, 1), C(M("repeat"), r(2, 3), 2),
+    C(np.diag, r(3)), C(np.diag, r(3), 1), C(np.diag, r(4), -2), C(np.diag, r(4, 4)),
+    C(np.diag, r(3, 5), 1), C(np.diag, r(5, 3), -1),
+    C(np.diagonal, r(4, 4)), C(np.diagonal, r(3, 4, 5), 1, 2, 0), C(np.diagonal, r(2, 4, 3), -1, 1, 2),
+    C(M("diagonal"), r(3, 4)), C(M("diagonal"), r(2, 3, 3), axis1=1, axis2=2),
+    C(np.triu, r(4, 4)), C(np.triu, r(2, 3, 4), 1), C(np.tril, r(4, 5), -1), C(np.tril, r(4, 4)),
+    C(np.matmul, r(2, 3, 4), r(4, 5)), C(np.matmul, r(4), r(2, 4, 3)), C(np.matmul, r(3, 4), r(4)),
+    C(np.matmul, r(4), r(4)), C(np.matmul, r(2, 1, 3, 4), r(5, 4, 2)),
+    C(np.dot, r(4), r(4)), C(np.dot, r(3, 4), r(4)), C(np.dot, r(4), r(4, 3)),
+    C(np.dot, r(3, 4), r(4, 5)), C(np.dot, r(2, 3, 4), r(5, 4, 2)), C(np.dot, r(2, 3, 4), r(4)),
+    C(np.dot, 1.5, r(3)), C(np.dot, r(3, 2), 0.5),
+    C(M("dot"), r(3, 4), r(4, 2)), C(M("dot"), r(4), r(4)),
+    C(np.vdot, r(3, 4), r(3, 4)), C(np.vdot, r(6), r(2, 3)),
+    C(np.inner, r(4), r(4)), C(np.inner, r(2, 3, 4), r(5, 4)), C(np.inner, r(3, 4), r(4)),
+    C(np.outer, r(3), r(4)), C(np.outer, r(2, 2), r(3)),
+    C(np.tensordot, r(3, 4, 5), r(4, 5, 2)), C(np.tensordot, r(3, 4, 5), r(5, 3), axes=([0, 2], [1, 0])),
+    C(np.tensordot, r(3, 4), r(2, 5), 0), C(np.tensordot, r(3, 4, 5), r(5, 4), ((1, 2), (1, 0))),
+    C(np.tensordot, r(3, 4), r(4, 2), axes=1),
+    C(np.einsum, "ij,jk->ik", r(3, 4), r(4, 5)), C(np.einsum, "ij,jk", r(3, 4), r(4, 5)),
+    C(np.einsum, "ii->i", r(4, 4)), C(np.einsum, "ii", r(4, 4)), C(np.einsum, "ij->", r(3, 4)),
+    C(np.einsum, "ij->i", r(3, 4)), C(np.einsum, "i,i->", r(4), r(4)), C(np.einsum, "i,j->ij", r(3), r(4)),
+    C(np.einsum, "...ij,...jk->...ik", r(2, 3, 4), r(4, 5)),
+    C(np.einsum, "...ij,...jk->...ik", r(2, 1, 3, 4), r(5, 4, 2)),
+    C(np.einsum, "bij,bjk,k->bi", r(2, 3, 4), r(2, 4, 5), r(5)), C(np.einsum, "iij->ij", r(3, 3, 2)),
+    C(np.einsum, "ij,ij->ij", r(3, 4), r(3, 4)), C(np.einsum, "i...->...", r(3, 2, 4)),
+    C(np.kron, r(2, 3), r(3, 2)), C(np.kron, r(3), r(4)), C(np.kron, r(2), r(3, 2)),
+    C(np.cross, r(4, 3), r(3)), C(np.cross, r(3), r(3)),
+    C(np.convolve, r(5), r(3)), C(np.convolve, r(5), r(3), "same"), C(np.convolve, r(5), r(3), "valid"),
+    C(np.convolve, r(3), r(6), "same"), C(np.convolve, r(4), r(6), mode="same"),
+    C(np.convolve, r(3), r(7), "valid"), C(np.convolve, r(6), r(4), "same"),
+)
+
+# Linear algebra
+X = r(3, 4)
+add(
+    C(np.linalg.norm, r(5)), C(np.linalg.norm, X), C(np.linalg.norm, r(2, 3, 4)),
+    C(np.linalg.norm, X, keepdims=True),
+    C(np.linalg.norm, r(5), 1), C(np.linalg.norm, r(5), np.inf), C(np.linalg.norm, r(5), -np.inf),
+    C(np.linalg.norm, r(5), 3), C(np.linalg.norm, r(5), 0.5 if False else 2.5), C(np.linalg.norm, r(5), 0),
+    C(np.linalg.norm, X, axis=1), C(np.linalg.norm, X, 1, axis=0, keepdims=True),
+    C(np.linalg.norm, X, np.inf, 1), C(np.linalg.norm, X, "fro"), C(np.linalg.norm, X, "nuc"),
+    C(np.linalg.norm, X, 2), C(np.linalg.norm, X, -2), C(np.linalg.norm, X, 1),
+    C(np.linalg.norm, X, -1), C(np.linalg.norm, X, np.inf), C(np.linalg.norm, X, -np.inf),
+    C(np.linalg.norm, r(2, 3, 4), "fro", (2, 1)), C(np.linalg.norm, r(2, 3, 4), 1, (2, 0)),
+    C(np.linalg.norm, r(2, 3, 4), 2, (0, 1), True), C(np.linalg.norm, r(2, 3, 4), axis=(0, 2)),
+    C(np.linalg.inv, spd(3)), C(np.linalg.inv, r(2, 3, 3) + 3 * np.eye(3)),
+    C(np.linalg.solve, r(3, 3) + 3 * np.eye(3), r(3)),
+    C(np.linalg.solve, r(3, 3) + 3 * np.eye(3), r(3, 2)),
+    C(np.linalg.solve, r(2, 3, 3) + 3 * np.eye(3), r(3)),
+    C(np.linalg.solve, r(2, 3, 3) + 3 * np.eye(3), r(3, 4)),
+    C(np.linalg.matrix_power, r(3, 3) * 0.5, 3), C(np.linalg.matrix_power, r(2, 3, 3) * 0.5, 1),
+    C(np.linalg.matrix_power, spd(3), -2), C(np.linalg.matrix_power, r(3, 3), 0),
+    C(np.linalg.det, r(3, 3)), C(np.linalg.det, r(2, 4, 4)),
+    C(np.linalg.slogdet, r(3, 3)), C(np.linalg.slogdet, r(2, 3, 3)),
+    C(np.linalg.cholesky, spd(3), _dir=sym_direction),
+    C(np.linalg.cholesky, spd(4, (2,)), _dir=sym_direction),
+    C(np.linalg.eigvalsh, spd(3), _dir=sym_direction),
+    C(np.linalg.eigvalsh, spd(3, (2,)), "U", _dir=sym_direction),
+)
+if hasattr(np.linalg, "vector_norm"):
+    add(
+        C(np.linalg.vector_norm, r(5)), C(np.linalg.vector_norm, X), C(np.linalg.vector_norm, X, ord=1),
+        C(np.linalg.vector_norm, X, axis=1, keepdims=True, ord=np.inf),
+        C(np.linalg.vector_norm, r(2, 3, 4), axis=(0, 2), ord=3),
+        C(np.linalg.matrix_norm, X), C(np.linalg.matrix_norm, r(2, 3, 4), ord="nuc"),
+        C(np.linalg.matrix_norm, r(2, 3, 4), ord=1, keepdims=True),
+        C(np.linalg.trace, r(3, 3)), C(np.linalg.trace, r(2, 3, 4), offset=1),
+        C(np.linalg.diagonal, r(2, 3, 4)), C(np.linalg.diagonal, r(3, 3), offset=-1),
+        C(np.linalg.matmul, r(2, 3, 4), r(4, 2)), C(np.linalg.outer, r(3), r(4)),
+        C(np.linalg.tensordot, r(3, 4), r(4, 5), axes=1), C(np.linalg.tensordot, r(3, 4, 5), r(4, 5)),
+        C(np.linalg.vecdot, r(3, 4), r(4)), C(np.linalg.vecdot, r(3, 4), r(3, 1), axis=0),
+        C(np.linalg.cross, r(4, 3), r(3)), C(np.linalg.cross, r(3, 4), r(3, 4), axis=0),
+    )
+if hasattr(np, "vecdot"):
+    add(C(np.vecdot, r(3, 4), r(4)), C(np.vecdot, r(2, 3), r(4, 1, 3)), C(np.vecdot, r(3, 4), r(3, 4), axis=0))
+
+# Builtins and math
+add(
+    C(builtins.abs, -1.5), C(builtins.abs, r(3)), C(builtins.float, 1.5), C(builtins.float, np.float64(0.5)),
+    C(builtins.pow, 1.7, 2.3), C(builtins.pow, p(3), 2.0),
+    C(builtins.sum, [1.5, 2.5, -0.5]), C(builtins.sum, [r(3), r(3)], 0.5), C(builtins.sum, r(4, 3)),
+    C(builtins.sum, [r(2, 3), r(3)], r(2, 1)),
+    C(builtins.max, 1.5, 2.5), C(builtins.max, [0.5, 3.5, -1.0]), C(builtins.max, 1.0, -2.0, 0.25),
+    C(builtins.max, r(5)), C(builtins.min, 1.5, 2.5), C(builtins.min, [0.5, -3.5, 1.0]),
+    C(builtins.min, r(5)),
+)
+for f in (math.exp, math.expm1, math.sin, math.cos, math.tan, math.atan, math.sinh, math.cosh,
+          math.tanh, math.asinh, math.degrees, math.radians, math.fabs, math.erf, math.erfc):
+    add(C(f, 0.7), C(f, -0.4))
+for f in (math.log, math.log1p, math.log2, math.log10, math.sqrt):
+    add(C(f, 1.7))
+for f in (math.asin, math.acos, math.atanh):
+    add(C(f, 0.3))
+add(
+    C(math.acosh, 1.7), C(math.log, 1.7, 3.5), C(math.pow, 1.7, 2.3), C(math.atan2, 0.3, -1.2),
+    C(math.hypot, 0.3, -1.2), C(math.hypot, 0.3, -1.2, 2.0), C(math.copysign, 1.5, -2.0, _wrt=[0]),
+    C(math.fsum, [0.5, 1.5, -2.0]),
+)
+if hasattr(math, "exp2"):
+    add(C(math.exp2, 0.7))
+if hasattr(math, "cbrt"):
+    add(C(math.cbrt, 1.7), C(math.cbrt, -0.7))
+
+# Runtime helpers (their rules make generated code differentiable again)
+G = r(3, 4)
+add(
+    C(rt.unbroadcast, r(3, 4), r(4), _wrt=[0]), C(rt.unbroadcast, r(2, 3, 4), r(3, 1), _wrt=[0]),
+    C(rt.unbroadcast, r(3, 4), r(3, 4), _wrt=[0]),
+    C(rt.broadcast_like, r(4), r(3, 4), _wrt=[0]), C(rt.broadcast_like, r(3, 4), r(4), _wrt=[0]),
+    C(rt.broadcast_like, r(3, 4), 0.5, _wrt=[0]),
+    C(rt.unreduce, r(4), r(3, 4), 0, _wrt=[0]), C(rt.unreduce, r(3, 1), r(3, 4), 1, True, _wrt=[0]),
+    C(rt.unreduce, np.float64(1.5), r(3, 4), _wrt=[0]), C(rt.unreduce, r(3), r(3, 4, 5), (1, 2), _wrt=[0]),
+    C(rt.reduce_to, r(3, 4), r(4), 0, _wrt=[0]), C(rt.reduce_to, r(3, 4), r(3, 1), 1, True, _wrt=[0]),
+    C(rt.reduce_to, r(3, 4), np.float64(1.0), _wrt=[0]),
+    C(rt.expand_to, r(4), r(3, 4), 0, _wrt=[0]), C(rt.expand_to, np.float64(0.5), r(3, 4), _wrt=[0]),
+    C(rt.unreduce_like, r(4), r(3, 4), 0, _wrt=[0]), C(rt.unreduce_like, r(3), r(3, 4, 5), (1, 2), _wrt=[0]),
+    C(rt.cast_like, r(3).astype(np.float32), r(3), _wrt=[0], _eps=1e-2, _rtol=1e-4),
+    C(rt.materialize, 1.5, r(3, 4), _wrt=[0]), C(rt.materialize, r(4), r(3, 4), _wrt=[0]),
+    C(rt.save, r(3)), C(rt.own, r(3)),
+    C(rt.matmul_grad_a, r(2, 3, 5), r(3, 4), r(4, 5), _wrt=[0, 2]),
+    C(rt.matmul_grad_a, r(5), r(4), r(4, 5), _wrt=[0, 2]),
+    C(rt.matmul_grad_a, r(3), r(3, 4), r(4), _wrt=[0, 2]),
+    C(rt.matmul_grad_b, r(2, 3, 5), r(3, 4), r(4, 5), _wrt=[0, 1]),
+    C(rt.matmul_grad_b, r(3), r(3, 4), r(4), _wrt=[0, 1]),
+    C(rt.dot_grad_a, r(3, 5), r(3, 4), r(4, 5), _wrt=[0, 2]),
+    C(rt.dot_grad_a, r(2, 3, 5, 2), r(2, 3, 4), r(5, 4, 2), _wrt=[0, 2]),
+    C(rt.dot_grad_a, r(3), r(3, 4), r(4), _wrt=[0, 2]),
+    C(rt.dot_grad_b, r(3, 5), r(3, 4), r(4, 5), _wrt=[0, 1]),
+    C(rt.dot_grad_b, r(2, 3, 5, 2), r(2, 3, 4), r(5, 4, 2), _wrt=[0, 1]),
+    C(rt.tensordot_grad_a, r(3, 2), r(3, 4, 5), r(5, 4, 2), ((1, 2), (1, 0)), _wrt=[0, 2]),
+    C(rt.tensordot_grad_b, r(3, 2), r(3, 4, 5), r(5, 4, 2), ((1, 2), (1, 0)), _wrt=[0, 1]),
+    C(rt.take_grad, r(4, 3), 2), C(rt.take_grad, r(4, 3), (slice(1, 3), 0)),
+    C(rt.take_grad, r(5), np.array([0, 2, 2])), C(rt.take_grad, [r(3), r(3)], 1),
+    C(rt.add_at, r(4, 3), r(4, 3), np.array([1, 1, 3]), r(3, 3), _wrt=[0, 3]),
+    C(rt.add_at, r(4, 3), r(4, 3), (slice(0, 2), 1), r(2), _wrt=[0, 3]),
+    C(rt.add_at, r(4, 3), r(4, 3), 2, 0.5, _wrt=[0, 3]),
+    C(rt.zero_grad_at, r(4, 3), r(4, 3), (slice(0, 2), 1), _wrt=[0]),
+    C(rt.take_vjp, r(4, 3), r(5, 3), np.array([0, 2, 2, 4]), 0, _wrt=[0]),
+    C(rt.take_along_axis_vjp, r(3, 2), r(3, 5), np.array([[0, 0], [1, 4], [2, 2]]), 1, _wrt=[0]),
+    C(rt.diag_vjp, r(4, 4), r(3), 1, _wrt=[0]), C(rt.diag_vjp, r(2), r(3, 4), 2, _wrt=[0]),
+    C(rt.diagonal_vjp, r(2, 3), r(2, 4, 3), 0, 1, 2, _wrt=[0]),
+    C(rt.diff_vjp, r(3, 4), r(3, 6), 2, 1, _wrt=[0]),
+    C(rt.pad_vjp, r(5, 6), r(3, 4), 1, "constant", _wrt=[0]),
+    C(rt.pad_vjp, r(7, 8), r(3, 4), 2, "reflect", _wrt=[0]),
+    C(rt.pad_vjp, r(5, 6), r(3, 4), 1, "empty", _wrt=[0]),
+    C(rt.tile_vjp, r(4, 9), r(2, 3), (2, 3), _wrt=[0]),
+    C(rt.repeat_vjp, r(2, 6), r(2, 3), 2, 1, _wrt=[0]), C(rt.repeat_vjp, r(12), r(2, 3), 2, _wrt=[0]),
+    C(rt.concatenate_vjp, r(5, 3), [r(2, 3), r(3, 3)], 0, _wrt=[0]),
+    C(rt.concatenate_vjp, r(10), [r(2, 3), r(4)], None, _wrt=[0]),
+    C(rt.split_vjp, [r(2, 3), r(3, 3)], [r(2, 3), r(3, 3)], 0, _wrt=[0]),
+    C(rt.split_vjp, [r(2, 3), r(4)], [r(2, 3), r(4)], None, _wrt=[0]),
+    C(rt.stack_vjp, r(3, 2, 4), [r(3, 4), r(3, 4)], 1, _wrt=[0]),
+    C(rt.stack_fill, [r(3, 4), r(3, 4)], [r(3, 4), r(3, 4)], -1, _wrt=[0]),
+    C(rt.average_weights, r(3, 4), p(4), 1, _wrt=[1]), C(rt.average_weights, r(3, 4), p(3, 4), 1, _wrt=[1]),
+    C(rt.weights_vjp, r(3, 4, 5), p(3, 5), r(3, 4, 5), (0, 2), _wrt=[0]),
+    C(rt.seq_item, [r(3), r(2)], 1, _wrt=[0]), C(rt.seq_onehot, r(2), [r(3), r(2)], 1, _wrt=[0]),
+    C(rt.seq_add, [r(3), r(2)], [r(3), r(2)]), C(rt.seq_pop, [r(3), r(2), r(4)]),
+    C(rt.seq_unpop, ([r(3), r(2)], r(4))),
+    C(rt.log_or_zero, p(3, 4)), C(rt.log_or_zero, 1.5), C(rt.log_or_zero_grad, p(3, 4)),
+    C(rt.log_or_zero_grad, 1.5),
+    C(rt.sin, 0.7), C(rt.sin, r(3)), C(rt.cos, 0.7), C(rt.cos, r(3)), C(rt.exp, 0.7), C(rt.exp, r(3)),
+    C(rt.sinh, 0.7), C(rt.cosh, r(3)), C(rt.log, 1.7), C(rt.log, p(3)), C(rt.log_base, 2.5),
+)
+
+
+# ----- The tests -----
+
+
+def run_case(case, seed_dirs=2):
+    rule = R.lookup(case.primitive)
+    assert rule is not None, f"no rule registered for {case.primitive!r}"
+    args, kwargs = list(case.args), dict(case.kwargs)
+    y = case.call(args, kwargs)
+    dy = case.dy(y) if case.dy is not None else random_like(y)
+    result = call_rule(rule, dy, y, *args, **kwargs)
+    grads = grads_by_argument(rule, result, args, kwargs)
+    wrt = case.wrt
+    if wrt is None:
+        wrt = [i for i, a in enumerate(args) if is_floaty(a)
+               and _param_name(rule, i) not in NONDIFF_PARAMS]
+    assert wrt, f"{case.label()}: nothing to differentiate"
+    for key in wrt:
+        value = args[key] if isinstance(key, int) else kwargs[key]
+        g = grads.get(key)
+        where = f"{case.label()} d/d[{key}]"
+        check_structure(g, value, where)
+        for _ in range(seed_dirs):
+            d = random_like(value)
+            if case.direction is not None:
+                d = case.direction(d)
+            d = _zero_nan_directions(value, d)
+
+            def f(t):
+                a2, k2 = list(args), dict(kwargs)
+                if isinstance(key, int):
+                    a2[key] = shifted(value, d, t)
+                else:
+                    k2[key] = shifted(value, d, t)
+                return inner(case.call(a2, k2), dy if case.dy is None else _nan_free(dy))
+
+            fd = (f(case.eps) - f(-case.eps)) / (2 * case.eps)
+            an = inner(g, d)
+            assert np.isfinite(an), f"{where}: gradient is not finite"
+            assert abs(fd - an) <= case.atol + case.rtol * max(abs(fd), abs(an)), (
+                f"{where}: finite differences {fd!r} != rule {an!r}")
+
+
+def _zero_nan_directions(value, d):
+    if isinstance(value, (list, tuple)):
+        return type(d)(_zero_nan_directions(v, x) for v, x in zip(value, d))
+    if isinstance(value, np.ndarray):
+        return np.where(np.isnan(value), 0.0, d)
+    return d
+
+
+def _nan_free(dy):
+    if isinstance(dy, (list, tuple)):
+        return [(_nan_free(x) if x is not None else None) for x in dy]
+    return dy
+
+
+NONDIFF_PARAMS = {"ord"}
+
+
+def _param_name(rule, index):
+    params = rule.params
+    for j, param in enumerate(params):
+        if param.kind is inspect.Parameter.VAR_POSITIONAL:
+            return param.name
+        if j == index:
+            return param.name
+    return None
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.label() for c in CASES])
+def test_rule_matches_finite_differences(case):
+    run_case(case)
+
+
+def _builtin_rules():
+    return {key: rule for key, rule in R.RULES.items() if rule.builtin}
+
+
+def test_every_builtin_rule_has_a_row():
+    tested = set()
+    for case in CASES:
+        tested.add(R._key(case.primitive))
+    missing = [rule for key, rule in _builtin_rules().items() if key not in tested]
+    assert not missing, "rules without a test row: " + ", ".join(
+        f"{rule.name} ({rule.primitive!r})" for rule in missing)
+
+
+def test_at_least_130_rules():
+    assert len(R.RULES) >= 130
+
+
+def _template_problems(function):
+    source = textwrap.dedent(inspect.getsource(function))
+    tree = ast.parse(source)
+    fdef = tree.body[0]
+    assert isinstance(fdef, ast.FunctionDef)
+    problems = []
+    body = list(fdef.body)
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+            and isinstance(body[0].value.value, str):
+        body = body[1:]
+    if not body or not isinstance(body[-1], ast.Return) or body[-1].value is None:
+        problems.append("does not end with `return <expression>`")
+    allowed = {a.arg for a in fdef.args.args + fdef.args.kwonlyargs + fdef.args.posonlyargs}
+    if fdef.args.vararg:
+        allowed.add(fdef.args.vararg.arg)
+    if fdef.args.kwarg:
+        problems.append("**kwargs parameter")
+    for stmt in body[:-1]:
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+                and isinstance(stmt.targets[0], ast.Name)):
+            problems.append(f"line {stmt.lineno}: not a simple assignment to a name")
+            continue
+        allowed.add(stmt.targets[0].id)
+    forbidden = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp,
+                 ast.IfExp, ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Await, ast.If,
+                 ast.For, ast.While, ast.Try, ast.With)
+    builtin_names = set(dir(builtins))
+    for stmt in body:
+        for node in ast.walk(stmt):
+            if isinstance(node, forbidden):
+                problems.append(f"line {node.lineno}: {type(node).__name__} in a template")
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                if node.id in ("np", "numpy", "cupy", "math"):
+                    problems.append(f"line {node.lineno}: uses {node.id} directly")
+                elif node.id not in allowed and node.id not in ("xp", "rt") \
+                        and node.id not in builtin_names:
+                    problems.append(f"line {node.lineno}: free name {node.id!r}")
+    return problems
+
+
+def test_builtin_rules_are_templates():
+    seen = set()
+    bad = {}
+    for rule in _builtin_rules().values():
+        if id(rule.function) in seen:
+            continue
+        seen.add(id(rule.function))
+        problems = _template_problems(rule.function)
+        if problems:
+            bad[f"{rule.function.__module__}.{rule.name}"] = problems
+    assert not bad, bad
+
+
+def test_rule_parameters_mirror_the_output_convention():
+    for rule in _builtin_rules().values():
+        names = list(rule.signature.parameters)
+        assert len(names) >= 2, rule.name
+        own = names[2:]
+        assert names[0] not in own and names[1] not in own, (
+            f"{rule.name}: a parameter shadows the cotangent/output name")
+
+
+def test_max_ties_split_evenly():
+    a = np.array([[1.0, 3.0, 3.0], [2.0, 2.0, 2.0]])
+    rule = R.lookup(np.max)
+    g = call_rule(rule, np.array([1.0, 3.0]), np.max(a, axis=1), a, axis=1)
+    np.testing.assert_allclose(g, [[0, 0.5, 0.5], [1.0, 1.0, 1.0]])
+    g = call_rule(rule, 6.0, np.max(a), a)
+    np.testing.assert_allclose(g, [[0, 3.0, 3.0], [0, 0, 0]])
+    rule = R.lookup(np.maximum)
+    ga, gb = call_rule(rule, np.ones(2), np.maximum([1.0, 2.0], [1.0, 3.0]),
+                       np.array([1.0, 2.0]), np.array([1.0, 3.0]))
+    np.testing.assert_allclose(ga, [0.5, 0.0])
+    np.testing.assert_allclose(gb, [0.5, 1.0])
+    rule = R.lookup(builtins.max)
+    g = call_rule(rule, 1.0, 2.0, [2.0, 1.0, 2.0])
+    assert g == [[0.5, 0.0, 0.5]]
+
+
+def test_float_rules_keep_python_floats():
+    for fn, x in ((math.sin, 0.3), (math.exp, 0.3), (builtins.abs, -2.0), (math.sqrt, 2.0)):
+        g = call_rule(R.lookup(fn), 1.0, fn(x), x)
+        assert isinstance(g, float), (fn, type(g))
+
+
+def test_nondifferentiable_declared():
+    for prim in (np.argmax, np.floor, np.sign, np.zeros_like, Method("argmax"),
+                 Attribute("shape"), np.isnan, np.equal, math.floor, rt.shape_of):
+        assert R.is_nondifferentiable(prim), prim
+    for prim in (np.mod, np.remainder):
+        assert R.lookup(prim) is not None
