@@ -12,6 +12,7 @@ class Static(enum.Enum):
     NO_ADJOINT = "Statement whose results are constants (no_grad, detach). See transform/anf.py."
     LOOP_COUNTER = "Marks the trip-counter increment of a loop. See transform/canonicalize.py."
     BREAK_EXIT = "Marks the `if flag: break` that ends a canonicalized loop body."
+    AUGMENTED = "Marks `v = v + y` written by the user as `v += y` (in place for arrays). See anf.py."
     TAPE = "What a tape push or pop statement saves/restores (a name, or ('item', name)). See reverse.py."
 
 

@@ -7,6 +7,7 @@ import numpy
 
 from srcgrad import runtime
 from srcgrad.pipeline import compile_gradient
+from srcgrad.transform.inline import still_resolves
 
 _cache = {}
 _cache_lock = threading.Lock()
@@ -15,10 +16,10 @@ _cache_lock = threading.Lock()
 def _compiled(fn, wrt):
     key = (fn.__code__, _closure_key(fn), id(fn.__globals__), _wrt_key(wrt))
     found = _cache.get(key)
-    if found is None:
+    if found is None or (found.deps and not still_resolves(found.deps)):
         with _cache_lock:
             found = _cache.get(key)
-            if found is None:
+            if found is None or (found.deps and not still_resolves(found.deps)):
                 found = compile_gradient(fn, wrt)
                 _cache[key] = found
     return found
@@ -99,6 +100,8 @@ class GradFunction:
 
     def __init__(self, fn, wrt=0, allow_unused=False, materialize_grads=False,
                  preserve_result=False):
+        if isinstance(fn, GradFunction):
+            fn = fn.as_function()
         self.fn = fn
         self.wrt = wrt
         self.allow_unused = allow_unused
@@ -114,6 +117,13 @@ class GradFunction:
     @property
     def source(self):
         return self.compiled.source
+
+    def as_function(self):
+        """The gradient as one plain Python function srcgrad can differentiate again."""
+        if self.preserve_result:
+            raise TypeError("srcgrad: differentiate grad(f), not value_and_grad(f)")
+        from srcgrad.pipeline import compose_gradient
+        return compose_gradient(self.compiled, isinstance(self.wrt, (tuple, list)))
 
     def _inputs(self, compiled, args, kwargs):
         import inspect
@@ -216,7 +226,11 @@ class _Backward:
         seed = _seed(self.out, grad_outputs, compiled.meta["tuple_output"])
         saved = self.saved
         if retain_graph:
-            saved = copy.deepcopy(saved) if compiled.meta.get("mutates_saved", True) else saved
+            # The reverse sweep pops the tape and restores what indexed writes overwrote.
+            if compiled.meta["mutates_saved"]:
+                saved = copy.deepcopy(saved)
+            elif compiled.meta["uses_tape"]:
+                saved = (list(saved[0]),) + tuple(saved[1:])
         else:
             self.consumed = True
             self.saved = None

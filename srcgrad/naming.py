@@ -15,6 +15,17 @@ class Namer:
 
     def __init__(self, taken=()):
         self.taken = set(taken)
+        self.original = {}
+
+    def rename(self, user_name):
+        """A fresh name for a user's variable (an inlined helper's local); errors show the original."""
+        new = self.new(user_name)
+        self.original[new] = self.original.get(user_name, user_name)
+        return new
+
+    def display(self, name):
+        """The user's own name for a (possibly renamed) variable."""
+        return self.original.get(name, name)
 
     def reserve(self, name):
         self.taken.add(name)

@@ -39,6 +39,7 @@ class EntityInfo:
     source_lines: list = field(repr=False)
     globals: dict = field(repr=False)
     closure: dict = field(repr=False)
+    extra: dict = field(default_factory=dict, repr=False)  # names srcgrad bound itself
 
     def resolve(self, name):
         """The live object ``name`` denotes in the function's scope.
@@ -46,6 +47,8 @@ class EntityInfo:
         Raises:
             NameError: the name is not defined in the closure, globals or builtins.
         """
+        if name in self.extra:
+            return self.extra[name]
         if name in self.closure:
             return self.closure[name].cell_contents
         if name in self.globals:

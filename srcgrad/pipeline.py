@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 import gast
 
 from srcgrad import runtime
-from srcgrad.analysis import activity
+from srcgrad.analysis import activity, aliasing
 from srcgrad.codegen import emit, loader
 from srcgrad.naming import Namer
 from srcgrad.parse import parse_function
@@ -26,6 +26,7 @@ class Compiled:
     activity: object = field(repr=False)
     meta: dict = field(repr=False)
     user_locals: frozenset = frozenset()
+    deps: list = field(default_factory=list, repr=False)
 
 
 def _rename_reserved(node, info, namer, bindings):
@@ -38,7 +39,7 @@ def _rename_reserved(node, info, namer, bindings):
                 rename[child.id] = namer.new(child.id + "_")
                 if child.id not in locals_:
                     try:
-                        bindings[rename[child.id]] = info.resolve(child.id)
+                        bindings[rename[child.id]] = info.extra[rename[child.id]] = info.resolve(child.id)
                     except NameError:
                         pass
             child.id = rename[child.id]
@@ -92,9 +93,10 @@ def compile_gradient(fn, wrt):
         if n not in user_locals:
             raise ValueError(f"srcgrad: wrt={n!r} is neither a parameter nor a local variable of "
                              f"{fn.__qualname__}")
+    aliasing.check(node, info, namer.display)
     act = activity.resolve(node, names)
     fixed = {"xp": "xp", "rt": "rt"}
-    forward, backward, meta = reverse.build(node, info, act, namer, names, fixed, fn.__name__)
+    forward, backward, meta = reverse.build(node, info, act, namer, names, fixed, node.name)
     forward.body = emit.comment_blocks(forward.body, "", 2)
     backward.body = emit.comment_blocks(backward.body, "grad of: ", 1)
     source = emit.to_source([forward, backward])
@@ -105,4 +107,49 @@ def compile_gradient(fn, wrt):
     fwd, bwd = functions
     fwd.__defaults__ = fn.__defaults__
     fwd.__kwdefaults__ = fn.__kwdefaults__
-    return Compiled(fwd, bwd, source, names, act, meta, user_locals)
+    meta["trees"] = (forward, backward)
+    meta["load"] = (info, bindings)
+    return Compiled(fwd, bwd, source, names, act, meta, user_locals, node._srcgrad_deps)
+
+
+def compose_gradient(compiled, many):
+    """One plain Python function computing the gradient: forward then backward sweep.
+
+    This is what makes higher-order derivatives work: the result is ordinary
+    source that srcgrad can read and transform again.
+
+    Raises:
+        UnsupportedError: the gradient records a tape (loops, rebinding) or
+            writes into arrays in place; differentiating those is not supported yet.
+    """
+    from srcgrad.errors import UnsupportedError
+    import copy as _copy
+    forward, backward = (_copy.deepcopy(t) for t in compiled.meta["trees"])
+    info, bindings = compiled.meta["load"]
+    if compiled.meta["uses_tape"] or compiled.meta["mutates_saved"] or compiled.meta["tuple_output"]:
+        raise UnsupportedError(
+            f"the gradient of {info.fn.__qualname__} uses a tape (loops, rebinding or indexed "
+            f"writes) or has several outputs; differentiating it again is not supported yet",
+            info.filename, info.first_lineno,
+            hint="Write the first derivative by hand for such code, or use finite differences.")
+    ret = forward.body[-1]
+    out_expr = ret.value.elts[0]
+    seed = backward.args.args[0].id
+    body = [s for s in forward.body[:-1]]
+    body += gast.parse(f"{seed} = rt.default_seed(OUT)").body
+    body[-1].value.args[0] = out_expr
+    back = [s for s in backward.body if not (isinstance(s, gast.Assign) and isinstance(s.value, gast.Name)
+                                            and s.value.id == "saved")]
+    results = back[-1].value.elts
+    back[-1] = gast.Return(value=gast.Tuple(elts=results, ctx=gast.Load()) if many else results[0])
+    composed = gast.FunctionDef(name=f"grad_{forward.name[:-len('_forward')]}", args=forward.args,
+                                body=body + back, decorator_list=[], returns=None, type_comment=None,
+                                type_params=[])
+    source = emit.to_source([composed])
+    bindings = dict(bindings)
+    bindings["rt"] = runtime
+    (function,), _, _ = loader.load(source, [composed.name], info.globals, info.closure, bindings,
+                                    hint=composed.name)
+    function.__defaults__ = info.fn.__defaults__
+    function.__kwdefaults__ = info.fn.__kwdefaults__
+    return function

@@ -15,6 +15,7 @@ whole, since they carry no gradient.
 import builtins
 
 import gast
+import numpy
 
 from srcgrad import anno
 from srcgrad.errors import UnsupportedError
@@ -59,6 +60,7 @@ class ANF:
         self.namer = namer
         self.locals = locals_
         self.origin = None
+        self.namespaces = set()
 
     # ----- helpers -----
 
@@ -85,6 +87,11 @@ class ANF:
         while isinstance(func, gast.Attribute):
             parts.append(func.attr)
             func = func.value
+        if isinstance(func, gast.Name) and func.id in self.namespaces:
+            obj = numpy  # generated code's `xp`: its functions have NumPy's rules
+            for part in reversed(parts):
+                obj = getattr(obj, part)
+            return obj
         if not isinstance(func, gast.Name) or func.id in self.locals:
             return None
         try:
@@ -160,14 +167,18 @@ class ANF:
             else:
                 load = _name(target.id)
                 self.store(target, gast.BinOp(left=load, op=s.op, right=s.value), out)
+                anno.setanno(out[-1], Static.AUGMENTED, True)
         elif isinstance(s, gast.Expr):
             if isinstance(s.value, gast.Call):
                 call = self.call(s.value, out)
                 self.emit(out, gast.Expr(value=call))
             # Docstrings and bare names have no effect.
         elif isinstance(s, gast.If):
-            test = self.condition(s.test, out)
+            stored = {n.id for b in s.body + s.orelse for n in gast.walk(b)
+                      if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
+            test = self.condition(s.test, out, stored)
             node = gast.If(test=test, body=self.block(s.body) or [gast.Pass()], orelse=self.block(s.orelse))
+            anno.copyanno(s, node, Static.BREAK_EXIT)
             self.emit(out, node)
         elif isinstance(s, gast.For):
             it = s.iter
@@ -299,11 +310,11 @@ class ANF:
     def _rooted_global(self, node):
         while isinstance(node, gast.Attribute):
             node = node.value
-        return isinstance(node, gast.Name) and node.id not in self.locals
+        return isinstance(node, gast.Name) and (node.id not in self.locals or node.id in self.namespaces)
 
-    def opaque(self, node, out):
+    def opaque(self, node, out, condition=False):
         """Comparisons and boolean operators: no gradient, kept whole when possible."""
-        if isinstance(node, gast.BoolOp):
+        if isinstance(node, gast.BoolOp) and not condition:
             for v in node.values:
                 if not self.is_boolean(v):
                     raise self.error(node, "`and`/`or` between values (not conditions) is not "
@@ -342,13 +353,20 @@ class ANF:
                     return True
         return False
 
-    def condition(self, test, out):
-        if isinstance(test, gast.Name) or (isinstance(test, gast.UnaryOp) and isinstance(test.op, gast.Not)
-                                           and isinstance(test.operand, gast.Name)):
+    def condition(self, test, out, stored=frozenset()):
+        """``test`` as a name the adjoint can read to replay the branch.
+
+        A name the branch itself rebinds is copied first: the adjoint must see
+        the value the test had, not the one the branch left behind.
+        """
+        if (isinstance(test, gast.Name) or (isinstance(test, gast.UnaryOp) and isinstance(test.op, gast.Not)
+                                            and isinstance(test.operand, gast.Name))) \
+                and not (names_loaded(test) & stored):
             return test
         if isinstance(test, gast.Constant):
             return test
-        value = self.opaque(test, out) if self.is_boolean(test) else self.simple(test, out, "cond")
+        boolean = self.is_boolean(test) or isinstance(test, gast.BoolOp)
+        value = self.opaque(test, out, condition=True) if boolean else self.simple(test, out, "cond")
         name = self.namer.new("cond")
         self.locals.add(name)
         node = self.assign(out, name, value)
@@ -377,6 +395,8 @@ class ANF:
         root = func
         while isinstance(root, gast.Attribute):
             root = root.value
+        if isinstance(root, gast.Name) and root.id in self.namespaces:
+            return False
         return not (isinstance(root, gast.Name) and root.id not in self.locals)
 
     def arg(self, node, out):
@@ -401,6 +421,28 @@ class ANF:
         return self.atom(node, out, "k")
 
 
+def _namespace_names(node, info):
+    """Locals bound to ``rt.namespace(...)``: the array module, in code srcgrad generated."""
+    from srcgrad import runtime
+    found = set()
+    for child in gast.walk(node):
+        if isinstance(child, gast.Assign) and isinstance(child.value, gast.Call) \
+                and isinstance(child.targets[0], gast.Name):
+            func = child.value.func
+            if isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name) \
+                    and func.attr == "namespace":
+                try:
+                    if info.resolve(func.value.id) is runtime:
+                        found.add(child.targets[0].id)
+                except NameError:
+                    pass
+    return found
+
+
+def names_loaded(node):
+    return {n.id for n in gast.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
+
+
 class NameError_(UnsupportedError):
     """A name in the user's function that is not defined."""
 
@@ -408,5 +450,6 @@ class NameError_(UnsupportedError):
 def transform(node, info, namer):
     """Rewrite FunctionDef ``node``'s body into A-normal form, in place."""
     anf = ANF(info, namer, local_names(node))
+    anf.namespaces = _namespace_names(node, info)
     node.body = anf.block(node.body)
     return node

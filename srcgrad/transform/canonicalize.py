@@ -105,7 +105,7 @@ class Canonicalizer:
     def _sequence(self, it, loop):
         """Prelude statements, a length expression, and a binder of targets at an index."""
         import builtins
-        if isinstance(it, gast.Call) and not it.keywords and it.args:
+        if isinstance(it, gast.Call) and it.args and all(k.arg == "start" for k in it.keywords):
             if self._resolves_to(it.func, builtins.zip):
                 parts = [self._sequence(a, loop) for a in it.args]
                 prelude = [s for p in parts for s in p[0]]
@@ -117,9 +117,9 @@ class Canonicalizer:
                                           "Write `for a, b in zip(x, y):`.")
                     return [s for t, p in zip(target.elts, parts) for s in p[2](t, index)]
                 return prelude, length, bind_zip
-            if self._resolves_to(it.func, builtins.enumerate) and len(it.args) <= 2:
+            if self._resolves_to(it.func, builtins.enumerate) and len(it.args) + len(it.keywords) <= 2:
                 inner = self._sequence(it.args[0], loop)
-                start = it.args[1] if len(it.args) == 2 else None
+                start = it.args[1] if len(it.args) == 2 else it.keywords[0].value if it.keywords else None
 
                 def bind_enum(target, index):
                     if not isinstance(target, (gast.Tuple, gast.List)) or len(target.elts) != 2:
@@ -138,7 +138,9 @@ class Canonicalizer:
                                          op=gast.Sub(), right=index)
                     return inner[2](target, flipped)
                 return inner[0] + [_assign(n, inner[1], loop)], _name(n), bind_rev
-        if isinstance(it, gast.Name):
+        rebound = {n.id for s in loop.body for n in gast.walk(s)
+                   if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
+        if isinstance(it, gast.Name) and it.id not in rebound:
             seq = it.id
             prelude = []
         else:

@@ -36,12 +36,6 @@ IN_PLACE_METHODS = {"sort", "fill", "put", "resize", "setflags", "itemset", "par
                     "extend", "insert", "remove", "pop", "clear", "reverse", "update",
                     "__setitem__", "__iadd__"}
 
-# Calls whose result may share memory with an argument: an indexed write into
-# such a result would also change the argument behind srcgrad's back.
-VIEW_METHODS = {"reshape", "ravel", "transpose", "squeeze", "swapaxes", "view", "T", "diagonal",
-                "real", "imag", "flat"}
-
-
 def _push(value_node, origin, key):
     stmt = gast.Expr(value=gast.Call(func=name("push"), args=[value_node], keywords=[]))
     anno.setanno(stmt, Static.ORIGIN, origin)
@@ -122,7 +116,7 @@ class ReverseAD:
             return self.visit_for(s, origin)
         if isinstance(s, gast.While):
             return self.visit_while(s, origin)
-        if isinstance(s, (gast.Assert, gast.Raise, gast.Break)):
+        if isinstance(s, (gast.Assert, gast.Raise, gast.Break, gast.Pass)):
             return [s], []
         if isinstance(s, gast.Return):
             raise self.error(origin, UnsupportedError, "return inside a block after canonicalization")
@@ -190,18 +184,45 @@ class ReverseAD:
             rev += replace(f"if {cap} is None:\n    {cap} = {dt}")
         reads_self = target in names_in(value)
         if not saved:
-            rev += self.contributions(value, name(dt), name(target), origin)
+            rev += self.guarded(value, dt, self.contributions(value, name(dt), name(target), origin))
         elif not reads_self:
-            rev += self.contributions(value, name(dt), name(target), origin)
+            rev += self.guarded(value, dt, self.contributions(value, name(dt), name(target), origin))
             rev += replace(f"{dt} = 0.0")
             rev += restore
         else:
             d_new = self.namer.new(dt + "_new")
-            y_new = self.namer.new(target + "_new")
-            rev += replace(f"{d_new} = {dt}\n{y_new} = {target}\n{dt} = 0.0")
+            contribs = self.contributions(value, name(d_new), name(target), origin)
+            reads_out = target in set().union(*[names_in(c) for c in contribs]) if contribs else False
+            if reads_out:
+                y_new = self.namer.new(target + "_new")
+                contribs = self.contributions(value, name(d_new), name(y_new), origin)
+                rev += replace(f"{d_new} = {dt}\n{y_new} = {target}\n{dt} = 0.0")
+            else:
+                rev += replace(f"{d_new} = {dt}\n{dt} = 0.0")
             rev += restore
-            rev += self.contributions(value, name(d_new), name(y_new), origin)
+            rev += self.guarded(value, d_new, contribs)
         return _tag(fwd, origin), _tag(rev, origin)
+
+    def guarded(self, value, dt, contribs):
+        """Skip contributions while ``dt`` is still the scalar zero, for rules that reshape it.
+
+        Elementwise rules broadcast a scalar zero harmlessly; reductions, reshapes
+        and matrix products need ``dt`` to have the output's shape.
+        """
+        if not contribs or self.elementwise(value):
+            return contribs
+        return [gast.If(test=replace_expr(f"rt.has_grad({dt})"), body=contribs, orelse=[])]
+
+    @staticmethod
+    def elementwise(value):
+        import numpy
+        if isinstance(value, (gast.Name, gast.Subscript, gast.UnaryOp, gast.Constant)):
+            return True
+        if isinstance(value, gast.BinOp):
+            return not isinstance(value.op, gast.MatMult)
+        if isinstance(value, gast.Call):
+            return isinstance(anno.getanno(value, Static.PRIMITIVE), numpy.ufunc)
+        return False
 
     def visit_setitem(self, s, target, origin):
         base = target.value.id
@@ -221,33 +242,15 @@ class ReverseAD:
             if self.needs(s.value):
                 dv = self.d(s.value.id)
                 rev += replace(f"{dv} = {dv} + rt.unbroadcast(rt.take_grad({db}, INDEX), {s.value.id})",
-                               INDEX=index)
-            rev += replace(f"{db} = rt.zero_grad_at({db}, {base}, INDEX)", INDEX=index)
+                               INDEX=index_value(index))
+            rev += replace(f"{db} = rt.zero_grad_at({db}, {base}, INDEX)", INDEX=index_value(index))
         rev.append(restore)
         return _tag(fwd, origin), _tag(rev, origin)
 
     def check_fresh(self, base, origin):
-        """Refuse indexed writes into a value that may share memory with another."""
+        """An indexed write into a parameter writes into a copy: inputs are never mutated."""
         if base in self.act.params:
             self.copied_params.add(base)
-            return
-        for stmt in gast.walk(self.node):
-            if isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name) \
-                    and stmt.targets[0].id == base:
-                value = stmt.value
-                view = isinstance(value, (gast.Name, gast.Subscript, gast.Attribute))
-                if isinstance(value, gast.Call):
-                    prim = anno.getanno(value, Static.PRIMITIVE)
-                    view = (isinstance(prim, Method) and prim in VIEW_METHODS) or (
-                        getattr(prim, "__name__", None) in {"reshape", "ravel", "transpose", "squeeze",
-                                                             "swapaxes", "moveaxis", "expand_dims",
-                                                             "broadcast_to", "asarray", "atleast_1d",
-                                                             "atleast_2d", "atleast_3d"})
-                if view:
-                    raise self.error(
-                        origin, UnsupportedError,
-                        f"indexed assignment into {base!r}, which may share memory with another array",
-                        f"Make {base!r} an array of its own first, e.g. {base} = {base}.copy().")
 
     def visit_expr(self, s, origin):
         call = s.value
@@ -294,7 +297,7 @@ class ReverseAD:
                 return []
             self.in_place = True
             db = self.d(base.id)
-            return replace(f"{db} = rt.add_at({db}, {base.id}, INDEX, DY)", INDEX=value.slice, DY=dy)
+            return replace(f"{db} = rt.add_at({db}, {base.id}, INDEX, DY)", INDEX=index_value(value.slice), DY=dy)
         primitive = primitive_of(value)
         if isinstance(value, gast.Attribute):
             receiver = value.value
@@ -327,7 +330,7 @@ class ReverseAD:
 
     def apply_rule(self, primitive, args, kwargs, dy, y, origin, value):
         active = [a for a in list(args) + list(kwargs.values()) if self._any_needed(a)]
-        if not active:
+        if not active or rules.is_nondifferentiable(primitive):
             return []
         rule = rules.lookup(primitive)
         if rule is None:
@@ -398,6 +401,18 @@ class ReverseAD:
         if isinstance(node, (gast.List, gast.Tuple)):
             return any(self._any_needed(e) for e in node.elts)
         return self.needs(node)
+
+
+def index_value(index):
+    """A subscript index as an ordinary expression (slices become slice(...) calls)."""
+    index = copy.deepcopy(index)
+    if isinstance(index, gast.Slice):
+        parts = [p if p is not None else gast.Constant(value=None, kind=None)
+                 for p in (index.lower, index.upper, index.step)]
+        return gast.Call(func=name("slice"), args=parts, keywords=[])
+    if isinstance(index, gast.Tuple):
+        return gast.Tuple(elts=[index_value(e) for e in index.elts], ctx=gast.Load())
+    return index
 
 
 def replace_expr(template, **subs):
@@ -500,6 +515,14 @@ def _top_level_bound(body):
     return bound
 
 
+def _copy_mutated(value, mutated):
+    if isinstance(value, gast.Name) and value.id in mutated:
+        return replace_expr("rt.save(V)", V=value.id)
+    if isinstance(value, gast.Tuple):
+        return gast.Tuple(elts=[_copy_mutated(e, mutated) for e in value.elts], ctx=gast.Load())
+    return value
+
+
 def build(node, info, activity, namer, wrt, fixed, name_prefix):
     """The forward and backward FunctionDefs for FunctionDef ``node``.
 
@@ -575,7 +598,9 @@ def build(node, info, activity, namer, wrt, fixed, name_prefix):
 
     saved_tuple = (["tape"] if uses_tape else []) + saved_names
     pack = ", ".join(saved_tuple)
-    out_expr = ret.value
+    # The reverse sweep restores arrays and lists it wrote into; the caller gets its own copy.
+    mutated = {k[1] for k in (_tape_key(s) for s in _walk_stmts(rev)) if isinstance(k, tuple)}
+    out_expr = _copy_mutated(ret.value, mutated)
     fwd_return = gast.Return(value=gast.Tuple(elts=[out_expr, replace_expr(f"({pack}{',' if len(saved_tuple) == 1 else ''})")],
                                               ctx=gast.Load()))
     forward = gast.FunctionDef(
@@ -600,5 +625,5 @@ def build(node, info, activity, namer, wrt, fixed, name_prefix):
     for a in backward.args.args:
         a.ctx = gast.Param()
     meta = {"bindings": ad.bindings, "tuple_output": tuple_output, "unused": unused,
-            "n_outputs": len(outputs)}
+            "n_outputs": len(outputs), "uses_tape": uses_tape, "mutates_saved": bool(mutated)}
     return forward, backward, meta

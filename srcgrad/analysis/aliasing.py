@@ -1,0 +1,116 @@
+"""Refuse in-place updates whose effect through another name srcgrad would not see.
+
+Requires A-normal form. srcgrad reasons about values: ``b[i] = v`` changes ``b``
+and nothing else. NumPy arrays are references, so the write also changes every
+name that shares ``b``'s memory (``w = b``, a slice ``c = b[1:]``, ``b.T``, a
+list holding ``b``) and, for arrays, ``v += y`` writes in place too. Where such
+sharing could change a value the function later reads, the compiler stops with
+an error at the write, rather than differentiate a different program.
+
+The check is conservative (document order, no alias tracking through calls):
+it may refuse code that happens to be safe, never the reverse.
+"""
+
+import gast
+
+from srcgrad import anno
+from srcgrad.errors import UnsupportedError
+from srcgrad.rules import Attribute, Method
+
+Static = anno.Static
+
+VIEW_METHODS = {"reshape", "ravel", "transpose", "squeeze", "swapaxes", "view", "diagonal",
+                "real", "imag", "flat", "T", "mT"}
+VIEW_FUNCTIONS = {"reshape", "ravel", "transpose", "squeeze", "swapaxes", "moveaxis", "expand_dims",
+                  "broadcast_to", "asarray", "asanyarray", "atleast_1d", "atleast_2d", "atleast_3d",
+                  "diagonal", "real", "imag", "rollaxis", "flip", "fliplr", "flipud", "rot90"}
+
+
+def _flatten(body, out):
+    for s in body:
+        out.append(s)
+        for field in ("body", "orelse"):
+            inner = getattr(s, field, None)
+            if isinstance(inner, list):
+                _flatten(inner, out)
+    return out
+
+
+def _loads(node):
+    return {n.id for n in gast.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
+
+
+def _shares_memory_with(value):
+    """Names whose memory ``value`` may share (a copy, view, or container of them)."""
+    if isinstance(value, gast.Name):
+        return {value.id}
+    if isinstance(value, (gast.List, gast.Tuple)):
+        return {e.id for e in value.elts if isinstance(e, gast.Name)}
+    if isinstance(value, gast.Attribute) and isinstance(value.value, gast.Name):
+        return {value.value.id} if anno.getanno(value, Static.PRIMITIVE) in {Attribute(a) for a in VIEW_METHODS} else set()
+    if isinstance(value, gast.Call):
+        prim = anno.getanno(value, Static.PRIMITIVE)
+        if isinstance(prim, Method):
+            if prim in VIEW_METHODS and isinstance(value.func.value, gast.Name):
+                return {value.func.value.id}
+            return set()
+        module = str(getattr(prim, "__module__", "") or "")
+        if getattr(prim, "__name__", None) in VIEW_FUNCTIONS and module.split(".")[0] in ("numpy", "cupy"):
+            return {a.id for a in value.args[:1] if isinstance(a, gast.Name)}
+    return set()
+
+
+def check(node, info, display=lambda name: name):
+    """Raise UnsupportedError at the first in-place update that aliasing makes unsafe."""
+    stmts = _flatten(node.body, [])
+    position = {id(s): k for k, s in enumerate(stmts)}
+    writes = {}   # base name -> [statements writing it in place]
+    for s in stmts:
+        if isinstance(s, gast.Assign):
+            target = s.targets[0]
+            if isinstance(target, gast.Subscript):
+                writes.setdefault(target.value.id, []).append(s)
+            elif anno.getanno(s, Static.AUGMENTED):
+                writes.setdefault(target.id, []).append(s)
+        elif isinstance(s, gast.Expr) and isinstance(s.value, gast.Call):
+            func = s.value.func
+            if isinstance(func, gast.Attribute) and func.attr == "append" and isinstance(func.value, gast.Name):
+                writes.setdefault(func.value.id, []).append(s)
+    if not writes:
+        return
+    for s in stmts:
+        if not (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)):
+            continue
+        alias = s.targets[0].id
+        value = s.value
+        shared = _shares_memory_with(value)
+        for base in shared & set(writes):
+            if base == alias:
+                continue
+            _refuse(writes[base][0], info, display(base), display(alias), s)
+        if alias in writes and shared - {alias} and not anno.getanno(s, Static.AUGMENTED):
+            other = sorted(shared - {alias})[0]
+            _refuse(writes[alias][0], info, display(alias), display(other), s)
+        if isinstance(value, gast.Subscript) and isinstance(value.value, gast.Name) \
+                and value.value.id in writes and value.value.id != alias:
+            base = value.value.id
+            p = position[id(s)]
+            for w in writes[base]:
+                q = position[id(w)]
+                if q <= p:
+                    continue
+                if any(alias in _loads(later) for later in stmts[q + 1:]):
+                    _refuse(w, info, display(base), display(alias), s)
+
+
+def _refuse(write, info, base, alias, alias_stmt):
+    origin = anno.getanno(write, Static.ORIGIN)
+    where = anno.getanno(alias_stmt, Static.ORIGIN)
+    line = f" (line {where.lineno}: {where.source_line.strip()})" if where is not None else ""
+    message = (f"this in-place update of {base!r} would also change {alias!r}, which shares its "
+               f"memory{line}; srcgrad differentiates values, so it refuses rather than guess")
+    hint = (f"Give {base!r} memory of its own before writing into it, e.g. {base} = {base}.copy(), "
+            f"or take {alias!r} as a copy.")
+    if origin is None:
+        raise UnsupportedError(message, info.filename, hint=hint)
+    raise origin.error(UnsupportedError, message, hint)

@@ -1,0 +1,397 @@
+"""Gradient checking against central finite differences.
+
+The tools the test suite (and users) compare srcgrad's gradients with:
+
+* ``numerical_grad(f, args, wrt)``: central differences in float64, one pair
+  of evaluations per input entry.
+* ``check_grads(f, args, wrt)``: ``srcgrad.grad`` against ``numerical_grad``,
+  entry by entry; raises ``GradcheckError`` naming the worst entry.
+* ``check_vjp(f, args, wrt)``: the random dot-product test of autograd's
+  ``test_util``: for a random direction ``v`` and a random cotangent ``u``,
+  ``<u, J v>`` by two evaluations of ``f`` must equal ``<J^T u, v>`` from
+  ``srcgrad.vjp``. Cheap for large inputs.
+
+This module imports only NumPy at load time; ``srcgrad`` itself is imported
+inside the functions, so the checker works (and can be tested) on its own.
+
+Example:
+
+    >>> import numpy as np
+    >>> from srcgrad.testing import numerical_grad
+    >>> def f(x):
+    ...     return np.sum(x * x)
+    >>> numerical_grad(f, (np.array([1.0, 2.0]),), wrt=0).round(6)
+    array([2., 4.])
+"""
+
+import inspect
+import numbers
+
+import numpy as np
+
+__all__ = ["numerical_grad", "check_grads", "check_vjp", "random_cotangent",
+           "to_numpy"]
+
+
+# ----- Values -----
+
+def to_numpy(value):
+    """A NumPy view of ``value``: CuPy arrays are copied to the host."""
+    if type(value).__module__.startswith("cupy"):
+        return value.get()
+    return value
+
+
+def _is_float_scalar(value):
+    return isinstance(value, numbers.Real) and not isinstance(
+        value, (bool, numbers.Integral, np.ndarray))
+
+
+def _as_float64(value):
+    """``value`` as a float64 copy (Python floats stay Python floats)."""
+    value = to_numpy(value)
+    if isinstance(value, np.ndarray):
+        return np.array(value, dtype=np.float64, copy=True)
+    if isinstance(value, np.generic):
+        return np.float64(value)
+    if _is_float_scalar(value):
+        return float(value)
+    raise TypeError(
+        f"cannot take finite differences with respect to a {type(value).__name__}; "
+        "only floats and floating-point arrays are differentiable")
+
+
+def _scalar_size(value):
+    return np.size(to_numpy(value)) == 1
+
+
+def _contract(out, seed):
+    """``<out, seed>`` in float64; ``seed=None`` means 1 for a scalar output.
+
+    A tuple (or list) output takes a tuple of seeds, ``None`` for an output that
+    is not seeded.
+    """
+    if isinstance(out, (tuple, list)):
+        if seed is None:
+            if len(out) == 1:
+                return _contract(out[0], None)
+            raise ValueError(
+                "grad can be implicitly created only for scalar outputs; this function "
+                f"returns a tuple of {len(out)} values: pass grad_outputs=(...)")
+        if not isinstance(seed, (tuple, list)) or len(seed) != len(out):
+            raise ValueError(
+                f"grad_outputs must be a tuple of {len(out)} seeds (None for an output "
+                "that is not seeded)")
+        total = 0.0
+        for part, part_seed in zip(out, seed):
+            if part_seed is not None:
+                total += _contract(part, part_seed)
+        return total
+    out = np.asarray(to_numpy(out), dtype=np.float64)
+    if seed is None:
+        if out.size != 1:
+            raise ValueError(
+                "grad can be implicitly created only for scalar outputs; this function "
+                f"returns shape {out.shape}: pass grad_outputs=")
+        return float(out.reshape(()))
+    seed = np.asarray(to_numpy(seed), dtype=np.float64)
+    return float(np.sum(out * seed))
+
+
+def random_cotangent(out, rng=None):
+    """A random seed shaped like ``out`` (a tuple of seeds for a tuple output).
+
+    Python floats get Python floats, arrays get float64 arrays of their shape.
+    """
+    rng = np.random.default_rng(0) if rng is None else rng
+    if isinstance(out, (tuple, list)):
+        return tuple(random_cotangent(part, rng) for part in out)
+    value = to_numpy(out)
+    if isinstance(value, np.ndarray):
+        return rng.uniform(0.5, 1.5, size=value.shape) * rng.choice([-1.0, 1.0], size=value.shape)
+    return float(rng.uniform(0.5, 1.5))
+
+
+# ----- Resolving wrt -----
+
+def _wrt_list(wrt):
+    if isinstance(wrt, (tuple, list)):
+        return list(wrt), True
+    return [wrt], False
+
+
+def _locate(f, args, kwargs, target):
+    """Where ``target`` (a position or a parameter name) lives: ('arg', i) or ('kw', name)."""
+    if isinstance(target, bool) or not isinstance(target, (int, str)):
+        raise TypeError(f"wrt entries must be ints or str, got {target!r}")
+    if isinstance(target, int):
+        index = target if target >= 0 else len(args) + target
+        if not 0 <= index < len(args):
+            raise ValueError(f"wrt={target} is out of range for {len(args)} positional arguments")
+        return "arg", index
+    if target in kwargs:
+        return "kw", target
+    try:
+        params = list(inspect.signature(f).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    for index, param in enumerate(params):
+        if param.name != target:
+            continue
+        if param.kind in (param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD) and index < len(args):
+            return "arg", index
+        if param.kind is not param.POSITIONAL_ONLY and param.default is not param.empty:
+            return "default", (target, param.default)
+    raise ValueError(
+        f"numerical_grad cannot differentiate with respect to {target!r}: it is not an "
+        "argument of this call (finite differences need an input; a local variable "
+        "has none)")
+
+
+def _describe(f, target):
+    name = getattr(f, "__name__", repr(f))
+    if isinstance(target, int):
+        try:
+            params = list(inspect.signature(f).parameters)
+            if 0 <= target < len(params):
+                return f"{name} w.r.t. argument {target} ({params[target]!r})"
+        except (TypeError, ValueError):
+            pass
+        return f"{name} w.r.t. argument {target}"
+    return f"{name} w.r.t. {target!r}"
+
+
+# ----- Finite differences -----
+
+def numerical_grad(f, args, wrt=0, eps=1e-6, grad_outputs=None, kwargs=None):
+    """The gradient of ``<f(*args), grad_outputs>`` by central differences in float64.
+
+    Args:
+        f: the function. Its output may be a scalar, an array (contracted with
+            ``grad_outputs``) or a tuple of those (a tuple of seeds, ``None``
+            for an output that is not seeded).
+        args: the positional arguments, a tuple.
+        wrt: an argument position, a parameter name, or a tuple/list of those.
+        eps: the step; each entry is moved by ``+eps`` and ``-eps``.
+        grad_outputs: the cotangent; default 1 for a scalar output.
+        kwargs: keyword arguments for ``f`` (a dict), optional.
+
+    Returns:
+        One gradient per ``wrt`` entry (a tuple when ``wrt`` is a tuple/list):
+        a Python float for a scalar argument, else a float64 NumPy array of the
+        argument's shape.
+
+    Raises:
+        ValueError: a non-scalar output without ``grad_outputs``, or a ``wrt``
+            that is not an input.
+        TypeError: an integer or boolean input in ``wrt``.
+    """
+    kwargs = dict(kwargs or {})
+    args = list(args)
+    targets, as_tuple = _wrt_list(wrt)
+    places = [_locate(f, args, kwargs, target) for target in targets]
+    # Every differentiated input becomes float64 (for the whole evaluation, so
+    # that all inputs are at the same precision).
+    for kind, where in places:
+        if kind == "arg":
+            args[where] = _as_float64(args[where])
+        elif kind == "kw":
+            kwargs[where] = _as_float64(kwargs[where])
+        else:
+            name, default = where
+            kwargs[name] = _as_float64(default)
+    # Other array inputs go to the host too, unchanged in dtype.
+    args = [a if not hasattr(a, "shape") else to_numpy(a) for a in args]
+    seed = grad_outputs
+    if seed is not None:
+        seed = tuple(s if s is None else to_numpy(s) for s in seed) if isinstance(
+            seed, (tuple, list)) else to_numpy(seed)
+
+    def get(kind, where):
+        if kind == "arg":
+            return args[where]
+        return kwargs[where if kind == "kw" else where[0]]
+
+    def put(kind, where, value):
+        if kind == "arg":
+            args[where] = value
+        else:
+            kwargs[where if kind == "kw" else where[0]] = value
+
+    def loss():
+        return _contract(f(*args, **kwargs), seed)
+
+    grads = []
+    for kind, where in places:
+        base = get(kind, where)
+        if isinstance(base, np.ndarray):
+            grad = np.zeros(base.shape, dtype=np.float64)
+            for k in range(base.size):
+                plus = base.copy()
+                plus.flat[k] += eps
+                put(kind, where, plus)
+                f_plus = loss()
+                minus = base.copy()
+                minus.flat[k] -= eps
+                put(kind, where, minus)
+                f_minus = loss()
+                grad.flat[k] = (f_plus - f_minus) / (2.0 * eps)
+            put(kind, where, base)
+        else:
+            put(kind, where, type(base)(base + eps))
+            f_plus = loss()
+            put(kind, where, type(base)(base - eps))
+            f_minus = loss()
+            put(kind, where, base)
+            grad = float((f_plus - f_minus) / (2.0 * eps))
+        grads.append(grad)
+    return tuple(grads) if as_tuple else grads[0]
+
+
+# ----- Comparisons -----
+
+def _compare(analytic, numeric, what, atol, rtol):
+    """Raise GradcheckError unless ``analytic`` matches ``numeric`` entry-wise."""
+    from srcgrad.errors import GradcheckError
+
+    if analytic is None:
+        raise GradcheckError(f"gradient of {what} is None; finite differences give {numeric!r}")
+    a = np.asarray(to_numpy(analytic))
+    n = np.asarray(numeric, dtype=np.float64)
+    if a.shape != n.shape:
+        raise GradcheckError(
+            f"gradient of {what} has shape {a.shape}; the input has shape {n.shape}")
+    if a.dtype.kind not in "fc":
+        raise GradcheckError(f"gradient of {what} has dtype {a.dtype}, not a floating type")
+    a64 = a.astype(np.float64)
+    if not np.all(np.isfinite(a64)):
+        bad = np.argwhere(~np.isfinite(a64))[0] if a64.ndim else ()
+        raise GradcheckError(
+            f"gradient of {what} is not finite at entry {tuple(int(i) for i in bad)}: "
+            f"srcgrad {a64[tuple(bad)]!r}, finite differences {n[tuple(bad)]!r}")
+    excess = np.abs(a64 - n) / (atol + rtol * np.abs(n))
+    if a64.ndim == 0:
+        worst = ()
+    else:
+        worst = tuple(int(i) for i in np.unravel_index(int(np.argmax(excess)), excess.shape))
+    if excess[worst] > 1.0:
+        where = f"entry {worst}" if worst else "the value"
+        raise GradcheckError(
+            f"gradient of {what} disagrees with central finite differences at {where}: "
+            f"srcgrad {float(a64[worst])!r}, finite differences {float(n[worst])!r} "
+            f"(|difference| {float(abs(a64[worst] - n[worst])):.3g} > atol {atol:g} + "
+            f"rtol {rtol:g} * |finite differences|)\n"
+            f"srcgrad:\n{a64!r}\nfinite differences:\n{n!r}")
+
+
+def check_grads(f, args, wrt=0, atol=1e-6, rtol=1e-5, grad_outputs=None, kwargs=None,
+                eps=1e-6, **options):
+    """Compare ``srcgrad.grad(f, wrt)`` with central finite differences in float64.
+
+    Args:
+        f: the function to differentiate (its source must be available).
+        args: positional arguments, a tuple.
+        wrt: as in ``srcgrad.grad``: a position, a parameter name, or a tuple/list.
+        atol, rtol: an entry passes when
+            ``|srcgrad - fd| <= atol + rtol * |fd|``.
+        grad_outputs: the cotangent, passed to the gradient and to the finite
+            differences alike (None: the scalar default). The string
+            ``"random"`` makes a fixed random seed shaped like the output.
+        kwargs: keyword arguments for ``f`` (a dict).
+        eps: the finite-difference step.
+        **options: more options for ``srcgrad.grad`` (``allow_unused``...).
+
+    Returns:
+        True.
+
+    Raises:
+        srcgrad.errors.GradcheckError: naming the worst entry and both values.
+    """
+    import srcgrad
+
+    kwargs = dict(kwargs or {})
+    if isinstance(grad_outputs, str) and grad_outputs == "random":
+        grad_outputs = random_cotangent(f(*args, **kwargs), np.random.default_rng(0))
+    grads = srcgrad.grad(f, wrt=wrt, **options)(*args, grad_outputs=grad_outputs, **kwargs)
+    numeric = numerical_grad(f, args, wrt=wrt, eps=eps, grad_outputs=grad_outputs,
+                             kwargs=kwargs)
+    targets, as_tuple = _wrt_list(wrt)
+    if as_tuple:
+        if not isinstance(grads, tuple) or len(grads) != len(targets):
+            from srcgrad.errors import GradcheckError
+            raise GradcheckError(
+                f"srcgrad.grad with wrt={wrt!r} returned {type(grads).__name__} "
+                f"{grads!r}, expected a tuple of {len(targets)} gradients")
+    else:
+        grads, numeric = (grads,), (numeric,)
+    for target, analytic, expected in zip(targets, grads, numeric):
+        _compare(analytic, expected, _describe(f, target), atol, rtol)
+    return True
+
+
+def check_vjp(f, args, wrt=0, atol=1e-6, rtol=1e-5, grad_outputs=None, kwargs=None,
+              eps=1e-6, seed=0):
+    """The random dot-product test: ``<J^T u, v>`` from ``srcgrad.vjp`` vs ``<u, J v>``.
+
+    ``v`` is a random direction in the space of the ``wrt`` inputs, ``u`` a random
+    cotangent (or ``grad_outputs``); ``<u, J v>`` comes from two evaluations of
+    ``f`` at ``x +- eps * v`` in float64 (autograd's ``check_vjp``).
+
+    Returns:
+        True.
+
+    Raises:
+        srcgrad.errors.GradcheckError: the two numbers disagree.
+    """
+    import srcgrad
+    from srcgrad.errors import GradcheckError
+
+    rng = np.random.default_rng(seed)
+    kwargs = dict(kwargs or {})
+    targets, as_tuple = _wrt_list(wrt)
+    out = f(*args, **kwargs)
+    u = random_cotangent(out, rng) if grad_outputs is None else grad_outputs
+
+    _, backward = srcgrad.vjp(f, wrt=wrt)(*args, **kwargs)
+    grads = backward(grad_outputs=u)
+    if not as_tuple:
+        grads = (grads,)
+
+    places = [_locate(f, list(args), kwargs, target) for target in targets]
+    base_args = list(args)
+    base_kwargs = dict(kwargs)
+    directions = []
+    for kind, where in places:
+        value = base_args[where] if kind == "arg" else base_kwargs.get(
+            where if kind == "kw" else where[0], None if kind == "kw" else where[1])
+        value = _as_float64(value)
+        if kind == "arg":
+            base_args[where] = value
+        else:
+            base_kwargs[where if kind == "kw" else where[0]] = value
+        if isinstance(value, np.ndarray):
+            directions.append(rng.standard_normal(value.shape))
+        else:
+            directions.append(float(rng.standard_normal()))
+
+    analytic = 0.0
+    for g, v in zip(grads, directions):
+        analytic += float(np.sum(np.asarray(to_numpy(g), dtype=np.float64) * v))
+
+    def at(step):
+        moved_args, moved_kwargs = list(base_args), dict(base_kwargs)
+        for (kind, where), v in zip(places, directions):
+            if kind == "arg":
+                moved_args[where] = moved_args[where] + step * v
+            else:
+                key = where if kind == "kw" else where[0]
+                moved_kwargs[key] = moved_kwargs[key] + step * v
+        return _contract(f(*moved_args, **moved_kwargs), u)
+
+    numeric = (at(eps) - at(-eps)) / (2.0 * eps)
+    if abs(analytic - numeric) > atol + rtol * abs(numeric):
+        raise GradcheckError(
+            f"random dot-product test of {getattr(f, '__name__', f)} w.r.t. {wrt!r} "
+            f"failed: <vjp(u), v> = {analytic!r} from srcgrad, <u, J v> = {numeric!r} "
+            "from central finite differences")
+    return True
