@@ -1,0 +1,571 @@
+"""The functional API of DESIGN.md sections 2 and 3, and the seed notebooks' numbers."""
+
+import time
+
+import numpy as np
+import pytest
+
+import srcgrad as sg
+from srcgrad.testing import check_grads
+
+
+# ----- Functions under test (module level, so their source is available) -----
+
+def mul_sum(x, w):
+    y = x * w
+    z = y.sum()
+    return z
+
+
+def square_intermediate(x, w):
+    y = x * w
+    z = np.sum(y ** 2)
+    return z
+
+
+def weighted(x, w, a):
+    return np.sum(np.sin(x) * w) * a
+
+
+def elementwise(x):
+    return x ** 2 + x * 2
+
+
+def two_outputs(x, w):
+    return np.sum(x * w), x * x
+
+
+def uses_only_x(x, w):
+    return np.sum(x * x)
+
+
+def scalar_fn(a, b):
+    return a * a * b + np.sin(a)
+
+
+def with_int(x, n):
+    return np.sum(x ** n)
+
+
+def keyword_fn(x, *, scale, shift=1.0):
+    return np.sum((x + shift) ** 2) * scale
+
+
+def const_locals(x, w):
+    y = x * w
+    k = 3 * 2
+    c = np.ones(3)
+    z = y.sum() + k
+    q = c * 2.0
+    return z + np.sum(q)
+
+
+def size_one_output(x):
+    return np.sum(x * x, keepdims=True)
+
+
+# Seed notebooks (tests/../shared/seeds): the numbers they print.
+
+def seed_abs(x):
+    if x > 0:
+        return x
+    else:
+        return -x
+
+
+def seed_product(x):
+    result = 1
+    for ii in x:
+        if ii > 0:
+            result = ii * result
+    return result
+
+
+def seed_mean(x):
+    y = x + 2
+    z = y * y * 3
+    out = z.mean()
+    return out
+
+
+def seed_doubling(x):
+    y = x * 2
+    while np.linalg.norm(y) < 1000:
+        y = y * 2
+    return y
+
+
+def seed_indexed(a):
+    b = np.zeros((1, 2))
+    b[0, 0] = a[0, 0] ** 2 + a[0, 1]
+    b[0, 1] = a[0, 1] ** 3 + a[0, 0]
+    out = b * 2
+    return out
+
+
+def seed_pow_sum(x):
+    out = x ** 2 * 3
+    return out.sum()
+
+
+def seed_linear(x, w, bias):
+    return w @ x + bias
+
+
+X = np.array([0.5, -1.2, 2.0])
+W = np.array([1.5, 0.3, -0.7])
+
+
+# ----- wrt -----
+
+def test_wrt_position():
+    g0 = sg.grad(mul_sum, wrt=0)(X, W)
+    g1 = sg.grad(mul_sum, wrt=1)(X, W)
+    np.testing.assert_allclose(g0, W, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(g1, X, rtol=1e-12, atol=0)
+
+
+def test_wrt_default_is_first_argument():
+    np.testing.assert_allclose(sg.grad(mul_sum)(X, W), W, rtol=1e-12, atol=0)
+
+
+def test_wrt_parameter_name():
+    np.testing.assert_allclose(sg.grad(mul_sum, wrt="w")(X, W), X, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(sg.grad(mul_sum, wrt="x")(X, W), W, rtol=1e-12, atol=0)
+
+
+def test_wrt_tuple_and_list():
+    gx, gw = sg.grad(mul_sum, wrt=(0, 1))(X, W)
+    np.testing.assert_allclose(gx, W, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(gw, X, rtol=1e-12, atol=0)
+    grads = sg.grad(weighted, wrt=["x", 2])(X, W, 0.5)
+    assert isinstance(grads, tuple) and len(grads) == 2
+    np.testing.assert_allclose(grads[0], np.cos(X) * W * 0.5, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(grads[1], np.sum(np.sin(X) * W), rtol=1e-12, atol=0)
+
+
+def test_wrt_single_in_tuple_gives_tuple():
+    grads = sg.grad(mul_sum, wrt=(1,))(X, W)
+    assert isinstance(grads, tuple) and len(grads) == 1
+    np.testing.assert_allclose(grads[0], X, rtol=1e-12, atol=0)
+
+
+def test_wrt_keyword_only_parameter():
+    g = sg.grad(keyword_fn, wrt="scale")(X, scale=2.0)
+    assert type(g) is float
+    assert g == pytest.approx(np.sum((X + 1.0) ** 2), rel=1e-12)
+    check_grads(keyword_fn, (X,), wrt="x", kwargs={"scale": 2.0, "shift": 0.5})
+
+
+def test_wrt_local_variable():
+    # torch.autograd.grad(z, y) for an intermediate y (seed 000 / 003).
+    g = sg.grad(mul_sum, wrt="y")(np.ones(3), W)
+    np.testing.assert_allclose(g, np.ones(3), rtol=0, atol=0)
+    g = sg.grad(square_intermediate, wrt="y")(X, W)
+    np.testing.assert_allclose(g, 2 * X * W, rtol=1e-12, atol=0)
+
+
+def test_wrt_local_variable_with_parameter():
+    gy, gx = sg.grad(square_intermediate, wrt=("y", "x"))(X, W)
+    np.testing.assert_allclose(gy, 2 * X * W, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(gx, 2 * X * W * W, rtol=1e-12, atol=0)
+
+
+def test_wrt_unknown_name_is_an_error():
+    with pytest.raises((ValueError, sg.SrcgradError)) as info:
+        sg.grad(mul_sum, wrt="nope")(X, W)
+    assert "nope" in str(info.value)
+
+
+def test_wrt_out_of_range_is_an_error():
+    with pytest.raises((ValueError, IndexError, sg.SrcgradError)):
+        sg.grad(mul_sum, wrt=5)(X, W)
+
+
+# ----- grad_outputs -----
+
+def test_scalar_output_default_seed():
+    assert sg.grad(seed_pow_sum)(np.array([0.0, 1.0, 2.0])).tolist() == [0.0, 6.0, 12.0]
+
+
+def test_size_one_output_default_seed():
+    g = sg.grad(size_one_output)(X)
+    np.testing.assert_allclose(g, 2 * X, rtol=1e-12, atol=0)
+
+
+def test_non_scalar_output_needs_grad_outputs():
+    with pytest.raises(ValueError, match="grad can be implicitly created only for scalar outputs"):
+        sg.grad(elementwise)(np.array([0.0, 1.0, 2.0]))
+
+
+def test_grad_outputs_seed():
+    # Seed 004: autograd.grad(y, x, grad_outputs=ones_like(y)) for y = x ** 2.
+    x = np.array([1.0, 2.0, 3.0])
+    g = sg.grad(elementwise)(x, grad_outputs=np.ones(3))
+    np.testing.assert_allclose(g, 2 * x + 2, rtol=0, atol=0)
+    g = sg.grad(elementwise)(x, grad_outputs=np.array([0.5, 0.0, -1.0]))
+    np.testing.assert_allclose(g, np.array([0.5, 0.0, -1.0]) * (2 * x + 2), rtol=1e-12, atol=0)
+
+
+def test_grad_outputs_scalar_for_scalar_output():
+    g = sg.grad(mul_sum)(X, W, grad_outputs=3.0)
+    np.testing.assert_allclose(g, 3.0 * W, rtol=1e-12, atol=0)
+
+
+def test_tuple_outputs_tuple_of_seeds():
+    s = 2.0
+    v = np.array([1.0, -1.0, 0.5])
+    g = sg.grad(two_outputs, wrt=0)(X, W, grad_outputs=(s, v))
+    np.testing.assert_allclose(g, s * W + v * 2 * X, rtol=1e-12, atol=0)
+    # None: that output is not seeded.
+    g = sg.grad(two_outputs, wrt=0)(X, W, grad_outputs=(None, v))
+    np.testing.assert_allclose(g, v * 2 * X, rtol=1e-12, atol=0)
+    g = sg.grad(two_outputs, wrt=1)(X, W, grad_outputs=(s, None))
+    np.testing.assert_allclose(g, s * X, rtol=1e-12, atol=0)
+
+
+def test_tuple_outputs_without_seeds_is_an_error():
+    with pytest.raises(ValueError, match="grad can be implicitly created only for scalar outputs"):
+        sg.grad(two_outputs, wrt=0)(X, W)
+
+
+def test_grad_is_not_accumulated_between_calls():
+    # Unlike PyTorch's .grad, every call returns a fresh gradient.
+    g = sg.grad(mul_sum, wrt=0)
+    first = g(X, W).copy()
+    second = g(X, W)
+    np.testing.assert_array_equal(first, second)
+    assert first is not second
+
+
+# ----- allow_unused / materialize_grads -----
+
+def test_unused_input_is_an_error_naming_it():
+    with pytest.raises((ValueError, RuntimeError, sg.SrcgradError)) as info:
+        sg.grad(uses_only_x, wrt=(0, 1))(X, W)
+    text = str(info.value)
+    assert "'w'" in text or "`w`" in text or " w " in text or "w:" in text or '"w"' in text, text
+    assert "allow_unused" in text, text
+
+
+def test_allow_unused_gives_none():
+    gx, gw = sg.grad(uses_only_x, wrt=(0, 1), allow_unused=True)(X, W)
+    np.testing.assert_allclose(gx, 2 * X, rtol=1e-12, atol=0)
+    assert gw is None
+
+
+def test_materialize_grads_gives_zeros():
+    gx, gw = sg.grad(uses_only_x, wrt=(0, 1), materialize_grads=True)(X, W)
+    np.testing.assert_allclose(gx, 2 * X, rtol=1e-12, atol=0)
+    assert isinstance(gw, np.ndarray) and gw.shape == W.shape and gw.dtype == W.dtype
+    assert not gw.any()
+
+
+def test_materialize_grads_python_float():
+    grads = sg.grad(scalar_unused, wrt=(0, 1), materialize_grads=True)(0.5, 2.0)
+    assert type(grads[1]) is float and grads[1] == 0.0
+
+
+def scalar_unused(a, b):
+    return a * 3.0
+
+
+# ----- Types of inputs and outputs -----
+
+@pytest.mark.parametrize("bad", [np.arange(3), np.array([True, False, True]), 3, True,
+                                 np.int32(2)])
+def test_integer_and_bool_inputs_refused(bad):
+    with pytest.raises(TypeError):
+        sg.grad(seed_pow_sum)(bad)
+
+
+def test_integer_argument_not_differentiated_is_fine():
+    g = sg.grad(with_int, wrt=0)(X, 3)
+    np.testing.assert_allclose(g, 3 * X ** 2, rtol=1e-12, atol=0)
+
+
+def test_python_float_in_python_float_out():
+    ga, gb = sg.grad(scalar_fn, wrt=(0, 1))(0.5, 2.0)
+    assert type(ga) is float and type(gb) is float
+    assert ga == pytest.approx(2 * 0.5 * 2.0 + np.cos(0.5), rel=1e-12)
+    assert gb == pytest.approx(0.25, rel=1e-12)
+
+
+def test_float32_stays_float32():
+    x32 = X.astype(np.float32)
+    w32 = W.astype(np.float32)
+    gx, gw = sg.grad(mul_sum, wrt=(0, 1))(x32, w32)
+    assert gx.dtype == np.float32 and gw.dtype == np.float32
+    g = sg.grad(seed_mean)(np.ones((2, 2), dtype=np.float32))
+    assert g.dtype == np.float32 and g.shape == (2, 2)
+
+
+def test_shape_kept():
+    x = np.arange(6.0).reshape(2, 3) + 0.5
+    g = sg.grad(seed_mean)(x)
+    assert g.shape == (2, 3)
+    np.testing.assert_allclose(g, 6 * (x + 2) / 6, rtol=1e-12, atol=0)
+
+
+def test_keyword_arguments_forwarded():
+    g = sg.grad(keyword_fn, wrt=0)(X, scale=2.0, shift=0.5)
+    np.testing.assert_allclose(g, 2.0 * 2 * (X + 0.5), rtol=1e-12, atol=0)
+
+
+def test_inputs_not_mutated():
+    x = np.array([[2.0, 4.0]])
+    before = x.copy()
+    sg.grad(seed_indexed)(x, grad_outputs=np.ones((1, 2)))
+    np.testing.assert_array_equal(x, before)
+
+
+# ----- preserve_result / value_and_grad -----
+
+def test_preserve_result():
+    value, g = sg.grad(mul_sum, wrt=1, preserve_result=True)(X, W)
+    assert value == pytest.approx(np.sum(X * W), rel=1e-12)
+    np.testing.assert_allclose(g, X, rtol=1e-12, atol=0)
+
+
+def test_value_and_grad():
+    value, (gx, gw) = sg.value_and_grad(mul_sum, wrt=(0, 1))(X, W)
+    assert value == pytest.approx(np.sum(X * W), rel=1e-12)
+    np.testing.assert_allclose(gx, W, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(gw, X, rtol=1e-12, atol=0)
+
+
+def test_value_and_grad_non_scalar_output():
+    x = np.array([1.0, 2.0, 3.0])
+    value, g = sg.value_and_grad(elementwise)(x, grad_outputs=np.ones(3))
+    np.testing.assert_allclose(value, x ** 2 + 2 * x, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(g, 2 * x + 2, rtol=1e-12, atol=0)
+
+
+# ----- vjp and retain_graph -----
+
+def test_vjp_returns_output_and_backward():
+    x = np.array([1.0, 2.0, 3.0])
+    out, backward = sg.vjp(elementwise, wrt=0)(x)
+    np.testing.assert_allclose(out, x ** 2 + 2 * x, rtol=1e-12, atol=0)
+    g = backward(grad_outputs=np.array([1.0, 0.5, 0.25]))
+    np.testing.assert_allclose(g, np.array([1.0, 0.5, 0.25]) * (2 * x + 2), rtol=1e-12, atol=0)
+
+
+def test_vjp_scalar_default_seed():
+    out, backward = sg.vjp(mul_sum, wrt=(0, 1))(X, W)
+    assert out == pytest.approx(np.sum(X * W), rel=1e-12)
+    gx, gw = backward()
+    np.testing.assert_allclose(gx, W, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(gw, X, rtol=1e-12, atol=0)
+
+
+def test_vjp_non_scalar_needs_seed():
+    _, backward = sg.vjp(elementwise)(X)
+    with pytest.raises(ValueError, match="grad can be implicitly created only for scalar outputs"):
+        backward()
+
+
+def test_backward_twice_without_retain_graph():
+    _, backward = sg.vjp(mul_sum, wrt=1)(X, W)
+    backward()
+    with pytest.raises(RuntimeError, match="retain_graph"):
+        backward()
+
+
+def test_backward_twice_with_retain_graph():
+    # Seed 003: z.backward(retain_graph=True); z.backward().
+    _, backward = sg.vjp(mul_sum, wrt=1)(np.ones(3), W)
+    first = backward(retain_graph=True)
+    second = backward()
+    np.testing.assert_array_equal(first, np.ones(3))
+    np.testing.assert_array_equal(second, np.ones(3))
+    with pytest.raises(RuntimeError, match="retain_graph"):
+        backward()
+
+
+def test_backward_retain_graph_with_control_flow():
+    # The recorded branch decisions and trip counts survive retain_graph=True.
+    x = np.array([-2.0, -1.0, 0.0, 1.0, 2.0, 3.0])
+    _, backward = sg.vjp(seed_product)(x)
+    for _ in range(3):
+        g = backward(retain_graph=True)
+        np.testing.assert_array_equal(g, [0, 0, 0, 6, 3, 2])
+
+
+def test_vjp_different_seeds():
+    x = np.array([1.0, 2.0, 3.0])
+    _, backward = sg.vjp(elementwise)(x)
+    g1 = backward(grad_outputs=np.ones(3), retain_graph=True)
+    g2 = backward(grad_outputs=2 * np.ones(3))
+    np.testing.assert_allclose(g2, 2 * g1, rtol=1e-12, atol=0)
+
+
+# ----- source, active_variables, @sg.function, cache -----
+
+def test_source_function():
+    text = sg.source(mul_sum, wrt=0)
+    assert isinstance(text, str)
+    assert "def " in text
+    assert "# grad of:" in text
+    compile(text, "<srcgrad source>", "exec")
+
+
+def test_source_attribute_matches():
+    assert sg.grad(mul_sum, wrt=0).source == sg.source(mul_sum, wrt=0)
+
+
+def test_source_shows_user_lines():
+    # Each adjoint block is commented with the user line it differentiates.
+    text = sg.grad(weighted, wrt=0).source
+    assert "np.sum(np.sin(x) * w) * a" in text, text
+
+
+def test_active_variables():
+    active = sg.active_variables(const_locals, wrt=0)
+    assert isinstance(active, (set, frozenset))
+    assert all(isinstance(name, str) for name in active)
+    assert {"y", "z"} <= set(active)
+    assert not {"k", "c", "q"} & set(active)
+
+
+def test_active_variables_by_name():
+    assert {"y"} <= set(sg.active_variables(const_locals, wrt="w"))
+
+
+@sg.function
+def decorated(x, w):
+    return np.sum(np.tanh(x) * w)
+
+
+def test_decorated_function_stays_callable():
+    assert decorated(X, W) == pytest.approx(np.sum(np.tanh(X) * W), rel=1e-12)
+    check_grads(decorated, (X, W), wrt=(0, 1))
+
+
+def test_cache_returns_same_gradient():
+    g1 = sg.grad(weighted, wrt=0)
+    g2 = sg.grad(weighted, wrt=0)
+    assert g1 is g2 or g1.source is g2.source
+    start = time.perf_counter()
+    for _ in range(100):
+        sg.grad(weighted, wrt=0)
+    assert (time.perf_counter() - start) / 100 < 1e-3
+
+
+def test_cache_distinguishes_options():
+    assert sg.grad(weighted, wrt=0).source != sg.grad(weighted, wrt=1).source
+    value, _ = sg.grad(weighted, wrt=0, preserve_result=True)(X, W, 2.0)
+    g = sg.grad(weighted, wrt=0)(X, W, 2.0)
+    assert isinstance(g, np.ndarray)
+    assert value == pytest.approx(weighted(X, W, 2.0), rel=1e-12)
+
+
+# ----- The seed notebooks' numbers -----
+
+def test_seed_abs():
+    assert sg.grad(seed_abs)(1.0) == 1.0
+    assert sg.grad(seed_abs)(-1.0) == -1.0
+
+
+def test_seed_product_loop():
+    x = np.arange(-2.0, 4.0)
+    np.testing.assert_array_equal(sg.grad(seed_product)(x), [0, 0, 0, 6, 3, 2])
+
+
+def test_seed_mean():
+    g = sg.grad(seed_mean)(np.ones((2, 2)))
+    np.testing.assert_allclose(g, np.full((2, 2), 4.5), rtol=1e-12, atol=0)
+
+
+def test_seed_pow_elementwise():
+    # y = x**2 + x*2; z = y.sum(); z.backward() for x = arange(0, 3).
+    g = sg.grad(elementwise)(np.arange(0.0, 3.0), grad_outputs=np.ones(3))
+    np.testing.assert_array_equal(g, [2.0, 4.0, 6.0])
+
+
+def test_seed_while_doubling():
+    # y = 512 x: y.backward([0.01, 0.1, 1]) gives [5.12, 51.2, 512].
+    x = np.array([4.6030, 0.7516, 3.6041]) / 2
+    out, backward = sg.vjp(seed_doubling)(x)
+    np.testing.assert_allclose(out / x, 512.0, rtol=1e-12)
+    g = backward(grad_outputs=np.array([0.01, 0.1, 1.0]))
+    np.testing.assert_allclose(g, [5.12, 51.2, 512.0], rtol=1e-12)
+
+
+def test_seed_indexed_assignment():
+    a = np.array([[2.0, 4.0]])
+    out, g = sg.value_and_grad(seed_indexed)(a, grad_outputs=np.array([[1.0, 1.0]]))
+    np.testing.assert_array_equal(out, [[16.0, 132.0]])
+    np.testing.assert_array_equal(g, [[10.0, 98.0]])
+
+
+def test_seed_mul_add():
+    # Seed 001: t = w * a + b; z = t.sum() for a = 1, b = 2, w = 2 (2x2).
+    grads = sg.grad(seed_affine, wrt=(0, 1, 2))(np.ones((2, 2)), np.full((2, 2), 2.0),
+                                               np.full((2, 2), 2.0))
+    np.testing.assert_array_equal(grads[0], np.full((2, 2), 2.0))
+    np.testing.assert_array_equal(grads[1], np.ones((2, 2)))
+    np.testing.assert_array_equal(grads[2], np.ones((2, 2)))
+
+
+def seed_affine(a, b, w):
+    y = w * a
+    t = y + b
+    z = t.sum()
+    return z
+
+
+def test_seed_linear_grad_outputs():
+    w = np.array([[0.5, -1.0, 0.25], [1.5, 0.5, -0.5]])
+    bias = np.array([0.1, -0.2])
+    x = np.array([1.0, 2.0, 3.0])
+    g = sg.grad(seed_linear, wrt=0)(x, w, bias, grad_outputs=np.ones(2))
+    np.testing.assert_allclose(g, w.sum(axis=0), rtol=1e-12, atol=0)
+
+
+# ----- Second order (DESIGN section 2: the gradient is source, so it transforms again) -----
+
+def cubic(a):
+    return a * a * a + np.sin(a)
+
+
+def test_grad_of_grad():
+    second = sg.grad(sg.grad(cubic))
+    assert second(0.5) == pytest.approx(6 * 0.5 - np.sin(0.5), rel=1e-9)
+
+
+# ----- The cache must not serve a stale gradient -----
+
+def _make_closure(k):
+    def closure(x):
+        return np.sum(np.sin(x) * k)
+    return closure
+
+
+def test_cache_distinguishes_closures():
+    # Same code object, different closure cells.
+    g2 = sg.grad(_make_closure(2.0))(X)
+    g5 = sg.grad(_make_closure(5.0))(X)
+    np.testing.assert_allclose(g2, 2.0 * np.cos(X), rtol=1e-12, atol=0)
+    np.testing.assert_allclose(g5, 5.0 * np.cos(X), rtol=1e-12, atol=0)
+
+
+def _swappable(v):
+    return v * v
+
+
+def calls_swappable(x):
+    return np.sum(_swappable(x))
+
+
+def test_cache_sees_rebound_helper(monkeypatch):
+    # A notebook user redefines a helper: the next gradient must use it.
+    np.testing.assert_allclose(sg.grad(calls_swappable)(X), 2 * X, rtol=1e-12, atol=0)
+
+    def cubed(v):
+        return v * v * v
+
+    monkeypatch.setitem(globals(), "_swappable", cubed)
+    value, g = sg.value_and_grad(calls_swappable)(X)
+    assert value == pytest.approx(np.sum(X ** 3), rel=1e-12)
+    np.testing.assert_allclose(g, 3 * X ** 2, rtol=1e-12, atol=0)
