@@ -12,8 +12,9 @@ from srcgrad import rules as _rules
 from srcgrad.api import active_variables, function, grad, source, value_and_grad, vjp
 from srcgrad.errors import (GradcheckError, NonDifferentiableError, SourceNotFoundError,
                             SrcgradError, UnsupportedError)
-from srcgrad.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
-from srcgrad.rules import adjoint as _adjoint_builtin
+from srcgrad.grad_mode import (detach, enable_grad, is_grad_enabled, no_grad, register_hook,
+                               set_grad_enabled, stop_gradient)
+from srcgrad.rules import user_adjoint as adjoint
 
 _rules._load_builtin_rules()
 
@@ -21,7 +22,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "grad", "value_and_grad", "vjp", "source", "active_variables", "function",
-    "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
+    "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "detach", "stop_gradient",
+    "register_hook", "adjoint",
     "SrcgradError", "UnsupportedError", "NonDifferentiableError", "SourceNotFoundError",
     "GradcheckError",
 ]

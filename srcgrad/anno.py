@@ -12,6 +12,8 @@ class Static(enum.Enum):
     NO_ADJOINT = "Statement whose results are constants (no_grad, detach). See transform/anf.py."
     LOOP_COUNTER = "Marks the trip-counter increment of a loop. See transform/canonicalize.py."
     BREAK_EXIT = "Marks the `if flag: break` that ends a canonicalized loop body."
+    GRAD_FLAG = "Name of the runtime flag that enables this statement's adjoint (set_grad_enabled(flag))."
+    GUARD = "An `if` the reverse sweep adds around contributions (zero adjoint, grad flag)."
     AUGMENTED = "Marks `v = v + y` written by the user as `v += y` (in place for arrays). See anf.py."
     TAPE = "What a tape push or pop statement saves/restores (a name, or ('item', name)). See reverse.py."
 

@@ -13,14 +13,14 @@ _cache = {}
 _cache_lock = threading.Lock()
 
 
-def _compiled(fn, wrt):
-    key = (fn.__code__, _closure_key(fn), id(fn.__globals__), _wrt_key(wrt))
+def _compiled(fn, wrt, hook_names=()):
+    key = (fn.__code__, _closure_key(fn), id(fn.__globals__), _wrt_key(wrt), hook_names)
     found = _cache.get(key)
     if found is None or (found.deps and not still_resolves(found.deps)):
         with _cache_lock:
             found = _cache.get(key)
             if found is None or (found.deps and not still_resolves(found.deps)):
-                found = compile_gradient(fn, wrt)
+                found = compile_gradient(fn, wrt, hook_names)
                 _cache[key] = found
     return found
 
@@ -99,10 +99,12 @@ class GradFunction:
     """
 
     def __init__(self, fn, wrt=0, allow_unused=False, materialize_grads=False,
-                 preserve_result=False):
+                 preserve_result=False, hooks=None):
         if isinstance(fn, GradFunction):
             fn = fn.as_function()
         self.fn = fn
+        self.hooks = dict(hooks or {})
+        self.hook_names = tuple(sorted(self.hooks))
         self.wrt = wrt
         self.allow_unused = allow_unused
         self.materialize_grads = materialize_grads
@@ -112,7 +114,12 @@ class GradFunction:
 
     @property
     def compiled(self):
-        return _compiled(self.fn, self.wrt)
+        return _compiled(self.fn, self.wrt, self.hook_names)
+
+    def _backward(self, compiled, seed, saved):
+        if self.hook_names:
+            return compiled.backward(seed, saved, self.hooks)
+        return compiled.backward(seed, saved)
 
     @property
     def source(self):
@@ -142,7 +149,7 @@ class GradFunction:
                 _check_differentiable(name, inputs[name])
         out, saved = compiled.forward(*args, **kwargs)
         seed = _seed(out, grad_outputs, compiled.meta["tuple_output"])
-        grads = compiled.backward(seed, saved)
+        grads = self._backward(compiled, seed, saved)
         grads = _finish(compiled, grads, inputs, out, self.allow_unused, self.materialize_grads)
         result = grads if isinstance(self.wrt, (tuple, list)) else grads[0]
         if self.preserve_result:
@@ -173,7 +180,8 @@ def _finish(compiled, grads, inputs, out, allow_unused, materialize_grads):
     return tuple(finished)
 
 
-def grad(fn, wrt=0, *, allow_unused=False, materialize_grads=False, preserve_result=False):
+def grad(fn, wrt=0, *, allow_unused=False, materialize_grads=False, preserve_result=False,
+         hooks=None):
     """The gradient of ``fn`` with respect to ``wrt``, as a function of ``fn``'s arguments.
 
     Args:
@@ -185,6 +193,11 @@ def grad(fn, wrt=0, *, allow_unused=False, materialize_grads=False, preserve_res
             instead of an error.
         materialize_grads: such an input gets zeros instead.
         preserve_result: return ``(fn(*args), gradients)``.
+        hooks: a dict from variable names of ``fn`` to functions called with
+            that variable's complete gradient during the reverse sweep; a hook
+            that returns an array replaces the gradient (PyTorch's
+            ``register_hook``). A variable bound several times (in a loop)
+            calls its hook once per binding, last binding first.
 
     Returns:
         A GradFunction; call it as ``g(*args, grad_outputs=None, **kwargs)``.
@@ -196,7 +209,7 @@ def grad(fn, wrt=0, *, allow_unused=False, materialize_grads=False, preserve_res
         >>> sg.grad(f)(np.array([1.0, 2.0]))
         array([2., 4.])
     """
-    return GradFunction(fn, wrt, allow_unused, materialize_grads, preserve_result)
+    return GradFunction(fn, wrt, allow_unused, materialize_grads, preserve_result, hooks)
 
 
 def value_and_grad(fn, wrt=0, **options):
@@ -208,7 +221,8 @@ def value_and_grad(fn, wrt=0, **options):
 class _Backward:
     """The reverse sweep of one forward run, callable once (or more with retain_graph)."""
 
-    def __init__(self, compiled, saved, out, inputs, options):
+    def __init__(self, gfn, compiled, saved, out, inputs, options):
+        self.gfn = gfn
         self.compiled = compiled
         self.saved = saved
         self.out = out
@@ -234,20 +248,20 @@ class _Backward:
         else:
             self.consumed = True
             self.saved = None
-        grads = compiled.backward(seed, saved)
+        grads = self.gfn._backward(compiled, seed, saved)
         allow_unused, materialize, many = self.options
         grads = _finish(compiled, grads, self.inputs, self.out, allow_unused, materialize)
         return grads if many else grads[0]
 
 
-def vjp(fn, wrt=0, *, allow_unused=False, materialize_grads=False):
+def vjp(fn, wrt=0, *, allow_unused=False, materialize_grads=False, hooks=None):
     """Split reverse mode: ``out, backward = vjp(f, wrt)(*args)``.
 
     ``backward(grad_outputs=None, retain_graph=False)`` returns the gradients;
     calling it again requires ``retain_graph=True`` on the previous call, as in
     PyTorch.
     """
-    gfn = GradFunction(fn, wrt, allow_unused, materialize_grads)
+    gfn = GradFunction(fn, wrt, allow_unused, materialize_grads, hooks=hooks)
 
     def run(*args, **kwargs):
         from srcgrad.grad_mode import check_grad_enabled
@@ -259,7 +273,7 @@ def vjp(fn, wrt=0, *, allow_unused=False, materialize_grads=False):
                 _check_differentiable(name, inputs[name])
         out, saved = compiled.forward(*args, **kwargs)
         options = (allow_unused, materialize_grads, isinstance(wrt, (tuple, list)))
-        return out, _Backward(compiled, saved, out, inputs, options)
+        return out, _Backward(gfn, compiled, saved, out, inputs, options)
 
     run.__name__ = f"vjp_{getattr(fn, '__name__', 'f')}"
     return run

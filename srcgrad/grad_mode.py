@@ -38,15 +38,19 @@ class _GradMode:
         return False
 
     def __call__(self, fn):
+        mode = self.mode
+
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
-            with self.__class__.__new__(self.__class__).__init_from(self):
+            previous = is_grad_enabled()
+            _set(mode)
+            try:
                 return fn(*args, **kwargs)
+            finally:
+                _set(previous)
+        # A differentiated function calling a no_grad helper gets constants back.
+        wrapper.__srcgrad_grad_mode__ = mode
         return wrapper
-
-    def __init_from(self, other):
-        self.mode = other.mode
-        return self
 
 
 class no_grad(_GradMode):
@@ -75,3 +79,27 @@ class set_grad_enabled(_GradMode):
     def __exit__(self, *exc):
         _set(self.prev)
         return False
+
+
+def detach(x):
+    """``x`` as a constant: no gradient flows back through it (PyTorch's ``.detach()``)."""
+    return x
+
+
+stop_gradient = detach
+
+
+class HookHandle:
+    """What ``register_hook`` returns; ``remove()`` exists for PyTorch-style code."""
+
+    def remove(self):
+        pass
+
+
+def register_hook(value, hook):
+    """Inside a differentiated function: call ``hook(grad)`` with ``value``'s complete gradient.
+
+    If the hook returns an array, it replaces the gradient. Outside a function
+    srcgrad differentiates this does nothing.
+    """
+    return HookHandle()

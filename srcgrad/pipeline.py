@@ -12,7 +12,7 @@ from srcgrad.parse import parse_function
 from srcgrad.transform import anf, canonicalize, fence, inline, reverse
 
 # Names the generated code uses for itself; a user's variable of that name is renamed.
-RESERVED = ("rt", "xp", "tape", "push", "pop", "saved", "_")
+RESERVED = ("rt", "xp", "tape", "push", "pop", "saved", "hooks", "_")
 
 
 @dataclass
@@ -53,7 +53,7 @@ def normalize(fn, stack=()):
     """Parse, check, canonicalize, normalize and inline ``fn``: the shared prefix of every mode."""
     node, info = parse_function(fn)
     namer = Namer({n.id for n in gast.walk(node) if isinstance(n, gast.Name)} | set(RESERVED))
-    fence.check(node, info)
+    fence.check(node, info, allowed_with=lambda item: anf.grad_mode_of(item, info) is not None)
     bindings = {}
     node = _rename_reserved(node, info, namer, bindings)
     node = canonicalize.transform(node, info, namer)  # before ANF: it introduces flags and indexing
@@ -83,7 +83,7 @@ def wrt_names(node, wrt):
     return tuple(names), many, all_params
 
 
-def compile_gradient(fn, wrt):
+def compile_gradient(fn, wrt, hook_names=()):
     """Compile the reverse-mode gradient of ``fn`` with respect to ``wrt``."""
     node, info, bindings = normalize(fn)
     namer = node._srcgrad_namer
@@ -96,7 +96,11 @@ def compile_gradient(fn, wrt):
     aliasing.check(node, info, namer.display)
     act = activity.resolve(node, names)
     fixed = {"xp": "xp", "rt": "rt"}
-    forward, backward, meta = reverse.build(node, info, act, namer, names, fixed, node.name)
+    for hooked in hook_names:
+        if hooked not in user_locals:
+            raise ValueError(f"srcgrad: hooks names {hooked!r}, which is not a variable of {fn.__qualname__}")
+    forward, backward, meta = reverse.build(node, info, act, namer, names, fixed, node.name,
+                                            tuple(sorted(hook_names)))
     forward.body = emit.comment_blocks(forward.body, "", 2)
     backward.body = emit.comment_blocks(backward.body, "grad of: ", 1)
     source = emit.to_source([forward, backward])

@@ -1303,3 +1303,25 @@ def default_seed(out):
     if is_array(out):
         return namespace(out).ones_like(out)
     return 1.0
+
+
+# ----- Hooks and custom Functions -----
+
+def run_hook(hook, g, value):
+    """Call ``hook`` with the complete gradient of ``value``; a returned array replaces it."""
+    if not has_grad(g) and is_array(value):
+        g = zeros_like(value)
+    result = hook(g)
+    return g if result is None else result
+
+
+def function_forward(cls, args, needs_input_grad):
+    """Run a custom srcgrad.Function's forward; returns (outputs, ctx)."""
+    from srcgrad.custom_function import function_forward as run
+    return run(cls, args, needs_input_grad)
+
+
+def function_backward(cls, ctx, grad_outputs):
+    """Run a custom srcgrad.Function's backward; one gradient per forward input."""
+    from srcgrad.custom_function import function_backward as run
+    return run(cls, ctx, grad_outputs)

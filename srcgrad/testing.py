@@ -6,6 +6,11 @@ The tools the test suite (and users) compare srcgrad's gradients with:
   of evaluations per input entry.
 * ``check_grads(f, args, wrt)``: ``srcgrad.grad`` against ``numerical_grad``,
   entry by entry; raises ``GradcheckError`` naming the worst entry.
+* ``gradcheck(f, args, wrt)`` (``torch.autograd.gradcheck``): ``check_grads``
+  with PyTorch-like tolerances; ``gradgradcheck(f, args, wrt)`` checks the
+  second derivative ``srcgrad.grad(srcgrad.grad(f))`` against finite
+  differences of ``srcgrad.grad(f)``.
+* ``compare_grads(analytic, numeric)``: the entry-by-entry comparison alone.
 * ``check_vjp(f, args, wrt)``: the random dot-product test of autograd's
   ``test_util``: for a random direction ``v`` and a random cotangent ``u``,
   ``<u, J v>`` by two evaluations of ``f`` must equal ``<J^T u, v>`` from
@@ -29,8 +34,8 @@ import numbers
 
 import numpy as np
 
-__all__ = ["numerical_grad", "check_grads", "check_vjp", "random_cotangent",
-           "to_numpy"]
+__all__ = ["numerical_grad", "check_grads", "check_vjp", "gradcheck", "gradgradcheck",
+           "compare_grads", "random_cotangent", "to_numpy"]
 
 
 # ----- Values -----
@@ -315,6 +320,12 @@ def check_grads(f, args, wrt=0, atol=1e-6, rtol=1e-5, grad_outputs=None, kwargs=
     grads = srcgrad.grad(f, wrt=wrt, **options)(*args, grad_outputs=grad_outputs, **kwargs)
     numeric = numerical_grad(f, args, wrt=wrt, eps=eps, grad_outputs=grad_outputs,
                              kwargs=kwargs)
+    _compare_all(f, wrt, grads, numeric, atol, rtol)
+    return True
+
+
+def _compare_all(f, wrt, grads, numeric, atol, rtol, prefix=""):
+    """Compare one gradient per ``wrt`` entry (a tuple when ``wrt`` is a tuple/list)."""
     targets, as_tuple = _wrt_list(wrt)
     if as_tuple:
         if not isinstance(grads, tuple) or len(grads) != len(targets):
@@ -325,7 +336,106 @@ def check_grads(f, args, wrt=0, atol=1e-6, rtol=1e-5, grad_outputs=None, kwargs=
     else:
         grads, numeric = (grads,), (numeric,)
     for target, analytic, expected in zip(targets, grads, numeric):
-        _compare(analytic, expected, _describe(f, target), atol, rtol)
+        _compare(analytic, expected, prefix + _describe(f, target), atol, rtol)
+
+
+def compare_grads(analytic, numeric, what="the input", atol=1e-5, rtol=1e-3):
+    """Compare a gradient with a reference (finite differences) entry by entry.
+
+    An entry passes when ``|analytic - numeric| <= atol + rtol * |numeric|``.
+
+    Returns:
+        True.
+
+    Raises:
+        srcgrad.errors.GradcheckError: a shape or dtype mismatch, a non-finite
+            entry, or the worst entry out of tolerance: the message names its
+            index and gives both values.
+    """
+    _compare(analytic, numeric, what, atol, rtol)
+    return True
+
+
+def gradcheck(f, args, wrt=0, eps=1e-6, atol=1e-5, rtol=1e-3, *, grad_outputs=None,
+              kwargs=None, raise_exception=True, **options):
+    """``srcgrad.grad(f, wrt)`` against central finite differences in float64.
+
+    Like ``torch.autograd.gradcheck``: the finite differences are taken in
+    float64 (the differentiated inputs are cast); the analytic gradient is
+    computed at the inputs as given.
+
+    Args:
+        f: the function (its source must be available).
+        args: positional arguments, a tuple.
+        wrt: a position, a parameter name, or a tuple/list of those.
+        eps: the finite-difference step.
+        atol, rtol: an entry passes when ``|srcgrad - fd| <= atol + rtol * |fd|``.
+        grad_outputs: the cotangent for a non-scalar output (``"random"``: a
+            fixed random one).
+        kwargs: keyword arguments for ``f`` (a dict).
+        raise_exception: False returns False instead of raising.
+        **options: more options for ``srcgrad.grad`` (``allow_unused``...).
+
+    Returns:
+        True (or False when ``raise_exception=False`` and the check fails).
+
+    Raises:
+        srcgrad.errors.GradcheckError: naming the worst entry (its index) and
+            both values.
+    """
+    from srcgrad.errors import GradcheckError
+
+    try:
+        return check_grads(f, args, wrt=wrt, atol=atol, rtol=rtol, grad_outputs=grad_outputs,
+                           kwargs=kwargs, eps=eps, **options)
+    except GradcheckError:
+        if raise_exception:
+            raise
+        return False
+
+
+def gradgradcheck(f, args, wrt=0, eps=1e-6, atol=1e-5, rtol=1e-3, *, gradgrad_outputs=None,
+                  kwargs=None, raise_exception=True):
+    """The second derivative ``srcgrad.grad(srcgrad.grad(f))`` against finite differences.
+
+    ``g = srcgrad.grad(f, wrt)`` is made a plain function; its own gradient
+    with respect to ``wrt`` (contracted with ``gradgrad_outputs`` when ``g``'s
+    output is not a scalar) is compared with central differences of ``g`` in
+    float64. ``f`` must have a scalar output, and srcgrad must be able to
+    differentiate its gradient again (loop-free code today).
+
+    Args:
+        f, args, wrt, eps, atol, rtol, kwargs, raise_exception: as in ``gradcheck``.
+        gradgrad_outputs: the cotangent of the first gradient; default 1 when
+            it is a scalar, else a fixed random one shaped like it.
+
+    Returns:
+        True (or False when ``raise_exception=False`` and the check fails).
+
+    Raises:
+        srcgrad.errors.GradcheckError: naming the worst entry and both values.
+    """
+    import srcgrad
+    from srcgrad.errors import GradcheckError
+
+    kwargs = dict(kwargs or {})
+    first = srcgrad.grad(f, wrt=wrt).as_function()
+    if gradgrad_outputs is None:
+        out = first(*args, **kwargs)
+        if not (not isinstance(out, (tuple, list)) and _scalar_size(out)):
+            gradgrad_outputs = random_cotangent(out, np.random.default_rng(0))
+    elif isinstance(gradgrad_outputs, str) and gradgrad_outputs == "random":
+        gradgrad_outputs = random_cotangent(first(*args, **kwargs), np.random.default_rng(0))
+    try:
+        grads = srcgrad.grad(first, wrt=wrt)(*args, grad_outputs=gradgrad_outputs, **kwargs)
+        numeric = numerical_grad(first, args, wrt=wrt, eps=eps, grad_outputs=gradgrad_outputs,
+                                 kwargs=kwargs)
+        # ``first`` is named grad_<f>: "gradient of grad_f w.r.t. argument 0 ('x') ...".
+        _compare_all(first, wrt, grads, numeric, atol, rtol)
+    except GradcheckError:
+        if raise_exception:
+            raise
+        return False
     return True
 
 

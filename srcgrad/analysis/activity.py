@@ -119,12 +119,13 @@ class _Facts:
                         self.sequences.add(target.id)
                     if isinstance(s.value, gast.Name):
                         self.copies.append((target.id, s.value.id))
-                elif isinstance(target, gast.Subscript):
+                elif isinstance(target, gast.Subscript) and not anno.getanno(s, Static.NO_ADJOINT):
                     self.flows.append((target.value.id, value_deps(s.value)))
             elif isinstance(s, gast.Expr) and isinstance(s.value, gast.Call):
                 func = s.value.func
                 if isinstance(func, gast.Attribute) and func.attr == "append" and isinstance(func.value, gast.Name):
-                    self.flows.append((func.value.id, value_deps(s.value.args[0]) if s.value.args else set()))
+                    if not anno.getanno(s, Static.NO_ADJOINT):
+                        self.flows.append((func.value.id, value_deps(s.value.args[0]) if s.value.args else set()))
                     self.sequences.add(func.value.id)
             elif isinstance(s, gast.For):
                 self.bind(s.target.id, loop_depth + 1)

@@ -26,6 +26,10 @@ def _origin_text(stmt):
     return origin.source_line.strip() if origin is not None else None
 
 
+def _compound(s):
+    return isinstance(s, (gast.For, gast.While, gast.If)) and not anno.getanno(s, Static.GUARD)
+
+
 def comment_blocks(body, prefix, min_group):
     """Insert a comment before each run of statements coming from one user line."""
     out = []
@@ -39,8 +43,7 @@ def comment_blocks(body, prefix, min_group):
         text = _origin_text(s)
         j = k + 1
         while j < len(body) and text is not None and _origin_text(body[j]) == text \
-                and not isinstance(body[j], (gast.For, gast.While, gast.If)) \
-                and not isinstance(s, (gast.For, gast.While, gast.If)):
+                and not _compound(body[j]) and not _compound(s):
             inner_s = body[j]
             for field in ("body", "orelse"):
                 inner = getattr(inner_s, field, None)
@@ -48,7 +51,7 @@ def comment_blocks(body, prefix, min_group):
                     setattr(inner_s, field, comment_blocks(inner, prefix, min_group))
             j += 1
         group = body[k:j]
-        if text is not None and len(group) >= min_group and not isinstance(s, (gast.For, gast.While, gast.If)):
+        if text is not None and len(group) >= min_group and not _compound(s):
             out.append(_comment(prefix + text))
         out.extend(group)
         k = j

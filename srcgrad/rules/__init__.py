@@ -109,6 +109,24 @@ def adjoint(*primitives, builtin=True):
     return decorate
 
 
+def user_adjoint(*primitives):
+    """Register the decorated function as the gradient rule of a library function.
+
+    The rule is ``rule(grad_output, output, *args, **kwargs)`` and returns the
+    gradient of the first positional argument when the function takes one,
+    else a tuple with one entry per positional argument (None where there is
+    none). srcgrad calls it during the reverse sweep.
+
+    Example:
+        >>> @srcgrad.adjoint(scipy.special.erf)
+        ... def erf_rule(g, y, x):
+        ...     return g * 2 / np.sqrt(np.pi) * np.exp(-x * x)
+    """
+    if not primitives:
+        raise TypeError("srcgrad.adjoint takes the function the rule is for: @srcgrad.adjoint(np.foo)")
+    return adjoint(*primitives, builtin=False)
+
+
 def nondifferentiable(*primitives):
     """Declare primitives whose outputs are constants (no gradient flows)."""
     for primitive in primitives:
@@ -128,13 +146,15 @@ def lookup(primitive):
 
 
 def is_nondifferentiable(primitive):
+    if getattr(primitive, "__srcgrad_grad_mode__", None) is False:
+        return True  # a helper decorated with @no_grad(): its results are constants
     try:
         return _key(primitive) in NONDIFFERENTIABLE
     except TypeError:
         return False
 
 
-BUILTIN_RULE_MODULES = ("operators", "numpy_elementwise", "numpy_reductions", "numpy_shape",
+BUILTIN_RULE_MODULES = ("operators", "autograd", "numpy_elementwise", "numpy_reductions", "numpy_shape",
                         "numpy_linalg", "builtins_math", "runtime_rules")
 
 

@@ -61,6 +61,7 @@ class ANF:
         self.locals = locals_
         self.origin = None
         self.namespaces = set()
+        self.modes = [True]  # grad mode of the enclosing with blocks: True, False or a flag name
 
     # ----- helpers -----
 
@@ -73,6 +74,11 @@ class ANF:
     def emit(self, out, node):
         if self.origin is not None:
             anno.setanno(node, Static.ORIGIN, self.origin)
+        mode = self.modes[-1]
+        if mode is False:
+            anno.setanno(node, Static.NO_ADJOINT, True)
+        elif mode is not True:
+            anno.setanno(node, Static.GRAD_FLAG, mode)
         out.append(node)
         return node
 
@@ -205,6 +211,24 @@ class ANF:
         elif isinstance(s, (gast.Break, gast.Continue, gast.Pass)):
             if not isinstance(s, gast.Pass):
                 self.emit(out, s)
+        elif isinstance(s, gast.With):
+            for item in s.items:
+                kind, arg = grad_mode_of(item, self.info)
+                if kind == "set" and not isinstance(arg, gast.Constant):
+                    flag = self.namer.new("grad_enabled")
+                    self.locals.add(flag)
+                    value = gast.Call(func=_name("bool"), args=[self.atom(arg, out, "flag")], keywords=[])
+                    node = self.assign(out, flag, value)
+                    anno.setanno(node, Static.NO_ADJOINT, True)
+                    self.modes.append(flag)
+                elif kind == "set":
+                    self.modes.append(bool(arg.value))
+                else:
+                    self.modes.append(kind == "enable")
+            try:
+                out.extend(self.block(s.body))
+            finally:
+                del self.modes[-len(s.items):]
         elif isinstance(s, (gast.Assert, gast.Raise)):
             anno.setanno(s, Static.NO_ADJOINT, True)
             self.emit(out, s)
@@ -419,6 +443,34 @@ class ANF:
         if isinstance(node, (gast.Compare, gast.BoolOp)):
             return self.atom(self.opaque(node, out), out, "mask")
         return self.atom(node, out, "k")
+
+
+def grad_mode_of(item, info):
+    """("no"/"enable"/"set", argument) for a `with` item srcgrad understands, else None."""
+    from srcgrad import grad_mode
+    call = item.context_expr
+    if item.optional_vars is not None or not isinstance(call, gast.Call):
+        return None
+    parts = []
+    func = call.func
+    while isinstance(func, gast.Attribute):
+        parts.append(func.attr)
+        func = func.value
+    if not isinstance(func, gast.Name):
+        return None
+    try:
+        obj = info.resolve(func.id)
+        for part in reversed(parts):
+            obj = getattr(obj, part)
+    except (NameError, AttributeError):
+        return None
+    if obj is grad_mode.no_grad and not call.args:
+        return ("no", None)
+    if obj is grad_mode.enable_grad and not call.args:
+        return ("enable", None)
+    if obj is grad_mode.set_grad_enabled and len(call.args) == 1 and not call.keywords:
+        return ("set", call.args[0])
+    return None
 
 
 def _namespace_names(node, info):

@@ -23,7 +23,7 @@ import inspect
 
 import gast
 
-from srcgrad import anno, rules, templates
+from srcgrad import anno, grad_mode, rules, templates
 from srcgrad.analysis.activity import names_in, primitive_of
 from srcgrad.errors import NonDifferentiableError, UnsupportedError
 from srcgrad.rules import Attribute, Method
@@ -43,6 +43,12 @@ def _push(value_node, origin, key):
     return stmt
 
 
+def _guard(test, body):
+    node = gast.If(test=test, body=body, orelse=[])
+    anno.setanno(node, Static.GUARD, True)
+    return node
+
+
 def _tag(stmts, origin):
     for s in stmts:
         if origin is not None and not anno.hasanno(s, Static.ORIGIN):
@@ -51,7 +57,7 @@ def _tag(stmts, origin):
 
 
 class ReverseAD:
-    def __init__(self, node, info, activity, namer, wrt, fixed):
+    def __init__(self, node, info, activity, namer, wrt, fixed, hook_names=()):
         self.node = node
         self.info = info
         self.act = activity
@@ -63,6 +69,18 @@ class ReverseAD:
         self.in_place = False
         self.bindings = {}
         self.copied_params = set()
+        self.flag = None
+        self.hooks = {}  # primal name -> hook expressions, called with its complete gradient
+        for stmt in gast.walk(node):
+            call = stmt.value if isinstance(stmt, (gast.Expr, gast.Assign)) else None
+            if isinstance(call, gast.Call) and anno.getanno(call, Static.PRIMITIVE) is grad_mode.register_hook:
+                if len(call.args) != 2 or not isinstance(call.args[0], gast.Name):
+                    raise self.error(anno.getanno(stmt, Static.ORIGIN), UnsupportedError,
+                                     "register_hook takes a variable and a function",
+                                     "Write srcgrad.register_hook(y, fn).")
+                self.hooks.setdefault(call.args[0].id, []).append(call.args[1])
+        for hooked in hook_names:
+            self.hooks.setdefault(hooked, []).append(replace_expr(f"hooks[{hooked!r}]"))
         for w in wrt:
             if w not in activity.params and w in activity.saved:
                 self.captures[w] = namer.new(f"grad_{w}")
@@ -94,6 +112,7 @@ class ReverseAD:
 
     def visit(self, s):
         origin = anno.getanno(s, Static.ORIGIN)
+        self.flag = anno.getanno(s, Static.GRAD_FLAG)
         if isinstance(s, gast.Assign):
             target = s.targets[0]
             if isinstance(target, gast.Name):
@@ -174,11 +193,20 @@ class ReverseAD:
         restore = replace(f"{target} = pop()") if saved else []
         if restore:
             anno.setanno(restore[0], Static.TAPE, target)
-        if target not in self.act.adjoint or anno.getanno(s, Static.NO_ADJOINT):
+        if target not in self.act.adjoint:
             return _tag(fwd, origin), _tag(restore, origin)
+        if anno.getanno(s, Static.NO_ADJOINT):
+            # A constant binding: no gradient flows through it, and none to the value it replaced.
+            reset = replace(f"{self.d(target)} = 0.0") if saved else []
+            return _tag(fwd, origin), _tag(reset + restore, origin)
         value = s.value
         dt = self.d(target)
         rev = []
+        for hook in self.hooks.get(target, ()):
+            rev += replace(f"{dt} = rt.run_hook(HOOK, {dt}, {target})", HOOK=hook)
+        function_cls = _custom_function(value)
+        if function_cls is not None:
+            return self.visit_function_apply(s, target, function_cls, fwd, restore, rev, origin)
         if target in self.captures:
             cap = self.captures[target]
             rev += replace(f"if {cap} is None:\n    {cap} = {dt}")
@@ -203,15 +231,50 @@ class ReverseAD:
             rev += self.guarded(value, d_new, contribs)
         return _tag(fwd, origin), _tag(rev, origin)
 
+    def visit_function_apply(self, s, target, cls, fwd, restore, rev, origin):
+        """``t = Func.apply(...)``: forward keeps ctx on the tape, the adjoint calls Func.backward."""
+        call = s.value
+        if call.keywords:
+            raise self.error(origin, UnsupportedError, f"{cls.__name__}.apply takes positional arguments only")
+        ctx = self.namer.new(f"{cls.__name__}_ctx")
+        flags = gast.Tuple(elts=[gast.Constant(value=self._any_needed(a), kind=None) for a in call.args],
+                           ctx=gast.Load())
+        args = gast.Tuple(elts=list(call.args), ctx=gast.Load())
+        forward_call = replace(f"{target}, {ctx} = rt.function_forward(CLS, ARGS, FLAGS)",
+                               CLS=call.func.value, ARGS=args, FLAGS=flags)
+        fwd = fwd[:-1] + forward_call + [_push(name(ctx), origin, ctx)]
+        pop_ctx = replace(f"{ctx} = pop()")
+        anno.setanno(pop_ctx[0], Static.TAPE, ctx)
+        dt = self.d(target)
+        rev = pop_ctx + rev
+        if target in self.captures:
+            cap = self.captures[target]
+            rev += replace(f"if {cap} is None:\n    {cap} = {dt}")
+        grads = self.namer.new(f"{cls.__name__}_grads")
+        needed = [k for k, a in enumerate(call.args) if self._any_needed(a)]
+        if needed:
+            rev += replace(f"{grads} = rt.function_backward(CLS, {ctx}, {dt})", CLS=call.func.value)
+        if target in self.act.saved:
+            rev += replace(f"{dt} = 0.0") + restore
+        for k in needed:
+            rev += self.flagged(self.accumulate(call.args[k], replace_expr(f"{grads}[{k}]")))
+        return _tag(fwd, origin), _tag(rev, origin)
+
     def guarded(self, value, dt, contribs):
         """Skip contributions while ``dt`` is still the scalar zero, for rules that reshape it.
 
         Elementwise rules broadcast a scalar zero harmlessly; reductions, reshapes
-        and matrix products need ``dt`` to have the output's shape.
+        and matrix products need ``dt`` to have the output's shape. Under
+        ``set_grad_enabled(flag)`` the contributions also wait for the flag.
         """
-        if not contribs or self.elementwise(value):
-            return contribs
-        return [gast.If(test=replace_expr(f"rt.has_grad({dt})"), body=contribs, orelse=[])]
+        if contribs and not self.elementwise(value):
+            contribs = [_guard(replace_expr(f"rt.has_grad({dt})"), contribs)]
+        return self.flagged(contribs)
+
+    def flagged(self, contribs):
+        if contribs and self.flag is not None:
+            return [_guard(name(self.flag), contribs)]
+        return contribs
 
     @staticmethod
     def elementwise(value):
@@ -239,10 +302,11 @@ class ReverseAD:
         if base in self.act.adjoint:
             self.in_place = True
             db = self.d(base)
-            if self.needs(s.value):
+            if self.needs(s.value) and not anno.getanno(s, Static.NO_ADJOINT):
                 dv = self.d(s.value.id)
-                rev += replace(f"{dv} = {dv} + rt.unbroadcast(rt.take_grad({db}, INDEX), {s.value.id})",
-                               INDEX=index_value(index))
+                rev += self.flagged(replace(
+                    f"{dv} = {dv} + rt.unbroadcast(rt.take_grad({db}, INDEX), {s.value.id})",
+                    INDEX=index_value(index)))
             rev += replace(f"{db} = rt.zero_grad_at({db}, {base}, INDEX)", INDEX=index_value(index))
         rev.append(restore)
         return _tag(fwd, origin), _tag(rev, origin)
@@ -263,10 +327,11 @@ class ReverseAD:
                 if receiver in self.act.adjoint:
                     dl = self.d(receiver)
                     item = call.args[0]
-                    if self.needs(item):
+                    if self.needs(item) and not anno.getanno(s, Static.NO_ADJOINT):
                         last = self.namer.new(f"d{item.id}_item")
                         di = self.d(item.id)
-                        rev += replace(f"{dl}, {last} = rt.seq_pop({dl})\n{di} = {di} + {last}")
+                        rev += replace(f"{dl}, {last} = rt.seq_pop({dl})")
+                        rev += self.flagged(replace(f"{di} = {di} + {last}"))
                     else:
                         rev += replace(f"{dl}, _ = rt.seq_pop({dl})")
                 rev += replace(f"{receiver}.pop()")
@@ -415,6 +480,14 @@ def index_value(index):
     return index
 
 
+def _custom_function(value):
+    """The srcgrad.Function subclass whose ``apply`` ``value`` calls, or None."""
+    if not isinstance(value, gast.Call) or not isinstance(value.func, gast.Attribute):
+        return None
+    from srcgrad.custom_function import is_apply
+    return is_apply(anno.getanno(value, Static.PRIMITIVE))
+
+
 def replace_expr(template, **subs):
     return templates.replace_as_expression(template, **subs)
 
@@ -523,7 +596,7 @@ def _copy_mutated(value, mutated):
     return value
 
 
-def build(node, info, activity, namer, wrt, fixed, name_prefix):
+def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=()):
     """The forward and backward FunctionDefs for FunctionDef ``node``.
 
     Returns:
@@ -531,7 +604,7 @@ def build(node, info, activity, namer, wrt, fixed, name_prefix):
         names the generated code needs), ``outputs`` (returned names or None per
         output), ``tuple_output`` and ``unused`` (wrt names with no gradient).
     """
-    ad = ReverseAD(node, info, activity, namer, wrt, fixed)
+    ad = ReverseAD(node, info, activity, namer, wrt, fixed, hook_names)
     body = node.body[:-1]
     ret = node.body[-1]
     fwd, rev = ad.block(body)
@@ -565,6 +638,12 @@ def build(node, info, activity, namer, wrt, fixed, name_prefix):
                 prologue += replace(f"{dname} = {dname} + " + own.format(f"rt.seq_item({seed}, {k})"))
     for cap in ad.captures.values():
         prologue += replace(f"{cap} = None")
+
+    # Hooks on parameters see their gradient once the whole reverse sweep is done.
+    for param in activity.params:
+        if param in ad.adjoints:
+            for hook in ad.hooks.get(param, ()):
+                rev += replace(f"{ad.d(param)} = rt.run_hook(HOOK, {ad.d(param)}, {param})", HOOK=hook)
 
     # Results: one gradient per wrt name.
     results = []
@@ -618,7 +697,8 @@ def build(node, info, activity, namer, wrt, fixed, name_prefix):
     back_return = gast.Return(value=gast.Tuple(elts=results, ctx=gast.Load()))
     backward = gast.FunctionDef(
         name=f"{name_prefix}_backward",
-        args=gast.arguments(args=[name(seed, False), name("saved", False)], posonlyargs=[],
+        args=gast.arguments(args=[name(seed, False), name("saved", False)]
+                            + ([name("hooks", False)] if hook_names else []), posonlyargs=[],
                             vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
         body=unpack + prologue + rev + [back_return],
         decorator_list=[], returns=None, type_comment=None, type_params=[])
