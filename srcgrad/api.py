@@ -6,6 +6,7 @@ import threading
 import numpy
 
 from srcgrad import runtime
+from srcgrad.grad_mode import check_grad_enabled
 from srcgrad.pipeline import compile_gradient
 from srcgrad.transform.inline import still_resolves
 
@@ -34,6 +35,9 @@ def _wrt_key(wrt):
 
 
 def _check_differentiable(name, value):
+    kind = type(value)
+    if kind is float or (kind is numpy.ndarray and value.dtype.kind == "f"):
+        return
     if isinstance(value, (bool, numpy.bool_)) or isinstance(value, (int, numpy.integer)):
         raise TypeError(
             f"srcgrad: cannot differentiate with respect to {name!r}: it is an integer or boolean "
@@ -54,6 +58,10 @@ def _is_scalar(value):
 
 
 def _default_seed(out):
+    if type(out) is float:
+        return 1.0
+    if type(out) is numpy.ndarray and out.size == 1 and out.dtype.kind == "f":
+        return numpy.ones(out.shape, out.dtype)
     if not _is_scalar(out):
         raise ValueError(
             "grad can be implicitly created only for scalar outputs: the output has shape "
@@ -114,7 +122,11 @@ class GradFunction:
 
     @property
     def compiled(self):
-        return _compiled(self.fn, self.wrt, self.hook_names)
+        found = self.__dict__.get("_compiled")
+        if found is None or (found.deps and not still_resolves(found.deps)):
+            found = self._compiled = _compiled(self.fn, self.wrt, self.hook_names)
+            self._plan = _CallPlan(self.fn, found)
+        return found
 
     def _backward(self, compiled, seed, saved):
         if self.hook_names:
@@ -133,17 +145,12 @@ class GradFunction:
         return compose_gradient(self.compiled, isinstance(self.wrt, (tuple, list)))
 
     def _inputs(self, compiled, args, kwargs):
-        import inspect
-        sig = inspect.signature(self.fn)
-        bound = sig.bind(*args, **kwargs)
-        bound.apply_defaults()
-        return bound.arguments
+        return self._plan.inputs(args, kwargs)
 
     def __call__(self, *args, grad_outputs=None, **kwargs):
-        from srcgrad.grad_mode import check_grad_enabled
         check_grad_enabled()
         compiled = self.compiled
-        inputs = self._inputs(compiled, args, kwargs)
+        inputs = self._plan.inputs(args, kwargs)
         for name in compiled.wrt:
             if name in inputs:
                 _check_differentiable(name, inputs[name])
@@ -155,6 +162,24 @@ class GradFunction:
         if self.preserve_result:
             return out, result
         return result
+
+
+class _CallPlan:
+    """What a call needs to know about the parameters, prepared once per gradient."""
+
+    def __init__(self, fn, compiled):
+        import inspect
+        self.signature = inspect.signature(fn)
+        params = list(self.signature.parameters.values())
+        self.positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        self.simple = len(self.positional) == len(params) and all(p.default is p.empty for p in params)
+
+    def inputs(self, args, kwargs):
+        if self.simple and not kwargs and len(args) == len(self.positional):
+            return dict(zip(self.positional, args))
+        bound = self.signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        return bound.arguments
 
 
 def _finish(compiled, grads, inputs, out, allow_unused, materialize_grads):
@@ -172,10 +197,9 @@ def _finish(compiled, grads, inputs, out, allow_unused, materialize_grads):
                 f"srcgrad: {name!r} appears not to have been used in computing the output "
                 f"(its gradient is undefined). Set allow_unused=True if this is the desired "
                 f"behavior (or materialize_grads=True for zeros).")
-        if like is not None:
+        if like is not None and not (type(g) is type(like) is numpy.ndarray and g.shape == like.shape
+                                     and g.dtype == like.dtype):
             g = runtime.materialize(g, like)
-        elif hasattr(g, "dtype") or isinstance(g, float):
-            pass
         finished.append(g)
     return tuple(finished)
 
@@ -264,7 +288,6 @@ def vjp(fn, wrt=0, *, allow_unused=False, materialize_grads=False, hooks=None):
     gfn = GradFunction(fn, wrt, allow_unused, materialize_grads, hooks=hooks)
 
     def run(*args, **kwargs):
-        from srcgrad.grad_mode import check_grad_enabled
         check_grad_enabled()
         compiled = gfn.compiled
         inputs = gfn._inputs(compiled, args, kwargs)

@@ -420,7 +420,8 @@ def _check_result(cls, ctx, result):
             result = result[:n_in]
         else:
             raise BackwardError(
-                f"{name}.backward returned {len(result)} gradients, but {name}.forward takes "
+                f"{name}.backward returned {len(result)} gradient{'' if len(result) == 1 else 's'}, "
+                f"but {name}.forward takes "
                 f"{n_in} inputs: return one gradient per forward input (None for an input "
                 "that needs none)")
     names = None
