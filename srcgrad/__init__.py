@@ -10,11 +10,13 @@ The gradient of your function is a Python program you can read:
 
 from srcgrad import rules as _rules
 from srcgrad.api import active_variables, function, grad, source, value_and_grad, vjp
+from srcgrad.custom_function import BackwardError, Function, FunctionCtx, once_differentiable
 from srcgrad.errors import (GradcheckError, NonDifferentiableError, SourceNotFoundError,
                             SrcgradError, UnsupportedError)
 from srcgrad.grad_mode import (detach, enable_grad, is_grad_enabled, no_grad, register_hook,
                                set_grad_enabled, stop_gradient)
 from srcgrad.rules import user_adjoint as adjoint
+from srcgrad.testing import gradcheck, gradgradcheck
 
 _rules._load_builtin_rules()
 
@@ -23,7 +25,8 @@ __version__ = "0.1.0"
 __all__ = [
     "grad", "value_and_grad", "vjp", "source", "active_variables", "function",
     "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "detach", "stop_gradient",
-    "register_hook", "adjoint",
+    "register_hook", "adjoint", "Function", "FunctionCtx", "once_differentiable", "BackwardError",
+    "gradcheck", "gradgradcheck",
     "SrcgradError", "UnsupportedError", "NonDifferentiableError", "SourceNotFoundError",
     "GradcheckError",
 ]

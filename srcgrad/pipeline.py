@@ -126,10 +126,17 @@ def compose_gradient(compiled, many):
         UnsupportedError: the gradient records a tape (loops, rebinding) or
             writes into arrays in place; differentiating those is not supported yet.
     """
+    from srcgrad.custom_function import is_once_differentiable
     from srcgrad.errors import UnsupportedError
     import copy as _copy
     forward, backward = (_copy.deepcopy(t) for t in compiled.meta["trees"])
     info, bindings = compiled.meta["load"]
+    once = [c for c in compiled.meta.get("functions", ()) if is_once_differentiable(c)]
+    if once:
+        raise UnsupportedError(
+            f"{once[0].__name__}.backward is marked once_differentiable: its gradient cannot be "
+            f"differentiated again", info.filename, info.first_lineno,
+            hint="Remove @once_differentiable if the backward is itself differentiable code.")
     if compiled.meta["uses_tape"] or compiled.meta["mutates_saved"] or compiled.meta["tuple_output"]:
         raise UnsupportedError(
             f"the gradient of {info.fn.__qualname__} uses a tape (loops, rebinding or indexed "

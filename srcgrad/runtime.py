@@ -1325,3 +1325,8 @@ def function_backward(cls, ctx, grad_outputs):
     """Run a custom srcgrad.Function's backward; one gradient per forward input."""
     from srcgrad.custom_function import function_backward as run
     return run(cls, ctx, grad_outputs)
+
+
+def or_zero(g):
+    """A gradient a custom backward returned, with None read as "no gradient" (0.0)."""
+    return 0.0 if g is None else g

@@ -24,6 +24,7 @@ import inspect
 import gast
 
 from srcgrad import anno, grad_mode, rules, templates
+from srcgrad.transform import optimize
 from srcgrad.analysis.activity import names_in, primitive_of
 from srcgrad.errors import NonDifferentiableError, UnsupportedError
 from srcgrad.rules import Attribute, Method
@@ -70,6 +71,7 @@ class ReverseAD:
         self.bindings = {}
         self.copied_params = set()
         self.flag = None
+        self.functions = set()  # custom Function classes applied in the function
         self.hooks = {}  # primal name -> hook expressions, called with its complete gradient
         for stmt in gast.walk(node):
             call = stmt.value if isinstance(stmt, (gast.Expr, gast.Assign)) else None
@@ -236,6 +238,7 @@ class ReverseAD:
         call = s.value
         if call.keywords:
             raise self.error(origin, UnsupportedError, f"{cls.__name__}.apply takes positional arguments only")
+        self.functions.add(cls)
         ctx = self.namer.new(f"{cls.__name__}_ctx")
         flags = gast.Tuple(elts=[gast.Constant(value=self._any_needed(a), kind=None) for a in call.args],
                            ctx=gast.Load())
@@ -257,7 +260,7 @@ class ReverseAD:
         if target in self.act.saved:
             rev += replace(f"{dt} = 0.0") + restore
         for k in needed:
-            rev += self.flagged(self.accumulate(call.args[k], replace_expr(f"{grads}[{k}]")))
+            rev += self.flagged(self.accumulate(call.args[k], replace_expr(f"rt.or_zero({grads}[{k}])")))
         return _tag(fwd, origin), _tag(rev, origin)
 
     def guarded(self, value, dt, contribs):
@@ -604,11 +607,11 @@ def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=()):
         names the generated code needs), ``outputs`` (returned names or None per
         output), ``tuple_output`` and ``unused`` (wrt names with no gradient).
     """
+    taken_before = set(namer.taken)
     ad = ReverseAD(node, info, activity, namer, wrt, fixed, hook_names)
     body = node.body[:-1]
     ret = node.body[-1]
     fwd, rev = ad.block(body)
-    fwd, rev, uses_tape = prune_tape(fwd, rev)
 
     tuple_output = isinstance(ret.value, gast.Tuple)
     outputs = list(ret.value.elts) if tuple_output else [ret.value]
@@ -657,12 +660,18 @@ def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=()):
             unused.append(w)
             results.append(gast.Constant(value=None, kind=None))
 
+    back_return = gast.Return(value=gast.Tuple(elts=results, ctx=gast.Load()))
+    rev = prologue + rev + [back_return]
+    generated = (set(namer.taken) - taken_before - primal_names) | set(ad.adjoints.values())
+    optimize.transform(rev, set(ad.adjoints.values()), generated)
+    fwd, rev, uses_tape = prune_tape(fwd, rev)
+
     uses_xp = any(isinstance(n, gast.Name) and n.id == fixed["xp"] for s in rev for n in gast.walk(s))
     rev_reads = _loads(rev) | set()
     saved_names = sorted(n for n in rev_reads if n in primal_names)
     if uses_xp:
         args = ", ".join([seed] + [p for p in activity.params if p in saved_names])
-        prologue += replace(f"{fixed['xp']} = rt.namespace({args})")
+        rev = replace(f"{fixed['xp']} = rt.namespace({args})") + rev
 
     tape_stmts_fwd = replace("tape = []\npush = tape.append") if uses_tape else []
     needs_init = set()
@@ -694,16 +703,16 @@ def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=()):
         unpack += replace(f"{pack}{',' if len(saved_tuple) == 1 else ''} = saved")
     if uses_tape:
         unpack += replace("pop = tape.pop")
-    back_return = gast.Return(value=gast.Tuple(elts=results, ctx=gast.Load()))
     backward = gast.FunctionDef(
         name=f"{name_prefix}_backward",
         args=gast.arguments(args=[name(seed, False), name("saved", False)]
                             + ([name("hooks", False)] if hook_names else []), posonlyargs=[],
                             vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
-        body=unpack + prologue + rev + [back_return],
+        body=unpack + rev,
         decorator_list=[], returns=None, type_comment=None, type_params=[])
     for a in backward.args.args:
         a.ctx = gast.Param()
     meta = {"bindings": ad.bindings, "tuple_output": tuple_output, "unused": unused,
-            "n_outputs": len(outputs), "uses_tape": uses_tape, "mutates_saved": bool(mutated)}
+            "n_outputs": len(outputs), "uses_tape": uses_tape, "mutates_saved": bool(mutated),
+            "functions": tuple(ad.functions)}
     return forward, backward, meta

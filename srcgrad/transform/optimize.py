@@ -1,0 +1,157 @@
+"""Optimizations of the backward sweep; each reports whether it changed anything.
+
+Requires the backward FunctionDef built by reverse.py. Run to a fixed point by
+``transform``:
+
+* first contribution assigns: ``dx = 0.0 ... dx = dx + g`` becomes ``dx = g``
+  when nothing reads ``dx`` in between (no zero array is ever added);
+* dead adjoint elimination: an adjoint (or reverse-sweep temporary) that is
+  assigned and never read again is not computed.
+
+Pops, hooks, custom Function backwards and in-place helpers are never removed:
+they have effects beyond their target.
+
+    dx = 0.0                           dx = rt.unbroadcast(dz * w, x)
+    dx = dx + rt.unbroadcast(dz * w, x)   becomes    (and the zero is gone)
+"""
+
+import gast
+
+from srcgrad import anno
+from srcgrad.analysis.activity import names_in
+
+Static = anno.Static
+
+# Runtime helpers that change one of their arguments or call user code.
+_EFFECTFUL = {"add_at", "zero_grad_at", "run_hook", "function_backward", "seq_pop"}
+
+
+def _loads(node):
+    return names_in(node)
+
+
+def _stores(node):
+    return {n.id for n in gast.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
+
+
+def _is_zero(value):
+    return isinstance(value, gast.Constant) and value.value == 0.0 and type(value.value) is float
+
+
+def _pure(value):
+    for n in gast.walk(value):
+        if isinstance(n, gast.Call):
+            func = n.func
+            if isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name) \
+                    and func.value.id in ("rt", "xp"):
+                if func.attr in _EFFECTFUL:
+                    return False
+                continue
+            if isinstance(func, gast.Attribute) and func.attr in ("reshape", "sum", "T", "astype",
+                                                                   "transpose", "copy", "conj"):
+                continue
+            return False
+    return True
+
+
+def _inplace_targets(body):
+    """Adjoints updated in place by runtime helpers: they must own their memory."""
+    found = set()
+    for n in gast.walk(gast.Module(body=body, type_ignores=[])):
+        if isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute) and n.func.attr in _EFFECTFUL \
+                and n.args and isinstance(n.args[0], gast.Name):
+            found.add(n.args[0].id)
+    return found
+
+
+def fold_first_contributions(body, candidates, inplace):
+    """``d = 0.0`` followed (as the next use of ``d``) by ``d = d + g`` becomes ``d = g``."""
+    changed = False
+    for field_owner in _blocks(body):
+        block = field_owner
+        k = 0
+        while k < len(block):
+            s = block[k]
+            if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name) and _is_zero(s.value):
+                d = s.targets[0].id
+                if d in candidates and d not in inplace:
+                    for j in range(k + 1, len(block)):
+                        nxt = block[j]
+                        if d not in _loads(nxt) and d not in _stores(nxt):
+                            continue
+                        value = getattr(nxt, "value", None)
+                        if isinstance(nxt, gast.Assign) and isinstance(nxt.targets[0], gast.Name) \
+                                and nxt.targets[0].id == d and isinstance(value, gast.BinOp) \
+                                and isinstance(value.op, gast.Add) and isinstance(value.left, gast.Name) \
+                                and value.left.id == d and d not in _loads(value.right):
+                            nxt.value = value.right
+                            del block[k]
+                            changed = True
+                            k -= 1
+                        break
+            k += 1
+    return changed
+
+
+def _blocks(body):
+    yield body
+    for s in body:
+        for field in ("body", "orelse"):
+            inner = getattr(s, field, None)
+            if isinstance(inner, list) and inner:
+                yield from _blocks(inner)
+
+
+def eliminate_dead(body, removable, live_out):
+    """Drop pure assignments to ``removable`` names that nothing reads afterwards."""
+    changed = [False]
+
+    def block(stmts, live):
+        live = set(live)
+        kept = []
+        for s in reversed(stmts):
+            if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name) \
+                    and s.targets[0].id in removable and s.targets[0].id not in live \
+                    and _pure(s.value) and anno.getanno(s, Static.TAPE) is None:
+                changed[0] = True
+                continue
+            if isinstance(s, gast.If):
+                body_live = block_in_place(s, "body", live)
+                else_live = block_in_place(s, "orelse", live)
+                live = body_live | else_live | _loads(s.test)
+            elif isinstance(s, (gast.For, gast.While)):
+                # Whatever the loop reads stays live across all of it (values carried between
+                # iterations); a store nothing reads is still dead.
+                used = _loads(s)
+                block_in_place(s, "body", live | used)
+                live = live | used
+            else:
+                if isinstance(s, gast.Assign):
+                    live -= {t.id for t in s.targets if isinstance(t, gast.Name)}
+                live |= _loads(s)
+            kept.append(s)
+        stmts[:] = list(reversed(kept))
+        return live
+
+    def block_in_place(node, field, live):
+        inner = getattr(node, field)
+        if not inner:
+            return set(live)
+        result = block(inner, live)
+        if field == "body" and not inner:
+            inner.append(gast.Pass())
+        return result
+
+    block(body, live_out)
+    return changed[0]
+
+
+def transform(body, adjoint_names, generated):
+    """Optimize the backward sweep's statements ``body`` in place, to a fixed point."""
+    removable = set(adjoint_names) | set(generated)
+    changed = True
+    while changed:
+        inplace = _inplace_targets(body)
+        changed = fold_first_contributions(body, set(adjoint_names), inplace)
+        changed |= eliminate_dead(body, removable, set())
+    return body
