@@ -1330,3 +1330,9 @@ def function_backward(cls, ctx, grad_outputs):
 def or_zero(g):
     """A gradient a custom backward returned, with None read as "no gradient" (0.0)."""
     return 0.0 if g is None else g
+
+
+def check_unshared(value, other, error):
+    """Raise ``error`` if ``value += ...`` would update an array that ``other`` shares."""
+    if is_array(value) and is_array(other) and namespace(value).may_share_memory(value, other):
+        raise error

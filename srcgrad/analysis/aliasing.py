@@ -87,10 +87,10 @@ def check(node, info, display=lambda name: name):
         for base in shared & set(writes):
             if base == alias:
                 continue
-            _refuse(writes[base][0], info, display(base), display(alias), s)
+            _refuse(writes[base][0], info, base, alias, s, display)
         if alias in writes and shared - {alias} and not anno.getanno(s, Static.AUGMENTED):
             other = sorted(shared - {alias})[0]
-            _refuse(writes[alias][0], info, display(alias), display(other), s)
+            _refuse(writes[alias][0], info, alias, other, s, display)
         if isinstance(value, gast.Subscript) and isinstance(value.value, gast.Name) \
                 and value.value.id in writes and value.value.id != alias:
             base = value.value.id
@@ -100,17 +100,30 @@ def check(node, info, display=lambda name: name):
                 if q <= p:
                     continue
                 if any(alias in _loads(later) for later in stmts[q + 1:]):
-                    _refuse(w, info, display(base), display(alias), s)
+                    _refuse(w, info, base, alias, s, display)
 
 
-def _refuse(write, info, base, alias, alias_stmt):
+def _refuse(write, info, base, alias, alias_stmt, display):
+    """Stop at ``write``; for ``v += y`` only when it runs on an array that really is shared.
+
+    ``v += y`` updates an array in place but merely rebinds a number, and which
+    one ``v`` holds is known only at run time: the forward sweep checks it then.
+    """
     origin = anno.getanno(write, Static.ORIGIN)
     where = anno.getanno(alias_stmt, Static.ORIGIN)
     line = f" (line {where.lineno}: {where.source_line.strip()})" if where is not None else ""
-    message = (f"this in-place update of {base!r} would also change {alias!r}, which shares its "
-               f"memory{line}; srcgrad differentiates values, so it refuses rather than guess")
-    hint = (f"Give {base!r} memory of its own before writing into it, e.g. {base} = {base}.copy(), "
-            f"or take {alias!r} as a copy.")
+    message = (f"this in-place update of {display(base)!r} would also change {display(alias)!r}, which "
+               f"shares its memory{line}; srcgrad differentiates values, so it refuses rather than guess")
+    hint = (f"Give {display(base)!r} memory of its own before writing into it, e.g. "
+            f"{display(base)} = {display(base)}.copy(), or take {display(alias)!r} as a copy.")
     if origin is None:
-        raise UnsupportedError(message, info.filename, hint=hint)
-    raise origin.error(UnsupportedError, message, hint)
+        error = UnsupportedError(message, info.filename, hint=hint)
+    else:
+        error = origin.error(UnsupportedError, message, hint)
+    if anno.getanno(write, Static.AUGMENTED):
+        checks = anno.getanno(write, Static.ALIAS_CHECK) or []
+        other = alias if alias != write.targets[0].id else base
+        checks.append((other, error))
+        anno.setanno(write, Static.ALIAS_CHECK, checks)
+        return
+    raise error

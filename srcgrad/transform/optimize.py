@@ -103,47 +103,92 @@ def _blocks(body):
 
 
 def eliminate_dead(body, removable, live_out):
-    """Drop pure assignments to ``removable`` names that nothing reads afterwards."""
+    """Drop pure assignments to ``removable`` names that nothing reads afterwards.
+
+    Liveness runs backwards over the statements; a loop is iterated to a fixed
+    point over its back edge before anything inside it is removed.
+    """
     changed = [False]
 
-    def block(stmts, live):
+    def dead(s, live):
+        return (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
+                and s.targets[0].id in removable and s.targets[0].id not in live
+                and _pure(s.value) and anno.getanno(s, Static.TAPE) is None)
+
+    def block(stmts, live, remove):
         live = set(live)
         kept = []
         for s in reversed(stmts):
-            if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name) \
-                    and s.targets[0].id in removable and s.targets[0].id not in live \
-                    and _pure(s.value) and anno.getanno(s, Static.TAPE) is None:
-                changed[0] = True
+            if dead(s, live):
+                if remove:
+                    changed[0] = True
+                    continue
+                kept.append(s)
                 continue
             if isinstance(s, gast.If):
-                body_live = block_in_place(s, "body", live)
-                else_live = block_in_place(s, "orelse", live)
+                body_live = block(s.body, live, remove)
+                else_live = block(s.orelse, live, remove) if s.orelse else set(live)
+                if remove and not s.body:
+                    s.body.append(gast.Pass())
                 live = body_live | else_live | _loads(s.test)
             elif isinstance(s, (gast.For, gast.While)):
-                # Whatever the loop reads stays live across all of it (values carried between
-                # iterations); a store nothing reads is still dead.
-                used = _loads(s)
-                block_in_place(s, "body", live | used)
-                live = live | used
+                head = _loads(s.iter) if isinstance(s, gast.For) else _loads(s.test)
+                loop_live = set(live) | head
+                while True:
+                    entry = block(s.body, loop_live, False)
+                    grown = loop_live | entry
+                    if grown == loop_live:
+                        break
+                    loop_live = grown
+                block(s.body, loop_live, remove)
+                if remove and not s.body:
+                    s.body.append(gast.Pass())
+                live = loop_live
+                if isinstance(s, gast.For):
+                    live = live - _stores(s.target) | head
             else:
                 if isinstance(s, gast.Assign):
                     live -= {t.id for t in s.targets if isinstance(t, gast.Name)}
                 live |= _loads(s)
             kept.append(s)
-        stmts[:] = list(reversed(kept))
+        if remove:
+            stmts[:] = list(reversed(kept))
         return live
 
-    def block_in_place(node, field, live):
-        inner = getattr(node, field)
-        if not inner:
-            return set(live)
-        result = block(inner, live)
-        if field == "body" and not inner:
-            inner.append(gast.Pass())
-        return result
-
-    block(body, live_out)
+    block(body, live_out, True)
     return changed[0]
+
+
+def fold_loop_carried(body, candidates, inplace):
+    """Inside a loop, ``d = d + g`` as the first use of ``d`` becomes ``d = g`` when
+    ``d`` is zero on entry and reset to zero at the end of every iteration."""
+    changed = False
+    for block in _blocks(body):
+        for k, loop in enumerate(block):
+            if not isinstance(loop, (gast.For, gast.While)):
+                continue
+            inner = loop.body
+            for d in candidates - inplace:
+                first = next((s for s in inner if d in _loads(s) or d in _stores(s)), None)
+                last = next((s for s in reversed(inner) if d in _loads(s) or d in _stores(s)), None)
+                if first is None or first is last:
+                    continue
+                value = getattr(first, "value", None)
+                if not (isinstance(first, gast.Assign) and isinstance(first.targets[0], gast.Name)
+                        and first.targets[0].id == d and isinstance(value, gast.BinOp)
+                        and isinstance(value.op, gast.Add) and isinstance(value.left, gast.Name)
+                        and value.left.id == d and d not in _loads(value.right)):
+                    continue
+                if not (isinstance(last, gast.Assign) and isinstance(last.targets[0], gast.Name)
+                        and last.targets[0].id == d and _is_zero(last.value)):
+                    continue
+                before = next((s for s in reversed(block[:k]) if d in _loads(s) or d in _stores(s)), None)
+                if not (isinstance(before, gast.Assign) and isinstance(before.targets[0], gast.Name)
+                        and before.targets[0].id == d and _is_zero(before.value)):
+                    continue
+                first.value = value.right
+                changed = True
+    return changed
 
 
 def transform(body, adjoint_names, generated):
@@ -153,5 +198,6 @@ def transform(body, adjoint_names, generated):
     while changed:
         inplace = _inplace_targets(body)
         changed = fold_first_contributions(body, set(adjoint_names), inplace)
+        changed |= fold_loop_carried(body, set(adjoint_names), inplace)
         changed |= eliminate_dead(body, removable, set())
     return body

@@ -191,6 +191,10 @@ class ReverseAD:
     def visit_assign(self, s, target, origin):
         saved = target in self.act.saved
         fwd = [_push(name(target), origin, target)] if saved else []
+        for other, error in anno.getanno(s, Static.ALIAS_CHECK) or ():
+            error_name = self.namer.new("aliasing_error")
+            self.bindings[error_name] = error
+            fwd += replace(f"rt.check_unshared({target}, {other}, {error_name})")
         fwd.append(s)
         restore = replace(f"{target} = pop()") if saved else []
         if restore:
