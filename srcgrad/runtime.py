@@ -75,7 +75,7 @@ def unbroadcast(g, x):
     Free when the shapes already match; a scalar ``g`` is returned as it is and
     broadcast later, when it is added to an array.
     """
-    shape = getattr(x, "shape", ())
+    shape = x if type(x) is tuple else getattr(x, "shape", ())
     gshape = getattr(g, "shape", ())
     if gshape == shape or not gshape:
         return g
@@ -100,11 +100,11 @@ def normalize_axis(axis, ndim):
 
 
 def unreduce(g, x, axis=None, keepdims=False):
-    """Broadcast the gradient of a reduction over ``axis`` back to ``x``'s shape."""
-    shape = getattr(x, "shape", ())
+    """Broadcast the gradient of a reduction over ``axis`` back to ``x``'s shape (or a shape)."""
+    shape = x if type(x) is tuple else getattr(x, "shape", ())
     if not shape:
         return g
-    xp = namespace(x, g)
+    xp = namespace(g) if type(x) is tuple else namespace(x, g)
     if not keepdims and axis is not None and getattr(g, "ndim", 0):
         g = xp.expand_dims(g, normalize_axis(axis, len(shape)))
     elif not keepdims and axis is not None:

@@ -595,6 +595,34 @@ def _top_level_bound(body):
     return bound
 
 
+_SHAPE_READERS = {"unbroadcast": 1, "unreduce": 1}
+
+
+def _shape_only(rev, primal_names):
+    """Primal names the reverse sweep reads only for their shape (``rt.unbroadcast(g, x)``).
+
+    The forward sweep saves their shapes instead of the arrays, so the tape
+    does not keep intermediate results alive that the adjoint never reads.
+    """
+    shape_uses, other_uses = set(), set()
+    for s in _walk_stmts(rev):
+        if _tape_key(s) is not None:
+            continue
+        for node in gast.walk(s):
+            if isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) \
+                    and isinstance(node.func.value, gast.Name) and node.func.value.id == "rt" \
+                    and node.func.attr in _SHAPE_READERS:
+                k = _SHAPE_READERS[node.func.attr]
+                if len(node.args) > k and isinstance(node.args[k], gast.Name):
+                    shape_uses.add(node.args[k].id)
+                    node.args[k]._srcgrad_shape_use = True
+        for node in gast.walk(s):
+            if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Load) \
+                    and not getattr(node, "_srcgrad_shape_use", False):
+                other_uses.add(node.id)
+    return (shape_uses - other_uses) & primal_names
+
+
 def _copy_mutated(value, mutated):
     if isinstance(value, gast.Name) and value.id in mutated:
         return replace_expr("rt.save(V)", V=value.id)
@@ -670,6 +698,11 @@ def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=()):
     optimize.transform(rev, set(ad.adjoints.values()), generated)
     fwd, rev, uses_tape = prune_tape(fwd, rev)
 
+    shape_only = _shape_only(rev, primal_names)
+    for s in _walk_stmts(fwd):
+        if _tape_key(s) in shape_only:
+            s.value.args[0] = replace_expr("rt.shape_of(V)", V=_tape_key(s))
+
     uses_xp = any(isinstance(n, gast.Name) and n.id == fixed["xp"] for s in rev for n in gast.walk(s))
     rev_reads = _loads(rev) | set()
     saved_names = sorted(n for n in rev_reads if n in primal_names)
@@ -693,8 +726,9 @@ def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=()):
     # The reverse sweep restores arrays and lists it wrote into; the caller gets its own copy.
     mutated = {k[1] for k in (_tape_key(s) for s in _walk_stmts(rev)) if isinstance(k, tuple)}
     out_expr = _copy_mutated(ret.value, mutated)
-    fwd_return = gast.Return(value=gast.Tuple(elts=[out_expr, replace_expr(f"({pack}{',' if len(saved_tuple) == 1 else ''})")],
-                                              ctx=gast.Load()))
+    packed = gast.Tuple(elts=[replace_expr(f"rt.shape_of({n})") if n in shape_only else name(n)
+                              for n in saved_tuple], ctx=gast.Load())
+    fwd_return = gast.Return(value=gast.Tuple(elts=[out_expr, packed], ctx=gast.Load()))
     forward = gast.FunctionDef(
         name=f"{name_prefix}_forward", args=copy.deepcopy(node.args),
         body=tape_stmts_fwd + copies + init + fwd + [fwd_return],
