@@ -15,7 +15,9 @@ _cache_lock = threading.Lock()
 
 
 def _compiled(fn, wrt, hook_names=()):
-    key = (fn.__code__, _closure_key(fn), id(fn.__globals__), _wrt_key(wrt), hook_names)
+    from srcgrad import pipeline
+    key = (fn.__code__, _closure_key(fn), id(fn.__globals__), _wrt_key(wrt), hook_names,
+           pipeline.OPTIMIZE)
     found = _cache.get(key)
     if found is None or (found.deps and not still_resolves(found.deps)):
         with _cache_lock:

@@ -11,6 +11,10 @@ from srcgrad.naming import Namer
 from srcgrad.parse import parse_function
 from srcgrad.transform import anf, canonicalize, fence, inline, reverse
 
+# Optimization passes on the backward sweep (transform/optimize.py, shape-only saving).
+# Turned off only by tests that check optimized and unoptimized code agree.
+OPTIMIZE = True
+
 # Names the generated code uses for itself; a user's variable of that name is renamed.
 RESERVED = ("rt", "xp", "tape", "push", "pop", "saved", "hooks", "_")
 
@@ -100,7 +104,7 @@ def compile_gradient(fn, wrt, hook_names=()):
         if hooked not in user_locals:
             raise ValueError(f"srcgrad: hooks names {hooked!r}, which is not a variable of {fn.__qualname__}")
     forward, backward, meta = reverse.build(node, info, act, namer, names, fixed, node.name,
-                                            tuple(sorted(hook_names)))
+                                            tuple(sorted(hook_names)), optimized=OPTIMIZE)
     forward.body = emit.comment_blocks(forward.body, "", 2)
     backward.body = emit.comment_blocks(backward.body, "grad of: ", 1)
     source = emit.to_source([forward, backward])

@@ -519,3 +519,18 @@ def test_generator_renders_valid_python():
 
     run()
     assert len(seen) == 100
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, database=None,
+          suppress_health_check=list(HealthCheck))
+@given(programs(), inputs)
+def test_random_programs_unoptimized(program, args):
+    # The optimizer must not change any gradient: the same programs without it.
+    from srcgrad import pipeline
+    previous = pipeline.OPTIMIZE
+    pipeline.OPTIMIZE = False
+    try:
+        source, name = program
+        check_program(source, name, args)
+    finally:
+        pipeline.OPTIMIZE = previous

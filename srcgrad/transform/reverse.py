@@ -631,7 +631,7 @@ def _copy_mutated(value, mutated):
     return value
 
 
-def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=()):
+def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), optimized=True):
     """The forward and backward FunctionDefs for FunctionDef ``node``.
 
     Returns:
@@ -695,10 +695,11 @@ def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=()):
     back_return = gast.Return(value=gast.Tuple(elts=results, ctx=gast.Load()))
     rev = prologue + rev + [back_return]
     generated = (set(namer.taken) - taken_before - primal_names) | set(ad.adjoints.values())
-    optimize.transform(rev, set(ad.adjoints.values()), generated)
+    if optimized:
+        optimize.transform(rev, set(ad.adjoints.values()), generated)
     fwd, rev, uses_tape = prune_tape(fwd, rev)
 
-    shape_only = _shape_only(rev, primal_names)
+    shape_only = _shape_only(rev, primal_names) if optimized else set()
     for s in _walk_stmts(fwd):
         if _tape_key(s) in shape_only:
             s.value.args[0] = replace_expr("rt.shape_of(V)", V=_tape_key(s))
