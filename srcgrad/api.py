@@ -7,6 +7,7 @@ import numpy
 
 from srcgrad import runtime
 from srcgrad.grad_mode import check_grad_enabled
+from srcgrad import pipeline
 from srcgrad.pipeline import compile_gradient
 from srcgrad.transform.inline import still_resolves
 
@@ -15,7 +16,6 @@ _cache_lock = threading.Lock()
 
 
 def _compiled(fn, wrt, hook_names=()):
-    from srcgrad import pipeline
     key = (fn.__code__, _closure_key(fn), id(fn.__globals__), _wrt_key(wrt), hook_names,
            pipeline.OPTIMIZE)
     found = _cache.get(key)
@@ -113,21 +113,30 @@ class GradFunction:
         if isinstance(fn, GradFunction):
             fn = fn.as_function()
         self.fn = fn
-        self.hooks = dict(hooks or {})
-        self.hook_names = tuple(sorted(self.hooks))
+        self.hooks = dict(hooks) if hooks else {}
+        self.hook_names = tuple(sorted(self.hooks)) if hooks else ()
         self.wrt = wrt
         self.allow_unused = allow_unused
         self.materialize_grads = materialize_grads
         self.preserve_result = preserve_result
-        self.__name__ = f"grad_{getattr(fn, '__name__', 'f')}"
-        self.__doc__ = f"Gradient of {getattr(fn, '__qualname__', fn)} with respect to {wrt!r}."
+
+    @property
+    def __name__(self):
+        return f"grad_{getattr(self.fn, '__name__', 'f')}"
+
+    @property
+    def __doc__(self):
+        return f"Gradient of {getattr(self.fn, '__qualname__', self.fn)} with respect to {self.wrt!r}."
 
     @property
     def compiled(self):
         found = self.__dict__.get("_compiled")
         if found is None or (found.deps and not still_resolves(found.deps)):
             found = self._compiled = _compiled(self.fn, self.wrt, self.hook_names)
-            self._plan = _CallPlan(self.fn, found)
+            plan = found.meta.get("plan")
+            if plan is None:
+                plan = found.meta["plan"] = _CallPlan(self.fn, found)
+            self._plan = plan
         return found
 
     def _backward(self, compiled, seed, saved):

@@ -37,10 +37,15 @@ class _Substitute(gast.NodeTransformer):
         return new
 
 
+_TEMPLATES = {}
+
+
 def replace(template, **subs):
     """Statements of ``template`` with names substituted."""
-    module = gast.parse(textwrap.dedent(template))
-    body = [_Substitute(subs).visit(s) for s in module.body]
+    parsed = _TEMPLATES.get(template)
+    if parsed is None:
+        parsed = _TEMPLATES[template] = gast.parse(textwrap.dedent(template)).body
+    body = [_Substitute(subs).visit(copy.deepcopy(s)) for s in parsed]
     return body
 
 

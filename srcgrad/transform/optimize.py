@@ -26,12 +26,32 @@ Static = anno.Static
 _EFFECTFUL = {"add_at", "zero_grad_at", "run_hook", "function_backward", "seq_pop"}
 
 
+_memo = {}  # id(node) -> (loads, stores), valid for one round of the passes
+
+
+def _names(node):
+    key = id(node)
+    found = _memo.get(key)
+    if found is None or found[0] is not node:
+        loads, stores = set(), set()
+        for n in gast.walk(node):
+            if isinstance(n, gast.Name):
+                (stores if isinstance(n.ctx, gast.Store) else loads).add(n.id)
+        found = _memo[key] = (node, loads, stores)
+    return found
+
+
 def _loads(node):
-    return names_in(node)
+    return _names(node)[1]
 
 
 def _stores(node):
-    return {n.id for n in gast.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
+    return _names(node)[2]
+
+
+def _refs(node):
+    _, loads, stores = _names(node)
+    return loads | stores
 
 
 def _is_zero(value):
@@ -77,7 +97,7 @@ def fold_first_contributions(body, candidates, inplace):
                 if d in candidates and d not in inplace:
                     for j in range(k + 1, len(block)):
                         nxt = block[j]
-                        if d not in _loads(nxt) and d not in _stores(nxt):
+                        if d not in _refs(nxt):
                             continue
                         value = getattr(nxt, "value", None)
                         if isinstance(nxt, gast.Assign) and isinstance(nxt.targets[0], gast.Name) \
@@ -168,10 +188,14 @@ def fold_loop_carried(body, candidates, inplace):
             if not isinstance(loop, (gast.For, gast.While)):
                 continue
             inner = loop.body
-            for d in candidates - inplace:
-                first = next((s for s in inner if d in _loads(s) or d in _stores(s)), None)
-                last = next((s for s in reversed(inner) if d in _loads(s) or d in _stores(s)), None)
-                if first is None or first is last:
+            firsts, lasts = {}, {}
+            for s in inner:
+                for n in _refs(s):
+                    firsts.setdefault(n, s)
+                    lasts[n] = s
+            for d in (candidates - inplace) & set(firsts):
+                first, last = firsts[d], lasts[d]
+                if first is last:
                     continue
                 value = getattr(first, "value", None)
                 if not (isinstance(first, gast.Assign) and isinstance(first.targets[0], gast.Name)
@@ -182,7 +206,7 @@ def fold_loop_carried(body, candidates, inplace):
                 if not (isinstance(last, gast.Assign) and isinstance(last.targets[0], gast.Name)
                         and last.targets[0].id == d and _is_zero(last.value)):
                     continue
-                before = next((s for s in reversed(block[:k]) if d in _loads(s) or d in _stores(s)), None)
+                before = next((s for s in reversed(block[:k]) if d in _refs(s)), None)
                 if not (isinstance(before, gast.Assign) and isinstance(before.targets[0], gast.Name)
                         and before.targets[0].id == d and _is_zero(before.value)):
                     continue
@@ -196,8 +220,10 @@ def transform(body, adjoint_names, generated):
     removable = set(adjoint_names) | set(generated)
     changed = True
     while changed:
+        _memo.clear()
         inplace = _inplace_targets(body)
         changed = fold_first_contributions(body, set(adjoint_names), inplace)
         changed |= fold_loop_carried(body, set(adjoint_names), inplace)
         changed |= eliminate_dead(body, removable, set())
+    _memo.clear()
     return body
