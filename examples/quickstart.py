@@ -48,6 +48,21 @@ def fill(a):
     return out
 
 
+# PyTorch's no_grad, written in the function: `scale` is a constant.
+def scaled(x):
+    with sg.no_grad():
+        scale = np.sum(x)
+    return np.sum(x * scale)
+
+
+hook_seen = []
+
+
+def print_hook(grad):
+    print("hook on y:    dz/dy =", grad)
+    hook_seen.append(grad)
+
+
 def main():
     # A branch on the value: the gradient follows the branch taken.
     g_pos = sg.grad(abs)(np.ones(1))
@@ -82,6 +97,16 @@ def main():
     print("indexed:      out =", out, " grad =", g)
     assert_array_equal(out, [[16.0, 132.0]])
     assert_array_equal(g, [[10.0, 98.0]])
+
+    # The PyTorch-like layer (docs/pytorch.md): a no_grad block makes constants,
+    # a hook sees an intermediate's gradient during the reverse sweep.
+    x = np.array([1.0, 2.0, 3.0])
+    g = sg.grad(scaled)(x)
+    print("no_grad block: grad =", g)
+    assert_array_equal(g, np.full(3, 6.0))
+    sg.grad(mul_sum, wrt="w", hooks={"y": print_hook})(np.ones(3), np.ones(3))
+    assert len(hook_seen) == 1
+    assert_array_equal(hook_seen[0], np.ones(3))
 
     # The gradient is a program: here it is.
     print()

@@ -54,6 +54,39 @@ def mul_sum(x, w):
     return z
 
 
+# In[8]: x = V(t.ones(1), volatile=True) switched gradients off for everything
+# computed from x, even y = x * w with w.requires_grad.  srcgrad has no flags on
+# arrays: the same is said in the code, with a no_grad block (or a detach of
+# the result).  What it computes is a constant.
+def mul_volatile(x, w):
+    with sg.no_grad():
+        y = x * w
+    return y
+
+
+def mul_detached(x, w):
+    y = sg.detach(x * w)
+    return y
+
+
+# In[16]: a hook that prints y's gradient during the backward pass.  The
+# notebook registers it with y.register_hook(variable_hook); in srcgrad the
+# call is written in the function, or passed from outside as hooks={"y": ...}.
+hook_grads = []
+
+
+def variable_hook(grad):
+    print("In[16] hook: y的梯度 (y.grad) =", grad)
+    hook_grads.append(grad)
+
+
+def mul_sum_hooked(x, w):
+    y = x * w
+    sg.register_hook(y, variable_hook)
+    z = y.sum()
+    return z
+
+
 # In[18], In[19]: y = x**2 + x*2.
 def poly(x):
     y = x ** 2 + x * 2
@@ -98,8 +131,14 @@ def main():
     print("In[7]  x, w, y depend on w (requires_grad):", flags)
     assert flags == (False, True, True)
 
-    # In[8]: volatile=True (an input that switches gradients off downstream).
-    # needs issue 3 (PyTorch-like layer): sg.no_grad / sg.detach.
+    # In[8]: volatile=True: y no longer requires grad, although w does.
+    for fn in (mul_volatile, mul_detached):
+        active = sg.active_variables(fn, wrt="w")
+        flags = ("x" in active, "w" in active, "y" in active)
+        print("In[8]  volatile (%s): x, w, y requires_grad:" % fn.__name__, flags)
+        assert flags == (False, True, False)
+    # sg.detach(x) * w alone would not do: y still depends on w.  volatile
+    # "wins" over requires_grad, so it is the result that must be constant.
 
     # In[11], In[12]: gradients of the leaves x and w.
     x = np.ones(3)
@@ -117,8 +156,17 @@ def main():
     print("In[13] autograd.grad(z, y): dz/dy =", gy)
     assert_array_equal(gy, np.ones(3))
 
-    # In[16]: printing y's gradient from a hook.
-    # needs issue 3 (PyTorch-like layer): sg.register_hook / hooks={"y": fn}.
+    # In[16]: the hook prints y's gradient, [1, 1, 1], during the backward pass.
+    x = np.ones(3)
+    gx, gw = sg.grad(mul_sum_hooked, wrt=("x", "w"))(x, w)
+    assert len(hook_grads) == 1
+    assert_array_equal(hook_grads[0], np.ones(3))
+    assert_array_equal(gx, w)
+    # The same hook given from outside the function: no hook_handle.remove()
+    # is needed afterwards, it belongs to this gradient function only.
+    sg.grad(mul_sum, wrt=("x", "w"), hooks={"y": variable_hook})(x, w)
+    assert len(hook_grads) == 2
+    assert_array_equal(hook_grads[1], np.ones(3))
 
     # In[18]: backward from the scalar z.
     x = np.arange(0, 3, dtype=np.float64)

@@ -30,6 +30,23 @@ def affine_sum(a, b, w):
     return z
 
 
+# In[30]: t computed inside torch.no_grad() has no grad_fn.  In srcgrad the
+# block is written in the function: what it computes is a constant.
+def add_sum_no_grad(a, b):
+    with sg.no_grad():
+        c = a + b
+        t = c.sum()
+    return t
+
+
+# In[33]: torch.set_grad_enabled(flag), with the flag known only at run time.
+def add_sum_mode(a, b, enabled):
+    with sg.set_grad_enabled(enabled):
+        c = a + b
+        t = c.sum()
+    return t
+
+
 def main():
     # In[3] - In[6]
     a = np.full((3, 3), 1, dtype=np.float32)
@@ -95,8 +112,70 @@ def main():
     print("In[25] a.grad =\n", a_grad, sep="")
     assert_array_equal(a_grad, np.ones((2, 2)))
 
-    # In[30], In[37], In[33]: torch.no_grad() and torch.set_grad_enabled().
-    # needs issue 3 (PyTorch-like layer): sg.no_grad / sg.set_grad_enabled.
+    # In[30]: with torch.no_grad(): c = a + b; t = c.sum(); t.backward() fails
+    # with "element 0 of tensors does not require grad and does not have a
+    # grad_fn".  In srcgrad, t computed in a no_grad block is a constant, so
+    # it has no gradient with respect to a:
+    try:
+        grad_a_no_grad = sg.grad(add_sum_no_grad, wrt="a")
+        grad_a_no_grad(a, b)
+    except RuntimeError as error:
+        print("In[30] t from a no_grad block: t.backward() -> RuntimeError:", error)
+    else:
+        raise AssertionError("a gradient of a no_grad result must raise")
+    # ... and asking for a gradient while grad mode is off fails with
+    # PyTorch's own message:
+    with sg.no_grad():
+        try:
+            grad_a(a, b)
+        except RuntimeError as error:
+            print("In[30] backward inside sg.no_grad() -> RuntimeError:", error)
+            assert "element 0 of tensors does not require grad" in str(error)
+        else:
+            raise AssertionError("a gradient asked for inside no_grad must raise")
+    # c1 = a + b; t1 = c1.sum(); t1.backward(): outside the block, as usual.
+    a_grad = grad_a(a, b)
+    print("In[30] a.grad =\n", a_grad, sep="")
+    assert_array_equal(a_grad, np.ones((2, 2)))
+
+    # In[37]: "grad mode is about computing, not about backward": the graph
+    # built with grad on can be walked back inside no_grad.  A backward
+    # obtained from sg.vjp before the block still works inside it.
+    t, backward = sg.vjp(add_sum, wrt="a")(a, b)
+    with sg.no_grad():
+        a_grad = backward()
+    print("In[37] a.grad =\n", a_grad, sep="")
+    assert_array_equal(a_grad, np.ones((2, 2)))
+
+    # In[33]: set_grad_enabled(True) then set_grad_enabled(False).
+    a_grad = grad_a(a, b)                 # first backward
+    print("In[33] a.grad =\n", a_grad, sep="")
+    assert_array_equal(a_grad, np.ones((2, 2)))
+    with sg.set_grad_enabled(True):
+        a_grad = a_grad + grad_a(a, b)    # accumulates
+        print("In[33] a.grad =\n", a_grad, sep="")
+    assert_array_equal(a_grad, np.full((2, 2), 2))
+    with sg.set_grad_enabled(False):
+        try:
+            a_grad = a_grad + grad_a(a, b)
+        except RuntimeError as error:
+            print("In[33] backward with set_grad_enabled(False) -> RuntimeError:", error)
+        else:
+            raise AssertionError("a gradient asked for with grad disabled must raise")
+    print("In[33] a.grad (unchanged) =\n", a_grad, sep="")
+    assert_array_equal(a_grad, np.full((2, 2), 2))
+    assert sg.is_grad_enabled()
+
+    # The same switch inside the function, with the flag a run-time value:
+    # with it off, t is a constant and a's gradient is zero (asked for as
+    # zeros, materialize_grads=True, instead of an error).
+    grad_mode = sg.grad(add_sum_mode, wrt="a", materialize_grads=True)
+    on = grad_mode(a, b, True)
+    off = grad_mode(a, b, False)
+    print("In[33] set_grad_enabled(True) in f:  a.grad =", on.ravel())
+    print("In[33] set_grad_enabled(False) in f: a.grad =", off.ravel())
+    assert_array_equal(on, np.ones((2, 2)))
+    assert_array_equal(off, np.zeros((2, 2)))
 
 
 if __name__ == "__main__":

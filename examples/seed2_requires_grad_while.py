@@ -50,6 +50,13 @@ def square(x):
     return y
 
 
+# In[65]: with torch.no_grad(): (x ** 2).requires_grad is False.
+def square_no_grad(x):
+    with sg.no_grad():
+        y = x ** 2
+    return y
+
+
 def main():
     # In[5] - In[13]
     x = np.ones((2, 2))
@@ -106,8 +113,10 @@ def main():
     print("In[65]", "x" in active)
     print("In[65]", "y" in active)
     assert "x" in active and "y" in active
-    # ... and False for x ** 2 computed inside torch.no_grad():
-    # needs issue 3 (PyTorch-like layer): sg.no_grad.
+    # ... and False for x ** 2 computed inside a no_grad block:
+    active = sg.active_variables(square_no_grad, wrt="x")
+    print("In[65]", "y" in active)
+    assert "x" in active and "y" not in active
 
 
 if __name__ == "__main__":

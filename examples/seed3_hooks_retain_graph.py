@@ -23,17 +23,47 @@ def f(x, w):
     return z
 
 
+# hook: called with the gradient, returns nothing (so it changes nothing).
+hook_grads = []
+
+
+def variable_hook(grad):
+    print("hook梯度输出 (hook gradient output):", grad)
+    hook_grads.append(grad)
+
+
+# The same function with the hook registered in the code, as y.register_hook
+# does in the notebook.
+def f_hooked(x, w):
+    y = w * x
+    sg.register_hook(y, variable_hook)
+    z = y.sum()
+    return z
+
+
 def main():
     x = np.ones(3)
     w = np.random.default_rng(0).random(3)  # t.rand(3); the gradients do not depend on it
 
-    # The hook that prints y's gradient during backward:
-    # needs issue 3 (PyTorch-like layer): sg.register_hook / hooks={"y": fn}.
+    # The two ways to see dz/dy, side by side.
+    # 1. A hook: y.register_hook(variable_hook); z.backward(retain_graph=True).
+    #    The hook fires during the reverse sweep with y's complete gradient.
+    z, backward = sg.vjp(f_hooked, wrt="w")(x, w)
+    w_grad = backward(retain_graph=True)
+    assert len(hook_grads) == 1
+    assert_array_equal(hook_grads[0], np.ones(3))
+    assert_array_equal(w_grad, x)
+    #    The same hook passed from outside (it belongs to this gradient only,
+    #    so there is nothing to hook_handle.remove() afterwards):
+    sg.grad(f, wrt="w", hooks={"y": variable_hook})(x, w)
+    assert len(hook_grads) == 2
+    assert_array_equal(hook_grads[1], np.ones(3))
 
-    # t.autograd.grad(z, y): the gradient with respect to an intermediate.
+    # 2. t.autograd.grad(z, y): the gradient with respect to an intermediate.
     gy = sg.grad(f, wrt="y")(x, w)
-    print("autograd.grad(z, y):", gy)
+    print("autograd.grad输出 (autograd.grad(z, y)):", (gy,))
     assert_array_equal(gy, np.ones(3))
+    assert_array_equal(gy, hook_grads[0])
 
     # z.backward(retain_graph=True) twice: w.grad accumulates 1, then 2.
     z, backward = sg.vjp(f, wrt="w")(x, w)

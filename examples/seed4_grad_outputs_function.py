@@ -1,5 +1,6 @@
 """Seed notebook 4: autograd.backward, autograd.grad with grad_outputs,
-nn.Linear, and the maths of a custom Function written as a plain function.
+nn.Linear, and custom Functions (ctx.save_for_backward, ctx.saved_tensors,
+ctx.mark_non_differentiable, once_differentiable).
 
 Run: python3 examples/seed4_grad_outputs_function.py
 """
@@ -47,6 +48,60 @@ def sort_values(x):
     return sorted_x
 
 
+# The notebook's second Func, as a custom sg.Function: srcgrad does not read
+# forward or backward; the generated gradient calls backward in its reverse
+# sweep.  z is not an array: it is kept on ctx, and its gradient is None.
+class Func(sg.Function):
+    @staticmethod
+    def forward(ctx, x, y, z):
+        w = x * z
+        out = x * y + y * z + w * y
+        ctx.save_for_backward(x, y, w, out)
+        ctx.z = z  # z is not a tensor
+        return out
+
+    @staticmethod
+    @sg.once_differentiable
+    def backward(ctx, grad_out):
+        x, y, w, out = ctx.saved_tensors
+        z = ctx.z
+        gx = grad_out * (y + y * z)
+        gy = grad_out * (x + z + w)
+        gz = None
+        return gx, gy, gz
+
+
+def use_func(a, b, c):
+    d = Func.apply(a, b, c)
+    return d
+
+
+# The notebook's first Func: sort, with the indices marked non-differentiable.
+# backward still receives a gradient for idx (zeros) and must accept it.
+# torch's grad_input.index_add_(0, idx, g1) is np.add.at(grad_input, idx, g1).
+class Sort(sg.Function):
+    @staticmethod
+    def forward(ctx, x):
+        idx = np.argsort(x)
+        sorted_x = x[idx]
+        ctx.mark_non_differentiable(idx)
+        ctx.save_for_backward(x, idx)
+        return sorted_x, idx
+
+    @staticmethod
+    @sg.once_differentiable
+    def backward(ctx, g1, g2):  # still need to accept g2
+        x, idx = ctx.saved_tensors
+        grad_input = np.zeros_like(x)
+        np.add.at(grad_input, idx, g1)
+        return grad_input
+
+
+def use_sort(x):
+    sorted_x, idx = Sort.apply(x)
+    return sorted_x
+
+
 def main():
     # torch.autograd.backward(out)
     x = np.array([1.0, 2.0, 3.0])
@@ -83,9 +138,23 @@ def main():
     assert value == 18.0 and ga == 10.0 and gb == 9.0
     assert isinstance(ga, float) and isinstance(gb, float)
 
-    # The same with a hand-written backward (sg.Function, ctx.save_for_backward,
-    # a non-array argument, once_differentiable):
-    # needs issue 3 (PyTorch-like layer): sg.Function.
+    # The same with the notebook's hand-written backward: Func.apply(a, b, c).
+    # Outside a differentiated function, apply just runs forward:
+    d = Func.apply(1.0, 2.0, 4)
+    print("Func.apply(a, b, c): d =", d)
+    assert d == 18.0
+    # Inside one, the gradient calls Func.backward:
+    value, (ga, gb) = sg.value_and_grad(use_func, wrt=(0, 1))(1.0, 2.0, 4)
+    print("Func.apply in sg.grad: d =", value, " a.grad =", ga, " b.grad =", gb)
+    assert value == 18.0 and ga == 10.0 and gb == 9.0
+    # once_differentiable: the backward cannot be differentiated again.
+    try:
+        sg.grad(sg.grad(use_func, wrt=0), wrt=0)(1.0, 2.0, 4)
+    except sg.SrcgradError as error:
+        print("grad of grad through once_differentiable ->", type(error).__name__)
+        assert "once_differentiable" in str(error)
+    else:
+        raise AssertionError("differentiating a once_differentiable backward must raise")
 
     # The sort Func: the gradient of the sorted values is scattered back to
     # where each value came from.
@@ -94,8 +163,16 @@ def main():
     print("sort: sorted =", s, " x.grad =", g)
     assert_array_equal(s, [1, 2, 3])
     assert_array_equal(g, [3, 1, 2])
-    # With ctx.mark_non_differentiable(idx) in a custom Function:
-    # needs issue 3 (PyTorch-like layer): sg.Function.
+    # The same with the notebook's Sort Function (mark_non_differentiable(idx),
+    # index_add_ in backward):
+    s, idx = Sort.apply(x)
+    print("Sort.apply: sorted =", s, " idx =", idx)
+    assert_array_equal(s, [1, 2, 3])
+    assert_array_equal(idx, [1, 2, 0])
+    s, g = sg.value_and_grad(use_sort)(x, grad_outputs=np.array([1.0, 2.0, 3.0]))
+    print("Sort Function: sorted =", s, " x.grad =", g)
+    assert_array_equal(s, [1, 2, 3])
+    assert_array_equal(g, [3, 1, 2])
 
 
 if __name__ == "__main__":

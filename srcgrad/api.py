@@ -7,7 +7,7 @@ import numpy
 
 from srcgrad import runtime
 from srcgrad.grad_mode import check_grad_enabled
-from srcgrad import pipeline
+from srcgrad import pipeline, rules
 from srcgrad.pipeline import compile_gradient
 from srcgrad.transform.inline import still_resolves
 
@@ -17,7 +17,7 @@ _cache_lock = threading.Lock()
 
 def _compiled(fn, wrt, hook_names=()):
     key = (fn.__code__, _closure_key(fn), id(fn.__globals__), _wrt_key(wrt), hook_names,
-           pipeline.OPTIMIZE)
+           pipeline.OPTIMIZE, rules.VERSION[0])
     found = _cache.get(key)
     if found is None or (found.deps and not still_resolves(found.deps)):
         with _cache_lock:
@@ -131,7 +131,8 @@ class GradFunction:
     @property
     def compiled(self):
         found = self.__dict__.get("_compiled")
-        if found is None or (found.deps and not still_resolves(found.deps)):
+        if found is None or found.meta["rules_version"] != rules.VERSION[0] or (
+                found.deps and not still_resolves(found.deps)):
             found = self._compiled = _compiled(self.fn, self.wrt, self.hook_names)
             plan = found.meta.get("plan")
             if plan is None:
@@ -211,6 +212,8 @@ def _finish(compiled, grads, inputs, out, allow_unused, materialize_grads):
         if like is not None and not (type(g) is type(like) is numpy.ndarray and g.shape == like.shape
                                      and g.dtype == like.dtype):
             g = runtime.materialize(g, like)
+        elif type(g) is numpy.ndarray and not g.flags.writeable:
+            g = g.copy()  # a broadcast view of the seed: the caller gets an array of its own
         finished.append(g)
     return tuple(finished)
 

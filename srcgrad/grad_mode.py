@@ -73,6 +73,11 @@ class set_grad_enabled(_GradMode):
         self.mode = bool(mode)
         _set(self.mode)
 
+    def __call__(self, fn):
+        # As a decorator it must not leave the mode changed (PyTorch does the same).
+        _set(self.prev)
+        return super().__call__(fn)
+
     def __enter__(self):
         return self
 

@@ -4,7 +4,7 @@ from dataclasses import dataclass, field
 
 import gast
 
-from srcgrad import runtime
+from srcgrad import rules, runtime
 from srcgrad.analysis import activity, aliasing
 from srcgrad.codegen import emit, loader
 from srcgrad.naming import Namer
@@ -115,6 +115,7 @@ def compile_gradient(fn, wrt, hook_names=()):
     fwd, bwd = functions
     fwd.__defaults__ = fn.__defaults__
     fwd.__kwdefaults__ = fn.__kwdefaults__
+    meta["rules_version"] = rules.VERSION[0]
     meta["trees"] = (forward, backward)
     meta["load"] = (info, bindings)
     return Compiled(fwd, bwd, source, names, act, meta, user_locals, node._srcgrad_deps)

@@ -1291,8 +1291,12 @@ def either(first, second):
 # ----- Zero adjoints -----
 
 def has_grad(g):
-    """False while an adjoint is still the scalar zero it started as."""
-    return not (type(g) is float and g == 0.0)
+    """False while an adjoint is still a scalar zero (as it starts, or a zero scaled by a number)."""
+    if type(g) is float:
+        return g != 0.0
+    if getattr(g, "ndim", 1) == 0 and not isinstance(g, (list, tuple)):
+        return bool(g != 0)
+    return True
 
 
 def default_seed(out):
@@ -1333,6 +1337,54 @@ def or_zero(g):
 
 
 def check_unshared(value, other, error):
-    """Raise ``error`` if ``value += ...`` would update an array that ``other`` shares."""
-    if is_array(value) and is_array(other) and namespace(value).may_share_memory(value, other):
-        raise error
+    """Raise ``error`` if updating ``value`` in place would also change ``other``.
+
+    ``other`` shares with ``value`` when it is the same list, or an array (or a
+    list or tuple holding one) whose memory overlaps ``value``'s.
+    """
+    if other is None:
+        return
+    others = other if isinstance(other, (list, tuple)) else (other,)
+    if isinstance(value, list):
+        if other is value or any(o is value for o in others):
+            raise error
+        return
+    if not is_array(value):
+        return
+    xp = namespace(value)
+    for o in others:
+        if is_array(o) and type(o).__module__ == type(value).__module__ and xp.may_share_memory(value, o):
+            raise error
+
+
+def run_hooks(hooks, g, value):
+    """Run the hooks registered on one binding, in registration order (see run_hook)."""
+    for hook in hooks or ():
+        g = run_hook(hook, g, value)
+    return g
+
+
+class _HookHandle:
+    def __init__(self, hooks, hook):
+        self.hooks, self.hook = hooks, hook
+
+    def remove(self):
+        if self.hook in self.hooks:
+            self.hooks.remove(self.hook)
+
+
+def hook_handle(hooks, hook):
+    """Register ``hook`` in a binding's list; the handle's ``remove()`` takes it out again."""
+    hooks.append(hook)
+    return _HookHandle(hooks, hook)
+
+
+def tie_share(mask, axis, x):
+    """Each maximum's share of a max/min gradient (ties split evenly), in ``x``'s float dtype.
+
+    A boolean count would promote a float32 gradient to float64.
+    """
+    xp = namespace(x)
+    weights = mask.astype(_float_dtype(x, xp))
+    weights /= weights.sum(axis=axis, keepdims=True)
+    return weights

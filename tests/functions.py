@@ -1081,3 +1081,253 @@ def branch_defines_name(x, a):
     else:
         r = x - a
     return np.sum(r * r)
+
+
+def augassign_scalar_copy(x, a):
+    # s starts as the Python float a: s += ... rebinds s, it changes nothing in place.
+    s = a
+    for k in range(3):
+        s += x[k] * a
+    return s * a
+
+
+def augassign_numpy_scalar_copy(x):
+    s = x[0]
+    s *= x[1]
+    s += x[2]
+    return s * x[0]
+
+
+def write_then_reshape(x):
+    # The views (reshape) are taken after the writes: nothing aliases a write.
+    b = np.zeros(6)
+    b[:3] = x * 2.0
+    b[3:] = x ** 2
+    return np.sum(b.reshape(2, 3)[0] * b.reshape(2, 3)[1])
+
+
+@inputs(x=(2, 3))
+def write_then_transpose(x):
+    b = np.zeros((2, 3))
+    b[0] = x[1] * x[0]
+    b[1, :] = np.sin(x[0])
+    rows = b.T
+    return np.sum(rows * x.T)
+
+
+def loop_zero_adjoint_np_array(x):
+    # np.where discards the old v0, so its adjoint is zero on every reverse
+    # iteration but the last; that zero times a NumPy scalar reaches np.array's rule.
+    v0 = -x
+    for _ in range(3):
+        v0 = np.where(x > -5.0, x, v0)
+        v0 = np.array([v0[0], v0[1], v0[2]]) * np.cos(x[0])
+    return np.sum(v0)
+
+
+def loop_zero_adjoint_concatenate(x):
+    v0 = -x
+    for _ in range(3):
+        v0 = np.where(x > -5.0, x, v0)
+        v0 = np.concatenate([v0[:1], v0[1:]]) * np.cos(x[0])
+    return np.sum(v0)
+
+
+@inputs(x=(2, 3))
+def loop_zero_adjoint_axis_reduction(x):
+    v0 = x[0] * 1.0
+    for _ in range(3):
+        v0 = np.where(x[0] > -5.0, x[1], v0)
+        v0 = np.stack([v0, x[0]]).sum(axis=0) * np.cos(x[0, 0])
+    return np.sum(v0)
+
+
+def dead_store_before_loop_concatenate(x):
+    # The first v is overwritten in the loop: its adjoint is a zero that has
+    # been multiplied by a NumPy scalar (np.cos(x[1])).
+    v = np.concatenate([x[:1], x[1:]]) * np.cos(x[1])
+    for _ in range(2):
+        v = x * 2.0
+    return np.sum(v)
+
+
+def dead_store_before_loop_np_array(x):
+    v = np.array([x[0], x[1], x[2]]) * np.cos(x[1])
+    for _ in range(2):
+        v = x * 2.0
+    return np.sum(v)
+
+
+def dead_store_before_loop_cumsum(x):
+    v = x.cumsum() * np.cos(x[1])
+    for _ in range(2):
+        v = x * 2.0
+    return np.sum(v)
+
+
+# Nothing below shares memory at run time: srcgrad must not refuse them.
+
+def scalar_augassign_then_rebind_in_loop(x, a):
+    # From the second iteration on, s is the Python float a: s += ... rebinds.
+    s = x[0]
+    r = 0.0
+    for k in range(2):
+        s += x[k + 1]
+        r = r + s * s
+        s = a
+    return r * s
+
+
+def write_then_view_in_later_loop(x):
+    t = np.zeros(3)
+    for k in range(2):
+        t[1:] = x[:2] * (k + 1)
+    for _ in range(2):
+        t *= np.cos(t.reshape(1, 3)[0])
+    return np.sum(t)
+
+
+def element_read_then_write(x):
+    # t[-1] of a 1-D array is a NumPy scalar: a copy, not a view.
+    t = x * 2.0
+    s = t[-1]
+    t[1:] = x[:2] ** 2
+    return np.sum(t) * s
+
+
+# ----- Indexing and reductions, more forms -----
+
+@inputs(x=(2, 3, 4))
+def reduction_axes(x):
+    return (np.sum(x.sum(axis=(0, 2)) ** 2) + np.sum(x.mean(axis=-1) ** 2)
+            + np.sum(np.max(x, axis=(1, 2))) + np.sum(x.var(axis=(0,))))
+
+
+@inputs(x=(4, 5))
+def slices_2d(x):
+    return (np.sum(x[::-1, 1:] * x[:, :-1]) + np.sum(x[1:-1] ** 2) + np.sum(x[-2:, ::2])
+            + np.sum(x[2:0:-1, 3]))
+
+
+@inputs(x=(3, 4))
+def index_row_column_variables(x, i):
+    return np.sum(x[i, :] * x[i + 1]) + np.sum(x[:, i] ** 2) + x[-i, -i]
+
+
+@inputs(x=(4, 3))
+def mask_rows(x):
+    return np.sum(x[x[:, 0] > 0] ** 2) + np.sum(x[:, x[0] < 0])
+
+
+def abs_builtin_on_array(x, y):
+    return np.sum(abs(x) * y) + np.sum(abs(x - y))
+
+
+@inputs(x=(2, 3), y=(3, 4), z=(4,))
+def matmul_shapes(x, y, z):
+    return np.sum(x @ y) + np.sum(z @ y.T @ x.T) + np.sum(((x @ y) @ z) ** 2)
+
+
+@inputs(x=(2, 2, 3), y=(2, 3, 2))
+def matmul_batched(x, y):
+    return np.sum(np.matmul(x, y) ** 2) + np.sum(x @ y)
+
+
+def method_chains(x, y):
+    return x.T.dot(y) * x.sum().sum() + np.sum(x.reshape(3, 1).T.ravel() * y)
+
+
+@inputs(x=[0.6])
+def float_of_size_one_array(x, a):
+    return float(x.sum()) * a + float(x[0]) ** 2 + float(np.sum(x * a))
+
+
+# ----- Real NumPy code -----
+
+def softmax_cross_entropy(x, y):
+    e = np.exp(x - x.max())
+    p = e / e.sum()
+    return -np.sum(np.tanh(y) * np.log(p))
+
+
+@inputs(x=(2, 4))
+def logsumexp_rows(x):
+    m = np.max(x, axis=1, keepdims=True)
+    return np.sum(m[:, 0] + np.log(np.sum(np.exp(x - m), axis=1)))
+
+
+@inputs(x=(4, 3), y=(3, 5), z=(5,))
+def mlp_layer(x, y, z):
+    h = np.tanh(x @ y + z)
+    out = h @ np.linspace(-1.0, 1.0, 5)
+    return np.mean((out - 0.5) ** 2)
+
+
+@inputs(x=(5, 3))
+def rnn_loop(x, m):
+    h = np.zeros(3)
+    total = 0.0
+    for t in range(x.shape[0]):
+        h = np.tanh(m @ h + x[t])
+        total = total + np.sum(h * h) * (t + 1)
+    return total
+
+
+@inputs(x=(2, 4))
+def layer_norm(x):
+    mu = x.mean(axis=-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)
+    y = (x - mu) / np.sqrt(var + 1e-5)
+    return np.sum(y * np.arange(8.0).reshape(2, 4))
+
+
+def horner(x, a):
+    coeffs = [0.5, -1.0, 2.0, 0.25]
+    acc = 0.0
+    for cf in coeffs:
+        acc = acc * a + cf * np.sum(x)
+    return acc
+
+
+@inputs(a=2.0)
+def newton_sqrt(a):
+    # Differentiating through the iterations of a converged Newton method.
+    r = a
+    it = 0
+    while abs(r * r - a) > 1e-12 and it < 50:
+        r = 0.5 * (r + a / r)
+        it += 1
+    return r
+
+
+def euler_integration(x, a):
+    state = x * 1.0
+    dt = 0.1
+    for _ in range(10):
+        state = state + dt * (-a * state + np.sin(state))
+    return np.sum(state ** 2)
+
+
+@inputs(x=(4, 2))
+def pairwise_distances(x):
+    diff = x[:, None, :] - x[None, :, :]
+    d2 = np.sum(diff ** 2, axis=-1)
+    return np.sum(np.sqrt(d2 + 1.0))
+
+
+def cumulative_product_loop(x):
+    out = np.ones(3)
+    running = 1.0
+    for k in range(3):
+        running = running * x[k]
+        out[k] = running
+    return np.sum(out * np.array([0.5, 1.0, 1.5]))
+
+
+def fancy_index_copy_then_write(x):
+    # Indexing with an integer array or a mask always copies.
+    t = x * 2.0
+    p = t[np.array([2, 0, 1])]
+    q = t[t > 0]
+    t[0] = x[1] ** 2
+    return np.sum(t * p) + np.sum(q)

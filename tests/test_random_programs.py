@@ -23,9 +23,11 @@ and are never rebound, iterated over, or viewed; no input is mutated.
 Reproducible: ``derandomize=True``; a failure prints the program.
 """
 
+import atexit
 import importlib.util
 import itertools
 import os
+import shutil
 import sys
 import tempfile
 
@@ -44,6 +46,7 @@ MAX_NESTING = 2
 MAX_EXPR_DEPTH = 2
 
 _TMP = tempfile.mkdtemp(prefix="srcgrad_random_programs_")
+atexit.register(shutil.rmtree, _TMP, ignore_errors=True)
 _COUNTER = itertools.count()
 
 

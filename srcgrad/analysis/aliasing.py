@@ -26,14 +26,29 @@ VIEW_FUNCTIONS = {"reshape", "ravel", "transpose", "squeeze", "swapaxes", "movea
                   "diagonal", "real", "imag", "rollaxis", "flip", "fliplr", "flipud", "rot90"}
 
 
-def _flatten(body, out):
+def _flatten(body, out, loops=frozenset(), looped=None, nested=None, in_block=False):
+    """Statements in document order; ``looped`` maps the ids of those inside loops to the
+    enclosing loops' ids, ``nested`` holds those inside any compound statement (they may not run)."""
+    looped = {} if looped is None else looped
+    nested = set() if nested is None else nested
     for s in body:
         out.append(s)
+        if loops:
+            looped[id(s)] = loops
+        if in_block:
+            nested.add(id(s))
+        inner_loops = loops | {id(s)} if isinstance(s, (gast.For, gast.While)) else loops
+        start = len(out)
         for field in ("body", "orelse"):
             inner = getattr(s, field, None)
             if isinstance(inner, list):
-                _flatten(inner, out)
+                _flatten(inner, out, inner_loops, looped, nested, True)
+        if isinstance(s, (gast.For, gast.While)):
+            _EXTENT[id(s)] = (start, len(out))
     return out
+
+
+_EXTENT = {}  # id(loop) -> (first, end) positions of its body in the flattened order
 
 
 def _loads(node):
@@ -62,7 +77,9 @@ def _shares_memory_with(value):
 
 def check(node, info, display=lambda name: name):
     """Raise UnsupportedError at the first in-place update that aliasing makes unsafe."""
-    stmts = _flatten(node.body, [])
+    looped, nested = {}, set()
+    _EXTENT.clear()
+    stmts = _flatten(node.body, [], looped=looped, nested=nested)
     position = {id(s): k for k, s in enumerate(stmts)}
     writes = {}   # base name -> [statements writing it in place]
     for s in stmts:
@@ -87,10 +104,14 @@ def check(node, info, display=lambda name: name):
         for base in shared & set(writes):
             if base == alias:
                 continue
-            _refuse(writes[base][0], info, base, alias, s, display)
+            for w in writes[base]:
+                if _read_after(alias, w, stmts, position, nested, s, looped):
+                    _refuse(w, info, base, alias, s, display, position, looped)
         if alias in writes and shared - {alias} and not anno.getanno(s, Static.AUGMENTED):
-            other = sorted(shared - {alias})[0]
-            _refuse(writes[alias][0], info, alias, other, s, display)
+            for other in sorted(shared - {alias}):
+                for w in writes[alias]:
+                    if _read_after(other, w, stmts, position, nested, s, looped):
+                        _refuse(w, info, alias, other, s, display, position, looped)
         if isinstance(value, gast.Subscript) and isinstance(value.value, gast.Name) \
                 and value.value.id in writes and value.value.id != alias:
             base = value.value.id
@@ -99,11 +120,34 @@ def check(node, info, display=lambda name: name):
                 q = position[id(w)]
                 if q <= p:
                     continue
-                if any(alias in _loads(later) for later in stmts[q + 1:]):
-                    _refuse(w, info, base, alias, s, display)
+                if _read_after(alias, w, stmts, position, nested, s):
+                    _refuse(w, info, base, alias, s, display, position, looped)
 
 
-def _refuse(write, info, base, alias, alias_stmt, display):
+def _read_after(name, write, stmts, position, nested, alias_stmt, looped=None):
+    """Whether the sharing made by ``alias_stmt`` exists when ``write`` runs and ``name`` is
+    read afterwards, in document order. A write in a loop that also makes the sharing is
+    assumed to be hazardous (the next iteration may read the name)."""
+    q = position[id(write)]
+    p = position[id(alias_stmt)]
+    shared = looped.get(id(write), frozenset()) & looped.get(id(alias_stmt), frozenset()) \
+        if looped is not None else frozenset()
+    for loop in shared:
+        # A name read in the loop before it is made here carries the last iteration's sharing.
+        first, _ = _EXTENT[loop]
+        if any(name in _loads(st) for st in stmts[first:p]):
+            return True
+    if p > q:
+        return False
+    # Rebound for sure before the write: the name no longer shares anything.
+    for between in stmts[p + 1:q]:
+        if id(between) not in nested and isinstance(between, gast.Assign) \
+                and isinstance(between.targets[0], gast.Name) and between.targets[0].id == name:
+            return False
+    return any(name in _loads(later) for later in stmts[q + 1:])
+
+
+def _refuse(write, info, base, alias, alias_stmt, display, position, looped):
     """Stop at ``write``; for ``v += y`` only when it runs on an array that really is shared.
 
     ``v += y`` updates an array in place but merely rebinds a number, and which
@@ -120,10 +164,20 @@ def _refuse(write, info, base, alias, alias_stmt, display):
         error = UnsupportedError(message, info.filename, hint=hint)
     else:
         error = origin.error(UnsupportedError, message, hint)
-    if anno.getanno(write, Static.AUGMENTED):
-        checks = anno.getanno(write, Static.ALIAS_CHECK) or []
-        other = alias if alias != write.targets[0].id else base
-        checks.append((other, error))
-        anno.setanno(write, Static.ALIAS_CHECK, checks)
-        return
-    raise error
+    shared_loop = looped.get(id(write), frozenset()) & looped.get(id(alias_stmt), frozenset())
+    if anno.getanno(write, Static.AUGMENTED) and not shared_loop \
+            and position[id(alias_stmt)] > position[id(write)]:
+        return  # the sharing starts after this update: nothing to check
+    # Whether memory is really shared (a view, not a copied scalar; an array, not a number)
+    # is known only at run time: the forward sweep checks it just before the write.
+    checks = anno.getanno(write, Static.ALIAS_CHECK) or []
+    written = _written_name(write)
+    checks.append((alias if alias != written else base, error))
+    anno.setanno(write, Static.ALIAS_CHECK, checks)
+
+
+def _written_name(write):
+    if isinstance(write, gast.Assign):
+        target = write.targets[0]
+        return target.value.id if isinstance(target, gast.Subscript) else target.id
+    return write.value.func.value.id  # lst.append(v)

@@ -87,8 +87,12 @@ def _key(primitive):
         return id(primitive)
 
 
+VERSION = [0]  # bumped by every registration: compiled gradients depend on the table
+
+
 def register(primitive, function, builtin=True):
     """Register ``function`` as the adjoint rule of ``primitive``."""
+    VERSION[0] += 1
     rule = Rule(primitive, function, inspect.signature(function), builtin)
     RULES[_key(primitive)] = rule
     NONDIFFERENTIABLE.discard(_key(primitive))
@@ -129,6 +133,7 @@ def user_adjoint(*primitives):
 
 def nondifferentiable(*primitives):
     """Declare primitives whose outputs are constants (no gradient flows)."""
+    VERSION[0] += 1
     for primitive in primitives:
         if primitive is None:
             continue

@@ -11,6 +11,8 @@ Binary rules sum their gradients back to each operand's shape with
 * ``sinc``: the derivative at 0 is 0 (its true value).
 """
 
+import operator
+
 import numpy as np
 
 from srcgrad import runtime as rt
@@ -105,7 +107,7 @@ def reciprocal(dy, y, x):
     return -dy * y * y
 
 
-@adjoint(np.power, np.float_power)
+@adjoint(np.power, np.float_power, operator.pow)
 def power(dy, y, x1, x2):
     return (rt.unbroadcast(dy * x2 * x1 ** (x2 - 1), x1),
             rt.unbroadcast(dy * y * rt.log_or_zero(x1), x2))
@@ -214,12 +216,12 @@ def absolute(dy, y, x):
     return dy * xp.sign(x)
 
 
-@adjoint(np.negative)
+@adjoint(np.negative, operator.neg)
 def negative(dy, y, x):
     return -dy
 
 
-@adjoint(np.positive)
+@adjoint(np.positive, operator.pos)
 def positive(dy, y, x):
     return dy
 
@@ -238,27 +240,27 @@ def heaviside(dy, y, x1, x2):
 # ----- Arithmetic -----
 
 
-@adjoint(np.add)
+@adjoint(np.add, operator.add)
 def add(dy, y, x1, x2):
     return rt.unbroadcast(dy, x1), rt.unbroadcast(dy, x2)
 
 
-@adjoint(np.subtract)
+@adjoint(np.subtract, operator.sub)
 def subtract(dy, y, x1, x2):
     return rt.unbroadcast(dy, x1), rt.unbroadcast(-dy, x2)
 
 
-@adjoint(np.multiply)
+@adjoint(np.multiply, operator.mul)
 def multiply(dy, y, x1, x2):
     return rt.unbroadcast(dy * x2, x1), rt.unbroadcast(dy * x1, x2)
 
 
-@adjoint(np.true_divide, np.divide)
+@adjoint(np.true_divide, np.divide, operator.truediv)
 def true_divide(dy, y, x1, x2):
     return rt.unbroadcast(dy / x2, x1), rt.unbroadcast(-dy * y / x2, x2)
 
 
-@adjoint(np.mod, np.remainder)
+@adjoint(np.mod, np.remainder, operator.mod)
 def remainder(dy, y, x1, x2):
     """``x1 - floor(x1 / x2) * x2``: slope 1 in ``x1``, ``-floor(x1 / x2)`` in ``x2``."""
     return rt.unbroadcast(dy, x1), rt.unbroadcast(-dy * xp.floor(x1 / x2), x2)

@@ -99,28 +99,28 @@ def prod_method(dy, y, self, axis=None, *, keepdims=False):
 def max(dy, y, a, axis=None, *, keepdims=False):
     """Ties: the gradient is split evenly among the entries equal to the maximum."""
     m = a == rt.unreduce_like(y, a, axis, keepdims)
-    return rt.unreduce(dy, a, axis, keepdims) * m / xp.sum(m, axis=axis, keepdims=True)
+    return rt.unreduce(dy, a, axis, keepdims) * rt.tie_share(m, axis, a)
 
 
 @adjoint(np.min, np.amin, np.nanmin)
 def min(dy, y, a, axis=None, *, keepdims=False):
     """Ties: the gradient is split evenly among the entries equal to the minimum."""
     m = a == rt.unreduce_like(y, a, axis, keepdims)
-    return rt.unreduce(dy, a, axis, keepdims) * m / xp.sum(m, axis=axis, keepdims=True)
+    return rt.unreduce(dy, a, axis, keepdims) * rt.tie_share(m, axis, a)
 
 
 @adjoint(Method("max"))
 def max_method(dy, y, self, axis=None, *, keepdims=False):
     """Ties: the gradient is split evenly among the entries equal to the maximum."""
     m = self == rt.unreduce_like(y, self, axis, keepdims)
-    return rt.unreduce(dy, self, axis, keepdims) * m / xp.sum(m, axis=axis, keepdims=True)
+    return rt.unreduce(dy, self, axis, keepdims) * rt.tie_share(m, axis, self)
 
 
 @adjoint(Method("min"))
 def min_method(dy, y, self, axis=None, *, keepdims=False):
     """Ties: the gradient is split evenly among the entries equal to the minimum."""
     m = self == rt.unreduce_like(y, self, axis, keepdims)
-    return rt.unreduce(dy, self, axis, keepdims) * m / xp.sum(m, axis=axis, keepdims=True)
+    return rt.unreduce(dy, self, axis, keepdims) * rt.tie_share(m, axis, self)
 
 
 @adjoint(np.ptp)

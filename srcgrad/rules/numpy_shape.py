@@ -11,6 +11,8 @@ parameter, a list with one gradient per positional argument it collected
 differentiable).
 """
 
+import operator
+
 import numpy as np
 
 from srcgrad import runtime as rt
@@ -259,7 +261,7 @@ def tril(dy, y, m, k=0):
 # ----- Products -----
 
 
-@adjoint(np.matmul)
+@adjoint(np.matmul, operator.matmul)
 def matmul(dy, y, x1, x2):
     return rt.matmul_grad_a(dy, x1, x2), rt.matmul_grad_b(dy, x1, x2)
 

@@ -31,7 +31,7 @@ nondifferentiable(
     # only ever feeds rt.clip_below/clip_above (masks) in the clip rule
     rt.either,
     # control of the generated code: the default seed is a constant, has_grad a test
-    rt.default_seed, rt.has_grad, rt.check_unshared,
+    rt.default_seed, rt.has_grad, rt.check_unshared, rt.hook_handle, rt.tie_share,
 )
 
 # ----- Broadcasting and reductions -----

@@ -409,6 +409,15 @@ class ANF:
                              "Call the function by its global name.")
         else:
             primitive = obj
+        from srcgrad import grad_mode
+        if primitive is grad_mode.is_grad_enabled and self.modes[-1] is not True:
+            # Inside a grad-mode block the answer is the block's mode.
+            mode = self.modes[-1]
+            return gast.Constant(value=False, kind=None) if mode is False else _name(mode)
+        if primitive is grad_mode.set_grad_enabled:
+            raise self.error(node, "set_grad_enabled as a statement is not supported in a function "
+                                   "srcgrad differentiates",
+                             "Use it as a block: `with srcgrad.set_grad_enabled(flag):`.")
         args = [self.arg(a, out) for a in node.args]
         keywords = [gast.keyword(arg=k.arg, value=self.arg(k.value, out)) for k in node.keywords]
         new = gast.Call(func=func, args=args, keywords=keywords)

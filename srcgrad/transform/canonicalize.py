@@ -197,6 +197,8 @@ class Canonicalizer:
             if isinstance(stmt, gast.If):
                 stmt.body = self._return_block(stmt.body, in_loop)
                 stmt.orelse = self._return_block(stmt.orelse, in_loop)
+            elif isinstance(stmt, gast.With):
+                stmt.body = self._return_block(stmt.body, in_loop)
             elif isinstance(stmt, (gast.For, gast.While)):
                 stmt.body = self._return_block(stmt.body, in_loop=True)
             out.append(stmt)
@@ -217,6 +219,8 @@ class Canonicalizer:
             if isinstance(stmt, gast.If):
                 stmt.body = self.jumps(stmt.body)
                 stmt.orelse = self.jumps(stmt.orelse)
+            elif isinstance(stmt, gast.With):
+                stmt.body = self.jumps(stmt.body)
             elif isinstance(stmt, (gast.For, gast.While)):
                 stmt.body = self.jumps(stmt.body)
                 out.extend(self._loop_jumps(stmt))
@@ -245,6 +249,8 @@ class Canonicalizer:
                     return True
                 if isinstance(s, gast.If) and (walk(s.body) or walk(s.orelse)):
                     return True
+                if isinstance(s, gast.With) and walk(s.body):
+                    return True
             return False
         return walk(body)
 
@@ -254,9 +260,10 @@ class Canonicalizer:
             if isinstance(stmt, kind):
                 out.append(_assign(flag, _const(True), stmt))
                 return out
-            if isinstance(stmt, gast.If) and self._has_jump([stmt], kind):
+            if isinstance(stmt, (gast.If, gast.With)) and self._has_jump([stmt], kind):
                 stmt.body = self._guard(stmt.body, kind, flag)
-                stmt.orelse = self._guard(stmt.orelse, kind, flag)
+                if isinstance(stmt, gast.If):
+                    stmt.orelse = self._guard(stmt.orelse, kind, flag)
                 out.append(stmt)
                 rest = body[k + 1:]
                 if rest:

@@ -84,6 +84,13 @@ def _inplace_targets(body):
     return found
 
 
+def _is_accumulation(s, d):
+    value = getattr(s, "value", None)
+    return (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name) and s.targets[0].id == d
+            and isinstance(value, gast.BinOp) and isinstance(value.op, gast.Add)
+            and isinstance(value.left, gast.Name) and value.left.id == d and d not in _loads(value.right))
+
+
 def fold_first_contributions(body, candidates, inplace):
     """``d = 0.0`` followed (as the next use of ``d``) by ``d = d + g`` becomes ``d = g``."""
     changed = False
@@ -99,6 +106,14 @@ def fold_first_contributions(body, candidates, inplace):
                         nxt = block[j]
                         if d not in _refs(nxt):
                             continue
+                        if isinstance(nxt, gast.If) and anno.getanno(nxt, Static.GUARD) \
+                                and d not in _loads(nxt.test):
+                            # `if rt.has_grad(g): d = d + e` right after `d = 0.0`: assign.
+                            inner = next((t for t in nxt.body if d in _refs(t)), None)
+                            if inner is not None and _is_accumulation(inner, d):
+                                inner.value = inner.value.right
+                                changed = True
+                            break
                         value = getattr(nxt, "value", None)
                         if isinstance(nxt, gast.Assign) and isinstance(nxt.targets[0], gast.Name) \
                                 and nxt.targets[0].id == d and isinstance(value, gast.BinOp) \

@@ -72,15 +72,21 @@ class ReverseAD:
         self.copied_params = set()
         self.flag = None
         self.functions = set()  # custom Function classes applied in the function
-        self.hooks = {}  # primal name -> hook expressions, called with its complete gradient
+        # hooks= option: called at every binding of the name.
+        self.hooks = {}
+        # register_hook(y, fn) in the code: hooks live in a list made at each binding of y,
+        # so a hook belongs to the binding it was registered on, and only if the call ran.
+        self.hook_lists = {}
         for stmt in gast.walk(node):
-            call = stmt.value if isinstance(stmt, (gast.Expr, gast.Assign)) else None
-            if isinstance(call, gast.Call) and anno.getanno(call, Static.PRIMITIVE) is grad_mode.register_hook:
+            call = _register_hook_call(stmt)
+            if call is not None:
                 if len(call.args) != 2 or not isinstance(call.args[0], gast.Name):
                     raise self.error(anno.getanno(stmt, Static.ORIGIN), UnsupportedError,
                                      "register_hook takes a variable and a function",
                                      "Write srcgrad.register_hook(y, fn).")
-                self.hooks.setdefault(call.args[0].id, []).append(call.args[1])
+                hooked = call.args[0].id
+                if hooked not in self.hook_lists:
+                    self.hook_lists[hooked] = namer.new(f"{hooked}_hooks")
         for hooked in hook_names:
             self.hooks.setdefault(hooked, []).append(replace_expr(f"hooks[{hooked!r}]"))
         for w in wrt:
@@ -115,6 +121,15 @@ class ReverseAD:
     def visit(self, s):
         origin = anno.getanno(s, Static.ORIGIN)
         self.flag = anno.getanno(s, Static.GRAD_FLAG)
+        call = _register_hook_call(s)
+        if call is not None:
+            # Forward: add the hook to the list of the binding current now; nothing to undo.
+            hooks = self.hook_lists[call.args[0].id]
+            if isinstance(s, gast.Assign):
+                fwd = replace(f"TARGET = rt.hook_handle({hooks}, FN)", TARGET=s.targets[0], FN=call.args[1])
+            else:
+                fwd = replace(f"{hooks}.append(FN)", FN=call.args[1])
+            return _tag(fwd, origin), []
         if isinstance(s, gast.Assign):
             target = s.targets[0]
             if isinstance(target, gast.Name):
@@ -189,12 +204,27 @@ class ReverseAD:
     # ----- assignments -----
 
     def visit_assign(self, s, target, origin):
+        fwd, rev = self._visit_assign(s, target, origin)
+        hooks = self.hook_lists.get(target)
+        if hooks is None:
+            return fwd, rev
+        saved = target in self.act.saved
+        fwd = fwd + _tag(([_push(name(hooks), origin, hooks)] if saved else []) + replace(f"{hooks} = []"),
+                         origin)
+        run = []
+        if target in self.act.adjoint:
+            dt = self.d(target)
+            run = replace(f"{dt} = rt.run_hooks({hooks}, {dt}, {target})")
+        restore = replace(f"{hooks} = pop()") if saved else []
+        if restore:
+            anno.setanno(restore[0], Static.TAPE, hooks)
+        # Pushed after the binding's own save, so popped before it.
+        return fwd, _tag(run + restore, origin) + rev
+
+    def _visit_assign(self, s, target, origin):
         saved = target in self.act.saved
         fwd = [_push(name(target), origin, target)] if saved else []
-        for other, error in anno.getanno(s, Static.ALIAS_CHECK) or ():
-            error_name = self.namer.new("aliasing_error")
-            self.bindings[error_name] = error
-            fwd += replace(f"rt.check_unshared({target}, {other}, {error_name})")
+        fwd += self.alias_checks(s, target)
         fwd.append(s)
         restore = replace(f"{target} = pop()") if saved else []
         if restore:
@@ -294,13 +324,22 @@ class ReverseAD:
             return isinstance(anno.getanno(value, Static.PRIMITIVE), numpy.ufunc)
         return False
 
+    def alias_checks(self, s, written):
+        """Run-time checks that an in-place write does not reach another name (aliasing.py)."""
+        out = []
+        for other, error in anno.getanno(s, Static.ALIAS_CHECK) or ():
+            error_name = self.namer.new("aliasing_error")
+            self.bindings[error_name] = error
+            out += replace(f"rt.check_unshared({written}, {other}, {error_name})")
+        return out
+
     def visit_setitem(self, s, target, origin):
         base = target.value.id
         index = target.slice
         self.check_fresh(base, origin)
         saved_value = gast.Call(func=replace_expr("rt.save"), args=[
             gast.Subscript(value=name(base), slice=copy.deepcopy(index), ctx=gast.Load())], keywords=[])
-        fwd = [_push(saved_value, origin, ("item", base)), s]
+        fwd = [_push(saved_value, origin, ("item", base))] + self.alias_checks(s, base) + [s]
         restore = gast.Assign(targets=[gast.Subscript(value=name(base, False), slice=copy.deepcopy(index),
                                                       ctx=gast.Store())],
                               value=replace_expr("pop()"), type_comment=None)
@@ -343,7 +382,7 @@ class ReverseAD:
                         rev += replace(f"{dl}, _ = rt.seq_pop({dl})")
                 rev += replace(f"{receiver}.pop()")
                 anno.setanno(rev[-1], Static.TAPE, ("list", receiver))
-                return _tag([s], origin), _tag(rev, origin)
+                return _tag(self.alias_checks(s, receiver) + [s], origin), _tag(rev, origin)
             if prim in IN_PLACE_METHODS:
                 raise self.error(origin, UnsupportedError,
                                  f"the in-place method .{prim}() on {receiver!r} is not supported",
@@ -390,6 +429,11 @@ class ReverseAD:
         """``d<target> += grad`` for each name in ``target`` that needs an adjoint."""
         if isinstance(target, (gast.List, gast.Tuple)):
             out = []
+            if not isinstance(grad, gast.Name):
+                # One gradient list for all elements: compute it once.
+                temp = self.namer.new("grads")
+                out += [gast.Assign(targets=[name(temp, True)], value=grad, type_comment=None)]
+                grad = name(temp)
             for k, elt in enumerate(target.elts):
                 out += self.accumulate(elt, replace_expr(f"rt.seq_item(G, {k})", G=grad))
             return out
@@ -485,6 +529,14 @@ def index_value(index):
     if isinstance(index, gast.Tuple):
         return gast.Tuple(elts=[index_value(e) for e in index.elts], ctx=gast.Load())
     return index
+
+
+def _register_hook_call(stmt):
+    """The ``srcgrad.register_hook(y, fn)`` call ``stmt`` makes, or None."""
+    call = stmt.value if isinstance(stmt, (gast.Expr, gast.Assign)) else None
+    if isinstance(call, gast.Call) and anno.getanno(call, Static.PRIMITIVE) is grad_mode.register_hook:
+        return call
+    return None
 
 
 def _custom_function(value):
@@ -679,6 +731,11 @@ def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), o
         if param in ad.adjoints:
             for hook in ad.hooks.get(param, ()):
                 rev += replace(f"{ad.d(param)} = rt.run_hook(HOOK, {ad.d(param)}, {param})", HOOK=hook)
+            if param in ad.hook_lists:
+                rev += replace(f"{ad.d(param)} = rt.run_hooks({ad.hook_lists[param]}, {ad.d(param)}, {param})")
+    fwd = [s for p in activity.params if p in ad.hook_lists
+           for s in replace(f"{ad.hook_lists[p]} = []")] + fwd
+    primal_names = primal_names | set(ad.hook_lists.values())
 
     # Results: one gradient per wrt name.
     results = []
@@ -716,7 +773,10 @@ def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), o
     pushed = {(_tape_key(s) if not isinstance(_tape_key(s), tuple) else None)
               for s in _walk_stmts(fwd)} - {None}
     top = _top_level_bound(fwd)
-    for n in pushed | set(saved_names):
+    checked = {n.args[1].id for st in _walk_stmts(fwd) for n in gast.walk(st)
+               if isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute)
+               and n.func.attr == "check_unshared" and isinstance(n.args[1], gast.Name)}
+    for n in pushed | set(saved_names) | checked:
         if n not in activity.params and (n in pushed or n not in top):
             needs_init.add(n)
     init = [s for n in sorted(needs_init) for s in replace(f"{n} = None")]

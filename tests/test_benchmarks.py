@@ -1,0 +1,115 @@
+"""The benchmark suite (benchmarks/): its gradients agree, and its driver runs.
+
+On the small ("quick") sizes: every hand-written gradient matches finite differences,
+srcgrad's gradient and every installed peer's (PyTorch, JAX, HIPS autograd) match the
+hand-written one, and ``python benchmarks/run.py --quick`` runs to the end.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import srcgrad as sg
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BENCH = os.path.join(ROOT, "benchmarks")
+sys.path.insert(0, BENCH)
+
+import peers  # noqa: E402
+import workloads  # noqa: E402
+
+WORKLOADS = workloads.WORKLOADS
+IDS = [w.key for w in WORKLOADS]
+
+
+def _as_tuple(res):
+    return tuple(res) if isinstance(res, (tuple, list)) else (res,)
+
+
+def _close(got, ref, dtype):
+    rtol = 2e-4 if dtype == "float32" else 1e-8
+    assert len(got) == len(ref)
+    for g, r in zip(got, ref):
+        g = np.asarray(g, dtype=np.float64)
+        r = np.asarray(r, dtype=np.float64)
+        assert g.shape == r.shape
+        scale = max(float(np.max(np.abs(r))), 1e-30)
+        assert float(np.max(np.abs(g - r))) <= rtol * scale, (g, r)
+
+
+@pytest.mark.parametrize("w", WORKLOADS, ids=IDS)
+def test_hand_gradient_matches_finite_differences(w):
+    inputs = w.make("quick")
+    args = [a.astype(np.float64) if isinstance(a, np.ndarray) else a for a in inputs.args]
+    ref = _as_tuple(w.hand(*args, grad_outputs=inputs.grad_outputs))
+    seed = 1.0 if inputs.grad_outputs is None else inputs.grad_outputs
+    rng = np.random.default_rng(0)
+    eps = 1e-6
+    for k, i in enumerate(w.wrt):
+        if w.key == "W2":   # a kink at x == 0 (the seed's input holds a 0): check x != 0
+            v = (args[i] != 0) * rng.standard_normal(args[i].shape)
+        else:
+            v = rng.standard_normal(np.shape(args[i]))
+        plus, minus = list(args), list(args)
+        plus[i] = args[i] + eps * v
+        minus[i] = args[i] - eps * v
+        fd = (np.sum(seed * w.fn(*plus)) - np.sum(seed * w.fn(*minus))) / (2 * eps)
+        assert np.isclose(np.sum(ref[k] * v), fd, rtol=1e-5, atol=1e-7), (w.key, i)
+
+
+@pytest.mark.parametrize("w", WORKLOADS, ids=IDS)
+def test_srcgrad_matches_hand(w):
+    inputs = w.make("quick")
+    wrt = w.wrt[0] if len(w.wrt) == 1 else tuple(w.wrt)
+    got = _as_tuple(sg.grad(w.fn, wrt=wrt)(*inputs.args, grad_outputs=inputs.grad_outputs))
+    ref = _as_tuple(w.hand(*inputs.args, grad_outputs=inputs.grad_outputs))
+    for g, a in zip(got, (inputs.args[i] for i in w.wrt)):
+        assert g.dtype == a.dtype and g.shape == a.shape
+    _close(got, ref, w.dtype)
+
+
+_FOUND = peers.available()
+
+
+@pytest.mark.parametrize("name", peers.PEERS)
+@pytest.mark.parametrize("w", WORKLOADS, ids=IDS)
+def test_peer_matches_hand(w, name):
+    if not _FOUND.get(name):
+        pytest.skip(f"{name} is not installed (pip install -e '.[bench]')")
+    if not peers.applicable(name, w):
+        pytest.skip(f"{name} cannot run {w.key} (Python control flow on array values)")
+    peers.configure(2)
+    inputs = w.make("quick")
+    call, to_numpy = peers.build(name, w, inputs)
+    got = to_numpy(call())
+    _close(got, _as_tuple(w.hand(*inputs.args, grad_outputs=inputs.grad_outputs)), w.dtype)
+
+
+def test_run_quick(tmp_path):
+    out = tmp_path / "quick.json"
+    proc = subprocess.run([sys.executable, os.path.join(BENCH, "run.py"), "--quick",
+                           "--json", str(out)],
+                          capture_output=True, text=True, timeout=170, cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "Summary" in proc.stdout
+    for w in WORKLOADS:
+        assert f"== {w.key}:" in proc.stdout
+    data = json.loads(out.read_text())
+    assert [r["key"] for r in data["rows"]] == IDS
+    for row in data["rows"]:
+        assert row["status"]["srcgrad"] == "ok", row.get("error")
+        for name in ("forward", "srcgrad", "hand"):
+            assert row["time"][name]["median"] > 0
+
+
+def test_missing_peers_are_reported():
+    proc = subprocess.run([sys.executable, os.path.join(BENCH, "run.py"), "--quick",
+                           "--only", "W4", "--peers", "none"],
+                          capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "== W4:" in proc.stdout
+    assert "not selected" in proc.stdout or "not installed" in proc.stdout
