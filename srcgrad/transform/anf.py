@@ -270,11 +270,9 @@ class ANF:
 
     def ifexp(self, target, node, out):
         test = self.condition(node.test, out)
-        saved = len(out)
         body, orelse = [], []
         self.store(_name(target, True), node.body, body)
         self.store(_name(target, True), node.orelse, orelse)
-        del saved
         self.emit(out, gast.If(test=test, body=body, orelse=orelse))
 
     # ----- expressions -----

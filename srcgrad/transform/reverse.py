@@ -619,12 +619,6 @@ def _loads(body, skip=lambda s: False):
 def prune_tape(fwd, rev):
     """Drop pushes and pops of values the adjoint never reads (to-be-recorded analysis)."""
     reads = _loads(rev, skip=lambda s: _tape_key(s) is not None)
-    for s in _walk_stmts(rev):
-        key = _tape_key(s)
-        if isinstance(key, tuple) and key[0] == "list":
-            continue
-        if isinstance(s, gast.For) or isinstance(s, gast.If):
-            continue
     keys = {_tape_key(s) for s in _walk_stmts(fwd) if _tape_key(s) is not None}
     drop = set()
     for key in keys:
