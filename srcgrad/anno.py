@@ -8,9 +8,7 @@ class Static(enum.Enum):
 
     ORIGIN = "Origin of a statement in the user's source (an Origin). See parse.py."
     PRIMITIVE = "The live object a Call's function resolves to. See transform/inline.py."
-    ACTIVE = "Names (frozenset of str) whose values depend on a wrt input. See analysis/activity.py."
     NO_ADJOINT = "Statement whose results are constants (no_grad, detach). See transform/anf.py."
-    LOOP_COUNTER = "Marks the trip-counter increment of a loop. See transform/canonicalize.py."
     BREAK_EXIT = "Marks the `if flag: break` that ends a canonicalized loop body."
     GRAD_FLAG = "Name of the runtime flag that enables this statement's adjoint (set_grad_enabled(flag))."
     GUARD = "An `if` the reverse sweep adds around contributions (zero adjoint, grad flag)."

@@ -27,9 +27,6 @@ class Namer:
         """The user's own name for a (possibly renamed) variable."""
         return self.original.get(name, name)
 
-    def reserve(self, name):
-        self.taken.add(name)
-
     def new(self, base):
         base = re.sub(r"\W+", "_", str(base)).strip("_") or "t"
         if base[0].isdigit():

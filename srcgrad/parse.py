@@ -148,7 +148,7 @@ def _parse_lambda(fn, source, info):
 
 def _annotate_origins(node, info):
     for child in gast.walk(node):
-        if isinstance(child, gast.stmt) or isinstance(child, gast.expr):
+        if isinstance(child, gast.stmt):
             origin = info.origin(child)
-            if origin is not None and isinstance(child, gast.stmt):
+            if origin is not None:
                 anno.setanno(child, anno.Static.ORIGIN, origin)

@@ -56,6 +56,7 @@ def _rename_reserved(node, info, namer, bindings):
 def normalize(fn, stack=()):
     """Parse, check, canonicalize, normalize and inline ``fn``: the shared prefix of every mode."""
     node, info = parse_function(fn)
+    user_locals = frozenset(anf.local_names(node))
     namer = Namer({n.id for n in gast.walk(node) if isinstance(n, gast.Name)} | set(RESERVED))
     fence.check(node, info, allowed_with=lambda item: anf.grad_mode_of(item, info) is not None)
     bindings = {}
@@ -65,6 +66,7 @@ def normalize(fn, stack=()):
     node, inlined = inline.transform(node, info, namer, stack or (fn.__code__,))
     bindings.update(inlined)
     node._srcgrad_namer = namer
+    node._srcgrad_user_locals = user_locals
     return node, info, bindings
 
 
@@ -92,7 +94,7 @@ def compile_gradient(fn, wrt, hook_names=()):
     node, info, bindings = normalize(fn)
     namer = node._srcgrad_namer
     names, _, _ = wrt_names(node, wrt)
-    user_locals = frozenset(anf.local_names(parse_function(fn)[0]))
+    user_locals = node._srcgrad_user_locals
     for n in names:
         if n not in user_locals:
             raise ValueError(f"srcgrad: wrt={n!r} is neither a parameter nor a local variable of "

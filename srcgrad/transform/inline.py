@@ -13,7 +13,7 @@ import inspect
 
 import gast
 
-from srcgrad import anno, rules
+from srcgrad import anno, rules, templates
 from srcgrad.errors import UnsupportedError
 
 Static = anno.Static
@@ -30,10 +30,6 @@ def is_inlinable(obj):
         return False
     module = (getattr(obj, "__module__", None) or "").split(".")[0]
     return module not in LIBRARY_ROOTS
-
-
-def _literal(value):
-    return value is None or isinstance(value, (bool, int, float, str, complex))
 
 
 class Inliner:
@@ -124,7 +120,7 @@ class Inliner:
                 value = bound.arguments[param.name]
             elif param.default is not inspect.Parameter.empty:
                 default = param.default
-                if _literal(default):
+                if templates.is_literal(default):
                     value = gast.Constant(value=default, kind=None)
                 else:
                     name = self.namer.new(f"{fn.__name__}_{param.name}_default")

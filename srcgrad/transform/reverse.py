@@ -473,7 +473,7 @@ class ReverseAD:
                 arg_nodes[p.name] = v
             elif p.default is not inspect.Parameter.empty:
                 arg_nodes[p.name] = gast.Constant(value=p.default, kind=None) \
-                    if _literal(p.default) else None
+                    if templates.is_literal(p.default) else None
             elif p.kind is inspect.Parameter.VAR_POSITIONAL:
                 arg_nodes[p.name] = gast.Tuple(elts=[], ctx=gast.Load())
         out = []
@@ -549,10 +549,6 @@ def _custom_function(value):
 
 def replace_expr(template, **subs):
     return templates.replace_as_expression(template, **subs)
-
-
-def _literal(value):
-    return value is None or isinstance(value, (bool, int, float, str, complex, tuple))
 
 
 def _show(node):
