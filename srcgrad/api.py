@@ -15,15 +15,15 @@ _cache = {}
 _cache_lock = threading.Lock()
 
 
-def _compiled(fn, wrt, hook_names=()):
+def _compiled(fn, wrt, hook_names=(), fuse=False):
     key = (fn.__code__, _closure_key(fn), id(fn.__globals__), _wrt_key(wrt), hook_names,
-           pipeline.OPTIMIZE, rules.VERSION[0])
+           pipeline.OPTIMIZE, rules.VERSION[0], bool(fuse))
     found = _cache.get(key)
     if found is None or (found.deps and not still_resolves(found.deps)):
         with _cache_lock:
             found = _cache.get(key)
             if found is None or (found.deps and not still_resolves(found.deps)):
-                found = compile_gradient(fn, wrt, hook_names)
+                found = compile_gradient(fn, wrt, hook_names, fuse)
                 _cache[key] = found
     return found
 
@@ -109,7 +109,7 @@ class GradFunction:
     """
 
     def __init__(self, fn, wrt=0, allow_unused=False, materialize_grads=False,
-                 preserve_result=False, hooks=None):
+                 preserve_result=False, hooks=None, fuse=False):
         if isinstance(fn, GradFunction):
             fn = fn.as_function()
         self.fn = fn
@@ -119,6 +119,7 @@ class GradFunction:
         self.allow_unused = allow_unused
         self.materialize_grads = materialize_grads
         self.preserve_result = preserve_result
+        self.fuse = fuse
 
     @property
     def __name__(self):
@@ -133,7 +134,7 @@ class GradFunction:
         found = self.__dict__.get("_compiled")
         if found is None or found.meta["rules_version"] != rules.VERSION[0] or (
                 found.deps and not still_resolves(found.deps)):
-            found = self._compiled = _compiled(self.fn, self.wrt, self.hook_names)
+            found = self._compiled = _compiled(self.fn, self.wrt, self.hook_names, self.fuse)
             plan = found.meta.get("plan")
             if plan is None:
                 plan = found.meta["plan"] = _CallPlan(self.fn, found)
@@ -219,7 +220,7 @@ def _finish(compiled, grads, inputs, out, allow_unused, materialize_grads):
 
 
 def grad(fn, wrt=0, *, allow_unused=False, materialize_grads=False, preserve_result=False,
-         hooks=None):
+         hooks=None, fuse=False):
     """The gradient of ``fn`` with respect to ``wrt``, as a function of ``fn``'s arguments.
 
     Args:
@@ -236,6 +237,9 @@ def grad(fn, wrt=0, *, allow_unused=False, materialize_grads=False, preserve_res
             that returns an array replaces the gradient (PyTorch's
             ``register_hook``). A variable bound several times (in a loop)
             calls its hook once per binding, last binding first.
+        fuse: on CuPy, run each chain of elementwise operations (forward and
+            adjoint) as one fused kernel (``cupy.fuse``); NumPy runs the same
+            code unfused. See docs/performance.md.
 
     Returns:
         A GradFunction; call it as ``g(*args, grad_outputs=None, **kwargs)``.
@@ -247,7 +251,7 @@ def grad(fn, wrt=0, *, allow_unused=False, materialize_grads=False, preserve_res
         >>> sg.grad(f)(np.array([1.0, 2.0]))
         array([2., 4.])
     """
-    return GradFunction(fn, wrt, allow_unused, materialize_grads, preserve_result, hooks)
+    return GradFunction(fn, wrt, allow_unused, materialize_grads, preserve_result, hooks, fuse)
 
 
 def value_and_grad(fn, wrt=0, **options):
@@ -292,14 +296,14 @@ class _Backward:
         return grads if many else grads[0]
 
 
-def vjp(fn, wrt=0, *, allow_unused=False, materialize_grads=False, hooks=None):
+def vjp(fn, wrt=0, *, allow_unused=False, materialize_grads=False, hooks=None, fuse=False):
     """Split reverse mode: ``out, backward = vjp(f, wrt)(*args)``.
 
     ``backward(grad_outputs=None, retain_graph=False)`` returns the gradients;
     calling it again requires ``retain_graph=True`` on the previous call, as in
     PyTorch.
     """
-    gfn = GradFunction(fn, wrt, allow_unused, materialize_grads, hooks=hooks)
+    gfn = GradFunction(fn, wrt, allow_unused, materialize_grads, hooks=hooks, fuse=fuse)
 
     def run(*args, **kwargs):
         check_grad_enabled()
@@ -316,9 +320,9 @@ def vjp(fn, wrt=0, *, allow_unused=False, materialize_grads=False, hooks=None):
     return run
 
 
-def source(fn, wrt=0):
+def source(fn, wrt=0, fuse=False):
     """The generated gradient source of ``fn`` with respect to ``wrt``, as a str."""
-    return _compiled(fn, wrt).source
+    return _compiled(fn, wrt, fuse=fuse).source
 
 
 def active_variables(fn, wrt=0):

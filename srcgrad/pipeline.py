@@ -1,5 +1,6 @@
 """The ordered stages from a user function to its compiled gradient, and nothing else."""
 
+import copy
 from dataclasses import dataclass, field
 
 import gast
@@ -10,6 +11,7 @@ from srcgrad.codegen import emit, loader
 from srcgrad.naming import Namer
 from srcgrad.parse import parse_function
 from srcgrad.transform import anf, canonicalize, fence, inline, reverse
+from srcgrad.transform import fuse as fusion
 
 # Optimization passes on the backward sweep (transform/optimize.py, shape-only saving).
 # Turned off only by tests that check optimized and unoptimized code agree.
@@ -89,8 +91,11 @@ def wrt_names(node, wrt):
     return tuple(names), many, all_params
 
 
-def compile_gradient(fn, wrt, hook_names=()):
-    """Compile the reverse-mode gradient of ``fn`` with respect to ``wrt``."""
+def compile_gradient(fn, wrt, hook_names=(), fuse=False):
+    """Compile the reverse-mode gradient of ``fn`` with respect to ``wrt``.
+
+    ``fuse`` turns runs of elementwise statements into fused kernels (transform/fuse.py).
+    """
     node, info, bindings = normalize(fn)
     namer = node._srcgrad_namer
     names, _, _ = wrt_names(node, wrt)
@@ -109,16 +114,23 @@ def compile_gradient(fn, wrt, hook_names=()):
                                             tuple(sorted(hook_names)), optimized=OPTIMIZE)
     forward.body = emit.comment_blocks(forward.body, "", 2)
     backward.body = emit.comment_blocks(backward.body, "grad of: ", 1)
-    source = emit.to_source([forward, backward])
+    meta["trees"] = (forward, backward)
+    kernels = []
+    if fuse:
+        forward, backward = copy.deepcopy(forward), copy.deepcopy(backward)
+        if not meta["mutates_saved"]:
+            fusion.rematerialize(forward, backward, info.resolve)
+        kernels = fusion.transform(forward, info.resolve, namer)
+        kernels += fusion.transform(backward, info.resolve, namer)
+    source = emit.to_source(kernels + [forward, backward])
     bindings.update(meta["bindings"])
     bindings["rt"] = runtime
-    functions, _, _ = loader.load(source, [forward.name, backward.name], info.globals,
-                                  info.closure, bindings, hint=fn.__qualname__)
-    fwd, bwd = functions
+    functions, _, _ = loader.load(source, [k.name for k in kernels] + [forward.name, backward.name],
+                                  info.globals, info.closure, bindings, hint=fn.__qualname__)
+    fwd, bwd = functions[-2:]
     fwd.__defaults__ = fn.__defaults__
     fwd.__kwdefaults__ = fn.__kwdefaults__
     meta["rules_version"] = rules.VERSION[0]
-    meta["trees"] = (forward, backward)
     meta["load"] = (info, bindings)
     return Compiled(fwd, bwd, source, names, act, meta, user_locals, node._srcgrad_deps)
 
@@ -135,8 +147,7 @@ def compose_gradient(compiled, many):
     """
     from srcgrad.custom_function import is_once_differentiable
     from srcgrad.errors import UnsupportedError
-    import copy as _copy
-    forward, backward = (_copy.deepcopy(t) for t in compiled.meta["trees"])
+    forward, backward = (copy.deepcopy(t) for t in compiled.meta["trees"])
     info, bindings = compiled.meta["load"]
     once = [c for c in compiled.meta.get("functions", ()) if is_once_differentiable(c)]
     if once:

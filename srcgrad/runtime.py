@@ -6,6 +6,8 @@ has arrived yet"; helpers keep it a scalar as long as they can, so nothing is
 allocated for gradients that stay zero.
 """
 
+import types
+
 import numpy
 
 _cupy = None
@@ -67,6 +69,78 @@ def shape_of(value):
     return getattr(value, "shape", ())
 
 
+# ----- Fused elementwise kernels (transform/fuse.py) -----
+
+# Run fused kernels on NumPy too, as plain Python (tests check the fused code path
+# on the CPU this way; on NumPy it saves nothing).
+FUSE_ON_NUMPY = False
+_WEAK_SCALARS = (int, float)
+
+
+def fused_kernel(kernel, inputs, output_deps, targets):
+    """``kernel`` ready to run on ``inputs``, or None where its assumptions fail.
+
+    A fused kernel drops ``rt.unbroadcast``/``rt.unreduce``, so it needs every
+    array among ``inputs`` and every shape in ``targets`` to have one shape, and
+    one floating dtype (Python numbers mix in as NumPy 2 does); each output must
+    depend (``output_deps``: input positions) on such an array, so it has that
+    shape. On CuPy the kernel is ``cupy.fuse`` of it, compiled once per kernel.
+    """
+    shape = dtype = None
+    module = None
+    for value in inputs:
+        kind = type(value)
+        if kind in _WEAK_SCALARS:
+            continue
+        if kind.__module__.startswith("cupy"):
+            this = "cupy"
+        elif isinstance(value, (numpy.ndarray, numpy.generic)):
+            this = "numpy"
+        else:
+            return None
+        if module is None:
+            module = this
+        elif module != this:
+            return None
+        if dtype is None:
+            dtype = value.dtype
+        elif value.dtype != dtype:
+            return None
+        if value.ndim:
+            if shape is None:
+                shape = value.shape
+            elif value.shape != shape:
+                return None
+    if shape is None or dtype.kind != "f" or module is None:
+        return None
+    if module == "numpy" and not FUSE_ON_NUMPY:
+        return None
+    for target in targets:
+        if (target if type(target) is tuple else getattr(target, "shape", None)) != shape:
+            return None
+    for deps in output_deps:
+        if not any(getattr(inputs[i], "ndim", 0) for i in deps):
+            return None
+    compiled = kernel.__dict__.get("_srcgrad_fused")
+    if compiled is None:
+        compiled = kernel._srcgrad_fused = {}
+    found = compiled.get(module)
+    if found is None:
+        xp = numpy if module == "numpy" else _cupy_module()
+        bound = types.FunctionType(kernel.__code__, {"xp": xp, "__builtins__": __builtins__},
+                                   kernel.__name__)
+        found = compiled[module] = bound if module == "numpy" else xp.fuse(bound)
+    return found
+
+
+def first_array(*values):
+    """The first of ``values`` that is an array of at least one dimension."""
+    for value in values:
+        if getattr(value, "ndim", 0):
+            return value
+    raise ValueError("srcgrad: internal error: a fused kernel ran without an array input")
+
+
 # ----- Broadcasting and reductions -----
 
 def unbroadcast(g, x):
@@ -110,7 +184,7 @@ def unreduce(g, x, axis=None, keepdims=False):
     elif not keepdims and axis is not None:
         g = xp.reshape(xp.asarray(g), tuple(1 if i in normalize_axis(axis, len(shape)) else n
                                             for i, n in enumerate(shape)))
-    return xp.broadcast_to(g, shape)
+    return xp.broadcast_to(g if is_array(g) else xp.asarray(g), shape)
 
 
 def unreduce_like(value, x, axis=None, keepdims=False):
@@ -169,7 +243,7 @@ def add_at(dx, x, index, g):
         return dx
     if not is_array(x):
         return dx + g
-    if not (is_array(dx) and dx.shape == x.shape and dx.flags.writeable):
+    if not (is_array(dx) and dx.shape == x.shape and _writeable(dx)):
         dx = _writable_zeros(dx, x)
     if _is_basic_index(index):
         dx[index] += g
@@ -180,6 +254,11 @@ def add_at(dx, x, index, g):
         else:
             xp.add.at(dx, index, g)
     return dx
+
+
+def _writeable(array):
+    """Whether ``array`` accepts writes (CuPy arrays have no ``writeable`` flag)."""
+    return getattr(array.flags, "writeable", True)
 
 
 def _is_basic_index(index):
@@ -217,7 +296,7 @@ def zero_grad_at(dx, x, index):
         return dx
     if isinstance(dx, (int, float)) and dx == 0:
         return dx
-    if not (is_array(dx) and dx.shape == x.shape and dx.flags.writeable):
+    if not (is_array(dx) and dx.shape == x.shape and _writeable(dx)):
         dx = _writable_zeros(dx, x)
     dx[index] = 0
     return dx

@@ -459,7 +459,7 @@ def load(source, name):
     return getattr(module, name), path
 
 
-def check_program(source, name, args):
+def check_program(source, name, args, fuse=False):
     note(source)
     f, path = load(source, name)
     note(f"file: {path}\nargs: x={args[0]!r}, y={args[1]!r}, a={args[2]!r}")
@@ -475,7 +475,7 @@ def check_program(source, name, args):
     for fine, rough in zip(numeric, coarse):
         # Not smooth at this point (a branch flips, a max ties): skip it.
         assume(np.allclose(fine, rough, atol=1e-5, rtol=1e-4))
-    grads = sg.grad(f, wrt=wrt)(*args)
+    grads = sg.grad(f, wrt=wrt, fuse=fuse)(*args)
     assert isinstance(grads, tuple) and len(grads) == 3
     for label, g, expected, arg in zip("xya", grads, numeric, args):
         if isinstance(arg, np.ndarray):
@@ -537,3 +537,19 @@ def test_random_programs_unoptimized(program, args):
         check_program(source, name, args)
     finally:
         pipeline.OPTIMIZE = previous
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, database=None,
+          suppress_health_check=list(HealthCheck))
+@given(programs(), inputs)
+def test_random_programs_fused(program, args):
+    # Fused kernels (grad(f, fuse=True)) run on NumPy as plain Python here: the
+    # fusion pass must not change any gradient.
+    from srcgrad import runtime
+    previous = runtime.FUSE_ON_NUMPY
+    runtime.FUSE_ON_NUMPY = True
+    try:
+        source, name = program
+        check_program(source, name, args, fuse=True)
+    finally:
+        runtime.FUSE_ON_NUMPY = previous

@@ -38,8 +38,9 @@ def load(source, function_names, user_globals, user_cells, bindings, hint="f"):
     inner = {c.co_name: c for c in factory_code.co_consts if isinstance(c, types.CodeType)}
     cells = {n: user_cells[n] if n in user_cells else types.CellType(bindings[n]) for n in free}
     functions = []
-    for fname in function_names:
+    for fname in function_names:  # a function may call those listed before it
         fcode = inner[fname]
         closure = tuple(cells[n] for n in fcode.co_freevars)
         functions.append(types.FunctionType(fcode, user_globals, fname, None, closure or None))
+        cells.setdefault(fname, types.CellType(functions[-1]))
     return functions, full, filename
