@@ -1,4 +1,4 @@
-"""Peer implementations: PyTorch (CPU, eager), JAX (no jit; jit for reference), HIPS autograd.
+"""Peer implementations: PyTorch (eager, CPU or CUDA), JAX (no jit; jit for reference), HIPS autograd.
 
 Each peer is optional.  ``available()`` says which ones import; ``build(name, workload,
 inputs)`` returns ``(call, to_numpy)``: ``call()`` computes the gradient in that
@@ -9,6 +9,8 @@ the agreement check.
 * PyTorch: the same computation written with ``torch`` ops on tensors with
   ``requires_grad=True``, gradient by ``torch.autograd.grad`` (no accumulation into
   ``.grad``, like srcgrad).  The MLP uses ``F.cross_entropy`` on integer labels.
+  ``build("torch", ..., device="cuda")`` puts the tensors on the GPU (``run.py
+  --device cuda``; the caller synchronizes the device in each timed call).
 * JAX: the workload's own NumPy code run with ``np`` bound to ``jax.numpy``
   (``workloads.rebind``), gradient by ``jax.grad`` (``jax.vjp`` when there is a seed
   or a non-scalar output), float64 enabled.  Without jit every operation dispatches
@@ -47,10 +49,10 @@ def _dist_version(dist):
         return "?"
 
 
-def available():
-    """{peer: version string or the reason it is missing}."""
+def available(names=PEERS):
+    """{peer: version string, or None where it does not import}."""
     found = {}
-    for name in PEERS:
+    for name in names:
         mod = _import(name)
         if isinstance(mod, Exception):
             found[name] = None
@@ -129,21 +131,23 @@ def _torch_fns(torch):
             "W5": w5_mlp, "W6": w6_elementwise, "W7": w7_rnn, "W8": w8_thermal}
 
 
-def _build_torch(torch, workload, inputs):
+def _build_torch(torch, workload, inputs, device="cpu"):
+    """``inputs`` are NumPy arrays (host); the tensors are made on ``device``."""
     fn = _torch_fns(torch)[workload.group]
     args = list(inputs.args)
     if workload.group == "W5":
         args[5] = np.argmax(args[5], axis=1)          # F.cross_entropy takes class indices
-    targs = [torch.from_numpy(np.ascontiguousarray(a)) for a in args]
+    targs = [torch.from_numpy(np.ascontiguousarray(a)).to(device) for a in args]
     wrt = [targs[i].requires_grad_() for i in workload.wrt]
-    seed = None if inputs.grad_outputs is None else torch.from_numpy(inputs.grad_outputs)
+    seed = (None if inputs.grad_outputs is None
+            else torch.from_numpy(np.ascontiguousarray(inputs.grad_outputs)).to(device))
 
     def call():
         out = fn(*targs)
         return torch.autograd.grad(out, wrt, grad_outputs=seed)
 
     def to_numpy(res):
-        return tuple(r.detach().numpy() for r in res)
+        return tuple(r.detach().cpu().numpy() for r in res)
 
     return call, to_numpy
 
@@ -212,12 +216,15 @@ def applicable(name, workload):
     return name != "jax.jit" or workload.jit_ok
 
 
-def build(name, workload, inputs):
+def build(name, workload, inputs, device="cpu"):
+    """(call, to_numpy) for peer ``name``; ``device`` ("cpu" or "cuda") is PyTorch's only."""
     mod = _import(name)
     if isinstance(mod, Exception):
         raise RuntimeError(f"{name} is not installed")
     if name == "torch":
-        return _build_torch(mod, workload, inputs)
+        return _build_torch(mod, workload, inputs, device)
+    if device != "cpu":
+        raise ValueError(f"{name} runs on the CPU only here")
     if name in ("jax", "jax.jit"):
         return _build_jax(mod, workload, inputs, jit=name == "jax.jit")
     if name == "autograd":

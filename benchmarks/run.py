@@ -5,6 +5,7 @@
     python benchmarks/run.py --quick         # small sizes, few repeats (CI smoke, < 60 s)
     python benchmarks/run.py --only W5,W7    # some workloads (a group W5 or a row W5-f32)
     python benchmarks/run.py --json out.json # also write every measurement as JSON
+    python benchmarks/run.py --device cuda   # W5, W6 (1e7, 1e8 float32), W7 on CuPy
 
 For every workload (benchmarks/workloads.py) it first checks that srcgrad's gradient and
 every installed peer's agree with the hand-written gradient, then times, in one process
@@ -14,6 +15,14 @@ jit, jax.jit for reference, HIPS autograd; see benchmarks/peers.py).  It reports
 with min and max, the ratios srcgrad/hand and gradient/forward, the first-compile and
 cached-lookup times of ``srcgrad.grad``, and the peak memory (tracemalloc) of the
 srcgrad gradient against the hand-written one.  docs/performance.md explains the method.
+
+``--device cuda`` runs W5, W6 at 1e7 and 1e8 float32 elements and W7 on CuPy arrays
+(inputs moved with cupy.asarray, not timed): the workload's own function differentiated
+by srcgrad (default, and ``fuse=True`` where srcgrad has it), the hand-written gradient
+run with ``np`` bound to ``cupy`` (a hand-written CuPy adjoint, the reference) and
+PyTorch CUDA eager, every timed call ending in a device synchronisation.  W6 rows also
+give each time over the memory-bandwidth floor: (bytes of x read + bytes of dx written)
+/ the device-to-device copy bandwidth measured with cupy.copyto.
 """
 
 import argparse
@@ -48,7 +57,8 @@ def parse_args(argv=None):
     p.add_argument("--only", default=None,
                    help="comma list of workloads: groups (W5) or rows (W5-f32)")
     p.add_argument("--device", default="cpu", choices=("cpu", "cuda"),
-                   help="where the arrays live (cuda: hook for CuPy versions, not written yet)")
+                   help="where the arrays live: cpu (NumPy, all workloads) or cuda (CuPy: "
+                        "W5, W6 1e7/1e8 float32, W7; PyTorch CUDA eager as the peer)")
     p.add_argument("--json", default=None, metavar="PATH", help="write all results as JSON")
     p.add_argument("--markdown", default=None, metavar="PATH",
                    help="write the summary as Markdown tables (for docs/performance.md)")
@@ -57,7 +67,9 @@ def parse_args(argv=None):
     p.add_argument("--peers", default="all",
                    help="comma list of peers to run (torch,jax,jax.jit,autograd), 'none' or 'all'")
     p.add_argument("--budget", type=float, default=None,
-                   help="seconds of timing per workload (default 15, quick 0.5)")
+                   help="seconds of timing per workload (default 15, cuda 6, quick 0.5)")
+    # Tests only: run the --device cuda code path with NumPy standing in for CuPy (no GPU).
+    p.add_argument("--cupy-standin", action="store_true", help=argparse.SUPPRESS)
     return p.parse_args(argv)
 
 
@@ -93,6 +105,7 @@ import statistics  # noqa: E402
 import textwrap  # noqa: E402
 import time  # noqa: E402
 import tracemalloc  # noqa: E402
+import types  # noqa: E402
 
 sys.path.insert(0, HERE)
 sys.path.insert(0, ROOT)
@@ -117,19 +130,118 @@ class CpuDevice:
         pass
 
 
+class CudaUnavailable(Exception):
+    """--device cuda cannot run here: no CuPy, or no CUDA device."""
+
+
+def load_cupy(standin=False):
+    """The cupy module, checked to see a CUDA device; raises CudaUnavailable."""
+    if standin:
+        return standin_cupy()
+    try:
+        import cupy
+    except Exception as exc:  # ImportError, or a broken install
+        raise CudaUnavailable(
+            f"--device cuda needs CuPy, which does not import here ({type(exc).__name__}: "
+            f"{exc}); install cupy-cuda12x or cupy-cuda13x, or use --device cpu") from None
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as exc:  # no driver, or a driver too old for this CuPy
+        raise CudaUnavailable(f"--device cuda: CuPy {cupy.__version__} finds no usable CUDA "
+                              f"device ({type(exc).__name__}: {exc})") from None
+    if count < 1:
+        raise CudaUnavailable(f"--device cuda: CuPy {cupy.__version__} finds no CUDA device")
+    return cupy
+
+
+def standin_cupy():
+    """NumPy behind the part of CuPy's API that --device cuda uses.
+
+    For tests only (the hidden flag --cupy-standin): it runs the CUDA code path, with
+    its agreement checks, timing, floor and summary, on a machine without a GPU.  Its
+    times are CPU times and its peak memory is 0."""
+
+    class Device:
+        id = 0
+
+        def synchronize(self):
+            pass
+
+    class Pool:
+        def free_all_blocks(self):
+            pass
+
+    class MemoryHook:
+        name = "MemoryHook"
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    class StandIn(types.ModuleType):
+        def __getattr__(self, name):
+            return getattr(np, name)
+
+    cp = StandIn("cupy_standin")
+    cp.__version__ = f"stand-in (NumPy {np.__version__}, no GPU)"
+    cp.asarray = lambda a: np.array(a)          # a copy, like a transfer
+    cp.asnumpy = np.asarray
+    pool = Pool()
+    cp.get_default_memory_pool = lambda: pool
+    runtime = types.SimpleNamespace(
+        getDeviceCount=lambda: 1, runtimeGetVersion=lambda: 0, driverGetVersion=lambda: 0,
+        getDeviceProperties=lambda i: {"name": b"NumPy stand-in for CuPy (no GPU)",
+                                       "major": 0, "minor": 0, "totalGlobalMem": 0})
+    cp.cuda = types.SimpleNamespace(Device=Device, MemoryHook=MemoryHook, runtime=runtime)
+    return cp
+
+
 class CudaDevice:
-    """Hook for CuPy versions of the workloads: convert inputs with cupy.asarray in
-    ``prepare``, synchronize the stream in ``sync`` (called after every timed batch),
-    and give the workloads an array-module-generic hand-written gradient."""
+    """CuPy arrays on the current CUDA device; ``sync`` waits for all its work."""
 
     name = "cuda"
 
-    def __init__(self):
-        raise SystemExit("--device cuda: the CuPy versions of the workloads are not written "
-                         "yet (benchmarks/run.py CudaDevice is the hook); use --device cpu")
+    def __init__(self, cupy):
+        self.cp = cupy
+        self.device = cupy.cuda.Device()
+        self.sync = self.device.synchronize
+        self.pool = cupy.get_default_memory_pool()
 
+    def prepare(self, inputs):
+        """The inputs copied to the device (cupy.asarray; not timed)."""
+        cp = self.cp
+        args = tuple(cp.asarray(a) if isinstance(a, np.ndarray) else a for a in inputs.args)
+        go = inputs.grad_outputs
+        out = workloads.Inputs(args, None if go is None else cp.asarray(go))
+        self.sync()
+        return out
 
-DEVICES = {"cpu": CpuDevice, "cuda": CudaDevice}
+    def to_host(self, values):
+        return tuple(self.cp.asnumpy(v) for v in values)
+
+    def release(self):
+        """Give the memory pool's free blocks back (between workloads)."""
+        gc.collect()
+        self.sync()
+        self.pool.free_all_blocks()
+
+    def info(self):
+        rt = self.cp.cuda.runtime
+        out = {"name": "?", "compute_capability": "?", "memory": None,
+               "cuda_runtime": None, "cuda_driver": None}
+        try:
+            props = rt.getDeviceProperties(self.device.id)
+            name = props.get("name", b"?")
+            out["name"] = name.decode() if isinstance(name, bytes) else str(name)
+            out["compute_capability"] = f"{props.get('major')}.{props.get('minor')}"
+            out["memory"] = props.get("totalGlobalMem")
+            out["cuda_runtime"] = rt.runtimeGetVersion()
+            out["cuda_driver"] = rt.driverGetVersion()
+        except Exception as exc:  # the header must not stop the run
+            out["error"] = short_error(exc)
+        return out
 
 # ------------------------------------------------------------------ helpers
 
@@ -270,7 +382,7 @@ def peak_memory(call):
     return peak
 
 
-def compile_times(fn, wrt, inputs, reps, first_call_reps=None):
+def compile_times(fn, wrt, inputs, reps, first_call_reps=None, sync=None):
     """First call of sg.grad on a fresh function (compile + run), compile alone, cached lookup.
 
     A fresh function is the same source exec'd again into a new function object (new
@@ -283,6 +395,8 @@ def compile_times(fn, wrt, inputs, reps, first_call_reps=None):
             gc.collect()
             t0 = time.perf_counter()
             sg.grad(f, wrt=wrt)(*inputs.args, grad_outputs=inputs.grad_outputs)
+            if sync is not None:
+                sync()
             first.append(time.perf_counter() - t0)
         f = fresh_function(fn)
         gc.collect()
@@ -593,8 +707,492 @@ def header(args, peer_found, peer_names):
     return info
 
 
+# ------------------------------------------------------------------ --device cuda
+
+TARGET_FLOOR = {"W6-1e8-f32": 1.5}    # gradient time / memory-bandwidth floor
+FUSED = "sg.fused"                    # the column of sg.grad(f, wrt=..., fuse=True)
+SRCGRAD_VARIANTS = ("srcgrad", FUSED)
+
+
+def synced(call, sync):
+    """``call`` followed by a device synchronisation, so that its time is the GPU's time."""
+    def run():
+        res = call()
+        sync()
+        return res
+    return run
+
+
+def fused_grad(fn, wrt):
+    """sg.grad(fn, wrt, fuse=True), or None where this srcgrad has no ``fuse`` option."""
+    try:
+        return sg.grad(fn, wrt=wrt, fuse=True)
+    except TypeError:
+        return None
+
+
+def copy_bandwidth(cp, sync, n, reps):
+    """Device-to-device copy bandwidth (bytes/s): bytes read + written by cupy.copyto of
+    ``n`` float32 elements, over the median time of one copy."""
+    a = cp.ones(n, dtype=np.float32)
+    b = cp.empty_like(a)
+    cp.copyto(b, a)
+    sync()
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        cp.copyto(b, a)
+        sync()
+        times.append(time.perf_counter() - t0)
+    nbytes = a.nbytes + b.nbytes
+    del a, b
+    return nbytes / statistics.median(times)
+
+
+def cuda_peak(cp, call):
+    """Peak bytes taken from CuPy's memory pool during one call, above what was taken
+    before it (a cupy.cuda.MemoryHook counting malloc and free)."""
+
+    class PeakHook(cp.cuda.MemoryHook):
+        name = "srcgrad_bench_peak"
+
+        def __init__(self):
+            self.now = 0
+            self.peak = 0
+
+        def malloc_postprocess(self, **kw):
+            self.now += kw["mem_size"]
+            self.peak = max(self.peak, self.now)
+
+        def free_postprocess(self, **kw):
+            self.now -= kw["mem_size"]
+
+    gc.collect()
+    hook = PeakHook()
+    with hook:
+        res = call()
+    del res
+    return hook.peak
+
+
+def torch_peak(torch, call):
+    """Peak bytes of PyTorch's CUDA allocator during one call, above what it held before."""
+    gc.collect()
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    before = torch.cuda.memory_allocated()
+    res = call()
+    peak = torch.cuda.max_memory_allocated() - before
+    del res
+    return peak
+
+
+def _array_family(value):
+    """'cupy', 'numpy', ...: the package of a value's type."""
+    return type(value).__module__.split(".")[0]
+
+
+def _check_gradient(row, name, call, to_host, ref, dtype, like=None):
+    """Call once (the warm-up), compare with the hand-written gradient; True if it agrees.
+
+    ``like``: the inputs differentiated; a srcgrad gradient must be an array of the same
+    type (on the device, not on the host)."""
+    try:
+        t0 = time.perf_counter()
+        res = call()
+        row["first_call"][name] = time.perf_counter() - t0
+        if like is not None:
+            for g, a in zip(as_tuple(res), like):
+                if _array_family(g) != _array_family(a):
+                    row["status"][name] = "FAIL"
+                    row["error"][name] = (f"gradient is a {type(g).__module__}."
+                                          f"{type(g).__name__}, the input a "
+                                          f"{type(a).__module__}.{type(a).__name__}")
+                    return False
+                if getattr(g, "dtype", None) != a.dtype:
+                    row["warnings"].append(f"{name}: gradient dtype {getattr(g, 'dtype', '?')}"
+                                           f", input {a.dtype}")
+        ok, err = agree(to_host(as_tuple(res)), ref, dtype)
+        row["agreement"][name] = err
+        if ok:
+            row["status"][name] = "ok"
+            return True
+        row["status"][name] = "FAIL"
+        row["error"][name] = f"gradient disagrees with hand-written (rel. err {err:.3g})"
+    except Exception as exc:  # a failing contender is reported, not hidden
+        row["status"][name] = "FAIL"
+        row["error"][name] = short_error(exc)
+    return False
+
+
+def run_workload_cuda(w, cfg, device, tch, bandwidth):
+    """One workload on the GPU.  tch: None, or {"torch", "device", "sync"} for the peer."""
+    size = "quick" if cfg["quick"] else "full"
+    host = w.make(size)
+    inputs = device.prepare(host)
+    args, go = inputs.args, inputs.grad_outputs
+    wrt = srcgrad_wrt(w)
+    sync = device.sync
+    like = [args[i] for i in w.wrt]
+    row = {"key": w.key, "title": w.describe(size), "dtype": w.dtype, "device": "cuda",
+           "overhead_bound": w.overhead_bound, "status": {}, "error": {}, "agreement": {},
+           "first_call": {}, "warnings": []}
+    print(f"\n== {w.key}: {w.describe(size)}", flush=True)
+
+    hand_fn = workloads.rebind(w.hand, np=device.cp)      # a hand-written CuPy adjoint
+    hand = synced(lambda: hand_fn(*args, grad_outputs=go), sync)
+    t0 = time.perf_counter()
+    ref = device.to_host(as_tuple(hand()))
+    row["first_call"]["hand"] = time.perf_counter() - t0
+    row["status"]["hand"] = "ok"
+
+    contenders = {"forward": synced(lambda: w.fn(*args), sync)}
+    g = sg.grad(w.fn, wrt=wrt)
+    call = synced(lambda: g(*args, grad_outputs=go), sync)
+    if _check_gradient(row, "srcgrad", call, device.to_host, ref, w.dtype, like):
+        contenders["srcgrad"] = call
+    gf = fused_grad(w.fn, wrt)
+    if gf is None:
+        row["status"][FUSED] = "n/a"
+    else:
+        call = synced(lambda: gf(*args, grad_outputs=go), sync)
+        if _check_gradient(row, FUSED, call, device.to_host, ref, w.dtype, like):
+            contenders[FUSED] = call
+    contenders["hand"] = hand
+    if tch is not None:
+        try:
+            tcall, to_numpy = peers.build("torch", w, host, device=tch["device"])
+            tcall = synced(tcall, tch["sync"])
+            if _check_gradient(row, "torch", tcall, to_numpy, ref, w.dtype):
+                contenders["torch"] = tcall
+        except Exception as exc:
+            row["status"]["torch"] = "FAIL"
+            row["error"]["torch"] = short_error(exc)
+    for name, msg in row["error"].items():
+        print(f"   !! {name}: {msg}", flush=True)
+    for msg in row["warnings"]:
+        print(f"   warning: {msg}", flush=True)
+
+    gc.collect()
+    gc.freeze()
+    stats = interleaved(contenders, cfg["budget"], cfg["sample_s"], cfg["min_rep"],
+                        cfg["max_rep"], sync, warmed=set(contenders) - {"forward"})
+    row["time"] = stats
+    hand_t = stats["hand"]["median"]
+    fwd_t = stats["forward"]["median"]
+    row["ratio_to_hand"] = {n: s["median"] / hand_t for n, s in stats.items()}
+    row["ratio_to_forward"] = {n: s["median"] / fwd_t for n, s in stats.items()}
+    row["min_ratio_to_hand"] = {n: s["min"] / stats["hand"]["min"] for n, s in stats.items()}
+    if bandwidth and w.group == "W6":
+        x = args[0]
+        grad_floor = (x.nbytes + x.nbytes) / bandwidth     # read x, write dx (same dtype)
+        fwd_floor = x.nbytes / bandwidth                   # read x
+        row["floor"] = {"bandwidth": bandwidth, "gradient_s": grad_floor, "forward_s": fwd_floor,
+                        "ratio": {n: s["median"] / (fwd_floor if n == "forward" else grad_floor)
+                                  for n, s in stats.items()}}
+
+    if "srcgrad" in stats:
+        try:
+            row["compile"] = compile_times(w.fn, wrt, inputs, cfg["compile_reps"],
+                                           first_call_reps=1, sync=sync)
+        except Exception as exc:
+            row["warnings"].append(f"compile times: {short_error(exc)}")
+    try:
+        mem = {n: cuda_peak(device.cp, contenders[n])
+               for n in ("forward",) + SRCGRAD_VARIANTS + ("hand",) if n in contenders}
+        if "torch" in contenders and tch["device"] == "cuda":
+            mem["torch"] = torch_peak(tch["torch"], contenders["torch"])
+        if "srcgrad" in mem:
+            mem["ratio"] = mem["srcgrad"] / max(mem["hand"], 1)
+        row["memory"] = mem
+    except Exception as exc:
+        row["warnings"].append(f"peak memory: {short_error(exc)}")
+    print_row_cuda(row)
+    return row
+
+
+def print_row_cuda(row):
+    stats = row["time"]
+    floor = row.get("floor")
+    print(f"   {'contender':<10} {'median':>10} {'min':>10} {'max':>10} {'/hand':>7} "
+          f"{'/forward':>9}" + (f" {'/floor':>7}" if floor else "")
+          + f"  {'calls x reps':>12}  agreement")
+    for name, s in stats.items():
+        agreement = row["agreement"].get(name)
+        agreement = "-" if agreement is None else f"{agreement:.1e}"
+        print(f"   {name:<10} {fmt_time(s['median']):>10} {fmt_time(s['min']):>10} "
+              f"{fmt_time(s['max']):>10} {row['ratio_to_hand'][name]:>7.2f} "
+              f"{row['ratio_to_forward'][name]:>9.2f}"
+              + (f" {floor['ratio'][name]:>7.2f}" if floor else "")
+              + f"  {str(s['calls_per_sample']) + ' x ' + str(s['repeats']):>12}  {agreement}")
+    for name, status in row["status"].items():
+        if status == "n/a" and name == FUSED:
+            print(f"   {name:<10} n/a (fuse: not available)")
+        elif status != "ok":
+            print(f"   {name:<10} {status}")
+    if floor:
+        print(f"   bandwidth floor: gradient {fmt_time(floor['gradient_s'])} (read x + write dx "
+              f"at {floor['bandwidth'] / 1e9:.0f} GB/s), forward {fmt_time(floor['forward_s'])} "
+              f"(read x); /floor = median / floor")
+    if "compile" in row:
+        c = row["compile"]
+        print(f"   srcgrad first call on a fresh function {fmt_time(c['first_call'])} "
+              f"(compile alone {fmt_time(c['compile'])}); cached sg.grad(f).compiled "
+              f"{fmt_time(c['lookup'])}")
+    if row["first_call"]:
+        print("   first call (CuPy kernel compiles included): " + ", ".join(
+            f"{n} {fmt_time(t)}" for n, t in row["first_call"].items()))
+    if "memory" in row:
+        m = row["memory"]
+        print("   peak memory in one call (CuPy pool; torch: its CUDA allocator): " + ", ".join(
+            f"{n} {fmt_bytes(v)}" for n, v in m.items() if n != "ratio")
+            + (f" (srcgrad/hand {m['ratio']:.2f})" if "ratio" in m else ""), flush=True)
+    else:
+        print("   peak memory: -")
+    for msg in row["warnings"]:
+        if msg.startswith(("compile times:", "peak memory:")):
+            print(f"   warning: {msg}")
+
+
+def verdicts_cuda(row):
+    """{variant: {target: (met, text)}} for srcgrad and sg.fused, where they were timed."""
+    out = {}
+    t = row["time"]
+    for v in SRCGRAD_VARIANTS:
+        if v not in t:
+            continue
+        mine = t[v]["median"]
+        d = {}
+        r = row["ratio_to_hand"][v]
+        d["vs hand"] = (r <= TARGET_RATIO, f"{r:.2f} <= {TARGET_RATIO}")
+        if "torch" in t:
+            d["faster than torch"] = (mine < t["torch"]["median"],
+                                      f"{t['torch']['median'] / mine:.2f}x")
+        limit = TARGET_FLOOR.get(row["key"])
+        if limit and "floor" in row:
+            f = row["floor"]["ratio"][v]
+            d["floor"] = (f <= limit, f"{f:.2f} <= {limit}")
+        out[v] = d
+    return out
+
+
+def _met_text(row):
+    """(met, text): met when srcgrad or sg.fused meets every target of the row."""
+    v = verdicts_cuda(row)
+    row["verdicts"] = {var: {k: {"met": m, "value": t} for k, (m, t) in d.items()}
+                       for var, d in v.items()}
+    if not v:
+        return False, "MISSED: srcgrad FAIL"
+    good = [var for var, d in v.items() if all(m for m, _ in d.values())]
+    if good:
+        return True, "yes (" + ", ".join(good) + ")"
+    return False, "MISSED: " + "; ".join(
+        f"{var}: " + ", ".join(k for k, (m, _) in d.items() if not m) for var, d in v.items())
+
+
+CUDA_COLS = ("srcgrad", FUSED, "hand", "torch")
+
+
+def _ratio(row, a, b):
+    t = row["time"]
+    return t[a]["median"] / t[b]["median"] if a in t and b in t else None
+
+
+def _cell(value, width, fmt="{:.2f}"):
+    return f"{'-' if value is None else fmt.format(value):>{width}}"
+
+
+def print_summary_cuda(rows, bandwidth):
+    print("\n== Summary (--device cuda): median time of one call, device synchronised; "
+          "ratios of medians (lower is better)\n   fu = sg.fused (sg.grad(f, fuse=True)); "
+          "/floor: gradient time / bandwidth floor (W6); mem: peak memory srcgrad / hand")
+    head = (f"{'workload':<11} {'dtype':<7} " + " ".join(f"{c:>9}" for c in CUDA_COLS)
+            + f" {'sg/hand':>7} {'fu/hand':>7} {'sg/torch':>8} {'fu/torch':>8} {'fu/sg':>6}"
+            + f" {'sg/floor':>8} {'fu/floor':>8} {'mem':>5}  met")
+    print(head)
+    all_met = True
+    for row in rows:
+        t = row["time"]
+        times = []
+        for c in CUDA_COLS:
+            st = row["status"].get(c)
+            times.append(f"{fmt_time(t[c]['median']) if c in t else (st or '-'):>9}")
+        fl = row.get("floor", {}).get("ratio", {})
+        mem = row.get("memory", {}).get("ratio")
+        met, text = _met_text(row)
+        all_met &= met
+        print(f"{row['key']:<11} {row['dtype']:<7} " + " ".join(times)
+              + " " + _cell(_ratio(row, "srcgrad", "hand"), 7)
+              + " " + _cell(_ratio(row, FUSED, "hand"), 7)
+              + " " + _cell(_ratio(row, "srcgrad", "torch"), 8)
+              + " " + _cell(_ratio(row, FUSED, "torch"), 8)
+              + " " + _cell(_ratio(row, FUSED, "srcgrad"), 6)
+              + " " + _cell(fl.get("srcgrad"), 8) + " " + _cell(fl.get(FUSED), 8)
+              + " " + _cell(mem, 5) + f"  {text}")
+    if bandwidth:
+        print(f"\ndevice-to-device copy bandwidth (cupy.copyto, read + write): "
+              f"{bandwidth / 1e9:.0f} GB/s")
+    print(f"targets: srcgrad (or sg.fused) / hand <= {TARGET_RATIO}, faster than PyTorch CUDA "
+          f"eager, " + ", ".join(f"{k} gradient <= {v}x the bandwidth floor"
+                                 for k, v in TARGET_FLOOR.items()))
+    print(f"\nall targets met: {'yes' if all_met else 'no'}")
+    return all_met
+
+
+def markdown_cuda(rows, info, bandwidth):
+    d = info["cuda"]
+    out = [f"Measured {time.strftime('%Y-%m-%d')} on {d['name']} (`--device cuda`): srcgrad git "
+           f"{info.get('git')}, python {info['python']}, cupy {info['cupy']}, numpy "
+           f"{info['numpy']}, torch {info.get('torch') or '-'}; every timed call ends with a "
+           f"device synchronisation; sg.fused is `sg.grad(f, wrt, fuse=True)` "
+           f"({'available' if info['fuse'] else 'not available'})"
+           + (f"; copy bandwidth {bandwidth / 1e9:.0f} GB/s" if bandwidth else "") + ".", "",
+           "| workload | dtype | " + " | ".join(CUDA_COLS) + " | srcgrad / hand | "
+           "sg.fused / hand | srcgrad / torch | sg.fused / torch | sg.fused / srcgrad | "
+           "srcgrad / floor | sg.fused / floor | mem srcgrad / hand | met |",
+           "|---|---|" + "---:|" * (len(CUDA_COLS) + 8) + "---|"]
+
+    def r(v):
+        return "-" if v is None else f"{v:.2f}"
+    for row in rows:
+        t = row["time"]
+        times = []
+        for c in CUDA_COLS:
+            if c in t:
+                s = t[c]
+                times.append(f"{fmt_time(s['median'])} ({fmt_time(s['min'])}-"
+                             f"{fmt_time(s['max'])})")
+            else:
+                times.append(row["status"].get(c) or "-")
+        fl = row.get("floor", {}).get("ratio", {})
+        _, text = _met_text(row)
+        out.append(f"| {row['key']} | {row['dtype']} | " + " | ".join(times) + " | "
+                   + " | ".join(r(v) for v in (
+                       _ratio(row, "srcgrad", "hand"), _ratio(row, FUSED, "hand"),
+                       _ratio(row, "srcgrad", "torch"), _ratio(row, FUSED, "torch"),
+                       _ratio(row, FUSED, "srcgrad"), fl.get("srcgrad"), fl.get(FUSED),
+                       row.get("memory", {}).get("ratio")))
+                   + f" | {text} |")
+    return "\n".join(out) + "\n"
+
+
+def header_cuda(args, device, torch_ver, torch_note, fuse):
+    dev = device.info()
+    info = {"git": git_state(), "python": platform.python_version(),
+            "platform": platform.platform(), "numpy": np.__version__,
+            "srcgrad": getattr(sg, "__version__", "?"), "cupy": device.cp.__version__,
+            "torch": torch_ver, "device": "cuda", "cuda": dev, "quick": args.quick,
+            "fuse": fuse, "cpus_pinned": CPUS, "threads": args.threads}
+    print("srcgrad benchmark suite, --device cuda"
+          + (" (--quick: small sizes, few repeats)" if args.quick else ""))
+    print(f"device: {dev['name']} (compute capability {dev['compute_capability']}, "
+          f"{fmt_bytes(dev['memory'])}), CUDA runtime {dev['cuda_runtime']}, "
+          f"driver {dev['cuda_driver']}")
+    print(f"cupy {info['cupy']}, numpy {info['numpy']}, torch {torch_ver or '-'}, "
+          f"python {info['python']}, srcgrad {info['srcgrad']} (git {info['git']})")
+    print(f"peer torch: {torch_note}; jax and autograd are not run on cuda")
+    print("fuse: available (sg.grad(f, wrt, fuse=True) is the sg.fused column)" if fuse else
+          "fuse: not available (sg.grad has no fuse option; no sg.fused column)")
+    print("every timed call ends with a device synchronisation (cupy.cuda.Device()."
+          "synchronize(); torch.cuda.synchronize() for torch); inputs are moved with "
+          "cupy.asarray before timing")
+    return info
+
+
+def main_cuda(args):
+    try:
+        cp = load_cupy(args.cupy_standin)
+    except CudaUnavailable as exc:
+        print(f"run.py: {exc}".replace("\n", " "), file=sys.stderr)
+        return 2
+    device = CudaDevice(cp)
+    cfg = {"quick": args.quick,
+           "budget": args.budget if args.budget is not None else (0.5 if args.quick else 6.0),
+           "sample_s": 0.002 if args.quick else 0.02,
+           "min_rep": 3 if args.quick else 5,
+           "max_rep": 3 if args.quick else 21,
+           "compile_reps": 1 if args.quick else 3,
+           "copy_elements": 1 << 22 if args.quick else 250_000_000}
+    chosen = workloads.select(args.only, device="cuda")
+
+    # The peer: PyTorch CUDA eager (JAX and autograd are CPU peers here).
+    wanted = (["torch"] if args.peers == "all" else [] if args.peers == "none" else
+              [p.strip() for p in args.peers.split(",") if p.strip()])
+    unknown = [p for p in wanted if p not in peers.PEERS]
+    if unknown:
+        raise SystemExit(f"--peers: unknown {unknown}; have {', '.join(peers.PEERS)}")
+    tch, torch_ver = None, peers.available(("torch",))["torch"]
+    if "torch" not in wanted:
+        torch_note = "not selected" if torch_ver else "not installed"
+    elif not torch_ver:
+        torch_note = "not installed, skipped"
+    else:
+        import torch
+        torch.set_num_threads(args.threads)
+        if args.cupy_standin:
+            tch = {"torch": torch, "device": "cpu", "sync": lambda: None}
+            torch_note = f"{torch_ver} on the CPU (--cupy-standin)"
+        elif not torch.cuda.is_available():
+            torch_note = f"{torch_ver} has no CUDA here, skipped"
+        else:
+            tch = {"torch": torch, "device": "cuda", "sync": torch.cuda.synchronize}
+            torch_note = f"{torch_ver} (CUDA {torch.version.cuda}), CUDA eager"
+    fuse = fused_grad(workloads.w6_elementwise, 0) is not None
+    info = header_cuda(args, device, torch_ver, torch_note, fuse)
+    gc.collect()
+    gc.freeze()
+
+    bandwidth = None
+    if any(w.group == "W6" for w in chosen):
+        try:
+            bandwidth = copy_bandwidth(cp, device.sync, cfg["copy_elements"],
+                                       5 if args.quick else 20)
+            print(f"\ndevice-to-device copy bandwidth: {bandwidth / 1e9:.0f} GB/s (cupy.copyto "
+                  f"of {cfg['copy_elements']:.3g} float32, bytes read + written / median time)")
+        except Exception as exc:  # the W6 rows then go without a floor
+            print(f"\n!! copy bandwidth not measured, no floor: {short_error(exc)}")
+        device.release()
+
+    rows, broken = [], {}
+    for w in chosen:
+        t0 = time.perf_counter()
+        try:
+            rows.append(run_workload_cuda(w, cfg, device, tch, bandwidth))
+            rows[-1]["wall_s"] = time.perf_counter() - t0
+        except Exception as exc:  # one broken row must not cost the others (GPU time is short)
+            import traceback
+            traceback.print_exc(file=sys.stdout)
+            broken[w.key] = short_error(exc)
+            print(f"   !! {w.key} could not run: {broken[w.key]}")
+        device.release()
+        if tch is not None and tch["device"] == "cuda":
+            tch["torch"].cuda.empty_cache()
+        print(f"   ({w.key} took {time.perf_counter() - t0:.1f} s)", flush=True)
+
+    all_met = print_summary_cuda(rows, bandwidth) and not broken
+    for key, msg in broken.items():
+        print(f"{key}: could not run: {msg}")
+    info["bandwidth"] = bandwidth
+    info["broken_rows"] = broken
+    if args.markdown:
+        with open(args.markdown, "w") as fh:
+            fh.write(markdown_cuda(rows, info, bandwidth))
+        print(f"wrote {args.markdown}")
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"meta": info, "config": cfg, "rows": rows, "all_targets_met": all_met},
+                      fh, indent=1, default=str)
+        print(f"wrote {args.json}")
+    failing = [r["key"] for r in rows if r["status"].get("srcgrad") != "ok"] + list(broken)
+    if failing:
+        print(f"srcgrad FAILS on: {', '.join(failing)}")
+    return 0
+
+
 def main(args):
-    device = DEVICES[args.device]()
+    if args.device == "cuda":
+        return main_cuda(args)
+    device = CpuDevice()
     cfg = {"quick": args.quick,
            "budget": args.budget if args.budget is not None else (0.5 if args.quick else 15.0),
            "sample_s": 0.002 if args.quick else 0.02,

@@ -14,7 +14,7 @@ Every workload has
   ``"quick"`` a small one for CI smoke runs and tests).
 
 PyTorch versions (tensor code, idiomatic ``torch.autograd.grad``) are in
-``peers.py``.
+``peers.py``.  ``CUDA_WORKLOADS`` are the rows of ``run.py --device cuda``.
 """
 
 import math
@@ -189,10 +189,10 @@ def w6_hand(x, grad_outputs=None):
     return ((np.cos(x) - 2 * x * np.sin(x)) * e + 2 * x / (1 + x * x),)
 
 
-def _w6_make(n_full):
+def _w6_make(n_full, dtype=np.float64, n_quick=10_000):
     def make(size):
-        n = n_full if size == "full" else 10_000
-        return Inputs((np.random.default_rng(6).uniform(-3, 3, n),))
+        n = n_full if size == "full" else n_quick
+        return Inputs((np.random.default_rng(6).uniform(-3, 3, n).astype(dtype, copy=False),))
     return make
 
 
@@ -231,6 +231,16 @@ def w7_make(size):
     h0 = np.zeros((batch, hid))
     xs = rng.standard_normal((steps, batch, inp))
     return Inputs((W, U, h0, xs))
+
+
+def _astype(make, dtype):
+    """``make`` with its arrays (and seed) converted to ``dtype``."""
+    def made(size):
+        inputs = make(size)
+        args = tuple(a.astype(dtype) if isinstance(a, np.ndarray) else a for a in inputs.args)
+        go = inputs.grad_outputs
+        return Inputs(args, None if go is None else np.asarray(go).astype(dtype))
+    return made
 
 
 # ---------------------------------------------------------------- W8: building thermal simulation
@@ -353,13 +363,37 @@ WORKLOADS = [
 ]
 
 
-def select(only=None):
-    """The workloads whose key or group is in ``only`` (a comma list), or all."""
+# ``run.py --device cuda``: the same functions on CuPy arrays (srcgrad differentiates
+# ``fn`` unchanged; ``np.*`` on CuPy arrays dispatches to CuPy), the hand-written gradient
+# run with ``np`` bound to ``cupy`` (rebind), the sizes where a GPU matters.
+_W6_TITLE = "sum(sin(x) exp(-x^2) + log1p(x^2))"
+CUDA_WORKLOADS = [
+    Workload("W5-f32", "W5", "MLP tanh + softmax CE, float32", w5_mlp, (0, 1, 2, 3), w5_hand,
+             _w5_make(np.float32), False, dtype="float32",
+             sizes={"full": "256x784->512->10", "quick": "16x32->24->10"}),
+    Workload("W5-f64", "W5", "MLP tanh + softmax CE, float64", w5_mlp, (0, 1, 2, 3), w5_hand,
+             _w5_make(np.float64), False,
+             sizes={"full": "256x784->512->10", "quick": "16x32->24->10"}),
+    Workload("W6-1e7-f32", "W6", _W6_TITLE + ", float32", w6_elementwise, (0,), w6_hand,
+             _w6_make(10_000_000, np.float32), False, dtype="float32",
+             sizes={"full": "1e7", "quick": "1e4"}),
+    Workload("W6-1e8-f32", "W6", _W6_TITLE + ", float32", w6_elementwise, (0,), w6_hand,
+             _w6_make(100_000_000, np.float32, n_quick=100_000), False, dtype="float32",
+             sizes={"full": "1e8", "quick": "1e5"}),
+    Workload("W7-f32", "W7", "vanilla RNN, Python loop, float32", w7_rnn, (0, 1), w7_hand,
+             _astype(w7_make, np.float32), False, dtype="float32",
+             sizes={"full": "50 steps, h128 b32 in64", "quick": "5 steps, h16 b4 in8"}),
+]
+
+
+def select(only=None, device="cpu"):
+    """The workloads (of ``device``) whose key or group is in ``only`` (a comma list), or all."""
+    table = CUDA_WORKLOADS if device == "cuda" else WORKLOADS
     if not only:
-        return list(WORKLOADS)
+        return list(table)
     wanted = [w.strip().upper() for w in only.split(",") if w.strip()]
-    chosen = [w for w in WORKLOADS if w.key.upper() in wanted or w.group.upper() in wanted]
+    chosen = [w for w in table if w.key.upper() in wanted or w.group.upper() in wanted]
     if not chosen:
-        raise SystemExit(f"--only {only}: no such workload (have "
-                         f"{', '.join(w.key for w in WORKLOADS)})")
+        raise SystemExit(f"--only {only}: no such workload on {device} (have "
+                         f"{', '.join(w.key for w in table)})")
     return chosen

@@ -2,9 +2,13 @@
 
 On the small ("quick") sizes: every hand-written gradient matches finite differences,
 srcgrad's gradient and every installed peer's (PyTorch, JAX, HIPS autograd) match the
-hand-written one, and ``python benchmarks/run.py --quick`` runs to the end.
+hand-written one, and ``python benchmarks/run.py --quick`` runs to the end.  For
+``--device cuda``: without CuPy it says so in one line; its code path runs to the end with
+NumPy standing in for CuPy (the hidden flag --cupy-standin); and, on a machine with a CUDA
+device (marker gpu), it runs to the end on the GPU.
 """
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -113,3 +117,78 @@ def test_missing_peers_are_reported():
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "== W4:" in proc.stdout
     assert "not selected" in proc.stdout or "not installed" in proc.stdout
+
+
+# ----------------------------------------------------------------- --device cuda
+
+CUDA_IDS = [w.key for w in workloads.CUDA_WORKLOADS]
+
+
+def _run(*flags, timeout=170):
+    return subprocess.run([sys.executable, os.path.join(BENCH, "run.py"), *flags],
+                          capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("cupy") is not None,
+                    reason="CuPy is installed: the missing-CuPy message cannot show")
+def test_cuda_without_cupy_says_so_in_one_line():
+    proc = _run("--device", "cuda", "--quick", timeout=60)
+    assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "Traceback" not in proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--device cuda needs CuPy" in lines[0], proc.stderr
+
+
+def _check_cuda_json(data, standin):
+    assert [r["key"] for r in data["rows"]] == CUDA_IDS
+    assert data["meta"]["broken_rows"] == {}
+    assert data["meta"]["bandwidth"] > 0
+    for row in data["rows"]:
+        assert row["status"]["srcgrad"] == "ok", row.get("error")
+        assert row["status"]["sg.fused"] in ("ok", "n/a"), row.get("error")
+        assert row["status"].get("torch", "ok") == "ok", row.get("error")
+        for name in ("forward", "srcgrad", "hand"):
+            assert row["time"][name]["median"] > 0
+        assert ("floor" in row) == row["key"].startswith("W6")
+        if "floor" in row:
+            assert row["floor"]["ratio"]["srcgrad"] > 0
+        assert "memory" in row, row["warnings"]
+        if not standin:
+            assert row["memory"]["srcgrad"] > 0 and row["memory"]["hand"] > 0
+
+
+def test_cuda_code_path_with_numpy_standin(tmp_path):
+    """The --device cuda logic (agreement, synchronised timing, floor, summary, Markdown,
+    JSON) on a machine without a GPU: NumPy stands in for CuPy, PyTorch runs on the CPU."""
+    out, md = tmp_path / "cuda.json", tmp_path / "cuda.md"
+    proc = _run("--device", "cuda", "--quick", "--cupy-standin", "--json", str(out),
+                "--markdown", str(md))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "Summary (--device cuda)" in proc.stdout
+    assert "fuse: " in proc.stdout and "device-to-device copy bandwidth" in proc.stdout
+    for key in CUDA_IDS:
+        assert f"== {key}:" in proc.stdout
+    _check_cuda_json(json.loads(out.read_text()), standin=True)
+    text = md.read_text()
+    for key in CUDA_IDS:
+        assert f"| {key} |" in text
+
+
+def _cuda_device_or_skip():
+    cupy = pytest.importorskip("cupy")
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as exc:  # CUDA driver or runtime missing
+        pytest.skip(f"no CUDA device: {exc}")
+    if count < 1:
+        pytest.skip("no CUDA device")
+
+
+@pytest.mark.gpu
+def test_run_cuda_quick(tmp_path):
+    _cuda_device_or_skip()
+    out = tmp_path / "cuda.json"
+    proc = _run("--device", "cuda", "--quick", "--json", str(out), timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "Summary (--device cuda)" in proc.stdout
+    _check_cuda_json(json.loads(out.read_text()), standin=False)
