@@ -37,7 +37,7 @@ def namespace(*values):
     found = None
     for value in values:
         module = type(value).__module__
-        if module.startswith("cupy"):
+        if module.startswith("cupy") or type(value) is DeviceShape:
             kind = "cupy"
         elif isinstance(value, (list, tuple)):
             if not value:
@@ -65,8 +65,22 @@ def is_array(value):
     return hasattr(value, "shape") and hasattr(value, "dtype") and not isinstance(value, (int, float))
 
 
+class DeviceShape(tuple):
+    """The shape of a CuPy array saved in place of the array: it keeps the namespace,
+    so a scalar adjoint broadcast to it (``rt.unreduce``) lands on the device."""
+
+    __slots__ = ()
+
+    @property
+    def shape(self):
+        return tuple(self)
+
+
 def shape_of(value):
-    return getattr(value, "shape", ())
+    shape = getattr(value, "shape", ())
+    if type(value).__module__.startswith("cupy"):
+        return DeviceShape(shape)
+    return shape
 
 
 # ----- Fused elementwise kernels (transform/fuse.py) -----

@@ -6,7 +6,8 @@ of the output's structure, runs the rule (its template executed as a plain
 function with ``xp`` bound to NumPy) and checks, for each differentiable
 argument, that the gradient has the argument's shape and that
 ``<grad, v> == d/dt <f(x + t v), dy>`` (central finite differences, float64)
-for random directions ``v``.
+for random directions ``v``. tests/test_gpu.py runs the same rows with ``xp``
+bound to CuPy and compares the gradients with these.
 
 A second test parses each built-in rule's source and checks the template
 shape: simple assignments to plain names and one final ``return``; free names
@@ -57,13 +58,18 @@ def sym_direction(v):
 # ----- Calling a rule without the compiler -----
 
 
-def call_rule(rule, dy, y, *args, **kwargs):
-    """Run a rule's template as a plain function, with ``xp`` bound to NumPy."""
+def bind_rule(rule, xp=np):
+    """A rule's template as a plain function, with ``xp`` bound to ``xp``."""
     f = rule.function
-    fn = types.FunctionType(f.__code__, {**f.__globals__, "xp": np}, f.__name__,
+    fn = types.FunctionType(f.__code__, {**f.__globals__, "xp": xp}, f.__name__,
                             f.__defaults__, f.__closure__)
     fn.__kwdefaults__ = f.__kwdefaults__
-    return fn(dy, y, *args, **kwargs)
+    return fn
+
+
+def call_rule(rule, dy, y, *args, **kwargs):
+    """Run a rule's template as a plain function, with ``xp`` bound to NumPy."""
+    return bind_rule(rule)(dy, y, *args, **kwargs)
 
 
 def grads_by_argument(rule, result, args, kwargs):
@@ -540,12 +546,7 @@ def run_case(case, seed_dirs=2):
     dy = case.dy(y) if case.dy is not None else random_like(y)
     result = call_rule(rule, dy, y, *args, **kwargs)
     grads = grads_by_argument(rule, result, args, kwargs)
-    wrt = case.wrt
-    if wrt is None:
-        wrt = [i for i, a in enumerate(args) if is_floaty(a)
-               and _param_name(rule, i) not in NONDIFF_PARAMS]
-    assert wrt, f"{case.label()}: nothing to differentiate"
-    for key in wrt:
+    for key in wrt_keys(case, rule, args):
         value = args[key] if isinstance(key, int) else kwargs[key]
         g = grads.get(key)
         where = f"{case.label()} d/d[{key}]"
@@ -569,6 +570,16 @@ def run_case(case, seed_dirs=2):
             assert np.isfinite(an), f"{where}: gradient is not finite"
             assert abs(fd - an) <= case.atol + case.rtol * max(abs(fd), abs(an)), (
                 f"{where}: finite differences {fd!r} != rule {an!r}")
+
+
+def wrt_keys(case, rule, args):
+    """The arguments (positions, keyword names) whose gradients a row checks."""
+    wrt = case.wrt
+    if wrt is None:
+        wrt = [i for i, a in enumerate(args) if is_floaty(a)
+               and _param_name(rule, i) not in NONDIFF_PARAMS]
+    assert wrt, f"{case.label()}: nothing to differentiate"
+    return wrt
 
 
 def _zero_nan_directions(value, d):

@@ -284,6 +284,7 @@ def vdot(dy, y, a, b):
 
 @adjoint(np.inner)
 def inner(dy, y, a, b):
+    dy = xp.asarray(dy)  # CuPy's tensordot takes no Python float
     return (xp.tensordot(dy, b, axes=b.ndim - 1),
             xp.tensordot(dy, a, axes=(tuple(range(a.ndim - 1)), tuple(range(a.ndim - 1)))))
 
