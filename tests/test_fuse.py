@@ -97,7 +97,7 @@ def test_float32_stays_float32(fused_on_numpy):
     assert fused_on_numpy
 
 
-def kernel_of(*statements):
+def kernel_of():
     """A stand-in kernel for guard tests: returns its first input."""
     def k(*args):
         return args[0]

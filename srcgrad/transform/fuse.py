@@ -186,10 +186,15 @@ class _Fuser:
     # ----- Writing a kernel -----
 
     def flush(self, run):
-        while run and _is_comment(run[-1]):
-            run = run[:-1]
+        """The run as written, or as a kernel call with the run as its fallback."""
+        end = len(run)
+        while end and _is_comment(run[end - 1]):
+            end -= 1
+        return self.fuse_run(run[:end]) + run[end:]  # trailing comments stay outside
+
+    def fuse_run(self, run):
         statements = [s for s in run if not _is_comment(s)]
-        if sum(_operations(s.value) for s in statements) < _MIN_OPERATIONS or len(statements) < 1:
+        if sum(_operations(s.value) for s in statements) < _MIN_OPERATIONS:
             return run
         inputs, targets, outputs, deps, shapes = self.signature(run)
         if not outputs:
