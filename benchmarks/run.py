@@ -245,6 +245,15 @@ class CudaDevice:
 
 # ------------------------------------------------------------------ helpers
 
+def print_compile(row):
+    """The first-compile and cached-lookup line of a workload's report."""
+    if "compile" in row:
+        c = row["compile"]
+        print(f"   srcgrad first call on a fresh function {fmt_time(c['first_call'])} "
+              f"(compile alone {fmt_time(c['compile'])}); cached sg.grad(f).compiled "
+              f"{fmt_time(c['lookup'])}")
+
+
 def fmt_time(s):
     if s is None:
         return "-"
@@ -515,11 +524,7 @@ def print_row(row):
     for name, status in row["status"].items():
         if status != "ok":
             print(f"   {name:<10} {status}")
-    if "compile" in row:
-        c = row["compile"]
-        print(f"   srcgrad first call on a fresh function {fmt_time(c['first_call'])} "
-              f"(compile alone {fmt_time(c['compile'])}); cached sg.grad(f).compiled "
-              f"{fmt_time(c['lookup'])}")
+    print_compile(row)
     if row["first_call"]:
         print("   first call of each peer (tracing/compiling + one gradient): " + ", ".join(
             f"{n} {fmt_time(t)}" for n, t in row["first_call"].items()))
@@ -934,11 +939,7 @@ def print_row_cuda(row):
         print(f"   bandwidth floor: gradient {fmt_time(floor['gradient_s'])} (read x + write dx "
               f"at {floor['bandwidth'] / 1e9:.0f} GB/s), forward {fmt_time(floor['forward_s'])} "
               f"(read x); /floor = median / floor")
-    if "compile" in row:
-        c = row["compile"]
-        print(f"   srcgrad first call on a fresh function {fmt_time(c['first_call'])} "
-              f"(compile alone {fmt_time(c['compile'])}); cached sg.grad(f).compiled "
-              f"{fmt_time(c['lookup'])}")
+    print_compile(row)
     if row["first_call"]:
         print("   first call (CuPy kernel compiles included): " + ", ".join(
             f"{n} {fmt_time(t)}" for n, t in row["first_call"].items()))

@@ -175,13 +175,8 @@ def test_cuda_code_path_with_numpy_standin(tmp_path):
 
 
 def _cuda_device_or_skip():
-    cupy = pytest.importorskip("cupy")
-    try:
-        count = cupy.cuda.runtime.getDeviceCount()
-    except Exception as exc:  # CUDA driver or runtime missing
-        pytest.skip(f"no CUDA device: {exc}")
-    if count < 1:
-        pytest.skip("no CUDA device")
+    from conftest import _cupy_or_skip
+    _cupy_or_skip()
 
 
 @pytest.mark.gpu
