@@ -6,26 +6,32 @@ import threading
 import numpy
 
 from srcgrad import runtime
-from srcgrad.grad_mode import check_grad_enabled
+from srcgrad.grad_mode import _state as _grad_state, check_grad_enabled
 from srcgrad import pipeline, rules
 from srcgrad.pipeline import compile_gradient
+from srcgrad.analysis.ranks import rank_key
 from srcgrad.transform.inline import still_resolves
 
 _cache = {}
 _cache_lock = threading.Lock()
 
 
-def _compiled(fn, wrt, hook_names=(), fuse=False):
+def _compiled(fn, wrt, hook_names=(), fuse=False, arg_ranks=None):
     key = (fn.__code__, _closure_key(fn), id(fn.__globals__), _wrt_key(wrt), hook_names,
-           pipeline.OPTIMIZE, rules.VERSION[0], bool(fuse))
+           pipeline.OPTIMIZE, rules.VERSION[0], bool(fuse), arg_ranks)
     found = _cache.get(key)
     if found is None or (found.deps and not still_resolves(found.deps)):
         with _cache_lock:
             found = _cache.get(key)
             if found is None or (found.deps and not still_resolves(found.deps)):
-                found = compile_gradient(fn, wrt, hook_names, fuse)
+                found = compile_gradient(fn, wrt, hook_names, fuse, arg_ranks)
                 _cache[key] = found
     return found
+
+
+def _stale(compiled):
+    return compiled.meta["rules_version"] != rules.VERSION[0] or (
+        compiled.deps and not still_resolves(compiled.deps))
 
 
 def _closure_key(fn):
@@ -59,11 +65,23 @@ def _is_scalar(value):
     return isinstance(value, (int, float, complex, numpy.number))
 
 
+_ONE_SEEDS = {}  # (shape, dtype) -> read-only ones: the seed of size-1 NumPy outputs
+
+
 def _default_seed(out):
-    if type(out) is float:
+    kind = type(out)
+    if kind is float:
         return 1.0
-    if type(out) is numpy.ndarray and out.size == 1 and out.dtype.kind == "f":
-        return numpy.ones(out.shape, out.dtype)
+    if kind is numpy.ndarray and out.size == 1 and out.dtype.kind == "f":
+        key = (out.shape, out.dtype)
+        seed = _ONE_SEEDS.get(key)
+        if seed is None:
+            seed = numpy.ones(out.shape, out.dtype)
+            seed.flags.writeable = False  # _finish copies a gradient that is this seed
+            seed = _ONE_SEEDS.setdefault(key, seed)
+        return seed
+    if kind is numpy.float64 or kind is numpy.float32:
+        return kind(1.0)
     if not _is_scalar(out):
         raise ValueError(
             "grad can be implicitly created only for scalar outputs: the output has shape "
@@ -95,9 +113,12 @@ def _check_seed(out, g):
         g = runtime.namespace(out).asarray(g)
     oshape = getattr(out, "shape", ())
     gshape = getattr(g, "shape", ())
-    if tuple(oshape) != tuple(gshape) and not (_is_scalar(out) and _is_scalar(g)):
-        raise ValueError(f"srcgrad: grad_outputs has shape {tuple(gshape)} but the output has "
-                         f"shape {tuple(oshape)}")
+    if tuple(oshape) != tuple(gshape):
+        if not (_is_scalar(out) and _is_scalar(g)):
+            raise ValueError(f"srcgrad: grad_outputs has shape {tuple(gshape)} but the output has "
+                             f"shape {tuple(oshape)}")
+        if not oshape:
+            g = g.reshape(())  # a scalar output's adjoint is a scalar (the sweep relies on it)
     return g
 
 
@@ -131,15 +152,36 @@ class GradFunction:
 
     @property
     def compiled(self):
+        """The compiled gradient for arguments of any rank (what ``source`` shows)."""
         found = self.__dict__.get("_compiled")
-        if found is None or found.meta["rules_version"] != rules.VERSION[0] or (
-                found.deps and not still_resolves(found.deps)):
+        if found is None or _stale(found):
             found = self._compiled = _compiled(self.fn, self.wrt, self.hook_names, self.fuse)
-            plan = found.meta.get("plan")
-            if plan is None:
-                plan = found.meta["plan"] = _CallPlan(self.fn, found)
-            self._plan = plan
         return found
+
+    def compiled_for(self, args, kwargs=None):
+        """The compiled gradient a call with ``args`` runs: specialised for their ranks
+        (a scalar's gradient needs no unbroadcasting), when passed positionally."""
+        if kwargs:
+            return self.compiled
+        found = self.__dict__.get("_any_rank")
+        if found is not None and not _stale(found):
+            return found
+        key = tuple(map(rank_key, args))
+        by_rank = self.__dict__.get("_by_rank")
+        if by_rank is None:
+            by_rank = self._by_rank = {}
+        found = by_rank.get(key)
+        if found is None or _stale(found):
+            found = by_rank[key] = _compiled(self.fn, self.wrt, self.hook_names, self.fuse, key)
+            if found.meta["rank_free"]:
+                self._any_rank = found  # nothing in it depends on the ranks: skip the key
+        return found
+
+    def _plan_of(self, compiled):
+        plan = compiled.meta.get("plan")
+        if plan is None:
+            plan = compiled.meta["plan"] = _CallPlan(self.fn, compiled, self.wrt)
+        return plan
 
     def _backward(self, compiled, seed, saved):
         if self.hook_names:
@@ -158,20 +200,36 @@ class GradFunction:
         return compose_gradient(self.compiled, isinstance(self.wrt, (tuple, list)))
 
     def _inputs(self, compiled, args, kwargs):
-        return self._plan.inputs(args, kwargs)
+        return self._plan_of(compiled).inputs(args, kwargs)
 
     def __call__(self, *args, grad_outputs=None, **kwargs):
-        check_grad_enabled()
-        compiled = self.compiled
-        inputs = self._plan.inputs(args, kwargs)
-        for name in compiled.wrt:
-            if name in inputs:
-                _check_differentiable(name, inputs[name])
-        out, saved = compiled.forward(*args, **kwargs)
-        seed = _seed(out, grad_outputs, compiled.meta["tuple_output"])
-        grads = self._backward(compiled, seed, saved)
-        grads = _finish(compiled, grads, inputs, out, self.allow_unused, self.materialize_grads)
-        result = grads if isinstance(self.wrt, (tuple, list)) else grads[0]
+        if not _grad_state.enabled:
+            check_grad_enabled()
+        compiled = self.compiled_for(args, kwargs)
+        plan = compiled.meta.get("plan") or self._plan_of(compiled)
+        if kwargs or len(args) != plan.n_positional or not plan.simple:
+            likes = plan.wrt_values(args, kwargs)
+        else:
+            likes = [None if k is None else args[k] for k in plan.wrt_positions]
+        for value in likes:
+            if value is not None and not (type(value) is numpy.ndarray and value.dtype.kind == "f"):
+                for name, value in zip(compiled.wrt, likes):
+                    _check_differentiable(name, value)
+        if kwargs:
+            out, saved = compiled.forward(*args, **kwargs)
+        else:
+            out, saved = compiled.forward(*args)
+        meta = compiled.meta
+        if grad_outputs is None and not meta["tuple_output"]:
+            seed = _default_seed(out)
+        else:
+            seed = _seed(out, grad_outputs, meta["tuple_output"])
+        if self.hook_names:
+            grads = compiled.backward(seed, saved, self.hooks)
+        else:
+            grads = compiled.backward(seed, saved)
+        grads = _finish_values(grads, compiled.wrt, likes, self.allow_unused, self.materialize_grads)
+        result = grads if plan.many else grads[0]
         if self.preserve_result:
             return out, result
         return result
@@ -180,25 +238,42 @@ class GradFunction:
 class _CallPlan:
     """What a call needs to know about the parameters, prepared once per gradient."""
 
-    def __init__(self, fn, compiled):
+    def __init__(self, fn, compiled, wrt):
         import inspect
         self.signature = inspect.signature(fn)
         params = list(self.signature.parameters.values())
         self.positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         self.simple = len(self.positional) == len(params) and all(p.default is p.empty for p in params)
+        self.n_positional = len(self.positional)
+        self.wrt_positions = tuple(self.positional.index(n) if n in self.positional else None
+                                   for n in compiled.wrt)
+        self.wrt_names = compiled.wrt
+        self.many = isinstance(wrt, (tuple, list))
 
     def inputs(self, args, kwargs):
-        if self.simple and not kwargs and len(args) == len(self.positional):
+        if self.simple and not kwargs and len(args) == self.n_positional:
             return dict(zip(self.positional, args))
         bound = self.signature.bind(*args, **kwargs)
         bound.apply_defaults()
         return bound.arguments
 
+    def wrt_values(self, args, kwargs):
+        """The argument bound to each wrt name (None for a local variable)."""
+        if self.simple and not kwargs and len(args) == self.n_positional:
+            return [None if k is None else args[k] for k in self.wrt_positions]
+        inputs = self.inputs(args, kwargs)
+        return [inputs.get(n) for n in self.wrt_names]
+
 
 def _finish(compiled, grads, inputs, out, allow_unused, materialize_grads):
+    likes = [inputs.get(name) for name in compiled.wrt]
+    return _finish_values(grads, compiled.wrt, likes, allow_unused, materialize_grads)
+
+
+def _finish_values(grads, names, likes, allow_unused, materialize_grads):
+    """Each gradient with the type, shape and dtype of its input, in memory the caller owns."""
     finished = []
-    for name, g in zip(compiled.wrt, grads):
-        like = inputs.get(name)
+    for name, g, like in zip(names, grads, likes):
         if g is None:
             if materialize_grads:
                 finished.append(runtime.zeros_like(like) if like is not None else None)
@@ -214,7 +289,7 @@ def _finish(compiled, grads, inputs, out, allow_unused, materialize_grads):
                                      and g.dtype == like.dtype):
             g = runtime.materialize(g, like)
         elif type(g) is numpy.ndarray and not g.flags.writeable:
-            g = g.copy()  # a broadcast view of the seed: the caller gets an array of its own
+            g = g.copy()  # the seed, or a broadcast view of it: the caller gets an array of its own
         finished.append(g)
     return tuple(finished)
 
@@ -307,7 +382,7 @@ def vjp(fn, wrt=0, *, allow_unused=False, materialize_grads=False, hooks=None, f
 
     def run(*args, **kwargs):
         check_grad_enabled()
-        compiled = gfn.compiled
+        compiled = gfn.compiled_for(args, kwargs)
         inputs = gfn._inputs(compiled, args, kwargs)
         for name in compiled.wrt:
             if name in inputs:
@@ -320,9 +395,14 @@ def vjp(fn, wrt=0, *, allow_unused=False, materialize_grads=False, hooks=None, f
     return run
 
 
-def source(fn, wrt=0, fuse=False):
-    """The generated gradient source of ``fn`` with respect to ``wrt``, as a str."""
-    return _compiled(fn, wrt, fuse=fuse).source
+def source(fn, wrt=0, fuse=False, args=None):
+    """The generated gradient source of ``fn`` with respect to ``wrt``, as a str.
+
+    With ``args`` (example arguments, a tuple), the source specialised for their
+    ranks: what ``grad(fn, wrt)(*args)`` runs.
+    """
+    ranks = None if args is None else tuple(rank_key(a) for a in args)
+    return _compiled(fn, wrt, fuse=fuse, arg_ranks=ranks).source
 
 
 def active_variables(fn, wrt=0):

@@ -3,12 +3,18 @@
 import functools
 import threading
 
-_state = threading.local()
+class _GradState(threading.local):
+    """Per-thread grad mode; the class attribute is every new thread's default."""
+
+    enabled = True
+
+
+_state = _GradState()
 
 
 def is_grad_enabled():
     """Whether gradients may be requested in this thread (True unless inside no_grad)."""
-    return getattr(_state, "enabled", True)
+    return _state.enabled
 
 
 def _set(mode):

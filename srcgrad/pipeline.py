@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 import gast
 
 from srcgrad import rules, runtime
-from srcgrad.analysis import activity, aliasing
+from srcgrad.analysis import activity, aliasing, ranks
 from srcgrad.codegen import emit, loader
 from srcgrad.naming import Namer
 from srcgrad.parse import parse_function
@@ -91,10 +91,12 @@ def wrt_names(node, wrt):
     return tuple(names), many, all_params
 
 
-def compile_gradient(fn, wrt, hook_names=(), fuse=False):
+def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None):
     """Compile the reverse-mode gradient of ``fn`` with respect to ``wrt``.
 
     ``fuse`` turns runs of elementwise statements into fused kernels (transform/fuse.py).
+    ``arg_ranks`` (one ``ranks.rank_key`` per positional argument) specialises the
+    gradient for arguments of those ranks: scalars need no unbroadcasting.
     """
     node, info, bindings = normalize(fn)
     namer = node._srcgrad_namer
@@ -110,11 +112,17 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False):
     for hooked in hook_names:
         if hooked not in user_locals:
             raise ValueError(f"srcgrad: hooks names {hooked!r}, which is not a variable of {fn.__qualname__}")
+    params = [a.id for a in node.args.posonlyargs + node.args.args]
+    scalars = ranks.scalars(node, dict(zip(params, arg_ranks or ())))
+    generic_scalars = ranks.scalars(node, {}) if arg_ranks else scalars
     forward, backward, meta = reverse.build(node, info, act, namer, names, fixed, node.name,
-                                            tuple(sorted(hook_names)), optimized=OPTIMIZE)
+                                            tuple(sorted(hook_names)), optimized=OPTIMIZE,
+                                            scalars=scalars)
     forward.body = emit.comment_blocks(forward.body, "", 2)
     backward.body = emit.comment_blocks(backward.body, "grad of: ", 1)
     meta["trees"] = (forward, backward)
+    # The code holds for arguments of any rank unless it relies on a fact the ranks gave.
+    meta["rank_free"] = meta["scalars_used"] <= generic_scalars
     kernels = []
     if fuse:
         forward, backward = copy.deepcopy(forward), copy.deepcopy(backward)

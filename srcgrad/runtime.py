@@ -1409,7 +1409,14 @@ def run_hook(hook, g, value):
     if not has_grad(g) and is_array(value):
         g = zeros_like(value)
     result = hook(g)
-    return g if result is None else result
+    if result is None:
+        return g
+    rshape, vshape = tuple(getattr(result, "shape", ())), tuple(getattr(value, "shape", ()))
+    if rshape != vshape and (len(rshape) > len(vshape) or any(
+            r not in (1, v) for r, v in zip(rshape[::-1], vshape[::-1]))):
+        raise ValueError(f"srcgrad: hook {getattr(hook, '__name__', hook)!r} returned a gradient of "
+                         f"shape {rshape} for a value of shape {vshape}")
+    return result
 
 
 def function_forward(cls, args, needs_input_grad):

@@ -104,6 +104,36 @@ def is_template(rule):
     return _parse_rule(rule.function) is not None
 
 
+_FOLDABLE = {gast.Add: lambda a, b: a + b, gast.Sub: lambda a, b: a - b,
+             gast.Mult: lambda a, b: a * b}
+
+
+def _number(node):
+    return isinstance(node, gast.Constant) and type(node.value) in (int, float)
+
+
+class _FoldConstants(gast.NodeTransformer):
+    """Arithmetic on literal numbers a rule's parameters became, done once at compile time:
+    ``x ** (2 - 1)`` in the power rule for ``x ** 2`` is written ``x``."""
+
+    def visit_BinOp(self, node):
+        self.generic_visit(node)
+        fold = _FOLDABLE.get(type(node.op))
+        if fold is not None and _number(node.left) and _number(node.right):
+            return gast.Constant(value=fold(node.left.value, node.right.value), kind=None)
+        # ``e ** 1`` inside a larger product is ``e``: the outer operation still
+        # makes a new array, so nothing is aliased.
+        node.left, node.right = _unit_power(node.left), _unit_power(node.right)
+        return node
+
+
+def _unit_power(node):
+    if isinstance(node, gast.BinOp) and isinstance(node.op, gast.Pow) and _number(node.right) \
+            and node.right.value == 1 and type(node.right.value) is int:
+        return node.left
+    return node
+
+
 def instantiate(rule, args, namer, fixed):
     """Inline ``rule`` for one call.
 
@@ -130,8 +160,9 @@ def instantiate(rule, args, namer, fixed):
     for loc in sorted(local):
         subs[loc] = namer.new(loc)
     transformer = _Substitute(subs)
-    stmts = [transformer.visit(copy.deepcopy(s)) for s in body[:-1]]
-    result = transformer.visit(copy.deepcopy(body[-1])).value
+    folder = _FoldConstants()
+    stmts = [folder.visit(transformer.visit(copy.deepcopy(s))) for s in body[:-1]]
+    result = folder.visit(transformer.visit(copy.deepcopy(body[-1]))).value
     n_params = len(rule.params)
     if isinstance(result, gast.Tuple):
         grads = list(result.elts)

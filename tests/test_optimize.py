@@ -71,3 +71,149 @@ def test_dead_adjoints_are_not_computed():
     # The output's old value is only needed when a rule reads it: y * 3.0 does not.
     assert " y_new = y" not in source
     np.testing.assert_allclose(sg.grad(f)(np.ones(3)), 6.0 * np.ones(3))
+
+
+# ----- Specialisation on the ranks of the arguments (analysis/ranks.py) -----
+
+def thermal(u, T_out, price):
+    T = 19.0
+    cost = 0.0
+    for t in range(len(u)):
+        T = T + 0.025 * (0.5 * (T_out[t] - T) + 0.95 * u[t])
+        cost = cost + price[t] * u[t] * 0.25
+        if T < 20.0:
+            cost = cost + 5.0 * (20.0 - T) ** 2
+    return cost
+
+
+def thermal_args(n=12, rows=None):
+    rng = np.random.default_rng(3)
+    shape = (n,) if rows is None else (n, rows)
+    return (6.0 + rng.random(shape), 5.0 + rng.random(shape), 0.2 + 0.1 * rng.random(shape))
+
+
+def test_scalar_loop_needs_no_unbroadcast_or_saved_shapes():
+    special = sg.source(thermal, args=thermal_args())
+    generic = sg.source(thermal)
+    assert "rt.unbroadcast" not in special and "rt.shape_of" not in special
+    assert "rt.unbroadcast" in generic and "rt.shape_of" in generic
+    assert "dT = dT + -d" in special   # plain scalar arithmetic
+
+
+def relax(u, T_out):
+    T = 19.0
+    for t in range(len(u)):
+        T = T + 0.025 * (0.5 * (T_out[t] - T) + 0.95 * u[t])
+    return np.sum(T * T)
+
+
+@pytest.mark.parametrize("rows", [None, 3])
+def test_specialised_gradients_match_finite_differences(rows):
+    # Vectors: T_out[t] and T are scalars. Matrices: rows, and the general code runs.
+    args = thermal_args(rows=rows)[:2]
+    check_grads(relax, args, wrt=(0, 1), atol=1e-6, rtol=1e-6)
+    if rows is None:
+        check_grads(thermal, thermal_args(), wrt=(0, 1, 2), atol=1e-6, rtol=1e-6)
+
+
+def test_one_gradient_object_serves_several_ranks():
+    g = sg.grad(relax, wrt=0)
+    for rows in (None, 2, None):
+        args = thermal_args(rows=rows)[:2]
+        generic = sg.grad(relax, wrt=0).compiled
+        expected = generic.backward(1.0, generic.forward(*args)[1])[0]
+        np.testing.assert_allclose(g(*args), expected, rtol=1e-12)
+    assert len(g._by_rank) == 2
+
+
+def test_scalar_arguments_are_scalars():
+    def f(a, x):
+        s = a * 2.0
+        for i in range(3):
+            s = s * a + x[i]
+        return np.sum(s)
+    args = (0.7, np.array([0.1, 0.2, 0.3]))
+    assert "rt.unbroadcast" not in sg.source(f, wrt=(0, 1), args=args)
+    check_grads(f, args, wrt=(0, 1), atol=1e-7, rtol=1e-7)
+    # A vector ``a`` makes ``s`` a vector: the general code runs and is right too.
+    check_grads(f, (np.array([0.7, 0.4, 0.9]), args[1]), wrt=(0, 1), atol=1e-7, rtol=1e-7)
+
+
+def test_rank_inference():
+    from srcgrad.analysis import ranks
+
+    def f(u, M, n, items):
+        a = u[0]                 # vector[int] -> scalar
+        b = M[0]                 # matrix[int] -> row
+        c = M[0, 1]              # matrix[int, int] -> scalar
+        d = np.sin(a) * 2        # ufunc of a scalar
+        e = np.sum(M)            # full reduction
+        k = len(u)               # an int
+        m = u[k - 1]             # indexed by int arithmetic
+        z = u[True]              # a boolean index adds an axis: unknown
+        w = items[0]             # a list: unknown
+        v = a
+        v = b                    # bound to a scalar and a row: unknown
+        g = GLOBAL_SCALE * a     # a global: unknown
+        h = u @ u                # matmul: unknown
+        return a + b + c + d + e + m + z + w + v + g + h + n
+    node, _, _ = pipeline.normalize(f)
+    found = ranks.infer(node, {"u": 1, "M": 2, "n": ranks.INT, "items": None})
+    expected = {"a": 0, "b": 1, "c": 0, "d": 0, "e": 0, "k": ranks.INT, "m": 0,
+                "z": ranks.UNKNOWN, "w": ranks.UNKNOWN, "v": ranks.UNKNOWN, "g": ranks.UNKNOWN,
+                "h": ranks.UNKNOWN, "n": ranks.INT}
+    assert {n: found[n] for n in expected} == expected
+    assert ranks.rank_key(np.zeros((2, 3))) == 2 and ranks.rank_key(1.5) == 0
+    assert ranks.rank_key(3) == ranks.INT and ranks.rank_key([1.0]) is None
+    assert ranks.rank_key(np.float32(1)) == 0 and ranks.rank_key(True) is None
+
+
+GLOBAL_SCALE = 2.0
+
+
+def test_code_that_does_not_depend_on_ranks_is_compiled_once():
+    def f(x):
+        y = np.sin(x) * 2.0
+        return np.sum(y)
+    g = sg.grad(f)
+    g(np.array([1.5]))
+    assert g.__dict__.get("_any_rank") is not None
+    x = np.array([[-1.0, 2.0]])
+    np.testing.assert_allclose(g(x), 2.0 * np.cos(x))
+    assert len(g._by_rank) == 1
+
+
+def test_zero_initialisation_moves_into_branches():
+    def f(x):
+        if x[0] > 0:
+            return x
+        else:
+            return -x
+    source = sg.source(f)
+    assert "dx = 0.0" not in source
+    assert "dx = dretval" in source and "dx = -dretval" in source
+    x = np.array([1.5, 2.0])
+    g = sg.grad(f)(x, grad_outputs=np.ones(2))
+    np.testing.assert_allclose(g, np.ones(2))
+
+
+def test_constant_exponents_are_folded():
+    def f(x):
+        return np.sum(x ** 2)
+    source = sg.source(f)
+    assert "(2 - 1)" not in source and "** 1" not in source
+    np.testing.assert_allclose(sg.grad(f)(np.array([1.0, -3.0])), [2.0, -6.0])
+
+
+def test_scalar_output_seed_of_shape_one_is_a_scalar():
+    g = sg.grad(thermal, wrt=0)(*thermal_args(), grad_outputs=np.array([2.0]))
+    expected = 2.0 * sg.grad(thermal, wrt=0)(*thermal_args())
+    np.testing.assert_allclose(g, expected, rtol=1e-12)
+    assert g.shape == (12,)
+
+
+def test_a_hook_may_not_change_a_gradient_s_shape():
+    # The sweep relies on an adjoint having its value's shape (or broadcasting to it).
+    g = sg.grad(thermal, wrt=0, hooks={"T": lambda d: np.ones(3)})
+    with pytest.raises(ValueError, match=r"hook .* returned a gradient of shape \(3,\) for a value of shape \(\)"):
+        g(*thermal_args())

@@ -15,7 +15,10 @@ they have effects beyond their target.
     dx = dx + rt.unbroadcast(dz * w, x)   becomes    (and the zero is gone)
 """
 
+import copy
+
 import gast
+import numpy
 
 from srcgrad import anno
 from srcgrad.analysis.activity import names_in
@@ -114,6 +117,12 @@ def fold_first_contributions(body, candidates, inplace):
                                 inner.value = inner.value.right
                                 changed = True
                             break
+                        if isinstance(nxt, gast.If) and d not in _loads(nxt.test):
+                            if _fold_into_branches(nxt, d, s):
+                                del block[k]
+                                changed = True
+                                k -= 1
+                            break
                         value = getattr(nxt, "value", None)
                         if isinstance(nxt, gast.Assign) and isinstance(nxt.targets[0], gast.Name) \
                                 and nxt.targets[0].id == d and isinstance(value, gast.BinOp) \
@@ -126,6 +135,26 @@ def fold_first_contributions(body, candidates, inplace):
                         break
             k += 1
     return changed
+
+
+def _fold_into_branches(branch, d, zero):
+    """``d = 0.0; if c: ... d = d + g ... else: ...`` moves the zero into the branches,
+    folding it into each branch whose first use of ``d`` is an accumulation.
+
+    Returns whether any branch folded (otherwise nothing is changed).
+    """
+    firsts = []
+    for block in (branch.body, branch.orelse):
+        first = next((t for t in block if d in _refs(t)), None)
+        firsts.append(first if first is not None and _is_accumulation(first, d) else None)
+    if not any(firsts):
+        return False
+    for block, first in zip((branch.body, branch.orelse), firsts):
+        if first is not None:
+            first.value = first.value.right
+        else:
+            block.insert(0, copy.deepcopy(zero))
+    return True
 
 
 def _blocks(body):
@@ -230,9 +259,116 @@ def fold_loop_carried(body, candidates, inplace):
     return changed
 
 
-def transform(body, adjoint_names, generated):
-    """Optimize the backward sweep's statements ``body`` in place, to a fixed point."""
+_SHAPE_HELPERS = ("unbroadcast", "unreduce")
+
+
+def _scalar_ufunc(func):
+    """``xp.<ufunc>`` with one output: a scalar for scalar arguments."""
+    if isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name) and func.value.id == "xp":
+        f = getattr(numpy, func.attr, None)
+        return isinstance(f, numpy.ufunc) and f.nout == 1
+    return False
+
+
+def _shape_helper(node):
+    return (isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute)
+            and isinstance(node.func.value, gast.Name) and node.func.value.id == "rt"
+            and node.func.attr in _SHAPE_HELPERS and len(node.args) >= 2
+            and isinstance(node.args[1], gast.Name) and not node.keywords)
+
+
+def _scalar_expression(e, scalars):
+    if isinstance(e, gast.Constant):
+        return type(e.value) in (int, float, bool)
+    if isinstance(e, gast.Name):
+        return e.id in scalars
+    if isinstance(e, gast.BinOp):
+        return not isinstance(e.op, gast.MatMult) and _scalar_expression(e.left, scalars) \
+            and _scalar_expression(e.right, scalars)
+    if isinstance(e, gast.UnaryOp):
+        return isinstance(e.op, (gast.USub, gast.UAdd)) and _scalar_expression(e.operand, scalars)
+    if isinstance(e, gast.Call) and not e.keywords:
+        if _shape_helper(e):
+            return e.args[1].id in scalars and _scalar_expression(e.args[0], scalars)
+        return _scalar_ufunc(e.func) and all(_scalar_expression(a, scalars) for a in e.args)
+    return False
+
+
+def drop_scalar_unbroadcasts(body, scalars, fixed):
+    """``rt.unbroadcast(g, x)`` (or ``rt.unreduce``) is ``g`` when ``x`` and ``g`` are scalars.
+
+    ``scalars`` holds the primal names known to be scalars (analysis/ranks.py) and
+    their adjoints (an adjoint has its primal's shape or broadcasts to it, so a
+    scalar's adjoint is a scalar). Other names of the sweep are scalars when every
+    assignment to them is a scalar expression; ``fixed`` names (primals, adjoints)
+    are never inferred that way.
+
+    Returns the names of ``scalars`` whose being scalars some drop relied on.
+    """
+    scalars = set(scalars)
+    assigned = {}
+    for s in _walk(body):
+        if isinstance(s, gast.Assign):
+            for t in s.targets:
+                for n in gast.walk(t):
+                    if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store):
+                        value = s.value if t is n and len(s.targets) == 1 else None
+                        assigned.setdefault(n.id, []).append(value)
+        elif isinstance(s, (gast.For, gast.AugAssign)):
+            for n in gast.walk(s.target):
+                if isinstance(n, gast.Name):
+                    assigned.setdefault(n.id, []).append(None)
+    candidates = {n for n in assigned if n not in fixed}
+    inferred = {}   # name -> the names its scalar assignments read
+    changed = True
+    while changed:
+        changed = False
+        for n in candidates - set(inferred):
+            if all(v is not None and _scalar_expression(v, scalars | set(inferred) | {n})
+                   for v in assigned[n]):
+                inferred[n] = set().union(*(names_in(v) for v in assigned[n]))
+                changed = True
+    scalars |= set(inferred)
+    used = set()
+
+    class Dropper(gast.NodeTransformer):
+        def visit_Call(self, node):
+            self.generic_visit(node)
+            if _shape_helper(node) and node.args[1].id in scalars \
+                    and _scalar_expression(node.args[0], scalars):
+                used.update(names_in(node))
+                return node.args[0]
+            return node
+
+    for s in body:
+        Dropper().visit(s)
+    pending = list(used)
+    while pending:
+        for n in inferred.get(pending.pop(), ()):
+            if n not in used:
+                used.add(n)
+                pending.append(n)
+    return used - set(inferred)
+
+
+def _walk(body):
+    for s in body:
+        yield s
+        for field in ("body", "orelse"):
+            inner = getattr(s, field, None)
+            if isinstance(inner, list):
+                yield from _walk(inner)
+
+
+def transform(body, adjoint_names, generated, scalars=(), fixed=()):
+    """Optimize the backward sweep's statements ``body`` in place, to a fixed point.
+
+    ``scalars``: primal names and adjoints known to hold scalars; ``fixed``: the
+    primal and adjoint names (see ``drop_scalar_unbroadcasts``). Returns the
+    scalar facts the sweep now relies on.
+    """
     removable = set(adjoint_names) | set(generated)
+    used = drop_scalar_unbroadcasts(body, scalars, fixed) if scalars else set()
     changed = True
     while changed:
         _memo.clear()
@@ -241,4 +377,4 @@ def transform(body, adjoint_names, generated):
         changed |= fold_loop_carried(body, set(adjoint_names), inplace)
         changed |= eliminate_dead(body, removable, set())
     _memo.clear()
-    return body
+    return used

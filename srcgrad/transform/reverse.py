@@ -673,7 +673,8 @@ def _copy_mutated(value, mutated):
     return value
 
 
-def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), optimized=True):
+def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), optimized=True,
+          scalars=frozenset()):
     """The forward and backward FunctionDefs for FunctionDef ``node``.
 
     Returns:
@@ -743,7 +744,14 @@ def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), o
     rev = prologue + rev + [back_return]
     generated = (set(namer.taken) - taken_before - primal_names) | set(ad.adjoints.values())
     if optimized:
-        optimize.transform(rev, set(ad.adjoints.values()), generated)
+        adjoint_names = set(ad.adjoints.values())
+        scalar_names = set(scalars) | {ad.adjoints[p] for p in scalars if p in ad.adjoints}
+        used = optimize.transform(rev, adjoint_names, generated, scalar_names,
+                                  primal_names | adjoint_names)
+        primal_of = {d: p for p, d in ad.adjoints.items()}
+        scalars_used = {primal_of.get(n, n) for n in used}
+    else:
+        scalars_used = set()
     fwd, rev, uses_tape = prune_tape(fwd, rev)
 
     shape_only = _shape_only(rev, primal_names) if optimized else set()
@@ -803,5 +811,5 @@ def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), o
         a.ctx = gast.Param()
     meta = {"bindings": ad.bindings, "tuple_output": tuple_output, "unused": unused,
             "n_outputs": len(outputs), "uses_tape": uses_tape, "mutates_saved": bool(mutated),
-            "functions": tuple(ad.functions)}
+            "functions": tuple(ad.functions), "scalars_used": scalars_used}
     return forward, backward, meta

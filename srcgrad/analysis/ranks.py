@@ -1,0 +1,230 @@
+"""Which of a function's values are scalars (rank 0), given the ranks of its arguments.
+
+A gradient specialised for the ranks of the call's arguments (``grad`` keys its
+compiled code on them) knows, for example, that ``T_out[t]`` is a scalar when
+``T_out`` is a vector and ``t`` a loop counter. For a value that is a scalar,
+and whose adjoint therefore is one too, ``rt.unbroadcast`` is the identity and
+its shape need not be saved: the scalar loops of simulations then run without
+either (transform/optimize.py, ``drop_scalar_unbroadcasts``).
+
+The analysis is flow-insensitive: a name has a rank when every binding of it
+gives that rank. Anything it cannot see through (calls it does not know, lists,
+attributes) has an unknown rank, which only keeps the general code.
+"""
+
+import builtins
+import math
+
+import gast
+import numpy
+
+from srcgrad import anno
+from srcgrad.rules import Method
+
+Static = anno.Static
+
+UNKNOWN = "?"          # not a single known rank
+INT = "i"              # a Python or NumPy integer scalar (an index)
+
+_ELEMENTWISE_OPS = (gast.Add, gast.Sub, gast.Mult, gast.Div, gast.Pow, gast.FloorDiv, gast.Mod)
+_INT_OPS = (gast.Add, gast.Sub, gast.Mult, gast.FloorDiv, gast.Mod)
+_FULL_REDUCTIONS = {numpy.sum, numpy.mean, numpy.prod, numpy.max, numpy.min, numpy.amax, numpy.amin,
+                    numpy.std, numpy.var, numpy.linalg.norm}
+_REDUCING_METHODS = {"sum", "mean", "prod", "max", "min", "std", "var", "item"}
+
+
+def rank_key(value):
+    """What a gradient is specialised on for one argument: ndim, INT, or None (unknown)."""
+    kind = type(value)
+    if kind is numpy.ndarray:
+        return value.ndim
+    if kind is float:
+        return 0
+    if kind is int or isinstance(value, numpy.integer):
+        return INT
+    if isinstance(value, numpy.floating):
+        return 0
+    ndim = getattr(value, "ndim", None)  # CuPy arrays
+    return ndim if type(ndim) is int and hasattr(value, "shape") else None
+
+
+def scalars(node, param_ranks):
+    """Names of FunctionDef ``node`` (after ANF) that always hold a scalar.
+
+    Args:
+        param_ranks: parameter name -> rank_key of its argument (missing: unknown).
+    """
+    ranks = infer(node, param_ranks)
+    return {n for n, r in ranks.items() if r == 0 or r == INT}
+
+
+def infer(node, param_ranks):
+    """Name -> rank (int), INT or UNKNOWN, for every name ``node`` binds."""
+    params = [a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs]
+    for extra in (node.args.vararg, node.args.kwarg):
+        if extra is not None:
+            params.append(extra.id)
+    env = {}
+    for p in params:
+        r = param_ranks.get(p)
+        env[p] = UNKNOWN if r is None else r
+    bindings = []          # (name, expression or None for "unknown")
+    _collect(node.body, bindings)
+    bound = {n for n, _ in bindings} | set(params)
+    changed = True
+    while changed:   # ranks only rise (unset -> a rank -> UNKNOWN): this ends
+        changed = False
+        for target, value in bindings:
+            r = UNKNOWN if value is None else INT if value is _RANGE else _rank(value, env, bound)
+            if r is None:       # reads a name that has no rank yet
+                continue
+            old = env.get(target)
+            new = r if old is None else _join(old, r)
+            if new != old:
+                env[target] = new
+                changed = True
+    return {n: env.get(n, UNKNOWN) for n in bound}
+
+
+_RANGE = object()   # marks the target of ``for i in range(...)``
+
+
+def _join(a, b):
+    if a == b:
+        return a
+    if {a, b} == {0, INT}:
+        return 0
+    return UNKNOWN
+
+
+def _collect(body, bindings):
+    for s in body:
+        if isinstance(s, gast.Assign):
+            for t in s.targets:
+                if isinstance(t, gast.Name):
+                    bindings.append((t.id, s.value if len(s.targets) == 1 else None))
+                else:
+                    _unknown_stores(t, bindings)
+        elif isinstance(s, gast.For):
+            is_range = (isinstance(s.target, gast.Name) and isinstance(s.iter, gast.Call)
+                        and anno.getanno(s.iter, Static.PRIMITIVE) is builtins.range)
+            if is_range:
+                bindings.append((s.target.id, _RANGE))
+            else:
+                _unknown_stores(s.target, bindings)
+            _collect(s.body, bindings)
+            _collect(s.orelse, bindings)
+        elif isinstance(s, (gast.If, gast.While)):
+            _collect(s.body, bindings)
+            _collect(s.orelse, bindings)
+        elif isinstance(s, (gast.Global, gast.Nonlocal)):
+            bindings.extend((n, None) for n in s.names)
+        else:
+            for n in gast.walk(s):
+                if isinstance(n, gast.Name) and isinstance(n.ctx, (gast.Store, gast.Del)):
+                    bindings.append((n.id, None))
+            for field in ("body", "orelse", "handlers", "finalbody"):
+                inner = getattr(s, field, None)
+                if isinstance(inner, list):
+                    _collect([x for x in inner if isinstance(x, gast.stmt)], bindings)
+
+
+def _unknown_stores(target, bindings):
+    for n in gast.walk(target):
+        if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store):
+            bindings.append((n.id, None))
+
+
+def _combine(*ranks):
+    if UNKNOWN in ranks:
+        return UNKNOWN
+    if None in ranks:
+        return None
+    if all(r == INT for r in ranks):
+        return INT
+    return max(0 if r == INT else r for r in ranks)
+
+
+def _rank(e, env, bound):
+    """The rank of expression ``e``: int, INT, UNKNOWN, or None (not known yet)."""
+    if isinstance(e, gast.Constant):
+        v = e.value
+        if type(v) is int:
+            return INT
+        if type(v) in (float, bool, complex):
+            return 0
+        return UNKNOWN
+    if isinstance(e, gast.Name):
+        if e.id not in bound:
+            return UNKNOWN   # a global or closure variable: its rank is not part of the key
+        return env.get(e.id)
+    if isinstance(e, gast.BinOp):
+        if not isinstance(e.op, _ELEMENTWISE_OPS):
+            return UNKNOWN
+        r = _combine(_rank(e.left, env, bound), _rank(e.right, env, bound))
+        if r == INT and not isinstance(e.op, _INT_OPS):
+            return 0
+        return r
+    if isinstance(e, gast.UnaryOp):
+        r = _rank(e.operand, env, bound)
+        if isinstance(e.op, gast.Not):
+            return UNKNOWN if r == UNKNOWN else 0 if r is not None else None
+        return r
+    if isinstance(e, gast.Compare):
+        if len(e.ops) != 1 or not isinstance(e.ops[0], (gast.Lt, gast.LtE, gast.Gt, gast.GtE,
+                                                          gast.Eq, gast.NotEq)):
+            return UNKNOWN
+        r = _combine(_rank(e.left, env, bound), _rank(e.comparators[0], env, bound))
+        return 0 if r == INT else r
+    if isinstance(e, gast.IfExp):
+        a, b = _rank(e.body, env, bound), _rank(e.orelse, env, bound)
+        if a is None or b is None:
+            return None if UNKNOWN not in (a, b) else UNKNOWN
+        return _join(a, b)
+    if isinstance(e, gast.Subscript):
+        base = _rank(e.value, env, bound)
+        index = e.slice
+        indices = index.elts if isinstance(index, gast.Tuple) else [index]
+        index_ranks = [_rank(i, env, bound) for i in indices]
+        if base is None or None in index_ranks:
+            return None if UNKNOWN not in index_ranks + [base] else UNKNOWN
+        if base == UNKNOWN or base == INT or any(r != INT for r in index_ranks) \
+                or len(indices) > base:
+            return UNKNOWN
+        return base - len(indices)
+    if isinstance(e, gast.Call):
+        return _call_rank(e, env, bound)
+    return UNKNOWN
+
+
+def _call_rank(e, env, bound):
+    primitive = anno.getanno(e, Static.PRIMITIVE)
+    if primitive is None:
+        return UNKNOWN
+    if isinstance(primitive, Method):
+        if str(primitive) in _REDUCING_METHODS and not e.args and not e.keywords:
+            receiver = _rank(e.func.value, env, bound)
+            return None if receiver is None else UNKNOWN if receiver == UNKNOWN else 0
+        return UNKNOWN
+    if e.keywords:
+        return UNKNOWN
+    args = [_rank(a, env, bound) for a in e.args]
+    if isinstance(primitive, numpy.ufunc) and primitive.nout == 1 and len(args) == primitive.nin:
+        r = _combine(*args)
+        return 0 if r == INT else r
+    if primitive in (builtins.len, builtins.int) and len(args) == 1:
+        return INT
+    if primitive is builtins.float and len(args) == 1:
+        return 0
+    if primitive is builtins.abs and len(args) == 1:
+        return args[0]
+    if getattr(primitive, "__module__", None) == "math" and getattr(math, getattr(
+            primitive, "__name__", ""), None) is primitive:
+        return 0   # math functions return Python numbers or raise
+    try:
+        full_reduction = primitive in _FULL_REDUCTIONS
+    except TypeError:
+        return UNKNOWN
+    if full_reduction and len(args) == 1:
+        return None if args[0] is None else UNKNOWN if args[0] == UNKNOWN else 0
+    return UNKNOWN
