@@ -113,16 +113,16 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None):
         if hooked not in user_locals:
             raise ValueError(f"srcgrad: hooks names {hooked!r}, which is not a variable of {fn.__qualname__}")
     params = [a.id for a in node.args.posonlyargs + node.args.args]
-    scalars = ranks.scalars(node, dict(zip(params, arg_ranks or ())))
-    generic_scalars = ranks.scalars(node, {}) if arg_ranks else scalars
+    rank_map = ranks.infer(node, dict(zip(params, arg_ranks or ())))
+    generic_ranks = ranks.infer(node, {}) if arg_ranks else rank_map
     forward, backward, meta = reverse.build(node, info, act, namer, names, fixed, node.name,
                                             tuple(sorted(hook_names)), optimized=OPTIMIZE,
-                                            scalars=scalars)
+                                            ranks=rank_map)
     forward.body = emit.comment_blocks(forward.body, "", 2)
     backward.body = emit.comment_blocks(backward.body, "grad of: ", 1)
     meta["trees"] = (forward, backward)
     # The code holds for arguments of any rank unless it relies on a fact the ranks gave.
-    meta["rank_free"] = meta["scalars_used"] <= generic_scalars
+    meta["rank_free"] = all(rank_map.get(n) == generic_ranks.get(n) for n in meta["rank_facts_used"])
     kernels = []
     if fuse:
         forward, backward = copy.deepcopy(forward), copy.deepcopy(backward)

@@ -228,6 +228,11 @@ def _writable_zeros(dx, x):
     return base + dx if not (isinstance(dx, (int, float)) and dx == 0) else base
 
 
+def owned_zeros(x):
+    """Zeros of ``x``'s shape and float dtype: an adjoint the sweep adds into in place."""
+    return _writable_zeros(0.0, x)
+
+
 def _float_dtype(x, xp):
     dtype = getattr(x, "dtype", None)
     if dtype is None or dtype.kind not in "fc":

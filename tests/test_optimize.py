@@ -217,3 +217,38 @@ def test_a_hook_may_not_change_a_gradient_s_shape():
     g = sg.grad(thermal, wrt=0, hooks={"T": lambda d: np.ones(3)})
     with pytest.raises(ValueError, match=r"hook .* returned a gradient of shape \(3,\) for a value of shape \(\)"):
         g(*thermal_args())
+
+
+def product_of_positives(x):
+    result = 1.0
+    for v in x:
+        if v > 0:
+            result = v * result
+    return result
+
+
+def test_index_adjoint_is_an_owned_buffer():
+    x = np.arange(-2.0, 4.0)
+    special = sg.source(product_of_positives, args=(x,))
+    assert "dx = rt.owned_zeros(x)" in special and "dx[i] += dv" in special
+    assert "rt.add_at" not in special
+    assert "rt.add_at" in sg.source(product_of_positives)   # rank unknown: the general helper
+    np.testing.assert_allclose(sg.grad(product_of_positives)(x), [0, 0, 0, 6, 3, 2])
+
+
+def test_copies_are_propagated():
+    special = sg.source(product_of_positives, args=(np.ones(3),))
+    assert "dresult_new" not in special and "dresult = dresult * v" in special
+
+
+def test_an_adjoint_read_elsewhere_keeps_add_at():
+    def f(x):
+        s = 0.0
+        for i in range(len(x)):
+            s = s + x[i] * x[i]
+        return s + np.sum(x * 3.0)
+    x = np.array([0.5, -1.0, 2.0])
+    source = sg.source(f, args=(x,))
+    assert "rt.add_at" in source and "owned_zeros" not in source
+    np.testing.assert_allclose(sg.grad(f)(x), 2 * x + 3.0)
+    check_grads(f, (x,), atol=1e-7, rtol=1e-7)

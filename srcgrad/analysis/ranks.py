@@ -48,16 +48,6 @@ def rank_key(value):
     return ndim if type(ndim) is int and hasattr(value, "shape") else None
 
 
-def scalars(node, param_ranks):
-    """Names of FunctionDef ``node`` (after ANF) that always hold a scalar.
-
-    Args:
-        param_ranks: parameter name -> rank_key of its argument (missing: unknown).
-    """
-    ranks = infer(node, param_ranks)
-    return {n for n, r in ranks.items() if r == 0 or r == INT}
-
-
 def infer(node, param_ranks):
     """Name -> rank (int), INT or UNKNOWN, for every name ``node`` binds."""
     params = [a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs]

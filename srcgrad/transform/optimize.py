@@ -22,6 +22,7 @@ import numpy
 
 from srcgrad import anno
 from srcgrad.analysis.activity import names_in
+from srcgrad.templates import replace_as_expression as replace_expr
 
 Static = anno.Static
 
@@ -360,12 +361,128 @@ def _walk(body):
                 yield from _walk(inner)
 
 
-def transform(body, adjoint_names, generated, scalars=(), fixed=()):
+def _add_at(s, d):
+    """``d = rt.add_at(d, x, index, g)``: returns (x, index, g), or None."""
+    v = getattr(s, "value", None)
+    if isinstance(s, gast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], gast.Name) \
+            and s.targets[0].id == d and isinstance(v, gast.Call) and not v.keywords \
+            and isinstance(v.func, gast.Attribute) and isinstance(v.func.value, gast.Name) \
+            and v.func.value.id == "rt" and v.func.attr == "add_at" and len(v.args) == 4 \
+            and isinstance(v.args[0], gast.Name) and v.args[0].id == d \
+            and isinstance(v.args[1], gast.Name):
+        return v.args[1:]
+    return None
+
+
+def _static_int_index(index, indices):
+    items = index.elts if isinstance(index, gast.Tuple) else [index]
+    for item in items:
+        if isinstance(item, gast.Constant) and type(item.value) is int:
+            continue
+        if isinstance(item, gast.Name) and item.id in indices:
+            continue
+        return None
+    return len(items)
+
+
+def own_index_buffers(body, buffers, indices):
+    """An adjoint only ever added into at integer positions becomes an array the sweep
+    owns from the start: ``dx = rt.add_at(dx, x, i, g)`` is written ``dx[i] += g``.
+
+    Args:
+        buffers: adjoint name -> (parameter, its rank) for parameters never rebound,
+            whose arguments are arrays of that rank (the gradient's specialisation).
+        indices: names that always hold Python or NumPy integers (analysis/ranks.py).
+
+    The adjoint may be read nowhere but in those additions and the final return,
+    so no other name can see it change. Returns the names the rewrite relied on.
+    """
+    used = set()
+    for d, (x, rank) in buffers.items():
+        zero, updates, ok = None, [], True
+        for block in _blocks(body):
+            for k, st in enumerate(block):
+                if isinstance(st, gast.Return):
+                    continue
+                if d not in _refs(st):
+                    continue
+                parts = _add_at(st, d)
+                n_index = parts and _static_int_index(parts[1], indices)
+                if parts is not None and parts[0].id == x and d not in _loads(parts[2]) \
+                        and n_index and n_index <= rank:
+                    updates.append((block, st, parts))
+                elif block is body and zero is None and isinstance(st, gast.Assign) \
+                        and _is_zero(st.value) and st.targets[0].id == d:
+                    zero = st
+                elif isinstance(st, (gast.If, gast.For, gast.While)) and d not in _loads_here(st):
+                    continue   # the uses are inside; the inner blocks are visited too
+                else:
+                    ok = False
+        if not (ok and zero is not None and updates):
+            continue
+        zero.value = replace_expr("rt.owned_zeros(X)", X=x)
+        for block, st, (_, index, g) in updates:
+            update = gast.AugAssign(
+                target=gast.Subscript(value=gast.Name(id=d, ctx=gast.Load(), annotation=None,
+                                                      type_comment=None),
+                                      slice=index, ctx=gast.Store()),
+                op=gast.Add(), value=g)
+            block[block.index(st)] = anno.copyanno(st, update, *Static)
+            used |= names_in(index)
+        used.add(x)
+    return used
+
+
+def _loads_here(compound):
+    """Names a compound statement reads in its own header (test, iterable)."""
+    header = getattr(compound, "test", None) or getattr(compound, "iter", None)
+    return _loads(header) if header is not None else set()
+
+
+def propagate_copies(body, removable):
+    """After ``a = b`` (names), later reads of ``a`` read ``b`` until either is rebound;
+    ``b = b`` is dropped. Dead-code elimination then removes the copy."""
+    changed = False
+    for block in list(_blocks(body)):
+        k = 0
+        while k < len(block):
+            s = block[k]
+            if isinstance(s, gast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], gast.Name) \
+                    and isinstance(s.value, gast.Name):
+                a, b = s.targets[0].id, s.value.id
+                if a == b:
+                    del block[k]
+                    changed = True
+                    continue
+                if a in removable and anno.getanno(s, Static.TAPE) is None:
+                    for later in block[k + 1:]:
+                        stores = _stores(later)
+                        if not isinstance(later, (gast.Assign, gast.AugAssign, gast.Expr, gast.Return)):
+                            if a in stores or b in stores:
+                                break
+                        if a in _loads(later):
+                            _rename_loads(later, a, b)
+                            changed = True
+                        if a in stores or b in stores:
+                            break
+            k += 1
+    return changed
+
+
+def _rename_loads(node, old, new):
+    for n in gast.walk(node):
+        if isinstance(n, gast.Name) and n.id == old and isinstance(n.ctx, gast.Load):
+            n.id = new
+    _memo.pop(id(node), None)
+
+
+def transform(body, adjoint_names, generated, scalars=(), fixed=(), buffers=None, indices=()):
     """Optimize the backward sweep's statements ``body`` in place, to a fixed point.
 
     ``scalars``: primal names and adjoints known to hold scalars; ``fixed``: the
-    primal and adjoint names (see ``drop_scalar_unbroadcasts``). Returns the
-    scalar facts the sweep now relies on.
+    primal and adjoint names (see ``drop_scalar_unbroadcasts``); ``buffers`` and
+    ``indices``: see ``own_index_buffers``. Returns the names whose ranks the
+    optimized sweep relies on.
     """
     removable = set(adjoint_names) | set(generated)
     used = drop_scalar_unbroadcasts(body, scalars, fixed) if scalars else set()
@@ -375,6 +492,11 @@ def transform(body, adjoint_names, generated, scalars=(), fixed=()):
         inplace = _inplace_targets(body)
         changed = fold_first_contributions(body, set(adjoint_names), inplace)
         changed |= fold_loop_carried(body, set(adjoint_names), inplace)
+        changed |= propagate_copies(body, removable - inplace)
+        _memo.clear()
         changed |= eliminate_dead(body, removable, set())
+    _memo.clear()
+    if buffers:
+        used |= own_index_buffers(body, buffers, indices)
     _memo.clear()
     return used

@@ -25,6 +25,7 @@ import gast
 
 from srcgrad import anno, grad_mode, rules, templates
 from srcgrad.transform import optimize
+from srcgrad.analysis.ranks import INT
 from srcgrad.analysis.activity import names_in, primitive_of
 from srcgrad.errors import NonDifferentiableError, UnsupportedError
 from srcgrad.rules import Attribute, Method
@@ -674,7 +675,7 @@ def _copy_mutated(value, mutated):
 
 
 def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), optimized=True,
-          scalars=frozenset()):
+          ranks=None):
     """The forward and backward FunctionDefs for FunctionDef ``node``.
 
     Returns:
@@ -745,13 +746,20 @@ def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), o
     generated = (set(namer.taken) - taken_before - primal_names) | set(ad.adjoints.values())
     if optimized:
         adjoint_names = set(ad.adjoints.values())
-        scalar_names = set(scalars) | {ad.adjoints[p] for p in scalars if p in ad.adjoints}
+        ranks = ranks or {}
+        scalars = {n for n, r in ranks.items() if r == 0 or r == INT}
+        scalar_names = scalars | {ad.adjoints[p] for p in scalars if p in ad.adjoints}
+        stored = {n.id for n in gast.walk(node) if isinstance(n, gast.Name)
+                  and isinstance(n.ctx, (gast.Store, gast.Del))}
+        buffers = {ad.adjoints[p]: (p, ranks[p]) for p in activity.params
+                   if p in ad.adjoints and p not in stored and type(ranks.get(p)) is int}
+        indices = {n for n, r in ranks.items() if r == INT}
         used = optimize.transform(rev, adjoint_names, generated, scalar_names,
-                                  primal_names | adjoint_names)
+                                  primal_names | adjoint_names, buffers, indices)
         primal_of = {d: p for p, d in ad.adjoints.items()}
-        scalars_used = {primal_of.get(n, n) for n in used}
+        rank_facts_used = {primal_of.get(n, n) for n in used}
     else:
-        scalars_used = set()
+        rank_facts_used = set()
     fwd, rev, uses_tape = prune_tape(fwd, rev)
 
     shape_only = _shape_only(rev, primal_names) if optimized else set()
@@ -811,5 +819,5 @@ def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), o
         a.ctx = gast.Param()
     meta = {"bindings": ad.bindings, "tuple_output": tuple_output, "unused": unused,
             "n_outputs": len(outputs), "uses_tape": uses_tape, "mutates_saved": bool(mutated),
-            "functions": tuple(ad.functions), "scalars_used": scalars_used}
+            "functions": tuple(ad.functions), "rank_facts_used": rank_facts_used}
     return forward, backward, meta
