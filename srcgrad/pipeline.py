@@ -114,15 +114,18 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None):
             raise ValueError(f"srcgrad: hooks names {hooked!r}, which is not a variable of {fn.__qualname__}")
     params = [a.id for a in node.args.posonlyargs + node.args.args]
     rank_map = ranks.infer(node, dict(zip(params, arg_ranks or ())))
-    generic_ranks = ranks.infer(node, {}) if arg_ranks else rank_map
+    classes = ranks.shape_classes(node, rank_map)
+    generic = ranks.infer(node, {}) if arg_ranks else rank_map
+    generic = (generic, ranks.shape_classes(node, generic) if arg_ranks else classes)
     forward, backward, meta = reverse.build(node, info, act, namer, names, fixed, node.name,
                                             tuple(sorted(hook_names)), optimized=OPTIMIZE,
-                                            ranks=rank_map)
+                                            ranks=rank_map, classes=classes)
     forward.body = emit.comment_blocks(forward.body, "", 2)
     backward.body = emit.comment_blocks(backward.body, "grad of: ", 1)
     meta["trees"] = (forward, backward)
     # The code holds for arguments of any rank unless it relies on a fact the ranks gave.
-    meta["rank_free"] = all(rank_map.get(n) == generic_ranks.get(n) for n in meta["rank_facts_used"])
+    meta["rank_free"] = all((rank_map.get(n), classes.get(n)) == (generic[0].get(n), generic[1].get(n))
+                            for n in meta["rank_facts_used"])
     kernels = []
     if fuse:
         forward, backward = copy.deepcopy(forward), copy.deepcopy(backward)

@@ -172,14 +172,14 @@ GLOBAL_SCALE = 2.0
 
 
 def test_code_that_does_not_depend_on_ranks_is_compiled_once():
-    def f(x):
-        y = np.sin(x) * 2.0
-        return np.sum(y)
+    def f(x, w):
+        return np.sum(np.tanh(x @ w))
     g = sg.grad(f)
-    g(np.array([1.5]))
+    w = np.array([[0.5], [-0.25]])
+    g(np.array([1.5, 0.5]), w)
     assert g.__dict__.get("_any_rank") is not None
     x = np.array([[-1.0, 2.0]])
-    np.testing.assert_allclose(g(x), 2.0 * np.cos(x))
+    np.testing.assert_allclose(g(x, w), (1 - np.tanh(x @ w) ** 2) @ w.T)
     assert len(g._by_rank) == 1
 
 
@@ -252,3 +252,49 @@ def test_an_adjoint_read_elsewhere_keeps_add_at():
     assert "rt.add_at" in source and "owned_zeros" not in source
     np.testing.assert_allclose(sg.grad(f)(x), 2 * x + 3.0)
     check_grads(f, (x,), atol=1e-7, rtol=1e-7)
+
+
+def test_same_shape_chains_need_no_unbroadcast():
+    def f(x):
+        return np.mean(3 * (x + 2) ** 2)
+    x = np.array([[1.0, -2.0], [0.5, 3.0]])
+    special = sg.source(f, args=(x,))
+    assert "rt.unbroadcast" not in special
+    # Only x's shape is needed for the mean's gradient: no intermediate is kept for it.
+    flat = " ".join(special.replace("(", "( ").split()).replace("( ", "(")
+    assert "rt.unreduce(dmean_3_times_x_plus_2_p, x, None, False)" in flat
+    assert "rt.reduction_size(x, None)" in flat and "t3_times_x_plus_2_pow_2," not in special
+    np.testing.assert_allclose(sg.grad(f)(x), 6 * (x + 2) / x.size)
+
+
+def test_broadcasting_keeps_unbroadcast():
+    def f(x, b):
+        y = np.tanh(x + b) * b
+        return np.sum(y * x)
+    x, b = np.random.default_rng(1).random((3, 4)), np.array([0.5, -1.0, 2.0, 0.25])
+    special = sg.source(f, wrt=(0, 1), args=(x, b))
+    assert "rt.unbroadcast(" in special and ", b)" in special
+    check_grads(f, (x, b), wrt=(0, 1), atol=1e-7, rtol=1e-7)
+    # b of x's shape: one class; the same gradient object handles both.
+    check_grads(f, (x, b + np.zeros((3, 1))), wrt=(0, 1), atol=1e-7, rtol=1e-7)
+
+
+def test_shape_classes():
+    from srcgrad.analysis import ranks
+
+    def f(x, b, s):
+        y = x * 2.0 + s          # x's class: s is a scalar
+        z = np.exp(y) - x        # still x's
+        w = y + b                # broadcasting against b: no single class
+        m = x @ x.T              # an array bound once: a root of its own
+        n = m * 3.0
+        for i in range(2):
+            q = x[i]             # rebound in a loop: unknown
+            y = y * 1.5          # rebound, same class
+        return np.sum(z + w + n + q + y)
+    node, _, _ = pipeline.normalize(f)
+    rank_map = ranks.infer(node, {"x": 2, "b": 1, "s": 0})
+    found = ranks.shape_classes(node, rank_map)
+    assert found["y"] == found["z"] == "x" and found["s"] == ranks.SCALAR
+    assert found["w"] == ranks.UNKNOWN and found["q"] == ranks.UNKNOWN
+    assert found["n"] == found["m"] == "m"

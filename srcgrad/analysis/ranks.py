@@ -87,36 +87,56 @@ def _join(a, b):
     return UNKNOWN
 
 
-def _collect(body, bindings):
+def _collect(body, bindings, in_loop=None):
+    """Append (name, value) for every binding in ``body``; ``in_loop`` (a set) gets the
+    names bound inside loops."""
+    _collect_into(body, bindings, in_loop)
+
+
+def _collect_into(body, bindings, in_loop, looping=False):
     for s in body:
-        if isinstance(s, gast.Assign):
-            for t in s.targets:
-                if isinstance(t, gast.Name):
-                    bindings.append((t.id, s.value if len(s.targets) == 1 else None))
-                else:
-                    _unknown_stores(t, bindings)
-        elif isinstance(s, gast.For):
-            is_range = (isinstance(s.target, gast.Name) and isinstance(s.iter, gast.Call)
-                        and anno.getanno(s.iter, Static.PRIMITIVE) is builtins.range)
-            if is_range:
-                bindings.append((s.target.id, _RANGE))
+        before = len(bindings)
+        _collect_statement(s, bindings, in_loop, looping)
+        if looping and in_loop is not None:
+            in_loop.update(n for n, _ in bindings[before:])
+
+
+def _collect_statement(s, bindings, in_loop, looping):
+    if isinstance(s, gast.Assign):
+        for t in s.targets:
+            if isinstance(t, gast.Name):
+                bindings.append((t.id, s.value if len(s.targets) == 1 else None))
             else:
-                _unknown_stores(s.target, bindings)
-            _collect(s.body, bindings)
-            _collect(s.orelse, bindings)
-        elif isinstance(s, (gast.If, gast.While)):
-            _collect(s.body, bindings)
-            _collect(s.orelse, bindings)
-        elif isinstance(s, (gast.Global, gast.Nonlocal)):
-            bindings.extend((n, None) for n in s.names)
+                _unknown_stores(t, bindings)
+    elif isinstance(s, gast.For):
+        before = len(bindings)
+        is_range = (isinstance(s.target, gast.Name) and isinstance(s.iter, gast.Call)
+                    and anno.getanno(s.iter, Static.PRIMITIVE) is builtins.range)
+        if is_range:
+            bindings.append((s.target.id, _RANGE))
         else:
-            for n in gast.walk(s):
-                if isinstance(n, gast.Name) and isinstance(n.ctx, (gast.Store, gast.Del)):
-                    bindings.append((n.id, None))
-            for field in ("body", "orelse", "handlers", "finalbody"):
-                inner = getattr(s, field, None)
-                if isinstance(inner, list):
-                    _collect([x for x in inner if isinstance(x, gast.stmt)], bindings)
+            _unknown_stores(s.target, bindings)
+        if in_loop is not None:
+            in_loop.update(n for n, _ in bindings[before:])
+        _collect_into(s.body, bindings, in_loop, True)
+        _collect_into(s.orelse, bindings, in_loop, looping)
+    elif isinstance(s, gast.While):
+        _collect_into(s.body, bindings, in_loop, True)
+        _collect_into(s.orelse, bindings, in_loop, looping)
+    elif isinstance(s, gast.If):
+        _collect_into(s.body, bindings, in_loop, looping)
+        _collect_into(s.orelse, bindings, in_loop, looping)
+    elif isinstance(s, (gast.Global, gast.Nonlocal)):
+        bindings.extend((n, None) for n in s.names)
+    else:
+        for n in gast.walk(s):
+            if isinstance(n, gast.Name) and isinstance(n.ctx, (gast.Store, gast.Del)):
+                bindings.append((n.id, None))
+        for field in ("body", "orelse", "handlers", "finalbody"):
+            inner = getattr(s, field, None)
+            if isinstance(inner, list):
+                _collect_into([x for x in inner if isinstance(x, gast.stmt)], bindings, in_loop,
+                              looping)
 
 
 def _unknown_stores(target, bindings):
@@ -218,3 +238,92 @@ def _call_rank(e, env, bound):
     if full_reduction and len(args) == 1:
         return None if args[0] is None else UNKNOWN if args[0] == UNKNOWN else 0
     return UNKNOWN
+
+
+# ----- Shape classes: which values always have the same shape -----
+
+SCALAR = "()"   # the class of scalars: they broadcast into every shape
+
+
+def shape_classes(node, rank_map):
+    """Name -> shape class: names of one class always hold arrays of one shape.
+
+    A class is named after its root: a parameter whose argument's rank is known
+    (the shape of the argument the call passed), or a name bound once, outside
+    any loop. Elementwise operations keep their operand's class when the other
+    operand is a scalar or of the same class. SCALAR is the class of rank-0
+    values; UNKNOWN marks a name with no single class.
+    """
+    params = [a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs]
+    bindings, in_loop = [], set()
+    _collect(node.body, bindings, in_loop)
+    counts = {}
+    for n, _ in bindings:
+        counts[n] = counts.get(n, 0) + 1
+    bound = set(counts) | set(params)
+    env = {}
+    for p in params:
+        r = rank_map.get(p)
+        env[p] = SCALAR if r in (0, INT) else p if type(r) is int else UNKNOWN
+    changed = True
+    while changed:   # classes only rise (unset -> a class -> UNKNOWN): this ends
+        changed = False
+        for target, value in bindings:
+            if value is None or value is _RANGE:
+                c = SCALAR if value is _RANGE else UNKNOWN
+            elif rank_map.get(target) in (0, INT):
+                c = SCALAR
+            else:
+                c = _class(value, env, rank_map, bound)
+            if c is None:
+                continue
+            if c == UNKNOWN and counts[target] == 1 and target not in in_loop \
+                    and target not in params and _makes_array(value):
+                c = target   # an array bound once: a root of its own
+            old = env.get(target)
+            new = c if old is None or old == c else UNKNOWN
+            if new != old:
+                env[target] = new
+                changed = True
+    return {n: env.get(n, UNKNOWN) for n in bound}
+
+
+def _class(e, env, rank_map, bound):
+    r = _rank(e, rank_map, bound)
+    if r == 0 or r == INT:
+        return SCALAR
+    if isinstance(e, gast.Name):
+        return env.get(e.id) if e.id in bound else UNKNOWN
+    if isinstance(e, gast.UnaryOp) and isinstance(e.op, (gast.USub, gast.UAdd)):
+        return _class(e.operand, env, rank_map, bound)
+    if isinstance(e, gast.BinOp) and isinstance(e.op, _ELEMENTWISE_OPS):
+        return _combine_classes(_class(e.left, env, rank_map, bound),
+                                _class(e.right, env, rank_map, bound))
+    if isinstance(e, gast.Call) and not e.keywords:
+        primitive = anno.getanno(e, Static.PRIMITIVE)
+        if isinstance(primitive, numpy.ufunc) and primitive.nout == 1 \
+                and len(e.args) == primitive.nin:
+            return _combine_classes(*(_class(a, env, rank_map, bound) for a in e.args))
+    return UNKNOWN
+
+
+def _makes_array(value):
+    """Whether ``value`` certainly evaluates to a new NumPy (or CuPy) array or scalar."""
+    if isinstance(value, gast.BinOp) and isinstance(value.op, gast.MatMult):
+        return True
+    if isinstance(value, gast.Call):
+        primitive = anno.getanno(value, Static.PRIMITIVE)
+        module = getattr(primitive, "__module__", None) or ""
+        return isinstance(primitive, numpy.ufunc) or module == "numpy" or module.startswith("numpy.")
+    return False
+
+
+def _combine_classes(*classes):
+    if UNKNOWN in classes:
+        return UNKNOWN
+    if None in classes:
+        return None
+    arrays = {c for c in classes if c != SCALAR}
+    if not arrays:
+        return SCALAR
+    return arrays.pop() if len(arrays) == 1 else UNKNOWN

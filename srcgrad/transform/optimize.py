@@ -22,6 +22,7 @@ import numpy
 
 from srcgrad import anno
 from srcgrad.analysis.activity import names_in
+from srcgrad.analysis.ranks import SCALAR
 from srcgrad.templates import replace_as_expression as replace_expr
 
 Static = anno.Static
@@ -271,6 +272,12 @@ def _scalar_ufunc(func):
     return False
 
 
+def _is_rt_call(node, attr):
+    return (isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute)
+            and isinstance(node.func.value, gast.Name) and node.func.value.id == "rt"
+            and node.func.attr == attr and not node.keywords)
+
+
 def _shape_helper(node):
     return (isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute)
             and isinstance(node.func.value, gast.Name) and node.func.value.id == "rt"
@@ -278,35 +285,49 @@ def _shape_helper(node):
             and isinstance(node.args[1], gast.Name) and not node.keywords)
 
 
-def _scalar_expression(e, scalars):
+def _combine_classes(*classes):
+    if None in classes:
+        return None
+    arrays = {c for c in classes if c != SCALAR}
+    if not arrays:
+        return SCALAR
+    return arrays.pop() if len(arrays) == 1 else None
+
+
+def _class_of(e, classes):
+    """The shape class ``e``'s value broadcasts into (analysis/ranks.py), or None."""
     if isinstance(e, gast.Constant):
-        return type(e.value) in (int, float, bool)
+        return SCALAR if type(e.value) in (int, float, bool) else None
     if isinstance(e, gast.Name):
-        return e.id in scalars
+        return classes.get(e.id)
     if isinstance(e, gast.BinOp):
-        return not isinstance(e.op, gast.MatMult) and _scalar_expression(e.left, scalars) \
-            and _scalar_expression(e.right, scalars)
+        if isinstance(e.op, gast.MatMult):
+            return None
+        return _combine_classes(_class_of(e.left, classes), _class_of(e.right, classes))
     if isinstance(e, gast.UnaryOp):
-        return isinstance(e.op, (gast.USub, gast.UAdd)) and _scalar_expression(e.operand, scalars)
+        return _class_of(e.operand, classes) if isinstance(e.op, (gast.USub, gast.UAdd)) else None
     if isinstance(e, gast.Call) and not e.keywords:
         if _shape_helper(e):
-            return e.args[1].id in scalars and _scalar_expression(e.args[0], scalars)
-        return _scalar_ufunc(e.func) and all(_scalar_expression(a, scalars) for a in e.args)
-    return False
+            return classes.get(e.args[1].id)
+        if _scalar_ufunc(e.func):
+            return _combine_classes(*(_class_of(a, classes) for a in e.args))
+    return None
 
 
-def drop_scalar_unbroadcasts(body, scalars, fixed):
-    """``rt.unbroadcast(g, x)`` (or ``rt.unreduce``) is ``g`` when ``x`` and ``g`` are scalars.
+def drop_unbroadcasts(body, classes, fixed, roots=()):
+    """``rt.unbroadcast(g, x)`` is ``g`` when ``g`` broadcasts into ``x``'s shape.
 
-    ``scalars`` holds the primal names known to be scalars (analysis/ranks.py) and
-    their adjoints (an adjoint has its primal's shape or broadcasts to it, so a
-    scalar's adjoint is a scalar). Other names of the sweep are scalars when every
-    assignment to them is a scalar expression; ``fixed`` names (primals, adjoints)
-    are never inferred that way.
+    ``classes`` gives the shape class of primal names (analysis/ranks.py: names of
+    one class have one shape; SCALAR broadcasts into any) and of their adjoints
+    (an adjoint broadcasts into its primal's shape). Other names of the sweep get
+    the class every assignment to them has; ``fixed`` names (primals, adjoints) are
+    never inferred that way. ``rt.unreduce(g, x, ...)`` of a scalar ``x`` is ``g``.
+    The shape a remaining helper reads is taken from the class's root parameter
+    (in ``roots``) where there is one, so the value itself need not be kept.
 
-    Returns the names of ``scalars`` whose being scalars some drop relied on.
+    Returns the names whose classes the rewritten sweep relies on.
     """
-    scalars = set(scalars)
+    classes = dict(classes)
     assigned = {}
     for s in _walk(body):
         if isinstance(s, gast.Assign):
@@ -319,26 +340,47 @@ def drop_scalar_unbroadcasts(body, scalars, fixed):
             for n in gast.walk(s.target):
                 if isinstance(n, gast.Name):
                     assigned.setdefault(n.id, []).append(None)
-    candidates = {n for n in assigned if n not in fixed}
-    inferred = {}   # name -> the names its scalar assignments read
+    inferred = {}   # generated name -> the names its assignments read
     changed = True
     while changed:
         changed = False
-        for n in candidates - set(inferred):
-            if all(v is not None and _scalar_expression(v, scalars | set(inferred) | {n})
-                   for v in assigned[n]):
-                inferred[n] = set().union(*(names_in(v) for v in assigned[n]))
+        for n in set(assigned) - set(fixed) - set(inferred):
+            values = assigned[n]
+            if any(v is None for v in values):
+                continue
+            found = {_class_of(v, classes) for v in values}
+            if len(found) == 1 and None not in found:
+                classes[n] = found.pop()
+                inferred[n] = set().union(*(names_in(v) for v in values))
                 changed = True
-    scalars |= set(inferred)
     used = set()
 
     class Dropper(gast.NodeTransformer):
         def visit_Call(self, node):
             self.generic_visit(node)
-            if _shape_helper(node) and node.args[1].id in scalars \
-                    and _scalar_expression(node.args[0], scalars):
+            if _is_rt_call(node, "reduction_size") and node.args and isinstance(node.args[0], gast.Name):
+                target = node.args[0].id
+                shape = classes.get(target)
+                if shape in roots and shape != target:
+                    used.update((target, shape))
+                    node.args[0] = gast.Name(id=shape, ctx=gast.Load(), annotation=None,
+                                             type_comment=None)
+                return node
+            if not _shape_helper(node):
+                return node
+            target = node.args[1].id
+            shape = classes.get(target)
+            if shape is None:
+                return node
+            unbroadcast = node.func.attr == "unbroadcast" and len(node.args) == 2
+            if (unbroadcast and _class_of(node.args[0], classes) in (SCALAR, shape)) \
+                    or (node.func.attr == "unreduce" and shape == SCALAR):
                 used.update(names_in(node))
                 return node.args[0]
+            if shape in roots and shape != target:
+                used.update((target, shape))
+                node.args[1] = gast.Name(id=shape, ctx=gast.Load(), annotation=None,
+                                         type_comment=None)
             return node
 
     for s in body:
@@ -476,16 +518,16 @@ def _rename_loads(node, old, new):
     _memo.pop(id(node), None)
 
 
-def transform(body, adjoint_names, generated, scalars=(), fixed=(), buffers=None, indices=()):
+def transform(body, adjoint_names, generated, classes=None, fixed=(), roots=(), buffers=None,
+              indices=()):
     """Optimize the backward sweep's statements ``body`` in place, to a fixed point.
 
-    ``scalars``: primal names and adjoints known to hold scalars; ``fixed``: the
-    primal and adjoint names (see ``drop_scalar_unbroadcasts``); ``buffers`` and
-    ``indices``: see ``own_index_buffers``. Returns the names whose ranks the
-    optimized sweep relies on.
+    ``classes``, ``fixed``, ``roots``: shape facts (see ``drop_unbroadcasts``);
+    ``buffers`` and ``indices``: see ``own_index_buffers``. Returns the names whose
+    ranks or shape classes the optimized sweep relies on.
     """
     removable = set(adjoint_names) | set(generated)
-    used = drop_scalar_unbroadcasts(body, scalars, fixed) if scalars else set()
+    used = drop_unbroadcasts(body, classes, fixed, roots) if classes else set()
     changed = True
     while changed:
         _memo.clear()

@@ -25,7 +25,7 @@ import gast
 
 from srcgrad import anno, grad_mode, rules, templates
 from srcgrad.transform import optimize
-from srcgrad.analysis.ranks import INT
+from srcgrad.analysis.ranks import INT, UNKNOWN
 from srcgrad.analysis.activity import names_in, primitive_of
 from srcgrad.errors import NonDifferentiableError, UnsupportedError
 from srcgrad.rules import Attribute, Method
@@ -675,7 +675,7 @@ def _copy_mutated(value, mutated):
 
 
 def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), optimized=True,
-          ranks=None):
+          ranks=None, classes=None):
     """The forward and backward FunctionDefs for FunctionDef ``node``.
 
     Returns:
@@ -747,15 +747,16 @@ def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), o
     if optimized:
         adjoint_names = set(ad.adjoints.values())
         ranks = ranks or {}
-        scalars = {n for n, r in ranks.items() if r == 0 or r == INT}
-        scalar_names = scalars | {ad.adjoints[p] for p in scalars if p in ad.adjoints}
+        shapes = {n: c for n, c in (classes or {}).items() if c != UNKNOWN}
+        shapes.update((ad.adjoints[p], c) for p, c in list(shapes.items()) if p in ad.adjoints)
+        roots = {p for p in activity.params if shapes.get(p) == p}
         stored = {n.id for n in gast.walk(node) if isinstance(n, gast.Name)
                   and isinstance(n.ctx, (gast.Store, gast.Del))}
         buffers = {ad.adjoints[p]: (p, ranks[p]) for p in activity.params
                    if p in ad.adjoints and p not in stored and type(ranks.get(p)) is int}
         indices = {n for n, r in ranks.items() if r == INT}
-        used = optimize.transform(rev, adjoint_names, generated, scalar_names,
-                                  primal_names | adjoint_names, buffers, indices)
+        used = optimize.transform(rev, adjoint_names, generated, shapes,
+                                  primal_names | adjoint_names, roots, buffers, indices)
         primal_of = {d: p for p, d in ad.adjoints.items()}
         rank_facts_used = {primal_of.get(n, n) for n in used}
     else:
