@@ -215,15 +215,18 @@ class GradFunction:
             if value is not None and not (type(value) is numpy.ndarray and value.dtype.kind == "f"):
                 for name, value in zip(compiled.wrt, likes):
                     _check_differentiable(name, value)
-        if kwargs:
-            out, saved = compiled.forward(*args, **kwargs)
-        else:
-            out, saved = compiled.forward(*args)
         meta = compiled.meta
-        if grad_outputs is None and not meta["tuple_output"]:
-            seed = _default_seed(out)
+        for_grad = meta["forward_for_grad"]
+        if for_grad is not None and grad_outputs is None and not self.preserve_result:
+            # A scalar output whose value nobody sees: its seed is 1 and it need not be computed.
+            out, saved = for_grad(*args, **kwargs) if kwargs else for_grad(*args)
+            seed = 1.0
         else:
-            seed = _seed(out, grad_outputs, meta["tuple_output"])
+            out, saved = compiled.forward(*args, **kwargs) if kwargs else compiled.forward(*args)
+            if grad_outputs is None and not meta["tuple_output"]:
+                seed = _default_seed(out)
+            else:
+                seed = _seed(out, grad_outputs, meta["tuple_output"])
         if self.hook_names:
             grads = compiled.backward(seed, saved, self.hooks)
         else:

@@ -10,7 +10,7 @@ from srcgrad.analysis import activity, aliasing, ranks
 from srcgrad.codegen import emit, loader
 from srcgrad.naming import Namer
 from srcgrad.parse import parse_function
-from srcgrad.transform import anf, canonicalize, fence, inline, reverse
+from srcgrad.transform import anf, canonicalize, fence, inline, optimize, reverse
 from srcgrad.transform import fuse as fusion
 
 # Optimization passes on the backward sweep (transform/optimize.py, shape-only saving).
@@ -120,6 +120,9 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None):
     forward, backward, meta = reverse.build(node, info, act, namer, names, fixed, node.name,
                                             tuple(sorted(hook_names)), optimized=OPTIMIZE,
                                             ranks=rank_map, classes=classes)
+    for_grad = None
+    if OPTIMIZE and not fuse and not meta["tuple_output"]:
+        for_grad = optimize.forward_for_gradient(forward, rank_map, classes)
     forward.body = emit.comment_blocks(forward.body, "", 2)
     backward.body = emit.comment_blocks(backward.body, "grad of: ", 1)
     meta["trees"] = (forward, backward)
@@ -133,14 +136,23 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None):
             fusion.rematerialize(forward, backward, info.resolve)
         kernels = fusion.transform(forward, info.resolve, namer)
         kernels += fusion.transform(backward, info.resolve, namer)
-    source = emit.to_source(kernels + [forward, backward])
+    extra = []
+    if for_grad is not None:
+        for_grad.body = emit.comment_blocks(for_grad.body, "", 2)
+        extra = [for_grad]
+    source = emit.to_source(kernels + [forward] + extra + [backward])
     bindings.update(meta["bindings"])
     bindings["rt"] = runtime
-    functions, _, _ = loader.load(source, [k.name for k in kernels] + [forward.name, backward.name],
-                                  info.globals, info.closure, bindings, hint=fn.__qualname__)
-    fwd, bwd = functions[-2:]
-    fwd.__defaults__ = fn.__defaults__
-    fwd.__kwdefaults__ = fn.__kwdefaults__
+    names_loaded = [k.name for k in kernels] + [forward.name] + [f.name for f in extra] + [backward.name]
+    functions, _, _ = loader.load(source, names_loaded, info.globals, info.closure, bindings,
+                                  hint=fn.__qualname__)
+    fwd, bwd = functions[len(kernels)], functions[-1]
+    fwd_grad = functions[-2] if extra else None
+    for f in (fwd, fwd_grad):
+        if f is not None:
+            f.__defaults__ = fn.__defaults__
+            f.__kwdefaults__ = fn.__kwdefaults__
+    meta["forward_for_grad"] = fwd_grad
     meta["rules_version"] = rules.VERSION[0]
     meta["load"] = (info, bindings)
     return Compiled(fwd, bwd, source, names, act, meta, user_locals, node._srcgrad_deps)

@@ -198,6 +198,12 @@ def unreduce(g, x, axis=None, keepdims=False):
     elif not keepdims and axis is not None:
         g = xp.reshape(xp.asarray(g), tuple(1 if i in normalize_axis(axis, len(shape)) else n
                                             for i, n in enumerate(shape)))
+    elif xp is numpy:
+        # A scalar spread over the shape: a read-only view of one element, as
+        # broadcast_to makes, built directly (broadcast_to costs microseconds).
+        one = numpy.asarray(g)
+        if one.ndim == 0 and one.dtype.kind in "fc":
+            return numpy.ndarray(shape, one.dtype, one.tobytes(), 0, (0,) * len(shape))
     return xp.broadcast_to(g if is_array(g) else xp.asarray(g), shape)
 
 

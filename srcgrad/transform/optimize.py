@@ -22,7 +22,7 @@ import numpy
 
 from srcgrad import anno
 from srcgrad.analysis.activity import names_in
-from srcgrad.analysis.ranks import SCALAR
+from srcgrad.analysis.ranks import SCALAR, UNKNOWN
 from srcgrad.templates import replace_as_expression as replace_expr
 
 Static = anno.Static
@@ -168,18 +168,21 @@ def _blocks(body):
                 yield from _blocks(inner)
 
 
-def eliminate_dead(body, removable, live_out):
+def eliminate_dead(body, removable, live_out, pure=None):
     """Drop pure assignments to ``removable`` names that nothing reads afterwards.
 
     Liveness runs backwards over the statements; a loop is iterated to a fixed
-    point over its back edge before anything inside it is removed.
+    point over its back edge before anything inside it is removed. ``pure``
+    (value -> bool) says which values may go; by default the sweep's own.
     """
     changed = [False]
+    pure = pure or _pure
 
     def dead(s, live):
-        return (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
+        return (isinstance(s, gast.Assign) and len(s.targets) == 1
+                and isinstance(s.targets[0], gast.Name)
                 and s.targets[0].id in removable and s.targets[0].id not in live
-                and _pure(s.value) and anno.getanno(s, Static.TAPE) is None)
+                and pure(s.value) and anno.getanno(s, Static.TAPE) is None)
 
     def block(stmts, live, remove):
         live = set(live)
@@ -542,3 +545,59 @@ def transform(body, adjoint_names, generated, classes=None, fixed=(), roots=(), 
         used |= own_index_buffers(body, buffers, indices)
     _memo.clear()
     return used
+
+
+# ----- The forward sweep when only gradients are asked for -----
+
+def forward_for_gradient(forward, rank_map, classes):
+    """A copy of the forward sweep that returns None for the output and computes
+    only what the backward sweep reads, or None when that saves nothing.
+
+    ``grad`` does not return the function's value, and a scalar output's seed is 1
+    whatever the value is, so the work that only led to the output can go: the sum
+    in ``np.sum(f(x))``, and every value its adjoint does not read. Only operations
+    that cannot raise are dropped (elementwise operations on operands whose shapes
+    provably broadcast, full reductions), so an error the function would raise is
+    still raised.
+    """
+    ret = forward.body[-1]
+    out = ret.value.elts[0]
+    if not (isinstance(out, gast.Name) and rank_map.get(out.id) in (0, "i")):
+        return None
+    fg = copy.deepcopy(forward)
+    fg.name = forward.name + "_for_grad"
+    fg.body[-1].value.elts[0] = gast.Constant(value=None, kind=None)
+    removable = set(classes)
+
+    def pure(value):
+        return _safe_class(value, classes) is not None
+
+    before = sum(1 for _ in _walk(fg.body))
+    _memo.clear()
+    eliminate_dead(fg.body, removable, set(), pure)
+    _memo.clear()
+    return fg if sum(1 for _ in _walk(fg.body)) < before else None
+
+
+def _safe_class(e, classes):
+    """The shape class of ``e`` when evaluating it cannot raise, else None."""
+    if isinstance(e, gast.Constant):
+        return SCALAR if type(e.value) in (int, float, bool) else None
+    if isinstance(e, gast.Name):
+        c = classes.get(e.id)
+        return None if c in (None, UNKNOWN) else c
+    if isinstance(e, gast.UnaryOp) and isinstance(e.op, (gast.USub, gast.UAdd)):
+        return _safe_class(e.operand, classes)
+    if isinstance(e, gast.BinOp) and isinstance(e.op, (gast.Add, gast.Sub, gast.Mult, gast.Div,
+                                                         gast.Pow)):
+        c = _combine_classes(_safe_class(e.left, classes), _safe_class(e.right, classes))
+        # Python floats raise on x / 0 and on overflow; arrays (a class of their own) do not.
+        return c if isinstance(e.op, (gast.Add, gast.Sub, gast.Mult)) or c != SCALAR else None
+    if isinstance(e, gast.Call) and not e.keywords:
+        primitive = anno.getanno(e, Static.PRIMITIVE)
+        args = [_safe_class(a, classes) for a in e.args]
+        if isinstance(primitive, numpy.ufunc) and primitive.nout == 1 and len(args) == primitive.nin:
+            return _combine_classes(*args)
+        if primitive in (numpy.sum, numpy.mean) and len(args) == 1 and args[0] is not None:
+            return SCALAR
+    return None
