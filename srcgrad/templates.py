@@ -7,7 +7,6 @@ contract in srcgrad/rules/__init__.py).
 """
 
 import builtins
-import copy
 import inspect
 import textwrap
 
@@ -26,6 +25,29 @@ def name(id_, store=False):
                      type_comment=None)
 
 
+def clone(node):
+    """A copy of a gast tree: new nodes, the same leaf values and annotation values.
+
+    ``copy.deepcopy`` does the same in several times the time; templates are
+    cloned for every rule application, which makes this the compiler's hot path.
+    """
+    if isinstance(node, list):
+        return [clone(item) for item in node]
+    if not isinstance(node, gast.AST):
+        return node
+    new = node.__class__.__new__(node.__class__)
+    fields = node._fields
+    state = new.__dict__
+    for key, value in node.__dict__.items():
+        if key in fields:
+            state[key] = clone(value)
+        elif key == "_srcgrad_anno":
+            state[key] = dict(value)
+        else:
+            state[key] = value
+    return new
+
+
 class _Substitute(gast.NodeTransformer):
     def __init__(self, subs):
         self.subs = subs
@@ -36,7 +58,7 @@ class _Substitute(gast.NodeTransformer):
         value = self.subs[node.id]
         if isinstance(value, str):
             return name(value, isinstance(node.ctx, gast.Store))
-        new = copy.deepcopy(value)
+        new = clone(value)
         if isinstance(node.ctx, gast.Store):
             for child in gast.walk(new):
                 if hasattr(child, "ctx"):
@@ -52,7 +74,7 @@ def replace(template, **subs):
     parsed = _TEMPLATES.get(template)
     if parsed is None:
         parsed = _TEMPLATES[template] = gast.parse(textwrap.dedent(template)).body
-    body = [_Substitute(subs).visit(copy.deepcopy(s)) for s in parsed]
+    body = [_Substitute(subs).visit(clone(s)) for s in parsed]
     return body
 
 
@@ -161,8 +183,8 @@ def instantiate(rule, args, namer, fixed):
         subs[loc] = namer.new(loc)
     transformer = _Substitute(subs)
     folder = _FoldConstants()
-    stmts = [folder.visit(transformer.visit(copy.deepcopy(s))) for s in body[:-1]]
-    result = folder.visit(transformer.visit(copy.deepcopy(body[-1]))).value
+    stmts = [folder.visit(transformer.visit(clone(s))) for s in body[:-1]]
+    result = folder.visit(transformer.visit(clone(body[-1]))).value
     n_params = len(rule.params)
     if isinstance(result, gast.Tuple):
         grads = list(result.elts)
