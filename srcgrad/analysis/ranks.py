@@ -297,13 +297,13 @@ def _class(e, env, rank_map, bound):
     if isinstance(e, gast.UnaryOp) and isinstance(e.op, (gast.USub, gast.UAdd)):
         return _class(e.operand, env, rank_map, bound)
     if isinstance(e, gast.BinOp) and isinstance(e.op, _ELEMENTWISE_OPS):
-        return _combine_classes(_class(e.left, env, rank_map, bound),
+        return combine_classes(_class(e.left, env, rank_map, bound),
                                 _class(e.right, env, rank_map, bound))
     if isinstance(e, gast.Call) and not e.keywords:
         primitive = anno.getanno(e, Static.PRIMITIVE)
         if isinstance(primitive, numpy.ufunc) and primitive.nout == 1 \
                 and len(e.args) == primitive.nin:
-            return _combine_classes(*(_class(a, env, rank_map, bound) for a in e.args))
+            return combine_classes(*(_class(a, env, rank_map, bound) for a in e.args))
     return UNKNOWN
 
 
@@ -318,7 +318,8 @@ def _makes_array(value):
     return False
 
 
-def _combine_classes(*classes):
+def combine_classes(*classes):
+    """The class of an elementwise operation's result: a SCALAR operand takes the other's."""
     if UNKNOWN in classes:
         return UNKNOWN
     if None in classes:

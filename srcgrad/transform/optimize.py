@@ -22,7 +22,7 @@ import numpy
 
 from srcgrad import anno
 from srcgrad.analysis.activity import names_in
-from srcgrad.analysis.ranks import SCALAR, UNKNOWN
+from srcgrad.analysis.ranks import SCALAR, UNKNOWN, combine_classes
 from srcgrad.templates import replace_as_expression as replace_expr
 
 Static = anno.Static
@@ -289,12 +289,9 @@ def _shape_helper(node):
 
 
 def _combine_classes(*classes):
-    if None in classes:
-        return None
-    arrays = {c for c in classes if c != SCALAR}
-    if not arrays:
-        return SCALAR
-    return arrays.pop() if len(arrays) == 1 else None
+    """The class of an elementwise result (analysis/ranks.py), None when unknown."""
+    found = combine_classes(*classes)
+    return None if found == UNKNOWN else found
 
 
 def _class_of(e, classes):
