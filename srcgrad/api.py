@@ -213,8 +213,9 @@ class GradFunction:
             likes = [None if k is None else args[k] for k in plan.wrt_positions]
         for value in likes:
             if value is not None and not (type(value) is numpy.ndarray and value.dtype.kind == "f"):
-                for name, value in zip(compiled.wrt, likes):
-                    _check_differentiable(name, value)
+                for name, like in zip(compiled.wrt, likes):   # raises for the first that is not
+                    _check_differentiable(name, like)
+                break
         meta = compiled.meta
         for_grad = meta["forward_for_grad"]
         if for_grad is not None and grad_outputs is None and not self.preserve_result:

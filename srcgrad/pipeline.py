@@ -115,8 +115,11 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None):
     params = [a.id for a in node.args.posonlyargs + node.args.args]
     rank_map = ranks.infer(node, dict(zip(params, arg_ranks or ())))
     classes = ranks.shape_classes(node, rank_map)
-    generic = ranks.infer(node, {}) if arg_ranks else rank_map
-    generic = (generic, ranks.shape_classes(node, generic) if arg_ranks else classes)
+    if arg_ranks:   # what the same code knows for arguments of any rank
+        any_ranks = ranks.infer(node, {})
+        any_classes = ranks.shape_classes(node, any_ranks)
+    else:
+        any_ranks, any_classes = rank_map, classes
     forward, backward, meta = reverse.build(node, info, act, namer, names, fixed, node.name,
                                             tuple(sorted(hook_names)), optimized=OPTIMIZE,
                                             ranks=rank_map, classes=classes)
@@ -127,7 +130,7 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None):
     backward.body = emit.comment_blocks(backward.body, "grad of: ", 1)
     meta["trees"] = (forward, backward)
     # The code holds for arguments of any rank unless it relies on a fact the ranks gave.
-    meta["rank_free"] = all((rank_map.get(n), classes.get(n)) == (generic[0].get(n), generic[1].get(n))
+    meta["rank_free"] = all((rank_map.get(n), classes.get(n)) == (any_ranks.get(n), any_classes.get(n))
                             for n in meta["rank_facts_used"])
     kernels = []
     if fuse:

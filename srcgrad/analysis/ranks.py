@@ -87,13 +87,9 @@ def _join(a, b):
     return UNKNOWN
 
 
-def _collect(body, bindings, in_loop=None):
+def _collect(body, bindings, in_loop=None, looping=False):
     """Append (name, value) for every binding in ``body``; ``in_loop`` (a set) gets the
     names bound inside loops."""
-    _collect_into(body, bindings, in_loop)
-
-
-def _collect_into(body, bindings, in_loop, looping=False):
     for s in body:
         before = len(bindings)
         _collect_statement(s, bindings, in_loop, looping)
@@ -118,14 +114,14 @@ def _collect_statement(s, bindings, in_loop, looping):
             _unknown_stores(s.target, bindings)
         if in_loop is not None:
             in_loop.update(n for n, _ in bindings[before:])
-        _collect_into(s.body, bindings, in_loop, True)
-        _collect_into(s.orelse, bindings, in_loop, looping)
+        _collect(s.body, bindings, in_loop, True)
+        _collect(s.orelse, bindings, in_loop, looping)
     elif isinstance(s, gast.While):
-        _collect_into(s.body, bindings, in_loop, True)
-        _collect_into(s.orelse, bindings, in_loop, looping)
+        _collect(s.body, bindings, in_loop, True)
+        _collect(s.orelse, bindings, in_loop, looping)
     elif isinstance(s, gast.If):
-        _collect_into(s.body, bindings, in_loop, looping)
-        _collect_into(s.orelse, bindings, in_loop, looping)
+        _collect(s.body, bindings, in_loop, looping)
+        _collect(s.orelse, bindings, in_loop, looping)
     elif isinstance(s, (gast.Global, gast.Nonlocal)):
         bindings.extend((n, None) for n in s.names)
     else:
@@ -135,7 +131,7 @@ def _collect_statement(s, bindings, in_loop, looping):
         for field in ("body", "orelse", "handlers", "finalbody"):
             inner = getattr(s, field, None)
             if isinstance(inner, list):
-                _collect_into([x for x in inner if isinstance(x, gast.stmt)], bindings, in_loop,
+                _collect([x for x in inner if isinstance(x, gast.stmt)], bindings, in_loop,
                               looping)
 
 

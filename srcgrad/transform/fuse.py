@@ -31,6 +31,8 @@ import copy
 import gast
 import numpy
 
+from srcgrad.transform.anf import local_names
+
 
 _ARITHMETIC = (gast.Add, gast.Sub, gast.Mult, gast.Div, gast.Pow)
 _IDENTITY_HELPERS = ("unbroadcast", "unreduce")
@@ -48,7 +50,7 @@ def transform(function, resolve, namer):
     Returns:
         The kernel FunctionDefs to emit beside ``function``.
     """
-    local = _bound_names(function)
+    local = local_names(function)
     fuser = _Fuser(function, resolve, namer, local)
     function.body = fuser.block(function.body)
     return fuser.kernels
@@ -352,14 +354,6 @@ def _is_comment(s):
         s.value.value, str)
 
 
-def _bound_names(function):
-    names = {a.id for a in function.args.args + function.args.posonlyargs + function.args.kwonlyargs}
-    for n in gast.walk(function):
-        if isinstance(n, gast.Name) and isinstance(n.ctx, (gast.Store, gast.Del)):
-            names.add(n.id)
-    return names
-
-
 def _tuple_of(names):
     elts = [gast.Name(id=n, ctx=gast.Load(), annotation=None, type_comment=None) for n in names]
     return elts[0] if len(elts) == 1 else gast.Tuple(elts=elts, ctx=gast.Load())
@@ -388,7 +382,7 @@ def rematerialize(forward, backward, resolve):
     saved_out, saved_in = _saved_tuples(forward, backward)
     if saved_out is None:
         return
-    checker = _Fuser(forward, resolve, None, _bound_names(forward))
+    checker = _Fuser(forward, resolve, None, local_names(forward))
     stores = {}
     for n in gast.walk(forward):
         if isinstance(n, gast.Name) and isinstance(n.ctx, (gast.Store, gast.Del)):

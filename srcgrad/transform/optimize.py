@@ -282,10 +282,9 @@ def _is_rt_call(node, attr):
 
 
 def _shape_helper(node):
-    return (isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute)
-            and isinstance(node.func.value, gast.Name) and node.func.value.id == "rt"
-            and node.func.attr in _SHAPE_HELPERS and len(node.args) >= 2
-            and isinstance(node.args[1], gast.Name) and not node.keywords)
+    """``rt.unbroadcast(g, x)`` or ``rt.unreduce(g, x, ...)`` with ``x`` a name."""
+    return (any(_is_rt_call(node, attr) for attr in _SHAPE_HELPERS) and len(node.args) >= 2
+            and isinstance(node.args[1], gast.Name))
 
 
 def _combine_classes(*classes):
@@ -329,7 +328,7 @@ def drop_unbroadcasts(body, classes, fixed, roots=()):
     """
     classes = dict(classes)
     assigned = {}
-    for s in _walk(body):
+    for s in walk_statements(body):
         if isinstance(s, gast.Assign):
             for t in s.targets:
                 for n in gast.walk(t):
@@ -394,13 +393,14 @@ def drop_unbroadcasts(body, classes, fixed, roots=()):
     return used - set(inferred)
 
 
-def _walk(body):
+def walk_statements(body):
+    """Every statement of ``body``, nested blocks included, in source order."""
     for s in body:
         yield s
         for field in ("body", "orelse"):
             inner = getattr(s, field, None)
             if isinstance(inner, list):
-                yield from _walk(inner)
+                yield from walk_statements(inner)
 
 
 def _add_at(s, d):
@@ -569,11 +569,10 @@ def forward_for_gradient(forward, rank_map, classes):
     def pure(value):
         return _safe_class(value, classes) is not None
 
-    before = sum(1 for _ in _walk(fg.body))
     _memo.clear()
-    eliminate_dead(fg.body, removable, set(), pure)
+    removed = eliminate_dead(fg.body, removable, set(), pure)
     _memo.clear()
-    return fg if sum(1 for _ in _walk(fg.body)) < before else None
+    return fg if removed else None
 
 
 def _safe_class(e, classes):

@@ -576,13 +576,6 @@ def _tape_key(stmt):
     return anno.getanno(stmt, Static.TAPE)
 
 
-def _walk_stmts(body):
-    for s in body:
-        yield s
-        for field in ("body", "orelse"):
-            yield from _walk_stmts(getattr(s, field, []) or [])
-
-
 def _filter(body, drop):
     out = []
     for s in body:
@@ -601,7 +594,7 @@ def _filter(body, drop):
 
 def _loads(body, skip=lambda s: False):
     names = set()
-    for s in _walk_stmts(body):
+    for s in optimize.walk_statements(body):
         if skip(s):
             continue
         for field in ("test", "iter", "value", "targets", "target", "msg", "exc"):
@@ -616,7 +609,7 @@ def _loads(body, skip=lambda s: False):
 def prune_tape(fwd, rev):
     """Drop pushes and pops of values the adjoint never reads (to-be-recorded analysis)."""
     reads = _loads(rev, skip=lambda s: _tape_key(s) is not None)
-    keys = {_tape_key(s) for s in _walk_stmts(fwd) if _tape_key(s) is not None}
+    keys = {_tape_key(s) for s in optimize.walk_statements(fwd) if _tape_key(s) is not None}
     drop = set()
     for key in keys:
         primal = key[1] if isinstance(key, tuple) else key
@@ -626,7 +619,7 @@ def prune_tape(fwd, rev):
     rev = _filter(rev, lambda s: _tape_key(s) in drop)
     uses_tape = any(_tape_key(s) is not None and not (isinstance(_tape_key(s), tuple)
                                                       and _tape_key(s)[0] == "list")
-                    for s in _walk_stmts(fwd))
+                    for s in optimize.walk_statements(fwd))
     return fwd, rev, uses_tape
 
 
@@ -648,7 +641,7 @@ def _shape_only(rev, primal_names):
     does not keep intermediate results alive that the adjoint never reads.
     """
     shape_uses, other_uses = set(), set()
-    for s in _walk_stmts(rev):
+    for s in optimize.walk_statements(rev):
         if _tape_key(s) is not None:
             continue
         for node in gast.walk(s):
@@ -764,7 +757,7 @@ def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), o
     fwd, rev, uses_tape = prune_tape(fwd, rev)
 
     shape_only = _shape_only(rev, primal_names) if optimized else set()
-    for s in _walk_stmts(fwd):
+    for s in optimize.walk_statements(fwd):
         if _tape_key(s) in shape_only:
             s.value.args[0] = replace_expr("rt.shape_of(V)", V=_tape_key(s))
 
@@ -778,9 +771,9 @@ def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), o
     tape_stmts_fwd = replace("tape = []\npush = tape.append") if uses_tape else []
     needs_init = set()
     pushed = {(_tape_key(s) if not isinstance(_tape_key(s), tuple) else None)
-              for s in _walk_stmts(fwd)} - {None}
+              for s in optimize.walk_statements(fwd)} - {None}
     top = _top_level_bound(fwd)
-    checked = {n.args[1].id for st in _walk_stmts(fwd) for n in gast.walk(st)
+    checked = {n.args[1].id for st in optimize.walk_statements(fwd) for n in gast.walk(st)
                if isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute)
                and n.func.attr == "check_unshared" and isinstance(n.args[1], gast.Name)}
     for n in pushed | set(saved_names) | checked:
@@ -792,7 +785,7 @@ def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), o
     saved_tuple = (["tape"] if uses_tape else []) + saved_names
     pack = ", ".join(saved_tuple)
     # The reverse sweep restores arrays and lists it wrote into; the caller gets its own copy.
-    mutated = {k[1] for k in (_tape_key(s) for s in _walk_stmts(rev)) if isinstance(k, tuple)}
+    mutated = {k[1] for k in (_tape_key(s) for s in optimize.walk_statements(rev)) if isinstance(k, tuple)}
     out_expr = _copy_mutated(ret.value, mutated)
     packed = gast.Tuple(elts=[replace_expr(f"rt.shape_of({n})") if n in shape_only else name(n)
                               for n in saved_tuple], ctx=gast.Load())
