@@ -122,7 +122,8 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None):
         any_ranks, any_classes = rank_map, classes
     forward, backward, meta = reverse.build(node, info, act, namer, names, fixed, node.name,
                                             tuple(sorted(hook_names)), optimized=OPTIMIZE,
-                                            ranks=rank_map, classes=classes)
+                                            ranks=rank_map, classes=classes,
+                                            scalar_reductions=bool(arg_ranks) and not fuse)
     for_grad = None
     if OPTIMIZE and not fuse and not meta["tuple_output"]:
         for_grad = optimize.forward_for_gradient(forward, rank_map, classes)

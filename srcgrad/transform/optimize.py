@@ -313,18 +313,11 @@ def _class_of(e, classes):
     return None
 
 
-def drop_unbroadcasts(body, classes, fixed, roots=()):
-    """``rt.unbroadcast(g, x)`` is ``g`` when ``g`` broadcasts into ``x``'s shape.
+def infer_sweep_classes(body, classes, fixed):
+    """``classes`` plus the class of each generated name of the sweep whose every
+    assignment has one class (``fixed`` names are never inferred that way).
 
-    ``classes`` gives the shape class of primal names (analysis/ranks.py: names of
-    one class have one shape; SCALAR broadcasts into any) and of their adjoints
-    (an adjoint broadcasts into its primal's shape). Other names of the sweep get
-    the class every assignment to them has; ``fixed`` names (primals, adjoints) are
-    never inferred that way. ``rt.unreduce(g, x, ...)`` of a scalar ``x`` is ``g``.
-    The shape a remaining helper reads is taken from the class's root parameter
-    (in ``roots``) where there is one, so the value itself need not be kept.
-
-    Returns the names whose classes the rewritten sweep relies on.
+    Returns (classes, generated name -> the names its assignments read).
     """
     classes = dict(classes)
     assigned = {}
@@ -352,6 +345,23 @@ def drop_unbroadcasts(body, classes, fixed, roots=()):
                 classes[n] = found.pop()
                 inferred[n] = set().union(*(names_in(v) for v in values))
                 changed = True
+    return classes, inferred
+
+
+def drop_unbroadcasts(body, classes, fixed, roots=()):
+    """``rt.unbroadcast(g, x)`` is ``g`` when ``g`` broadcasts into ``x``'s shape.
+
+    ``classes`` gives the shape class of primal names (analysis/ranks.py: names of
+    one class have one shape; SCALAR broadcasts into any) and of their adjoints
+    (an adjoint broadcasts into its primal's shape). Other names of the sweep get
+    the class every assignment to them has; ``fixed`` names (primals, adjoints) are
+    never inferred that way. ``rt.unreduce(g, x, ...)`` of a scalar ``x`` is ``g``.
+    The shape a remaining helper reads is taken from the class's root parameter
+    (in ``roots``) where there is one, so the value itself need not be kept.
+
+    Returns the names whose classes the rewritten sweep relies on.
+    """
+    classes, inferred = infer_sweep_classes(body, classes, fixed)
     used = set()
 
     class Dropper(gast.NodeTransformer):
@@ -360,10 +370,15 @@ def drop_unbroadcasts(body, classes, fixed, roots=()):
             if _is_rt_call(node, "reduction_size") and node.args and isinstance(node.args[0], gast.Name):
                 target = node.args[0].id
                 shape = classes.get(target)
+                whole = len(node.args) == 1 or (len(node.args) == 2 and isinstance(node.args[1], gast.Constant)
+                                                and node.args[1].value is None)
                 if shape in roots and shape != target:
                     used.update((target, shape))
                     node.args[0] = gast.Name(id=shape, ctx=gast.Load(), annotation=None,
                                              type_comment=None)
+                if whole and shape not in (None, SCALAR, UNKNOWN):
+                    used.add(target)   # an array: its size, without the helper's axis handling
+                    return gast.Attribute(value=node.args[0], attr="size", ctx=gast.Load())
                 return node
             if not _shape_helper(node):
                 return node
@@ -391,6 +406,182 @@ def drop_unbroadcasts(body, classes, fixed, roots=()):
                 used.add(n)
                 pending.append(n)
     return used - set(inferred)
+
+
+def _full_unreduce(node, classes):
+    """``rt.unreduce(g, x, None, False)`` of a scalar ``g`` and an ``x`` of a known
+    array class: returns that class, else None."""
+    if not (_is_rt_call(node, "unreduce") and len(node.args) in (2, 4)
+            and isinstance(node.args[1], gast.Name)):
+        return None
+    if len(node.args) == 4 and not all(isinstance(a, gast.Constant) and a.value is v
+                                       for a, v in zip(node.args[2:], (None, False))):
+        return None
+    shape = classes.get(node.args[1].id)
+    if shape in (None, SCALAR, UNKNOWN) or _class_of(node.args[0], classes) != SCALAR:
+        return None
+    return shape
+
+
+class _Lazy:
+    """What an expression of the sweep is when full-reduction gradients stay scalar.
+
+    ``shape``: its shape class; ``origins``: the unreduce calls whose scalar may flow
+    into it (empty: it is what it was); ``real``: it reads a primal of its class, so
+    its value has that shape whatever the origins hold.
+    """
+
+    def __init__(self, shape, origins=frozenset(), real=False):
+        self.shape, self.origins, self.real = shape, origins, real
+
+    @property
+    def lazy(self):
+        return bool(self.origins) and not self.real
+
+
+def _lazy_class(e, classes, lazy, enabled, primals):
+    """The ``_Lazy`` of an elementwise expression ``e``, or None when ``e`` is not one."""
+    if isinstance(e, gast.Constant):
+        return _Lazy(SCALAR) if type(e.value) in (int, float, bool) else None
+    if isinstance(e, gast.Name):
+        if e.id in lazy:
+            return _Lazy(*lazy[e.id])
+        shape = classes.get(e.id)
+        if shape in (None, UNKNOWN):
+            return None
+        return _Lazy(shape, real=e.id in primals and shape != SCALAR)
+    if isinstance(e, gast.Attribute) and e.attr == "size" and isinstance(e.value, gast.Name) \
+            and e.value.id not in lazy:
+        return _Lazy(SCALAR)
+    parts = None
+    if isinstance(e, gast.BinOp) and not isinstance(e.op, gast.MatMult):
+        parts = [e.left, e.right]
+    elif isinstance(e, gast.UnaryOp) and isinstance(e.op, (gast.USub, gast.UAdd)):
+        parts = [e.operand]
+    elif isinstance(e, gast.Call) and not e.keywords:
+        if id(e) in enabled:
+            return _Lazy(enabled[id(e)], frozenset([id(e)]))
+        if _is_rt_call(e, "reduction_size") and all(isinstance(a, (gast.Name, gast.Constant))
+                                                     and getattr(a, "id", None) not in lazy
+                                                     for a in e.args):
+            return _Lazy(SCALAR)
+        if _scalar_ufunc(e.func):
+            parts = e.args
+    if not parts:
+        return None
+    found = [_lazy_class(p, classes, lazy, enabled, primals) for p in parts]
+    if None in found:
+        return None
+    shape = _combine_classes(*(f.shape for f in found))
+    if shape is None:
+        return None
+    origins = frozenset().union(*(f.origins for f in found))
+    return _Lazy(shape, origins, any(f.real and f.shape == shape for f in found))
+
+
+def _origins_in(node, lazy, enabled):
+    """The enabled unreduce calls whose scalar may reach ``node``'s value."""
+    found = set()
+    for n in gast.walk(node):
+        if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load) and n.id in lazy:
+            found |= lazy[n.id][1]
+        elif id(n) in enabled:
+            found.add(id(n))
+    return found
+
+
+def keep_reductions_scalar(body, classes, primals, returned):
+    """The gradient of a full reduction stays a scalar until it meets an array.
+
+    ``rt.unreduce(g, x, None, False)`` spreads a scalar ``g`` over ``x``'s shape, so
+    every later step of the chain rule is an array operation; in ``mean(3*(x+2)**2)``
+    the hand-written ``6/n*(x+2)`` does one. The call becomes ``g`` wherever every value
+    the scalar reaches is used only elementwise with operands of ``x``'s shape class
+    (the result then has that shape, or stands for it broadcast), tested by
+    ``rt.has_grad``, or returned at a position of ``returned`` (gradients the API
+    broadcasts to their argument's shape). A call whose scalar could reach any other
+    use (a matmul, an index, a hook, a tape) stays. Returns the names relied on.
+    """
+    calls = {}
+    for s in walk_statements(body):
+        for n in gast.walk(s):
+            shape = _full_unreduce(n, classes) if isinstance(n, gast.Call) else None
+            if shape is not None:
+                calls[id(n)] = (n, shape)
+    enabled = {k: shape for k, (_, shape) in calls.items()}
+    while enabled:
+        lazy, bad = _spread_scalars(body, classes, primals, returned, enabled)
+        if not bad:
+            break
+        for k in bad:
+            enabled.pop(k, None)
+    if not enabled:
+        return set()
+    used = set()
+
+    class Replace(gast.NodeTransformer):
+        def visit_Call(self, node):
+            self.generic_visit(node)
+            if id(node) in enabled:
+                used.update(names_in(node))
+                return node.args[0]
+            return node
+
+    for s in body:
+        Replace().visit(s)
+    for s in walk_statements(body):
+        target = s.targets[0] if isinstance(s, gast.Assign) else getattr(s, "target", None)
+        if isinstance(target, gast.Name) and target.id in lazy:
+            used |= names_in(s)
+    return used
+
+
+def _spread_scalars(body, classes, primals, returned, enabled):
+    """Follow the scalars of the ``enabled`` unreduce calls through ``body`` to a fixed
+    point. Returns (name -> (class, origins), the calls that reach an unsafe use)."""
+    lazy = {}
+    bad = set()
+    changed = True
+    while changed and not bad:
+        changed = False
+        for s in walk_statements(body):
+            target, value = None, None
+            if isinstance(s, gast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], gast.Name):
+                target, value = s.targets[0].id, s.value
+            elif isinstance(s, gast.AugAssign) and isinstance(s.target, gast.Name) \
+                    and not isinstance(s.op, gast.MatMult):
+                target = s.target.id
+                value = gast.BinOp(left=gast.Name(id=target, ctx=gast.Load(), annotation=None,
+                                                  type_comment=None), op=s.op, right=s.value)
+            if value is not None:
+                reached = _origins_in(value, lazy, enabled)
+                if not reached:
+                    continue
+                found = _lazy_class(value, classes, lazy, enabled, primals)
+                known = lazy.get(target, (classes.get(target),))[0]
+                if found is None or (known is not None and known != found.shape):
+                    bad |= reached
+                elif found.lazy:
+                    old = lazy.get(target)
+                    new = (found.shape, found.origins | (old[1] if old else frozenset()))
+                    if new != old:
+                        lazy[target] = new
+                        changed = True
+                continue
+            if isinstance(s, gast.Return) and isinstance(s.value, gast.Tuple):
+                for k, e in enumerate(s.value.elts):
+                    if not (isinstance(e, gast.Name) and k in returned):
+                        bad |= _origins_in(e, lazy, enabled)
+                continue
+            header = getattr(s, "test", None)
+            if header is not None and _is_rt_call(header, "has_grad"):
+                continue
+            own = [getattr(s, f) for f in ("test", "iter", "target", "targets", "value")
+                   if getattr(s, f, None) is not None]
+            for part in own:
+                for node in part if isinstance(part, list) else [part]:
+                    bad |= _origins_in(node, lazy, enabled)
+    return lazy, bad
 
 
 def walk_statements(body):
@@ -519,15 +710,20 @@ def _rename_loads(node, old, new):
 
 
 def transform(body, adjoint_names, generated, classes=None, fixed=(), roots=(), buffers=None,
-              indices=()):
+              indices=(), returned=None):
     """Optimize the backward sweep's statements ``body`` in place, to a fixed point.
 
     ``classes``, ``fixed``, ``roots``: shape facts (see ``drop_unbroadcasts``);
-    ``buffers`` and ``indices``: see ``own_index_buffers``. Returns the names whose
-    ranks or shape classes the optimized sweep relies on.
+    ``buffers`` and ``indices``: see ``own_index_buffers``; ``returned``: see
+    ``keep_reductions_scalar`` (None: reduction gradients are spread as they are).
+    Returns the names whose ranks or shape classes the optimized sweep relies on.
     """
     removable = set(adjoint_names) | set(generated)
     used = drop_unbroadcasts(body, classes, fixed, roots) if classes else set()
+    if classes and returned is not None:
+        sweep_classes, _ = infer_sweep_classes(body, classes, fixed)
+        used |= keep_reductions_scalar(body, sweep_classes, set(fixed) - set(adjoint_names),
+                                       returned)
     changed = True
     while changed:
         _memo.clear()

@@ -668,8 +668,12 @@ def _copy_mutated(value, mutated):
 
 
 def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), optimized=True,
-          ranks=None, classes=None):
+          ranks=None, classes=None, scalar_reductions=False):
     """The forward and backward FunctionDefs for FunctionDef ``node``.
+
+    ``scalar_reductions``: the caller broadcasts each parameter's gradient to its
+    argument's shape, so a full reduction's gradient may stay a scalar up to the
+    return (``optimize.keep_reductions_scalar``).
 
     Returns:
         (forward, backward, meta) where meta is a dict with ``bindings`` (extra
@@ -748,8 +752,10 @@ def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), o
         buffers = {ad.adjoints[p]: (p, ranks[p]) for p in activity.params
                    if p in ad.adjoints and p not in stored and type(ranks.get(p)) is int}
         indices = {n for n, r in ranks.items() if r == INT}
+        returned = {k for k, w in enumerate(wrt) if w in activity.params and w not in ad.captures}
         used = optimize.transform(rev, adjoint_names, generated, shapes,
-                                  primal_names | adjoint_names, roots, buffers, indices)
+                                  primal_names | adjoint_names, roots, buffers, indices,
+                                  returned if scalar_reductions else None)
         primal_of = {d: p for p, d in ad.adjoints.items()}
         rank_facts_used = {primal_of.get(n, n) for n in used}
     else:
