@@ -9,7 +9,7 @@ from srcgrad import runtime
 from srcgrad.grad_mode import _state as _grad_state, check_grad_enabled
 from srcgrad import pipeline, rules
 from srcgrad.pipeline import compile_gradient
-from srcgrad.analysis.ranks import rank_key
+from srcgrad.analysis.ranks import rank_key, rank_keys
 from srcgrad.transform.inline import still_resolves
 
 _cache = {}
@@ -58,53 +58,17 @@ def _check_differentiable(name, value):
             f"floating point inputs have gradients. Use .astype(float).")
 
 
-def _is_scalar(value):
-    size = getattr(value, "size", None)
-    if size is not None:
-        return size == 1
-    return isinstance(value, (int, float, complex, numpy.number))
-
-
-_ONE_SEEDS = {}  # (shape, dtype) -> read-only ones: the seed of size-1 NumPy outputs
-
-
-def _default_seed(out):
-    kind = type(out)
-    if kind is float:
-        return 1.0
-    if kind is numpy.ndarray and out.size == 1 and out.dtype.kind == "f":
-        key = (out.shape, out.dtype)
-        seed = _ONE_SEEDS.get(key)
-        if seed is None:
-            seed = numpy.ones(out.shape, out.dtype)
-            seed.flags.writeable = False  # _finish copies a gradient that is this seed
-            seed = _ONE_SEEDS.setdefault(key, seed)
-        return seed
-    if kind is numpy.float64 or kind is numpy.float32:
-        return kind(1.0)
-    if not _is_scalar(out):
-        raise ValueError(
-            "grad can be implicitly created only for scalar outputs: the output has shape "
-            f"{getattr(out, 'shape', None)}; pass grad_outputs= (the cotangent, PyTorch's "
-            "`gradient` argument) with the output's shape.")
-    if hasattr(out, "shape"):
-        xp = runtime.namespace(out)
-        dtype = out.dtype if out.dtype.kind in "fc" else xp.float64
-        return xp.ones(out.shape, dtype=dtype)
-    return 1.0
-
-
 def _seed(out, grad_outputs, tuple_output):
     if tuple_output:
         outs = tuple(out)
         if grad_outputs is None:
-            return [_default_seed(o) for o in outs]
+            return [runtime.default_seed(o) for o in outs]
         if not isinstance(grad_outputs, (tuple, list)) or len(grad_outputs) != len(outs):
             raise ValueError(f"srcgrad: the function returns {len(outs)} outputs; pass a tuple of "
                              f"{len(outs)} grad_outputs (None for an output that is not seeded)")
         return [0.0 if g is None else _check_seed(o, g) for o, g in zip(outs, grad_outputs)]
     if grad_outputs is None:
-        return _default_seed(out)
+        return runtime.default_seed(out)
     return _check_seed(out, grad_outputs)
 
 
@@ -114,7 +78,7 @@ def _check_seed(out, g):
     oshape = getattr(out, "shape", ())
     gshape = getattr(g, "shape", ())
     if tuple(oshape) != tuple(gshape):
-        if not (_is_scalar(out) and _is_scalar(g)):
+        if not (runtime.is_scalar(out) and runtime.is_scalar(g)):
             raise ValueError(f"srcgrad: grad_outputs has shape {tuple(gshape)} but the output has "
                              f"shape {tuple(oshape)}")
         if not oshape:
@@ -128,6 +92,9 @@ class GradFunction:
     Attributes:
         source: the generated gradient source (forward and backward sweeps).
     """
+
+    _fast_any = None   # the _FastCall of a gradient that holds for any ranks
+    _fast = {}         # (shared, empty) rank_keys(args) -> _FastCall, set per instance
 
     def __init__(self, fn, wrt=0, allow_unused=False, materialize_grads=False,
                  preserve_result=False, hooks=None, fuse=False):
@@ -166,7 +133,7 @@ class GradFunction:
         found = self.__dict__.get("_any_rank")
         if found is not None and not _stale(found):
             return found
-        key = tuple(map(rank_key, args))
+        key = rank_keys(args)
         by_rank = self.__dict__.get("_by_rank")
         if by_rank is None:
             by_rank = self._by_rank = {}
@@ -205,6 +172,16 @@ class GradFunction:
     def __call__(self, *args, grad_outputs=None, **kwargs):
         if not _grad_state.enabled:
             check_grad_enabled()
+        if grad_outputs is None and not kwargs:
+            fast = self._fast_any or self._fast.get(rank_keys(args))
+            if fast is not None:
+                result = fast.run(args)
+                if result is not _DECLINED:
+                    return result
+        return self._call(args, grad_outputs, kwargs)
+
+    def _call(self, args, grad_outputs, kwargs):
+        """Any call: keyword arguments, grad_outputs, hooks, the value returned."""
         compiled = self.compiled_for(args, kwargs)
         plan = compiled.meta.get("plan") or self._plan_of(compiled)
         if kwargs or len(args) != plan.n_positional or not plan.simple:
@@ -225,7 +202,7 @@ class GradFunction:
         else:
             out, saved = compiled.forward(*args, **kwargs) if kwargs else compiled.forward(*args)
             if grad_outputs is None and not meta["tuple_output"]:
-                seed = _default_seed(out)
+                seed = runtime.default_seed(out)
             else:
                 seed = _seed(out, grad_outputs, meta["tuple_output"])
         if self.hook_names:
@@ -236,7 +213,97 @@ class GradFunction:
         result = grads if plan.many else grads[0]
         if self.preserve_result:
             return out, result
+        if grad_outputs is None and not kwargs and len(args) == plan.n_positional \
+                and _FastCall.applies(self, compiled, plan):
+            fast = _FastCall(self, compiled, plan)
+            if compiled.meta["rank_free"]:
+                self._fast_any = fast
+            else:
+                if "_fast" not in self.__dict__:
+                    self._fast = {}
+                self._fast[rank_keys(args)] = fast
         return result
+
+
+_DECLINED = object()   # the call needs the general path (checks, conversions, recompiling)
+
+
+class _FastCall:
+    """The common call of one gradient, prepared on its first run: positional float
+    arrays, no grad_outputs, no hooks, only the gradients returned. It does what
+    ``GradFunction._call`` does, without re-deciding any of it (W4's whole gradient
+    takes about a microsecond, so the call itself must cost less)."""
+
+    @staticmethod
+    def applies(gfn, compiled, plan):
+        return (plan.simple and not gfn.hook_names and not gfn.preserve_result
+                and not compiled.meta["tuple_output"] and None not in plan.wrt_positions)
+
+    def __init__(self, gfn, compiled, plan):
+        self.compiled = compiled
+        self.version, self.deps = compiled.meta["rules_version"], compiled.deps
+        self.n_args = plan.n_positional
+        self.positions = plan.wrt_positions
+        self.only = plan.wrt_positions[0] if len(plan.wrt_positions) == 1 else None
+        self.many = plan.many
+        self.options = (gfn.allow_unused, gfn.materialize_grads)
+        self.gradient = None   # args -> the backward sweep's tuple, made on the first run
+
+    def _gradient(self):
+        """Both sweeps as one generated function (composing costs a compile, so a
+        gradient called once never pays it), else the two calls."""
+        meta = self.compiled.meta
+        if meta["gradient_forward"] is not None:
+            if "gradient" not in meta:
+                meta["gradient"] = pipeline.compose_gradient(self.compiled, True, only_gradients=True)
+            return meta["gradient"]
+        forward, backward = self.compiled.forward, self.compiled.backward
+
+        def both_sweeps(*args):
+            out, saved = forward(*args)
+            return backward(runtime.default_seed(out), saved)
+        return both_sweeps
+
+    def run(self, args):
+        if len(args) != self.n_args or self.version != rules.VERSION[0] \
+                or (self.deps and not still_resolves(self.deps)):
+            return _DECLINED
+        k = self.only
+        if k is not None:
+            like = args[k]
+            if not _float_input(like):
+                return _DECLINED
+        else:
+            likes = [args[k] for k in self.positions]
+            if not all(map(_float_input, likes)):
+                return _DECLINED
+        gradient = self.gradient
+        if gradient is None:
+            gradient = self.gradient = self._gradient()
+        grads = gradient(*args)
+        if k is not None:
+            g = grads[0]
+            if type(g) is numpy.ndarray and g.dtype is like.dtype and g.shape == like.shape \
+                    and g.flags.writeable or type(g) is type(like) is float:
+                return grads if self.many else g
+            likes = (like,)
+        elif all(map(_final, grads, likes)):
+            return grads if self.many else grads[0]
+        grads = _finish_values(grads, self.compiled.wrt, likes, *self.options)
+        return grads if self.many else grads[0]
+
+
+def _float_input(value):
+    kind = type(value)
+    return kind is float or (kind is numpy.ndarray and value.dtype.kind == "f")
+
+
+def _final(g, like):
+    """``g`` is already what ``_finish_values`` makes of it for input ``like``."""
+    if type(g) is numpy.ndarray:
+        return g.dtype is like.dtype and g.shape == like.shape and g.flags.writeable \
+            and type(like) is numpy.ndarray
+    return type(g) is type(like) is float
 
 
 class _CallPlan:

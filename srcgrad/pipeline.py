@@ -130,6 +130,11 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None):
     forward.body = emit.comment_blocks(forward.body, "", 2)
     backward.body = emit.comment_blocks(backward.body, "grad of: ", 1)
     meta["trees"] = (forward, backward)
+    # The forward sweep a call that wants only the gradients composes with the backward
+    # (api._FastCall), and whether its seed is known to be 1 (a scalar output).
+    meta["gradient_forward"] = None
+    if OPTIMIZE and not fuse and not meta["tuple_output"]:
+        meta["gradient_forward"] = (for_grad or forward, optimize.scalar_output(forward, rank_map))
     # The code holds for arguments of any rank unless it relies on a fact the ranks gave.
     meta["rank_free"] = all((rank_map.get(n), classes.get(n)) == (any_ranks.get(n), any_classes.get(n))
                             for n in meta["rank_facts_used"])
@@ -162,11 +167,15 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None):
     return Compiled(fwd, bwd, source, names, act, meta, user_locals, node._srcgrad_deps)
 
 
-def compose_gradient(compiled, many):
+def compose_gradient(compiled, many, only_gradients=False):
     """One plain Python function computing the gradient: forward then backward sweep.
 
     This is what makes higher-order derivatives work: the result is ordinary
-    source that srcgrad can read and transform again.
+    source that srcgrad can read and transform again. With ``only_gradients``
+    it is ``grad``'s common call as one function (no tape or saved tuple crosses a
+    call), returning the tuple the backward sweep returns: for a scalar output, the
+    forward sweep that computes only what the adjoint reads (``forward_for_grad``)
+    and the seed 1; otherwise the forward sweep and the default seed.
 
     Raises:
         UnsupportedError: the gradient records a tape (loops, rebinding) or
@@ -174,8 +183,14 @@ def compose_gradient(compiled, many):
     """
     from srcgrad.custom_function import is_once_differentiable
     from srcgrad.errors import UnsupportedError
-    forward, backward = (copy.deepcopy(t) for t in compiled.meta["trees"])
     info, bindings = compiled.meta["load"]
+    if only_gradients:
+        forward, seed_is_one = compiled.meta["gradient_forward"]
+        forward, backward = copy.deepcopy(forward), copy.deepcopy(compiled.meta["trees"][1])
+        name = backward.name[:-len("_backward")]
+        seed = gast.Constant(value=1.0, kind=None) if seed_is_one else _default_seed_of(forward)
+        return _compose(forward, backward, info, bindings, f"gradient_{name}", seed, True)
+    forward, backward = (copy.deepcopy(t) for t in compiled.meta["trees"])
     once = [c for c in compiled.meta.get("functions", ()) if is_once_differentiable(c)]
     if once:
         raise UnsupportedError(
@@ -188,19 +203,56 @@ def compose_gradient(compiled, many):
             f"writes) or has several outputs; differentiating it again is not supported yet",
             info.filename, info.first_lineno,
             hint="Write the first derivative by hand for such code, or use finite differences.")
-    ret = forward.body[-1]
-    out_expr = ret.value.elts[0]
+    return _compose(forward, backward, info, bindings, f"grad_{forward.name[:-len('_forward')]}",
+                    _default_seed_of(forward), many)
+
+
+def _default_seed_of(forward):
+    """``rt.default_seed(out)`` of the output ``forward`` returns."""
+    return gast.Call(func=gast.Attribute(value=gast.Name(id="rt", ctx=gast.Load(), annotation=None,
+                                                         type_comment=None),
+                                         attr="default_seed", ctx=gast.Load()),
+                     args=[forward.body[-1].value.elts[0]], keywords=[])
+
+
+def _known_seed(body, seed):
+    """``body`` with ``if rt.has_grad(seed): ...`` unwrapped: the seed is a nonzero
+    constant that ``body`` never rebinds."""
+    if any(isinstance(n, gast.Name) and n.id == seed and not isinstance(n.ctx, gast.Load)
+           for s in body for n in gast.walk(s)):
+        return body
+
+    def unwrap(block):
+        out = []
+        for s in block:
+            if isinstance(s, gast.If) and not s.orelse and optimize.is_rt_call(s.test, "has_grad") \
+                    and isinstance(s.test.args[0], gast.Name) and s.test.args[0].id == seed:
+                out += unwrap(s.body)
+                continue
+            for field in ("body", "orelse"):
+                if isinstance(getattr(s, field, None), list):
+                    setattr(s, field, unwrap(getattr(s, field)))
+            out.append(s)
+        return out
+
+    return unwrap(body)
+
+
+def _compose(forward, backward, info, bindings, name, seed_value, many):
+    """Load forward's body, ``seed = seed_value`` and backward's body as one function
+    named ``name`` (the saved tuple's names are the forward's own)."""
     seed = backward.args.args[0].id
-    body = [s for s in forward.body[:-1]]
-    body += gast.parse(f"{seed} = rt.default_seed(OUT)").body
-    body[-1].value.args[0] = out_expr
+    body = forward.body[:-1] + [gast.Assign(targets=[gast.Name(id=seed, ctx=gast.Store(), annotation=None,
+                                                                type_comment=None)],
+                                            value=seed_value, type_comment=None)]
     back = [s for s in backward.body if not (isinstance(s, gast.Assign) and isinstance(s.value, gast.Name)
                                             and s.value.id == "saved")]
+    if isinstance(seed_value, gast.Constant) and seed_value.value:
+        back = _known_seed(back, seed)
     results = back[-1].value.elts
     back[-1] = gast.Return(value=gast.Tuple(elts=results, ctx=gast.Load()) if many else results[0])
-    composed = gast.FunctionDef(name=f"grad_{forward.name[:-len('_forward')]}", args=forward.args,
-                                body=body + back, decorator_list=[], returns=None, type_comment=None,
-                                type_params=[])
+    composed = gast.FunctionDef(name=name, args=forward.args, body=body + back, decorator_list=[],
+                                returns=None, type_comment=None, type_params=[])
     source = emit.to_source([composed])
     bindings = dict(bindings)
     bindings["rt"] = runtime

@@ -1403,13 +1403,41 @@ def has_grad(g):
     return True
 
 
+def is_scalar(value):
+    """A Python or NumPy number, or an array of one element."""
+    size = getattr(value, "size", None)
+    if size is not None:
+        return size == 1
+    return isinstance(value, (int, float, complex, numpy.number))
+
+
+_ONE_SEEDS = {}  # (shape, dtype) -> read-only ones: the seed of size-1 NumPy outputs
+
+
 def default_seed(out):
     """The cotangent 1 for a scalar output (ones for a size-1 array); others need grad_outputs."""
-    size = getattr(out, "size", 1)
-    if size != 1:
-        raise ValueError("grad can be implicitly created only for scalar outputs")
-    if is_array(out):
-        return namespace(out).ones_like(out)
+    kind = type(out)
+    if kind is float:
+        return 1.0
+    if kind is numpy.ndarray and out.size == 1 and out.dtype.kind == "f":
+        key = (out.shape, out.dtype)
+        seed = _ONE_SEEDS.get(key)
+        if seed is None:
+            seed = numpy.ones(out.shape, out.dtype)
+            seed.flags.writeable = False  # _finish copies a gradient that is this seed
+            seed = _ONE_SEEDS.setdefault(key, seed)
+        return seed
+    if kind is numpy.float64 or kind is numpy.float32:
+        return kind(1.0)
+    if not is_scalar(out):
+        raise ValueError(
+            "grad can be implicitly created only for scalar outputs: the output has shape "
+            f"{getattr(out, 'shape', None)}; pass grad_outputs= (the cotangent, PyTorch's "
+            "`gradient` argument) with the output's shape.")
+    if hasattr(out, "shape"):
+        xp = namespace(out)
+        dtype = out.dtype if out.dtype.kind in "fc" else xp.float64
+        return xp.ones(out.shape, dtype=dtype)
     return 1.0
 
 

@@ -317,10 +317,14 @@ def check_grads(f, args, wrt=0, atol=1e-6, rtol=1e-5, grad_outputs=None, kwargs=
     kwargs = dict(kwargs or {})
     if isinstance(grad_outputs, str) and grad_outputs == "random":
         grad_outputs = random_cotangent(f(*args, **kwargs), np.random.default_rng(0))
-    grads = srcgrad.grad(f, wrt=wrt, **options)(*args, grad_outputs=grad_outputs, **kwargs)
+    gradient = srcgrad.grad(f, wrt=wrt, **options)
+    grads = gradient(*args, grad_outputs=grad_outputs, **kwargs)
+    # A repeated call runs what the first one prepared (one composed function): check it too.
+    again = gradient(*args, grad_outputs=grad_outputs, **kwargs)
     numeric = numerical_grad(f, args, wrt=wrt, eps=eps, grad_outputs=grad_outputs,
                              kwargs=kwargs)
     _compare_all(f, wrt, grads, numeric, atol, rtol)
+    _compare_all(f, wrt, again, numeric, atol, rtol, prefix="a repeated call: ")
     return True
 
 

@@ -569,3 +569,63 @@ def test_cache_sees_rebound_helper(monkeypatch):
     value, g = sg.value_and_grad(calls_swappable)(X)
     assert value == pytest.approx(np.sum(X ** 3), rel=1e-12)
     np.testing.assert_allclose(g, 3 * X ** 2, rtol=1e-12, atol=0)
+
+
+def test_same_gradient_object_sees_rebound_helper(monkeypatch):
+    # The repeated call is prepared on the first; it must still notice the new helper.
+    g = sg.grad(calls_swappable)
+    for _ in range(2):
+        np.testing.assert_allclose(g(X), 2 * X, rtol=1e-12, atol=0)
+
+    def cubed(v):
+        return v * v * v
+
+    monkeypatch.setitem(globals(), "_swappable", cubed)
+    np.testing.assert_allclose(g(X), 3 * X ** 2, rtol=1e-12, atol=0)
+
+
+# ----- Repeated calls (prepared on the first) behave like the first -----
+
+def identity_sum(x):
+    return np.sum(x)
+
+
+def itself(x):
+    return x
+
+
+def test_repeated_calls_keep_every_check():
+    g = sg.grad(square_intermediate, wrt=(0, 1))
+    x, w = np.array([1.0, -2.0, 0.5]), np.array([0.5, 1.5, -1.0])
+    first = g(x, w)
+    for _ in range(2):
+        again = g(x, w)
+        for a, b in zip(first, again):
+            np.testing.assert_array_equal(a, b)
+    # Another rank, another dtype, an integer array: each as on a first call.
+    gx, gw = g(x[:, None] * w, w)
+    assert gx.shape == (3, 3) and gw.shape == (3,)
+    g32 = g(x.astype(np.float32), w.astype(np.float32))
+    assert all(a.dtype == np.float32 for a in g32)
+    with pytest.raises(TypeError, match="dtype is int"):
+        g(np.array([1, 2, 3]), w)
+    with pytest.raises(TypeError, match="missing"):
+        g(x)
+    assert g(x, w=w)[1].shape == (3,)
+    assert isinstance(g(2.0, 3.0)[0], float)
+
+
+def test_repeated_calls_hand_out_arrays_of_their_own():
+    g = sg.grad(identity_sum)
+    x = np.array([[1.0, 2.0], [3.0, 4.0]])
+    results = [g(x) for _ in range(3)]
+    for r in results:
+        assert r.flags.writeable and r.shape == x.shape
+    results[0][0, 0] = 42.0
+    np.testing.assert_array_equal(results[1], np.ones_like(x))
+    # A size-1 output whose gradient is the seed: the seed is never handed out.
+    one = sg.grad(itself)
+    a = one(np.array([3.0]))
+    a[0] = -7.0
+    np.testing.assert_array_equal(one(np.array([3.0])), [1.0])
+    np.testing.assert_array_equal(one(np.array([3.0])), [1.0])

@@ -48,6 +48,13 @@ def rank_key(value):
     return ndim if type(ndim) is int and hasattr(value, "shape") else None
 
 
+def rank_keys(args):
+    """``rank_key`` of each argument, as a tuple (a call with one array kept cheap)."""
+    if len(args) == 1 and type(args[0]) is numpy.ndarray:
+        return (args[0].ndim,)
+    return tuple(map(rank_key, args))
+
+
 def infer(node, param_ranks):
     """Name -> rank (int), INT or UNKNOWN, for every name ``node`` binds."""
     params = [a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs]

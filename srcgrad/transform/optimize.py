@@ -275,7 +275,7 @@ def _scalar_ufunc(func):
     return False
 
 
-def _is_rt_call(node, attr):
+def is_rt_call(node, attr):
     return (isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute)
             and isinstance(node.func.value, gast.Name) and node.func.value.id == "rt"
             and node.func.attr == attr and not node.keywords)
@@ -283,7 +283,7 @@ def _is_rt_call(node, attr):
 
 def _shape_helper(node):
     """``rt.unbroadcast(g, x)`` or ``rt.unreduce(g, x, ...)`` with ``x`` a name."""
-    return (any(_is_rt_call(node, attr) for attr in _SHAPE_HELPERS) and len(node.args) >= 2
+    return (any(is_rt_call(node, attr) for attr in _SHAPE_HELPERS) and len(node.args) >= 2
             and isinstance(node.args[1], gast.Name))
 
 
@@ -367,7 +367,7 @@ def drop_unbroadcasts(body, classes, fixed, roots=()):
     class Dropper(gast.NodeTransformer):
         def visit_Call(self, node):
             self.generic_visit(node)
-            if _is_rt_call(node, "reduction_size") and node.args and isinstance(node.args[0], gast.Name):
+            if is_rt_call(node, "reduction_size") and node.args and isinstance(node.args[0], gast.Name):
                 target = node.args[0].id
                 shape = classes.get(target)
                 whole = len(node.args) == 1 or (len(node.args) == 2 and isinstance(node.args[1], gast.Constant)
@@ -411,7 +411,7 @@ def drop_unbroadcasts(body, classes, fixed, roots=()):
 def _full_unreduce(node, classes):
     """``rt.unreduce(g, x, None, False)`` of a scalar ``g`` and an ``x`` of a known
     array class: returns that class, else None."""
-    if not (_is_rt_call(node, "unreduce") and len(node.args) in (2, 4)
+    if not (is_rt_call(node, "unreduce") and len(node.args) in (2, 4)
             and isinstance(node.args[1], gast.Name)):
         return None
     if len(node.args) == 4 and not all(isinstance(a, gast.Constant) and a.value is v
@@ -461,7 +461,7 @@ def _lazy_class(e, classes, lazy, enabled, primals):
     elif isinstance(e, gast.Call) and not e.keywords:
         if id(e) in enabled:
             return _Lazy(enabled[id(e)], frozenset([id(e)]))
-        if _is_rt_call(e, "reduction_size") and all(isinstance(a, (gast.Name, gast.Constant))
+        if is_rt_call(e, "reduction_size") and all(isinstance(a, (gast.Name, gast.Constant))
                                                      and getattr(a, "id", None) not in lazy
                                                      for a in e.args):
             return _Lazy(SCALAR)
@@ -574,7 +574,7 @@ def _spread_scalars(body, classes, primals, returned, enabled):
                         bad |= _origins_in(e, lazy, enabled)
                 continue
             header = getattr(s, "test", None)
-            if header is not None and _is_rt_call(header, "has_grad"):
+            if header is not None and is_rt_call(header, "has_grad"):
                 continue
             own = [getattr(s, f) for f in ("test", "iter", "target", "targets", "value")
                    if getattr(s, f, None) is not None]
@@ -742,6 +742,12 @@ def transform(body, adjoint_names, generated, classes=None, fixed=(), roots=(), 
 
 # ----- The forward sweep when only gradients are asked for -----
 
+def scalar_output(forward, rank_map):
+    """The forward sweep returns a scalar: its seed is 1 when none is given."""
+    out = forward.body[-1].value.elts[0]
+    return isinstance(out, gast.Name) and rank_map.get(out.id) in (0, "i")
+
+
 def forward_for_gradient(forward, rank_map, classes):
     """A copy of the forward sweep that returns None for the output and computes
     only what the backward sweep reads, or None when that saves nothing.
@@ -753,9 +759,7 @@ def forward_for_gradient(forward, rank_map, classes):
     provably broadcast, full reductions), so an error the function would raise is
     still raised.
     """
-    ret = forward.body[-1]
-    out = ret.value.elts[0]
-    if not (isinstance(out, gast.Name) and rank_map.get(out.id) in (0, "i")):
+    if not scalar_output(forward, rank_map):
         return None
     fg = copy.deepcopy(forward)
     fg.name = forward.name + "_for_grad"
