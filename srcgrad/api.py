@@ -172,10 +172,10 @@ class GradFunction:
     def __call__(self, *args, grad_outputs=None, **kwargs):
         if not _grad_state.enabled:
             check_grad_enabled()
-        if grad_outputs is None and not kwargs:
+        if not kwargs:
             fast = self._fast_any or self._fast.get(rank_keys(args))
             if fast is not None:
-                result = fast.run(args)
+                result = fast.run(args, grad_outputs)
                 if result is not _DECLINED:
                     return result
         return self._call(args, grad_outputs, kwargs)
@@ -213,8 +213,7 @@ class GradFunction:
         result = grads if plan.many else grads[0]
         if self.preserve_result:
             return out, result
-        if grad_outputs is None and not kwargs and len(args) == plan.n_positional \
-                and _FastCall.applies(self, compiled, plan):
+        if not kwargs and len(args) == plan.n_positional and _FastCall.applies(self, compiled, plan):
             fast = _FastCall(self, compiled, plan)
             if compiled.meta["rank_free"]:
                 self._fast_any = fast
@@ -230,7 +229,7 @@ _DECLINED = object()   # the call needs the general path (checks, conversions, r
 
 class _FastCall:
     """The common call of one gradient, prepared on its first run: positional float
-    arrays, no grad_outputs, no hooks, only the gradients returned. It does what
+    arguments, one output, no hooks, only the gradients returned. It does what
     ``GradFunction._call`` does, without re-deciding any of it (W4's whole gradient
     takes about a microsecond, so the call itself must cost less)."""
 
@@ -264,7 +263,7 @@ class _FastCall:
             return backward(runtime.default_seed(out), saved)
         return both_sweeps
 
-    def run(self, args):
+    def run(self, args, grad_outputs=None):
         if len(args) != self.n_args or self.version != rules.VERSION[0] \
                 or (self.deps and not still_resolves(self.deps)):
             return _DECLINED
@@ -277,10 +276,14 @@ class _FastCall:
             likes = [args[k] for k in self.positions]
             if not all(map(_float_input, likes)):
                 return _DECLINED
-        gradient = self.gradient
-        if gradient is None:
-            gradient = self.gradient = self._gradient()
-        grads = gradient(*args)
+        if grad_outputs is None:
+            gradient = self.gradient
+            if gradient is None:
+                gradient = self.gradient = self._gradient()
+            grads = gradient(*args)
+        else:
+            out, saved = self.compiled.forward(*args)
+            grads = self.compiled.backward(_check_seed(out, grad_outputs), saved)
         if k is not None:
             g = grads[0]
             if type(g) is numpy.ndarray and g.dtype is like.dtype and g.shape == like.shape \

@@ -123,7 +123,8 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None):
     forward, backward, meta = reverse.build(node, info, act, namer, names, fixed, node.name,
                                             tuple(sorted(hook_names)), optimized=OPTIMIZE,
                                             ranks=rank_map, classes=classes,
-                                            scalar_reductions=bool(arg_ranks) and not fuse)
+                                            scalar_reductions=bool(arg_ranks) and not fuse,
+                                            fused=fuse)
     for_grad = None
     if OPTIMIZE and not fuse and not meta["tuple_output"]:
         for_grad = optimize.forward_for_gradient(forward, rank_map, classes)
@@ -251,7 +252,9 @@ def _compose(forward, backward, info, bindings, name, seed_value, many):
         back = _known_seed(back, seed)
     results = back[-1].value.elts
     back[-1] = gast.Return(value=gast.Tuple(elts=results, ctx=gast.Load()) if many else results[0])
-    composed = gast.FunctionDef(name=name, args=forward.args, body=body + back, decorator_list=[],
+    params = {a.id for a in forward.args.posonlyargs + forward.args.args + forward.args.kwonlyargs}
+    composed = gast.FunctionDef(name=name, args=forward.args,
+                                body=optimize.release_dead(body + back, params), decorator_list=[],
                                 returns=None, type_comment=None, type_params=[])
     source = emit.to_source([composed])
     bindings = dict(bindings)

@@ -23,7 +23,7 @@ import numpy
 from srcgrad import anno
 from srcgrad.analysis.activity import names_in
 from srcgrad.analysis.ranks import SCALAR, UNKNOWN, combine_classes
-from srcgrad.templates import replace_as_expression as replace_expr
+from srcgrad.templates import replace, replace_as_expression as replace_expr
 
 Static = anno.Static
 
@@ -584,6 +584,99 @@ def _spread_scalars(body, classes, primals, returned, enabled):
     return lazy, bad
 
 
+def _arithmetic_loads(e):
+    """Names ``e`` reads only as operands of arithmetic (which cannot return them)."""
+    found = set()
+    if isinstance(e, gast.BinOp):
+        parts = [e.left, e.right]
+    elif isinstance(e, gast.UnaryOp):
+        parts = [e.operand]
+    elif isinstance(e, gast.Call) and _scalar_ufunc(e.func) and not e.keywords:
+        parts = e.args
+    else:
+        return found
+    for p in parts:
+        if isinstance(p, gast.Name):
+            found.add(p.id)
+        else:
+            found |= _arithmetic_loads(p)
+    return found
+
+
+def accumulate_in_place(body, classes, primals):
+    """``d = d + g`` becomes ``d += g`` where ``d`` holds an array the sweep made and
+    no other name can see, of the shape ``g`` broadcasts into: no new array per
+    contribution (W6's ``dx`` gets four).
+
+    ``d`` owns its array from an assignment of an arithmetic result that reads a
+    primal of its shape class (a new array of that shape) or ``rt.owned_zeros``, in
+    the same block, until anything but arithmetic reads it (a copy, a call, a
+    hook, a nested block) or it is rebound otherwise.
+    """
+    changed = False
+    for block in _blocks(body):
+        owned = {}   # name -> the shape class of the array it owns
+        for k, s in enumerate(block):
+            if isinstance(s, gast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], gast.Name):
+                target, value = s.targets[0].id, s.value
+                if target in owned and isinstance(value, gast.BinOp) \
+                        and isinstance(value.op, (gast.Add, gast.Sub)) \
+                        and isinstance(value.left, gast.Name) and value.left.id == target \
+                        and target not in _loads(value.right):
+                    found = _lazy_class(value.right, classes, {}, {}, primals)
+                    if found is not None and found.shape in (SCALAR, owned[target]):
+                        for n in _loads(value.right):
+                            if n not in _arithmetic_loads(value.right):
+                                owned.pop(n, None)
+                        block[k] = anno.copyanno(s, gast.AugAssign(target=s.targets[0], op=value.op,
+                                                                   value=value.right), *Static)
+                        changed = True
+                        continue
+                for n in _loads(value) - _arithmetic_loads(value):
+                    owned.pop(n, None)
+                owned.pop(target, None)
+                if is_rt_call(value, "owned_zeros") and len(value.args) == 1 \
+                        and isinstance(value.args[0], gast.Name):
+                    shape = classes.get(value.args[0].id)
+                else:
+                    found = _lazy_class(value, classes, {}, {}, primals)
+                    shape = found.shape if found is not None and found.real else None
+                if shape not in (None, SCALAR, UNKNOWN) and classes.get(target, shape) == shape \
+                        and _arithmetic_loads(value) >= _loads(value) - {"xp"}:
+                    owned[target] = shape
+            else:
+                for n in _refs(s):
+                    owned.pop(n, None)
+    return changed
+
+
+def release_dead(body, keep):
+    """``body`` with ``a = b = None`` after the top-level statement that last reads
+    ``a`` and ``b``: a value (a saved array, a finished temporary) is freed when it
+    is dead, not when the function returns. Names in ``keep`` (parameters) stay.
+    Nothing is released after the last statement before the return."""
+    _memo.clear()
+    last = {}
+    bound = set()
+    for k, s in enumerate(body):
+        for n in _refs(s):
+            last[n] = k
+        bound |= _stores(s)
+    dead_after = {}
+    for n, k in last.items():
+        if n in bound and n not in keep:
+            dead_after.setdefault(k, []).append(n)
+    out = []
+    final = len(body) - 2 if body and isinstance(body[-1], gast.Return) else len(body) - 1
+    for k, s in enumerate(body):
+        out.append(s)
+        if k < final and dead_after.get(k):
+            names = sorted(dead_after[k])
+            out += replace(" = ".join(names) + " = None")
+    _memo.clear()
+    return out
+
+
 def walk_statements(body):
     """Every statement of ``body``, nested blocks included, in source order."""
     for s in body:
@@ -710,12 +803,13 @@ def _rename_loads(node, old, new):
 
 
 def transform(body, adjoint_names, generated, classes=None, fixed=(), roots=(), buffers=None,
-              indices=(), returned=None):
+              indices=(), returned=None, in_place=True):
     """Optimize the backward sweep's statements ``body`` in place, to a fixed point.
 
     ``classes``, ``fixed``, ``roots``: shape facts (see ``drop_unbroadcasts``);
     ``buffers`` and ``indices``: see ``own_index_buffers``; ``returned``: see
-    ``keep_reductions_scalar`` (None: reduction gradients are spread as they are).
+    ``keep_reductions_scalar`` (None: reduction gradients are spread as they are);
+    ``in_place``: run ``accumulate_in_place``.
     Returns the names whose ranks or shape classes the optimized sweep relies on.
     """
     removable = set(adjoint_names) | set(generated)
@@ -736,6 +830,11 @@ def transform(body, adjoint_names, generated, classes=None, fixed=(), roots=(), 
     _memo.clear()
     if buffers:
         used |= own_index_buffers(body, buffers, indices)
+    _memo.clear()
+    if classes and in_place:
+        sweep_classes, _ = infer_sweep_classes(body, classes, fixed)
+        if accumulate_in_place(body, sweep_classes, set(fixed) - set(adjoint_names)):
+            used |= set(sweep_classes)   # conservatively: any class may have decided it
     _memo.clear()
     return used
 

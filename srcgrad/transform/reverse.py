@@ -93,6 +93,8 @@ class ReverseAD:
         for w in wrt:
             if w not in activity.params and w in activity.saved:
                 self.captures[w] = namer.new(f"grad_{w}")
+        self.constants = _constant_names(node, set(wrt) | set(self.hook_lists) | set(hook_names))
+        self.store_counts = _store_counts(node)
 
     # ----- names -----
 
@@ -169,8 +171,12 @@ class ReverseAD:
 
     def visit_for(self, s, origin):
         index = s.target.id
-        count = self.namer.new(f"n_{index}")
         body, exit_ = self._loop_body(s.body)
+        if anno.getanno(s.iter, Static.PRIMITIVE) is builtins.range and not any(
+                isinstance(n, gast.Name) and n.id == index and not isinstance(n.ctx, gast.Load)
+                for st in body for n in gast.walk(st)):
+            return self.visit_range_for(s, index, body, exit_, origin)
+        count = self.namer.new(f"n_{index}")
         body_f, body_r = self.block(body)
         fwd = [_push(name(index), origin, index)]
         fwd += replace(f"{count} = 0")
@@ -188,6 +194,34 @@ class ReverseAD:
                             body=pop_index + body_r, orelse=[], type_comment=None)
         rev = pop_count + [rev_loop] + pop_before
         return _tag(fwd, origin), _tag(rev, origin)
+
+    def visit_range_for(self, s, index, body, exit_, origin):
+        """A loop over a range whose body never rebinds the index: the reverse sweep
+        runs the same range backwards, so the tape holds one range per loop instead
+        of one index per iteration."""
+        steps = self.namer.new(f"range_{index}")
+        body_f, body_r = self.block(body)
+        # An index used only in its loop: the value it had before is never read again.
+        local = self.store_counts[index] == 1 and not any(
+            isinstance(n, gast.Name) and n.id == index for st in _outside(self.node.body, s)
+            for n in gast.walk(st))
+        fwd = [] if local else [_push(name(index), origin, index)]
+        fwd += replace(f"{steps} = ITER", ITER=s.iter)
+        count = []
+        if exit_:   # a break: the iterations run are a prefix of the range
+            count = [self.namer.new(f"n_{index}")]
+            fwd += replace(f"{count[0]} = 0")
+        loop = gast.For(target=s.target, iter=name(steps), orelse=[], type_comment=None,
+                        body=[s for c in count for s in replace(f"{c} = {c} + 1")] + body_f + exit_)
+        ran = f"{steps}[:{count[0]}]" if count else steps
+        fwd += [loop, _push(replace_expr(ran), origin, steps)]
+        pop_steps = replace(f"{steps} = pop()")
+        anno.setanno(pop_steps[0], Static.TAPE, steps)
+        pop_before = replace(f"{index} = pop()")
+        anno.setanno(pop_before[0], Static.TAPE, index)
+        rev_loop = gast.For(target=name(index, True), iter=replace_expr(f"reversed({steps})"),
+                            body=body_r or [gast.Pass()], orelse=[], type_comment=None)
+        return _tag(fwd, origin), _tag(pop_steps + [rev_loop] + ([] if local else pop_before), origin)
 
     def visit_while(self, s, origin):
         count = self.namer.new("n_loop")
@@ -223,7 +257,7 @@ class ReverseAD:
         return fwd, _tag(run + restore, origin) + rev
 
     def _visit_assign(self, s, target, origin):
-        saved = target in self.act.saved
+        saved = target in self.act.saved and target not in self.constants
         fwd = [_push(name(target), origin, target)] if saved else []
         fwd += self.alias_checks(s, target)
         fwd.append(s)
@@ -520,6 +554,61 @@ class ReverseAD:
         return self.needs(node)
 
 
+def _store_counts(node):
+    """Name -> how many times the function binds it (parameters count once)."""
+    counts = {}
+    for n in gast.walk(node):
+        if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load):
+            counts[n.id] = counts.get(n.id, 0) + 1
+    return counts
+
+
+def _constant_names(node, excluded):
+    """Names bound once, to arithmetic on number literals and other such names: every
+    execution of the binding gives the same number, so it needs no tape (``dt / C`` in
+    a loop, with ``dt = 0.25`` and ``C = 10.0`` bound before it)."""
+    counts = _store_counts(node)
+    values = {}
+    for s in optimize.walk_statements(node.body):
+        if isinstance(s, gast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], gast.Name):
+            values[s.targets[0].id] = s.value
+    constants = set()
+
+    def arithmetic(e):
+        if isinstance(e, gast.Constant):
+            return type(e.value) in (int, float)
+        if isinstance(e, gast.Name):
+            return e.id in constants
+        if isinstance(e, gast.BinOp):
+            return not isinstance(e.op, gast.MatMult) and arithmetic(e.left) and arithmetic(e.right)
+        if isinstance(e, gast.UnaryOp):
+            return isinstance(e.op, (gast.USub, gast.UAdd)) and arithmetic(e.operand)
+        return False
+
+    changed = True
+    while changed:
+        changed = False
+        for n, value in values.items():
+            if n not in constants and n not in excluded and counts.get(n) == 1 and arithmetic(value):
+                constants.add(n)
+                changed = True
+    return constants
+
+
+def _outside(body, loop):
+    """The parts of ``body`` outside ``loop``: simple statements, and the headers
+    (test, target, iterable) of compound ones."""
+    for s in body:
+        if s is loop:
+            continue
+        if isinstance(s, (gast.If, gast.For, gast.While)):
+            yield from (getattr(s, f) for f in ("test", "target", "iter") if hasattr(s, f))
+            yield from _outside(s.body, loop)
+            yield from _outside(s.orelse, loop)
+        else:
+            yield s
+
+
 def index_value(index):
     """A subscript index as an ordinary expression (slices become slice(...) calls)."""
     index = copy.deepcopy(index)
@@ -668,12 +757,13 @@ def _copy_mutated(value, mutated):
 
 
 def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), optimized=True,
-          ranks=None, classes=None, scalar_reductions=False):
+          ranks=None, classes=None, scalar_reductions=False, fused=False):
     """The forward and backward FunctionDefs for FunctionDef ``node``.
 
     ``scalar_reductions``: the caller broadcasts each parameter's gradient to its
     argument's shape, so a full reduction's gradient may stay a scalar up to the
-    return (``optimize.keep_reductions_scalar``).
+    return (``optimize.keep_reductions_scalar``). ``fused``: the elementwise statements
+    will be fused into kernels, so the sweep keeps accumulating by assignment.
 
     Returns:
         (forward, backward, meta) where meta is a dict with ``bindings`` (extra
@@ -755,7 +845,7 @@ def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), o
         returned = {k for k, w in enumerate(wrt) if w in activity.params and w not in ad.captures}
         used = optimize.transform(rev, adjoint_names, generated, shapes,
                                   primal_names | adjoint_names, roots, buffers, indices,
-                                  returned if scalar_reductions else None)
+                                  returned if scalar_reductions else None, in_place=not fused)
         primal_of = {d: p for p, d in ad.adjoints.items()}
         rank_facts_used = {primal_of.get(n, n) for n in used}
     else:
