@@ -282,8 +282,7 @@ class _FastCall:
                 gradient = self.gradient = self._gradient()
             grads = gradient(*args)
         else:
-            out, saved = self.compiled.forward(*args)
-            grads = self.compiled.backward(_check_seed(out, grad_outputs), saved)
+            grads = self.compiled.backward(*_seeded(self.compiled.forward(*args), grad_outputs))
         if k is not None:
             g = grads[0]
             if type(g) is numpy.ndarray and g.dtype is like.dtype and g.shape == like.shape \
@@ -294,6 +293,12 @@ class _FastCall:
             return grads if self.many else grads[0]
         grads = _finish_values(grads, self.compiled.wrt, likes, *self.options)
         return grads if self.many else grads[0]
+
+
+def _seeded(forward_result, grad_outputs):
+    """(seed, saved) for the backward sweep; the output itself is not kept alive."""
+    out, saved = forward_result
+    return _check_seed(out, grad_outputs), saved
 
 
 def _float_input(value):
