@@ -1,6 +1,5 @@
 """The ordered stages from a user function to its compiled gradient, and nothing else."""
 
-import copy
 from dataclasses import dataclass, field
 
 import gast
@@ -10,6 +9,7 @@ from srcgrad.analysis import activity, aliasing, ranks
 from srcgrad.codegen import emit, loader
 from srcgrad.naming import Namer
 from srcgrad.parse import parse_function
+from srcgrad.templates import clone
 from srcgrad.transform import anf, canonicalize, fence, inline, optimize, reverse
 from srcgrad.transform import fuse as fusion
 
@@ -141,7 +141,7 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None):
                             for n in meta["rank_facts_used"])
     kernels = []
     if fuse:
-        forward, backward = copy.deepcopy(forward), copy.deepcopy(backward)
+        forward, backward = clone(forward), clone(backward)
         if not meta["mutates_saved"]:
             fusion.rematerialize(forward, backward, info.resolve)
         kernels = fusion.transform(forward, info.resolve, namer)
@@ -187,11 +187,11 @@ def compose_gradient(compiled, many, only_gradients=False):
     info, bindings = compiled.meta["load"]
     if only_gradients:
         forward, seed_is_one = compiled.meta["gradient_forward"]
-        forward, backward = copy.deepcopy(forward), copy.deepcopy(compiled.meta["trees"][1])
+        forward, backward = clone(forward), clone(compiled.meta["trees"][1])
         name = backward.name[:-len("_backward")]
         seed = gast.Constant(value=1.0, kind=None) if seed_is_one else _default_seed_of(forward)
         return _compose(forward, backward, info, bindings, f"gradient_{name}", seed, True)
-    forward, backward = (copy.deepcopy(t) for t in compiled.meta["trees"])
+    forward, backward = (clone(t) for t in compiled.meta["trees"])
     once = [c for c in compiled.meta.get("functions", ()) if is_once_differentiable(c)]
     if once:
         raise UnsupportedError(

@@ -15,15 +15,13 @@ they have effects beyond their target.
     dx = dx + rt.unbroadcast(dz * w, x)   becomes    (and the zero is gone)
 """
 
-import copy
-
 import gast
 import numpy
 
 from srcgrad import anno
 from srcgrad.analysis.activity import names_in
 from srcgrad.analysis.ranks import SCALAR, UNKNOWN, combine_classes
-from srcgrad.templates import replace, replace_as_expression as replace_expr
+from srcgrad.templates import clone, replace, replace_as_expression as replace_expr
 
 Static = anno.Static
 
@@ -39,9 +37,25 @@ def _names(node):
     found = _memo.get(key)
     if found is None or found[0] is not node:
         loads, stores = set(), set()
-        for n in gast.walk(node):
-            if isinstance(n, gast.Name):
-                (stores if isinstance(n.ctx, gast.Store) else loads).add(n.id)
+        if isinstance(node, (gast.If, gast.For, gast.While)):
+            # A block's names are its statements' (memoized): nested loops are walked once.
+            for part in _own_parts(node) + node.body + node.orelse:
+                _, inner_loads, inner_stores = _names(part)
+                loads |= inner_loads
+                stores |= inner_stores
+        else:
+            stack = [node]
+            while stack:
+                n = stack.pop()
+                if type(n) is gast.Name:
+                    (stores if type(n.ctx) is gast.Store else loads).add(n.id)
+                    continue
+                for field in n._fields:
+                    value = getattr(n, field, None)
+                    if type(value) is list:
+                        stack.extend(v for v in value if isinstance(v, gast.AST))
+                    elif isinstance(value, gast.AST):
+                        stack.append(value)
         found = _memo[key] = (node, loads, stores)
     return found
 
@@ -155,7 +169,7 @@ def _fold_into_branches(branch, d, zero):
         if first is not None:
             first.value = first.value.right
         else:
-            block.insert(0, copy.deepcopy(zero))
+            block.insert(0, clone(zero))
     return True
 
 
@@ -479,6 +493,15 @@ def _lazy_class(e, classes, lazy, enabled, primals):
     return _Lazy(shape, origins, any(f.real and f.shape == shape for f in found))
 
 
+def _own_parts(s):
+    """What statement ``s`` evaluates itself: a compound statement's header, not its blocks."""
+    if isinstance(s, (gast.If, gast.While)):
+        return [s.test]
+    if isinstance(s, gast.For):
+        return [s.target, s.iter]
+    return [s]
+
+
 def _origins_in(node, lazy, enabled):
     """The enabled unreduce calls whose scalar may reach ``node``'s value."""
     found = set()
@@ -502,15 +525,21 @@ def keep_reductions_scalar(body, classes, primals, returned):
     broadcasts to their argument's shape). A call whose scalar could reach any other
     use (a matmul, an index, a hook, a tape) stays. Returns the names relied on.
     """
+    _memo.clear()
     calls = {}
+    in_statement = {}   # id(statement) -> the candidate calls in it, nested blocks included
     for s in walk_statements(body):
-        for n in gast.walk(s):
-            shape = _full_unreduce(n, classes) if isinstance(n, gast.Call) else None
-            if shape is not None:
-                calls[id(n)] = (n, shape)
-    enabled = {k: shape for k, (_, shape) in calls.items()}
+        for part in _own_parts(s):
+            for parent in gast.walk(part):
+                for field, value in gast.iter_fields(parent):
+                    for k, n in enumerate(value if isinstance(value, list) else [value]):
+                        shape = _full_unreduce(n, classes) if isinstance(n, gast.Call) else None
+                        if shape is not None:
+                            calls[id(n)] = (n, shape, parent, field, k if isinstance(value, list) else None)
+                            in_statement.setdefault(id(s), set()).add(id(n))
+    enabled = {k: found[1] for k, found in calls.items()}
     while enabled:
-        lazy, bad = _spread_scalars(body, classes, primals, returned, enabled)
+        lazy, bad = _spread_scalars(body, classes, primals, returned, enabled, in_statement)
         if not bad:
             break
         for k in bad:
@@ -518,17 +547,14 @@ def keep_reductions_scalar(body, classes, primals, returned):
     if not enabled:
         return set()
     used = set()
-
-    class Replace(gast.NodeTransformer):
-        def visit_Call(self, node):
-            self.generic_visit(node)
-            if id(node) in enabled:
-                used.update(names_in(node))
-                return node.args[0]
-            return node
-
-    for s in body:
-        Replace().visit(s)
+    for k in enabled:
+        call, _, parent, field, index = calls[k]
+        used.update(names_in(call))
+        if index is None:
+            setattr(parent, field, call.args[0])
+        else:
+            getattr(parent, field)[index] = call.args[0]
+    _memo.clear()
     for s in walk_statements(body):
         target = s.targets[0] if isinstance(s, gast.Assign) else getattr(s, "target", None)
         if isinstance(target, gast.Name) and target.id in lazy:
@@ -536,7 +562,7 @@ def keep_reductions_scalar(body, classes, primals, returned):
     return used
 
 
-def _spread_scalars(body, classes, primals, returned, enabled):
+def _spread_scalars(body, classes, primals, returned, enabled, in_statement):
     """Follow the scalars of the ``enabled`` unreduce calls through ``body`` to a fixed
     point. Returns (name -> (class, origins), the calls that reach an unsafe use)."""
     lazy = {}
@@ -545,6 +571,9 @@ def _spread_scalars(body, classes, primals, returned, enabled):
     while changed and not bad:
         changed = False
         for s in walk_statements(body):
+            if enabled.keys().isdisjoint(in_statement.get(id(s), ())) \
+                    and all(lazy.keys().isdisjoint(_loads(p)) for p in _own_parts(s)):
+                continue   # no scalar reaches this statement (yet)
             target, value = None, None
             if isinstance(s, gast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], gast.Name):
                 target, value = s.targets[0].id, s.value
@@ -814,8 +843,10 @@ def transform(body, adjoint_names, generated, classes=None, fixed=(), roots=(), 
     """
     removable = set(adjoint_names) | set(generated)
     used = drop_unbroadcasts(body, classes, fixed, roots) if classes else set()
+    # The classes of the sweep's own names, inferred once the unbroadcasts are gone; the
+    # later rewrites keep every name within its class (a scalar stands for its broadcast).
+    sweep_classes = infer_sweep_classes(body, classes, fixed)[0] if classes else None
     if classes and returned is not None:
-        sweep_classes, _ = infer_sweep_classes(body, classes, fixed)
         used |= keep_reductions_scalar(body, sweep_classes, set(fixed) - set(adjoint_names),
                                        returned)
     changed = True
@@ -832,7 +863,6 @@ def transform(body, adjoint_names, generated, classes=None, fixed=(), roots=(), 
         used |= own_index_buffers(body, buffers, indices)
     _memo.clear()
     if classes and in_place:
-        sweep_classes, _ = infer_sweep_classes(body, classes, fixed)
         if accumulate_in_place(body, sweep_classes, set(fixed) - set(adjoint_names)):
             used |= set(sweep_classes)   # conservatively: any class may have decided it
     _memo.clear()
@@ -860,7 +890,7 @@ def forward_for_gradient(forward, rank_map, classes):
     """
     if not scalar_output(forward, rank_map):
         return None
-    fg = copy.deepcopy(forward)
+    fg = clone(forward)
     fg.name = forward.name + "_for_grad"
     fg.body[-1].value.elts[0] = gast.Constant(value=None, kind=None)
     removable = set(classes)
