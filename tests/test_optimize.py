@@ -44,7 +44,7 @@ def test_unoptimized_keeps_zero_initialisation(unoptimized):
 
 def test_loop_carried_temporaries_are_assigned():
     source = sg.source(looped, wrt=(0, 1))
-    loop = source[source.index("for _ in range"):]
+    loop = source[source.index("in reversed(range_"):]
     # The tanh argument's adjoint is assigned in each iteration, never added to a zero.
     assert "dh_matmul_w_plus_x = dh * (1 - h * h)" in loop
 
@@ -483,13 +483,16 @@ def test_range_loops_replay_the_range_instead_of_taping_the_index():
     x = np.array([0.3, -1.2, 0.8, 2.0])
     source = sg.source(_range_loop, args=(x,))
     assert "for i in reversed(range_i)" in source and "push(i)" not in source
-    assert "push(range_i)" in source
+    # A loop the function runs once saves its range with the other values; an inner loop
+    # runs once per outer iteration, so its ranges go on the tape.
+    assert "push(range_i)" not in source and "range_i, " in source
+    assert "push(range_j)" in sg.source(_nested_range_loops, args=(x,))
     np.testing.assert_allclose(sg.grad(_range_loop)(x), 2 * x * np.arange(1, 5))
     for f in (_range_loop, _range_loop_with_break, _nested_range_loops, _index_read_after_loop,
               _index_rebound_in_body):
         check_grads(f, (x,), atol=1e-7, rtol=1e-7)
     # A break: only the iterations that ran are replayed.
-    assert "range_i[:n_i]" in sg.source(_range_loop_with_break, args=(x,))
+    assert "push(range_i[:n_i])" in sg.source(_range_loop_with_break, args=(x,))
     # The index's value before the loop is read after it: that value stays on the tape.
     assert "push(i)" in sg.source(_index_read_after_loop, args=(x,))
     # A body that rebinds the index: the index of every iteration is taped as before.
@@ -583,3 +586,47 @@ def test_repeated_gradient_frees_what_it_no_longer_reads():
     # about twelve; freed when dead, at most five are alive at once (the result included).
     assert peak < 5.5 * x.nbytes, peak / x.nbytes
     np.testing.assert_allclose(result, sg.grad(_four_contributions)(x), rtol=1e-12)
+
+
+def _product_of_positives(x):
+    result = 1.0
+    for ii in x:
+        if ii > 0:
+            result = ii * result
+    return result
+
+
+def test_first_binding_saves_no_previous_value():
+    source = sg.source(_product_of_positives)
+    # result's first binding had no value before it: only the loop's rebinding pushes.
+    assert source.count("push(result)") == 1 and source.count("result = pop()") == 1
+    x = np.array([-2.0, -1.0, 0.5, 1.5, 2.0, 3.0])
+    np.testing.assert_allclose(sg.grad(_product_of_positives)(x), [0, 0, 9.0, 3.0, 2.25, 1.5])
+    check_grads(_product_of_positives, (x,), atol=1e-7, rtol=1e-7)
+
+
+def _rebound_to_a_number(a):
+    b = a * a
+    c = b * a
+    b = 3.0
+    return c + b
+
+
+def _doubled_until_large(x):
+    y = x * 2
+    while np.linalg.norm(y) < 1000:
+        y = y * 2
+    return y
+
+
+def test_values_pushed_once_are_saved_without_a_tape():
+    # b's first binding saves nothing; its rebinding must still restore a * a for c's adjoint.
+    assert sg.grad(_rebound_to_a_number)(0.5) == pytest.approx(3 * 0.25, rel=1e-12)
+    check_grads(_rebound_to_a_number, (0.7,), atol=1e-7, rtol=1e-7)
+    # A top-level loop's trip count goes in `saved`: W3's gradient keeps no tape.
+    x = np.array([1178.3732, 192.4036, 922.6443]) / 512
+    source = sg.source(_doubled_until_large, args=(x,))
+    assert "tape" not in source and "n_loop, = saved" in source
+    seed = np.array([0.01, 0.1, 1.0])
+    np.testing.assert_allclose(sg.grad(_doubled_until_large)(x, grad_outputs=seed), seed * 512)
+    check_grads(_doubled_until_large, (x,), grad_outputs=seed, atol=1e-7, rtol=1e-7)

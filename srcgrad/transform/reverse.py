@@ -93,7 +93,9 @@ class ReverseAD:
         for w in wrt:
             if w not in activity.params and w in activity.saved:
                 self.captures[w] = namer.new(f"grad_{w}")
-        self.constants = _constant_names(node, set(wrt) | set(self.hook_lists) | set(hook_names))
+        special = set(wrt) | set(self.hook_lists) | set(hook_names)
+        self.constants = _constant_names(node, special)
+        self.first_bindings = _first_bindings(node, special)
         self.store_counts = _store_counts(node)
 
     # ----- names -----
@@ -257,7 +259,8 @@ class ReverseAD:
         return fwd, _tag(run + restore, origin) + rev
 
     def _visit_assign(self, s, target, origin):
-        saved = target in self.act.saved and target not in self.constants
+        saved = target in self.act.saved and target not in self.constants \
+            and id(s) not in self.first_bindings
         fwd = [_push(name(target), origin, target)] if saved else []
         fwd += self.alias_checks(s, target)
         fwd.append(s)
@@ -595,6 +598,20 @@ def _constant_names(node, excluded):
     return constants
 
 
+def _first_bindings(node, excluded):
+    """ids of the top-level assignments that bind a local name for the first time: the
+    value before them is no value at all, so nothing needs saving."""
+    params = {a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
+    seen = set(params)
+    first = set()
+    for s in node.body:
+        if isinstance(s, gast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], gast.Name) \
+                and s.targets[0].id not in seen and s.targets[0].id not in excluded:
+            first.add(id(s))
+        seen |= {n.id for n in gast.walk(s) if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load)}
+    return first
+
+
 def _outside(body, loop):
     """The parts of ``body`` outside ``loop``: simple statements, and the headers
     (test, target, iterable) of compound ones."""
@@ -710,6 +727,38 @@ def prune_tape(fwd, rev):
                                                       and _tape_key(s)[0] == "list")
                     for s in optimize.walk_statements(fwd))
     return fwd, rev, uses_tape
+
+
+def untape_top_level(fwd, rev):
+    """A push the forward sweep runs once (at the function's top level) of a name it
+    never rebinds afterwards (a loop's trip count or range) goes in ``saved`` instead:
+    W3's while loop then needs no tape at all. Returns (fwd, rev, the names)."""
+    moved = set()
+    for k, s in enumerate(fwd):
+        key = _tape_key(s)
+        if isinstance(s, gast.Expr) and isinstance(key, str) and isinstance(s.value.args[0], gast.Name) \
+                and s.value.args[0].id == key \
+                and not any(isinstance(n, gast.Name) and n.id == key for later in fwd[k + 1:]
+                            for t in _binding_targets(later) for n in gast.walk(t)):
+            moved.add(key)
+    pops = {key: [s for s in rev if _tape_key(s) == key] for key in moved}
+    moved = {key for key in moved if len(pops[key]) == 1
+             and sum(_tape_key(s) == key for s in optimize.walk_statements(rev)) == 1
+             and sum(_tape_key(s) == key for s in optimize.walk_statements(fwd)) == 1}
+    if not moved:
+        return fwd, rev, moved
+    fwd = [s for s in fwd if not (isinstance(s, gast.Expr) and _tape_key(s) in moved)]
+    rev = [s for s in rev if _tape_key(s) not in moved]
+    return fwd, rev, moved
+
+
+def _binding_targets(s):
+    """The targets statement ``s`` (or a statement nested in it) binds."""
+    for st in optimize.walk_statements([s]):
+        if isinstance(st, gast.Assign):
+            yield from st.targets
+        elif isinstance(st, (gast.AugAssign, gast.For)):
+            yield st.target
 
 
 def _top_level_bound(body):
@@ -850,6 +899,9 @@ def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), o
         rank_facts_used = {primal_of.get(n, n) for n in used}
     else:
         rank_facts_used = set()
+    if optimized:
+        fwd, rev, untaped = untape_top_level(fwd, rev)
+        primal_names |= untaped
     fwd, rev, uses_tape = prune_tape(fwd, rev)
 
     shape_only = _shape_only(rev, primal_names) if optimized else set()
