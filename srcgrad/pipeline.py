@@ -190,7 +190,7 @@ def compose_gradient(compiled, many, only_gradients=False):
         forward, backward = clone(forward), clone(compiled.meta["trees"][1])
         name = backward.name[:-len("_backward")]
         seed = gast.Constant(value=1.0, kind=None) if seed_is_one else _default_seed_of(forward)
-        return _compose(forward, backward, info, bindings, f"gradient_{name}", seed, True)
+        return _compose(forward, backward, info, bindings, f"gradient_{name}", seed, True, release=True)
     forward, backward = (clone(t) for t in compiled.meta["trees"])
     once = [c for c in compiled.meta.get("functions", ()) if is_once_differentiable(c)]
     if once:
@@ -239,9 +239,11 @@ def _known_seed(body, seed):
     return unwrap(body)
 
 
-def _compose(forward, backward, info, bindings, name, seed_value, many):
+def _compose(forward, backward, info, bindings, name, seed_value, many, release=False):
     """Load forward's body, ``seed = seed_value`` and backward's body as one function
-    named ``name`` (the saved tuple's names are the forward's own)."""
+    named ``name`` (the saved tuple's names are the forward's own). ``release``: free
+    each value once dead (not for code that is differentiated again, where every
+    release would be one more rebinding to save)."""
     seed = backward.args.args[0].id
     body = forward.body[:-1] + [gast.Assign(targets=[gast.Name(id=seed, ctx=gast.Store(), annotation=None,
                                                                 type_comment=None)],
@@ -252,9 +254,11 @@ def _compose(forward, backward, info, bindings, name, seed_value, many):
         back = _known_seed(back, seed)
     results = back[-1].value.elts
     back[-1] = gast.Return(value=gast.Tuple(elts=results, ctx=gast.Load()) if many else results[0])
-    params = {a.id for a in forward.args.posonlyargs + forward.args.args + forward.args.kwonlyargs}
-    composed = gast.FunctionDef(name=name, args=forward.args,
-                                body=optimize.release_dead(body + back, params), decorator_list=[],
+    body += back
+    if release:
+        params = {a.id for a in forward.args.posonlyargs + forward.args.args + forward.args.kwonlyargs}
+        body = optimize.release_dead(body, params)
+    composed = gast.FunctionDef(name=name, args=forward.args, body=body, decorator_list=[],
                                 returns=None, type_comment=None, type_params=[])
     source = emit.to_source([composed])
     bindings = dict(bindings)
