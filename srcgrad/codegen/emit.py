@@ -34,6 +34,7 @@ def comment_blocks(body, prefix, min_group):
     """Insert a comment before each run of statements coming from one user line."""
     out = []
     k = 0
+    previous = None   # the user line of the group before
     while k < len(body):
         s = body[k]
         for field in ("body", "orelse"):
@@ -51,9 +52,14 @@ def comment_blocks(body, prefix, min_group):
                     setattr(inner_s, field, comment_blocks(inner, prefix, min_group))
             j += 1
         group = body[k:j]
-        if text is not None and len(group) >= min_group and not _compound(s):
+        # A loop of the reverse sweep names the loop it replays; other compound
+        # statements carry their user line in their own header.
+        loop = isinstance(s, (gast.For, gast.While)) and prefix
+        if text is not None and (len(group) >= min_group and not _compound(s)
+                                 or loop and text != previous):
             out.append(_comment(prefix + text))
         out.extend(group)
+        previous = text
         k = j
     return out
 

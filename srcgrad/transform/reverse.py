@@ -924,9 +924,11 @@ def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), o
     checked = {n.args[1].id for st in optimize.walk_statements(fwd) for n in gast.walk(st)
                if isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute)
                and n.func.attr == "check_unshared" and isinstance(n.args[1], gast.Name)}
+    first_bound = {s.targets[0].id for s in node.body if id(s) in ad.first_bindings}
     for n in pushed | set(saved_names) | checked:
-        if n not in activity.params and (n in pushed or n not in top):
-            needs_init.add(n)
+        if n not in activity.params and (n in pushed or n not in top) \
+                and (n not in first_bound or n in checked):
+            needs_init.add(n)   # a value exists to push (or save) even if no binding ran
     init = [s for n in sorted(needs_init) for s in replace(f"{n} = None")]
     copies = [s for p in sorted(ad.copied_params) for s in replace(f"{p} = rt.save({p})")]
 
