@@ -588,21 +588,13 @@ def test_repeated_gradient_frees_what_it_no_longer_reads():
     np.testing.assert_allclose(result, sg.grad(_four_contributions)(x), rtol=1e-12)
 
 
-def _product_of_positives(x):
-    result = 1.0
-    for ii in x:
-        if ii > 0:
-            result = ii * result
-    return result
-
-
 def test_first_binding_saves_no_previous_value():
-    source = sg.source(_product_of_positives)
+    source = sg.source(product_of_positives)
     # result's first binding had no value before it: only the loop's rebinding pushes.
     assert source.count("push(result)") == 1 and source.count("result = pop()") == 1
     x = np.array([-2.0, -1.0, 0.5, 1.5, 2.0, 3.0])
-    np.testing.assert_allclose(sg.grad(_product_of_positives)(x), [0, 0, 9.0, 3.0, 2.25, 1.5])
-    check_grads(_product_of_positives, (x,), atol=1e-7, rtol=1e-7)
+    np.testing.assert_allclose(sg.grad(product_of_positives)(x), [0, 0, 9.0, 3.0, 2.25, 1.5])
+    check_grads(product_of_positives, (x,), atol=1e-7, rtol=1e-7)
 
 
 def _rebound_to_a_number(a):
