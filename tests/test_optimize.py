@@ -513,11 +513,12 @@ def test_numbers_fixed_for_the_whole_call_are_not_taped():
 # ----- Accumulating into arrays the sweep owns -----
 
 def _four_contributions(x):
+    # x * x and x ** 2: the chain rule gives dx four contributions
     return np.sum(np.sin(x) * np.exp(-x ** 2) + np.log1p(x * x))
 
 
 def _scalar_first_contribution(x):
-    return np.sum(x * x) + np.sum(x)
+    return np.sum(np.exp(x) * x) + np.sum(x)
 
 
 def _broadcast_contributions(x, b):
@@ -533,7 +534,9 @@ def _contribution_reads_its_own_input(x, w):
 def test_contributions_accumulate_in_place_into_fresh_arrays():
     x = np.random.default_rng(5).uniform(-2, 2, 50)
     source = sg.source(_four_contributions, args=(x,))
-    assert source.count("dx += ") == 3 and "dx = dx +" not in source
+    assert source.count("dx += ") == 2 and "dx = dx +" not in source
+    # x * x contributes twice the same expression: one contribution, doubled.
+    assert "dx = dx_times_x * x * 2" in source
     want = ((np.cos(x) - 2 * x * np.sin(x)) * np.exp(-x * x) + 2 * x / (1 + x * x))
     for dtype in (np.float64, np.float32):
         g = sg.grad(_four_contributions)(x.astype(dtype))
@@ -548,8 +551,8 @@ def test_accumulation_stays_an_assignment_where_the_array_is_not_owned():
     # dx starts as the sum's scalar gradient: adding to it must make a new array,
     # which the sweep then owns.
     source = " ".join(sg.source(_scalar_first_contribution, args=(x,)).split())
-    assert "dx = dx + dx_times_x * x dx += dx_times_x * x" in source
-    np.testing.assert_allclose(sg.grad(_scalar_first_contribution)(x), 1 + 2 * x)
+    assert "dx = dx + dexp_x_times_x * exp_x dx += dexp_x * exp_x" in source
+    np.testing.assert_allclose(sg.grad(_scalar_first_contribution)(x), 1 + np.exp(x) * (1 + x))
     check_grads(_broadcast_contributions, (x, b), wrt=(0, 1), atol=1e-7, rtol=1e-7)
     w_before = w.copy()
     check_grads(_contribution_reads_its_own_input, (x, w), wrt=(0, 1), atol=1e-7, rtol=1e-7)
@@ -622,3 +625,21 @@ def test_values_pushed_once_are_saved_without_a_tape():
     seed = np.array([0.01, 0.1, 1.0])
     np.testing.assert_allclose(sg.grad(_doubled_until_large)(x, grad_outputs=seed), seed * 512)
     check_grads(_doubled_until_large, (x,), grad_outputs=seed, atol=1e-7, rtol=1e-7)
+
+
+def test_repeated_contributions_merge_only_when_identical_and_pure():
+    import astor
+
+    def merged(code):
+        body = gast.parse(code).body
+        optimize._memo.clear()
+        optimize.merge_repeated_contributions(body)
+        return astor.to_source(gast.gast_to_ast(gast.Module(body=body, type_ignores=[]))).strip()
+
+    assert merged("dx = g * x\ndx += g * x") == "dx = g * x * 2"
+    assert merged("dx = dx + g * x\ndx = dx + g * x") == "dx = dx + g * x * 2"
+    assert merged("dx = g * x\ndx += g * w") == "dx = g * x\ndx += g * w"
+    # A call may have effects or depend on state: evaluated twice, as written.
+    assert merged("dx = f(g)\ndx += f(g)") == "dx = f(g)\ndx += f(g)"
+    # The expression reads the target: the second contribution sees the first.
+    assert merged("dx = dx + dx * g\ndx = dx + dx * g") == "dx = dx + dx * g\ndx = dx + dx * g"

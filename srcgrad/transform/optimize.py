@@ -632,6 +632,46 @@ def _arithmetic_loads(e):
     return found
 
 
+def _contribution(s, d=None):
+    """(target, added expression, kind) of ``d = E``, ``d = d + E`` or ``d += E``, else None."""
+    if isinstance(s, gast.AugAssign) and isinstance(s.op, gast.Add) and isinstance(s.target, gast.Name):
+        target, value, kind = s.target.id, s.value, "aug"
+    elif isinstance(s, gast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], gast.Name):
+        target, value, kind = s.targets[0].id, s.value, "assign"
+        if isinstance(value, gast.BinOp) and isinstance(value.op, gast.Add) \
+                and isinstance(value.left, gast.Name) and value.left.id == target:
+            value, kind = value.right, "add"
+    else:
+        return None
+    if (d is not None and target != d) or target in _loads(value) or _arithmetic_loads(value) != _loads(value):
+        return None
+    return target, value, kind
+
+
+def merge_repeated_contributions(body):
+    """Two contributions of one expression in a row become one, doubled:
+    ``dx = dx_times_x * x`` then ``dx += dx_times_x * x`` (the rule for ``a * b``
+    applied to ``x * x``) is ``dx = dx_times_x * x * 2``."""
+    changed = False
+    for block in _blocks(body):
+        k = 0
+        while k + 1 < len(block):
+            first = _contribution(block[k])
+            second = first and _contribution(block[k + 1], first[0])
+            if second and second[2] != "assign" and gast.dump(first[1]) == gast.dump(second[1]):
+                doubled = gast.BinOp(left=first[1], op=gast.Mult(), right=gast.Constant(value=2, kind=None))
+                s = block[k]
+                if first[2] == "add":
+                    s.value.right = doubled
+                else:
+                    s.value = doubled
+                del block[k + 1]
+                changed = True
+                continue
+            k += 1
+    return changed
+
+
 def accumulate_in_place(body, classes, primals):
     """``d = d + g`` becomes ``d += g`` where ``d`` holds an array the sweep made and
     no other name can see, of the shape ``g`` broadcasts into: no new array per
@@ -862,6 +902,8 @@ def transform(body, adjoint_names, generated, classes=None, fixed=(), roots=(), 
     if buffers:
         used |= own_index_buffers(body, buffers, indices)
     _memo.clear()
+    if merge_repeated_contributions(body):
+        _memo.clear()
     if classes and in_place:
         if accumulate_in_place(body, sweep_classes, set(fixed) - set(adjoint_names)):
             used |= set(sweep_classes)   # conservatively: any class may have decided it
