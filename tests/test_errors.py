@@ -361,6 +361,18 @@ def alias_name_then_augassign(x, y):
     return np.sum(w * y)
 
 
+def element_view_then_augassign(x):
+    s = x[0, ...]          # a 0-d view of x (on CuPy, x[0] is one too)
+    s += x[1] * 2.0
+    return np.sum(x * x) + s * 3.0
+
+
+def slice_then_augassign(x):
+    s = x[1:]
+    s += 1.0
+    return np.sum(x * s)
+
+
 def alias_list_then_write(x):
     t = x * 1.0
     parts = [t]
@@ -393,6 +405,8 @@ CORRECT_OR_REFUSED = [
     (alias_view_then_write, (X,), "b[1] ="),
     (alias_name_then_augassign, (X, Y), "v += y"),
     (alias_list_then_write, (X,), "t[0] ="),
+    (element_view_then_augassign, (X,), "s += x[1] * 2.0"),
+    (slice_then_augassign, (X,), "s += 1.0"),
     (helper_writes_into_argument, (X,), "b[0] = v * v", _fill),
 ]
 CORRECT_OR_REFUSED = [case if len(case) == 4 else case + (case[0],) for case in CORRECT_OR_REFUSED]
@@ -401,6 +415,7 @@ CORRECT_OR_REFUSED = [case if len(case) == 4 else case + (case[0],) for case in 
 @pytest.mark.parametrize("f, args, marker, where", CORRECT_OR_REFUSED,
                          ids=[c[0].__name__ for c in CORRECT_OR_REFUSED])
 def test_correct_or_refused(f, args, marker, where):
+    # (element_view_then_augassign was silently wrong before its view was checked.)
     # Either a located SrcgradError, or the right value and gradients
     # (w.r.t. every array argument, against central finite differences).
     from srcgrad.testing import numerical_grad
@@ -425,3 +440,16 @@ def test_refusal_names_the_users_variable():
         sg.grad(helper_writes_into_argument)(X)
     except sg.SrcgradError as error:
         assert "'b'" in str(error) and "b_2" not in str(error), str(error)
+
+
+def element_copy_then_augassign(x):
+    s = x[0]                # NumPy: a scalar, a copy; += rebinds it
+    s += x[1] * 2.0
+    return np.sum(x * x) + s * 3.0
+
+
+def test_element_copy_updated_in_place_is_differentiated():
+    from srcgrad.testing import check_grads
+    check_grads(element_copy_then_augassign, (X,), atol=1e-7, rtol=1e-7)
+    with pytest.raises(sg.SrcgradError, match="shares its memory"):
+        sg.grad(element_view_then_augassign)(X.copy())

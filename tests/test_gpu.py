@@ -344,3 +344,18 @@ def test_python_scalars_mix_with_cupy(cupy):
     np.testing.assert_allclose(on_device(gx, cupy), want_x, rtol=1e-12)
     assert type(ga) is float, type(ga)
     np.testing.assert_allclose(ga, want_a, rtol=1e-12)
+
+
+def element_updated_in_place(x):
+    s = x[0]        # NumPy: a scalar copy; CuPy: a 0-d view of x
+    s += x[1] * 2.0
+    return (x * x).sum() + s * 3.0
+
+
+def test_element_view_updated_in_place_is_refused_on_cupy(cupy):
+    # On CuPy, s += ... writes into x: the gradient of the NumPy reading would be
+    # silently wrong, so the forward sweep's run-time check refuses it.
+    x = np.array([1.0, 2.0, 3.0])
+    sg.grad(element_updated_in_place)(x)          # NumPy: fine
+    with pytest.raises(sg.SrcgradError, match="shares its memory"):
+        sg.grad(element_updated_in_place)(cupy.asarray(x))

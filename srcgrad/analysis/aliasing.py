@@ -107,7 +107,11 @@ def check(node, info, display=lambda name: name):
             for w in writes[base]:
                 if _read_after(alias, w, stmts, position, nested, s, looped):
                     _refuse(w, info, base, alias, s, display, position, looped)
-        if alias in writes and shared - {alias} and not anno.getanno(s, Static.AUGMENTED):
+        if alias in writes and not anno.getanno(s, Static.AUGMENTED):
+            # An element or slice may be a view of its base (x[0, ...], x[1:], and on
+            # CuPy x[0] itself): updating it in place may change the base.
+            if isinstance(value, gast.Subscript) and isinstance(value.value, gast.Name):
+                shared = shared | {value.value.id}
             for other in sorted(shared - {alias}):
                 for w in writes[alias]:
                     if _read_after(other, w, stmts, position, nested, s, looped):
