@@ -643,3 +643,25 @@ def test_repeated_contributions_merge_only_when_identical_and_pure():
     assert merged("dx = f(g)\ndx += f(g)") == "dx = f(g)\ndx += f(g)"
     # The expression reads the target: the second contribution sees the first.
     assert merged("dx = dx + dx * g\ndx = dx + dx * g") == "dx = dx + dx * g\ndx = dx + dx * g"
+
+
+def _reset_temporary_read_after(x):
+    s = 0.0
+    t = 0.0
+    for i in range(len(x)):
+        if x[i] > 0:
+            s = s + 3.0 * x[i] ** 2
+        t = t + s * x[i]
+    return t + s
+
+
+def test_temporaries_of_a_branch_in_a_loop_are_assigned_not_reset():
+    special = sg.source(thermal, args=thermal_args())
+    branch = special[special.index("if cond:"):special.index("cond = pop()")]
+    # The branch's temporaries are zero whenever it starts: assigned, never added to 0.
+    assert "= 0.0" not in branch
+    assert "dT_low_minus_T_pow_2 = dcost * 5.0" in " ".join(branch.split())
+    check_grads(thermal, thermal_args(), wrt=(0, 1, 2), atol=1e-6, rtol=1e-6)
+    # Accumulators read across iterations are not folded.
+    check_grads(_reset_temporary_read_after, (np.array([0.5, -1.0, 2.0, 0.3]),),
+                atol=1e-7, rtol=1e-7)

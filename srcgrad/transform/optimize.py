@@ -243,39 +243,67 @@ def eliminate_dead(body, removable, live_out, pure=None):
 
 
 def fold_loop_carried(body, candidates, inplace):
-    """Inside a loop, ``d = d + g`` as the first use of ``d`` becomes ``d = g`` when
-    ``d`` is zero on entry and reset to zero at the end of every iteration."""
+    """Inside a loop or branch, ``d = d + g`` as the first use of ``d`` becomes ``d = g``
+    when ``d`` is zero on entry and reset to zero at the end of the block: a loop body
+    entered with ``d = 0.0`` just before the loop, or a block (W8's ``if cond:`` in a
+    loop) outside which ``d`` is only ever set to zero."""
     changed = False
+    zero_only = None   # d -> whether every statement outside a block that refers to d zeroes it
     for block in _blocks(body):
-        for k, loop in enumerate(block):
-            if not isinstance(loop, (gast.For, gast.While)):
+        if block is body:
+            continue
+        firsts, lasts = {}, {}
+        for s in block:
+            for n in _refs(s):
+                firsts.setdefault(n, s)
+                lasts[n] = s
+        for d in (candidates - inplace) & set(firsts):
+            first, last = firsts[d], lasts[d]
+            if first is last:
                 continue
-            inner = loop.body
-            firsts, lasts = {}, {}
-            for s in inner:
-                for n in _refs(s):
-                    firsts.setdefault(n, s)
-                    lasts[n] = s
-            for d in (candidates - inplace) & set(firsts):
-                first, last = firsts[d], lasts[d]
-                if first is last:
-                    continue
-                value = getattr(first, "value", None)
-                if not (isinstance(first, gast.Assign) and isinstance(first.targets[0], gast.Name)
-                        and first.targets[0].id == d and isinstance(value, gast.BinOp)
-                        and isinstance(value.op, gast.Add) and isinstance(value.left, gast.Name)
-                        and value.left.id == d and d not in _loads(value.right)):
-                    continue
-                if not (isinstance(last, gast.Assign) and isinstance(last.targets[0], gast.Name)
-                        and last.targets[0].id == d and _is_zero(last.value)):
-                    continue
-                before = next((s for s in reversed(block[:k]) if d in _refs(s)), None)
-                if not (isinstance(before, gast.Assign) and isinstance(before.targets[0], gast.Name)
-                        and before.targets[0].id == d and _is_zero(before.value)):
-                    continue
-                first.value = value.right
-                changed = True
+            value = getattr(first, "value", None)
+            if not (isinstance(first, gast.Assign) and isinstance(first.targets[0], gast.Name)
+                    and first.targets[0].id == d and isinstance(value, gast.BinOp)
+                    and isinstance(value.op, gast.Add) and isinstance(value.left, gast.Name)
+                    and value.left.id == d and d not in _loads(value.right)):
+                continue
+            if not (isinstance(last, gast.Assign) and isinstance(last.targets[0], gast.Name)
+                    and last.targets[0].id == d and _is_zero(last.value)):
+                continue
+            if not (_zero_before_loop(body, block, d) or _only_zeroed_outside(body, block, d)):
+                continue
+            first.value = value.right
+            changed = True
     return changed
+
+
+def _zero_before_loop(body, block, d):
+    """``block`` is a loop's body and the statement before the loop that refers to ``d``
+    sets it to zero."""
+    for outer in _blocks(body):
+        for k, loop in enumerate(outer):
+            if isinstance(loop, (gast.For, gast.While)) and loop.body is block:
+                before = next((s for s in reversed(outer[:k]) if d in _refs(s)), None)
+                return (isinstance(before, gast.Assign) and isinstance(before.targets[0], gast.Name)
+                        and before.targets[0].id == d and _is_zero(before.value))
+    return False
+
+
+def _only_zeroed_outside(body, block, d):
+    """Every statement outside ``block`` that refers to ``d`` assigns it zero (compound
+    statements around it only through their blocks)."""
+    inside = {id(s) for s in walk_statements(block)}
+    for s in walk_statements(body):
+        if id(s) in inside:
+            continue
+        if isinstance(s, (gast.If, gast.For, gast.While)):
+            if any(d in _refs(part) for part in _own_parts(s)):
+                return False
+        elif d in _refs(s) and not (isinstance(s, gast.Assign) and len(s.targets) == 1
+                                    and isinstance(s.targets[0], gast.Name)
+                                    and s.targets[0].id == d and _is_zero(s.value)):
+            return False
+    return True
 
 
 _SHAPE_HELPERS = ("unbroadcast", "unreduce")
