@@ -228,7 +228,7 @@ _DECLINED = object()   # the call needs the general path (checks, conversions, r
 
 
 class _FastCall:
-    """The common call of one gradient, prepared on its first run: positional float
+    """The common call of one gradient, recorded by its first call: positional float
     arguments, one output, no hooks, only the gradients returned. It does what
     ``GradFunction._call`` does, without re-deciding any of it (W4's whole gradient
     takes about a microsecond, so the call itself must cost less)."""
@@ -246,7 +246,7 @@ class _FastCall:
         self.only = plan.wrt_positions[0] if len(plan.wrt_positions) == 1 else None
         self.many = plan.many
         self.options = (gfn.allow_unused, gfn.materialize_grads)
-        self.gradient = None   # args -> the backward sweep's tuple, made on the first run
+        self.gradient = None   # args -> the backward sweep's tuple, made on the second call
 
     def _gradient(self):
         """Both sweeps as one generated function (composing costs a compile, so a
