@@ -515,17 +515,24 @@ def run_workload(w, cfg, device, peer_names):
     return row
 
 
-def print_row(row):
-    stats = row["time"]
+def print_times(row):
+    """The per-contender lines of a workload's report (with /floor where the row has one)."""
+    floor = row.get("floor")
     print(f"   {'contender':<10} {'median':>10} {'min':>10} {'max':>10} {'/hand':>7} "
-          f"{'/forward':>9}  {'calls x reps':>12}  agreement")
-    for name, s in stats.items():
+          f"{'/forward':>9}" + (f" {'/floor':>7}" if floor else "")
+          + f"  {'calls x reps':>12}  agreement")
+    for name, s in row["time"].items():
         agreement = row["agreement"].get(name)
         agreement = "-" if agreement is None else f"{agreement:.1e}"
         print(f"   {name:<10} {fmt_time(s['median']):>10} {fmt_time(s['min']):>10} "
               f"{fmt_time(s['max']):>10} {row['ratio_to_hand'][name]:>7.2f} "
-              f"{row['ratio_to_forward'][name]:>9.2f}  "
-              f"{str(s['calls_per_sample']) + ' x ' + str(s['repeats']):>12}  {agreement}")
+              f"{row['ratio_to_forward'][name]:>9.2f}"
+              + (f" {floor['ratio'][name]:>7.2f}" if floor else "")
+              + f"  {str(s['calls_per_sample']) + ' x ' + str(s['repeats']):>12}  {agreement}")
+
+
+def print_row(row):
+    print_times(row)
     for name, status in row["status"].items():
         if status != "ok":
             print(f"   {name:<10} {status}")
@@ -924,19 +931,8 @@ def run_workload_cuda(w, cfg, device, tch, bandwidth):
 
 
 def print_row_cuda(row):
-    stats = row["time"]
     floor = row.get("floor")
-    print(f"   {'contender':<10} {'median':>10} {'min':>10} {'max':>10} {'/hand':>7} "
-          f"{'/forward':>9}" + (f" {'/floor':>7}" if floor else "")
-          + f"  {'calls x reps':>12}  agreement")
-    for name, s in stats.items():
-        agreement = row["agreement"].get(name)
-        agreement = "-" if agreement is None else f"{agreement:.1e}"
-        print(f"   {name:<10} {fmt_time(s['median']):>10} {fmt_time(s['min']):>10} "
-              f"{fmt_time(s['max']):>10} {row['ratio_to_hand'][name]:>7.2f} "
-              f"{row['ratio_to_forward'][name]:>9.2f}"
-              + (f" {floor['ratio'][name]:>7.2f}" if floor else "")
-              + f"  {str(s['calls_per_sample']) + ' x ' + str(s['repeats']):>12}  {agreement}")
+    print_times(row)
     for name, status in row["status"].items():
         if status == "n/a" and name == FUSED:
             print(f"   {name:<10} n/a (fuse: not available)")

@@ -9,7 +9,7 @@ from srcgrad import runtime
 from srcgrad.grad_mode import _state as _grad_state, check_grad_enabled
 from srcgrad import pipeline, rules
 from srcgrad.pipeline import compile_gradient
-from srcgrad.analysis.ranks import rank_key, rank_keys
+from srcgrad.analysis.ranks import rank_keys
 from srcgrad.transform.inline import still_resolves
 
 _cache = {}
@@ -480,7 +480,7 @@ def source(fn, wrt=0, fuse=False, args=None):
     With ``args`` (example arguments, a tuple), the source specialised for their
     ranks: what ``grad(fn, wrt)(*args)`` runs.
     """
-    ranks = None if args is None else tuple(rank_key(a) for a in args)
+    ranks = None if args is None else rank_keys(tuple(args))
     return _compiled(fn, wrt, fuse=fuse, arg_ranks=ranks).source
 
 

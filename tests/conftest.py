@@ -160,3 +160,16 @@ def backend(request):
     if request.param == "numpy":
         return np
     return _cupy_or_skip()
+
+
+@pytest.fixture
+def isolated_rules():
+    """Rules registered with @sg.adjoint in a test are undone after it."""
+    from srcgrad import rules
+    saved = dict(rules.RULES)
+    saved_nondiff = set(rules.NONDIFFERENTIABLE)
+    yield
+    rules.RULES.clear()
+    rules.RULES.update(saved)
+    rules.NONDIFFERENTIABLE.clear()
+    rules.NONDIFFERENTIABLE.update(saved_nondiff)

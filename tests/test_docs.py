@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 import srcgrad
-from srcgrad import rules
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "docs" / "pytorch.md"]
@@ -36,18 +35,6 @@ BLOCKS = [(path, line, source) for path in DOCS for line, source in _blocks(path
 
 def test_the_page_has_examples():
     assert len(_blocks(DOCS[0])) >= 20
-
-
-@pytest.fixture
-def isolated_rules():
-    """Rules a block registers with @sg.adjoint are undone after it."""
-    saved = dict(rules.RULES)
-    saved_nondiff = set(rules.NONDIFFERENTIABLE)
-    yield
-    rules.RULES.clear()
-    rules.RULES.update(saved)
-    rules.NONDIFFERENTIABLE.clear()
-    rules.NONDIFFERENTIABLE.update(saved_nondiff)
 
 
 @pytest.mark.parametrize("path, line, source", BLOCKS,

@@ -37,18 +37,6 @@ def grad_mode_on():
     assert left_on, "the test left grad mode off"
 
 
-@pytest.fixture
-def isolated_rules():
-    """Rules registered with @sg.adjoint in a test are undone after it."""
-    saved = dict(rules.RULES)
-    saved_nondiff = set(rules.NONDIFFERENTIABLE)
-    yield
-    rules.RULES.clear()
-    rules.RULES.update(saved)
-    rules.NONDIFFERENTIABLE.clear()
-    rules.NONDIFFERENTIABLE.update(saved_nondiff)
-
-
 def _expect_const(twin, args, const, wrt=0):
     """Finite differences of ``twin(*args, const)``, the constant held fixed."""
     return numerical_grad(twin, tuple(args) + (const,), wrt=wrt)
