@@ -47,10 +47,10 @@ def entry_function(fn):
     if rule is None and inspect.isfunction(fn) and not _library_function(fn):
         entry = fn
     elif rule is not None:
-        entry = _wrappers.get(id(fn), (None, None))[1]
-        if entry is None or _wrappers[id(fn)][0] is not fn:
-            entry = _primitive_function(fn, rule)
-            _wrappers[id(fn)] = (fn, entry)
+        held = _wrappers.get(id(fn))
+        if held is None or held[0] is not fn:
+            held = _wrappers[id(fn)] = (fn, _primitive_function(fn, rule))
+        entry = held[1]
     else:
         raise _refusal(fn)
     try:

@@ -64,7 +64,7 @@ class Guard:
                 elif root in info.closure:
                     if obj is MISSING:
                         checks.add("_contents({}) is MISSING", info.closure[root])
-                    else:   # an emptied cell raises ValueError: holds is False
+                    else:   # an emptied cell raises ValueError: it does not hold
                         checks.add("{}.cell_contents is {}", info.closure[root], obj)
                 elif obj is not MISSING and info.globals.get(root, MISSING) is obj:
                     checks.add(f"{{}}.get({root!r}, MISSING) is {{}}", info.globals, obj)
@@ -73,7 +73,8 @@ class Guard:
                                info.globals, obj)
         self.source = ("def holds(fn):\n    try:\n        return (" +
                        "\n                and ".join(checks.lines) +
-                       ")\n    except ValueError:\n        return False\n")
+                       ")\n    except Exception:   # an emptied cell, an attribute that raises\n"
+                       "        return False\n")
         namespace.update(checks.values)
         exec(compile(self.source, "<srcgrad guard>", "exec"), namespace)
         self.holds = namespace["holds"]

@@ -763,6 +763,20 @@ def test_a_global_number_is_read_when_the_gradient_runs(monkeypatch):
     assert sg.grad(times_global_number).compiled is compiled
 
 
+def test_a_closure_number_is_read_when_the_gradient_runs():
+    def times_cell(x):
+        return np.sum(k * x)
+
+    k = 2.0
+    g = sg.grad(times_cell)
+    compiled = g.compiled
+    for _ in range(2):
+        np.testing.assert_array_equal(g(X), np.full(3, 2.0))
+    k = 3.0
+    np.testing.assert_array_equal(g(X), np.full(3, 3.0))
+    assert sg.grad(times_cell).compiled is compiled
+
+
 def test_a_helper_modules_global_bound_into_the_gradient_is_checked(monkeypatch):
     # hm._inner reads hm.SCALE; this module has no SCALE, so srcgrad binds hm's object into
     # the generated code: rebinding it must recompile.
