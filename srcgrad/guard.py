@@ -34,7 +34,7 @@ class Guard:
     def __init__(self, fn, infos):
         """``fn``: the function compiled; ``infos``: the EntityInfo of it and of every
         helper inlined into it (their ``reads`` are complete)."""
-        checks, namespace = _Checks(), {"MISSING": MISSING, "builtins": builtins,
+        checks, namespace = _Checks(), {"MISSING": MISSING, "BUILTINS": vars(builtins),
                                         "VERSION": rules.VERSION, "_same_items": _same_items,
                                         "_contents": _contents}
         code, defaults, kwdefaults, kwitems = _own(fn)
@@ -69,7 +69,7 @@ class Guard:
                 elif obj is not MISSING and info.globals.get(root, MISSING) is obj:
                     checks.add(f"{{}}.get({root!r}, MISSING) is {{}}", info.globals, obj)
                 else:   # a builtin, or a name defined nowhere
-                    checks.add(f"{root!r} not in {{}} and getattr(builtins, {root!r}, MISSING) is {{}}",
+                    checks.add(f"{root!r} not in {{}} and BUILTINS.get({root!r}, MISSING) is {{}}",
                                info.globals, obj)
         self.source = ("def holds(fn):\n    try:\n        return (" +
                        "\n                and ".join(checks.lines) +
