@@ -10,28 +10,29 @@ from srcgrad.grad_mode import _state as _grad_state, check_grad_enabled
 from srcgrad import pipeline, rules
 from srcgrad.pipeline import compile_gradient
 from srcgrad.analysis.ranks import rank_keys
-from srcgrad.transform.inline import still_resolves
+from srcgrad.entry import entry_function
 
 _cache = {}
 _cache_lock = threading.Lock()
 
 
 def _compiled(fn, wrt, hook_names=(), fuse=False, arg_ranks=None):
-    key = (fn.__code__, _closure_key(fn), id(fn.__globals__), _wrt_key(wrt), hook_names,
-           pipeline.OPTIMIZE, rules.VERSION[0], bool(fuse), arg_ranks)
+    """The compiled gradient of ``fn``, from the cache while ``compiled.guard.holds(fn)``:
+    the one check every reuse of a compiled gradient makes (srcgrad/guard.py). The key
+    tells apart what can be hashed cheaply (the code, the closure's cells, the globals,
+    the defaults: their objects are kept alive by the entry, so their ids stay theirs);
+    the guard checks what the compile read through them."""
+    key = (fn.__code__, _closure_key(fn), id(fn.__globals__), id(fn.__defaults__),
+           id(fn.__kwdefaults__), _wrt_key(wrt), hook_names, pipeline.OPTIMIZE, rules.VERSION[0],
+           bool(fuse), arg_ranks)
     found = _cache.get(key)
-    if found is None or (found.deps and not still_resolves(found.deps)):
+    if found is None or not found.guard.holds(fn):
         with _cache_lock:
             found = _cache.get(key)
-            if found is None or (found.deps and not still_resolves(found.deps)):
+            if found is None or not found.guard.holds(fn):
                 found = compile_gradient(fn, wrt, hook_names, fuse, arg_ranks)
                 _cache[key] = found
     return found
-
-
-def _stale(compiled):
-    return compiled.meta["rules_version"] != rules.VERSION[0] or (
-        compiled.deps and not still_resolves(compiled.deps))
 
 
 def _closure_key(fn):
@@ -73,6 +74,8 @@ def _seed(out, grad_outputs, tuple_output):
 
 
 def _check_seed(out, g):
+    if out is None:
+        raise runtime.returned_none()
     if isinstance(g, (list, tuple)):
         g = runtime.namespace(out).asarray(g)
     oshape = getattr(out, "shape", ())
@@ -100,7 +103,7 @@ class GradFunction:
                  preserve_result=False, hooks=None, fuse=False):
         if isinstance(fn, GradFunction):
             fn = fn.as_function()
-        self.fn = fn
+        self.fn = entry_function(fn)
         self.hooks = dict(hooks) if hooks else {}
         self.hook_names = tuple(sorted(self.hooks)) if hooks else ()
         self.wrt = wrt
@@ -121,7 +124,7 @@ class GradFunction:
     def compiled(self):
         """The compiled gradient for arguments of any rank (what ``source`` shows)."""
         found = self.__dict__.get("_compiled")
-        if found is None or _stale(found):
+        if found is None or not found.guard.holds(self.fn):
             found = self._compiled = _compiled(self.fn, self.wrt, self.hook_names, self.fuse)
         return found
 
@@ -131,14 +134,16 @@ class GradFunction:
         if kwargs:
             return self.compiled
         found = self.__dict__.get("_any_rank")
-        if found is not None and not _stale(found):
-            return found
+        if found is not None:
+            if found.guard.holds(self.fn):
+                return found
+            del self._any_rank
         key = rank_keys(args)
         by_rank = self.__dict__.get("_by_rank")
         if by_rank is None:
             by_rank = self._by_rank = {}
         found = by_rank.get(key)
-        if found is None or _stale(found):
+        if found is None or not found.guard.holds(self.fn):
             found = by_rank[key] = _compiled(self.fn, self.wrt, self.hook_names, self.fuse, key)
             if found.meta["rank_free"]:
                 self._any_rank = found  # nothing in it depends on the ranks: skip the key
@@ -218,6 +223,7 @@ class GradFunction:
             if compiled.meta["rank_free"]:
                 self._fast_any = fast
             else:
+                self._fast_any = None   # it was compiled from what no longer holds, if any
                 if "_fast" not in self.__dict__:
                     self._fast = {}
                 self._fast[rank_keys(args)] = fast
@@ -240,7 +246,7 @@ class _FastCall:
 
     def __init__(self, gfn, compiled, plan):
         self.compiled = compiled
-        self.version, self.deps = compiled.meta["rules_version"], compiled.deps
+        self.fn, self.guard = gfn.fn, compiled.guard
         self.n_args = plan.n_positional
         self.positions = plan.wrt_positions
         self.only = plan.wrt_positions[0] if len(plan.wrt_positions) == 1 else None
@@ -264,8 +270,7 @@ class _FastCall:
         return both_sweeps
 
     def run(self, args, grad_outputs=None):
-        if len(args) != self.n_args or self.version != rules.VERSION[0] \
-                or (self.deps and not still_resolves(self.deps)):
+        if len(args) != self.n_args or not self.guard.holds(self.fn):
             return _DECLINED
         k = self.only
         if k is not None:
@@ -481,12 +486,12 @@ def source(fn, wrt=0, fuse=False, args=None):
     ranks: what ``grad(fn, wrt)(*args)`` runs.
     """
     ranks = None if args is None else rank_keys(tuple(args))
-    return _compiled(fn, wrt, fuse=fuse, arg_ranks=ranks).source
+    return _compiled(entry_function(fn), wrt, fuse=fuse, arg_ranks=ranks).source
 
 
 def active_variables(fn, wrt=0):
     """Names of ``fn``'s variables that depend on ``wrt`` (PyTorch's requires_grad, statically)."""
-    compiled = _compiled(fn, wrt)
+    compiled = _compiled(entry_function(fn), wrt)
     return {n for n in compiled.activity.active if n in compiled.user_locals}
 
 

@@ -27,6 +27,9 @@ class Origin:
         return cls(message, self.filename, self.lineno, self.col_offset, self.source_line, hint)
 
 
+MISSING = object()   # in EntityInfo.reads: the name was not defined
+
+
 @dataclass
 class EntityInfo:
     """What srcgrad knows about a user function besides its tree."""
@@ -41,16 +44,54 @@ class EntityInfo:
     closure: dict = field(repr=False)
     extra: dict = field(default_factory=dict, repr=False)  # names srcgrad bound itself
 
+    reads: dict = field(default_factory=dict, repr=False)  # dotted name -> what it denoted
+
     def resolve(self, name):
         """The live object ``name`` denotes in the function's scope.
 
         Raises:
             NameError: the name is not defined in the closure, globals or builtins.
         """
+        return self.resolve_path((name,))
+
+    def resolve_path(self, parts):
+        """The live object the dotted name ``parts`` (``("np", "sin")``) denotes.
+
+        Every name resolved is recorded in ``reads`` (``MISSING`` for one that is not
+        defined): what a compile decided from them (a primitive's rule, an inlined
+        helper, a name bound into the generated code) holds only while they still
+        denote the same objects (srcgrad/guard.py checks that before reusing it).
+
+        Raises:
+            NameError: the name is not defined in the closure, globals or builtins.
+            AttributeError: an attribute along the path is missing.
+        """
+        name = parts[0]
+        try:
+            obj = self._lookup(name)
+        except NameError:
+            self.reads[(name,)] = MISSING
+            raise
+        if name not in self.extra:
+            self.reads[(name,)] = obj
+        path = tuple(parts)
+        for i in range(1, len(path)):
+            try:
+                obj = getattr(obj, path[i])
+            except AttributeError:
+                self.reads[path[:i + 1]] = MISSING
+                raise
+            self.reads[path[:i + 1]] = obj
+        return obj
+
+    def _lookup(self, name):
         if name in self.extra:
             return self.extra[name]
         if name in self.closure:
-            return self.closure[name].cell_contents
+            try:
+                return self.closure[name].cell_contents
+            except ValueError:   # an empty cell: a free variable not assigned yet
+                raise NameError(name) from None
         if name in self.globals:
             return self.globals[name]
         if hasattr(builtins, name):

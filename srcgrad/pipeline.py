@@ -7,6 +7,8 @@ import gast
 from srcgrad import rules, runtime
 from srcgrad.analysis import activity, aliasing, ranks
 from srcgrad.codegen import emit, loader
+from srcgrad.errors import SrcgradError
+from srcgrad.guard import Guard
 from srcgrad.naming import Namer
 from srcgrad.parse import parse_function
 from srcgrad.templates import clone
@@ -32,7 +34,7 @@ class Compiled:
     activity: object = field(repr=False)
     meta: dict = field(repr=False)
     user_locals: frozenset = frozenset()
-    deps: list = field(default_factory=list, repr=False)
+    guard: object = field(default=None, repr=False)   # guard.Guard: when it may be reused
 
 
 def _rename_reserved(node, info, namer, bindings):
@@ -61,6 +63,8 @@ def normalize(fn, stack=()):
     user_locals = frozenset(anf.local_names(node))
     namer = Namer({n.id for n in gast.walk(node) if isinstance(n, gast.Name)} | set(RESERVED))
     fence.check(node, info, allowed_with=lambda item: anf.grad_mode_of(item, info) is not None)
+    if not stack:
+        _check_returns_a_value(node, info)
     bindings = {}
     node = _rename_reserved(node, info, namer, bindings)
     node = canonicalize.transform(node, info, namer)  # before ANF: it introduces flags and indexing
@@ -70,6 +74,26 @@ def normalize(fn, stack=()):
     node._srcgrad_namer = namer
     node._srcgrad_user_locals = user_locals
     return node, info, bindings
+
+
+def _check_returns_a_value(node, info):
+    """The function differentiated must return the value to differentiate (a helper
+    may return nothing: it is called for what it does)."""
+    todo = list(node.body)
+    while todo:
+        n = todo.pop()
+        if isinstance(n, gast.Return) and n.value is not None and not (
+                isinstance(n.value, gast.Constant) and n.value.value is None):
+            return
+        if not isinstance(n, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef, gast.Lambda)):
+            todo.extend(gast.iter_child_nodes(n))
+    origin = info.origin(node)
+    raise SrcgradError(
+        f"{getattr(info.fn, '__qualname__', info.name)} returns nothing (None): it has no "
+        f"`return` with a value, and a gradient needs the function to return the value to "
+        f"differentiate", info.filename, origin.lineno if origin else info.first_lineno, None,
+        origin.source_line if origin else None,
+        hint="End the function with `return <the value>` (e.g. `return loss`).")
 
 
 def wrt_names(node, wrt):
@@ -165,7 +189,7 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None):
     meta["forward_for_grad"] = fwd_grad
     meta["rules_version"] = rules.VERSION[0]
     meta["load"] = (info, bindings)
-    return Compiled(fwd, bwd, source, names, act, meta, user_locals, node._srcgrad_deps)
+    return Compiled(fwd, bwd, source, names, act, meta, user_locals, Guard(fn, node._srcgrad_infos))
 
 
 def compose_gradient(compiled, many, only_gradients=False):

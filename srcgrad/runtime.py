@@ -1429,6 +1429,8 @@ def default_seed(out):
         return seed
     if kind is numpy.float64 or kind is numpy.float32:
         return kind(1.0)
+    if out is None:
+        raise returned_none()
     if not is_scalar(out):
         raise ValueError(
             "grad can be implicitly created only for scalar outputs: the output has shape "
@@ -1439,6 +1441,13 @@ def default_seed(out):
         dtype = out.dtype if out.dtype.kind in "fc" else xp.float64
         return xp.ones(out.shape, dtype=dtype)
     return 1.0
+
+
+def returned_none():
+    """The error for a function that returned nothing where its output is differentiated."""
+    return ValueError(
+        "srcgrad: the function returned None (nothing) on this call; a gradient needs it to "
+        "return the value to differentiate. Check that every path ends with `return <value>`.")
 
 
 # ----- Hooks and custom Functions -----

@@ -1,5 +1,7 @@
 """The functional API of DESIGN.md sections 2 and 3, and the seed notebooks' numbers."""
 
+import functools
+import math
 import time
 
 import numpy as np
@@ -629,3 +631,271 @@ def test_repeated_calls_hand_out_arrays_of_their_own():
     a[0] = -7.0
     np.testing.assert_array_equal(one(np.array([3.0])), [1.0])
     np.testing.assert_array_equal(one(np.array([3.0])), [1.0])
+
+
+# ----- The cache: a compiled gradient is reused only while what it was compiled from holds -----
+
+def test_functions_sharing_code_with_different_defaults_get_their_own_gradients():
+    funs = []
+    for k in (2.0, 5.0):
+        def scaled(x, k=k):
+            return x * k
+        funs.append(scaled)
+    for _ in range(3):   # the first calls compile, the next are cached and prepared
+        assert [sg.grad(f)(1.0) for f in funs] == [2.0, 5.0]
+        assert [sg.vjp(f)(1.0)[1]() for f in funs] == [2.0, 5.0]
+
+
+def scaled_by_default(x, k=2.0):
+    return np.sum(x * k)
+
+
+def test_reassigned_defaults_are_seen(monkeypatch):
+    g = sg.grad(scaled_by_default)
+    for _ in range(2):
+        np.testing.assert_array_equal(g(X), np.full(3, 2.0))
+    monkeypatch.setattr(scaled_by_default, "__defaults__", (3.0,))
+    np.testing.assert_array_equal(g(X), np.full(3, 3.0))
+    np.testing.assert_array_equal(sg.grad(scaled_by_default)(X), np.full(3, 3.0))
+
+
+def _scaled_helper(v, c=2.0, *, k=1.0):
+    return v * c * k
+
+
+def calls_scaled_helper(x):
+    return np.sum(_scaled_helper(x))
+
+
+def test_a_helpers_defaults_written_into_the_gradient_are_checked(monkeypatch):
+    # The helper's literal defaults are constants of the generated code: a change recompiles.
+    g = sg.grad(calls_scaled_helper)
+    for _ in range(2):
+        np.testing.assert_array_equal(g(X), np.full(3, 2.0))
+    monkeypatch.setattr(_scaled_helper, "__defaults__", (5.0,))
+    np.testing.assert_array_equal(g(X), np.full(3, 5.0))
+    monkeypatch.setitem(_scaled_helper.__kwdefaults__, "k", 3.0)   # changed in place
+    np.testing.assert_array_equal(g(X), np.full(3, 15.0))
+    np.testing.assert_array_equal(sg.grad(calls_scaled_helper)(X), np.full(3, 15.0))
+
+
+def test_a_helper_whose_code_is_replaced_is_differentiated_anew(monkeypatch):
+    g = sg.grad(calls_swappable)
+    for _ in range(2):
+        np.testing.assert_allclose(g(X), 2 * X, rtol=1e-12, atol=0)
+
+    def cubed(v):
+        return v * v * v
+
+    monkeypatch.setattr(_swappable, "__code__", cubed.__code__)   # same function object
+    np.testing.assert_allclose(g(X), 3 * X ** 2, rtol=1e-12, atol=0)
+
+
+_act = np.sin
+
+
+def calls_global_act(x):
+    return np.sum(_act(x))
+
+
+def scalar_global_act(x):
+    return _act(x)
+
+
+def test_a_rebound_global_callable_selects_its_own_rule(monkeypatch):
+    # A notebook: `act = np.sin`, then `act = np.exp` and the same gradient again.
+    g, gs = sg.grad(calls_global_act), sg.grad(scalar_global_act)
+    for _ in range(2):
+        np.testing.assert_allclose(g(X), np.cos(X), rtol=1e-12, atol=0)
+        assert gs(1.0) == pytest.approx(np.cos(1.0), rel=1e-12)
+    assert "cos" in sg.source(calls_global_act)
+    monkeypatch.setitem(globals(), "_act", np.exp)
+    for _ in range(2):
+        np.testing.assert_allclose(g(X), np.exp(X), rtol=1e-12, atol=0)
+        assert gs(1.0) == pytest.approx(np.exp(1.0), rel=1e-12)
+        assert sg.grad(scalar_global_act)(1.0) == pytest.approx(np.exp(1.0), rel=1e-12)
+    assert "cos" not in g.source and "cos" not in sg.source(calls_global_act)
+    out, backward = sg.vjp(calls_global_act)(X)
+    np.testing.assert_allclose(backward(), np.exp(X), rtol=1e-12, atol=0)
+    check_grads(calls_global_act, (X,))
+
+
+def _switchable():
+    a = np.sin
+
+    def f(x):
+        return np.sum(a(x))
+
+    def switch(new):
+        nonlocal a
+        a = new
+    return f, switch
+
+
+def test_a_closure_cell_rebound_elsewhere_selects_its_own_rule():
+    f, switch = _switchable()
+    g = sg.grad(f)
+    for _ in range(2):
+        np.testing.assert_allclose(g(X), np.cos(X), rtol=1e-12, atol=0)
+    switch(np.tanh)
+    for _ in range(2):
+        np.testing.assert_allclose(g(X), 1 - np.tanh(X) ** 2, rtol=1e-12, atol=0)
+        np.testing.assert_allclose(sg.grad(f)(X), 1 - np.tanh(X) ** 2, rtol=1e-12, atol=0)
+    check_grads(f, (X,))
+
+
+_K = 2.0
+
+
+def times_global_number(x):
+    return np.sum(_K * x)
+
+
+def test_a_global_number_is_read_when_the_gradient_runs(monkeypatch):
+    # Not part of the key: the generated code reads the global itself, as the function does.
+    g = sg.grad(times_global_number)
+    compiled = g.compiled
+    for _ in range(2):
+        np.testing.assert_array_equal(g(X), np.full(3, 2.0))
+    monkeypatch.setitem(globals(), "_K", 3.0)
+    np.testing.assert_array_equal(g(X), np.full(3, 3.0))
+    np.testing.assert_array_equal(sg.grad(times_global_number)(X), np.full(3, 3.0))
+    assert sg.grad(times_global_number).compiled is compiled
+
+
+def test_a_closure_number_is_read_when_the_gradient_runs():
+    def times_cell(x):
+        return np.sum(k * x)
+
+    k = 2.0
+    g = sg.grad(times_cell)
+    compiled = g.compiled
+    for _ in range(2):
+        np.testing.assert_array_equal(g(X), np.full(3, 2.0))
+    k = 3.0
+    np.testing.assert_array_equal(g(X), np.full(3, 3.0))
+    assert sg.grad(times_cell).compiled is compiled
+
+
+def test_a_helper_modules_global_bound_into_the_gradient_is_checked(monkeypatch):
+    # hm._inner reads hm.SCALE; this module has no SCALE, so srcgrad binds hm's object into
+    # the generated code: rebinding it must recompile.
+    import helpers_module as hm
+
+    def calls_inner(x):
+        return np.sum(hm._inner(x))
+
+    g = sg.grad(calls_inner)
+    for _ in range(2):
+        np.testing.assert_allclose(g(X), hm.SCALE * (1 - np.tanh(X) ** 2), rtol=1e-12, atol=0)
+    monkeypatch.setattr(hm, "SCALE", 4.0)
+    np.testing.assert_allclose(g(X), 4.0 * (1 - np.tanh(X) ** 2), rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("kind", ["module", "object"])
+def test_a_rebound_attribute_selects_its_own_rule(kind):
+    import types
+    acts = types.ModuleType("acts") if kind == "module" else types.SimpleNamespace()
+    acts.act = np.sin
+
+    def f(x):
+        return np.sum(acts.act(x))
+
+    g = sg.grad(f)
+    for _ in range(2):
+        np.testing.assert_allclose(g(X), np.cos(X), rtol=1e-12, atol=0)
+    acts.act = np.exp
+    np.testing.assert_allclose(g(X), np.exp(X), rtol=1e-12, atol=0)
+
+
+def uses_abs(x):
+    return abs(x)
+
+
+def test_a_global_that_shadows_a_builtin_later_is_seen(monkeypatch):
+    g = sg.grad(uses_abs)
+    for _ in range(2):
+        assert g(-2.0) == -1.0
+    monkeypatch.setitem(globals(), "abs", np.sin)
+    assert g(-2.0) == pytest.approx(np.cos(-2.0), rel=1e-12)
+
+
+# ----- Primitives as entry points: the rule -----
+
+def test_a_primitive_is_differentiated_by_its_rule():
+    assert sg.grad(np.sin)(1.0) == pytest.approx(np.cos(1.0), rel=1e-12)
+    np.testing.assert_allclose(sg.grad(np.tanh)(X, grad_outputs=np.ones(3)),
+                               1 - np.tanh(X) ** 2, rtol=1e-12, atol=0)
+    gx, gy = sg.grad(np.multiply, wrt=(0, 1))(X, W, grad_outputs=np.ones(3))
+    np.testing.assert_array_equal(gx, W)
+    np.testing.assert_array_equal(gy, X)
+    assert sg.grad(abs)(-2.0) == -1.0
+    assert sg.grad(math.exp)(0.5) == pytest.approx(math.exp(0.5), rel=1e-12)
+    np.testing.assert_allclose(sg.grad(np.sum)(X), np.ones(3), rtol=0, atol=0)
+    check_grads(np.tanh, (X,), grad_outputs="random")
+    check_grads(np.multiply, (X, W), wrt=(0, 1), grad_outputs="random")
+
+
+def test_vjp_and_source_of_a_primitive():
+    out, backward = sg.vjp(np.exp)(X)
+    np.testing.assert_array_equal(out, np.exp(X))
+    np.testing.assert_allclose(backward(grad_outputs=W), W * np.exp(X), rtol=1e-12, atol=0)
+    text = sg.source(np.sin)
+    assert "np.sin(x)" in text and "cos" in text
+    assert sg.grad(np.sin).compiled is sg.grad(np.sin).compiled   # one wrapper, cached
+
+
+def _bound_holder():
+    class Scale:
+        def __call__(self, x):
+            return 2.0 * x
+
+        def apply(self, x):
+            return 2.0 * x
+    return Scale()
+
+
+@pytest.mark.parametrize("what, error, words", [
+    (len, sg.NonDifferentiableError, "len is not differentiable"),
+    (math.gamma, sg.NonDifferentiableError, "gamma: it is a built-in or C function"),
+    (np.polyval, sg.NonDifferentiableError, "polyval: it is a numpy function with no gradient rule"),
+    (_bound_holder().apply, sg.UnsupportedError, "bound method"),
+    (functools.partial(np.multiply, 2.0), sg.UnsupportedError, "functools.partial"),
+    (_bound_holder(), sg.UnsupportedError, "callable Scale object"),
+    (3.0, TypeError, "differentiates functions"),
+])
+def test_what_is_neither_a_function_nor_a_primitive_is_refused_by_name(what, error, words):
+    for ask in (lambda: sg.grad(what)(1.0), lambda: sg.vjp(what)(1.0), lambda: sg.source(what)):
+        with pytest.raises(error, match=words):
+            ask()
+
+
+# ----- A function that returns nothing -----
+
+def returns_nothing(x):
+    y = x * 2.0
+
+
+def returns_on_one_path(x):
+    if x > 0:
+        return x * 2.0
+
+
+def test_a_function_with_no_return_is_refused_when_compiled():
+    with pytest.raises(sg.SrcgradError, match="returns_nothing returns nothing") as info:
+        sg.grad(returns_nothing).compiled
+    for ask in (lambda: sg.grad(returns_nothing)(1.0), lambda: sg.vjp(returns_nothing)(1.0),
+                lambda: sg.source(returns_nothing)):
+        with pytest.raises(sg.SrcgradError, match="it has no `return` with a value"):
+            ask()
+    assert info.value.lineno == returns_nothing.__code__.co_firstlineno
+
+
+def test_a_path_that_returns_none_is_refused_when_it_runs():
+    g = sg.grad(returns_on_one_path)
+    for _ in range(2):
+        assert g(1.5) == 2.0
+    for call in (lambda: g(-1.0), lambda: g(-1.0, grad_outputs=1.0),
+                 lambda: sg.vjp(returns_on_one_path)(-1.0)[1]()):
+        with pytest.raises(ValueError, match="returned None"):
+            call()

@@ -101,12 +101,9 @@ class ANF:
         if not isinstance(func, gast.Name) or func.id in self.locals:
             return None
         try:
-            obj = self.info.resolve(func.id)
+            return self.info.resolve_path((func.id,) + tuple(reversed(parts)))
         except NameError:
             raise self.error(func, f"name {func.id!r} is not defined", cls=NameError_)
-        for part in reversed(parts):
-            obj = getattr(obj, part)
-        return obj
 
     def hint(self, node):
         """A readable name for the value of ``node``."""
@@ -466,9 +463,7 @@ def grad_mode_of(item, info):
     if not isinstance(func, gast.Name):
         return None
     try:
-        obj = info.resolve(func.id)
-        for part in reversed(parts):
-            obj = getattr(obj, part)
+        obj = info.resolve_path((func.id,) + tuple(reversed(parts)))
     except (NameError, AttributeError):
         return None
     if obj is grad_mode.no_grad and not call.args:

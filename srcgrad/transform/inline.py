@@ -39,7 +39,7 @@ class Inliner:
         self.namer = namer
         self.bindings = bindings
         self.stack = stack
-        self.deps = []  # (EntityInfo, dotted name, object): what each inlined call resolved to
+        self.infos = []  # the EntityInfo of each helper inlined, at any depth (guard.py reads them)
 
     def block(self, body):
         out = []
@@ -54,7 +54,6 @@ class Inliner:
                 call = stmt.value
             primitive = anno.getanno(call, Static.PRIMITIVE) if call is not None else None
             if primitive is not None and is_inlinable(primitive):
-                self.deps.append((self.info, _dotted(call.func), primitive))
                 out.extend(self.inline(primitive, call, target, stmt))
             else:
                 out.append(stmt)
@@ -69,7 +68,7 @@ class Inliner:
                 UnsupportedError, f"recursive call to {fn.__qualname__} cannot be differentiated",
                 "Rewrite the recursion as a loop, or wrap it in a custom srcgrad.Function.")
         node, info, bindings = normalize(fn, self.stack + (fn.__code__,))
-        self.deps.extend(node._srcgrad_deps)
+        self.infos.extend(node._srcgrad_infos)
         helper_locals = _locals(node)
         rename = {name: self.namer.rename(name) for name in sorted(helper_locals)}
         # Free names: keep those meaning the same object here, bind the others anew.
@@ -145,28 +144,5 @@ def transform(node, info, namer, stack):
     bindings = {}
     inliner = Inliner(info, namer, bindings, stack, _locals(node))
     node.body = inliner.block(node.body)
-    node._srcgrad_deps = inliner.deps
+    node._srcgrad_infos = [info] + inliner.infos
     return node, bindings
-
-
-def _dotted(func):
-    parts = []
-    while isinstance(func, gast.Attribute):
-        parts.append(func.attr)
-        func = func.value
-    parts.append(func.id)
-    return tuple(reversed(parts))
-
-
-def still_resolves(deps):
-    """Whether every inlined callee is still what its name denotes (a notebook may redefine it)."""
-    for info, parts, obj in deps:
-        try:
-            found = info.resolve(parts[0])
-            for part in parts[1:]:
-                found = getattr(found, part)
-        except (NameError, AttributeError):
-            return False
-        if found is not obj:
-            return False
-    return True

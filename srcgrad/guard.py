@@ -1,0 +1,126 @@
+"""When a compiled gradient may be reused: everything it was compiled from is unchanged.
+
+A compile reads more than the function's code. The code object, the defaults
+(``__defaults__``, ``__kwdefaults__``: the forward sweep takes them over, and an
+inlined helper's literal defaults are written into the generated code), and
+every name the compile *resolved*: the callees whose rule was chosen or whose
+body was inlined, a grad-mode block's manager, names bound into the generated
+code. Those names are read from the globals, closure cells and builtins of the
+function and of each helper inlined into it (``EntityInfo.reads``); a notebook
+that runs ``act = np.exp`` after ``act = np.sin`` must get a new gradient.
+
+What the generated code only *reads* at run time (a global or closure number
+``K``, an array) is not part of this: the generated functions share the
+function's globals dict and closure cells, so they see a rebinding as the
+function itself would.
+
+``Guard.holds(fn)`` is the one check every reuse of a compiled gradient makes
+(srcgrad/api.py): identity comparisons only, generated as one expression per
+compile (``Guard.source`` shows it) so that it costs some 100-200 nanoseconds.
+"""
+
+import builtins
+import types
+
+from srcgrad import rules
+from srcgrad.parse import MISSING
+
+
+class Guard:
+    """What one compile depended on, and ``holds(fn)``: whether it all still holds."""
+
+    __slots__ = ("holds", "source")
+
+    def __init__(self, fn, infos):
+        """``fn``: the function compiled; ``infos``: the EntityInfo of it and of every
+        helper inlined into it (their ``reads`` are complete)."""
+        checks, namespace = _Checks(), {"MISSING": MISSING, "BUILTINS": vars(builtins),
+                                        "VERSION": rules.VERSION, "_same_items": _same_items,
+                                        "_contents": _contents}
+        code, defaults, kwdefaults, kwitems = _own(fn)
+        checks.add("fn.__code__ is {} and fn.__defaults__ is {} and fn.__kwdefaults__ is {}",
+                   code, defaults, kwdefaults)
+        checks.add("VERSION[0] == {}", rules.VERSION[0])
+        if kwitems is not None:
+            checks.add("_same_items(fn.__kwdefaults__, {})", kwitems)
+        for info in infos:
+            if info.fn is not fn:   # a helper, or the function a decorator wraps
+                helper, (code, defaults, kwdefaults, kwitems) = info.fn, _own(info.fn)
+                checks.add("{0}.__code__ is {1} and {0}.__defaults__ is {2} and "
+                           "{0}.__kwdefaults__ is {3}", helper, code, defaults, kwdefaults)
+                if kwitems is not None:
+                    checks.add("_same_items({}.__kwdefaults__, {})", helper, kwitems)
+            for path, obj in info.reads.items():
+                root = path[0]
+                if len(path) > 1:   # every prefix of the path is a read of its own
+                    attr = path[-1]
+                    base = info.extra[root] if len(path) == 2 and root in info.extra \
+                        else info.reads[path[:-1]]
+                    if isinstance(base, types.ModuleType) and base.__dict__.get(attr, MISSING) is obj:
+                        # what getattr finds in a module, found at half the cost
+                        checks.add(f"{{}}.get({attr!r}, MISSING) is {{}}", base.__dict__, obj)
+                    else:
+                        checks.add(f"getattr({{}}, {attr!r}, MISSING) is {{}}", base, obj)
+                elif root in info.closure:
+                    if obj is MISSING:
+                        checks.add("_contents({}) is MISSING", info.closure[root])
+                    else:   # an emptied cell raises ValueError: it does not hold
+                        checks.add("{}.cell_contents is {}", info.closure[root], obj)
+                elif obj is not MISSING and info.globals.get(root, MISSING) is obj:
+                    checks.add(f"{{}}.get({root!r}, MISSING) is {{}}", info.globals, obj)
+                else:   # a builtin, or a name defined nowhere
+                    checks.add(f"{root!r} not in {{}} and BUILTINS.get({root!r}, MISSING) is {{}}",
+                               info.globals, obj)
+        self.source = ("def holds(fn):\n    try:\n        return (" +
+                       "\n                and ".join(checks.lines) +
+                       ")\n    except Exception:   # an emptied cell, an attribute that raises\n"
+                       "        return False\n")
+        namespace.update(checks.values)
+        exec(compile(self.source, "<srcgrad guard>", "exec"), namespace)
+        self.holds = namespace["holds"]
+
+
+class _Checks:
+    """Lines of the generated check, each a condition; the objects it names are bound
+    once each (``v0``, ``v1``...), a line that repeats another is dropped."""
+
+    def __init__(self):
+        self.lines, self.values, self._names = [], {}, {}
+
+    def add(self, template, *objects):
+        names = []
+        for obj in objects:
+            name = self._names.get(id(obj))
+            if name is None:
+                name = self._names[id(obj)] = f"v{len(self._names)}"
+                self.values[name] = obj
+            names.append(name)
+        line = template.format(*names)
+        if line not in self.lines:
+            self.lines.append(line)
+
+
+def _contents(cell):
+    try:
+        return cell.cell_contents
+    except ValueError:
+        return MISSING
+
+
+def _own(fn):
+    """(code, defaults, kwdefaults, kwdefaults' items) of ``fn``. The defaults tuple is
+    immutable, so its identity fixes its values (a default list mutated in place is the
+    same list: the forward sweep sees the mutation, as ``fn`` does); the kwdefaults dict
+    can be changed in place, so its items are kept too."""
+    kwdefaults = fn.__kwdefaults__
+    return (fn.__code__, fn.__defaults__, kwdefaults,
+            None if kwdefaults is None else tuple(kwdefaults.items()))
+
+
+def _same_items(mapping, items):
+    if len(mapping) != len(items):
+        return False
+    for key, value in items:
+        if mapping.get(key, MISSING) is not value:
+            return False
+    return True
