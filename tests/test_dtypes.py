@@ -161,6 +161,18 @@ def test_a_store_into_an_integer_array_truncates_and_passes_no_gradient():
     assert "y" not in sg.active_variables(store_into_int_array)
 
 
+def float_buffer_from_round(x):
+    buf = np.full(2, round(x[0], 1))   # round with ndigits gives a float: buf is a float array
+    buf[0] = x[1]
+    return np.sum(buf * x)
+
+
+def test_a_store_into_an_array_of_unknown_dtype_keeps_its_gradient():
+    x = X.copy()
+    want = np.array([x[1], x[0] + round(x[0], 1)])
+    np.testing.assert_allclose(checked(float_buffer_from_round, x), want)
+
+
 def int_zeros_plus_x(x):
     return np.sum((np.zeros(2, dtype=int) + x) * x)
 

@@ -21,7 +21,7 @@ Names bound to dtypes (``dt = np.int32``, ``dt = x.dtype``) have the kind
     ...     i = x.astype(int)
     ...     z = 1j * x
     ...     return np.abs(z) + i * n
-    >>> infer(node, {"x": FLOAT}, resolve)
+    >>> infer(node, {"x": FLOAT}, resolve).env
     {"x": "f", "n": "?", "i": "i", "z": "c", ...}
 """
 
@@ -63,7 +63,7 @@ _FLOAT_MAKERS = {numpy.zeros, numpy.ones, numpy.empty, numpy.eye, numpy.identity
                  builtins.float}
 _COMPLEX_MAKERS = {numpy.fft.fft, numpy.fft.ifft, numpy.fft.fft2, numpy.fft.ifft2, numpy.fft.fftn,
                    numpy.fft.ifftn, numpy.fft.rfft, builtins.complex}
-_INT_MAKERS = {builtins.int, builtins.bool, builtins.len, builtins.round, numpy.argmax, numpy.argmin,
+_INT_MAKERS = {builtins.int, builtins.bool, builtins.len, numpy.argmax, numpy.argmin,
                numpy.argsort, numpy.nonzero, numpy.flatnonzero, numpy.searchsorted, numpy.isnan,
                numpy.isfinite, numpy.isinf, numpy.shape, numpy.ndim, numpy.size,
                numpy.count_nonzero, numpy.all, numpy.any, numpy.array_equal, numpy.allclose}
