@@ -399,3 +399,28 @@ def unseen_complex(x, c):
 def test_a_complex_value_unseen_when_compiling_is_refused_not_trusted():
     with pytest.raises(sg.UnsupportedError, match="came out complex"):
         sg.grad(unseen_complex)(XS.copy(), C)
+
+
+# ----- Second order -----
+
+def cubed_times_cast(x, dt):
+    return np.sum(x.astype(dt) * x ** 3)
+
+
+@pytest.mark.parametrize("dt, want", [(int, lambda x: 6 * x.astype(int) * x),
+                                      (float, lambda x: 12 * x ** 2)])
+def test_a_second_derivative_through_a_cast_stops_at_the_integer_cast(dt, want):
+    x = np.array([2.6])
+    np.testing.assert_allclose(sg.grad(sg.grad(cubed_times_cast))(x, dt), want(x), rtol=1e-12)
+    first = sg.grad(cubed_times_cast)
+    fd = (first(x + 1e-5, dt) - first(x - 1e-5, dt)) / 2e-5
+    np.testing.assert_allclose(sg.grad(sg.grad(cubed_times_cast))(x, dt), fd, rtol=1e-6)
+
+
+def abs_of_rotated(x):
+    return np.sum(np.abs(np.exp(1j * x) * (x + 2.0)))
+
+
+def test_a_second_derivative_through_complex_values_is_refused_not_wrong():
+    with pytest.raises(sg.UnsupportedError, match="complex values"):
+        sg.grad(sg.grad(abs_of_rotated))(np.array([2.6]))
