@@ -581,7 +581,12 @@ def dtype_of(a, dtype=None):
     if dtype is not None:
         return dtype
     found = getattr(a, "dtype", None)
-    return found if found is not None else numpy.result_type(a)
+    return found if found is not None else numpy.asarray(a).dtype
+
+
+def array_dtype(a):
+    """The dtype of array ``a``; None for a list or dict (whose items keep what is stored)."""
+    return getattr(a, "dtype", None)
 
 
 def _is_integer_dtype(dtype):

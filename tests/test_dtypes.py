@@ -222,6 +222,18 @@ def test_a_dtype_given_at_run_time_is_decided_at_run_time(f, dt):
     np.testing.assert_allclose(g, want, rtol=1e-12)
 
 
+def full_like_given(x, proto):
+    return np.sum(np.full_like(proto, x[0]) * x)
+
+
+@pytest.mark.parametrize("proto", [[1, 2], [1.0, 2.0], np.array([True, False]), np.zeros(2)])
+def test_full_like_of_a_prototype_given_at_run_time_takes_its_dtype(proto):
+    g = checked(full_like_given, X.copy(), proto)
+    fill = np.full_like(proto, X[0]).astype(float)
+    integer = np.asarray(proto).dtype.kind in "biu"
+    np.testing.assert_allclose(g, fill + ([0.0, 0.0] if integer else [X.sum(), 0.0]))
+
+
 def test_a_cast_to_another_values_dtype_is_decided_at_run_time():
     np.testing.assert_allclose(checked(astype_like, X.copy(), np.array([1, 2])), [1.0, 2.0])
     np.testing.assert_allclose(checked(astype_like, X.copy(), np.array([1.0])), 2 * X)

@@ -164,9 +164,6 @@ class _Kinds:
         """``e`` certainly holds integers or booleans: it carries no gradient."""
         return self.of(e) == INT
 
-    def may_be_complex(self, e):
-        return self.of(e) in (COMPLEX, UNKNOWN)
-
     def kind(self, e):
         """The kind of ``e``, a Dtype for a dtype, or None (reads a name not known yet)."""
         if isinstance(e, gast.Constant):

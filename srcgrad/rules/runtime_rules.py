@@ -28,6 +28,7 @@ nondifferentiable(
     rt.namespace, rt.is_array, rt.shape_of, rt.normalize_axis, rt.reduction_size,
     rt.zeros_like, rt.owned_zeros, rt.sign, rt.clip_below, rt.clip_above, rt.inverse_axes,
     rt.method_axes, rt.method_shape, rt.negate_shift, rt.pad_adjoint_mode, rt.dtype_of,
+    rt.array_dtype,
     # only ever feeds rt.clip_below/clip_above (masks) in the clip rule
     rt.either,
     # control of the generated code: the default seed is a constant, has_grad a test

@@ -396,7 +396,7 @@ class ReverseAD:
                 if base_kind not in (kinds_.FLOAT, kinds_.COMPLEX):
                     # An array whose dtype is known only at run time: a store into an
                     # integer array truncates (no gradient).
-                    grad = replace_expr(f"rt.dtype_grad(G, rt.dtype_of({base}), {s.value.id})", G=grad)
+                    grad = replace_expr(f"rt.dtype_grad(G, rt.array_dtype({base}), {s.value.id})", G=grad)
                 if base_kind != kinds_.FLOAT and self.kind_of(s.value) != kinds_.COMPLEX:
                     grad = replace_expr(f"rt.real_like(G, {s.value.id})", G=grad)
                 rev += self.flagged(replace(f"{dv} = {dv} + G", G=grad))
