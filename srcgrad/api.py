@@ -52,6 +52,13 @@ def _check_differentiable(name, value):
             f"srcgrad: cannot differentiate with respect to {name!r}: it is an integer or boolean "
             f"({type(value).__name__}); only floating point inputs have gradients. Pass a float "
             f"(e.g. {float(value)!r}) or a float array.")
+    if isinstance(value, (complex, numpy.complexfloating)) or getattr(value, "dtype", None) is not None \
+            and value.dtype.kind == "c":
+        raise TypeError(
+            f"srcgrad: cannot differentiate with respect to {name!r}: it is complex "
+            f"({getattr(value, 'dtype', type(value).__name__)}); srcgrad differentiates with respect to "
+            f"real inputs only. Pass the real and imaginary parts as two real arrays and build "
+            f"the complex value inside the function (re + 1j * im).")
     dtype = getattr(value, "dtype", None)
     if dtype is not None and dtype.kind not in "fc":
         raise TypeError(
@@ -86,6 +93,9 @@ def _check_seed(out, g):
                              f"shape {tuple(oshape)}")
         if not oshape:
             g = g.reshape(())  # a scalar output's adjoint is a scalar (the sweep relies on it)
+    if getattr(out, "dtype", None) is not None and out.dtype.kind == "c" or isinstance(out, complex):
+        # PyTorch's seed dL/dRe + 1j dL/dIm is the conjugate of the sweep's (rules/__init__.py).
+        g = runtime.namespace(out, g).conj(g) if runtime.is_array(g) else complex(g).conjugate()
     return g
 
 

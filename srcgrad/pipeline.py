@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 import gast
 
 from srcgrad import rules, runtime
-from srcgrad.analysis import activity, aliasing, ranks
+from srcgrad.analysis import activity, aliasing, kinds, ranks
 from srcgrad.codegen import emit, loader
 from srcgrad.errors import SrcgradError
 from srcgrad.guard import Guard
@@ -131,7 +131,9 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None):
             raise ValueError(f"srcgrad: wrt={n!r} is neither a parameter nor a local variable of "
                              f"{fn.__qualname__}")
     aliasing.check(node, info, namer.display)
-    act = activity.resolve(node, names)
+    # The wrt parameters hold floats: api refuses integer and complex inputs.
+    kind_map = kinds.infer(node, {n: kinds.FLOAT for n in names}, info.resolve)
+    act = activity.resolve(node, names, kind_map)
     fixed = {"xp": "xp", "rt": "rt"}
     for hooked in hook_names:
         if hooked not in user_locals:
@@ -148,9 +150,12 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None):
                                             tuple(sorted(hook_names)), optimized=OPTIMIZE,
                                             ranks=rank_map, classes=classes,
                                             scalar_reductions=bool(arg_ranks) and not fuse,
-                                            fused=fuse)
+                                            fused=fuse, kinds=kind_map)
     for_grad = None
-    if OPTIMIZE and not fuse and not meta["tuple_output"]:
+    # A complex output has no default seed (rt.default_seed refuses it): never assume 1.
+    real_output = not (isinstance(node.body[-1].value, gast.Name)
+                       and kind_map.of(node.body[-1].value) == kinds.COMPLEX)
+    if OPTIMIZE and not fuse and not meta["tuple_output"] and real_output:
         for_grad = optimize.forward_for_gradient(forward, rank_map, classes)
     forward.body = emit.comment_blocks(forward.body, "", 2)
     backward.body = emit.comment_blocks(backward.body, "grad of: ", 1)
@@ -158,7 +163,7 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None):
     # The forward sweep a call that wants only the gradients composes with the backward
     # (api._FastCall), and whether its seed is known to be 1 (a scalar output).
     meta["gradient_forward"] = None
-    if OPTIMIZE and not fuse and not meta["tuple_output"]:
+    if OPTIMIZE and not fuse and not meta["tuple_output"] and real_output:
         meta["gradient_forward"] = (for_grad or forward, optimize.scalar_output(forward, rank_map))
     # The code holds for arguments of any rank unless it relies on a fact the ranks gave.
     meta["rank_free"] = all((rank_map.get(n), classes.get(n)) == (any_ranks.get(n), any_classes.get(n))

@@ -390,6 +390,8 @@ def zeros_like(x):
 
 def materialize(g, x):
     """Gradient ``g`` given the shape, dtype and type of ``x`` (the API boundary)."""
+    if _is_complex(g) and not _is_complex(x):
+        _complex_gradient_error()
     if is_array(x):
         xp = namespace(x)
         dtype = _float_dtype(x, xp)
@@ -405,6 +407,17 @@ def materialize(g, x):
     if isinstance(x, complex):
         return complex(g)
     return float(g)
+
+
+def _complex_gradient_error():
+    from srcgrad.errors import UnsupportedError
+    raise UnsupportedError(
+        "srcgrad: the gradient of a real input came out complex: a complex value reached "
+        "the computation where srcgrad could not see it when compiling (a complex argument, "
+        "attribute or result of an unknown call), so real-valued rules were applied to it "
+        "and the gradient is not to be trusted.",
+        hint="Make the value visibly complex inside the function, e.g. "
+             "cc = np.asarray(c, dtype=complex) (a new name), or split it into real and imaginary parts.")
 
 
 # ----- Helpers shared by rules -----
@@ -550,6 +563,85 @@ def cast_like(g, x):
     if g.dtype != dtype:
         return g.astype(dtype)
     return g
+
+
+def dtype_grad(g, dtype, x):
+    """Gradient ``g`` of ``x`` through a cast to ``dtype``: a zero when ``dtype`` is an integer
+    or boolean dtype (the cast's derivative is zero almost everywhere, as in PyTorch and JAX).
+
+    Compiled code knows most dtypes (analysis/kinds.py); this decides the others at run time.
+    """
+    if dtype is None or not _is_integer_dtype(dtype):
+        return g
+    return zeros_like(x)
+
+
+def dtype_of(a, dtype=None):
+    """``dtype`` if given, else the dtype of ``a`` (what ``np.full_like(a, v)`` makes)."""
+    if dtype is not None:
+        return dtype
+    found = getattr(a, "dtype", None)
+    return found if found is not None else numpy.asarray(a).dtype
+
+
+def array_dtype(a):
+    """The dtype of array ``a``; None for a list or dict (whose items keep what is stored)."""
+    return getattr(a, "dtype", None)
+
+
+def _is_integer_dtype(dtype):
+    try:
+        return numpy.dtype(dtype).kind in "biu"
+    except TypeError:
+        return False   # a CuPy or other library's dtype object: never an integer one here
+
+
+def real_like(g, x):
+    """The real part of a complex gradient ``g`` of a real ``x`` (where a real value
+    entered complex arithmetic: its cotangent is the real part, the JAX convention)."""
+    if getattr(g, "dtype", None) is not None:
+        if g.dtype.kind != "c" or _is_complex(x):
+            return g
+        return g.real
+    if isinstance(g, complex) and not _is_complex(x):
+        return g.real
+    return g
+
+
+def _is_complex(x):
+    dtype = getattr(x, "dtype", None)
+    if dtype is not None:
+        return dtype.kind == "c"
+    if isinstance(x, (list, tuple)):
+        return any(_is_complex(v) for v in x)
+    return isinstance(x, complex)
+
+
+def conj_over(z, r):
+    """``conj(z) / r``, 0 where ``r`` is 0 (the subgradient complex ``abs`` and ``angle`` use)."""
+    if is_array(z) or is_array(r):
+        xp = namespace(z, r)
+        zero = r == 0
+        return xp.where(zero, 0, xp.conj(z) / xp.where(zero, 1, r))
+    return 0.0 if r == 0 else z.conjugate() / r
+
+
+def abs2(z):
+    """``|z|**2`` as a real number or array."""
+    return z.real * z.real + z.imag * z.imag
+
+
+def fft_vjp(dy, a, n, axis, inverse):
+    """Cotangent of ``a`` through ``np.fft.fft(a)`` (``ifft`` if ``inverse``): the DFT
+    matrix is symmetric, so it is the same transform of ``dy``."""
+    from srcgrad.errors import UnsupportedError
+    if n is not None and n != _shape(a)[axis]:
+        raise UnsupportedError(
+            f"srcgrad: the gradient of np.fft.{'ifft' if inverse else 'fft'} with n={n} "
+            f"(padding or cropping the input) is not supported",
+            hint="Pad or crop the input with np.pad or slicing before the transform.")
+    xp = namespace(dy, a)
+    return (xp.fft.ifft if inverse else xp.fft.fft)(dy, axis=axis)
 
 
 def clip_below(a, a_min):
@@ -1431,6 +1523,11 @@ def default_seed(out):
         return kind(1.0)
     if out is None:
         raise returned_none()
+    if getattr(out, "dtype", None) is not None and out.dtype.kind == "c" or isinstance(out, complex):
+        raise ValueError(
+            "grad can be implicitly created only for real scalar outputs: the output is complex; "
+            "pass grad_outputs= (PyTorch's convention: the cotangent dL/dRe(out) + 1j*dL/dIm(out)"
+            " of a real loss L), or return a real value such as abs(out) or out.real.")
     if not is_scalar(out):
         raise ValueError(
             "grad can be implicitly created only for scalar outputs: the output has shape "

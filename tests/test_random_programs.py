@@ -112,6 +112,7 @@ class Generator:
             "add", "sub", "mul", "div", "add_scalar", "mul_scalar", "unary", "exp",
             "log", "sqrt", "neg", "reverse", "permute", "where", "stack", "concatenate",
             "from_scalars", "method",
+            "dtype",
         ])
         a = lambda: self.array(scope, depth - 1)  # noqa: E731
         s = lambda: self.scalar(scope, depth - 1)  # noqa: E731
@@ -154,6 +155,13 @@ class Generator:
             return f"np.concatenate([{a()}[:1], {a()}[1:]])"
         if form == "from_scalars":
             return f"np.array([{s()}, {s()}, {s()}])"
+        if form == "dtype":   # an integer cast stops the gradient; complex intermediates
+            cast = self.choice(["int", "float", "complex"])
+            if cast == "int":
+                return f"({a()} * {a()}.astype(int))"
+            if cast == "float":
+                return f"{a()}.astype(np.float64)"
+            return f"np.abs(np.exp(1j * {a()}) * (1.0 + 0.5j + {a()}))"
         # method
         method = self.choice(["copy", "cumsum", "reshape"])
         if method == "reshape":

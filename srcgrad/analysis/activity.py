@@ -10,6 +10,9 @@ names:
   pushes the value each binding overwrites, the reverse sweep restores it.
 * sequences: names holding lists or tuples, whose adjoint is a list.
 
+A value that is certainly an integer or boolean (kinds.py: ``x.astype(int)``,
+a store into ``np.zeros(3, dtype=int)``) carries no gradient: no flow reaches it.
+
 The analyses are flow-insensitive fixed points: they over-approximate, which
 costs at most some unnecessary work, never a wrong gradient.
 """
@@ -99,7 +102,8 @@ def value_deps(value):
 class _Facts:
     """Flow facts: (target, deps) pairs, plus where each name is bound."""
 
-    def __init__(self):
+    def __init__(self, kinds=None):
+        self.kinds = kinds       # kinds.infer's result, or None (no dtype facts)
         self.flows = []          # (target name, set of source names)
         self.defs = {}           # name -> number of binding sites
         self.in_loop = set()     # names bound inside a loop
@@ -112,14 +116,15 @@ class _Facts:
                 target = s.targets[0]
                 if isinstance(target, gast.Name):
                     self.bind(target.id, loop_depth)
-                    if not anno.getanno(s, Static.NO_ADJOINT):
+                    if not anno.getanno(s, Static.NO_ADJOINT) and not self.integer(s.value):
                         self.flows.append((target.id, value_deps(s.value)))
                     if isinstance(s.value, (gast.List, gast.Tuple)) or (
                             isinstance(s.value, gast.Call) and primitive_of(s.value) in (list, tuple)):
                         self.sequences.add(target.id)
                     if isinstance(s.value, gast.Name):
                         self.copies.append((target.id, s.value.id))
-                elif isinstance(target, gast.Subscript) and not anno.getanno(s, Static.NO_ADJOINT):
+                elif isinstance(target, gast.Subscript) and not anno.getanno(s, Static.NO_ADJOINT) \
+                        and not self.integer(target.value):
                     self.flows.append((target.value.id, value_deps(s.value)))
             elif isinstance(s, gast.Expr) and isinstance(s.value, gast.Call):
                 func = s.value.func
@@ -135,6 +140,10 @@ class _Facts:
             elif isinstance(s, gast.If):
                 self.walk(s.body, loop_depth)
                 self.walk(s.orelse, loop_depth)
+
+    def integer(self, value):
+        """``value`` certainly holds integers or booleans (a store into it truncates)."""
+        return self.kinds is not None and self.kinds.is_integer(value)
 
     def bind(self, name, loop_depth):
         self.defs[name] = self.defs.get(name, 0) + 1
@@ -155,9 +164,12 @@ def _fixpoint(seeds, edges):
     return found
 
 
-def resolve(node, wrt_names):
-    """Analyse FunctionDef ``node`` (in A-normal form) for gradients w.r.t. ``wrt_names``."""
-    facts = _Facts()
+def resolve(node, wrt_names, kinds=None):
+    """Analyse FunctionDef ``node`` (in A-normal form) for gradients w.r.t. ``wrt_names``.
+
+    ``kinds`` (kinds.infer's result) says which values are integers: they stay inactive.
+    """
+    facts = _Facts(kinds)
     facts.walk(node.body)
     params = tuple(a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs)
 

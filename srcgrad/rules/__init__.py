@@ -29,6 +29,17 @@ A rule is an ordinary Python function registered for one primitive:
 * A rule whose body is not a template (a user's ``@srcgrad.adjoint`` rule with
   loops or closures) is called at run time instead, with the same arguments.
 
+Complex values
+--------------
+Cotangents follow JAX's convention: the cotangent of a complex ``z = a + ib`` is
+``dL/da - i dL/db``, so a holomorphic primitive's rule is its real rule (``dy *
+f'(z)``, no conjugate) and a real value's cotangent is the real part of what
+reaches it. A statement on a value that is certainly complex (analysis/kinds.py)
+uses the primitive's rule from ``COMPLEX_RULES`` (``@complex_adjoint``: it must
+hold for real and complex operands), else its ordinary rule if the primitive is
+in ``COMPLEX_SAFE``; any other primitive is refused there. rules/complex_rules.py
+has both lists.
+
 Primitives are keyed by the live function object (``np.sin``), found by
 resolving the user's names, never by spelling. Array methods and attributes
 are keyed by ``Method("sum")`` / ``Attribute("T")`` because the receiver's type
@@ -131,6 +142,41 @@ def user_adjoint(*primitives):
     return adjoint(*primitives, builtin=False)
 
 
+COMPLEX_RULES = {}
+COMPLEX_SAFE = set()
+
+
+def complex_adjoint(*primitives):
+    """Decorator: the rule below is ``primitives``' rule on complex values (and must hold
+    for real ones too, which it may meet where a real value enters complex arithmetic)."""
+
+    def decorate(function):
+        VERSION[0] += 1
+        for primitive in primitives:
+            COMPLEX_RULES[_key(primitive)] = Rule(primitive, function, inspect.signature(function))
+        return function
+
+    return decorate
+
+
+def complex_safe(*primitives):
+    """Declare primitives whose ordinary rule is also right on complex values."""
+    VERSION[0] += 1
+    for primitive in primitives:
+        COMPLEX_SAFE.add(_key(primitive))
+
+
+def lookup_complex(primitive):
+    """The Rule for ``primitive`` on complex values, or None (refused there)."""
+    try:
+        key = _key(primitive)
+        if key in COMPLEX_RULES:
+            return COMPLEX_RULES[key]
+        return RULES.get(key) if key in COMPLEX_SAFE else None
+    except TypeError:
+        return None
+
+
 def nondifferentiable(*primitives):
     """Declare primitives whose outputs are constants (no gradient flows)."""
     VERSION[0] += 1
@@ -160,7 +206,7 @@ def is_nondifferentiable(primitive):
 
 
 BUILTIN_RULE_MODULES = ("operators", "autograd", "numpy_elementwise", "numpy_reductions", "numpy_shape",
-                        "numpy_linalg", "builtins_math", "runtime_rules")
+                        "numpy_linalg", "builtins_math", "runtime_rules", "complex_rules")
 
 
 def _load_builtin_rules():

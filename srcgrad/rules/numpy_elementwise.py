@@ -369,20 +369,27 @@ def conjugate_method(dy, y, self):
 # ----- Constructors with a differentiable fill value, casts and copies -----
 
 
+# A cast to an integer or boolean dtype passes no gradient. Where the dtype is
+# known when compiling, activity (analysis/kinds.py) already makes the result a
+# constant; ``rt.dtype_grad`` decides the others at run time.
+
+
 @adjoint(np.full)
 def full(dy, y, shape, fill_value, dtype=None):
-    return None, rt.unbroadcast(dy, fill_value), None
+    return None, rt.unbroadcast(rt.dtype_grad(dy, dtype, fill_value), fill_value), None
 
 
 @adjoint(np.full_like)
 def full_like(dy, y, a, fill_value, dtype=None):
-    """The result does not depend on ``a``'s values: only ``fill_value`` gets a gradient."""
-    return None, rt.unbroadcast(dy, fill_value), None
+    """The result does not depend on ``a``'s values: only ``fill_value`` gets a gradient,
+    unless the result (``a``'s dtype, or ``dtype``) is an integer array."""
+    return None, rt.unbroadcast(rt.dtype_grad(dy, rt.dtype_of(a, dtype), fill_value), fill_value), None
 
 
 @adjoint(Method("astype"))
 def astype_method(dy, y, self, dtype):
-    return rt.cast_like(dy, self)
+    """Float to float casts back to ``self``'s dtype; a cast to an integer dtype: zero."""
+    return rt.cast_like(rt.dtype_grad(dy, dtype, self), self)
 
 
 @adjoint(np.float64, np.float32, np.float16)

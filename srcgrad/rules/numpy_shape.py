@@ -153,13 +153,14 @@ def rot90(dy, y, m, k=1, axes=(0, 1)):
 
 @adjoint(np.array)
 def array(dy, y, object, dtype=None, *, copy=True):
-    """A list of arrays or numbers gets a list of gradients (the same nesting)."""
-    return rt.array_vjp(dy, object)
+    """A list of arrays or numbers gets a list of gradients (the same nesting); an
+    integer ``dtype`` passes none."""
+    return rt.array_vjp(rt.dtype_grad(dy, dtype, dy), object)
 
 
 @adjoint(np.asarray, np.asanyarray, np.ascontiguousarray, np.asfortranarray)
 def asarray(dy, y, a, dtype=None):
-    return rt.array_vjp(dy, a)
+    return rt.array_vjp(rt.dtype_grad(dy, dtype, dy), a)
 
 
 # ----- Joining and splitting -----

@@ -27,7 +27,8 @@ xp = None  # placeholder: the array namespace, bound in generated code
 nondifferentiable(
     rt.namespace, rt.is_array, rt.shape_of, rt.normalize_axis, rt.reduction_size,
     rt.zeros_like, rt.owned_zeros, rt.sign, rt.clip_below, rt.clip_above, rt.inverse_axes,
-    rt.method_axes, rt.method_shape, rt.negate_shift, rt.pad_adjoint_mode,
+    rt.method_axes, rt.method_shape, rt.negate_shift, rt.pad_adjoint_mode, rt.dtype_of,
+    rt.array_dtype,
     # only ever feeds rt.clip_below/clip_above (masks) in the clip rule
     rt.either,
     # control of the generated code: the default seed is a constant, has_grad a test
@@ -70,6 +71,16 @@ def unreduce_like(dw, w, value, x, axis=None, keepdims=False):
 @adjoint(rt.cast_like)
 def cast_like(dw, w, g, x):
     return rt.cast_like(dw, g), None
+
+
+@adjoint(rt.dtype_grad)
+def dtype_grad(dw, w, g, dtype, x):
+    return rt.dtype_grad(dw, dtype, x), None, None
+
+
+@adjoint(rt.real_like)
+def real_like(dw, w, g, x):
+    return dw, None
 
 
 @adjoint(rt.materialize)

@@ -25,6 +25,7 @@ import gast
 
 from srcgrad import anno, grad_mode, rules, templates
 from srcgrad.transform import optimize
+from srcgrad.analysis import kinds as kinds_
 from srcgrad.analysis.ranks import INT, UNKNOWN
 from srcgrad.analysis.activity import names_in, primitive_of
 from srcgrad.errors import NonDifferentiableError, UnsupportedError
@@ -59,8 +60,9 @@ def _tag(stmts, origin):
 
 
 class ReverseAD:
-    def __init__(self, node, info, activity, namer, wrt, fixed, hook_names=()):
+    def __init__(self, node, info, activity, namer, wrt, fixed, hook_names=(), kinds=None):
         self.node = node
+        self.kinds = kinds   # analysis/kinds.py: which values are complex, which integer
         self.info = info
         self.act = activity
         self.namer = namer
@@ -388,9 +390,16 @@ class ReverseAD:
             db = self.d(base)
             if self.needs(s.value) and not anno.getanno(s, Static.NO_ADJOINT):
                 dv = self.d(s.value.id)
-                rev += self.flagged(replace(
-                    f"{dv} = {dv} + rt.unbroadcast(rt.take_grad({db}, INDEX), {s.value.id})",
-                    INDEX=index_value(index)))
+                grad = replace_expr(f"rt.unbroadcast(rt.take_grad({db}, INDEX), {s.value.id})",
+                                    INDEX=index_value(index))
+                base_kind = self.kind_of(name(base))
+                if base_kind not in (kinds_.FLOAT, kinds_.COMPLEX):
+                    # An array whose dtype is known only at run time: a store into an
+                    # integer array truncates (no gradient).
+                    grad = replace_expr(f"rt.dtype_grad(G, rt.array_dtype({base}), {s.value.id})", G=grad)
+                if base_kind != kinds_.FLOAT and self.kind_of(s.value) != kinds_.COMPLEX:
+                    grad = replace_expr(f"rt.real_like(G, {s.value.id})", G=grad)
+                rev += self.flagged(replace(f"{dv} = {dv} + G", G=grad))
             rev += replace(f"{db} = rt.zero_grad_at({db}, {base}, INDEX)", INDEX=index_value(index))
         rev.append(restore)
         return _tag(fwd, origin), _tag(rev, origin)
@@ -482,11 +491,35 @@ class ReverseAD:
             return replace(f"{dt} = rt.seq_add({dt}, G)", G=grad)
         return replace(f"{dt} = {dt} + G", G=grad)
 
+    def kind_of(self, node):
+        return kinds_.UNKNOWN if self.kinds is None else self.kinds.of(node)
+
+    def is_complex(self, value, args):
+        """Whether the statement computing ``value`` from ``args`` is certainly on complex values."""
+        return self.kinds is not None and any(
+            self.kinds.of(v) == kinds_.COMPLEX for v in [value] + args if not isinstance(v, gast.List))
+
+    def complex_rule(self, primitive, value, origin):
+        """The rule of ``primitive`` on complex values (rules/complex_rules.py), or refuse."""
+        rule = rules.lookup_complex(primitive)
+        if rule is None:
+            raise self.error(
+                origin, UnsupportedError,
+                f"srcgrad has no gradient for {_describe(primitive, value)} on complex values",
+                "Complex intermediates support + - * /, exp, abs, angle, real, imag, conj, sum, "
+                "mean, reshape, @ and np.fft.fft/ifft. Split the value into its real and imaginary "
+                "parts (z.real, z.imag) before this operation, or write a custom srcgrad.Function.")
+        return rule
+
     def apply_rule(self, primitive, args, kwargs, dy, y, origin, value):
         active = [a for a in list(args) + list(kwargs.values()) if self._any_needed(a)]
         if not active or rules.is_nondifferentiable(primitive):
             return []
-        rule = rules.lookup(primitive)
+        on_complex = self.is_complex(value, list(args) + list(kwargs.values()))
+        if on_complex:
+            rule = self.complex_rule(primitive, value, origin)
+        else:   # (np.imag of a real value has only its complex rule)
+            rule = rules.lookup(primitive) or rules.lookup_complex(primitive)
         if rule is None:
             what = _describe(primitive, value)
             raise self.error(
@@ -517,6 +550,8 @@ class ReverseAD:
         out = []
         if rule.builtin and templates.is_template(rule) and None not in arg_nodes.values():
             stmts, grads = templates.instantiate(rule, arg_nodes, self.namer, self.fixed)
+            stmts = [_NoDtypeCast().visit(st) for st in stmts]
+            grads = [None if g is None else _NoDtypeCast().visit(g) for g in grads]
             needed = [(p, g) for p, g in zip(params, grads)
                       if g is not None and self._any_needed(arg_nodes.get(p.name))]
             used = set()
@@ -530,7 +565,7 @@ class ReverseAD:
                     used |= names_in(st.value)
             out += keep
             for p, g in needed:
-                out += self.accumulate(arg_nodes[p.name], g)
+                out += self.accumulate(arg_nodes[p.name], self.real_part(arg_nodes[p.name], g, on_complex))
             return out
         # A rule that is not a template: called at run time.
         rule_name = self.namer.new(f"{rule.name}_rule")
@@ -546,8 +581,14 @@ class ReverseAD:
             if not self._any_needed(node):
                 continue
             grad = name(g) if single and k == 0 else replace_expr(f"{g}[{k}]")
-            out += self.accumulate(node, grad)
+            out += self.accumulate(node, self.real_part(node, grad, on_complex))
         return out
+
+    def real_part(self, node, grad, on_complex):
+        """``grad`` of ``node``, a real value that entered complex arithmetic: its real part."""
+        if on_complex and isinstance(node, gast.Name) and self.kind_of(node) != kinds_.COMPLEX:
+            return replace_expr(f"rt.real_like(G, {node.id})", G=grad)
+        return grad
 
     def _any_needed(self, node):
         if node is None:
@@ -555,6 +596,17 @@ class ReverseAD:
         if isinstance(node, (gast.List, gast.Tuple)):
             return any(self._any_needed(e) for e in node.elts)
         return self.needs(node)
+
+
+class _NoDtypeCast(gast.NodeTransformer):
+    """``rt.dtype_grad(g, None, x)`` (a rule's cast with no dtype given) is ``g``."""
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        if optimize.is_rt_call(node, "dtype_grad") and len(node.args) == 3 \
+                and isinstance(node.args[1], gast.Constant) and node.args[1].value is None:
+            return node.args[0]
+        return node
 
 
 def _store_counts(node):
@@ -806,7 +858,7 @@ def _copy_mutated(value, mutated):
 
 
 def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), optimized=True,
-          ranks=None, classes=None, scalar_reductions=False, fused=False):
+          ranks=None, classes=None, scalar_reductions=False, fused=False, kinds=None):
     """The forward and backward FunctionDefs for FunctionDef ``node``.
 
     ``scalar_reductions``: the caller broadcasts each parameter's gradient to its
@@ -820,7 +872,7 @@ def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), o
         output), ``tuple_output`` and ``unused`` (wrt names with no gradient).
     """
     taken_before = set(namer.taken)
-    ad = ReverseAD(node, info, activity, namer, wrt, fixed, hook_names)
+    ad = ReverseAD(node, info, activity, namer, wrt, fixed, hook_names, kinds)
     body = node.body[:-1]
     ret = node.body[-1]
     fwd, rev = ad.block(body)

@@ -1,0 +1,74 @@
+"""Rules on complex values, under JAX's convention (rules/__init__.py, "Complex values").
+
+For a real loss of a real input through complex intermediates the gradient is real
+and equals the finite-difference derivative: where a real value enters complex
+arithmetic (``z = 1j * x``), the reverse sweep keeps the real part of its cotangent
+(``rt.real_like``). With ``z = a + ib`` and ``dy`` the output's cotangent:
+
+* holomorphic and C-linear primitives (``+ - * /``, ``exp``, ``sum``, ``reshape``,
+  ``@``): their ordinary rule, ``dy * f'(z)``.
+* ``abs(z)``: ``dy * conj(z) / |z|`` (0 at 0).
+* ``angle(z)``: ``-1j * dy * conj(z) / |z|**2`` (0 at 0).
+* ``real(z)``: ``dy``; ``imag(z)``: ``-1j * dy``; ``conj(z)``: ``conj(dy)``.
+* ``np.fft.fft``/``ifft`` (no ``n``, no ``norm``): the DFT matrix is symmetric, so
+  the cotangent is the same transform of ``dy``.
+
+Every rule here also holds for a real operand (a real ``x`` in ``np.abs(x)`` gets
+``dy * x / |x| = dy * sign(x)``). Any other primitive on a complex value is
+refused at compile time (reverse.py), never differentiated with a real rule.
+"""
+
+import builtins
+import operator
+
+import numpy as np
+
+from srcgrad import runtime as rt
+from srcgrad.rules import Attribute, Method, complex_adjoint, complex_safe
+
+xp = None  # placeholder: the array namespace, bound in generated code
+
+complex_safe(
+    operator.add, operator.sub, operator.mul, operator.truediv, operator.neg, operator.pos,
+    np.add, np.subtract, np.multiply, np.divide, np.true_divide, np.negative, np.positive,
+    np.exp, np.sum, Method("sum"), np.mean, Method("mean"), np.reshape, Method("reshape"),
+    np.matmul, operator.matmul, np.real, Attribute("real"),
+    np.conj, np.conjugate, Method("conj"), Method("conjugate"),
+    np.copy, Method("copy"), np.array, np.asarray,
+)
+
+
+@complex_adjoint(np.absolute, np.abs, builtins.abs)
+def absolute(dy, y, x):
+    return dy * rt.conj_over(x, y)
+
+
+@complex_adjoint(np.angle)
+def angle(dy, y, z):
+    return -1j * dy * rt.conj_over(z, rt.abs2(z))
+
+
+@complex_adjoint(np.imag)
+def imag(dy, y, val):
+    return -1j * dy
+
+
+@complex_adjoint(Attribute("imag"))
+def imag_attribute(dy, y, self):
+    return -1j * dy
+
+
+@complex_adjoint(Method("astype"))
+def astype_method(dy, y, self, dtype):
+    """A cast from real to complex keeps the real part; complex to real: ``dy``."""
+    return rt.cast_like(rt.real_like(rt.dtype_grad(dy, dtype, self), self), self)
+
+
+@complex_adjoint(np.fft.fft)
+def fft(dy, y, a, n=None, axis=-1):
+    return rt.fft_vjp(dy, a, n, axis, False)
+
+
+@complex_adjoint(np.fft.ifft)
+def ifft(dy, y, a, n=None, axis=-1):
+    return rt.fft_vjp(dy, a, n, axis, True)
