@@ -23,7 +23,7 @@ import builtins
 import types
 
 from srcgrad import rules
-from srcgrad.parse import MISSING
+from srcgrad.parse import MISSING, value_kind_key
 
 
 class Guard:
@@ -36,7 +36,8 @@ class Guard:
         helper inlined into it (their ``reads`` are complete)."""
         checks, namespace = _Checks(), {"MISSING": MISSING, "BUILTINS": vars(builtins),
                                         "VERSION": rules.VERSION, "_same_items": _same_items,
-                                        "_contents": _contents}
+                                        "_contents": _contents,
+                                        "_kind": value_kind_key}
         code, defaults, kwdefaults, kwitems = _own(fn)
         checks.add("fn.__code__ is {} and fn.__defaults__ is {} and fn.__kwdefaults__ is {}",
                    code, defaults, kwdefaults)
@@ -71,6 +72,11 @@ class Guard:
                 else:   # a builtin, or a name defined nowhere
                     checks.add(f"{root!r} not in {{}} and BUILTINS.get({root!r}, MISSING) is {{}}",
                                info.globals, obj)
+            for root, key in info.kind_reads.items():   # a number or array: its kind only
+                if root in info.closure:
+                    checks.add("_kind({}.cell_contents) == {}", info.closure[root], key)
+                else:
+                    checks.add(f"_kind({{}}.get({root!r}, MISSING)) == {{}}", info.globals, key)
         self.source = ("def holds(fn):\n    try:\n        return (" +
                        "\n                and ".join(checks.lines) +
                        ")\n    except Exception:   # an emptied cell, an attribute that raises\n"

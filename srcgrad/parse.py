@@ -11,6 +11,7 @@ import textwrap
 from dataclasses import dataclass, field
 
 import gast
+import numpy
 
 from srcgrad import anno
 from srcgrad.errors import SourceNotFoundError, SrcgradError
@@ -45,6 +46,7 @@ class EntityInfo:
     extra: dict = field(default_factory=dict, repr=False)  # names srcgrad bound itself
 
     reads: dict = field(default_factory=dict, repr=False)  # dotted name -> what it denoted
+    kind_reads: dict = field(default_factory=dict, repr=False)  # name -> value_kind_key of it
 
     def resolve(self, name):
         """The live object ``name`` denotes in the function's scope.
@@ -82,6 +84,24 @@ class EntityInfo:
                 self.reads[path[:i + 1]] = MISSING
                 raise
             self.reads[path[:i + 1]] = obj
+        return obj
+
+    def peek(self, name):
+        """The live object ``name`` denotes, for a fact that depends only on its kind.
+
+        A plain number or array (``K = 2.0``, a global weight matrix) is recorded by
+        its type and dtype (``kind_reads``), not its identity: the generated code reads
+        the value itself when it runs, so rebinding it to another value of the same
+        kind needs no new compile. Anything else is recorded as ``resolve`` does.
+        """
+        try:
+            obj = self._lookup(name)
+        except NameError:
+            return self.resolve(name)   # records the name as missing, then raises
+        key = value_kind_key(obj)
+        if key is None or name in self.extra:
+            return self.resolve(name)
+        self.kind_reads[name] = key
         return obj
 
     def _lookup(self, name):
@@ -193,3 +213,13 @@ def _annotate_origins(node, info):
             origin = info.origin(child)
             if origin is not None:
                 anno.setanno(child, anno.Static.ORIGIN, origin)
+
+
+_PLAIN_VALUES = (bool, int, float, complex, numpy.number, numpy.bool_, numpy.ndarray)
+
+
+def value_kind_key(obj):
+    """(type, dtype) of a plain number or NumPy array, else None (guard.py compares it)."""
+    if isinstance(obj, _PLAIN_VALUES):
+        return type(obj), getattr(obj, "dtype", None)
+    return None

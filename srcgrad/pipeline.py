@@ -132,7 +132,7 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None):
                              f"{fn.__qualname__}")
     aliasing.check(node, info, namer.display)
     # The wrt parameters hold floats: api refuses integer and complex inputs.
-    kind_map = kinds.infer(node, {n: kinds.FLOAT for n in names}, info.resolve)
+    kind_map = kinds.infer(node, {n: kinds.FLOAT for n in names}, info.peek)
     act = activity.resolve(node, names, kind_map)
     fixed = {"xp": "xp", "rt": "rt"}
     for hooked in hook_names:

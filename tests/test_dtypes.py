@@ -436,3 +436,30 @@ def abs_of_rotated(x):
 def test_a_second_derivative_through_complex_values_is_refused_not_wrong():
     with pytest.raises(sg.UnsupportedError, match="complex values"):
         sg.grad(sg.grad(abs_of_rotated))(np.array([2.6]))
+
+
+STORE_TARGET = np.array([1, 2])
+
+
+def store_into_global_copy(x):
+    y = STORE_TARGET * 1
+    y[0] = x[0]
+    return np.sum(y * x)
+
+
+def test_a_global_array_rebound_to_another_dtype_recompiles_and_one_of_the_same_kind_does_not():
+    global STORE_TARGET
+    x = np.array([1.5, 2.5])
+    try:
+        STORE_TARGET = np.array([1, 2])          # int: the store truncates, no gradient through it
+        g = sg.grad(store_into_global_copy)
+        np.testing.assert_allclose(g(x), [1.0, 2.0])
+        compiled = g.compiled
+        STORE_TARGET = np.array([3, 4])          # same kind: the same gradient is reused
+        np.testing.assert_allclose(g(x), [1.0, 4.0])
+        assert sg.grad(store_into_global_copy).compiled is compiled
+        STORE_TARGET = np.array([1.0, 2.0])      # float now: the store carries x[0]'s gradient
+        np.testing.assert_allclose(g(x), [3.0, 2.0])
+        assert sg.gradcheck(store_into_global_copy, (x,))
+    finally:
+        STORE_TARGET = np.array([1, 2])
