@@ -1016,6 +1016,12 @@ def dot_grad_b(dy, a, b):
     return xp.moveaxis(g, 0, -2)
 
 
+def inner_axes(a, b):
+    """The ``tensordot`` axes of ``inner(a, b)``: the last of each, none for a scalar."""
+    na, nb = numpy.ndim(a), numpy.ndim(b)
+    return ((na - 1,), (nb - 1,)) if na and nb else 0
+
+
 def _tensordot_axes(a, b, axes):
     if isinstance(axes, int):
         return list(range(a.ndim - axes, a.ndim)), list(range(axes))
@@ -1028,6 +1034,7 @@ def _tensordot_axes(a, b, axes):
 def tensordot_grad_a(dy, a, b, axes=2):
     """Gradient of ``tensordot(a, b, axes)`` with respect to ``a``."""
     xp = namespace(dy, a, b)
+    a, b = xp.asarray(a), xp.asarray(b)  # a Python number is a 0-d operand
     a_axes, b_axes = _tensordot_axes(a, b, axes)
     a_free = [i for i in range(a.ndim) if i not in a_axes]
     b_free = [i for i in range(b.ndim) if i not in b_axes]
@@ -1039,6 +1046,7 @@ def tensordot_grad_a(dy, a, b, axes=2):
 def tensordot_grad_b(dy, a, b, axes=2):
     """Gradient of ``tensordot(a, b, axes)`` with respect to ``b``."""
     xp = namespace(dy, a, b)
+    a, b = xp.asarray(a), xp.asarray(b)  # a Python number is a 0-d operand
     a_axes, b_axes = _tensordot_axes(a, b, axes)
     a_free = [i for i in range(a.ndim) if i not in a_axes]
     b_free = [i for i in range(b.ndim) if i not in b_axes]

@@ -251,6 +251,11 @@ for f in (np.true_divide, np.divide):
     add(C(f, r(3, 1), p(4)))
 for f in (np.power, np.float_power):
     add(C(f, p(3, 1), r(4)))
+# Exponent 0 at base 0: the slope is exactly 0 (not 0 * 0 ** -1); the exponent's
+# gradient is 0 where the base is 0 and the exponent positive (JAX's convention).
+add(C(np.power, np.array([0.0, 0.0, 1.5]), np.array([0.0, 2.0, 0.0]), _wrt=[0]),
+    C(operator.pow, 0.0, 0.0, _wrt=[0]), C(operator.pow, 0.0, 2, _wrt=[0]),
+    C(np.power, np.array([0.0, 1.5]), np.array([2.0, 0.7]), _wrt=[1]))
 for f in (np.mod, np.remainder, np.fmod):
     add(C(f, p(3, 1) * 3.1 + 0.05, p(4)))
 add(
@@ -384,10 +389,12 @@ add(
     C(M("dot"), r(3, 4), r(4, 2)), C(M("dot"), r(4), r(4)),
     C(np.vdot, r(3, 4), r(3, 4)), C(np.vdot, r(6), r(2, 3)),
     C(np.inner, r(4), r(4)), C(np.inner, r(2, 3, 4), r(5, 4)), C(np.inner, r(3, 4), r(4)),
-    C(np.outer, r(3), r(4)), C(np.outer, r(2, 2), r(3)),
+    C(np.inner, r(3, 4), 1.5), C(np.inner, 0.7, r(2, 3)), C(np.inner, 0.7, 1.5),
+    C(np.outer, r(3), r(4)), C(np.outer, r(2, 2), r(3)), C(np.outer, r(3), 1.5),
     C(np.tensordot, r(3, 4, 5), r(4, 5, 2)), C(np.tensordot, r(3, 4, 5), r(5, 3), axes=([0, 2], [1, 0])),
     C(np.tensordot, r(3, 4), r(2, 5), 0), C(np.tensordot, r(3, 4, 5), r(5, 4), ((1, 2), (1, 0))),
-    C(np.tensordot, r(3, 4), r(4, 2), axes=1),
+    C(np.tensordot, r(3, 4), r(4, 2), axes=1), C(np.tensordot, r(3, 4), 0.5, axes=0),
+    C(np.tensordot, 1.5, r(2, 3), axes=0),
     C(np.einsum, "ij,jk->ik", r(3, 4), r(4, 5)), C(np.einsum, "ij,jk", r(3, 4), r(4, 5)),
     C(np.einsum, "ii->i", r(4, 4)), C(np.einsum, "ii", r(4, 4)), C(np.einsum, "ij->", r(3, 4)),
     C(np.einsum, "ij->i", r(3, 4)), C(np.einsum, "i,i->", r(4), r(4)), C(np.einsum, "i,j->ij", r(3), r(4)),
@@ -653,6 +660,9 @@ def _template_problems(function):
                 and isinstance(stmt.targets[0], ast.Name)):
             problems.append(f"line {stmt.lineno}: not a simple assignment to a name")
             continue
+        if stmt.targets[0].id in allowed - {"xp", "rt"} and stmt.targets[0].id in {
+                a.arg for a in fdef.args.args + fdef.args.kwonlyargs + fdef.args.posonlyargs}:
+            problems.append(f"line {stmt.lineno}: assigns to the parameter {stmt.targets[0].id!r}")
         allowed.add(stmt.targets[0].id)
     forbidden = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp,
                  ast.IfExp, ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Await, ast.If,

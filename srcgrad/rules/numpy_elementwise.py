@@ -109,7 +109,10 @@ def reciprocal(dy, y, x):
 
 @adjoint(np.power, np.float_power, operator.pow)
 def power(dy, y, x1, x2):
-    return (rt.unbroadcast(dy * x2 * x1 ** (x2 - 1), x1),
+    """``x2 * x1 ** (x2 - 1)``, exactly 0 where ``x2 == 0`` (even at ``x1 == 0``, where
+    ``x1 ** -1`` is infinite): the exponent is raised to 0 there. The exponent's gradient
+    ``y * log(x1)`` is 0 where ``x1 <= 0`` (JAX's convention at ``x1 == 0``)."""
+    return (rt.unbroadcast(dy * x2 * x1 ** (x2 - 1 + (x2 == 0)), x1),
             rt.unbroadcast(dy * y * rt.log_or_zero(x1), x2))
 
 

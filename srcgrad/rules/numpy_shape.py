@@ -284,9 +284,9 @@ def vdot(dy, y, a, b):
 
 @adjoint(np.inner)
 def inner(dy, y, a, b):
-    dy = xp.asarray(dy)  # CuPy's tensordot takes no Python float
-    return (xp.tensordot(dy, b, axes=b.ndim - 1),
-            xp.tensordot(dy, a, axes=(tuple(range(a.ndim - 1)), tuple(range(a.ndim - 1)))))
+    """``tensordot`` over the last axes of both (a scalar operand: a product)."""
+    axes = rt.inner_axes(a, b)
+    return rt.tensordot_grad_a(dy, a, b, axes), rt.tensordot_grad_b(dy, a, b, axes)
 
 
 @adjoint(np.outer)
