@@ -21,6 +21,7 @@ import math
 import operator
 import textwrap
 import types
+import warnings
 
 import numpy as np
 import pytest
@@ -307,6 +308,12 @@ add(
     C(M("prod"), A * 0.3 + 1, axis=0),
     C(np.var, A, axis=1, ddof=1), C(np.std, A, ddof=1), C(M("var"), A, axis=0),
     C(M("std"), A, axis=(1, 2), keepdims=True), C(M("std"), A, ddof=2),
+    # A zero std is a kink: its gradient is 0, like norm's at 0 (central differences
+    # of |t| * std(v) are 0 too). Equal entries are exact binary fractions, so that
+    # their mean, and their std, is exactly what it is on paper.
+    C(np.std, np.array([[1.5], [-0.3]]), axis=1), C(np.std, 0.7), C(np.std, np.array([0.4])),
+    C(np.std, np.array([[0.5, 0.5, 0.5], [0.2, -0.3, 1.0]]), axis=1, keepdims=True),
+    C(M("std"), np.array([[0.5, 1.0], [0.5, -2.0]]), axis=0),
     C(np.average, A), C(np.average, A, axis=1, weights=p(3, 4, 5)),
     C(np.average, A, axis=1, weights=p(4)), C(np.average, A, axis=(0, 2), weights=p(3, 5)),
     C(np.average, A, axis=2, weights=p(5), keepdims=True),
@@ -718,6 +725,30 @@ def test_max_ties_split_evenly():
     rule = R.lookup(builtins.max)
     g = call_rule(rule, 1.0, 2.0, [2.0, 1.0, 2.0])
     assert g == [[0.5, 0.0, 0.5]]
+
+
+def test_empty_reductions_give_empty_gradients():
+    for prim, kwargs in ((np.mean, {}), (np.var, {}), (np.std, {}), (M("mean"), {}),
+                         (M("var"), {}), (M("std"), {}), (np.mean, {"axis": 1}),
+                         (np.std, {"axis": 1, "keepdims": True})):
+        for a in (np.zeros(0), np.zeros((2, 0))):
+            if "axis" in kwargs and a.ndim < 2:
+                continue
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # NumPy's "mean of empty slice"
+                y = Case(prim).call([a], kwargs)
+                g = call_rule(R.lookup(prim), np.ones_like(y) if np.ndim(y) else 1.0, y, a, **kwargs)
+            assert np.shape(g) == a.shape, (prim, kwargs, a.shape)
+
+
+def test_variance_with_ddof_at_least_n_is_not_finite_like_its_value():
+    a = np.array([0.3, 1.2])
+    for prim in (np.var, np.std):
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            y = prim(a, ddof=2)
+            g = call_rule(R.lookup(prim), 1.0, y, a, ddof=2)
+        assert not np.isfinite(y) and not np.isfinite(g).any(), (prim, y, g)
 
 
 def test_float_rules_keep_python_floats():

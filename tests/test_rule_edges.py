@@ -1,0 +1,116 @@
+"""Rules at their edges, through the compiler (issue 11: no silently wrong gradient).
+
+tests/test_rules.py checks each rule's template as a plain function; these run
+the generated gradient, where a template is inlined and optimized, on the points
+where a rule used to give NaN, raise, or drop the gradient: exponents of 0 at a
+base of 0, empty and constant reductions, scalar operands of the products.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import srcgrad as sg
+from srcgrad.testing import check_grads
+
+
+def _quiet(fn, *args):
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return fn(*args)
+
+
+# ----- power -----
+
+
+def _power_zero(x):
+    return np.sum(np.power(x, 0.0) + x ** 0 + x ** 1 + x ** 2)
+
+
+def _power_both(x, b):
+    return np.sum(np.power(x, b))
+
+
+def test_a_zero_exponent_has_slope_zero_even_at_a_zero_base():
+    x = np.array([0.0, 0.0, 1.5])
+    np.testing.assert_array_equal(sg.grad(_power_zero)(x), 1 + 2 * x)
+    assert sg.grad(_power_zero)(0.0) == 1.0
+
+
+def test_the_exponent_gradient_at_a_zero_base_is_zero():
+    x, b = np.array([0.0, 0.0, 2.0]), np.array([0.0, 3.0, 1.5])
+    dx, db = sg.grad(_power_both, wrt=(0, 1))(x, b)
+    np.testing.assert_allclose(dx, [0.0, 0.0, 1.5 * 2.0 ** 0.5])
+    np.testing.assert_allclose(db, [0.0, 0.0, 2.0 ** 1.5 * np.log(2.0)])
+
+
+# ----- reductions -----
+
+
+def _mean_of_all(x):
+    return np.mean(x)
+
+
+def _mean_of_a_prefix(x, n):
+    return np.sum(x) + np.mean(x[:n]) * 0.0
+
+
+def _std_rows(x):
+    return np.sum(np.std(x, axis=1))
+
+
+def _std_of_first(x):
+    return np.std(x[:1]) + np.sum(x)
+
+
+def _var_of_all(x):
+    return np.var(x)
+
+
+def _std_of_all(x):
+    return np.std(x)
+
+
+@pytest.mark.parametrize("fn", [_mean_of_all, _var_of_all, _std_of_all])
+def test_an_empty_reduction_gives_an_empty_gradient(fn):
+    g = _quiet(sg.grad(fn), np.zeros(0))
+    assert g.shape == (0,)
+
+
+def test_an_empty_slice_of_a_mean_contributes_no_gradient():
+    g = _quiet(sg.grad(_mean_of_a_prefix), np.array([0.5, 1.0, 2.0]), 0)
+    np.testing.assert_array_equal(g, [1.0, 1.0, 1.0])
+
+
+def test_the_std_of_equal_entries_has_gradient_zero():
+    np.testing.assert_array_equal(sg.grad(_std_of_first)(np.array([0.3, 1.0])), [1.0, 1.0])
+    x = np.array([[0.5, 0.5, 0.5], [0.2, -0.3, 1.0]])
+    g = sg.grad(_std_rows)(x)
+    np.testing.assert_array_equal(g[0], 0.0)
+    check_grads(_std_rows, (x[1:],))
+
+
+# ----- products -----
+
+
+def _inner_self(x):
+    return np.inner(x, x)
+
+
+def _inner_scalar(x):
+    return np.sum(np.inner(x, 2.0) ** 2)
+
+
+def _tensordot_scalar(x):
+    return np.sum(np.tensordot(x, 0.5, axes=0) * x)
+
+
+def _outer_scalar(x):
+    return np.sum(np.outer(x, 3.0) ** 2)
+
+
+@pytest.mark.parametrize("fn", [_inner_self, _inner_scalar, _tensordot_scalar, _outer_scalar])
+def test_products_with_scalar_operands_match_finite_differences(fn):
+    check_grads(fn, (np.array([0.9, -1.3, 2.1]),))
+    check_grads(fn, (0.7,))
