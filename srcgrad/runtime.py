@@ -210,8 +210,8 @@ def unreduce(g, x, axis=None, keepdims=False):
 def unreduce_like(value, x, axis=None, keepdims=False):
     """``value`` (a reduction result) reshaped so it broadcasts against ``x``."""
     shape = getattr(x, "shape", ())
-    if not shape or keepdims or axis is None:
-        return value
+    if not shape or keepdims or axis is None or not getattr(value, "ndim", 0):
+        return value  # a scalar broadcasts as it is
     xp = namespace(x, value)
     return xp.expand_dims(value, normalize_axis(axis, len(shape)))
 
@@ -797,6 +797,34 @@ def _fill_missing(xp, dys, ys):
             d = xp.broadcast_to(xp.asarray(d), shape)
         out.append(d)
     return out
+
+
+def linspace_weights(y, num, endpoint=True, axis=0):
+    """Where each sample of ``linspace(start, stop, num, endpoint, axis=axis)`` (``y``)
+    lies between ``start`` (0) and ``stop`` (1), shaped to broadcast against ``y``."""
+    xp = namespace(y)
+    ndim = max(getattr(y, "ndim", 1), 1)
+    shape = [1] * ndim
+    shape[axis % ndim] = num
+    return xp.reshape(xp.linspace(0.0, 1.0, num, endpoint=endpoint), shape)
+
+
+def meshgrid_vjp(dys, xi, indexing="xy"):
+    """Gradients of ``meshgrid(*xi, indexing=...)``: a list, one per input, each the
+    sum of its grid's cotangent over the other axes (a missing one counts as 0)."""
+    n = len(xi)
+    grads = []
+    for k, x in enumerate(xi):
+        g = dys[k] if isinstance(dys, (list, tuple)) else dys
+        if g is None or (not is_array(g) and isinstance(g, (int, float)) and g == 0):
+            grads.append(0.0)
+            continue
+        xp = namespace(g, x)
+        g = xp.asarray(g)
+        axis = (1 - k if k < 2 else k) if indexing == "xy" and n >= 2 else k
+        g = xp.sum(g, axis=tuple(i for i in range(g.ndim) if i != axis))
+        grads.append(xp.reshape(g, shape_of(x)))
+    return grads
 
 
 def split_vjp(dys, ys, axis=0):

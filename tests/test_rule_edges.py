@@ -114,3 +114,58 @@ def _outer_scalar(x):
 def test_products_with_scalar_operands_match_finite_differences(fn):
     check_grads(fn, (np.array([0.9, -1.3, 2.1]),))
     check_grads(fn, (0.7,))
+
+
+# ----- sample grids -----
+
+
+def _linspace_sum(x):
+    return np.sum(np.linspace(0, x, 5))
+
+
+def _linspace_all(x, y):
+    return np.sum(np.linspace(x, y, 4, endpoint=False, axis=-1) ** 2)
+
+
+def _logspace(x, a):
+    return np.sum(np.logspace(x, 0.5, 3, base=a))
+
+
+def _geomspace(x):
+    return np.sum(np.geomspace(x, 2.5 * x + 3.0, 4) ** 2)
+
+
+def _meshgrid(x, y):
+    gx, gy = np.meshgrid(x, y)
+    return np.sum(gx * gy ** 2)
+
+
+def _meshgrid_one_used(x, y):
+    gx, gy = np.meshgrid(x, y, indexing="ij", sparse=True)
+    return np.sum(np.sin(gx))
+
+
+def _linspace_retstep(x):
+    samples, step = np.linspace(0.0, x, 5, retstep=True)
+    return np.sum(samples) + step
+
+
+def test_linspace_is_differentiable_in_its_endpoints():
+    assert sg.grad(_linspace_sum)(1.0) == 2.5   # 0 + 1/4 + 2/4 + 3/4 + 1
+    x, y = np.array([0.9, -1.3, 2.1]), np.array([[1.4], [0.6]])
+    check_grads(_linspace_all, (x, y), wrt=(0, 1))
+
+
+def test_logspace_geomspace_and_meshgrid_match_finite_differences():
+    check_grads(_logspace, (np.array([0.9, -1.3, 0.1]), 1.7), wrt=(0, 1))
+    check_grads(_geomspace, (0.7,))
+    check_grads(_geomspace, (np.array([0.9, 1.3]),))
+    x, y = np.array([0.9, -1.3, 2.1]), np.array([1.4, 0.6])
+    check_grads(_meshgrid, (x, y), wrt=(0, 1))
+    check_grads(_meshgrid_one_used, (x, y), wrt=0)
+    np.testing.assert_array_equal(sg.grad(_meshgrid_one_used, wrt=1)(x, y), 0.0)
+
+
+def test_linspace_with_retstep_is_refused_not_dropped():
+    with pytest.raises(sg.UnsupportedError, match="retstep"):
+        sg.grad(_linspace_retstep)(1.0)

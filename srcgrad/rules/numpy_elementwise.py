@@ -29,8 +29,7 @@ nondifferentiable(
     np.bitwise_and, np.bitwise_or, np.bitwise_xor, np.invert, np.left_shift,
     np.right_shift, np.gcd, np.lcm,
     np.zeros_like, np.ones_like, np.empty_like, np.zeros, np.ones, np.empty,
-    np.arange, np.linspace, np.logspace, np.geomspace, np.eye, np.identity,
-    np.tri, np.indices, np.meshgrid,
+    np.arange, np.eye, np.identity, np.tri, np.indices,
     Method("round"), Method("__round__"),
 )
 
@@ -381,6 +380,33 @@ def full(dy, y, shape, fill_value, dtype=None):
 def full_like(dy, y, a, fill_value, dtype=None):
     """The result does not depend on ``a``'s values: only ``fill_value`` gets a gradient."""
     return None, rt.unbroadcast(dy, fill_value), None
+
+
+@adjoint(np.linspace)
+def linspace(dy, y, start, stop, num=50, endpoint=True, *, axis=0):
+    """``start + (stop - start) * t``. ``retstep`` and ``dtype`` are not supported."""
+    t = rt.linspace_weights(y, num, endpoint, axis)
+    return (rt.unbroadcast(xp.sum(dy * (1 - t), axis=axis), start),
+            rt.unbroadcast(xp.sum(dy * t, axis=axis), stop), None, None, None)
+
+
+@adjoint(np.logspace)
+def logspace(dy, y, start, stop, num=50, endpoint=True, base=10.0, *, axis=0):
+    """``base ** linspace(start, stop)``. ``dtype`` is not supported."""
+    t = rt.linspace_weights(y, num, endpoint, axis)
+    g = dy * y * rt.unreduce_like(xp.log(base), y, axis)
+    e = xp.linspace(start, stop, num, endpoint=endpoint, axis=axis)
+    return (rt.unbroadcast(xp.sum(g * (1 - t), axis=axis), start),
+            rt.unbroadcast(xp.sum(g * t, axis=axis), stop), None, None,
+            rt.unbroadcast(xp.sum(dy * y * e, axis=axis) / base, base), None)
+
+
+@adjoint(np.geomspace)
+def geomspace(dy, y, start, stop, num=50, endpoint=True, *, axis=0):
+    """``start * (stop / start) ** t``. ``dtype`` is not supported."""
+    t = rt.linspace_weights(y, num, endpoint, axis)
+    return (rt.unbroadcast(xp.sum(dy * y * (1 - t), axis=axis) / start, start),
+            rt.unbroadcast(xp.sum(dy * y * t, axis=axis) / stop, stop), None, None, None)
 
 
 @adjoint(Method("astype"))

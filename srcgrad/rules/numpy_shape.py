@@ -201,6 +201,12 @@ def append(dy, y, arr, values, axis=None):
     return g[0], g[1], None
 
 
+@adjoint(np.meshgrid)
+def meshgrid(dy, y, *xi, copy=True, sparse=False, indexing="xy"):
+    """``dy`` is a sequence (one cotangent per grid); ``xi`` gets a list of gradients."""
+    return rt.meshgrid_vjp(dy, xi, indexing)
+
+
 @adjoint(np.split, np.array_split)
 def split(dy, y, ary, indices_or_sections, axis=0):
     """``dy`` and ``y`` are lists (one entry per piece)."""

@@ -12,7 +12,7 @@ Helpers without a rule (``prod_others``, ``cumprod_vjp``, ``einsum_vjp``,
 ``norm_vjp``, ``solve_vjp``, ``cholesky_vjp``, ``kron_vjp``, ``convolve_vjp``,
 ``matrix_power_vjp``, ``append_vjp``, ``array_vjp``, the ``*stack_vjp`` of
 hstack/vstack/dstack/column_stack, ``builtin_sum_vjp``, ``minmax_vjp``,
-``hypot_vjp``, ``pad_constant_vjp``) make a second derivative through those
+``hypot_vjp``, ``pad_constant_vjp``, ``meshgrid_vjp``) make a second derivative through those
 primitives a compile-time error, never a wrong number.
 
 ``rt.log_or_zero`` IS differentiable (d/da log(a) = 1/a for a > 0): a second
@@ -27,7 +27,7 @@ xp = None  # placeholder: the array namespace, bound in generated code
 nondifferentiable(
     rt.namespace, rt.is_array, rt.shape_of, rt.normalize_axis, rt.reduction_size,
     rt.zeros_like, rt.owned_zeros, rt.sign, rt.clip_below, rt.clip_above, rt.inverse_axes,
-    rt.method_axes, rt.method_shape, rt.inner_axes, rt.negate_shift, rt.pad_adjoint_mode,
+    rt.method_axes, rt.method_shape, rt.inner_axes, rt.linspace_weights, rt.negate_shift, rt.pad_adjoint_mode,
     # only ever feeds rt.clip_below/clip_above (masks) in the clip rule
     rt.either,
     # control of the generated code: the default seed is a constant, has_grad a test
