@@ -64,7 +64,7 @@ def normalize(fn, stack=()):
     bindings = {}
     node = _rename_reserved(node, info, namer, bindings)
     node = canonicalize.transform(node, info, namer)  # before ANF: it introduces flags and indexing
-    node = anf.transform(node, info, namer)
+    node = anf.transform(node, info, namer, bindings)
     node, inlined = inline.transform(node, info, namer, stack or (fn.__code__,))
     bindings.update(inlined)
     node._srcgrad_namer = namer
@@ -108,6 +108,8 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None):
                              f"{fn.__qualname__}")
     aliasing.check(node, info, namer.display)
     act = activity.resolve(node, names)
+    if anf.as_array_arguments(node, act.sequences, info, namer, bindings):
+        act = activity.resolve(node, names)   # np.mean(values) of a list: now of an array
     fixed = {"xp": "xp", "rt": "rt"}
     for hooked in hook_names:
         if hooked not in user_locals:

@@ -842,14 +842,36 @@ def split_vjp(dys, ys, axis=0):
 
 def stack_vjp(dy, arrays, axis=0):
     """Gradient of ``stack(arrays, axis)``: a list, one gradient per array."""
+    if not isinstance(arrays, (list, tuple)):
+        return dy   # rt.as_array of an array: the array itself
     xp = namespace(dy)
     dy = xp.asarray(dy)
     moved = xp.moveaxis(dy, axis % dy.ndim, 0)
-    return [moved[i] for i in range(len(arrays))]
+    return [_nested(moved[i], a) for i, a in enumerate(arrays)]
+
+
+def _nested(g, value):
+    """``g`` split like ``value`` where that is a list or tuple (stacked by NumPy)."""
+    if isinstance(value, (list, tuple)):
+        return [_nested(g[j], v) for j, v in enumerate(value)]
+    return g
+
+
+def as_array(seq):
+    """The array NumPy makes of a list or tuple of equally shaped values (``np.asarray``):
+    what a rule expecting an array is given for ``np.mean([x, y])`` or ``np.sum(values)``."""
+    if not isinstance(seq, (list, tuple)):
+        return seq   # a name that held a list and now holds an array
+    if not seq:
+        return numpy.asarray(seq, dtype=numpy.float64)
+    xp = namespace(*seq)
+    return xp.stack([as_array(v) if isinstance(v, (list, tuple)) else v for v in seq])
 
 
 def stack_fill(dzs, arrays, axis=0):
     """``stack`` of per-array gradients, zeros for missing ones (adjoint of stack_vjp)."""
+    if not isinstance(arrays, (list, tuple)):
+        return dzs
     xp = namespace(*[d for d in dzs if d is not None], *arrays)
     return xp.stack(_fill_missing(xp, dzs, arrays), axis=axis)
 

@@ -128,6 +128,20 @@ def is_template(rule):
     return _parse_rule(rule.function) is not None
 
 
+def array_parameters(rule):
+    """Names of the parameters a built-in template rule differentiates as arrays:
+    those with a gradient entry, less var-positional ones and the rule's sequences."""
+    parsed = _parse_rule(rule.function) if rule.builtin else None
+    if parsed is None:
+        return frozenset()
+    result = parsed[0][-1].value
+    entries = result.elts if isinstance(result, gast.Tuple) else [result]
+    return frozenset(
+        p.name for p, g in zip(rule.params, entries)
+        if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+        and not (isinstance(g, gast.Constant) and g.value is None) and p.name not in rule.sequences)
+
+
 _FOLDABLE = {gast.Add: lambda a, b: a + b, gast.Sub: lambda a, b: a - b,
              gast.Mult: lambda a, b: a * b}
 

@@ -169,3 +169,113 @@ def test_logspace_geomspace_and_meshgrid_match_finite_differences():
 def test_linspace_with_retstep_is_refused_not_dropped():
     with pytest.raises(sg.UnsupportedError, match="retstep"):
         sg.grad(_linspace_retstep)(1.0)
+
+
+# ----- lists and tuples where a rule expects an array -----
+# NumPy makes an array of them (np.asarray, here np.stack of the elements).
+
+
+def _mean_of_list(x):
+    return np.mean([x, x + 2])
+
+
+def _reductions_of_lists(x, y):
+    return (np.max([x, y + 0.5]) + np.std((x, 2 * y)) + np.var([x * y, y], ddof=1)
+            + np.prod([x, y, 1.5]) + np.min((x, y)) + np.linalg.norm([x, y]))
+
+
+def _arrays_in_lists(x, y):
+    return (np.max([x, y + 0.5]) + np.std((x, 2 * y)) + np.linalg.norm([x, y])
+            + np.sum(np.mean([x, y], axis=0) ** 2))
+
+
+def _functions_of_lists(x, y):
+    return np.sum(np.sin([x, y]) * np.array([1.0, 2.0])) + np.dot([x, y], [y, 3.0])
+
+
+def _nested_and_mixed(x, y):
+    return (np.sum([[x, y], [y, 1.0]]) * np.sum([x, 1.0])
+            + np.sum(np.diag([x, y]) @ np.array([1.0, x])))
+
+
+def _second_order(x, y):
+    return (np.max([x, y + 0.5]) * np.std((x, 2 * y))
+            + np.var([x * y, y], ddof=1) * np.sum([x, y, 1.5]))
+
+
+def _appended(x):
+    values = []
+    for i in range(3):
+        values.append(x * (i + 1))
+    return np.sum(values) + np.mean(values) ** 2 + np.max(values) * np.std(values)
+
+
+def _appended_then_array(x, w):
+    values = []
+    for i in range(3):
+        values.append(x * i)
+    values = np.array(values)
+    return np.sum(values * w)
+
+
+def _list_joined(x, y):
+    acc = [x]
+    acc = acc + [y * 2]
+    return acc[0] * acc[1]
+
+
+def _array_times_list(a, x, y):
+    return np.sum(a * [x, y])
+
+
+def _list_repeated(x):
+    values = [x, 2 * x]
+    return np.sum(values * 2)
+
+
+def _sequences_stay_sequences(x, y):
+    return (np.sum(sum([x, y]) * x) + np.sum(np.stack([x, y]) ** 2)
+            + np.sum(np.concatenate([x, y])) + max(x[0], y[0]))
+
+
+def _mean_in_helper(a, b):
+    return np.mean([a, b * 2])
+
+
+def _calls_a_helper(x, y):
+    return _mean_in_helper(x, y) ** 2
+
+
+def test_a_list_argument_is_the_array_numpy_makes_of_it():
+    assert sg.grad(_mean_of_list)(1.0) == 1.0
+    np.testing.assert_array_equal(sg.grad(_mean_of_list)(np.zeros(2)), [0.5, 0.5])
+    a, b = 0.7, -1.3
+    for fn in (_reductions_of_lists, _functions_of_lists, _nested_and_mixed, _calls_a_helper):
+        check_grads(fn, (a, b), wrt=(0, 1))
+    x, y = np.array([0.9, -1.3, 2.1]), np.array([1.4, 0.6, -0.8])
+    for fn in (_arrays_in_lists, _sequences_stay_sequences, _calls_a_helper):
+        check_grads(fn, (x, y), wrt=(0, 1))
+
+
+def test_a_list_built_with_append_is_the_array_numpy_makes_of_it():
+    # 6x + (2x)**2 + 3x * x * std([1, 2, 3])
+    assert sg.grad(_appended)(0.7) == pytest.approx(6 + 8 * 0.7 + 6 * 0.7 * np.std([1.0, 2.0, 3.0]))
+    check_grads(_appended, (0.7,))
+    check_grads(_appended, (np.array([0.9, -1.3]),))
+    check_grads(_appended_then_array, (0.7, np.array([1.0, 2.0, 3.0])), wrt=(0, 1))
+
+
+@pytest.mark.parametrize("fn, args", [(_list_joined, (0.7, -1.3)),
+                                      (_array_times_list, (np.array([1.5, -0.5]), 0.7, -1.3)),
+                                      (_list_repeated, (0.7,))])
+def test_operators_on_lists_are_refused(fn, args):
+    with pytest.raises(sg.UnsupportedError, match="list or tuple"):
+        sg.grad(fn, wrt=tuple(range(len(args))))(*args)
+
+
+def test_a_list_argument_has_a_second_derivative():
+    from srcgrad.testing import gradgradcheck
+
+    assert gradgradcheck(_second_order, (0.7, -1.3), wrt=0)
+    assert gradgradcheck(_nested_and_mixed, (0.7, -1.3), wrt=1)
+

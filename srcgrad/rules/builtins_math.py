@@ -49,7 +49,7 @@ def builtin_pow(dy, y, base, exp, mod=None):
             rt.unbroadcast(dy * y * rt.log_or_zero(base), exp), None)
 
 
-@adjoint(builtins.sum)
+@adjoint(builtins.sum, sequences=("iterable",))
 def builtin_sum(dy, y, iterable, start=0):
     return rt.builtin_sum_vjp(dy, iterable), rt.unbroadcast(dy, start)
 
@@ -219,7 +219,7 @@ def math_erfc(dy, y, x):
     return -dy * 1.1283791670955126 * rt.exp(-x * x)
 
 
-@adjoint(math.fsum)
+@adjoint(math.fsum, sequences=("seq",))
 def math_fsum(dy, y, seq):
     return rt.builtin_sum_vjp(dy, seq)
 

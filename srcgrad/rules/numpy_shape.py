@@ -16,7 +16,7 @@ import operator
 import numpy as np
 
 from srcgrad import runtime as rt
-from srcgrad.rules import Attribute, Method, adjoint, nondifferentiable
+from srcgrad.rules import Attribute, Method, adjoint, nondifferentiable, returns_sequence
 
 xp = None  # placeholder: the array namespace, bound in generated code
 
@@ -24,6 +24,7 @@ nondifferentiable(
     np.triu_indices, np.tril_indices, np.diag_indices, np.unravel_index,
     np.ravel_multi_index, np.broadcast_shapes,
 )
+returns_sequence(np.split, np.array_split, np.meshgrid)
 
 # ----- Reshaping -----
 
@@ -151,13 +152,13 @@ def rot90(dy, y, m, k=1, axes=(0, 1)):
 # ----- Copies and conversions -----
 
 
-@adjoint(np.array)
+@adjoint(np.array, sequences=("object",))
 def array(dy, y, object, dtype=None, *, copy=True):
     """A list of arrays or numbers gets a list of gradients (the same nesting)."""
     return rt.array_vjp(dy, object)
 
 
-@adjoint(np.asarray, np.asanyarray, np.ascontiguousarray, np.asfortranarray)
+@adjoint(np.asarray, np.asanyarray, np.ascontiguousarray, np.asfortranarray, sequences=("a",))
 def asarray(dy, y, a, dtype=None):
     return rt.array_vjp(dy, a)
 
@@ -165,32 +166,32 @@ def asarray(dy, y, a, dtype=None):
 # ----- Joining and splitting -----
 
 
-@adjoint(np.concatenate)
+@adjoint(np.concatenate, sequences=("arrays",))
 def concatenate(dy, y, arrays, axis=0):
     return rt.concatenate_vjp(dy, arrays, axis)
 
 
-@adjoint(np.stack)
+@adjoint(np.stack, sequences=("arrays",))
 def stack(dy, y, arrays, axis=0):
     return rt.stack_vjp(dy, arrays, axis)
 
 
-@adjoint(np.hstack)
+@adjoint(np.hstack, sequences=("tup",))
 def hstack(dy, y, tup):
     return rt.hstack_vjp(dy, tup)
 
 
-@adjoint(np.vstack)
+@adjoint(np.vstack, sequences=("tup",))
 def vstack(dy, y, tup):
     return rt.vstack_vjp(dy, tup)
 
 
-@adjoint(np.dstack)
+@adjoint(np.dstack, sequences=("tup",))
 def dstack(dy, y, tup):
     return rt.dstack_vjp(dy, tup)
 
 
-@adjoint(np.column_stack)
+@adjoint(np.column_stack, sequences=("tup",))
 def column_stack(dy, y, tup):
     return rt.column_stack_vjp(dy, tup)
 

@@ -17,7 +17,7 @@ import builtins
 import gast
 import numpy
 
-from srcgrad import anno
+from srcgrad import anno, rules, templates
 from srcgrad.errors import UnsupportedError
 from srcgrad.rules import Attribute, Method
 
@@ -55,10 +55,12 @@ def _name(id_, store=False):
 
 
 class ANF:
-    def __init__(self, info, namer, locals_):
+    def __init__(self, info, namer, locals_, bindings=None):
         self.info = info
         self.namer = namer
         self.locals = locals_
+        self.bindings = {} if bindings is None else bindings  # srcgrad's own free names
+        self.as_array_name = None  # the name rt.as_array is bound to, once needed
         self.origin = None
         self.namespaces = set()
         self.modes = [True]  # grad mode of the enclosing with blocks: True, False or a flag name
@@ -416,11 +418,48 @@ class ANF:
             raise self.error(node, "set_grad_enabled as a statement is not supported in a function "
                                    "srcgrad differentiates",
                              "Use it as a block: `with srcgrad.set_grad_enabled(flag):`.")
-        args = [self.arg(a, out) for a in node.args]
-        keywords = [gast.keyword(arg=k.arg, value=self.arg(k.value, out)) for k in node.keywords]
+        node_args, node_keywords = self.array_arguments(primitive, node.args, node.keywords)
+        args = [self.arg(a, out) for a in node_args]
+        keywords = [gast.keyword(arg=k.arg, value=self.arg(k.value, out)) for k in node_keywords]
         new = gast.Call(func=func, args=args, keywords=keywords)
         anno.setanno(new, Static.PRIMITIVE, primitive)
         return new
+
+    def array_arguments(self, primitive, args, keywords):
+        """A list or tuple display of values where a built-in rule expects an array
+        becomes the array NumPy makes of it: ``np.mean([x, y])`` is computed as
+        ``np.mean(rt.as_array([x, y]))`` (nested displays too), so the rule sees one
+        array. Parameters that take sequences (``np.stack(arrays)``, ``sum(iterable)``)
+        keep their displays, and so do srcgrad's own helpers."""
+        if not any(_is_display(a) for a in args + [k.value for k in keywords]):
+            return args, keywords
+        rule = rules.lookup(primitive)
+        if rule is None or is_runtime_helper(primitive):
+            return args, keywords
+        arrays = templates.array_parameters(rule)
+        receiver = [None] if isinstance(primitive, Method) else []
+        try:
+            bound = rule.signature.bind(None, None, *receiver, *args,
+                                        **{k.arg: k.value for k in keywords})
+        except TypeError:
+            return args, keywords  # refused, naming the call, when it is differentiated
+        made = {id(v): self.as_array(v) for p, v in bound.arguments.items()
+                if p in arrays and _is_display(v)}
+        if not made:
+            return args, keywords
+        return ([made.get(id(a), a) for a in args],
+                [gast.keyword(arg=k.arg, value=made.get(id(k.value), k.value)) for k in keywords])
+
+    def as_array(self, display):
+        """``rt.as_array(display)``, its element displays made arrays first."""
+        if self.as_array_name is None:
+            self.as_array_name = as_array_binding(self.namer, self.info, self.bindings)
+        elts = [self.as_array(e) if _is_display(e) else e for e in display.elts]
+        call = gast.Call(func=_name(self.as_array_name), args=[gast.List(elts=elts, ctx=gast.Load())],
+                         keywords=[])
+        for n in gast.walk(call):
+            anno.copyanno(display, n, Static.ORIGIN)
+        return call
 
     def _method_receiver(self, func):
         root = func
@@ -506,9 +545,92 @@ class NameError_(UnsupportedError):
     """A name in the user's function that is not defined."""
 
 
-def transform(node, info, namer):
-    """Rewrite FunctionDef ``node``'s body into A-normal form, in place."""
-    anf = ANF(info, namer, local_names(node))
+def is_runtime_helper(primitive):
+    return getattr(primitive, "__module__", None) == "srcgrad.runtime"
+
+
+def as_array_binding(namer, info, bindings):
+    """A new name bound to ``rt.as_array`` in the generated code."""
+    from srcgrad import runtime
+    name = namer.new("as_array")
+    bindings[name] = info.extra[name] = runtime.as_array
+    return name
+
+
+def as_array_arguments(node, sequences, info, namer, bindings):
+    """A name holding a list or tuple (``sequences``, from the activity analysis) passed
+    where a built-in rule expects an array becomes ``rt.as_array(name)``, the array NumPy
+    makes of it: ``np.mean(values)`` after ``values.append(...)`` in a loop. Returns
+    whether ``node`` changed (the activity analysis must then run again)."""
+    from srcgrad import runtime
+    state = {"name": None, "changed": False}
+
+    def convert(value, out, origin):
+        if state["name"] is None:
+            state["name"] = as_array_binding(namer, info, bindings)
+        call = gast.Call(func=_name(state["name"]), args=[_name(value.id)], keywords=[])
+        anno.setanno(call, Static.PRIMITIVE, runtime.as_array)
+        temp = namer.new(f"{value.id}_array")
+        assign = gast.Assign(targets=[_name(temp, True)], value=call, type_comment=None)
+        anno.setanno(assign, Static.ORIGIN, origin)
+        out.append(assign)
+        state["changed"] = True
+        return _name(temp)
+
+    def block(body):
+        out = []
+        for s in body:
+            for field in ("body", "orelse"):
+                if isinstance(getattr(s, field, None), list):
+                    setattr(s, field, block(getattr(s, field)))
+            call = s.value if isinstance(s, (gast.Assign, gast.Expr)) else None
+            primitive = anno.getanno(call, Static.PRIMITIVE) if isinstance(call, gast.Call) else None
+            rule = rules.lookup(primitive) if primitive is not None else None
+            if rule is not None and not is_runtime_helper(primitive) \
+                    and not anno.getanno(s, Static.NO_ADJOINT):
+                arrays = templates.array_parameters(rule)
+                receiver = [None] if isinstance(primitive, Method) else []
+                try:
+                    bound = rule.signature.bind(None, None, *receiver, *call.args,
+                                                **{k.arg: k.value for k in call.keywords})
+                except TypeError:
+                    bound = None
+                made = {} if bound is None else {
+                    id(v): v for p, v in bound.arguments.items()
+                    if p in arrays and isinstance(v, gast.Name) and v.id in sequences}
+                origin = anno.getanno(s, Static.ORIGIN)
+                for key, value in list(made.items()):
+                    made[key] = convert(value, out, origin)
+                call.args = [made.get(id(a), a) for a in call.args]
+                for k in call.keywords:
+                    k.value = made.get(id(k.value), k.value)
+            out.append(s)
+        return out
+
+    node.body = block(node.body)
+    return state["changed"]
+
+
+def _is_literal(node):
+    if isinstance(node, gast.Constant):
+        return True
+    if isinstance(node, gast.UnaryOp) and isinstance(node.op, (gast.USub, gast.UAdd)):
+        return _is_literal(node.operand)
+    return isinstance(node, (gast.List, gast.Tuple)) and all(_is_literal(e) for e in node.elts)
+
+
+def _is_display(node):
+    """A list or tuple display of values (not only literals; no starred elements)."""
+    return isinstance(node, (gast.List, gast.Tuple)) and bool(node.elts) and not _is_literal(node) \
+        and not any(isinstance(e, gast.Starred) for e in node.elts)
+
+
+def transform(node, info, namer, bindings=None):
+    """Rewrite FunctionDef ``node``'s body into A-normal form, in place.
+
+    Names srcgrad binds for itself (``rt.as_array``) go into ``bindings``.
+    """
+    anf = ANF(info, namer, local_names(node), bindings)
     anf.namespaces = _namespace_names(node, info)
     node.body = anf.block(node.body)
     return node
