@@ -868,6 +868,32 @@ def as_array(seq):
     return xp.stack([as_array(v) if isinstance(v, (list, tuple)) else v for v in seq])
 
 
+def index_concat(concatenator, items):
+    """``np.r_[items]`` or ``np.c_[items]`` (``concatenator``), as a call."""
+    return concatenator[tuple(items)]
+
+
+def index_concat_directives(concatenator, items):
+    """``np.r_[...]`` with slices or string directives: differentiable in nothing
+    (it has no rule, so an item that needs a gradient is refused at compile time)."""
+    return concatenator[tuple(items)]
+
+
+def index_concat_vjp(dy, concatenator, items):
+    """Gradients of ``np.r_[items]`` (items at least 1-D, joined along axis 0) or
+    ``np.c_[items]`` (1-D items as columns, joined along the last axis): a list."""
+    xp = namespace(dy)
+    dy = xp.asarray(dy)
+    shapes = [_shape(item) for item in items]
+    if concatenator is numpy.c_:
+        sizes = [s[-1] if len(s) >= 2 else 1 for s in shapes]
+        axis = dy.ndim - 1
+    else:
+        sizes = [s[0] if s else 1 for s in shapes]
+        axis = 0
+    return [xp.reshape(p, s) for p, s in zip(_split_pieces(xp, dy, sizes, axis), shapes)]
+
+
 def stack_fill(dzs, arrays, axis=0):
     """``stack`` of per-array gradients, zeros for missing ones (adjoint of stack_vjp)."""
     if not isinstance(arrays, (list, tuple)):

@@ -279,3 +279,35 @@ def test_a_list_argument_has_a_second_derivative():
     assert gradgradcheck(_second_order, (0.7, -1.3), wrt=0)
     assert gradgradcheck(_nested_and_mixed, (0.7, -1.3), wrt=1)
 
+
+
+# ----- np.r_ and np.c_ -----
+
+
+def _r_(x):
+    return np.sum(np.r_[x, x * 2] * np.arange(2.0 * np.size(x)))
+
+
+def _c_(x, y):
+    return np.sum(np.c_[x, y * 3, np.outer(x, y)] ** 2)
+
+
+def _r_with_a_slice(x):
+    return np.sum(np.r_[0:3, x])
+
+
+def _r_as_an_index(x):
+    return np.sum(x[np.r_[0:2, 2]])
+
+
+def test_r_and_c_are_joins_of_their_items():
+    assert sg.grad(_r_)(1.0) == 2.0   # x * 0 + 2x * 1
+    check_grads(_r_, (np.array([0.9, -1.3, 2.1]),))
+    check_grads(_c_, (np.array([0.9, -1.3, 2.1]), np.array([1.4, 0.6, -0.8])), wrt=(0, 1))
+    np.testing.assert_array_equal(sg.grad(_r_as_an_index)(np.array([0.9, -1.3, 2.1, 0.5])),
+                                  [1.0, 1.0, 1.0, 0.0])
+
+
+def test_r_with_slices_is_refused_where_an_item_needs_a_gradient():
+    with pytest.raises(sg.NonDifferentiableError, match="index_concat_directives"):
+        sg.grad(_r_with_a_slice)(np.array([0.9, -1.3]))

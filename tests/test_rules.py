@@ -553,6 +553,8 @@ add(
     C(rt.seq_item, [r(3), r(2)], 1, _wrt=[0]), C(rt.seq_onehot, r(2), [r(3), r(2)], 1, _wrt=[0]),
     C(rt.seq_add, [r(3), r(2)], [r(3), r(2)]), C(rt.seq_pop, [r(3), r(2), r(4)]),
     C(rt.seq_unpop, ([r(3), r(2)], r(4))),
+    C(rt.index_concat, np.r_, [r(3), 0.5, r(2)], _wrt=[1]), C(rt.index_concat, np.r_, [r(2, 3), r(1, 3)], _wrt=[1]),
+    C(rt.index_concat, np.c_, [r(3), r(3, 2)], _wrt=[1]), C(rt.index_concat, np.c_, [0.5, -1.5], _wrt=[1]),
     C(rt.as_array, [r(3), r(3)]), C(rt.as_array, (0.5, 1.5, -0.3)), C(rt.as_array, [[0.5, 1.5], r(2)]),
     C(rt.log_or_zero, p(3, 4)), C(rt.log_or_zero, 1.5), C(rt.log_or_zero_grad, p(3, 4)),
     C(rt.log_or_zero_grad, 1.5),

@@ -12,7 +12,7 @@ Helpers without a rule (``prod_others``, ``cumprod_vjp``, ``einsum_vjp``,
 ``norm_vjp``, ``solve_vjp``, ``cholesky_vjp``, ``kron_vjp``, ``convolve_vjp``,
 ``matrix_power_vjp``, ``append_vjp``, ``array_vjp``, the ``*stack_vjp`` of
 hstack/vstack/dstack/column_stack, ``builtin_sum_vjp``, ``minmax_vjp``,
-``hypot_vjp``, ``pad_constant_vjp``, ``meshgrid_vjp``) make a second derivative through those
+``hypot_vjp``, ``pad_constant_vjp``, ``meshgrid_vjp``, ``index_concat_vjp``) make a second derivative through those
 primitives a compile-time error, never a wrong number.
 
 ``rt.log_or_zero`` IS differentiable (d/da log(a) = 1/a for a > 0): a second
@@ -36,6 +36,7 @@ nondifferentiable(
 
 # Gradient lists: a name bound to one has a list as its adjoint.
 returns_sequence(rt.concatenate_vjp, rt.stack_vjp, rt.meshgrid_vjp, rt.einsum_vjp, rt.array_vjp,
+                 rt.index_concat_vjp,
                  rt.hstack_vjp, rt.vstack_vjp, rt.dstack_vjp, rt.column_stack_vjp)
 
 # ----- Broadcasting and reductions -----
@@ -208,6 +209,12 @@ def stack_fill(dw, w, dzs, arrays, axis=0):
 @adjoint(rt.as_array, sequences=("seq",))
 def as_array(dw, w, seq):
     return rt.stack_vjp(dw, seq, 0)
+
+
+@adjoint(rt.index_concat, sequences=("items",))
+def index_concat(dw, w, concatenator, items):
+    """``np.r_[x, y]`` / ``np.c_[x, y]`` (see anf.py): a join of its items."""
+    return None, rt.index_concat_vjp(dw, concatenator, items)
 
 
 @adjoint(rt.average_weights)

@@ -310,6 +310,9 @@ class ANF:
         if isinstance(node, gast.Call):
             return self.call(node, out)
         if isinstance(node, gast.Subscript):
+            if isinstance(node.value, (gast.Name, gast.Attribute)) and any(
+                    self.resolve_safe(node.value) is c for c in (numpy.r_, numpy.c_)):
+                return self.index_concat(node, out)
             value = self.atom(node.value, out, self.hint(node.value))
             return gast.Subscript(value=value, slice=self.index(node.slice, out), ctx=gast.Load())
         if isinstance(node, gast.Attribute):
@@ -330,6 +333,42 @@ class ANF:
         if isinstance(node, gast.IfExp):
             return self.atom(node, out, hint)
         raise self.error(node, f"the expression {type(node).__name__} is not supported")
+
+    def index_concat(self, node, out):
+        """``np.r_[x, y]`` / ``np.c_[x, y]`` is a join of its items: the call
+        ``rt.index_concat(np.r_, [x, y])``. With slices (``np.r_[0:3, x]``) or string
+        directives it is ``rt.index_concat_directives``, which has no rule."""
+        from srcgrad import runtime
+        items = node.slice.elts if isinstance(node.slice, gast.Tuple) else [node.slice]
+        directives = any(isinstance(e, gast.Slice) or isinstance(e, gast.Constant)
+                         and isinstance(e.value, str) for e in items)
+        helper = runtime.index_concat_directives if directives else runtime.index_concat
+        name = self.bind(helper.__name__, helper)
+        elts = [self.slice_object(e, out) if isinstance(e, gast.Slice)
+                else self.atom(e, out, self.hint(e)) for e in items]
+        call = gast.Call(func=_name(name), args=[node.value, gast.List(elts=elts, ctx=gast.Load())],
+                         keywords=[])
+        anno.setanno(call, Static.PRIMITIVE, helper)
+        return call
+
+    def slice_object(self, node, out):
+        parts = [gast.Constant(value=None, kind=None) if p is None else self.atom(p, out, "k")
+                 for p in (node.lower, node.upper, node.step)]
+        call = gast.Call(func=_name(self.bind("slice", builtins.slice)), args=parts, keywords=[])
+        anno.setanno(call, Static.PRIMITIVE, builtins.slice)
+        name = self.namer.new("k_slice")
+        self.locals.add(name)
+        self.assign(out, name, call)
+        return _name(name)
+
+    def bind(self, hint, obj):
+        """A name the generated code reads ``obj`` by (one per object)."""
+        for name, bound in self.bindings.items():
+            if bound is obj:
+                return name
+        name = self.namer.new(hint)
+        self.bindings[name] = self.info.extra[name] = obj
+        return name
 
     def _rooted_global(self, node):
         while isinstance(node, gast.Attribute):
