@@ -1158,17 +1158,41 @@ def _einsum_specs(subscripts, shapes):
     return specs, out, free
 
 
-def einsum_vjp(dy, subscripts, operands):
-    """Gradients of ``einsum(subscripts, *operands)``: a list, one per operand.
+def _einsum_sublists(args):
+    """The subscripts string and operands of einsum's sublist form
+    ``einsum(op0, sublist0, op1, sublist1, ..., [sublistout])``."""
+    import string
 
-    Each gradient is itself an einsum; repeated indices in one operand (a
-    diagonal) are handled with identity matrices, indices summed away inside
-    one operand with vectors of ones, and broadcast ellipsis dimensions are
-    summed back.
+    def letters(sublist):
+        return "".join("..." if k is Ellipsis else string.ascii_letters[k] for k in sublist)
+
+    ops, subs = list(args[0::2]), list(args[1::2])
+    out = ops.pop() if len(args) % 2 else None
+    subscripts = ",".join(letters(s) for s in subs)
+    return (subscripts if out is None else subscripts + "->" + letters(out)), ops
+
+
+def einsum_vjp(dy, subscripts, operands):
+    """Gradients of ``einsum(subscripts, *operands)``: the pair (gradient of
+    ``subscripts``, list with one gradient per entry of ``operands``).
+
+    The subscripts-string form has no gradient for ``subscripts``; in the sublist
+    form ``einsum(op0, sublist0, op1, sublist1, ..., [out])`` the first is op0's
+    and the sublists get None. Each gradient is itself an einsum; repeated
+    indices in one operand (a diagonal) are handled with identity matrices,
+    indices summed away inside one operand with vectors of ones, and broadcast
+    ellipsis dimensions are summed back.
     """
-    if not isinstance(subscripts, str):
-        raise NotImplementedError(
-            "srcgrad: only the subscripts-string form of einsum is differentiable")
+    if isinstance(subscripts, str):
+        return None, _einsum_grads(dy, subscripts, operands)
+    spec, ops = _einsum_sublists((subscripts,) + tuple(operands))
+    grads = _einsum_grads(dy, spec, ops)
+    # operands[k] is argument k + 1: an operand where that is even (not the output sublist)
+    return grads[0], [grads[(k + 1) // 2] if k % 2 and (k + 1) // 2 < len(grads) else None
+                      for k in range(len(operands))]
+
+
+def _einsum_grads(dy, subscripts, operands):
     xp = namespace(dy, *operands)
     ops = [xp.asarray(o) for o in operands]
     specs, out, free = _einsum_specs(subscripts, [o.shape for o in ops])

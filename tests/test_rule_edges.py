@@ -311,3 +311,22 @@ def test_r_and_c_are_joins_of_their_items():
 def test_r_with_slices_is_refused_where_an_item_needs_a_gradient():
     with pytest.raises(sg.NonDifferentiableError, match="index_concat_directives"):
         sg.grad(_r_with_a_slice)(np.array([0.9, -1.3]))
+
+
+# ----- einsum -----
+
+
+def _einsum_sublists(x, y):
+    return np.einsum(x, [0], x, [0], []) + np.sum(np.einsum(x, [0], y, [0, 1], [1]) ** 2)
+
+
+def _einsum_options(x, y):
+    return np.sum(np.einsum("...j,jk->...k", y.T, y, optimize=True)
+                  * np.einsum(x, [Ellipsis], [Ellipsis]))
+
+
+def test_einsum_takes_sublists_ellipsis_and_optimize():
+    x, y = np.array([0.9, -1.3, 2.1]), np.array([[1.4, 0.6], [-0.8, 0.3], [0.5, -1.1]])
+    np.testing.assert_allclose(sg.grad(_einsum_sublists)(x, np.zeros((3, 2))), 2 * x)
+    check_grads(_einsum_sublists, (x, y), wrt=(0, 1))
+    check_grads(_einsum_options, (np.array([0.9, -1.3]), y), wrt=(0, 1))

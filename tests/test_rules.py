@@ -420,6 +420,11 @@ add(
     C(np.einsum, "...ij,...jk->...ik", r(2, 1, 3, 4), r(5, 4, 2)),
     C(np.einsum, "bij,bjk,k->bi", r(2, 3, 4), r(2, 4, 5), r(5)), C(np.einsum, "iij->ij", r(3, 3, 2)),
     C(np.einsum, "ij,ij->ij", r(3, 4), r(3, 4)), C(np.einsum, "i...->...", r(3, 2, 4)),
+    C(np.einsum, "ij,jk->ik", r(3, 4), r(4, 5), optimize=True),
+    # The sublist form: the first operand binds to ``subscripts``.
+    C(np.einsum, r(3), [0], r(3), [0], []), C(np.einsum, r(3, 4), [0, 1], r(4, 2), [1, 2], [0, 2]),
+    C(np.einsum, r(3, 4), [0, 1], r(4, 2), [1, 2]), C(np.einsum, r(3, 3), [0, 0]),
+    C(np.einsum, r(2, 3, 4), [Ellipsis, 1], r(4, 2), [1, 2], [Ellipsis, 2]),
     C(np.kron, r(2, 3), r(3, 2)), C(np.kron, r(3), r(4)), C(np.kron, r(2), r(3, 2)),
     C(np.cross, r(4, 3), r(3)), C(np.cross, r(3), r(3)),
     C(np.convolve, r(5), r(3)), C(np.convolve, r(5), r(3), "same"), C(np.convolve, r(5), r(3), "valid"),

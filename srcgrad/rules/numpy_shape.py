@@ -309,8 +309,10 @@ def tensordot(dy, y, a, b, axes=2):
 
 @adjoint(np.einsum)
 def einsum(dy, y, subscripts, *operands, optimize=False):
-    """``operands`` is var-positional: its entry is a list, one gradient per operand."""
-    return None, rt.einsum_vjp(dy, subscripts, operands), None
+    """``operands`` is var-positional: its entry is a list, one gradient per operand.
+    In the sublist form ``einsum(x, [0], y, [0], [])`` ``subscripts`` is ``x``."""
+    g = rt.einsum_vjp(dy, subscripts, operands)
+    return rt.seq_item(g, 0), rt.seq_item(g, 1), None
 
 
 @adjoint(np.kron)
