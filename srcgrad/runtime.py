@@ -552,17 +552,28 @@ def cast_like(g, x):
     return g
 
 
-def clip_below(a, a_min):
-    """Mask of the entries that ``clip`` raised to ``a_min`` (False when there is no bound)."""
+def clip_below(a, a_min, a_max=None):
+    """Mask of the entries that ``clip`` raised to ``a_min`` (False when there is no bound).
+
+    ``clip`` is ``minimum(maximum(a, a_min), a_max)``: where ``a_min > a_max`` the
+    upper bound wins, so those entries are not ``a_min``'s.
+    """
     if a_min is None:
         return False
-    return a < a_min
+    below = a < a_min
+    if a_max is None:
+        return below
+    xp = namespace(a, a_min, a_max)
+    return xp.logical_and(below, xp.logical_not(a_min > a_max))
 
 
-def clip_above(a, a_max):
-    """Mask of the entries that ``clip`` lowered to ``a_max`` (False when there is no bound)."""
+def clip_above(a, a_max, a_min=None):
+    """Mask of the entries that ``clip`` lowered to ``a_max`` (False when there is no bound):
+    those where ``maximum(a, a_min)`` exceeds it."""
     if a_max is None:
         return False
+    if a_min is not None:
+        a = namespace(a, a_min).maximum(a, a_min)
     return a > a_max
 
 

@@ -273,6 +273,9 @@ add(
     C(np.clip, r(3, 4), min=u(4) - 0.2, max=0.4, _wrt=[0, "min", "max"]),
     C(M("clip"), r(3, 4), -0.5, 0.5),
     C(M("clip"), r(3, 4), max=0.3, _wrt=[0, "max"]),
+    # Crossed bounds (a_min > a_max): NumPy's result is a_max, and so is the gradient.
+    C(np.clip, np.array([0.9, -1.3, 2.1, 0.2]), np.array([1.4, 0.6, 0.5, -0.5]), 0.3),
+    C(M("clip"), np.array([0.9, -1.3, 0.1]), 1.2, np.array([0.3, 1.5, 0.0])),
     C(np.where, r(3, 4) > 0, r(3, 1), r(4)),
     C(np.nan_to_num, np.array([1.0, np.nan, -2.0, 3.0]), nan=0.5, _wrt=[0, "nan"]),
     C(Attribute("real"), r(3, 4)),

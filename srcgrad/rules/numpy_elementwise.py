@@ -7,7 +7,8 @@ Binary rules sum their gradients back to each operand's shape with
 * ``maximum``/``minimum``/``fmax``/``fmin``: where both operands are equal the
   gradient is split evenly (0.5 each), like the ties of ``np.max``.
 * ``clip``: an entry exactly on a bound counts as inside (its gradient goes to
-  ``a``, not to the bound).
+  ``a``, not to the bound); where ``a_min > a_max`` the result, and the
+  gradient, is ``a_max``'s (NumPy's ``minimum(maximum(a, a_min), a_max)``).
 * ``sinc``: the derivative at 0 is 0 (its true value).
 """
 
@@ -309,8 +310,8 @@ def clip(dy, y, a, a_min=None, a_max=None, *, min=None, max=None):
     NumPy 2's keyword spellings ``min=``/``max=`` are accepted too (one of
     ``a_min``/``min`` is None, so each bound's gradient goes to the one given).
     """
-    lo = rt.clip_below(a, rt.either(a_min, min))
-    hi = rt.clip_above(a, rt.either(a_max, max))
+    lo = rt.clip_below(a, rt.either(a_min, min), rt.either(a_max, max))
+    hi = rt.clip_above(a, rt.either(a_max, max), rt.either(a_min, min))
     return (rt.unbroadcast(dy * (1 - lo - hi), a),
             rt.unbroadcast(dy * lo, a_min),
             rt.unbroadcast(dy * hi, a_max),
@@ -321,8 +322,8 @@ def clip(dy, y, a, a_min=None, a_max=None, *, min=None, max=None):
 @adjoint(Method("clip"))
 def clip_method(dy, y, self, min=None, max=None):
     """An entry on a bound counts as inside: its gradient goes to ``self``."""
-    lo = rt.clip_below(self, min)
-    hi = rt.clip_above(self, max)
+    lo = rt.clip_below(self, min, max)
+    hi = rt.clip_above(self, max, min)
     return (rt.unbroadcast(dy * (1 - lo - hi), self),
             rt.unbroadcast(dy * lo, min),
             rt.unbroadcast(dy * hi, max))
