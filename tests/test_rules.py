@@ -482,7 +482,8 @@ if hasattr(np, "vecdot"):
 # Builtins and math
 add(
     C(builtins.abs, -1.5), C(builtins.abs, r(3)), C(builtins.float, 1.5), C(builtins.float, np.float64(0.5)),
-    C(builtins.pow, 1.7, 2.3), C(builtins.pow, p(3), 2.0),
+    C(builtins.pow, 1.7, 2.3), C(builtins.pow, p(3), 2.0), C(builtins.pow, 0.0, 0.0, _wrt=[0]),
+    C(math.pow, 0.0, 0.0, _wrt=[0]), C(math.pow, 0.0, 2.0),
     C(builtins.sum, [1.5, 2.5, -0.5]), C(builtins.sum, [r(3), r(3)], 0.5), C(builtins.sum, r(4, 3)),
     C(builtins.sum, [r(2, 3), r(3)], r(2, 1)),
     C(builtins.max, 1.5, 2.5), C(builtins.max, [0.5, 3.5, -1.0]), C(builtins.max, 1.0, -2.0, 0.25),

@@ -45,7 +45,8 @@ def builtin_float(dy, y, x=0.0):
 
 @adjoint(builtins.pow)
 def builtin_pow(dy, y, base, exp, mod=None):
-    return (rt.unbroadcast(dy * exp * base ** (exp - 1), base),
+    """Exactly 0 in ``base`` where ``exp == 0`` (even at base 0), as for ``np.power``."""
+    return (rt.unbroadcast(dy * exp * base ** (exp - 1 + (exp == 0)), base),
             rt.unbroadcast(dy * y * rt.log_or_zero(base), exp), None)
 
 
@@ -107,7 +108,8 @@ def math_sqrt(dy, y, x):
 
 @adjoint(math.pow)
 def math_pow(dy, y, x1, x2):
-    return dy * x2 * x1 ** (x2 - 1), dy * y * rt.log_or_zero(x1)
+    """Exactly 0 in ``x1`` where ``x2 == 0`` (even at ``x1 == 0``), as for ``np.power``."""
+    return dy * x2 * x1 ** (x2 - 1 + (x2 == 0)), dy * y * rt.log_or_zero(x1)
 
 
 # ----- math: trigonometric and hyperbolic -----
