@@ -820,6 +820,16 @@ def linspace_weights(y, num, endpoint=True, axis=0):
     return xp.reshape(xp.linspace(0.0, 1.0, num, endpoint=endpoint), shape)
 
 
+def arange_index(y):
+    """``0, 1, ..., len(y) - 1``: how many steps each value of ``arange`` is from its start."""
+    return namespace(y).arange(len(y), dtype=y.dtype)
+
+
+def is_given(value):
+    """1.0 unless ``value`` is None (an argument left out), else 0.0."""
+    return 0.0 if value is None else 1.0
+
+
 def meshgrid_vjp(dys, xi, indexing="xy"):
     """Gradients of ``meshgrid(*xi, indexing=...)``: a list, one per input, each the
     sum of its grid's cotangent over the other axes (a missing one counts as 0)."""

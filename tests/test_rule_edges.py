@@ -150,6 +150,14 @@ def _linspace_retstep(x):
     return np.sum(samples) + step
 
 
+def _arange(x, a):
+    return np.sum(np.arange(a, 4.0, 0.5 * a) ** 2) + np.sum(np.arange(x[0]))
+
+
+def test_arange_is_differentiable_in_its_start_and_step():
+    check_grads(_arange, (np.array([2.5, 1.0]), 0.7), wrt=(0, 1))
+
+
 def test_linspace_is_differentiable_in_its_endpoints():
     assert sg.grad(_linspace_sum)(1.0) == 2.5   # 0 + 1/4 + 2/4 + 3/4 + 1
     x, y = np.array([0.9, -1.3, 2.1]), np.array([[1.4], [0.6]])

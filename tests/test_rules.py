@@ -281,7 +281,9 @@ add(
     C(Attribute("real"), r(3, 4)),
     C(M("conj"), r(3)), C(M("conjugate"), r(3)),
     C(np.full, (2, 3), 1.5, _wrt=[1]), C(np.full, (2, 3), r(3), _wrt=[1]),
-    # Sample grids are differentiable in their endpoints (and logspace in its base).
+    # Sample grids are differentiable in their endpoints (and logspace in its base),
+    # arange in its start and step (its length is piecewise constant).
+    C(np.arange, 0.3, 4.1), C(np.arange, -0.2, 3.0, 0.7), C(np.arange, 4.5), C(np.arange, 1.0, 0.0, -0.3),
     C(np.linspace, 0.3, 1.7, 5), C(np.linspace, -0.5, 2.0, 4, False), C(np.linspace, 0.3, 1.7, 1),
     C(np.linspace, r(3), 1.5, 4), C(np.linspace, r(3), r(2, 1), 5, axis=-1),
     C(np.linspace, r(2, 3), r(3), 4, endpoint=False, axis=1),

@@ -30,7 +30,7 @@ nondifferentiable(
     np.bitwise_and, np.bitwise_or, np.bitwise_xor, np.invert, np.left_shift,
     np.right_shift, np.gcd, np.lcm,
     np.zeros_like, np.ones_like, np.empty_like, np.zeros, np.ones, np.empty,
-    np.arange, np.eye, np.identity, np.tri, np.indices,
+    np.eye, np.identity, np.tri, np.indices,
     Method("round"), Method("__round__"),
 )
 
@@ -381,6 +381,14 @@ def full(dy, y, shape, fill_value, dtype=None):
 def full_like(dy, y, a, fill_value, dtype=None):
     """The result does not depend on ``a``'s values: only ``fill_value`` gets a gradient."""
     return None, rt.unbroadcast(dy, fill_value), None
+
+
+@adjoint(np.arange)
+def arange(dy, y, start, stop=None, step=None):
+    """``start + k * step``. How many values there are is piecewise constant, so
+    ``stop`` gets no gradient, nor does a lone argument (``np.arange(stop)``).
+    ``dtype`` is not supported."""
+    return (xp.sum(dy) * rt.is_given(stop), xp.sum(dy) * 0.0, xp.sum(dy * rt.arange_index(y)))
 
 
 @adjoint(np.linspace)
