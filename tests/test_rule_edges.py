@@ -246,6 +246,12 @@ def _sequences_stay_sequences(x, y):
             + np.sum(np.concatenate([x, y])) + max(x[0], y[0]))
 
 
+def _lists_in_joins(x, y):
+    w = np.arange(1.0, 6.0)
+    return (np.sum(np.concatenate([x, [1.0, y]]) * w) + np.sum(np.hstack([x, (y, 3.0)]) * w)
+            + np.sum(np.stack([x, [y, 2 * y, 1.0]]) * w[:3]) + np.sum(np.array([[y, 1.0], x[:2]]) ** 2))
+
+
 def _mean_in_helper(a, b):
     return np.mean([a, b * 2])
 
@@ -263,6 +269,10 @@ def test_a_list_argument_is_the_array_numpy_makes_of_it():
     x, y = np.array([0.9, -1.3, 2.1]), np.array([1.4, 0.6, -0.8])
     for fn in (_arrays_in_lists, _sequences_stay_sequences, _calls_a_helper):
         check_grads(fn, (x, y), wrt=(0, 1))
+
+
+def test_a_list_inside_a_join_is_the_array_numpy_makes_of_it():
+    check_grads(_lists_in_joins, (np.array([0.9, -1.3, 2.1]), 0.7), wrt=(0, 1))
 
 
 def test_a_list_built_with_append_is_the_array_numpy_makes_of_it():

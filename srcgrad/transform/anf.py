@@ -60,7 +60,6 @@ class ANF:
         self.namer = namer
         self.locals = locals_
         self.bindings = {} if bindings is None else bindings  # srcgrad's own free names
-        self.as_array_name = None  # the name rt.as_array is bound to, once needed
         self.origin = None
         self.namespaces = set()
         self.modes = [True]  # grad mode of the enclosing with blocks: True, False or a flag name
@@ -362,13 +361,7 @@ class ANF:
         return _name(name)
 
     def bind(self, hint, obj):
-        """A name the generated code reads ``obj`` by (one per object)."""
-        for name, bound in self.bindings.items():
-            if bound is obj:
-                return name
-        name = self.namer.new(hint)
-        self.bindings[name] = self.info.extra[name] = obj
-        return name
+        return bind(self.namer, self.info, self.bindings, hint, obj)
 
     def _rooted_global(self, node):
         while isinstance(node, gast.Attribute):
@@ -484,6 +477,14 @@ class ANF:
             return args, keywords  # refused, naming the call, when it is differentiated
         made = {id(v): self.as_array(v) for p, v in bound.arguments.items()
                 if p in arrays and _is_display(v)}
+        if (getattr(primitive, "__module__", None) or "").startswith("numpy"):
+            # np.concatenate([x, [y, 1.0]]): NumPy makes each element of a sequence of
+            # arrays an array (builtins' sum([...], []) joins lists: not those).
+            made.update({id(v): type(v)(elts=[self.as_array(e) if _is_display(e) else e
+                                              for e in v.elts], ctx=gast.Load())
+                         for p, v in bound.arguments.items()
+                         if p in rule.sequences and isinstance(v, (gast.List, gast.Tuple))
+                         and any(_is_display(e) for e in v.elts)})
         if not made:
             return args, keywords
         return ([made.get(id(a), a) for a in args],
@@ -491,11 +492,10 @@ class ANF:
 
     def as_array(self, display):
         """``rt.as_array(display)``, its element displays made arrays first."""
-        if self.as_array_name is None:
-            self.as_array_name = as_array_binding(self.namer, self.info, self.bindings)
+        from srcgrad import runtime
         elts = [self.as_array(e) if _is_display(e) else e for e in display.elts]
-        call = gast.Call(func=_name(self.as_array_name), args=[gast.List(elts=elts, ctx=gast.Load())],
-                         keywords=[])
+        call = gast.Call(func=_name(self.bind("as_array", runtime.as_array)),
+                         args=[gast.List(elts=elts, ctx=gast.Load())], keywords=[])
         for n in gast.walk(call):
             anno.copyanno(display, n, Static.ORIGIN)
         return call
@@ -588,11 +588,13 @@ def is_runtime_helper(primitive):
     return getattr(primitive, "__module__", None) == "srcgrad.runtime"
 
 
-def as_array_binding(namer, info, bindings):
-    """A new name bound to ``rt.as_array`` in the generated code."""
-    from srcgrad import runtime
-    name = namer.new("as_array")
-    bindings[name] = info.extra[name] = runtime.as_array
+def bind(namer, info, bindings, hint, obj):
+    """The name the generated code reads ``obj`` by (one per object, added to ``bindings``)."""
+    for name, bound in bindings.items():
+        if bound is obj:
+            return name
+    name = namer.new(hint)
+    bindings[name] = info.extra[name] = obj
     return name
 
 
@@ -602,12 +604,11 @@ def as_array_arguments(node, sequences, info, namer, bindings):
     makes of it: ``np.mean(values)`` after ``values.append(...)`` in a loop. Returns
     whether ``node`` changed (the activity analysis must then run again)."""
     from srcgrad import runtime
-    state = {"name": None, "changed": False}
+    state = {"changed": False}
 
     def convert(value, out, origin):
-        if state["name"] is None:
-            state["name"] = as_array_binding(namer, info, bindings)
-        call = gast.Call(func=_name(state["name"]), args=[_name(value.id)], keywords=[])
+        name = bind(namer, info, bindings, "as_array", runtime.as_array)
+        call = gast.Call(func=_name(name), args=[_name(value.id)], keywords=[])
         anno.setanno(call, Static.PRIMITIVE, runtime.as_array)
         temp = namer.new(f"{value.id}_array")
         assign = gast.Assign(targets=[_name(temp, True)], value=call, type_comment=None)
