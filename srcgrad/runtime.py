@@ -348,8 +348,12 @@ def own(value):
 # ----- Sequences (lists and tuples of arrays) -----
 
 def seq_item(dseq, index):
-    """Adjoint of element ``index`` of a sequence (0.0 while none has arrived)."""
-    if isinstance(dseq, (list, tuple)):
+    """Adjoint of element ``index`` of a sequence (0.0 while none has arrived).
+
+    An array adjoint is that of the array NumPy made of the sequence (a rule given
+    a list, such as a user's rule for ``f([x, y])``): its entry ``index``.
+    """
+    if isinstance(dseq, (list, tuple)) or getattr(dseq, "ndim", 0):
         return dseq[index]
     return dseq
 
@@ -1474,7 +1478,13 @@ def hypot_vjp(dy, y, coordinates):
 
 
 def seq_onehot(dz, dseq, index):
-    """A list like ``dseq`` holding ``dz`` at ``index`` and zeros elsewhere."""
+    """A list like ``dseq`` holding ``dz`` at ``index`` and zeros elsewhere (an array
+    like it where ``dseq`` is an array: the adjoint of ``seq_item``)."""
+    if getattr(dseq, "ndim", 0) and not isinstance(dseq, (list, tuple)):
+        xp = namespace(dseq, dz)
+        out = xp.zeros(dseq.shape, dtype=numpy.result_type(dseq.dtype, getattr(dz, "dtype", float)))
+        out[index] = dz
+        return out
     if not isinstance(dseq, (list, tuple)):
         return dz
     out = [0.0] * len(dseq)

@@ -275,6 +275,23 @@ def test_a_list_inside_a_join_is_the_array_numpy_makes_of_it():
     check_grads(_lists_in_joins, (np.array([0.9, -1.3, 2.1]), 0.7), wrt=(0, 1))
 
 
+def _doubled(v):
+    return np.asarray(v) * 2.0
+
+
+@sg.adjoint(_doubled)
+def _doubled_rule(g, y, v):
+    return g * 2.0   # an array, also for a list argument
+
+
+def _user_rule_of_a_list(x, y):
+    return np.sum(_doubled([x, 3 * y]) * np.array([1.0, 5.0]))
+
+
+def test_a_user_rule_given_a_list_returns_the_gradient_of_its_array():
+    assert sg.grad(_user_rule_of_a_list, wrt=(0, 1))(0.7, -1.3) == (2.0, 30.0)
+
+
 def test_a_list_built_with_append_is_the_array_numpy_makes_of_it():
     # 6x + (2x)**2 + 3x * x * std([1, 2, 3])
     assert sg.grad(_appended)(0.7) == pytest.approx(6 + 8 * 0.7 + 6 * 0.7 * np.std([1.0, 2.0, 3.0]))

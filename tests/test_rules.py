@@ -562,6 +562,7 @@ add(
     C(rt.average_weights, r(3, 4), p(4), 1, _wrt=[1]), C(rt.average_weights, r(3, 4), p(3, 4), 1, _wrt=[1]),
     C(rt.weights_vjp, r(3, 4, 5), p(3, 5), r(3, 4, 5), (0, 2), _wrt=[0]),
     C(rt.seq_item, [r(3), r(2)], 1, _wrt=[0]), C(rt.seq_onehot, r(2), [r(3), r(2)], 1, _wrt=[0]),
+    C(rt.seq_item, r(3, 2), 1, _wrt=[0]), C(rt.seq_onehot, r(2), r(3, 2), 1, _wrt=[0]),
     C(rt.seq_add, [r(3), r(2)], [r(3), r(2)]), C(rt.seq_pop, [r(3), r(2), r(4)]),
     C(rt.seq_unpop, ([r(3), r(2)], r(4))),
     C(rt.index_concat, np.r_, [r(3), 0.5, r(2)], _wrt=[1]), C(rt.index_concat, np.r_, [r(2, 3), r(1, 3)], _wrt=[1]),
