@@ -216,13 +216,14 @@ def unreduce_like(value, x, axis=None, keepdims=False):
     return xp.expand_dims(value, normalize_axis(axis, len(shape)))
 
 
-def reduction_size(x, axis=None):
-    """How many elements of ``x`` a reduction over ``axis`` combines."""
+def reduction_size(x, axis=None, at_least=0):
+    """How many elements of ``x`` a reduction over ``axis`` combines (``at_least`` 1:
+    a mean's divisor, which must not be 0 for an empty ``x``, whose gradient is empty)."""
     shape = getattr(x, "shape", ())
     n = 1
     for a in normalize_axis(axis, len(shape)):
         n *= shape[a]
-    return n
+    return n if n >= at_least else at_least
 
 
 # ----- Subscripts -----

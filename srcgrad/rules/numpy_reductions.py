@@ -56,13 +56,13 @@ def nansum(dy, y, a, axis=None, *, keepdims=False):
 @adjoint(np.mean)
 def mean(dy, y, a, axis=None, *, keepdims=False):
     """An empty reduction (a NaN mean) gives its empty input an empty gradient."""
-    return rt.unreduce(dy, a, axis, keepdims) / xp.maximum(rt.reduction_size(a, axis), 1)
+    return rt.unreduce(dy, a, axis, keepdims) / rt.reduction_size(a, axis, 1)
 
 
 @adjoint(Method("mean"))
 def mean_method(dy, y, self, axis=None, *, keepdims=False):
     """An empty reduction (a NaN mean) gives its empty input an empty gradient."""
-    return rt.unreduce(dy, self, axis, keepdims) / xp.maximum(rt.reduction_size(self, axis), 1)
+    return rt.unreduce(dy, self, axis, keepdims) / rt.reduction_size(self, axis, 1)
 
 
 @adjoint(np.nanmean)
