@@ -156,18 +156,20 @@ def var_method(dy, y, self, axis=None, *, ddof=0, keepdims=False):
 
 @adjoint(np.std)
 def std(dy, y, a, axis=None, *, ddof=0, keepdims=False):
-    """0 where the std is 0 (all entries equal: the kink convention of ``norm`` at 0)."""
+    """0 where the std is 0 (all entries equal: the kink convention of ``norm`` at 0,
+    here ``0 / inf``)."""
     d = a - xp.mean(a, axis=axis, keepdims=True)
     s = rt.unreduce_like(y, a, axis, keepdims) * xp.maximum(rt.reduction_size(a, axis) - ddof, 0)
-    return rt.unreduce(dy, a, axis, keepdims) * xp.where(s == 0, 0.0, d / xp.where(s == 0, 1.0, s))
+    return rt.unreduce(dy, a, axis, keepdims) * d / xp.where(s == 0, xp.inf, s)
 
 
 @adjoint(Method("std"))
 def std_method(dy, y, self, axis=None, *, ddof=0, keepdims=False):
-    """0 where the std is 0 (all entries equal: the kink convention of ``norm`` at 0)."""
+    """0 where the std is 0 (all entries equal: the kink convention of ``norm`` at 0,
+    here ``0 / inf``)."""
     d = self - xp.mean(self, axis=axis, keepdims=True)
     s = rt.unreduce_like(y, self, axis, keepdims) * xp.maximum(rt.reduction_size(self, axis) - ddof, 0)
-    return rt.unreduce(dy, self, axis, keepdims) * xp.where(s == 0, 0.0, d / xp.where(s == 0, 1.0, s))
+    return rt.unreduce(dy, self, axis, keepdims) * d / xp.where(s == 0, xp.inf, s)
 
 
 # ----- Scans and differences -----
