@@ -300,7 +300,7 @@ class _FastCall:
             grads = self.compiled.backward(*_seeded(self.compiled.forward(*args), grad_outputs))
         if k is not None:
             g = grads[0]
-            if type(g) is numpy.ndarray and g.dtype is like.dtype and g.shape == like.shape \
+            if type(g) is numpy.ndarray and g.dtype is getattr(like, "dtype", None) and g.shape == like.shape \
                     and g.flags.writeable or type(g) is type(like) is float:
                 return grads if self.many else g
             likes = (like,)

@@ -68,7 +68,7 @@ def normalize(fn, stack=()):
     bindings = {}
     node = _rename_reserved(node, info, namer, bindings)
     node = canonicalize.transform(node, info, namer)  # before ANF: it introduces flags and indexing
-    node = anf.transform(node, info, namer)
+    node = anf.transform(node, info, namer, bindings)
     node, inlined = inline.transform(node, info, namer, stack or (fn.__code__,))
     bindings.update(inlined)
     node._srcgrad_namer = namer
@@ -134,6 +134,10 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None):
     # The wrt parameters hold floats: api refuses integer and complex inputs.
     kind_map = kinds.infer(node, {n: kinds.FLOAT for n in names}, info.peek)
     act = activity.resolve(node, names, kind_map)
+    if anf.as_array_arguments(node, act.sequences, info, namer, bindings):
+        # np.mean(values) of a list is now of an array, a value of its own
+        kind_map = kinds.infer(node, {n: kinds.FLOAT for n in names}, info.peek)
+        act = activity.resolve(node, names, kind_map)
     fixed = {"xp": "xp", "rt": "rt"}
     for hooked in hook_names:
         if hooked not in user_locals:

@@ -210,19 +210,20 @@ def unreduce(g, x, axis=None, keepdims=False):
 def unreduce_like(value, x, axis=None, keepdims=False):
     """``value`` (a reduction result) reshaped so it broadcasts against ``x``."""
     shape = getattr(x, "shape", ())
-    if not shape or keepdims or axis is None:
-        return value
+    if not shape or keepdims or axis is None or not getattr(value, "ndim", 0):
+        return value  # a scalar broadcasts as it is
     xp = namespace(x, value)
     return xp.expand_dims(value, normalize_axis(axis, len(shape)))
 
 
-def reduction_size(x, axis=None):
-    """How many elements of ``x`` a reduction over ``axis`` combines."""
+def reduction_size(x, axis=None, at_least=0):
+    """How many elements of ``x`` a reduction over ``axis`` combines (``at_least`` 1:
+    a mean's divisor, which must not be 0 for an empty ``x``, whose gradient is empty)."""
     shape = getattr(x, "shape", ())
     n = 1
     for a in normalize_axis(axis, len(shape)):
         n *= shape[a]
-    return n
+    return n if n >= at_least else at_least
 
 
 # ----- Subscripts -----
@@ -348,8 +349,12 @@ def own(value):
 # ----- Sequences (lists and tuples of arrays) -----
 
 def seq_item(dseq, index):
-    """Adjoint of element ``index`` of a sequence (0.0 while none has arrived)."""
-    if isinstance(dseq, (list, tuple)):
+    """Adjoint of element ``index`` of a sequence (0.0 while none has arrived).
+
+    An array adjoint is that of the array NumPy made of the sequence (a rule given
+    a list, such as a user's rule for ``f([x, y])``): its entry ``index``.
+    """
+    if isinstance(dseq, (list, tuple)) or getattr(dseq, "ndim", 0):
         return dseq[index]
     return dseq
 
@@ -646,15 +651,30 @@ def fft_vjp(dy, a, n, axis, inverse):
 
 def clip_below(a, a_min):
     """Mask of the entries that ``clip`` raised to ``a_min`` (False when there is no bound)."""
+
+
+def clip_below(a, a_min, a_max=None):
+    """Mask of the entries that ``clip`` raised to ``a_min`` (False when there is no bound).
+
+    ``clip`` is ``minimum(maximum(a, a_min), a_max)``: where ``a_min > a_max`` the
+    upper bound wins, so those entries are not ``a_min``'s.
+    """
     if a_min is None:
         return False
-    return a < a_min
+    below = a < a_min
+    if a_max is None:
+        return below
+    xp = namespace(a, a_min, a_max)
+    return xp.logical_and(below, xp.logical_not(a_min > a_max))
 
 
-def clip_above(a, a_max):
-    """Mask of the entries that ``clip`` lowered to ``a_max`` (False when there is no bound)."""
+def clip_above(a, a_max, a_min=None):
+    """Mask of the entries that ``clip`` lowered to ``a_max`` (False when there is no bound):
+    those where ``maximum(a, a_min)`` exceeds it."""
     if a_max is None:
         return False
+    if a_min is not None:
+        a = namespace(a, a_min).maximum(a, a_min)
     return a > a_max
 
 
@@ -891,6 +911,44 @@ def _fill_missing(xp, dys, ys):
     return out
 
 
+def linspace_weights(y, num, endpoint=True, axis=0):
+    """Where each sample of ``linspace(start, stop, num, endpoint, axis=axis)`` (``y``)
+    lies between ``start`` (0) and ``stop`` (1), shaped to broadcast against ``y``."""
+    xp = namespace(y)
+    ndim = max(getattr(y, "ndim", 1), 1)
+    shape = [1] * ndim
+    shape[axis % ndim] = num
+    return xp.reshape(xp.linspace(0.0, 1.0, num, endpoint=endpoint), shape)
+
+
+def arange_index(y):
+    """``0, 1, ..., len(y) - 1``: how many steps each value of ``arange`` is from its start."""
+    return namespace(y).arange(len(y), dtype=y.dtype)
+
+
+def is_given(value):
+    """1.0 unless ``value`` is None (an argument left out), else 0.0."""
+    return 0.0 if value is None else 1.0
+
+
+def meshgrid_vjp(dys, xi, indexing="xy"):
+    """Gradients of ``meshgrid(*xi, indexing=...)``: a list, one per input, each the
+    sum of its grid's cotangent over the other axes (a missing one counts as 0)."""
+    n = len(xi)
+    grads = []
+    for k, x in enumerate(xi):
+        g = dys[k] if isinstance(dys, (list, tuple)) else dys
+        if g is None or (not is_array(g) and isinstance(g, (int, float)) and g == 0):
+            grads.append(0.0)
+            continue
+        xp = namespace(g, x)
+        g = xp.asarray(g)
+        axis = (1 - k if k < 2 else k) if indexing == "xy" and n >= 2 else k
+        g = xp.sum(g, axis=tuple(i for i in range(g.ndim) if i != axis))
+        grads.append(xp.reshape(g, shape_of(x)))
+    return grads
+
+
 def split_vjp(dys, ys, axis=0):
     """Gradient of ``split``/``array_split`` (``ys`` its outputs): the pieces concatenated.
 
@@ -906,14 +964,62 @@ def split_vjp(dys, ys, axis=0):
 
 def stack_vjp(dy, arrays, axis=0):
     """Gradient of ``stack(arrays, axis)``: a list, one gradient per array."""
+    if not isinstance(arrays, (list, tuple)):
+        return dy   # rt.as_array of an array: the array itself
     xp = namespace(dy)
     dy = xp.asarray(dy)
     moved = xp.moveaxis(dy, axis % dy.ndim, 0)
-    return [moved[i] for i in range(len(arrays))]
+    return [_nested(moved[i], a) for i, a in enumerate(arrays)]
+
+
+def _nested(g, value):
+    """``g`` split like ``value`` where that is a list or tuple (stacked by NumPy)."""
+    if isinstance(value, (list, tuple)):
+        return [_nested(g[j], v) for j, v in enumerate(value)]
+    return g
+
+
+def as_array(seq):
+    """The array NumPy makes of a list or tuple of equally shaped values (``np.asarray``):
+    what a rule expecting an array is given for ``np.mean([x, y])`` or ``np.sum(values)``."""
+    if not isinstance(seq, (list, tuple)):
+        return seq   # a name that held a list and now holds an array
+    if not seq:
+        return numpy.asarray(seq, dtype=numpy.float64)
+    xp = namespace(*seq)
+    return xp.stack([as_array(v) if isinstance(v, (list, tuple)) else v for v in seq])
+
+
+def index_concat(concatenator, items):
+    """``np.r_[items]`` or ``np.c_[items]`` (``concatenator``), as a call."""
+    return concatenator[tuple(items)]
+
+
+def index_concat_directives(concatenator, items):
+    """``np.r_[...]`` with slices or string directives: differentiable in nothing
+    (it has no rule, so an item that needs a gradient is refused at compile time)."""
+    return concatenator[tuple(items)]
+
+
+def index_concat_vjp(dy, concatenator, items):
+    """Gradients of ``np.r_[items]`` (items at least 1-D, joined along axis 0) or
+    ``np.c_[items]`` (1-D items as columns, joined along the last axis): a list."""
+    xp = namespace(dy)
+    dy = xp.asarray(dy)
+    shapes = [_shape(item) for item in items]
+    if concatenator is numpy.c_:
+        sizes = [s[-1] if len(s) >= 2 else 1 for s in shapes]
+        axis = dy.ndim - 1
+    else:
+        sizes = [s[0] if s else 1 for s in shapes]
+        axis = 0
+    return [xp.reshape(p, s) for p, s in zip(_split_pieces(xp, dy, sizes, axis), shapes)]
 
 
 def stack_fill(dzs, arrays, axis=0):
     """``stack`` of per-array gradients, zeros for missing ones (adjoint of stack_vjp)."""
+    if not isinstance(arrays, (list, tuple)):
+        return dzs
     xp = namespace(*[d for d in dzs if d is not None], *arrays)
     return xp.stack(_fill_missing(xp, dzs, arrays), axis=axis)
 
@@ -1108,6 +1214,12 @@ def dot_grad_b(dy, a, b):
     return xp.moveaxis(g, 0, -2)
 
 
+def inner_axes(a, b):
+    """The ``tensordot`` axes of ``inner(a, b)``: the last of each, none for a scalar."""
+    na, nb = numpy.ndim(a), numpy.ndim(b)
+    return ((na - 1,), (nb - 1,)) if na and nb else 0
+
+
 def _tensordot_axes(a, b, axes):
     if isinstance(axes, int):
         return list(range(a.ndim - axes, a.ndim)), list(range(axes))
@@ -1120,6 +1232,7 @@ def _tensordot_axes(a, b, axes):
 def tensordot_grad_a(dy, a, b, axes=2):
     """Gradient of ``tensordot(a, b, axes)`` with respect to ``a``."""
     xp = namespace(dy, a, b)
+    a, b = xp.asarray(a), xp.asarray(b)  # a Python number is a 0-d operand
     a_axes, b_axes = _tensordot_axes(a, b, axes)
     a_free = [i for i in range(a.ndim) if i not in a_axes]
     b_free = [i for i in range(b.ndim) if i not in b_axes]
@@ -1131,6 +1244,7 @@ def tensordot_grad_a(dy, a, b, axes=2):
 def tensordot_grad_b(dy, a, b, axes=2):
     """Gradient of ``tensordot(a, b, axes)`` with respect to ``b``."""
     xp = namespace(dy, a, b)
+    a, b = xp.asarray(a), xp.asarray(b)  # a Python number is a 0-d operand
     a_axes, b_axes = _tensordot_axes(a, b, axes)
     a_free = [i for i in range(a.ndim) if i not in a_axes]
     b_free = [i for i in range(b.ndim) if i not in b_axes]
@@ -1166,17 +1280,41 @@ def _einsum_specs(subscripts, shapes):
     return specs, out, free
 
 
-def einsum_vjp(dy, subscripts, operands):
-    """Gradients of ``einsum(subscripts, *operands)``: a list, one per operand.
+def _einsum_sublists(args):
+    """The subscripts string and operands of einsum's sublist form
+    ``einsum(op0, sublist0, op1, sublist1, ..., [sublistout])``."""
+    import string
 
-    Each gradient is itself an einsum; repeated indices in one operand (a
-    diagonal) are handled with identity matrices, indices summed away inside
-    one operand with vectors of ones, and broadcast ellipsis dimensions are
-    summed back.
+    def letters(sublist):
+        return "".join("..." if k is Ellipsis else string.ascii_letters[k] for k in sublist)
+
+    ops, subs = list(args[0::2]), list(args[1::2])
+    out = ops.pop() if len(args) % 2 else None
+    subscripts = ",".join(letters(s) for s in subs)
+    return (subscripts if out is None else subscripts + "->" + letters(out)), ops
+
+
+def einsum_vjp(dy, subscripts, operands):
+    """Gradients of ``einsum(subscripts, *operands)``: the pair (gradient of
+    ``subscripts``, list with one gradient per entry of ``operands``).
+
+    The subscripts-string form has no gradient for ``subscripts``; in the sublist
+    form ``einsum(op0, sublist0, op1, sublist1, ..., [out])`` the first is op0's
+    and the sublists get None. Each gradient is itself an einsum; repeated
+    indices in one operand (a diagonal) are handled with identity matrices,
+    indices summed away inside one operand with vectors of ones, and broadcast
+    ellipsis dimensions are summed back.
     """
-    if not isinstance(subscripts, str):
-        raise NotImplementedError(
-            "srcgrad: only the subscripts-string form of einsum is differentiable")
+    if isinstance(subscripts, str):
+        return None, _einsum_grads(dy, subscripts, operands)
+    spec, ops = _einsum_sublists((subscripts,) + tuple(operands))
+    grads = _einsum_grads(dy, spec, ops)
+    # operands[k] is argument k + 1: an operand where that is even (not the output sublist)
+    return grads[0], [grads[(k + 1) // 2] if k % 2 and (k + 1) // 2 < len(grads) else None
+                      for k in range(len(operands))]
+
+
+def _einsum_grads(dy, subscripts, operands):
     xp = namespace(dy, *operands)
     ops = [xp.asarray(o) for o in operands]
     specs, out, free = _einsum_specs(subscripts, [o.shape for o in ops])
@@ -1437,7 +1575,13 @@ def hypot_vjp(dy, y, coordinates):
 
 
 def seq_onehot(dz, dseq, index):
-    """A list like ``dseq`` holding ``dz`` at ``index`` and zeros elsewhere."""
+    """A list like ``dseq`` holding ``dz`` at ``index`` and zeros elsewhere (an array
+    like it where ``dseq`` is an array: the adjoint of ``seq_item``)."""
+    if getattr(dseq, "ndim", 0) and not isinstance(dseq, (list, tuple)):
+        xp = namespace(dseq, dz)
+        out = xp.zeros(dseq.shape, dtype=numpy.result_type(dseq.dtype, getattr(dz, "dtype", float)))
+        out[index] = dz
+        return out
     if not isinstance(dseq, (list, tuple)):
         return dz
     out = [0.0] * len(dseq)

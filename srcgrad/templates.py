@@ -110,6 +110,8 @@ def _parse_rule(function):
     if node.args.kwarg:
         ok = False
     local = {s.targets[0].id for s in body[:-1]} if ok else set()
+    if local & params:
+        ok = False  # rebinding a parameter: inlined, the parameter would be read unbound
     if ok:
         for child in gast.walk(gast.Module(body=body, type_ignores=[])):
             if isinstance(child, gast.Name) and isinstance(child.ctx, gast.Load):
@@ -124,6 +126,20 @@ def _parse_rule(function):
 
 def is_template(rule):
     return _parse_rule(rule.function) is not None
+
+
+def array_parameters(rule):
+    """Names of the parameters a built-in template rule differentiates as arrays:
+    those with a gradient entry, less var-positional ones and the rule's sequences."""
+    parsed = _parse_rule(rule.function) if rule.builtin else None
+    if parsed is None:
+        return frozenset()
+    result = parsed[0][-1].value
+    entries = result.elts if isinstance(result, gast.Tuple) else [result]
+    return frozenset(
+        p.name for p, g in zip(rule.params, entries)
+        if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+        and not (isinstance(g, gast.Constant) and g.value is None) and p.name not in rule.sequences)
 
 
 _FOLDABLE = {gast.Add: lambda a, b: a + b, gast.Sub: lambda a, b: a - b,
@@ -146,6 +162,14 @@ class _FoldConstants(gast.NodeTransformer):
         # ``e ** 1`` inside a larger product is ``e``: the outer operation still
         # makes a new array, so nothing is aliased.
         node.left, node.right = _unit_power(node.left), _unit_power(node.right)
+        return node
+
+    def visit_Compare(self, node):
+        """``(2 == 0)`` in the power rule for ``x ** 2`` is written ``0``."""
+        self.generic_visit(node)
+        if len(node.ops) == 1 and isinstance(node.ops[0], gast.Eq) and _number(node.left) \
+                and _number(node.comparators[0]):
+            return gast.Constant(value=int(node.left.value == node.comparators[0].value), kind=None)
         return node
 
 

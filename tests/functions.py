@@ -1331,3 +1331,33 @@ def fancy_index_copy_then_write(x):
     q = t[t > 0]
     t[0] = x[1] ** 2
     return np.sum(t * p) + np.sum(q)
+
+
+# ----- Issue 11: rules that were silently wrong (tests/test_rule_edges.py has the edges) -----
+
+
+def linspace_between_parameters(x, a, b):
+    # Sample grids are differentiable in their endpoints.
+    t = np.linspace(a, b, 5)
+    return np.sum(np.sin(t) * a) + np.sum(np.linspace(x, 2 * x + 1, 4, axis=-1) ** 2)
+
+
+def reductions_of_lists(x, a, b):
+    # NumPy makes an array of a list argument.
+    return np.mean([a, a + 2 * b]) + np.std((a, b * b)) + np.max([x, 2 * x]) + np.sum(np.sin([a, b]))
+
+
+def mean_of_appended_values(x):
+    values = []
+    for k in range(3):
+        values.append(np.sum(x ** (k + 1)))
+    return np.mean(values) + np.var(values)
+
+
+def r_and_c_joins(x, y):
+    return np.sum(np.r_[x, 2 * y] ** 2) + np.sum(np.c_[x, y] @ np.array([1.5, -0.5]))
+
+
+def einsum_sublists_and_products_with_scalars(x, y, a):
+    return (np.einsum(x, [0], y, [0], []) + np.inner(x, a) @ y
+            + np.sum(np.tensordot(x, a, axes=0)) + np.sum(x ** 0.0 * y))

@@ -21,6 +21,7 @@ import math
 import operator
 import textwrap
 import types
+import warnings
 
 import numpy as np
 import pytest
@@ -251,6 +252,11 @@ for f in (np.true_divide, np.divide):
     add(C(f, r(3, 1), p(4)))
 for f in (np.power, np.float_power):
     add(C(f, p(3, 1), r(4)))
+# Exponent 0 at base 0: the slope is exactly 0 (not 0 * 0 ** -1); the exponent's
+# gradient is 0 where the base is 0 and the exponent positive (JAX's convention).
+add(C(np.power, np.array([0.0, 0.0, 1.5]), np.array([0.0, 2.0, 0.0]), _wrt=[0]),
+    C(operator.pow, 0.0, 0.0, _wrt=[0]), C(operator.pow, 0.0, 2, _wrt=[0]),
+    C(np.power, np.array([0.0, 1.5]), np.array([2.0, 0.7]), _wrt=[1]))
 for f in (np.mod, np.remainder, np.fmod):
     add(C(f, p(3, 1) * 3.1 + 0.05, p(4)))
 add(
@@ -267,16 +273,32 @@ add(
     C(np.clip, r(3, 4), min=u(4) - 0.2, max=0.4, _wrt=[0, "min", "max"]),
     C(M("clip"), r(3, 4), -0.5, 0.5),
     C(M("clip"), r(3, 4), max=0.3, _wrt=[0, "max"]),
+    # Crossed bounds (a_min > a_max): NumPy's result is a_max, and so is the gradient.
+    C(np.clip, np.array([0.9, -1.3, 2.1, 0.2]), np.array([1.4, 0.6, 0.5, -0.5]), 0.3),
+    C(M("clip"), np.array([0.9, -1.3, 0.1]), 1.2, np.array([0.3, 1.5, 0.0])),
     C(np.where, r(3, 4) > 0, r(3, 1), r(4)),
     C(np.nan_to_num, np.array([1.0, np.nan, -2.0, 3.0]), nan=0.5, _wrt=[0, "nan"]),
     C(Attribute("real"), r(3, 4)),
     C(M("conj"), r(3)), C(M("conjugate"), r(3)),
     C(np.full, (2, 3), 1.5, _wrt=[1]), C(np.full, (2, 3), r(3), _wrt=[1]),
+    # Sample grids are differentiable in their endpoints (and logspace in its base),
+    # arange in its start and step (its length is piecewise constant).
+    C(np.arange, 0.3, 4.1), C(np.arange, -0.2, 3.0, 0.7), C(np.arange, 4.5), C(np.arange, 1.0, 0.0, -0.3),
+    C(np.linspace, 0.3, 1.7, 5), C(np.linspace, -0.5, 2.0, 4, False), C(np.linspace, 0.3, 1.7, 1),
+    C(np.linspace, r(3), 1.5, 4), C(np.linspace, r(3), r(2, 1), 5, axis=-1),
+    C(np.linspace, r(2, 3), r(3), 4, endpoint=False, axis=1),
+    C(np.logspace, 0.3, 1.2, 5), C(np.logspace, 0.3, 1.2, 4, False, 2.5),
+    C(np.logspace, r(3), 0.5, 4, base=1.5, axis=1), C(np.logspace, u(3), u(3), 3, base=p(3)),
+    C(np.geomspace, 0.5, 3.0, 5), C(np.geomspace, -p(3), -2.5, 4, False, axis=-1),
+    C(np.geomspace, p(2, 1), p(3), 3, axis=1),
+    C(np.meshgrid, r(3), r(4)), C(np.meshgrid, r(3), r(4), indexing="ij"),
+    C(np.meshgrid, r(2), r(3), r(4)), C(np.meshgrid, r(2), r(3), r(4), sparse=True),
+    C(np.meshgrid, r(2, 2), 0.5), C(np.meshgrid, r(3)),
     C(np.full_like, r(2, 3), 0.7, _wrt=[1]),
     C(M("astype"), r(3, 4), np.float64),
     C(M("astype"), r(3, 4).astype(np.float32), np.float64, _eps=1e-2, _rtol=1e-4),
     C(np.float64, 0.7), C(np.float32, 0.7, _eps=1e-2, _rtol=1e-4),
-    C(np.float16, 0.7, _eps=1e-1, _rtol=1e-2),
+    C(np.float16, 0.7, _eps=1e-1, _rtol=1e-2, _dir=lambda v: 1.0),  # a fixed direction: float16 rounding of a random one may not fit
     C(np.copy, r(3, 4)), C(M("copy"), r(3, 4)),
 )
 
@@ -302,6 +324,12 @@ add(
     C(M("prod"), A * 0.3 + 1, axis=0),
     C(np.var, A, axis=1, ddof=1), C(np.std, A, ddof=1), C(M("var"), A, axis=0),
     C(M("std"), A, axis=(1, 2), keepdims=True), C(M("std"), A, ddof=2),
+    # A zero std is a kink: its gradient is 0, like norm's at 0 (central differences
+    # of |t| * std(v) are 0 too). Equal entries are exact binary fractions, so that
+    # their mean, and their std, is exactly what it is on paper.
+    C(np.std, np.array([[1.5], [-0.3]]), axis=1), C(np.std, 0.7), C(np.std, np.array([0.4])),
+    C(np.std, np.array([[0.5, 0.5, 0.5], [0.2, -0.3, 1.0]]), axis=1, keepdims=True),
+    C(M("std"), np.array([[0.5, 1.0], [0.5, -2.0]]), axis=0),
     C(np.average, A), C(np.average, A, axis=1, weights=p(3, 4, 5)),
     C(np.average, A, axis=1, weights=p(4)), C(np.average, A, axis=(0, 2), weights=p(3, 5)),
     C(np.average, A, axis=2, weights=p(5), keepdims=True),
@@ -384,10 +412,12 @@ add(
     C(M("dot"), r(3, 4), r(4, 2)), C(M("dot"), r(4), r(4)),
     C(np.vdot, r(3, 4), r(3, 4)), C(np.vdot, r(6), r(2, 3)),
     C(np.inner, r(4), r(4)), C(np.inner, r(2, 3, 4), r(5, 4)), C(np.inner, r(3, 4), r(4)),
-    C(np.outer, r(3), r(4)), C(np.outer, r(2, 2), r(3)),
+    C(np.inner, r(3, 4), 1.5), C(np.inner, 0.7, r(2, 3)), C(np.inner, 0.7, 1.5),
+    C(np.outer, r(3), r(4)), C(np.outer, r(2, 2), r(3)), C(np.outer, r(3), 1.5),
     C(np.tensordot, r(3, 4, 5), r(4, 5, 2)), C(np.tensordot, r(3, 4, 5), r(5, 3), axes=([0, 2], [1, 0])),
     C(np.tensordot, r(3, 4), r(2, 5), 0), C(np.tensordot, r(3, 4, 5), r(5, 4), ((1, 2), (1, 0))),
-    C(np.tensordot, r(3, 4), r(4, 2), axes=1),
+    C(np.tensordot, r(3, 4), r(4, 2), axes=1), C(np.tensordot, r(3, 4), 0.5, axes=0),
+    C(np.tensordot, 1.5, r(2, 3), axes=0),
     C(np.einsum, "ij,jk->ik", r(3, 4), r(4, 5)), C(np.einsum, "ij,jk", r(3, 4), r(4, 5)),
     C(np.einsum, "ii->i", r(4, 4)), C(np.einsum, "ii", r(4, 4)), C(np.einsum, "ij->", r(3, 4)),
     C(np.einsum, "ij->i", r(3, 4)), C(np.einsum, "i,i->", r(4), r(4)), C(np.einsum, "i,j->ij", r(3), r(4)),
@@ -395,6 +425,11 @@ add(
     C(np.einsum, "...ij,...jk->...ik", r(2, 1, 3, 4), r(5, 4, 2)),
     C(np.einsum, "bij,bjk,k->bi", r(2, 3, 4), r(2, 4, 5), r(5)), C(np.einsum, "iij->ij", r(3, 3, 2)),
     C(np.einsum, "ij,ij->ij", r(3, 4), r(3, 4)), C(np.einsum, "i...->...", r(3, 2, 4)),
+    C(np.einsum, "ij,jk->ik", r(3, 4), r(4, 5), optimize=True),
+    # The sublist form: the first operand binds to ``subscripts``.
+    C(np.einsum, r(3), [0], r(3), [0], []), C(np.einsum, r(3, 4), [0, 1], r(4, 2), [1, 2], [0, 2]),
+    C(np.einsum, r(3, 4), [0, 1], r(4, 2), [1, 2]), C(np.einsum, r(3, 3), [0, 0]),
+    C(np.einsum, r(2, 3, 4), [Ellipsis, 1], r(4, 2), [1, 2], [Ellipsis, 2]),
     C(np.kron, r(2, 3), r(3, 2)), C(np.kron, r(3), r(4)), C(np.kron, r(2), r(3, 2)),
     C(np.cross, r(4, 3), r(3)), C(np.cross, r(3), r(3)),
     C(np.convolve, r(5), r(3)), C(np.convolve, r(5), r(3), "same"), C(np.convolve, r(5), r(3), "valid"),
@@ -449,7 +484,8 @@ if hasattr(np, "vecdot"):
 # Builtins and math
 add(
     C(builtins.abs, -1.5), C(builtins.abs, r(3)), C(builtins.float, 1.5), C(builtins.float, np.float64(0.5)),
-    C(builtins.pow, 1.7, 2.3), C(builtins.pow, p(3), 2.0),
+    C(builtins.pow, 1.7, 2.3), C(builtins.pow, p(3), 2.0), C(builtins.pow, 0.0, 0.0, _wrt=[0]),
+    C(math.pow, 0.0, 0.0, _wrt=[0]), C(math.pow, 0.0, 2.0),
     C(builtins.sum, [1.5, 2.5, -0.5]), C(builtins.sum, [r(3), r(3)], 0.5), C(builtins.sum, r(4, 3)),
     C(builtins.sum, [r(2, 3), r(3)], r(2, 1)),
     C(builtins.max, 1.5, 2.5), C(builtins.max, [0.5, 3.5, -1.0]), C(builtins.max, 1.0, -2.0, 0.25),
@@ -528,8 +564,12 @@ add(
     C(rt.average_weights, r(3, 4), p(4), 1, _wrt=[1]), C(rt.average_weights, r(3, 4), p(3, 4), 1, _wrt=[1]),
     C(rt.weights_vjp, r(3, 4, 5), p(3, 5), r(3, 4, 5), (0, 2), _wrt=[0]),
     C(rt.seq_item, [r(3), r(2)], 1, _wrt=[0]), C(rt.seq_onehot, r(2), [r(3), r(2)], 1, _wrt=[0]),
+    C(rt.seq_item, r(3, 2), 1, _wrt=[0]), C(rt.seq_onehot, r(2), r(3, 2), 1, _wrt=[0]),
     C(rt.seq_add, [r(3), r(2)], [r(3), r(2)]), C(rt.seq_pop, [r(3), r(2), r(4)]),
     C(rt.seq_unpop, ([r(3), r(2)], r(4))),
+    C(rt.index_concat, np.r_, [r(3), 0.5, r(2)], _wrt=[1]), C(rt.index_concat, np.r_, [r(2, 3), r(1, 3)], _wrt=[1]),
+    C(rt.index_concat, np.c_, [r(3), r(3, 2)], _wrt=[1]), C(rt.index_concat, np.c_, [0.5, -1.5], _wrt=[1]),
+    C(rt.as_array, [r(3), r(3)]), C(rt.as_array, (0.5, 1.5, -0.3)), C(rt.as_array, [[0.5, 1.5], r(2)]),
     C(rt.log_or_zero, p(3, 4)), C(rt.log_or_zero, 1.5), C(rt.log_or_zero_grad, p(3, 4)),
     C(rt.log_or_zero_grad, 1.5),
     C(rt.sin, 0.7), C(rt.sin, r(3)), C(rt.cos, 0.7), C(rt.cos, r(3)), C(rt.exp, 0.7), C(rt.exp, r(3)),
@@ -655,6 +695,9 @@ def _template_problems(function):
                 and isinstance(stmt.targets[0], ast.Name)):
             problems.append(f"line {stmt.lineno}: not a simple assignment to a name")
             continue
+        if stmt.targets[0].id in allowed - {"xp", "rt"} and stmt.targets[0].id in {
+                a.arg for a in fdef.args.args + fdef.args.kwonlyargs + fdef.args.posonlyargs}:
+            problems.append(f"line {stmt.lineno}: assigns to the parameter {stmt.targets[0].id!r}")
         allowed.add(stmt.targets[0].id)
     forbidden = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp,
                  ast.IfExp, ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Await, ast.If,
@@ -710,6 +753,30 @@ def test_max_ties_split_evenly():
     rule = R.lookup(builtins.max)
     g = call_rule(rule, 1.0, 2.0, [2.0, 1.0, 2.0])
     assert g == [[0.5, 0.0, 0.5]]
+
+
+def test_empty_reductions_give_empty_gradients():
+    for prim, kwargs in ((np.mean, {}), (np.var, {}), (np.std, {}), (M("mean"), {}),
+                         (M("var"), {}), (M("std"), {}), (np.mean, {"axis": 1}),
+                         (np.std, {"axis": 1, "keepdims": True})):
+        for a in (np.zeros(0), np.zeros((2, 0))):
+            if "axis" in kwargs and a.ndim < 2:
+                continue
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # NumPy's "mean of empty slice"
+                y = Case(prim).call([a], kwargs)
+                g = call_rule(R.lookup(prim), np.ones_like(y) if np.ndim(y) else 1.0, y, a, **kwargs)
+            assert np.shape(g) == a.shape, (prim, kwargs, a.shape)
+
+
+def test_variance_with_ddof_at_least_n_is_not_finite_like_its_value():
+    a = np.array([0.3, 1.2])
+    for prim in (np.var, np.std):
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            y = prim(a, ddof=2)
+            g = call_rule(R.lookup(prim), 1.0, y, a, ddof=2)
+        assert not np.isfinite(y) and not np.isfinite(g).any(), (prim, y, g)
 
 
 def test_float_rules_keep_python_floats():

@@ -9,6 +9,7 @@ names:
 * saved: names bound more than once (or inside a loop): the forward sweep
   pushes the value each binding overwrites, the reverse sweep restores it.
 * sequences: names holding lists or tuples, whose adjoint is a list.
+* mixed: sequences also bound to something else (``vals = np.array(vals)``).
 
 A value that is certainly an integer or boolean (kinds.py: ``x.astype(int)``,
 a store into ``np.zeros(3, dtype=int)``) carries no gradient: no flow reaches it.
@@ -53,6 +54,7 @@ class Activity:
     saved: frozenset
     sequences: frozenset
     params: tuple
+    mixed: frozenset = frozenset()  # sequences also bound to other values (an array made of one)
 
 
 def primitive_of(value):
@@ -108,6 +110,7 @@ class _Facts:
         self.defs = {}           # name -> number of binding sites
         self.in_loop = set()     # names bound inside a loop
         self.sequences = set()
+        self.others = set()      # names bound to a value that is not a list or tuple display
         self.copies = []         # (target, source) for sequence propagation
 
     def walk(self, body, loop_depth=0):
@@ -119,10 +122,14 @@ class _Facts:
                     if not anno.getanno(s, Static.NO_ADJOINT) and not self.integer(s.value):
                         self.flows.append((target.id, value_deps(s.value)))
                     if isinstance(s.value, (gast.List, gast.Tuple)) or (
-                            isinstance(s.value, gast.Call) and primitive_of(s.value) in (list, tuple)):
+                            isinstance(s.value, gast.Call) and (
+                                primitive_of(s.value) in (list, tuple)
+                                or rules.is_sequence_result(primitive_of(s.value)))):
                         self.sequences.add(target.id)
-                    if isinstance(s.value, gast.Name):
+                    elif isinstance(s.value, gast.Name):
                         self.copies.append((target.id, s.value.id))
+                    else:
+                        self.others.add(target.id)
                 elif isinstance(target, gast.Subscript) and not anno.getanno(s, Static.NO_ADJOINT) \
                         and not self.integer(target.value):
                     self.flows.append((target.value.id, value_deps(s.value)))
@@ -198,4 +205,5 @@ def resolve(node, wrt_names, kinds=None):
                 changed = True
 
     return Activity(frozenset(active), frozenset(useful), frozenset(active & useful),
-                    frozenset(saved), frozenset(sequences), params)
+                    frozenset(saved), frozenset(sequences), params,
+                    frozenset(sequences & facts.others))

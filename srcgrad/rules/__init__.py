@@ -28,6 +28,11 @@ A rule is an ordinary Python function registered for one primitive:
   libraries. Only the entries for arguments that need a gradient are emitted.
 * A rule whose body is not a template (a user's ``@srcgrad.adjoint`` rule with
   loops or closures) is called at run time instead, with the same arguments.
+* A list or tuple display of values passed where a built-in rule expects an
+  array (a parameter with a gradient entry) is what NumPy makes of it, an array:
+  ``np.mean([x, y])`` is compiled as ``np.mean(np.asarray([x, y]))``. Parameters
+  that take a sequence of arrays (``np.stack(arrays)``, ``sum(iterable)``) are
+  named in ``@adjoint(..., sequences=("arrays",))`` and keep their displays.
 
 Complex values
 --------------
@@ -74,6 +79,7 @@ class Rule:
     function: object
     signature: inspect.Signature = field(repr=False)
     builtin: bool = True
+    sequences: frozenset = frozenset()  # parameters that take a sequence of arrays
 
     @property
     def name(self):
@@ -101,24 +107,25 @@ def _key(primitive):
 VERSION = [0]  # bumped by every registration: compiled gradients depend on the table
 
 
-def register(primitive, function, builtin=True):
+def register(primitive, function, builtin=True, sequences=()):
     """Register ``function`` as the adjoint rule of ``primitive``."""
     VERSION[0] += 1
-    rule = Rule(primitive, function, inspect.signature(function), builtin)
+    rule = Rule(primitive, function, inspect.signature(function), builtin, frozenset(sequences))
     RULES[_key(primitive)] = rule
     NONDIFFERENTIABLE.discard(_key(primitive))
     return rule
 
 
-def adjoint(*primitives, builtin=True):
+def adjoint(*primitives, builtin=True, sequences=()):
     """Decorator: the function below is the adjoint rule of ``primitives``.
 
     Several primitives may share one rule (``np.abs`` and ``np.absolute``).
+    ``sequences`` names the parameters that take a sequence of arrays.
     """
 
     def decorate(function):
         for primitive in primitives:
-            register(primitive, function, builtin)
+            register(primitive, function, builtin, sequences)
         return function
 
     return decorate
@@ -186,6 +193,23 @@ def nondifferentiable(*primitives):
         NONDIFFERENTIABLE.add(_key(primitive))
         if isinstance(primitive, (Method, Attribute)):
             _NONDIFF_NAMES.add(primitive)
+
+
+SEQUENCE_RESULTS = set()  # keys of primitives whose result is a list or tuple of arrays
+
+
+def returns_sequence(*primitives):
+    """Declare primitives whose result is a list of arrays (``np.split``): a name bound
+    to one has a list as its adjoint."""
+    for primitive in primitives:
+        SEQUENCE_RESULTS.add(_key(primitive))
+
+
+def is_sequence_result(primitive):
+    try:
+        return _key(primitive) in SEQUENCE_RESULTS
+    except TypeError:
+        return False
 
 
 def lookup(primitive):

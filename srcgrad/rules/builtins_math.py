@@ -45,11 +45,12 @@ def builtin_float(dy, y, x=0.0):
 
 @adjoint(builtins.pow)
 def builtin_pow(dy, y, base, exp, mod=None):
-    return (rt.unbroadcast(dy * exp * base ** (exp - 1), base),
+    """Exactly 0 in ``base`` where ``exp == 0`` (even at base 0), as for ``np.power``."""
+    return (rt.unbroadcast(dy * exp * base ** (exp - 1 + (exp == 0)), base),
             rt.unbroadcast(dy * y * rt.log_or_zero(base), exp), None)
 
 
-@adjoint(builtins.sum)
+@adjoint(builtins.sum, sequences=("iterable",))
 def builtin_sum(dy, y, iterable, start=0):
     return rt.builtin_sum_vjp(dy, iterable), rt.unbroadcast(dy, start)
 
@@ -107,7 +108,8 @@ def math_sqrt(dy, y, x):
 
 @adjoint(math.pow)
 def math_pow(dy, y, x1, x2):
-    return dy * x2 * x1 ** (x2 - 1), dy * y * rt.log_or_zero(x1)
+    """Exactly 0 in ``x1`` where ``x2 == 0`` (even at ``x1 == 0``), as for ``np.power``."""
+    return dy * x2 * x1 ** (x2 - 1 + (x2 == 0)), dy * y * rt.log_or_zero(x1)
 
 
 # ----- math: trigonometric and hyperbolic -----
@@ -219,7 +221,7 @@ def math_erfc(dy, y, x):
     return -dy * 1.1283791670955126 * rt.exp(-x * x)
 
 
-@adjoint(math.fsum)
+@adjoint(math.fsum, sequences=("seq",))
 def math_fsum(dy, y, seq):
     return rt.builtin_sum_vjp(dy, seq)
 

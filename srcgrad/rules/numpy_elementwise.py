@@ -7,7 +7,8 @@ Binary rules sum their gradients back to each operand's shape with
 * ``maximum``/``minimum``/``fmax``/``fmin``: where both operands are equal the
   gradient is split evenly (0.5 each), like the ties of ``np.max``.
 * ``clip``: an entry exactly on a bound counts as inside (its gradient goes to
-  ``a``, not to the bound).
+  ``a``, not to the bound); where ``a_min > a_max`` the result, and the
+  gradient, is ``a_max``'s (NumPy's ``minimum(maximum(a, a_min), a_max)``).
 * ``sinc``: the derivative at 0 is 0 (its true value).
 """
 
@@ -29,8 +30,7 @@ nondifferentiable(
     np.bitwise_and, np.bitwise_or, np.bitwise_xor, np.invert, np.left_shift,
     np.right_shift, np.gcd, np.lcm,
     np.zeros_like, np.ones_like, np.empty_like, np.zeros, np.ones, np.empty,
-    np.arange, np.linspace, np.logspace, np.geomspace, np.eye, np.identity,
-    np.tri, np.indices, np.meshgrid,
+    np.eye, np.identity, np.tri, np.indices,
     Method("round"), Method("__round__"),
 )
 
@@ -109,7 +109,10 @@ def reciprocal(dy, y, x):
 
 @adjoint(np.power, np.float_power, operator.pow)
 def power(dy, y, x1, x2):
-    return (rt.unbroadcast(dy * x2 * x1 ** (x2 - 1), x1),
+    """``x2 * x1 ** (x2 - 1)``, exactly 0 where ``x2 == 0`` (even at ``x1 == 0``, where
+    ``x1 ** -1`` is infinite): the exponent is raised to 0 there. The exponent's gradient
+    ``y * log(x1)`` is 0 where ``x1 <= 0`` (JAX's convention at ``x1 == 0``)."""
+    return (rt.unbroadcast(dy * x2 * x1 ** (x2 - 1 + (x2 == 0)), x1),
             rt.unbroadcast(dy * y * rt.log_or_zero(x1), x2))
 
 
@@ -307,8 +310,8 @@ def clip(dy, y, a, a_min=None, a_max=None, *, min=None, max=None):
     NumPy 2's keyword spellings ``min=``/``max=`` are accepted too (one of
     ``a_min``/``min`` is None, so each bound's gradient goes to the one given).
     """
-    lo = rt.clip_below(a, rt.either(a_min, min))
-    hi = rt.clip_above(a, rt.either(a_max, max))
+    lo = rt.clip_below(a, rt.either(a_min, min), rt.either(a_max, max))
+    hi = rt.clip_above(a, rt.either(a_max, max), rt.either(a_min, min))
     return (rt.unbroadcast(dy * (1 - lo - hi), a),
             rt.unbroadcast(dy * lo, a_min),
             rt.unbroadcast(dy * hi, a_max),
@@ -319,8 +322,8 @@ def clip(dy, y, a, a_min=None, a_max=None, *, min=None, max=None):
 @adjoint(Method("clip"))
 def clip_method(dy, y, self, min=None, max=None):
     """An entry on a bound counts as inside: its gradient goes to ``self``."""
-    lo = rt.clip_below(self, min)
-    hi = rt.clip_above(self, max)
+    lo = rt.clip_below(self, min, max)
+    hi = rt.clip_above(self, max, min)
     return (rt.unbroadcast(dy * (1 - lo - hi), self),
             rt.unbroadcast(dy * lo, min),
             rt.unbroadcast(dy * hi, max))
@@ -384,6 +387,41 @@ def full_like(dy, y, a, fill_value, dtype=None):
     """The result does not depend on ``a``'s values: only ``fill_value`` gets a gradient,
     unless the result (``a``'s dtype, or ``dtype``) is an integer array."""
     return None, rt.unbroadcast(rt.dtype_grad(dy, rt.dtype_of(a, dtype), fill_value), fill_value), None
+
+
+@adjoint(np.arange)
+def arange(dy, y, start, stop=None, step=None):
+    """``start + k * step``. How many values there are is piecewise constant, so
+    ``stop`` gets no gradient, nor does a lone argument (``np.arange(stop)``).
+    ``dtype`` is not supported."""
+    return (xp.sum(dy) * rt.is_given(stop), xp.sum(dy) * 0.0, xp.sum(dy * rt.arange_index(y)))
+
+
+@adjoint(np.linspace)
+def linspace(dy, y, start, stop, num=50, endpoint=True, *, axis=0):
+    """``start + (stop - start) * t``. ``retstep`` and ``dtype`` are not supported."""
+    t = rt.linspace_weights(y, num, endpoint, axis)
+    return (rt.unbroadcast(xp.sum(dy * (1 - t), axis=axis), start),
+            rt.unbroadcast(xp.sum(dy * t, axis=axis), stop), None, None, None)
+
+
+@adjoint(np.logspace)
+def logspace(dy, y, start, stop, num=50, endpoint=True, base=10.0, *, axis=0):
+    """``base ** linspace(start, stop)``. ``dtype`` is not supported."""
+    t = rt.linspace_weights(y, num, endpoint, axis)
+    g = dy * y * rt.unreduce_like(xp.log(base), y, axis)
+    e = xp.linspace(start, stop, num, endpoint=endpoint, axis=axis)
+    return (rt.unbroadcast(xp.sum(g * (1 - t), axis=axis), start),
+            rt.unbroadcast(xp.sum(g * t, axis=axis), stop), None, None,
+            rt.unbroadcast(xp.sum(dy * y * e, axis=axis) / base, base), None)
+
+
+@adjoint(np.geomspace)
+def geomspace(dy, y, start, stop, num=50, endpoint=True, *, axis=0):
+    """``start * (stop / start) ** t``. ``dtype`` is not supported."""
+    t = rt.linspace_weights(y, num, endpoint, axis)
+    return (rt.unbroadcast(xp.sum(dy * y * (1 - t), axis=axis) / start, start),
+            rt.unbroadcast(xp.sum(dy * y * t, axis=axis) / stop, stop), None, None, None)
 
 
 @adjoint(Method("astype"))

@@ -10,7 +10,9 @@ Ties: the gradient of ``max``/``min``/``amax``/``amin``/``nanmax``/``nanmin``
 (and of ``ptp``) is split EVENLY among all entries equal to the extremum of
 their reduction group, deterministically (the mean of the subgradients of the
 tied entries, which is also what PyTorch's ``amax`` does). ``prod`` and
-``cumprod`` are exact with zeros (no division by the input).
+``cumprod`` are exact with zeros (no division by the input). ``std`` is 0
+where the std is 0 (the convention of ``norm`` at 0); an empty ``mean`` gives
+an empty gradient.
 """
 
 import numpy as np
@@ -53,12 +55,14 @@ def nansum(dy, y, a, axis=None, *, keepdims=False):
 
 @adjoint(np.mean)
 def mean(dy, y, a, axis=None, *, keepdims=False):
-    return rt.unreduce(dy, a, axis, keepdims) / rt.reduction_size(a, axis)
+    """An empty reduction (a NaN mean) gives its empty input an empty gradient."""
+    return rt.unreduce(dy, a, axis, keepdims) / rt.reduction_size(a, axis, 1)
 
 
 @adjoint(Method("mean"))
 def mean_method(dy, y, self, axis=None, *, keepdims=False):
-    return rt.unreduce(dy, self, axis, keepdims) / rt.reduction_size(self, axis)
+    """An empty reduction (a NaN mean) gives its empty input an empty gradient."""
+    return rt.unreduce(dy, self, axis, keepdims) / rt.reduction_size(self, axis, 1)
 
 
 @adjoint(np.nanmean)
@@ -138,28 +142,34 @@ def ptp(dy, y, a, axis=None, *, keepdims=False):
 
 @adjoint(np.var)
 def var(dy, y, a, axis=None, *, ddof=0, keepdims=False):
+    """``ddof >= n`` divides by 0 as NumPy's forward does (a non-finite variance)."""
     d = a - xp.mean(a, axis=axis, keepdims=True)
-    return rt.unreduce(dy, a, axis, keepdims) * 2 * d / (rt.reduction_size(a, axis) - ddof)
+    return rt.unreduce(dy, a, axis, keepdims) * 2 * d / xp.maximum(rt.reduction_size(a, axis) - ddof, 0)
 
 
 @adjoint(Method("var"))
 def var_method(dy, y, self, axis=None, *, ddof=0, keepdims=False):
+    """``ddof >= n`` divides by 0 as NumPy's forward does (a non-finite variance)."""
     d = self - xp.mean(self, axis=axis, keepdims=True)
-    return rt.unreduce(dy, self, axis, keepdims) * 2 * d / (rt.reduction_size(self, axis) - ddof)
+    return rt.unreduce(dy, self, axis, keepdims) * 2 * d / xp.maximum(rt.reduction_size(self, axis) - ddof, 0)
 
 
 @adjoint(np.std)
 def std(dy, y, a, axis=None, *, ddof=0, keepdims=False):
+    """0 where the std is 0 (all entries equal: the kink convention of ``norm`` at 0,
+    here ``0 / inf``)."""
     d = a - xp.mean(a, axis=axis, keepdims=True)
-    n = rt.reduction_size(a, axis) - ddof
-    return rt.unreduce(dy, a, axis, keepdims) * d / (n * rt.unreduce_like(y, a, axis, keepdims))
+    s = rt.unreduce_like(y, a, axis, keepdims) * xp.maximum(rt.reduction_size(a, axis) - ddof, 0)
+    return rt.unreduce(dy, a, axis, keepdims) * d / xp.where(s == 0, xp.inf, s)
 
 
 @adjoint(Method("std"))
 def std_method(dy, y, self, axis=None, *, ddof=0, keepdims=False):
+    """0 where the std is 0 (all entries equal: the kink convention of ``norm`` at 0,
+    here ``0 / inf``)."""
     d = self - xp.mean(self, axis=axis, keepdims=True)
-    n = rt.reduction_size(self, axis) - ddof
-    return rt.unreduce(dy, self, axis, keepdims) * d / (n * rt.unreduce_like(y, self, axis, keepdims))
+    s = rt.unreduce_like(y, self, axis, keepdims) * xp.maximum(rt.reduction_size(self, axis) - ddof, 0)
+    return rt.unreduce(dy, self, axis, keepdims) * d / xp.where(s == 0, xp.inf, s)
 
 
 # ----- Scans and differences -----

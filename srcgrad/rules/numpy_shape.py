@@ -16,7 +16,7 @@ import operator
 import numpy as np
 
 from srcgrad import runtime as rt
-from srcgrad.rules import Attribute, Method, adjoint, nondifferentiable
+from srcgrad.rules import Attribute, Method, adjoint, nondifferentiable, returns_sequence
 
 xp = None  # placeholder: the array namespace, bound in generated code
 
@@ -24,6 +24,7 @@ nondifferentiable(
     np.triu_indices, np.tril_indices, np.diag_indices, np.unravel_index,
     np.ravel_multi_index, np.broadcast_shapes,
 )
+returns_sequence(np.split, np.array_split, np.meshgrid)
 
 # ----- Reshaping -----
 
@@ -151,14 +152,14 @@ def rot90(dy, y, m, k=1, axes=(0, 1)):
 # ----- Copies and conversions -----
 
 
-@adjoint(np.array)
+@adjoint(np.array, sequences=("object",))
 def array(dy, y, object, dtype=None, *, copy=True):
     """A list of arrays or numbers gets a list of gradients (the same nesting); an
     integer ``dtype`` passes none."""
     return rt.array_vjp(rt.dtype_grad(dy, dtype, dy), object)
 
 
-@adjoint(np.asarray, np.asanyarray, np.ascontiguousarray, np.asfortranarray)
+@adjoint(np.asarray, np.asanyarray, np.ascontiguousarray, np.asfortranarray, sequences=("a",))
 def asarray(dy, y, a, dtype=None):
     return rt.array_vjp(rt.dtype_grad(dy, dtype, dy), a)
 
@@ -166,32 +167,32 @@ def asarray(dy, y, a, dtype=None):
 # ----- Joining and splitting -----
 
 
-@adjoint(np.concatenate)
+@adjoint(np.concatenate, sequences=("arrays",))
 def concatenate(dy, y, arrays, axis=0):
     return rt.concatenate_vjp(dy, arrays, axis)
 
 
-@adjoint(np.stack)
+@adjoint(np.stack, sequences=("arrays",))
 def stack(dy, y, arrays, axis=0):
     return rt.stack_vjp(dy, arrays, axis)
 
 
-@adjoint(np.hstack)
+@adjoint(np.hstack, sequences=("tup",))
 def hstack(dy, y, tup):
     return rt.hstack_vjp(dy, tup)
 
 
-@adjoint(np.vstack)
+@adjoint(np.vstack, sequences=("tup",))
 def vstack(dy, y, tup):
     return rt.vstack_vjp(dy, tup)
 
 
-@adjoint(np.dstack)
+@adjoint(np.dstack, sequences=("tup",))
 def dstack(dy, y, tup):
     return rt.dstack_vjp(dy, tup)
 
 
-@adjoint(np.column_stack)
+@adjoint(np.column_stack, sequences=("tup",))
 def column_stack(dy, y, tup):
     return rt.column_stack_vjp(dy, tup)
 
@@ -200,6 +201,12 @@ def column_stack(dy, y, tup):
 def append(dy, y, arr, values, axis=None):
     g = rt.append_vjp(dy, arr, values, axis)
     return g[0], g[1], None
+
+
+@adjoint(np.meshgrid)
+def meshgrid(dy, y, *xi, copy=True, sparse=False, indexing="xy"):
+    """``dy`` is a sequence (one cotangent per grid); ``xi`` gets a list of gradients."""
+    return rt.meshgrid_vjp(dy, xi, indexing)
 
 
 @adjoint(np.split, np.array_split)
@@ -285,9 +292,9 @@ def vdot(dy, y, a, b):
 
 @adjoint(np.inner)
 def inner(dy, y, a, b):
-    dy = xp.asarray(dy)  # CuPy's tensordot takes no Python float
-    return (xp.tensordot(dy, b, axes=b.ndim - 1),
-            xp.tensordot(dy, a, axes=(tuple(range(a.ndim - 1)), tuple(range(a.ndim - 1)))))
+    """``tensordot`` over the last axes of both (a scalar operand: a product)."""
+    axes = rt.inner_axes(a, b)
+    return rt.tensordot_grad_a(dy, a, b, axes), rt.tensordot_grad_b(dy, a, b, axes)
 
 
 @adjoint(np.outer)
@@ -303,8 +310,10 @@ def tensordot(dy, y, a, b, axes=2):
 
 @adjoint(np.einsum)
 def einsum(dy, y, subscripts, *operands, optimize=False):
-    """``operands`` is var-positional: its entry is a list, one gradient per operand."""
-    return None, rt.einsum_vjp(dy, subscripts, operands), None
+    """``operands`` is var-positional: its entry is a list, one gradient per operand.
+    In the sublist form ``einsum(x, [0], y, [0], [])`` ``subscripts`` is ``x``."""
+    g = rt.einsum_vjp(dy, subscripts, operands)
+    return rt.seq_item(g, 0), rt.seq_item(g, 1), None
 
 
 @adjoint(np.kron)

@@ -12,7 +12,7 @@ Helpers without a rule (``prod_others``, ``cumprod_vjp``, ``einsum_vjp``,
 ``norm_vjp``, ``solve_vjp``, ``cholesky_vjp``, ``kron_vjp``, ``convolve_vjp``,
 ``matrix_power_vjp``, ``append_vjp``, ``array_vjp``, the ``*stack_vjp`` of
 hstack/vstack/dstack/column_stack, ``builtin_sum_vjp``, ``minmax_vjp``,
-``hypot_vjp``, ``pad_constant_vjp``) make a second derivative through those
+``hypot_vjp``, ``pad_constant_vjp``, ``meshgrid_vjp``, ``index_concat_vjp``) make a second derivative through those
 primitives a compile-time error, never a wrong number.
 
 ``rt.log_or_zero`` IS differentiable (d/da log(a) = 1/a for a > 0): a second
@@ -20,20 +20,26 @@ derivative of ``a ** b`` needs it.
 """
 
 from srcgrad import runtime as rt
-from srcgrad.rules import adjoint, nondifferentiable
+from srcgrad.rules import adjoint, nondifferentiable, returns_sequence
 
 xp = None  # placeholder: the array namespace, bound in generated code
 
 nondifferentiable(
     rt.namespace, rt.is_array, rt.shape_of, rt.normalize_axis, rt.reduction_size,
     rt.zeros_like, rt.owned_zeros, rt.sign, rt.clip_below, rt.clip_above, rt.inverse_axes,
-    rt.method_axes, rt.method_shape, rt.negate_shift, rt.pad_adjoint_mode, rt.dtype_of,
+    rt.method_axes, rt.method_shape, rt.inner_axes, rt.linspace_weights,
+    rt.arange_index, rt.is_given, rt.negate_shift, rt.pad_adjoint_mode, rt.dtype_of,
     rt.array_dtype,
     # only ever feeds rt.clip_below/clip_above (masks) in the clip rule
     rt.either,
     # control of the generated code: the default seed is a constant, has_grad a test
     rt.default_seed, rt.has_grad, rt.check_unshared, rt.hook_handle, rt.tie_share,
 )
+
+# Gradient lists: a name bound to one has a list as its adjoint.
+returns_sequence(rt.concatenate_vjp, rt.stack_vjp, rt.meshgrid_vjp, rt.einsum_vjp, rt.array_vjp,
+                 rt.index_concat_vjp,
+                 rt.hstack_vjp, rt.vstack_vjp, rt.dstack_vjp, rt.column_stack_vjp)
 
 # ----- Broadcasting and reductions -----
 
@@ -88,12 +94,12 @@ def materialize(dw, w, g, x):
     return rt.unbroadcast(dw, g), None
 
 
-@adjoint(rt.save)
+@adjoint(rt.save, sequences=("value",))
 def save(dw, w, value):
     return dw
 
 
-@adjoint(rt.own)
+@adjoint(rt.own, sequences=("value",))
 def own(dw, w, value):
     return dw
 
@@ -197,7 +203,7 @@ def concatenate_vjp(dw, w, dy, arrays, axis=0):
     return rt.split_vjp(dw, arrays, axis), None, None
 
 
-@adjoint(rt.split_vjp)
+@adjoint(rt.split_vjp, sequences=("dys",))
 def split_vjp(dw, w, dys, ys, axis=0):
     return rt.concatenate_vjp(dw, ys, axis), None, None
 
@@ -207,9 +213,20 @@ def stack_vjp(dw, w, dy, arrays, axis=0):
     return rt.stack_fill(dw, arrays, axis), None, None
 
 
-@adjoint(rt.stack_fill)
+@adjoint(rt.stack_fill, sequences=("dzs",))
 def stack_fill(dw, w, dzs, arrays, axis=0):
     return rt.stack_vjp(dw, arrays, axis), None, None
+
+
+@adjoint(rt.as_array, sequences=("seq",))
+def as_array(dw, w, seq):
+    return rt.stack_vjp(dw, seq, 0)
+
+
+@adjoint(rt.index_concat, sequences=("items",))
+def index_concat(dw, w, concatenator, items):
+    """``np.r_[x, y]`` / ``np.c_[x, y]`` (see anf.py): a join of its items."""
+    return None, rt.index_concat_vjp(dw, concatenator, items)
 
 
 @adjoint(rt.average_weights)
@@ -225,27 +242,27 @@ def weights_vjp(dw, w, g, weights, a, axis=None):
 # ----- Sequences -----
 
 
-@adjoint(rt.seq_item)
+@adjoint(rt.seq_item, sequences=("dseq",))
 def seq_item(dw, w, dseq, index):
     return rt.seq_onehot(dw, dseq, index), None
 
 
-@adjoint(rt.seq_onehot)
+@adjoint(rt.seq_onehot, sequences=("dz",))
 def seq_onehot(dw, w, dz, dseq, index):
     return rt.seq_item(dw, index), None, None
 
 
-@adjoint(rt.seq_add)
+@adjoint(rt.seq_add, sequences=("dseq", "g"))
 def seq_add(dw, w, dseq, g):
     return dw, dw
 
 
-@adjoint(rt.seq_pop)
+@adjoint(rt.seq_pop, sequences=("dseq",))
 def seq_pop(dw, w, dseq):
     return rt.seq_unpop(dw)
 
 
-@adjoint(rt.seq_unpop)
+@adjoint(rt.seq_unpop, sequences=("dz",))
 def seq_unpop(dw, w, dz):
     return list(rt.seq_pop(dw))
 

@@ -17,7 +17,7 @@ import builtins
 import gast
 import numpy
 
-from srcgrad import anno
+from srcgrad import anno, rules, templates
 from srcgrad.errors import UnsupportedError
 from srcgrad.rules import Attribute, Method
 
@@ -55,10 +55,11 @@ def _name(id_, store=False):
 
 
 class ANF:
-    def __init__(self, info, namer, locals_):
+    def __init__(self, info, namer, locals_, bindings=None):
         self.info = info
         self.namer = namer
         self.locals = locals_
+        self.bindings = {} if bindings is None else bindings  # srcgrad's own free names
         self.origin = None
         self.namespaces = set()
         self.modes = [True]  # grad mode of the enclosing with blocks: True, False or a flag name
@@ -305,6 +306,9 @@ class ANF:
         if isinstance(node, gast.Call):
             return self.call(node, out)
         if isinstance(node, gast.Subscript):
+            if isinstance(node.value, (gast.Name, gast.Attribute)) and any(
+                    self.resolve_safe(node.value) is c for c in (numpy.r_, numpy.c_)):
+                return self.index_concat(node, out)
             value = self.atom(node.value, out, self.hint(node.value))
             return gast.Subscript(value=value, slice=self.index(node.slice, out), ctx=gast.Load())
         if isinstance(node, gast.Attribute):
@@ -325,6 +329,36 @@ class ANF:
         if isinstance(node, gast.IfExp):
             return self.atom(node, out, hint)
         raise self.error(node, f"the expression {type(node).__name__} is not supported")
+
+    def index_concat(self, node, out):
+        """``np.r_[x, y]`` / ``np.c_[x, y]`` is a join of its items: the call
+        ``rt.index_concat(np.r_, [x, y])``. With slices (``np.r_[0:3, x]``) or string
+        directives it is ``rt.index_concat_directives``, which has no rule."""
+        from srcgrad import runtime
+        items = node.slice.elts if isinstance(node.slice, gast.Tuple) else [node.slice]
+        directives = any(isinstance(e, gast.Slice) or isinstance(e, gast.Constant)
+                         and isinstance(e.value, str) for e in items)
+        helper = runtime.index_concat_directives if directives else runtime.index_concat
+        name = self.bind(helper.__name__, helper)
+        elts = [self.slice_object(e, out) if isinstance(e, gast.Slice)
+                else self.atom(e, out, self.hint(e)) for e in items]
+        call = gast.Call(func=_name(name), args=[node.value, gast.List(elts=elts, ctx=gast.Load())],
+                         keywords=[])
+        anno.setanno(call, Static.PRIMITIVE, helper)
+        return call
+
+    def slice_object(self, node, out):
+        parts = [gast.Constant(value=None, kind=None) if p is None else self.atom(p, out, "k")
+                 for p in (node.lower, node.upper, node.step)]
+        call = gast.Call(func=_name(self.bind("slice", builtins.slice)), args=parts, keywords=[])
+        anno.setanno(call, Static.PRIMITIVE, builtins.slice)
+        name = self.namer.new("k_slice")
+        self.locals.add(name)
+        self.assign(out, name, call)
+        return _name(name)
+
+    def bind(self, hint, obj):
+        return bind(self.namer, self.info, self.bindings, hint, obj)
 
     def _rooted_global(self, node):
         while isinstance(node, gast.Attribute):
@@ -413,11 +447,55 @@ class ANF:
             raise self.error(node, "set_grad_enabled as a statement is not supported in a function "
                                    "srcgrad differentiates",
                              "Use it as a block: `with srcgrad.set_grad_enabled(flag):`.")
-        args = [self.arg(a, out) for a in node.args]
-        keywords = [gast.keyword(arg=k.arg, value=self.arg(k.value, out)) for k in node.keywords]
+        node_args, node_keywords = self.array_arguments(primitive, node.args, node.keywords)
+        args = [self.arg(a, out) for a in node_args]
+        keywords = [gast.keyword(arg=k.arg, value=self.arg(k.value, out)) for k in node_keywords]
         new = gast.Call(func=func, args=args, keywords=keywords)
         anno.setanno(new, Static.PRIMITIVE, primitive)
         return new
+
+    def array_arguments(self, primitive, args, keywords):
+        """A list or tuple display of values where a built-in rule expects an array
+        becomes the array NumPy makes of it: ``np.mean([x, y])`` is computed as
+        ``np.mean(rt.as_array([x, y]))`` (nested displays too), so the rule sees one
+        array. Parameters that take sequences (``np.stack(arrays)``, ``sum(iterable)``)
+        keep their displays, and so do srcgrad's own helpers."""
+        if not any(_is_display(a) for a in args + [k.value for k in keywords]):
+            return args, keywords
+        rule = rules.lookup(primitive)
+        if rule is None or is_runtime_helper(primitive):
+            return args, keywords
+        arrays = templates.array_parameters(rule)
+        receiver = [None] if isinstance(primitive, Method) else []
+        try:
+            bound = rule.signature.bind(None, None, *receiver, *args,
+                                        **{k.arg: k.value for k in keywords})
+        except TypeError:
+            return args, keywords  # refused, naming the call, when it is differentiated
+        made = {id(v): self.as_array(v) for p, v in bound.arguments.items()
+                if p in arrays and _is_display(v)}
+        if (getattr(primitive, "__module__", None) or "").startswith("numpy"):
+            # np.concatenate([x, [y, 1.0]]): NumPy makes each element of a sequence of
+            # arrays an array (builtins' sum([...], []) joins lists: not those).
+            made.update({id(v): type(v)(elts=[self.as_array(e) if _is_display(e) else e
+                                              for e in v.elts], ctx=gast.Load())
+                         for p, v in bound.arguments.items()
+                         if p in rule.sequences and isinstance(v, (gast.List, gast.Tuple))
+                         and any(_is_display(e) for e in v.elts)})
+        if not made:
+            return args, keywords
+        return ([made.get(id(a), a) for a in args],
+                [gast.keyword(arg=k.arg, value=made.get(id(k.value), k.value)) for k in keywords])
+
+    def as_array(self, display):
+        """``rt.as_array(display)``, its element displays made arrays first."""
+        from srcgrad import runtime
+        elts = [self.as_array(e) if _is_display(e) else e for e in display.elts]
+        call = gast.Call(func=_name(self.bind("as_array", runtime.as_array)),
+                         args=[gast.List(elts=elts, ctx=gast.Load())], keywords=[])
+        for n in gast.walk(call):
+            anno.copyanno(display, n, Static.ORIGIN)
+        return call
 
     def _method_receiver(self, func):
         root = func
@@ -501,9 +579,93 @@ class NameError_(UnsupportedError):
     """A name in the user's function that is not defined."""
 
 
-def transform(node, info, namer):
-    """Rewrite FunctionDef ``node``'s body into A-normal form, in place."""
-    anf = ANF(info, namer, local_names(node))
+def is_runtime_helper(primitive):
+    return getattr(primitive, "__module__", None) == "srcgrad.runtime"
+
+
+def bind(namer, info, bindings, hint, obj):
+    """The name the generated code reads ``obj`` by (one per object, added to ``bindings``)."""
+    for name, bound in bindings.items():
+        if bound is obj:
+            return name
+    name = namer.new(hint)
+    bindings[name] = info.extra[name] = obj
+    return name
+
+
+def as_array_arguments(node, sequences, info, namer, bindings):
+    """A name holding a list or tuple (``sequences``, from the activity analysis) passed
+    where a built-in rule expects an array becomes ``rt.as_array(name)``, the array NumPy
+    makes of it: ``np.mean(values)`` after ``values.append(...)`` in a loop. Returns
+    whether ``node`` changed (the activity analysis must then run again)."""
+    from srcgrad import runtime
+    state = {"changed": False}
+
+    def convert(value, out, origin):
+        name = bind(namer, info, bindings, "as_array", runtime.as_array)
+        call = gast.Call(func=_name(name), args=[_name(value.id)], keywords=[])
+        anno.setanno(call, Static.PRIMITIVE, runtime.as_array)
+        temp = namer.new(f"{value.id}_array")
+        assign = gast.Assign(targets=[_name(temp, True)], value=call, type_comment=None)
+        anno.setanno(assign, Static.ORIGIN, origin)
+        out.append(assign)
+        state["changed"] = True
+        return _name(temp)
+
+    def block(body):
+        out = []
+        for s in body:
+            for field in ("body", "orelse"):
+                if isinstance(getattr(s, field, None), list):
+                    setattr(s, field, block(getattr(s, field)))
+            call = s.value if isinstance(s, (gast.Assign, gast.Expr)) else None
+            primitive = anno.getanno(call, Static.PRIMITIVE) if isinstance(call, gast.Call) else None
+            rule = rules.lookup(primitive) if primitive is not None else None
+            if rule is not None and not is_runtime_helper(primitive) \
+                    and not anno.getanno(s, Static.NO_ADJOINT):
+                arrays = templates.array_parameters(rule)
+                receiver = [None] if isinstance(primitive, Method) else []
+                try:
+                    bound = rule.signature.bind(None, None, *receiver, *call.args,
+                                                **{k.arg: k.value for k in call.keywords})
+                except TypeError:
+                    bound = None
+                made = {} if bound is None else {
+                    id(v): v for p, v in bound.arguments.items()
+                    if p in arrays and isinstance(v, gast.Name) and v.id in sequences}
+                origin = anno.getanno(s, Static.ORIGIN)
+                for key, value in list(made.items()):
+                    made[key] = convert(value, out, origin)
+                call.args = [made.get(id(a), a) for a in call.args]
+                for k in call.keywords:
+                    k.value = made.get(id(k.value), k.value)
+            out.append(s)
+        return out
+
+    node.body = block(node.body)
+    return state["changed"]
+
+
+def _is_literal(node):
+    if isinstance(node, gast.Constant):
+        return True
+    if isinstance(node, gast.UnaryOp) and isinstance(node.op, (gast.USub, gast.UAdd)):
+        return _is_literal(node.operand)
+    return isinstance(node, (gast.List, gast.Tuple)) and all(_is_literal(e) for e in node.elts)
+
+
+def _is_display(node):
+    """A list or tuple display of values (not only literals; no starred elements)."""
+    return isinstance(node, (gast.List, gast.Tuple)) and bool(node.elts) and not _is_literal(node) \
+        and not any(isinstance(e, gast.Starred) for e in node.elts)
+
+
+def transform(node, info, namer, bindings=None):
+    """Rewrite FunctionDef ``node``'s body into A-normal form, in place.
+
+    Names srcgrad binds for itself (``rt.as_array``) go into ``bindings``.
+    """
+    anf = ANF(info, namer, local_names(node), bindings)
     anf.namespaces = _namespace_names(node, info)
     node.body = anf.block(node.body)
     return node

@@ -20,6 +20,7 @@ it comes from, so code generation can comment ``# grad of: <line>``.
 import builtins
 import copy
 import inspect
+import operator
 
 import gast
 
@@ -534,6 +535,7 @@ class ReverseAD:
             raise self.error(origin, UnsupportedError,
                              f"this call to {_describe(primitive, value)} is not supported by "
                              f"srcgrad's rule ({exc})") from None
+        self.check_array_arguments(rule, bound, primitive, origin, value)
         params = rule.params
         arg_nodes = {}
         for p in list(rule.signature.parameters.values()):
@@ -589,6 +591,28 @@ class ReverseAD:
         if on_complex and isinstance(node, gast.Name) and self.kind_of(node) != kinds_.COMPLEX:
             return replace_expr(f"rt.real_like(G, {node.id})", G=grad)
         return grad
+
+    def check_array_arguments(self, rule, bound, primitive, origin, value):
+        """A list where a rule expects an array is refused: calls got ``rt.as_array`` of
+        their lists (anf.py), but an operator's list is Python's (``acc + [y]`` joins,
+        ``lst * 2`` repeats) or, beside an array, NumPy's, and only run time tells."""
+        if not rule.builtin or getattr(primitive, "__module__", None) == "srcgrad.runtime":
+            return
+        arrays = templates.array_parameters(rule)
+        for param, arg in bound.arguments.items():
+            if param in arrays and self._any_needed(arg) and (
+                    isinstance(arg, (gast.List, gast.Tuple))
+                    or isinstance(arg, gast.Name) and arg.id in self.act.sequences
+                    and arg.id not in self.act.mixed):
+                what = _OPERATOR_SYMBOLS.get(primitive)
+                what = f"the operator {what}" if what else _describe(primitive, value)
+                raise self.error(
+                    origin, UnsupportedError,
+                    f"a list or tuple ({_show(arg)!r}) as an operand of {what} on values that "
+                    f"need a gradient is not supported (Python joins or repeats lists, NumPy "
+                    f"makes arrays of them)",
+                    "Make it an array first (np.stack(...) or np.array(...)); build lists with "
+                    ".append or a display [a, b] rather than + or *.")
 
     def _any_needed(self, node):
         if node is None:
@@ -708,6 +732,11 @@ def _custom_function(value):
 
 def replace_expr(template, **subs):
     return templates.replace_as_expression(template, **subs)
+
+
+_OPERATOR_SYMBOLS = {operator.add: "+", operator.sub: "-", operator.mul: "*",
+                     operator.truediv: "/", operator.matmul: "@", operator.pow: "**",
+                     operator.mod: "%", operator.neg: "unary -", operator.pos: "unary +"}
 
 
 def _show(node):
