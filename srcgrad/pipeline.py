@@ -10,7 +10,7 @@ from srcgrad.codegen import emit, loader
 from srcgrad.naming import Namer
 from srcgrad.parse import parse_function
 from srcgrad.templates import clone
-from srcgrad.transform import anf, canonicalize, fence, inline, optimize, reverse
+from srcgrad.transform import anf, canonicalize, fence, inline, mutation, optimize, reverse
 from srcgrad.transform import fuse as fusion
 
 # Optimization passes on the backward sweep (transform/optimize.py, shape-only saving).
@@ -65,6 +65,7 @@ def normalize(fn, stack=()):
     node = _rename_reserved(node, info, namer, bindings)
     node = canonicalize.transform(node, info, namer)  # before ANF: it introduces flags and indexing
     node = anf.transform(node, info, namer)
+    node = mutation.transform(node, info, namer)  # out=, copyto, .fill(): indexed writes, or refused
     node, inlined = inline.transform(node, info, namer, stack or (fn.__code__,))
     bindings.update(inlined)
     node._srcgrad_namer = namer
@@ -106,7 +107,7 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None):
         if n not in user_locals:
             raise ValueError(f"srcgrad: wrt={n!r} is neither a parameter nor a local variable of "
                              f"{fn.__qualname__}")
-    aliasing.check(node, info, namer.display)
+    aliasing.check(node, info, namer.display, live_at_exit=names)
     act = activity.resolve(node, names)
     fixed = {"xp": "xp", "rt": "rt"}
     for hooked in hook_names:
