@@ -33,10 +33,8 @@ from srcgrad.templates import name, replace
 
 Static = anno.Static
 
-# Array and list methods that mutate their receiver: refused on local variables.
-IN_PLACE_METHODS = {"sort", "fill", "put", "resize", "setflags", "itemset", "partition",
-                    "extend", "insert", "remove", "pop", "clear", "reverse", "update",
-                    "__setitem__", "__iadd__"}
+# Calls that change their receiver or an out= array are rewritten or refused
+# before this pass, from one table (transform/mutation.py).
 
 def _push(value_node, origin, key):
     stmt = gast.Expr(value=gast.Call(func=name("push"), args=[value_node], keywords=[]))
@@ -441,10 +439,6 @@ class ReverseAD:
                 rev += replace(f"{receiver}.pop()")
                 anno.setanno(rev[-1], Static.TAPE, ("list", receiver))
                 return _tag(self.alias_checks(s, receiver) + [s], origin), _tag(rev, origin)
-            if prim in IN_PLACE_METHODS:
-                raise self.error(origin, UnsupportedError,
-                                 f"the in-place method .{prim}() on {receiver!r} is not supported",
-                                 "Use the function form that returns a new value (np.sort, ...).")
         return [s], []
 
     # ----- rules -----
