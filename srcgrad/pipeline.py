@@ -107,7 +107,10 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None):
         if n not in user_locals:
             raise ValueError(f"srcgrad: wrt={n!r} is neither a parameter nor a local variable of "
                              f"{fn.__qualname__}")
-    aliasing.check(node, info, namer.display, live_at_exit=names)
+    params = {a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
+    # wrt of a local means the value it holds at the return: read then. wrt of a
+    # parameter means the value passed in, which later writes do not change.
+    aliasing.check(node, info, namer.display, live_at_exit=[n for n in names if n not in params])
     act = activity.resolve(node, names)
     fixed = {"xp": "xp", "rt": "rt"}
     for hooked in hook_names:

@@ -1511,7 +1511,7 @@ def check_unshared(value, other, error, index=None):
     """
     if other is None:
         return
-    if isinstance(value, list):
+    if isinstance(value, (list, dict)):
         if any(o is value for o in _leaves(other, containers=True)):
             raise error
         return
@@ -1535,6 +1535,8 @@ def _leaves(value, containers=False, depth=0):
             for item in value:
                 yield from _leaves(item, containers, depth + 1)
     elif isinstance(value, dict):
+        if containers:
+            yield value
         if depth < 8:
             for item in value.values():
                 yield from _leaves(item, containers, depth + 1)

@@ -623,7 +623,17 @@ def test_a_copy_is_not_an_alias():
         assert "check_unshared" not in sg.source(f), expression
 
 
+GLOBAL_ARRAY = np.zeros(3)
+
+
+def global_array_written_through_a_local(x):
+    a = GLOBAL_ARRAY[1:]
+    a[0] = x[0] * 2.0
+    return np.sum(GLOBAL_ARRAY * x)
+
+
 ALIAS_REFUSED = [
+    (global_array_written_through_a_local, "a[0] = x[0] * 2.0"),
     (view_returned_by_helper, "h[0] = 5 * x[2]"),
     (chained_assignment, "a[0] = 2 * x[0]"),
     (slice_of_a_slice, "b[0] = x[0] * 3"),
@@ -709,6 +719,19 @@ def test_arguments_sharing_memory_with_a_written_one_are_refused_at_the_call():
         sg.grad(writes_into_a_view_of_an_argument, wrt=(0, 1))(X, X)
     with pytest.raises(sg.SrcgradError, match="shares its memory"):
         sg.grad(writes_into_a_view_of_an_argument, wrt=(0, 1))(X.copy(), X.copy() * 2.0)
+
+
+def writes_into_argument_reads_global(x, y):
+    y[0] = x[0] * 2.0
+    return np.sum(GLOBAL_ARRAY * x) + np.sum(y * y)
+
+
+def test_an_argument_sharing_memory_with_a_global_the_function_reads_is_refused():
+    with pytest.raises(sg.SrcgradError, match="global") as info:
+        sg.grad(writes_into_argument_reads_global)(X.copy(), GLOBAL_ARRAY)
+    assert "'GLOBAL_ARRAY'" in str(info.value) and info.value.filename.endswith(THIS_FILE)
+    from srcgrad.testing import check_grads
+    check_grads(writes_into_argument_reads_global, (X.copy(), X * 0.5), atol=1e-7, rtol=1e-7)
 
 
 # ----- Calls that write into an array: rewritten as indexed writes, or refused -----

@@ -79,6 +79,8 @@ class _Objects:
         self.pts = {p: {("param", p)} for p in params}
         self.sequences = {("param", p) for p in params}  # objects that may be lists or tuples
         self.bindings = {}  # name -> [statements binding it to a value that shares memory]
+        self.locals = set(params) | {n.id for st in stmts for n in gast.walk(st)
+                                     if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
         assigns = [s for s in stmts if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)]
         changed = True
         while changed:
@@ -94,13 +96,27 @@ class _Objects:
             if self.value(s.value, s) - {("new", id(s))}:
                 self.bindings.setdefault(s.targets[0].id, []).append(s)
 
+    def name(self, name):
+        """A local's objects; a free name (a global or closure array) is an object of its own."""
+        if name in self.pts:
+            return self.pts[name]
+        if name in self.locals:
+            return set()
+        self.sequences.add(("free", name))
+        return {("free", name)}
+
     def of(self, node):
         if isinstance(node, gast.Name):
-            return self.pts.get(node.id, set())
+            return self.name(node.id)
+        if isinstance(node, gast.Call):   # the arguments and a method's receiver, not the callee
+            parts = list(node.args) + [k.value for k in node.keywords]
+            if isinstance(anno.getanno(node, Static.PRIMITIVE), Method):
+                parts.append(node.func.value)
+            return set().union(*[self.of(p) for p in parts]) if parts else set()
         out = set()
         for n in gast.walk(node):
             if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load):
-                out |= self.pts.get(n.id, set())
+                out |= self.name(n.id)
         return out
 
     def maybe_sequence(self, node):
@@ -262,20 +278,30 @@ def check(node, info, display=lambda name: name, live_at_exit=()):
         live = liveness.after.get(id(s), set())
         checks = []
         for other in sorted(live - {base}):
-            if objects.pts.get(other, set()) & mine:
+            if objects.name(other) & mine:
                 checks.append((other, index, _error(s, info, base, other, objects, display)))
         if checks:
             anno.setanno(s, Static.ALIAS_CHECK, checks)
-    # Arguments are objects of their own only if the caller passed distinct memory.
+    # Arguments are objects of their own only if the caller passed distinct memory
+    # (from each other, and from the global or closure arrays the function reads).
+    callees = {id(_root(n.func)) for n in gast.walk(node) if isinstance(n, gast.Call)}
+    free = sorted({n.id for n in gast.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)
+                   and n.id not in objects.locals and id(n) not in callees})
     for p in sorted(reaches_params):
-        for q in objects.params:
+        for q in objects.params + free:
             if q != p:
                 node._srcgrad_param_checks.append((p, q, _argument_error(node, info, p, q, display)))
 
 
+def _root(func):
+    while isinstance(func, gast.Attribute):
+        func = func.value
+    return func
+
+
 def _binding_line(name, other, objects):
     """A statement that made ``name`` share memory with ``other``, for the message."""
-    theirs = objects.pts.get(other, set())
+    theirs = objects.name(other)
     for s in objects.bindings.get(name, ()):
         if objects.value(s.value, s) & theirs:
             return s
@@ -298,7 +324,8 @@ def _error(write, info, base, alias, objects, display):
 
 
 def _argument_error(node, info, written, other, display):
-    message = (f"the arguments {display(written)!r} and {display(other)!r} share memory, and "
+    kind = "argument" if other in objects_params(node) else "global (or closure) array"
+    message = (f"the argument {display(written)!r} and the {kind} {display(other)!r} share memory, and "
                f"{info.fn.__qualname__} writes into {display(written)!r} in place (directly or "
                f"through a view); srcgrad differentiates values, so it refuses rather than guess")
     hint = f"Pass a copy, e.g. {info.fn.__qualname__}(..., {display(written)}.copy(), ...)."
@@ -306,3 +333,7 @@ def _argument_error(node, info, written, other, display):
     if origin is None:
         return UnsupportedError(message, info.filename, info.first_lineno, hint=hint)
     return origin.error(UnsupportedError, message, hint)
+
+
+def objects_params(node):
+    return [a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs]

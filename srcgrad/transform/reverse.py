@@ -938,6 +938,7 @@ def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), o
     checked = {n.args[1].id for st in optimize.walk_statements(fwd) for n in gast.walk(st)
                if isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute)
                and n.func.attr == "check_unshared" and isinstance(n.args[1], gast.Name)}
+    checked &= {n.id for n in gast.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
     first_bound = {s.targets[0].id for s in node.body if id(s) in ad.first_bindings}
     for n in pushed | set(saved_names) | checked:
         if n not in activity.params and (n in pushed or n not in top) \
