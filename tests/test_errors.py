@@ -778,6 +778,12 @@ def out_reduction(x):
     return y * 2.0
 
 
+def out_positional_library_function(x):
+    y = np.zeros(())
+    np.dot(x, x, y)
+    return y * 2.0
+
+
 def copyto_array(x):
     y = np.zeros(3)
     np.copyto(y, x * 2.0)
@@ -827,7 +833,7 @@ def repeated_fancy_augassign(x):
 
 
 WRITING_CALLS = [out_unary, out_positional, out_result_assigned, out_binary, out_clip_function,
-                 out_clip_method, out_reduction, copyto_array, copyto_broadcast, fill_method,
+                 out_clip_method, out_reduction, out_positional_library_function, copyto_array, copyto_broadcast, fill_method,
                  repeated_fancy_write, repeated_fancy_write_array, repeated_fancy_write_2d,
                  mask_write, repeated_fancy_augassign]
 

@@ -45,20 +45,22 @@ FRESH_FUNCTIONS = {
     "nanstd", "nanvar", "argmax", "argmin", "argsort", "argwhere", "nonzero", "flatnonzero",
     "count_nonzero", "all", "any", "allclose", "isclose", "array_equal",
     "dot", "vdot", "matmul", "inner", "outer", "tensordot", "kron", "cross", "trace",
-    "cumsum", "cumprod", "nancumsum", "nancumprod", "diff", "ediff1d", "gradient",
+    "cumsum", "cumprod", "nancumsum", "nancumprod", "ediff1d", "gradient",  # not diff: n=0 returns a
     "sort", "unique", "concatenate", "stack", "vstack", "hstack", "dstack", "column_stack",
     "row_stack", "block", "tile", "repeat", "pad", "roll", "where", "select", "clip", "take",
     "take_along_axis", "compress", "extract", "tril", "triu", "append", "insert", "delete",
     "convolve", "correlate", "interp", "polyval", "cov", "corrcoef", "histogram",
     "round", "around", "logsumexp", "norm", "solve", "inv", "det", "slogdet", "cholesky",
-    "qr", "svd", "eig", "eigh", "eigvals", "eigvalsh", "pinv", "lstsq", "matrix_power",
-    "len", "float", "int", "bool", "abs", "range", "isinstance", "print", "hypot",
+    "qr", "svd", "eig", "eigh", "eigvals", "eigvalsh", "pinv", "lstsq",  # not matrix_power: n=1
+    "hypot",
 }
+# Builtins known to return a new object (not max/min: they return an argument).
+FRESH_BUILTINS = {"len", "float", "int", "bool", "abs", "range", "isinstance", "print", "sum", "round"}
 # Array methods known to return memory of their own.
 FRESH_METHODS = {
     "copy", "sum", "mean", "prod", "std", "var", "max", "min", "ptp", "argmax", "argmin",
     "argsort", "all", "any", "nonzero", "dot", "cumsum", "cumprod", "trace", "item", "tolist",
-    "round", "clip", "flatten", "repeat", "take", "compress", "conj", "conjugate", "__len__",
+    "round", "clip", "flatten", "repeat", "take", "compress", "__len__",  # not conj: a real array's is itself
 }
 # Attributes that are never arrays sharing the receiver's memory.
 SCALAR_ATTRIBUTES = {"shape", "ndim", "size", "dtype", "nbytes", "itemsize", "strides", "flags"}
@@ -175,8 +177,11 @@ def _returns_fresh(call):
         return False
     module = str(getattr(prim, "__module__", "") or "").split(".")[0]
     name = getattr(prim, "__name__", None)
-    if module in ("numpy", "cupy", "cupyx", "scipy", "math", "builtins", "_operator", "operator") \
-            and name in FRESH_FUNCTIONS:
+    if module in ("numpy", "cupy", "cupyx", "scipy") and name in FRESH_FUNCTIONS:
+        return True
+    if module == "builtins" and name in FRESH_BUILTINS:
+        return True
+    if module == "math":   # numbers
         return True
     if module in ("numpy", "cupy") and name == "array":
         copy = keywords.get("copy")

@@ -15,6 +15,8 @@ a wrong gradient. One rule covers them all, from one table:
   to None: refused at compile time, naming the call, file and line.
 """
 
+import inspect
+
 import gast
 import numpy
 
@@ -138,15 +140,24 @@ class Lowering:
         return stmts
 
     def outputs(self, call, prim):
-        """The ``out`` argument node of ``call`` (keyword, or a ufunc's extra positional), or None."""
-        for k in call.keywords:
-            if k.arg == "out":
-                return k.value
+        """The ``out`` argument node of ``call`` (keyword, a ufunc's extra positional, or a
+        library function's ``out`` parameter given by position), or None."""
         nin = getattr(prim, "nin", None)
         if isinstance(prim, numpy.ufunc) or (nin is not None and hasattr(prim, "nout")):
             if len(call.args) > nin:
                 extra = call.args[nin:]
                 return extra[0] if len(extra) == 1 else gast.Tuple(elts=extra, ctx=gast.Load())
+        elif prim is not None and not isinstance(prim, Method) and _is_numpy(prim):
+            names = _positional_names(prim)
+            if "out" in names and len(call.args) > names.index("out"):
+                # np.dot(a, b, y): the same call with its later arguments named.
+                k = names.index("out")
+                call.keywords = [gast.keyword(arg=n, value=v) for n, v in zip(names[k:], call.args[k:])] \
+                    + call.keywords
+                call.args = call.args[:k]
+        for k in call.keywords:
+            if k.arg == "out":
+                return k.value
         return None
 
     def out_call(self, s, call, target, out):
@@ -181,6 +192,16 @@ class Lowering:
         node = gast.Assign(targets=[target], value=value, type_comment=None)
         anno.copyanno(origin_of, node, Static.ORIGIN, Static.NO_ADJOINT, Static.GRAD_FLAG)
         return node
+
+
+def _positional_names(prim):
+    """Names of the parameters ``prim`` takes by position ([] when unknown)."""
+    try:
+        parameters = inspect.signature(prim).parameters.values()
+    except (TypeError, ValueError):
+        return []
+    return [p.name for p in parameters
+            if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)]
 
 
 def _describe(prim):
