@@ -948,3 +948,25 @@ def test_wrt_a_local_is_the_value_it_holds_when_the_function_returns():
     x = np.array([1.0, 2.0, 3.0])
     g = sg.grad(written_after_binding, wrt="y")(x)
     np.testing.assert_allclose(g, [10.0, 8.0, 12.0])
+
+
+def written_in_a_loop_after_binding(x):
+    y = 2 * x
+    for i in range(2):
+        y[i] = y[i] * 3.0
+    z = np.sum(y * y)
+    return z * x[2]
+
+
+def test_wrt_a_local_written_in_a_loop_is_its_value_after_the_loop():
+    # The output is sum(y * y) * x2 in y's final value: its gradient is 2 y x2.
+    x = np.array([1.0, 2.0, 3.0])
+    y = 2 * x
+    y[:2] *= 3.0
+    g = sg.grad(written_in_a_loop_after_binding, wrt="y")(x)
+    np.testing.assert_allclose(g, 2 * y * x[2])
+    gx, gy = sg.grad(written_in_a_loop_after_binding, wrt=("x", "y"))(x)
+    np.testing.assert_allclose(gy, 2 * y * x[2])
+    from srcgrad.testing import numerical_grad
+    np.testing.assert_allclose(gx, numerical_grad(written_in_a_loop_after_binding, (x,), wrt=(0,))[0],
+                               rtol=1e-6, atol=1e-7)
