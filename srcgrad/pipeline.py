@@ -65,7 +65,8 @@ def normalize(fn, stack=()):
     node = _rename_reserved(node, info, namer, bindings)
     node = canonicalize.transform(node, info, namer)  # before ANF: it introduces flags and indexing
     node = anf.transform(node, info, namer)
-    node = mutation.transform(node, info, namer)  # out=, copyto, .fill(): indexed writes, or refused
+    node, rewritten = mutation.transform(node, info, namer)  # out=, copyto, .fill(): indexed writes
+    bindings.update(rewritten)
     node, inlined = inline.transform(node, info, namer, stack or (fn.__code__,))
     bindings.update(inlined)
     node._srcgrad_namer = namer

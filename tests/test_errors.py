@@ -832,10 +832,22 @@ def repeated_fancy_augassign(x):
     return np.sum(y * y)
 
 
+def sort_method(x):
+    y = x * 1.0
+    y.sort()
+    return np.sum(y * np.arange(3.0))
+
+
+def sort_method_axis(x):
+    y = np.stack([x, x[::-1] * 2.0])
+    y.sort(axis=1)
+    return np.sum(y * y[::-1])
+
+
 WRITING_CALLS = [out_unary, out_positional, out_result_assigned, out_binary, out_clip_function,
                  out_clip_method, out_reduction, out_positional_library_function, copyto_array, copyto_broadcast, fill_method,
                  repeated_fancy_write, repeated_fancy_write_array, repeated_fancy_write_2d,
-                 mask_write, repeated_fancy_augassign]
+                 mask_write, repeated_fancy_augassign, sort_method, sort_method_axis]
 
 
 @pytest.mark.parametrize("f", WRITING_CALLS, ids=[f.__name__ for f in WRITING_CALLS])
@@ -888,7 +900,7 @@ def _refuse_shuffle(x):
 
 def _refuse_sort_method(x):
     y = x * 1.0
-    y.sort()
+    y.sort(order="f")
     return np.sum(y * x)
 
 
@@ -917,7 +929,7 @@ IN_PLACE_REFUSED = [
     (_refuse_ufunc_at, "np.add.at(", "add.at"),
     (_refuse_fill_diagonal, "np.fill_diagonal(", "fill_diagonal"),
     (_refuse_shuffle, "np.random.shuffle(", "shuffle"),
-    (_refuse_sort_method, "y.sort()", ".sort()"),
+    (_refuse_sort_method, "y.sort(", ".sort()"),
     (_refuse_resize, "y.resize(", ".resize()"),
     (_refuse_out_where, "np.negative(", "out="),
     (_refuse_list_pop, "xs.pop()", ".pop()"),

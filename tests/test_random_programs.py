@@ -18,7 +18,7 @@ rejected with ``assume``.
 Generated programs follow rules that keep them well defined: new names are
 bound only at the top level (so they exist on every path); arrays written in
 place (``t[k] = ...``, ``t += ...``, ``np.negative(t, out=t)``, ``np.copyto``,
-``t.fill``, fancy writes with a repeated index) are fresh (``np.zeros`` or
+``t.fill``, ``t.sort()``, fancy writes with a repeated index) are fresh (``np.zeros`` or
 ``.copy()``) and are never rebound or iterated over; no input is mutated.
 
 Aliasing: some programs also make other names for those arrays (``u = t``,
@@ -373,7 +373,8 @@ class Generator:
     def stmt_mutating_call(self, scope, indent, nesting):
         # Calls that write into an array: srcgrad rewrites them as indexed writes.
         target = self.choice(self.writable)
-        form = self.choice(["out_unary", "out_binary", "copyto", "fill", "repeated_index", "clip_out"])
+        form = self.choice(["out_unary", "out_binary", "copyto", "fill", "repeated_index", "clip_out",
+                            "sort"])
         if form == "out_unary":
             self.emit(indent, f"np.{self.choice(['negative', 'sin', 'tanh'])}({target}, out={target})")
         elif form == "out_binary":
@@ -382,6 +383,8 @@ class Generator:
             self.emit(indent, f"np.copyto({target}, {self.array(scope, 1)})")
         elif form == "fill":
             self.emit(indent, f"{target}.fill({self.scalar(scope, 1)})")
+        elif form == "sort":
+            self.emit(indent, f"{target}.sort()")
         elif form == "clip_out":
             self.emit(indent, f"np.clip({self.array(scope, 1)}, -0.5, 0.5, out={target})")
         else:   # NumPy keeps the last write to a repeated position

@@ -50,11 +50,21 @@ def _fill(call):
     return call.func.value, call.args[0]
 
 
+def _sort(call):
+    """``y.sort(axis, kind)`` -> ``y[...] = np.sort(y, axis, kind)`` (differentiated by np.sort's rule)."""
+    if call.keywords and {k.arg for k in call.keywords} - {"axis", "kind"} or len(call.args) > 2:
+        return None
+    value = gast.Call(func=_name("np_sort"), args=[call.func.value] + list(call.args),
+                      keywords=list(call.keywords))
+    anno.setanno(value, Static.PRIMITIVE, numpy.sort)
+    return call.func.value, value
+
+
 # Array and list methods that change their receiver. ``append`` is differentiated
 # by reverse mode itself (a list grows), so it is not listed.
 MUTATING_METHODS = {
     "fill": _fill,
-    "sort": None, "partition": None, "put": None, "resize": None, "itemset": None,
+    "sort": _sort, "partition": None, "put": None, "resize": None, "itemset": None,
     "setfield": None, "byteswap": None, "setflags": None,
     "extend": None, "insert": None, "remove": None, "pop": None, "clear": None, "reverse": None,
     "update": None, "setdefault": None, "popitem": None, "shuffle": None,
@@ -63,7 +73,7 @@ MUTATING_METHODS = {
 }
 
 _HINTS = {
-    "sort": "Write y = np.sort(y) (a new array) instead of y.sort().",
+    "sort": "Write y = np.sort(y, axis) (a new array) instead.",
     "pop": "Build a new list instead (xs = xs[:-1]).",
 }
 
@@ -91,6 +101,8 @@ class Lowering:
     def __init__(self, info, namer):
         self.info = info
         self.namer = namer
+        self.bindings = {}   # names the rewrites call (np_sort -> numpy.sort)
+        self.callees = {}
 
     def error(self, stmt, message, hint):
         origin = anno.getanno(stmt, Static.ORIGIN)
@@ -134,7 +146,17 @@ class Lowering:
                              _HINTS.get(name, "Compute a new value and assign it (y = ..., or "
                                               "y[...] = new values), so srcgrad sees the change."))
         base, value = written
-        stmts = [self.setitem(base.id, value, s)]
+        stmts = []
+        if isinstance(value, gast.Call):   # ANF: an indexed write stores an atom
+            callee = anno.getanno(value, Static.PRIMITIVE)
+            if callee not in self.callees:
+                self.callees[callee] = self.namer.new(value.func.id)
+                self.bindings[self.callees[callee]] = callee
+            value.func = _name(self.callees[callee])
+            temp = self.namer.new(f"{base.id}_new")
+            stmts.append(self.assign(_name(temp, True), value, s))
+            value = _name(temp)
+        stmts.append(self.setitem(base.id, value, s))
         if target is not None:  # y.fill(v) and np.copyto return None
             stmts.append(self.assign(target, gast.Constant(value=None, kind=None), s))
         return stmts
@@ -216,6 +238,8 @@ def _describe(prim):
 
 
 def transform(node, info, namer):
-    """Rewrite (or refuse) the calls in ``node`` that write into arrays or lists in place."""
-    node.body = Lowering(info, namer).block(node.body)
-    return node
+    """Rewrite (or refuse) the calls in ``node`` that write into arrays or lists in place;
+    returns the extra name bindings the rewrites need."""
+    lowering = Lowering(info, namer)
+    node.body = lowering.block(node.body)
+    return node, lowering.bindings
