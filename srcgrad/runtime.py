@@ -1542,8 +1542,17 @@ def _leaves(value, containers=False, depth=0):
                 yield from _leaves(item, containers, depth + 1)
     elif isinstance(value, numpy.flatiter):
         yield value.base
+    elif _has_fields(value):   # a dataclass or plain object holding arrays (self.W)
+        if depth < 8:
+            for item in vars(value).values():
+                yield from _leaves(item, containers, depth + 1)
     else:
         yield value
+
+
+def _has_fields(value):
+    return hasattr(value, "__dict__") and not is_array(value) and not isinstance(
+        value, (type, types.ModuleType, types.FunctionType, types.MethodType, types.BuiltinFunctionType))
 
 
 def _written_region(value, index):

@@ -632,8 +632,23 @@ def global_array_written_through_a_local(x):
     return np.sum(GLOBAL_ARRAY * x)
 
 
+class _Holder:
+    def __init__(self):
+        self.weights = np.ones(3)
+
+
+HOLDER = _Holder()
+
+
+def field_of_an_object_written(x):
+    w = HOLDER.weights
+    w[0] = x[0] * 2.0
+    return np.sum(HOLDER.weights * x)
+
+
 ALIAS_REFUSED = [
     (global_array_written_through_a_local, "a[0] = x[0] * 2.0"),
+    (field_of_an_object_written, "w[0] = x[0] * 2.0"),
     (view_returned_by_helper, "h[0] = 5 * x[2]"),
     (chained_assignment, "a[0] = 2 * x[0]"),
     (slice_of_a_slice, "b[0] = x[0] * 3"),
@@ -719,6 +734,18 @@ def test_arguments_sharing_memory_with_a_written_one_are_refused_at_the_call():
         sg.grad(writes_into_a_view_of_an_argument, wrt=(0, 1))(X, X)
     with pytest.raises(sg.SrcgradError, match="shares its memory"):
         sg.grad(writes_into_a_view_of_an_argument, wrt=(0, 1))(X.copy(), X.copy() * 2.0)
+
+
+def writes_into_an_entry_of_a_dict_argument(x, p):
+    w = p["w"]
+    w[0] = x[0] * 2.0
+    return np.sum(p["w"] * x)
+
+
+def test_an_entry_of_a_container_argument_written_and_read_again_is_refused():
+    with pytest.raises(sg.SrcgradError, match="shares its memory") as info:
+        sg.grad(writes_into_an_entry_of_a_dict_argument)(X.copy(), {"w": np.ones(3)})
+    assert_located(info.value, writes_into_an_entry_of_a_dict_argument, 'w[0] = x[0] * 2.0', fence=False)
 
 
 def writes_into_argument_reads_global(x, y):
