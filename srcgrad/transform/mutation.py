@@ -11,7 +11,8 @@ a wrong gradient. One rule covers them all, from one table:
   which reverse mode differentiates like any indexed write (and ``z = np.f(a,
   out=y)`` binds ``z = y`` after it, the array NumPy returns);
 * MUTATING_FUNCTIONS / MUTATING_METHODS map the others to a rewrite
-  (``np.copyto(y, x)`` -> ``y[...] = x``, ``y.fill(v)`` -> ``y[...] = v``) or
+  (``np.copyto(y, x)`` -> ``y[...] = x``, ``y.fill(v)`` -> ``y[...] = v``,
+  ``y.sort(axis)`` -> ``y[...] = np.sort(y, axis)``) or
   to None: refused at compile time, naming the call, file and line.
 """
 
@@ -26,8 +27,9 @@ from srcgrad.rules import Method
 
 Static = anno.Static
 
-# name of a numpy/cupy function that writes into its first argument -> rewrite or None (refuse).
-# A rewrite takes (call) and returns (written name node, value node), or None to refuse this call.
+# Name of a NumPy/CuPy function that writes into its first argument -> its rewrite, or None
+# (refused). A rewrite takes the call and returns (the written name, the value written into
+# all of it: an atom, or a call), or None to refuse this particular call.
 
 
 def _copyto(call):
