@@ -12,7 +12,7 @@ class Static(enum.Enum):
     BREAK_EXIT = "Marks the `if flag: break` that ends a canonicalized loop body."
     GRAD_FLAG = "Name of the runtime flag that enables this statement's adjoint (set_grad_enabled(flag))."
     GUARD = "An `if` the reverse sweep adds around contributions (zero adjoint, grad flag)."
-    ALIAS_CHECK = "(name, error) pairs: `v += y` must not run on an array shared with name. See aliasing.py."
+    ALIAS_CHECK = "(name, index, error): this in-place write must not reach name's memory. See aliasing.py."
     AUGMENTED = "Marks `v = v + y` written by the user as `v += y` (in place for arrays). See anf.py."
     TAPE = "What a tape push or pop statement saves/restores (a name, or ('item', name)). See reverse.py."
 

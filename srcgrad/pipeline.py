@@ -12,7 +12,7 @@ from srcgrad.guard import Guard
 from srcgrad.naming import Namer
 from srcgrad.parse import parse_function
 from srcgrad.templates import clone
-from srcgrad.transform import anf, canonicalize, fence, inline, optimize, reverse
+from srcgrad.transform import anf, canonicalize, fence, inline, mutation, optimize, reverse
 from srcgrad.transform import fuse as fusion
 
 # Optimization passes on the backward sweep (transform/optimize.py, shape-only saving).
@@ -69,6 +69,8 @@ def normalize(fn, stack=()):
     node = _rename_reserved(node, info, namer, bindings)
     node = canonicalize.transform(node, info, namer)  # before ANF: it introduces flags and indexing
     node = anf.transform(node, info, namer, bindings)
+    node, rewritten = mutation.transform(node, info, namer)  # out=, copyto, .fill(): indexed writes
+    bindings.update(rewritten)
     node, inlined = inline.transform(node, info, namer, stack or (fn.__code__,))
     bindings.update(inlined)
     node._srcgrad_namer = namer
@@ -130,7 +132,10 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None):
         if n not in user_locals:
             raise ValueError(f"srcgrad: wrt={n!r} is neither a parameter nor a local variable of "
                              f"{fn.__qualname__}")
-    aliasing.check(node, info, namer.display)
+    params = {a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
+    # wrt of a local means the value it holds at the return: read then. wrt of a
+    # parameter means the value passed in, which later writes do not change.
+    aliasing.check(node, info, namer.display, live_at_exit=[n for n in names if n not in params])
     # The wrt parameters hold floats: api refuses integer and complex inputs.
     kind_map = kinds.infer(node, {n: kinds.FLOAT for n in names}, info.peek)
     act = activity.resolve(node, names, kind_map)

@@ -232,7 +232,10 @@ def _writable_zeros(dx, x):
     """``dx`` as an owned array of ``x``'s shape (a scalar adjoint is broadcast)."""
     xp = namespace(x)
     base = xp.zeros(shape_of(x), dtype=_float_dtype(x, xp))
-    return base + dx if not (isinstance(dx, (int, float)) and dx == 0) else base
+    if isinstance(dx, (int, float)) and dx == 0:
+        return base
+    total = base + dx
+    return numpy.array(total) if isinstance(total, numpy.generic) else total   # 0-d stays an array
 
 
 def owned_zeros(x):
@@ -283,8 +286,9 @@ def add_at(dx, x, index, g):
 
 
 def _writeable(array):
-    """Whether ``array`` accepts writes (CuPy arrays have no ``writeable`` flag)."""
-    return getattr(array.flags, "writeable", True)
+    """Whether ``array`` accepts writes (CuPy arrays have no ``writeable`` flag; a NumPy
+    scalar such as ``np.float64`` has a shape but takes no item assignment)."""
+    return not isinstance(array, numpy.generic) and getattr(array.flags, "writeable", True)
 
 
 def _is_basic_index(index):
@@ -308,6 +312,28 @@ def take_grad(dx, index):
         return dx
     part = dx[index]
     return part.copy() if is_array(part) else part
+
+
+def written_grad(dx, x, index):
+    """The gradient of the value ``v`` written by ``x[index] = v``: a copy of ``dx[index]``,
+    zero where a repeated position was overwritten (``keep_written``)."""
+    return keep_written(take_grad(dx, index), x, index)
+
+
+def keep_written(g, x, index):
+    """``g`` (shaped like ``x[index]``) with zeros where ``x[index] = v`` wrote an entry of
+    ``v`` that a later entry for the same position overwrote: NumPy keeps the last
+    write to a repeated integer-array index, so the earlier ones reach nothing."""
+    if not is_array(g) or g.ndim == 0 or isinstance(x, list) or _is_basic_index(index):
+        return g
+    items = index if isinstance(index, tuple) else (index,)
+    if not any(is_array(i) and i.dtype.kind in "iu" or isinstance(i, (list, tuple)) for i in items):
+        return g   # boolean masks and slices never repeat a position
+    xp = namespace(g)
+    marker = xp.full(x.shape, -1, dtype=xp.intp)
+    ids = xp.arange(g.size, dtype=xp.intp).reshape(g.shape)
+    marker[index] = ids
+    return xp.where(marker[index] == ids, g, 0)
 
 
 def zero_grad_at(dx, x, index):
@@ -1725,25 +1751,81 @@ def or_zero(g):
     return 0.0 if g is None else g
 
 
-def check_unshared(value, other, error):
-    """Raise ``error`` if updating ``value`` in place would also change ``other``.
+def check_unshared(value, other, error, index=None):
+    """Raise ``error`` if updating ``value`` (its part ``value[index]``) in place would
+    also change ``other``.
 
     ``other`` shares with ``value`` when it is the same list, or an array (or a
-    list or tuple holding one) whose memory overlaps ``value``'s.
+    list, tuple or dict holding one, at any depth) whose memory overlaps the part
+    of ``value`` written.
     """
     if other is None:
         return
-    others = other if isinstance(other, (list, tuple)) else (other,)
-    if isinstance(value, list):
-        if other is value or any(o is value for o in others):
+    if isinstance(value, (list, dict)):
+        if any(o is value for o in _leaves(other, containers=True)):
             raise error
         return
+    if isinstance(value, numpy.flatiter):   # y.flat[k] = v writes into y
+        value, index = value.base, None
     if not is_array(value):
         return
+    region = _written_region(value, index)
     xp = namespace(value)
-    for o in others:
-        if is_array(o) and type(o).__module__ == type(value).__module__ and xp.may_share_memory(value, o):
+    for o in _leaves(other):
+        if is_array(o) and type(o).__module__ == type(value).__module__ and _overlap(xp, region, o):
             raise error
+
+
+def _leaves(value, containers=False, depth=0):
+    """The arrays (and, with ``containers``, the lists) inside ``value``."""
+    if isinstance(value, (list, tuple)):
+        if containers:
+            yield value
+        if depth < 8:
+            for item in value:
+                yield from _leaves(item, containers, depth + 1)
+    elif isinstance(value, dict):
+        if containers:
+            yield value
+        if depth < 8:
+            for item in value.values():
+                yield from _leaves(item, containers, depth + 1)
+    elif isinstance(value, numpy.flatiter):
+        yield value.base
+    elif _has_fields(value):   # a dataclass or plain object holding arrays (self.W)
+        if depth < 8:
+            for item in vars(value).values():
+                yield from _leaves(item, containers, depth + 1)
+    else:
+        yield value
+
+
+def _has_fields(value):
+    return hasattr(value, "__dict__") and not is_array(value) and not isinstance(
+        value, (type, types.ModuleType, types.FunctionType, types.MethodType, types.BuiltinFunctionType))
+
+
+def _written_region(value, index):
+    """The view of ``value`` a write ``value[index] = ...`` changes (all of it for a fancy index)."""
+    if index is None or not _is_basic_index(index):
+        return value
+    items = index if isinstance(index, tuple) else (index,)
+    if any(item is Ellipsis for item in items):
+        region = value[index]
+    else:
+        region = value[items + (Ellipsis,)]
+    return region if is_array(region) else value
+
+
+def _overlap(xp, a, b):
+    if not xp.may_share_memory(a, b):
+        return False
+    if xp is numpy:
+        try:
+            return bool(numpy.shares_memory(a, b, max_work=10000))
+        except numpy.exceptions.TooHardError if hasattr(numpy, "exceptions") else Exception:
+            return True
+    return True
 
 
 def run_hooks(hooks, g, value):

@@ -453,3 +453,559 @@ def test_element_copy_updated_in_place_is_differentiated():
     check_grads(element_copy_then_augassign, (X,), atol=1e-7, rtol=1e-7)
     with pytest.raises(sg.SrcgradError, match="shares its memory"):
         sg.grad(element_view_then_augassign)(X.copy())
+
+
+# ----- Aliasing, soundly: names for one memory through any number of steps -----
+# Each function writes through one name and reads another that shares its memory
+# afterwards. Value semantics would give a different (wrong) gradient, so srcgrad
+# must refuse, at the write, naming this file, its line and both names.
+
+def _first_two(v):
+    return v[:2]
+
+
+def view_returned_by_helper(x):
+    y = np.zeros(3)
+    h = _first_two(y)
+    h[0] = 5 * x[2]
+    return np.sum(y * x)
+
+
+def chained_assignment(x):
+    a = b = np.zeros(3)
+    a[0] = 2 * x[0]
+    return np.sum(b * x)
+
+
+def slice_of_a_slice(x):
+    y = np.zeros(3)
+    a = y[1:]
+    b = a[1:]
+    b[0] = x[0] * 3
+    return np.sum(y * x)
+
+
+def list_element_written(x):
+    y = np.zeros(3)
+    held = [y]
+    z = held[0]
+    z[0] = x[0]
+    return np.sum(y * x)
+
+
+def dict_value_written(x):
+    y = np.zeros(3)
+    held = {"k": y}
+    z = held["k"]
+    z[0] = x[0]
+    return np.sum(y * x)
+
+
+def loop_carried_alias(x):
+    cur = x * 1.0
+    s = 0.0
+    for _ in range(3):
+        prev = cur
+        cur[0] = cur[0] * 2.0
+        s = s + np.sum(prev * x)
+    return s
+
+
+def loop_carried_alias_made_after_the_write(x):
+    cur = x * 1.0
+    prev = x * 0.5
+    s = 0.0
+    for _ in range(3):
+        cur[0] = cur[0] * x[1]
+        s = s + np.sum(prev * x)
+        prev = cur
+    return s
+
+
+def rows_of_a_loop_written(x):
+    m = np.ones((2, 3))
+    for row in m:
+        row[0] = x[0]
+    return np.sum(m[:, 0]) * x[1]
+
+
+def view_updated_with_augassign(x):
+    y = np.ones(3)
+    a = y[1:]
+    a += x[1:]
+    return np.sum(y * x)
+
+
+def _as_strided(y):
+    return np.lib.stride_tricks.as_strided(y, shape=(2,), strides=y.strides)
+
+
+VIEW_MAKERS = {
+    "np.ascontiguousarray": lambda y: np.ascontiguousarray(y),
+    "np.asfortranarray": lambda y: np.asfortranarray(y),
+    "np.asarray": lambda y: np.asarray(y),
+    "y.view()": lambda y: y.view(),
+    "np.ravel": lambda y: np.ravel(y),
+    "y.reshape": lambda y: y.reshape(3),
+    "y.real": lambda y: y.real,
+    "np.real": lambda y: np.real(y),
+    "y.flat": lambda y: y.flat,
+    "np.split": lambda y: np.split(y, 3)[0],
+    "np.array_split": lambda y: np.array_split(y, 2)[0],
+    "np.hsplit": lambda y: np.hsplit(y, 3)[0],
+    "as_strided": _as_strided,
+    "np.einsum": lambda y: np.einsum("i->i", y),
+    "y[::-1]": lambda y: y[::-1],
+    "np.flip": lambda y: np.flip(y),
+    "srcgrad.detach": lambda y: sg.detach(y),
+}
+
+
+def _view_program(expression):
+    """A function whose ``a`` is ``expression`` of ``y``; written to a real file."""
+    import importlib.util
+    import tempfile
+    source = ("import numpy as np\nimport srcgrad as sg\n\n\n"
+              "def f(x):\n"
+              "    y = np.zeros(3)\n"
+              f"    a = {expression}\n"
+              "    a[0] = x[0] * 2.0\n"
+              "    return np.sum(y * x)\n")
+    folder = tempfile.mkdtemp(prefix="srcgrad_views_")
+    path = os.path.join(folder, "view_program.py")
+    with open(path, "w") as handle:
+        handle.write(source)
+    spec = importlib.util.spec_from_file_location(f"view_program_{abs(hash(expression))}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.f, path
+
+
+VIEW_EXPRESSIONS = {
+    "np.ascontiguousarray": "np.ascontiguousarray(y)",
+    "np.asfortranarray": "np.asfortranarray(y)",
+    "np.asarray": "np.asarray(y)",
+    "np.array(copy=False)": "np.array(y, copy=None)",
+    "y.view()": "y.view()",
+    "np.ravel": "np.ravel(y)",
+    "y.real": "y.real",
+    "np.real": "np.real(y)",
+    "y.flat": "y.flat",
+    "np.split piece": "np.split(y, 3)[0]",
+    "np.array_split piece": "np.array_split(y, 2)[0]",
+    "np.hsplit piece": "np.hsplit(y, 3)[0]",
+    "as_strided": "np.lib.stride_tricks.as_strided(y, shape=(2,), strides=y.strides)",
+    "np.einsum": "np.einsum('i->i', y)",
+    "np.flip": "np.flip(y)",
+    "y[::-1]": "y[::-1]",
+    "srcgrad.detach": "sg.detach(y)",
+    "np.broadcast_arrays piece": "np.broadcast_arrays(y)[0]",
+}
+
+
+@pytest.mark.parametrize("what", sorted(VIEW_EXPRESSIONS))
+def test_a_write_through_any_numpy_view_is_refused_with_its_line(what):
+    # Every NumPy function that can return a view: never assumed to copy.
+    f, path = _view_program(VIEW_EXPRESSIONS[what])
+    with pytest.raises(sg.SrcgradError, match="shares its memory") as info:
+        sg.grad(f)(X.copy())
+    error = info.value
+    assert error.filename == path and error.lineno == 8, str(error)
+    assert "a[0] = x[0] * 2.0" in str(error) and "'a'" in str(error) and "'y'" in str(error)
+
+
+def test_a_copy_is_not_an_alias():
+    # np.array(y) and y.copy() own their memory: the write is differentiated.
+    from srcgrad.testing import check_grads
+    for expression in ("np.array(y)", "y.copy()", "y * 1.0", "np.zeros(3) + y"):
+        f, _ = _view_program(expression)
+        check_grads(f, (X.copy(),), atol=1e-7, rtol=1e-7)
+        assert "check_unshared" not in sg.source(f), expression
+
+
+GLOBAL_ARRAY = np.zeros(3)
+
+
+def global_array_written_through_a_local(x):
+    a = GLOBAL_ARRAY[1:]
+    a[0] = x[0] * 2.0
+    return np.sum(GLOBAL_ARRAY * x)
+
+
+class _Holder:
+    def __init__(self):
+        self.weights = np.ones(3)
+
+
+HOLDER = _Holder()
+
+
+def field_of_an_object_written(x):
+    w = HOLDER.weights
+    w[0] = x[0] * 2.0
+    return np.sum(HOLDER.weights * x)
+
+
+ALIAS_REFUSED = [
+    (global_array_written_through_a_local, "a[0] = x[0] * 2.0"),
+    (field_of_an_object_written, "w[0] = x[0] * 2.0"),
+    (view_returned_by_helper, "h[0] = 5 * x[2]"),
+    (chained_assignment, "a[0] = 2 * x[0]"),
+    (slice_of_a_slice, "b[0] = x[0] * 3"),
+    (list_element_written, "z[0] = x[0]"),
+    (dict_value_written, "z[0] = x[0]"),
+    (loop_carried_alias, "cur[0] = cur[0] * 2.0"),
+    (loop_carried_alias_made_after_the_write, "cur[0] = cur[0] * x[1]"),
+    (rows_of_a_loop_written, "row[0] = x[0]"),
+    (view_updated_with_augassign, "a += x[1:]"),
+]
+
+
+@pytest.mark.parametrize("f, marker", ALIAS_REFUSED, ids=[c[0].__name__ for c in ALIAS_REFUSED])
+def test_a_write_reaching_another_name_through_several_steps_is_refused(f, marker):
+    # Each gave a silently wrong gradient before (srcgrad saw only one step of sharing).
+    with pytest.raises(sg.SrcgradError, match="shares its memory") as info:
+        sg.grad(f)(X.copy())
+    assert_located(info.value, f, marker, fence=False)
+    assert info.value.hint
+
+
+def written_after_its_view_is_dead(x):
+    y = np.zeros(3)
+    a = y[1:]
+    s = np.sum(a * x[1:])
+    y[1] = x[0] * 4.0
+    return s + np.sum(y * x)
+
+
+def disjoint_part_of_a_view_written(x):
+    y = np.zeros(4)
+    a = y[2:]
+    y[0] = x[0] * 3.0
+    return np.sum(a[:1] * x[1]) + np.sum(y[:3] * x)
+
+
+def test_sharing_that_cannot_change_a_later_read_is_differentiated():
+    # The view is not read after the write, or the write misses the view's part.
+    from srcgrad.testing import check_grads
+    check_grads(written_after_its_view_is_dead, (X.copy(),), atol=1e-7, rtol=1e-7)
+    check_grads(disjoint_part_of_a_view_written, (X.copy(),), atol=1e-7, rtol=1e-7)
+
+
+def fresh_arrays_written(x):
+    y = np.zeros(3)
+    z = x * 2.0
+    y[0] = z[1] * x[2]
+    z[1] = y[0] + 1.0
+    return np.sum(y * z)
+
+
+def test_no_run_time_check_where_no_name_can_alias():
+    # Static knowledge: y and z are fresh and distinct, so the forward sweep has
+    # no check on the hot path.
+    assert "check_unshared" not in sg.source(fresh_arrays_written)
+    assert "check_unshared" in sg.source(chained_assignment)
+
+
+# Arguments: two parameters may be one array, known only at the call.
+
+def writes_into_second_argument(x, y):
+    y[0] = x[1] * 3.0
+    return np.sum(x * y)
+
+
+def writes_into_a_view_of_an_argument(x, y):
+    v = y[1:]
+    v[0] = x[1] * 3.0
+    return np.sum(x * y)
+
+
+def test_arguments_sharing_memory_with_a_written_one_are_refused_at_the_call():
+    from srcgrad.testing import check_grads
+    with pytest.raises(sg.SrcgradError, match="share memory") as info:
+        sg.grad(writes_into_second_argument, wrt=(0, 1))(X, X)
+    error = info.value
+    assert error.filename.endswith(THIS_FILE) and "'y'" in str(error) and "'x'" in str(error)
+    assert error.lineno == writes_into_second_argument.__code__.co_firstlineno
+    # Distinct arrays: differentiated as usual, and the caller's arrays are not changed.
+    y = X * 1.5
+    check_grads(writes_into_second_argument, (X.copy(), y), atol=1e-7, rtol=1e-7)
+    with pytest.raises(sg.SrcgradError):
+        sg.grad(writes_into_a_view_of_an_argument, wrt=(0, 1))(X, X)
+    with pytest.raises(sg.SrcgradError, match="shares its memory"):
+        sg.grad(writes_into_a_view_of_an_argument, wrt=(0, 1))(X.copy(), X.copy() * 2.0)
+
+
+def writes_into_an_entry_of_a_dict_argument(x, p):
+    w = p["w"]
+    w[0] = x[0] * 2.0
+    return np.sum(p["w"] * x)
+
+
+def test_an_entry_of_a_container_argument_written_and_read_again_is_refused():
+    with pytest.raises(sg.SrcgradError, match="shares its memory") as info:
+        sg.grad(writes_into_an_entry_of_a_dict_argument)(X.copy(), {"w": np.ones(3)})
+    assert_located(info.value, writes_into_an_entry_of_a_dict_argument, 'w[0] = x[0] * 2.0', fence=False)
+
+
+def writes_into_argument_reads_global(x, y):
+    y[0] = x[0] * 2.0
+    return np.sum(GLOBAL_ARRAY * x) + np.sum(y * y)
+
+
+def test_an_argument_sharing_memory_with_a_global_the_function_reads_is_refused():
+    with pytest.raises(sg.SrcgradError, match="global") as info:
+        sg.grad(writes_into_argument_reads_global)(X.copy(), GLOBAL_ARRAY)
+    assert "'GLOBAL_ARRAY'" in str(info.value) and info.value.filename.endswith(THIS_FILE)
+    from srcgrad.testing import check_grads
+    check_grads(writes_into_argument_reads_global, (X.copy(), X * 0.5), atol=1e-7, rtol=1e-7)
+
+
+# ----- Calls that write into an array: rewritten as indexed writes, or refused -----
+
+def out_unary(x):
+    y = x * 1.0
+    np.negative(y, out=y)
+    return np.sum(y)
+
+
+def out_positional(x):
+    y = x * 1.0
+    np.sin(y, y)
+    return np.sum(y * x)
+
+
+def out_result_assigned(x):
+    y = x * 1.0
+    z = np.tanh(y, out=y)
+    return np.sum(z * x) + np.sum(y)
+
+
+def out_binary(x):
+    y = np.zeros(3)
+    np.multiply(x, x, out=y)
+    return np.sum(y * x)
+
+
+def out_clip_function(x):
+    y = np.zeros(3)
+    np.clip(x, -1.0, 1.0, out=y)
+    return np.sum(y * x)
+
+
+def out_clip_method(x):
+    y = np.zeros(3)
+    x.clip(-1.0, 1.0, out=y)
+    return np.sum(y * x)
+
+
+def out_reduction(x):
+    y = np.zeros(())
+    np.sum(x * x, out=y)
+    return y * 2.0
+
+
+def out_positional_library_function(x):
+    y = np.zeros(())
+    np.dot(x, x, y)
+    return y * 2.0
+
+
+def copyto_array(x):
+    y = np.zeros(3)
+    np.copyto(y, x * 2.0)
+    return np.sum(y * x)
+
+
+def copyto_broadcast(x):
+    y = np.zeros(3)
+    np.copyto(y, x[0])
+    return np.sum(y * x)
+
+
+def fill_method(x):
+    y = x * 1.0
+    y.fill(x[1])
+    return np.sum(y * x)
+
+
+def repeated_fancy_write(x):
+    y = np.zeros(3)
+    y[[0, 0, 1]] = x
+    return y.sum()
+
+
+def repeated_fancy_write_array(x):
+    y = np.zeros(3)
+    y[np.array([2, 0, 2])] = x * x
+    return np.sum(y * x)
+
+
+def repeated_fancy_write_2d(x):
+    y = np.zeros((2, 2))
+    y[[0, 0, 1], [1, 1, 0]] = x
+    return np.sum(y * y)
+
+
+def mask_write(x):
+    y = np.zeros(3)
+    y[x > 0.0] = x[x > 0.0] * 3.0
+    return np.sum(y * y)
+
+
+def repeated_fancy_augassign(x):
+    y = x * 2.0
+    y[[0, 0, 1]] += x
+    return np.sum(y * y)
+
+
+def sort_method(x):
+    y = x * 1.0
+    y.sort()
+    return np.sum(y * np.arange(3.0))
+
+
+def sort_method_axis(x):
+    y = np.stack([x, x[::-1] * 2.0])
+    y.sort(axis=1)
+    return np.sum(y * y[::-1])
+
+
+WRITING_CALLS = [out_unary, out_positional, out_result_assigned, out_binary, out_clip_function,
+                 out_clip_method, out_reduction, out_positional_library_function, copyto_array, copyto_broadcast, fill_method,
+                 repeated_fancy_write, repeated_fancy_write_array, repeated_fancy_write_2d,
+                 mask_write, repeated_fancy_augassign, sort_method, sort_method_axis]
+
+
+@pytest.mark.parametrize("f", WRITING_CALLS, ids=[f.__name__ for f in WRITING_CALLS])
+def test_calls_writing_into_an_array_are_differentiated(f):
+    from srcgrad.testing import check_grads
+    check_grads(f, (X.copy(),), atol=1e-7, rtol=1e-7)
+
+
+def test_repeated_fancy_write_keeps_the_last_write_as_numpy_does():
+    # y[[0, 0, 1]] = x: y is [x1, x2, 0], so the gradient of sum(y) is [0, 1, 1].
+    np.testing.assert_allclose(sg.grad(repeated_fancy_write)(X.copy()), [0.0, 1.0, 1.0])
+    np.testing.assert_allclose(sg.grad(out_unary)(X.copy()), [-1.0, -1.0, -1.0])
+
+
+def _refuse_putmask(x):
+    y = x * 1.0
+    np.putmask(y, y > 0.0, 0.0)
+    return np.sum(y)
+
+
+def _refuse_put(x):
+    y = x * 1.0
+    np.put(y, [0], x[1])
+    return np.sum(y)
+
+
+def _refuse_put_method(x):
+    y = x * 1.0
+    y.put([0], x[1])
+    return np.sum(y)
+
+
+def _refuse_ufunc_at(x):
+    y = np.zeros(3)
+    np.add.at(y, [0, 0], x[:2])
+    return np.sum(y * y)
+
+
+def _refuse_fill_diagonal(x):
+    y = np.zeros((3, 3))
+    np.fill_diagonal(y, x[0])
+    return np.sum(y)
+
+
+def _refuse_shuffle(x):
+    y = x * 1.0
+    np.random.shuffle(y)
+    return np.sum(y * x)
+
+
+def _refuse_sort_method(x):
+    y = x * 1.0
+    y.sort(order="f")
+    return np.sum(y * x)
+
+
+def _refuse_resize(x):
+    y = x * 1.0
+    y.resize(2, refcheck=False)
+    return np.sum(y)
+
+
+def _refuse_out_where(x):
+    y = x * 1.0
+    np.negative(x, out=y, where=x > 0.0)
+    return np.sum(y)
+
+
+def _refuse_list_pop(x):
+    xs = [x, x * 2.0]
+    v = xs.pop()
+    return np.sum(v)
+
+
+IN_PLACE_REFUSED = [
+    (_refuse_putmask, "np.putmask(", "putmask"),
+    (_refuse_put, "np.put(", "put"),
+    (_refuse_put_method, "y.put(", ".put()"),
+    (_refuse_ufunc_at, "np.add.at(", "add.at"),
+    (_refuse_fill_diagonal, "np.fill_diagonal(", "fill_diagonal"),
+    (_refuse_shuffle, "np.random.shuffle(", "shuffle"),
+    (_refuse_sort_method, "y.sort(", ".sort()"),
+    (_refuse_resize, "y.resize(", ".resize()"),
+    (_refuse_out_where, "np.negative(", "out="),
+    (_refuse_list_pop, "xs.pop()", ".pop()"),
+]
+
+
+@pytest.mark.parametrize("f, marker, construct", IN_PLACE_REFUSED, ids=[c[0].__name__ for c in IN_PLACE_REFUSED])
+def test_calls_writing_in_place_that_cannot_be_rewritten_are_refused_at_compile_time(f, marker, construct):
+    # Never run by the forward sweep and ignored by the adjoint: sg.source compiles
+    # without running anything.
+    with pytest.raises(sg.SrcgradError) as info:
+        sg.source(f)
+    assert construct in str(info.value), str(info.value)
+    assert_located(info.value, f, marker)
+
+
+# ----- wrt a local written in place after its binding -----
+
+def written_after_binding(x):
+    y = 2 * x
+    y[0] = 5.0
+    return np.sum(y * y)
+
+
+def test_wrt_a_local_is_the_value_it_holds_when_the_function_returns():
+    # docs/language.md: the gradient with respect to the value y holds at the
+    # return, [5, 2 x1, 2 x2], is 2 y: [10, 4 x1, 4 x2] (not that of 2 * x).
+    x = np.array([1.0, 2.0, 3.0])
+    g = sg.grad(written_after_binding, wrt="y")(x)
+    np.testing.assert_allclose(g, [10.0, 8.0, 12.0])
+
+
+def written_in_a_loop_after_binding(x):
+    y = 2 * x
+    for i in range(2):
+        y[i] = y[i] * 3.0
+    z = np.sum(y * y)
+    return z * x[2]
+
+
+def test_wrt_a_local_written_in_a_loop_is_its_value_after_the_loop():
+    # The output is sum(y * y) * x2 in y's final value: its gradient is 2 y x2.
+    x = np.array([1.0, 2.0, 3.0])
+    y = 2 * x
+    y[:2] *= 3.0
+    g = sg.grad(written_in_a_loop_after_binding, wrt="y")(x)
+    np.testing.assert_allclose(g, 2 * y * x[2])
+    gx, gy = sg.grad(written_in_a_loop_after_binding, wrt=("x", "y"))(x)
+    np.testing.assert_allclose(gy, 2 * y * x[2])
+    from srcgrad.testing import numerical_grad
+    np.testing.assert_allclose(gx, numerical_grad(written_in_a_loop_after_binding, (x,), wrt=(0,))[0],
+                               rtol=1e-6, atol=1e-7)

@@ -17,8 +17,16 @@ rejected with ``assume``.
 
 Generated programs follow rules that keep them well defined: new names are
 bound only at the top level (so they exist on every path); arrays written in
-place (``t[k] = ...``, ``t += ...``) are fresh (``np.zeros`` or ``.copy()``)
-and are never rebound, iterated over, or viewed; no input is mutated.
+place (``t[k] = ...``, ``t += ...``, ``np.negative(t, out=t)``, ``np.copyto``,
+``t.fill``, ``t.sort()``, fancy writes with a repeated index) are fresh (``np.zeros`` or
+``.copy()``) and are never rebound or iterated over; no input is mutated.
+
+Aliasing: some programs also make other names for those arrays (``u = t``,
+``u = t[1:]`` and a slice of that, ``u = w = np.zeros(3)``, a view returned by a
+helper, ``np.ascontiguousarray``, ``np.ravel``, a list holding the array, or a
+copy that shares nothing) and write through them. Such a program must give the
+right gradient or be refused with an error that names the program's file and
+a line of it: never a silently wrong gradient.
 
 Reproducible: ``derandomize=True``; a failure prints the program.
 """
@@ -67,8 +75,10 @@ class Scope:
 class Generator:
     """Draws one random program; ``render()`` gives its source."""
 
-    def __init__(self, draw, allow_control=True, rebind_iterated=True):
+    def __init__(self, draw, allow_control=True, rebind_iterated=True, aliasing=False):
         self.draw = draw
+        # True: every program makes other names for written memory, and writes often.
+        self.aliasing = aliasing
         self.allow_control = allow_control
         # False: loops iterate over inputs only (never rebound); True: also over
         # arrays that the loop body may rebind (Python iterates the old array).
@@ -76,6 +86,7 @@ class Generator:
         self.arrays = ["x", "y"]
         self.scalars = ["a"]
         self.writable = []
+        self.aliases = []       # (name, length): other names of writable memory (views, copies)
         self.lines = []
         self.names = itertools.count()
 
@@ -256,7 +267,13 @@ class Generator:
             if self.allow_control:
                 options.append("new_list")
         if self.writable:
-            options += ["write", "write"]
+            options += ["write", "write", "mutating_call"]
+            if top:
+                options += ["alias"] * (3 if self.aliasing else 1)
+            if self.aliasing:
+                options += ["write", "mutating_call"]
+        if self.aliases:
+            options += ["write_alias"] * (3 if self.aliasing else 1)
         if self.allow_control and nesting < MAX_NESTING:
             options += ["if", "for_range", "for_elements"]
             if top:
@@ -361,6 +378,72 @@ class Generator:
         else:
             self.emit(indent, f"{target}[np.array([0, 2])] += {self.array(scope, 1)}[1:]")
 
+    def stmt_mutating_call(self, scope, indent, nesting):
+        # Calls that write into an array: srcgrad rewrites them as indexed writes.
+        target = self.choice(self.writable)
+        form = self.choice(["out_unary", "out_binary", "copyto", "fill", "repeated_index", "clip_out",
+                            "sort"])
+        if form == "out_unary":
+            self.emit(indent, f"np.{self.choice(['negative', 'sin', 'tanh'])}({target}, out={target})")
+        elif form == "out_binary":
+            self.emit(indent, f"np.multiply({self.array(scope, 1)}, {self.array(scope, 0)}, out={target})")
+        elif form == "copyto":
+            self.emit(indent, f"np.copyto({target}, {self.array(scope, 1)})")
+        elif form == "fill":
+            self.emit(indent, f"{target}.fill({self.scalar(scope, 1)})")
+        elif form == "sort":
+            self.emit(indent, f"{target}.sort()")
+        elif form == "clip_out":
+            self.emit(indent, f"np.clip({self.array(scope, 1)}, -0.5, 0.5, out={target})")
+        else:   # NumPy keeps the last write to a repeated position
+            self.emit(indent, f"{target}[np.array([0, 0, 2])] = {self.array(scope, 1)}")
+
+    def stmt_alias(self, scope, indent, nesting):
+        # Another name for a writable array's memory (or a copy that shares none).
+        source = self.choice(self.writable)
+        name = self.fresh_name("u")
+        form = self.choice(["name", "slice", "slice_of_slice", "chained", "helper",
+                            "ascontiguousarray", "ravel", "reshape", "list", "copy", "array_copy"])
+        length = N
+        if form == "name":
+            self.emit(indent, f"{name} = {source}")
+        elif form == "slice":
+            self.emit(indent, f"{name} = {source}[1:]")
+            length = N - 1
+        elif form == "slice_of_slice":
+            middle = self.fresh_name("u")
+            self.emit(indent, f"{middle} = {source}[1:]")
+            self.emit(indent, f"{name} = {middle}[1:]")
+            length = N - 2
+        elif form == "chained":
+            other = self.fresh_name("t")
+            self.emit(indent, f"{name} = {other} = np.zeros({N})")
+            self.writable.append(other)
+        elif form == "helper":
+            self.emit(indent, f"{name} = _first_two({source})")
+            length = 2
+        elif form in ("ascontiguousarray", "ravel"):
+            self.emit(indent, f"{name} = np.{form}({source})")
+        elif form == "reshape":
+            self.emit(indent, f"{name} = {source}.reshape({N})")
+        elif form == "list":
+            holder = self.fresh_name("held")
+            self.emit(indent, f"{holder} = [{source}]")
+            self.emit(indent, f"{name} = {holder}[0]")
+        elif form == "copy":
+            self.emit(indent, f"{name} = {source}.copy()")
+        else:
+            self.emit(indent, f"{name} = np.array({source})")
+        self.aliases.append((name, length))
+
+    def stmt_write_alias(self, scope, indent, nesting):
+        name, length = self.choice(self.aliases)
+        k = self.integer(0, length - 1)
+        if self.choice([True, False]):
+            self.emit(indent, f"{name}[{k}] = {self.scalar(scope, 1)}")
+        else:
+            self.emit(indent, f"{name}[{k}] += {self.scalar(scope, 1)}")
+
     def stmt_if(self, scope, indent, nesting):
         self.emit(indent, f"if {self.condition(scope)}:")
         self.block(scope, indent + 1, nesting + 1)
@@ -415,6 +498,7 @@ class Generator:
 
     def result(self):
         terms = [f"np.sum(np.tanh({name}))" for name in self.arrays + self.writable]
+        terms += [f"np.sum(np.tanh({name}))" for name, _ in self.aliases]
         terms += [f"np.tanh({name})" for name in self.scalars]
         return " + ".join(terms)
 
@@ -429,18 +513,22 @@ class Generator:
         # rebinding always has a target.
         self.stmt_new_array(scope, 1, 0)
         self.stmt_new_scalar(scope, 1, 0)
+        if self.aliasing:
+            self.stmt_new_writable(scope, 1, 0)
+            self.stmt_alias(scope, 1, 0)
         for _ in range(self.integer(2, MAX_TOP_STATEMENTS - 2)):
             self.statement(scope, 1, 0)
         self.emit(1, f"return {self.result()}")
         body = "\n".join(self.lines)
-        return f"import math\n\nimport numpy as np\n\n\ndef {name}(x, y, a):\n{body}\n"
+        return (f"import math\n\nimport numpy as np\n\n\ndef _first_two(v):\n    return v[:2]\n\n\n"
+                f"def {name}(x, y, a):\n{body}\n")
 
 
 @st.composite
-def programs(draw, allow_control=True):
+def programs(draw, allow_control=True, aliasing=False):
     """(source, function name) of one random program of ``f(x, y, a)``."""
     name = "f"
-    return Generator(draw, allow_control).program(name), name
+    return Generator(draw, allow_control, aliasing=aliasing).program(name), name
 
 
 inputs = st.integers(0, 2 ** 31 - 1).map(lambda seed: _inputs(seed))
@@ -484,7 +572,14 @@ def check_program(source, name, args, fuse=False):
         # Not smooth at this point (a branch flips, a max ties): skip it.
         assume(np.allclose(fine, rough, atol=1e-5, rtol=1e-4))
     gradient = sg.grad(f, wrt=wrt, fuse=fuse)
-    grads = gradient(*args)
+    try:
+        grads = gradient(*args)
+    except sg.SrcgradError as error:
+        # Only for memory shared by two names, and located in the program's own file.
+        assert "shares its memory" in str(error), str(error)
+        assert error.filename == path and 1 <= error.lineno <= source.count("\n"), str(error)
+        assert error.source_line and error.source_line.strip() in source, str(error)
+        return
     again = gradient(*args)    # what the first call prepared: one composed function
     assert isinstance(grads, tuple) and len(grads) == 3
     for a, b in zip(grads, again):
@@ -513,6 +608,16 @@ def test_random_programs(program, args):
           suppress_health_check=list(HealthCheck))
 @given(programs(allow_control=False), inputs)
 def test_random_straight_line_programs(program, args):
+    source, name = program
+    check_program(source, name, args)
+
+
+@settings(max_examples=150, deadline=None, derandomize=True, database=None,
+          suppress_health_check=list(HealthCheck))
+@given(programs(aliasing=True), inputs)
+def test_random_programs_with_aliases_and_in_place_calls(program, args):
+    # Views, chained names, helpers returning views, lists holding arrays, out=,
+    # copyto, fill, repeated fancy indices: the right gradient, or a located refusal.
     source, name = program
     check_program(source, name, args)
 

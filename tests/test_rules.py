@@ -545,6 +545,10 @@ add(
     C(rt.add_at, r(4, 3), r(4, 3), (slice(0, 2), 1), r(2), _wrt=[0, 3]),
     C(rt.add_at, r(4, 3), r(4, 3), 2, 0.5, _wrt=[0, 3]),
     C(rt.zero_grad_at, r(4, 3), r(4, 3), (slice(0, 2), 1), _wrt=[0]),
+    # x[[0, 0, 2]] = v: NumPy keeps the last write to position 0
+    C(rt.written_grad, r(4, 3), r(4, 3), np.array([0, 0, 2]), _wrt=[0]),
+    C(rt.written_grad, r(4, 3), r(4, 3), (slice(0, 2), 1), _wrt=[0]),
+    C(rt.keep_written, r(3, 3), r(4, 3), np.array([1, 3, 1]), _wrt=[0]),
     C(rt.take_vjp, r(4, 3), r(5, 3), np.array([0, 2, 2, 4]), 0, _wrt=[0]),
     C(rt.take_along_axis_vjp, r(3, 2), r(3, 5), np.array([[0, 0], [1, 4], [2, 2]]), 1, _wrt=[0]),
     C(rt.diag_vjp, r(4, 4), r(3), 1, _wrt=[0]), C(rt.diag_vjp, r(2), r(3, 4), 2, _wrt=[0]),

@@ -1,17 +1,32 @@
-"""Refuse in-place updates whose effect through another name srcgrad would not see.
+"""Which names may share memory, and the run-time checks that keep in-place writes sound.
 
-Requires A-normal form. srcgrad reasons about values: ``b[i] = v`` changes ``b``
-and nothing else. NumPy arrays are references, so the write also changes every
-name that shares ``b``'s memory (``w = b``, a slice ``c = b[1:]``, ``b.T``, a
-list holding ``b``) and, for arrays, ``v += y`` writes in place too. Where such
-sharing could change a value the function later reads, the compiler stops with
-an error at the write, rather than differentiate a different program.
+Requires A-normal form, after inlining (a helper's statements are the caller's).
+srcgrad reasons about values: ``b[i] = v`` changes ``b`` and nothing else. NumPy
+arrays are references, so the write also changes every name that shares ``b``'s
+memory (``w = b``, ``a = b = np.zeros(3)``, a slice ``c = b[1:]``, a slice of a
+slice, ``np.ascontiguousarray(b)``, a list holding ``b``, a helper returning a
+view of its argument) and, for arrays, ``v += y`` writes in place too.
 
-The check is conservative (document order, no alias tracking through calls):
-it may refuse code that happens to be safe, never the reverse.
+The analysis is a may-alias (points-to) analysis over names, flow-insensitive and
+transitive: every binding adds the abstract objects its value may share to the
+name's set, through copies, views, containers, subscripts and any call srcgrad
+does not know to return fresh memory. Nothing is assumed fresh that is not
+known to be (arithmetic, ufuncs, reductions, constructors: FRESH_FUNCTIONS).
+Two names may alias when their sets meet.
+
+For each in-place write of ``b`` and each other name ``o`` that may alias ``b``
+and is live after the write (read later, or in a later iteration of a loop around
+it, or asked for by ``wrt``), the forward sweep checks just before the write
+whether the written part of ``b`` really overlaps ``o``'s memory
+(``rt.check_unshared``) and stops with an error naming the write's file and line
+if it does. Where the sets do not meet, static knowledge proves there is no
+alias and nothing is checked. Parameters are objects of their own; when a write
+may reach a parameter's memory, the forward sweep first checks that the
+arguments do not share memory with each other (``f(x, x)``).
 """
 
 import gast
+import numpy
 
 from srcgrad import anno
 from srcgrad.errors import UnsupportedError
@@ -19,169 +34,311 @@ from srcgrad.rules import Attribute, Method
 
 Static = anno.Static
 
-VIEW_METHODS = {"reshape", "ravel", "transpose", "squeeze", "swapaxes", "view", "diagonal",
-                "real", "imag", "flat", "T", "mT"}
-VIEW_FUNCTIONS = {"reshape", "ravel", "transpose", "squeeze", "swapaxes", "moveaxis", "expand_dims",
-                  "broadcast_to", "asarray", "asanyarray", "atleast_1d", "atleast_2d", "atleast_3d",
-                  "diagonal", "real", "imag", "rollaxis", "flip", "fliplr", "flipud", "rot90"}
+# Functions known to return memory of their own (never a view of an argument), by
+# name, for numpy/cupy/scipy/math callees. Every other call may return a view
+# (np.ascontiguousarray, np.split's pieces, np.einsum("ii->i"), ...).
+FRESH_FUNCTIONS = {
+    "zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like",
+    "arange", "linspace", "logspace", "geomspace", "eye", "identity", "tri", "copy",
+    "sum", "mean", "prod", "std", "var", "max", "min", "amax", "amin", "ptp", "average",
+    "median", "percentile", "quantile", "nansum", "nanmean", "nanprod", "nanmax", "nanmin",
+    "nanstd", "nanvar", "argmax", "argmin", "argsort", "argwhere", "nonzero", "flatnonzero",
+    "count_nonzero", "all", "any", "allclose", "isclose", "array_equal",
+    "dot", "vdot", "matmul", "inner", "outer", "tensordot", "kron", "cross", "trace",
+    "cumsum", "cumprod", "nancumsum", "nancumprod", "ediff1d", "gradient",  # not diff: n=0 returns a
+    "sort", "unique", "concatenate", "stack", "vstack", "hstack", "dstack", "column_stack",
+    "row_stack", "block", "tile", "repeat", "pad", "roll", "where", "select", "clip", "take",
+    "take_along_axis", "compress", "extract", "tril", "triu", "append", "insert", "delete",
+    "convolve", "correlate", "interp", "polyval", "cov", "corrcoef", "histogram",
+    "round", "around", "logsumexp", "norm", "solve", "inv", "det", "slogdet", "cholesky",
+    "qr", "svd", "eig", "eigh", "eigvals", "eigvalsh", "pinv", "lstsq",  # not matrix_power: n=1
+    "hypot",
+}
+# Builtins known to return a new object (not max/min: they return an argument).
+FRESH_BUILTINS = {"len", "float", "int", "bool", "abs", "range", "isinstance", "print", "sum", "round"}
+# Array methods known to return memory of their own.
+FRESH_METHODS = {
+    "copy", "sum", "mean", "prod", "std", "var", "max", "min", "ptp", "argmax", "argmin",
+    "argsort", "all", "any", "nonzero", "dot", "cumsum", "cumprod", "trace", "item", "tolist",
+    "round", "clip", "flatten", "repeat", "take", "compress", "__len__",  # not conj: a real array's is itself
+}
+# Attributes that are never arrays sharing the receiver's memory.
+SCALAR_ATTRIBUTES = {"shape", "ndim", "size", "dtype", "nbytes", "itemsize", "strides", "flags"}
+# Binary operators that concatenate or repeat sequences (their result holds the operands' items).
+_SEQUENCE_OPS = (gast.Add, gast.Mult)
 
 
-def _flatten(body, out, loops=frozenset(), looped=None, nested=None, in_block=False):
-    """Statements in document order; ``looped`` maps the ids of those inside loops to the
-    enclosing loops' ids, ``nested`` holds those inside any compound statement (they may not run)."""
-    looped = {} if looped is None else looped
-    nested = set() if nested is None else nested
+class _Objects:
+    """Points-to sets: name -> the abstract objects its value may share memory with."""
+
+    def __init__(self, node, stmts):
+        params = [a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs]
+        if node.args.vararg is not None:
+            params.append(node.args.vararg.id)
+        if node.args.kwarg is not None:
+            params.append(node.args.kwarg.id)
+        self.params = params
+        self.pts = {p: {("param", p)} for p in params}
+        self.sequences = {("param", p) for p in params}  # objects that may be lists or tuples
+        self.bindings = {}  # name -> [statements binding it to a value that shares memory]
+        self.locals = set(params) | {n.id for st in stmts for n in gast.walk(st)
+                                     if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
+        assigns = [s for s in stmts if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)]
+        changed = True
+        while changed:
+            changed = False
+            for s in assigns:
+                target = s.targets[0].id
+                new = self.value(s.value, s)
+                old = self.pts.setdefault(target, set())
+                if not new <= old:
+                    old |= new
+                    changed = True
+        for s in assigns:
+            if self.value(s.value, s) - {("new", id(s))}:
+                self.bindings.setdefault(s.targets[0].id, []).append(s)
+
+    def name(self, name):
+        """A local's objects; a free name (a global or closure array) is an object of its own."""
+        if name in self.pts:
+            return self.pts[name]
+        if name in self.locals:
+            return set()
+        self.sequences.add(("free", name))
+        return {("free", name)}
+
+    def of(self, node):
+        if isinstance(node, gast.Name):
+            return self.name(node.id)
+        if isinstance(node, gast.Call):   # the arguments and a method's receiver, not the callee
+            parts = list(node.args) + [k.value for k in node.keywords]
+            if isinstance(anno.getanno(node, Static.PRIMITIVE), Method):
+                parts.append(node.func.value)
+            return set().union(*[self.of(p) for p in parts]) if parts else set()
+        out = set()
+        for n in gast.walk(node):
+            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load):
+                out |= self.name(n.id)
+        return out
+
+    def maybe_sequence(self, node):
+        return bool(self.of(node) & self.sequences)
+
+    def value(self, value, s):
+        """The objects the value bound by ``s`` may share: a fresh one of its own, plus
+        those of every operand it may be a view, copy or container of."""
+        fresh = ("new", id(s))
+        if isinstance(value, gast.Name):
+            return set(self.of(value))
+        if isinstance(value, gast.Constant):
+            return {fresh}
+        if isinstance(value, gast.BinOp):
+            operands = (value.left, value.right)
+            if isinstance(value.op, _SEQUENCE_OPS) and any(self.maybe_sequence(o) for o in operands):
+                self.sequences.add(fresh)
+                return {fresh} | self.of(value.left) | self.of(value.right)
+            return {fresh}
+        if isinstance(value, (gast.UnaryOp, gast.Compare)):
+            return {fresh}
+        if isinstance(value, (gast.List, gast.Tuple, gast.Dict, gast.Set)):
+            self.sequences.add(fresh)
+            return {fresh} | self.of(value)
+        if isinstance(value, gast.Subscript):
+            if self.maybe_sequence(value.value):
+                self.sequences.add(fresh)
+            return {fresh} | self.of(value.value)
+        if isinstance(value, gast.Attribute):
+            if value.attr in SCALAR_ATTRIBUTES:
+                return {fresh}
+            return {fresh} | self.of(value.value)
+        if isinstance(value, gast.Call):
+            if _returns_fresh(value):
+                return {fresh}
+            self.sequences.add(fresh)  # np.split gives a list of views
+            return {fresh} | self.of(value)
+        self.sequences.add(fresh)
+        return {fresh} | self.of(value)
+
+
+def _returns_fresh(call):
+    """Whether ``call`` certainly returns memory of its own (never a view of an argument)."""
+    prim = anno.getanno(call, Static.PRIMITIVE)
+    keywords = {k.arg: k.value for k in call.keywords}
+    if "out" in keywords:
+        return False
+    if isinstance(prim, Method):
+        if prim == "astype":
+            copy = keywords.get("copy")
+            return copy is None or (isinstance(copy, gast.Constant) and copy.value is True)
+        return str(prim) in FRESH_METHODS
+    if isinstance(prim, numpy.ufunc):
+        return len(call.args) <= prim.nin
+    if prim is None:
+        return False
+    module = str(getattr(prim, "__module__", "") or "").split(".")[0]
+    name = getattr(prim, "__name__", None)
+    if module in ("numpy", "cupy", "cupyx", "scipy") and name in FRESH_FUNCTIONS:
+        return True
+    if module == "builtins" and name in FRESH_BUILTINS:
+        return True
+    if module == "math":   # numbers
+        return True
+    if module in ("numpy", "cupy") and name == "array":
+        copy = keywords.get("copy")
+        return len(call.args) <= 2 and (copy is None or (isinstance(copy, gast.Constant) and copy.value is True))
+    return False
+
+
+# ----- statements in order, and liveness -----
+
+def _flatten(body, out):
     for s in body:
         out.append(s)
-        if loops:
-            looped[id(s)] = loops
-        if in_block:
-            nested.add(id(s))
-        inner_loops = loops | {id(s)} if isinstance(s, (gast.For, gast.While)) else loops
-        start = len(out)
         for field in ("body", "orelse"):
             inner = getattr(s, field, None)
             if isinstance(inner, list):
-                _flatten(inner, out, inner_loops, looped, nested, True)
-        if isinstance(s, (gast.For, gast.While)):
-            _EXTENT[id(s)] = (start, len(out))
+                _flatten(inner, out)
     return out
 
 
-_EXTENT = {}  # id(loop) -> (first, end) positions of its body in the flattened order
-
-
-def _loads(node):
+def _uses(node):
     return {n.id for n in gast.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
 
 
-def _shares_memory_with(value):
-    """Names whose memory ``value`` may share (a copy, view, or container of them)."""
-    if isinstance(value, gast.Name):
-        return {value.id}
-    if isinstance(value, (gast.List, gast.Tuple)):
-        return {e.id for e in value.elts if isinstance(e, gast.Name)}
-    if isinstance(value, gast.Attribute) and isinstance(value.value, gast.Name):
-        return {value.value.id} if anno.getanno(value, Static.PRIMITIVE) in {Attribute(a) for a in VIEW_METHODS} else set()
-    if isinstance(value, gast.Call):
-        prim = anno.getanno(value, Static.PRIMITIVE)
-        if isinstance(prim, Method):
-            if prim in VIEW_METHODS and isinstance(value.func.value, gast.Name):
-                return {value.func.value.id}
-            return set()
-        module = str(getattr(prim, "__module__", "") or "")
-        if getattr(prim, "__name__", None) in VIEW_FUNCTIONS and module.split(".")[0] in ("numpy", "cupy"):
-            return {a.id for a in value.args[:1] if isinstance(a, gast.Name)}
-    return set()
+class _Liveness:
+    """For each simple statement, the names that may be read after it (before being rebound)."""
+
+    def __init__(self, node, at_exit):
+        self.after = {}
+        self.block(node.body, set(at_exit), set(at_exit))
+
+    def block(self, body, live, loop_exit):
+        for s in reversed(body):
+            live = self.stmt(s, live, loop_exit)
+        return live
+
+    def stmt(self, s, live, loop_exit):
+        if isinstance(s, gast.If):
+            return _uses(s.test) | self.block(s.body, live, loop_exit) | self.block(s.orelse, live, loop_exit)
+        if isinstance(s, (gast.For, gast.While)):
+            header = _uses(s.iter) if isinstance(s, gast.For) else _uses(s.test)
+            target = {n.id for n in gast.walk(s.target) if isinstance(n, gast.Name)} \
+                if isinstance(s, gast.For) else set()
+            head = set(live) | header
+            while True:
+                body_in = self.block(s.body, head, live)
+                new = set(live) | header | (body_in - target)
+                if new <= head:
+                    return head
+                head |= new
+        self.after[id(s)] = set(live)
+        if isinstance(s, gast.Break):
+            return set(live) | loop_exit
+        if isinstance(s, gast.Return):
+            return _uses(s) if s.value is not None else set()
+        if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
+            return (set(live) - {s.targets[0].id}) | _uses(s.value)
+        used = _uses(s)
+        if isinstance(s, gast.Assign):   # b[i] = v reads b (its other entries stay)
+            used |= {n.id for n in gast.walk(s.targets[0]) if isinstance(n, gast.Name)}
+        return set(live) | used
 
 
-def check(node, info, display=lambda name: name):
-    """Raise UnsupportedError at the first in-place update that aliasing makes unsafe."""
-    looped, nested = {}, set()
-    _EXTENT.clear()
-    stmts = _flatten(node.body, [], looped=looped, nested=nested)
-    position = {id(s): k for k, s in enumerate(stmts)}
-    writes = {}   # base name -> [statements writing it in place]
-    for s in stmts:
-        if isinstance(s, gast.Assign):
-            target = s.targets[0]
-            if isinstance(target, gast.Subscript):
-                writes.setdefault(target.value.id, []).append(s)
-            elif anno.getanno(s, Static.AUGMENTED):
-                writes.setdefault(target.id, []).append(s)
-        elif isinstance(s, gast.Expr) and isinstance(s.value, gast.Call):
-            func = s.value.func
-            if isinstance(func, gast.Attribute) and func.attr == "append" and isinstance(func.value, gast.Name):
-                writes.setdefault(func.value.id, []).append(s)
+# ----- in-place writes -----
+
+def _written(s):
+    """(name written in place, index written or None for the whole value) of ``s``, or None."""
+    if isinstance(s, gast.Assign):
+        target = s.targets[0]
+        if isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name):
+            return target.value.id, target.slice
+        if isinstance(target, gast.Name) and anno.getanno(s, Static.AUGMENTED):
+            return target.id, None
+        return None
+    if isinstance(s, gast.Expr) and isinstance(s.value, gast.Call):
+        func = s.value.func
+        if isinstance(func, gast.Attribute) and func.attr == "append" and isinstance(func.value, gast.Name):
+            return func.value.id, None
+    return None
+
+
+def check(node, info, display=lambda name: name, live_at_exit=()):
+    """Annotate each in-place write with the run-time alias checks it needs (Static.ALIAS_CHECK),
+    and the function with the argument pairs to check on entry (``node._srcgrad_param_checks``).
+
+    ``live_at_exit``: names read after the function body (wrt names of locals).
+    """
+    node._srcgrad_param_checks = []
+    stmts = _flatten(node.body, [])
+    writes = [(s, _written(s)) for s in stmts]
+    writes = [(s, w) for s, w in writes if w is not None]
     if not writes:
         return
-    for s in stmts:
-        if not (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)):
-            continue
-        alias = s.targets[0].id
-        value = s.value
-        shared = _shares_memory_with(value)
-        for base in shared & set(writes):
-            if base == alias:
-                continue
-            for w in writes[base]:
-                if _read_after(alias, w, stmts, position, nested, s, looped):
-                    _refuse(w, info, base, alias, s, display, position, looped)
-        if alias in writes and not anno.getanno(s, Static.AUGMENTED):
-            # An element or slice may be a view of its base (x[0, ...], x[1:], and on
-            # CuPy x[0] itself): updating it in place may change the base.
-            if isinstance(value, gast.Subscript) and isinstance(value.value, gast.Name):
-                shared = shared | {value.value.id}
-            for other in sorted(shared - {alias}):
-                for w in writes[alias]:
-                    if _read_after(other, w, stmts, position, nested, s, looped):
-                        _refuse(w, info, alias, other, s, display, position, looped)
-        if isinstance(value, gast.Subscript) and isinstance(value.value, gast.Name) \
-                and value.value.id in writes and value.value.id != alias:
-            base = value.value.id
-            p = position[id(s)]
-            for w in writes[base]:
-                q = position[id(w)]
-                if q <= p:
-                    continue
-                if _read_after(alias, w, stmts, position, nested, s):
-                    _refuse(w, info, base, alias, s, display, position, looped)
+    objects = _Objects(node, stmts)
+    liveness = _Liveness(node, live_at_exit)
+    reaches_params = set()
+    for s, (base, index) in writes:
+        mine = objects.pts.get(base, set())
+        reaches_params |= {o[1] for o in mine if o[0] == "param"}
+        live = liveness.after.get(id(s), set())
+        checks = []
+        for other in sorted(live - {base}):
+            if objects.name(other) & mine:
+                checks.append((other, index, _error(s, info, base, other, objects, display)))
+        if checks:
+            anno.setanno(s, Static.ALIAS_CHECK, checks)
+    # Arguments are objects of their own only if the caller passed distinct memory
+    # (from each other, and from the global or closure arrays the function reads).
+    callees = {id(_root(n.func)) for n in gast.walk(node) if isinstance(n, gast.Call)}
+    free = sorted({n.id for n in gast.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)
+                   and n.id not in objects.locals and id(n) not in callees})
+    for p in sorted(reaches_params):
+        for q in objects.params + free:
+            if q != p:
+                node._srcgrad_param_checks.append((p, q, _argument_error(node, info, p, q, display)))
 
 
-def _read_after(name, write, stmts, position, nested, alias_stmt, looped=None):
-    """Whether the sharing made by ``alias_stmt`` exists when ``write`` runs and ``name`` is
-    read afterwards, in document order. A write in a loop that also makes the sharing is
-    assumed to be hazardous (the next iteration may read the name)."""
-    q = position[id(write)]
-    p = position[id(alias_stmt)]
-    shared = looped.get(id(write), frozenset()) & looped.get(id(alias_stmt), frozenset()) \
-        if looped is not None else frozenset()
-    for loop in shared:
-        # A name read in the loop before it is made here carries the last iteration's sharing.
-        first, _ = _EXTENT[loop]
-        if any(name in _loads(st) for st in stmts[first:p]):
-            return True
-    if p > q:
-        return False
-    # Rebound for sure before the write: the name no longer shares anything.
-    for between in stmts[p + 1:q]:
-        if id(between) not in nested and isinstance(between, gast.Assign) \
-                and isinstance(between.targets[0], gast.Name) and between.targets[0].id == name:
-            return False
-    return any(name in _loads(later) for later in stmts[q + 1:])
+def _root(func):
+    while isinstance(func, gast.Attribute):
+        func = func.value
+    return func
 
 
-def _refuse(write, info, base, alias, alias_stmt, display, position, looped):
-    """Stop at ``write``; for ``v += y`` only when it runs on an array that really is shared.
+def _binding_line(name, other, objects):
+    """A statement that made ``name`` share memory with ``other``, for the message."""
+    theirs = objects.name(other)
+    for s in objects.bindings.get(name, ()):
+        if objects.value(s.value, s) & theirs:
+            return s
+    return None
 
-    ``v += y`` updates an array in place but merely rebinds a number, and which
-    one ``v`` holds is known only at run time: the forward sweep checks it then.
-    """
-    origin = anno.getanno(write, Static.ORIGIN)
-    where = anno.getanno(alias_stmt, Static.ORIGIN)
-    line = f" (line {where.lineno}: {where.source_line.strip()})" if where is not None else ""
+
+def _error(write, info, base, alias, objects, display):
+    where = _binding_line(alias, base, objects) or _binding_line(base, alias, objects)
+    origin = anno.getanno(where, Static.ORIGIN) if where is not None else None
+    line = f" (line {origin.lineno}: {origin.source_line.strip()})" if origin is not None else ""
     message = (f"this in-place update of {display(base)!r} would also change {display(alias)!r}, which "
-               f"shares its memory{line}; srcgrad differentiates values, so it refuses rather than guess")
+               f"shares its memory{line} and is read afterwards; srcgrad differentiates values, "
+               f"so it refuses rather than guess")
     hint = (f"Give {display(base)!r} memory of its own before writing into it, e.g. "
             f"{display(base)} = {display(base)}.copy(), or take {display(alias)!r} as a copy.")
+    origin = anno.getanno(write, Static.ORIGIN)
     if origin is None:
-        error = UnsupportedError(message, info.filename, hint=hint)
-    else:
-        error = origin.error(UnsupportedError, message, hint)
-    shared_loop = looped.get(id(write), frozenset()) & looped.get(id(alias_stmt), frozenset())
-    if anno.getanno(write, Static.AUGMENTED) and not shared_loop \
-            and position[id(alias_stmt)] > position[id(write)]:
-        return  # the sharing starts after this update: nothing to check
-    # Whether memory is really shared (a view, not a copied scalar; an array, not a number)
-    # is known only at run time: the forward sweep checks it just before the write.
-    checks = anno.getanno(write, Static.ALIAS_CHECK) or []
-    written = _written_name(write)
-    checks.append((alias if alias != written else base, error))
-    anno.setanno(write, Static.ALIAS_CHECK, checks)
+        return UnsupportedError(message, info.filename, hint=hint)
+    return origin.error(UnsupportedError, message, hint)
 
 
-def _written_name(write):
-    if isinstance(write, gast.Assign):
-        target = write.targets[0]
-        return target.value.id if isinstance(target, gast.Subscript) else target.id
-    return write.value.func.value.id  # lst.append(v)
+def _argument_error(node, info, written, other, display):
+    kind = "argument" if other in objects_params(node) else "global (or closure) array"
+    message = (f"the argument {display(written)!r} and the {kind} {display(other)!r} share memory, and "
+               f"{info.fn.__qualname__} writes into {display(written)!r} in place (directly or "
+               f"through a view); srcgrad differentiates values, so it refuses rather than guess")
+    hint = f"Pass a copy, e.g. {info.fn.__qualname__}(..., {display(written)}.copy(), ...)."
+    origin = info.origin(node)
+    if origin is None:
+        return UnsupportedError(message, info.filename, info.first_lineno, hint=hint)
+    return origin.error(UnsupportedError, message, hint)
+
+
+def objects_params(node):
+    return [a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs]

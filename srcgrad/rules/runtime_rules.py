@@ -145,6 +145,16 @@ def take_grad(dw, w, dx, index):
     return rt.add_at(0.0, dx, index, dw), None
 
 
+@adjoint(rt.written_grad)
+def written_grad(dw, w, dx, x, index):
+    return rt.add_at(0.0, dx, index, rt.keep_written(dw, x, index)), None, None
+
+
+@adjoint(rt.keep_written)
+def keep_written(dw, w, g, x, index):
+    return rt.keep_written(dw, x, index), None, None
+
+
 @adjoint(rt.add_at)
 def add_at(dw, w, dx, x, index, g):
     return rt.unbroadcast(dw, dx), None, None, rt.unbroadcast(rt.take_grad(dw, index), g)

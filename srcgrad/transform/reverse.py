@@ -35,10 +35,8 @@ from srcgrad.templates import name, replace
 
 Static = anno.Static
 
-# Array and list methods that mutate their receiver: refused on local variables.
-IN_PLACE_METHODS = {"sort", "fill", "put", "resize", "setflags", "itemset", "partition",
-                    "extend", "insert", "remove", "pop", "clear", "reverse", "update",
-                    "__setitem__", "__iadd__"}
+# Calls that change their receiver or an out= array are rewritten or refused
+# before this pass, from one table (transform/mutation.py).
 
 def _push(value_node, origin, key):
     stmt = gast.Expr(value=gast.Call(func=name("push"), args=[value_node], keywords=[]))
@@ -93,8 +91,12 @@ class ReverseAD:
                     self.hook_lists[hooked] = namer.new(f"{hooked}_hooks")
         for hooked in hook_names:
             self.hooks.setdefault(hooked, []).append(replace_expr(f"hooks[{hooked!r}]"))
+        # A local asked for by wrt: its gradient is taken where its last value is made
+        # (its last binding, or an indexed write after it), not at the end of the sweep.
+        written = {s.targets[0].value.id for s in gast.walk(node) if isinstance(s, gast.Assign)
+                   and isinstance(s.targets[0], gast.Subscript) and isinstance(s.targets[0].value, gast.Name)}
         for w in wrt:
-            if w not in activity.params and w in activity.saved:
+            if w not in activity.params and (w in activity.saved or w in written):
                 self.captures[w] = namer.new(f"grad_{w}")
         special = set(wrt) | set(self.hook_lists) | set(hook_names)
         self.constants = _constant_names(node, special)
@@ -368,7 +370,20 @@ class ReverseAD:
     def alias_checks(self, s, written):
         """Run-time checks that an in-place write does not reach another name (aliasing.py)."""
         out = []
-        for other, error in anno.getanno(s, Static.ALIAS_CHECK) or ():
+        for other, index, error in anno.getanno(s, Static.ALIAS_CHECK) or ():
+            error_name = self.namer.new("aliasing_error")
+            self.bindings[error_name] = error
+            if index is None:
+                out += replace(f"rt.check_unshared({written}, {other}, {error_name})")
+            else:
+                out += replace(f"rt.check_unshared({written}, {other}, {error_name}, INDEX)",
+                               INDEX=index_value(index))
+        return out
+
+    def argument_checks(self):
+        """Checks on entry that arguments written in place share no memory with the others."""
+        out = []
+        for written, other, error in getattr(self.node, "_srcgrad_param_checks", ()):
             error_name = self.namer.new("aliasing_error")
             self.bindings[error_name] = error
             out += replace(f"rt.check_unshared({written}, {other}, {error_name})")
@@ -389,9 +404,12 @@ class ReverseAD:
         if base in self.act.adjoint:
             self.in_place = True
             db = self.d(base)
+            if base in self.captures:   # the value base holds when the function returns
+                cap = self.captures[base]
+                rev += replace(f"if {cap} is None:\n    {cap} = rt.save({db})")
             if self.needs(s.value) and not anno.getanno(s, Static.NO_ADJOINT):
                 dv = self.d(s.value.id)
-                grad = replace_expr(f"rt.unbroadcast(rt.take_grad({db}, INDEX), {s.value.id})",
+                grad = replace_expr(f"rt.unbroadcast(rt.written_grad({db}, {base}, INDEX), {s.value.id})",
                                     INDEX=index_value(index))
                 base_kind = self.kind_of(name(base))
                 if base_kind not in (kinds_.FLOAT, kinds_.COMPLEX):
@@ -431,10 +449,6 @@ class ReverseAD:
                 rev += replace(f"{receiver}.pop()")
                 anno.setanno(rev[-1], Static.TAPE, ("list", receiver))
                 return _tag(self.alias_checks(s, receiver) + [s], origin), _tag(rev, origin)
-            if prim in IN_PLACE_METHODS:
-                raise self.error(origin, UnsupportedError,
-                                 f"the in-place method .{prim}() on {receiver!r} is not supported",
-                                 "Use the function form that returns a new value (np.sort, ...).")
         return [s], []
 
     # ----- rules -----
@@ -1005,13 +1019,14 @@ def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), o
     checked = {n.args[1].id for st in optimize.walk_statements(fwd) for n in gast.walk(st)
                if isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute)
                and n.func.attr == "check_unshared" and isinstance(n.args[1], gast.Name)}
+    checked &= {n.id for n in gast.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
     first_bound = {s.targets[0].id for s in node.body if id(s) in ad.first_bindings}
     for n in pushed | set(saved_names) | checked:
         if n not in activity.params and (n in pushed or n not in top) \
                 and (n not in first_bound or n in checked):
             needs_init.add(n)   # a value exists to push (or save) even if no binding ran
     init = [s for n in sorted(needs_init) for s in replace(f"{n} = None")]
-    copies = [s for p in sorted(ad.copied_params) for s in replace(f"{p} = rt.save({p})")]
+    copies = ad.argument_checks() + [s for p in sorted(ad.copied_params) for s in replace(f"{p} = rt.save({p})")]
 
     saved_tuple = (["tape"] if uses_tape else []) + saved_names
     pack = ", ".join(saved_tuple)

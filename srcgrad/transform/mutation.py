@@ -1,0 +1,247 @@
+"""Calls that write into an array are rewritten as indexed writes, or refused.
+
+Requires A-normal form (runs right after it). srcgrad differentiates the values
+names hold; a call that changes an array in place (``np.negative(y, out=y)``,
+``np.copyto(y, x)``, ``y.fill(0.0)``, ``y.sort()``) changes a value without a
+binding, and a forward sweep that ran it while the adjoint ignored it would give
+a wrong gradient. One rule covers them all, from one table:
+
+* any call with ``out=`` (or a ufunc given its outputs positionally) becomes the
+  call without it, assigned into the output: ``t = np.f(a, b); y[...] = t``,
+  which reverse mode differentiates like any indexed write (and ``z = np.f(a,
+  out=y)`` binds ``z = y`` after it, the array NumPy returns);
+* MUTATING_FUNCTIONS / MUTATING_METHODS map the others to a rewrite
+  (``np.copyto(y, x)`` -> ``y[...] = x``, ``y.fill(v)`` -> ``y[...] = v``,
+  ``y.sort(axis)`` -> ``y[...] = np.sort(y, axis)``) or
+  to None: refused at compile time, naming the call, file and line.
+"""
+
+import inspect
+
+import gast
+import numpy
+
+from srcgrad import anno
+from srcgrad.errors import UnsupportedError
+from srcgrad.rules import Method
+
+Static = anno.Static
+
+# Name of a NumPy/CuPy function that writes into its first argument -> its rewrite, or None
+# (refused). A rewrite takes the call and returns (the written name, the value written into
+# all of it: an atom, or a call), or None to refuse this particular call.
+
+
+def _copyto(call):
+    keywords = {k.arg for k in call.keywords}
+    if len(call.args) != 2 or keywords - {"casting"}:
+        return None
+    return call.args[0], call.args[1]
+
+
+MUTATING_FUNCTIONS = {
+    "copyto": _copyto,
+    "put": None, "putmask": None, "place": None, "fill_diagonal": None, "shuffle": None,
+    "put_along_axis": None, "at": None,  # np.add.at(a, idx, v) and its kind
+}
+
+
+def _fill(call):
+    if len(call.args) != 1 or call.keywords:
+        return None
+    return call.func.value, call.args[0]
+
+
+def _sort(call):
+    """``y.sort(axis, kind)`` -> ``y[...] = np.sort(y, axis, kind)`` (differentiated by np.sort's rule)."""
+    if call.keywords and {k.arg for k in call.keywords} - {"axis", "kind"} or len(call.args) > 2:
+        return None
+    value = gast.Call(func=_name("np_sort"), args=[call.func.value] + list(call.args),
+                      keywords=list(call.keywords))
+    anno.setanno(value, Static.PRIMITIVE, numpy.sort)
+    return call.func.value, value
+
+
+# Array and list methods that change their receiver. ``append`` is differentiated
+# by reverse mode itself (a list grows), so it is not listed.
+MUTATING_METHODS = {
+    "fill": _fill,
+    "sort": _sort, "partition": None, "put": None, "resize": None, "itemset": None,
+    "setfield": None, "byteswap": None, "setflags": None,
+    "extend": None, "insert": None, "remove": None, "pop": None, "clear": None, "reverse": None,
+    "update": None, "setdefault": None, "popitem": None, "shuffle": None,
+    "__setitem__": None, "__delitem__": None, "__iadd__": None, "__isub__": None, "__imul__": None,
+    "__itruediv__": None,
+}
+
+_HINTS = {
+    "sort": "Write y = np.sort(y, axis) (a new array) instead.",
+    "pop": "Build a new list instead (xs = xs[:-1]).",
+}
+
+
+def _ellipsis():
+    return gast.Constant(value=Ellipsis, kind=None)
+
+
+def _name(id_, store=False):
+    return gast.Name(id=id_, ctx=gast.Store() if store else gast.Load(), annotation=None, type_comment=None)
+
+
+def _is_numpy(prim):
+    """Whether ``prim`` is a NumPy/CuPy callable (a function, a ufunc or a method of one)."""
+    owner = getattr(prim, "__self__", None)
+    for obj in (prim, owner, type(owner) if owner is not None else None):
+        module = str(getattr(obj, "__module__", "") or "").split(".")[0]
+        if module in ("numpy", "cupy", "cupyx"):
+            return True
+    return isinstance(prim, numpy.ufunc) or isinstance(owner, numpy.ufunc) \
+        or isinstance(owner, numpy.random.Generator) or isinstance(owner, numpy.random.RandomState)
+
+
+class Lowering:
+    def __init__(self, info, namer):
+        self.info = info
+        self.namer = namer
+        self.bindings = {}   # names the rewrites call (np_sort -> numpy.sort)
+        self.callees = {}
+
+    def error(self, stmt, message, hint):
+        origin = anno.getanno(stmt, Static.ORIGIN)
+        if origin is None:
+            return UnsupportedError(message, self.info.filename, hint=hint)
+        return origin.error(UnsupportedError, message, hint)
+
+    def block(self, body):
+        out = []
+        for s in body:
+            for field in ("body", "orelse"):
+                if isinstance(getattr(s, field, None), list):
+                    setattr(s, field, self.block(getattr(s, field)))
+            out.extend(self.stmt(s))
+        return out
+
+    def stmt(self, s):
+        if isinstance(s, gast.Expr) and isinstance(s.value, gast.Call):
+            call, target = s.value, None
+        elif isinstance(s, gast.Assign) and isinstance(s.value, gast.Call):
+            call, target = s.value, s.targets[0]
+        else:
+            return [s]
+        prim = anno.getanno(call, Static.PRIMITIVE)
+        out = self.outputs(call, prim)
+        if out is not None:
+            return self.out_call(s, call, target, out)
+        what = None
+        if isinstance(prim, Method):
+            if str(prim) in MUTATING_METHODS:
+                what, rewrite = f"the in-place method .{prim}()", MUTATING_METHODS[str(prim)]
+        elif prim is not None and _is_numpy(prim) and getattr(prim, "__name__", None) in MUTATING_FUNCTIONS:
+            what, rewrite = _describe(prim), MUTATING_FUNCTIONS[prim.__name__]
+        if what is None:
+            return [s]
+        written = rewrite(call) if rewrite is not None else None
+        if written is None or not isinstance(written[0], gast.Name):
+            name = str(prim) if isinstance(prim, Method) else getattr(prim, "__name__", "")
+            raise self.error(s, f"{what} changes an array or list in place, which srcgrad does not "
+                                f"differentiate",
+                             _HINTS.get(name, "Compute a new value and assign it (y = ..., or "
+                                              "y[...] = new values), so srcgrad sees the change."))
+        base, value = written
+        stmts = []
+        if isinstance(value, gast.Call):   # ANF: an indexed write stores an atom
+            callee = anno.getanno(value, Static.PRIMITIVE)
+            if callee not in self.callees:
+                self.callees[callee] = self.namer.new(value.func.id)
+                self.bindings[self.callees[callee]] = callee
+            value.func = _name(self.callees[callee])
+            temp = self.namer.new(f"{base.id}_new")
+            stmts.append(self.assign(_name(temp, True), value, s))
+            value = _name(temp)
+        stmts.append(self.setitem(base.id, value, s))
+        if target is not None:  # y.fill(v) and np.copyto return None
+            stmts.append(self.assign(target, gast.Constant(value=None, kind=None), s))
+        return stmts
+
+    def outputs(self, call, prim):
+        """The ``out`` argument node of ``call`` (keyword, a ufunc's extra positional, or a
+        library function's ``out`` parameter given by position), or None."""
+        nin = getattr(prim, "nin", None)
+        if isinstance(prim, numpy.ufunc) or (nin is not None and hasattr(prim, "nout")):
+            if len(call.args) > nin:
+                extra = call.args[nin:]
+                return extra[0] if len(extra) == 1 else gast.Tuple(elts=extra, ctx=gast.Load())
+        elif prim is not None and not isinstance(prim, Method) and _is_numpy(prim):
+            names = _positional_names(prim)
+            if "out" in names and len(call.args) > names.index("out"):
+                # np.dot(a, b, y): the same call with its later arguments named.
+                k = names.index("out")
+                call.keywords = [gast.keyword(arg=n, value=v) for n, v in zip(names[k:], call.args[k:])] \
+                    + call.keywords
+                call.args = call.args[:k]
+        for k in call.keywords:
+            if k.arg == "out":
+                return k.value
+        return None
+
+    def out_call(self, s, call, target, out):
+        prim = anno.getanno(call, Static.PRIMITIVE)
+        if isinstance(out, gast.Tuple) and len(out.elts) == 1:
+            out = out.elts[0]
+        if isinstance(out, gast.Constant) and out.value is None:
+            call.keywords = [k for k in call.keywords if k.arg != "out"]
+            return [s]
+        keywords = {k.arg for k in call.keywords}
+        if not isinstance(out, gast.Name) or "where" in keywords or getattr(prim, "nout", 1) != 1:
+            raise self.error(s, f"this call to {_describe(prim)} writes its result into an existing "
+                                f"array (out=) in a way srcgrad cannot rewrite",
+                             "Assign the result instead: y[...] = f(...), or y = f(...).")
+        call.keywords = [k for k in call.keywords if k.arg != "out"]
+        nin = getattr(prim, "nin", None)
+        if isinstance(prim, numpy.ufunc) and len(call.args) > nin:
+            call.args = call.args[:nin]
+        temp = self.namer.new(f"{out.id}_new")
+        stmts = [self.assign(_name(temp, True), call, s), self.setitem(out.id, _name(temp), s)]
+        if target is not None:
+            stmts.append(self.assign(target, _name(out.id), s))
+        return stmts
+
+    def setitem(self, base, value, origin_of):
+        node = gast.Assign(targets=[gast.Subscript(value=_name(base), slice=_ellipsis(), ctx=gast.Store())],
+                           value=value, type_comment=None)
+        anno.copyanno(origin_of, node, Static.ORIGIN, Static.NO_ADJOINT, Static.GRAD_FLAG)
+        return node
+
+    def assign(self, target, value, origin_of):
+        node = gast.Assign(targets=[target], value=value, type_comment=None)
+        anno.copyanno(origin_of, node, Static.ORIGIN, Static.NO_ADJOINT, Static.GRAD_FLAG)
+        return node
+
+
+def _positional_names(prim):
+    """Names of the parameters ``prim`` takes by position ([] when unknown)."""
+    try:
+        parameters = inspect.signature(prim).parameters.values()
+    except (TypeError, ValueError):
+        return []
+    return [p.name for p in parameters
+            if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+
+
+def _describe(prim):
+    if isinstance(prim, Method):
+        return f"the method .{prim}()"
+    owner = getattr(prim, "__self__", None)
+    name = getattr(prim, "__name__", None) or repr(prim)
+    if isinstance(owner, numpy.ufunc):
+        return f"numpy.{owner.__name__}.{name}"
+    module = getattr(prim, "__module__", None) or "numpy"
+    return f"{module.split('.')[0]}.{name}"
+
+
+def transform(node, info, namer):
+    """Rewrite (or refuse) the calls in ``node`` that write into arrays or lists in place;
+    returns the extra name bindings the rewrites need."""
+    lowering = Lowering(info, namer)
+    node.body = lowering.block(node.body)
+    return node, lowering.bindings
