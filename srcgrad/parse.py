@@ -134,14 +134,23 @@ def parse_function(fn):
     fn = inspect.unwrap(fn)
     if not inspect.isfunction(fn):
         raise TypeError(f"srcgrad differentiates Python functions, got {fn!r}")
-    lines, first = _source_of(fn)
+    from srcgrad.entry import bound_of
+    bound = bound_of(fn)
+    # A bound method or partial (entry.py): the target's source, its bound
+    # parameters read from the wrapper's closure cells.
+    source_fn = fn if bound is None else inspect.unwrap(bound.target)
+    lines, first = _source_of(source_fn)
     raw = "".join(lines)
     dedented = textwrap.dedent(raw)
     indent = len(lines[0]) - len(lines[0].lstrip()) if lines else 0
-    code = fn.__code__
-    closure = dict(zip(code.co_freevars, fn.__closure__ or ()))
-    info = EntityInfo(fn, fn.__name__, code.co_filename, first, indent,
-                      dedented.splitlines(), fn.__globals__, closure)
+    code = source_fn.__code__
+    closure = dict(zip(code.co_freevars, source_fn.__closure__ or ()))
+    if bound is not None:
+        cells = dict(zip(fn.__code__.co_freevars, fn.__closure__))
+        closure.update((name, cells[name]) for name in bound.names)
+    info = EntityInfo(fn, source_fn.__name__, code.co_filename, first, indent,
+                      dedented.splitlines(), source_fn.__globals__, closure)
+    fn = source_fn
     if fn.__name__ == "<lambda>":
         node = _parse_lambda(fn, dedented, info)
     else:
@@ -156,7 +165,36 @@ def parse_function(fn):
                                       code.co_filename, first)
         node.decorator_list = []
     _annotate_origins(node, info)
+    if bound is not None:
+        _bind_parameters(node, info, bound)
     return node, info
+
+
+def _bind_parameters(node, info, bound):
+    """The def's parameters become those of the wrapper ``info.fn``: the bound ones
+    are free names (its closure cells), the others as its signature orders them."""
+    args = node.args
+    by_name = {a.id: a for a in args.posonlyargs + args.args + args.kwonlyargs}
+    for name in bound.names:
+        for child in gast.walk(node):
+            if isinstance(child, gast.Name) and child.id == name and isinstance(child.ctx, (gast.Store, gast.Del)):
+                origin = info.origin(child) or info.origin(node)
+                raise origin.error(
+                    SrcgradError, f"{info.fn.__qualname__} assigns to {name!r}, which is bound to "
+                    f"a constant ({type(info.closure[name].cell_contents).__name__} object) when "
+                    f"it is differentiated as a bound method or partial",
+                    hint=f"Assign to a new name instead of {name!r}.")
+    posonly, positional, keyword_only = [], [], []
+    for p in inspect.signature(info.fn).parameters.values():
+        if p.kind is p.POSITIONAL_ONLY:
+            posonly.append(by_name[p.name])
+        elif p.kind is p.POSITIONAL_OR_KEYWORD:
+            positional.append(by_name[p.name])
+        elif p.kind is p.KEYWORD_ONLY:
+            keyword_only.append(by_name[p.name])
+    args.posonlyargs, args.args, args.kwonlyargs = posonly, positional, keyword_only
+    # The defaults are the wrapper's (the forward sweep takes them over).
+    args.defaults, args.kw_defaults = [], [None] * len(keyword_only)
 
 
 def _parse_lambda(fn, source, info):
