@@ -22,18 +22,16 @@ else is refused by name, saying what to write instead.
 
 import functools
 import inspect
-import itertools
-import linecache
 import sys
 
 from srcgrad import rules
+from srcgrad.codegen import loader
 from srcgrad.errors import NonDifferentiableError, UnsupportedError
 from srcgrad.transform.inline import LIBRARY_ROOTS
 
 _wrappers = {}                 # id(primitive) -> (primitive, its one-line function)
 _entries = {}                  # what was asked -> (rules.VERSION, what is differentiated)
 _bindings = {}                 # ids of (target, bound objects) -> (them, VERSION, function)
-_counter = itertools.count()
 _ALIASES = {"numpy": "np", "cupy": "cp"}
 _RULE_HINT = ("Register its gradient with @srcgrad.adjoint, or wrap it in a srcgrad.Function "
               "with a backward.")
@@ -195,8 +193,7 @@ def _wrap(fn, function, args, keywords):
               f"    def {name}({', '.join(spelled)}):\n"
               f"        return __srcgrad_target__({', '.join(call)})\n"
               f"    return {name}\n")
-    filename = f"<srcgrad bound {_identifier(_describe(function))} #{next(_counter)}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    filename = loader.write(source, f"bound {_describe(function)}")
     namespace = {"__name__": "srcgrad.entry"}
     exec(compile(source, filename, "exec"), namespace)
     wrapper = namespace["__srcgrad_bind__"](function, *args)
@@ -232,8 +229,7 @@ def _primitive_function(primitive, rule):
     if name == spelled.split(".")[0]:
         name += "_"
     source = f"def {name}({', '.join(params)}):\n    return {spelled}({', '.join(call)})\n"
-    filename = f"<srcgrad primitive {spelled} #{next(_counter)}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    filename = loader.write(source, f"primitive {spelled}")
     namespace["__name__"] = "srcgrad.entry"
     exec(compile(source, filename, "exec"), namespace)
     return namespace[name]

@@ -22,6 +22,7 @@ class Origin:
     lineno: int
     col_offset: int
     source_line: str
+    function: str = None   # the name of the function the line is in
 
     def error(self, cls, message, hint=None):
         return cls(message, self.filename, self.lineno, self.col_offset, self.source_line, hint)
@@ -106,13 +107,26 @@ class EntityInfo:
         text = linecache.getline(self.filename, line) or (
             self.source_lines[lineno - 1] if lineno - 1 < len(self.source_lines) else "")
         return Origin(self.filename, line, getattr(node, "col_offset", 0) + self.indent,
-                      text.rstrip("\n"))
+                      text.rstrip("\n"), self.name)
+
+
+_NO_SOURCE = {"<string>": "typed at `python -c`", "<stdin>": "typed at the interactive prompt "
+              "or piped to python through stdin"}
 
 
 def _source_of(fn):
     try:
         lines, first = inspect.getsourcelines(fn)
     except (OSError, TypeError) as exc:
+        code = getattr(fn, "__code__", None)
+        where = _NO_SOURCE.get(getattr(code, "co_filename", None))
+        if where is not None:   # Python keeps no source of these: one line says what to do
+            error = SourceNotFoundError(
+                f"cannot read the source of {getattr(fn, '__qualname__', fn)}: it was {where}, "
+                f"and Python keeps no source of that; put the function in a .py file (or a "
+                f"notebook cell) and differentiate it there")
+            error.filename, error.lineno = code.co_filename, code.co_firstlineno
+            raise error from None
         raise SourceNotFoundError(
             f"cannot find the source of {getattr(fn, '__qualname__', fn)!r} ({exc})",
             getattr(getattr(fn, "__code__", None), "co_filename", None),
@@ -177,7 +191,8 @@ def _bind_parameters(node, info, bound):
     by_name = {a.id: a for a in args.posonlyargs + args.args + args.kwonlyargs}
     for name in bound.names:
         for child in gast.walk(node):
-            if isinstance(child, gast.Name) and child.id == name and isinstance(child.ctx, (gast.Store, gast.Del)):
+            if isinstance(child, gast.Name) and child.id == name \
+                    and isinstance(child.ctx, (gast.Store, gast.Del)):
                 origin = info.origin(child) or info.origin(node)
                 raise origin.error(
                     SrcgradError, f"{info.fn.__qualname__} assigns to {name!r}, which is bound to "
