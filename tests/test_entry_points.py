@@ -224,3 +224,29 @@ def test_a_partial_of_a_primitive():
 def test_a_partial_that_cannot_be_bound_is_refused_by_name(what, words):
     with pytest.raises(sg.SrcgradError, match=words):
         sg.grad(what)(X)
+
+
+def test_api_functions_accept_partials_and_a_method_is_differentiated_twice():
+    p = functools.partial(loss_of, a=2.0)
+    assert sg.gradcheck(p, (X,), kwargs={"c": 0.5})
+    assert sg.active_variables(p) == {"x"}
+    assert "def loss_of_forward(x, *, a, b, c):" in sg.source(p)
+    value, g = sg.value_and_grad(p)(X)
+    out, backward = sg.vjp(p)(X)
+    assert value == out == pytest.approx(p(X), rel=1e-15)
+    np.testing.assert_allclose(backward(), g, rtol=1e-15)
+    m = model(0.5)
+    assert sg.gradgradcheck(m.scaled, (X,))
+    np.testing.assert_allclose(sg.grad(sg.grad(m.scaled))(X, grad_outputs=np.ones(3)),
+                               np.full(3, 2.0 * 0.5), rtol=1e-12)
+
+
+def apply_act(act, x):
+    return np.sum(act(x))
+
+
+def test_a_partial_binding_a_function_gets_the_rule_of_that_function():
+    for _ in range(2):
+        for act, derivative in ((np.sin, np.cos), (np.tanh, lambda v: 1.0 - np.tanh(v) ** 2)):
+            np.testing.assert_allclose(sg.grad(functools.partial(apply_act, act))(X), derivative(X),
+                                       rtol=1e-12)
