@@ -10,6 +10,7 @@ from srcgrad.grad_mode import _state as _grad_state, check_grad_enabled
 from srcgrad import pipeline, rules
 from srcgrad.pipeline import compile_gradient
 from srcgrad.analysis.ranks import rank_keys
+from srcgrad.codegen import tracebacks
 from srcgrad.entry import entry_function
 
 _cache = {}
@@ -187,13 +188,17 @@ class GradFunction:
     def __call__(self, *args, grad_outputs=None, **kwargs):
         if not _grad_state.enabled:
             check_grad_enabled()
-        if not kwargs:
-            fast = self._fast_any or self._fast.get(rank_keys(args))
-            if fast is not None:
-                result = fast.run(args, grad_outputs)
-                if result is not _DECLINED:
-                    return result
-        return self._call(args, grad_outputs, kwargs)
+        try:   # free until something raises (CPython 3.11+)
+            if not kwargs:
+                fast = self._fast_any or self._fast.get(rank_keys(args))
+                if fast is not None:
+                    result = fast.run(args, grad_outputs)
+                    if result is not _DECLINED:
+                        return result
+            return self._call(args, grad_outputs, kwargs)
+        except Exception as exc:
+            tracebacks.locate(exc)   # the user's line after each generated frame
+            raise
 
     def _call(self, args, grad_outputs, kwargs):
         """Any call: keyword arguments, grad_outputs, hooks, the value returned."""
@@ -459,7 +464,11 @@ class _Backward:
         else:
             self.consumed = True
             self.saved = None
-        grads = self.gfn._backward(compiled, seed, saved)
+        try:
+            grads = self.gfn._backward(compiled, seed, saved)
+        except Exception as exc:
+            tracebacks.locate(exc)
+            raise
         allow_unused, materialize, many = self.options
         grads = _finish(compiled, grads, self.inputs, self.out, allow_unused, materialize)
         return grads if many else grads[0]
@@ -481,7 +490,11 @@ def vjp(fn, wrt=0, *, allow_unused=False, materialize_grads=False, hooks=None, f
         for name in compiled.wrt:
             if name in inputs:
                 _check_differentiable(name, inputs[name])
-        out, saved = compiled.forward(*args, **kwargs)
+        try:
+            out, saved = compiled.forward(*args, **kwargs)
+        except Exception as exc:
+            tracebacks.locate(exc)
+            raise
         options = (allow_unused, materialize_grads, isinstance(wrt, (tuple, list)))
         return out, _Backward(gfn, compiled, saved, out, inputs, options)
 

@@ -8,22 +8,30 @@ differentiated by its rule: srcgrad writes the one-line function that calls it,
         return np.sin(x)
 
 and differentiates that, so an entry point and a call inside a function take one
-path. Anything else is refused by name, saying what to write instead.
+path. A bound method or ``functools.partial`` (nested, of a method, of a primitive)
+binds some parameters of a function to objects: srcgrad writes the function of the
+parameters left (``inspect.signature`` of the callable), which calls the target,
+
+    def loss(x, y):                       # sg.grad(model.loss)
+        return __srcgrad_target__(self, x, y)
+
+and differentiates the target's own source with the bound parameters (``self``)
+read from that function's closure cells: constants, like a closure's. Anything
+else is refused by name, saying what to write instead.
 """
 
 import functools
 import inspect
-import itertools
-import linecache
 import sys
 
 from srcgrad import rules
+from srcgrad.codegen import loader
 from srcgrad.errors import NonDifferentiableError, UnsupportedError
 from srcgrad.transform.inline import LIBRARY_ROOTS
 
 _wrappers = {}                 # id(primitive) -> (primitive, its one-line function)
 _entries = {}                  # what was asked -> (rules.VERSION, what is differentiated)
-_counter = itertools.count()
+_bindings = {}                 # ids of (target, bound objects) -> (them, VERSION, function)
 _ALIASES = {"numpy": "np", "cupy": "cp"}
 _RULE_HINT = ("Register its gradient with @srcgrad.adjoint, or wrap it in a srcgrad.Function "
               "with a backward.")
@@ -34,9 +42,12 @@ def entry_function(fn):
 
     Raises:
         NonDifferentiableError: ``fn`` has no source and no rule, or is not differentiable.
-        UnsupportedError: a bound method, ``functools.partial`` or other callable object.
+        UnsupportedError: a callable object that is not a function, or arguments a
+            ``functools.partial`` cannot bind to its function.
         TypeError: ``fn`` is not callable.
     """
+    if inspect.ismethod(fn) or isinstance(fn, functools.partial):
+        return _bound_function(fn)
     try:
         found = _entries.get(fn)
     except TypeError:   # unhashable
@@ -60,6 +71,144 @@ def entry_function(fn):
     return entry
 
 
+class Bound:
+    """What a function made by ``_bound_function`` binds: its ``target`` (the function
+    whose source is differentiated) and the ``names`` of the target's parameters bound
+    positionally to constants (the wrapper's free variables of the same names)."""
+
+    __slots__ = ("target", "names")
+
+    def __init__(self, target, names):
+        self.target, self.names = target, names
+
+
+def bound_of(fn):
+    """The ``Bound`` of a function made for a bound method or partial, else None."""
+    return getattr(fn, "__srcgrad_bound__", None)
+
+
+def _peel(fn):
+    """(target, positional constants, keyword constants) of nested methods and partials."""
+    args, keywords, target = (), {}, fn
+    while True:
+        if isinstance(target, functools.partial):
+            args = tuple(target.args) + args
+            keywords = {**target.keywords, **keywords}
+            target = target.func
+        elif inspect.ismethod(target):
+            args = (target.__self__,) + args
+            target = target.__func__
+        else:
+            return target, args, keywords
+
+
+def _bound_function(fn):
+    """The function of ``fn``'s unbound parameters (one per target and bound objects)."""
+    target, args, keywords = _peel(fn)
+    objects = (target,) + args + tuple(keywords.values())
+    key = (tuple(map(id, objects)), tuple(keywords))
+    found = _bindings.get(key)
+    if found is not None and found[1] == rules.VERSION[0] and all(map(_same, found[0], objects)):
+        return found[2]
+    try:
+        function = entry_function(target)
+    except (NonDifferentiableError, UnsupportedError, TypeError) as exc:
+        raise type(exc)(f"cannot differentiate {_describe_bound(fn)}: {exc}") from None
+    wrapper = _wrap(fn, function, args, keywords)
+    _bindings[key] = (objects, rules.VERSION[0], wrapper)
+    return wrapper
+
+
+def _same(a, b):
+    return a is b
+
+
+def _describe_bound(fn):
+    if inspect.ismethod(fn):
+        return f"the bound method {_describe(fn)}"
+    return f"functools.partial({_describe(fn.func)}, ...)"
+
+
+def _wrap(fn, function, args, keywords):
+    """``def name(<params left>): return __srcgrad_target__(<bound>, <params left>)``,
+    the bound objects in its closure cells, named after the parameters they bind."""
+    what = _describe_bound(fn)
+    params = list(inspect.signature(function).parameters.values())
+    P = inspect.Parameter
+    positional = [p for p in params if p.kind in (P.POSITIONAL_ONLY, P.POSITIONAL_OR_KEYWORD)]
+    if len(args) > len(positional):
+        raise UnsupportedError(
+            f"cannot differentiate {what}: it binds {len(args)} positional arguments and "
+            f"{_describe(function)} has {len(positional)} positional parameters",
+            hint="Bind arguments to named parameters (srcgrad does not differentiate *args).")
+    bound = [p.name for p in positional[:len(args)]]
+    for name in keywords:
+        param = next((p for p in params if p.name == name), None)
+        if param is None or param.kind in (P.POSITIONAL_ONLY, P.VAR_POSITIONAL, P.VAR_KEYWORD):
+            raise UnsupportedError(
+                f"cannot differentiate {what}: it binds the keyword {name!r}, which is not a "
+                f"keyword parameter of {_describe(function)}",
+                hint="Bind arguments to named parameters of the function.")
+        if name in bound:
+            raise TypeError(f"{what} binds {name!r} both by position and by keyword")
+    # The parameters left, as inspect.signature(partial) shows them: a parameter bound
+    # by keyword (and every positional one after it) becomes keyword-only, its
+    # default the bound value (a call may pass another).
+    left, keyword_only = [], False
+    for p in params[len(bound):]:
+        if p.name in keywords:
+            keyword_only = True
+            p = p.replace(kind=P.KEYWORD_ONLY, default=keywords[p.name])
+        elif keyword_only and p.kind is P.POSITIONAL_OR_KEYWORD:
+            p = p.replace(kind=P.KEYWORD_ONLY)
+        left.append(p)
+    left.sort(key=lambda p: p.kind)   # stable: keyword-only after *args
+    inspect.Signature(left)           # raises ValueError for an order Python refuses
+    name = _identifier(function.__name__)
+    taken = set(bound) | {p.name for p in left} | {"__srcgrad_target__"}
+    while name in taken:
+        name += "_"
+    spelled, call, star = [], list(bound), False
+    for p in left:
+        if p.kind is P.VAR_POSITIONAL:
+            spelled.append("*" + p.name)
+            call.append("*" + p.name)
+            star = True
+        elif p.kind is P.VAR_KEYWORD:
+            spelled.append("**" + p.name)
+            call.append("**" + p.name)
+        elif p.kind is P.KEYWORD_ONLY:
+            if not star:
+                spelled.append("*")
+                star = True
+            spelled.append(p.name)
+            call.append(f"{p.name}={p.name}")
+        else:
+            spelled.append(p.name)
+            call.append(p.name)
+        if p.kind is P.POSITIONAL_ONLY and (left.index(p) + 1 == len(left)
+                                            or left[left.index(p) + 1].kind is not P.POSITIONAL_ONLY):
+            spelled.append("/")
+    source = (f"def __srcgrad_bind__(__srcgrad_target__{''.join(', ' + b for b in bound)}):\n"
+              f"    def {name}({', '.join(spelled)}):\n"
+              f"        return __srcgrad_target__({', '.join(call)})\n"
+              f"    return {name}\n")
+    filename = loader.write(source, f"bound {_describe(function)}")
+    namespace = {"__name__": "srcgrad.entry"}
+    exec(compile(source, filename, "exec"), namespace)
+    wrapper = namespace["__srcgrad_bind__"](function, *args)
+    wrapper.__defaults__ = tuple(p.default for p in left if p.default is not p.empty
+                                 and p.kind in (P.POSITIONAL_ONLY, P.POSITIONAL_OR_KEYWORD)) or None
+    wrapper.__kwdefaults__ = {p.name: p.default for p in left if p.default is not p.empty
+                              and p.kind is P.KEYWORD_ONLY} or None
+    wrapper.__name__ = function.__name__
+    wrapper.__qualname__ = function.__qualname__
+    wrapper.__module__ = function.__module__
+    wrapper.__doc__ = function.__doc__
+    wrapper.__srcgrad_bound__ = Bound(function, tuple(bound))
+    return wrapper
+
+
 def _primitive_function(primitive, rule):
     """``def name(params): return module.name(params)`` for ``primitive``, whose
     parameters are the required ones of its rule (the primitive's own)."""
@@ -80,8 +229,7 @@ def _primitive_function(primitive, rule):
     if name == spelled.split(".")[0]:
         name += "_"
     source = f"def {name}({', '.join(params)}):\n    return {spelled}({', '.join(call)})\n"
-    filename = f"<srcgrad primitive {spelled} #{next(_counter)}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    filename = loader.write(source, f"primitive {spelled}")
     namespace["__name__"] = "srcgrad.entry"
     exec(compile(source, filename, "exec"), namespace)
     return namespace[name]
@@ -129,15 +277,6 @@ def _refusal(fn):
             f"{name} is not differentiable: srcgrad treats its result as a constant, so it "
             f"has no gradient to take",
             hint="Differentiate the function whose value you want the gradient of.")
-    if inspect.ismethod(fn):
-        return UnsupportedError(
-            f"cannot differentiate the bound method {name} directly (not supported yet)",
-            hint=f"Differentiate a function that calls it: def f(x): return obj.{fn.__name__}(x)")
-    if isinstance(fn, functools.partial):
-        return UnsupportedError(
-            f"cannot differentiate functools.partial({_describe(fn.func)}, ...) directly "
-            f"(not supported yet)",
-            hint="Differentiate a def that calls the function with the fixed arguments.")
     if inspect.isbuiltin(fn) or type(fn).__name__ == "ufunc":
         return NonDifferentiableError(
             f"cannot differentiate {name}: it is a built-in or C function "

@@ -60,6 +60,10 @@ class Guard:
                     if isinstance(base, types.ModuleType) and base.__dict__.get(attr, MISSING) is obj:
                         # what getattr finds in a module, found at half the cost
                         checks.add(f"{{}}.get({attr!r}, MISSING) is {{}}", base.__dict__, obj)
+                    elif isinstance(obj, types.MethodType):
+                        # a method of an object (self.forward): made anew by each getattr,
+                        # equal while its function and object are the same
+                        checks.add(f"getattr({{}}, {attr!r}, MISSING) == {{}}", base, obj)
                     else:
                         checks.add(f"getattr({{}}, {attr!r}, MISSING) is {{}}", base, obj)
                 elif root in info.closure:

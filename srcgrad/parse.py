@@ -23,6 +23,7 @@ class Origin:
     lineno: int
     col_offset: int
     source_line: str
+    function: str = None   # the name of the function the line is in
 
     def error(self, cls, message, hint=None):
         return cls(message, self.filename, self.lineno, self.col_offset, self.source_line, hint)
@@ -126,13 +127,26 @@ class EntityInfo:
         text = linecache.getline(self.filename, line) or (
             self.source_lines[lineno - 1] if lineno - 1 < len(self.source_lines) else "")
         return Origin(self.filename, line, getattr(node, "col_offset", 0) + self.indent,
-                      text.rstrip("\n"))
+                      text.rstrip("\n"), self.name)
+
+
+_NO_SOURCE = {"<string>": "typed at `python -c`", "<stdin>": "typed at the interactive prompt "
+              "or piped to python through stdin"}
 
 
 def _source_of(fn):
     try:
         lines, first = inspect.getsourcelines(fn)
     except (OSError, TypeError) as exc:
+        code = getattr(fn, "__code__", None)
+        where = _NO_SOURCE.get(getattr(code, "co_filename", None))
+        if where is not None:   # Python keeps no source of these: one line says what to do
+            error = SourceNotFoundError(
+                f"cannot read the source of {getattr(fn, '__qualname__', fn)}: it was {where}, "
+                f"and Python keeps no source of that; put the function in a .py file (or a "
+                f"notebook cell) and differentiate it there")
+            error.filename, error.lineno = code.co_filename, code.co_firstlineno
+            raise error from None
         raise SourceNotFoundError(
             f"cannot find the source of {getattr(fn, '__qualname__', fn)!r} ({exc})",
             getattr(getattr(fn, "__code__", None), "co_filename", None),
@@ -154,14 +168,23 @@ def parse_function(fn):
     fn = inspect.unwrap(fn)
     if not inspect.isfunction(fn):
         raise TypeError(f"srcgrad differentiates Python functions, got {fn!r}")
-    lines, first = _source_of(fn)
+    from srcgrad.entry import bound_of
+    bound = bound_of(fn)
+    # A bound method or partial (entry.py): the target's source, its bound
+    # parameters read from the wrapper's closure cells.
+    source_fn = fn if bound is None else inspect.unwrap(bound.target)
+    lines, first = _source_of(source_fn)
     raw = "".join(lines)
     dedented = textwrap.dedent(raw)
     indent = len(lines[0]) - len(lines[0].lstrip()) if lines else 0
-    code = fn.__code__
-    closure = dict(zip(code.co_freevars, fn.__closure__ or ()))
-    info = EntityInfo(fn, fn.__name__, code.co_filename, first, indent,
-                      dedented.splitlines(), fn.__globals__, closure)
+    code = source_fn.__code__
+    closure = dict(zip(code.co_freevars, source_fn.__closure__ or ()))
+    if bound is not None:
+        cells = dict(zip(fn.__code__.co_freevars, fn.__closure__))
+        closure.update((name, cells[name]) for name in bound.names)
+    info = EntityInfo(fn, source_fn.__name__, code.co_filename, first, indent,
+                      dedented.splitlines(), source_fn.__globals__, closure)
+    fn = source_fn
     if fn.__name__ == "<lambda>":
         node = _parse_lambda(fn, dedented, info)
     else:
@@ -176,7 +199,37 @@ def parse_function(fn):
                                       code.co_filename, first)
         node.decorator_list = []
     _annotate_origins(node, info)
+    if bound is not None:
+        _bind_parameters(node, info, bound)
     return node, info
+
+
+def _bind_parameters(node, info, bound):
+    """The def's parameters become those of the wrapper ``info.fn``: the bound ones
+    are free names (its closure cells), the others as its signature orders them."""
+    args = node.args
+    by_name = {a.id: a for a in args.posonlyargs + args.args + args.kwonlyargs}
+    for name in bound.names:
+        for child in gast.walk(node):
+            if isinstance(child, gast.Name) and child.id == name \
+                    and isinstance(child.ctx, (gast.Store, gast.Del)):
+                origin = info.origin(child) or info.origin(node)
+                raise origin.error(
+                    SrcgradError, f"{info.fn.__qualname__} assigns to {name!r}, which is bound to "
+                    f"a constant ({type(info.closure[name].cell_contents).__name__} object) when "
+                    f"it is differentiated as a bound method or partial",
+                    hint=f"Assign to a new name instead of {name!r}.")
+    posonly, positional, keyword_only = [], [], []
+    for p in inspect.signature(info.fn).parameters.values():
+        if p.kind is p.POSITIONAL_ONLY:
+            posonly.append(by_name[p.name])
+        elif p.kind is p.POSITIONAL_OR_KEYWORD:
+            positional.append(by_name[p.name])
+        elif p.kind is p.KEYWORD_ONLY:
+            keyword_only.append(by_name[p.name])
+    args.posonlyargs, args.args, args.kwonlyargs = posonly, positional, keyword_only
+    # The defaults are the wrapper's (the forward sweep takes them over).
+    args.defaults, args.kw_defaults = [], [None] * len(keyword_only)
 
 
 def _parse_lambda(fn, source, info):

@@ -1,5 +1,6 @@
 """The ordered stages from a user function to its compiled gradient, and nothing else."""
 
+import functools
 from dataclasses import dataclass, field
 
 import gast
@@ -193,7 +194,9 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None):
     bindings["rt"] = runtime
     names_loaded = [k.name for k in kernels] + [forward.name] + [f.name for f in extra] + [backward.name]
     functions, _, _ = loader.load(source, names_loaded, info.globals, info.closure, bindings,
-                                  hint=fn.__qualname__)
+                                  hint=fn.__qualname__,
+                                  origins=functools.partial(emit.line_origins, kernels + [forward]
+                                                            + extra + [backward], source))
     fwd, bwd = functions[len(kernels)], functions[-1]
     fwd_grad = functions[-2] if extra else None
     for f in (fwd, fwd_grad):
@@ -302,7 +305,8 @@ def _compose(forward, backward, info, bindings, name, seed_value, many, release=
     bindings = dict(bindings)
     bindings["rt"] = runtime
     (function,), _, _ = loader.load(source, [composed.name], info.globals, info.closure, bindings,
-                                    hint=composed.name)
+                                    hint=composed.name,
+                                    origins=functools.partial(emit.line_origins, [composed], source))
     function.__defaults__ = info.fn.__defaults__
     function.__kwdefaults__ = info.fn.__kwdefaults__
     return function

@@ -49,3 +49,13 @@ def make_scaled(k):
     def scaled(v):
         return v * k
     return scaled
+
+
+def invert(m):
+    # Raises numpy.linalg.LinAlgError for a singular m (tests/test_tracebacks.py).
+    return np.linalg.inv(m)
+
+
+def checked_log(v):
+    assert np.all(v > 0), "checked_log needs positive values"
+    return np.log(v)

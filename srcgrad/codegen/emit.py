@@ -77,3 +77,37 @@ def to_source(functions):
         else:
             lines.append(line)
     return "\n".join(lines) + "\n"
+
+
+def line_origins(functions, text):
+    """Line of ``text`` (``to_source(functions)``) -> the Origin of the user statement
+    the generated statement on it computes: the printed source parsed again, its
+    statements matched in order with the tree's (comment markers left out)."""
+    import ast
+    lines = {}
+
+    def match(tree_body, printed_body):
+        tree_body = [s for s in tree_body if not _is_comment(s)]
+        if len(tree_body) != len(printed_body):
+            return   # printed differently than expected: this block gets no lines
+        for stmt, printed in zip(tree_body, printed_body):
+            origin = anno.getanno(stmt, Static.ORIGIN)
+            nested = [f for f in ("body", "orelse", "finalbody") if isinstance(getattr(stmt, f, None), list)]
+            if origin is not None:
+                last = printed.end_lineno if not nested else printed.lineno
+                for line in range(printed.lineno, last + 1):
+                    lines.setdefault(line, origin)
+            for field in nested:
+                match(getattr(stmt, field), getattr(printed, field, []))
+
+    module = ast.parse(text)
+    printed_functions = [s for s in module.body if isinstance(s, ast.FunctionDef)]
+    if len(printed_functions) == len(functions):
+        for function, printed in zip(functions, printed_functions):
+            match(function.body, printed.body)
+    return lines
+
+
+def _is_comment(stmt):
+    return isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Constant) \
+        and isinstance(stmt.value.value, str) and stmt.value.value.startswith(_MARK)

@@ -1,21 +1,84 @@
 """Load generated source as functions that see the user's live globals and closure.
 
-The source is registered in ``linecache`` under a file name of its own, so
-tracebacks, ``inspect.getsource`` and pdb show the generated lines. The
+The source gets a file of its own in a temporary directory (removed when the
+process exits), registered in ``linecache`` under that name, so tracebacks,
+``inspect.getsource`` and pdb show the generated lines; the file is written
+when an exception first passes through it (the default excepthook reads the
+disk). Each generated line that computes a user statement is
+mapped to that statement's origin (``origin_at``; tracebacks.py names the
+user's line when an exception escapes a gradient). The
 functions get the user function's globals dictionary (a rebinding of a global
 is seen) and closure cells for the user's own free variables (live too); names
 srcgrad adds (``rt``, rules called at run time, objects of inlined helpers from
 other modules) come through cells of their own.
 """
 
+import atexit
 import itertools
 import linecache
+import os
+import shutil
+import tempfile
 import types
 
 _counter = itertools.count()
+_directory = None       # the temporary directory of this process's generated files
+_unwritten = {}   # generated file name -> its source, not yet written to disk
+_origins = {}   # generated file name -> {line: parse.Origin of the user's statement}, or
+               # (line offset, the function that makes it) until first asked
 
 
-def load(source, function_names, user_globals, user_cells, bindings, hint="f"):
+def write(source, hint):
+    """The file name of ``source`` (registered in ``linecache``, so ``inspect``, pdb and
+    the ``traceback`` module read it): a file of this process's temporary directory,
+    named after ``hint``, written to disk when a traceback first needs it
+    (``on_disk``; a compile does not pay for the disk); a ``<srcgrad ...>`` name
+    where no directory can be made."""
+    global _directory
+    name = "".join(c if c.isalnum() or c == "_" else "_" for c in hint)[:60]
+    number = next(_counter)
+    filename = f"<srcgrad {hint} #{number}>"
+    try:
+        if _directory is None:
+            _directory = tempfile.mkdtemp(prefix="srcgrad-")
+            atexit.register(_remove, _directory, os.getpid())
+        filename = os.path.join(_directory, f"{name}_{number}.py")
+    except OSError:
+        pass
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    _unwritten[filename] = source
+    return filename
+
+
+def on_disk(filename):
+    """Write the generated file ``filename`` if it is not yet (the default excepthook
+    of CPython before 3.13 reads a traceback's lines from disk, not ``linecache``)."""
+    source = _unwritten.pop(filename, None)
+    if source is not None and not filename.startswith("<"):
+        try:
+            with open(filename, "w", encoding="utf-8") as file:
+                file.write(source)
+        except OSError:
+            pass
+
+
+def _remove(directory, pid):
+    if os.getpid() == pid:   # not a forked child's exit
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def origin_at(filename, lineno):
+    """The origin of the user statement that generated line ``lineno`` computes, or None."""
+    lines = _origins.get(filename)
+    if lines is None:
+        return None
+    if isinstance(lines, tuple):   # made when first asked: a compile does not pay for it
+        offset, origins = lines
+        lines = _origins[filename] = {line + offset: o for line, o in origins().items()}
+    return lines.get(lineno)
+
+
+def load(source, function_names, user_globals, user_cells, bindings, hint="f", origins=None):
     """Compile ``source`` and return its functions, in the order of ``function_names``.
 
     Args:
@@ -23,8 +86,10 @@ def load(source, function_names, user_globals, user_cells, bindings, hint="f"):
         user_globals: the dict the functions use as globals.
         user_cells: dict name -> cell of the user function's closure.
         bindings: dict name -> object for srcgrad's own free names.
+        origins: a function returning the dict line of ``source`` -> the Origin
+            of the user statement it computes (emit.line_origins), called the
+            first time an exception passes through the code.
     """
-    filename = f"<srcgrad {hint} #{next(_counter)}>"
     free = sorted(set(user_cells) | set(bindings))
     # A factory whose locals are the free names makes them closure variables of the defs.
     header = "def __srcgrad_factory__():\n"
@@ -32,8 +97,10 @@ def load(source, function_names, user_globals, user_cells, bindings, hint="f"):
     indented = "".join("    " + line + "\n" if line.strip() else "\n" for line in source.splitlines())
     footer = f"    return ({', '.join(function_names)},)\n"
     full = header + indented + footer
+    filename = write(full, hint)
     code = compile(full, filename, "exec")
-    linecache.cache[filename] = (len(full), None, full.splitlines(True), filename)
+    if origins is not None:
+        _origins[filename] = (header.count("\n"), origins)
     factory_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
     inner = {c.co_name: c for c in factory_code.co_consts if isinstance(c, types.CodeType)}
     cells = {n: user_cells[n] if n in user_cells else types.CellType(bindings[n]) for n in free}

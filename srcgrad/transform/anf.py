@@ -312,9 +312,11 @@ class ANF:
             value = self.atom(node.value, out, self.hint(node.value))
             return gast.Subscript(value=value, slice=self.index(node.slice, out), ctx=gast.Load())
         if isinstance(node, gast.Attribute):
-            obj = self.resolve_safe(node)
-            if obj is not None or self._rooted_global(node):
-                return node  # a module constant such as np.pi or np.newaxis
+            if self._rooted_global(node):
+                # A module constant such as np.pi, an attribute of a global or closure
+                # object (a method's self.w): read when the code runs, as the function
+                # reads it, so the compile does not depend on its value (guard.py).
+                return node
             value = self.atom(node.value, out, self.hint(node.value))
             new = gast.Attribute(value=value, attr=node.attr, ctx=gast.Load())
             anno.setanno(new, Static.PRIMITIVE, Attribute(node.attr))

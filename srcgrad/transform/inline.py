@@ -9,12 +9,13 @@ scope is bound under a new name (returned in ``bindings``). Recursion is
 refused: it cannot be inlined.
 """
 
+import functools
 import inspect
 
 import gast
 
 from srcgrad import anno, rules, templates
-from srcgrad.errors import UnsupportedError
+from srcgrad.errors import SrcgradError, UnsupportedError
 
 Static = anno.Static
 
@@ -23,7 +24,12 @@ LIBRARY_ROOTS = {"numpy", "cupy", "cupyx", "scipy", "srcgrad", "math", "builtins
 
 
 def is_inlinable(obj):
-    """Whether a call to ``obj`` is transformed (a user function) rather than a primitive."""
+    """Whether a call to ``obj`` is transformed (a user function, a bound method or
+    ``functools.partial`` of one) rather than a primitive."""
+    if inspect.ismethod(obj) or isinstance(obj, functools.partial):
+        from srcgrad.entry import _peel
+        target = _peel(obj)[0]
+        return is_inlinable(target) and rules.lookup(obj) is None
     if not inspect.isfunction(obj):
         return False
     if rules.lookup(obj) is not None or rules.is_nondifferentiable(obj):
@@ -63,6 +69,12 @@ class Inliner:
         from srcgrad.pipeline import normalize  # the same stages the caller went through
 
         origin = anno.getanno(stmt, Static.ORIGIN)
+        if not inspect.isfunction(fn):   # a method of an object, a partial: self is a constant
+            from srcgrad.entry import entry_function
+            try:
+                fn = entry_function(fn)
+            except SrcgradError as exc:
+                raise origin.error(type(exc), exc.message, exc.hint) from None
         if fn.__code__ in self.stack:
             raise origin.error(
                 UnsupportedError, f"recursive call to {fn.__qualname__} cannot be differentiated",
