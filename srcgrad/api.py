@@ -7,7 +7,7 @@ import numpy
 
 from srcgrad import runtime
 from srcgrad.grad_mode import _state as _grad_state, check_grad_enabled
-from srcgrad import pipeline, rules
+from srcgrad import pipeline, pytree, rules
 from srcgrad.pipeline import compile_gradient
 from srcgrad.analysis.ranks import rank_keys
 from srcgrad.transform.inline import still_resolves
@@ -46,6 +46,13 @@ def _check_differentiable(name, value):
     kind = type(value)
     if kind is float or (kind is numpy.ndarray and value.dtype.kind == "f"):
         return
+    if pytree.is_node(value):
+        if value is None:
+            return
+        for path, leaf in pytree.leaves_with_paths(value, name):
+            if leaf is not None:
+                _check_differentiable(path, leaf)
+        return
     if isinstance(value, (bool, numpy.bool_)) or isinstance(value, (int, numpy.integer)):
         raise TypeError(
             f"srcgrad: cannot differentiate with respect to {name!r}: it is an integer or boolean "
@@ -73,6 +80,8 @@ def _seed(out, grad_outputs, tuple_output):
 
 
 def _check_seed(out, g):
+    if pytree.is_node(out) and type(out) not in _LEAF_TYPES:
+        return _tree_seed(out, g, "grad_outputs")
     if isinstance(g, (list, tuple)):
         g = runtime.namespace(out).asarray(g)
     oshape = getattr(out, "shape", ())
@@ -84,6 +93,29 @@ def _check_seed(out, g):
         if not oshape:
             g = g.reshape(())  # a scalar output's adjoint is a scalar (the sweep relies on it)
     return g
+
+
+def _tree_seed(out, g, path):
+    """The seed of a structured output ``out``: ``g`` mirrors it (None: not seeded), made
+    into the adjoint the reverse sweep reads (pytree.py: lists, dicts, Fields)."""
+    if g is None:
+        return 0.0
+    if not pytree.is_node(out):
+        return _check_seed(out, g)
+    if isinstance(out, dict):
+        if not isinstance(g, dict) or set(g) != set(out):
+            raise ValueError(f"srcgrad: {path} must be a dict with the output's keys "
+                             f"{sorted(map(repr, out))}")
+        return {k: _tree_seed(v, g[k], f"{path}[{k!r}]") for k, v in out.items()}
+    if isinstance(out, (list, tuple)):
+        if not isinstance(g, (list, tuple)) or len(g) != len(out):
+            raise ValueError(f"srcgrad: {path} must be a {type(out).__name__} of {len(out)} "
+                             f"entries, like the output")
+        return [_tree_seed(v, gk, f"{path}[{k}]") for k, (v, gk) in enumerate(zip(out, g))]
+    if out is None:
+        return 0.0
+    raise TypeError(f"srcgrad: an output that is a {type(out).__name__} cannot be seeded; return "
+                    f"a dict, list or tuple")
 
 
 class GradFunction:
@@ -127,11 +159,25 @@ class GradFunction:
 
     def compiled_for(self, args, kwargs=None):
         """The compiled gradient a call with ``args`` runs: specialised for their ranks
-        (a scalar's gradient needs no unbroadcasting), when passed positionally."""
+        (a scalar's gradient needs no unbroadcasting), when passed positionally, and for
+        the structure of each structured argument (pytree.py), however passed."""
+        structured = _any_node(args)
         if kwargs:
-            return self.compiled
+            if not (structured or _any_node(kwargs.values())
+                    or _any_node(getattr(self.fn, "__defaults__", None) or ())
+                    or _any_node((getattr(self.fn, "__kwdefaults__", None) or {}).values())):
+                return self.compiled
+            plan = self._plan_of(self.compiled)
+            inputs = plan.inputs(args, kwargs)
+            for n, value in inputs.items():
+                if n not in plan.positional and pytree.is_node(value):
+                    raise TypeError(f"srcgrad: the keyword-only parameter {n!r} is given a "
+                                    f"{type(value).__name__}; pass structures to positional "
+                                    f"parameters")
+            args = tuple(inputs[n] for n in plan.positional)
+            structured = True
         found = self.__dict__.get("_any_rank")
-        if found is not None and not _stale(found):
+        if found is not None and not _stale(found) and not structured:
             return found
         key = rank_keys(args)
         by_rank = self.__dict__.get("_by_rank")
@@ -226,6 +272,16 @@ class GradFunction:
 
 _DECLINED = object()   # the call needs the general path (checks, conversions, recompiling)
 
+_LEAF_TYPES = (float, numpy.ndarray, int)
+
+
+def _any_node(values):
+    """Whether any of ``values`` is a structure (a list, dict, dataclass, ...: pytree.py)."""
+    for value in values:
+        if type(value) not in _LEAF_TYPES and pytree.is_node(value) and value is not None:
+            return True
+    return False
+
 
 class _FastCall:
     """The common call of one gradient, recorded by its first call: positional float
@@ -244,6 +300,10 @@ class _FastCall:
         self.n_args = plan.n_positional
         self.positions = plan.wrt_positions
         self.only = plan.wrt_positions[0] if len(plan.wrt_positions) == 1 else None
+        # The other arguments, when this call serves arguments of any rank (rank_keys
+        # tells structures apart otherwise): a structure among them needs its own code.
+        self.others = () if not compiled.meta["rank_free"] else tuple(
+            k for k in range(plan.n_positional) if k not in plan.wrt_positions)
         self.many = plan.many
         self.options = (gfn.allow_unused, gfn.materialize_grads)
         self.gradient = None   # args -> the backward sweep's tuple, made on the second call
@@ -267,6 +327,10 @@ class _FastCall:
         if len(args) != self.n_args or self.version != rules.VERSION[0] \
                 or (self.deps and not still_resolves(self.deps)):
             return _DECLINED
+        for k in self.others:   # usually none; else usually floats and arrays
+            other = args[k]
+            if type(other) not in _LEAF_TYPES and other is not None and pytree.is_node(other):
+                return _DECLINED
         k = self.only
         if k is not None:
             like = args[k]

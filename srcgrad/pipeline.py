@@ -113,18 +113,21 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None):
         if hooked not in user_locals:
             raise ValueError(f"srcgrad: hooks names {hooked!r}, which is not a variable of {fn.__qualname__}")
     params = [a.id for a in node.args.posonlyargs + node.args.args]
-    rank_map = ranks.infer(node, dict(zip(params, arg_ranks or ())))
+    rank_map = ranks.infer(node, dict(zip(params, ranks.leaf_ranks(arg_ranks))))
     classes = ranks.shape_classes(node, rank_map)
+    containers = ranks.containers(node, rank_map, dict(zip(params, arg_ranks or ())),
+                                  info.resolve, arg_ranks is not None)
     if arg_ranks:   # what the same code knows for arguments of any rank
         any_ranks = ranks.infer(node, {})
         any_classes = ranks.shape_classes(node, any_ranks)
+        any_containers = ranks.containers(node, any_ranks, {}, info.resolve, False)
     else:
-        any_ranks, any_classes = rank_map, classes
+        any_ranks, any_classes, any_containers = rank_map, classes, containers
     forward, backward, meta = reverse.build(node, info, act, namer, names, fixed, node.name,
                                             tuple(sorted(hook_names)), optimized=OPTIMIZE,
                                             ranks=rank_map, classes=classes,
                                             scalar_reductions=bool(arg_ranks) and not fuse,
-                                            fused=fuse)
+                                            fused=fuse, containers=containers)
     for_grad = None
     if OPTIMIZE and not fuse and not meta["tuple_output"]:
         for_grad = optimize.forward_for_gradient(forward, rank_map, classes)
@@ -137,8 +140,10 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None):
     if OPTIMIZE and not fuse and not meta["tuple_output"]:
         meta["gradient_forward"] = (for_grad or forward, optimize.scalar_output(forward, rank_map))
     # The code holds for arguments of any rank unless it relies on a fact the ranks gave.
-    meta["rank_free"] = all((rank_map.get(n), classes.get(n)) == (any_ranks.get(n), any_classes.get(n))
-                            for n in meta["rank_facts_used"])
+    # Which names may hold containers decides code too (a structured argument's gradient).
+    meta["rank_free"] = containers == any_containers and all(
+        (rank_map.get(n), classes.get(n)) == (any_ranks.get(n), any_classes.get(n))
+        for n in meta["rank_facts_used"])
     kernels = []
     if fuse:
         forward, backward = clone(forward), clone(backward)

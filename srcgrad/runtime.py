@@ -10,6 +10,8 @@ import types
 
 import numpy
 
+from srcgrad import pytree as _pytree
+
 _cupy = None
 _cupy_checked = False
 
@@ -77,6 +79,8 @@ class DeviceShape(tuple):
 
 
 def shape_of(value):
+    if isinstance(value, (list, tuple)):
+        return value   # a container operand keeps itself (rt.unbroadcast tells it from a shape)
     shape = getattr(value, "shape", ())
     if type(value).__module__.startswith("cupy"):
         return DeviceShape(shape)
@@ -167,6 +171,8 @@ def unbroadcast(g, x):
     gshape = getattr(g, "shape", ())
     if gshape == shape or not gshape:
         return g
+    if type(x) is list or (type(x) is tuple and x and type(x[0]) is not int):
+        return g   # a list or tuple operand (not a saved shape): see _array_into_container
     extra = len(gshape) - len(shape)
     if extra > 0:
         g = g.sum(axis=tuple(range(extra)))
@@ -251,22 +257,37 @@ def add_at(dx, x, index, g):
 
     Repeated integer indices accumulate, as the chain rule requires. ``dx`` is
     updated in place when the adjoint owns it; a scalar zero is materialised.
-    Sequences (lists, tuples) get a list of per-element adjoints.
+    Containers (lists, tuples, dicts) get a mirror of per-element adjoints
+    (see pytree.py), updated in place like an array's (an adjoint is dead once the
+    binding it belongs to is undone, so sharing one is harmless).
     """
-    if isinstance(x, (list, tuple)):
-        if isinstance(g, (int, float)) and g == 0:
+    if isinstance(x, (list, tuple, dict)):
+        if _zero(g):
             return dx
-        if not isinstance(dx, list):
-            dx = [0.0] * len(x)
+        if isinstance(x, dict):
+            if not isinstance(dx, dict):
+                _array_into_container(dx)
+                dx = {} if _zero(dx) else dict.fromkeys(x, dx)
+            dx[index] = add_grad(dx.get(index, 0.0), g)
+            return dx
+        if type(dx) is not list:
+            if isinstance(dx, tuple):
+                dx = list(dx)
+            else:
+                _array_into_container(dx)
+                dx = [0.0] * len(x) if _zero(dx) else [dx] * len(x)
         if isinstance(index, slice):
             for i, gi in zip(range(*index.indices(len(x))), g):
-                dx[i] = dx[i] + gi
+                dx[i] = add_grad(dx[i], gi)
         else:
-            dx[index] = dx[index] + g
+            dx[index] = add_grad(dx[index], g)
         return dx
     if isinstance(g, (int, float)) and g == 0:
         return dx
     if not is_array(x):
+        if _pytree.is_node(x):
+            raise TypeError(f"srcgrad: cannot differentiate indexing into a "
+                            f"{type(x).__name__}: read its fields as attributes")
         return dx + g
     if not (is_array(dx) and dx.shape == x.shape and _writeable(dx)):
         dx = _writable_zeros(dx, x)
@@ -299,6 +320,8 @@ def _is_basic_index(index):
 
 def take_grad(dx, index):
     """A copy of ``dx[index]`` (0.0 while ``dx`` is still a scalar zero)."""
+    if isinstance(dx, dict):
+        return dx.get(index, 0.0)
     if isinstance(dx, list):
         if isinstance(index, slice):
             return dx[index]
@@ -333,6 +356,8 @@ def save(value):
         return value.copy()
     if isinstance(value, list):
         return list(value)
+    if type(value) is dict:
+        return dict(value)
     return value
 
 
@@ -342,31 +367,142 @@ def own(value):
         return value.copy()
     if isinstance(value, (list, tuple)):
         return [own(v) for v in value]
+    if isinstance(value, dict):
+        return {k: own(v) for k, v in value.items()}
     return value
 
 
 # ----- Sequences (lists and tuples of arrays) -----
 
 def seq_item(dseq, index):
-    """Adjoint of element ``index`` of a sequence (0.0 while none has arrived)."""
+    """Adjoint of element ``index`` of a container (0.0 while none has arrived)."""
+    if isinstance(dseq, dict):
+        return dseq.get(index, 0.0)
     if isinstance(dseq, (list, tuple)):
         return dseq[index]
+    _array_into_container(dseq)
     return dseq
 
 
 def seq_add(dseq, g):
-    """Elementwise sum of two sequence adjoints (either may be a scalar zero)."""
-    if not isinstance(g, (list, tuple)):
+    """Elementwise sum of two container adjoints (either may be a scalar zero)."""
+    if not isinstance(g, (list, tuple, dict)):
         return dseq if (isinstance(g, (int, float)) and g == 0) else _seq_add_scalar(dseq, g)
+    if isinstance(g, dict) or isinstance(dseq, dict):
+        return add_grad(dseq, g)
     if not isinstance(dseq, (list, tuple)):
         return [gi if gi is not None else 0.0 for gi in g]
-    return [a + b if b is not None else a for a, b in zip(dseq, g)]
+    return [add_grad(a, b) if b is not None else a for a, b in zip(dseq, g)]
 
 
 def _seq_add_scalar(dseq, g):
+    _array_into_container(g)
     if isinstance(dseq, (list, tuple)):
         return [a + g for a in dseq]
     return dseq + g
+
+
+def _array_into_container(g):
+    """Refuse the gradient of an array (not a scalar) reaching a list, tuple or dict: it
+    was used as an array (NumPy arithmetic), whose gradient srcgrad does not split."""
+    if getattr(g, "ndim", 0):
+        from srcgrad.errors import UnsupportedError
+        raise UnsupportedError(
+            "srcgrad: a list, tuple or dict was used as an array (in NumPy arithmetic or a "
+            "NumPy function other than stack/concatenate); its gradient is not supported. "
+            "Convert it first with np.asarray(...) or np.stack(...).")
+
+
+def _zero(g):
+    return g is None or (type(g) in (float, int) and g == 0)
+
+
+def add_grad(a, b):
+    """``a + b`` for adjoints of any structure: containers add entry by entry, a
+    scalar zero (or None) is "nothing yet" (Tangent's ``add_grad``)."""
+    if _zero(b):
+        return a
+    if _zero(a):
+        return b
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = type(a)(a)
+        for k, v in b.items():
+            out[k] = add_grad(out[k], v) if k in out else v
+        return out
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        if len(a) != len(b):
+            raise ValueError(f"srcgrad: internal error: adjoints of lengths {len(a)} and "
+                             f"{len(b)} added")
+        return [add_grad(p, q) for p, q in zip(a, b)]
+    if isinstance(a, (list, tuple, dict)) or isinstance(b, (list, tuple, dict)):
+        raise TypeError(f"srcgrad: a gradient of a container ({type(a).__name__}) met a "
+                        f"gradient of a value ({type(b).__name__}): a name holds a container "
+                        f"in one place and an array in another")
+    return a + b
+
+
+def is_node(value):
+    """Whether ``value`` is a container (list, tuple, dict, dataclass, registered class)."""
+    return _pytree.is_node(value) and value is not None
+
+
+def attr_add(dx, x, attr, g):
+    """Add ``g`` into the adjoint of field ``attr`` of structure ``x`` (reading ``x.attr``)."""
+    if _zero(g):
+        return dx
+    if _pytree.is_namedtuple(x):
+        return add_at(dx, x, type(x)._fields.index(attr), g)
+    if not is_node(x) or isinstance(x, (list, tuple, dict)):
+        raise TypeError(f"srcgrad: no gradient rule for the attribute .{attr} of a "
+                        f"{type(x).__name__}")
+    dx = _pytree.Fields(dx) if isinstance(dx, dict) else _pytree.Fields()
+    dx[attr] = add_grad(dx.get(attr, 0.0), g)
+    return dx
+
+
+def attr_item(dx, x, attr):
+    """The adjoint of field ``attr`` held in ``x``'s adjoint ``dx`` (0.0 for none)."""
+    if _pytree.is_namedtuple(x):
+        return seq_item(dx, type(x)._fields.index(attr))
+    return dx.get(attr, 0.0) if isinstance(dx, dict) else 0.0
+
+
+def container_op(a, b, repeat=False):
+    """Whether ``a + b`` (``a * b`` with ``repeat``) concatenates (repeats) a list or tuple,
+    as Python decides it: two lists or two tuples concatenate; a list or tuple times
+    anything but an array repeats; with an array, NumPy broadcasts (arithmetic)."""
+    if not repeat:
+        return (isinstance(a, list) and isinstance(b, list)) or (
+            isinstance(a, tuple) and isinstance(b, tuple))
+    if isinstance(a, (list, tuple)):
+        return not _is_array_object(b)
+    if isinstance(b, (list, tuple)):
+        return not _is_array_object(a)
+    return False
+
+
+def _is_array_object(value):
+    return isinstance(value, numpy.ndarray) or type(value).__module__.startswith("cupy")
+
+
+def seq_concat_vjp(dy, a, b):
+    """Adjoints of ``a`` and ``b`` from that of ``a + b`` (two lists or two tuples)."""
+    if _zero(dy):
+        return 0.0, 0.0
+    n = len(a)
+    return list(dy[:n]), list(dy[n:])
+
+
+def seq_repeat_vjp(dy, a, b):
+    """Adjoint of the container among ``a``, ``b`` from that of ``a * b`` (its copies summed)."""
+    seq = a if isinstance(a, (list, tuple)) else b
+    if _zero(dy) or not seq:
+        return 0.0
+    n = len(seq)
+    total = list(dy[:n])
+    for start in range(n, len(dy), n):
+        total = [add_grad(p, q) for p, q in zip(total, dy[start:start + n])]
+    return total
 
 
 def seq_pop(dseq):
@@ -383,13 +519,17 @@ def zeros_like(x):
     if is_array(x):
         xp = namespace(x)
         return xp.zeros(x.shape, dtype=_float_dtype(x, xp))
-    if isinstance(x, (list, tuple)):
-        return [zeros_like(v) for v in x]
+    if _pytree.is_node(x):
+        return materialize(0.0, x)
     return 0.0
 
 
 def materialize(g, x):
-    """Gradient ``g`` given the shape, dtype and type of ``x`` (the API boundary)."""
+    """Gradient ``g`` given the shape, dtype and type of ``x`` (the API boundary).
+
+    For a structure ``x``, ``g`` is the adjoint mirror of pytree.py; the result has
+    ``x``'s structure, zeros where no gradient arrived, None for None.
+    """
     if is_array(x):
         xp = namespace(x)
         dtype = _float_dtype(x, xp)
@@ -398,13 +538,69 @@ def materialize(g, x):
         elif g.dtype != dtype:
             g = g.astype(dtype)
         return g
-    if isinstance(x, (list, tuple)):
-        if not isinstance(g, (list, tuple)):
-            g = [g] * len(x)
-        return type(x)(materialize(gi, xi) for gi, xi in zip(g, x))
+    if x is None:
+        return None
+    if _pytree.is_node(x):
+        return _materialize_node(g, x)
     if isinstance(x, complex):
         return complex(g)
     return float(g)
+
+
+def _materialize_node(g, x):
+    pair = _pytree.registered(x)
+    if pair is not None:
+        flatten, unflatten = pair
+        kids, aux = flatten(x)
+        kids = list(kids)
+        grads = [0.0] * len(kids)
+        if isinstance(g, dict):
+            for attr, ga in g.items():
+                value = getattr(x, attr)
+                hits = [k for k, c in enumerate(kids) if c is value]
+                if not hits:
+                    raise TypeError(
+                        f"srcgrad: a gradient reached {type(x).__name__}.{attr}, which is not one "
+                        f"of the children its registered flatten function returns")
+                grads[hits[0]] = add_grad(grads[hits[0]], ga)
+        elif not _zero(g):
+            raise TypeError(f"srcgrad: internal error: gradient {type(g).__name__} for a "
+                            f"{type(x).__name__}")
+        return unflatten(aux, [materialize(gk, c) for gk, c in zip(grads, kids)])
+    if isinstance(x, dict):
+        if not isinstance(g, dict):
+            _array_into_container(g)
+        part = g.get if isinstance(g, dict) else (lambda k, d: g)
+        out = {k: materialize(part(k, 0.0), v) for k, v in x.items()}
+        return out if type(x) is dict else type(x)(out) if not hasattr(x, "default_factory") \
+            else _same_dict(x, out)
+    if isinstance(x, (list, tuple)):
+        if not isinstance(g, (list, tuple)):
+            _array_into_container(g)
+            g = [g] * len(x)
+        items = [materialize(gi, xi) for gi, xi in zip(g, x)]
+        if _pytree.is_namedtuple(x):
+            return type(x)(*items)
+        return type(x)(items)
+    import copy as _copy
+    import dataclasses
+    out = _copy.copy(x)
+    for f in dataclasses.fields(x):
+        gf = g.get(f.name, 0.0) if isinstance(g, dict) else g
+        object.__setattr__(out, f.name, materialize(gf, getattr(x, f.name)))
+    return out
+
+
+def _same_dict(x, items):
+    out = _copy_module().copy(x)
+    out.clear()
+    out.update(items)
+    return out
+
+
+def _copy_module():
+    import copy
+    return copy
 
 
 # ----- Helpers shared by rules -----

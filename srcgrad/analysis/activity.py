@@ -8,7 +8,7 @@ names:
 * adjoint: active and useful; only these get adjoint variables.
 * saved: names bound more than once (or inside a loop): the forward sweep
   pushes the value each binding overwrites, the reverse sweep restores it.
-* sequences: names holding lists or tuples, whose adjoint is a list.
+* sequences: names holding lists, tuples or dicts, whose adjoint is a list (a dict).
 
 The analyses are flow-insensitive fixed points: they over-approximate, which
 costs at most some unnecessary work, never a wrong gradient.
@@ -73,8 +73,10 @@ def value_deps(value):
     """Names whose gradient can flow into ``value``'s result (empty: a constant)."""
     if isinstance(value, gast.Name):
         return {value.id}
-    if isinstance(value, (gast.Constant, gast.Compare, gast.BoolOp, gast.JoinedStr, gast.Dict, gast.Set)):
+    if isinstance(value, (gast.Constant, gast.Compare, gast.BoolOp, gast.JoinedStr, gast.Set)):
         return set()
+    if isinstance(value, gast.Dict):
+        return set().union(*[value_deps(v) for v in value.values]) if value.values else set()
     if isinstance(value, (gast.Tuple, gast.List)):
         return set().union(*[value_deps(e) for e in value.elts]) if value.elts else set()
     if isinstance(value, gast.Subscript):
@@ -114,8 +116,8 @@ class _Facts:
                     self.bind(target.id, loop_depth)
                     if not anno.getanno(s, Static.NO_ADJOINT):
                         self.flows.append((target.id, value_deps(s.value)))
-                    if isinstance(s.value, (gast.List, gast.Tuple)) or (
-                            isinstance(s.value, gast.Call) and primitive_of(s.value) in (list, tuple)):
+                    if isinstance(s.value, (gast.List, gast.Tuple, gast.Dict)) or (
+                            isinstance(s.value, gast.Call) and primitive_of(s.value) in (list, tuple, dict)):
                         self.sequences.add(target.id)
                     if isinstance(s.value, gast.Name):
                         self.copies.append((target.id, s.value.id))

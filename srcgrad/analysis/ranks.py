@@ -18,7 +18,7 @@ import math
 import gast
 import numpy
 
-from srcgrad import anno
+from srcgrad import anno, pytree
 from srcgrad.rules import Method
 
 Static = anno.Static
@@ -34,7 +34,8 @@ _REDUCING_METHODS = {"sum", "mean", "prod", "max", "min", "std", "var", "item"}
 
 
 def rank_key(value):
-    """What a gradient is specialised on for one argument: ndim, INT, or None (unknown)."""
+    """What a gradient is specialised on for one argument: ndim, INT, a structure's
+    ``pytree.TreeKey`` (the kinds of its nodes, the ranks of its leaves), or None (unknown)."""
     kind = type(value)
     if kind is numpy.ndarray:
         return value.ndim
@@ -45,7 +46,93 @@ def rank_key(value):
     if isinstance(value, numpy.floating):
         return 0
     ndim = getattr(value, "ndim", None)  # CuPy arrays
-    return ndim if type(ndim) is int and hasattr(value, "shape") else None
+    if type(ndim) is int and hasattr(value, "shape"):
+        return ndim
+    if pytree.is_node(value):
+        return pytree.tree_key(value, rank_key)
+    return None
+
+
+def leaf_ranks(arg_ranks):
+    """``arg_ranks`` with each structure's key read as an unknown rank (what ``infer`` takes)."""
+    return tuple(None if isinstance(r, pytree.TreeKey) else r for r in arg_ranks or ())
+
+
+_CONTAINER_CALLS = (builtins.list, builtins.tuple, builtins.dict, builtins.zip, builtins.enumerate,
+                    builtins.sorted, builtins.reversed)
+
+
+def containers(node, rank_map, param_keys, resolve, specialised):
+    """The names that may hold a container (list, tuple, dict, dataclass, registered
+    class) rather than an array or a number: their adjoints add with ``rt.add_grad``,
+    and ``+``/``*`` on them may concatenate or repeat (transform/reverse.py).
+
+    ``param_keys`` maps parameters to their ``rank_key``. ``specialised``: the keys come
+    from the call's arguments, so a parameter with no key (an unknown object, a default)
+    may be anything; otherwise (the gradient for arguments of any rank) parameters are
+    leaves, and api.py never runs that code on a structure. A flow-insensitive
+    over-approximation: a leaf counted as a container only costs a run-time test.
+    """
+    from srcgrad import grad_mode
+    params = [a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs]
+    bindings = []
+    _collect(node.body, bindings)
+    bound = {n for n, _ in bindings} | set(params)
+    may = set()
+    for p in params:
+        key = param_keys.get(p)
+        if isinstance(key, pytree.TreeKey) or (specialised and key is None):
+            may.add(p)
+
+    def leaf(n):
+        r = rank_map.get(n)
+        return type(r) is int or r == INT
+
+    def may_be(e):
+        if isinstance(e, gast.Name):
+            if e.id in bound:
+                return e.id in may
+            try:
+                obj = resolve(e.id)
+            except Exception:
+                return True
+            return pytree.is_node(obj) and obj is not None
+        if isinstance(e, (gast.List, gast.Tuple, gast.Dict)):
+            return True
+        if isinstance(e, (gast.Subscript, gast.Attribute)):
+            return may_be(e.value)
+        if isinstance(e, gast.BinOp):
+            return isinstance(e.op, (gast.Add, gast.Mult)) and (may_be(e.left) or may_be(e.right))
+        if isinstance(e, gast.IfExp):
+            return may_be(e.body) or may_be(e.orelse)
+        if isinstance(e, gast.BoolOp):
+            return any(may_be(v) for v in e.values)
+        if isinstance(e, gast.Call):
+            primitive = anno.getanno(e, Static.PRIMITIVE)
+            if isinstance(primitive, Method):
+                return may_be(e.func.value)
+            if primitive is None:
+                return True
+            try:
+                if primitive in _CONTAINER_CALLS:
+                    return True
+                if primitive in (grad_mode.detach, grad_mode.stop_gradient):
+                    return any(may_be(a) for a in e.args)
+            except TypeError:   # an unhashable primitive
+                return True
+            return False
+        return False
+
+    changed = True
+    while changed:
+        changed = False
+        for target, value in bindings:
+            if target in may or leaf(target):
+                continue
+            if value is None or (value is not _RANGE and may_be(value)):
+                may.add(target)
+                changed = True
+    return frozenset(n for n in may if not leaf(n))
 
 
 def rank_keys(args):

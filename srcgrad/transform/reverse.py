@@ -59,8 +59,10 @@ def _tag(stmts, origin):
 
 
 class ReverseAD:
-    def __init__(self, node, info, activity, namer, wrt, fixed, hook_names=()):
+    def __init__(self, node, info, activity, namer, wrt, fixed, hook_names=(), containers=frozenset()):
         self.node = node
+        # Names that may hold a container (analysis/ranks.py ``containers``).
+        self.containers = containers
         self.info = info
         self.act = activity
         self.namer = namer
@@ -440,6 +442,12 @@ class ReverseAD:
             for k, elt in enumerate(value.elts):
                 out += self.accumulate(elt, replace_expr(f"rt.seq_item(DY, {k})", DY=dy))
             return out
+        if isinstance(value, gast.Dict):
+            out = []
+            for key, elt in zip(value.keys, value.values):
+                out += self.accumulate(elt, replace_expr("rt.seq_item(DY, KEY)", DY=dy,
+                                                         KEY=copy.deepcopy(key)))
+            return out
         if isinstance(value, gast.Subscript):
             base = value.value
             if not self.needs(base):
@@ -450,8 +458,13 @@ class ReverseAD:
         primitive = primitive_of(value)
         if isinstance(value, gast.Attribute):
             receiver = value.value
+            if self.maybe_container(receiver):
+                return self.attribute_of_container(primitive, receiver, value, dy, y, origin)
             return self.apply_rule(primitive, [receiver], {}, dy, y, origin, value)
         if isinstance(value, (gast.BinOp,)):
+            if isinstance(value.op, (gast.Add, gast.Mult)) and (
+                    self.maybe_container(value.left) or self.maybe_container(value.right)):
+                return self.container_binop(primitive, value, dy, y, origin)
             return self.apply_rule(primitive, [value.left, value.right], {}, dy, y, origin, value)
         if isinstance(value, gast.UnaryOp):
             return self.apply_rule(primitive, [value.operand], {}, dy, y, origin, value)
@@ -462,6 +475,54 @@ class ReverseAD:
             kwargs = {k.arg: k.value for k in value.keywords}
             return self.apply_rule(primitive, args, kwargs, dy, y, origin, value)
         return []
+
+    def maybe_container(self, node):
+        return isinstance(node, (gast.List, gast.Tuple, gast.Dict)) or (
+            isinstance(node, gast.Name) and node.id in self.containers)
+
+    def container_binop(self, primitive, value, dy, y, origin):
+        """``a + b`` or ``a * b`` where an operand may be a list or tuple: concatenation or
+        repetition (the adjoint splits, or sums the copies), decided at run time unless
+        both operands are displays; otherwise the arithmetic rule."""
+        a, b = value.left, value.right
+        if not any(self._any_needed(x) for x in (a, b)):
+            return []
+        if isinstance(value.op, gast.Add):
+            grads = self.namer.new("concat_grads")
+            seq = [gast.Assign(targets=[name(grads, True)], value=replace_expr(
+                "rt.seq_concat_vjp(DY, A, B)", DY=dy, A=copy.deepcopy(a), B=copy.deepcopy(b)),
+                type_comment=None)]
+            seq += self.accumulate(a, replace_expr(f"{grads}[0]"))
+            seq += self.accumulate(b, replace_expr(f"{grads}[1]"))
+        else:
+            grads = self.namer.new("repeat_grads")
+            seq = [gast.Assign(targets=[name(grads, True)], value=replace_expr(
+                "rt.seq_repeat_vjp(DY, A, B)", DY=dy, A=copy.deepcopy(a), B=copy.deepcopy(b)),
+                type_comment=None)]
+            into_a = self.accumulate(a, name(grads))
+            into_b = self.accumulate(b, name(grads))
+            seq.append(gast.If(test=replace_expr("rt.is_node(A)", A=copy.deepcopy(a)),
+                               body=into_a or [gast.Pass()], orelse=into_b))
+        if isinstance(a, (gast.List, gast.Tuple)) or isinstance(b, (gast.List, gast.Tuple)):
+            return seq
+        arithmetic = self.apply_rule(primitive, [a, b], {}, dy, y, origin, value)
+        test = replace_expr("rt.container_op(A, B)" if isinstance(value.op, gast.Add)
+                            else "rt.container_op(A, B, True)", A=copy.deepcopy(a), B=copy.deepcopy(b))
+        return [gast.If(test=test, body=seq or [gast.Pass()], orelse=arithmetic)]
+
+    def attribute_of_container(self, primitive, receiver, value, dy, y, origin):
+        """``y = p.w`` where ``p`` may be a structure (a dataclass, namedtuple or registered
+        object): the adjoint adds ``dy`` into ``dp``'s field ``w``; an array attribute
+        (``x.T``) keeps its rule, chosen at run time."""
+        if not self.needs(receiver):
+            return []
+        dp = self.d(receiver.id)
+        field = replace(f"{dp} = rt.attr_add({dp}, {receiver.id}, {value.attr!r}, DY)", DY=dy)
+        if rules.lookup(primitive) is None:
+            return field
+        arithmetic = self.apply_rule(primitive, [receiver], {}, dy, y, origin, value)
+        return [gast.If(test=replace_expr(f"rt.is_node({receiver.id})"), body=field,
+                        orelse=arithmetic or [gast.Pass()])]
 
     def accumulate(self, target, grad):
         """``d<target> += grad`` for each name in ``target`` that needs an adjoint."""
@@ -480,6 +541,8 @@ class ReverseAD:
         dt = self.d(target.id)
         if target.id in self.act.sequences:
             return replace(f"{dt} = rt.seq_add({dt}, G)", G=grad)
+        if target.id in self.containers:
+            return replace(f"{dt} = rt.add_grad({dt}, G)", G=grad)
         return replace(f"{dt} = {dt} + G", G=grad)
 
     def apply_rule(self, primitive, args, kwargs, dy, y, origin, value):
@@ -806,7 +869,7 @@ def _copy_mutated(value, mutated):
 
 
 def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), optimized=True,
-          ranks=None, classes=None, scalar_reductions=False, fused=False):
+          ranks=None, classes=None, scalar_reductions=False, fused=False, containers=frozenset()):
     """The forward and backward FunctionDefs for FunctionDef ``node``.
 
     ``scalar_reductions``: the caller broadcasts each parameter's gradient to its
@@ -820,7 +883,7 @@ def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), o
         output), ``tuple_output`` and ``unused`` (wrt names with no gradient).
     """
     taken_before = set(namer.taken)
-    ad = ReverseAD(node, info, activity, namer, wrt, fixed, hook_names)
+    ad = ReverseAD(node, info, activity, namer, wrt, fixed, hook_names, containers)
     body = node.body[:-1]
     ret = node.body[-1]
     fwd, rev = ad.block(body)

@@ -1,0 +1,371 @@
+"""Structured arguments and outputs (pytrees, DESIGN.md section 2), and containers
+inside the differentiated function: every gradient against central finite differences."""
+
+import collections
+import dataclasses
+
+import numpy as np
+import pytest
+
+import srcgrad as sg
+from srcgrad.testing import numerical_grad
+
+RNG = np.random.default_rng(11)
+
+
+def randn(*shape):
+    return RNG.standard_normal(shape)
+
+
+def close(analytic, numeric, atol=1e-6, rtol=1e-5):
+    """Same structure, same classes, and each leaf within tolerance."""
+    assert type(analytic) is type(numeric), (analytic, numeric)
+    if isinstance(numeric, dict):
+        assert set(analytic) == set(numeric)
+        for k in numeric:
+            close(analytic[k], numeric[k], atol, rtol)
+    elif isinstance(numeric, (list, tuple)):
+        assert len(analytic) == len(numeric)
+        for a, n in zip(analytic, numeric):
+            close(a, n, atol, rtol)
+    elif dataclasses.is_dataclass(numeric):
+        for f in dataclasses.fields(numeric):
+            close(getattr(analytic, f.name), getattr(numeric, f.name), atol, rtol)
+    elif numeric is None:
+        assert analytic is None
+    else:
+        np.testing.assert_allclose(analytic, numeric, atol=atol, rtol=rtol)
+        assert np.shape(analytic) == np.shape(numeric)
+
+
+def check(f, args, wrt=0, grad_outputs=None, **options):
+    """srcgrad's gradient against finite differences, on a first and a repeated call."""
+    g = sg.grad(f, wrt=wrt, **options)
+    first = g(*args, grad_outputs=grad_outputs)
+    again = g(*args, grad_outputs=grad_outputs)
+    numeric = numerical_grad(f, args, wrt=wrt, grad_outputs=grad_outputs)
+    close(first, numeric)
+    close(again, numeric)
+    return first
+
+
+# ----- the issue's reproducers -----
+
+def dict_of_scalars(p):
+    return p['a'] * 2.0 + p['b'] * 3.0
+
+
+def dict_built_inside(x):
+    d = {"a": x}
+    return d["a"] * 2.0
+
+
+def lists_concatenated(x):
+    parts = [x] + [x * 2.0]
+    return np.sum(np.concatenate(parts) ** 2)
+
+
+def list_repeated(x):
+    lst = [x, x * 2]
+    lst2 = lst * 2
+    return np.sum(np.stack(lst2))
+
+
+def mlp_dict(params, x):
+    h = np.tanh(x @ params["W1"] + params["b1"])
+    return np.sum(h @ params["W2"])
+
+
+def mlp_layers(layers, x):
+    for W, b in layers:
+        x = np.tanh(x @ W + b)
+    return np.sum(x)
+
+
+@dataclasses.dataclass
+class Params:
+    W: np.ndarray
+    b: np.ndarray
+
+
+def dataclass_fields(p, x):
+    return np.sum(np.tanh(x @ p.W + p.b))
+
+
+def test_a_dict_argument_gets_a_dict_gradient():
+    assert sg.grad(dict_of_scalars)({'a': 1.0, 'b': 1.0}) == {'a': 2.0, 'b': 3.0}
+    check(dict_of_scalars, ({'a': 1.5, 'b': -0.5},))
+
+
+def test_a_dict_built_inside_the_function_carries_the_gradient():
+    assert sg.grad(dict_built_inside)(1.5) == 2.0
+    check(dict_built_inside, (0.7,))
+
+
+def test_adding_lists_concatenates_them():
+    x = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(sg.grad(lists_concatenated)(x), [10.0, 20.0, 30.0])
+    check(lists_concatenated, (randn(4),))
+
+
+def test_multiplying_a_list_repeats_it():
+    x = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(sg.grad(list_repeated)(x), [6.0, 6.0, 6.0])
+    check(list_repeated, (randn(2),))
+
+
+def test_an_mlp_with_a_dict_of_parameters():
+    params = {"W1": randn(3, 4), "b1": randn(4), "W2": randn(4, 2)}
+    grads = check(mlp_dict, (params, randn(5, 3)))
+    assert list(grads) == ["W1", "b1", "W2"]
+    check(mlp_dict, (params, randn(5, 3)), wrt=(0, 1))
+
+
+def test_an_mlp_with_a_list_of_weight_and_bias_tuples():
+    layers = [(randn(3, 3), randn(3)), (randn(3, 2), randn(2))]
+    grads = check(mlp_layers, (layers, randn(4, 3)))
+    assert type(grads) is list and all(type(t) is tuple for t in grads)
+
+
+def test_a_dataclass_argument_gets_a_dataclass_gradient():
+    p = Params(randn(3, 3), randn(3))
+    grads = check(dataclass_fields, (p, randn(5, 3)))
+    assert isinstance(grads, Params)
+
+
+# ----- arguments of every kind -----
+
+Point = collections.namedtuple("Point", ["x", "y"])
+
+
+def namedtuple_fields(p):
+    return np.sum(p.x * p.y) + np.sum(p[0] ** 2)
+
+
+def test_a_namedtuple_argument_read_by_field_and_by_index():
+    grads = check(namedtuple_fields, (Point(randn(3), randn(3)),))
+    assert isinstance(grads, Point)
+
+
+def nested(tree, s):
+    a = tree["layer"][0]["w"]
+    b = tree["layer"][1]
+    c = tree["extra"][1]
+    return np.sum(a * b) * s + c * s ** 2
+
+
+def test_nested_structures_and_several_wrt():
+    tree = {"layer": [{"w": randn(3)}, randn(3)], "extra": (None, 2.5)}
+    check(nested, (tree, 1.5))
+    check(nested, (tree, 1.5), wrt=(0, 1))
+    grads = sg.grad(nested)(tree, 1.5)
+    assert grads["extra"][0] is None   # None leaves get None
+
+
+class Pair:
+    def __init__(self, left, right):
+        self.left = left
+        self.right = right
+
+
+sg.register_pytree_node(Pair, lambda p: ((p.left, p.right), None),
+                        lambda aux, children: Pair(*children))
+
+
+def registered_class(p, x):
+    return np.sum(np.sin(p.left) * x) + np.sum(p.right ** 3)
+
+
+def test_a_registered_class_argument():
+    p, x = Pair(randn(3), randn(2)), randn(3)
+    g = sg.grad(registered_class)(p, x)
+    assert isinstance(g, Pair)
+    numeric = numerical_grad(registered_class, (p, x))
+    np.testing.assert_allclose(g.left, numeric.left, atol=1e-6)
+    np.testing.assert_allclose(g.right, numeric.right, atol=1e-6)
+
+
+def unused_leaf(p):
+    return np.sum(p["used"] ** 2)
+
+
+def test_a_leaf_no_gradient_reaches_gets_zeros():
+    p = {"used": randn(3), "unused": randn(2)}
+    g = check(unused_leaf, (p,))
+    np.testing.assert_array_equal(g["unused"], np.zeros(2))
+
+
+def int_leaf(p):
+    return p["w"] * p["n"]
+
+
+def test_an_integer_leaf_is_refused_naming_its_path():
+    with pytest.raises(TypeError, match=r"p\['n'\]"):
+        sg.grad(int_leaf)({"w": 2.0, "n": 3})
+
+
+def keyword_structure(x, p):
+    return np.sum(x * p["w"])
+
+
+def test_a_structure_passed_by_keyword():
+    x, w = randn(3), randn(3)
+    g = sg.grad(keyword_structure, wrt=1)(x, p={"w": w})
+    np.testing.assert_allclose(g["w"], x)
+    np.testing.assert_allclose(sg.grad(keyword_structure)(x, p={"w": w}), w)
+
+
+def scale_by(x, c):
+    return np.sum(x * c)
+
+
+def test_a_list_argument_meeting_an_array_is_arithmetic_after_plain_calls():
+    x = randn(3)
+    g = sg.grad(scale_by)
+    np.testing.assert_allclose(g(x, 2.0), np.full(3, 2.0))
+    np.testing.assert_allclose(g(x, 2.0), np.full(3, 2.0))     # the fast path is set up
+    np.testing.assert_allclose(g(x, [3.0, 1.0, 2.0]), [3.0, 1.0, 2.0])   # NumPy broadcasting
+    check(scale_by, (x, [3.0, 1.0, 2.0]))
+    with pytest.raises(sg.UnsupportedError, match="used as an array"):   # never a wrong number
+        sg.grad(scale_by, wrt=1)(x, [3.0, 1.0, 2.0])
+
+
+def first_times_second(c):
+    return np.sum(c[0] * c[1])
+
+
+def test_a_list_whose_items_multiply_is_arithmetic():
+    check(first_times_second, ([randn(3), randn(3)],))
+    check(first_times_second, ((1.5, 2.5),))
+
+
+# ----- outputs -----
+
+def dict_output(x):
+    return {"a": x * 2.0, "b": [x ** 2, np.sin(x)]}
+
+
+def test_a_dict_output_takes_grad_outputs_mirroring_it():
+    x = randn(3)
+    seed = {"a": randn(3), "b": [randn(3), None]}
+    g = sg.grad(dict_output)(x, grad_outputs=seed)
+    np.testing.assert_allclose(g, 2.0 * seed["a"] + 2 * x * seed["b"][0])
+    check(dict_output, (x,), grad_outputs={"a": randn(3), "b": [randn(3), randn(3)]})
+    with pytest.raises(ValueError, match="scalar"):
+        sg.grad(dict_output)(x)
+    with pytest.raises(ValueError, match="keys"):
+        sg.grad(dict_output)(x, grad_outputs={"a": randn(3)})
+
+
+def tuple_of_lists_output(x):
+    return [x, x * x], x.sum()
+
+
+def test_a_tuple_output_holding_a_list():
+    x = randn(3)
+    check(tuple_of_lists_output, (x,), grad_outputs=([randn(3), randn(3)], 1.5))
+
+
+# ----- containers inside the function -----
+
+def list_appended_then_added(x, y):
+    acc = []
+    for k in range(3):
+        acc.append(x * k)
+    more = acc + [y]
+    total = 0.0
+    for item in more:
+        total = total + np.sum(item ** 2)
+    return total
+
+
+def test_an_appended_list_concatenated_with_a_display():
+    check(list_appended_then_added, (randn(2), randn(2)), wrt=(0, 1))
+
+
+def list_argument_concatenated(xs, y):
+    both = xs + [y]
+    return np.sum(np.stack(both) ** 2)
+
+
+def test_a_list_argument_concatenated():
+    check(list_argument_concatenated, ([randn(3), randn(3)], randn(3)), wrt=(0, 1))
+
+
+def tuple_repeated_left(x):
+    t = 3 * (x, x * 2.0)
+    return np.sum(np.stack(t) * np.arange(6.0)[:, None])
+
+
+def test_a_tuple_repeated_from_the_left():
+    check(tuple_repeated_left, (randn(2),))
+
+
+def nested_lists(x):
+    grid = [[x, x * 2.0], [x * 3.0]]
+    row = grid[0]
+    return np.sum(row[1] * grid[1][0])
+
+
+def test_nested_lists():
+    check(nested_lists, (randn(3),))
+
+
+def dict_updated_by_rebinding(x):
+    d = {"w": x, "v": x * 2.0}
+    d2 = {"w": d["w"] * d["v"], "v": d["v"]}
+    return np.sum(d2["w"] + d2["v"])
+
+
+def test_a_dict_rebuilt_from_another():
+    check(dict_updated_by_rebinding, (randn(3),))
+
+
+def helper_reads(p):
+    return p["w"] * p["w"]
+
+
+def calls_helper_with_dict(p, x):
+    return np.sum(helper_reads(p) * x)
+
+
+def test_a_structure_passed_on_to_a_helper():
+    check(calls_helper_with_dict, ({"w": randn(3)}, randn(3)))
+
+
+def arithmetic_still_arithmetic(x, y):
+    return np.sum(x + y) * np.sum(x * y)
+
+
+def test_arrays_that_are_not_containers_keep_arithmetic():
+    check(arithmetic_still_arithmetic, (randn(3), randn(3)), wrt=(0, 1))
+
+
+def test_gradcheck_takes_structures():
+    params = {"W1": randn(3, 4), "b1": randn(4), "W2": randn(4, 2)}
+    assert sg.gradcheck(mlp_dict, (params, randn(5, 3)))
+    assert sg.gradcheck(mlp_layers, ([(randn(3, 3), randn(3))], randn(4, 3)))
+    assert sg.gradcheck(dataclass_fields, (Params(randn(3, 3), randn(3)), randn(5, 3)))
+
+
+class WrongCube(sg.Function):
+    """x ** 3 with a deliberately wrong backward (2x instead of 3x**2)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x ** 3
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        (x,) = ctx.saved_tensors
+        return grad_out * 2.0 * x
+
+
+def wrong_cube_of_dict(p):
+    return np.sum(WrongCube.apply(p["w"])) + np.sum(p["v"])
+
+
+def test_gradcheck_catches_a_wrong_structured_gradient_and_names_the_leaf():
+    with pytest.raises(sg.GradcheckError, match=r"\['w'\]"):
+        sg.gradcheck(wrong_cube_of_dict, ({"w": randn(3) + 3.0, "v": randn(2)},))
