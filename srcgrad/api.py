@@ -52,6 +52,11 @@ def _check_differentiable(name, value):
         for path, leaf in pytree.leaves_with_paths(value, name):
             if leaf is not None:
                 _check_differentiable(path, leaf)
+                if not (isinstance(leaf, (float, complex)) or getattr(leaf, "dtype", None) is not None):
+                    raise TypeError(
+                        f"srcgrad: cannot differentiate with respect to {path!r}: it is a "
+                        f"{type(leaf).__name__}, not a float or an array. Keep such values out "
+                        f"of the structure you differentiate (pass them as another argument).")
         return
     if isinstance(value, (bool, numpy.bool_)) or isinstance(value, (int, numpy.integer)):
         raise TypeError(
@@ -161,11 +166,9 @@ class GradFunction:
         """The compiled gradient a call with ``args`` runs: specialised for their ranks
         (a scalar's gradient needs no unbroadcasting), when passed positionally, and for
         the structure of each structured argument (pytree.py), however passed."""
-        structured = _any_node(args)
+        structured = _any_node(args) or (len(args) < self._n_params() and self._node_defaults())
         if kwargs:
-            if not (structured or _any_node(kwargs.values())
-                    or _any_node(getattr(self.fn, "__defaults__", None) or ())
-                    or _any_node((getattr(self.fn, "__kwdefaults__", None) or {}).values())):
+            if not (structured or _any_node(kwargs.values()) or self._node_defaults()):
                 return self.compiled
             plan = self._plan_of(self.compiled)
             inputs = plan.inputs(args, kwargs)
@@ -189,6 +192,22 @@ class GradFunction:
             if found.meta["rank_free"]:
                 self._any_rank = found  # nothing in it depends on the ranks: skip the key
         return found
+
+    def _n_params(self):
+        found = self.__dict__.get("_n_params_found")
+        if found is None:
+            import inspect
+            try:
+                found = len(inspect.signature(self.fn).parameters)
+            except (TypeError, ValueError):
+                found = 0
+            self._n_params_found = found
+        return found
+
+    def _node_defaults(self):
+        """Whether a default value of ``fn`` is a structure (the call may not pass it)."""
+        return _any_node(getattr(self.fn, "__defaults__", None) or ()) or _any_node(
+            (getattr(self.fn, "__kwdefaults__", None) or {}).values())
 
     def _plan_of(self, compiled):
         plan = compiled.meta.get("plan")

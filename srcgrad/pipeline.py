@@ -9,6 +9,7 @@ from srcgrad.analysis import activity, aliasing, ranks
 from srcgrad.codegen import emit, loader
 from srcgrad.naming import Namer
 from srcgrad.parse import parse_function
+from srcgrad import templates
 from srcgrad.templates import clone
 from srcgrad.transform import anf, canonicalize, fence, inline, optimize, reverse
 from srcgrad.transform import fuse as fusion
@@ -209,6 +210,12 @@ def compose_gradient(compiled, many, only_gradients=False):
             f"writes) or has several outputs; differentiating it again is not supported yet",
             info.filename, info.first_lineno,
             hint="Write the first derivative by hand for such code, or use finite differences.")
+    # The code holds for arguments of any rank, which are leaves (api.py routes structures
+    # to code specialised for them): a structure passed to the composed function is refused.
+    params = [a.id for a in forward.args.posonlyargs + forward.args.args + forward.args.kwonlyargs]
+    if params:
+        forward.body.insert(0, templates.replace(
+            f"rt.check_leaves(({', '.join(params)},), {tuple(params)!r})")[0])
     return _compose(forward, backward, info, bindings, f"grad_{forward.name[:-len('_forward')]}",
                     _default_seed_of(forward), many)
 

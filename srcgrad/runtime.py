@@ -334,6 +334,10 @@ def take_grad(dx, index):
 
 def zero_grad_at(dx, x, index):
     """``dx`` with ``dx[index]`` set to zero (the adjoint of writing ``x[index]``)."""
+    if isinstance(x, dict):
+        if isinstance(dx, dict):
+            dx.pop(index, None)
+        return dx
     if isinstance(x, list):
         if isinstance(dx, list):
             if isinstance(index, slice):
@@ -446,15 +450,15 @@ def is_node(value):
     return _pytree.is_node(value) and value is not None
 
 
-def attr_add(dx, x, attr, g):
-    """Add ``g`` into the adjoint of field ``attr`` of structure ``x`` (reading ``x.attr``)."""
+def attr_add(dx, x, attr, g, error):
+    """Add ``g`` into the adjoint of field ``attr`` of structure ``x`` (reading ``x.attr``);
+    raise ``error`` when ``x`` is no structure (a dataclass, namedtuple, registered class)."""
     if _zero(g):
         return dx
     if _pytree.is_namedtuple(x):
         return add_at(dx, x, type(x)._fields.index(attr), g)
     if not is_node(x) or isinstance(x, (list, tuple, dict)):
-        raise TypeError(f"srcgrad: no gradient rule for the attribute .{attr} of a "
-                        f"{type(x).__name__}")
+        raise error
     dx = _pytree.Fields(dx) if isinstance(dx, dict) else _pytree.Fields()
     dx[attr] = add_grad(dx.get(attr, 0.0), g)
     return dx
@@ -465,6 +469,80 @@ def attr_item(dx, x, attr):
     if _pytree.is_namedtuple(x):
         return seq_item(dx, type(x)._fields.index(attr))
     return dx.get(attr, 0.0) if isinstance(dx, dict) else 0.0
+
+
+def check_leaves(values, names):
+    """Refuse a structure passed to a gradient composed for arrays and floats
+    (``grad(f).as_function()``, what higher-order derivatives differentiate)."""
+    for value, name in zip(values, names):
+        if value is not None and type(value) not in (float, numpy.ndarray) and _pytree.is_node(value):
+            from srcgrad.errors import UnsupportedError
+            raise UnsupportedError(
+                f"srcgrad: higher-order derivatives (grad of grad, as_function) take arrays and "
+                f"floats; {name!r} is a {type(value).__name__}",
+                hint="Pass the structure's leaves as separate arguments.")
+
+
+def check_sequence(value, error):
+    """Raise ``error`` for ``for v in value`` over a dict or another structure that is not
+    a sequence (the loop reads ``value[i]``)."""
+    if isinstance(value, (list, tuple)) or not _pytree.is_node(value) or value is None:
+        return
+    raise error
+
+
+_MISSING = object()   # the tape's record of a dict key that a write added
+
+
+def save_item(base, index):
+    """What ``base[index] = ...`` overwrites, for the tape (a dict's new key: _MISSING)."""
+    if isinstance(base, dict) and index not in base:
+        return _MISSING
+    return save(base[index])
+
+
+def restore_item(base, index, value):
+    """Undo ``base[index] = ...`` with what ``save_item`` recorded."""
+    if value is _MISSING:
+        del base[index]
+    else:
+        base[index] = value
+
+
+def list_vjp(dy, iterable):
+    """Adjoint of ``list(iterable)`` (or ``tuple``) from the list's adjoint ``dy``."""
+    if _zero(dy) or isinstance(iterable, dict):
+        return 0.0   # a dict's list is its keys: no gradient
+    if is_array(iterable):
+        xp = namespace(iterable)
+        rows = [xp.zeros(iterable.shape[1:], dtype=_float_dtype(iterable, xp)) if _zero(g) else g
+                for g in dy]
+        return xp.stack(rows) if rows else xp.zeros(iterable.shape, dtype=_float_dtype(iterable, xp))
+    return list(dy)
+
+
+def dict_values_vjp(dy, d):
+    """Adjoint of ``d.values()`` (a list of the values' adjoints) as a dict adjoint."""
+    if _zero(dy):
+        return 0.0
+    return dict(zip(d, dy))
+
+
+def dict_items_vjp(dy, d):
+    """Adjoint of ``d.items()`` (a list of (key, value) adjoints) as a dict adjoint."""
+    if _zero(dy):
+        return 0.0
+    return {k: seq_item(g, 1) for k, g in zip(d, dy)}
+
+
+def dict_get_vjp(dy, d, key):
+    """Adjoint of ``d.get(key, default)`` with respect to ``d``."""
+    return {key: dy} if not _zero(dy) and key in d else 0.0
+
+
+def dict_default_vjp(dy, d, key):
+    """Adjoint of ``d.get(key, default)`` with respect to ``default``."""
+    return 0.0 if key in d else dy
 
 
 def container_op(a, b, repeat=False):
@@ -1680,7 +1758,7 @@ def check_unshared(value, other, error):
     if other is None:
         return
     others = other if isinstance(other, (list, tuple)) else (other,)
-    if isinstance(value, list):
+    if isinstance(value, (list, dict)):
         if other is value or any(o is value for o in others):
             raise error
         return

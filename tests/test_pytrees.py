@@ -369,3 +369,140 @@ def wrong_cube_of_dict(p):
 def test_gradcheck_catches_a_wrong_structured_gradient_and_names_the_leaf():
     with pytest.raises(sg.GradcheckError, match=r"\['w'\]"):
         sg.gradcheck(wrong_cube_of_dict, ({"w": randn(3) + 3.0, "v": randn(2)},))
+
+
+# ----- dicts inside the function -----
+
+def loop_over_items(d, x):
+    s = 0.0
+    for k, v in d.items():
+        s = s + np.sum(v * x)
+    for v in d.values():
+        s = s + np.sum(v ** 2)
+    return s + np.sum(d.get("a") * x) + d.get("missing", 2.0)
+
+
+def test_dict_items_values_and_get():
+    check(loop_over_items, ({"a": randn(3), "b": randn(3)}, randn(3)), wrt=(0, 1))
+
+
+def loop_over_dict(d):
+    s = 0.0
+    for k in d:
+        s = s + d[k]
+    return s
+
+
+def loop_over_list_of_keys(d):
+    s = 0.0
+    for k in list(d):
+        s = s + d[k] * d[k]
+    return s
+
+
+def test_a_loop_over_a_dict_is_refused_and_over_its_keys_works():
+    with pytest.raises(sg.UnsupportedError, match="for loop over 'd'"):
+        sg.grad(loop_over_dict)({"a": 1.0, "b": 2.0})
+    check(loop_over_list_of_keys, ({"a": 1.0, "b": 2.0},))
+
+
+def dict_written_inside(x):
+    d = {"w": 1.0}
+    d["w"] = x * 2.0      # overwrites a key
+    d["v"] = x ** 2       # adds a key
+    return np.sum(d["w"] * d["v"])
+
+
+def dict_argument_written(p, x):
+    p["w"] = p["w"] * x
+    return np.sum(p["w"])
+
+
+def test_writing_keys_of_a_dict():
+    check(dict_written_inside, (randn(3),))
+    p, x = {"w": randn(3)}, randn(3)
+    before = p["w"].copy()
+    dp, dx = sg.grad(dict_argument_written, wrt=(0, 1))(p, x)   # sum(w * x), by hand
+    np.testing.assert_allclose(dp["w"], x)
+    np.testing.assert_allclose(dx, before)
+    np.testing.assert_array_equal(p["w"], before)   # the argument is not changed
+
+
+class SplitTwo(sg.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2.0, x * 3.0
+
+    @staticmethod
+    def backward(ctx, grad_a, grad_b):
+        return 2.0 * grad_a + 3.0 * grad_b
+
+
+def function_returning_tuple(x, y):
+    pair = SplitTwo.apply(x)
+    both = pair + (y,)
+    return np.sum(both[0] * both[2]) + np.sum(both[1])
+
+
+def test_a_custom_function_returning_a_tuple_concatenated():
+    check(function_returning_tuple, (randn(3), randn(3)), wrt=(0, 1))
+
+
+# ----- the API boundary -----
+
+def test_vjp_of_a_structure():
+    params = {"W1": randn(3, 4), "b1": randn(4), "W2": randn(4, 2)}
+    x = randn(5, 3)
+    out, backward = sg.vjp(mlp_dict)(params, x)
+    close(backward(), numerical_grad(mlp_dict, (params, x)))
+
+
+def test_value_and_grad_of_a_structure():
+    params = {"W1": randn(3, 4), "b1": randn(4), "W2": randn(4, 2)}
+    x = randn(5, 3)
+    value, grads = sg.value_and_grad(mlp_dict)(params, x)
+    assert value == pytest.approx(mlp_dict(params, x))
+    close(grads, numerical_grad(mlp_dict, (params, x)))
+
+
+def with_default(x, p={"w": 2.0, "v": 3.0}):
+    return np.sum(x * p["w"]) + np.sum(p["v"] * x * x)
+
+
+def concat_default(x, extra=[1.0]):
+    both = [x] + extra
+    return np.sum(both[0] * 2.0) + np.sum(np.stack(both[:1]))
+
+
+def test_structured_defaults_use_code_compiled_for_them():
+    x = randn(3)
+    g = sg.grad(concat_default)
+    np.testing.assert_allclose(g(x, [x]), np.full(3, 3.0))
+    np.testing.assert_allclose(g(x), np.full(3, 3.0))
+    check(with_default, (x,))
+
+
+def test_higher_order_derivatives_refuse_structures():
+    with pytest.raises(sg.UnsupportedError, match="higher-order"):
+        sg.grad(sg.grad(dict_of_scalars))({"a": 1.0, "b": 2.0})
+
+
+class Opaque:
+    def __init__(self, w):
+        self.w = w
+
+
+def opaque_attribute(o, x):
+    return np.sum(o.w * x)
+
+
+def test_an_attribute_of_an_unknown_object_is_refused_where_a_gradient_reaches_it():
+    o, x = Opaque(randn(3)), randn(3)
+    np.testing.assert_allclose(sg.grad(opaque_attribute, wrt=1)(o, x), o.w)
+    with pytest.raises(sg.NonDifferentiableError, match="register_pytree_node"):
+        sg.grad(opaque_attribute, wrt=0)(o, x)
+
+
+def test_a_string_leaf_is_refused_naming_its_path():
+    with pytest.raises(TypeError, match=r"p\['act'\]"):
+        sg.grad(dict_of_scalars)({"a": 1.0, "b": 2.0, "act": "tanh"})

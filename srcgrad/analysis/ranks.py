@@ -74,6 +74,7 @@ def containers(node, rank_map, param_keys, resolve, specialised):
     over-approximation: a leaf counted as a container only costs a run-time test.
     """
     from srcgrad import grad_mode
+    from srcgrad.custom_function import is_apply
     params = [a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs]
     bindings = []
     _collect(node.body, bindings)
@@ -111,8 +112,8 @@ def containers(node, rank_map, param_keys, resolve, specialised):
             primitive = anno.getanno(e, Static.PRIMITIVE)
             if isinstance(primitive, Method):
                 return may_be(e.func.value)
-            if primitive is None:
-                return True
+            if primitive is None or is_apply(primitive) is not None:
+                return True   # unknown, or a custom Function (its outputs may be a tuple)
             try:
                 if primitive in _CONTAINER_CALLS:
                     return True

@@ -19,7 +19,7 @@ import builtins
 import math
 
 from srcgrad import runtime as rt
-from srcgrad.rules import adjoint, nondifferentiable
+from srcgrad.rules import Method, adjoint, nondifferentiable
 
 xp = None  # placeholder: the array namespace, bound in generated code
 
@@ -233,3 +233,29 @@ if hasattr(math, "cbrt"):
     @adjoint(math.cbrt)
     def math_cbrt(dy, y, x):
         return dy / (3 * y * y)
+
+
+# ----- Containers: list(), tuple() and dict views (pytree.py) -----
+
+nondifferentiable(Method("keys"))
+
+
+@adjoint(builtins.list, builtins.tuple)
+def builtin_list(dy, y, iterable):
+    """A list's adjoint is a list; an array's (its rows) is an array; a dict's (its keys) none."""
+    return rt.list_vjp(dy, iterable)
+
+
+@adjoint(Method("values"))
+def dict_values(dy, y, self):
+    return rt.dict_values_vjp(dy, self)
+
+
+@adjoint(Method("items"))
+def dict_items(dy, y, self):
+    return rt.dict_items_vjp(dy, self)
+
+
+@adjoint(Method("get"))
+def dict_get(dy, y, self, key, default=None):
+    return rt.dict_get_vjp(dy, self, key), None, rt.dict_default_vjp(dy, self, key)

@@ -193,6 +193,7 @@ class ANF:
             anno.setanno(it, Static.PRIMITIVE, builtins.range)
             node = gast.For(target=s.target, iter=it, body=self.block(s.body) or [gast.Pass()],
                             orelse=[], type_comment=None)
+            anno.copyanno(s, node, Static.ITERATES)
             self.emit(out, node)
         elif isinstance(s, gast.While):
             if self.needs_statements(s.test):

@@ -173,13 +173,37 @@ class ReverseAD:
             return body[:-1], [body[-1]]
         return body, []
 
+    def sequence_checks(self, s, origin):
+        """``for v in X`` over a name that may hold a container reads ``X[i]``: a run-time
+        check that X is a list, tuple or array (a dict's items are not its keys)."""
+        if not anno.getanno(s, Static.ITERATES):
+            return []
+        bases = []
+        for st in s.body:
+            if isinstance(st, gast.Assign) and isinstance(st.value, gast.Subscript) \
+                    and isinstance(st.value.value, gast.Name) and isinstance(st.value.slice, gast.Name) \
+                    and st.value.slice.id == s.target.id and st.value.value.id in self.containers \
+                    and st.value.value.id not in bases:
+                bases.append(st.value.value.id)
+        checks = []
+        for b in bases:
+            error_name = self.namer.new("loop_error")
+            self.bindings[error_name] = self.error(
+                origin, UnsupportedError, f"a for loop over {b!r}, which holds a dict (or another "
+                f"structure that is not a sequence), is not supported",
+                "Iterate over list(d) (the keys), list(d.values()) or list(d.items()).")
+            checks += replace(f"rt.check_sequence({b}, {error_name})")
+        return _tag(checks, origin)
+
     def visit_for(self, s, origin):
         index = s.target.id
         body, exit_ = self._loop_body(s.body)
+        checks = self.sequence_checks(s, origin)
         if anno.getanno(s.iter, Static.PRIMITIVE) is builtins.range and not any(
                 isinstance(n, gast.Name) and n.id == index and not isinstance(n.ctx, gast.Load)
                 for st in body for n in gast.walk(st)):
-            return self.visit_range_for(s, index, body, exit_, origin)
+            fwd, rev = self.visit_range_for(s, index, body, exit_, origin)
+            return checks + fwd, rev
         count = self.namer.new(f"n_{index}")
         body_f, body_r = self.block(body)
         fwd = [_push(name(index), origin, index)]
@@ -188,6 +212,7 @@ class ReverseAD:
                         body=replace(f"{count} = {count} + 1") + body_f
                         + [_push(name(index), origin, index)] + exit_)
         fwd += [loop, _push(name(count), origin, count)]
+        fwd = checks + fwd
         pop_count = replace(f"{count} = pop()")
         anno.setanno(pop_count[0], Static.TAPE, count)
         pop_index = replace(f"{index} = pop()")
@@ -377,12 +402,18 @@ class ReverseAD:
         base = target.value.id
         index = target.slice
         self.check_fresh(base, origin)
-        saved_value = gast.Call(func=replace_expr("rt.save"), args=[
-            gast.Subscript(value=name(base), slice=copy.deepcopy(index), ctx=gast.Load())], keywords=[])
+        # A base that may be a dict: the key may be new (then undoing the write deletes it).
+        keyed = base in self.containers
+        if keyed:
+            saved_value = replace_expr("rt.save_item(B, INDEX)", B=name(base), INDEX=index_value(index))
+            restore = replace(f"rt.restore_item({base}, INDEX, pop())", INDEX=index_value(index))[0]
+        else:
+            saved_value = gast.Call(func=replace_expr("rt.save"), args=[
+                gast.Subscript(value=name(base), slice=copy.deepcopy(index), ctx=gast.Load())], keywords=[])
+            restore = gast.Assign(targets=[gast.Subscript(value=name(base, False), slice=copy.deepcopy(index),
+                                                          ctx=gast.Store())],
+                                  value=replace_expr("pop()"), type_comment=None)
         fwd = [_push(saved_value, origin, ("item", base))] + self.alias_checks(s, base) + [s]
-        restore = gast.Assign(targets=[gast.Subscript(value=name(base, False), slice=copy.deepcopy(index),
-                                                      ctx=gast.Store())],
-                              value=replace_expr("pop()"), type_comment=None)
         anno.setanno(restore, Static.TAPE, ("item", base))
         rev = []
         if base in self.act.adjoint:
@@ -390,9 +421,13 @@ class ReverseAD:
             db = self.d(base)
             if self.needs(s.value) and not anno.getanno(s, Static.NO_ADJOINT):
                 dv = self.d(s.value.id)
-                rev += self.flagged(replace(
-                    f"{dv} = {dv} + rt.unbroadcast(rt.take_grad({db}, INDEX), {s.value.id})",
-                    INDEX=index_value(index)))
+                if keyed:
+                    rev += self.flagged(self.accumulate(s.value, replace_expr(
+                        f"rt.take_grad({db}, INDEX)", INDEX=index_value(index))))
+                else:
+                    rev += self.flagged(replace(
+                        f"{dv} = {dv} + rt.unbroadcast(rt.take_grad({db}, INDEX), {s.value.id})",
+                        INDEX=index_value(index)))
             rev += replace(f"{db} = rt.zero_grad_at({db}, {base}, INDEX)", INDEX=index_value(index))
         rev.append(restore)
         return _tag(fwd, origin), _tag(rev, origin)
@@ -517,7 +552,13 @@ class ReverseAD:
         if not self.needs(receiver):
             return []
         dp = self.d(receiver.id)
-        field = replace(f"{dp} = rt.attr_add({dp}, {receiver.id}, {value.attr!r}, DY)", DY=dy)
+        error_name = self.namer.new("attribute_error")
+        self.bindings[error_name] = self.error(
+            origin, NonDifferentiableError, f"a gradient reaches the attribute .{value.attr} of "
+            f"{receiver.id!r}, which is not a structure srcgrad knows",
+            "Make its class a dataclass, or register it with srcgrad.register_pytree_node.")
+        field = replace(f"{dp} = rt.attr_add({dp}, {receiver.id}, {value.attr!r}, DY, {error_name})",
+                        DY=dy)
         if rules.lookup(primitive) is None:
             return field
         arithmetic = self.apply_rule(primitive, [receiver], {}, dy, y, origin, value)
