@@ -353,11 +353,11 @@ class _FastCall:
         k = self.only
         if k is not None:
             like = args[k]
-            if not _float_input(like):
+            if not _float_input(like) and not _float_tree(like):
                 return _DECLINED
         else:
             likes = [args[k] for k in self.positions]
-            if not all(map(_float_input, likes)):
+            if not all(_float_input(v) or _float_tree(v) for v in likes):
                 return _DECLINED
         if grad_outputs is None:
             gradient = self.gradient
@@ -387,6 +387,13 @@ def _seeded(forward_result, grad_outputs):
 def _float_input(value):
     kind = type(value)
     return kind is float or (kind is numpy.ndarray and value.dtype.kind == "f")
+
+
+def _float_tree(value):
+    """A structure (pytree.py) whose leaves are all floats or float arrays (the code for it
+    was compiled for its structure: rank_keys tells structures apart)."""
+    return type(value) not in _LEAF_TYPES and value is not None and pytree.is_node(value) \
+        and all(map(_float_input, pytree.tree_leaves(value)))
 
 
 def _final(g, like):

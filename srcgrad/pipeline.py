@@ -114,7 +114,7 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None):
         if hooked not in user_locals:
             raise ValueError(f"srcgrad: hooks names {hooked!r}, which is not a variable of {fn.__qualname__}")
     params = [a.id for a in node.args.posonlyargs + node.args.args]
-    rank_map = ranks.infer(node, dict(zip(params, ranks.leaf_ranks(arg_ranks))))
+    rank_map = ranks.infer(node, dict(zip(params, arg_ranks or ())))
     classes = ranks.shape_classes(node, rank_map)
     containers = ranks.containers(node, rank_map, dict(zip(params, arg_ranks or ())),
                                   info.resolve, arg_ranks is not None)

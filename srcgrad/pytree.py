@@ -30,6 +30,7 @@ def register_pytree_node(cls, flatten, unflatten):
     if not isinstance(cls, type):
         raise TypeError(f"srcgrad: register_pytree_node takes a class, got {cls!r}")
     _REGISTRY[cls] = (flatten, unflatten)
+    _NODE_TYPES[cls] = True
     return cls
 
 
@@ -44,20 +45,22 @@ def is_namedtuple(value):
 
 
 def is_dataclass_instance(value):
-    return dataclasses.is_dataclass(value) and not isinstance(value, type)
+    return dataclasses.is_dataclass(type(value)) and not isinstance(value, type)
+
+
+_NODE_TYPES = {list: True, tuple: True, dict: True, type(None): True, float: False, int: False,
+               bool: False, str: False, complex: False}   # type -> is a node (a cache)
 
 
 def is_node(value):
     """Whether ``value`` is a container (not a leaf) of a pytree; None counts as a node
     with no children."""
     kind = type(value)
-    if kind in (list, tuple, dict) or value is None:
-        return True
-    if kind in (float, int, bool, str, complex):
-        return False
-    if isinstance(value, (list, tuple, dict)) or kind in _REGISTRY:
-        return True
-    return is_dataclass_instance(value)
+    found = _NODE_TYPES.get(kind)
+    if found is None:
+        found = _NODE_TYPES[kind] = issubclass(kind, (list, tuple, dict)) or kind in _REGISTRY \
+            or dataclasses.is_dataclass(kind)
+    return found
 
 
 def children(value):

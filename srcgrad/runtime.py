@@ -608,6 +608,9 @@ def materialize(g, x):
     For a structure ``x``, ``g`` is the adjoint mirror of pytree.py; the result has
     ``x``'s structure, zeros where no gradient arrived, None for None.
     """
+    if type(x) is numpy.ndarray and type(g) is numpy.ndarray and g.shape == x.shape \
+            and g.dtype is x.dtype and x.dtype.kind in "fc":
+        return g if g.flags.writeable else g.copy()
     if is_array(x):
         xp = namespace(x)
         dtype = _float_dtype(x, xp)
@@ -615,6 +618,8 @@ def materialize(g, x):
             g = xp.broadcast_to(xp.asarray(g, dtype=dtype), x.shape).copy()
         elif g.dtype != dtype:
             g = g.astype(dtype)
+        elif not _writeable(g):
+            g = g.copy()   # the seed, or a broadcast view: the caller gets an array of its own
         return g
     if x is None:
         return None

@@ -53,9 +53,37 @@ def rank_key(value):
     return None
 
 
-def leaf_ranks(arg_ranks):
-    """``arg_ranks`` with each structure's key read as an unknown rank (what ``infer`` takes)."""
-    return tuple(None if isinstance(r, pytree.TreeKey) else r for r in arg_ranks or ())
+def _tree_child(key, index, attr=False):
+    """The key of a structure's part: ``index`` a subscript's constant (or INT: any
+    position of a list whose items all have one key), or an attribute name with ``attr``;
+    None when the key does not tell."""
+    kind = key[0]
+    if not isinstance(kind, type):
+        return None
+    if attr:
+        if hasattr(kind, "_fields") and issubclass(kind, tuple):
+            names = kind._fields
+            return key[1 + names.index(index)] if index in names else None
+        import dataclasses
+        if dataclasses.is_dataclass(kind) and kind not in pytree._REGISTRY:
+            names = [f.name for f in dataclasses.fields(kind)]
+            return key[1 + names.index(index)] if index in names else None
+        return None
+    if kind in pytree._REGISTRY:
+        return None
+    if issubclass(kind, dict):
+        keys = key[1]
+        try:
+            return key[2 + keys.index(index)] if index in keys else None
+        except TypeError:
+            return None
+    if issubclass(kind, (list, tuple)):
+        items = key[1:]
+        if index is INT:
+            return items[0] if items and all(k == items[0] for k in items) else None
+        if type(index) is int and -len(items) <= index < len(items):
+            return items[index]
+    return None
 
 
 _CONTAINER_CALLS = (builtins.list, builtins.tuple, builtins.dict, builtins.zip, builtins.enumerate,
@@ -88,6 +116,8 @@ def containers(node, rank_map, param_keys, resolve, specialised):
     def leaf(n):
         r = rank_map.get(n)
         return type(r) is int or r == INT
+
+    may |= {n for n, r in rank_map.items() if isinstance(r, pytree.TreeKey)}
 
     def may_be(e):
         if isinstance(e, gast.Name):
@@ -237,7 +267,7 @@ def _unknown_stores(target, bindings):
 
 
 def _combine(*ranks):
-    if UNKNOWN in ranks:
+    if UNKNOWN in ranks or any(isinstance(r, pytree.TreeKey) for r in ranks):
         return UNKNOWN
     if None in ranks:
         return None
@@ -258,7 +288,7 @@ def _rank(e, env, bound):
     if isinstance(e, gast.Name):
         if e.id not in bound:
             return UNKNOWN   # a global or closure variable: its rank is not part of the key
-        return env.get(e.id)
+        return env.get(e.id)   # a structure's pytree.TreeKey too (read by subscripts)
     if isinstance(e, gast.BinOp):
         if not isinstance(e.op, _ELEMENTWISE_OPS):
             return UNKNOWN
@@ -268,6 +298,8 @@ def _rank(e, env, bound):
         return r
     if isinstance(e, gast.UnaryOp):
         r = _rank(e.operand, env, bound)
+        if isinstance(r, pytree.TreeKey):
+            return UNKNOWN
         if isinstance(e.op, gast.Not):
             return UNKNOWN if r == UNKNOWN else 0 if r is not None else None
         return r
@@ -282,8 +314,24 @@ def _rank(e, env, bound):
         if a is None or b is None:
             return None if UNKNOWN not in (a, b) else UNKNOWN
         return _join(a, b)
+    if isinstance(e, gast.Subscript) and isinstance(e.value, gast.Name) \
+            and isinstance(env.get(e.value.id), pytree.TreeKey) and e.value.id in bound:
+        index = e.slice    # a part of a structured argument: its key says what it is
+        if isinstance(index, gast.Constant):
+            child = _tree_child(env[e.value.id], index.value)
+        elif isinstance(index, gast.Name) and env.get(index.id) == INT:
+            child = _tree_child(env[e.value.id], INT)
+        else:
+            child = None
+        return UNKNOWN if child is None else child
+    if isinstance(e, gast.Attribute) and isinstance(e.value, gast.Name) \
+            and isinstance(env.get(e.value.id), pytree.TreeKey) and e.value.id in bound:
+        child = _tree_child(env[e.value.id], e.attr, attr=True)
+        return UNKNOWN if child is None else child
     if isinstance(e, gast.Subscript):
         base = _rank(e.value, env, bound)
+        if isinstance(base, pytree.TreeKey):
+            return UNKNOWN
         index = e.slice
         indices = index.elts if isinstance(index, gast.Tuple) else [index]
         index_ranks = [_rank(i, env, bound) for i in indices]
