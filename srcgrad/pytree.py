@@ -128,9 +128,29 @@ def registered(value):
     return _REGISTRY.get(type(value))
 
 
-def tree_leaves(value):
+def tree_leaves(value, out=None):
     """The leaves of ``value`` in order (None is an empty node, not a leaf)."""
-    return [leaf for _, leaf in leaves_with_paths(value, "")]
+    if out is None:
+        out = []
+    kind = type(value)
+    if kind is list or kind is tuple:
+        for child in value:
+            if _NODE_TYPES.get(type(child)) is False:
+                out.append(child)
+            else:
+                tree_leaves(child, out)
+    elif kind is dict:
+        for child in value.values():
+            if _NODE_TYPES.get(type(child)) is False:
+                out.append(child)
+            else:
+                tree_leaves(child, out)
+    elif is_node(value):
+        for _, child in children(value):
+            tree_leaves(child, out)
+    else:
+        out.append(value)
+    return out
 
 
 def tree_map(fn, value):
