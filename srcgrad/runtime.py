@@ -194,7 +194,12 @@ def normalize_axis(axis, ndim):
 
 
 def unreduce(g, x, axis=None, keepdims=False):
-    """Broadcast the gradient of a reduction over ``axis`` back to ``x``'s shape (or a shape)."""
+    """Broadcast the gradient of a reduction over ``axis`` back to ``x``'s shape (or a shape).
+
+    A list or tuple ``x`` gets ``g`` itself: each item's gradient (seq_add broadcasts it).
+    """
+    if type(x) is list or (type(x) is tuple and x and type(x[0]) is not int):
+        return g
     shape = x if type(x) is tuple else getattr(x, "shape", ())
     if not shape:
         return g
@@ -223,8 +228,9 @@ def unreduce_like(value, x, axis=None, keepdims=False):
 
 
 def reduction_size(x, axis=None):
-    """How many elements of ``x`` a reduction over ``axis`` combines."""
-    shape = getattr(x, "shape", ())
+    """How many elements of ``x`` a reduction over ``axis`` combines (a list or tuple
+    reduced as NumPy reads it: as an array)."""
+    shape = numpy.shape(x) if isinstance(x, (list, tuple)) else getattr(x, "shape", ())
     n = 1
     for a in normalize_axis(axis, len(shape)):
         n *= shape[a]
@@ -489,6 +495,13 @@ def check_sequence(value, error):
     if isinstance(value, (list, tuple)) or not _pytree.is_node(value) or value is None:
         return
     raise error
+
+
+def check_array_operand(value, error):
+    """Raise ``error`` when ``value``, passed where NumPy reads an array, is a list,
+    tuple or other structure that needs a gradient (see reverse.py)."""
+    if type(value) is not numpy.ndarray and value is not None and _pytree.is_node(value):
+        raise error
 
 
 _MISSING = object()   # the tape's record of a dict key that a write added

@@ -226,7 +226,7 @@ def test_a_list_argument_meeting_an_array_is_arithmetic_after_plain_calls():
     np.testing.assert_allclose(g(x, 2.0), np.full(3, 2.0))     # the fast path is set up
     np.testing.assert_allclose(g(x, [3.0, 1.0, 2.0]), [3.0, 1.0, 2.0])   # NumPy broadcasting
     check(scale_by, (x, [3.0, 1.0, 2.0]))
-    with pytest.raises(sg.UnsupportedError, match="used as an array"):   # never a wrong number
+    with pytest.raises(sg.UnsupportedError, match="reads as an array"):   # never a wrong number
         sg.grad(scale_by, wrt=1)(x, [3.0, 1.0, 2.0])
 
 
@@ -506,3 +506,25 @@ def test_an_attribute_of_an_unknown_object_is_refused_where_a_gradient_reaches_i
 def test_a_string_leaf_is_refused_naming_its_path():
     with pytest.raises(TypeError, match=r"p\['act'\]"):
         sg.grad(dict_of_scalars)({"a": 1.0, "b": 2.0, "act": "tanh"})
+
+
+def list_product(lst):
+    return np.prod(lst)
+
+
+def list_mean(lst):
+    return np.mean(lst) * 3.0
+
+
+def display_product(a, b):
+    return np.prod([a, b])
+
+
+def test_a_list_read_as_an_array_by_numpy_is_refused_or_right():
+    lst = [0.7, 1.2, 2.5]
+    with pytest.raises(sg.UnsupportedError, match="reads as an array"):
+        sg.grad(list_product)(lst)
+    with pytest.raises(sg.UnsupportedError, match="read as an array"):
+        sg.grad(display_product)(0.7, 1.2)
+    check(list_mean, (lst,))          # a full reduction: every item's gradient is the same
+    check(list_mean, ((0.7, 1.2),))

@@ -131,6 +131,24 @@ def user_adjoint(*primitives):
     return adjoint(*primitives, builtin=False)
 
 
+SEQUENCE_ARGS = set()   # keys of primitives whose rules take list or tuple arguments
+
+
+def takes_sequences(*primitives):
+    """Declare primitives whose rules give a list or tuple argument a gradient of its own
+    structure (``np.stack``, ``sum``...). A list passed to any other primitive is read as an
+    array by NumPy; srcgrad refuses to send a gradient into it (reverse.py)."""
+    for primitive in primitives:
+        SEQUENCE_ARGS.add(_key(primitive))
+
+
+def takes_sequence_args(primitive):
+    try:
+        return _key(primitive) in SEQUENCE_ARGS
+    except TypeError:
+        return False
+
+
 def nondifferentiable(*primitives):
     """Declare primitives whose outputs are constants (no gradient flows)."""
     VERSION[0] += 1

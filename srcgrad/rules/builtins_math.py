@@ -19,7 +19,7 @@ import builtins
 import math
 
 from srcgrad import runtime as rt
-from srcgrad.rules import Method, adjoint, nondifferentiable
+from srcgrad.rules import Method, adjoint, nondifferentiable, takes_sequences
 
 xp = None  # placeholder: the array namespace, bound in generated code
 
@@ -47,6 +47,9 @@ def builtin_float(dy, y, x=0.0):
 def builtin_pow(dy, y, base, exp, mod=None):
     return (rt.unbroadcast(dy * exp * base ** (exp - 1), base),
             rt.unbroadcast(dy * y * rt.log_or_zero(base), exp), None)
+
+
+takes_sequences(builtins.sum, builtins.max, builtins.min, math.fsum, math.hypot)
 
 
 @adjoint(builtins.sum)
@@ -238,6 +241,7 @@ if hasattr(math, "cbrt"):
 # ----- Containers: list(), tuple() and dict views (pytree.py) -----
 
 nondifferentiable(Method("keys"))
+takes_sequences(builtins.list, builtins.tuple, Method("values"), Method("items"), Method("get"))
 
 
 @adjoint(builtins.list, builtins.tuple)

@@ -16,7 +16,7 @@ tied entries, which is also what PyTorch's ``amax`` does). ``prod`` and
 import numpy as np
 
 from srcgrad import runtime as rt
-from srcgrad.rules import Attribute, Method, adjoint, nondifferentiable
+from srcgrad.rules import Attribute, Method, adjoint, nondifferentiable, takes_sequences
 
 xp = None  # placeholder: the array namespace, bound in generated code
 
@@ -33,6 +33,10 @@ nondifferentiable(
 )
 
 # ----- Sums and means -----
+
+
+# A full reduction of a list gives every item the same gradient (an axis: refused by rt).
+takes_sequences(np.sum, np.mean)
 
 
 @adjoint(np.sum)

@@ -16,7 +16,7 @@ import operator
 import numpy as np
 
 from srcgrad import runtime as rt
-from srcgrad.rules import Attribute, Method, adjoint, nondifferentiable
+from srcgrad.rules import Attribute, Method, adjoint, nondifferentiable, takes_sequences
 
 xp = None  # placeholder: the array namespace, bound in generated code
 
@@ -149,6 +149,10 @@ def rot90(dy, y, m, k=1, axes=(0, 1)):
 
 
 # ----- Copies and conversions -----
+
+
+takes_sequences(np.array, np.asarray, np.asanyarray, np.ascontiguousarray, np.asfortranarray,
+                np.concatenate, np.stack, np.hstack, np.vstack, np.dstack, np.column_stack)
 
 
 @adjoint(np.array)

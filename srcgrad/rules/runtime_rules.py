@@ -34,7 +34,7 @@ nondifferentiable(
     rt.default_seed, rt.has_grad, rt.check_unshared, rt.hook_handle, rt.tie_share,
     # tests on containers (pytree.py)
     rt.container_op, rt.is_node, rt.check_sequence, rt.save_item, rt.restore_item,
-    rt.check_leaves,
+    rt.check_leaves, rt.check_array_operand,
 )
 
 # ----- Broadcasting and reductions -----

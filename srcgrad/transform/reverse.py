@@ -590,6 +590,33 @@ class ReverseAD:
         active = [a for a in list(args) + list(kwargs.values()) if self._any_needed(a)]
         if not active or rules.is_nondifferentiable(primitive):
             return []
+        checks = self.sequence_operand_checks(primitive, active, origin, value)
+        return checks + self._apply_rule(primitive, args, kwargs, dy, y, origin, value, active)
+
+    def sequence_operand_checks(self, primitive, active, origin, value):
+        """A list or tuple that NumPy reads as an array (``np.prod(lst)``, ``x * lst``) would
+        need its gradient split into items, which the rules do not do: refused, at compile
+        time for a display, at run time for a name that may hold one."""
+        if rules.takes_sequence_args(primitive) or rules.lookup(primitive) is None:
+            return []
+        checks = []
+        for a in active:
+            if isinstance(a, (gast.List, gast.Tuple)):
+                raise self.error(origin, UnsupportedError,
+                                 f"a list or tuple passed to {_describe(primitive, value)} is read "
+                                 f"as an array; srcgrad does not split its gradient into items",
+                                 "Convert it first: np.stack([...]) or np.asarray([...]).")
+            if isinstance(a, gast.Name) and (a.id in self.containers or a.id in self.act.sequences):
+                error_name = self.namer.new("operand_error")
+                self.bindings[error_name] = self.error(
+                    origin, UnsupportedError,
+                    f"{a.id!r} holds a list or tuple, which {_describe(primitive, value)} reads as "
+                    f"an array; srcgrad does not split its gradient into items",
+                    "Convert it first: np.stack(...) or np.asarray(...).")
+                checks += replace(f"rt.check_array_operand({a.id}, {error_name})")
+        return checks
+
+    def _apply_rule(self, primitive, args, kwargs, dy, y, origin, value, active):
         rule = rules.lookup(primitive)
         if rule is None:
             what = _describe(primitive, value)
