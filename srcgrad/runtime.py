@@ -41,10 +41,10 @@ def namespace(*values):
         module = type(value).__module__
         if module.startswith("cupy") or type(value) is DeviceShape:
             kind = "cupy"
-        elif isinstance(value, (list, tuple)):
+        elif isinstance(value, (list, tuple, dict)):
             if not value:
                 continue
-            sub = namespace(*value)
+            sub = namespace(*(value.values() if isinstance(value, dict) else value))
             kind = "cupy" if sub is not numpy else None
             if kind is None:
                 continue
