@@ -528,3 +528,28 @@ def test_a_list_read_as_an_array_by_numpy_is_refused_or_right():
         sg.grad(display_product)(0.7, 1.2)
     check(list_mean, (lst,))          # a full reduction: every item's gradient is the same
     check(list_mean, ((0.7, 1.2),))
+
+
+def leaf_grows(p, x):
+    p["w"] = np.ones((2, 3)) * p["w"]    # the leaf's rank changes: the argument's key no longer holds
+    return np.sum(p["w"] * x)
+
+
+def list_argument_appended(layers, x):
+    layers.append(x * 2.0)
+    s = 0.0
+    for v in layers:
+        s = s + np.sum(v * x)
+    return s
+
+
+def test_a_structure_changed_in_place_loses_its_keys_facts():
+    x = np.array([0.5, 1.5, -1.0])
+    dp, dx = sg.grad(leaf_grows, wrt=(0, 1))({"w": 2.0}, x)   # 2 * w * sum(x), by hand
+    assert dp == {"w": pytest.approx(2.0 * np.sum(x))}
+    np.testing.assert_allclose(dx, np.full(3, 4.0))
+    a, b = randn(3), randn(3)
+    dl, dx = sg.grad(list_argument_appended, wrt=(0, 1))([a, b], x)   # (a + b) . x + 2 x . x
+    np.testing.assert_allclose(dl[0], x)
+    np.testing.assert_allclose(dl[1], x)
+    np.testing.assert_allclose(dx, a + b + 4 * x)

@@ -198,7 +198,29 @@ def infer(node, param_ranks):
             if new != old:
                 env[target] = new
                 changed = True
+    if any(isinstance(env.get(n), pytree.TreeKey) for n in _mutated(node)):
+        # A structure changed in place (d["k"] = v, lst.append(v)) no longer has its
+        # argument's key: infer again without any structure facts.
+        return infer(node, {p: None if isinstance(r, pytree.TreeKey) else r
+                            for p, r in param_ranks.items()})
     return {n: env.get(n, UNKNOWN) for n in bound}
+
+
+_READING_METHODS = {"get", "keys", "values", "items", "copy", "index", "count"}
+
+
+def _mutated(node):
+    """Names whose value may change in place: subscript stores into them, and methods
+    called on them other than ones that only read."""
+    out = set()
+    for n in gast.walk(node):
+        if isinstance(n, gast.Subscript) and isinstance(n.ctx, gast.Store) \
+                and isinstance(n.value, gast.Name):
+            out.add(n.value.id)
+        elif isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute) \
+                and isinstance(n.func.value, gast.Name) and n.func.attr not in _READING_METHODS:
+            out.add(n.func.value.id)
+    return out
 
 
 _RANGE = object()   # marks the target of ``for i in range(...)``
