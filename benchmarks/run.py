@@ -47,6 +47,7 @@ TARGET_COMPILE_S = 0.050              # first compile of a ~30-line function
 TARGET_LOOKUP_S = 5e-6                # a cached sg.grad(f) lookup
 TARGET_MEMORY = 1.5                   # peak memory of the gradient / hand-written
 TARGET_PEERS = ("torch", "jax", "autograd")   # srcgrad must be faster than these
+TARGET_W9_OVER_W5 = 1.1                # the dict-of-parameters MLP vs the positional one
 
 
 def parse_args(argv=None):
@@ -276,7 +277,8 @@ def fmt_bytes(n):
 
 
 def as_tuple(res):
-    return tuple(res) if isinstance(res, (tuple, list)) else (res,)
+    """The gradients as a flat tuple of arrays (a structure's leaves in order: W9's dict)."""
+    return tuple(sg.pytree.tree_leaves(res)) if isinstance(res, (tuple, list, dict)) else (res,)
 
 
 def agree(got, ref, dtype):
@@ -617,6 +619,16 @@ def print_summary(rows, peer_names, thirty):
               f"{fmt_time(thirty['compile'])} (target < {fmt_time(TARGET_COMPILE_S)}: "
               f"{'met' if ok else 'MISSED'}); second call {fmt_time(thirty['second_call'])}; "
               f"cached lookup {fmt_time(thirty['lookup'])}")
+    by_key = {row["key"]: row for row in rows}
+    for dtype in ("f32", "f64"):   # a dict of parameters costs what positional ones do
+        w9, w5 = by_key.get(f"W9-{dtype}"), by_key.get(f"W5-{dtype}")
+        if w9 and w5 and "srcgrad" in w9["time"] and "srcgrad" in w5["time"]:
+            r = w9["time"]["srcgrad"]["median"] / w5["time"]["srcgrad"]["median"]
+            ok = r <= TARGET_W9_OVER_W5
+            all_met &= ok
+            w9["w9_over_w5"] = r
+            print(f"W9-{dtype} / W5-{dtype} (srcgrad, parameters in a dict / positional): "
+                  f"{r:.2f} (target <= {TARGET_W9_OVER_W5}: {'met' if ok else 'MISSED'})")
     print(f"\nall targets met: {'yes' if all_met else 'no'}")
     return all_met
 

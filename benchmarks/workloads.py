@@ -178,6 +178,32 @@ def _w5_make(dtype):
     return make
 
 
+# ---------------------------------------------------------------- W9: W5 with a dict of parameters
+
+def w9_mlp(params, X, Y):
+    h = np.tanh(X @ params["W1"] + params["b1"])
+    logits = h @ params["W2"] + params["b2"]
+    m = np.max(logits, axis=1, keepdims=True)
+    z = logits - m
+    lse = np.log(np.sum(np.exp(z), axis=1, keepdims=True))
+    logp = z - lse
+    return -np.sum(Y * logp) / X.shape[0]
+
+
+def w9_hand(params, X, Y, grad_outputs=None):
+    dW1, db1, dW2, db2 = w5_hand(params["W1"], params["b1"], params["W2"], params["b2"], X, Y)
+    return ({"W1": dW1, "b1": db1, "W2": dW2, "b2": db2},)
+
+
+def _w9_make(dtype):
+    make5 = _w5_make(dtype)
+
+    def make(size):
+        W1, b1, W2, b2, X, Y = make5(size).args
+        return Inputs(({"W1": W1, "b1": b1, "W2": W2, "b2": b2}, X, Y))
+    return make
+
+
 # ---------------------------------------------------------------- W6: elementwise sum
 
 def w6_elementwise(x):
@@ -360,6 +386,13 @@ WORKLOADS = [
              sizes={"full": "50 steps, h128 b32 in64", "quick": "5 steps, h16 b4 in8"}),
     Workload("W8", "W8", "building thermal simulation, scalar loop", w8_thermal, (0,), w8_hand,
              w8_make, True, sizes={"full": "1000 steps", "quick": "50 steps"}),
+    # W5 with its parameters in one dict argument (pytrees): the gradient is a dict.
+    Workload("W9-f32", "W9", "W5's MLP, parameters in a dict, float32", w9_mlp, (0,), w9_hand,
+             _w9_make(np.float32), False, dtype="float32",
+             sizes={"full": "256x784->512->10", "quick": "16x32->24->10"}),
+    Workload("W9-f64", "W9", "W5's MLP, parameters in a dict, float64", w9_mlp, (0,), w9_hand,
+             _w9_make(np.float64), False,
+             sizes={"full": "256x784->512->10", "quick": "16x32->24->10"}),
 ]
 
 

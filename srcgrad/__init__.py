@@ -13,6 +13,7 @@ from srcgrad.api import active_variables, function, grad, source, value_and_grad
 from srcgrad.custom_function import BackwardError, Function, FunctionCtx, once_differentiable
 from srcgrad.errors import (GradcheckError, NonDifferentiableError, SourceNotFoundError,
                             SrcgradError, UnsupportedError)
+from srcgrad.pytree import register_pytree_node
 from srcgrad.grad_mode import (detach, enable_grad, is_grad_enabled, no_grad, register_hook,
                                set_grad_enabled, stop_gradient)
 from srcgrad.rules import user_adjoint as adjoint
@@ -26,7 +27,7 @@ __all__ = [
     "grad", "value_and_grad", "vjp", "source", "active_variables", "function",
     "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "detach", "stop_gradient",
     "register_hook", "adjoint", "Function", "FunctionCtx", "once_differentiable", "BackwardError",
-    "gradcheck", "gradgradcheck",
+    "gradcheck", "gradgradcheck", "register_pytree_node",
     "SrcgradError", "UnsupportedError", "NonDifferentiableError", "SourceNotFoundError",
     "GradcheckError",
 ]

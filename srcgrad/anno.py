@@ -14,6 +14,7 @@ class Static(enum.Enum):
     GUARD = "An `if` the reverse sweep adds around contributions (zero adjoint, grad flag)."
     ALIAS_CHECK = "(name, index, error): this in-place write must not reach name's memory. See aliasing.py."
     AUGMENTED = "Marks `v = v + y` written by the user as `v += y` (in place for arrays). See anf.py."
+    ITERATES = "Marks a for loop canonicalize made of `for v in X`: its body binds v = X[i]."
     TAPE = "What a tape push or pop statement saves/restores (a name, or ('item', name)). See reverse.py."
 
 

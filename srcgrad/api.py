@@ -7,7 +7,7 @@ import numpy
 
 from srcgrad import runtime
 from srcgrad.grad_mode import _state as _grad_state, check_grad_enabled
-from srcgrad import pipeline, rules
+from srcgrad import pipeline, pytree, rules
 from srcgrad.pipeline import compile_gradient
 from srcgrad.analysis.ranks import rank_keys
 from srcgrad.codegen import tracebacks
@@ -48,6 +48,18 @@ def _check_differentiable(name, value):
     kind = type(value)
     if kind is float or (kind is numpy.ndarray and value.dtype.kind == "f"):
         return
+    if pytree.is_node(value):
+        if value is None:
+            return
+        for path, leaf in pytree.leaves_with_paths(value, name):
+            if leaf is not None:
+                _check_differentiable(path, leaf)
+                if not (isinstance(leaf, (float, complex)) or getattr(leaf, "dtype", None) is not None):
+                    raise TypeError(
+                        f"srcgrad: cannot differentiate with respect to {path!r}: it is a "
+                        f"{type(leaf).__name__}, not a float or an array. Keep such values out "
+                        f"of the structure you differentiate (pass them as another argument).")
+        return
     if isinstance(value, (bool, numpy.bool_)) or isinstance(value, (int, numpy.integer)):
         raise TypeError(
             f"srcgrad: cannot differentiate with respect to {name!r}: it is an integer or boolean "
@@ -84,6 +96,8 @@ def _seed(out, grad_outputs, tuple_output):
 def _check_seed(out, g):
     if out is None:
         raise runtime.returned_none()
+    if pytree.is_node(out) and type(out) not in _LEAF_TYPES:
+        return _tree_seed(out, g, "grad_outputs")
     if isinstance(g, (list, tuple)):
         g = runtime.namespace(out).asarray(g)
     oshape = getattr(out, "shape", ())
@@ -98,6 +112,29 @@ def _check_seed(out, g):
         # PyTorch's seed dL/dRe + 1j dL/dIm is the conjugate of the sweep's (rules/__init__.py).
         g = runtime.namespace(out, g).conj(g) if runtime.is_array(g) else complex(g).conjugate()
     return g
+
+
+def _tree_seed(out, g, path):
+    """The seed of a structured output ``out``: ``g`` mirrors it (None: not seeded), made
+    into the adjoint the reverse sweep reads (pytree.py: lists, dicts, Fields)."""
+    if g is None:
+        return 0.0
+    if not pytree.is_node(out):
+        return _check_seed(out, g)
+    if isinstance(out, dict):
+        if not isinstance(g, dict) or set(g) != set(out):
+            raise ValueError(f"srcgrad: {path} must be a dict with the output's keys "
+                             f"{sorted(map(repr, out))}")
+        return {k: _tree_seed(v, g[k], f"{path}[{k!r}]") for k, v in out.items()}
+    if isinstance(out, (list, tuple)):
+        if not isinstance(g, (list, tuple)) or len(g) != len(out):
+            raise ValueError(f"srcgrad: {path} must be a {type(out).__name__} of {len(out)} "
+                             f"entries, like the output")
+        return [_tree_seed(v, gk, f"{path}[{k}]") for k, (v, gk) in enumerate(zip(out, g))]
+    if out is None:
+        return 0.0
+    raise TypeError(f"srcgrad: an output that is a {type(out).__name__} cannot be seeded; return "
+                    f"a dict, list or tuple")
 
 
 class GradFunction:
@@ -141,11 +178,23 @@ class GradFunction:
 
     def compiled_for(self, args, kwargs=None):
         """The compiled gradient a call with ``args`` runs: specialised for their ranks
-        (a scalar's gradient needs no unbroadcasting), when passed positionally."""
+        (a scalar's gradient needs no unbroadcasting), when passed positionally, and for
+        the structure of each structured argument (pytree.py), however passed."""
+        structured = _any_node(args) or (len(args) < self._n_params() and self._node_defaults())
         if kwargs:
-            return self.compiled
+            if not (structured or _any_node(kwargs.values()) or self._node_defaults()):
+                return self.compiled
+            plan = self._plan_of(self.compiled)
+            inputs = plan.inputs(args, kwargs)
+            for n, value in inputs.items():
+                if n not in plan.positional and pytree.is_node(value):
+                    raise TypeError(f"srcgrad: the keyword-only parameter {n!r} is given a "
+                                    f"{type(value).__name__}; pass structures to positional "
+                                    f"parameters")
+            args = tuple(inputs[n] for n in plan.positional)
+            structured = True
         found = self.__dict__.get("_any_rank")
-        if found is not None:
+        if found is not None and not structured:
             if found.guard.holds(self.fn):
                 return found
             del self._any_rank
@@ -159,6 +208,22 @@ class GradFunction:
             if found.meta["rank_free"]:
                 self._any_rank = found  # nothing in it depends on the ranks: skip the key
         return found
+
+    def _n_params(self):
+        found = self.__dict__.get("_n_params_found")
+        if found is None:
+            import inspect
+            try:
+                found = len(inspect.signature(self.fn).parameters)
+            except (TypeError, ValueError):
+                found = 0
+            self._n_params_found = found
+        return found
+
+    def _node_defaults(self):
+        """Whether a default value of ``fn`` is a structure (the call may not pass it)."""
+        return _any_node(getattr(self.fn, "__defaults__", None) or ()) or _any_node(
+            (getattr(self.fn, "__kwdefaults__", None) or {}).values())
 
     def _plan_of(self, compiled):
         plan = compiled.meta.get("plan")
@@ -247,6 +312,16 @@ class GradFunction:
 
 _DECLINED = object()   # the call needs the general path (checks, conversions, recompiling)
 
+_LEAF_TYPES = (float, numpy.ndarray, int)
+
+
+def _any_node(values):
+    """Whether any of ``values`` is a structure (a list, dict, dataclass, ...: pytree.py)."""
+    for value in values:
+        if type(value) not in _LEAF_TYPES and pytree.is_node(value) and value is not None:
+            return True
+    return False
+
 
 class _FastCall:
     """The common call of one gradient, recorded by its first call: positional float
@@ -265,6 +340,10 @@ class _FastCall:
         self.n_args = plan.n_positional
         self.positions = plan.wrt_positions
         self.only = plan.wrt_positions[0] if len(plan.wrt_positions) == 1 else None
+        # The other arguments, when this call serves arguments of any rank (rank_keys
+        # tells structures apart otherwise): a structure among them needs its own code.
+        self.others = () if not compiled.meta["rank_free"] else tuple(
+            k for k in range(plan.n_positional) if k not in plan.wrt_positions)
         self.many = plan.many
         self.options = (gfn.allow_unused, gfn.materialize_grads)
         self.gradient = None   # args -> the backward sweep's tuple, made on the second call
@@ -287,14 +366,18 @@ class _FastCall:
     def run(self, args, grad_outputs=None):
         if len(args) != self.n_args or not self.guard.holds(self.fn):
             return _DECLINED
+        for k in self.others:   # usually none; else usually floats and arrays
+            other = args[k]
+            if type(other) not in _LEAF_TYPES and other is not None and pytree.is_node(other):
+                return _DECLINED
         k = self.only
         if k is not None:
             like = args[k]
-            if not _float_input(like):
+            if not _float_input(like) and not _float_tree(like):
                 return _DECLINED
         else:
             likes = [args[k] for k in self.positions]
-            if not all(map(_float_input, likes)):
+            if not all(_float_input(v) or _float_tree(v) for v in likes):
                 return _DECLINED
         if grad_outputs is None:
             gradient = self.gradient
@@ -324,6 +407,13 @@ def _seeded(forward_result, grad_outputs):
 def _float_input(value):
     kind = type(value)
     return kind is float or (kind is numpy.ndarray and value.dtype.kind == "f")
+
+
+def _float_tree(value):
+    """A structure (pytree.py) whose leaves are all floats or float arrays (the code for it
+    was compiled for its structure: rank_keys tells structures apart)."""
+    return type(value) not in _LEAF_TYPES and value is not None and pytree.is_node(value) \
+        and all(map(_float_input, pytree.tree_leaves(value)))
 
 
 def _final(g, like):

@@ -5,13 +5,14 @@ from dataclasses import dataclass, field
 
 import gast
 
-from srcgrad import rules, runtime
+from srcgrad import pytree, rules, runtime
 from srcgrad.analysis import activity, aliasing, kinds, ranks
 from srcgrad.codegen import emit, loader
 from srcgrad.errors import SrcgradError
 from srcgrad.guard import Guard
 from srcgrad.naming import Namer
 from srcgrad.parse import parse_function
+from srcgrad import templates
 from srcgrad.templates import clone
 from srcgrad.transform import anf, canonicalize, fence, inline, mutation, optimize, reverse
 from srcgrad.transform import fuse as fusion
@@ -140,7 +141,9 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None):
     # The wrt parameters hold floats: api refuses integer and complex inputs.
     kind_map = kinds.infer(node, {n: kinds.FLOAT for n in names}, info.peek)
     act = activity.resolve(node, names, kind_map)
-    if anf.as_array_arguments(node, act.sequences, info, namer, bindings):
+    positional = [a.id for a in node.args.posonlyargs + node.args.args]
+    structured = {p for p, key in zip(positional, arg_ranks or ()) if isinstance(key, pytree.TreeKey)}
+    if anf.as_array_arguments(node, act.sequences | structured, info, namer, bindings):
         # np.mean(values) of a list is now of an array, a value of its own
         kind_map = kinds.infer(node, {n: kinds.FLOAT for n in names}, info.peek)
         act = activity.resolve(node, names, kind_map)
@@ -151,16 +154,19 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None):
     params = [a.id for a in node.args.posonlyargs + node.args.args]
     rank_map = ranks.infer(node, dict(zip(params, arg_ranks or ())))
     classes = ranks.shape_classes(node, rank_map)
+    containers = ranks.containers(node, rank_map, dict(zip(params, arg_ranks or ())),
+                                  info.peek, arg_ranks is not None)
     if arg_ranks:   # what the same code knows for arguments of any rank
         any_ranks = ranks.infer(node, {})
         any_classes = ranks.shape_classes(node, any_ranks)
+        any_containers = ranks.containers(node, any_ranks, {}, info.peek, False)
     else:
-        any_ranks, any_classes = rank_map, classes
+        any_ranks, any_classes, any_containers = rank_map, classes, containers
     forward, backward, meta = reverse.build(node, info, act, namer, names, fixed, node.name,
                                             tuple(sorted(hook_names)), optimized=OPTIMIZE,
                                             ranks=rank_map, classes=classes,
                                             scalar_reductions=bool(arg_ranks) and not fuse,
-                                            fused=fuse, kinds=kind_map)
+                                            fused=fuse, kinds=kind_map, containers=containers)
     for_grad = None
     # A complex output has no default seed (rt.default_seed refuses it): never assume 1.
     real_output = not (isinstance(node.body[-1].value, gast.Name)
@@ -176,8 +182,10 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None):
     if OPTIMIZE and not fuse and not meta["tuple_output"] and real_output:
         meta["gradient_forward"] = (for_grad or forward, optimize.scalar_output(forward, rank_map))
     # The code holds for arguments of any rank unless it relies on a fact the ranks gave.
-    meta["rank_free"] = all((rank_map.get(n), classes.get(n)) == (any_ranks.get(n), any_classes.get(n))
-                            for n in meta["rank_facts_used"])
+    # Which names may hold containers decides code too (a structured argument's gradient).
+    meta["rank_free"] = containers == any_containers and all(
+        (rank_map.get(n), classes.get(n)) == (any_ranks.get(n), any_classes.get(n))
+        for n in meta["rank_facts_used"])
     kernels = []
     if fuse:
         forward, backward = clone(forward), clone(backward)
@@ -245,6 +253,12 @@ def compose_gradient(compiled, many, only_gradients=False):
             f"writes) or has several outputs; differentiating it again is not supported yet",
             info.filename, info.first_lineno,
             hint="Write the first derivative by hand for such code, or use finite differences.")
+    # The code holds for arguments of any rank, which are leaves (api.py routes structures
+    # to code specialised for them): a structure passed to the composed function is refused.
+    params = [a.id for a in forward.args.posonlyargs + forward.args.args + forward.args.kwonlyargs]
+    if params:
+        forward.body.insert(0, templates.replace(
+            f"rt.check_leaves(({', '.join(params)},), {tuple(params)!r})")[0])
     return _compose(forward, backward, info, bindings, f"grad_{forward.name[:-len('_forward')]}",
                     _default_seed_of(forward), many)
 

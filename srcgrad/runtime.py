@@ -10,6 +10,8 @@ import types
 
 import numpy
 
+from srcgrad import pytree as _pytree
+
 _cupy = None
 _cupy_checked = False
 
@@ -39,10 +41,10 @@ def namespace(*values):
         module = type(value).__module__
         if module.startswith("cupy") or type(value) is DeviceShape:
             kind = "cupy"
-        elif isinstance(value, (list, tuple)):
+        elif isinstance(value, (list, tuple, dict)):
             if not value:
                 continue
-            sub = namespace(*value)
+            sub = namespace(*(value.values() if isinstance(value, dict) else value))
             kind = "cupy" if sub is not numpy else None
             if kind is None:
                 continue
@@ -77,6 +79,8 @@ class DeviceShape(tuple):
 
 
 def shape_of(value):
+    if isinstance(value, (list, tuple)):
+        return value   # a container operand keeps itself (rt.unbroadcast tells it from a shape)
     shape = getattr(value, "shape", ())
     if type(value).__module__.startswith("cupy"):
         return DeviceShape(shape)
@@ -167,6 +171,8 @@ def unbroadcast(g, x):
     gshape = getattr(g, "shape", ())
     if gshape == shape or not gshape:
         return g
+    if type(x) is list or (type(x) is tuple and x and type(x[0]) is not int):
+        return g   # a list or tuple operand (not a saved shape): see _array_into_container
     extra = len(gshape) - len(shape)
     if extra > 0:
         g = g.sum(axis=tuple(range(extra)))
@@ -188,7 +194,12 @@ def normalize_axis(axis, ndim):
 
 
 def unreduce(g, x, axis=None, keepdims=False):
-    """Broadcast the gradient of a reduction over ``axis`` back to ``x``'s shape (or a shape)."""
+    """Broadcast the gradient of a reduction over ``axis`` back to ``x``'s shape (or a shape).
+
+    A list or tuple ``x`` gets ``g`` itself: each item's gradient (seq_add broadcasts it).
+    """
+    if type(x) is list or (type(x) is tuple and x and type(x[0]) is not int):
+        return g
     shape = x if type(x) is tuple else getattr(x, "shape", ())
     if not shape:
         return g
@@ -218,8 +229,9 @@ def unreduce_like(value, x, axis=None, keepdims=False):
 
 def reduction_size(x, axis=None, at_least=0):
     """How many elements of ``x`` a reduction over ``axis`` combines (``at_least`` 1:
-    a mean's divisor, which must not be 0 for an empty ``x``, whose gradient is empty)."""
-    shape = getattr(x, "shape", ())
+    a mean's divisor, which must not be 0 for an empty ``x``, whose gradient is empty;
+    a list or tuple is reduced as NumPy reads it: as an array)."""
+    shape = numpy.shape(x) if isinstance(x, (list, tuple)) else getattr(x, "shape", ())
     n = 1
     for a in normalize_axis(axis, len(shape)):
         n *= shape[a]
@@ -255,22 +267,37 @@ def add_at(dx, x, index, g):
 
     Repeated integer indices accumulate, as the chain rule requires. ``dx`` is
     updated in place when the adjoint owns it; a scalar zero is materialised.
-    Sequences (lists, tuples) get a list of per-element adjoints.
+    Containers (lists, tuples, dicts) get a mirror of per-element adjoints
+    (see pytree.py), updated in place like an array's (an adjoint is dead once the
+    binding it belongs to is undone, so sharing one is harmless).
     """
-    if isinstance(x, (list, tuple)):
-        if isinstance(g, (int, float)) and g == 0:
+    if isinstance(x, (list, tuple, dict)):
+        if _zero(g):
             return dx
-        if not isinstance(dx, list):
-            dx = [0.0] * len(x)
+        if isinstance(x, dict):
+            if not isinstance(dx, dict):
+                _array_into_container(dx)
+                dx = {} if _zero(dx) else dict.fromkeys(x, dx)
+            dx[index] = add_grad(dx.get(index, 0.0), g)
+            return dx
+        if type(dx) is not list:
+            if isinstance(dx, tuple):
+                dx = list(dx)
+            else:
+                _array_into_container(dx)
+                dx = [0.0] * len(x) if _zero(dx) else [dx] * len(x)
         if isinstance(index, slice):
             for i, gi in zip(range(*index.indices(len(x))), g):
-                dx[i] = dx[i] + gi
+                dx[i] = add_grad(dx[i], gi)
         else:
-            dx[index] = dx[index] + g
+            dx[index] = add_grad(dx[index], g)
         return dx
     if isinstance(g, (int, float)) and g == 0:
         return dx
     if not is_array(x):
+        if _pytree.is_node(x):
+            raise TypeError(f"srcgrad: cannot differentiate indexing into a "
+                            f"{type(x).__name__}: read its fields as attributes")
         return dx + g
     if not (is_array(dx) and dx.shape == x.shape and _writeable(dx)):
         dx = _writable_zeros(dx, x)
@@ -304,6 +331,8 @@ def _is_basic_index(index):
 
 def take_grad(dx, index):
     """A copy of ``dx[index]`` (0.0 while ``dx`` is still a scalar zero)."""
+    if isinstance(dx, dict):
+        return dx.get(index, 0.0)
     if isinstance(dx, list):
         if isinstance(index, slice):
             return dx[index]
@@ -338,6 +367,10 @@ def keep_written(g, x, index):
 
 def zero_grad_at(dx, x, index):
     """``dx`` with ``dx[index]`` set to zero (the adjoint of writing ``x[index]``)."""
+    if isinstance(x, dict):
+        if isinstance(dx, dict):
+            dx.pop(index, None)
+        return dx
     if isinstance(x, list):
         if isinstance(dx, list):
             if isinstance(index, slice):
@@ -360,6 +393,8 @@ def save(value):
         return value.copy()
     if isinstance(value, list):
         return list(value)
+    if type(value) is dict:
+        return dict(value)
     return value
 
 
@@ -369,40 +404,238 @@ def own(value):
         return value.copy()
     if isinstance(value, (list, tuple)):
         return [own(v) for v in value]
+    if isinstance(value, dict):
+        return {k: own(v) for k, v in value.items()}
     return value
 
 
 # ----- Sequences (lists and tuples of arrays) -----
 
 def seq_item(dseq, index):
-    """Adjoint of element ``index`` of a sequence (0.0 while none has arrived).
+    """Adjoint of element ``index`` of a container (0.0 while none has arrived).
 
     An array adjoint is that of the array NumPy made of the sequence (a rule given
     a list, such as a user's rule for ``f([x, y])``): its entry ``index``.
     """
+    if isinstance(dseq, dict):
+        return dseq.get(index, 0.0)
     if isinstance(dseq, (list, tuple)) or getattr(dseq, "ndim", 0):
         return dseq[index]
+    _array_into_container(dseq)
     return dseq
 
 
 def seq_add(dseq, g):
-    """Elementwise sum of two sequence adjoints (either may be a scalar zero)."""
-    if not isinstance(g, (list, tuple)):
+    """Elementwise sum of two container adjoints (either may be a scalar zero)."""
+    if not isinstance(g, (list, tuple, dict)):
         return dseq if (isinstance(g, (int, float)) and g == 0) else _seq_add_scalar(dseq, g)
+    if isinstance(g, dict) or isinstance(dseq, dict):
+        return add_grad(dseq, g)
     if not isinstance(dseq, (list, tuple)):
         return [gi if gi is not None else 0.0 for gi in g]
-    return [a + b if b is not None else a for a, b in zip(dseq, g)]
+    return [add_grad(a, b) if b is not None else a for a, b in zip(dseq, g)]
 
 
 def _seq_add_scalar(dseq, g):
-    if isinstance(dseq, (list, tuple)):
+    """``dseq + g`` for a gradient ``g`` that is not a container: a number adds into every
+    item; an array is the gradient of the array NumPy made of the list (a rule given it, or
+    the array a name that also held a list holds), split by ``seq_item``/``seq_pop``, and
+    may not be spread over items that already have gradients of their own."""
+    if isinstance(dseq, (list, tuple, dict)):
+        _array_into_container(g)
         return [a + g for a in dseq]
     return dseq + g
+
+
+def _array_into_container(g):
+    """Refuse the gradient of an array (not a scalar) reaching a list, tuple or dict: it
+    was used as an array (NumPy arithmetic), whose gradient srcgrad does not split."""
+    if getattr(g, "ndim", 0):
+        from srcgrad.errors import UnsupportedError
+        raise UnsupportedError(
+            "srcgrad: a list, tuple or dict was used as an array (in NumPy arithmetic or a "
+            "NumPy function other than stack/concatenate); its gradient is not supported. "
+            "Convert it first with np.asarray(...) or np.stack(...).")
+
+
+def _zero(g):
+    return g is None or (type(g) in (float, int) and g == 0)
+
+
+def add_grad(a, b):
+    """``a + b`` for adjoints of any structure: containers add entry by entry, a
+    scalar zero (or None) is "nothing yet" (Tangent's ``add_grad``)."""
+    if _zero(b):
+        return a
+    if _zero(a):
+        return b
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = type(a)(a)
+        for k, v in b.items():
+            out[k] = add_grad(out[k], v) if k in out else v
+        return out
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        if len(a) != len(b):
+            raise ValueError(f"srcgrad: internal error: adjoints of lengths {len(a)} and "
+                             f"{len(b)} added")
+        return [add_grad(p, q) for p, q in zip(a, b)]
+    if isinstance(a, (list, tuple, dict)) or isinstance(b, (list, tuple, dict)):
+        raise TypeError(f"srcgrad: a gradient of a container ({type(a).__name__}) met a "
+                        f"gradient of a value ({type(b).__name__}): a name holds a container "
+                        f"in one place and an array in another")
+    return a + b
+
+
+def is_node(value):
+    """Whether ``value`` is a container (list, tuple, dict, dataclass, registered class)."""
+    return _pytree.is_node(value) and value is not None
+
+
+def attr_add(dx, x, attr, g, error):
+    """Add ``g`` into the adjoint of field ``attr`` of structure ``x`` (reading ``x.attr``);
+    raise ``error`` when ``x`` is no structure (a dataclass, namedtuple, registered class)."""
+    if _zero(g):
+        return dx
+    if _pytree.is_namedtuple(x):
+        return add_at(dx, x, type(x)._fields.index(attr), g)
+    if not is_node(x) or isinstance(x, (list, tuple, dict)):
+        raise error
+    dx = _pytree.Fields(dx) if isinstance(dx, dict) else _pytree.Fields()
+    dx[attr] = add_grad(dx.get(attr, 0.0), g)
+    return dx
+
+
+def attr_item(dx, x, attr):
+    """The adjoint of field ``attr`` held in ``x``'s adjoint ``dx`` (0.0 for none)."""
+    if _pytree.is_namedtuple(x):
+        return seq_item(dx, type(x)._fields.index(attr))
+    return dx.get(attr, 0.0) if isinstance(dx, dict) else 0.0
+
+
+def check_leaves(values, names):
+    """Refuse a structure passed to a gradient composed for arrays and floats
+    (``grad(f).as_function()``, what higher-order derivatives differentiate)."""
+    for value, name in zip(values, names):
+        if value is not None and type(value) not in (float, numpy.ndarray) and _pytree.is_node(value):
+            from srcgrad.errors import UnsupportedError
+            raise UnsupportedError(
+                f"srcgrad: higher-order derivatives (grad of grad, as_function) take arrays and "
+                f"floats; {name!r} is a {type(value).__name__}",
+                hint="Pass the structure's leaves as separate arguments.")
+
+
+def check_sequence(value, error):
+    """Raise ``error`` for ``for v in value`` over a dict or another structure that is not
+    a sequence (the loop reads ``value[i]``)."""
+    if isinstance(value, (list, tuple)) or not _pytree.is_node(value) or value is None:
+        return
+    raise error
+
+
+def check_array_operand(value, error):
+    """Raise ``error`` when ``value``, passed where NumPy reads an array, is a list,
+    tuple or other structure that needs a gradient (see reverse.py)."""
+    if type(value) is not numpy.ndarray and value is not None and _pytree.is_node(value):
+        raise error
+
+
+_MISSING = object()   # the tape's record of a dict key that a write added
+
+
+def save_item(base, index):
+    """What ``base[index] = ...`` overwrites, for the tape (a dict's new key: _MISSING)."""
+    if isinstance(base, dict) and index not in base:
+        return _MISSING
+    return save(base[index])
+
+
+def restore_item(base, index, value):
+    """Undo ``base[index] = ...`` with what ``save_item`` recorded."""
+    if value is _MISSING:
+        del base[index]
+    else:
+        base[index] = value
+
+
+def list_vjp(dy, iterable):
+    """Adjoint of ``list(iterable)`` (or ``tuple``) from the list's adjoint ``dy``."""
+    if _zero(dy) or isinstance(iterable, dict):
+        return 0.0   # a dict's list is its keys: no gradient
+    if is_array(iterable):
+        xp = namespace(iterable)
+        rows = [xp.zeros(iterable.shape[1:], dtype=_float_dtype(iterable, xp)) if _zero(g) else g
+                for g in dy]
+        return xp.stack(rows) if rows else xp.zeros(iterable.shape, dtype=_float_dtype(iterable, xp))
+    return list(dy)
+
+
+def dict_values_vjp(dy, d):
+    """Adjoint of ``d.values()`` (a list of the values' adjoints) as a dict adjoint."""
+    if _zero(dy):
+        return 0.0
+    return dict(zip(d, dy))
+
+
+def dict_items_vjp(dy, d):
+    """Adjoint of ``d.items()`` (a list of (key, value) adjoints) as a dict adjoint."""
+    if _zero(dy):
+        return 0.0
+    return {k: seq_item(g, 1) for k, g in zip(d, dy)}
+
+
+def dict_get_vjp(dy, d, key):
+    """Adjoint of ``d.get(key, default)`` with respect to ``d``."""
+    return {key: dy} if not _zero(dy) and key in d else 0.0
+
+
+def dict_default_vjp(dy, d, key):
+    """Adjoint of ``d.get(key, default)`` with respect to ``default``."""
+    return 0.0 if key in d else dy
+
+
+def container_op(a, b, repeat=False):
+    """Whether ``a + b`` (``a * b`` with ``repeat``) concatenates (repeats) a list or tuple,
+    as Python decides it: two lists or two tuples concatenate; a list or tuple times
+    anything but an array repeats; with an array, NumPy broadcasts (arithmetic)."""
+    if not repeat:
+        return (isinstance(a, list) and isinstance(b, list)) or (
+            isinstance(a, tuple) and isinstance(b, tuple))
+    if isinstance(a, (list, tuple)):
+        return not _is_array_object(b)
+    if isinstance(b, (list, tuple)):
+        return not _is_array_object(a)
+    return False
+
+
+def _is_array_object(value):
+    return isinstance(value, numpy.ndarray) or type(value).__module__.startswith("cupy")
+
+
+def seq_concat_vjp(dy, a, b):
+    """Adjoints of ``a`` and ``b`` from that of ``a + b`` (two lists or two tuples)."""
+    if _zero(dy):
+        return 0.0, 0.0
+    n = len(a)
+    return list(dy[:n]), list(dy[n:])
+
+
+def seq_repeat_vjp(dy, a, b):
+    """Adjoint of the container among ``a``, ``b`` from that of ``a * b`` (its copies summed)."""
+    seq = a if isinstance(a, (list, tuple)) else b
+    if _zero(dy) or not seq:
+        return 0.0
+    n = len(seq)
+    total = list(dy[:n])
+    for start in range(n, len(dy), n):
+        total = [add_grad(p, q) for p, q in zip(total, dy[start:start + n])]
+    return total
 
 
 def seq_pop(dseq):
     """Split the adjoint of a list into (adjoint without its last item, last item's)."""
     if isinstance(dseq, list) and dseq:
+        return dseq[:-1], dseq[-1]
+    if getattr(dseq, "ndim", 0):   # the gradient of the array NumPy made of the list
         return dseq[:-1], dseq[-1]
     return dseq, 0.0
 
@@ -414,15 +647,22 @@ def zeros_like(x):
     if is_array(x):
         xp = namespace(x)
         return xp.zeros(x.shape, dtype=_float_dtype(x, xp))
-    if isinstance(x, (list, tuple)):
-        return [zeros_like(v) for v in x]
+    if _pytree.is_node(x):
+        return materialize(0.0, x)
     return 0.0
 
 
 def materialize(g, x):
-    """Gradient ``g`` given the shape, dtype and type of ``x`` (the API boundary)."""
+    """Gradient ``g`` given the shape, dtype and type of ``x`` (the API boundary).
+
+    For a structure ``x``, ``g`` is the adjoint mirror of pytree.py; the result has
+    ``x``'s structure, zeros where no gradient arrived, None for None.
+    """
     if _is_complex(g) and not _is_complex(x):
         _complex_gradient_error()
+    if type(x) is numpy.ndarray and type(g) is numpy.ndarray and g.shape == x.shape \
+            and g.dtype is x.dtype and x.dtype.kind in "fc":
+        return g if g.flags.writeable else g.copy()
     if is_array(x):
         xp = namespace(x)
         dtype = _float_dtype(x, xp)
@@ -430,11 +670,13 @@ def materialize(g, x):
             g = xp.broadcast_to(xp.asarray(g, dtype=dtype), x.shape).copy()
         elif g.dtype != dtype:
             g = g.astype(dtype)
+        elif not _writeable(g):
+            g = g.copy()   # the seed, or a broadcast view: the caller gets an array of its own
         return g
-    if isinstance(x, (list, tuple)):
-        if not isinstance(g, (list, tuple)):
-            g = [g] * len(x)
-        return type(x)(materialize(gi, xi) for gi, xi in zip(g, x))
+    if x is None:
+        return None
+    if _pytree.is_node(x):
+        return _materialize_node(g, x)
     if isinstance(x, complex):
         return complex(g)
     return float(g)
@@ -449,6 +691,62 @@ def _complex_gradient_error():
         "and the gradient is not to be trusted.",
         hint="Make the value visibly complex inside the function, e.g. "
              "cc = np.asarray(c, dtype=complex) (a new name), or split it into real and imaginary parts.")
+
+
+def _materialize_node(g, x):
+    pair = _pytree.registered(x)
+    if pair is not None:
+        flatten, unflatten = pair
+        kids, aux = flatten(x)
+        kids = list(kids)
+        grads = [0.0] * len(kids)
+        if isinstance(g, dict):
+            for attr, ga in g.items():
+                value = getattr(x, attr)
+                hits = [k for k, c in enumerate(kids) if c is value]
+                if not hits:
+                    raise TypeError(
+                        f"srcgrad: a gradient reached {type(x).__name__}.{attr}, which is not one "
+                        f"of the children its registered flatten function returns")
+                grads[hits[0]] = add_grad(grads[hits[0]], ga)
+        elif not _zero(g):
+            raise TypeError(f"srcgrad: internal error: gradient {type(g).__name__} for a "
+                            f"{type(x).__name__}")
+        return unflatten(aux, [materialize(gk, c) for gk, c in zip(grads, kids)])
+    if isinstance(x, dict):
+        if not isinstance(g, dict):
+            _array_into_container(g)
+        part = g.get if isinstance(g, dict) else (lambda k, d: g)
+        out = {k: materialize(part(k, 0.0), v) for k, v in x.items()}
+        return out if type(x) is dict else type(x)(out) if not hasattr(x, "default_factory") \
+            else _same_dict(x, out)
+    if isinstance(x, (list, tuple)):
+        if not isinstance(g, (list, tuple)):
+            _array_into_container(g)
+            g = [g] * len(x)
+        items = [materialize(gi, xi) for gi, xi in zip(g, x)]
+        if _pytree.is_namedtuple(x):
+            return type(x)(*items)
+        return type(x)(items)
+    import copy as _copy
+    import dataclasses
+    out = _copy.copy(x)
+    for f in dataclasses.fields(x):
+        gf = g.get(f.name, 0.0) if isinstance(g, dict) else g
+        object.__setattr__(out, f.name, materialize(gf, getattr(x, f.name)))
+    return out
+
+
+def _same_dict(x, items):
+    out = _copy_module().copy(x)
+    out.clear()
+    out.update(items)
+    return out
+
+
+def _copy_module():
+    import copy
+    return copy
 
 
 # ----- Helpers shared by rules -----
@@ -673,10 +971,6 @@ def fft_vjp(dy, a, n, axis, inverse):
             hint="Pad or crop the input with np.pad or slicing before the transform.")
     xp = namespace(dy, a)
     return (xp.fft.ifft if inverse else xp.fft.fft)(dy, axis=axis)
-
-
-def clip_below(a, a_min):
-    """Mask of the entries that ``clip`` raised to ``a_min`` (False when there is no bound)."""
 
 
 def clip_below(a, a_min, a_max=None):

@@ -34,6 +34,8 @@ import numbers
 
 import numpy as np
 
+from srcgrad import pytree
+
 __all__ = ["numerical_grad", "check_grads", "check_vjp", "gradcheck", "gradgradcheck",
            "compare_grads", "random_cotangent", "to_numpy"]
 
@@ -53,7 +55,10 @@ def _is_float_scalar(value):
 
 
 def _as_float64(value):
-    """``value`` as a float64 copy (Python floats stay Python floats)."""
+    """``value`` as a float64 copy (Python floats stay Python floats); a structure
+    (pytree) leaf by leaf."""
+    if pytree.is_node(value):
+        return pytree.tree_map(_as_float64, value)
     value = to_numpy(value)
     if isinstance(value, np.ndarray):
         return np.array(value, dtype=np.float64, copy=True)
@@ -74,8 +79,13 @@ def _contract(out, seed):
     """``<out, seed>`` in float64; ``seed=None`` means 1 for a scalar output.
 
     A tuple (or list) output takes a tuple of seeds, ``None`` for an output that
-    is not seeded.
+    is not seeded; a dict output a dict of seeds.
     """
+    if isinstance(out, dict):
+        if not isinstance(seed, dict):
+            raise ValueError("grad can be implicitly created only for scalar outputs; this "
+                             "function returns a dict: pass grad_outputs={...}")
+        return sum((_contract(v, seed[k]) for k, v in out.items() if seed.get(k) is not None), 0.0)
     if isinstance(out, (tuple, list)):
         if seed is None:
             if len(out) == 1:
@@ -109,6 +119,8 @@ def random_cotangent(out, rng=None):
     Python floats get Python floats, arrays get float64 arrays of their shape.
     """
     rng = np.random.default_rng(0) if rng is None else rng
+    if isinstance(out, dict):
+        return {k: random_cotangent(v, rng) for k, v in out.items()}
     if isinstance(out, (tuple, list)):
         return tuple(random_cotangent(part, rng) for part in out)
     value = to_numpy(out)
@@ -209,8 +221,7 @@ def numerical_grad(f, args, wrt=0, eps=1e-6, grad_outputs=None, kwargs=None):
     args = [a if not hasattr(a, "shape") else to_numpy(a) for a in args]
     seed = grad_outputs
     if seed is not None:
-        seed = tuple(s if s is None else to_numpy(s) for s in seed) if isinstance(
-            seed, (tuple, list)) else to_numpy(seed)
+        seed = pytree.tree_map(to_numpy, seed)
 
     def get(kind, where):
         if kind == "arg":
@@ -229,6 +240,17 @@ def numerical_grad(f, args, wrt=0, eps=1e-6, grad_outputs=None, kwargs=None):
     grads = []
     for kind, where in places:
         base = get(kind, where)
+        if pytree.is_node(base):   # a structure: each leaf in turn, the rest held fixed
+            leaves = pytree.tree_leaves(base)
+            parts = []
+            for k, leaf in enumerate(leaves):
+                def at(moved, k=k):
+                    return pytree.rebuild(base, iter(leaves[:k] + [moved] + leaves[k + 1:]))
+                parts.append(_leaf_grad(leaf, at, lambda value, kind=kind, where=where:
+                                        put(kind, where, value), loss, eps))
+            put(kind, where, base)
+            grads.append(pytree.rebuild(base, iter(parts)))
+            continue
         if isinstance(base, np.ndarray):
             grad = np.zeros(base.shape, dtype=np.float64)
             for k in range(base.size):
@@ -253,11 +275,45 @@ def numerical_grad(f, args, wrt=0, eps=1e-6, grad_outputs=None, kwargs=None):
     return tuple(grads) if as_tuple else grads[0]
 
 
+def _leaf_grad(base, at, put, loss, eps):
+    """Central differences of ``loss`` in one leaf ``base`` of a structure; ``put(at(v))``
+    installs the structure with that leaf replaced by ``v``."""
+    if isinstance(base, np.ndarray):
+        grad = np.zeros(base.shape, dtype=np.float64)
+        for k in range(base.size):
+            plus = base.copy()
+            plus.flat[k] += eps
+            put(at(plus))
+            f_plus = loss()
+            minus = base.copy()
+            minus.flat[k] -= eps
+            put(at(minus))
+            f_minus = loss()
+            grad.flat[k] = (f_plus - f_minus) / (2.0 * eps)
+        return grad
+    put(at(type(base)(base + eps)))
+    f_plus = loss()
+    put(at(type(base)(base - eps)))
+    f_minus = loss()
+    return float((f_plus - f_minus) / (2.0 * eps))
+
+
 # ----- Comparisons -----
 
 def _compare(analytic, numeric, what, atol, rtol):
-    """Raise GradcheckError unless ``analytic`` matches ``numeric`` entry-wise."""
+    """Raise GradcheckError unless ``analytic`` matches ``numeric`` entry-wise; a
+    structure (pytree) must match in structure, then leaf by leaf."""
     from srcgrad.errors import GradcheckError
+
+    if pytree.is_node(numeric) and numeric is not None:
+        if not pytree.is_node(analytic) or analytic is None or \
+                pytree.tree_key(analytic, lambda v: 0) != pytree.tree_key(numeric, lambda v: 0):
+            raise GradcheckError(f"gradient of {what} is {analytic!r}, not a structure like "
+                                 f"the input's: {numeric!r}")
+        for (path, a), (_, n) in zip(pytree.leaves_with_paths(analytic, ""),
+                                     pytree.leaves_with_paths(numeric, "")):
+            _compare(a, n, what + path, atol, rtol)
+        return
 
     if analytic is None:
         raise GradcheckError(f"gradient of {what} is None; finite differences give {numeric!r}")

@@ -31,7 +31,8 @@ IDS = [w.key for w in WORKLOADS]
 
 
 def _as_tuple(res):
-    return tuple(res) if isinstance(res, (tuple, list)) else (res,)
+    """A flat tuple of gradients (a dict's leaves in order: W9)."""
+    return tuple(sg.pytree.tree_leaves(res)) if isinstance(res, (tuple, list, dict)) else (res,)
 
 
 def _close(got, ref, dtype):
@@ -53,16 +54,26 @@ def test_hand_gradient_matches_finite_differences(w):
     seed = 1.0 if inputs.grad_outputs is None else inputs.grad_outputs
     rng = np.random.default_rng(0)
     eps = 1e-6
-    for k, i in enumerate(w.wrt):
-        if w.key == "W2":   # a kink at x == 0 (the seed's input holds a 0): check x != 0
-            v = (args[i] != 0) * rng.standard_normal(args[i].shape)
-        else:
-            v = rng.standard_normal(np.shape(args[i]))
-        plus, minus = list(args), list(args)
-        plus[i] = args[i] + eps * v
-        minus[i] = args[i] - eps * v
-        fd = (np.sum(seed * w.fn(*plus)) - np.sum(seed * w.fn(*minus))) / (2 * eps)
-        assert np.isclose(np.sum(ref[k] * v), fd, rtol=1e-5, atol=1e-7), (w.key, i)
+    args = [sg.pytree.tree_map(lambda a: a.astype(np.float64), a) if isinstance(a, dict) else a
+            for a in args]
+    ref = _as_tuple(w.hand(*args, grad_outputs=inputs.grad_outputs))
+    k = 0
+    for i in w.wrt:
+        leaves = sg.pytree.tree_leaves(args[i])   # one leaf, or a structure's (W9)
+        for j, leaf in enumerate(leaves):
+            if w.key == "W2":   # a kink at x == 0 (the seed's input holds a 0): check x != 0
+                v = (leaf != 0) * rng.standard_normal(leaf.shape)
+            else:
+                v = rng.standard_normal(np.shape(leaf))
+
+            def moved(step):
+                new = leaves[:j] + [leaf + step * v] + leaves[j + 1:]
+                out = list(args)
+                out[i] = sg.pytree.rebuild(args[i], iter(new))
+                return out
+            fd = (np.sum(seed * w.fn(*moved(eps))) - np.sum(seed * w.fn(*moved(-eps)))) / (2 * eps)
+            assert np.isclose(np.sum(ref[k] * v), fd, rtol=1e-5, atol=1e-7), (w.key, i, j)
+            k += 1
 
 
 @pytest.mark.parametrize("w", WORKLOADS, ids=IDS)
@@ -71,7 +82,7 @@ def test_srcgrad_matches_hand(w):
     wrt = w.wrt[0] if len(w.wrt) == 1 else tuple(w.wrt)
     got = _as_tuple(sg.grad(w.fn, wrt=wrt)(*inputs.args, grad_outputs=inputs.grad_outputs))
     ref = _as_tuple(w.hand(*inputs.args, grad_outputs=inputs.grad_outputs))
-    for g, a in zip(got, (inputs.args[i] for i in w.wrt)):
+    for g, a in zip(got, (a for i in w.wrt for a in sg.pytree.tree_leaves(inputs.args[i]))):
         assert g.dtype == a.dtype and g.shape == a.shape
     _close(got, ref, w.dtype)
 

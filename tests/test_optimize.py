@@ -166,7 +166,8 @@ def test_rank_inference():
                 "h": ranks.UNKNOWN, "n": ranks.INT}
     assert {n: found[n] for n in expected} == expected
     assert ranks.rank_key(np.zeros((2, 3))) == 2 and ranks.rank_key(1.5) == 0
-    assert ranks.rank_key(3) == ranks.INT and ranks.rank_key([1.0]) is None
+    assert ranks.rank_key(3) == ranks.INT and ranks.rank_key(object()) is None
+    assert ranks.rank_key([1.0]) == ranks.rank_key([2.0]) != ranks.rank_key([1.0, 2.0])  # a structure
     assert ranks.rank_key(np.float32(1)) == 0 and ranks.rank_key(True) is None
 
 

@@ -300,8 +300,12 @@ def test_a_list_built_with_append_is_the_array_numpy_makes_of_it():
     check_grads(_appended_then_array, (0.7, np.array([1.0, 2.0, 3.0])), wrt=(0, 1))
 
 
-@pytest.mark.parametrize("fn, args", [(_list_joined, (0.7, -1.3)),
-                                      (_array_times_list, (np.array([1.5, -0.5]), 0.7, -1.3)),
+def test_a_list_joined_with_plus_is_a_list():
+    assert sg.grad(_list_joined, wrt=(0, 1))(0.7, -1.3) == (pytest.approx(-2.6), pytest.approx(1.4))
+    check_grads(_list_joined, (0.7, -1.3), wrt=(0, 1))
+
+
+@pytest.mark.parametrize("fn, args", [(_array_times_list, (np.array([1.5, -0.5]), 0.7, -1.3)),
                                       (_list_repeated, (0.7,))])
 def test_operators_on_lists_are_refused(fn, args):
     with pytest.raises(sg.UnsupportedError, match="list or tuple"):

@@ -112,10 +112,16 @@ def is_floaty(v):
         return np.issubdtype(np.asarray(v).dtype, np.floating)
     if isinstance(v, (list, tuple)) and v:
         return all(is_floaty(x) for x in v)
+    if isinstance(v, dict) and v:
+        return all(is_floaty(x) for x in v.values())
     return False
 
 
 def random_like(v):
+    if isinstance(v, dict):
+        return {k: random_like(x) for k, x in v.items()}
+    if isinstance(v, str):
+        return None   # a dict's key: no gradient
     if isinstance(v, (list, tuple)):
         return type(v)(random_like(x) for x in v) if not hasattr(v, "_fields") else tuple(
             random_like(x) for x in v)
@@ -125,6 +131,8 @@ def random_like(v):
 
 
 def shifted(v, d, t):
+    if isinstance(v, dict):
+        return {k: shifted(x, d[k], t) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
         return type(v)(shifted(a, b, t) for a, b in zip(v, d))
     if isinstance(v, float):
@@ -135,6 +143,8 @@ def shifted(v, d, t):
 
 
 def inner(a, b):
+    if isinstance(b, dict):   # a dict's gradient holds the keys a gradient reached (or is 0.0)
+        return sum(inner(a.get(k, 0.0), x) for k, x in b.items()) if isinstance(a, dict) else 0.0
     if isinstance(a, (list, tuple)):
         return sum(inner(x, y) for x, y in zip(a, b))
     if a is None or b is None:
@@ -143,6 +153,11 @@ def inner(a, b):
 
 
 def check_structure(g, v, where):
+    if isinstance(v, dict):
+        assert isinstance(g, dict) and set(g) <= set(v), f"{where}: expected a dict, got {g!r}"
+        for k, gk in g.items():
+            check_structure(gk, v[k], f"{where}[{k!r}]")
+        return
     if isinstance(v, (list, tuple)):
         assert isinstance(g, (list, tuple)), f"{where}: expected a list of gradients, got {type(g)}"
         assert len(g) == len(v), f"{where}: {len(g)} gradients for {len(v)} items"
@@ -491,6 +506,11 @@ add(
     C(builtins.max, 1.5, 2.5), C(builtins.max, [0.5, 3.5, -1.0]), C(builtins.max, 1.0, -2.0, 0.25),
     C(builtins.max, r(5)), C(builtins.min, 1.5, 2.5), C(builtins.min, [0.5, -3.5, 1.0]),
     C(builtins.min, r(5)),
+    # containers (pytree.py): list()/tuple() of a sequence or of an array's rows, dict views
+    C(builtins.list, (r(3), r(3))), C(builtins.list, r(3, 2)), C(builtins.tuple, [r(2), 1.5]),
+    C(Method("values"), {"a": r(3), "b": 0.5}, _fn=lambda d: list(d.values())),
+    C(Method("items"), {"a": r(3), "b": 0.5}, _fn=lambda d: list(d.items())),
+    C(Method("get"), {"a": r(3), "b": 0.5}, "a"),
 )
 for f in (math.exp, math.expm1, math.sin, math.cos, math.tan, math.atan, math.sinh, math.cosh,
           math.tanh, math.asinh, math.degrees, math.radians, math.fabs, math.erf, math.erfc):

@@ -8,7 +8,7 @@ names:
 * adjoint: active and useful; only these get adjoint variables.
 * saved: names bound more than once (or inside a loop): the forward sweep
   pushes the value each binding overwrites, the reverse sweep restores it.
-* sequences: names holding lists or tuples, whose adjoint is a list.
+* sequences: names holding lists, tuples or dicts, whose adjoint is a list (a dict).
 * mixed: sequences also bound to something else (``vals = np.array(vals)``).
 
 A value that is certainly an integer or boolean (kinds.py: ``x.astype(int)``,
@@ -78,8 +78,10 @@ def value_deps(value):
     """Names whose gradient can flow into ``value``'s result (empty: a constant)."""
     if isinstance(value, gast.Name):
         return {value.id}
-    if isinstance(value, (gast.Constant, gast.Compare, gast.BoolOp, gast.JoinedStr, gast.Dict, gast.Set)):
+    if isinstance(value, (gast.Constant, gast.Compare, gast.BoolOp, gast.JoinedStr, gast.Set)):
         return set()
+    if isinstance(value, gast.Dict):
+        return set().union(*[value_deps(v) for v in value.values]) if value.values else set()
     if isinstance(value, (gast.Tuple, gast.List)):
         return set().union(*[value_deps(e) for e in value.elts]) if value.elts else set()
     if isinstance(value, gast.Subscript):
@@ -121,9 +123,9 @@ class _Facts:
                     self.bind(target.id, loop_depth)
                     if not anno.getanno(s, Static.NO_ADJOINT) and not self.integer(s.value):
                         self.flows.append((target.id, value_deps(s.value)))
-                    if isinstance(s.value, (gast.List, gast.Tuple)) or (
+                    if isinstance(s.value, (gast.List, gast.Tuple, gast.Dict)) or (
                             isinstance(s.value, gast.Call) and (
-                                primitive_of(s.value) in (list, tuple)
+                                primitive_of(s.value) in (list, tuple, dict)
                                 or rules.is_sequence_result(primitive_of(s.value)))):
                         self.sequences.add(target.id)
                     elif isinstance(s.value, gast.Name):

@@ -18,7 +18,7 @@ import math
 import gast
 import numpy
 
-from srcgrad import anno
+from srcgrad import anno, pytree
 from srcgrad.rules import Method
 
 Static = anno.Static
@@ -34,7 +34,8 @@ _REDUCING_METHODS = {"sum", "mean", "prod", "max", "min", "std", "var", "item"}
 
 
 def rank_key(value):
-    """What a gradient is specialised on for one argument: ndim, INT, or None (unknown)."""
+    """What a gradient is specialised on for one argument: ndim, INT, a structure's
+    ``pytree.TreeKey`` (the kinds of its nodes, the ranks of its leaves), or None (unknown)."""
     kind = type(value)
     if kind is numpy.ndarray:
         return value.ndim
@@ -45,7 +46,124 @@ def rank_key(value):
     if isinstance(value, numpy.floating):
         return 0
     ndim = getattr(value, "ndim", None)  # CuPy arrays
-    return ndim if type(ndim) is int and hasattr(value, "shape") else None
+    if type(ndim) is int and hasattr(value, "shape"):
+        return ndim
+    if pytree.is_node(value):
+        return pytree.tree_key(value, rank_key)
+    return None
+
+
+def _tree_child(key, index, attr=False):
+    """The key of a structure's part: ``index`` a subscript's constant (or INT: any
+    position of a list whose items all have one key), or an attribute name with ``attr``;
+    None when the key does not tell."""
+    kind = key[0]
+    if not isinstance(kind, type):
+        return None
+    if attr:
+        if hasattr(kind, "_fields") and issubclass(kind, tuple):
+            names = kind._fields
+            return key[1 + names.index(index)] if index in names else None
+        import dataclasses
+        if dataclasses.is_dataclass(kind) and kind not in pytree._REGISTRY:
+            names = [f.name for f in dataclasses.fields(kind)]
+            return key[1 + names.index(index)] if index in names else None
+        return None
+    if kind in pytree._REGISTRY:
+        return None
+    if issubclass(kind, dict):
+        keys = key[1]
+        try:
+            return key[2 + keys.index(index)] if index in keys else None
+        except TypeError:
+            return None
+    if issubclass(kind, (list, tuple)):
+        items = key[1:]
+        if index is INT:
+            return items[0] if items and all(k == items[0] for k in items) else None
+        if type(index) is int and -len(items) <= index < len(items):
+            return items[index]
+    return None
+
+
+_CONTAINER_CALLS = (builtins.list, builtins.tuple, builtins.dict, builtins.zip, builtins.enumerate,
+                    builtins.sorted, builtins.reversed)
+
+
+def containers(node, rank_map, param_keys, resolve, specialised):
+    """The names that may hold a container (list, tuple, dict, dataclass, registered
+    class) rather than an array or a number: their adjoints add with ``rt.add_grad``,
+    and ``+``/``*`` on them may concatenate or repeat (transform/reverse.py).
+
+    ``param_keys`` maps parameters to their ``rank_key``. ``specialised``: the keys come
+    from the call's arguments, so a parameter with no key (an unknown object, a default)
+    may be anything; otherwise (the gradient for arguments of any rank) parameters are
+    leaves, and api.py never runs that code on a structure. A flow-insensitive
+    over-approximation: a leaf counted as a container only costs a run-time test.
+    """
+    from srcgrad import grad_mode
+    from srcgrad.custom_function import is_apply
+    params = [a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs]
+    bindings = []
+    _collect(node.body, bindings)
+    bound = {n for n, _ in bindings} | set(params)
+    may = set()
+    for p in params:
+        key = param_keys.get(p)
+        if isinstance(key, pytree.TreeKey) or (specialised and key is None):
+            may.add(p)
+
+    def leaf(n):
+        r = rank_map.get(n)
+        return type(r) is int or r == INT
+
+    may |= {n for n, r in rank_map.items() if isinstance(r, pytree.TreeKey)}
+
+    def may_be(e):
+        if isinstance(e, gast.Name):
+            if e.id in bound:
+                return e.id in may
+            try:
+                obj = resolve(e.id)
+            except Exception:
+                return True
+            return pytree.is_node(obj) and obj is not None
+        if isinstance(e, (gast.List, gast.Tuple, gast.Dict)):
+            return True
+        if isinstance(e, (gast.Subscript, gast.Attribute)):
+            return may_be(e.value)
+        if isinstance(e, gast.BinOp):
+            return isinstance(e.op, (gast.Add, gast.Mult)) and (may_be(e.left) or may_be(e.right))
+        if isinstance(e, gast.IfExp):
+            return may_be(e.body) or may_be(e.orelse)
+        if isinstance(e, gast.BoolOp):
+            return any(may_be(v) for v in e.values)
+        if isinstance(e, gast.Call):
+            primitive = anno.getanno(e, Static.PRIMITIVE)
+            if isinstance(primitive, Method):
+                return may_be(e.func.value)
+            if primitive is None or is_apply(primitive) is not None:
+                return True   # unknown, or a custom Function (its outputs may be a tuple)
+            try:
+                if primitive in _CONTAINER_CALLS:
+                    return True
+                if primitive in (grad_mode.detach, grad_mode.stop_gradient):
+                    return any(may_be(a) for a in e.args)
+            except TypeError:   # an unhashable primitive
+                return True
+            return False
+        return False
+
+    changed = True
+    while changed:
+        changed = False
+        for target, value in bindings:
+            if target in may or leaf(target):
+                continue
+            if value is None or (value is not _RANGE and may_be(value)):
+                may.add(target)
+                changed = True
+    return frozenset(n for n in may if not leaf(n))
 
 
 def rank_keys(args):
@@ -80,7 +198,29 @@ def infer(node, param_ranks):
             if new != old:
                 env[target] = new
                 changed = True
+    if any(isinstance(env.get(n), pytree.TreeKey) for n in _mutated(node)):
+        # A structure changed in place (d["k"] = v, lst.append(v)) no longer has its
+        # argument's key: infer again without any structure facts.
+        return infer(node, {p: None if isinstance(r, pytree.TreeKey) else r
+                            for p, r in param_ranks.items()})
     return {n: env.get(n, UNKNOWN) for n in bound}
+
+
+_READING_METHODS = {"get", "keys", "values", "items", "copy", "index", "count"}
+
+
+def _mutated(node):
+    """Names whose value may change in place: subscript stores into them, and methods
+    called on them other than ones that only read."""
+    out = set()
+    for n in gast.walk(node):
+        if isinstance(n, gast.Subscript) and isinstance(n.ctx, gast.Store) \
+                and isinstance(n.value, gast.Name):
+            out.add(n.value.id)
+        elif isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute) \
+                and isinstance(n.func.value, gast.Name) and n.func.attr not in _READING_METHODS:
+            out.add(n.func.value.id)
+    return out
 
 
 _RANGE = object()   # marks the target of ``for i in range(...)``
@@ -143,13 +283,19 @@ def _collect_statement(s, bindings, in_loop, looping):
 
 
 def _unknown_stores(target, bindings):
-    for n in gast.walk(target):
-        if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store):
-            bindings.append((n.id, None))
+    """Names ``target`` rebinds to values not known here. ``y[k] = v`` and ``p.w = v``
+    write into an object and rebind no name (whatever ctx a pass gave ``y``)."""
+    if isinstance(target, gast.Name):
+        bindings.append((target.id, None))
+    elif isinstance(target, (gast.Tuple, gast.List)):
+        for elt in target.elts:
+            _unknown_stores(elt, bindings)
+    elif isinstance(target, gast.Starred):
+        _unknown_stores(target.value, bindings)
 
 
 def _combine(*ranks):
-    if UNKNOWN in ranks:
+    if UNKNOWN in ranks or any(isinstance(r, pytree.TreeKey) for r in ranks):
         return UNKNOWN
     if None in ranks:
         return None
@@ -170,7 +316,7 @@ def _rank(e, env, bound):
     if isinstance(e, gast.Name):
         if e.id not in bound:
             return UNKNOWN   # a global or closure variable: its rank is not part of the key
-        return env.get(e.id)
+        return env.get(e.id)   # a structure's pytree.TreeKey too (read by subscripts)
     if isinstance(e, gast.BinOp):
         if not isinstance(e.op, _ELEMENTWISE_OPS):
             return UNKNOWN
@@ -180,6 +326,8 @@ def _rank(e, env, bound):
         return r
     if isinstance(e, gast.UnaryOp):
         r = _rank(e.operand, env, bound)
+        if isinstance(r, pytree.TreeKey):
+            return UNKNOWN
         if isinstance(e.op, gast.Not):
             return UNKNOWN if r == UNKNOWN else 0 if r is not None else None
         return r
@@ -194,8 +342,24 @@ def _rank(e, env, bound):
         if a is None or b is None:
             return None if UNKNOWN not in (a, b) else UNKNOWN
         return _join(a, b)
+    if isinstance(e, gast.Subscript) and isinstance(e.value, gast.Name) \
+            and isinstance(env.get(e.value.id), pytree.TreeKey) and e.value.id in bound:
+        index = e.slice    # a part of a structured argument: its key says what it is
+        if isinstance(index, gast.Constant):
+            child = _tree_child(env[e.value.id], index.value)
+        elif isinstance(index, gast.Name) and env.get(index.id) == INT:
+            child = _tree_child(env[e.value.id], INT)
+        else:
+            child = None
+        return UNKNOWN if child is None else child
+    if isinstance(e, gast.Attribute) and isinstance(e.value, gast.Name) \
+            and isinstance(env.get(e.value.id), pytree.TreeKey) and e.value.id in bound:
+        child = _tree_child(env[e.value.id], e.attr, attr=True)
+        return UNKNOWN if child is None else child
     if isinstance(e, gast.Subscript):
         base = _rank(e.value, env, bound)
+        if isinstance(base, pytree.TreeKey):
+            return UNKNOWN
         index = e.slice
         indices = index.elts if isinstance(index, gast.Tuple) else [index]
         index_ranks = [_rank(i, env, bound) for i in indices]

@@ -184,6 +184,18 @@ def lookup_complex(primitive):
         return None
 
 
+def takes_sequence_args(primitive):
+    """Whether ``primitive``'s rule gives a list or tuple argument a gradient of its own
+    structure (a parameter declared with ``@adjoint(..., sequences=...)``: ``np.stack``,
+    ``sum``...). A list passed to any other primitive is read as an array by NumPy;
+    srcgrad refuses to send a gradient into it (reverse.py)."""
+    try:
+        rule = lookup(primitive)
+    except TypeError:
+        return False
+    return rule is not None and bool(rule.sequences)
+
+
 def nondifferentiable(*primitives):
     """Declare primitives whose outputs are constants (no gradient flows)."""
     VERSION[0] += 1

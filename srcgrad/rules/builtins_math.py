@@ -19,7 +19,7 @@ import builtins
 import math
 
 from srcgrad import runtime as rt
-from srcgrad.rules import adjoint, nondifferentiable
+from srcgrad.rules import Method, adjoint, nondifferentiable
 
 xp = None  # placeholder: the array namespace, bound in generated code
 
@@ -55,13 +55,13 @@ def builtin_sum(dy, y, iterable, start=0):
     return rt.builtin_sum_vjp(dy, iterable), rt.unbroadcast(dy, start)
 
 
-@adjoint(builtins.max)
+@adjoint(builtins.max, sequences=("args",))
 def builtin_max(dy, y, *args):
     """Ties split the gradient evenly; a list, one gradient per argument."""
     return rt.minmax_vjp(dy, y, args)
 
 
-@adjoint(builtins.min)
+@adjoint(builtins.min, sequences=("args",))
 def builtin_min(dy, y, *args):
     """Ties split the gradient evenly; a list, one gradient per argument."""
     return rt.minmax_vjp(dy, y, args)
@@ -182,7 +182,7 @@ def math_atanh(dy, y, x):
     return dy / (1 - x * x)
 
 
-@adjoint(math.hypot)
+@adjoint(math.hypot, sequences=("coordinates",))
 def math_hypot(dy, y, *coordinates):
     """A list, one gradient per coordinate (0 at the origin)."""
     return rt.hypot_vjp(dy, y, coordinates)
@@ -235,3 +235,29 @@ if hasattr(math, "cbrt"):
     @adjoint(math.cbrt)
     def math_cbrt(dy, y, x):
         return dy / (3 * y * y)
+
+
+# ----- Containers: list(), tuple() and dict views (pytree.py) -----
+
+nondifferentiable(Method("keys"))
+
+
+@adjoint(builtins.list, builtins.tuple, sequences=("iterable",))
+def builtin_list(dy, y, iterable):
+    """A list's adjoint is a list; an array's (its rows) is an array; a dict's (its keys) none."""
+    return rt.list_vjp(dy, iterable)
+
+
+@adjoint(Method("values"), sequences=("self",))
+def dict_values(dy, y, self):
+    return rt.dict_values_vjp(dy, self)
+
+
+@adjoint(Method("items"), sequences=("self",))
+def dict_items(dy, y, self):
+    return rt.dict_items_vjp(dy, self)
+
+
+@adjoint(Method("get"), sequences=("self",))
+def dict_get(dy, y, self, key, default=None):
+    return rt.dict_get_vjp(dy, self, key), None, rt.dict_default_vjp(dy, self, key)

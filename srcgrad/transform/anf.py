@@ -191,6 +191,7 @@ class ANF:
             anno.setanno(it, Static.PRIMITIVE, builtins.range)
             node = gast.For(target=s.target, iter=it, body=self.block(s.body) or [gast.Pass()],
                             orelse=[], type_comment=None)
+            anno.copyanno(s, node, Static.ITERATES)
             self.emit(out, node)
         elif isinstance(s, gast.While):
             if self.needs_statements(s.test):
@@ -326,7 +327,14 @@ class ANF:
             return type(node)(elts=elts, ctx=gast.Load())
         if isinstance(node, (gast.Compare, gast.BoolOp)):
             return self.opaque(node, out)
-        if isinstance(node, (gast.JoinedStr, gast.Dict, gast.Set)):
+        if isinstance(node, gast.Dict):
+            if any(k is None for k in node.keys):
+                raise self.error(node, "`**` unpacking in a dict display is not supported",
+                                 "Write the keys out: {'a': d['a'], ...}.")
+            return gast.Dict(keys=[k if isinstance(k, gast.Constant) else self.atom(k, out, "key")
+                                   for k in node.keys],
+                             values=[self.atom(v, out, self.hint(v)) for v in node.values])
+        if isinstance(node, (gast.JoinedStr, gast.Set)):
             return node
         if isinstance(node, gast.IfExp):
             return self.atom(node, out, hint)

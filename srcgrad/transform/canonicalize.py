@@ -100,6 +100,7 @@ class Canonicalizer:
         new = gast.For(target=_name(index, True), iter=_call("range", length), body=body,
                        orelse=[], type_comment=None)
         anno.copyanno(loop, new, Static.ORIGIN)
+        anno.setanno(new, Static.ITERATES, True)
         return prelude + [new]
 
     def _sequence(self, it, loop):

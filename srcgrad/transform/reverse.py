@@ -20,12 +20,12 @@ it comes from, so code generation can comment ``# grad of: <line>``.
 import builtins
 import copy
 import inspect
-import operator
 
 import gast
 
 from srcgrad import anno, grad_mode, rules, templates
 from srcgrad.transform import optimize
+from srcgrad.transform.anf import is_runtime_helper
 from srcgrad.analysis import kinds as kinds_
 from srcgrad.analysis.ranks import INT, UNKNOWN
 from srcgrad.analysis.activity import names_in, primitive_of
@@ -59,9 +59,12 @@ def _tag(stmts, origin):
 
 
 class ReverseAD:
-    def __init__(self, node, info, activity, namer, wrt, fixed, hook_names=(), kinds=None):
+    def __init__(self, node, info, activity, namer, wrt, fixed, hook_names=(), kinds=None,
+                 containers=frozenset()):
         self.node = node
         self.kinds = kinds   # analysis/kinds.py: which values are complex, which integer
+        # Names that may hold a container (analysis/ranks.py ``containers``).
+        self.containers = containers
         self.info = info
         self.act = activity
         self.namer = namer
@@ -176,13 +179,37 @@ class ReverseAD:
             return body[:-1], [body[-1]]
         return body, []
 
+    def sequence_checks(self, s, origin):
+        """``for v in X`` over a name that may hold a container reads ``X[i]``: a run-time
+        check that X is a list, tuple or array (a dict's items are not its keys)."""
+        if not anno.getanno(s, Static.ITERATES):
+            return []
+        bases = []
+        for st in s.body:
+            if isinstance(st, gast.Assign) and isinstance(st.value, gast.Subscript) \
+                    and isinstance(st.value.value, gast.Name) and isinstance(st.value.slice, gast.Name) \
+                    and st.value.slice.id == s.target.id and st.value.value.id in self.containers \
+                    and st.value.value.id not in bases:
+                bases.append(st.value.value.id)
+        checks = []
+        for b in bases:
+            error_name = self.namer.new("loop_error")
+            self.bindings[error_name] = self.error(
+                origin, UnsupportedError, f"a for loop over {b!r}, which holds a dict (or another "
+                f"structure that is not a sequence), is not supported",
+                "Iterate over list(d) (the keys), list(d.values()) or list(d.items()).")
+            checks += replace(f"rt.check_sequence({b}, {error_name})")
+        return _tag(checks, origin)
+
     def visit_for(self, s, origin):
         index = s.target.id
         body, exit_ = self._loop_body(s.body)
+        checks = self.sequence_checks(s, origin)
         if anno.getanno(s.iter, Static.PRIMITIVE) is builtins.range and not any(
                 isinstance(n, gast.Name) and n.id == index and not isinstance(n.ctx, gast.Load)
                 for st in body for n in gast.walk(st)):
-            return self.visit_range_for(s, index, body, exit_, origin)
+            fwd, rev = self.visit_range_for(s, index, body, exit_, origin)
+            return checks + fwd, rev
         count = self.namer.new(f"n_{index}")
         body_f, body_r = self.block(body)
         fwd = [_push(name(index), origin, index)]
@@ -191,6 +218,7 @@ class ReverseAD:
                         body=replace(f"{count} = {count} + 1") + body_f
                         + [_push(name(index), origin, index)] + exit_)
         fwd += [loop, _push(name(count), origin, count)]
+        fwd = checks + fwd
         pop_count = replace(f"{count} = pop()")
         anno.setanno(pop_count[0], Static.TAPE, count)
         pop_index = replace(f"{index} = pop()")
@@ -393,12 +421,18 @@ class ReverseAD:
         base = target.value.id
         index = target.slice
         self.check_fresh(base, origin)
-        saved_value = gast.Call(func=replace_expr("rt.save"), args=[
-            gast.Subscript(value=name(base), slice=copy.deepcopy(index), ctx=gast.Load())], keywords=[])
+        # A base that may be a dict: the key may be new (then undoing the write deletes it).
+        keyed = base in self.containers
+        if keyed:
+            saved_value = replace_expr("rt.save_item(B, INDEX)", B=name(base), INDEX=index_value(index))
+            restore = replace(f"rt.restore_item({base}, INDEX, pop())", INDEX=index_value(index))[0]
+        else:
+            saved_value = gast.Call(func=replace_expr("rt.save"), args=[
+                gast.Subscript(value=name(base), slice=copy.deepcopy(index), ctx=gast.Load())], keywords=[])
+            restore = gast.Assign(targets=[gast.Subscript(value=name(base, False), slice=copy.deepcopy(index),
+                                                          ctx=gast.Store())],
+                                  value=replace_expr("pop()"), type_comment=None)
         fwd = [_push(saved_value, origin, ("item", base))] + self.alias_checks(s, base) + [s]
-        restore = gast.Assign(targets=[gast.Subscript(value=name(base, False), slice=copy.deepcopy(index),
-                                                      ctx=gast.Store())],
-                              value=replace_expr("pop()"), type_comment=None)
         anno.setanno(restore, Static.TAPE, ("item", base))
         rev = []
         if base in self.act.adjoint:
@@ -418,7 +452,13 @@ class ReverseAD:
                     grad = replace_expr(f"rt.dtype_grad(G, rt.array_dtype({base}), {s.value.id})", G=grad)
                 if base_kind != kinds_.FLOAT and self.kind_of(s.value) != kinds_.COMPLEX:
                     grad = replace_expr(f"rt.real_like(G, {s.value.id})", G=grad)
-                rev += self.flagged(replace(f"{dv} = {dv} + G", G=grad))
+                into_array = replace(f"{dv} = {dv} + G", G=grad)
+                if keyed:   # a list or dict, or (known only at run time) an array
+                    into_container = self.accumulate(s.value, replace_expr(
+                        f"rt.take_grad({db}, INDEX)", INDEX=index_value(index)))
+                    into_array = [gast.If(test=replace_expr(f"rt.is_node({base})"),
+                                          body=into_container or [gast.Pass()], orelse=into_array)]
+                rev += self.flagged(into_array)
             rev += replace(f"{db} = rt.zero_grad_at({db}, {base}, INDEX)", INDEX=index_value(index))
         rev.append(restore)
         return _tag(fwd, origin), _tag(rev, origin)
@@ -464,6 +504,12 @@ class ReverseAD:
             for k, elt in enumerate(value.elts):
                 out += self.accumulate(elt, replace_expr(f"rt.seq_item(DY, {k})", DY=dy))
             return out
+        if isinstance(value, gast.Dict):
+            out = []
+            for key, elt in zip(value.keys, value.values):
+                out += self.accumulate(elt, replace_expr("rt.seq_item(DY, KEY)", DY=dy,
+                                                         KEY=copy.deepcopy(key)))
+            return out
         if isinstance(value, gast.Subscript):
             base = value.value
             if not self.needs(base):
@@ -474,8 +520,13 @@ class ReverseAD:
         primitive = primitive_of(value)
         if isinstance(value, gast.Attribute):
             receiver = value.value
+            if self.maybe_container(receiver):
+                return self.attribute_of_container(primitive, receiver, value, dy, y, origin)
             return self.apply_rule(primitive, [receiver], {}, dy, y, origin, value)
         if isinstance(value, (gast.BinOp,)):
+            if isinstance(value.op, (gast.Add, gast.Mult)) and (
+                    self.maybe_container(value.left) or self.maybe_container(value.right)):
+                return self.container_binop(primitive, value, dy, y, origin)
             return self.apply_rule(primitive, [value.left, value.right], {}, dy, y, origin, value)
         if isinstance(value, gast.UnaryOp):
             return self.apply_rule(primitive, [value.operand], {}, dy, y, origin, value)
@@ -486,6 +537,60 @@ class ReverseAD:
             kwargs = {k.arg: k.value for k in value.keywords}
             return self.apply_rule(primitive, args, kwargs, dy, y, origin, value)
         return []
+
+    def maybe_container(self, node):
+        return isinstance(node, (gast.List, gast.Tuple, gast.Dict)) or (
+            isinstance(node, gast.Name) and node.id in self.containers)
+
+    def container_binop(self, primitive, value, dy, y, origin):
+        """``a + b`` or ``a * b`` where an operand may be a list or tuple: concatenation or
+        repetition (the adjoint splits, or sums the copies), decided at run time unless
+        both operands are displays; otherwise the arithmetic rule."""
+        a, b = value.left, value.right
+        if not any(self._any_needed(x) for x in (a, b)):
+            return []
+        if isinstance(value.op, gast.Add):
+            grads = self.namer.new("concat_grads")
+            seq = [gast.Assign(targets=[name(grads, True)], value=replace_expr(
+                "rt.seq_concat_vjp(DY, A, B)", DY=dy, A=copy.deepcopy(a), B=copy.deepcopy(b)),
+                type_comment=None)]
+            seq += self.accumulate(a, replace_expr(f"{grads}[0]"))
+            seq += self.accumulate(b, replace_expr(f"{grads}[1]"))
+        else:
+            grads = self.namer.new("repeat_grads")
+            seq = [gast.Assign(targets=[name(grads, True)], value=replace_expr(
+                "rt.seq_repeat_vjp(DY, A, B)", DY=dy, A=copy.deepcopy(a), B=copy.deepcopy(b)),
+                type_comment=None)]
+            into_a = self.accumulate(a, name(grads))
+            into_b = self.accumulate(b, name(grads))
+            seq.append(gast.If(test=replace_expr("rt.is_node(A)", A=copy.deepcopy(a)),
+                               body=into_a or [gast.Pass()], orelse=into_b))
+        if isinstance(a, (gast.List, gast.Tuple)) or isinstance(b, (gast.List, gast.Tuple)):
+            return seq
+        arithmetic = self.apply_rule(primitive, [a, b], {}, dy, y, origin, value)
+        test = replace_expr("rt.container_op(A, B)" if isinstance(value.op, gast.Add)
+                            else "rt.container_op(A, B, True)", A=copy.deepcopy(a), B=copy.deepcopy(b))
+        return [gast.If(test=test, body=seq or [gast.Pass()], orelse=arithmetic)]
+
+    def attribute_of_container(self, primitive, receiver, value, dy, y, origin):
+        """``y = p.w`` where ``p`` may be a structure (a dataclass, namedtuple or registered
+        object): the adjoint adds ``dy`` into ``dp``'s field ``w``; an array attribute
+        (``x.T``) keeps its rule, chosen at run time."""
+        if not self.needs(receiver):
+            return []
+        dp = self.d(receiver.id)
+        error_name = self.namer.new("attribute_error")
+        self.bindings[error_name] = self.error(
+            origin, NonDifferentiableError, f"a gradient reaches the attribute .{value.attr} of "
+            f"{receiver.id!r}, which is not a structure srcgrad knows",
+            "Make its class a dataclass, or register it with srcgrad.register_pytree_node.")
+        field = replace(f"{dp} = rt.attr_add({dp}, {receiver.id}, {value.attr!r}, DY, {error_name})",
+                        DY=dy)
+        if rules.lookup(primitive) is None:
+            return field
+        arithmetic = self.apply_rule(primitive, [receiver], {}, dy, y, origin, value)
+        return [gast.If(test=replace_expr(f"rt.is_node({receiver.id})"), body=field,
+                        orelse=arithmetic or [gast.Pass()])]
 
     def accumulate(self, target, grad):
         """``d<target> += grad`` for each name in ``target`` that needs an adjoint."""
@@ -504,6 +609,8 @@ class ReverseAD:
         dt = self.d(target.id)
         if target.id in self.act.sequences:
             return replace(f"{dt} = rt.seq_add({dt}, G)", G=grad)
+        if target.id in self.containers:
+            return replace(f"{dt} = rt.add_grad({dt}, G)", G=grad)
         return replace(f"{dt} = {dt} + G", G=grad)
 
     def kind_of(self, node):
@@ -530,6 +637,37 @@ class ReverseAD:
         active = [a for a in list(args) + list(kwargs.values()) if self._any_needed(a)]
         if not active or rules.is_nondifferentiable(primitive):
             return []
+        checks = self.sequence_operand_checks(primitive, active, origin, value)
+        return checks + self._apply_rule(primitive, args, kwargs, dy, y, origin, value, active)
+
+    def sequence_operand_checks(self, primitive, active, origin, value):
+        """A list or tuple that NumPy reads as an array (``np.prod(lst)``, ``x * lst``) would
+        need its gradient split into items, which the rules do not do: refused, at compile
+        time for a display, at run time for a name that may hold one."""
+        rule = rules.lookup(primitive)
+        if rule is None or not rule.builtin or rules.takes_sequence_args(primitive) \
+                or is_runtime_helper(primitive):
+            # A user's rule gets the list as it is, and its gradient is that of the array
+            # NumPy makes of it (rt.seq_item splits it); srcgrad's own adjoints take lists.
+            return []
+        checks = []
+        for a in active:
+            if isinstance(a, (gast.List, gast.Tuple)):
+                raise self.error(origin, UnsupportedError,
+                                 f"a list or tuple passed to {_describe(primitive, value)} is read "
+                                 f"as an array; srcgrad does not split its gradient into items",
+                                 "Convert it first: np.stack([...]) or np.asarray([...]).")
+            if isinstance(a, gast.Name) and (a.id in self.containers or a.id in self.act.sequences):
+                error_name = self.namer.new("operand_error")
+                self.bindings[error_name] = self.error(
+                    origin, UnsupportedError,
+                    f"{a.id!r} holds a list or tuple, which {_describe(primitive, value)} reads as "
+                    f"an array; srcgrad does not split its gradient into items",
+                    "Convert it first: np.stack(...) or np.asarray(...).")
+                checks += replace(f"rt.check_array_operand({a.id}, {error_name})")
+        return checks
+
+    def _apply_rule(self, primitive, args, kwargs, dy, y, origin, value, active):
         on_complex = self.is_complex(value, list(args) + list(kwargs.values()))
         if on_complex:
             rule = self.complex_rule(primitive, value, origin)
@@ -549,7 +687,6 @@ class ReverseAD:
             raise self.error(origin, UnsupportedError,
                              f"this call to {_describe(primitive, value)} is not supported by "
                              f"srcgrad's rule ({exc})") from None
-        self.check_array_arguments(rule, bound, primitive, origin, value)
         params = rule.params
         arg_nodes = {}
         for p in list(rule.signature.parameters.values()):
@@ -605,28 +742,6 @@ class ReverseAD:
         if on_complex and isinstance(node, gast.Name) and self.kind_of(node) != kinds_.COMPLEX:
             return replace_expr(f"rt.real_like(G, {node.id})", G=grad)
         return grad
-
-    def check_array_arguments(self, rule, bound, primitive, origin, value):
-        """A list where a rule expects an array is refused: calls got ``rt.as_array`` of
-        their lists (anf.py), but an operator's list is Python's (``acc + [y]`` joins,
-        ``lst * 2`` repeats) or, beside an array, NumPy's, and only run time tells."""
-        if not rule.builtin or getattr(primitive, "__module__", None) == "srcgrad.runtime":
-            return
-        arrays = templates.array_parameters(rule)
-        for param, arg in bound.arguments.items():
-            if param in arrays and self._any_needed(arg) and (
-                    isinstance(arg, (gast.List, gast.Tuple))
-                    or isinstance(arg, gast.Name) and arg.id in self.act.sequences
-                    and arg.id not in self.act.mixed):
-                what = _OPERATOR_SYMBOLS.get(primitive)
-                what = f"the operator {what}" if what else _describe(primitive, value)
-                raise self.error(
-                    origin, UnsupportedError,
-                    f"a list or tuple ({_show(arg)!r}) as an operand of {what} on values that "
-                    f"need a gradient is not supported (Python joins or repeats lists, NumPy "
-                    f"makes arrays of them)",
-                    "Make it an array first (np.stack(...) or np.array(...)); build lists with "
-                    ".append or a display [a, b] rather than + or *.")
 
     def _any_needed(self, node):
         if node is None:
@@ -748,9 +863,6 @@ def replace_expr(template, **subs):
     return templates.replace_as_expression(template, **subs)
 
 
-_OPERATOR_SYMBOLS = {operator.add: "+", operator.sub: "-", operator.mul: "*",
-                     operator.truediv: "/", operator.matmul: "@", operator.pow: "**",
-                     operator.mod: "%", operator.neg: "unary -", operator.pos: "unary +"}
 
 
 def _show(node):
@@ -901,7 +1013,8 @@ def _copy_mutated(value, mutated):
 
 
 def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), optimized=True,
-          ranks=None, classes=None, scalar_reductions=False, fused=False, kinds=None):
+          ranks=None, classes=None, scalar_reductions=False, fused=False, kinds=None,
+          containers=frozenset()):
     """The forward and backward FunctionDefs for FunctionDef ``node``.
 
     ``scalar_reductions``: the caller broadcasts each parameter's gradient to its
@@ -915,7 +1028,7 @@ def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), o
         output), ``tuple_output`` and ``unused`` (wrt names with no gradient).
     """
     taken_before = set(namer.taken)
-    ad = ReverseAD(node, info, activity, namer, wrt, fixed, hook_names, kinds)
+    ad = ReverseAD(node, info, activity, namer, wrt, fixed, hook_names, kinds, containers)
     body = node.body[:-1]
     ret = node.body[-1]
     fwd, rev = ad.block(body)
