@@ -597,8 +597,9 @@ class ReverseAD:
         """A list or tuple that NumPy reads as an array (``np.prod(lst)``, ``x * lst``) would
         need its gradient split into items, which the rules do not do: refused, at compile
         time for a display, at run time for a name that may hold one."""
-        if rules.takes_sequence_args(primitive) or rules.lookup(primitive) is None:
-            return []
+        rule = rules.lookup(primitive)
+        if rule is None or not rule.builtin or rules.takes_sequence_args(primitive):
+            return []   # a user's @adjoint rule knows its own function's arguments
         checks = []
         for a in active:
             if isinstance(a, (gast.List, gast.Tuple)):
