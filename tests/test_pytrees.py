@@ -582,3 +582,11 @@ def test_a_users_adjoint_rule_gives_a_list_argument_its_gradient():
     a, b = randn(2), randn(2)
     p = [randn(2), randn(2)]
     check(user_rule_on_a_list, (a, b, p), wrt=(0, 1, 2))
+
+
+def reshaped_cube(x, shape):
+    return np.sum(np.reshape(x, shape) ** 3)
+
+
+def test_higher_order_derivatives_still_take_a_shape_tuple():
+    assert sg.gradgradcheck(reshaped_cube, (np.arange(6.0) * 0.3, (2, 3)))
