@@ -255,10 +255,17 @@ def compose_gradient(compiled, many, only_gradients=False):
             hint="Write the first derivative by hand for such code, or use finite differences.")
     # The code holds for arguments of any rank, which are leaves (api.py routes structures
     # to code specialised for them): a structure passed to the composed function is refused.
+    # A parameter that is an operand of + or * must not be one at all (the code would add
+    # or multiply where Python concatenates); others may be structures without float leaves
+    # (a shape, axes).
     params = [a.id for a in forward.args.posonlyargs + forward.args.args + forward.args.kwonlyargs]
+    operands = {o.id for n in gast.walk(forward) if isinstance(n, gast.BinOp)
+                and isinstance(n.op, (gast.Add, gast.Mult)) for o in (n.left, n.right)
+                if isinstance(o, gast.Name)}
     if params:
+        strict = tuple(p in operands for p in params)
         forward.body.insert(0, templates.replace(
-            f"rt.check_leaves(({', '.join(params)},), {tuple(params)!r})")[0])
+            f"rt.check_leaves(({', '.join(params)},), {tuple(params)!r}, {strict!r})")[0])
     return _compose(forward, backward, info, bindings, f"grad_{forward.name[:-len('_forward')]}",
                     _default_seed_of(forward), many)
 

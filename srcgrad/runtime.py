@@ -512,11 +512,13 @@ def attr_item(dx, x, attr):
     return dx.get(attr, 0.0) if isinstance(dx, dict) else 0.0
 
 
-def check_leaves(values, names):
+def check_leaves(values, names, strict):
     """Refuse a structure passed to a gradient composed for arrays and floats
-    (``grad(f).as_function()``, what higher-order derivatives differentiate)."""
-    for value, name in zip(values, names):
-        if value is not None and type(value) not in (float, numpy.ndarray) and _pytree.is_node(value):
+    (``grad(f).as_function()``, what higher-order derivatives differentiate): any, for a
+    parameter the code adds or multiplies (``strict``), else one holding float data."""
+    for value, name, exact in zip(values, names, strict):
+        if value is not None and type(value) not in (float, numpy.ndarray) and _pytree.is_node(value) \
+                and (exact or any(type(leaf) not in (int, bool, str) for leaf in _pytree.tree_leaves(value))):
             from srcgrad.errors import UnsupportedError
             raise UnsupportedError(
                 f"srcgrad: higher-order derivatives (grad of grad, as_function) take arrays and "

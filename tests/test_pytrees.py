@@ -551,3 +551,40 @@ def test_a_structure_changed_in_place_loses_its_keys_facts():
     np.testing.assert_allclose(dl[0], x)
     np.testing.assert_allclose(dl[1], x)
     np.testing.assert_allclose(dx, a + b + 4 * x)
+
+
+def test_vjp_of_a_dict_output_seeded_twice_with_retain_graph():
+    x = randn(3)
+    out, backward = sg.vjp(dict_output)(x)
+    assert set(out) == {"a", "b"}
+    seed = {"a": randn(3), "b": [None, randn(3)]}
+    first = backward(grad_outputs=seed, retain_graph=True)
+    np.testing.assert_allclose(first, 2.0 * seed["a"] + np.cos(x) * seed["b"][1])
+    np.testing.assert_allclose(backward(grad_outputs=seed), first)
+
+
+def weighted_pair(pair):
+    return pair[0] * 2.0 + pair[1] * 3.0
+
+
+@sg.adjoint(weighted_pair)
+def _weighted_pair_rule(dy, y, pair):
+    return [dy * 2.0, dy * 3.0]
+
+
+def user_rule_on_a_list(a, b, p):
+    return np.sum(weighted_pair([a, b]) ** 2) + np.sum(weighted_pair(p))
+
+
+def test_a_users_adjoint_rule_gives_a_list_argument_its_gradient():
+    a, b = randn(2), randn(2)
+    p = [randn(2), randn(2)]
+    check(user_rule_on_a_list, (a, b, p), wrt=(0, 1, 2))
+
+
+def reshaped_cube(x, shape):
+    return np.sum(np.reshape(x, shape) ** 3)
+
+
+def test_higher_order_derivatives_still_take_a_shape_tuple():
+    assert sg.gradgradcheck(reshaped_cube, (np.arange(6.0) * 0.3, (2, 3)))
