@@ -4,7 +4,10 @@ A small grammar of the NumPy code srcgrad must differentiate: straight-line
 code, ``if`` on array values, ``for`` over ranges and over array elements
 (``enumerate``, ``zip``), ``while`` with a bounded counter and a data-dependent
 condition, ``break`` / ``continue`` / early ``return``, subscript reads and
-writes on small arrays, lists passed to ``np.stack`` / ``np.concatenate``.
+writes on small arrays, lists passed to ``np.stack`` / ``np.concatenate``;
+containers (dict, list and tuple displays, ``+`` and ``*`` on lists, keyed writes,
+``append``, nesting) read back into arrays, and the same program given ``x`` and
+``y`` in a dict argument, whose gradient must be a dict of the same numbers.
 Every operation is smooth and bounded (``np.exp(np.sin(.))``, denominators
 ``1 + e*e``, ``np.log(1 + e*e)``), so finite differences are accurate.
 
@@ -75,8 +78,11 @@ class Scope:
 class Generator:
     """Draws one random program; ``render()`` gives its source."""
 
-    def __init__(self, draw, allow_control=True, rebind_iterated=True, aliasing=False):
+    def __init__(self, draw, allow_control=True, rebind_iterated=True, aliasing=False,
+                 containers=False):
         self.draw = draw
+        # True: every program builds lists, tuples and dicts of its arrays and reads them back.
+        self.containers = containers
         # True: every program makes other names for written memory, and writes often.
         self.aliasing = aliasing
         self.allow_control = allow_control
@@ -266,6 +272,8 @@ class Generator:
             options += ["new_array", "new_scalar", "new_scalar", "new_writable"]
             if self.allow_control:
                 options.append("new_list")
+            if self.containers:
+                options += ["container"] * 3
         if self.writable:
             options += ["write", "write", "mutating_call"]
             if top:
@@ -324,6 +332,45 @@ class Generator:
             self.emit(indent, f"{name} = np.array({parts}).mean(axis=0)")
         else:
             self.emit(indent, f"{name} = np.concatenate({parts})[:{N}] * 1.0")
+        self.arrays.append(name)
+        scope.arrays.append(name)
+
+    def stmt_container(self, scope, indent, nesting):
+        """A list, tuple or dict of arrays built (displays, ``+``, ``*``, keyed writes,
+        append, nesting) and read back into a new array: containers are values."""
+        name, box = self.fresh_name("v"), self.fresh_name("c")
+        a, b = self.array(scope, 1), self.array(scope, 1)
+        form = self.choice(["dict", "concat", "repeat", "tuple", "nested", "append", "keyed", "values"])
+        if form == "dict":
+            self.emit(indent, f'{box} = {{"u": {a}, "v": {b}}}')
+            read = f'{box}["u"] * {box}["v"]'
+        elif form == "concat":
+            self.emit(indent, f"{box} = [{a}] + [{b}, {self.array(scope, 1)}]")
+            read = f"{box}[0] - {box}[2] * {box}[1]"
+        elif form == "repeat":
+            self.emit(indent, f"{box} = [{a}, {b}] * 2")
+            read = f"np.stack({box}).sum(axis=0) + {box}[3]"
+        elif form == "tuple":
+            first, second = self.fresh_name("u"), self.fresh_name("w")
+            self.emit(indent, f"{box} = ({a}, {self.scalar(scope, 1)})")
+            self.emit(indent, f"{first}, {second} = {box}")
+            read = f"{first} * {second}"
+        elif form == "nested":
+            self.emit(indent, f'{box} = {{"layers": [({a}, {b})]}}')
+            read = f'{box}["layers"][0][0] * np.cos({box}["layers"][-1][1])'
+        elif form == "append":
+            self.emit(indent, f"{box} = [{a}]")
+            self.emit(indent, f"{box}.append({b})")
+            read = f"sum({box}) * {box}[-1]"
+        elif form == "keyed":
+            self.emit(indent, f"{box} = {{}}")
+            self.emit(indent, f'{box}["k"] = {a}')
+            self.emit(indent, f'{box}["k"] = {box}["k"] * {b}')
+            read = f'{box}.get("k") + {box}["k"]'
+        else:
+            self.emit(indent, f'{box} = {{"p": {a}, "q": {b}}}')
+            read = f"np.mean(np.stack(list({box}.values())), axis=0)"
+        self.emit(indent, f"{name} = {read}")
         self.arrays.append(name)
         scope.arrays.append(name)
 
@@ -507,7 +554,9 @@ class Generator:
         # Inputs are never rebound: each stays in the result, so each is used.
         return [name for name in names if name not in INPUT_NAMES]
 
-    def program(self, name):
+    def program(self, name, structured=False):
+        """The source of one program. ``structured``: the same statements, with ``x`` and
+        ``y`` passed in one dict ``p`` (``def f(p, a)``) instead of two arguments."""
         scope = Scope(self.arrays, self.scalars)
         # Every program starts with one new array and one new scalar, so that
         # rebinding always has a target.
@@ -516,19 +565,28 @@ class Generator:
         if self.aliasing:
             self.stmt_new_writable(scope, 1, 0)
             self.stmt_alias(scope, 1, 0)
+        if self.containers:
+            self.stmt_container(scope, 1, 0)
         for _ in range(self.integer(2, MAX_TOP_STATEMENTS - 2)):
             self.statement(scope, 1, 0)
         self.emit(1, f"return {self.result()}")
         body = "\n".join(self.lines)
-        return (f"import math\n\nimport numpy as np\n\n\ndef _first_two(v):\n    return v[:2]\n\n\n"
-                f"def {name}(x, y, a):\n{body}\n")
+        prelude = (f"import math\n\nimport numpy as np\n\n\ndef _first_two(v):\n    return v[:2]\n\n\n"
+                   f"def {name}(x, y, a):\n{body}\n")
+        if not structured:
+            return prelude
+        return prelude + f'\n\ndef {name}_of_dict(p, a):\n    x = p["x"]\n    y = p["y"]\n{body}\n'
+
 
 
 @st.composite
-def programs(draw, allow_control=True, aliasing=False):
-    """(source, function name) of one random program of ``f(x, y, a)``."""
+def programs(draw, allow_control=True, aliasing=False, containers=False):
+    """(source, function name) of one random program of ``f(x, y, a)``; with
+    ``containers`` the source also defines ``f_of_dict(p, a)``, the same program
+    taking ``x`` and ``y`` as ``p["x"]`` and ``p["y"]``."""
     name = "f"
-    return Generator(draw, allow_control, aliasing=aliasing).program(name), name
+    generator = Generator(draw, allow_control, aliasing=aliasing, containers=containers)
+    return generator.program(name, structured=containers), name
 
 
 inputs = st.integers(0, 2 ** 31 - 1).map(lambda seed: _inputs(seed))
@@ -620,6 +678,25 @@ def test_random_programs_with_aliases_and_in_place_calls(program, args):
     # copyto, fill, repeated fancy indices: the right gradient, or a located refusal.
     source, name = program
     check_program(source, name, args)
+
+
+@settings(max_examples=100, deadline=None, derandomize=True, database=None,
+          suppress_health_check=list(HealthCheck))
+@given(programs(containers=True), inputs)
+def test_random_programs_with_containers(program, args):
+    # Lists, tuples and dicts of arrays built inside f and read back; and the same
+    # program given its arrays in a dict argument: the gradient is a dict.
+    source, name = program
+    check_program(source, name, args)
+    f, _ = load(source, name)
+    of_dict, _ = load(source, name + "_of_dict")
+    x, y, a = args
+    grads = sg.grad(f, wrt=(0, 1, 2))(x, y, a)
+    dp, da = sg.grad(of_dict, wrt=(0, 1))({"x": x, "y": y}, a)
+    assert isinstance(dp, dict) and set(dp) == {"x", "y"}
+    np.testing.assert_allclose(dp["x"], grads[0], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(dp["y"], grads[1], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(da, grads[2], rtol=1e-12, atol=1e-12)
 
 
 def test_generator_renders_valid_python():
