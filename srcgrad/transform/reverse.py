@@ -20,6 +20,7 @@ it comes from, so code generation can comment ``# grad of: <line>``.
 import builtins
 import copy
 import inspect
+import operator
 
 import gast
 
@@ -871,7 +872,19 @@ def _show(node):
     return type(node).__name__
 
 
+_OPERATOR_SYMBOLS = {operator.add: "+", operator.sub: "-", operator.mul: "*",
+                     operator.truediv: "/", operator.floordiv: "//", operator.matmul: "@",
+                     operator.pow: "**", operator.mod: "%", operator.neg: "unary -",
+                     operator.pos: "unary +"}
+
+
 def _describe(primitive, value):
+    try:
+        symbol = _OPERATOR_SYMBOLS.get(primitive)
+    except TypeError:   # an unhashable primitive
+        symbol = None
+    if symbol is not None:
+        return f"the operator {symbol}"
     if isinstance(primitive, Method):
         return f"the method .{primitive}()"
     if isinstance(primitive, Attribute):
