@@ -412,15 +412,20 @@ def drop_unbroadcasts(body, classes, fixed, roots=()):
             if is_rt_call(node, "reduction_size") and node.args and isinstance(node.args[0], gast.Name):
                 target = node.args[0].id
                 shape = classes.get(target)
-                whole = len(node.args) == 1 or (len(node.args) == 2 and isinstance(node.args[1], gast.Constant)
-                                                and node.args[1].value is None)
+                extra = node.args[1:]
+                at_least = extra[1].value if len(extra) == 2 and isinstance(extra[1], gast.Constant) else 0
+                whole = not extra or (len(extra) <= 2 and isinstance(extra[0], gast.Constant)
+                                      and extra[0].value is None and at_least in (0, 1))
                 if shape in roots and shape != target:
                     used.update((target, shape))
                     node.args[0] = gast.Name(id=shape, ctx=gast.Load(), annotation=None,
                                              type_comment=None)
                 if whole and shape not in (None, SCALAR, UNKNOWN):
                     used.add(target)   # an array: its size, without the helper's axis handling
-                    return gast.Attribute(value=node.args[0], attr="size", ctx=gast.Load())
+                    size = gast.Attribute(value=node.args[0], attr="size", ctx=gast.Load())
+                    if at_least:   # a mean's divisor: 1 for an empty array, whose gradient is empty
+                        return gast.BoolOp(op=gast.Or(), values=[size, gast.Constant(value=1, kind=None)])
+                    return size
                 return node
             if not _shape_helper(node):
                 return node
@@ -481,6 +486,10 @@ class _Lazy:
         return bool(self.origins) and not self.real
 
 
+def _plain_scalar(found):
+    return found is not None and found.shape == SCALAR and not found.origins
+
+
 def _lazy_class(e, classes, lazy, enabled, primals):
     """The ``_Lazy`` of an elementwise expression ``e``, or None when ``e`` is not one."""
     if isinstance(e, gast.Constant):
@@ -495,6 +504,9 @@ def _lazy_class(e, classes, lazy, enabled, primals):
     if isinstance(e, gast.Attribute) and e.attr == "size" and isinstance(e.value, gast.Name) \
             and e.value.id not in lazy:
         return _Lazy(SCALAR)
+    if isinstance(e, gast.BoolOp) and isinstance(e.op, gast.Or) \
+            and all(_plain_scalar(_lazy_class(v, classes, lazy, enabled, primals)) for v in e.values):
+        return _Lazy(SCALAR)   # a mean's divisor, (x.size or 1)
     parts = None
     if isinstance(e, gast.BinOp) and not isinstance(e.op, gast.MatMult):
         parts = [e.left, e.right]
