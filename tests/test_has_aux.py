@@ -254,3 +254,32 @@ def test_a_has_aux_gradient_cannot_be_differentiated_again():
         return np.sum(x ** 2), 1.0
     with pytest.raises(TypeError, match="has_aux"):
         sg.grad(sg.grad(f, has_aux=True))(randn(3))
+
+
+def test_aux_may_call_what_srcgrad_cannot_differentiate():
+    import statistics
+
+    def f(x):
+        y = np.tanh(x)
+        loss = np.sum(y ** 2)
+        return loss, {"median": statistics.median(list(y)), "item": loss.item()}
+
+    x = randn(5)
+    with pytest.raises(sg.NonDifferentiableError, match="sorted"):
+        sg.grad(f)(x)   # as a second output it needs a gradient
+    grads, aux = sg.grad(f, has_aux=True)(x)
+    y = np.tanh(x)
+    np.testing.assert_allclose(grads, 2 * y * (1 - y * y), rtol=1e-10)
+    assert aux["median"] == pytest.approx(np.median(y))
+    assert aux["item"] == pytest.approx(np.sum(y ** 2))
+
+
+def test_keyword_arguments_take_the_general_path_with_aux():
+    def f(x, *, scale):
+        return np.sum(x * scale), x.shape
+    x = randn(4)
+    grads, shape = sg.grad(f, has_aux=True)(x, scale=2.0)
+    np.testing.assert_allclose(grads, np.full(4, 2.0))
+    assert shape == (4,)
+    (value, shape), grads = sg.value_and_grad(f, has_aux=True)(x, scale=2.0)
+    assert value == pytest.approx(2 * np.sum(x)) and shape == (4,)
