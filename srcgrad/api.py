@@ -17,7 +17,7 @@ _cache = {}
 _cache_lock = threading.Lock()
 
 
-def _compiled(fn, wrt, hook_names=(), fuse=False, arg_ranks=None):
+def _compiled(fn, wrt, hook_names=(), fuse=False, arg_ranks=None, has_aux=False):
     """The compiled gradient of ``fn``, from the cache while ``compiled.guard.holds(fn)``:
     the one check every reuse of a compiled gradient makes (srcgrad/guard.py). The key
     tells apart what can be hashed cheaply (the code, the closure's cells, the globals,
@@ -25,13 +25,13 @@ def _compiled(fn, wrt, hook_names=(), fuse=False, arg_ranks=None):
     the guard checks what the compile read through them."""
     key = (fn.__code__, _closure_key(fn), id(fn.__globals__), id(fn.__defaults__),
            id(fn.__kwdefaults__), _wrt_key(wrt), hook_names, pipeline.OPTIMIZE, rules.VERSION[0],
-           bool(fuse), arg_ranks)
+           bool(fuse), arg_ranks, bool(has_aux))
     found = _cache.get(key)
     if found is None or not found.guard.holds(fn):
         with _cache_lock:
             found = _cache.get(key)
             if found is None or not found.guard.holds(fn):
-                found = compile_gradient(fn, wrt, hook_names, fuse, arg_ranks)
+                found = compile_gradient(fn, wrt, hook_names, fuse, arg_ranks, bool(has_aux))
                 _cache[key] = found
     return found
 
@@ -148,7 +148,7 @@ class GradFunction:
     _fast = {}         # (shared, empty) rank_keys(args) -> _FastCall, set per instance
 
     def __init__(self, fn, wrt=0, allow_unused=False, materialize_grads=False,
-                 preserve_result=False, hooks=None, fuse=False):
+                 preserve_result=False, hooks=None, fuse=False, has_aux=False):
         if isinstance(fn, GradFunction):
             fn = fn.as_function()
         self.fn = entry_function(fn)
@@ -159,6 +159,7 @@ class GradFunction:
         self.materialize_grads = materialize_grads
         self.preserve_result = preserve_result
         self.fuse = fuse
+        self.has_aux = bool(has_aux)
 
     @property
     def __name__(self):
@@ -173,7 +174,8 @@ class GradFunction:
         """The compiled gradient for arguments of any rank (what ``source`` shows)."""
         found = self.__dict__.get("_compiled")
         if found is None or not found.guard.holds(self.fn):
-            found = self._compiled = _compiled(self.fn, self.wrt, self.hook_names, self.fuse)
+            found = self._compiled = _compiled(self.fn, self.wrt, self.hook_names, self.fuse,
+                                               has_aux=self.has_aux)
         return found
 
     def compiled_for(self, args, kwargs=None):
@@ -204,7 +206,8 @@ class GradFunction:
             by_rank = self._by_rank = {}
         found = by_rank.get(key)
         if found is None or not found.guard.holds(self.fn):
-            found = by_rank[key] = _compiled(self.fn, self.wrt, self.hook_names, self.fuse, key)
+            found = by_rank[key] = _compiled(self.fn, self.wrt, self.hook_names, self.fuse, key,
+                                             self.has_aux)
             if found.meta["rank_free"]:
                 self._any_rank = found  # nothing in it depends on the ranks: skip the key
         return found
@@ -244,6 +247,9 @@ class GradFunction:
         """The gradient as one plain Python function srcgrad can differentiate again."""
         if self.preserve_result:
             raise TypeError("srcgrad: differentiate grad(f), not value_and_grad(f)")
+        if self.has_aux:
+            raise TypeError("srcgrad: differentiate grad(f) without has_aux=True: its aux is "
+                            "not a gradient")
         from srcgrad.pipeline import compose_gradient
         return compose_gradient(self.compiled, isinstance(self.wrt, (tuple, list)))
 
@@ -286,6 +292,8 @@ class GradFunction:
             seed = 1.0
         else:
             out, saved = compiled.forward(*args, **kwargs) if kwargs else compiled.forward(*args)
+            if self.has_aux:
+                out, aux = out   # the forward sweep checked it is a pair (transform/aux.py)
             if grad_outputs is None and not meta["tuple_output"]:
                 seed = runtime.default_seed(out)
             else:
@@ -296,10 +304,12 @@ class GradFunction:
             grads = compiled.backward(seed, saved)
         grads = _finish_values(grads, compiled.wrt, likes, self.allow_unused, self.materialize_grads)
         result = grads if plan.many else grads[0]
-        if self.preserve_result:
+        if self.has_aux:
+            result = ((out, aux), result) if self.preserve_result else (result, aux)
+        elif self.preserve_result:
             return out, result
         if not kwargs and len(args) == plan.n_positional and _FastCall.applies(self, compiled, plan):
-            fast = _FastCall(self, compiled, plan)
+            fast = (_FastAuxCall if self.has_aux else _FastCall)(self, compiled, plan)
             if compiled.meta["rank_free"]:
                 self._fast_any = fast
             else:
@@ -398,6 +408,28 @@ class _FastCall:
         return grads if self.many else grads[0]
 
 
+class _FastAuxCall(_FastCall):
+    """``_FastCall`` of a has_aux gradient: returns ``(gradients, aux)``. Its own ``run``
+    keeps the common call's free of the check."""
+
+    def run(self, args, grad_outputs=None):
+        if len(args) != self.n_args or not self.guard.holds(self.fn):
+            return _DECLINED
+        for k in self.others:
+            other = args[k]
+            if type(other) not in _LEAF_TYPES and other is not None and pytree.is_node(other):
+                return _DECLINED
+        likes = [args[k] for k in self.positions]
+        if not all(_float_input(v) or _float_tree(v) for v in likes):
+            return _DECLINED
+        (out, aux), saved = self.compiled.forward(*args)
+        seed = runtime.default_seed(out) if grad_outputs is None else _check_seed(out, grad_outputs)
+        grads = self.compiled.backward(seed, saved)
+        if not all(map(_final, grads, likes)):
+            grads = _finish_values(grads, self.compiled.wrt, likes, *self.options)
+        return (grads if self.many else grads[0]), aux
+
+
 def _seeded(forward_result, grad_outputs):
     """(seed, saved) for the backward sweep; the output itself is not kept alive."""
     out, saved = forward_result
@@ -484,7 +516,7 @@ def _finish_values(grads, names, likes, allow_unused, materialize_grads):
 
 
 def grad(fn, wrt=0, *, allow_unused=False, materialize_grads=False, preserve_result=False,
-         hooks=None, fuse=False):
+         hooks=None, fuse=False, has_aux=False):
     """The gradient of ``fn`` with respect to ``wrt``, as a function of ``fn``'s arguments.
 
     Args:
@@ -504,6 +536,10 @@ def grad(fn, wrt=0, *, allow_unused=False, materialize_grads=False, preserve_res
         fuse: on CuPy, run each chain of elementwise operations (forward and
             adjoint) as one fused kernel (``cupy.fuse``); NumPy runs the same
             code unfused. See docs/performance.md.
+        has_aux: ``fn`` returns a pair ``(output, aux)`` (JAX): only ``output`` is
+            differentiated (``grad_outputs`` seeds it), and the call returns
+            ``(gradients, aux)`` (with ``preserve_result``, ``((output, aux), gradients)``).
+            ``aux`` is any value, computed as ``fn`` computes it, with no gradient.
 
     Returns:
         A GradFunction; call it as ``g(*args, grad_outputs=None, **kwargs)``.
@@ -515,11 +551,13 @@ def grad(fn, wrt=0, *, allow_unused=False, materialize_grads=False, preserve_res
         >>> sg.grad(f)(np.array([1.0, 2.0]))
         array([2., 4.])
     """
-    return GradFunction(fn, wrt, allow_unused, materialize_grads, preserve_result, hooks, fuse)
+    return GradFunction(fn, wrt, allow_unused, materialize_grads, preserve_result, hooks, fuse,
+                        has_aux)
 
 
 def value_and_grad(fn, wrt=0, **options):
-    """Like ``grad(..., preserve_result=True)``: returns ``(value, gradients)``."""
+    """Like ``grad(..., preserve_result=True)``: returns ``(value, gradients)``, or with
+    ``has_aux=True`` ``((value, aux), gradients)``."""
     options["preserve_result"] = True
     return grad(fn, wrt, **options)
 
@@ -564,14 +602,18 @@ class _Backward:
         return grads if many else grads[0]
 
 
-def vjp(fn, wrt=0, *, allow_unused=False, materialize_grads=False, hooks=None, fuse=False):
+def vjp(fn, wrt=0, *, allow_unused=False, materialize_grads=False, hooks=None, fuse=False,
+        has_aux=False):
     """Split reverse mode: ``out, backward = vjp(f, wrt)(*args)``.
 
     ``backward(grad_outputs=None, retain_graph=False)`` returns the gradients;
     calling it again requires ``retain_graph=True`` on the previous call, as in
-    PyTorch.
+    PyTorch. With ``has_aux=True`` (``fn`` returns ``(output, aux)``):
+    ``out, backward, aux = vjp(f, wrt, has_aux=True)(*args)``, ``backward`` seeding
+    the output only.
     """
-    gfn = GradFunction(fn, wrt, allow_unused, materialize_grads, hooks=hooks, fuse=fuse)
+    gfn = GradFunction(fn, wrt, allow_unused, materialize_grads, hooks=hooks, fuse=fuse,
+                       has_aux=has_aux)
 
     def run(*args, **kwargs):
         check_grad_enabled()
@@ -586,20 +628,23 @@ def vjp(fn, wrt=0, *, allow_unused=False, materialize_grads=False, hooks=None, f
             tracebacks.locate(exc)
             raise
         options = (allow_unused, materialize_grads, isinstance(wrt, (tuple, list)))
+        if has_aux:
+            out, aux = out
+            return out, _Backward(gfn, compiled, saved, out, inputs, options), aux
         return out, _Backward(gfn, compiled, saved, out, inputs, options)
 
     run.__name__ = f"vjp_{getattr(fn, '__name__', 'f')}"
     return run
 
 
-def source(fn, wrt=0, fuse=False, args=None):
+def source(fn, wrt=0, fuse=False, args=None, has_aux=False):
     """The generated gradient source of ``fn`` with respect to ``wrt``, as a str.
 
     With ``args`` (example arguments, a tuple), the source specialised for their
-    ranks: what ``grad(fn, wrt)(*args)`` runs.
+    ranks: what ``grad(fn, wrt)(*args)`` runs. ``has_aux``: as for ``grad``.
     """
     ranks = None if args is None else rank_keys(tuple(args))
-    return _compiled(entry_function(fn), wrt, fuse=fuse, arg_ranks=ranks).source
+    return _compiled(entry_function(fn), wrt, fuse=fuse, arg_ranks=ranks, has_aux=has_aux).source
 
 
 def active_variables(fn, wrt=0):

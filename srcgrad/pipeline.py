@@ -14,7 +14,7 @@ from srcgrad.naming import Namer
 from srcgrad.parse import parse_function
 from srcgrad import templates
 from srcgrad.templates import clone
-from srcgrad.transform import anf, canonicalize, fence, inline, mutation, optimize, reverse
+from srcgrad.transform import anf, aux, canonicalize, fence, inline, mutation, optimize, reverse
 from srcgrad.transform import fuse as fusion
 
 # Optimization passes on the backward sweep (transform/optimize.py, shape-only saving).
@@ -59,8 +59,11 @@ def _rename_reserved(node, info, namer, bindings):
     return node
 
 
-def normalize(fn, stack=()):
-    """Parse, check, canonicalize, normalize and inline ``fn``: the shared prefix of every mode."""
+def normalize(fn, stack=(), has_aux=False):
+    """Parse, check, canonicalize, normalize and inline ``fn``: the shared prefix of every mode.
+
+    ``has_aux``: ``fn`` returns ``(output, aux)``; the tree returned returns the output and
+    binds ``aux`` to the name in ``node._srcgrad_aux`` (transform/aux.py)."""
     node, info = parse_function(fn)
     user_locals = frozenset(anf.local_names(node))
     namer = Namer({n.id for n in gast.walk(node) if isinstance(n, gast.Name)} | set(RESERVED))
@@ -69,6 +72,7 @@ def normalize(fn, stack=()):
         _check_returns_a_value(node, info)
     bindings = {}
     node = _rename_reserved(node, info, namer, bindings)
+    node._srcgrad_aux = aux.split(node, info, namer) if has_aux else None
     node = canonicalize.transform(node, info, namer)  # before ANF: it introduces flags and indexing
     node = anf.transform(node, info, namer, bindings)
     node, rewritten = mutation.transform(node, info, namer)  # out=, copyto, .fill(): indexed writes
@@ -119,14 +123,16 @@ def wrt_names(node, wrt):
     return tuple(names), many, all_params
 
 
-def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None):
+def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None, has_aux=False):
     """Compile the reverse-mode gradient of ``fn`` with respect to ``wrt``.
 
+    ``has_aux``: ``fn`` returns ``(output, aux)``; only the output is differentiated and
+    the forward sweep returns the pair (``meta["has_aux"]``).
     ``fuse`` turns runs of elementwise statements into fused kernels (transform/fuse.py).
     ``arg_ranks`` (one ``ranks.rank_key`` per positional argument) specialises the
     gradient for arguments of those ranks: scalars need no unbroadcasting.
     """
-    node, info, bindings = normalize(fn)
+    node, info, bindings = normalize(fn, has_aux=has_aux)
     namer = node._srcgrad_namer
     names, _, _ = wrt_names(node, wrt)
     user_locals = node._srcgrad_user_locals
@@ -166,12 +172,15 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None):
                                             tuple(sorted(hook_names)), optimized=OPTIMIZE,
                                             ranks=rank_map, classes=classes,
                                             scalar_reductions=bool(arg_ranks) and not fuse,
-                                            fused=fuse, kinds=kind_map, containers=containers)
+                                            fused=fuse, kinds=kind_map, containers=containers,
+                                            aux=node._srcgrad_aux)
+    meta["has_aux"] = has_aux
     for_grad = None
     # A complex output has no default seed (rt.default_seed refuses it): never assume 1.
     real_output = not (isinstance(node.body[-1].value, gast.Name)
                        and kind_map.of(node.body[-1].value) == kinds.COMPLEX)
-    if OPTIMIZE and not fuse and not meta["tuple_output"] and real_output:
+    # With has_aux the caller sees the forward's aux: no sweep that skips computing it.
+    if OPTIMIZE and not fuse and not meta["tuple_output"] and real_output and not has_aux:
         for_grad = optimize.forward_for_gradient(forward, rank_map, classes)
     forward.body = emit.comment_blocks(forward.body, "", 2)
     backward.body = emit.comment_blocks(backward.body, "grad of: ", 1)
@@ -179,7 +188,7 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None):
     # The forward sweep a call that wants only the gradients composes with the backward
     # (api._FastCall), and whether its seed is known to be 1 (a scalar output).
     meta["gradient_forward"] = None
-    if OPTIMIZE and not fuse and not meta["tuple_output"] and real_output:
+    if OPTIMIZE and not fuse and not meta["tuple_output"] and real_output and not has_aux:
         meta["gradient_forward"] = (for_grad or forward, optimize.scalar_output(forward, rank_map))
     # The code holds for arguments of any rank unless it relies on a fact the ranks gave.
     # Which names may hold containers decides code too (a structured argument's gradient).

@@ -1027,9 +1027,11 @@ def _copy_mutated(value, mutated):
 
 def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), optimized=True,
           ranks=None, classes=None, scalar_reductions=False, fused=False, kinds=None,
-          containers=frozenset()):
+          containers=frozenset(), aux=None):
     """The forward and backward FunctionDefs for FunctionDef ``node``.
 
+    ``aux``: the name of the value returned beside the output (has_aux, transform/aux.py):
+    the forward sweep returns ``((output, aux), saved)``.
     ``scalar_reductions``: the caller broadcasts each parameter's gradient to its
     argument's shape, so a full reduction's gradient may stay a scalar up to the
     return (``optimize.keep_reductions_scalar``). ``fused``: the elementwise statements
@@ -1159,6 +1161,8 @@ def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), o
     # The reverse sweep restores arrays and lists it wrote into; the caller gets its own copy.
     mutated = {k[1] for k in (_tape_key(s) for s in optimize.walk_statements(rev)) if isinstance(k, tuple)}
     out_expr = _copy_mutated(ret.value, mutated)
+    if aux is not None:
+        out_expr = gast.Tuple(elts=[out_expr, _copy_mutated(name(aux), mutated)], ctx=gast.Load())
     packed = gast.Tuple(elts=[replace_expr(f"rt.shape_of({n})") if n in shape_only else name(n)
                               for n in saved_tuple], ctx=gast.Load())
     fwd_return = gast.Return(value=gast.Tuple(elts=[out_expr, packed], ctx=gast.Load()))
