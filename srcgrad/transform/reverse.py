@@ -487,8 +487,12 @@ class ReverseAD:
             return self.apply_rule(primitive, args, kwargs, dy, y, origin, value)
         return []
 
-    def accumulate(self, target, grad):
-        """``d<target> += grad`` for each name in ``target`` that needs an adjoint."""
+    def accumulate(self, target, grad, sequence=False):
+        """``d<target> += grad`` for each name in ``target`` that needs an adjoint.
+
+        ``sequence``: ``grad`` may be a list (the gradient of a rule's parameter that
+        takes a sequence, such as ``rt.seq_item``'s: a second-order sweep meets the
+        list adjoint of a tuple result), so it is added with ``rt.seq_add``."""
         if isinstance(target, (gast.List, gast.Tuple)):
             out = []
             if not isinstance(grad, gast.Name):
@@ -502,7 +506,7 @@ class ReverseAD:
         if not self.needs(target):
             return []
         dt = self.d(target.id)
-        if target.id in self.act.sequences:
+        if sequence or target.id in self.act.sequences:
             return replace(f"{dt} = rt.seq_add({dt}, G)", G=grad)
         return replace(f"{dt} = {dt} + G", G=grad)
 
@@ -581,7 +585,8 @@ class ReverseAD:
                     used |= names_in(st.value)
             out += keep
             for p, g in needed:
-                out += self.accumulate(arg_nodes[p.name], self.real_part(arg_nodes[p.name], g, on_complex))
+                out += self.accumulate(arg_nodes[p.name], self.real_part(arg_nodes[p.name], g, on_complex),
+                                       sequence=p.name in rule.sequences)
             return out
         # A rule that is not a template: called at run time.
         rule_name = self.namer.new(f"{rule.name}_rule")
@@ -597,7 +602,8 @@ class ReverseAD:
             if not self._any_needed(node):
                 continue
             grad = name(g) if single and k == 0 else replace_expr(f"{g}[{k}]")
-            out += self.accumulate(node, self.real_part(node, grad, on_complex))
+            out += self.accumulate(node, self.real_part(node, grad, on_complex),
+                                   sequence=p.name in rule.sequences)
         return out
 
     def real_part(self, node, grad, on_complex):
@@ -927,6 +933,20 @@ def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), o
     seed = namer.new("dout") if tuple_output else ad.d(outputs[0].id) if ad.needs(outputs[0]) \
         else namer.new("dout")
 
+    # Results: one gradient per wrt name. Named before the prologue, so that an
+    # active input whose every use has no gradient (``y`` of ``np.copysign(x, y)``:
+    # the rule's entry is None) gets its zero adjoint there like any other.
+    results = []
+    unused = []
+    for w in wrt:
+        if w in ad.captures:
+            results.append(name(ad.captures[w]))
+        elif w in activity.adjoint:
+            results.append(name(ad.d(w)))
+        else:
+            unused.append(w)
+            results.append(gast.Constant(value=None, kind=None))
+
     # Backward prologue: seeds, zero adjoints, the array namespace.
     prologue = []
     seeded = set()
@@ -959,18 +979,6 @@ def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), o
     fwd = [s for p in activity.params if p in ad.hook_lists
            for s in replace(f"{ad.hook_lists[p]} = []")] + fwd
     primal_names = primal_names | set(ad.hook_lists.values())
-
-    # Results: one gradient per wrt name.
-    results = []
-    unused = []
-    for w in wrt:
-        if w in ad.captures:
-            results.append(name(ad.captures[w]))
-        elif w in activity.adjoint:
-            results.append(name(ad.d(w)))
-        else:
-            unused.append(w)
-            results.append(gast.Constant(value=None, kind=None))
 
     back_return = gast.Return(value=gast.Tuple(elts=results, ctx=gast.Load()))
     rev = prologue + rev + [back_return]
