@@ -1545,6 +1545,29 @@ def cholesky_vjp(dy, L):
     return 0.5 * (g + xp.swapaxes(g, -1, -2))
 
 
+def cofactor(a):
+    """The cofactor matrix of ``a`` (batched over leading axes): the gradient of
+    ``det(a)``. ``det(a) * inv(a).T`` where ``a`` is invertible; from the SVD
+    ``a = u s vh`` where it is singular (``det(u) det(vh) u diag(prod of the other
+    singular values) vh``), which stays finite and exact there (issue 11: the
+    gradient of det at a singular matrix raised LinAlgError)."""
+    xp = namespace(a)
+    det = xp.linalg.det(a)
+    if bool(xp.all(det != 0)):
+        try:
+            inv = xp.linalg.inv(a)
+            if bool(xp.all(xp.isfinite(inv))):
+                return xp.asarray(det)[..., None, None] * xp.swapaxes(inv, -1, -2)
+        except numpy.linalg.LinAlgError:
+            pass
+    u, s, vh = xp.linalg.svd(a)
+    n = s.shape[-1]
+    others = xp.where(xp.eye(n, dtype=bool), 1.0, s[..., None, :])
+    adj_s = xp.prod(others, axis=-1)
+    sign = xp.linalg.det(u) * xp.linalg.det(vh)
+    return xp.asarray(sign)[..., None, None] * xp.matmul(u * adj_s[..., None, :], vh)
+
+
 def matrix_power_vjp(dy, a, n):
     """Gradient of ``linalg.matrix_power(a, n)`` (negative ``n`` through the inverse)."""
     xp = namespace(dy, a)

@@ -257,6 +257,8 @@ for f in (np.power, np.float_power):
 add(C(np.power, np.array([0.0, 0.0, 1.5]), np.array([0.0, 2.0, 0.0]), _wrt=[0]),
     C(operator.pow, 0.0, 0.0, _wrt=[0]), C(operator.pow, 0.0, 2, _wrt=[0]),
     C(np.power, np.array([0.0, 1.5]), np.array([2.0, 0.7]), _wrt=[1]))
+# hypot at the origin: |t| * |v| along any direction, whose central difference is 0.
+add(C(np.hypot, np.array([0.0, 1.5, 0.0]), np.array([0.0, -2.0, 0.7]), _wrt=[0, 1]))
 for f in (np.mod, np.remainder, np.fmod):
     add(C(f, p(3, 1) * 3.1 + 0.05, p(4)))
 add(
@@ -458,6 +460,10 @@ add(
     C(np.linalg.matrix_power, r(3, 3) * 0.5, 3), C(np.linalg.matrix_power, r(2, 3, 3) * 0.5, 1),
     C(np.linalg.matrix_power, spd(3), -2), C(np.linalg.matrix_power, r(3, 3), 0),
     C(np.linalg.det, r(3, 3)), C(np.linalg.det, r(2, 4, 4)),
+    C(np.linalg.det, np.array([[1.0, 2.0, 0.5], [2.0, 4.0, 1.0], [0.3, -1.0, 2.0]])),  # singular: rank 2
+    C(np.linalg.det, np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [-1.0, -2.0, -3.0]])),  # rank 1: zero
+    C(np.linalg.det, np.stack([r(3, 3), np.outer(r(3), r(3))])),  # one invertible, one singular
+    C(rt.cofactor, r(3, 3)), C(rt.cofactor, r(2, 4, 4)),
     C(np.linalg.slogdet, r(3, 3)), C(np.linalg.slogdet, r(2, 3, 3)),
     C(np.linalg.cholesky, spd(3), _dir=sym_direction),
     C(np.linalg.cholesky, spd(4, (2,)), _dir=sym_direction),

@@ -6,7 +6,8 @@
   matrix 1/inf norms share the gradient evenly; ``ord=1`` uses ``sign`` (0 at 0).
 * ``slogdet`` returns ``(sign, logabsdet)``: its ``dy`` is the pair of
   cotangents; only ``logabsdet`` carries a gradient (``sign`` is piecewise
-  constant). ``det``, ``inv``, ``slogdet`` need a non-singular matrix.
+  constant). ``inv`` and ``slogdet`` need a non-singular matrix; ``det``'s gradient (the
+  cofactor matrix) is exact at a singular one too.
 * ``cholesky`` and ``eigvalsh`` read one triangle of a matrix assumed
   symmetric: their gradients are symmetric (the PyTorch/JAX convention).
 * ``solve`` follows NumPy 2: ``b`` is a vector exactly when it is 1-D.
@@ -19,7 +20,9 @@ from srcgrad.rules import adjoint, nondifferentiable
 
 xp = None  # placeholder: the array namespace, bound in generated code
 
-nondifferentiable(np.linalg.matrix_rank, np.linalg.cond)
+# (np.linalg.cond is a smooth function of the matrix, a ratio of singular values:
+# it has no rule and is refused where it needs a gradient, never a silent zero.)
+nondifferentiable(np.linalg.matrix_rank)
 
 # ----- Norms -----
 
@@ -64,7 +67,8 @@ def matrix_power(dy, y, a, n):
 
 @adjoint(np.linalg.det)
 def det(dy, y, a):
-    return xp.asarray(dy * y)[..., None, None] * xp.swapaxes(xp.linalg.inv(a), -1, -2)
+    """The cofactor matrix, finite at a singular ``a`` too (``rt.cofactor``)."""
+    return xp.asarray(dy)[..., None, None] * rt.cofactor(a)
 
 
 @adjoint(np.linalg.slogdet)
