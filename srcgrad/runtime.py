@@ -1098,17 +1098,17 @@ def column_stack_vjp(dy, tup):
     return _stack_vjp_generic(dy, tup, promote, lambda shapes: 1)
 
 
-_PAD_GATHER_MODES = ("constant", "edge", "reflect", "symmetric", "wrap", "empty")
+PAD_GATHER_MODES = ("constant", "edge", "reflect", "symmetric", "wrap", "empty")
 
 
 def _pad_source_index(array, pad_width, mode):
     shape = _shape(array)
     size = int(numpy.prod(shape))
     index = numpy.arange(size).reshape(shape)
-    if mode not in _PAD_GATHER_MODES:
+    if mode not in PAD_GATHER_MODES:
         raise NotImplementedError(
             f"srcgrad: the gradient of np.pad with mode={mode!r} is not supported "
-            f"(supported: {', '.join(_PAD_GATHER_MODES)}); write a custom sg.Function.")
+            f"(supported: {', '.join(PAD_GATHER_MODES)}); write a custom sg.Function.")
     if mode in ("constant", "empty"):
         return numpy.pad(index, pad_width, mode="constant", constant_values=-1)
     return numpy.pad(index, pad_width, mode=mode)

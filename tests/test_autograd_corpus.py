@@ -1575,6 +1575,13 @@ def fmod_scalar_dividend(x): return np.sum(np.fmod(5.0, x))
 def py_mod_scalar(x): return 5.0 % x + x % 0.4
 @case(np.array([1.0, 2.0, 0.5]))
 def trapezoid(x): return np.trapezoid(x * x)
+@case(np.array([1.0, 2.0, 0.5]))
+def missing_numpy_function_in_a_dead_branch(x):
+    return np.trapezoid(x) if hasattr(np, "trapezoid") else np.no_such_function(x)
+@case(V.copy())
+def pad_linear_ramp(x): return to_scalar(np.pad(x, 2, mode="linear_ramp"))
+@case(V.copy())
+def pad_mean(x): return to_scalar(np.pad(x, 2, mode="mean"))
 @case(R5(4))
 def unique_is_refused_not_zero(x): return np.sum(np.unique(x)) + np.sum(x)
 @case(R5(3, 3) + 3 * np.eye(3))

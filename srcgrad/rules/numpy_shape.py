@@ -215,7 +215,7 @@ def split(dy, y, ary, indices_or_sections, axis=0):
     return rt.split_vjp(dy, y, axis), None, None
 
 
-@adjoint(np.pad)
+@adjoint(np.pad, literals={"mode": rt.PAD_GATHER_MODES})
 def pad(dy, y, array, pad_width, mode="constant", *, constant_values=0):
     """Modes that copy entries (constant, edge, reflect, symmetric, wrap, empty);
     a scalar ``constant_values`` gets the sum of the padding's gradient."""

@@ -554,6 +554,7 @@ class ReverseAD:
                              f"this call to {_describe(primitive, value)} is not supported by "
                              f"srcgrad's rule ({exc})") from None
         self.check_array_arguments(rule, bound, primitive, origin, value)
+        self.check_literals(rule, bound, primitive, origin, value)
         params = rule.params
         arg_nodes = {}
         for p in list(rule.signature.parameters.values()):
@@ -611,6 +612,18 @@ class ReverseAD:
         if on_complex and isinstance(node, gast.Name) and self.kind_of(node) != kinds_.COMPLEX:
             return replace_expr(f"rt.real_like(G, {node.id})", G=grad)
         return grad
+
+    def check_literals(self, rule, bound, primitive, origin, value):
+        """A literal option the rule does not support (``np.pad(x, 1, mode="mean")``)
+        is refused here, at its line, rather than when the reverse sweep runs."""
+        for param, allowed in rule.literals.items():
+            arg = bound.arguments.get(param)
+            if isinstance(arg, gast.Constant) and arg.value not in allowed:
+                raise self.error(
+                    origin, UnsupportedError,
+                    f"srcgrad's gradient of {_describe(primitive, value)} does not support "
+                    f"{param}={arg.value!r} (supported: {', '.join(map(repr, allowed))})",
+                    "Write a custom srcgrad.Function, or register your own rule with @srcgrad.adjoint.")
 
     def check_array_arguments(self, rule, bound, primitive, origin, value):
         """A list where a rule expects an array is refused: calls got ``rt.as_array`` of
