@@ -1136,6 +1136,14 @@ def pad_constant_vjp(dy, array, pad_width, constant_values=0):
     return xp.sum(xp.where(source < 0, dy, 0))
 
 
+def rollaxis_destination(a, axis, start=0):
+    """Where ``rollaxis(a, axis, start)`` puts ``axis`` (the adjoint moves it back)."""
+    n = len(_shape(a))
+    axis = axis % n
+    start = start + n if start < 0 else start
+    return start - 1 if start > axis else start
+
+
 def negate_shift(shift):
     """``-shift`` for an int or a tuple of ints (the adjoint of ``roll``)."""
     if isinstance(shift, (tuple, list)):

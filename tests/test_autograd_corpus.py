@@ -1600,6 +1600,309 @@ def det_zero_matrix(x): return np.linalg.det(x)
 def hypot_at_origin(x, y): return np.sum(np.hypot(x, y))
 
 
+
+# ===== Everyday forms: positional axes, methods, builtins over arrays, helpers,
+# control flow, augmented assignment, Python floats =====
+
+rng7 = np.random.default_rng(7)
+
+
+def R7(*s):
+    return rng7.standard_normal(s)
+
+
+M7 = R7(3, 4)
+V7 = R7(4)
+W7 = R7(4, 2)
+K7 = 1.7
+
+def helper7(a, b=2.0, *, c=0.5): return a * b + c
+def pair7(a): return a * 2.0, a + 1.0
+def rec7(a, n):
+    if n == 0:
+        return a
+    return rec7(a * 1.1, n - 1) + a
+
+@case(M7.copy())
+def sum_positional_axis(x): return to_scalar(np.sum(x, 0))
+@case(M7.copy())
+def mean_method_positional(x): return to_scalar(x.mean(1))
+@case(M7.copy())
+def sum_method_keepdims(x): return to_scalar(x.sum(0, keepdims=True))
+@case(M7.copy())
+def cumsum_positional(x): return to_scalar(np.cumsum(x, 1))
+@case(M7.copy())
+def max_positional(x): return to_scalar(np.max(x, 1))
+@case(M7.copy())
+def norm_positional(x): return to_scalar(np.linalg.norm(x, 2, 0))
+@case(M7.copy())
+def norm_axis_neg(x): return to_scalar(np.linalg.norm(x, axis=-1, keepdims=True))
+@case(M7.copy())
+def concat_positional(x): return to_scalar(np.concatenate([x, x * 2], 1))
+@case(V7.copy())
+def stack_positional(x): return to_scalar(np.stack([x, x ** 2], 1))
+@case(M7.copy())
+def roll_positional(x): return to_scalar(np.roll(x, 1, 0))
+@case(M7.copy())
+def repeat_positional(x): return to_scalar(np.repeat(x, 2, 1))
+@case(M7.copy())
+def clip_positional(x): return to_scalar(np.clip(x, -0.5, 0.5))
+@case(M7.copy())
+def clip_method_positional(x): return to_scalar(x.clip(-0.5, 0.5))
+@case(M7.copy())
+def where_scalar_other(x): return to_scalar(np.where(x > 0, x, 0))
+@case(M7.copy())
+def maximum_zero(x): return to_scalar(np.maximum(x, 0))
+@case(1.3)
+def linspace_num_kw(x): return to_scalar(np.linspace(0, x, num=3))
+@case(1.3)
+def full_value(x): return to_scalar(np.full(3, x) * np.arange(3.0))
+@case(V7.copy())
+def ones_like_times(x): return to_scalar(np.ones_like(x) * x + np.zeros_like(x))
+@case(V7.copy())
+def copy_method(x): return to_scalar(x.copy() * np.copy(x))
+@case(V7.copy())
+def astype_float(x): return to_scalar(x.astype(float))
+@case(V7.copy())
+def float64_scalar(x): return np.float64(x[0]) * x[1]
+@case(V7.copy())
+def float_of_sum(x): return float(np.sum(x)) * 2.0
+@case(V7.copy())
+def tolist(x):
+    lst = x.tolist()
+    return lst[0] * lst[1]
+@case(V7.copy())
+def list_of_array(x):
+    lst = list(x)
+    return lst[0] * lst[2]
+@case(V7.copy())
+def tuple_of_array(x):
+    t = tuple(x)
+    return t[1] * 3.0
+@case(V7.copy())
+def sorted_builtin(x):
+    s = sorted(x)
+    return s[0] + 2.0 * s[-1]
+@case(V7.copy())
+def reversed_builtin(x):
+    t = 0.0
+    w = 1.0
+    for v in reversed(x):
+        t = t + v * w
+        w = w + 1.0
+    return t
+@case(V7.copy())
+def zip_enumerate(x):
+    t = 0.0
+    for i, (a, b) in enumerate(zip(x, x[::-1])):
+        t = t + a * b * (i + 1.0)
+    return t
+@case(V7.copy())
+def builtin_min_array(x): return min(x) * 3.0
+@case(V7.copy())
+def builtin_sum_start(x): return sum(x, 1.5) * 2.0
+@case(V7.copy())
+def np_sum_list_scalars(x): return np.sum([x[0], x[1] * 2.0])
+@case(V7.copy())
+def math_fsum_array(x): return math.fsum(x * x)
+@case(V7.copy())
+def np_prod_list(x): return np.prod([x[0], x[1], 2.0])
+@case(V7.copy())
+def dot_scalar(x): return np.sum(np.dot(x, 2.0))
+@case(V7.copy())
+def matmul_global(x): return to_scalar(x @ W7)
+@case(V7.copy())
+def global_scalar(x): return np.sum(x * K7)
+@case(V7.copy())
+def real_imag_of_real(x): return np.sum(x.real * 2.0 + x.imag) + np.sum(x.conj())
+@case(V7.copy())
+def T_of_1d(x): return to_scalar(x.T)
+@case(V7.copy())
+def mean_of_mask(x): return np.mean(x[x > -10.0])
+@case(V7.copy() + 3.0)
+def exp_log(x): return np.sum(np.exp(np.log(x)))
+@case(V7.copy())
+def sign_abs(x): return np.sum(np.sign(x) * np.abs(x) * x)
+@case(V7.copy())
+def helper_defaults(x): return np.sum(helper7(x) + helper7(x, 3.0, c=1.0))
+@case(V7.copy())
+def helper_tuple(x):
+    a, b = pair7(x)
+    return np.sum(a * b)
+@case(V7.copy())
+def helper_recursive(x): return np.sum(rec7(x, 3))
+@case(V7.copy())
+def while_break(x):
+    y = x * 1.0
+    i = 0
+    while True:
+        y = y * 1.1 + 0.1
+        i += 1
+        if i >= 3:
+            break
+    return np.sum(y * y)
+@case(V7.copy())
+def loop_continue(x):
+    t = 0.0
+    for i in range(4):
+        if i == 2:
+            continue
+        t = t + x[i] ** 2
+    return t
+@case(V7.copy())
+def early_return(x):
+    for i in range(4):
+        if x[i] > 10.0:
+            return x[i]
+    return np.sum(x ** 3)
+@case(V7.copy())
+def augassign_array(x):
+    y = x * 1.0
+    y *= 2.0
+    y += x
+    y -= 1.0
+    y /= 3.0
+    y **= 2
+    return np.sum(y)
+@case(V7.copy())
+def augassign_index(x):
+    y = x * 1.0
+    y[1:] *= x[:-1]
+    y[0] /= 2.0
+    return np.sum(y)
+@case(M7.copy())
+def row_loop_inplace(x):
+    y = np.zeros(4)
+    for row in x:
+        y += row ** 2
+    return to_scalar(y)
+@case(M7.copy())
+def chained_comparison_branch(x):
+    if 0.0 < np.sum(x) ** 2 < 1e6:
+        return np.sum(x * x)
+    return np.sum(x)
+@case(V7.copy())
+def assert_statement(x):
+    assert x.shape == (4,)
+    return np.sum(x)
+@case(M7.copy())
+def shape_unpack(x):
+    n, m = x.shape
+    return np.sum(x) * n / m
+@case(M7.copy())
+def len_and_size(x): return np.sum(x) * len(x) + x.size
+@case(V7.copy())
+def ndarray_sum_keep(x): return to_scalar(x[:, None].sum(axis=1))
+@case(V7.copy())
+def index_with_int_array_var(x):
+    idx = np.array([3, 0, 0])
+    return to_scalar(x[idx])
+@case(M7.copy())
+def index_with_tuple_var(x):
+    t = (1, 2)
+    return x[t] * 2.0
+@case(M7.copy())
+def slice_object(x):
+    s = slice(1, 3)
+    return to_scalar(x[s, s])
+@case(V7.copy())
+def negative_index(x): return x[-1] * x[-2]
+@case(M7.copy())
+def flat_index(x): return x.flat[5] * 2.0
+@case(M7.copy())
+def ravel_index(x): return x.ravel()[5] * 2.0 + x.reshape(-1)[0]
+@case(V7.copy())
+def pow_zero_base(x): return np.sum(np.abs(x) ** 0.5)
+@case(V7.copy(), V7.copy() + 0.5, wrt=(0, 1))
+def minimum_ties_free(x, y): return np.sum(np.minimum(x, y) * np.arange(4.0))
+@case(V7.copy())
+def sum_of_squares_python(x): return x[0] ** 2 + x[1] ** 2.0 + pow(x[2], 2)
+@case(2.5)
+def python_float_math(x): return math.sin(x) * math.exp(-x) + abs(x - 3.0) + max(x, 1.0)
+@case(2.5)
+def python_float_int_mix(x): return x * 3 + 2 ** x + x // 1 + x % 2
+@case(2.3)
+def python_round_floor(x): return round(x) * x + math.floor(x) * x
+@case(V7.copy())
+def np_round_grad(x): return np.sum(np.round(x * 10.0) / 10.0 + x)
+@case(M7.copy())
+def std_keepdims_ddof(x): return to_scalar(np.std(x, axis=0, ddof=1, keepdims=True))
+@case(M7.copy())
+def var_method_ddof_axis(x): return to_scalar(x.var(0, ddof=1))
+@case(M7.copy())
+def mean_axis_tuple(x): return np.sum(np.mean(x[None], axis=(0, 1)) * np.arange(4.0))
+@case(M7.copy())
+def prod_method_axis_none(x): return x.prod() * 1.0
+@case(V7.copy())
+def cumprod_method_axis(x): return to_scalar(x.cumprod(0))
+@case(M7.copy())
+def argmax_take(x): return np.sum(np.take_along_axis(x, np.argmax(x, axis=1)[:, None], axis=1))
+@case(M7.copy())
+def max_minus_min(x): return np.sum(x.max(axis=1) - x.min(axis=1))
+@case(M7.copy())
+def ptp_axis(x): return to_scalar(np.ptp(x, axis=1))
+@case(M7.copy())
+def outer_flat(x): return to_scalar(np.outer(x[0], x[:, 0]))
+@case(R7(2, 2, 3))
+def einsum_batch(x): return to_scalar(np.einsum("bij,bkj->bik", x, x))
+@case(R7(3, 3))
+def einsum_repeated_diag(x): return to_scalar(np.einsum("ii->i", x) * np.einsum("ij->j", x))
+@case(R7(3))
+def einsum_outer_implicit(x): return to_scalar(np.einsum("i,j", x, x))
+@case(R7(3, 3))
+def einsum_implicit_trace(x): return np.einsum("ii", x) * 2.0
+@case(R7(3, 3), R7(3, 3), wrt=(0, 1))
+def tensordot_default(x, y): return np.tensordot(x, y) * 2.0
+@case(R7(2, 3))
+def vstack_three(x): return to_scalar(np.vstack([x, x * 2, x[:1]]))
+@case(R7(3))
+def atleast_2d_T(x): return to_scalar(np.atleast_2d(x).T)
+@case(R7(3))
+def append_axis(x): return to_scalar(np.append(x[None], x[None] * 2, axis=0))
+@case(R7(4))
+def split_unpack(x):
+    a, b = np.split(x, 2)
+    return np.sum(a * b)
+@case(R7(3, 4))
+def array_split_uneven(x):
+    parts = np.array_split(x, 3, axis=1)
+    return to_scalar(parts[0]) + to_scalar(parts[2]) * 2.0
+@case(R7(2, 3))
+def meshgrid_ij(x):
+    a, b = np.meshgrid(x[0], x[1], indexing="ij")
+    return to_scalar(a * b)
+@case(R7(4))
+def diag_then_trace(x): return np.trace(np.diag(x) @ np.diag(x)) + to_scalar(np.diag(x, 1))
+@case(R7(3, 3))
+def triu_matmul(x): return to_scalar(np.triu(x) @ np.tril(x, -1))
+@case(R7(3, 3) + 3 * np.eye(3), R7(3), wrt=(0, 1))
+def solve_then_dot(a, b): return np.dot(b, np.linalg.solve(a, b))
+@case(R7(3, 3) + 3 * np.eye(3))
+def inv_method_chain(a): return to_scalar(np.linalg.inv(a) @ a @ np.linalg.inv(a))
+@case(R7(3, 3) + 3 * np.eye(3))
+def matrix_power_zero(a): return to_scalar(np.linalg.matrix_power(a, 0)) + np.sum(a)
+@case(R7(3, 3))
+def slogdet_sign_used(a):
+    s, l = np.linalg.slogdet(a)
+    return s * l
+@case(R7(3, 3))
+def det_via_slogdet(a):
+    s, l = np.linalg.slogdet(a)
+    return s * np.exp(l)
+@case(R7(4, 4))
+def eigvalsh_sym(a): return to_scalar(np.linalg.eigvalsh(a + a.T))
+@case(R7(4, 4))
+def cholesky_of_gram(a): return to_scalar(np.linalg.cholesky(a @ a.T + 4 * np.eye(4)))
+@case(R7(2, 3, 4))
+def rollaxis_last_to_front(x): return to_scalar(np.rollaxis(x, 2))
+@case(R7(4, 6))
+def hsplit_three(x):
+    a, b, c = np.hsplit(x, 3)
+    return to_scalar(a) + 2.0 * to_scalar(c) + np.sum(b)
+@case(R7(3))
+def real_if_close_real(x): return to_scalar(np.real_if_close(x * 2.0))
+
+
 # ----- The test -----
 
 # Failures found by this corpus and not fixed yet (strict: a fix must remove them).

@@ -234,7 +234,7 @@ add(
 # Elementwise unary functions
 for f in (np.exp, np.exp2, np.expm1, np.sin, np.cos, np.arctan, np.sinh, np.cosh, np.tanh,
           np.arcsinh, np.deg2rad, np.rad2deg, np.radians, np.degrees, np.sinc, np.negative,
-          np.positive, np.absolute, np.abs, np.fabs, np.square, np.real, np.conjugate,
+          np.positive, np.absolute, np.abs, np.fabs, np.square, np.real, np.real_if_close, np.conjugate,
           np.conj):
     add(C(f, r(3, 4)))
 for f in (np.log, np.log2, np.log10, np.log1p, np.sqrt, np.cbrt, np.reciprocal):
@@ -372,6 +372,8 @@ add(
     C(M("transpose"), r(2, 3, 4), (1, 0, 2)),
     C(Attribute("T"), r(2, 3, 4)), C(Attribute("mT"), r(2, 3, 4)),
     C(np.moveaxis, r(2, 3, 4), 0, -1), C(np.moveaxis, r(2, 3, 4), (0, 1), (2, 0)),
+    C(np.rollaxis, r(2, 3, 4), 2), C(np.rollaxis, r(2, 3, 4), 0, 3), C(np.rollaxis, r(2, 3, 4), 1, 0),
+    C(np.rollaxis, r(2, 3, 4), -1, 1), C(np.rollaxis, r(2, 3, 4), 0, -1),
     C(np.swapaxes, r(2, 3, 4), 0, 2), C(M("swapaxes"), r(2, 3, 4), 1, -1),
     C(np.flip, r(3, 4)), C(np.flip, r(3, 4), 1), C(np.fliplr, r(3, 4)), C(np.flipud, r(3, 4)),
     C(np.roll, r(3, 4), 2), C(np.roll, r(3, 4), (1, -1), axis=(0, 1)), C(np.roll, r(3, 4), 5, 1),
@@ -390,6 +392,8 @@ add(
     C(np.append, r(2, 3), r(2, 2)), C(np.append, r(2, 3), r(1, 3), axis=0),
     C(np.append, r(2, 3), 1.5, axis=None),
     C(np.split, r(6, 4), 3), C(np.split, r(6, 4), [1, 3], axis=1),
+    C(np.vsplit, r(4, 3), 2), C(np.vsplit, r(4, 3, 2), [1, 3]), C(np.hsplit, r(3, 4), [1]),
+    C(np.hsplit, r(6), 3), C(np.dsplit, r(2, 2, 4), 2),
     C(np.array_split, r(7, 2), 3),
     C(np.split, r(6, 4), 3, _dy=lambda y: [RNG.standard_normal(y[0].shape), None, 0.0],
       _id="split-missing-pieces"),

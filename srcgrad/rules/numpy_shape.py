@@ -24,7 +24,7 @@ nondifferentiable(
     np.triu_indices, np.tril_indices, np.diag_indices, np.unravel_index,
     np.ravel_multi_index, np.broadcast_shapes,
 )
-returns_sequence(np.split, np.array_split, np.meshgrid)
+returns_sequence(np.split, np.array_split, np.vsplit, np.hsplit, np.dsplit, np.meshgrid)
 
 # ----- Reshaping -----
 
@@ -112,6 +112,11 @@ def mT_attribute(dy, y, self):
 @adjoint(np.moveaxis)
 def moveaxis(dy, y, a, source, destination):
     return xp.moveaxis(dy, destination, source)
+
+
+@adjoint(np.rollaxis)
+def rollaxis(dy, y, a, axis, start=0):
+    return xp.moveaxis(dy, rt.rollaxis_destination(a, axis, start), axis)
 
 
 @adjoint(np.swapaxes)
@@ -213,6 +218,22 @@ def meshgrid(dy, y, *xi, copy=True, sparse=False, indexing="xy"):
 def split(dy, y, ary, indices_or_sections, axis=0):
     """``dy`` and ``y`` are lists (one entry per piece)."""
     return rt.split_vjp(dy, y, axis), None, None
+
+
+@adjoint(np.vsplit)
+def vsplit(dy, y, ary, indices_or_sections):
+    return rt.split_vjp(dy, y, 0), None
+
+
+@adjoint(np.hsplit)
+def hsplit(dy, y, ary, indices_or_sections):
+    """Along axis 1, or axis 0 of a 1-D array (as NumPy does)."""
+    return rt.split_vjp(dy, y, min(xp.ndim(ary) - 1, 1)), None
+
+
+@adjoint(np.dsplit)
+def dsplit(dy, y, ary, indices_or_sections):
+    return rt.split_vjp(dy, y, 2), None
 
 
 @adjoint(np.pad, literals={"mode": rt.PAD_GATHER_MODES})
