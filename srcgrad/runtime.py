@@ -1553,6 +1553,28 @@ def cholesky_vjp(dy, L):
     return 0.5 * (g + xp.swapaxes(g, -1, -2))
 
 
+def eigh_vjp(dy, y):
+    """Gradient of ``(w, v) = linalg.eigh(a)`` (``dy`` the pair of cotangents, either
+    may be missing): ``V (diag(dw) + F * (V^T dv)) V^T`` with ``F_ij = 1 / (w_j - w_i)``
+    off the diagonal, symmetrized like ``eigvalsh``'s and ``cholesky``'s (``a``
+    assumed symmetric, eigenvalues distinct)."""
+    w, v = y[0], y[1]
+    dw, dv = seq_item(dy, 0), seq_item(dy, 1)
+    xp = namespace(v)
+    n = v.shape[-1]
+    vt = xp.swapaxes(v, -1, -2)
+    middle = xp.zeros(v.shape, dtype=v.dtype)
+    if dw is not None and not (isinstance(dw, (int, float)) and dw == 0):
+        middle = middle + xp.eye(n, dtype=v.dtype) * xp.asarray(dw)[..., None, :]
+    if dv is not None and not (isinstance(dv, (int, float)) and dv == 0):
+        eye = xp.eye(n, dtype=bool)
+        gaps = w[..., None, :] - w[..., :, None]
+        f = xp.where(eye, 0.0, 1.0 / xp.where(eye, 1.0, gaps))
+        middle = middle + f * xp.matmul(vt, xp.asarray(dv))
+    g = xp.matmul(v, xp.matmul(middle, vt))
+    return 0.5 * (g + xp.swapaxes(g, -1, -2))
+
+
 def cofactor(a):
     """The cofactor matrix of ``a`` (batched over leading axes): the gradient of
     ``det(a)``. ``det(a) * inv(a).T`` where ``a`` is invertible; from the SVD

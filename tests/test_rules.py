@@ -472,6 +472,9 @@ add(
     C(np.linalg.cholesky, spd(3), _dir=sym_direction),
     C(np.linalg.cholesky, spd(4, (2,)), _dir=sym_direction),
     C(np.linalg.eigvalsh, spd(3), _dir=sym_direction),
+    C(np.linalg.eigh, spd(3), _dir=sym_direction), C(np.linalg.eigh, spd(3, (2,)), "U", _dir=sym_direction),
+    C(np.linalg.eigh, spd(4), _dir=sym_direction, _dy=lambda y: (RNG.standard_normal(y[0].shape), None)),
+    C(np.linalg.eigh, spd(4), _dir=sym_direction, _dy=lambda y: (0.0, RNG.standard_normal(y[1].shape))),
     C(np.linalg.eigvalsh, spd(3, (2,)), "U", _dir=sym_direction),
 )
 if hasattr(np.linalg, "vector_norm"):

@@ -8,7 +8,7 @@
   cotangents; only ``logabsdet`` carries a gradient (``sign`` is piecewise
   constant). ``inv`` and ``slogdet`` need a non-singular matrix; ``det``'s gradient (the
   cofactor matrix) is exact at a singular one too.
-* ``cholesky`` and ``eigvalsh`` read one triangle of a matrix assumed
+* ``cholesky``, ``eigh`` and ``eigvalsh`` read one triangle of a matrix assumed
   symmetric: their gradients are symmetric (the PyTorch/JAX convention).
 * ``solve`` follows NumPy 2: ``b`` is a vector exactly when it is 1-D.
 """
@@ -92,6 +92,13 @@ def eigvalsh(dy, y, a, UPLO="L"):
     """Distinct eigenvalues assumed; the gradient ``V diag(dy) V^T`` is symmetric."""
     v = xp.linalg.eigh(a, UPLO)[1]
     return xp.matmul(v * xp.asarray(dy)[..., None, :], xp.swapaxes(v, -1, -2)), None
+
+
+@adjoint(np.linalg.eigh)
+def eigh(dy, y, a, UPLO="L"):
+    """``dy`` is ``(dw, dv)``: distinct eigenvalues assumed (the eigenvectors' gradient
+    divides by their gaps); symmetric, like ``eigvalsh``'s."""
+    return rt.eigh_vjp(dy, y), None
 
 
 # ----- The array-API spellings in numpy.linalg (NumPy 2) -----
