@@ -1136,6 +1136,14 @@ def pad_constant_vjp(dy, array, pad_width, constant_values=0):
     return xp.sum(xp.where(source < 0, dy, 0))
 
 
+def cross_axes(axisa=-1, axisb=-1, axisc=-1, axis=None):
+    """The vector axes ``(of a, of b, of the result)`` of ``np.cross``: ``axis``, when
+    given, overrides the three."""
+    if axis is not None:
+        return axis, axis, axis
+    return axisa, axisb, axisc
+
+
 def rollaxis_destination(a, axis, start=0):
     """Where ``rollaxis(a, axis, start)`` puts ``axis`` (the adjoint moves it back)."""
     n = len(_shape(a))

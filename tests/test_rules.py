@@ -438,6 +438,8 @@ add(
     C(np.einsum, r(2, 3, 4), [Ellipsis, 1], r(4, 2), [1, 2], [Ellipsis, 2]),
     C(np.kron, r(2, 3), r(3, 2)), C(np.kron, r(3), r(4)), C(np.kron, r(2), r(3, 2)),
     C(np.cross, r(4, 3), r(3)), C(np.cross, r(3), r(3)),
+    C(np.cross, r(3, 4), r(4, 3), axisa=0), C(np.cross, r(3, 3), r(3, 3), axisb=0, axisc=0),
+    C(np.cross, r(3, 2), r(3, 2), axis=0), C(np.cross, r(2, 3, 4), r(3), axisa=1, axisc=0),
     C(np.convolve, r(5), r(3)), C(np.convolve, r(5), r(3), "same"), C(np.convolve, r(5), r(3), "valid"),
     C(np.convolve, r(3), r(6), "same"), C(np.convolve, r(4), r(6), mode="same"),
     C(np.convolve, r(3), r(7), "valid"), C(np.convolve, r(6), r(4), "same"),

@@ -344,9 +344,15 @@ def kron(dy, y, a, b):
 
 
 @adjoint(np.cross)
-def cross(dy, y, a, b):
-    """Vectors along the last axis (the default axes)."""
-    return rt.unbroadcast(xp.cross(b, dy), a), rt.unbroadcast(xp.cross(dy, a), b)
+def cross(dy, y, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    """3-vectors along any axes (``axisa``/``axisb``/``axisc`` or ``axis``): the
+    vector axes are moved last, crossed, and moved back."""
+    ax = rt.cross_axes(axisa, axisb, axisc, axis)
+    g = xp.moveaxis(dy, ax[2], -1)
+    a3 = xp.moveaxis(a, ax[0], -1)
+    b3 = xp.moveaxis(b, ax[1], -1)
+    return (xp.moveaxis(rt.unbroadcast(xp.cross(b3, g), a3), -1, ax[0]),
+            xp.moveaxis(rt.unbroadcast(xp.cross(g, a3), b3), -1, ax[1]), None, None, None, None)
 
 
 @adjoint(np.convolve)

@@ -28,7 +28,7 @@ nondifferentiable(
     rt.namespace, rt.is_array, rt.shape_of, rt.normalize_axis, rt.reduction_size,
     rt.zeros_like, rt.owned_zeros, rt.sign, rt.clip_below, rt.clip_above, rt.inverse_axes,
     rt.method_axes, rt.method_shape, rt.inner_axes, rt.linspace_weights,
-    rt.arange_index, rt.is_given, rt.negate_shift, rt.rollaxis_destination, rt.pad_adjoint_mode, rt.dtype_of,
+    rt.arange_index, rt.is_given, rt.negate_shift, rt.rollaxis_destination, rt.cross_axes, rt.pad_adjoint_mode, rt.dtype_of,
     rt.array_dtype,
     # only ever feeds rt.clip_below/clip_above (masks) in the clip rule
     rt.either,
