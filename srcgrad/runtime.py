@@ -1136,6 +1136,29 @@ def pad_constant_vjp(dy, array, pad_width, constant_values=0):
     return xp.sum(xp.where(source < 0, dy, 0))
 
 
+def select_vjp(dy, condlist, choicelist):
+    """Gradients of ``np.select``'s choices (a list): each gets ``dy`` where its
+    condition is the first true one."""
+    xp = namespace(dy, *choicelist)
+    dy = xp.asarray(dy)
+    taken = xp.zeros(dy.shape, dtype=bool)
+    grads = []
+    for cond, choice in zip(condlist, choicelist):
+        mask = xp.logical_and(cond, xp.logical_not(taken))
+        grads.append(unbroadcast(xp.where(mask, dy, 0.0), choice))
+        taken = xp.logical_or(taken, cond)
+    return grads
+
+
+def select_default_mask(condlist):
+    """Where ``np.select`` takes its default: no condition holds."""
+    xp = namespace(*condlist)
+    hit = condlist[0]
+    for cond in condlist[1:]:
+        hit = xp.logical_or(hit, cond)
+    return xp.logical_not(hit)
+
+
 def cross_axes(axisa=-1, axisb=-1, axisc=-1, axis=None):
     """The vector axes ``(of a, of b, of the result)`` of ``np.cross``: ``axis``, when
     given, overrides the three."""

@@ -386,6 +386,8 @@ add(
     C(np.concatenate, [r(2, 3), r(4, 3)]), C(np.concatenate, (r(2, 3), r(2, 1)), axis=1),
     C(np.concatenate, [r(2, 3), r(4)], axis=None), C(np.concatenate, [r(2, 3), r(2, 3)], -1),
     C(np.stack, [r(2, 3), r(2, 3), r(2, 3)]), C(np.stack, (r(2, 3), r(2, 3)), axis=-1),
+    C(np.select, [r(3, 4) > 0, r(4) > 0.5], [r(3, 4), r(4)], r(3, 1), _wrt=[1, 2]),
+    C(np.select, [r(3) > 0], [r(3)], _wrt=[1]),
     C(np.hstack, [r(3), r(2)]), C(np.hstack, [r(2, 3), r(2, 1)]), C(np.hstack, [1.5, r(2)]),
     C(np.vstack, [r(3), r(2, 3)]), C(np.dstack, [r(3), r(3)]), C(np.dstack, [r(2, 3), r(2, 3, 2)]),
     C(np.column_stack, [r(3), r(3, 2)]),

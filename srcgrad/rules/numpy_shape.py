@@ -177,6 +177,14 @@ def concatenate(dy, y, arrays, axis=0):
     return rt.concatenate_vjp(dy, arrays, axis)
 
 
+@adjoint(np.select, sequences=("choicelist",))
+def select(dy, y, condlist, choicelist, default=0):
+    """Each choice gets ``dy`` where its condition is the first that holds; the
+    default where none does."""
+    return (None, rt.select_vjp(dy, condlist, choicelist),
+            rt.unbroadcast(dy * rt.select_default_mask(condlist), default))
+
+
 @adjoint(np.stack, sequences=("arrays",))
 def stack(dy, y, arrays, axis=0):
     return rt.stack_vjp(dy, arrays, axis)
