@@ -1136,6 +1136,17 @@ def pad_constant_vjp(dy, array, pad_width, constant_values=0):
     return xp.sum(xp.where(source < 0, dy, 0))
 
 
+def polyval_vjp(dy, p, x):
+    """Gradient of ``polyval(p, x)`` with respect to the coefficients ``p`` (1-D):
+    ``sum(dy * x ** (n - 1 - i))`` for coefficient ``i``."""
+    xp = namespace(dy, x, p)
+    p = xp.asarray(p)
+    n = p.shape[0]
+    powers = xp.asarray(x)[..., None] ** xp.arange(n - 1, -1, -1, dtype=p.dtype)
+    g = xp.asarray(dy)[..., None] * powers
+    return g.reshape(-1, n).sum(axis=0)
+
+
 def select_vjp(dy, condlist, choicelist):
     """Gradients of ``np.select``'s choices (a list): each gets ``dy`` where its
     condition is the first true one."""

@@ -1901,6 +1901,11 @@ def hsplit_three(x):
     return to_scalar(a) + 2.0 * to_scalar(c) + np.sum(b)
 @case(R7(3))
 def real_if_close_real(x): return to_scalar(np.real_if_close(x * 2.0))
+POLY = np.array([0.5, -1.0, 2.0, 0.3])
+
+
+@case(R7(3), order=2)
+def polyval_points(x): return to_scalar(np.polyval(POLY, x))
 @case(R7(3, 4), R7(4, 3), order=2)
 def cross_moved_axes(a, b): return to_scalar(np.cross(a, b, axisa=0))
 

@@ -259,6 +259,7 @@ add(C(np.power, np.array([0.0, 0.0, 1.5]), np.array([0.0, 2.0, 0.0]), _wrt=[0]),
     C(np.power, np.array([0.0, 1.5]), np.array([2.0, 0.7]), _wrt=[1]))
 # hypot at the origin: |t| * |v| along any direction, whose central difference is 0.
 add(C(np.hypot, np.array([0.0, 1.5, 0.0]), np.array([0.0, -2.0, 0.7]), _wrt=[0, 1]))
+add(C(np.polyval, r(4), r(3, 2)), C(np.polyval, r(3), 0.7), C(np.polyval, r(1), r(3)))
 for f in (np.mod, np.remainder, np.fmod):
     add(C(f, p(3, 1) * 3.1 + 0.05, p(4)))
 add(

@@ -359,6 +359,13 @@ def real(dy, y, val):
     return xp.real(dy)
 
 
+@adjoint(np.polyval)
+def polyval(dy, y, p, x):
+    """1-D coefficients ``p``: ``x ** (n - 1 - i)`` for coefficient ``i``; the
+    derivative polynomial for ``x``."""
+    return rt.polyval_vjp(dy, p, x), rt.unbroadcast(dy * xp.polyval(xp.polyder(p), x), x)
+
+
 @adjoint(np.real_if_close)
 def real_if_close(dy, y, a, tol=100):
     """The identity on a real ``a``; on a complex one the real part's rule, as ``np.real``."""

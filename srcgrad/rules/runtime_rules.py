@@ -9,7 +9,7 @@ their gradient argument; their adjoints are the "transposed" helpers
 ``concatenate_vjp`` <-> ``split_vjp``, ``take_vjp`` <-> ``take`` ...).
 
 Helpers without a rule (``prod_others``, ``cumprod_vjp``, ``einsum_vjp``,
-``norm_vjp``, ``solve_vjp``, ``cholesky_vjp``, ``eigh_vjp``, ``select_vjp``, ``kron_vjp``, ``convolve_vjp``,
+``norm_vjp``, ``solve_vjp``, ``cholesky_vjp``, ``eigh_vjp``, ``select_vjp``, ``polyval_vjp``, ``kron_vjp``, ``convolve_vjp``,
 ``matrix_power_vjp``, ``append_vjp``, ``array_vjp``, the ``*stack_vjp`` of
 hstack/vstack/dstack/column_stack, ``builtin_sum_vjp``, ``minmax_vjp``,
 ``hypot_vjp``, ``pad_constant_vjp``, ``meshgrid_vjp``, ``index_concat_vjp``) make a second derivative through those
