@@ -1394,17 +1394,17 @@ def column_stack_vjp(dy, tup):
     return _stack_vjp_generic(dy, tup, promote, lambda shapes: 1)
 
 
-_PAD_GATHER_MODES = ("constant", "edge", "reflect", "symmetric", "wrap", "empty")
+PAD_GATHER_MODES = ("constant", "edge", "reflect", "symmetric", "wrap", "empty")
 
 
 def _pad_source_index(array, pad_width, mode):
     shape = _shape(array)
     size = int(numpy.prod(shape))
     index = numpy.arange(size).reshape(shape)
-    if mode not in _PAD_GATHER_MODES:
+    if mode not in PAD_GATHER_MODES:
         raise NotImplementedError(
             f"srcgrad: the gradient of np.pad with mode={mode!r} is not supported "
-            f"(supported: {', '.join(_PAD_GATHER_MODES)}); write a custom sg.Function.")
+            f"(supported: {', '.join(PAD_GATHER_MODES)}); write a custom sg.Function.")
     if mode in ("constant", "empty"):
         return numpy.pad(index, pad_width, mode="constant", constant_values=-1)
     return numpy.pad(index, pad_width, mode=mode)
@@ -1430,6 +1430,56 @@ def pad_constant_vjp(dy, array, pad_width, constant_values=0):
     xp = namespace(array, dy)
     source = xp.asarray(_pad_source_index(array, pad_width, "constant"))
     return xp.sum(xp.where(source < 0, dy, 0))
+
+
+def polyval_vjp(dy, p, x):
+    """Gradient of ``polyval(p, x)`` with respect to the coefficients ``p`` (1-D):
+    ``sum(dy * x ** (n - 1 - i))`` for coefficient ``i``."""
+    xp = namespace(dy, x, p)
+    p = xp.asarray(p)
+    n = p.shape[0]
+    powers = xp.asarray(x)[..., None] ** xp.arange(n - 1, -1, -1, dtype=p.dtype)
+    g = xp.asarray(dy)[..., None] * powers
+    return g.reshape(-1, n).sum(axis=0)
+
+
+def select_vjp(dy, condlist, choicelist):
+    """Gradients of ``np.select``'s choices (a list): each gets ``dy`` where its
+    condition is the first true one."""
+    xp = namespace(dy, *choicelist)
+    dy = xp.asarray(dy)
+    taken = xp.zeros(dy.shape, dtype=bool)
+    grads = []
+    for cond, choice in zip(condlist, choicelist):
+        mask = xp.logical_and(cond, xp.logical_not(taken))
+        grads.append(unbroadcast(xp.where(mask, dy, 0.0), choice))
+        taken = xp.logical_or(taken, cond)
+    return grads
+
+
+def select_default_mask(condlist):
+    """Where ``np.select`` takes its default: no condition holds."""
+    xp = namespace(*condlist)
+    hit = condlist[0]
+    for cond in condlist[1:]:
+        hit = xp.logical_or(hit, cond)
+    return xp.logical_not(hit)
+
+
+def cross_axes(axisa=-1, axisb=-1, axisc=-1, axis=None):
+    """The vector axes ``(of a, of b, of the result)`` of ``np.cross``: ``axis``, when
+    given, overrides the three."""
+    if axis is not None:
+        return axis, axis, axis
+    return axisa, axisb, axisc
+
+
+def rollaxis_destination(a, axis, start=0):
+    """Where ``rollaxis(a, axis, start)`` puts ``axis`` (the adjoint moves it back)."""
+    n = len(_shape(a))
+    axis = axis % n
+    start = start + n if start < 0 else start
+    return start - 1 if start > axis else start
 
 
 def negate_shift(shift):
@@ -1839,6 +1889,51 @@ def cholesky_vjp(dy, L):
     linv = xp.linalg.inv(L)
     g = xp.matmul(xp.swapaxes(linv, -1, -2), xp.matmul(phi, linv))
     return 0.5 * (g + xp.swapaxes(g, -1, -2))
+
+
+def eigh_vjp(dy, y):
+    """Gradient of ``(w, v) = linalg.eigh(a)`` (``dy`` the pair of cotangents, either
+    may be missing): ``V (diag(dw) + F * (V^T dv)) V^T`` with ``F_ij = 1 / (w_j - w_i)``
+    off the diagonal, symmetrized like ``eigvalsh``'s and ``cholesky``'s (``a``
+    assumed symmetric, eigenvalues distinct)."""
+    w, v = y[0], y[1]
+    dw, dv = seq_item(dy, 0), seq_item(dy, 1)
+    xp = namespace(v)
+    n = v.shape[-1]
+    vt = xp.swapaxes(v, -1, -2)
+    middle = xp.zeros(v.shape, dtype=v.dtype)
+    if dw is not None and not (isinstance(dw, (int, float)) and dw == 0):
+        middle = middle + xp.eye(n, dtype=v.dtype) * xp.asarray(dw)[..., None, :]
+    if dv is not None and not (isinstance(dv, (int, float)) and dv == 0):
+        eye = xp.eye(n, dtype=bool)
+        gaps = w[..., None, :] - w[..., :, None]
+        f = xp.where(eye, 0.0, 1.0 / xp.where(eye, 1.0, gaps))
+        middle = middle + f * xp.matmul(vt, xp.asarray(dv))
+    g = xp.matmul(v, xp.matmul(middle, vt))
+    return 0.5 * (g + xp.swapaxes(g, -1, -2))
+
+
+def cofactor(a):
+    """The cofactor matrix of ``a`` (batched over leading axes): the gradient of
+    ``det(a)``. ``det(a) * inv(a).T`` where ``a`` is invertible; from the SVD
+    ``a = u s vh`` where it is singular (``det(u) det(vh) u diag(prod of the other
+    singular values) vh``), which stays finite and exact there (issue 11: the
+    gradient of det at a singular matrix raised LinAlgError)."""
+    xp = namespace(a)
+    det = xp.linalg.det(a)
+    if bool(xp.all(det != 0)):
+        try:
+            inv = xp.linalg.inv(a)
+            if bool(xp.all(xp.isfinite(inv))):
+                return xp.asarray(det)[..., None, None] * xp.swapaxes(inv, -1, -2)
+        except numpy.linalg.LinAlgError:
+            pass
+    u, s, vh = xp.linalg.svd(a)
+    n = s.shape[-1]
+    others = xp.where(xp.eye(n, dtype=bool), 1.0, s[..., None, :])
+    adj_s = xp.prod(others, axis=-1)
+    sign = xp.linalg.det(u) * xp.linalg.det(vh)
+    return xp.asarray(sign)[..., None, None] * xp.matmul(u * adj_s[..., None, :], vh)
 
 
 def matrix_power_vjp(dy, a, n):

@@ -1009,3 +1009,27 @@ def test_wrt_a_local_written_in_a_loop_is_its_value_after_the_loop():
     from srcgrad.testing import numerical_grad
     np.testing.assert_allclose(gx, numerical_grad(written_in_a_loop_after_binding, (x,), wrt=(0,))[0],
                                rtol=1e-6, atol=1e-7)
+
+
+# ----- issue 11: refusals found by the autograd corpus -----
+
+
+def _pad_mean(x):
+    return np.sum(np.pad(x, 1, mode="mean") ** 2)
+
+
+def test_a_pad_mode_without_a_gradient_is_refused_at_compile_time_naming_the_line():
+    with pytest.raises(sg.UnsupportedError) as info:
+        sg.grad(_pad_mean)(np.ones(3))
+    text = str(info.value)
+    assert "mode='mean'" in text and "test_errors.py" in text and "line" in text
+
+
+def _missing_attribute(x):
+    return np.sum(x) if hasattr(np, "trapezoid") else np.no_such_function(x)
+
+
+def test_a_missing_module_attribute_is_refused_naming_the_line_not_an_attribute_error():
+    with pytest.raises(sg.SrcgradError) as info:
+        sg.grad(_missing_attribute)(np.ones(3))
+    assert "np.no_such_function" in str(info.value) and "test_errors.py" in str(info.value)

@@ -369,3 +369,47 @@ def test_einsum_takes_sublists_ellipsis_and_optimize():
     np.testing.assert_allclose(sg.grad(_einsum_sublists)(x, np.zeros((3, 2))), 2 * x)
     check_grads(_einsum_sublists, (x, y), wrt=(0, 1))
     check_grads(_einsum_options, (np.array([0.9, -1.3]), y), wrt=(0, 1))
+
+
+# ----- issue 11: found by the autograd corpus (tests/test_autograd_corpus.py) -----
+
+
+def _copysign_sum(x, y):
+    return np.sum(np.copysign(x, y) * np.arange(1.0, 4.0))
+
+
+def test_an_input_whose_only_rule_entry_is_none_gets_a_zero_gradient_not_a_name_error():
+    x, y = np.array([1.0, -2.0, 0.5]), np.array([-1.0, 3.0, 2.0])
+    dx, dy = sg.grad(_copysign_sum, wrt=(0, 1))(x, y)
+    np.testing.assert_allclose(dx, np.sign(x) * np.sign(y) * np.arange(1.0, 4.0))
+    np.testing.assert_array_equal(dy, np.zeros(3))
+
+
+def _remainder_of_divmod(x):
+    q, r = divmod(x, 1.0)
+    return r * 3.0 + q
+
+
+def test_the_remainder_of_divmod_has_slope_one():
+    assert sg.grad(_remainder_of_divmod)(2.25) == 3.0
+    assert check_grads(_remainder_of_divmod, (2.25,))
+
+
+def _imag_and_angle_of_real(x):
+    return np.sum(np.imag(x) + np.angle(x) + x)
+
+
+def test_imag_and_angle_of_a_real_value_have_a_zero_gradient():
+    g = sg.grad(_imag_and_angle_of_real)(np.array([0.5, -1.0]))
+    assert g.dtype == np.float64
+    np.testing.assert_array_equal(g, [1.0, 1.0])
+
+
+def _logdet(x):
+    sign, logdet = np.linalg.slogdet(x)
+    return logdet
+
+
+def test_the_second_derivative_of_slogdet_runs():
+    x = np.array([[2.0, 0.5], [0.3, 1.5]])
+    assert sg.testing.gradgradcheck(_logdet, (x,))

@@ -249,7 +249,7 @@ add(
 # Elementwise unary functions
 for f in (np.exp, np.exp2, np.expm1, np.sin, np.cos, np.arctan, np.sinh, np.cosh, np.tanh,
           np.arcsinh, np.deg2rad, np.rad2deg, np.radians, np.degrees, np.sinc, np.negative,
-          np.positive, np.absolute, np.abs, np.fabs, np.square, np.real, np.conjugate,
+          np.positive, np.absolute, np.abs, np.fabs, np.square, np.real, np.real_if_close, np.conjugate,
           np.conj):
     add(C(f, r(3, 4)))
 for f in (np.log, np.log2, np.log10, np.log1p, np.sqrt, np.cbrt, np.reciprocal):
@@ -272,6 +272,9 @@ for f in (np.power, np.float_power):
 add(C(np.power, np.array([0.0, 0.0, 1.5]), np.array([0.0, 2.0, 0.0]), _wrt=[0]),
     C(operator.pow, 0.0, 0.0, _wrt=[0]), C(operator.pow, 0.0, 2, _wrt=[0]),
     C(np.power, np.array([0.0, 1.5]), np.array([2.0, 0.7]), _wrt=[1]))
+# hypot at the origin: |t| * |v| along any direction, whose central difference is 0.
+add(C(np.hypot, np.array([0.0, 1.5, 0.0]), np.array([0.0, -2.0, 0.7]), _wrt=[0, 1]))
+add(C(np.polyval, r(4), r(3, 2)), C(np.polyval, r(3), 0.7), C(np.polyval, r(1), r(3)))
 for f in (np.mod, np.remainder, np.fmod):
     add(C(f, p(3, 1) * 3.1 + 0.05, p(4)))
 add(
@@ -385,6 +388,8 @@ add(
     C(M("transpose"), r(2, 3, 4), (1, 0, 2)),
     C(Attribute("T"), r(2, 3, 4)), C(Attribute("mT"), r(2, 3, 4)),
     C(np.moveaxis, r(2, 3, 4), 0, -1), C(np.moveaxis, r(2, 3, 4), (0, 1), (2, 0)),
+    C(np.rollaxis, r(2, 3, 4), 2), C(np.rollaxis, r(2, 3, 4), 0, 3), C(np.rollaxis, r(2, 3, 4), 1, 0),
+    C(np.rollaxis, r(2, 3, 4), -1, 1), C(np.rollaxis, r(2, 3, 4), 0, -1),
     C(np.swapaxes, r(2, 3, 4), 0, 2), C(M("swapaxes"), r(2, 3, 4), 1, -1),
     C(np.flip, r(3, 4)), C(np.flip, r(3, 4), 1), C(np.fliplr, r(3, 4)), C(np.flipud, r(3, 4)),
     C(np.roll, r(3, 4), 2), C(np.roll, r(3, 4), (1, -1), axis=(0, 1)), C(np.roll, r(3, 4), 5, 1),
@@ -397,12 +402,16 @@ add(
     C(np.concatenate, [r(2, 3), r(4, 3)]), C(np.concatenate, (r(2, 3), r(2, 1)), axis=1),
     C(np.concatenate, [r(2, 3), r(4)], axis=None), C(np.concatenate, [r(2, 3), r(2, 3)], -1),
     C(np.stack, [r(2, 3), r(2, 3), r(2, 3)]), C(np.stack, (r(2, 3), r(2, 3)), axis=-1),
+    C(np.select, [r(3, 4) > 0, r(4) > 0.5], [r(3, 4), r(4)], r(3, 1), _wrt=[1, 2]),
+    C(np.select, [r(3) > 0], [r(3)], _wrt=[1]),
     C(np.hstack, [r(3), r(2)]), C(np.hstack, [r(2, 3), r(2, 1)]), C(np.hstack, [1.5, r(2)]),
     C(np.vstack, [r(3), r(2, 3)]), C(np.dstack, [r(3), r(3)]), C(np.dstack, [r(2, 3), r(2, 3, 2)]),
     C(np.column_stack, [r(3), r(3, 2)]),
     C(np.append, r(2, 3), r(2, 2)), C(np.append, r(2, 3), r(1, 3), axis=0),
     C(np.append, r(2, 3), 1.5, axis=None),
     C(np.split, r(6, 4), 3), C(np.split, r(6, 4), [1, 3], axis=1),
+    C(np.vsplit, r(4, 3), 2), C(np.vsplit, r(4, 3, 2), [1, 3]), C(np.hsplit, r(3, 4), [1]),
+    C(np.hsplit, r(6), 3), C(np.dsplit, r(2, 2, 4), 2),
     C(np.array_split, r(7, 2), 3),
     C(np.split, r(6, 4), 3, _dy=lambda y: [RNG.standard_normal(y[0].shape), None, 0.0],
       _id="split-missing-pieces"),
@@ -447,6 +456,8 @@ add(
     C(np.einsum, r(2, 3, 4), [Ellipsis, 1], r(4, 2), [1, 2], [Ellipsis, 2]),
     C(np.kron, r(2, 3), r(3, 2)), C(np.kron, r(3), r(4)), C(np.kron, r(2), r(3, 2)),
     C(np.cross, r(4, 3), r(3)), C(np.cross, r(3), r(3)),
+    C(np.cross, r(3, 4), r(4, 3), axisa=0), C(np.cross, r(3, 3), r(3, 3), axisb=0, axisc=0),
+    C(np.cross, r(3, 2), r(3, 2), axis=0), C(np.cross, r(2, 3, 4), r(3), axisa=1, axisc=0),
     C(np.convolve, r(5), r(3)), C(np.convolve, r(5), r(3), "same"), C(np.convolve, r(5), r(3), "valid"),
     C(np.convolve, r(3), r(6), "same"), C(np.convolve, r(4), r(6), mode="same"),
     C(np.convolve, r(3), r(7), "valid"), C(np.convolve, r(6), r(4), "same"),
@@ -473,10 +484,17 @@ add(
     C(np.linalg.matrix_power, r(3, 3) * 0.5, 3), C(np.linalg.matrix_power, r(2, 3, 3) * 0.5, 1),
     C(np.linalg.matrix_power, spd(3), -2), C(np.linalg.matrix_power, r(3, 3), 0),
     C(np.linalg.det, r(3, 3)), C(np.linalg.det, r(2, 4, 4)),
+    C(np.linalg.det, np.array([[1.0, 2.0, 0.5], [2.0, 4.0, 1.0], [0.3, -1.0, 2.0]])),  # singular: rank 2
+    C(np.linalg.det, np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [-1.0, -2.0, -3.0]])),  # rank 1: zero
+    C(np.linalg.det, np.stack([r(3, 3), np.outer(r(3), r(3))])),  # one invertible, one singular
+    C(rt.cofactor, r(3, 3)), C(rt.cofactor, r(2, 4, 4)),
     C(np.linalg.slogdet, r(3, 3)), C(np.linalg.slogdet, r(2, 3, 3)),
     C(np.linalg.cholesky, spd(3), _dir=sym_direction),
     C(np.linalg.cholesky, spd(4, (2,)), _dir=sym_direction),
     C(np.linalg.eigvalsh, spd(3), _dir=sym_direction),
+    C(np.linalg.eigh, spd(3), _dir=sym_direction), C(np.linalg.eigh, spd(3, (2,)), "U", _dir=sym_direction),
+    C(np.linalg.eigh, spd(4), _dir=sym_direction, _dy=lambda y: (RNG.standard_normal(y[0].shape), None)),
+    C(np.linalg.eigh, spd(4), _dir=sym_direction, _dy=lambda y: (0.0, RNG.standard_normal(y[1].shape))),
     C(np.linalg.eigvalsh, spd(3, (2,)), "U", _dir=sym_direction),
 )
 if hasattr(np.linalg, "vector_norm"):
@@ -523,6 +541,8 @@ add(
     C(math.acosh, 1.7), C(math.log, 1.7, 3.5), C(math.pow, 1.7, 2.3), C(math.atan2, 0.3, -1.2),
     C(math.hypot, 0.3, -1.2), C(math.hypot, 0.3, -1.2, 2.0), C(math.copysign, 1.5, -2.0, _wrt=[0]),
     C(math.fsum, [0.5, 1.5, -2.0]),
+    C(math.fmod, 2.3, 0.9), C(math.fmod, -2.3, 0.9), C(math.remainder, 2.3, 0.7), C(math.remainder, -2.3, 0.9),
+    C(builtins.divmod, 2.3, 0.7), C(builtins.divmod, -2.3, 0.9), C(np.divmod, p(3, 1) * 3.1 + 0.05, p(4)),
 )
 if hasattr(math, "exp2"):
     add(C(math.exp2, 0.7))

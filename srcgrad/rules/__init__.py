@@ -80,6 +80,7 @@ class Rule:
     signature: inspect.Signature = field(repr=False)
     builtin: bool = True
     sequences: frozenset = frozenset()  # parameters that take a sequence of arrays
+    literals: dict = field(default_factory=dict)  # parameter -> the literal values it supports
 
     @property
     def name(self):
@@ -107,25 +108,29 @@ def _key(primitive):
 VERSION = [0]  # bumped by every registration: compiled gradients depend on the table
 
 
-def register(primitive, function, builtin=True, sequences=()):
+def register(primitive, function, builtin=True, sequences=(), literals=None):
     """Register ``function`` as the adjoint rule of ``primitive``."""
     VERSION[0] += 1
-    rule = Rule(primitive, function, inspect.signature(function), builtin, frozenset(sequences))
+    rule = Rule(primitive, function, inspect.signature(function), builtin, frozenset(sequences),
+                dict(literals or {}))
     RULES[_key(primitive)] = rule
     NONDIFFERENTIABLE.discard(_key(primitive))
     return rule
 
 
-def adjoint(*primitives, builtin=True, sequences=()):
+def adjoint(*primitives, builtin=True, sequences=(), literals=None):
     """Decorator: the function below is the adjoint rule of ``primitives``.
 
     Several primitives may share one rule (``np.abs`` and ``np.absolute``).
     ``sequences`` names the parameters that take a sequence of arrays.
+    ``literals`` maps a parameter to the values the rule supports
+    (``{"mode": ("constant", "edge")}``): a call passing another literal value
+    is refused when the gradient is compiled, naming the line.
     """
 
     def decorate(function):
         for primitive in primitives:
-            register(primitive, function, builtin, sequences)
+            register(primitive, function, builtin, sequences, literals)
         return function
 
     return decorate

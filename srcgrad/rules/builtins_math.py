@@ -18,6 +18,8 @@ a host float into a device array under CuPy).
 import builtins
 import math
 
+import numpy as np
+
 from srcgrad import runtime as rt
 from srcgrad.rules import Method, adjoint, nondifferentiable
 
@@ -25,7 +27,7 @@ xp = None  # placeholder: the array namespace, bound in generated code
 
 nondifferentiable(
     builtins.int, builtins.bool, builtins.len, builtins.round, builtins.range,
-    builtins.isinstance, builtins.divmod, builtins.hash, builtins.id,
+    builtins.isinstance, builtins.hash, builtins.id,
     math.floor, math.ceil, math.trunc, math.isnan, math.isinf, math.isfinite,
     math.isclose, math.factorial, math.gcd, math.comb, math.perm,
 )
@@ -53,6 +55,15 @@ def builtin_pow(dy, y, base, exp, mod=None):
 @adjoint(builtins.sum, sequences=("iterable",))
 def builtin_sum(dy, y, iterable, start=0):
     return rt.builtin_sum_vjp(dy, iterable), rt.unbroadcast(dy, start)
+
+
+@adjoint(builtins.divmod, np.divmod)
+def builtin_divmod(dy, y, x1, x2):
+    """``(q, r) = (x1 // x2, x1 % x2)``: ``dy`` is the pair of cotangents. The
+    quotient is piecewise constant; the remainder ``x1 - q * x2`` has slope 1 in
+    ``x1`` and ``-q`` in ``x2`` (issue 11: it used to carry no gradient at all)."""
+    dr = rt.seq_item(dy, 1)
+    return rt.unbroadcast(dr, x1), rt.unbroadcast(-dr * rt.seq_item(y, 0), x2)
 
 
 @adjoint(builtins.max, sequences=("args",))
@@ -209,6 +220,19 @@ def math_fabs(dy, y, x):
 @adjoint(math.copysign)
 def math_copysign(dy, y, x1, x2):
     return dy * rt.sign(x1) * rt.sign(y), None
+
+
+@adjoint(math.fmod)
+def math_fmod(dy, y, x1, x2):
+    """``x1 - trunc(x1 / x2) * x2`` (``int`` truncates toward 0, as ``fmod`` does)."""
+    return dy, -dy * int(x1 / x2)
+
+
+@adjoint(math.remainder)
+def math_remainder(dy, y, x1, x2):
+    """``x1 - n * x2`` with ``n`` the integer nearest ``x1 / x2``, ties to even
+    (Python's ``round``, as IEEE ``remainder``)."""
+    return dy, -dy * round(x1 / x2)
 
 
 @adjoint(math.erf)

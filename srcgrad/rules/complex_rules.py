@@ -10,6 +10,7 @@ arithmetic (``z = 1j * x``), the reverse sweep keeps the real part of its cotang
 * ``abs(z)``: ``dy * conj(z) / |z|`` (0 at 0).
 * ``angle(z)``: ``-1j * dy * conj(z) / |z|**2`` (0 at 0).
 * ``real(z)``: ``dy``; ``imag(z)``: ``-1j * dy``; ``conj(z)``: ``conj(dy)``.
+* ``imag`` and ``angle`` of a real operand: the real part of the above, 0.
 * ``np.fft.fft``/``ifft`` (no ``n``, no ``norm``): the DFT matrix is symmetric, so
   the cotangent is the same transform of ``dy``.
 
@@ -45,17 +46,19 @@ def absolute(dy, y, x):
 
 @complex_adjoint(np.angle)
 def angle(dy, y, z):
-    return -1j * dy * rt.conj_over(z, rt.abs2(z))
+    """On a real ``z`` the cotangent is the real part: 0 (issue 11: it was refused)."""
+    return rt.real_like(-1j * dy * rt.conj_over(z, rt.abs2(z)), z)
 
 
 @complex_adjoint(np.imag)
 def imag(dy, y, val):
-    return -1j * dy
+    """On a real ``val`` the cotangent is the real part: 0 (issue 11: it was refused)."""
+    return rt.real_like(-1j * dy, val)
 
 
 @complex_adjoint(Attribute("imag"))
 def imag_attribute(dy, y, self):
-    return -1j * dy
+    return rt.real_like(-1j * dy, self)
 
 
 @complex_adjoint(Method("astype"))

@@ -10,6 +10,7 @@ Binary rules sum their gradients back to each operand's shape with
   ``a``, not to the bound); where ``a_min > a_max`` the result, and the
   gradient, is ``a_max``'s (NumPy's ``minimum(maximum(a, a_min), a_max)``).
 * ``sinc``: the derivative at 0 is 0 (its true value).
+* ``hypot``: 0 at the origin.
 """
 
 import operator
@@ -21,10 +22,12 @@ from srcgrad.rules import Attribute, Method, adjoint, nondifferentiable
 
 xp = None  # placeholder: the array namespace, bound in generated code
 
+# (np.nextafter is not listed: nextafter(x, y) follows x with slope 1, so it is
+# refused where it needs a gradient rather than given a silent zero; issue 11.)
 nondifferentiable(
     np.floor, np.ceil, np.round, np.around, np.rint, np.trunc, np.fix, np.sign,
     np.signbit, np.isnan, np.isfinite, np.isinf, np.isposinf, np.isneginf,
-    np.isreal, np.iscomplex, np.floor_divide, np.spacing, np.nextafter,
+    np.isreal, np.iscomplex, np.floor_divide, np.spacing,
     np.equal, np.not_equal, np.less, np.less_equal, np.greater, np.greater_equal,
     np.logical_and, np.logical_or, np.logical_not, np.logical_xor,
     np.bitwise_and, np.bitwise_or, np.bitwise_xor, np.invert, np.left_shift,
@@ -162,7 +165,9 @@ def arctan2(dy, y, x1, x2):
 
 @adjoint(np.hypot)
 def hypot(dy, y, x1, x2):
-    return rt.unbroadcast(dy * x1 / y, x1), rt.unbroadcast(dy * x2 / y, x2)
+    """0 at the origin (like ``abs`` at 0 and ``math.hypot``), not 0 / 0."""
+    r = xp.where(y == 0, 1.0, y)
+    return rt.unbroadcast(dy * x1 / r, x1), rt.unbroadcast(dy * x2 / r, x2)
 
 
 @adjoint(np.sinh)
@@ -352,6 +357,19 @@ def nan_to_num(dy, y, x, copy=True, nan=0.0, posinf=None, neginf=None):
 @adjoint(np.real)
 def real(dy, y, val):
     return xp.real(dy)
+
+
+@adjoint(np.polyval)
+def polyval(dy, y, p, x):
+    """1-D coefficients ``p``: ``x ** (n - 1 - i)`` for coefficient ``i``; the
+    derivative polynomial for ``x``."""
+    return rt.polyval_vjp(dy, p, x), rt.unbroadcast(dy * xp.polyval(xp.polyder(p), x), x)
+
+
+@adjoint(np.real_if_close)
+def real_if_close(dy, y, a, tol=100):
+    """The identity on a real ``a``; on a complex one the real part's rule, as ``np.real``."""
+    return dy, None
 
 
 @adjoint(Attribute("real"))

@@ -6,8 +6,9 @@
   matrix 1/inf norms share the gradient evenly; ``ord=1`` uses ``sign`` (0 at 0).
 * ``slogdet`` returns ``(sign, logabsdet)``: its ``dy`` is the pair of
   cotangents; only ``logabsdet`` carries a gradient (``sign`` is piecewise
-  constant). ``det``, ``inv``, ``slogdet`` need a non-singular matrix.
-* ``cholesky`` and ``eigvalsh`` read one triangle of a matrix assumed
+  constant). ``inv`` and ``slogdet`` need a non-singular matrix; ``det``'s gradient (the
+  cofactor matrix) is exact at a singular one too.
+* ``cholesky``, ``eigh`` and ``eigvalsh`` read one triangle of a matrix assumed
   symmetric: their gradients are symmetric (the PyTorch/JAX convention).
 * ``solve`` follows NumPy 2: ``b`` is a vector exactly when it is 1-D.
 """
@@ -19,7 +20,9 @@ from srcgrad.rules import adjoint, nondifferentiable
 
 xp = None  # placeholder: the array namespace, bound in generated code
 
-nondifferentiable(np.linalg.matrix_rank, np.linalg.cond)
+# (np.linalg.cond is a smooth function of the matrix, a ratio of singular values:
+# it has no rule and is refused where it needs a gradient, never a silent zero.)
+nondifferentiable(np.linalg.matrix_rank)
 
 # ----- Norms -----
 
@@ -64,7 +67,8 @@ def matrix_power(dy, y, a, n):
 
 @adjoint(np.linalg.det)
 def det(dy, y, a):
-    return xp.asarray(dy * y)[..., None, None] * xp.swapaxes(xp.linalg.inv(a), -1, -2)
+    """The cofactor matrix, finite at a singular ``a`` too (``rt.cofactor``)."""
+    return xp.asarray(dy)[..., None, None] * rt.cofactor(a)
 
 
 @adjoint(np.linalg.slogdet)
@@ -88,6 +92,13 @@ def eigvalsh(dy, y, a, UPLO="L"):
     """Distinct eigenvalues assumed; the gradient ``V diag(dy) V^T`` is symmetric."""
     v = xp.linalg.eigh(a, UPLO)[1]
     return xp.matmul(v * xp.asarray(dy)[..., None, :], xp.swapaxes(v, -1, -2)), None
+
+
+@adjoint(np.linalg.eigh)
+def eigh(dy, y, a, UPLO="L"):
+    """``dy`` is ``(dw, dv)``: distinct eigenvalues assumed (the eigenvectors' gradient
+    divides by their gaps); symmetric, like ``eigvalsh``'s."""
+    return rt.eigh_vjp(dy, y), None
 
 
 # ----- The array-API spellings in numpy.linalg (NumPy 2) -----

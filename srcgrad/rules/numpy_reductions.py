@@ -22,10 +22,14 @@ from srcgrad.rules import Attribute, Method, adjoint, nondifferentiable
 
 xp = None  # placeholder: the array namespace, bound in generated code
 
+# Only results that are truly constant belong here (indices, counts, booleans).
+# np.unique (its values are entries of x) and np.histogram (its bin edges move
+# with x's range) carry gradients srcgrad has no rule for: they are refused where
+# they need one, not silently given a zero (issue 11).
 nondifferentiable(
     np.argmax, np.argmin, np.argsort, np.argwhere, np.nanargmax, np.nanargmin,
     np.count_nonzero, np.nonzero, np.flatnonzero, np.searchsorted, np.digitize,
-    np.bincount, np.histogram, np.unique, np.all, np.any, np.array_equal,
+    np.bincount, np.all, np.any, np.array_equal,
     np.array_equiv, np.allclose, np.isclose, np.shape, np.ndim, np.size,
     np.lexsort, np.result_type, np.iscomplexobj, np.isrealobj, np.isscalar,
     Method("argmax"), Method("argmin"), Method("argsort"), Method("nonzero"),

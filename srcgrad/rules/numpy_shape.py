@@ -24,7 +24,7 @@ nondifferentiable(
     np.triu_indices, np.tril_indices, np.diag_indices, np.unravel_index,
     np.ravel_multi_index, np.broadcast_shapes,
 )
-returns_sequence(np.split, np.array_split, np.meshgrid)
+returns_sequence(np.split, np.array_split, np.vsplit, np.hsplit, np.dsplit, np.meshgrid)
 
 # ----- Reshaping -----
 
@@ -114,6 +114,11 @@ def moveaxis(dy, y, a, source, destination):
     return xp.moveaxis(dy, destination, source)
 
 
+@adjoint(np.rollaxis)
+def rollaxis(dy, y, a, axis, start=0):
+    return xp.moveaxis(dy, rt.rollaxis_destination(a, axis, start), axis)
+
+
 @adjoint(np.swapaxes)
 def swapaxes(dy, y, a, axis1, axis2):
     return xp.swapaxes(dy, axis1, axis2)
@@ -172,6 +177,14 @@ def concatenate(dy, y, arrays, axis=0):
     return rt.concatenate_vjp(dy, arrays, axis)
 
 
+@adjoint(np.select, sequences=("choicelist",))
+def select(dy, y, condlist, choicelist, default=0):
+    """Each choice gets ``dy`` where its condition is the first that holds; the
+    default where none does."""
+    return (None, rt.select_vjp(dy, condlist, choicelist),
+            rt.unbroadcast(dy * rt.select_default_mask(condlist), default))
+
+
 @adjoint(np.stack, sequences=("arrays",))
 def stack(dy, y, arrays, axis=0):
     return rt.stack_vjp(dy, arrays, axis)
@@ -215,7 +228,23 @@ def split(dy, y, ary, indices_or_sections, axis=0):
     return rt.split_vjp(dy, y, axis), None, None
 
 
-@adjoint(np.pad)
+@adjoint(np.vsplit)
+def vsplit(dy, y, ary, indices_or_sections):
+    return rt.split_vjp(dy, y, 0), None
+
+
+@adjoint(np.hsplit)
+def hsplit(dy, y, ary, indices_or_sections):
+    """Along axis 1, or axis 0 of a 1-D array (as NumPy does)."""
+    return rt.split_vjp(dy, y, min(xp.ndim(ary) - 1, 1)), None
+
+
+@adjoint(np.dsplit)
+def dsplit(dy, y, ary, indices_or_sections):
+    return rt.split_vjp(dy, y, 2), None
+
+
+@adjoint(np.pad, literals={"mode": rt.PAD_GATHER_MODES})
 def pad(dy, y, array, pad_width, mode="constant", *, constant_values=0):
     """Modes that copy entries (constant, edge, reflect, symmetric, wrap, empty);
     a scalar ``constant_values`` gets the sum of the padding's gradient."""
@@ -323,9 +352,15 @@ def kron(dy, y, a, b):
 
 
 @adjoint(np.cross)
-def cross(dy, y, a, b):
-    """Vectors along the last axis (the default axes)."""
-    return rt.unbroadcast(xp.cross(b, dy), a), rt.unbroadcast(xp.cross(dy, a), b)
+def cross(dy, y, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    """3-vectors along any axes (``axisa``/``axisb``/``axisc`` or ``axis``): the
+    vector axes are moved last, crossed, and moved back."""
+    ax = rt.cross_axes(axisa, axisb, axisc, axis)
+    g = xp.moveaxis(dy, ax[2], -1)
+    a3 = xp.moveaxis(a, ax[0], -1)
+    b3 = xp.moveaxis(b, ax[1], -1)
+    return (xp.moveaxis(rt.unbroadcast(xp.cross(b3, g), a3), -1, ax[0]),
+            xp.moveaxis(rt.unbroadcast(xp.cross(g, a3), b3), -1, ax[1]), None, None, None, None)
 
 
 @adjoint(np.convolve)

@@ -9,7 +9,7 @@ their gradient argument; their adjoints are the "transposed" helpers
 ``concatenate_vjp`` <-> ``split_vjp``, ``take_vjp`` <-> ``take`` ...).
 
 Helpers without a rule (``prod_others``, ``cumprod_vjp``, ``einsum_vjp``,
-``norm_vjp``, ``solve_vjp``, ``cholesky_vjp``, ``kron_vjp``, ``convolve_vjp``,
+``norm_vjp``, ``solve_vjp``, ``cholesky_vjp``, ``eigh_vjp``, ``select_vjp``, ``polyval_vjp``, ``kron_vjp``, ``convolve_vjp``,
 ``matrix_power_vjp``, ``append_vjp``, ``array_vjp``, the ``*stack_vjp`` of
 hstack/vstack/dstack/column_stack, ``builtin_sum_vjp``, ``minmax_vjp``,
 ``hypot_vjp``, ``pad_constant_vjp``, ``meshgrid_vjp``, ``index_concat_vjp``) make a second derivative through those
@@ -28,7 +28,7 @@ nondifferentiable(
     rt.namespace, rt.is_array, rt.shape_of, rt.normalize_axis, rt.reduction_size,
     rt.zeros_like, rt.owned_zeros, rt.sign, rt.clip_below, rt.clip_above, rt.inverse_axes,
     rt.method_axes, rt.method_shape, rt.inner_axes, rt.linspace_weights,
-    rt.arange_index, rt.is_given, rt.negate_shift, rt.pad_adjoint_mode, rt.dtype_of,
+    rt.arange_index, rt.is_given, rt.negate_shift, rt.rollaxis_destination, rt.cross_axes, rt.select_default_mask, rt.pad_adjoint_mode, rt.dtype_of,
     rt.array_dtype,
     # only ever feeds rt.clip_below/clip_above (masks) in the clip rule
     rt.either,
@@ -326,3 +326,12 @@ def log(dw, w, x):
 @adjoint(rt.log_base)
 def log_base(dw, w, base):
     return dw / base
+
+
+@adjoint(rt.cofactor)
+def cofactor(dw, w, a):
+    """``w = det(a) a^{-T}``: ``dA = <dw, w> a^{-T} - a^{-T} dw^T w`` (an invertible
+    ``a``: a second derivative of det at a singular matrix is not supported)."""
+    ait = xp.swapaxes(xp.linalg.inv(a), -1, -2)
+    inner = xp.sum(dw * w, axis=(-2, -1))
+    return xp.asarray(inner)[..., None, None] * ait - xp.matmul(ait, xp.matmul(xp.swapaxes(dw, -1, -2), w))

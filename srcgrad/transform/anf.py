@@ -101,10 +101,13 @@ class ANF:
             return obj
         if not isinstance(func, gast.Name) or func.id in self.locals:
             return None
+        path = (func.id,) + tuple(reversed(parts))
         try:
-            return self.info.resolve_path((func.id,) + tuple(reversed(parts)))
+            return self.info.resolve_path(path)
         except NameError:
             raise self.error(func, f"name {func.id!r} is not defined", cls=NameError_)
+        except AttributeError as exc:   # np.trapz on a NumPy without it: refused, not a crash
+            raise self.error(func, f"{'.'.join(path)} is not defined ({exc})", cls=NameError_) from None
 
     def hint(self, node):
         """A readable name for the value of ``node``."""

@@ -593,8 +593,12 @@ class ReverseAD:
         return [gast.If(test=replace_expr(f"rt.is_node({receiver.id})"), body=field,
                         orelse=arithmetic or [gast.Pass()])]
 
-    def accumulate(self, target, grad):
-        """``d<target> += grad`` for each name in ``target`` that needs an adjoint."""
+    def accumulate(self, target, grad, sequence=False):
+        """``d<target> += grad`` for each name in ``target`` that needs an adjoint.
+
+        ``sequence``: ``grad`` may be a list (the gradient of a rule's parameter that
+        takes a sequence, such as ``rt.seq_item``'s: a second-order sweep meets the
+        list adjoint of a tuple result), so it is added with ``rt.seq_add``."""
         if isinstance(target, (gast.List, gast.Tuple)):
             out = []
             if not isinstance(grad, gast.Name):
@@ -608,7 +612,7 @@ class ReverseAD:
         if not self.needs(target):
             return []
         dt = self.d(target.id)
-        if target.id in self.act.sequences:
+        if sequence or target.id in self.act.sequences:
             return replace(f"{dt} = rt.seq_add({dt}, G)", G=grad)
         if target.id in self.containers:
             return replace(f"{dt} = rt.add_grad({dt}, G)", G=grad)
@@ -688,6 +692,7 @@ class ReverseAD:
             raise self.error(origin, UnsupportedError,
                              f"this call to {_describe(primitive, value)} is not supported by "
                              f"srcgrad's rule ({exc})") from None
+        self.check_literals(rule, bound, primitive, origin, value)
         params = rule.params
         arg_nodes = {}
         for p in list(rule.signature.parameters.values()):
@@ -719,7 +724,8 @@ class ReverseAD:
                     used |= names_in(st.value)
             out += keep
             for p, g in needed:
-                out += self.accumulate(arg_nodes[p.name], self.real_part(arg_nodes[p.name], g, on_complex))
+                out += self.accumulate(arg_nodes[p.name], self.real_part(arg_nodes[p.name], g, on_complex),
+                                       sequence=p.name in rule.sequences)
             return out
         # A rule that is not a template: called at run time.
         rule_name = self.namer.new(f"{rule.name}_rule")
@@ -735,7 +741,8 @@ class ReverseAD:
             if not self._any_needed(node):
                 continue
             grad = name(g) if single and k == 0 else replace_expr(f"{g}[{k}]")
-            out += self.accumulate(node, self.real_part(node, grad, on_complex))
+            out += self.accumulate(node, self.real_part(node, grad, on_complex),
+                                   sequence=p.name in rule.sequences)
         return out
 
     def real_part(self, node, grad, on_complex):
@@ -743,6 +750,18 @@ class ReverseAD:
         if on_complex and isinstance(node, gast.Name) and self.kind_of(node) != kinds_.COMPLEX:
             return replace_expr(f"rt.real_like(G, {node.id})", G=grad)
         return grad
+
+    def check_literals(self, rule, bound, primitive, origin, value):
+        """A literal option the rule does not support (``np.pad(x, 1, mode="mean")``)
+        is refused here, at its line, rather than when the reverse sweep runs."""
+        for param, allowed in rule.literals.items():
+            arg = bound.arguments.get(param)
+            if isinstance(arg, gast.Constant) and arg.value not in allowed:
+                raise self.error(
+                    origin, UnsupportedError,
+                    f"srcgrad's gradient of {_describe(primitive, value)} does not support "
+                    f"{param}={arg.value!r} (supported: {', '.join(map(repr, allowed))})",
+                    "Write a custom srcgrad.Function, or register your own rule with @srcgrad.adjoint.")
 
     def _any_needed(self, node):
         if node is None:
@@ -1055,6 +1074,20 @@ def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), o
     seed = namer.new("dout") if tuple_output else ad.d(outputs[0].id) if ad.needs(outputs[0]) \
         else namer.new("dout")
 
+    # Results: one gradient per wrt name. Named before the prologue, so that an
+    # active input whose every use has no gradient (``y`` of ``np.copysign(x, y)``:
+    # the rule's entry is None) gets its zero adjoint there like any other.
+    results = []
+    unused = []
+    for w in wrt:
+        if w in ad.captures:
+            results.append(name(ad.captures[w]))
+        elif w in activity.adjoint:
+            results.append(name(ad.d(w)))
+        else:
+            unused.append(w)
+            results.append(gast.Constant(value=None, kind=None))
+
     # Backward prologue: seeds, zero adjoints, the array namespace.
     prologue = []
     seeded = set()
@@ -1087,18 +1120,6 @@ def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), o
     fwd = [s for p in activity.params if p in ad.hook_lists
            for s in replace(f"{ad.hook_lists[p]} = []")] + fwd
     primal_names = primal_names | set(ad.hook_lists.values())
-
-    # Results: one gradient per wrt name.
-    results = []
-    unused = []
-    for w in wrt:
-        if w in ad.captures:
-            results.append(name(ad.captures[w]))
-        elif w in activity.adjoint:
-            results.append(name(ad.d(w)))
-        else:
-            unused.append(w)
-            results.append(gast.Constant(value=None, kind=None))
 
     back_return = gast.Return(value=gast.Tuple(elts=results, ctx=gast.Load()))
     rev = prologue + rev + [back_return]
