@@ -14,7 +14,7 @@ from srcgrad.naming import Namer
 from srcgrad.parse import parse_function
 from srcgrad import templates
 from srcgrad.templates import clone
-from srcgrad.transform import anf, canonicalize, fence, inline, mutation, optimize, reverse
+from srcgrad.transform import anf, canonicalize, comprehensions, fence, inline, mutation, optimize, reverse
 from srcgrad.transform import fuse as fusion
 
 # Optimization passes on the backward sweep (transform/optimize.py, shape-only saving).
@@ -69,6 +69,7 @@ def normalize(fn, stack=()):
         _check_returns_a_value(node, info)
     bindings = {}
     node = _rename_reserved(node, info, namer, bindings)
+    node = comprehensions.transform(node, info, namer)  # loops that build them, for canonicalize
     node = canonicalize.transform(node, info, namer)  # before ANF: it introduces flags and indexing
     node = anf.transform(node, info, namer, bindings)
     node, rewritten = mutation.transform(node, info, namer)  # out=, copyto, .fill(): indexed writes
