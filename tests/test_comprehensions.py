@@ -236,6 +236,9 @@ def test_the_generated_source_is_the_loop_a_person_would_write():
     # one comment for the comprehension's line, not one per block it became
     assert forward.count("# ys = [v * v for v in x]") == 1
     assert "grad of: ys = [v * v for v in x]" in source
+    # a generator summed builds the list of its terms
+    summed = sg.source(sum_of_squares_gen)
+    assert "terms = []" in summed and "terms.append(" in summed and "sum(terms)" in summed
 
 
 def _line_of(f, text):

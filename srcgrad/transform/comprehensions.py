@@ -222,11 +222,11 @@ class Lowering:
                 stmt.target = self.expr(stmt.target)
         return self._hoisted + [stmt]
 
-    def expr(self, node):
+    def expr(self, node, base=None):
         """``node`` with each comprehension replaced by the name its loop builds, in the
         order Python evaluates them."""
         if isinstance(node, (gast.ListComp, gast.DictComp)):
-            return self.hoist(node)
+            return self.hoist(node, base=base)
         if isinstance(node, gast.SetComp):
             raise self._error(node, "a set comprehension is not supported: sets are not "
                               "values srcgrad models", "Build a list (a list comprehension), "
@@ -249,7 +249,8 @@ class Lowering:
             return node
         if isinstance(node, gast.Call):
             node.func = self.expr(node.func)
-            node.args = [self.expr(self._as_list(a)) for a in node.args]
+            base = "terms" if self._resolve(node.func) is builtins.sum else None
+            node.args = [self.expr(self._as_list(a), base) for a in node.args]
             for kw in node.keywords:
                 kw.value = self.expr(self._as_list(kw.value))
             self._mutated |= self._may_mutate(node)
@@ -328,7 +329,7 @@ class Lowering:
         return gast.ListComp(elt=elt, generators=[gast.comprehension(
             target=target, iter=iterable, ifs=[], is_async=0)])
 
-    def hoist(self, comp, result=None):
+    def hoist(self, comp, result=None, base=None):
         """Write the loop that builds ``comp`` into ``result`` (a fresh name if None)
         ahead of the statement; returns the name to read."""
         stmt = self._stmt
@@ -339,7 +340,7 @@ class Lowering:
                               "in the same statement, is not supported", _ALWAYS_MOVE)
         is_dict = isinstance(comp, gast.DictComp)
         if result is None:
-            result = self.namer.new("entries" if is_dict else "elems")
+            result = self.namer.new(base or ("entries" if is_dict else "elems"))
         if is_dict:
             store = gast.Subscript(value=_name(result), slice=comp.key, ctx=gast.Store())
             inner = [gast.Assign(targets=[store], value=comp.value, type_comment=None)]
