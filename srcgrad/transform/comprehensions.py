@@ -224,7 +224,7 @@ class Lowering:
 
     def expr(self, node, base=None):
         """``node`` with each comprehension replaced by the name its loop builds, in the
-        order Python evaluates them."""
+        order Python evaluates them (a list built for ``sum`` is named ``terms``)."""
         if isinstance(node, (gast.ListComp, gast.DictComp)):
             return self.hoist(node, base=base)
         if isinstance(node, gast.SetComp):
@@ -358,9 +358,7 @@ class Lowering:
             inner = [gast.For(target=gen.target, iter=self._as_list(gen.iter), body=inner,
                               orelse=[], type_comment=None)]
         first = inner[0]
-        outer_iter, first.iter = first.iter, _name("_")
-        outer_iter = self.expr(outer_iter)   # the first iterable: evaluated here, in order
-        first.iter = outer_iter
+        first.iter = self.expr(first.iter)   # the first iterable: evaluated here, in order
         new = [gast.Assign(targets=[_name(result, True)], value=empty, type_comment=None), first]
         for node in new:
             for child in gast.walk(node):
