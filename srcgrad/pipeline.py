@@ -14,7 +14,8 @@ from srcgrad.naming import Namer
 from srcgrad.parse import parse_function
 from srcgrad import templates
 from srcgrad.templates import clone
-from srcgrad.transform import anf, aux, canonicalize, fence, inline, mutation, optimize, reverse
+from srcgrad.transform import (anf, aux, canonicalize, comprehensions, fence, inline, mutation,
+                               optimize, reverse)
 from srcgrad.transform import fuse as fusion
 
 # Optimization passes on the backward sweep (transform/optimize.py, shape-only saving).
@@ -72,6 +73,7 @@ def normalize(fn, stack=(), has_aux=False):
         _check_returns_a_value(node, info)
     bindings = {}
     node = _rename_reserved(node, info, namer, bindings)
+    node = comprehensions.transform(node, info, namer)  # loops that build them, for canonicalize
     node._srcgrad_aux = aux.split(node, info, namer) if has_aux else None
     node = canonicalize.transform(node, info, namer)  # before ANF: it introduces flags and indexing
     node = anf.transform(node, info, namer, bindings)

@@ -30,18 +30,20 @@ def _compound(s):
     return isinstance(s, (gast.For, gast.While, gast.If)) and not anno.getanno(s, Static.GUARD)
 
 
-def comment_blocks(body, prefix, min_group):
-    """Insert a comment before each run of statements coming from one user line."""
+def comment_blocks(body, prefix, min_group, enclosing=None):
+    """Insert a comment before each run of statements coming from one user line
+    (not inside a compound statement from that same line, ``enclosing``: the loop
+    a comprehension or a one-line ``for`` became)."""
     out = []
     k = 0
     previous = None   # the user line of the group before
     while k < len(body):
         s = body[k]
+        text = _origin_text(s)
         for field in ("body", "orelse"):
             inner = getattr(s, field, None)
             if isinstance(inner, list) and inner:
-                setattr(s, field, comment_blocks(inner, prefix, min_group))
-        text = _origin_text(s)
+                setattr(s, field, comment_blocks(inner, prefix, min_group, text))
         j = k + 1
         while j < len(body) and text is not None and _origin_text(body[j]) == text \
                 and not _compound(body[j]) and not _compound(s):
@@ -49,14 +51,14 @@ def comment_blocks(body, prefix, min_group):
             for field in ("body", "orelse"):
                 inner = getattr(inner_s, field, None)
                 if isinstance(inner, list) and inner:
-                    setattr(inner_s, field, comment_blocks(inner, prefix, min_group))
+                    setattr(inner_s, field, comment_blocks(inner, prefix, min_group, text))
             j += 1
         group = body[k:j]
         # A loop of the reverse sweep names the loop it replays; other compound
         # statements carry their user line in their own header.
         loop = isinstance(s, (gast.For, gast.While)) and prefix
-        if text is not None and (len(group) >= min_group and not _compound(s)
-                                 or loop and text != previous):
+        if text is not None and text != enclosing and (
+                len(group) >= min_group and not _compound(s) or loop and text != previous):
             out.append(_comment(prefix + text))
         out.extend(group)
         previous = text

@@ -30,10 +30,9 @@ _REFUSED = {
     gast.NamedExpr: ("the walrus operator :=", "Assign in a separate statement."),
     gast.Import: ("import inside the function", "Import at module level."),
     gast.ImportFrom: ("import inside the function", "Import at module level."),
-    gast.SetComp: ("a set comprehension", "Write a for loop."),
-    gast.DictComp: ("a dict comprehension", "Write a for loop."),
-    gast.GeneratorExp: ("a generator expression", "Build a list with a for loop and append."),
-    gast.ListComp: ("a list comprehension", "Build the list with a for loop and append."),
+    gast.SetComp: ("a set comprehension (sets are not values srcgrad models)",
+                   "Build a list (a list comprehension), or compute the set outside the "
+                   "differentiated function."),
     gast.Starred: ("*-unpacking", "Pass the arguments one by one."),
 }
 
