@@ -275,8 +275,13 @@ def compose_gradient(compiled, many, only_gradients=False):
                 if isinstance(o, gast.Name)}
     if params:
         strict = tuple(p in operands for p in params)
+        bindings = dict(bindings)
+        bindings["_srcgrad_structure_error"] = lambda message: UnsupportedError(
+            message, info.filename, info.first_lineno,
+            hint="Pass the structure's leaves as separate arguments.")
         forward.body.insert(0, templates.replace(
-            f"rt.check_leaves(({', '.join(params)},), {tuple(params)!r}, {strict!r})")[0])
+            f"rt.check_leaves(({', '.join(params)},), {tuple(params)!r}, {strict!r}, "
+            f"_srcgrad_structure_error)")[0])
     return _compose(forward, backward, info, bindings, f"grad_{forward.name[:-len('_forward')]}",
                     _default_seed_of(forward), many)
 

@@ -512,18 +512,16 @@ def attr_item(dx, x, attr):
     return dx.get(attr, 0.0) if isinstance(dx, dict) else 0.0
 
 
-def check_leaves(values, names, strict):
+def check_leaves(values, names, strict, error):
     """Refuse a structure passed to a gradient composed for arrays and floats
     (``grad(f).as_function()``, what higher-order derivatives differentiate): any, for a
-    parameter the code adds or multiplies (``strict``), else one holding float data."""
+    parameter the code adds or multiplies (``strict``), else one holding float data.
+    ``error(message)`` makes the error, located at the user's function."""
     for value, name, exact in zip(values, names, strict):
         if value is not None and type(value) not in (float, numpy.ndarray) and _pytree.is_node(value) \
                 and (exact or any(type(leaf) not in (int, bool, str) for leaf in _pytree.tree_leaves(value))):
-            from srcgrad.errors import UnsupportedError
-            raise UnsupportedError(
-                f"srcgrad: higher-order derivatives (grad of grad, as_function) take arrays and "
-                f"floats; {name!r} is a {type(value).__name__}",
-                hint="Pass the structure's leaves as separate arguments.")
+            raise error(f"higher-order derivatives (grad of grad, as_function) take arrays and "
+                        f"floats; {name!r} is a {type(value).__name__}")
 
 
 def check_sequence(value, error):

@@ -31,8 +31,6 @@ import pytest
 
 import srcgrad as sg
 
-CONTAINERS = "containers: issue 11 pytree branch"
-
 # ----- The checker -----
 
 
@@ -1934,8 +1932,6 @@ def test_gradient_matches_finite_differences_or_is_refused_with_a_location(c, re
     if c.name in KNOWN:
         request.applymarker(pytest.mark.xfail(reason=KNOWN[c.name], strict=True))
     status, message = outcome(c)
-    if c.containers and status not in ("OK", "REFUSED"):
-        request.applymarker(pytest.mark.xfail(reason=CONTAINERS, strict=False))
     assert status in ("OK", "REFUSED"), f"{status}: {message}"
 
 
