@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import srcgrad as sg
-from srcgrad.errors import GradcheckError
+from srcgrad.errors import GradcheckError, UnsupportedError
 from srcgrad.testing import numerical_grad
 
 RNG = np.random.default_rng(12)
@@ -85,3 +85,129 @@ def test_gradcheck_with_has_aux_still_catches_a_wrong_gradient():
     args = ({"w": RNG.standard_normal(3)}, RNG.standard_normal((5, 3)))
     with pytest.raises(GradcheckError, match=r"\['w'\]"):
         sg.gradcheck(wrong_with_aux, args, has_aux=True)
+
+
+# ----- `and` / `or` used to pick a value -----
+
+def scale_or_default(x, s):
+    scale = s or 1.0
+    return np.sum(x * scale)
+
+
+def first_falsy(a, b):
+    y = a and b
+    return y * 3.0 + y * y
+
+
+def chained_or(a, b, c):
+    return (a or b or c) ** 2
+
+
+def condition_and_value(x, y, s):
+    return (s > 0 and x) or y
+
+
+def or_of_a_call(x, s):
+    # The left operand is evaluated once, and the right one only when it is picked.
+    return np.sin(s * 2.0) or np.sum(x)
+
+
+@pytest.mark.parametrize("s", [2.5, 0.0])
+def test_or_picks_the_first_truthy_operand_and_differentiates_the_one_it_returns(s):
+    x = RNG.standard_normal(3)
+    dx, ds = sg.grad(scale_or_default, wrt=(0, 1))(x, s)
+    # By hand: s or 1.0 is s when s is truthy; the default 1.0 carries no gradient.
+    np.testing.assert_allclose(dx, np.full(3, s if s else 1.0), rtol=1e-12)
+    assert ds == pytest.approx(np.sum(x) if s else 0.0, rel=1e-12)
+    assert sg.gradcheck(scale_or_default, (x, s), wrt=(0, 1)) if s else True
+
+
+@pytest.mark.parametrize("a, b", [(2.0, -1.5), (0.0, -1.5), (-0.5, 0.0)])
+def test_and_returns_the_first_falsy_operand_or_the_last(a, b):
+    da, db = sg.grad(first_falsy, wrt=(0, 1))(a, b)
+    picked = b if a else a
+    slope = 3.0 + 2.0 * picked
+    assert (da, db) == pytest.approx((0.0 if a else slope, slope if a else 0.0), rel=1e-12)
+    if a:   # away from the jump (at a == 0 the picked operand switches)
+        assert sg.gradcheck(first_falsy, (a, b), wrt=(0, 1))
+
+
+@pytest.mark.parametrize("args", [(1.5, 2.0, 3.0), (0.0, -2.0, 3.0), (0.0, 0.0, 4.0)])
+def test_a_chain_of_or_differentiates_the_operand_python_returns(args):
+    grads = sg.grad(chained_or, wrt=(0, 1, 2))(*args)
+    k = next((i for i, v in enumerate(args) if v), 2)
+    expected = [0.0, 0.0, 0.0]
+    expected[k] = 2.0 * args[k]
+    assert grads == pytest.approx(tuple(expected), rel=1e-12)
+
+
+@pytest.mark.parametrize("s", [1.0, -1.0])
+def test_a_condition_and_a_value_picks_the_value_or_the_alternative(s):
+    x, y = 1.5, -2.0
+    dx, dy = sg.grad(condition_and_value, wrt=(0, 1))(x, y, s)
+    assert (dx, dy) == ((1.0, 0.0) if s > 0 else (0.0, 1.0))
+    assert sg.gradcheck(condition_and_value, (x, y, s), wrt=(0, 1))
+
+
+@pytest.mark.parametrize("s", [0.3, 0.0])
+def test_or_evaluates_its_left_operand_once_and_its_right_only_when_picked(s):
+    x = RNG.standard_normal(3)
+    dx, ds = sg.grad(or_of_a_call, wrt=(0, 1))(x, s)
+    np.testing.assert_array_equal(dx, np.zeros(3) if s else np.ones(3))
+    assert ds == pytest.approx(2.0 * np.cos(2.0 * s) if s else 0.0, rel=1e-12)
+    if s:   # at s == 0 the picked operand switches: no finite difference there
+        assert sg.gradcheck(or_of_a_call, (x, s), wrt=(0, 1))
+    forward = sg.source(or_of_a_call, wrt=(0, 1)).split("def or_of_a_call_backward")[0]
+    code = [line for line in forward.splitlines() if not line.strip().startswith("#")]
+    assert sum(line.count("np.sin(") for line in code) == 1
+    assert any(line.strip().startswith("if ") for line in code)
+
+
+# ----- Recursion: refused at the recursive call, with the loop to write instead -----
+
+def tree(x, depth):
+    return x if depth == 0 else tree(np.sin(x), depth - 1) * x
+
+
+def tree_as_a_loop(x, depth):
+    xs = []
+    for _ in range(depth):
+        xs.append(x)
+        x = np.sin(x)
+    for v in reversed(xs):
+        x = x * v
+    return x
+
+
+def even(x, n):
+    if n == 0:
+        return x
+    return odd(x * 2.0, n - 1)
+
+
+def odd(x, n):
+    return even(np.sin(x), n - 1) if n > 0 else x
+
+
+def test_recursion_is_refused_at_the_recursive_call_with_a_loop_to_write_instead():
+    with pytest.raises(UnsupportedError) as info:
+        sg.grad(tree)(0.5, 3)
+    error = info.value
+    line = "    return x if depth == 0 else tree(np.sin(x), depth - 1) * x"
+    assert error.filename == __file__ and error.source_line == line
+    assert error.col_offset == line.index("tree(")            # the call, not the statement
+    message = str(error)
+    assert "tree calls itself (recursion)" in message
+    assert "for _ in range(n):" in message and "custom srcgrad.Function" in message
+
+
+def test_mutual_recursion_names_the_chain_of_calls():
+    with pytest.raises(UnsupportedError, match=r"even calls itself \(recursion through "
+                                               r"even -> odd -> even\)"):
+        sg.grad(even)(0.5, 3)
+
+
+def test_the_loop_the_hint_suggests_differentiates_like_the_recursion():
+    x = 0.7
+    assert tree_as_a_loop(x, 3) == pytest.approx(tree(x, 3), rel=1e-15)
+    assert sg.gradcheck(tree_as_a_loop, (x, 3))
