@@ -21,9 +21,9 @@ class MLP:
         self.weight_decay = weight_decay
 
     def forward(self, params, x):
-        for layer in params["layers"][:-1]:
+        *hidden, last = params["layers"]
+        for layer in hidden:
             x = np.tanh(x @ layer["W"] + layer["b"])
-        last = params["layers"][-1]
         return x @ last["W"] + last["b"]
 
     def loss(self, params, x, labels):

@@ -211,3 +211,45 @@ def test_the_loop_the_hint_suggests_differentiates_like_the_recursion():
     x = 0.7
     assert tree_as_a_loop(x, 3) == pytest.approx(tree(x, 3), rel=1e-15)
     assert sg.gradcheck(tree_as_a_loop, (x, 3))
+
+
+# ----- Starred assignment: `*hidden, last = layers` -----
+
+def mlp(layers, x):
+    *hidden, last = layers
+    for W in hidden:
+        x = np.tanh(x @ W)
+    return np.sum(x @ last)
+
+
+def ends_and_middle(v):
+    a, *mid, b = v
+    return a * b + np.sum(np.array(mid) ** 2) + len(mid)
+
+
+def head_and_tail(rows):
+    first, *rest = rows
+    return np.sum(first * sum(rest))
+
+
+def test_starred_assignment_splits_a_list_of_layers_as_python_does():
+    layers = [RNG.standard_normal((3, 3)) for _ in range(3)]
+    x = RNG.standard_normal(3)
+    grads = sg.grad(mlp)(layers, x)
+    assert isinstance(grads, list) and len(grads) == 3
+    assert sg.gradcheck(mlp, (layers, x))
+
+
+def test_starred_assignment_splits_an_array_into_rows():
+    assert sg.gradcheck(mlp, (RNG.standard_normal((3, 3, 3)), RNG.standard_normal(3)))
+    assert sg.gradcheck(head_and_tail, (RNG.standard_normal((4, 2)),))
+
+
+@pytest.mark.parametrize("v", [[1.5, -2.0, 0.5, 3.0], (1.5, -2.0), np.array([0.3, 1.2, -0.7])],
+                         ids=["list", "tuple-with-empty-middle", "array"])
+def test_starred_assignment_in_the_middle_gets_every_item_between(v):
+    gv = sg.grad(ends_and_middle)(v)
+    expected = [2.0 * item for item in v]     # by hand: the middle is squared
+    expected[0], expected[-1] = v[-1], v[0]
+    np.testing.assert_allclose(np.asarray(gv, dtype=float), expected, rtol=1e-12)
+    assert sg.gradcheck(ends_and_middle, (v,))

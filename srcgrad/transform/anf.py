@@ -262,8 +262,23 @@ class ANF:
                     self.store(t, v, out)
                 return
             seq = self.atom(value, out, self.hint(value))
+            starred = [k for k, t in enumerate(target.elts) if isinstance(t, gast.Starred)]
+            n = len(target.elts)
             for k, t in enumerate(target.elts):
-                item = gast.Subscript(value=seq, slice=gast.Constant(value=k, kind=None), ctx=gast.Load())
+                if starred and k == starred[0]:
+                    # `first, *rest, last = seq`: rest is the list of the items between,
+                    # as Python makes it: list(seq[k:-after]).
+                    after = n - k - 1
+                    part = gast.Slice(lower=gast.Constant(value=k, kind=None),
+                                      upper=gast.Constant(value=-after, kind=None) if after else None,
+                                      step=None)
+                    item = gast.Call(func=_name("list"), args=[gast.Subscript(
+                        value=seq, slice=part, ctx=gast.Load())], keywords=[])
+                    self.store(t.value, item, out)
+                    continue
+                index = k if not starred or k < starred[0] else k - n
+                item = gast.Subscript(value=seq, slice=gast.Constant(value=index, kind=None),
+                                      ctx=gast.Load())
                 self.store(t, item, out)
         else:
             raise self.error(target, f"assignment to {type(target).__name__} is not supported")
