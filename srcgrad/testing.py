@@ -180,7 +180,7 @@ def _describe(f, target):
 
 # ----- Finite differences -----
 
-def numerical_grad(f, args, wrt=0, eps=1e-6, grad_outputs=None, kwargs=None):
+def numerical_grad(f, args, wrt=0, eps=1e-6, grad_outputs=None, kwargs=None, has_aux=False):
     """The gradient of ``<f(*args), grad_outputs>`` by central differences in float64.
 
     Args:
@@ -192,6 +192,7 @@ def numerical_grad(f, args, wrt=0, eps=1e-6, grad_outputs=None, kwargs=None):
         eps: the step; each entry is moved by ``+eps`` and ``-eps``.
         grad_outputs: the cotangent; default 1 for a scalar output.
         kwargs: keyword arguments for ``f`` (a dict), optional.
+        has_aux: ``f`` returns ``(output, aux)``; only ``output`` is differentiated.
 
     Returns:
         One gradient per ``wrt`` entry (a tuple when ``wrt`` is a tuple/list):
@@ -235,7 +236,8 @@ def numerical_grad(f, args, wrt=0, eps=1e-6, grad_outputs=None, kwargs=None):
             kwargs[where if kind == "kw" else where[0]] = value
 
     def loss():
-        return _contract(f(*args, **kwargs), seed)
+        out = f(*args, **kwargs)
+        return _contract(out[0] if has_aux else out, seed)
 
     grads = []
     for kind, where in places:
@@ -371,14 +373,18 @@ def check_grads(f, args, wrt=0, atol=1e-6, rtol=1e-5, grad_outputs=None, kwargs=
     import srcgrad
 
     kwargs = dict(kwargs or {})
+    has_aux = bool(options.get("has_aux"))
     if isinstance(grad_outputs, str) and grad_outputs == "random":
-        grad_outputs = random_cotangent(f(*args, **kwargs), np.random.default_rng(0))
+        out = f(*args, **kwargs)
+        grad_outputs = random_cotangent(out[0] if has_aux else out, np.random.default_rng(0))
     gradient = srcgrad.grad(f, wrt=wrt, **options)
     grads = gradient(*args, grad_outputs=grad_outputs, **kwargs)
     # A repeated call runs what the first one prepared (one composed function): check it too.
     again = gradient(*args, grad_outputs=grad_outputs, **kwargs)
+    if has_aux:   # (grads, aux): the aux carries no gradient
+        grads, again = grads[0], again[0]
     numeric = numerical_grad(f, args, wrt=wrt, eps=eps, grad_outputs=grad_outputs,
-                             kwargs=kwargs)
+                             kwargs=kwargs, has_aux=has_aux)
     _compare_all(f, wrt, grads, numeric, atol, rtol)
     _compare_all(f, wrt, again, numeric, atol, rtol, prefix="a repeated call: ")
     return True
@@ -434,7 +440,8 @@ def gradcheck(f, args, wrt=0, eps=1e-6, atol=1e-5, rtol=1e-3, *, grad_outputs=No
             fixed random one).
         kwargs: keyword arguments for ``f`` (a dict).
         raise_exception: False returns False instead of raising.
-        **options: more options for ``srcgrad.grad`` (``allow_unused``...).
+        **options: more options for ``srcgrad.grad`` (``allow_unused``,
+            ``has_aux``: ``f`` returns ``(output, aux)`` and only ``output`` is checked...).
 
     Returns:
         True (or False when ``raise_exception=False`` and the check fails).

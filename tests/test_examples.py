@@ -34,6 +34,12 @@ EXPECTED = {
         ("no_grad block: grad =", [6, 6, 6]),
         ("hook on y:    dz/dy =", [1, 1, 1]),
     ],
+    # Trained from a seeded RNG: the numbers are checked by
+    # test_mlp_example_trains below, not pinned to the digit.
+    "mlp_dict_params.py": [
+        ("gradcheck on the parameter dict: passed", []),
+        ("Generated gradient of MLP.loss:", []),
+    ],
     "seed0_variable_grad_fn.py": [
         ("In[4]  abs(x), x = 1:  x.grad =", [1.0]),
         ("In[5]  abs(x), x = -1: x.grad =", [-1.0]),
@@ -173,4 +179,18 @@ def test_quickstart_prints_generated_source():
     # A real function definition, compiled from the user's loop and branch.
     assert "def " in source
     assert "for " in source or "while " in source
+    compile(source.strip() + "\n", "<generated>", "exec")
+
+
+def test_mlp_example_trains_with_loss_going_down_and_accuracy_going_up():
+    result = _run("mlp_dict_params.py")
+    assert result.returncode == 0, result.stderr
+    steps = re.findall(r"step +\d+: loss ([\d.]+) +accuracy ([\d.]+)", result.stdout)
+    assert len(steps) == 7, result.stdout
+    losses = [float(loss) for loss, _ in steps]
+    accuracies = [float(acc) for _, acc in steps]
+    assert all(b < a for a, b in zip(losses, losses[1:])), losses
+    assert losses[-1] < 0.2 * losses[0] and accuracies[-1] >= 0.9 > accuracies[0], steps
+    source = result.stdout.split("Generated gradient of MLP.loss:", 1)[1]
+    assert "for " in source and "def " in source
     compile(source.strip() + "\n", "<generated>", "exec")

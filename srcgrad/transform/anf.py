@@ -132,6 +132,10 @@ class ANF:
             return f"{self.hint(node.value)}_{node.attr}"
         if isinstance(node, gast.IfExp):
             return "choice"
+        if isinstance(node, gast.BoolOp):
+            return "either" if isinstance(node.op, gast.Or) else "both"
+        if isinstance(node, gast.Compare):
+            return "test"
         return "t"
 
     def resolve_safe(self, func):
@@ -258,8 +262,23 @@ class ANF:
                     self.store(t, v, out)
                 return
             seq = self.atom(value, out, self.hint(value))
+            starred = [k for k, t in enumerate(target.elts) if isinstance(t, gast.Starred)]
+            n = len(target.elts)
             for k, t in enumerate(target.elts):
-                item = gast.Subscript(value=seq, slice=gast.Constant(value=k, kind=None), ctx=gast.Load())
+                if starred and k == starred[0]:
+                    # `first, *rest, last = seq`: rest is the list of the items between,
+                    # as Python makes it: list(seq[k:-after]).
+                    after = n - k - 1
+                    part = gast.Slice(lower=gast.Constant(value=k, kind=None),
+                                      upper=gast.Constant(value=-after, kind=None) if after else None,
+                                      step=None)
+                    item = gast.Call(func=_name("list"), args=[gast.Subscript(
+                        value=seq, slice=part, ctx=gast.Load())], keywords=[])
+                    self.store(t.value, item, out)
+                    continue
+                index = k if not starred or k < starred[0] else k - n
+                item = gast.Subscript(value=seq, slice=gast.Constant(value=index, kind=None),
+                                      ctx=gast.Load())
                 self.store(t, item, out)
         else:
             raise self.error(target, f"assignment to {type(target).__name__} is not supported")
@@ -328,6 +347,8 @@ class ANF:
         if isinstance(node, (gast.Tuple, gast.List)):
             elts = [self.atom(e, out, self.hint(e)) for e in node.elts]
             return type(node)(elts=elts, ctx=gast.Load())
+        if isinstance(node, gast.BoolOp) and not self.is_condition(node):
+            return self.atom(self.pick(node, out), out, hint)
         if isinstance(node, (gast.Compare, gast.BoolOp)):
             return self.opaque(node, out)
         if isinstance(node, gast.Dict):
@@ -379,12 +400,8 @@ class ANF:
         return isinstance(node, gast.Name) and (node.id not in self.locals or node.id in self.namespaces)
 
     def opaque(self, node, out, condition=False):
-        """Comparisons and boolean operators: no gradient, kept whole when possible."""
-        if isinstance(node, gast.BoolOp) and not condition:
-            for v in node.values:
-                if not self.is_boolean(v):
-                    raise self.error(node, "`and`/`or` between values (not conditions) is not "
-                                           "supported", "Write an if statement.")
+        """Comparisons and boolean operators: no gradient, kept whole when possible
+        (an ``and``/``or`` used for its value is lowered by ``pick`` first)."""
         if not self.needs_statements(node):
             return node
         if isinstance(node, gast.Compare):
@@ -395,6 +412,29 @@ class ANF:
             return gast.UnaryOp(op=node.op, operand=self.atom(node.operand, out, "cond"))
         raise self.error(node, "this condition calls a function srcgrad must transform",
                          "Compute the parts into variables first.")
+
+    def pick(self, node, out):
+        """``a or b`` used for its value is ``a if a else b``, and ``a and b`` is
+        ``b if a else a``: Python returns one of the operands, and the gradient flows
+        to the one it returned. ``a`` is evaluated once; the rest only when picked."""
+        first = self.atom(node.values[0], out, self.hint(node.values[0]))
+        rest = node.values[1] if len(node.values) == 2 else \
+            gast.BoolOp(op=node.op, values=node.values[1:])
+        if isinstance(node.op, gast.Or):
+            return gast.IfExp(test=first, body=first, orelse=rest)
+        return gast.IfExp(test=first, body=rest, orelse=first)
+
+    @staticmethod
+    def is_condition(node):
+        """Whether a value is plainly a truth value (comparisons, ``not``, True/False):
+        an ``and``/``or`` of those carries no gradient and stays whole."""
+        if isinstance(node, (gast.Compare,)):
+            return True
+        if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.Not):
+            return True
+        if isinstance(node, gast.BoolOp):
+            return all(ANF.is_condition(v) for v in node.values)
+        return isinstance(node, gast.Constant) and isinstance(node.value, bool)
 
     def is_boolean(self, node):
         if isinstance(node, (gast.Compare,)):
@@ -465,6 +505,9 @@ class ANF:
         keywords = [gast.keyword(arg=k.arg, value=self.arg(k.value, out)) for k in node_keywords]
         new = gast.Call(func=func, args=args, keywords=keywords)
         anno.setanno(new, Static.PRIMITIVE, primitive)
+        where = self.info.origin(node)   # the call's own column, for an error about it
+        if where is not None:
+            anno.setanno(new, Static.ORIGIN, where)
         return new
 
     def array_arguments(self, primitive, args, keywords):

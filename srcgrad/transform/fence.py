@@ -62,6 +62,8 @@ def check(node, info, allowed_with=lambda item: False):
             if isinstance(child, gast.With) and all(allowed_with(i) for i in child.items):
                 continue
             entry = _REFUSED.get(type(child))
+            if isinstance(child, gast.Starred) and isinstance(child.ctx, gast.Store):
+                entry = None   # `first, *rest = seq`: anf.py unpacks it by indexing
             if entry is not None:
                 _refuse(child, info, *entry)
             if isinstance(child, gast.Assign) or isinstance(child, gast.AugAssign):

@@ -38,6 +38,30 @@ def is_inlinable(obj):
     return module not in LIBRARY_ROOTS
 
 
+_LOOP_EXAMPLE = """\
+Rewrite the recursion as a loop, for instance
+    def f(x, n):                           def f(x, n):
+        if n == 0:                             for _ in range(n):
+            return x              ->               x = np.sin(x)
+        return f(np.sin(x), n - 1)             return x
+(a result built on the way back, `f(...) * x`, becomes a list of the values
+pushed on the way down, combined in a second loop), or wrap the function in a
+custom srcgrad.Function."""
+
+
+def _recursion_error(fn, chain, origin):
+    """The refusal of a call back into a function being inlined (``chain``: the code
+    objects from its first call to this one): srcgrad inlines the calls it
+    differentiates, and how deep a recursion goes is known only when it runs."""
+    through = "" if len(chain) <= 2 else \
+        " through " + " -> ".join(code.co_name for code in chain)
+    return origin.error(
+        UnsupportedError,
+        f"{fn.__qualname__} calls itself (recursion{through}): "
+        f"srcgrad differentiates a call by inlining the callee, and the depth of a "
+        f"recursion is known only when it runs", _LOOP_EXAMPLE)
+
+
 class Inliner:
     def __init__(self, info, namer, bindings, stack, main_locals):
         self.info = info
@@ -76,9 +100,8 @@ class Inliner:
             except SrcgradError as exc:
                 raise origin.error(type(exc), exc.message, exc.hint) from None
         if fn.__code__ in self.stack:
-            raise origin.error(
-                UnsupportedError, f"recursive call to {fn.__qualname__} cannot be differentiated",
-                "Rewrite the recursion as a loop, or wrap it in a custom srcgrad.Function.")
+            chain = self.stack[self.stack.index(fn.__code__):] + (fn.__code__,)
+            raise _recursion_error(fn, chain, anno.getanno(call, Static.ORIGIN) or origin)
         node, info, bindings = normalize(fn, self.stack + (fn.__code__,))
         self.infos.extend(node._srcgrad_infos)
         helper_locals = _locals(node)
