@@ -15,8 +15,8 @@ from srcgrad.naming import Namer
 from srcgrad.parse import parse_function
 from srcgrad import templates
 from srcgrad.templates import clone
-from srcgrad.transform import (anf, aux, canonicalize, comprehensions, fence, inline, mutation,
-                               optimize, reverse)
+from srcgrad.transform import (anf, aux, canonicalize, comprehensions, fence, inline,
+                               local_functions, mutation, optimize, reverse)
 from srcgrad.transform import fuse as fusion
 
 # Optimization passes on the backward sweep (transform/optimize.py, shape-only saving).
@@ -68,7 +68,7 @@ def normalize(fn, stack=(), has_aux=False, static=None):
     binds ``aux`` to the name in ``node._srcgrad_aux`` (transform/aux.py).
     ``static``: parameter name -> the callable it is known to hold (a function passed as
     an argument); inside, the parameter denotes that object (inline.bind_static)."""
-    node, info = parse_function(fn)
+    node, info = fn.parse() if isinstance(fn, local_functions.LocalFunction) else parse_function(fn)
     user_locals = frozenset(anf.local_names(node))
     namer = Namer({n.id for n in gast.walk(node) if isinstance(n, gast.Name)} | set(RESERVED))
     fence.check(node, info, allowed_with=lambda item: anf.grad_mode_of(item, info) is not None)
@@ -78,6 +78,7 @@ def normalize(fn, stack=(), has_aux=False, static=None):
     if static:
         inline.bind_static(node, info, namer, static, bindings)
     node = _rename_reserved(node, info, namer, bindings)
+    node = local_functions.transform(node, info, namer, bindings)  # lambdas, nested defs: helpers
     node = comprehensions.transform(node, info, namer)  # loops that build them, for canonicalize
     node._srcgrad_aux = aux.split(node, info, namer) if has_aux else None
     node = canonicalize.transform(node, info, namer)  # before ANF: it introduces flags and indexing

@@ -163,3 +163,149 @@ def test_a_callable_passed_through_two_helpers_is_still_known():
         return np.sum(step_twice(logistic, y0, k))
 
     check_grads(through, (Y0, 0.7), wrt=(0, 1))
+
+
+# ----- lambdas and nested defs inside the function -----
+
+X = np.array([0.3, -0.4, 1.1])
+W = 1.7
+
+
+def lambda_bound_to_a_name(x, w):
+    act = lambda v: np.tanh(v)  # noqa: E731
+    return np.sum(act(x * w))
+
+
+def nested_def_reads_the_value_at_the_call(x, w):
+    def inner(v):
+        return v * w
+    w = w * 2.0          # a closure sees w at the call: 2w
+    return np.sum(inner(x) ** 2)
+
+
+def nested_defs_calling_each_other(x, w):
+    def scale(v):
+        return v * w
+
+    def outer(v):
+        return np.sin(scale(v))
+    return np.sum(outer(x)) + np.sum((lambda u: u * u)(x))
+
+
+def lambda_passed_to_a_helper(y0, k):
+    return np.sum(rk4(lambda v, kk: -kk * v * v + k, y0, k, DT, 3))
+
+
+def nested_def_passed_to_a_helper(y0, k):
+    def deriv(v, kk):
+        return -kk * np.sin(v) * k
+    return np.sum(rk4(deriv, y0, k, DT, 3))
+
+
+def lambda_mapped(x, w):
+    return sum(map(lambda v: v * w, x))
+
+
+def lambda_in_a_generator(x, w):
+    act = lambda v: np.sin(v) * w  # noqa: E731
+    return sum(act(v) for v in x)
+
+
+def lambda_with_a_constant_default(x, w):
+    power = lambda v, p=3: v ** p  # noqa: E731
+    return np.sum(power(x) * w) + np.sum(power(x, p=2))
+
+
+@pytest.mark.parametrize("f", [lambda_bound_to_a_name, nested_def_reads_the_value_at_the_call,
+                               nested_defs_calling_each_other, lambda_passed_to_a_helper,
+                               nested_def_passed_to_a_helper, lambda_mapped,
+                               lambda_in_a_generator, lambda_with_a_constant_default])
+def test_local_functions_match_finite_differences(f):
+    check_grads(f, (X, W), wrt=(0, 1))
+
+
+def test_a_nested_def_sees_the_variable_as_it_is_at_the_call():
+    dx, dw = sg.grad(nested_def_reads_the_value_at_the_call, wrt=(0, 1))(X, W)
+    np.testing.assert_allclose(dx, 2 * X * (2 * W) ** 2, rtol=1e-12)
+    np.testing.assert_allclose(dw, 8 * W * np.sum(X ** 2), rtol=1e-12)
+
+
+def test_a_lambda_given_to_rk4_matches_the_same_function_at_module_level():
+    def with_module_function(y0, k):
+        return np.sum(rk4(linear_decay, y0, k, DT, STEPS))
+
+    def with_lambda(y0, k):
+        return np.sum(rk4(lambda v, kk: -kk * v, y0, k, DT, STEPS))
+
+    for a, b in zip(sg.grad(with_lambda, wrt=(0, 1))(Y0, 1.3),
+                    sg.grad(with_module_function, wrt=(0, 1))(Y0, 1.3)):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+def hooked_by_a_lambda(x, w):
+    y = x * w
+    sg.register_hook(y, lambda g: g * 10)
+    return np.sum(y * y)
+
+
+def test_a_lambda_hook_replaces_the_gradient_like_a_module_function():
+    dx, dw = sg.grad(hooked_by_a_lambda, wrt=(0, 1))(X, W)
+    np.testing.assert_allclose(dx, 10 * 2 * X * W * W, rtol=1e-12)
+    np.testing.assert_allclose(dw, 10 * 2 * W * np.sum(X * X), rtol=1e-12)
+
+
+def returns_a_lambda(x):
+    return lambda v: v * x
+
+
+def stores_a_lambda(x):
+    fs = [lambda v: v * 2]
+    return np.sum(fs[0](x))
+
+
+def rebinds_a_lambda(x):
+    act = lambda v: v * 2  # noqa: E731
+    act = lambda v: v * 3  # noqa: E731
+    return np.sum(act(x))
+
+
+def recursive_nested_def(x):
+    def again(v):
+        return again(v)
+    return np.sum(again(x))
+
+
+def nested_def_in_a_branch(x):
+    if x[0] > 0:
+        def g(v):
+            return v
+    return np.sum(x)
+
+
+def assigns_a_local_function(x):
+    act = lambda v: v  # noqa: E731
+    other = act
+    return np.sum(other(x))
+
+
+def hook_reads_a_local(x):
+    y = x * 2
+    sg.register_hook(y, lambda g: g * x)
+    return np.sum(y)
+
+
+@pytest.mark.parametrize("f, words, line", [
+    (returns_a_lambda, "a lambda that escapes", "return lambda v"),
+    (stores_a_lambda, "a lambda that escapes", "fs = [lambda"),
+    (rebinds_a_lambda, "is rebound", "act = lambda v: v * 2"),
+    (recursive_nested_def, "recursive call", "return again(v)"),
+    (nested_def_in_a_branch, "nested def inside a branch", "def g(v)"),
+    (assigns_a_local_function, "'act' escapes", "other = act"),
+    (hook_reads_a_local, "hook lambda that reads 'x'", "lambda g: g * x"),
+])
+def test_local_functions_that_escape_are_refused_at_their_line(f, words, line):
+    with pytest.raises(sg.UnsupportedError) as info:
+        sg.grad(f)(X)
+    assert words in info.value.message
+    assert info.value.filename == __file__
+    assert info.value.lineno == _line_of(f, line)

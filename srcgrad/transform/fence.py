@@ -22,9 +22,6 @@ _REFUSED = {
     gast.Nonlocal: ("nonlocal", "Pass the value in as an argument and return the new value."),
     gast.Delete: ("del", "Remove the del statement; rebind the name instead."),
     gast.ClassDef: ("a class definition", "Define the class outside the differentiated function."),
-    gast.FunctionDef: ("a nested def", "Define the helper at module level (or outside this "
-                                       "function); srcgrad differentiates calls to it."),
-    gast.Lambda: ("a lambda inside the function", "Define a named helper function instead."),
     gast.With: ("a with block", "Only `with srcgrad.no_grad()`-style blocks are supported; move "
                                 "other context managers outside the differentiated function."),
     gast.NamedExpr: ("the walrus operator :=", "Assign in a separate statement."),

@@ -26,6 +26,9 @@ LIBRARY_ROOTS = {"numpy", "cupy", "cupyx", "scipy", "srcgrad", "math", "builtins
 def is_inlinable(obj):
     """Whether a call to ``obj`` is transformed (a user function, a bound method or
     ``functools.partial`` of one) rather than a primitive."""
+    from srcgrad.transform.local_functions import LocalFunction
+    if isinstance(obj, LocalFunction):
+        return True
     if inspect.ismethod(obj) or isinstance(obj, functools.partial):
         from srcgrad.entry import _peel
         target = _peel(obj)[0]
@@ -47,6 +50,12 @@ def bind_static(node, info, namer, static, bindings):
         if any(isinstance(n, gast.Name) and n.id == param and not isinstance(n.ctx, gast.Load)
                for stmt in node.body for n in gast.walk(stmt)):
             continue
+        captured = set(getattr(obj, "captured", ())) & {
+            n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
+        if captured:   # a lambda reading the caller's variables through names of its own
+            origin = info.origin(node)
+            raise origin.error(UnsupportedError, f"{info.name} uses the name {captured.pop()!r} "
+                               f"that a function passed to it reads", "Rename the variable.")
         new = namer.rename(param)
         info.extra[new] = bindings[new] = obj
         for stmt in node.body:
@@ -94,7 +103,9 @@ class Inliner:
         from srcgrad.pipeline import normalize  # the same stages the caller went through
 
         origin = anno.getanno(stmt, Static.ORIGIN)
-        if not inspect.isfunction(fn):   # a method of an object, a partial: self is a constant
+        from srcgrad.transform.local_functions import LocalFunction
+        if not inspect.isfunction(fn) and not isinstance(fn, LocalFunction):
+            # a method of an object, a partial: self is a constant
             from srcgrad.entry import entry_function
             try:
                 fn = entry_function(fn)
