@@ -71,7 +71,8 @@ def normalize(fn, stack=(), has_aux=False, static=None):
     node, info = fn.parse() if isinstance(fn, local_functions.LocalFunction) else parse_function(fn)
     user_locals = frozenset(anf.local_names(node))
     namer = Namer({n.id for n in gast.walk(node) if isinstance(n, gast.Name)} | set(RESERVED))
-    fence.check(node, info, allowed_with=lambda item: anf.grad_mode_of(item, info) is not None)
+    fence.check(node, info, allowed_with=lambda item: anf.grad_mode_of(item, info) is not None,
+                helper=bool(stack))
     if not stack:
         _check_returns_a_value(node, info)
     bindings = {}

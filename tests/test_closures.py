@@ -309,3 +309,58 @@ def test_local_functions_that_escape_are_refused_at_their_line(f, words, line):
     assert words in info.value.message
     assert info.value.filename == __file__
     assert info.value.lineno == _line_of(f, line)
+
+
+# ----- *args and **kwargs in helpers -----
+
+def total(*vs):
+    return sum(vs)
+
+
+def weighted(w, *vs, scale=1.0, **extra):
+    out = 0.0
+    for v in vs:
+        out = out + w * v * scale
+    return out + extra["bias"] * len(vs)
+
+
+def calls_star_args_helpers(a, b, c):
+    return (np.sum(total(a, b, c) ** 2) + np.sum(weighted(2.0, a, b * c, scale=0.5, bias=c))
+            + total())
+
+
+def star_args_local_functions(a, b):
+    add = lambda *vs: sum(vs)  # noqa: E731
+
+    def prod(*vs, **kw):
+        return vs[0] * vs[1] * kw["s"]
+    return np.sum(add(a, b, a * b)) + np.sum(prod(a, b, s=b))
+
+
+def test_a_star_args_helper_gets_the_tuple_of_its_arguments():
+    a, b, c = X[:2], np.array([1.0, 2.0]), np.array([0.5, 0.7])
+    check_grads(calls_star_args_helpers, (a, b, c), wrt=(0, 1, 2))
+    da, db, dc = sg.grad(calls_star_args_helpers, wrt=(0, 1, 2))(a, b, c)
+    s = a + b + c
+    np.testing.assert_allclose(da, 2 * s + 1.0, rtol=1e-12)
+    np.testing.assert_allclose(db, 2 * s + c, rtol=1e-12)
+    np.testing.assert_allclose(dc, 2 * s + b + 2.0, rtol=1e-12)
+
+
+def test_star_args_local_functions_match_the_hand_answer():
+    a, b = X[:2], np.array([1.0, 2.0])
+    check_grads(star_args_local_functions, (a, b), wrt=(0, 1))
+    da, db = sg.grad(star_args_local_functions, wrt=(0, 1))(a, b)
+    np.testing.assert_allclose(da, 1 + b + b * b, rtol=1e-12)
+    np.testing.assert_allclose(db, 1 + a + 2 * a * b, rtol=1e-12)
+
+
+def star_args_entry(*xs):
+    return np.sum(xs[0])
+
+
+def test_star_args_of_the_function_differentiated_stay_refused():
+    with pytest.raises(sg.UnsupportedError) as info:
+        sg.grad(star_args_entry)(X)
+    assert "*args/**kwargs parameters of the function differentiated" in info.value.message
+    assert info.value.lineno == _line_of(star_args_entry, "def star_args_entry")

@@ -32,6 +32,7 @@ _OP_WORDS = {
 def local_names(node):
     """Parameters and every name the function assigns."""
     names = {a.id for a in node.args.args + node.args.kwonlyargs + node.args.posonlyargs}
+    names.update(a.id for a in (node.args.vararg, node.args.kwarg) if a is not None)
     for child in gast.walk(node):
         if isinstance(child, gast.Name) and isinstance(child.ctx, (gast.Store, gast.Del)):
             names.add(child.id)

@@ -170,21 +170,29 @@ class Inliner:
             if not isinstance(value, gast.Name):
                 continue
             obj = self._known_object(value.id)
-            if obj is not None and _is_static_callable(obj):
+            if obj is not None:
                 static[param] = obj
         return static
 
     def _known_object(self, name):
-        """What the caller's name denotes at compile time, or None (a run-time value)."""
+        """The callable the caller's name denotes at compile time, or None (a run-time
+        value: an array or number is read when the code runs, and its identity is not
+        recorded, so rebinding it needs no new compile)."""
+        if name in self.bindings:
+            obj = self.bindings[name]
+            return obj if _is_static_callable(obj) else None
+        path = self.attributes.get(name) if name in self.main_locals else (name,)
+        if path is None:
+            return None
         try:
-            if name in self.main_locals:
-                path = self.attributes.get(name)
-                return None if path is None else self.info.resolve_path(path)
-            if name in self.bindings:
-                return self.bindings[name]
-            return self.info.resolve(name)
+            obj = self.info.lookup(path[0])
+            for attr in path[1:]:
+                obj = getattr(obj, attr)
         except (NameError, AttributeError):
             return None
+        if not _is_static_callable(obj):
+            return None
+        return self.info.resolve_path(path)   # recorded: guard.py checks it still holds
 
     def _bind_params(self, fn, node, call, rename, origin, static=()):
         sig = inspect.signature(fn)
@@ -196,7 +204,13 @@ class Inliner:
         for param in sig.parameters.values():
             if param.name in static:
                 continue   # the helper's body names the object itself
-            if param.name in bound.arguments:
+            if param.kind is param.VAR_POSITIONAL:   # *vs: the tuple of the rest
+                value = gast.Tuple(elts=list(bound.arguments.get(param.name, ())), ctx=gast.Load())
+            elif param.kind is param.VAR_KEYWORD:    # **kw: the dict of the other keywords
+                extra = bound.arguments.get(param.name, {})
+                value = gast.Dict(keys=[gast.Constant(value=k, kind=None) for k in extra],
+                                  values=list(extra.values()))
+            elif param.name in bound.arguments:
                 value = bound.arguments[param.name]
             elif param.default is not inspect.Parameter.empty:
                 default = param.default

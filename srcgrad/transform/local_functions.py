@@ -93,8 +93,12 @@ def _signature(node):
     for a, d in zip(positional, defaults):
         params.append(P(a.id, P.POSITIONAL_OR_KEYWORD,
                         default=P.empty if d is None else d.value))
+    if args.vararg is not None:
+        params.append(P(args.vararg.id, P.VAR_POSITIONAL))
     for a, d in zip(args.kwonlyargs, args.kw_defaults):
         params.append(P(a.id, P.KEYWORD_ONLY, default=P.empty if d is None else d.value))
+    if args.kwarg is not None:
+        params.append(P(args.kwarg.id, P.VAR_KEYWORD))
     return inspect.Signature(params)
 
 
@@ -249,9 +253,6 @@ class Lifting:
 
     def check_defaults(self, fn, stmt):
         args = fn.args
-        if args.vararg is not None or args.kwarg is not None:
-            raise self.error(stmt, "*args/**kwargs parameters of a local function are not supported",
-                             "Give the function explicit parameters.")
         for d in list(args.defaults) + [d for d in args.kw_defaults if d is not None]:
             if not (isinstance(d, gast.Constant) and templates.is_literal(d.value)):
                 raise self.error(stmt, "a default value of a local function that is not a "
