@@ -449,7 +449,9 @@ class ANF:
             primitive = Method(func.attr)
         elif obj is None:
             raise self.error(node, "calling a local variable is not supported",
-                             "Call the function by its global name.")
+                             "Call the function by its global name; a function given as an "
+                             "argument of the function differentiated must be passed "
+                             "positionally (the gradient is compiled for that callable).")
         else:
             primitive = obj
         from srcgrad import grad_mode
