@@ -364,3 +364,14 @@ def test_star_args_of_the_function_differentiated_stay_refused():
         sg.grad(star_args_entry)(X)
     assert "*args/**kwargs parameters of the function differentiated" in info.value.message
     assert info.value.lineno == _line_of(star_args_entry, "def star_args_entry")
+
+
+def sine_through_a_lambda(a):
+    act = lambda v: np.sin(v) * a  # noqa: E731
+    return act(a) * a
+
+
+def test_a_lambda_is_differentiated_twice_like_the_code_it_stands_for():
+    a = 0.7   # a^2 sin a: second derivative 2 sin a + 4 a cos a - a^2 sin a
+    expected = 2 * np.sin(a) + 4 * a * np.cos(a) - a * a * np.sin(a)
+    np.testing.assert_allclose(sg.grad(sg.grad(sine_through_a_lambda))(a), expected, rtol=1e-12)
