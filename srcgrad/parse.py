@@ -105,6 +105,14 @@ class EntityInfo:
         self.kind_reads[name] = key
         return obj
 
+    def lookup(self, name):
+        """What ``name`` denotes now, without recording it (``resolve`` records it).
+
+        Raises:
+            NameError: the name is not defined.
+        """
+        return self._lookup(name)
+
     def _lookup(self, name):
         if name in self.extra:
             return self.extra[name]

@@ -1,6 +1,7 @@
 """The ordered stages from a user function to its compiled gradient, and nothing else."""
 
 import functools
+import inspect
 from dataclasses import dataclass, field
 
 import gast
@@ -14,8 +15,8 @@ from srcgrad.naming import Namer
 from srcgrad.parse import parse_function
 from srcgrad import templates
 from srcgrad.templates import clone
-from srcgrad.transform import (anf, aux, canonicalize, comprehensions, fence, inline, mutation,
-                               optimize, reverse)
+from srcgrad.transform import (anf, aux, canonicalize, comprehensions, fence, inline,
+                               local_functions, mutation, optimize, reverse)
 from srcgrad.transform import fuse as fusion
 
 # Optimization passes on the backward sweep (transform/optimize.py, shape-only saving).
@@ -60,19 +61,25 @@ def _rename_reserved(node, info, namer, bindings):
     return node
 
 
-def normalize(fn, stack=(), has_aux=False):
+def normalize(fn, stack=(), has_aux=False, static=None):
     """Parse, check, canonicalize, normalize and inline ``fn``: the shared prefix of every mode.
 
     ``has_aux``: ``fn`` returns ``(output, aux)``; the tree returned returns the output and
-    binds ``aux`` to the name in ``node._srcgrad_aux`` (transform/aux.py)."""
-    node, info = parse_function(fn)
+    binds ``aux`` to the name in ``node._srcgrad_aux`` (transform/aux.py).
+    ``static``: parameter name -> the callable it is known to hold (a function passed as
+    an argument); inside, the parameter denotes that object (inline.bind_static)."""
+    node, info = fn.parse() if isinstance(fn, local_functions.LocalFunction) else parse_function(fn)
     user_locals = frozenset(anf.local_names(node))
     namer = Namer({n.id for n in gast.walk(node) if isinstance(n, gast.Name)} | set(RESERVED))
-    fence.check(node, info, allowed_with=lambda item: anf.grad_mode_of(item, info) is not None)
+    fence.check(node, info, allowed_with=lambda item: anf.grad_mode_of(item, info) is not None,
+                helper=bool(stack))
     if not stack:
         _check_returns_a_value(node, info)
     bindings = {}
+    if static:
+        inline.bind_static(node, info, namer, static, bindings)
     node = _rename_reserved(node, info, namer, bindings)
+    node = local_functions.transform(node, info, namer, bindings)  # lambdas, nested defs: helpers
     node = comprehensions.transform(node, info, namer)  # loops that build them, for canonicalize
     node._srcgrad_aux = aux.split(node, info, namer) if has_aux else None
     node = canonicalize.transform(node, info, namer)  # before ANF: it introduces flags and indexing
@@ -134,7 +141,13 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None, has_aux
     ``arg_ranks`` (one ``ranks.rank_key`` per positional argument) specialises the
     gradient for arguments of those ranks: scalars need no unbroadcasting.
     """
-    node, info, bindings = normalize(fn, has_aux=has_aux)
+    positional = [p.name for p in inspect.signature(fn).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    static = {p: key.obj for p, key in zip(positional, arg_ranks or ())
+              if isinstance(key, ranks.StaticKey)}
+    if static:   # a callable argument: the code is compiled for that object (its rank key)
+        arg_ranks = tuple(None if isinstance(key, ranks.StaticKey) else key for key in arg_ranks)
+    node, info, bindings = normalize(fn, has_aux=has_aux, static=static)
     namer = node._srcgrad_namer
     names, _, _ = wrt_names(node, wrt)
     user_locals = node._srcgrad_user_locals
@@ -194,7 +207,7 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None, has_aux
         meta["gradient_forward"] = (for_grad or forward, optimize.scalar_output(forward, rank_map))
     # The code holds for arguments of any rank unless it relies on a fact the ranks gave.
     # Which names may hold containers decides code too (a structured argument's gradient).
-    meta["rank_free"] = containers == any_containers and all(
+    meta["rank_free"] = not static and containers == any_containers and all(
         (rank_map.get(n), classes.get(n)) == (any_ranks.get(n), any_classes.get(n))
         for n in meta["rank_facts_used"])
     kernels = []

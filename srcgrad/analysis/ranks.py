@@ -13,6 +13,7 @@ attributes) has an unknown rank, which only keeps the general code.
 """
 
 import builtins
+import inspect
 import math
 
 import gast
@@ -50,7 +51,37 @@ def rank_key(value):
         return ndim
     if pytree.is_node(value):
         return pytree.tree_key(value, rank_key)
+    if callable(value):
+        return StaticKey(value)
     return None
+
+
+class StaticKey:
+    """The rank key of a callable argument (``rk4(deriv, y0)``'s ``deriv``): the code is
+    compiled for that object, like a JAX static argument. Equal for the same object (a
+    bound method: the same function of the same object, as each ``model.f`` makes anew)."""
+
+    __slots__ = ("obj", "_id")
+
+    def __init__(self, obj):
+        self.obj = obj
+        func, owner = getattr(obj, "__func__", None), getattr(obj, "__self__", None)
+        self._id = (id(func), id(owner)) if inspect.ismethod(obj) else (id(obj),)
+
+    def __eq__(self, other):
+        return type(other) is StaticKey and other._id == self._id and _same_callable(self.obj, other.obj)
+
+    def __hash__(self):
+        return hash(self._id)
+
+    def __repr__(self):
+        return f"StaticKey({self.obj!r})"
+
+
+def _same_callable(a, b):
+    if inspect.ismethod(a) and inspect.ismethod(b):
+        return a.__func__ is b.__func__ and a.__self__ is b.__self__
+    return a is b
 
 
 def _tree_child(key, index, attr=False):

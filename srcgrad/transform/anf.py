@@ -32,6 +32,7 @@ _OP_WORDS = {
 def local_names(node):
     """Parameters and every name the function assigns."""
     names = {a.id for a in node.args.args + node.args.kwonlyargs + node.args.posonlyargs}
+    names.update(a.id for a in (node.args.vararg, node.args.kwarg) if a is not None)
     for child in gast.walk(node):
         if isinstance(child, gast.Name) and isinstance(child.ctx, (gast.Store, gast.Del)):
             names.add(child.id)
@@ -488,7 +489,9 @@ class ANF:
             primitive = Method(func.attr)
         elif obj is None:
             raise self.error(node, "calling a local variable is not supported",
-                             "Call the function by its global name.")
+                             "Call the function by its global name; a function given as an "
+                             "argument of the function differentiated must be passed "
+                             "positionally (the gradient is compiled for that callable).")
         else:
             primitive = obj
         from srcgrad import grad_mode

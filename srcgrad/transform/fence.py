@@ -22,9 +22,6 @@ _REFUSED = {
     gast.Nonlocal: ("nonlocal", "Pass the value in as an argument and return the new value."),
     gast.Delete: ("del", "Remove the del statement; rebind the name instead."),
     gast.ClassDef: ("a class definition", "Define the class outside the differentiated function."),
-    gast.FunctionDef: ("a nested def", "Define the helper at module level (or outside this "
-                                       "function); srcgrad differentiates calls to it."),
-    gast.Lambda: ("a lambda inside the function", "Define a named helper function instead."),
     gast.With: ("a with block", "Only `with srcgrad.no_grad()`-style blocks are supported; move "
                                 "other context managers outside the differentiated function."),
     gast.NamedExpr: ("the walrus operator :=", "Assign in a separate statement."),
@@ -42,7 +39,7 @@ if hasattr(gast, "Match"):
     _REFUSED[gast.Match] = ("match", "Use if/elif/else.")
 
 
-def check(node, info, allowed_with=lambda item: False):
+def check(node, info, allowed_with=lambda item: False, helper=False):
     """Raise UnsupportedError at the first refused construct inside ``node``'s body.
 
     Args:
@@ -54,9 +51,10 @@ def check(node, info, allowed_with=lambda item: False):
     if isinstance(node, gast.AsyncFunctionDef):
         _refuse(node, info, *_REFUSED[gast.AsyncFunctionDef])
     args = node.args
-    if args.vararg is not None or args.kwarg is not None:
-        _refuse(node, info, "*args/**kwargs parameters",
-                "Give the function explicit parameters.")
+    if not helper and (args.vararg is not None or args.kwarg is not None):
+        # A helper's are bound to displays of the arguments of its call (inline.py).
+        _refuse(node, info, "*args/**kwargs parameters of the function differentiated",
+                "Give the function explicit parameters (a helper it calls may take *args).")
     for stmt in node.body:
         for child in gast.walk(stmt):
             if isinstance(child, gast.With) and all(allowed_with(i) for i in child.items):

@@ -26,6 +26,9 @@ LIBRARY_ROOTS = {"numpy", "cupy", "cupyx", "scipy", "srcgrad", "math", "builtins
 def is_inlinable(obj):
     """Whether a call to ``obj`` is transformed (a user function, a bound method or
     ``functools.partial`` of one) rather than a primitive."""
+    from srcgrad.transform.local_functions import LocalFunction
+    if isinstance(obj, LocalFunction):
+        return True
     if inspect.ismethod(obj) or isinstance(obj, functools.partial):
         from srcgrad.entry import _peel
         target = _peel(obj)[0]
@@ -62,10 +65,41 @@ def _recursion_error(fn, chain, origin):
         f"recursion is known only when it runs", _LOOP_EXAMPLE)
 
 
+def bind_static(node, info, namer, static, bindings):
+    """Parameters known to hold a callable (``static``: name -> object) denote it: their
+    reads become a free name bound to the object, so ``deriv(y)`` is a call srcgrad
+    resolves (a rule, or a helper it inlines). A parameter the function rebinds keeps
+    its run-time value (and calling it is refused, as a call of any local)."""
+    for param, obj in static.items():
+        if any(isinstance(n, gast.Name) and n.id == param and not isinstance(n.ctx, gast.Load)
+               for stmt in node.body for n in gast.walk(stmt)):
+            continue
+        captured = set(getattr(obj, "captured", ())) & {
+            n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
+        if captured:   # a lambda reading the caller's variables through names of its own
+            origin = info.origin(node)
+            raise origin.error(UnsupportedError, f"{info.name} uses the name {captured.pop()!r} "
+                               f"that a function passed to it reads", "Rename the variable.")
+        new = namer.rename(param)
+        info.extra[new] = bindings[new] = obj
+        for stmt in node.body:
+            for n in gast.walk(stmt):
+                if isinstance(n, gast.Name) and n.id == param:
+                    n.id = new
+
+
+def _is_static_callable(obj):
+    """A callable an argument may be specialised on: not data (an array, a number, a
+    structure), which the generated code keeps reading at run time."""
+    from srcgrad import pytree
+    return callable(obj) and not pytree.is_node(obj) and not hasattr(obj, "shape")
+
+
 class Inliner:
-    def __init__(self, info, namer, bindings, stack, main_locals):
+    def __init__(self, info, namer, bindings, stack, main_locals, attributes=None):
         self.info = info
         self.main_locals = main_locals
+        self.attributes = attributes or {}   # local -> the global dotted name it was read from
         self.namer = namer
         self.bindings = bindings
         self.stack = stack
@@ -93,7 +127,9 @@ class Inliner:
         from srcgrad.pipeline import normalize  # the same stages the caller went through
 
         origin = anno.getanno(stmt, Static.ORIGIN)
-        if not inspect.isfunction(fn):   # a method of an object, a partial: self is a constant
+        from srcgrad.transform.local_functions import LocalFunction
+        if not inspect.isfunction(fn) and not isinstance(fn, LocalFunction):
+            # a method of an object, a partial: self is a constant
             from srcgrad.entry import entry_function
             try:
                 fn = entry_function(fn)
@@ -102,7 +138,8 @@ class Inliner:
         if fn.__code__ in self.stack:
             chain = self.stack[self.stack.index(fn.__code__):] + (fn.__code__,)
             raise _recursion_error(fn, chain, anno.getanno(call, Static.ORIGIN) or origin)
-        node, info, bindings = normalize(fn, self.stack + (fn.__code__,))
+        static = self._static_arguments(fn, call, origin)
+        node, info, bindings = normalize(fn, self.stack + (fn.__code__,), static=static)
         self.infos.extend(node._srcgrad_infos)
         helper_locals = _locals(node)
         rename = {name: self.namer.rename(name) for name in sorted(helper_locals)}
@@ -113,7 +150,7 @@ class Inliner:
         for child in gast.walk(node):
             if isinstance(child, gast.Name) and child.id in rename:
                 child.id = rename[child.id]
-        out = self._bind_params(fn, node, call, rename, origin)
+        out = self._bind_params(fn, node, call, rename, origin, static)
         body = node.body
         ret = body[-1]
         for s in body[:-1]:
@@ -142,7 +179,45 @@ class Inliner:
         self.bindings[new] = obj
         return new
 
-    def _bind_params(self, fn, node, call, rename, origin):
+    def _static_arguments(self, fn, call, origin):
+        """Parameters of ``fn`` this call passes a known callable (a global function, a
+        method of a global object, ``np.tanh``): the helper is inlined with them bound
+        to it, as if it were written for that callable (the rk4 idiom). The names read
+        to find it are recorded (guard.py), so rebinding them compiles anew."""
+        try:
+            bound = inspect.signature(fn).bind(*call.args, **{k.arg: k.value for k in call.keywords})
+        except TypeError:
+            return {}   # _bind_params says what is wrong
+        static = {}
+        for param, value in bound.arguments.items():
+            if not isinstance(value, gast.Name):
+                continue
+            obj = self._known_object(value.id)
+            if obj is not None:
+                static[param] = obj
+        return static
+
+    def _known_object(self, name):
+        """The callable the caller's name denotes at compile time, or None (a run-time
+        value: an array or number is read when the code runs, and its identity is not
+        recorded, so rebinding it needs no new compile)."""
+        if name in self.bindings:
+            obj = self.bindings[name]
+            return obj if _is_static_callable(obj) else None
+        path = self.attributes.get(name) if name in self.main_locals else (name,)
+        if path is None:
+            return None
+        try:
+            obj = self.info.lookup(path[0])
+            for attr in path[1:]:
+                obj = getattr(obj, attr)
+        except (NameError, AttributeError):
+            return None
+        if not _is_static_callable(obj):
+            return None
+        return self.info.resolve_path(path)   # recorded: guard.py checks it still holds
+
+    def _bind_params(self, fn, node, call, rename, origin, static=()):
         sig = inspect.signature(fn)
         try:
             bound = sig.bind(*call.args, **{k.arg: k.value for k in call.keywords})
@@ -150,7 +225,15 @@ class Inliner:
             raise origin.error(UnsupportedError, f"cannot call {fn.__qualname__} this way: {exc}")
         out = []
         for param in sig.parameters.values():
-            if param.name in bound.arguments:
+            if param.name in static:
+                continue   # the helper's body names the object itself
+            if param.kind is param.VAR_POSITIONAL:   # *vs: the tuple of the rest
+                value = gast.Tuple(elts=list(bound.arguments.get(param.name, ())), ctx=gast.Load())
+            elif param.kind is param.VAR_KEYWORD:    # **kw: the dict of the other keywords
+                extra = bound.arguments.get(param.name, {})
+                value = gast.Dict(keys=[gast.Constant(value=k, kind=None) for k in extra],
+                                  values=list(extra.values()))
+            elif param.name in bound.arguments:
                 value = bound.arguments[param.name]
             elif param.default is not inspect.Parameter.empty:
                 default = param.default
@@ -174,10 +257,29 @@ def _locals(node):
     return local_names(node)
 
 
+def _global_attributes(node, locals_):
+    """Locals assigned once, from a dotted name rooted at a global (``tanh = np.tanh``,
+    what A-normal form makes of an argument ``np.tanh``): local -> the dotted path."""
+    counts, paths = {}, {}
+    for child in gast.walk(node):
+        if isinstance(child, gast.Name) and not isinstance(child.ctx, gast.Load):
+            counts[child.id] = counts.get(child.id, 0) + 1
+        if isinstance(child, gast.Assign) and len(child.targets) == 1 \
+                and isinstance(child.targets[0], gast.Name) and isinstance(child.value, gast.Attribute):
+            parts, value = [], child.value
+            while isinstance(value, gast.Attribute):
+                parts.append(value.attr)
+                value = value.value
+            if isinstance(value, gast.Name) and value.id not in locals_:
+                paths[child.targets[0].id] = (value.id,) + tuple(reversed(parts))
+    return {name: path for name, path in paths.items() if counts.get(name) == 1}
+
+
 def transform(node, info, namer, stack):
     """Inline user-function calls in ``node``; returns the extra name bindings needed."""
     bindings = {}
-    inliner = Inliner(info, namer, bindings, stack, _locals(node))
+    locals_ = _locals(node)
+    inliner = Inliner(info, namer, bindings, stack, locals_, _global_attributes(node, locals_))
     node.body = inliner.block(node.body)
     node._srcgrad_infos = [info] + inliner.infos
     return node, bindings
