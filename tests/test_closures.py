@@ -298,7 +298,7 @@ def hook_reads_a_local(x):
     (returns_a_lambda, "a lambda that escapes", "return lambda v"),
     (stores_a_lambda, "a lambda that escapes", "fs = [lambda"),
     (rebinds_a_lambda, "is rebound", "act = lambda v: v * 2"),
-    (recursive_nested_def, "recursive call", "return again(v)"),
+    (recursive_nested_def, "calls itself", "return again(v)"),
     (nested_def_in_a_branch, "nested def inside a branch", "def g(v)"),
     (assigns_a_local_function, "'act' escapes", "other = act"),
     (hook_reads_a_local, "hook lambda that reads 'x'", "lambda g: g * x"),

@@ -36,6 +36,12 @@ EXPECTED = {
     ],
     # Trained from a seeded RNG: the numbers are checked by
     # test_mlp_example_trains below, not pinned to the digit.
+    "ode_rk4_initial_velocity.py": [
+        ("initial velocity", [4.0, 8.0]),
+        ("final miss", [0.0]),
+        ("landing point", [12.0, 2.0]),
+        ("replays rk4's loop backwards", []),
+    ],
     "mlp_dict_params.py": [
         ("gradcheck on the parameter dict: passed", []),
         ("Generated gradient of MLP.loss:", []),
@@ -128,11 +134,11 @@ EXPECTED = {
 }
 
 
-def _run(script):
+def _run(script, *args):
     env = dict(os.environ)
     # Import this checkout's srcgrad even when it is not installed.
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    return subprocess.run([sys.executable, str(EXAMPLES / script)], cwd=ROOT, env=env,
+    return subprocess.run([sys.executable, str(EXAMPLES / script), *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=300)
 
 
@@ -151,8 +157,10 @@ def test_every_example_is_checked():
 
 
 @pytest.mark.parametrize("script", sorted(EXPECTED))
-def test_example(script):
-    result = _run(script)
+def test_example(script, tmp_path):
+    # The ODE example's plot (with matplotlib installed) goes to a temporary file.
+    args = (str(tmp_path / "trajectory.png"),) if script == "ode_rk4_initial_velocity.py" else ()
+    result = _run(script, *args)
     assert result.returncode == 0, (
         f"examples/{script} exited with {result.returncode}\n"
         f"--- stdout ---\n{result.stdout}\n--- stderr ---\n{result.stderr}")
@@ -194,3 +202,11 @@ def test_mlp_example_trains_with_loss_going_down_and_accuracy_going_up():
     source = result.stdout.split("Generated gradient of MLP.loss:", 1)[1]
     assert "for " in source and "def " in source
     compile(source.strip() + "\n", "<generated>", "exec")
+
+
+def test_ode_example_plots_the_trajectories_when_matplotlib_is_installed(tmp_path):
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "trajectory.png"
+    result = _run("ode_rk4_initial_velocity.py", str(out))
+    assert result.returncode == 0, result.stderr
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
