@@ -339,3 +339,44 @@ def test_iterating_a_dict_itself_is_refused_at_the_comprehensions_line():
         sg.grad(over_keys)({"a": 1.0, "b": 2.0})
     assert info.value.lineno == _line_of(over_keys, "return sum(p[k] * p[k]")
     assert "list(d.items())" in str(info.value)
+
+
+# ----- dict(...) -----
+
+
+def dict_of_keywords(x):
+    d = dict(a=x, b=x * 2.0)
+    return np.sum(d["a"] * d["b"])
+
+
+def dict_of_zip_and_copy(x):
+    d = dict(zip(["a", "b"], [x, x * 3.0]))
+    e = dict(d)                 # a copy: writing into it leaves d as it was
+    e["a"] = e["a"] * 2.0
+    return np.sum(d["a"] * e["a"] + e["b"])
+
+
+def dict_of_items(p):
+    q = dict(p.items())
+    return np.sum(q["w"] ** 2)
+
+
+def dict_with_keywords_and_a_mapping(p):
+    return np.sum(dict(p, extra=1.0)["w"])
+
+
+def test_dict_calls_build_the_dicts_python_builds():
+    np.testing.assert_allclose(sg.grad(dict_of_keywords)(X), 4.0 * X)              # 2 x^2
+    np.testing.assert_allclose(sg.grad(dict_of_zip_and_copy)(X), 4.0 * X + 3.0)    # 2 x^2 + 3x
+    check_grads(dict_of_keywords, (X,))
+    check_grads(dict_of_zip_and_copy, (X,))
+    g = sg.grad(dict_of_items)({"w": X})
+    assert set(g) == {"w"}
+    np.testing.assert_allclose(g["w"], 2.0 * X)
+
+
+def test_a_dict_call_mixing_a_mapping_and_keywords_is_refused_at_its_line():
+    with pytest.raises(sg.UnsupportedError, match=r"dict\(\.\.\.\) is supported") as info:
+        sg.grad(dict_with_keywords_and_a_mapping)({"w": X})
+    assert info.value.filename == __file__
+    assert "dict(p, extra=1.0)" in info.value.source_line

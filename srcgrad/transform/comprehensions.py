@@ -6,6 +6,8 @@ Runs before canonicalize.py, which then indexes the loops this pass writes:
   ``for v in xs: if c(v): ys.append(f(v))``; several ``for`` clauses nest.
 * ``{k: f(v) for k, v in d.items()}`` becomes ``out = {}`` and keyed writes
   ``out[k] = f(v)`` in the loop.
+* ``dict(a=x)`` is the display ``{"a": x}``; ``dict(zip(ks, vs))``, ``dict(d.items())``
+  and ``dict(d)`` are the dict comprehensions that build the same dict.
 * A generator expression or ``map(f, xs)`` passed to a call (``sum(...)``,
   ``np.stack(...)``, ``tuple(...)``) or looped over is the list comprehension
   first: every element is computed (``any``/``all`` do not stop early).
@@ -247,6 +249,8 @@ class Lowering:
             self._refuse_inside(*node.values[1:], where="the right of `and`/`or`")
             node.values[0] = self.expr(node.values[0])
             return node
+        if self._is_dict_call(node):
+            return self.expr(self._dict_call(node), base)
         if isinstance(node, gast.Call):
             node.func = self.expr(node.func)
             base = "terms" if self._resolve(node.func) is builtins.sum else None
@@ -266,6 +270,35 @@ class Lowering:
                                       for v in value])
         return node
 
+    def _dict_call(self, call):
+        """``dict(a=x, b=y)`` as the display ``{"a": x, "b": y}``; ``dict(pairs)`` (``zip``,
+        ``d.items()``, a list of pairs) and ``dict(d)`` (a copy of a dict) as the dict
+        comprehension that builds the same dict."""
+        if not call.args and all(kw.arg is not None for kw in call.keywords):
+            return gast.Dict(keys=[gast.Constant(value=kw.arg, kind=None) for kw in call.keywords],
+                             values=[kw.value for kw in call.keywords])
+        if len(call.args) != 1 or call.keywords or isinstance(call.args[0], gast.Starred):
+            raise self._error(call, "dict(...) is supported with keywords only (dict(a=x)) or "
+                              "with one mapping or iterable of pairs (dict(zip(keys, values)))",
+                              "Build the dict with a display {...} and keyed writes d[k] = v.")
+        source = call.args[0]
+        key, value = self.namer.new("key"), self.namer.new("value")
+        pairs = isinstance(source, (gast.List, gast.Tuple, gast.ListComp, gast.GeneratorExp)) or (
+            isinstance(source, gast.Call) and (
+                self._resolve(source.func) in (builtins.zip, builtins.enumerate, builtins.list)
+                or isinstance(source.func, gast.Attribute) and source.func.attr == "items"))
+        if pairs:
+            target = gast.Tuple(elts=[_name(key, True), _name(value, True)], ctx=gast.Store())
+            comp = gast.DictComp(key=_name(key), value=_name(value), generators=[gast.comprehension(
+                target=target, iter=self._as_list(source), ifs=[], is_async=0)])
+        else:   # a mapping: its keys, then its items by key
+            keys = gast.Call(func=_name("list"), args=[source], keywords=[])
+            comp = gast.DictComp(
+                key=_name(key), value=gast.Subscript(value=source, slice=_name(key), ctx=gast.Load()),
+                generators=[gast.comprehension(target=_name(key, True), iter=keys, ifs=[], is_async=0)])
+        gast.copy_location(comp, call)
+        return comp
+
     def _as_list(self, arg):
         """A generator expression or map(...) passed to a call or looped over, as the
         list comprehension."""
@@ -276,6 +309,9 @@ class Lowering:
         if self._is_map(arg):
             return self._map(arg)
         return arg
+
+    def _is_dict_call(self, node):
+        return isinstance(node, gast.Call) and self._resolve(node.func) is builtins.dict
 
     def _is_map(self, node):
         return isinstance(node, gast.Call) and self._resolve(node.func) is builtins.map
@@ -374,7 +410,8 @@ class Lowering:
 def transform(node, info, namer):
     """Lower the comprehensions of FunctionDef ``node`` to loops, in place."""
     lowering = Lowering(info, namer, local_names(node))
-    if not any(isinstance(n, _COMPREHENSIONS) or lowering._is_map(n) for n in gast.walk(node)):
+    if not any(isinstance(n, _COMPREHENSIONS) or lowering._is_map(n) or lowering._is_dict_call(n)
+               for n in gast.walk(node)):
         return node
     lowering._stmt = node
     lowering.scope(node)
