@@ -438,17 +438,11 @@ class ANF:
         return isinstance(node, gast.Constant) and isinstance(node.value, bool)
 
     def is_boolean(self, node):
-        if isinstance(node, (gast.Compare,)):
-            return True
-        if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.Not):
-            return True
+        """A condition, where a name is a flag (truthiness only, never a value that
+        needs a gradient)."""
         if isinstance(node, gast.BoolOp):
             return all(self.is_boolean(v) for v in node.values)
-        if isinstance(node, gast.Constant) and isinstance(node.value, bool):
-            return True
-        if isinstance(node, gast.Name):
-            return True  # flags; truthiness only, never a value that needs a gradient
-        return False
+        return self.is_condition(node) or isinstance(node, gast.Name)
 
     def needs_statements(self, node):
         """Whether ``node`` calls a user function that must be inlined."""
