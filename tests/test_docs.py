@@ -53,3 +53,19 @@ def test_block(path, line, source, tmp_path, isolated_rules, capsys):
         mode_left_on = srcgrad.is_grad_enabled()
         srcgrad.set_grad_enabled(True)
     assert mode_left_on, f"the block at {path.name} line {line} leaves grad mode off"
+
+
+_SHORT_EXAMPLE = re.compile(r"## A short example and its generated source\n\n```python\n(.*?)```\n\n"
+                            r"prints\n\n```python\n(.*?)```", re.DOTALL)
+
+
+def test_the_readme_prints_what_the_compiler_writes(tmp_path):
+    # README.md's short example shows the generated source of its abs: it must be
+    # exactly what sg.source(abs) prints today, so a compiler change that alters
+    # it fails here until the page is regenerated.
+    example, printed = _SHORT_EXAMPLE.search((ROOT / "README.md").read_text(encoding="utf-8")).groups()
+    script = tmp_path / "readme_short_example.py"
+    script.write_text("import numpy as np\nimport srcgrad as sg\n\n" + example.replace(
+        "print(sg.source(abs))", "SOURCE = sg.source(abs)"), encoding="utf-8")
+    namespace = runpy.run_path(str(script))
+    assert namespace["SOURCE"].rstrip("\n") == printed.rstrip("\n")
