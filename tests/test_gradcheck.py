@@ -183,12 +183,8 @@ def bad_cube_sum(x):
 
 
 def _needs_apply_support():
-    try:
-        sg.grad(good_cube_sum)(X)
-    except sg.SrcgradError as e:
-        if "apply" in str(e):
-            pytest.skip("the compiler does not differentiate Func.apply yet")
-        raise
+    """The compiler differentiates Func.apply: an error here fails the test, never skips it."""
+    sg.grad(good_cube_sum)(X)
 
 
 def test_gradcheck_custom_function_through_the_compiler():
