@@ -680,3 +680,28 @@ def test_the_mean_of_an_empty_array_keeps_its_scalar_gradient_without_dividing_b
         g = sg.grad(f)(empty)
         g = sg.grad(f)(empty)    # the composed repeated call too
     assert g.shape == (0,) and g.dtype == np.float64
+
+
+def _accumulated(source):
+    """``source``'s statements after accumulate_in_place, as text lines (x, d, e, g
+    share one shape class; x is a primal)."""
+    import astor
+    body = gast.parse(source).body
+    classes = {n: "x" for n in ("x", "d", "e", "g", "h")}
+    optimize.accumulate_in_place(body, classes, {"x"})
+    text = astor.to_source(gast.gast_to_ast(gast.Module(body=body, type_ignores=[])))
+    return [line.strip() for line in text.splitlines()]
+
+
+def test_accumulation_in_place_needs_an_array_no_other_name_sees():
+    # Owned: a new array of x's shape, read only by arithmetic.
+    assert "d += g" in _accumulated("d = x * 2.0\nd = d + g")
+    # Seen through another name (a copy, a call's argument, a read in a nested
+    # block): d += g would change that name too, so the sum stays a new array.
+    for escape in ("e = d", "e = f(d)", "if c:\n    e = d", "hooks(d)"):
+        lines = _accumulated(f"d = x * 2.0\n{escape}\nd = d + g")
+        assert "d = d + g" in lines and "d += g" not in lines, (escape, lines)
+    # Rebound to something it does not own (a name, a call): no longer owned.
+    for rebind in ("d = e", "d = f(x)"):
+        lines = _accumulated(f"d = x * 2.0\n{rebind}\nd = d + g")
+        assert "d += g" not in lines, (rebind, lines)
