@@ -112,16 +112,16 @@ def test_gradcheck_scalar_wrong_gradient(monkeypatch):
 
 
 def test_gradgradcheck_cubic_sin():
-    assert gradgradcheck(cubic_sin, (0.7,)) is True
-    assert gradgradcheck(cubic_sin, (-1.3,)) is True
+    assert gradgradcheck(cubic_sin, (0.7,), atol=1e-7, rtol=1e-5) is True
+    assert gradgradcheck(cubic_sin, (-1.3,), atol=1e-7, rtol=1e-5) is True
 
 
 def test_gradgradcheck_array_input():
-    assert gradgradcheck(sum_cubic_sin, (X,)) is True
+    assert gradgradcheck(sum_cubic_sin, (X,), atol=1e-7, rtol=1e-5) is True
 
 
 def test_gradgradcheck_several_inputs():
-    assert gradgradcheck(mixed, (0.5, 1.5), wrt=(0, 1)) is True
+    assert gradgradcheck(mixed, (0.5, 1.5), wrt=(0, 1), atol=1e-7, rtol=1e-5) is True
 
 
 def test_gradgradcheck_wrong_second_derivative(monkeypatch):
