@@ -211,15 +211,7 @@ class Lowering:
             stmt.value = self.expr(stmt.value)
             stmt.targets = [self.expr(t) for t in stmt.targets]
         else:
-            for field in stmt._fields:
-                if field in ("body", "orelse", "target", "targets"):
-                    continue
-                value = getattr(stmt, field)
-                if isinstance(value, gast.AST):
-                    setattr(stmt, field, self.expr(value))
-                elif isinstance(value, list):
-                    setattr(stmt, field, [self.expr(v) if isinstance(v, gast.AST) else v
-                                          for v in value])
+            self._map_fields(stmt, skip=("body", "orelse", "target", "targets"))
             if isinstance(stmt, gast.AugAssign):
                 stmt.target = self.expr(stmt.target)
         return self._hoisted + [stmt]
@@ -260,15 +252,21 @@ class Lowering:
             self._mutated |= self._may_mutate(node)
             return node
         if isinstance(node, gast.Lambda):
-            return node   # fence.py refuses it
+            return node   # its body is lowered where local_functions.py inlines it
+        self._map_fields(node)
+        return node
+
+    def _map_fields(self, node, skip=()):
+        """Replace each expression field of ``node`` (but those in ``skip``) by ``expr`` of it."""
         for field in node._fields:
+            if field in skip:
+                continue
             value = getattr(node, field)
             if isinstance(value, gast.AST):
                 setattr(node, field, self.expr(value))
             elif isinstance(value, list):
                 setattr(node, field, [self.expr(v) if isinstance(v, gast.AST) else v
                                       for v in value])
-        return node
 
     def _dict_call(self, call):
         """``dict(a=x, b=y)`` as the display ``{"a": x, "b": y}``; ``dict(pairs)`` (``zip``,
