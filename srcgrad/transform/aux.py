@@ -50,8 +50,9 @@ def _returns(body):
     return found
 
 
-def split(node, info, namer):
+def split(node, ctx):
     """Rewrite FunctionDef ``node``'s returns as above; the name that holds ``aux``."""
+    info, namer = ctx.info, ctx.namer
     returns = _returns(node.body)
     for r in returns:
         value = r.value

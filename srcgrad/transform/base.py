@@ -27,7 +27,8 @@ another node's), and ``error(node, cls, message, hint)`` builds the exception th
 names the user's file and line.
 
 The interface is deliberately small: ``visit_block``, ``visit``, ``generic_visit``,
-``visit_children``, ``inherit``, ``origin_of`` and ``error``. Expressions are not
+``visit_children``, ``inherit``, ``origin_of`` and ``error`` (and ``local_names``, the
+scope every pass asks about). Expressions are not
 dispatched: a pass handles them in its own helpers (A-normal form, the adjoint
 rules), since what an expression becomes depends on the statement around it.
 """
@@ -122,3 +123,13 @@ class Base:
             return cls(message, self.info.filename, None, hint=hint)
         return origin.error(cls, message, hint)
 
+
+
+def local_names(node):
+    """The parameters of FunctionDef ``node`` and every name it assigns (or deletes)."""
+    names = {a.id for a in node.args.args + node.args.kwonlyargs + node.args.posonlyargs}
+    names.update(a.id for a in (node.args.vararg, node.args.kwarg) if a is not None)
+    for child in gast.walk(node):
+        if isinstance(child, gast.Name) and isinstance(child.ctx, (gast.Store, gast.Del)):
+            names.add(child.id)
+    return names

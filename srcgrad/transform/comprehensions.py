@@ -31,8 +31,9 @@ import gast
 
 from srcgrad import anno
 from srcgrad.errors import UnsupportedError
+from srcgrad.parse import parse_function
 from srcgrad.transform import inline
-from srcgrad.transform.anf import local_names
+from srcgrad.transform.base import local_names
 
 Static = anno.Static
 
@@ -59,7 +60,6 @@ def _may_write(fn, depth=0):
     (or a user function it calls) writes into a subscript or attribute, calls a
     mutating method or a NumPy function with ``out=``, or calls what the compiler
     cannot resolve. Anything it cannot read may write."""
-    from srcgrad.parse import parse_function
     if not inspect.isfunction(fn) or depth > 4:
         return True
     try:
@@ -405,9 +405,9 @@ class Lowering:
         return _name(result)
 
 
-def transform(node, info, namer):
+def transform(node, ctx):
     """Lower the comprehensions of FunctionDef ``node`` to loops, in place."""
-    lowering = Lowering(info, namer, local_names(node))
+    lowering = Lowering(ctx.info, ctx.namer, local_names(node))
     if not any(isinstance(n, _COMPREHENSIONS) or lowering._is_map(n) or lowering._is_dict_call(n)
                for n in gast.walk(node)):
         return node

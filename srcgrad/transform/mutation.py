@@ -239,9 +239,10 @@ def _describe(prim):
     return f"{module.split('.')[0]}.{name}"
 
 
-def transform(node, info, namer):
+def transform(node, ctx):
     """Rewrite (or refuse) the calls in ``node`` that write into arrays or lists in place;
-    returns the extra name bindings the rewrites need."""
-    lowering = Lowering(info, namer)
+    the names the rewrites bind go into ``ctx.bindings``."""
+    lowering = Lowering(ctx.info, ctx.namer)
     node.body = lowering.block(node.body)
-    return node, lowering.bindings
+    ctx.bindings.update(lowering.bindings)
+    return node
