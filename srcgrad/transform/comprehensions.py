@@ -33,7 +33,7 @@ from srcgrad import anno
 from srcgrad.errors import UnsupportedError
 from srcgrad.parse import parse_function
 from srcgrad.transform import inline
-from srcgrad.transform.base import local_names
+from srcgrad.transform.base import Base, local_names
 
 Static = anno.Static
 
@@ -91,9 +91,9 @@ def _may_write(fn, depth=0):
     return False
 
 
-class Lowering:
+class Lowering(Base):
     def __init__(self, info, namer, locals_):
-        self.info = info
+        super().__init__(info)
         self.namer = namer
         self.locals = locals_   # names the function binds: they denote no global
 
@@ -181,14 +181,9 @@ class Lowering:
 
     # ----- lowering -----
 
-    def block(self, body):
-        out = []
-        for stmt in body:
-            for field in ("body", "orelse"):
-                if isinstance(getattr(stmt, field, None), list):
-                    setattr(stmt, field, self.block(getattr(stmt, field)))
-            out.extend(self.statement(stmt))
-        return out
+    def generic_visit(self, stmt):
+        self.visit_children(stmt)
+        return self.statement(stmt)
 
     def statement(self, stmt):
         """The loops that build the comprehensions in ``stmt``, then ``stmt`` reading them."""
@@ -399,7 +394,7 @@ class Lowering:
                 if isinstance(child, gast.stmt):
                     anno.copyanno(stmt, child, Static.ORIGIN)
         saved = self._stmt, self._mutated, self._hoisted, self._helpers
-        first.body = self.block(first.body)   # comprehensions in the element, ifs, inner iterables
+        first.body = self.visit_block(first.body)   # comprehensions in the element, ifs, inner iterables
         self._stmt, self._mutated, self._hoisted, self._helpers = saved
         self._hoisted.extend(new)
         return _name(result)
@@ -413,5 +408,5 @@ def transform(node, ctx):
         return node
     lowering._stmt = node
     lowering.scope(node)
-    node.body = lowering.block(node.body)
+    node.body = lowering.visit_block(node.body)
     return node
