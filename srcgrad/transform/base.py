@@ -3,13 +3,14 @@
 In the spirit of AutoGraph's ``pyct.transformer.Base``. A pass subclasses ``Base``
 and writes one ``visit_<Node>`` method per statement class it handles::
 
-    class DropPass(Base):
+    class Example(Base):
         def visit_Pass(self, stmt):
             return None                     # dropped
 
         def visit_For(self, loop):
             self.visit_children(loop)       # its nested blocks first
-            return [self.inherit(prelude_stmt, loop), loop]   # spliced in its place
+            count = gast.parse("count = 0").body[0]
+            return [self.inherit(count, loop), loop]   # spliced in its place
 
 ``visit_block(body)`` is the one driver: it visits each statement of a block and
 splices what the visitor returns into the new block. A visitor returns
@@ -28,9 +29,9 @@ names the user's file and line.
 
 The interface is deliberately small: ``visit_block``, ``visit``, ``generic_visit``,
 ``visit_children``, ``inherit``, ``origin_of`` and ``error`` (and ``local_names``, the
-scope every pass asks about). Expressions are not
-dispatched: a pass handles them in its own helpers (A-normal form, the adjoint
-rules), since what an expression becomes depends on the statement around it.
+scope every pass asks about). Expressions are not dispatched: a pass handles them
+in its own helpers (A-normal form, the adjoint rules), since what an expression
+becomes depends on the statement around it.
 """
 
 import gast
