@@ -20,7 +20,7 @@ from srcgrad.templates import clone
 from srcgrad.transform import (anf, as_array, aux, canonicalize, comprehensions, fence, inline,
                                local_functions, mutation, optimize, reverse)
 from srcgrad.transform import fuse as fusion
-from srcgrad.transform.base import local_names
+from srcgrad.transform.base import Base, local_names
 
 # The options a compile obeys unless told others (api.py: ``default_options``). Tests that
 # check optimized and unoptimized code agree set ``CompileOptions(optimize=False)`` here.
@@ -331,20 +331,14 @@ def _known_seed(body, seed):
            for s in body for n in gast.walk(s)):
         return body
 
-    def unwrap(block):
-        out = []
-        for s in block:
-            if isinstance(s, gast.If) and not s.orelse and optimize.is_rt_call(s.test, "has_grad") \
+    class Unwrap(Base):
+        def visit_If(self, s):
+            if not s.orelse and optimize.is_rt_call(s.test, "has_grad") \
                     and isinstance(s.test.args[0], gast.Name) and s.test.args[0].id == seed:
-                out += unwrap(s.body)
-                continue
-            for field in ("body", "orelse"):
-                if isinstance(getattr(s, field, None), list):
-                    setattr(s, field, unwrap(getattr(s, field)))
-            out.append(s)
-        return out
+                return self.visit_block(s.body)
+            return self.generic_visit(s)
 
-    return unwrap(body)
+    return Unwrap(None).visit_block(body)
 
 
 def _compose(forward, backward, info, bindings, name, seed_value, many, release=False):
