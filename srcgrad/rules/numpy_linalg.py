@@ -35,122 +35,6 @@ def norm(dy, y, x, ord=None, axis=None, keepdims=False):
     return rt.norm_vjp(dy, x, y, ord, axis, keepdims)
 
 
-if hasattr(np.linalg, "vector_norm"):
-    @adjoint(np.linalg.vector_norm)
-    def vector_norm(dy, y, x, *, axis=None, keepdims=False, ord=2):
-        return rt.norm_vjp(dy, x, y, ord, axis, keepdims, "vector")
-
-    @adjoint(np.linalg.matrix_norm)
-    def matrix_norm(dy, y, x, *, keepdims=False, ord="fro"):
-        return rt.norm_vjp(dy, x, y, ord, None, keepdims, "matrix")
-
-
-# ----- Inverses and solves -----
-
-
-@adjoint(np.linalg.inv)
-def inv(dy, y, a):
-    yt = xp.swapaxes(y, -1, -2)
-    return -xp.matmul(yt, xp.matmul(dy, yt))
-
-
-@adjoint(np.linalg.solve)
-def solve(dy, y, a, b):
-    g = rt.solve_vjp(dy, a, b, y)
-    return g[0], g[1]
-
-
-@adjoint(np.linalg.matrix_power)
-def matrix_power(dy, y, a, n):
-    return rt.matrix_power_vjp(dy, a, n), None
-
-
-# ----- Determinants -----
-
-
-@adjoint(np.linalg.det)
-def det(dy, y, a):
-    """The cofactor matrix, finite at a singular ``a`` too (``rt.cofactor``)."""
-    return xp.asarray(dy)[..., None, None] * rt.cofactor(a)
-
-
-@adjoint(np.linalg.slogdet)
-def slogdet(dy, y, a):
-    """``dy`` is ``(d_sign, d_logabsdet)``; the sign is piecewise constant."""
-    g = xp.asarray(rt.seq_item(dy, 1))
-    return g[..., None, None] * xp.swapaxes(xp.linalg.inv(a), -1, -2)
-
-
-# ----- Factorizations of symmetric matrices -----
-
-
-@adjoint(np.linalg.cholesky)
-def cholesky(dy, y, a):
-    """Lower factor; the gradient is symmetric (``a`` assumed symmetric)."""
-    return rt.cholesky_vjp(dy, y)
-
-
-@adjoint(np.linalg.eigvalsh)
-def eigvalsh(dy, y, a, UPLO="L"):
-    """Distinct eigenvalues assumed; the gradient ``V diag(dy) V^T`` is symmetric."""
-    v = xp.linalg.eigh(a, UPLO)[1]
-    return xp.matmul(v * xp.asarray(dy)[..., None, :], xp.swapaxes(v, -1, -2)), None
-
-
-@adjoint(np.linalg.eigh)
-def eigh(dy, y, a, UPLO="L"):
-    """``dy`` is ``(dw, dv)``: distinct eigenvalues assumed (the eigenvectors' gradient
-    divides by their gaps); symmetric, like ``eigvalsh``'s."""
-    return rt.eigh_vjp(dy, y), None
-
-
-# ----- The array-API spellings in numpy.linalg (NumPy 2) -----
-
-
-if hasattr(np.linalg, "trace"):
-    @adjoint(np.linalg.trace)
-    def linalg_trace(dy, y, x, *, offset=0):
-        """The trace over the LAST two axes."""
-        e = xp.eye(x.shape[-2], x.shape[-1], k=offset, dtype=x.dtype)
-        return xp.asarray(dy)[..., None, None] * e
-
-    @adjoint(np.linalg.diagonal)
-    def linalg_diagonal(dy, y, x, *, offset=0):
-        return rt.diagonal_vjp(dy, x, offset, -2, -1)
-
-    @adjoint(np.linalg.matmul)
-    def linalg_matmul(dy, y, x1, x2):
-        return rt.matmul_grad_a(dy, x1, x2), rt.matmul_grad_b(dy, x1, x2)
-
-    @adjoint(np.linalg.outer)
-    def linalg_outer(dy, y, x1, x2):
-        return xp.dot(dy, x2), xp.dot(x1, dy)
-
-    @adjoint(np.linalg.tensordot)
-    def linalg_tensordot(dy, y, x1, x2, *, axes=2):
-        return rt.tensordot_grad_a(dy, x1, x2, axes), rt.tensordot_grad_b(dy, x1, x2, axes), None
-
-    @adjoint(np.linalg.vecdot)
-    def linalg_vecdot(dy, y, x1, x2, *, axis=-1):
-        g = xp.expand_dims(xp.asarray(dy), axis)
-        return rt.unbroadcast(g * x2, x1), rt.unbroadcast(g * x1, x2), None
-
-    @adjoint(np.linalg.cross)
-    def linalg_cross(dy, y, x1, x2, *, axis=-1):
-        return (rt.unbroadcast(xp.cross(x2, dy, axis=axis), x1),
-                rt.unbroadcast(xp.cross(dy, x1, axis=axis), x2), None)
-
-
-if hasattr(np, "vecdot"):
-    @adjoint(np.vecdot)
-    def vecdot(dy, y, x1, x2, *, axis=-1):
-        g = xp.expand_dims(xp.asarray(dy), axis)
-        return rt.unbroadcast(g * x2, x1), rt.unbroadcast(g * x1, x2), None
-
-
-# ----- Run-time mathematics of these rules (rt.<name>, see runtime.helper) -----
-
-
 def _safe_div(xp, num, den):
     return xp.where(den == 0, 0, num / xp.where(den == 0, 1, den))
 
@@ -238,6 +122,31 @@ def norm_vjp(dy, x, y, ord=None, axis=None, keepdims=False, kind="norm"):
     raise NotImplementedError(f"srcgrad: the gradient of a matrix norm with ord={ord!r}")
 
 
+if hasattr(np.linalg, "vector_norm"):
+    @adjoint(np.linalg.vector_norm)
+    def vector_norm(dy, y, x, *, axis=None, keepdims=False, ord=2):
+        return rt.norm_vjp(dy, x, y, ord, axis, keepdims, "vector")
+
+    @adjoint(np.linalg.matrix_norm)
+    def matrix_norm(dy, y, x, *, keepdims=False, ord="fro"):
+        return rt.norm_vjp(dy, x, y, ord, None, keepdims, "matrix")
+
+
+# ----- Inverses and solves -----
+
+
+@adjoint(np.linalg.inv)
+def inv(dy, y, a):
+    yt = xp.swapaxes(y, -1, -2)
+    return -xp.matmul(yt, xp.matmul(dy, yt))
+
+
+@adjoint(np.linalg.solve)
+def solve(dy, y, a, b):
+    g = rt.solve_vjp(dy, a, b, y)
+    return g[0], g[1]
+
+
 @rt.helper
 def solve_vjp(dy, a, b, y):
     """Gradients of ``x = linalg.solve(a, b)``: the pair ``(da, db)`` (NumPy 2 semantics:
@@ -254,41 +163,39 @@ def solve_vjp(dy, a, b, y):
     return unbroadcast(ga, a), unbroadcast(gb, b)
 
 
-@rt.helper
-def cholesky_vjp(dy, L):
-    """Gradient of ``L = linalg.cholesky(a)`` (lower), symmetrized like PyTorch's:
-    it assumes ``a`` symmetric and is itself symmetric."""
-    xp = namespace(dy, L)
-    lt = xp.swapaxes(L, -1, -2)
-    phi = xp.tril(xp.matmul(lt, dy))
-    n = L.shape[-1]
-    phi = phi - 0.5 * phi * xp.eye(n, dtype=phi.dtype)
-    linv = xp.linalg.inv(L)
-    g = xp.matmul(xp.swapaxes(linv, -1, -2), xp.matmul(phi, linv))
-    return 0.5 * (g + xp.swapaxes(g, -1, -2))
+@adjoint(np.linalg.matrix_power)
+def matrix_power(dy, y, a, n):
+    return rt.matrix_power_vjp(dy, a, n), None
 
 
 @rt.helper
-def eigh_vjp(dy, y):
-    """Gradient of ``(w, v) = linalg.eigh(a)`` (``dy`` the pair of cotangents, either
-    may be missing): ``V (diag(dw) + F * (V^T dv)) V^T`` with ``F_ij = 1 / (w_j - w_i)``
-    off the diagonal, symmetrized like ``eigvalsh``'s and ``cholesky``'s (``a``
-    assumed symmetric, eigenvalues distinct)."""
-    w, v = y[0], y[1]
-    dw, dv = seq_item(dy, 0), seq_item(dy, 1)
-    xp = namespace(v)
-    n = v.shape[-1]
-    vt = xp.swapaxes(v, -1, -2)
-    middle = xp.zeros(v.shape, dtype=v.dtype)
-    if dw is not None and not (isinstance(dw, (int, float)) and dw == 0):
-        middle = middle + xp.eye(n, dtype=v.dtype) * xp.asarray(dw)[..., None, :]
-    if dv is not None and not (isinstance(dv, (int, float)) and dv == 0):
-        eye = xp.eye(n, dtype=bool)
-        gaps = w[..., None, :] - w[..., :, None]
-        f = xp.where(eye, 0.0, 1.0 / xp.where(eye, 1.0, gaps))
-        middle = middle + f * xp.matmul(vt, xp.asarray(dv))
-    g = xp.matmul(v, xp.matmul(middle, vt))
-    return 0.5 * (g + xp.swapaxes(g, -1, -2))
+def matrix_power_vjp(dy, a, n):
+    """Gradient of ``linalg.matrix_power(a, n)`` (negative ``n`` through the inverse)."""
+    xp = namespace(dy, a)
+    dy = xp.asarray(dy)
+    if n == 0:
+        return xp.zeros_like(dy)
+    base = a if n > 0 else xp.linalg.inv(a)
+    k = abs(n)
+    bt = xp.swapaxes(base, -1, -2)
+    powers = [xp.broadcast_to(xp.eye(a.shape[-1], dtype=dy.dtype), a.shape)]
+    for _ in range(k - 1):
+        powers.append(xp.matmul(powers[-1], bt))
+    g = 0
+    for i in range(k):
+        g = g + xp.matmul(xp.matmul(powers[i], dy), powers[k - 1 - i])
+    if n < 0:
+        g = -xp.matmul(bt, xp.matmul(g, bt))
+    return g
+
+
+# ----- Determinants -----
+
+
+@adjoint(np.linalg.det)
+def det(dy, y, a):
+    """The cofactor matrix, finite at a singular ``a`` too (``rt.cofactor``)."""
+    return xp.asarray(dy)[..., None, None] * rt.cofactor(a)
 
 
 @rt.helper
@@ -315,22 +222,112 @@ def cofactor(a):
     return xp.asarray(sign)[..., None, None] * xp.matmul(u * adj_s[..., None, :], vh)
 
 
+@adjoint(np.linalg.slogdet)
+def slogdet(dy, y, a):
+    """``dy`` is ``(d_sign, d_logabsdet)``; the sign is piecewise constant."""
+    g = xp.asarray(rt.seq_item(dy, 1))
+    return g[..., None, None] * xp.swapaxes(xp.linalg.inv(a), -1, -2)
+
+
+# ----- Factorizations of symmetric matrices -----
+
+
+@adjoint(np.linalg.cholesky)
+def cholesky(dy, y, a):
+    """Lower factor; the gradient is symmetric (``a`` assumed symmetric)."""
+    return rt.cholesky_vjp(dy, y)
+
+
 @rt.helper
-def matrix_power_vjp(dy, a, n):
-    """Gradient of ``linalg.matrix_power(a, n)`` (negative ``n`` through the inverse)."""
-    xp = namespace(dy, a)
-    dy = xp.asarray(dy)
-    if n == 0:
-        return xp.zeros_like(dy)
-    base = a if n > 0 else xp.linalg.inv(a)
-    k = abs(n)
-    bt = xp.swapaxes(base, -1, -2)
-    powers = [xp.broadcast_to(xp.eye(a.shape[-1], dtype=dy.dtype), a.shape)]
-    for _ in range(k - 1):
-        powers.append(xp.matmul(powers[-1], bt))
-    g = 0
-    for i in range(k):
-        g = g + xp.matmul(xp.matmul(powers[i], dy), powers[k - 1 - i])
-    if n < 0:
-        g = -xp.matmul(bt, xp.matmul(g, bt))
-    return g
+def cholesky_vjp(dy, L):
+    """Gradient of ``L = linalg.cholesky(a)`` (lower), symmetrized like PyTorch's:
+    it assumes ``a`` symmetric and is itself symmetric."""
+    xp = namespace(dy, L)
+    lt = xp.swapaxes(L, -1, -2)
+    phi = xp.tril(xp.matmul(lt, dy))
+    n = L.shape[-1]
+    phi = phi - 0.5 * phi * xp.eye(n, dtype=phi.dtype)
+    linv = xp.linalg.inv(L)
+    g = xp.matmul(xp.swapaxes(linv, -1, -2), xp.matmul(phi, linv))
+    return 0.5 * (g + xp.swapaxes(g, -1, -2))
+
+
+@adjoint(np.linalg.eigvalsh)
+def eigvalsh(dy, y, a, UPLO="L"):
+    """Distinct eigenvalues assumed; the gradient ``V diag(dy) V^T`` is symmetric."""
+    v = xp.linalg.eigh(a, UPLO)[1]
+    return xp.matmul(v * xp.asarray(dy)[..., None, :], xp.swapaxes(v, -1, -2)), None
+
+
+@adjoint(np.linalg.eigh)
+def eigh(dy, y, a, UPLO="L"):
+    """``dy`` is ``(dw, dv)``: distinct eigenvalues assumed (the eigenvectors' gradient
+    divides by their gaps); symmetric, like ``eigvalsh``'s."""
+    return rt.eigh_vjp(dy, y), None
+
+
+@rt.helper
+def eigh_vjp(dy, y):
+    """Gradient of ``(w, v) = linalg.eigh(a)`` (``dy`` the pair of cotangents, either
+    may be missing): ``V (diag(dw) + F * (V^T dv)) V^T`` with ``F_ij = 1 / (w_j - w_i)``
+    off the diagonal, symmetrized like ``eigvalsh``'s and ``cholesky``'s (``a``
+    assumed symmetric, eigenvalues distinct)."""
+    w, v = y[0], y[1]
+    dw, dv = seq_item(dy, 0), seq_item(dy, 1)
+    xp = namespace(v)
+    n = v.shape[-1]
+    vt = xp.swapaxes(v, -1, -2)
+    middle = xp.zeros(v.shape, dtype=v.dtype)
+    if dw is not None and not (isinstance(dw, (int, float)) and dw == 0):
+        middle = middle + xp.eye(n, dtype=v.dtype) * xp.asarray(dw)[..., None, :]
+    if dv is not None and not (isinstance(dv, (int, float)) and dv == 0):
+        eye = xp.eye(n, dtype=bool)
+        gaps = w[..., None, :] - w[..., :, None]
+        f = xp.where(eye, 0.0, 1.0 / xp.where(eye, 1.0, gaps))
+        middle = middle + f * xp.matmul(vt, xp.asarray(dv))
+    g = xp.matmul(v, xp.matmul(middle, vt))
+    return 0.5 * (g + xp.swapaxes(g, -1, -2))
+
+
+# ----- The array-API spellings in numpy.linalg (NumPy 2) -----
+
+
+if hasattr(np.linalg, "trace"):
+    @adjoint(np.linalg.trace)
+    def linalg_trace(dy, y, x, *, offset=0):
+        """The trace over the LAST two axes."""
+        e = xp.eye(x.shape[-2], x.shape[-1], k=offset, dtype=x.dtype)
+        return xp.asarray(dy)[..., None, None] * e
+
+    @adjoint(np.linalg.diagonal)
+    def linalg_diagonal(dy, y, x, *, offset=0):
+        return rt.diagonal_vjp(dy, x, offset, -2, -1)
+
+    @adjoint(np.linalg.matmul)
+    def linalg_matmul(dy, y, x1, x2):
+        return rt.matmul_grad_a(dy, x1, x2), rt.matmul_grad_b(dy, x1, x2)
+
+    @adjoint(np.linalg.outer)
+    def linalg_outer(dy, y, x1, x2):
+        return xp.dot(dy, x2), xp.dot(x1, dy)
+
+    @adjoint(np.linalg.tensordot)
+    def linalg_tensordot(dy, y, x1, x2, *, axes=2):
+        return rt.tensordot_grad_a(dy, x1, x2, axes), rt.tensordot_grad_b(dy, x1, x2, axes), None
+
+    @adjoint(np.linalg.vecdot)
+    def linalg_vecdot(dy, y, x1, x2, *, axis=-1):
+        g = xp.expand_dims(xp.asarray(dy), axis)
+        return rt.unbroadcast(g * x2, x1), rt.unbroadcast(g * x1, x2), None
+
+    @adjoint(np.linalg.cross)
+    def linalg_cross(dy, y, x1, x2, *, axis=-1):
+        return (rt.unbroadcast(xp.cross(x2, dy, axis=axis), x1),
+                rt.unbroadcast(xp.cross(dy, x1, axis=axis), x2), None)
+
+
+if hasattr(np, "vecdot"):
+    @adjoint(np.vecdot)
+    def vecdot(dy, y, x1, x2, *, axis=-1):
+        g = xp.expand_dims(xp.asarray(dy), axis)
+        return rt.unbroadcast(g * x2, x1), rt.unbroadcast(g * x1, x2), None

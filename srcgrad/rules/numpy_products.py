@@ -25,75 +25,6 @@ def matmul(dy, y, x1, x2):
     return rt.matmul_grad_a(dy, x1, x2), rt.matmul_grad_b(dy, x1, x2)
 
 
-@adjoint(np.dot)
-def dot(dy, y, a, b):
-    return rt.dot_grad_a(dy, a, b), rt.dot_grad_b(dy, a, b)
-
-
-@adjoint(Method("dot"))
-def dot_method(dy, y, self, b):
-    return rt.dot_grad_a(dy, self, b), rt.dot_grad_b(dy, self, b)
-
-
-@adjoint(np.vdot)
-def vdot(dy, y, a, b):
-    """Real inputs: the flattened dot product."""
-    return dy * xp.reshape(b, rt.shape_of(a)), dy * xp.reshape(a, rt.shape_of(b))
-
-
-@adjoint(np.inner)
-def inner(dy, y, a, b):
-    """``tensordot`` over the last axes of both (a scalar operand: a product)."""
-    axes = rt.inner_axes(a, b)
-    return rt.tensordot_grad_a(dy, a, b, axes), rt.tensordot_grad_b(dy, a, b, axes)
-
-
-@adjoint(np.outer)
-def outer(dy, y, a, b):
-    return (xp.reshape(xp.dot(dy, xp.ravel(b)), rt.shape_of(a)),
-            xp.reshape(xp.dot(xp.ravel(a), dy), rt.shape_of(b)))
-
-
-@adjoint(np.tensordot)
-def tensordot(dy, y, a, b, axes=2):
-    return rt.tensordot_grad_a(dy, a, b, axes), rt.tensordot_grad_b(dy, a, b, axes), None
-
-
-@adjoint(np.einsum)
-def einsum(dy, y, subscripts, *operands, optimize=False):
-    """``operands`` is var-positional: its entry is a list, one gradient per operand.
-    In the sublist form ``einsum(x, [0], y, [0], [])`` ``subscripts`` is ``x``."""
-    g = rt.einsum_vjp(dy, subscripts, operands)
-    return rt.seq_item(g, 0), rt.seq_item(g, 1), None
-
-
-@adjoint(np.kron)
-def kron(dy, y, a, b):
-    g = rt.kron_vjp(dy, a, b)
-    return g[0], g[1]
-
-
-@adjoint(np.cross)
-def cross(dy, y, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
-    """3-vectors along any axes (``axisa``/``axisb``/``axisc`` or ``axis``): the
-    vector axes are moved last, crossed, and moved back."""
-    ax = rt.cross_axes(axisa, axisb, axisc, axis)
-    g = xp.moveaxis(dy, ax[2], -1)
-    a3 = xp.moveaxis(a, ax[0], -1)
-    b3 = xp.moveaxis(b, ax[1], -1)
-    return (xp.moveaxis(rt.unbroadcast(xp.cross(b3, g), a3), -1, ax[0]),
-            xp.moveaxis(rt.unbroadcast(xp.cross(g, a3), b3), -1, ax[1]), None, None, None, None)
-
-
-@adjoint(np.convolve)
-def convolve(dy, y, a, v, mode="full"):
-    g = rt.convolve_vjp(dy, a, v, mode)
-    return g[0], g[1], None
-
-
-# ----- Run-time mathematics of these rules (rt.<name>, see runtime.helper) -----
-
-
 def _matmul_operands(dy, a, b):
     xp = namespace(dy, a, b)
     a2 = a[None, :] if a.ndim == 1 else a
@@ -130,13 +61,9 @@ def matmul_grad_b(dy, a, b):
     return unbroadcast(g, b)
 
 
-@rt.helper
-def cross_axes(axisa=-1, axisb=-1, axisc=-1, axis=None):
-    """The vector axes ``(of a, of b, of the result)`` of ``np.cross``: ``axis``, when
-    given, overrides the three."""
-    if axis is not None:
-        return axis, axis, axis
-    return axisa, axisb, axisc
+@adjoint(np.dot)
+def dot(dy, y, a, b):
+    return rt.dot_grad_a(dy, a, b), rt.dot_grad_b(dy, a, b)
 
 
 @rt.helper
@@ -165,6 +92,24 @@ def dot_grad_b(dy, a, b):
     if b.ndim == 1:
         return g
     return xp.moveaxis(g, 0, -2)
+
+
+@adjoint(Method("dot"))
+def dot_method(dy, y, self, b):
+    return rt.dot_grad_a(dy, self, b), rt.dot_grad_b(dy, self, b)
+
+
+@adjoint(np.vdot)
+def vdot(dy, y, a, b):
+    """Real inputs: the flattened dot product."""
+    return dy * xp.reshape(b, rt.shape_of(a)), dy * xp.reshape(a, rt.shape_of(b))
+
+
+@adjoint(np.inner)
+def inner(dy, y, a, b):
+    """``tensordot`` over the last axes of both (a scalar operand: a product)."""
+    axes = rt.inner_axes(a, b)
+    return rt.tensordot_grad_a(dy, a, b, axes), rt.tensordot_grad_b(dy, a, b, axes)
 
 
 @rt.helper
@@ -207,6 +152,25 @@ def tensordot_grad_b(dy, a, b, axes=2):
     g = xp.tensordot(a, xp.asarray(dy), axes=(a_free, list(range(len(a_free)))))
     dest = [b_axes[a_axes.index(i)] for i in sorted(a_axes)] + b_free
     return xp.transpose(g, tuple(int(i) for i in np.argsort(dest)))
+
+
+@adjoint(np.outer)
+def outer(dy, y, a, b):
+    return (xp.reshape(xp.dot(dy, xp.ravel(b)), rt.shape_of(a)),
+            xp.reshape(xp.dot(xp.ravel(a), dy), rt.shape_of(b)))
+
+
+@adjoint(np.tensordot)
+def tensordot(dy, y, a, b, axes=2):
+    return rt.tensordot_grad_a(dy, a, b, axes), rt.tensordot_grad_b(dy, a, b, axes), None
+
+
+@adjoint(np.einsum)
+def einsum(dy, y, subscripts, *operands, optimize=False):
+    """``operands`` is var-positional: its entry is a list, one gradient per operand.
+    In the sublist form ``einsum(x, [0], y, [0], [])`` ``subscripts`` is ``x``."""
+    g = rt.einsum_vjp(dy, subscripts, operands)
+    return rt.seq_item(g, 0), rt.seq_item(g, 1), None
 
 
 def _einsum_specs(subscripts, shapes):
@@ -305,6 +269,12 @@ def _einsum_grads(dy, subscripts, operands):
     return grads
 
 
+@adjoint(np.kron)
+def kron(dy, y, a, b):
+    g = rt.kron_vjp(dy, a, b)
+    return g[0], g[1]
+
+
 @rt.helper
 def kron_vjp(dy, a, b):
     """Gradients of ``kron(a, b)``: the pair ``(da, db)``."""
@@ -326,6 +296,33 @@ def kron_vjp(dy, a, b):
     da = (g * b.reshape(b_inter)).sum(axis=tuple(range(1, 2 * n, 2))).reshape(a.shape)
     db = (g * a.reshape(a_inter)).sum(axis=tuple(range(0, 2 * n, 2))).reshape(b.shape)
     return da, db
+
+
+@adjoint(np.cross)
+def cross(dy, y, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    """3-vectors along any axes (``axisa``/``axisb``/``axisc`` or ``axis``): the
+    vector axes are moved last, crossed, and moved back."""
+    ax = rt.cross_axes(axisa, axisb, axisc, axis)
+    g = xp.moveaxis(dy, ax[2], -1)
+    a3 = xp.moveaxis(a, ax[0], -1)
+    b3 = xp.moveaxis(b, ax[1], -1)
+    return (xp.moveaxis(rt.unbroadcast(xp.cross(b3, g), a3), -1, ax[0]),
+            xp.moveaxis(rt.unbroadcast(xp.cross(g, a3), b3), -1, ax[1]), None, None, None, None)
+
+
+@rt.helper
+def cross_axes(axisa=-1, axisb=-1, axisc=-1, axis=None):
+    """The vector axes ``(of a, of b, of the result)`` of ``np.cross``: ``axis``, when
+    given, overrides the three."""
+    if axis is not None:
+        return axis, axis, axis
+    return axisa, axisb, axisc
+
+
+@adjoint(np.convolve)
+def convolve(dy, y, a, v, mode="full"):
+    g = rt.convolve_vjp(dy, a, v, mode)
+    return g[0], g[1], None
 
 
 @rt.helper

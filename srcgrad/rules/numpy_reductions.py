@@ -89,6 +89,44 @@ def average(dy, y, a, axis=None, weights=None, *, keepdims=False):
             None)
 
 
+@rt.helper
+def average_weights(a, weights, axis=None):
+    """The weights of ``average`` shaped to broadcast against ``a`` (ones when None)."""
+    xp = namespace(a, weights)
+    if weights is None:
+        return xp.ones(shape_tuple(a), dtype=np.result_type(getattr(a, "dtype", float), np.float16))
+    if shape_tuple(weights) == shape_tuple(a):
+        return weights
+    ndim = len(shape_tuple(a))
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    axes = [ax % ndim for ax in axes]
+    shape = [1] * ndim
+    for ax in axes:
+        shape[ax] = shape_tuple(a)[ax]
+    return xp.reshape(xp.asarray(weights), shape)
+
+
+@rt.helper
+def weights_vjp(g, weights, a, axis=None):
+    """A gradient of ``a``'s shape summed down to the shape of ``average``'s weights."""
+    if weights is None:
+        return None
+    if shape_tuple(g) == shape_tuple(weights):
+        return g
+    xp = namespace(g, weights)
+    ndim = len(shape_tuple(a))
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    axes = [ax % ndim for ax in axes]
+    other = tuple(i for i in range(ndim) if i not in axes)
+    g = xp.asarray(g)
+    if other:
+        g = g.sum(axis=other)
+    if sorted(axes) != list(axes):
+        order = [sorted(axes).index(ax) for ax in axes]
+        g = xp.transpose(g, order)
+    return g.reshape(shape_tuple(weights))
+
+
 # ----- Products -----
 
 
@@ -96,6 +134,43 @@ def average(dy, y, a, axis=None, weights=None, *, keepdims=False):
 def prod(dy, y, a, axis=None, *, keepdims=False):
     """Exact with zeros: the product of the other entries, no division."""
     return rt.unreduce(dy, a, axis, keepdims) * rt.prod_others(a, axis)
+
+
+def _move_reduced_last(xp, a, axis):
+    axes = normalize_axis(axis, a.ndim)
+    rest = [i for i in range(a.ndim) if i not in axes]
+    perm = rest + list(axes)
+    t = xp.transpose(a, perm)
+    lead = t.shape[:len(rest)]
+    n = 1
+    for ax in axes:
+        n *= a.shape[ax]
+    return t, perm, lead, n
+
+
+def _exclusive_cumprod(xp, t):
+    ones = xp.ones(t.shape[:-1] + (1,), dtype=t.dtype)
+    return xp.concatenate([ones, xp.cumprod(t[..., :-1], axis=-1)], axis=-1)
+
+
+@rt.helper
+def prod_others(a, axis=None):
+    """For each entry, the product of the other entries of its reduction group.
+
+    The exact derivative of ``prod`` (no division, so zeros are fine).
+    """
+    if not is_array(a):
+        return 1.0
+    xp = namespace(a)
+    if a.ndim == 0:
+        return xp.ones_like(a)
+    t, perm, lead, n = _move_reduced_last(xp, a, axis)
+    tshape = t.shape
+    t = t.reshape(lead + (n,))
+    left = _exclusive_cumprod(xp, t)
+    right = xp.flip(_exclusive_cumprod(xp, xp.flip(t, -1)), -1)
+    out = (left * right).reshape(tshape)
+    return xp.transpose(out, tuple(int(i) for i in np.argsort(perm)))
 
 
 @adjoint(Method("prod"))
@@ -112,6 +187,18 @@ def max(dy, y, a, axis=None, *, keepdims=False):
     """Ties: the gradient is split evenly among the entries equal to the maximum."""
     m = a == rt.unreduce_like(y, a, axis, keepdims)
     return rt.unreduce(dy, a, axis, keepdims) * rt.tie_share(m, axis, a)
+
+
+@rt.helper
+def tie_share(mask, axis, x):
+    """Each maximum's share of a max/min gradient (ties split evenly), in ``x``'s float dtype.
+
+    A boolean count would promote a float32 gradient to float64.
+    """
+    xp = namespace(x)
+    weights = mask.astype(float_dtype(x, xp))
+    weights /= weights.sum(axis=axis, keepdims=True)
+    return weights
 
 
 @adjoint(np.min, np.amin, np.nanmin)
@@ -200,96 +287,6 @@ def cumprod(dy, y, a, axis=None):
     return rt.cumprod_vjp(dy, a, axis)
 
 
-@adjoint(Method("cumprod"))
-def cumprod_method(dy, y, self, axis=None):
-    return rt.cumprod_vjp(dy, self, axis)
-
-
-@adjoint(np.diff)
-def diff(dy, y, a, n=1, axis=-1):
-    return rt.diff_vjp(dy, a, n, axis)
-
-
-# ----- Sorting and gathering -----
-
-
-@adjoint(np.sort)
-def sort(dy, y, a, axis=-1, kind=None):
-    """The gradient is un-permuted with the inverse of a stable argsort."""
-    inv = xp.argsort(xp.argsort(a, axis=axis, kind="stable"), axis=axis, kind="stable")
-    return xp.reshape(xp.take_along_axis(dy, inv, axis=axis), rt.shape_of(a))
-
-
-@adjoint(np.take)
-def take(dy, y, a, indices, axis=None):
-    """Repeated indices accumulate their gradients."""
-    return rt.take_vjp(dy, a, indices, axis)
-
-
-@adjoint(Method("take"))
-def take_method(dy, y, self, indices, axis=None):
-    """Repeated indices accumulate their gradients."""
-    return rt.take_vjp(dy, self, indices, axis)
-
-
-@adjoint(np.take_along_axis)
-def take_along_axis(dy, y, arr, indices, axis=-1):
-    """Repeated indices accumulate their gradients."""
-    return rt.take_along_axis_vjp(dy, arr, indices, axis)
-
-
-@adjoint(np.trace)
-def trace(dy, y, a, offset=0, axis1=0, axis2=1):
-    e = xp.eye(a.shape[axis1], a.shape[axis2], k=offset, dtype=a.dtype)
-    return xp.moveaxis(xp.asarray(dy)[..., None, None] * e, (-2, -1), (axis1, axis2))
-
-
-@adjoint(Method("trace"))
-def trace_method(dy, y, self, offset=0, axis1=0, axis2=1):
-    e = xp.eye(self.shape[axis1], self.shape[axis2], k=offset, dtype=self.dtype)
-    return xp.moveaxis(xp.asarray(dy)[..., None, None] * e, (-2, -1), (axis1, axis2))
-
-
-# ----- Run-time mathematics of these rules (rt.<name>, see runtime.helper) -----
-
-
-def _move_reduced_last(xp, a, axis):
-    axes = normalize_axis(axis, a.ndim)
-    rest = [i for i in range(a.ndim) if i not in axes]
-    perm = rest + list(axes)
-    t = xp.transpose(a, perm)
-    lead = t.shape[:len(rest)]
-    n = 1
-    for ax in axes:
-        n *= a.shape[ax]
-    return t, perm, lead, n
-
-
-def _exclusive_cumprod(xp, t):
-    ones = xp.ones(t.shape[:-1] + (1,), dtype=t.dtype)
-    return xp.concatenate([ones, xp.cumprod(t[..., :-1], axis=-1)], axis=-1)
-
-
-@rt.helper
-def prod_others(a, axis=None):
-    """For each entry, the product of the other entries of its reduction group.
-
-    The exact derivative of ``prod`` (no division, so zeros are fine).
-    """
-    if not is_array(a):
-        return 1.0
-    xp = namespace(a)
-    if a.ndim == 0:
-        return xp.ones_like(a)
-    t, perm, lead, n = _move_reduced_last(xp, a, axis)
-    tshape = t.shape
-    t = t.reshape(lead + (n,))
-    left = _exclusive_cumprod(xp, t)
-    right = xp.flip(_exclusive_cumprod(xp, xp.flip(t, -1)), -1)
-    out = (left * right).reshape(tshape)
-    return xp.transpose(out, tuple(int(i) for i in np.argsort(perm)))
-
-
 @rt.helper
 def cumprod_vjp(dy, a, axis=None):
     """Gradient of ``cumprod(a, axis)``: exact with zeros (Horner sums, no division)."""
@@ -314,6 +311,48 @@ def cumprod_vjp(dy, a, axis=None):
     return s.reshape(a.shape)
 
 
+@adjoint(Method("cumprod"))
+def cumprod_method(dy, y, self, axis=None):
+    return rt.cumprod_vjp(dy, self, axis)
+
+
+@adjoint(np.diff)
+def diff(dy, y, a, n=1, axis=-1):
+    return rt.diff_vjp(dy, a, n, axis)
+
+
+@rt.helper
+def diff_vjp(dy, a, n=1, axis=-1):
+    """Gradient of ``diff(a, n, axis)``."""
+    xp = namespace(a, dy)
+    g = xp.asarray(dy)
+    ax = axis % g.ndim
+    for _ in range(n):
+        pad = [(0, 0)] * g.ndim
+        pad[ax] = (1, 0)
+        before = xp.pad(g, pad)
+        pad[ax] = (0, 1)
+        after = xp.pad(g, pad)
+        g = before - after
+    return g.reshape(shape_tuple(a))
+
+
+# ----- Sorting and gathering -----
+
+
+@adjoint(np.sort)
+def sort(dy, y, a, axis=-1, kind=None):
+    """The gradient is un-permuted with the inverse of a stable argsort."""
+    inv = xp.argsort(xp.argsort(a, axis=axis, kind="stable"), axis=axis, kind="stable")
+    return xp.reshape(xp.take_along_axis(dy, inv, axis=axis), rt.shape_of(a))
+
+
+@adjoint(np.take)
+def take(dy, y, a, indices, axis=None):
+    """Repeated indices accumulate their gradients."""
+    return rt.take_vjp(dy, a, indices, axis)
+
+
 @rt.helper
 def take_vjp(dy, a, indices, axis=None):
     """Gradient of ``take(a, indices, axis)``: repeated indices accumulate."""
@@ -330,6 +369,18 @@ def take_vjp(dy, a, indices, axis=None):
     g = xp.moveaxis(dy, tuple(range(ax, ax + k)), tuple(range(k)))
     scatter_add(xp, moved, indices, g)
     return dx
+
+
+@adjoint(Method("take"))
+def take_method(dy, y, self, indices, axis=None):
+    """Repeated indices accumulate their gradients."""
+    return rt.take_vjp(dy, self, indices, axis)
+
+
+@adjoint(np.take_along_axis)
+def take_along_axis(dy, y, arr, indices, axis=-1):
+    """Repeated indices accumulate their gradients."""
+    return rt.take_along_axis_vjp(dy, arr, indices, axis)
 
 
 @rt.helper
@@ -358,67 +409,13 @@ def take_along_axis_vjp(dy, arr, indices, axis):
     return dx
 
 
-@rt.helper
-def average_weights(a, weights, axis=None):
-    """The weights of ``average`` shaped to broadcast against ``a`` (ones when None)."""
-    xp = namespace(a, weights)
-    if weights is None:
-        return xp.ones(shape_tuple(a), dtype=np.result_type(getattr(a, "dtype", float), np.float16))
-    if shape_tuple(weights) == shape_tuple(a):
-        return weights
-    ndim = len(shape_tuple(a))
-    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
-    axes = [ax % ndim for ax in axes]
-    shape = [1] * ndim
-    for ax in axes:
-        shape[ax] = shape_tuple(a)[ax]
-    return xp.reshape(xp.asarray(weights), shape)
+@adjoint(np.trace)
+def trace(dy, y, a, offset=0, axis1=0, axis2=1):
+    e = xp.eye(a.shape[axis1], a.shape[axis2], k=offset, dtype=a.dtype)
+    return xp.moveaxis(xp.asarray(dy)[..., None, None] * e, (-2, -1), (axis1, axis2))
 
 
-@rt.helper
-def weights_vjp(g, weights, a, axis=None):
-    """A gradient of ``a``'s shape summed down to the shape of ``average``'s weights."""
-    if weights is None:
-        return None
-    if shape_tuple(g) == shape_tuple(weights):
-        return g
-    xp = namespace(g, weights)
-    ndim = len(shape_tuple(a))
-    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
-    axes = [ax % ndim for ax in axes]
-    other = tuple(i for i in range(ndim) if i not in axes)
-    g = xp.asarray(g)
-    if other:
-        g = g.sum(axis=other)
-    if sorted(axes) != list(axes):
-        order = [sorted(axes).index(ax) for ax in axes]
-        g = xp.transpose(g, order)
-    return g.reshape(shape_tuple(weights))
-
-
-@rt.helper
-def diff_vjp(dy, a, n=1, axis=-1):
-    """Gradient of ``diff(a, n, axis)``."""
-    xp = namespace(a, dy)
-    g = xp.asarray(dy)
-    ax = axis % g.ndim
-    for _ in range(n):
-        pad = [(0, 0)] * g.ndim
-        pad[ax] = (1, 0)
-        before = xp.pad(g, pad)
-        pad[ax] = (0, 1)
-        after = xp.pad(g, pad)
-        g = before - after
-    return g.reshape(shape_tuple(a))
-
-
-@rt.helper
-def tie_share(mask, axis, x):
-    """Each maximum's share of a max/min gradient (ties split evenly), in ``x``'s float dtype.
-
-    A boolean count would promote a float32 gradient to float64.
-    """
-    xp = namespace(x)
-    weights = mask.astype(float_dtype(x, xp))
-    weights /= weights.sum(axis=axis, keepdims=True)
-    return weights
+@adjoint(Method("trace"))
+def trace_method(dy, y, self, offset=0, axis1=0, axis2=1):
+    e = xp.eye(self.shape[axis1], self.shape[axis2], k=offset, dtype=self.dtype)
+    return xp.moveaxis(xp.asarray(dy)[..., None, None] * e, (-2, -1), (axis1, axis2))

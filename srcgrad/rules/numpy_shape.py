@@ -90,9 +90,29 @@ def transpose(dy, y, a, axes=None):
     return xp.transpose(dy, rt.inverse_axes(axes, a))
 
 
+@rt.helper
+def inverse_axes(axes, x):
+    """The permutation that undoes ``transpose(x, axes)`` (None stays None)."""
+    if axes is None:
+        return None
+    ndim = len(shape_tuple(x))
+    axes = [int(ax) % ndim for ax in axes]
+    return tuple(int(i) for i in np.argsort(axes))
+
+
 @adjoint(Method("transpose"))
 def transpose_method(dy, y, self, *axes):
     return xp.transpose(dy, rt.inverse_axes(rt.method_axes(axes), self))
+
+
+@rt.helper
+def method_axes(axes):
+    """The axes of ``x.transpose(*axes)`` as ``np.transpose`` takes them."""
+    if len(axes) == 0:
+        return None
+    if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
+        return axes[0]
+    return axes
 
 
 @adjoint(Attribute("T"))
@@ -113,6 +133,15 @@ def moveaxis(dy, y, a, source, destination):
 @adjoint(np.rollaxis)
 def rollaxis(dy, y, a, axis, start=0):
     return xp.moveaxis(dy, rt.rollaxis_destination(a, axis, start), axis)
+
+
+@rt.helper
+def rollaxis_destination(a, axis, start=0):
+    """Where ``rollaxis(a, axis, start)`` puts ``axis`` (the adjoint moves it back)."""
+    n = len(shape_tuple(a))
+    axis = axis % n
+    start = start + n if start < 0 else start
+    return start - 1 if start > axis else start
 
 
 @adjoint(np.swapaxes)
@@ -145,6 +174,14 @@ def roll(dy, y, a, shift, axis=None):
     return xp.roll(dy, rt.negate_shift(shift), axis)
 
 
+@rt.helper
+def negate_shift(shift):
+    """``-shift`` for an int or a tuple of ints (the adjoint of ``roll``)."""
+    if isinstance(shift, (tuple, list)):
+        return tuple(-s for s in shift)
+    return -shift
+
+
 @adjoint(np.rot90)
 def rot90(dy, y, m, k=1, axes=(0, 1)):
     return xp.rot90(dy, -k, axes)
@@ -160,6 +197,19 @@ def array(dy, y, object, dtype=None, *, copy=True):
     return rt.array_vjp(rt.dtype_grad(dy, dtype, dy), object)
 
 
+@rt.helper
+def array_vjp(dy, obj):
+    """Gradient of ``np.array(obj)``/``asarray``: the same nesting as ``obj``.
+
+    A list of arrays or numbers gets a list of gradients, one per item.
+    """
+    if isinstance(obj, (list, tuple)):
+        return [array_vjp(dy[i], item) for i, item in enumerate(obj)]
+    if is_array(obj):
+        return cast_like(unbroadcast(dy, obj), obj)
+    return dy
+
+
 @adjoint(np.asarray, np.asanyarray, np.ascontiguousarray, np.asfortranarray, sequences=("a",))
 def asarray(dy, y, a, dtype=None):
     return rt.array_vjp(rt.dtype_grad(dy, dtype, dy), a)
@@ -173,9 +223,31 @@ def diag(dy, y, v, k=0):
     return rt.diag_vjp(dy, v, k)
 
 
+@rt.helper
+def diag_vjp(dy, v, k=0):
+    """Gradient of ``diag(v, k)`` (1-D ``v`` builds a matrix, 2-D ``v`` extracts a diagonal)."""
+    xp = namespace(v, dy)
+    if len(shape_tuple(v)) == 1:
+        return xp.diagonal(xp.asarray(dy), k).copy()
+    return diagonal_vjp(dy, v, k, 0, 1)
+
+
 @adjoint(np.diagonal)
 def diagonal(dy, y, a, offset=0, axis1=0, axis2=1):
     return rt.diagonal_vjp(dy, a, offset, axis1, axis2)
+
+
+@rt.helper
+def diagonal_vjp(dy, a, offset=0, axis1=0, axis2=1):
+    """Gradient of ``diagonal(a, offset, axis1, axis2)``: ``dy`` written onto that diagonal."""
+    xp = namespace(a, dy)
+    dy = xp.asarray(dy)
+    dx = grad_zeros(xp, a, dy)
+    n = dy.shape[-1]
+    i = xp.arange(n)
+    moved = xp.moveaxis(dx, (axis1, axis2), (-2, -1))
+    moved[..., i + max(-offset, 0), i + max(offset, 0)] = dy
+    return dx
 
 
 @adjoint(Method("diagonal"))
@@ -193,27 +265,7 @@ def tril(dy, y, m, k=0):
     return xp.tril(dy, k)
 
 
-# ----- Run-time mathematics of these rules (rt.<name>, see runtime.helper) -----
-
-
-@rt.helper
-def inverse_axes(axes, x):
-    """The permutation that undoes ``transpose(x, axes)`` (None stays None)."""
-    if axes is None:
-        return None
-    ndim = len(shape_tuple(x))
-    axes = [int(ax) % ndim for ax in axes]
-    return tuple(int(i) for i in np.argsort(axes))
-
-
-@rt.helper
-def method_axes(axes):
-    """The axes of ``x.transpose(*axes)`` as ``np.transpose`` takes them."""
-    if len(axes) == 0:
-        return None
-    if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
-        return axes[0]
-    return axes
+# ----- Helpers only the adjoints of runtime_rules.py or the compiler call (rt.<name>) -----
 
 
 @rt.helper
@@ -222,55 +274,3 @@ def method_shape(shape):
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         return tuple(shape[0])
     return tuple(shape)
-
-
-@rt.helper
-def rollaxis_destination(a, axis, start=0):
-    """Where ``rollaxis(a, axis, start)`` puts ``axis`` (the adjoint moves it back)."""
-    n = len(shape_tuple(a))
-    axis = axis % n
-    start = start + n if start < 0 else start
-    return start - 1 if start > axis else start
-
-
-@rt.helper
-def negate_shift(shift):
-    """``-shift`` for an int or a tuple of ints (the adjoint of ``roll``)."""
-    if isinstance(shift, (tuple, list)):
-        return tuple(-s for s in shift)
-    return -shift
-
-
-@rt.helper
-def array_vjp(dy, obj):
-    """Gradient of ``np.array(obj)``/``asarray``: the same nesting as ``obj``.
-
-    A list of arrays or numbers gets a list of gradients, one per item.
-    """
-    if isinstance(obj, (list, tuple)):
-        return [array_vjp(dy[i], item) for i, item in enumerate(obj)]
-    if is_array(obj):
-        return cast_like(unbroadcast(dy, obj), obj)
-    return dy
-
-
-@rt.helper
-def diag_vjp(dy, v, k=0):
-    """Gradient of ``diag(v, k)`` (1-D ``v`` builds a matrix, 2-D ``v`` extracts a diagonal)."""
-    xp = namespace(v, dy)
-    if len(shape_tuple(v)) == 1:
-        return xp.diagonal(xp.asarray(dy), k).copy()
-    return diagonal_vjp(dy, v, k, 0, 1)
-
-
-@rt.helper
-def diagonal_vjp(dy, a, offset=0, axis1=0, axis2=1):
-    """Gradient of ``diagonal(a, offset, axis1, axis2)``: ``dy`` written onto that diagonal."""
-    xp = namespace(a, dy)
-    dy = xp.asarray(dy)
-    dx = grad_zeros(xp, a, dy)
-    n = dy.shape[-1]
-    i = xp.arange(n)
-    moved = xp.moveaxis(dx, (axis1, axis2), (-2, -1))
-    moved[..., i + max(-offset, 0), i + max(offset, 0)] = dy
-    return dx
