@@ -19,6 +19,8 @@ A custom function supplies its own gradient::
 Outside a differentiated function ``Func.apply(*args)`` just runs ``forward``
 with a fresh context. Inside one, the compiler does not read ``forward`` or
 ``backward``: its generated code calls this module's runtime interface,
+registered into the runtime as ``rt.function_forward``/``rt.function_backward``
+(the runtime does not import this module),
 
 * ``function_forward(cls, args, needs_input_grad) -> (outputs, ctx)`` in the
   forward sweep, and
@@ -300,6 +302,7 @@ def _describe_input(names, i):
 
 # ----- The runtime interface -----
 
+@runtime.helper
 def function_forward(cls, args, needs_input_grad):
     """Run ``cls.forward`` with a fresh ctx: ``(outputs, ctx)``.
 
@@ -336,6 +339,7 @@ def function_forward(cls, args, needs_input_grad):
     return outputs, ctx
 
 
+@runtime.helper
 def function_backward(cls, ctx, grad_outputs):
     """Run ``cls.backward`` on the output cotangents: one gradient per forward input.
 

@@ -26,6 +26,12 @@ A rule is an ordinary Python function registered for one primitive:
   inputs (NumPy or CuPy) and ``rt`` is ``srcgrad.runtime``: a template uses
   nothing else, never ``numpy.`` directly, so one adjoint serves both
   libraries. Only the entries for arguments that need a gradient are emitted.
+* Mathematics too long for a template (``np.linalg.norm``'s kinks, ``einsum``'s
+  index juggling) is a run-time helper written in the rule's own module, below
+  its rules, and registered with ``@rt.helper``: the template calls it as
+  ``rt.norm_vjp(...)``, like the runtime's own helpers. Give it an adjoint rule
+  in runtime_rules.py when it is linear in the gradient, so the gradient can be
+  differentiated again.
 * A rule whose body is not a template (a user's ``@srcgrad.adjoint`` rule with
   loops or closures) is called at run time instead, with the same arguments.
 * A list or tuple display of values passed where a built-in rule expects an
@@ -247,7 +253,8 @@ def is_nondifferentiable(primitive):
 
 
 BUILTIN_RULE_MODULES = ("operators", "autograd", "numpy_elementwise", "numpy_reductions", "numpy_shape",
-                        "numpy_linalg", "builtins_math", "runtime_rules", "complex_rules")
+                        "numpy_joins", "numpy_products", "numpy_linalg", "builtins_math", "runtime_rules",
+                        "complex_rules")
 
 
 def _load_builtin_rules():

@@ -22,6 +22,9 @@ import numpy as np
 
 from srcgrad import runtime as rt
 from srcgrad.rules import Method, adjoint, nondifferentiable
+from srcgrad.runtime.arrays import float_dtype, is_array, log, namespace
+from srcgrad.runtime.broadcast import unbroadcast
+from srcgrad.runtime.containers import is_zero_grad, seq_item
 
 xp = None  # placeholder: the array namespace, bound in generated code
 
@@ -57,6 +60,18 @@ def builtin_sum(dy, y, iterable, start=0):
     return rt.builtin_sum_vjp(dy, iterable), rt.unbroadcast(dy, start)
 
 
+@rt.helper
+def builtin_sum_vjp(dy, iterable):
+    """Gradient of Python's ``sum(iterable)`` with respect to the iterable.
+
+    An array (summed over its first axis) gets an array; a list gets a list.
+    """
+    if is_array(iterable):
+        xp = namespace(iterable, dy)
+        return xp.broadcast_to(xp.asarray(dy), iterable.shape)
+    return [unbroadcast(dy, item) for item in iterable]
+
+
 @adjoint(builtins.divmod, np.divmod)
 def builtin_divmod(dy, y, x1, x2):
     """``(q, r) = (x1 // x2, x1 % x2)``: ``dy`` is the pair of cotangents. The
@@ -70,6 +85,24 @@ def builtin_divmod(dy, y, x1, x2):
 def builtin_max(dy, y, *args):
     """Ties split the gradient evenly; a list, one gradient per argument."""
     return rt.minmax_vjp(dy, y, args)
+
+
+@rt.helper
+def minmax_vjp(dy, y, args):
+    """Gradients of Python's ``max``/``min`` (``args`` its positional arguments).
+
+    Ties share the gradient evenly, like ``np.max``. One iterable argument gets
+    ``[gradient of the iterable]``, several arguments a list of one each.
+    """
+    items = args[0] if len(args) == 1 else args
+    if is_array(items):
+        xp = namespace(items, dy)
+        mask = items == y
+        return [dy * mask / mask.sum()]
+    hits = [1.0 if item == y else 0.0 for item in items]
+    count = sum(hits)
+    grads = [dy * h / count for h in hits]
+    return [grads] if len(args) == 1 else grads
 
 
 @adjoint(builtins.min, sequences=("args",))
@@ -95,6 +128,22 @@ def math_expm1(dy, y, x):
 def math_log(dy, y, x, base=None):
     """``math.log(x)`` or ``math.log(x, base)``."""
     return dy / (x * rt.log_base(base)), rt.log_base_grad(dy, y, base)
+
+
+@rt.helper
+def log_base(base):
+    """``log(base)``, or 1.0 when there is no base (``math.log(x)``)."""
+    if base is None:
+        return 1.0
+    return log(base)
+
+
+@rt.helper
+def log_base_grad(dy, y, base):
+    """Gradient of ``math.log(x, base)`` with respect to ``base`` (0.0 without a base)."""
+    if base is None:
+        return 0.0
+    return -dy * y / (base * log(base))
 
 
 @adjoint(math.log1p)
@@ -199,6 +248,14 @@ def math_hypot(dy, y, *coordinates):
     return rt.hypot_vjp(dy, y, coordinates)
 
 
+@rt.helper
+def hypot_vjp(dy, y, coordinates):
+    """Gradients of ``math.hypot(*coordinates)``: a list (0 at the origin)."""
+    if y == 0:
+        return [0.0 for _ in coordinates]
+    return [dy * c / y for c in coordinates]
+
+
 @adjoint(math.degrees)
 def math_degrees(dy, y, x):
     return dy * 57.29577951308232
@@ -272,9 +329,30 @@ def builtin_list(dy, y, iterable):
     return rt.list_vjp(dy, iterable)
 
 
+@rt.helper
+def list_vjp(dy, iterable):
+    """Adjoint of ``list(iterable)`` (or ``tuple``) from the list's adjoint ``dy``."""
+    if is_zero_grad(dy) or isinstance(iterable, dict):
+        return 0.0   # a dict's list is its keys: no gradient
+    if is_array(iterable):
+        xp = namespace(iterable)
+        rows = [xp.zeros(iterable.shape[1:], dtype=float_dtype(iterable, xp)) if is_zero_grad(g) else g
+                for g in dy]
+        return xp.stack(rows) if rows else xp.zeros(iterable.shape, dtype=float_dtype(iterable, xp))
+    return list(dy)
+
+
 @adjoint(Method("values"), sequences=("self",))
 def dict_values(dy, y, self):
     return rt.dict_values_vjp(dy, self)
+
+
+@rt.helper
+def dict_values_vjp(dy, d):
+    """Adjoint of ``d.values()`` (a list of the values' adjoints) as a dict adjoint."""
+    if is_zero_grad(dy):
+        return 0.0
+    return dict(zip(d, dy))
 
 
 @adjoint(Method("items"), sequences=("self",))
@@ -282,6 +360,26 @@ def dict_items(dy, y, self):
     return rt.dict_items_vjp(dy, self)
 
 
+@rt.helper
+def dict_items_vjp(dy, d):
+    """Adjoint of ``d.items()`` (a list of (key, value) adjoints) as a dict adjoint."""
+    if is_zero_grad(dy):
+        return 0.0
+    return {k: seq_item(g, 1) for k, g in zip(d, dy)}
+
+
 @adjoint(Method("get"), sequences=("self",))
 def dict_get(dy, y, self, key, default=None):
     return rt.dict_get_vjp(dy, self, key), None, rt.dict_default_vjp(dy, self, key)
+
+
+@rt.helper
+def dict_get_vjp(dy, d, key):
+    """Adjoint of ``d.get(key, default)`` with respect to ``d``."""
+    return {key: dy} if not is_zero_grad(dy) and key in d else 0.0
+
+
+@rt.helper
+def dict_default_vjp(dy, d, key):
+    """Adjoint of ``d.get(key, default)`` with respect to ``default``."""
+    return 0.0 if key in d else dy

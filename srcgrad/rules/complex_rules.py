@@ -26,6 +26,7 @@ import numpy as np
 
 from srcgrad import runtime as rt
 from srcgrad.rules import Attribute, Method, complex_adjoint, complex_safe
+from srcgrad.runtime.arrays import is_array, namespace, shape_tuple
 
 xp = None  # placeholder: the array namespace, bound in generated code
 
@@ -44,10 +45,26 @@ def absolute(dy, y, x):
     return dy * rt.conj_over(x, y)
 
 
+@rt.helper
+def conj_over(z, r):
+    """``conj(z) / r``, 0 where ``r`` is 0 (the subgradient complex ``abs`` and ``angle`` use)."""
+    if is_array(z) or is_array(r):
+        xp = namespace(z, r)
+        zero = r == 0
+        return xp.where(zero, 0, xp.conj(z) / xp.where(zero, 1, r))
+    return 0.0 if r == 0 else z.conjugate() / r
+
+
 @complex_adjoint(np.angle)
 def angle(dy, y, z):
     """On a real ``z`` the cotangent is the real part: 0 (issue 11: it was refused)."""
     return rt.real_like(-1j * dy * rt.conj_over(z, rt.abs2(z)), z)
+
+
+@rt.helper
+def abs2(z):
+    """``|z|**2`` as a real number or array."""
+    return z.real * z.real + z.imag * z.imag
 
 
 @complex_adjoint(np.imag)
@@ -70,6 +87,20 @@ def astype_method(dy, y, self, dtype):
 @complex_adjoint(np.fft.fft)
 def fft(dy, y, a, n=None, axis=-1):
     return rt.fft_vjp(dy, a, n, axis, False)
+
+
+@rt.helper
+def fft_vjp(dy, a, n, axis, inverse):
+    """Cotangent of ``a`` through ``np.fft.fft(a)`` (``ifft`` if ``inverse``): the DFT
+    matrix is symmetric, so it is the same transform of ``dy``."""
+    from srcgrad.errors import UnsupportedError
+    if n is not None and n != shape_tuple(a)[axis]:
+        raise UnsupportedError(
+            f"srcgrad: the gradient of np.fft.{'ifft' if inverse else 'fft'} with n={n} "
+            f"(padding or cropping the input) is not supported",
+            hint="Pad or crop the input with np.pad or slicing before the transform.")
+    xp = namespace(dy, a)
+    return (xp.fft.ifft if inverse else xp.fft.fft)(dy, axis=axis)
 
 
 @complex_adjoint(np.fft.ifft)

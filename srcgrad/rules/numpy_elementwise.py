@@ -19,6 +19,7 @@ import numpy as np
 
 from srcgrad import runtime as rt
 from srcgrad.rules import Attribute, Method, adjoint, nondifferentiable
+from srcgrad.runtime.arrays import namespace
 
 xp = None  # placeholder: the array namespace, bound in generated code
 
@@ -324,6 +325,39 @@ def clip(dy, y, a, a_min=None, a_max=None, *, min=None, max=None):
             rt.unbroadcast(dy * hi, max))
 
 
+@rt.helper
+def clip_below(a, a_min, a_max=None):
+    """Mask of the entries that ``clip`` raised to ``a_min`` (False when there is no bound).
+
+    ``clip`` is ``minimum(maximum(a, a_min), a_max)``: where ``a_min > a_max`` the
+    upper bound wins, so those entries are not ``a_min``'s.
+    """
+    if a_min is None:
+        return False
+    below = a < a_min
+    if a_max is None:
+        return below
+    xp = namespace(a, a_min, a_max)
+    return xp.logical_and(below, xp.logical_not(a_min > a_max))
+
+
+@rt.helper
+def clip_above(a, a_max, a_min=None):
+    """Mask of the entries that ``clip`` lowered to ``a_max`` (False when there is no bound):
+    those where ``maximum(a, a_min)`` exceeds it."""
+    if a_max is None:
+        return False
+    if a_min is not None:
+        a = namespace(a, a_min).maximum(a, a_min)
+    return a > a_max
+
+
+@rt.helper
+def either(first, second):
+    """``first`` unless it is None, else ``second`` (NumPy 2's ``clip(min=...)`` spelling)."""
+    return second if first is None else first
+
+
 @adjoint(Method("clip"))
 def clip_method(dy, y, self, min=None, max=None):
     """An entry on a bound counts as inside: its gradient goes to ``self``."""
@@ -364,6 +398,18 @@ def polyval(dy, y, p, x):
     """1-D coefficients ``p``: ``x ** (n - 1 - i)`` for coefficient ``i``; the
     derivative polynomial for ``x``."""
     return rt.polyval_vjp(dy, p, x), rt.unbroadcast(dy * xp.polyval(xp.polyder(p), x), x)
+
+
+@rt.helper
+def polyval_vjp(dy, p, x):
+    """Gradient of ``polyval(p, x)`` with respect to the coefficients ``p`` (1-D):
+    ``sum(dy * x ** (n - 1 - i))`` for coefficient ``i``."""
+    xp = namespace(dy, x, p)
+    p = xp.asarray(p)
+    n = p.shape[0]
+    powers = xp.asarray(x)[..., None] ** xp.arange(n - 1, -1, -1, dtype=p.dtype)
+    g = xp.asarray(dy)[..., None] * powers
+    return g.reshape(-1, n).sum(axis=0)
 
 
 @adjoint(np.real_if_close)
@@ -415,12 +461,35 @@ def arange(dy, y, start, stop=None, step=None):
     return (xp.sum(dy) * rt.is_given(stop), xp.sum(dy) * 0.0, xp.sum(dy * rt.arange_index(y)))
 
 
+@rt.helper
+def arange_index(y):
+    """``0, 1, ..., len(y) - 1``: how many steps each value of ``arange`` is from its start."""
+    return namespace(y).arange(len(y), dtype=y.dtype)
+
+
+@rt.helper
+def is_given(value):
+    """1.0 unless ``value`` is None (an argument left out), else 0.0."""
+    return 0.0 if value is None else 1.0
+
+
 @adjoint(np.linspace)
 def linspace(dy, y, start, stop, num=50, endpoint=True, *, axis=0):
     """``start + (stop - start) * t``. ``retstep`` and ``dtype`` are not supported."""
     t = rt.linspace_weights(y, num, endpoint, axis)
     return (rt.unbroadcast(xp.sum(dy * (1 - t), axis=axis), start),
             rt.unbroadcast(xp.sum(dy * t, axis=axis), stop), None, None, None)
+
+
+@rt.helper
+def linspace_weights(y, num, endpoint=True, axis=0):
+    """Where each sample of ``linspace(start, stop, num, endpoint, axis=axis)`` (``y``)
+    lies between ``start`` (0) and ``stop`` (1), shaped to broadcast against ``y``."""
+    xp = namespace(y)
+    ndim = max(getattr(y, "ndim", 1), 1)
+    shape = [1] * ndim
+    shape[axis % ndim] = num
+    return xp.reshape(xp.linspace(0.0, 1.0, num, endpoint=endpoint), shape)
 
 
 @adjoint(np.logspace)

@@ -17,6 +17,9 @@ import numpy as np
 
 from srcgrad import runtime as rt
 from srcgrad.rules import adjoint, nondifferentiable
+from srcgrad.runtime.arrays import namespace, shape_tuple
+from srcgrad.runtime.broadcast import unbroadcast, unreduce, unreduce_like
+from srcgrad.runtime.containers import seq_item
 
 xp = None  # placeholder: the array namespace, bound in generated code
 
@@ -30,6 +33,93 @@ nondifferentiable(np.linalg.matrix_rank)
 @adjoint(np.linalg.norm)
 def norm(dy, y, x, ord=None, axis=None, keepdims=False):
     return rt.norm_vjp(dy, x, y, ord, axis, keepdims)
+
+
+def _safe_div(xp, num, den):
+    return xp.where(den == 0, 0, num / xp.where(den == 0, 1, den))
+
+
+def _tie_weights(xp, mask, axis):
+    mask = mask.astype(np.float64) if mask.dtype == bool else mask
+    return mask / xp.sum(mask, axis=axis, keepdims=True)
+
+
+@rt.helper
+def norm_vjp(dy, x, y, ord=None, axis=None, keepdims=False, kind="norm"):
+    """Gradient of ``np.linalg.norm`` (``kind='vector'``/``'matrix'``: the array-API norms).
+
+    Kinks: at a zero vector the gradient of the 2-norm (and p-norms) is 0; ties
+    of the inf-norms (and of the matrix 1/inf norms) share the gradient evenly;
+    for ``ord=1`` the gradient at 0 is 0 (``sign``). Matrix 2-norms use the top
+    singular pair (ties in singular values are not split).
+    """
+    xp = namespace(x, dy)
+    x = xp.asarray(x)
+    nd = x.ndim
+    if kind == "vector":
+        axes = tuple(range(nd)) if axis is None else (
+            tuple(a % nd for a in axis) if isinstance(axis, (tuple, list)) else (axis % nd,))
+        if ord is None:
+            ord = 2
+        matrix = False
+        if axis is None and nd != 1:
+            # the array-API vector norm of all entries: flatten
+            g = norm_vjp(xp.reshape(xp.asarray(dy), ()), x.reshape(-1),
+                         xp.reshape(xp.asarray(y), ()), ord, 0, False, "vector")
+            return g.reshape(x.shape)
+    elif kind == "matrix":
+        axes = (nd - 2, nd - 1)
+        matrix = True
+        if ord is None:
+            ord = "fro"
+    else:
+        if axis is None:
+            if ord is None:
+                dyf = unreduce(dy, x, None, keepdims)
+                return dyf * _safe_div(xp, x, unreduce_like(y, x, None, keepdims))
+            axes = tuple(range(nd))
+        elif isinstance(axis, (tuple, list)):
+            axes = tuple(a % nd for a in axis)
+        else:
+            axes = (axis % nd,)
+        matrix = len(axes) == 2
+    dyf = unreduce(dy, x, axes, keepdims)
+    yf = unreduce_like(y, x, axes, keepdims)
+    if not matrix:
+        ax = axes[0] if len(axes) == 1 else axes
+        if ord is None or ord == 2:
+            g = _safe_div(xp, x, yf)
+        elif ord == np.inf or ord == -np.inf:
+            ab = xp.abs(x)
+            g = xp.sign(x) * _tie_weights(xp, ab == yf, ax)
+        elif ord == 0:
+            g = xp.zeros_like(x)
+        elif ord == 1:
+            g = xp.sign(x)
+        else:
+            g = xp.sign(x) * _safe_div(xp, xp.abs(x) ** (ord - 1), yf ** (ord - 1))
+        return dyf * g
+    r, c = axes
+    if ord is None or ord == "fro":
+        return dyf * _safe_div(xp, x, yf)
+    if ord in ("nuc", 2, -2):
+        xm = xp.moveaxis(x, (r, c), (-2, -1))
+        u, s, vh = xp.linalg.svd(xm, full_matrices=False)
+        if ord == "nuc":
+            gm = xp.matmul(u, vh)
+        else:
+            k = 0 if ord == 2 else -1
+            gm = u[..., :, k:k + 1 or None] * vh[..., k:k + 1 or None, :]
+        return dyf * xp.moveaxis(gm, (-2, -1), (r, c))
+    if ord in (1, -1):
+        sums = xp.sum(xp.abs(x), axis=r, keepdims=True)
+        best = (xp.max if ord == 1 else xp.min)(sums, axis=c, keepdims=True)
+        return dyf * xp.sign(x) * _tie_weights(xp, sums == best, c)
+    if ord in (np.inf, -np.inf):
+        sums = xp.sum(xp.abs(x), axis=c, keepdims=True)
+        best = (xp.max if ord > 0 else xp.min)(sums, axis=r, keepdims=True)
+        return dyf * xp.sign(x) * _tie_weights(xp, sums == best, r)
+    raise NotImplementedError(f"srcgrad: the gradient of a matrix norm with ord={ord!r}")
 
 
 if hasattr(np.linalg, "vector_norm"):
@@ -57,9 +147,46 @@ def solve(dy, y, a, b):
     return g[0], g[1]
 
 
+@rt.helper
+def solve_vjp(dy, a, b, y):
+    """Gradients of ``x = linalg.solve(a, b)``: the pair ``(da, db)`` (NumPy 2 semantics:
+    ``b`` is a vector when it is 1-D)."""
+    xp = namespace(dy, a, b)
+    dy = xp.asarray(dy)
+    at = xp.swapaxes(a, -1, -2)
+    if len(shape_tuple(b)) == 1:
+        gb = xp.linalg.solve(at, dy[..., None])[..., 0]
+        ga = -gb[..., :, None] * y[..., None, :]
+    else:
+        gb = xp.linalg.solve(at, dy)
+        ga = -xp.matmul(gb, xp.swapaxes(y, -1, -2))
+    return unbroadcast(ga, a), unbroadcast(gb, b)
+
+
 @adjoint(np.linalg.matrix_power)
 def matrix_power(dy, y, a, n):
     return rt.matrix_power_vjp(dy, a, n), None
+
+
+@rt.helper
+def matrix_power_vjp(dy, a, n):
+    """Gradient of ``linalg.matrix_power(a, n)`` (negative ``n`` through the inverse)."""
+    xp = namespace(dy, a)
+    dy = xp.asarray(dy)
+    if n == 0:
+        return xp.zeros_like(dy)
+    base = a if n > 0 else xp.linalg.inv(a)
+    k = abs(n)
+    bt = xp.swapaxes(base, -1, -2)
+    powers = [xp.broadcast_to(xp.eye(a.shape[-1], dtype=dy.dtype), a.shape)]
+    for _ in range(k - 1):
+        powers.append(xp.matmul(powers[-1], bt))
+    g = 0
+    for i in range(k):
+        g = g + xp.matmul(xp.matmul(powers[i], dy), powers[k - 1 - i])
+    if n < 0:
+        g = -xp.matmul(bt, xp.matmul(g, bt))
+    return g
 
 
 # ----- Determinants -----
@@ -69,6 +196,30 @@ def matrix_power(dy, y, a, n):
 def det(dy, y, a):
     """The cofactor matrix, finite at a singular ``a`` too (``rt.cofactor``)."""
     return xp.asarray(dy)[..., None, None] * rt.cofactor(a)
+
+
+@rt.helper
+def cofactor(a):
+    """The cofactor matrix of ``a`` (batched over leading axes): the gradient of
+    ``det(a)``. ``det(a) * inv(a).T`` where ``a`` is invertible; from the SVD
+    ``a = u s vh`` where it is singular (``det(u) det(vh) u diag(prod of the other
+    singular values) vh``), which stays finite and exact there (issue 11: the
+    gradient of det at a singular matrix raised LinAlgError)."""
+    xp = namespace(a)
+    det = xp.linalg.det(a)
+    if bool(xp.all(det != 0)):
+        try:
+            inv = xp.linalg.inv(a)
+            if bool(xp.all(xp.isfinite(inv))):
+                return xp.asarray(det)[..., None, None] * xp.swapaxes(inv, -1, -2)
+        except np.linalg.LinAlgError:
+            pass
+    u, s, vh = xp.linalg.svd(a)
+    n = s.shape[-1]
+    others = xp.where(xp.eye(n, dtype=bool), 1.0, s[..., None, :])
+    adj_s = xp.prod(others, axis=-1)
+    sign = xp.linalg.det(u) * xp.linalg.det(vh)
+    return xp.asarray(sign)[..., None, None] * xp.matmul(u * adj_s[..., None, :], vh)
 
 
 @adjoint(np.linalg.slogdet)
@@ -87,6 +238,20 @@ def cholesky(dy, y, a):
     return rt.cholesky_vjp(dy, y)
 
 
+@rt.helper
+def cholesky_vjp(dy, L):
+    """Gradient of ``L = linalg.cholesky(a)`` (lower), symmetrized like PyTorch's:
+    it assumes ``a`` symmetric and is itself symmetric."""
+    xp = namespace(dy, L)
+    lt = xp.swapaxes(L, -1, -2)
+    phi = xp.tril(xp.matmul(lt, dy))
+    n = L.shape[-1]
+    phi = phi - 0.5 * phi * xp.eye(n, dtype=phi.dtype)
+    linv = xp.linalg.inv(L)
+    g = xp.matmul(xp.swapaxes(linv, -1, -2), xp.matmul(phi, linv))
+    return 0.5 * (g + xp.swapaxes(g, -1, -2))
+
+
 @adjoint(np.linalg.eigvalsh)
 def eigvalsh(dy, y, a, UPLO="L"):
     """Distinct eigenvalues assumed; the gradient ``V diag(dy) V^T`` is symmetric."""
@@ -99,6 +264,29 @@ def eigh(dy, y, a, UPLO="L"):
     """``dy`` is ``(dw, dv)``: distinct eigenvalues assumed (the eigenvectors' gradient
     divides by their gaps); symmetric, like ``eigvalsh``'s."""
     return rt.eigh_vjp(dy, y), None
+
+
+@rt.helper
+def eigh_vjp(dy, y):
+    """Gradient of ``(w, v) = linalg.eigh(a)`` (``dy`` the pair of cotangents, either
+    may be missing): ``V (diag(dw) + F * (V^T dv)) V^T`` with ``F_ij = 1 / (w_j - w_i)``
+    off the diagonal, symmetrized like ``eigvalsh``'s and ``cholesky``'s (``a``
+    assumed symmetric, eigenvalues distinct)."""
+    w, v = y[0], y[1]
+    dw, dv = seq_item(dy, 0), seq_item(dy, 1)
+    xp = namespace(v)
+    n = v.shape[-1]
+    vt = xp.swapaxes(v, -1, -2)
+    middle = xp.zeros(v.shape, dtype=v.dtype)
+    if dw is not None and not (isinstance(dw, (int, float)) and dw == 0):
+        middle = middle + xp.eye(n, dtype=v.dtype) * xp.asarray(dw)[..., None, :]
+    if dv is not None and not (isinstance(dv, (int, float)) and dv == 0):
+        eye = xp.eye(n, dtype=bool)
+        gaps = w[..., None, :] - w[..., :, None]
+        f = xp.where(eye, 0.0, 1.0 / xp.where(eye, 1.0, gaps))
+        middle = middle + f * xp.matmul(vt, xp.asarray(dv))
+    g = xp.matmul(v, xp.matmul(middle, vt))
+    return 0.5 * (g + xp.swapaxes(g, -1, -2))
 
 
 # ----- The array-API spellings in numpy.linalg (NumPy 2) -----

@@ -15,10 +15,14 @@ where the std is 0 (the convention of ``norm`` at 0); an empty ``mean`` gives
 an empty gradient.
 """
 
+import builtins
+
 import numpy as np
 
 from srcgrad import runtime as rt
 from srcgrad.rules import Attribute, Method, adjoint, nondifferentiable
+from srcgrad.runtime.arrays import (float_dtype, grad_zeros, is_array, namespace, normalize_axis,
+                                    scatter_add, shape_tuple)
 
 xp = None  # placeholder: the array namespace, bound in generated code
 
@@ -85,6 +89,44 @@ def average(dy, y, a, axis=None, weights=None, *, keepdims=False):
             None)
 
 
+@rt.helper
+def average_weights(a, weights, axis=None):
+    """The weights of ``average`` shaped to broadcast against ``a`` (ones when None)."""
+    xp = namespace(a, weights)
+    if weights is None:
+        return xp.ones(shape_tuple(a), dtype=np.result_type(getattr(a, "dtype", float), np.float16))
+    if shape_tuple(weights) == shape_tuple(a):
+        return weights
+    ndim = len(shape_tuple(a))
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    axes = [ax % ndim for ax in axes]
+    shape = [1] * ndim
+    for ax in axes:
+        shape[ax] = shape_tuple(a)[ax]
+    return xp.reshape(xp.asarray(weights), shape)
+
+
+@rt.helper
+def weights_vjp(g, weights, a, axis=None):
+    """A gradient of ``a``'s shape summed down to the shape of ``average``'s weights."""
+    if weights is None:
+        return None
+    if shape_tuple(g) == shape_tuple(weights):
+        return g
+    xp = namespace(g, weights)
+    ndim = len(shape_tuple(a))
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    axes = [ax % ndim for ax in axes]
+    other = tuple(i for i in range(ndim) if i not in axes)
+    g = xp.asarray(g)
+    if other:
+        g = g.sum(axis=other)
+    if sorted(axes) != list(axes):
+        order = [sorted(axes).index(ax) for ax in axes]
+        g = xp.transpose(g, order)
+    return g.reshape(shape_tuple(weights))
+
+
 # ----- Products -----
 
 
@@ -92,6 +134,43 @@ def average(dy, y, a, axis=None, weights=None, *, keepdims=False):
 def prod(dy, y, a, axis=None, *, keepdims=False):
     """Exact with zeros: the product of the other entries, no division."""
     return rt.unreduce(dy, a, axis, keepdims) * rt.prod_others(a, axis)
+
+
+def _move_reduced_last(xp, a, axis):
+    axes = normalize_axis(axis, a.ndim)
+    rest = [i for i in range(a.ndim) if i not in axes]
+    perm = rest + list(axes)
+    t = xp.transpose(a, perm)
+    lead = t.shape[:len(rest)]
+    n = 1
+    for ax in axes:
+        n *= a.shape[ax]
+    return t, perm, lead, n
+
+
+def _exclusive_cumprod(xp, t):
+    ones = xp.ones(t.shape[:-1] + (1,), dtype=t.dtype)
+    return xp.concatenate([ones, xp.cumprod(t[..., :-1], axis=-1)], axis=-1)
+
+
+@rt.helper
+def prod_others(a, axis=None):
+    """For each entry, the product of the other entries of its reduction group.
+
+    The exact derivative of ``prod`` (no division, so zeros are fine).
+    """
+    if not is_array(a):
+        return 1.0
+    xp = namespace(a)
+    if a.ndim == 0:
+        return xp.ones_like(a)
+    t, perm, lead, n = _move_reduced_last(xp, a, axis)
+    tshape = t.shape
+    t = t.reshape(lead + (n,))
+    left = _exclusive_cumprod(xp, t)
+    right = xp.flip(_exclusive_cumprod(xp, xp.flip(t, -1)), -1)
+    out = (left * right).reshape(tshape)
+    return xp.transpose(out, tuple(int(i) for i in np.argsort(perm)))
 
 
 @adjoint(Method("prod"))
@@ -108,6 +187,18 @@ def max(dy, y, a, axis=None, *, keepdims=False):
     """Ties: the gradient is split evenly among the entries equal to the maximum."""
     m = a == rt.unreduce_like(y, a, axis, keepdims)
     return rt.unreduce(dy, a, axis, keepdims) * rt.tie_share(m, axis, a)
+
+
+@rt.helper
+def tie_share(mask, axis, x):
+    """Each maximum's share of a max/min gradient (ties split evenly), in ``x``'s float dtype.
+
+    A boolean count would promote a float32 gradient to float64.
+    """
+    xp = namespace(x)
+    weights = mask.astype(float_dtype(x, xp))
+    weights /= weights.sum(axis=axis, keepdims=True)
+    return weights
 
 
 @adjoint(np.min, np.amin, np.nanmin)
@@ -196,6 +287,30 @@ def cumprod(dy, y, a, axis=None):
     return rt.cumprod_vjp(dy, a, axis)
 
 
+@rt.helper
+def cumprod_vjp(dy, a, axis=None):
+    """Gradient of ``cumprod(a, axis)``: exact with zeros (Horner sums, no division)."""
+    xp = namespace(a, dy)
+    a = xp.asarray(a)
+    g = xp.asarray(dy)
+    if axis is None:
+        t, g, ax = a.reshape(-1), g.reshape(-1), 0
+    else:
+        t, ax = a, axis % builtins.max(a.ndim, 1)   # (``max`` here is np.max's rule)
+    t = xp.moveaxis(t, ax, -1)
+    g = xp.moveaxis(g, ax, -1)
+    n = t.shape[-1]
+    dtype = np.result_type(t.dtype, g.dtype, np.float16)
+    s = xp.zeros(g.shape, dtype=dtype)
+    if n:
+        s[..., n - 1] = g[..., n - 1]
+        for i in range(n - 2, -1, -1):
+            s[..., i] = g[..., i] + t[..., i + 1] * s[..., i + 1]
+        s = _exclusive_cumprod(xp, t) * s
+    s = xp.moveaxis(s, -1, ax)
+    return s.reshape(a.shape)
+
+
 @adjoint(Method("cumprod"))
 def cumprod_method(dy, y, self, axis=None):
     return rt.cumprod_vjp(dy, self, axis)
@@ -204,6 +319,22 @@ def cumprod_method(dy, y, self, axis=None):
 @adjoint(np.diff)
 def diff(dy, y, a, n=1, axis=-1):
     return rt.diff_vjp(dy, a, n, axis)
+
+
+@rt.helper
+def diff_vjp(dy, a, n=1, axis=-1):
+    """Gradient of ``diff(a, n, axis)``."""
+    xp = namespace(a, dy)
+    g = xp.asarray(dy)
+    ax = axis % g.ndim
+    for _ in range(n):
+        pad = [(0, 0)] * g.ndim
+        pad[ax] = (1, 0)
+        before = xp.pad(g, pad)
+        pad[ax] = (0, 1)
+        after = xp.pad(g, pad)
+        g = before - after
+    return g.reshape(shape_tuple(a))
 
 
 # ----- Sorting and gathering -----
@@ -222,6 +353,24 @@ def take(dy, y, a, indices, axis=None):
     return rt.take_vjp(dy, a, indices, axis)
 
 
+@rt.helper
+def take_vjp(dy, a, indices, axis=None):
+    """Gradient of ``take(a, indices, axis)``: repeated indices accumulate."""
+    xp = namespace(a, dy)
+    dy = xp.asarray(dy)
+    indices = xp.asarray(indices)
+    dx = grad_zeros(xp, a, dy)
+    if axis is None:
+        scatter_add(xp, dx.reshape(-1), indices, dy)
+        return dx
+    ax = axis % dx.ndim
+    k = indices.ndim
+    moved = xp.moveaxis(dx, ax, 0)
+    g = xp.moveaxis(dy, tuple(range(ax, ax + k)), tuple(range(k)))
+    scatter_add(xp, moved, indices, g)
+    return dx
+
+
 @adjoint(Method("take"))
 def take_method(dy, y, self, indices, axis=None):
     """Repeated indices accumulate their gradients."""
@@ -232,6 +381,32 @@ def take_method(dy, y, self, indices, axis=None):
 def take_along_axis(dy, y, arr, indices, axis=-1):
     """Repeated indices accumulate their gradients."""
     return rt.take_along_axis_vjp(dy, arr, indices, axis)
+
+
+@rt.helper
+def take_along_axis_vjp(dy, arr, indices, axis):
+    """Gradient of ``take_along_axis(arr, indices, axis)``: repeated indices accumulate."""
+    xp = namespace(arr, dy)
+    dy = xp.asarray(dy)
+    indices = xp.asarray(indices)
+    dx = grad_zeros(xp, arr, dy)
+    if axis is None:
+        scatter_add(xp, dx.reshape(-1), indices, dy)
+        return dx
+    ax = axis % dx.ndim
+    index = []
+    for d in range(dx.ndim):
+        if d == ax:
+            index.append(indices)
+            continue
+        shape = [1] * dx.ndim
+        if dx.shape[d] == 1:
+            index.append(xp.zeros(shape, dtype=xp.intp))
+        else:
+            shape[d] = dx.shape[d]
+            index.append(xp.arange(dx.shape[d]).reshape(shape))
+    scatter_add(xp, dx, tuple(index), dy)
+    return dx
 
 
 @adjoint(np.trace)

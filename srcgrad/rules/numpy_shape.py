@@ -1,22 +1,19 @@
-"""Adjoint rules of NumPy's shape functions, joins/splits, products and einsum.
+"""Adjoint rules of NumPy's shape functions: reshapes, axis permutations, copies,
+diagonals and triangles (joins and splits: numpy_joins.py; products:
+numpy_products.py).
 
-Sequence parameters (``np.concatenate(arrays)``, ``np.stack(arrays)``,
-``np.hstack(tup)`` ...) get a LIST of gradients, one per element. ``np.split``
-and ``np.array_split`` return a list: their ``dy`` is a list of per-piece
-cotangents (None or a scalar 0 for pieces that got none), ``y`` the list of
-pieces. Rules with a var-positional parameter (``x.reshape(*shape)``,
-``x.transpose(*axes)``, ``np.einsum(subscripts, *operands)``) return, for that
-parameter, a list with one gradient per positional argument it collected
-(or return just the gradient of ``self`` when the varargs are not
-differentiable).
+Rules with a var-positional parameter (``x.reshape(*shape)``,
+``x.transpose(*axes)``) return, for that parameter, a list with one gradient per
+positional argument it collected (or return just the gradient of ``self`` when
+the varargs are not differentiable).
 """
-
-import operator
 
 import numpy as np
 
 from srcgrad import runtime as rt
-from srcgrad.rules import Attribute, Method, adjoint, nondifferentiable, returns_sequence
+from srcgrad.rules import Attribute, Method, adjoint, nondifferentiable
+from srcgrad.runtime.arrays import grad_zeros, is_array, namespace, shape_tuple
+from srcgrad.runtime.broadcast import cast_like, unbroadcast
 
 xp = None  # placeholder: the array namespace, bound in generated code
 
@@ -24,7 +21,6 @@ nondifferentiable(
     np.triu_indices, np.tril_indices, np.diag_indices, np.unravel_index,
     np.ravel_multi_index, np.broadcast_shapes,
 )
-returns_sequence(np.split, np.array_split, np.vsplit, np.hsplit, np.dsplit, np.meshgrid)
 
 # ----- Reshaping -----
 
@@ -94,9 +90,29 @@ def transpose(dy, y, a, axes=None):
     return xp.transpose(dy, rt.inverse_axes(axes, a))
 
 
+@rt.helper
+def inverse_axes(axes, x):
+    """The permutation that undoes ``transpose(x, axes)`` (None stays None)."""
+    if axes is None:
+        return None
+    ndim = len(shape_tuple(x))
+    axes = [int(ax) % ndim for ax in axes]
+    return tuple(int(i) for i in np.argsort(axes))
+
+
 @adjoint(Method("transpose"))
 def transpose_method(dy, y, self, *axes):
     return xp.transpose(dy, rt.inverse_axes(rt.method_axes(axes), self))
+
+
+@rt.helper
+def method_axes(axes):
+    """The axes of ``x.transpose(*axes)`` as ``np.transpose`` takes them."""
+    if len(axes) == 0:
+        return None
+    if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
+        return axes[0]
+    return axes
 
 
 @adjoint(Attribute("T"))
@@ -117,6 +133,15 @@ def moveaxis(dy, y, a, source, destination):
 @adjoint(np.rollaxis)
 def rollaxis(dy, y, a, axis, start=0):
     return xp.moveaxis(dy, rt.rollaxis_destination(a, axis, start), axis)
+
+
+@rt.helper
+def rollaxis_destination(a, axis, start=0):
+    """Where ``rollaxis(a, axis, start)`` puts ``axis`` (the adjoint moves it back)."""
+    n = len(shape_tuple(a))
+    axis = axis % n
+    start = start + n if start < 0 else start
+    return start - 1 if start > axis else start
 
 
 @adjoint(np.swapaxes)
@@ -149,6 +174,14 @@ def roll(dy, y, a, shift, axis=None):
     return xp.roll(dy, rt.negate_shift(shift), axis)
 
 
+@rt.helper
+def negate_shift(shift):
+    """``-shift`` for an int or a tuple of ints (the adjoint of ``roll``)."""
+    if isinstance(shift, (tuple, list)):
+        return tuple(-s for s in shift)
+    return -shift
+
+
 @adjoint(np.rot90)
 def rot90(dy, y, m, k=1, axes=(0, 1)):
     return xp.rot90(dy, -k, axes)
@@ -164,107 +197,22 @@ def array(dy, y, object, dtype=None, *, copy=True):
     return rt.array_vjp(rt.dtype_grad(dy, dtype, dy), object)
 
 
+@rt.helper
+def array_vjp(dy, obj):
+    """Gradient of ``np.array(obj)``/``asarray``: the same nesting as ``obj``.
+
+    A list of arrays or numbers gets a list of gradients, one per item.
+    """
+    if isinstance(obj, (list, tuple)):
+        return [array_vjp(dy[i], item) for i, item in enumerate(obj)]
+    if is_array(obj):
+        return cast_like(unbroadcast(dy, obj), obj)
+    return dy
+
+
 @adjoint(np.asarray, np.asanyarray, np.ascontiguousarray, np.asfortranarray, sequences=("a",))
 def asarray(dy, y, a, dtype=None):
     return rt.array_vjp(rt.dtype_grad(dy, dtype, dy), a)
-
-
-# ----- Joining and splitting -----
-
-
-@adjoint(np.concatenate, sequences=("arrays",))
-def concatenate(dy, y, arrays, axis=0):
-    return rt.concatenate_vjp(dy, arrays, axis)
-
-
-@adjoint(np.select, sequences=("choicelist",))
-def select(dy, y, condlist, choicelist, default=0):
-    """Each choice gets ``dy`` where its condition is the first that holds; the
-    default where none does."""
-    return (None, rt.select_vjp(dy, condlist, choicelist),
-            rt.unbroadcast(dy * rt.select_default_mask(condlist), default))
-
-
-@adjoint(np.stack, sequences=("arrays",))
-def stack(dy, y, arrays, axis=0):
-    return rt.stack_vjp(dy, arrays, axis)
-
-
-@adjoint(np.hstack, sequences=("tup",))
-def hstack(dy, y, tup):
-    return rt.hstack_vjp(dy, tup)
-
-
-@adjoint(np.vstack, sequences=("tup",))
-def vstack(dy, y, tup):
-    return rt.vstack_vjp(dy, tup)
-
-
-@adjoint(np.dstack, sequences=("tup",))
-def dstack(dy, y, tup):
-    return rt.dstack_vjp(dy, tup)
-
-
-@adjoint(np.column_stack, sequences=("tup",))
-def column_stack(dy, y, tup):
-    return rt.column_stack_vjp(dy, tup)
-
-
-@adjoint(np.append)
-def append(dy, y, arr, values, axis=None):
-    g = rt.append_vjp(dy, arr, values, axis)
-    return g[0], g[1], None
-
-
-@adjoint(np.meshgrid)
-def meshgrid(dy, y, *xi, copy=True, sparse=False, indexing="xy"):
-    """``dy`` is a sequence (one cotangent per grid); ``xi`` gets a list of gradients."""
-    return rt.meshgrid_vjp(dy, xi, indexing)
-
-
-@adjoint(np.split, np.array_split)
-def split(dy, y, ary, indices_or_sections, axis=0):
-    """``dy`` and ``y`` are lists (one entry per piece)."""
-    return rt.split_vjp(dy, y, axis), None, None
-
-
-@adjoint(np.vsplit)
-def vsplit(dy, y, ary, indices_or_sections):
-    return rt.split_vjp(dy, y, 0), None
-
-
-@adjoint(np.hsplit)
-def hsplit(dy, y, ary, indices_or_sections):
-    """Along axis 1, or axis 0 of a 1-D array (as NumPy does)."""
-    return rt.split_vjp(dy, y, min(xp.ndim(ary) - 1, 1)), None
-
-
-@adjoint(np.dsplit)
-def dsplit(dy, y, ary, indices_or_sections):
-    return rt.split_vjp(dy, y, 2), None
-
-
-@adjoint(np.pad, literals={"mode": rt.PAD_GATHER_MODES})
-def pad(dy, y, array, pad_width, mode="constant", *, constant_values=0):
-    """Modes that copy entries (constant, edge, reflect, symmetric, wrap, empty);
-    a scalar ``constant_values`` gets the sum of the padding's gradient."""
-    return (rt.pad_vjp(dy, array, pad_width, mode), None, None,
-            rt.pad_constant_vjp(dy, array, pad_width, constant_values))
-
-
-@adjoint(np.tile)
-def tile(dy, y, A, reps):
-    return rt.tile_vjp(dy, A, reps)
-
-
-@adjoint(np.repeat)
-def repeat(dy, y, a, repeats, axis=None):
-    return rt.repeat_vjp(dy, a, repeats, axis)
-
-
-@adjoint(Method("repeat"))
-def repeat_method(dy, y, self, repeats, axis=None):
-    return rt.repeat_vjp(dy, self, repeats, axis)
 
 
 # ----- Diagonals and triangles -----
@@ -275,9 +223,31 @@ def diag(dy, y, v, k=0):
     return rt.diag_vjp(dy, v, k)
 
 
+@rt.helper
+def diag_vjp(dy, v, k=0):
+    """Gradient of ``diag(v, k)`` (1-D ``v`` builds a matrix, 2-D ``v`` extracts a diagonal)."""
+    xp = namespace(v, dy)
+    if len(shape_tuple(v)) == 1:
+        return xp.diagonal(xp.asarray(dy), k).copy()
+    return diagonal_vjp(dy, v, k, 0, 1)
+
+
 @adjoint(np.diagonal)
 def diagonal(dy, y, a, offset=0, axis1=0, axis2=1):
     return rt.diagonal_vjp(dy, a, offset, axis1, axis2)
+
+
+@rt.helper
+def diagonal_vjp(dy, a, offset=0, axis1=0, axis2=1):
+    """Gradient of ``diagonal(a, offset, axis1, axis2)``: ``dy`` written onto that diagonal."""
+    xp = namespace(a, dy)
+    dy = xp.asarray(dy)
+    dx = grad_zeros(xp, a, dy)
+    n = dy.shape[-1]
+    i = xp.arange(n)
+    moved = xp.moveaxis(dx, (axis1, axis2), (-2, -1))
+    moved[..., i + max(-offset, 0), i + max(offset, 0)] = dy
+    return dx
 
 
 @adjoint(Method("diagonal"))
@@ -295,75 +265,12 @@ def tril(dy, y, m, k=0):
     return xp.tril(dy, k)
 
 
-# ----- Products -----
+# ----- Helpers only the adjoints of runtime_rules.py or the compiler call (rt.<name>) -----
 
 
-@adjoint(np.matmul, operator.matmul)
-def matmul(dy, y, x1, x2):
-    return rt.matmul_grad_a(dy, x1, x2), rt.matmul_grad_b(dy, x1, x2)
-
-
-@adjoint(np.dot)
-def dot(dy, y, a, b):
-    return rt.dot_grad_a(dy, a, b), rt.dot_grad_b(dy, a, b)
-
-
-@adjoint(Method("dot"))
-def dot_method(dy, y, self, b):
-    return rt.dot_grad_a(dy, self, b), rt.dot_grad_b(dy, self, b)
-
-
-@adjoint(np.vdot)
-def vdot(dy, y, a, b):
-    """Real inputs: the flattened dot product."""
-    return dy * xp.reshape(b, rt.shape_of(a)), dy * xp.reshape(a, rt.shape_of(b))
-
-
-@adjoint(np.inner)
-def inner(dy, y, a, b):
-    """``tensordot`` over the last axes of both (a scalar operand: a product)."""
-    axes = rt.inner_axes(a, b)
-    return rt.tensordot_grad_a(dy, a, b, axes), rt.tensordot_grad_b(dy, a, b, axes)
-
-
-@adjoint(np.outer)
-def outer(dy, y, a, b):
-    return (xp.reshape(xp.dot(dy, xp.ravel(b)), rt.shape_of(a)),
-            xp.reshape(xp.dot(xp.ravel(a), dy), rt.shape_of(b)))
-
-
-@adjoint(np.tensordot)
-def tensordot(dy, y, a, b, axes=2):
-    return rt.tensordot_grad_a(dy, a, b, axes), rt.tensordot_grad_b(dy, a, b, axes), None
-
-
-@adjoint(np.einsum)
-def einsum(dy, y, subscripts, *operands, optimize=False):
-    """``operands`` is var-positional: its entry is a list, one gradient per operand.
-    In the sublist form ``einsum(x, [0], y, [0], [])`` ``subscripts`` is ``x``."""
-    g = rt.einsum_vjp(dy, subscripts, operands)
-    return rt.seq_item(g, 0), rt.seq_item(g, 1), None
-
-
-@adjoint(np.kron)
-def kron(dy, y, a, b):
-    g = rt.kron_vjp(dy, a, b)
-    return g[0], g[1]
-
-
-@adjoint(np.cross)
-def cross(dy, y, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
-    """3-vectors along any axes (``axisa``/``axisb``/``axisc`` or ``axis``): the
-    vector axes are moved last, crossed, and moved back."""
-    ax = rt.cross_axes(axisa, axisb, axisc, axis)
-    g = xp.moveaxis(dy, ax[2], -1)
-    a3 = xp.moveaxis(a, ax[0], -1)
-    b3 = xp.moveaxis(b, ax[1], -1)
-    return (xp.moveaxis(rt.unbroadcast(xp.cross(b3, g), a3), -1, ax[0]),
-            xp.moveaxis(rt.unbroadcast(xp.cross(g, a3), b3), -1, ax[1]), None, None, None, None)
-
-
-@adjoint(np.convolve)
-def convolve(dy, y, a, v, mode="full"):
-    g = rt.convolve_vjp(dy, a, v, mode)
-    return g[0], g[1], None
+@rt.helper
+def method_shape(shape):
+    """The shape of ``x.reshape(*shape)`` as one tuple."""
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        return tuple(shape[0])
+    return tuple(shape)

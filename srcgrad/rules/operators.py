@@ -2,7 +2,7 @@
 
 The transform maps each operator node to the function of the ``operator``
 module, so ``a * b`` uses the rule registered for ``operator.mul``. Those rules
-are the NumPy ufuncs' own (numpy_elementwise.py, numpy_shape.py): one rule per
+are the NumPy ufuncs' own (numpy_elementwise.py, numpy_products.py): one rule per
 primitive, shared. This module lists the operators whose results carry no
 gradient.
 """

@@ -1,0 +1,194 @@
+"""Adjoints of lists, tuples, dicts and other structures (pytree.py).
+
+A container's adjoint is a container of per-item adjoints, and a Python ``0.0``
+(or None) stands for "no gradient yet" anywhere in it (``is_zero_grad``).
+"""
+
+import numpy
+
+from srcgrad import pytree as _pytree
+from srcgrad.runtime.arrays import _is_array_object, namespace
+
+
+def seq_item(dseq, index):
+    """Adjoint of element ``index`` of a container (0.0 while none has arrived).
+
+    An array adjoint is that of the array NumPy made of the sequence (a rule given
+    a list, such as a user's rule for ``f([x, y])``): its entry ``index``.
+    """
+    if isinstance(dseq, dict):
+        return dseq.get(index, 0.0)
+    if isinstance(dseq, (list, tuple)) or getattr(dseq, "ndim", 0):
+        return dseq[index]
+    _array_into_container(dseq)
+    return dseq
+
+
+def seq_add(dseq, g):
+    """Elementwise sum of two container adjoints (either may be a scalar zero)."""
+    if not isinstance(g, (list, tuple, dict)):
+        return dseq if (isinstance(g, (int, float)) and g == 0) else _seq_add_scalar(dseq, g)
+    if isinstance(g, dict) or isinstance(dseq, dict):
+        return add_grad(dseq, g)
+    if not isinstance(dseq, (list, tuple)):
+        return [gi if gi is not None else 0.0 for gi in g]
+    return [add_grad(a, b) if b is not None else a for a, b in zip(dseq, g)]
+
+
+def _seq_add_scalar(dseq, g):
+    """``dseq + g`` for a gradient ``g`` that is not a container: a number adds into every
+    item; an array is the gradient of the array NumPy made of the list (a rule given it, or
+    the array a name that also held a list holds), split by ``seq_item``/``seq_pop``, and
+    may not be spread over items that already have gradients of their own."""
+    if isinstance(dseq, (list, tuple, dict)):
+        _array_into_container(g)
+        return [a + g for a in dseq]
+    return dseq + g
+
+
+def _array_into_container(g):
+    """Refuse the gradient of an array (not a scalar) reaching a list, tuple or dict: it
+    was used as an array (NumPy arithmetic), whose gradient srcgrad does not split."""
+    if getattr(g, "ndim", 0):
+        from srcgrad.errors import UnsupportedError
+        raise UnsupportedError(
+            "srcgrad: a list, tuple or dict was used as an array (in NumPy arithmetic or a "
+            "NumPy function other than stack/concatenate); its gradient is not supported. "
+            "Convert it first with np.asarray(...) or np.stack(...).")
+
+
+def is_zero_grad(g):
+    """Whether ``g`` means "no gradient yet": None or a Python zero."""
+    return g is None or (type(g) in (float, int) and g == 0)
+
+
+def add_grad(a, b):
+    """``a + b`` for adjoints of any structure: containers add entry by entry, a
+    scalar zero (or None) is "nothing yet" (Tangent's ``add_grad``)."""
+    if is_zero_grad(b):
+        return a
+    if is_zero_grad(a):
+        return b
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = type(a)(a)
+        for k, v in b.items():
+            out[k] = add_grad(out[k], v) if k in out else v
+        return out
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        if len(a) != len(b):
+            raise ValueError(f"srcgrad: internal error: adjoints of lengths {len(a)} and "
+                             f"{len(b)} added")
+        return [add_grad(p, q) for p, q in zip(a, b)]
+    if isinstance(a, (list, tuple, dict)) or isinstance(b, (list, tuple, dict)):
+        raise TypeError(f"srcgrad: a gradient of a container ({type(a).__name__}) met a "
+                        f"gradient of a value ({type(b).__name__}): a name holds a container "
+                        f"in one place and an array in another")
+    return a + b
+
+
+def is_node(value):
+    """Whether ``value`` is a container (list, tuple, dict, dataclass, registered class)."""
+    return _pytree.is_node(value) and value is not None
+
+
+def check_leaves(values, names, strict, error):
+    """Refuse a structure passed to a gradient composed for arrays and floats
+    (``grad(f).as_function()``, what higher-order derivatives differentiate): any, for a
+    parameter the code adds or multiplies (``strict``), else one holding float data.
+    ``error(message)`` makes the error, located at the user's function."""
+    for value, name, exact in zip(values, names, strict):
+        if value is not None and type(value) not in (float, numpy.ndarray) and _pytree.is_node(value) \
+                and (exact or any(type(leaf) not in (int, bool, str) for leaf in _pytree.tree_leaves(value))):
+            raise error(f"higher-order derivatives (grad of grad, as_function) take arrays and "
+                        f"floats; {name!r} is a {type(value).__name__}")
+
+
+def check_sequence(value, error):
+    """Raise ``error`` for ``for v in value`` over a dict or another structure that is not
+    a sequence (the loop reads ``value[i]``)."""
+    if isinstance(value, (list, tuple)) or not _pytree.is_node(value) or value is None:
+        return
+    raise error
+
+
+def check_array_operand(value, error):
+    """Raise ``error`` when ``value``, passed where NumPy reads an array, is a list,
+    tuple or other structure that needs a gradient (see reverse.py)."""
+    if type(value) is not numpy.ndarray and value is not None and _pytree.is_node(value):
+        raise error
+
+
+def container_op(a, b, repeat=False):
+    """Whether ``a + b`` (``a * b`` with ``repeat``) concatenates (repeats) a list or tuple,
+    as Python decides it: two lists or two tuples concatenate; a list or tuple times
+    anything but an array repeats; with an array, NumPy broadcasts (arithmetic)."""
+    if not repeat:
+        return (isinstance(a, list) and isinstance(b, list)) or (
+            isinstance(a, tuple) and isinstance(b, tuple))
+    if isinstance(a, (list, tuple)):
+        return not _is_array_object(b)
+    if isinstance(b, (list, tuple)):
+        return not _is_array_object(a)
+    return False
+
+
+def seq_concat_vjp(dy, a, b):
+    """Adjoints of ``a`` and ``b`` from that of ``a + b`` (two lists or two tuples)."""
+    if is_zero_grad(dy):
+        return 0.0, 0.0
+    n = len(a)
+    return list(dy[:n]), list(dy[n:])
+
+
+def seq_repeat_vjp(dy, a, b):
+    """Adjoint of the container among ``a``, ``b`` from that of ``a * b`` (its copies summed)."""
+    seq = a if isinstance(a, (list, tuple)) else b
+    if is_zero_grad(dy) or not seq:
+        return 0.0
+    n = len(seq)
+    total = list(dy[:n])
+    for start in range(n, len(dy), n):
+        total = [add_grad(p, q) for p, q in zip(total, dy[start:start + n])]
+    return total
+
+
+def seq_pop(dseq):
+    """Split the adjoint of a list into (adjoint without its last item, last item's)."""
+    if isinstance(dseq, list) and dseq:
+        return dseq[:-1], dseq[-1]
+    if getattr(dseq, "ndim", 0):   # the gradient of the array NumPy made of the list
+        return dseq[:-1], dseq[-1]
+    return dseq, 0.0
+
+
+def as_array(seq):
+    """The array NumPy makes of a list or tuple of equally shaped values (``np.asarray``):
+    what a rule expecting an array is given for ``np.mean([x, y])`` or ``np.sum(values)``."""
+    if not isinstance(seq, (list, tuple)):
+        return seq   # a name that held a list and now holds an array
+    if not seq:
+        return numpy.asarray(seq, dtype=numpy.float64)
+    xp = namespace(*seq)
+    return xp.stack([as_array(v) if isinstance(v, (list, tuple)) else v for v in seq])
+
+
+def seq_onehot(dz, dseq, index):
+    """A list like ``dseq`` holding ``dz`` at ``index`` and zeros elsewhere (an array
+    like it where ``dseq`` is an array: the adjoint of ``seq_item``)."""
+    if getattr(dseq, "ndim", 0) and not isinstance(dseq, (list, tuple)):
+        xp = namespace(dseq, dz)
+        out = xp.zeros(dseq.shape, dtype=numpy.result_type(dseq.dtype, getattr(dz, "dtype", float)))
+        out[index] = dz
+        return out
+    if not isinstance(dseq, (list, tuple)):
+        return dz
+    out = [0.0] * len(dseq)
+    out[index] = dz
+    return out
+
+
+def seq_unpop(dz):
+    """Adjoint of ``seq_pop``: ``(d_rest, d_last)`` joined back into one list."""
+    rest, last = dz
+    rest = list(rest) if isinstance(rest, (list, tuple)) else []
+    return rest + [last]

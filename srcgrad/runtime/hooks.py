@@ -1,0 +1,127 @@
+"""Gradient hooks (``sg.register_hook``) and the guard of in-place writes.
+
+``check_unshared`` refuses ``x[i] = v`` (or ``lst.append(v)``) where the write
+would also change a value the gradient still needs.
+"""
+
+import types
+
+import numpy
+
+from srcgrad.runtime.arrays import _is_basic_index, is_array, namespace
+from srcgrad.runtime.sweep import has_grad
+from srcgrad.runtime.boundary import zeros_like
+
+
+def run_hook(hook, g, value):
+    """Call ``hook`` with the complete gradient of ``value``; a returned array replaces it."""
+    if not has_grad(g) and is_array(value):
+        g = zeros_like(value)
+    result = hook(g)
+    if result is None:
+        return g
+    rshape, vshape = tuple(getattr(result, "shape", ())), tuple(getattr(value, "shape", ()))
+    if rshape != vshape and (len(rshape) > len(vshape) or any(
+            r not in (1, v) for r, v in zip(rshape[::-1], vshape[::-1]))):
+        raise ValueError(f"srcgrad: hook {getattr(hook, '__name__', hook)!r} returned a gradient of "
+                         f"shape {rshape} for a value of shape {vshape}")
+    return result
+
+
+def check_unshared(value, other, error, index=None):
+    """Raise ``error`` if updating ``value`` (its part ``value[index]``) in place would
+    also change ``other``.
+
+    ``other`` shares with ``value`` when it is the same list, or an array (or a
+    list, tuple or dict holding one, at any depth) whose memory overlaps the part
+    of ``value`` written.
+    """
+    if other is None:
+        return
+    if isinstance(value, (list, dict)):
+        if any(o is value for o in _leaves(other, containers=True)):
+            raise error
+        return
+    if isinstance(value, numpy.flatiter):   # y.flat[k] = v writes into y
+        value, index = value.base, None
+    if not is_array(value):
+        return
+    region = _written_region(value, index)
+    xp = namespace(value)
+    for o in _leaves(other):
+        if is_array(o) and type(o).__module__ == type(value).__module__ and _overlap(xp, region, o):
+            raise error
+
+
+def _leaves(value, containers=False, depth=0):
+    """The arrays (and, with ``containers``, the lists) inside ``value``."""
+    if isinstance(value, (list, tuple)):
+        if containers:
+            yield value
+        if depth < 8:
+            for item in value:
+                yield from _leaves(item, containers, depth + 1)
+    elif isinstance(value, dict):
+        if containers:
+            yield value
+        if depth < 8:
+            for item in value.values():
+                yield from _leaves(item, containers, depth + 1)
+    elif isinstance(value, numpy.flatiter):
+        yield value.base
+    elif _has_fields(value):   # a dataclass or plain object holding arrays (self.W)
+        if depth < 8:
+            for item in vars(value).values():
+                yield from _leaves(item, containers, depth + 1)
+    else:
+        yield value
+
+
+def _has_fields(value):
+    return hasattr(value, "__dict__") and not is_array(value) and not isinstance(
+        value, (type, types.ModuleType, types.FunctionType, types.MethodType, types.BuiltinFunctionType))
+
+
+def _written_region(value, index):
+    """The view of ``value`` a write ``value[index] = ...`` changes (all of it for a fancy index)."""
+    if index is None or not _is_basic_index(index):
+        return value
+    items = index if isinstance(index, tuple) else (index,)
+    if any(item is Ellipsis for item in items):
+        region = value[index]
+    else:
+        region = value[items + (Ellipsis,)]
+    return region if is_array(region) else value
+
+
+def _overlap(xp, a, b):
+    if not xp.may_share_memory(a, b):
+        return False
+    if xp is numpy:
+        try:
+            return bool(numpy.shares_memory(a, b, max_work=10000))
+        except numpy.exceptions.TooHardError if hasattr(numpy, "exceptions") else Exception:
+            return True
+    return True
+
+
+def run_hooks(hooks, g, value):
+    """Run the hooks registered on one binding, in registration order (see run_hook)."""
+    for hook in hooks or ():
+        g = run_hook(hook, g, value)
+    return g
+
+
+class _HookHandle:
+    def __init__(self, hooks, hook):
+        self.hooks, self.hook = hooks, hook
+
+    def remove(self):
+        if self.hook in self.hooks:
+            self.hooks.remove(self.hook)
+
+
+def hook_handle(hooks, hook):
+    """Register ``hook`` in a binding's list; the handle's ``remove()`` takes it out again."""
+    hooks.append(hook)
+    return _HookHandle(hooks, hook)

@@ -1,0 +1,211 @@
+"""What the forward and reverse sweeps do to adjoints: index into them, write into
+them in place, save and restore values on the tape.
+
+An adjoint the sweep owns is updated in place (``add_at``, ``zero_grad_at``); one
+handed in from outside is copied first (``own``).
+"""
+
+import numpy
+
+from srcgrad import pytree as _pytree
+from srcgrad.runtime.arrays import _is_basic_index, _writeable, float_dtype, is_array, namespace, shape_of
+from srcgrad.runtime.containers import (_array_into_container, add_grad, is_node, is_zero_grad,
+                                        seq_item)
+
+
+def _writable_zeros(dx, x):
+    """``dx`` as an owned array of ``x``'s shape (a scalar adjoint is broadcast)."""
+    xp = namespace(x)
+    base = xp.zeros(shape_of(x), dtype=float_dtype(x, xp))
+    if isinstance(dx, (int, float)) and dx == 0:
+        return base
+    total = base + dx
+    return numpy.array(total) if isinstance(total, numpy.generic) else total   # 0-d stays an array
+
+
+def owned_zeros(x):
+    """Zeros of ``x``'s shape and float dtype: an adjoint the sweep adds into in place."""
+    return _writable_zeros(0.0, x)
+
+
+def add_at(dx, x, index, g):
+    """Add ``g`` into ``dx[index]`` (the adjoint of reading ``x[index]``).
+
+    Repeated integer indices accumulate, as the chain rule requires. ``dx`` is
+    updated in place when the adjoint owns it; a scalar zero is materialised.
+    Containers (lists, tuples, dicts) get a mirror of per-element adjoints
+    (see pytree.py), updated in place like an array's (an adjoint is dead once the
+    binding it belongs to is undone, so sharing one is harmless).
+    """
+    if isinstance(x, (list, tuple, dict)):
+        if is_zero_grad(g):
+            return dx
+        if isinstance(x, dict):
+            if not isinstance(dx, dict):
+                _array_into_container(dx)
+                dx = {} if is_zero_grad(dx) else dict.fromkeys(x, dx)
+            dx[index] = add_grad(dx.get(index, 0.0), g)
+            return dx
+        if type(dx) is not list:
+            if isinstance(dx, tuple):
+                dx = list(dx)
+            else:
+                _array_into_container(dx)
+                dx = [0.0] * len(x) if is_zero_grad(dx) else [dx] * len(x)
+        if isinstance(index, slice):
+            for i, gi in zip(range(*index.indices(len(x))), g):
+                dx[i] = add_grad(dx[i], gi)
+        else:
+            dx[index] = add_grad(dx[index], g)
+        return dx
+    if isinstance(g, (int, float)) and g == 0:
+        return dx
+    if not is_array(x):
+        if _pytree.is_node(x):
+            raise TypeError(f"srcgrad: cannot differentiate indexing into a "
+                            f"{type(x).__name__}: read its fields as attributes")
+        return dx + g
+    if not (is_array(dx) and dx.shape == x.shape and _writeable(dx)):
+        dx = _writable_zeros(dx, x)
+    if _is_basic_index(index):
+        dx[index] += g
+    else:
+        xp = namespace(x)
+        if xp is numpy:
+            numpy.add.at(dx, index, g)
+        else:
+            xp.add.at(dx, index, g)
+    return dx
+
+
+def take_grad(dx, index):
+    """A copy of ``dx[index]`` (0.0 while ``dx`` is still a scalar zero)."""
+    if isinstance(dx, dict):
+        return dx.get(index, 0.0)
+    if isinstance(dx, list):
+        if isinstance(index, slice):
+            return dx[index]
+        return dx[index]
+    if not is_array(dx) or dx.ndim == 0:
+        return dx
+    part = dx[index]
+    return part.copy() if is_array(part) else part
+
+
+def written_grad(dx, x, index):
+    """The gradient of the value ``v`` written by ``x[index] = v``: a copy of ``dx[index]``,
+    zero where a repeated position was overwritten (``keep_written``)."""
+    return keep_written(take_grad(dx, index), x, index)
+
+
+def keep_written(g, x, index):
+    """``g`` (shaped like ``x[index]``) with zeros where ``x[index] = v`` wrote an entry of
+    ``v`` that a later entry for the same position overwrote: NumPy keeps the last
+    write to a repeated integer-array index, so the earlier ones reach nothing."""
+    if not is_array(g) or g.ndim == 0 or isinstance(x, list) or _is_basic_index(index):
+        return g
+    items = index if isinstance(index, tuple) else (index,)
+    if not any(is_array(i) and i.dtype.kind in "iu" or isinstance(i, (list, tuple)) for i in items):
+        return g   # boolean masks and slices never repeat a position
+    xp = namespace(g)
+    marker = xp.full(x.shape, -1, dtype=xp.intp)
+    ids = xp.arange(g.size, dtype=xp.intp).reshape(g.shape)
+    marker[index] = ids
+    return xp.where(marker[index] == ids, g, 0)
+
+
+def zero_grad_at(dx, x, index):
+    """``dx`` with ``dx[index]`` set to zero (the adjoint of writing ``x[index]``)."""
+    if isinstance(x, dict):
+        if isinstance(dx, dict):
+            dx.pop(index, None)
+        return dx
+    if isinstance(x, list):
+        if isinstance(dx, list):
+            if isinstance(index, slice):
+                for i in range(*index.indices(len(dx))):
+                    dx[i] = 0.0
+            else:
+                dx[index] = 0.0
+        return dx
+    if isinstance(dx, (int, float)) and dx == 0:
+        return dx
+    if not (is_array(dx) and dx.shape == x.shape and _writeable(dx)):
+        dx = _writable_zeros(dx, x)
+    dx[index] = 0
+    return dx
+
+
+def save(value):
+    """A copy of ``value`` to put on the tape before it is overwritten in place."""
+    if is_array(value):
+        return value.copy()
+    if isinstance(value, list):
+        return list(value)
+    if type(value) is dict:
+        return dict(value)
+    return value
+
+
+def own(value):
+    """A copy of a gradient handed in from outside, so the adjoint may update it in place."""
+    if is_array(value):
+        return value.copy()
+    if isinstance(value, (list, tuple)):
+        return [own(v) for v in value]
+    if isinstance(value, dict):
+        return {k: own(v) for k, v in value.items()}
+    return value
+
+
+def attr_add(dx, x, attr, g, error):
+    """Add ``g`` into the adjoint of field ``attr`` of structure ``x`` (reading ``x.attr``);
+    raise ``error`` when ``x`` is no structure (a dataclass, namedtuple, registered class)."""
+    if is_zero_grad(g):
+        return dx
+    if _pytree.is_namedtuple(x):
+        return add_at(dx, x, type(x)._fields.index(attr), g)
+    if not is_node(x) or isinstance(x, (list, tuple, dict)):
+        raise error
+    dx = _pytree.Fields(dx) if isinstance(dx, dict) else _pytree.Fields()
+    dx[attr] = add_grad(dx.get(attr, 0.0), g)
+    return dx
+
+
+def attr_item(dx, x, attr):
+    """The adjoint of field ``attr`` held in ``x``'s adjoint ``dx`` (0.0 for none)."""
+    if _pytree.is_namedtuple(x):
+        return seq_item(dx, type(x)._fields.index(attr))
+    return dx.get(attr, 0.0) if isinstance(dx, dict) else 0.0
+
+
+_MISSING = object()   # the tape's record of a dict key that a write added
+
+
+def save_item(base, index):
+    """What ``base[index] = ...`` overwrites, for the tape (a dict's new key: _MISSING)."""
+    if isinstance(base, dict) and index not in base:
+        return _MISSING
+    return save(base[index])
+
+
+def restore_item(base, index, value):
+    """Undo ``base[index] = ...`` with what ``save_item`` recorded."""
+    if value is _MISSING:
+        del base[index]
+    else:
+        base[index] = value
+
+
+def has_grad(g):
+    """False while an adjoint is still a scalar zero (as it starts, or a zero scaled by a number)."""
+    if type(g) is float:
+        return g != 0.0
+    if getattr(g, "ndim", 1) == 0 and not isinstance(g, (list, tuple)):
+        return bool(g != 0)
+    return True
+
+
+def or_zero(g):
+    """A gradient a custom backward returned, with None read as "no gradient" (0.0)."""
+    return 0.0 if g is None else g
