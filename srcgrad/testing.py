@@ -8,16 +8,16 @@ The tools the test suite (and users) compare srcgrad's gradients with:
   entry by entry; raises ``GradcheckError`` naming the worst entry.
 * ``gradcheck(f, args, wrt)`` (``torch.autograd.gradcheck``): ``check_grads``
   with PyTorch-like tolerances; ``gradgradcheck(f, args, wrt)`` checks the
-  second derivative ``srcgrad.grad(srcgrad.grad(f))`` against finite
-  differences of ``srcgrad.grad(f)``.
+  second derivative ``api.grad(api.grad(f))`` against finite
+  differences of ``api.grad(f)``.
 * ``compare_grads(analytic, numeric)``: the entry-by-entry comparison alone.
 * ``check_vjp(f, args, wrt)``: the random dot-product test of autograd's
   ``test_util``: for a random direction ``v`` and a random cotangent ``u``,
   ``<u, J v>`` by two evaluations of ``f`` must equal ``<J^T u, v>`` from
   ``srcgrad.vjp``. Cheap for large inputs.
 
-This module imports only NumPy at load time; ``srcgrad`` itself is imported
-inside the functions, so the checker works (and can be tested) on its own.
+This module imports NumPy and srcgrad.api (not the ``srcgrad`` package, which
+re-exports gradcheck from here), so the package and its checker form no import cycle.
 
 Example:
 
@@ -34,7 +34,7 @@ import numbers
 
 import numpy as np
 
-from srcgrad import pytree
+from srcgrad import api, errors, pytree
 
 __all__ = ["numerical_grad", "check_grads", "check_vjp", "gradcheck", "gradgradcheck",
            "compare_grads", "random_cotangent", "to_numpy"]
@@ -305,7 +305,7 @@ def _leaf_grad(base, at, put, loss, eps):
 def _compare(analytic, numeric, what, atol, rtol):
     """Raise GradcheckError unless ``analytic`` matches ``numeric`` entry-wise; a
     structure (pytree) must match in structure, then leaf by leaf."""
-    from srcgrad.errors import GradcheckError
+    GradcheckError = errors.GradcheckError
 
     if pytree.is_node(numeric) and numeric is not None:
         if not pytree.is_node(analytic) or analytic is None or \
@@ -349,7 +349,7 @@ def _compare(analytic, numeric, what, atol, rtol):
 
 def check_grads(f, args, wrt=0, atol=1e-6, rtol=1e-5, grad_outputs=None, kwargs=None,
                 eps=1e-6, **options):
-    """Compare ``srcgrad.grad(f, wrt)`` with central finite differences in float64.
+    """Compare ``api.grad(f, wrt)`` with central finite differences in float64.
 
     Args:
         f: the function to differentiate (its source must be available).
@@ -368,16 +368,15 @@ def check_grads(f, args, wrt=0, atol=1e-6, rtol=1e-5, grad_outputs=None, kwargs=
         True.
 
     Raises:
-        srcgrad.errors.GradcheckError: naming the worst entry and both values.
+        errors.GradcheckError: naming the worst entry and both values.
     """
-    import srcgrad
 
     kwargs = dict(kwargs or {})
     has_aux = bool(options.get("has_aux"))
     if isinstance(grad_outputs, str) and grad_outputs == "random":
         out = f(*args, **kwargs)
         grad_outputs = random_cotangent(out[0] if has_aux else out, np.random.default_rng(0))
-    gradient = srcgrad.grad(f, wrt=wrt, **options)
+    gradient = api.grad(f, wrt=wrt, **options)
     grads = gradient(*args, grad_outputs=grad_outputs, **kwargs)
     # A repeated call runs what the first one prepared (one composed function): check it too.
     again = gradient(*args, grad_outputs=grad_outputs, **kwargs)
@@ -395,7 +394,7 @@ def _compare_all(f, wrt, grads, numeric, atol, rtol, prefix=""):
     targets, as_tuple = _wrt_list(wrt)
     if as_tuple:
         if not isinstance(grads, tuple) or len(grads) != len(targets):
-            from srcgrad.errors import GradcheckError
+            GradcheckError = errors.GradcheckError
             raise GradcheckError(
                 f"srcgrad.grad with wrt={wrt!r} returned {type(grads).__name__} "
                 f"{grads!r}, expected a tuple of {len(targets)} gradients")
@@ -414,7 +413,7 @@ def compare_grads(analytic, numeric, what="the input", atol=1e-5, rtol=1e-3):
         True.
 
     Raises:
-        srcgrad.errors.GradcheckError: a shape or dtype mismatch, a non-finite
+        errors.GradcheckError: a shape or dtype mismatch, a non-finite
             entry, or the worst entry out of tolerance: the message names its
             index and gives both values.
     """
@@ -424,7 +423,7 @@ def compare_grads(analytic, numeric, what="the input", atol=1e-5, rtol=1e-3):
 
 def gradcheck(f, args, wrt=0, eps=1e-6, atol=1e-5, rtol=1e-3, *, grad_outputs=None,
               kwargs=None, raise_exception=True, **options):
-    """``srcgrad.grad(f, wrt)`` against central finite differences in float64.
+    """``api.grad(f, wrt)`` against central finite differences in float64.
 
     Like ``torch.autograd.gradcheck``: the finite differences are taken in
     float64 (the differentiated inputs are cast); the analytic gradient is
@@ -447,10 +446,10 @@ def gradcheck(f, args, wrt=0, eps=1e-6, atol=1e-5, rtol=1e-3, *, grad_outputs=No
         True (or False when ``raise_exception=False`` and the check fails).
 
     Raises:
-        srcgrad.errors.GradcheckError: naming the worst entry (its index) and
+        errors.GradcheckError: naming the worst entry (its index) and
             both values.
     """
-    from srcgrad.errors import GradcheckError
+    GradcheckError = errors.GradcheckError
 
     try:
         return check_grads(f, args, wrt=wrt, atol=atol, rtol=rtol, grad_outputs=grad_outputs,
@@ -463,9 +462,9 @@ def gradcheck(f, args, wrt=0, eps=1e-6, atol=1e-5, rtol=1e-3, *, grad_outputs=No
 
 def gradgradcheck(f, args, wrt=0, eps=1e-6, atol=1e-5, rtol=1e-3, *, gradgrad_outputs=None,
                   kwargs=None, raise_exception=True):
-    """The second derivative ``srcgrad.grad(srcgrad.grad(f))`` against finite differences.
+    """The second derivative ``api.grad(api.grad(f))`` against finite differences.
 
-    ``g = srcgrad.grad(f, wrt)`` is made a plain function; its own gradient
+    ``g = api.grad(f, wrt)`` is made a plain function; its own gradient
     with respect to ``wrt`` (contracted with ``gradgrad_outputs`` when ``g``'s
     output is not a scalar) is compared with central differences of ``g`` in
     float64. ``f`` must have a scalar output, and srcgrad must be able to
@@ -480,13 +479,12 @@ def gradgradcheck(f, args, wrt=0, eps=1e-6, atol=1e-5, rtol=1e-3, *, gradgrad_ou
         True (or False when ``raise_exception=False`` and the check fails).
 
     Raises:
-        srcgrad.errors.GradcheckError: naming the worst entry and both values.
+        errors.GradcheckError: naming the worst entry and both values.
     """
-    import srcgrad
-    from srcgrad.errors import GradcheckError
+    GradcheckError = errors.GradcheckError
 
     kwargs = dict(kwargs or {})
-    first = srcgrad.grad(f, wrt=wrt).as_function()
+    first = api.grad(f, wrt=wrt).as_function()
     if gradgrad_outputs is None:
         out = first(*args, **kwargs)
         if not (not isinstance(out, (tuple, list)) and _scalar_size(out)):
@@ -494,7 +492,7 @@ def gradgradcheck(f, args, wrt=0, eps=1e-6, atol=1e-5, rtol=1e-3, *, gradgrad_ou
     elif isinstance(gradgrad_outputs, str) and gradgrad_outputs == "random":
         gradgrad_outputs = random_cotangent(first(*args, **kwargs), np.random.default_rng(0))
     try:
-        grads = srcgrad.grad(first, wrt=wrt)(*args, grad_outputs=gradgrad_outputs, **kwargs)
+        grads = api.grad(first, wrt=wrt)(*args, grad_outputs=gradgrad_outputs, **kwargs)
         numeric = numerical_grad(first, args, wrt=wrt, eps=eps, grad_outputs=gradgrad_outputs,
                                  kwargs=kwargs)
         # ``first`` is named grad_<f>: "gradient of grad_f w.r.t. argument 0 ('x') ...".
@@ -518,10 +516,9 @@ def check_vjp(f, args, wrt=0, atol=1e-6, rtol=1e-5, grad_outputs=None, kwargs=No
         True.
 
     Raises:
-        srcgrad.errors.GradcheckError: the two numbers disagree.
+        errors.GradcheckError: the two numbers disagree.
     """
-    import srcgrad
-    from srcgrad.errors import GradcheckError
+    GradcheckError = errors.GradcheckError
 
     rng = np.random.default_rng(seed)
     kwargs = dict(kwargs or {})
@@ -529,7 +526,7 @@ def check_vjp(f, args, wrt=0, atol=1e-6, rtol=1e-5, grad_outputs=None, kwargs=No
     out = f(*args, **kwargs)
     u = random_cotangent(out, rng) if grad_outputs is None else grad_outputs
 
-    _, backward = srcgrad.vjp(f, wrt=wrt)(*args, **kwargs)
+    _, backward = api.vjp(f, wrt=wrt)(*args, **kwargs)
     grads = backward(grad_outputs=u)
     if not as_tuple:
         grads = (grads,)

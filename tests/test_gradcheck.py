@@ -95,7 +95,7 @@ def test_gradcheck_catches_a_wrong_gradient(monkeypatch):
             return out
         return g
 
-    monkeypatch.setattr(sg, "grad", wrong_grad)
+    monkeypatch.setattr(sg.api, "grad", wrong_grad)
     with pytest.raises(GradcheckError) as info:
         gradcheck(sum_cubic_sin, (X,))
     expected = 3 * X[1] ** 2 + np.cos(X[1])
@@ -106,7 +106,7 @@ def test_gradcheck_catches_a_wrong_gradient(monkeypatch):
 
 
 def test_gradcheck_scalar_wrong_gradient(monkeypatch):
-    monkeypatch.setattr(sg, "grad", lambda f, wrt=0, **o: lambda *a, **k: 1.0)
+    monkeypatch.setattr(sg.api, "grad", lambda f, wrt=0, **o: lambda *a, **k: 1.0)
     with pytest.raises(GradcheckError, match="the value: srcgrad 1.0, finite differences"):
         gradcheck(cubic_sin, (0.7,))
 
@@ -138,7 +138,7 @@ def test_gradgradcheck_wrong_second_derivative(monkeypatch):
             return g(*args, **kwargs) + 0.1
         return wrong
 
-    monkeypatch.setattr(sg, "grad", grad)
+    monkeypatch.setattr(sg.api, "grad", grad)
     with pytest.raises(GradcheckError) as info:
         gradgradcheck(cubic_sin, (0.7,))
     text = str(info.value)

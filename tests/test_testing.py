@@ -132,12 +132,12 @@ class _FakeSrcgrad:
 def test_check_grads_passes_and_fails(monkeypatch):
     import srcgrad
 
-    monkeypatch.setattr(srcgrad, "grad", _FakeSrcgrad(2 * X * W).grad)
+    monkeypatch.setattr(srcgrad.api, "grad", _FakeSrcgrad(2 * X * W).grad)
     assert check_grads(quadratic, (X, W), wrt=0) is True
 
     wrong = 2 * X * W
     wrong[1] += 1e-3
-    monkeypatch.setattr(srcgrad, "grad", _FakeSrcgrad(wrong).grad)
+    monkeypatch.setattr(srcgrad.api, "grad", _FakeSrcgrad(wrong).grad)
     with pytest.raises(GradcheckError) as info:
         check_grads(quadratic, (X, W), wrt=0)
     text = str(info.value)
@@ -147,6 +147,6 @@ def test_check_grads_passes_and_fails(monkeypatch):
 def test_check_grads_shape_mismatch(monkeypatch):
     import srcgrad
 
-    monkeypatch.setattr(srcgrad, "grad", _FakeSrcgrad(np.zeros(2)).grad)
+    monkeypatch.setattr(srcgrad.api, "grad", _FakeSrcgrad(np.zeros(2)).grad)
     with pytest.raises(GradcheckError, match="shape"):
         check_grads(quadratic, (X, W), wrt=0)
