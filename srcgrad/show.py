@@ -8,6 +8,7 @@ compiled (the sweeps as they were loaded; a composed function read back from
 """
 
 import inspect
+import re
 import textwrap
 
 import numpy
@@ -69,7 +70,10 @@ def _describe_one(value):
 
 
 def _comment(text):
-    return "".join(f"# {line}".rstrip() + "\n" for line in textwrap.wrap(text, 86)) + "\n"
+    # A shape, "(2, 6)", is not broken across lines.
+    text = re.sub(r"\([\d, ]*\)", lambda m: m.group(0).replace(" ", "\0"), text)
+    return "".join(f"# {line}".rstrip().replace("\0", " ") + "\n"
+                   for line in textwrap.wrap(text, 86)) + "\n"
 
 
 def _names(compiled):
