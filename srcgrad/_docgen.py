@@ -37,8 +37,7 @@ COMMAND = "python -m srcgrad._docgen --write"
 EXAMPLE_ABOVE = "output of the example above"
 
 _MARKER = re.compile(r"^([ \t]*)<!-- generated: (.*?) -->[ \t]*\n", re.MULTILINE)
-_FENCE = re.compile(r"(```[\w-]*)[ \t]*\n(.*?)^```[ \t]*$", re.DOTALL | re.MULTILINE)
-_PYTHON = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.DOTALL | re.MULTILINE)
+_PYTHON = re.compile(r"^([ \t]*)```python[ \t]*\n(.*?)^\1```[ \t]*$", re.DOTALL | re.MULTILINE)
 
 
 @dataclass
@@ -50,7 +49,8 @@ class Block:
     how: str      # the marker's text after "generated: "
     start: int    # offsets of the block's text (between the fences) in the page
     end: int
-    text: str
+    text: str     # without the indentation of the fences (a block in a list item)
+    indent: str = ""
 
     @property
     def where(self):
@@ -68,16 +68,15 @@ def blocks(path):
     text = path.read_text(encoding="utf-8")
     found = []
     for marker in _MARKER.finditer(text):
-        fence = _FENCE.match(text, marker.end())
+        indent = marker.group(1)
+        fence = re.compile(rf"{indent}```[\w-]*[ \t]*\n(.*?)^{indent}```[ \t]*$",
+                           re.DOTALL | re.MULTILINE).match(text, marker.end())
         line = text.count("\n", 0, marker.start()) + 1
-        if marker.group(1):
-            raise ValueError(f"{path}:{line}: a `<!-- generated: ... -->` marker starts its line "
-                             f"(a generated block is not indented)")
         if fence is None:
             raise ValueError(f"{path}:{line}: a `<!-- generated: ... -->` marker must be followed "
-                             f"at once by a fenced block (```python ... ```)")
-        found.append(Block(path, line, marker.group(2).strip(), fence.start(2), fence.end(2),
-                           fence.group(2)))
+                             f"at once by a fenced block (```python ... ```), indented as it is")
+        found.append(Block(path, line, marker.group(2).strip(), fence.start(1), fence.end(1),
+                           _dedent(fence.group(1), indent), indent))
     return found
 
 
@@ -106,7 +105,7 @@ def write(paths=None):
         for b in reversed(blocks(path)):   # from the end: offsets before it stay valid
             want = make(b)
             if b.text != want:
-                text = text[:b.start] + want + text[b.end:]
+                text = text[:b.start] + _indent(want, b.indent) + text[b.end:]
                 changed.append(b)
         if text != original:
             path.write_text(text, encoding="utf-8")
@@ -127,10 +126,19 @@ def rule_source(primitive):
 def _example_above(block):
     text = block.path.read_text(encoding="utf-8")
     generated = {b.start for b in blocks(block.path)}
-    above = [m for m in _PYTHON.finditer(text, 0, block.start) if m.start(1) not in generated]
+    above = [m for m in _PYTHON.finditer(text, 0, block.start) if m.start(2) not in generated]
     if not above:
         raise ValueError(f"{block.where}: no ```python example above this block")
-    return above[-1].group(1)
+    return _dedent(above[-1].group(2), above[-1].group(1))
+
+
+def _dedent(text, indent):
+    return "".join(line[len(indent):] if line.startswith(indent) else line.lstrip(" \t")
+                   for line in text.splitlines(True))
+
+
+def _indent(text, indent):
+    return "".join(indent + line if line.strip() else line for line in text.splitlines(True))
 
 
 def _run_example(source, block):

@@ -80,10 +80,11 @@ def test_every_printed_source_in_the_docs_is_generated():
     generated = {(b.path, b.start) for b in GENERATED}
     for page in _docgen.pages():
         text = page.read_text(encoding="utf-8")
-        for fence in re.finditer(r"^```[\w-]*[ \t]*\n(.*?)^```[ \t]*$", text, re.DOTALL | re.MULTILINE):
-            if _PRINTED_SOURCE.search(fence.group(1)):
+        for fence in re.finditer(r"^([ \t]*)```[\w-]*[ \t]*\n(.*?)^\1```[ \t]*$", text,
+                                 re.DOTALL | re.MULTILINE):
+            if _PRINTED_SOURCE.search(fence.group(2)):
                 line = text.count("\n", 0, fence.start()) + 1
-                assert (page, fence.start(1)) in generated, (
+                assert (page, fence.start(2)) in generated, (
                     f"{page.name}:{line} prints generated code that no test checks: put "
                     f"`<!-- generated: ... -->` above it (srcgrad/_docgen.py) and run "
                     f"`{_docgen.COMMAND}`")
@@ -124,6 +125,18 @@ def test_the_regeneration_command_runs(tmp_path):
     again = subprocess.run([sys.executable, "-m", "srcgrad._docgen", str(page)], cwd=ROOT,
                            capture_output=True, text=True, env=_env())
     assert again.returncode == 0, again.stdout + again.stderr
+
+
+def test_a_block_in_a_list_item_keeps_its_indentation(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("1. An item:\n\n   ```python\n   def cube(x):\n       return x * x * x\n\n"
+                    "   print(sg.source(cube))\n   ```\n\n   <!-- generated: output of the example above -->\n"
+                    "   ```python\n   ```\n\n2. The next item.\n", encoding="utf-8")
+    _docgen.write([page])
+    assert _docgen.stale([page]) == []
+    text = page.read_text(encoding="utf-8")
+    assert "\n   def cube_backward(" in text and "\n   # srcgrad: the generic code" in text
+    assert text.endswith("   ```\n\n2. The next item.\n")
 
 
 def test_a_marker_without_a_block_is_an_error(tmp_path):
