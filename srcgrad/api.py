@@ -50,7 +50,8 @@ class GradFunction:
     """The gradient of a function; call it with the function's arguments.
 
     Attributes:
-        source: the generated gradient source (forward and backward sweeps).
+        source: the generated gradient source (the generic forward and backward sweeps,
+            under a header comment: ``sg.source(fn, wrt)``).
     """
 
     _fast_any = None   # the _FastCall of a gradient that holds for any ranks
