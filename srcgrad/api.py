@@ -25,15 +25,17 @@ def _compiled(fn, wrt, hook_names=(), fuse=False, arg_ranks=None, has_aux=False)
     tells apart what can be hashed cheaply (the code, the closure's cells, the globals,
     the defaults: their objects are kept alive by the entry, so their ids stay theirs);
     the guard checks what the compile read through them."""
+    options = pipeline.default_options(fuse)   # a compile under other options is another
     key = (fn.__code__, _closure_key(fn), id(fn.__globals__), id(fn.__defaults__),
-           id(fn.__kwdefaults__), _wrt_key(wrt), hook_names, pipeline.OPTIMIZE, rules.VERSION[0],
-           bool(fuse), arg_ranks, bool(has_aux))
+           id(fn.__kwdefaults__), _wrt_key(wrt), hook_names, options, rules.VERSION[0],
+           arg_ranks, bool(has_aux))
     found = _cache.get(key)
     if found is None or not found.guard.holds(fn):
         with _cache_lock:
             found = _cache.get(key)
             if found is None or not found.guard.holds(fn):
-                found = compile_gradient(fn, wrt, hook_names, fuse, arg_ranks, bool(has_aux))
+                found = compile_gradient(fn, wrt, hook_names, options.fuse, arg_ranks, bool(has_aux),
+                                         options)
                 _cache[key] = found
     return found
 

@@ -27,7 +27,11 @@ import sys
 from srcgrad import rules
 from srcgrad.codegen import loader
 from srcgrad.errors import NonDifferentiableError, UnsupportedError
-from srcgrad.transform.inline import LIBRARY_ROOTS
+
+# The packages whose Python functions are primitives (a rule, or a library's own code),
+# never user code that transform/inline.py inlines or entry_function differentiates.
+LIBRARY_ROOTS = {"numpy", "cupy", "cupyx", "scipy", "srcgrad", "math", "builtins", "operator",
+                 "functools", "torch", "jax", "autograd"}
 
 _wrappers = {}                 # id(primitive) -> (primitive, its one-line function)
 _entries = {}                  # what was asked -> (rules.VERSION, what is differentiated)
@@ -87,7 +91,7 @@ def bound_of(fn):
     return getattr(fn, "__srcgrad_bound__", None)
 
 
-def _peel(fn):
+def peel(fn):
     """(target, positional constants, keyword constants) of nested methods and partials."""
     args, keywords, target = (), {}, fn
     while True:
@@ -104,7 +108,7 @@ def _peel(fn):
 
 def _bound_function(fn):
     """The function of ``fn``'s unbound parameters (one per target and bound objects)."""
-    target, args, keywords = _peel(fn)
+    target, args, keywords = peel(fn)
     objects = (target,) + args + tuple(keywords.values())
     key = (tuple(map(id, objects)), tuple(keywords))
     found = _bindings.get(key)

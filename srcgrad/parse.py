@@ -14,6 +14,7 @@ import gast
 import numpy
 
 from srcgrad import anno
+from srcgrad.entry import bound_of
 from srcgrad.errors import SourceNotFoundError, SrcgradError
 
 
@@ -176,7 +177,6 @@ def parse_function(fn):
     fn = inspect.unwrap(fn)
     if not inspect.isfunction(fn):
         raise TypeError(f"srcgrad differentiates Python functions, got {fn!r}")
-    from srcgrad.entry import bound_of
     bound = bound_of(fn)
     # A bound method or partial (entry.py): the target's source, its bound
     # parameters read from the wrapper's closure cells.

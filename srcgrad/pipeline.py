@@ -6,22 +6,31 @@ from dataclasses import dataclass, field
 
 import gast
 
-from srcgrad import pytree, rules, runtime
+from srcgrad import pytree, runtime
 from srcgrad.analysis import activity, aliasing, kinds, ranks
 from srcgrad.codegen import emit, loader
-from srcgrad.errors import SrcgradError
+from srcgrad.context import CompileContext, CompileOptions  # noqa: F401 (CompileOptions: tests)
+from srcgrad.custom_function import is_once_differentiable
+from srcgrad.errors import SrcgradError, UnsupportedError
 from srcgrad.guard import Guard
 from srcgrad.naming import Namer
 from srcgrad.parse import parse_function
 from srcgrad import templates
 from srcgrad.templates import clone
-from srcgrad.transform import (anf, aux, canonicalize, comprehensions, fence, inline,
+from srcgrad.transform import (anf, as_array, aux, canonicalize, comprehensions, fence, inline,
                                local_functions, mutation, optimize, reverse)
 from srcgrad.transform import fuse as fusion
+from srcgrad.transform.base import Base, local_names
 
-# Optimization passes on the backward sweep (transform/optimize.py, shape-only saving).
-# Turned off only by tests that check optimized and unoptimized code agree.
-OPTIMIZE = True
+# The options a compile obeys unless told others (api.py: ``default_options``). Tests that
+# check optimized and unoptimized code agree set ``CompileOptions(optimize=False)`` here.
+DEFAULT_OPTIONS = CompileOptions()
+
+
+def default_options(fuse=False):
+    """``DEFAULT_OPTIONS``, with fused kernels when ``fuse``: what api.py compiles under
+    (and puts in its cache key)."""
+    return DEFAULT_OPTIONS.replace(fuse=True) if fuse else DEFAULT_OPTIONS
 
 # Names the generated code uses for itself; a user's variable of that name is renamed.
 RESERVED = ("rt", "xp", "tape", "push", "pop", "saved", "hooks", "_")
@@ -43,7 +52,7 @@ class Compiled:
 
 def _rename_reserved(node, info, namer, bindings):
     """Rename user names that collide with the generated code's own names."""
-    locals_ = anf.local_names(node)
+    locals_ = local_names(node)
     rename = {}
     for child in gast.walk(node):
         if isinstance(child, gast.Name) and child.id in RESERVED:
@@ -61,36 +70,44 @@ def _rename_reserved(node, info, namer, bindings):
     return node
 
 
-def normalize(fn, stack=(), has_aux=False, static=None):
+def normalize(fn, stack=(), has_aux=False, static=None, options=None):
     """Parse, check, canonicalize, normalize and inline ``fn``: the shared prefix of every mode.
 
-    ``has_aux``: ``fn`` returns ``(output, aux)``; the tree returned returns the output and
-    binds ``aux`` to the name in ``node._srcgrad_aux`` (transform/aux.py).
+    Returns ``(node, info, bindings)``; ``front_end`` returns the whole CompileContext."""
+    node, ctx = front_end(fn, options or DEFAULT_OPTIONS, stack, has_aux, static)
+    return node, ctx.info, ctx.bindings
+
+
+def front_end(fn, options, stack=(), has_aux=False, static=None):
+    """``(node, ctx)``: ``fn``'s tree parsed, checked, canonicalized, normalized and inlined,
+    and the CompileContext its passes shared (srcgrad/context.py).
+
+    ``stack``: the code objects of the functions ``fn`` is inlined into (empty for the
+    function differentiated). ``has_aux``: ``fn`` returns ``(output, aux)``; the tree
+    returned returns the output and binds ``aux`` to the name ``ctx.aux`` (transform/aux.py).
     ``static``: parameter name -> the callable it is known to hold (a function passed as
     an argument); inside, the parameter denotes that object (inline.bind_static)."""
     node, info = fn.parse() if isinstance(fn, local_functions.LocalFunction) else parse_function(fn)
-    user_locals = frozenset(anf.local_names(node))
-    namer = Namer({n.id for n in gast.walk(node) if isinstance(n, gast.Name)} | set(RESERVED))
+    ctx = CompileContext(
+        info, Namer({n.id for n in gast.walk(node) if isinstance(n, gast.Name)} | set(RESERVED)),
+        options, user_locals=frozenset(local_names(node)), stack=stack or (fn.__code__,),
+        normalize=lambda helper, helper_stack, helper_static: front_end(
+            helper, options, helper_stack, static=helper_static))
     fence.check(node, info, allowed_with=lambda item: anf.grad_mode_of(item, info) is not None,
                 helper=bool(stack))
     if not stack:
         _check_returns_a_value(node, info)
-    bindings = {}
     if static:
-        inline.bind_static(node, info, namer, static, bindings)
-    node = _rename_reserved(node, info, namer, bindings)
-    node = local_functions.transform(node, info, namer, bindings)  # lambdas, nested defs: helpers
-    node = comprehensions.transform(node, info, namer)  # loops that build them, for canonicalize
-    node._srcgrad_aux = aux.split(node, info, namer) if has_aux else None
-    node = canonicalize.transform(node, info, namer)  # before ANF: it introduces flags and indexing
-    node = anf.transform(node, info, namer, bindings)
-    node, rewritten = mutation.transform(node, info, namer)  # out=, copyto, .fill(): indexed writes
-    bindings.update(rewritten)
-    node, inlined = inline.transform(node, info, namer, stack or (fn.__code__,))
-    bindings.update(inlined)
-    node._srcgrad_namer = namer
-    node._srcgrad_user_locals = user_locals
-    return node, info, bindings
+        inline.bind_static(node, info, ctx.namer, static, ctx.bindings)
+    node = _rename_reserved(node, info, ctx.namer, ctx.bindings)
+    node = local_functions.transform(node, ctx)  # lambdas, nested defs: helpers
+    node = comprehensions.transform(node, ctx)  # loops that build them, for canonicalize
+    ctx.aux = aux.split(node, ctx) if has_aux else None
+    node = canonicalize.transform(node, ctx)  # before ANF: it introduces flags and indexing
+    node = anf.transform(node, ctx)
+    node = mutation.transform(node, ctx)  # out=, copyto, .fill(): indexed writes
+    node = inline.transform(node, ctx)
+    return node, ctx
 
 
 def _check_returns_a_value(node, info):
@@ -132,12 +149,14 @@ def wrt_names(node, wrt):
     return tuple(names), many, all_params
 
 
-def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None, has_aux=False):
+def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None, has_aux=False,
+                     options=None):
     """Compile the reverse-mode gradient of ``fn`` with respect to ``wrt``.
 
     ``has_aux``: ``fn`` returns ``(output, aux)``; only the output is differentiated and
-    the forward sweep returns the pair (``meta["has_aux"]``).
-    ``fuse`` turns runs of elementwise statements into fused kernels (transform/fuse.py).
+    the forward sweep returns the pair.
+    ``options``: the CompileOptions (``default_options(fuse)`` when None); their ``fuse``
+    turns runs of elementwise statements into fused kernels (transform/fuse.py).
     ``arg_ranks`` (one ``ranks.rank_key`` per positional argument) specialises the
     gradient for arguments of those ranks: scalars need no unbroadcasting.
     """
@@ -147,10 +166,12 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None, has_aux
               if isinstance(key, ranks.StaticKey)}
     if static:   # a callable argument: the code is compiled for that object (its rank key)
         arg_ranks = tuple(None if isinstance(key, ranks.StaticKey) else key for key in arg_ranks)
-    node, info, bindings = normalize(fn, has_aux=has_aux, static=static)
-    namer = node._srcgrad_namer
+    if options is None:
+        options = default_options(fuse)
+    fuse = options.fuse
+    node, ctx = front_end(fn, options, has_aux=has_aux, static=static)
+    info, namer, bindings, user_locals = ctx.info, ctx.namer, ctx.bindings, ctx.user_locals
     names, _, _ = wrt_names(node, wrt)
-    user_locals = node._srcgrad_user_locals
     for n in names:
         if n not in user_locals:
             raise ValueError(f"srcgrad: wrt={n!r} is neither a parameter nor a local variable of "
@@ -164,7 +185,7 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None, has_aux
     act = activity.resolve(node, names, kind_map)
     positional = [a.id for a in node.args.posonlyargs + node.args.args]
     structured = {p for p, key in zip(positional, arg_ranks or ()) if isinstance(key, pytree.TreeKey)}
-    if anf.as_array_arguments(node, act.sequences | structured, info, namer, bindings):
+    if as_array.as_array_arguments(node, act.sequences | structured, ctx):
         # np.mean(values) of a list is now of an array, a value of its own
         kind_map = kinds.infer(node, {n: kinds.FLOAT for n in names}, info.peek)
         act = activity.resolve(node, names, kind_map)
@@ -184,18 +205,17 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None, has_aux
     else:
         any_ranks, any_classes, any_containers = rank_map, classes, containers
     forward, backward, meta = reverse.build(node, info, act, namer, names, fixed, node.name,
-                                            tuple(sorted(hook_names)), optimized=OPTIMIZE,
+                                            tuple(sorted(hook_names)), optimized=options.optimize,
                                             ranks=rank_map, classes=classes,
                                             scalar_reductions=bool(arg_ranks) and not fuse,
                                             fused=fuse, kinds=kind_map, containers=containers,
-                                            aux=node._srcgrad_aux)
-    meta["has_aux"] = has_aux
+                                            aux=ctx.aux)
     for_grad = None
     # A complex output has no default seed (rt.default_seed refuses it): never assume 1.
     real_output = not (isinstance(node.body[-1].value, gast.Name)
                        and kind_map.of(node.body[-1].value) == kinds.COMPLEX)
     # With has_aux the caller sees the forward's aux: no sweep that skips computing it.
-    if OPTIMIZE and not fuse and not meta["tuple_output"] and real_output and not has_aux:
+    if options.optimize and not fuse and not meta["tuple_output"] and real_output and not has_aux:
         for_grad = optimize.forward_for_gradient(forward, rank_map, classes)
     forward.body = emit.comment_blocks(forward.body, "", 2)
     backward.body = emit.comment_blocks(backward.body, "grad of: ", 1)
@@ -203,7 +223,7 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None, has_aux
     # The forward sweep a call that wants only the gradients composes with the backward
     # (api._FastCall), and whether its seed is known to be 1 (a scalar output).
     meta["gradient_forward"] = None
-    if OPTIMIZE and not fuse and not meta["tuple_output"] and real_output and not has_aux:
+    if options.optimize and not fuse and not meta["tuple_output"] and real_output and not has_aux:
         meta["gradient_forward"] = (for_grad or forward, optimize.scalar_output(forward, rank_map))
     # The code holds for arguments of any rank unless it relies on a fact the ranks gave.
     # Which names may hold containers decides code too (a structured argument's gradient).
@@ -215,8 +235,8 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None, has_aux
         forward, backward = clone(forward), clone(backward)
         if not meta["mutates_saved"]:
             fusion.rematerialize(forward, backward, info.resolve)
-        kernels = fusion.transform(forward, info.resolve, namer)
-        kernels += fusion.transform(backward, info.resolve, namer)
+        kernels = fusion.transform(forward, info.resolve, namer, options.fuse_reductions)
+        kernels += fusion.transform(backward, info.resolve, namer, options.fuse_reductions)
     extra = []
     if for_grad is not None:
         for_grad.body = emit.comment_blocks(for_grad.body, "", 2)
@@ -236,9 +256,8 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None, has_aux
             f.__defaults__ = fn.__defaults__
             f.__kwdefaults__ = fn.__kwdefaults__
     meta["forward_for_grad"] = fwd_grad
-    meta["rules_version"] = rules.VERSION[0]
     meta["load"] = (info, bindings)
-    return Compiled(fwd, bwd, source, names, act, meta, user_locals, Guard(fn, node._srcgrad_infos))
+    return Compiled(fwd, bwd, source, names, act, meta, user_locals, Guard(fn, ctx.infos))
 
 
 def compose_gradient(compiled, many, only_gradients=False):
@@ -255,8 +274,6 @@ def compose_gradient(compiled, many, only_gradients=False):
         UnsupportedError: the gradient records a tape (loops, rebinding) or
             writes into arrays in place; differentiating those is not supported yet.
     """
-    from srcgrad.custom_function import is_once_differentiable
-    from srcgrad.errors import UnsupportedError
     info, bindings = compiled.meta["load"]
     if only_gradients:
         forward, seed_is_one = compiled.meta["gradient_forward"]
@@ -314,20 +331,14 @@ def _known_seed(body, seed):
            for s in body for n in gast.walk(s)):
         return body
 
-    def unwrap(block):
-        out = []
-        for s in block:
-            if isinstance(s, gast.If) and not s.orelse and optimize.is_rt_call(s.test, "has_grad") \
+    class Unwrap(Base):
+        def visit_If(self, s):
+            if not s.orelse and optimize.is_rt_call(s.test, "has_grad") \
                     and isinstance(s.test.args[0], gast.Name) and s.test.args[0].id == seed:
-                out += unwrap(s.body)
-                continue
-            for field in ("body", "orelse"):
-                if isinstance(getattr(s, field, None), list):
-                    setattr(s, field, unwrap(getattr(s, field)))
-            out.append(s)
-        return out
+                return self.visit_block(s.body)
+            return self.generic_visit(s)
 
-    return unwrap(body)
+    return Unwrap(None).visit_block(body)
 
 
 def _compose(forward, backward, info, bindings, name, seed_value, many, release=False):

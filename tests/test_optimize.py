@@ -12,7 +12,7 @@ from srcgrad.testing import check_grads
 
 @pytest.fixture
 def unoptimized(monkeypatch):
-    monkeypatch.setattr(pipeline, "OPTIMIZE", False)
+    monkeypatch.setattr(pipeline, "DEFAULT_OPTIONS", pipeline.CompileOptions(optimize=False))
 
 
 def straight(x, w):
@@ -57,7 +57,7 @@ def test_shape_only_values_are_not_kept():
 @pytest.mark.parametrize("fn", [straight, looped])
 def test_optimized_and_unoptimized_agree(fn, monkeypatch):
     fast = sg.grad(fn, wrt=(0, 1))(X, W)
-    monkeypatch.setattr(pipeline, "OPTIMIZE", False)
+    monkeypatch.setattr(pipeline, "DEFAULT_OPTIONS", pipeline.CompileOptions(optimize=False))
     slow = sg.grad(fn, wrt=(0, 1))(X, W)
     for a, b in zip(fast, slow):
         np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-15)

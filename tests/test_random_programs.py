@@ -724,13 +724,13 @@ def test_generator_renders_valid_python():
 def test_random_programs_unoptimized(program, args):
     # The optimizer must not change any gradient: the same programs without it.
     from srcgrad import pipeline
-    previous = pipeline.OPTIMIZE
-    pipeline.OPTIMIZE = False
+    previous = pipeline.DEFAULT_OPTIONS
+    pipeline.DEFAULT_OPTIONS = pipeline.CompileOptions(optimize=False)
     try:
         source, name = program
         check_program(source, name, args)
     finally:
-        pipeline.OPTIMIZE = previous
+        pipeline.DEFAULT_OPTIONS = previous
 
 
 @settings(max_examples=60, deadline=None, derandomize=True, database=None,

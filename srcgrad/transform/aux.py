@@ -17,6 +17,7 @@ import gast
 
 from srcgrad import anno
 from srcgrad.errors import SrcgradError
+from srcgrad.transform.base import Base
 from srcgrad.anno import Static
 
 # Values that are never a tuple of two (a Call, Name, Subscript... may be).
@@ -50,8 +51,9 @@ def _returns(body):
     return found
 
 
-def split(node, info, namer):
+def split(node, ctx):
     """Rewrite FunctionDef ``node``'s returns as above; the name that holds ``aux``."""
+    info, namer = ctx.info, ctx.namer
     returns = _returns(node.body)
     for r in returns:
         value = r.value
@@ -106,22 +108,15 @@ def split(node, info, namer):
         anno.copyanno(r, ret, Static.ORIGIN)
         return out + [ret]
 
-    def block(stmts):
-        out = []
-        for s in stmts:
-            if isinstance(s, gast.Return):
-                out += rewrite(s)
-                continue
-            if not isinstance(s, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)):
-                for field in ("body", "orelse", "finalbody"):
-                    if isinstance(getattr(s, field, None), list):
-                        setattr(s, field, block(getattr(s, field)))
-                for handler in getattr(s, "handlers", ()):
-                    handler.body = block(handler.body)
-            out.append(s)
-        return out
+    class Returns(Base):   # each return rewritten; nested scopes are not this function's
+        visit_Return = staticmethod(rewrite)
 
-    node.body = block(node.body)
+        def visit_FunctionDef(self, s):
+            return s
+
+        visit_AsyncFunctionDef = visit_ClassDef = visit_FunctionDef
+
+    node.body = Returns(info).visit_block(node.body)
     if not (len(returns) == 1 and isinstance(node.body[-1], gast.Return)
             and not _returns(node.body[:-1])):
         # Several returns (or one inside a block): aux is bound wherever the function returns.

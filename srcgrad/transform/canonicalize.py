@@ -18,6 +18,7 @@ import gast
 
 from srcgrad import anno
 from srcgrad.errors import UnsupportedError
+from srcgrad.transform.base import Base
 
 Static = anno.Static
 
@@ -54,9 +55,11 @@ def _if(test, body, orelse=(), origin_of=None):
     return node
 
 
-class Canonicalizer:
+class Canonicalizer(Base):
+    """The three rewrites' shared helpers; ``_Loops`` and ``_Jumps`` visit the blocks."""
+
     def __init__(self, info, namer):
-        self.info = info
+        super().__init__(info)
         self.namer = namer
 
     def _resolves_to(self, func, obj):
@@ -67,26 +70,7 @@ class Canonicalizer:
                 return False
         return False
 
-    def _error(self, node, message, hint):
-        origin = anno.getanno(node, Static.ORIGIN) or self.info.origin(node)
-        return origin.error(UnsupportedError, message, hint)
-
     # ----- for loops -----
-
-    def loops(self, body):
-        out = []
-        for stmt in body:
-            for field in ("body", "orelse"):
-                if hasattr(stmt, field) and isinstance(getattr(stmt, field), list):
-                    setattr(stmt, field, self.loops(getattr(stmt, field)))
-            if isinstance(stmt, (gast.For, gast.While)) and stmt.orelse:
-                raise self._error(stmt, "a loop with an else clause is not supported",
-                                  "Use a flag variable set before break.")
-            if isinstance(stmt, gast.For):
-                out.extend(self._index_loop(stmt))
-            else:
-                out.append(stmt)
-        return out
 
     def _index_loop(self, loop):
         import builtins
@@ -114,7 +98,7 @@ class Canonicalizer:
 
                 def bind_zip(target, index):
                     if not isinstance(target, (gast.Tuple, gast.List)) or len(target.elts) != len(parts):
-                        raise self._error(loop, "unpack zip(...) into one name per sequence",
+                        raise self.error(loop, UnsupportedError, "unpack zip(...) into one name per sequence",
                                           "Write `for a, b in zip(x, y):`.")
                     return [s for t, p in zip(target.elts, parts) for s in p[2](t, index)]
                 return prelude, length, bind_zip
@@ -124,7 +108,7 @@ class Canonicalizer:
 
                 def bind_enum(target, index):
                     if not isinstance(target, (gast.Tuple, gast.List)) or len(target.elts) != 2:
-                        raise self._error(loop, "unpack enumerate(...) into two targets",
+                        raise self.error(loop, UnsupportedError, "unpack enumerate(...) into two targets",
                                           "Write `for i, v in enumerate(x):`.")
                     count = index if start is None else gast.BinOp(left=index, op=gast.Add(),
                                                                    right=start)
@@ -214,21 +198,6 @@ class Canonicalizer:
 
     # ----- break and continue -----
 
-    def jumps(self, body):
-        out = []
-        for stmt in body:
-            if isinstance(stmt, gast.If):
-                stmt.body = self.jumps(stmt.body)
-                stmt.orelse = self.jumps(stmt.orelse)
-            elif isinstance(stmt, gast.With):
-                stmt.body = self.jumps(stmt.body)
-            elif isinstance(stmt, (gast.For, gast.While)):
-                stmt.body = self.jumps(stmt.body)
-                out.extend(self._loop_jumps(stmt))
-                continue
-            out.append(stmt)
-        return out
-
     def _loop_jumps(self, loop):
         prelude = []
         if self._has_jump(loop.body, gast.Continue):
@@ -274,10 +243,35 @@ class Canonicalizer:
         return out
 
 
-def transform(node, info, namer):
-    """Canonicalize loops, returns and jumps of FunctionDef ``node`` in place."""
-    canon = Canonicalizer(info, namer)
-    node.body = canon.loops(node.body)
-    node = canon.returns(node)
-    node.body = canon.jumps(node.body)
+class _Loops(Canonicalizer):
+    """``for target in X`` becomes a loop over an index; a loop's ``else`` is refused."""
+
+    def visit_For(self, stmt):
+        self.visit_While(stmt)
+        return self._index_loop(stmt)
+
+    def visit_While(self, stmt):
+        self.visit_children(stmt)
+        if stmt.orelse:
+            raise self.error(stmt, UnsupportedError, "a loop with an else clause is not supported",
+                             "Use a flag variable set before break.")
+        return stmt
+
+
+class _Jumps(Canonicalizer):
+    """``break`` and ``continue`` become flags (innermost loops first)."""
+
+    def visit_For(self, stmt):
+        self.visit_children(stmt)
+        return self._loop_jumps(stmt)
+
+    visit_While = visit_For
+
+
+def transform(node, ctx):
+    """Canonicalize loops, returns and jumps of FunctionDef ``node`` in place
+    (``ctx``: the CompileContext, for its EntityInfo and Namer)."""
+    node.body = _Loops(ctx.info, ctx.namer).visit_block(node.body)
+    node = Canonicalizer(ctx.info, ctx.namer).returns(node)
+    node.body = _Jumps(ctx.info, ctx.namer).visit_block(node.body)
     return node

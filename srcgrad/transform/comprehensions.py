@@ -31,8 +31,9 @@ import gast
 
 from srcgrad import anno
 from srcgrad.errors import UnsupportedError
+from srcgrad.parse import parse_function
 from srcgrad.transform import inline
-from srcgrad.transform.anf import local_names
+from srcgrad.transform.base import Base, local_names
 
 Static = anno.Static
 
@@ -59,7 +60,6 @@ def _may_write(fn, depth=0):
     (or a user function it calls) writes into a subscript or attribute, calls a
     mutating method or a NumPy function with ``out=``, or calls what the compiler
     cannot resolve. Anything it cannot read may write."""
-    from srcgrad.parse import parse_function
     if not inspect.isfunction(fn) or depth > 4:
         return True
     try:
@@ -91,9 +91,9 @@ def _may_write(fn, depth=0):
     return False
 
 
-class Lowering:
+class Lowering(Base):
     def __init__(self, info, namer, locals_):
-        self.info = info
+        super().__init__(info)
         self.namer = namer
         self.locals = locals_   # names the function binds: they denote no global
 
@@ -181,14 +181,9 @@ class Lowering:
 
     # ----- lowering -----
 
-    def block(self, body):
-        out = []
-        for stmt in body:
-            for field in ("body", "orelse"):
-                if isinstance(getattr(stmt, field, None), list):
-                    setattr(stmt, field, self.block(getattr(stmt, field)))
-            out.extend(self.statement(stmt))
-        return out
+    def generic_visit(self, stmt):
+        self.visit_children(stmt)
+        return self.statement(stmt)
 
     def statement(self, stmt):
         """The loops that build the comprehensions in ``stmt``, then ``stmt`` reading them."""
@@ -399,19 +394,19 @@ class Lowering:
                 if isinstance(child, gast.stmt):
                     anno.copyanno(stmt, child, Static.ORIGIN)
         saved = self._stmt, self._mutated, self._hoisted, self._helpers
-        first.body = self.block(first.body)   # comprehensions in the element, ifs, inner iterables
+        first.body = self.visit_block(first.body)   # comprehensions in the element, ifs, inner iterables
         self._stmt, self._mutated, self._hoisted, self._helpers = saved
         self._hoisted.extend(new)
         return _name(result)
 
 
-def transform(node, info, namer):
+def transform(node, ctx):
     """Lower the comprehensions of FunctionDef ``node`` to loops, in place."""
-    lowering = Lowering(info, namer, local_names(node))
+    lowering = Lowering(ctx.info, ctx.namer, local_names(node))
     if not any(isinstance(n, _COMPREHENSIONS) or lowering._is_map(n) or lowering._is_dict_call(n)
                for n in gast.walk(node)):
         return node
     lowering._stmt = node
     lowering.scope(node)
-    node.body = lowering.block(node.body)
+    node.body = lowering.visit_block(node.body)
     return node

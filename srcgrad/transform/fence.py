@@ -8,6 +8,7 @@ construct, and saying what to do instead.
 import gast
 
 from srcgrad.errors import UnsupportedError
+from srcgrad.transform.base import Base
 
 _REFUSED = {
     gast.Try: ("try/except", "Move the try block outside the differentiated function, or wrap "
@@ -76,8 +77,5 @@ def check(node, info, allowed_with=lambda item: False, helper=False):
 
 
 def _refuse(node, info, construct, hint):
-    origin = info.origin(node)
-    message = f"{construct} is not supported in a function srcgrad differentiates"
-    if origin is None:
-        raise UnsupportedError(message, info.filename, None, hint=hint)
-    raise origin.error(UnsupportedError, message, hint)
+    raise Base(info).error(node, UnsupportedError,
+                           f"{construct} is not supported in a function srcgrad differentiates", hint)

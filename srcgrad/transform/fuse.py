@@ -31,27 +31,29 @@ import copy
 import gast
 import numpy
 
-from srcgrad.transform.anf import local_names
+from srcgrad.transform.base import local_names
 
 
 _ARITHMETIC = (gast.Add, gast.Sub, gast.Mult, gast.Div, gast.Pow)
 _IDENTITY_HELPERS = ("unbroadcast", "unreduce")
 _MIN_OPERATIONS = 2
-FUSE_REDUCTIONS = True  # end a forward kernel in its np.sum (cupy.fuse reduces in-kernel)
 
 
-def transform(function, resolve, namer):
+def transform(function, resolve, namer, reductions=True):
     """Fuse the elementwise runs of ``function`` (a gast FunctionDef), in place.
 
     Args:
         resolve: name -> live object of the user's scope (raises NameError).
         namer: the gradient's Namer, for the kernel and guard names.
+        reductions: end a forward kernel in its np.sum (cupy.fuse reduces in the kernel;
+            CompileOptions.fuse_reductions).
 
     Returns:
         The kernel FunctionDefs to emit beside ``function``.
     """
     local = local_names(function)
     fuser = _Fuser(function, resolve, namer, local)
+    fuser.reductions = reductions
     function.body = fuser.block(function.body)
     return fuser.kernels
 
@@ -63,6 +65,7 @@ class _Fuser:
         self.namer = namer
         self.local = local
         self.kernels = []
+        self.reductions = True
 
     # ----- Finding runs -----
 
@@ -95,7 +98,7 @@ class _Fuser:
 
     def is_sum_of_run(self, s, run):
         """``total = np.sum(v)`` of a value ``v`` the run computes (cupy.fuse can end in it)."""
-        if not (FUSE_REDUCTIONS and run and isinstance(s, gast.Assign) and len(s.targets) == 1
+        if not (self.reductions and run and isinstance(s, gast.Assign) and len(s.targets) == 1
                 and isinstance(s.targets[0], gast.Name) and self.is_sum(s.value)):
             return False
         return s.value.args[0].id in {t.targets[0].id for t in run if not _is_comment(t)}

@@ -14,24 +14,24 @@ import inspect
 
 import gast
 
-from srcgrad import anno, rules, templates
+from srcgrad import anno, pytree, rules, templates
+from srcgrad.entry import LIBRARY_ROOTS, entry_function, peel
 from srcgrad.errors import SrcgradError, UnsupportedError
+from srcgrad.transform.base import Base, local_names
+from srcgrad.transform.local_functions import LocalFunction
 
 Static = anno.Static
 
-LIBRARY_ROOTS = {"numpy", "cupy", "cupyx", "scipy", "srcgrad", "math", "builtins", "operator",
-                 "functools", "torch", "jax", "autograd"}
+__all__ = ["LIBRARY_ROOTS", "bind_static", "is_inlinable", "transform"]
 
 
 def is_inlinable(obj):
     """Whether a call to ``obj`` is transformed (a user function, a bound method or
     ``functools.partial`` of one) rather than a primitive."""
-    from srcgrad.transform.local_functions import LocalFunction
     if isinstance(obj, LocalFunction):
         return True
     if inspect.ismethod(obj) or isinstance(obj, functools.partial):
-        from srcgrad.entry import _peel
-        target = _peel(obj)[0]
+        target = peel(obj)[0]
         return is_inlinable(target) and rules.lookup(obj) is None
     if not inspect.isfunction(obj):
         return False
@@ -91,46 +91,42 @@ def bind_static(node, info, namer, static, bindings):
 def _is_static_callable(obj):
     """A callable an argument may be specialised on: not data (an array, a number, a
     structure), which the generated code keeps reading at run time."""
-    from srcgrad import pytree
     return callable(obj) and not pytree.is_node(obj) and not hasattr(obj, "shape")
 
 
-class Inliner:
-    def __init__(self, info, namer, bindings, stack, main_locals, attributes=None):
-        self.info = info
+class Inliner(Base):
+    """``visit_Assign``/``visit_Expr`` of a call to a user function: its statements."""
+
+    def __init__(self, ctx, main_locals, attributes=None):
+        super().__init__(ctx.info)
+        self.ctx = ctx
         self.main_locals = main_locals
         self.attributes = attributes or {}   # local -> the global dotted name it was read from
-        self.namer = namer
-        self.bindings = bindings
-        self.stack = stack
+        self.namer = ctx.namer
+        self.bindings = {}   # the names this pass binds (merged into ctx.bindings at the end)
+        self.stack = ctx.stack
         self.infos = []  # the EntityInfo of each helper inlined, at any depth (guard.py reads them)
 
-    def block(self, body):
-        out = []
-        for stmt in body:
-            for field in ("body", "orelse"):
-                if isinstance(getattr(stmt, field, None), list):
-                    setattr(stmt, field, self.block(getattr(stmt, field)))
-            call, target = None, None
-            if isinstance(stmt, gast.Assign) and isinstance(stmt.value, gast.Call):
-                call, target = stmt.value, stmt.targets[0]
-            elif isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Call):
-                call = stmt.value
-            primitive = anno.getanno(call, Static.PRIMITIVE) if call is not None else None
-            if primitive is not None and is_inlinable(primitive):
-                out.extend(self.inline(primitive, call, target, stmt))
-            else:
-                out.append(stmt)
-        return out
+    def visit_Assign(self, stmt):
+        if isinstance(stmt.value, gast.Call):
+            return self.visit_call(stmt.value, stmt.targets[0], stmt)
+        return stmt
+
+    def visit_Expr(self, stmt):
+        if isinstance(stmt.value, gast.Call):
+            return self.visit_call(stmt.value, None, stmt)
+        return stmt
+
+    def visit_call(self, call, target, stmt):
+        primitive = anno.getanno(call, Static.PRIMITIVE)
+        if primitive is not None and is_inlinable(primitive):
+            return self.inline(primitive, call, target, stmt)
+        return stmt
 
     def inline(self, fn, call, target, stmt):
-        from srcgrad.pipeline import normalize  # the same stages the caller went through
-
         origin = anno.getanno(stmt, Static.ORIGIN)
-        from srcgrad.transform.local_functions import LocalFunction
         if not inspect.isfunction(fn) and not isinstance(fn, LocalFunction):
             # a method of an object, a partial: self is a constant
-            from srcgrad.entry import entry_function
             try:
                 fn = entry_function(fn)
             except SrcgradError as exc:
@@ -139,9 +135,11 @@ class Inliner:
             chain = self.stack[self.stack.index(fn.__code__):] + (fn.__code__,)
             raise _recursion_error(fn, chain, anno.getanno(call, Static.ORIGIN) or origin)
         static = self._static_arguments(fn, call, origin)
-        node, info, bindings = normalize(fn, self.stack + (fn.__code__,), static=static)
-        self.infos.extend(node._srcgrad_infos)
-        helper_locals = _locals(node)
+        # The same stages the caller went through (pipeline.py gives them as ctx.normalize).
+        node, helper = self.ctx.normalize(fn, self.stack + (fn.__code__,), static)
+        info, bindings = helper.info, helper.bindings
+        self.infos.extend(helper.infos)
+        helper_locals = local_names(node)
         rename = {name: self.namer.rename(name) for name in sorted(helper_locals)}
         # Free names: keep those meaning the same object here, bind the others anew.
         for child in gast.walk(node):
@@ -252,11 +250,6 @@ class Inliner:
         return out
 
 
-def _locals(node):
-    from srcgrad.transform.anf import local_names
-    return local_names(node)
-
-
 def _global_attributes(node, locals_):
     """Locals assigned once, from a dotted name rooted at a global (``tanh = np.tanh``,
     what A-normal form makes of an argument ``np.tanh``): local -> the dotted path."""
@@ -275,11 +268,13 @@ def _global_attributes(node, locals_):
     return {name: path for name, path in paths.items() if counts.get(name) == 1}
 
 
-def transform(node, info, namer, stack):
-    """Inline user-function calls in ``node``; returns the extra name bindings needed."""
-    bindings = {}
-    locals_ = _locals(node)
-    inliner = Inliner(info, namer, bindings, stack, locals_, _global_attributes(node, locals_))
-    node.body = inliner.block(node.body)
-    node._srcgrad_infos = [info] + inliner.infos
-    return node, bindings
+def transform(node, ctx):
+    """Inline user-function calls in ``node``, in place. The names bound for them go into
+    ``ctx.bindings``; ``ctx.infos`` becomes the EntityInfo of the function and of every
+    helper inlined (guard.py)."""
+    locals_ = local_names(node)
+    inliner = Inliner(ctx, locals_, _global_attributes(node, locals_))
+    node.body = inliner.visit_block(node.body)
+    ctx.infos = [ctx.info] + inliner.infos
+    ctx.bindings.update(inliner.bindings)
+    return node

@@ -31,8 +31,9 @@ import inspect
 
 import gast
 
-from srcgrad import anno, templates
+from srcgrad import anno, grad_mode, templates
 from srcgrad.errors import UnsupportedError
+from srcgrad.parse import EntityInfo
 
 Static = anno.Static
 
@@ -64,7 +65,6 @@ class LocalFunction:
 
     def parse(self):
         """(a fresh copy of its tree, an EntityInfo for it): what parse_function gives."""
-        from srcgrad.parse import EntityInfo
         outer = self.info
         info = EntityInfo(outer.fn, outer.name, outer.filename, outer.first_lineno, outer.indent,
                           outer.source_lines, outer.globals, outer.closure, outer.extra)
@@ -420,7 +420,6 @@ def _parent_in(root, target):
 
 
 def _is_hook_argument(parent, lam, info):
-    from srcgrad import grad_mode
     if not isinstance(parent, gast.Call) or lam not in parent.args[1:2]:
         return False
     func, parts = parent.func, []
@@ -435,11 +434,12 @@ def _is_hook_argument(parent, lam, info):
         return False
 
 
-def transform(node, info, namer, bindings):
-    """Lift the lambdas and nested defs of FunctionDef ``node``; returns ``node``."""
+def transform(node, ctx):
+    """Lift the lambdas and nested defs of FunctionDef ``node``; returns ``node``.
+    (``ctx``: the CompileContext; the helpers are bound in ``ctx.bindings``.)"""
     if not any(isinstance(n, _SCOPES) for n in gast.walk(node) if n is not node):
         return node
-    lifting = Lifting(node, info, namer, bindings)
+    lifting = Lifting(node, ctx.info, ctx.namer, ctx.bindings)
     lifting.collect()
     lifting.lift_all()
     node.body = lifting.rewrite(node.body, top=True)

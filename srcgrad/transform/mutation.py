@@ -24,6 +24,7 @@ import numpy
 from srcgrad import anno
 from srcgrad.errors import UnsupportedError
 from srcgrad.rules import Method
+from srcgrad.transform.base import Base
 
 Static = anno.Static
 
@@ -99,35 +100,22 @@ def _is_numpy(prim):
         or isinstance(owner, numpy.random.Generator) or isinstance(owner, numpy.random.RandomState)
 
 
-class Lowering:
+class Lowering(Base):
+    """``visit_Expr``/``visit_Assign`` of a call that writes in place: its indexed writes."""
+
     def __init__(self, info, namer):
-        self.info = info
+        super().__init__(info)
         self.namer = namer
         self.bindings = {}   # names the rewrites call (np_sort -> numpy.sort)
         self.callees = {}
 
-    def error(self, stmt, message, hint):
-        origin = anno.getanno(stmt, Static.ORIGIN)
-        if origin is None:
-            return UnsupportedError(message, self.info.filename, hint=hint)
-        return origin.error(UnsupportedError, message, hint)
+    def visit_Expr(self, s):
+        return self.visit_call(s, s.value, None) if isinstance(s.value, gast.Call) else s
 
-    def block(self, body):
-        out = []
-        for s in body:
-            for field in ("body", "orelse"):
-                if isinstance(getattr(s, field, None), list):
-                    setattr(s, field, self.block(getattr(s, field)))
-            out.extend(self.stmt(s))
-        return out
+    def visit_Assign(self, s):
+        return self.visit_call(s, s.value, s.targets[0]) if isinstance(s.value, gast.Call) else s
 
-    def stmt(self, s):
-        if isinstance(s, gast.Expr) and isinstance(s.value, gast.Call):
-            call, target = s.value, None
-        elif isinstance(s, gast.Assign) and isinstance(s.value, gast.Call):
-            call, target = s.value, s.targets[0]
-        else:
-            return [s]
+    def visit_call(self, s, call, target):
         prim = anno.getanno(call, Static.PRIMITIVE)
         out = self.outputs(call, prim)
         if out is not None:
@@ -143,8 +131,8 @@ class Lowering:
         written = rewrite(call) if rewrite is not None else None
         if written is None or not isinstance(written[0], gast.Name):
             name = str(prim) if isinstance(prim, Method) else getattr(prim, "__name__", "")
-            raise self.error(s, f"{what} changes an array or list in place, which srcgrad does not "
-                                f"differentiate",
+            raise self.error(s, UnsupportedError, f"{what} changes an array or list in place, which "
+                             f"srcgrad does not differentiate",
                              _HINTS.get(name, "Compute a new value and assign it (y = ..., or "
                                               "y[...] = new values), so srcgrad sees the change."))
         base, value = written
@@ -193,8 +181,8 @@ class Lowering:
             return [s]
         keywords = {k.arg for k in call.keywords}
         if not isinstance(out, gast.Name) or "where" in keywords or getattr(prim, "nout", 1) != 1:
-            raise self.error(s, f"this call to {_describe(prim)} writes its result into an existing "
-                                f"array (out=) in a way srcgrad cannot rewrite",
+            raise self.error(s, UnsupportedError, f"this call to {_describe(prim)} writes its result "
+                             f"into an existing array (out=) in a way srcgrad cannot rewrite",
                              "Assign the result instead: y[...] = f(...), or y = f(...).")
         call.keywords = [k for k in call.keywords if k.arg != "out"]
         nin = getattr(prim, "nin", None)
@@ -239,9 +227,10 @@ def _describe(prim):
     return f"{module.split('.')[0]}.{name}"
 
 
-def transform(node, info, namer):
+def transform(node, ctx):
     """Rewrite (or refuse) the calls in ``node`` that write into arrays or lists in place;
-    returns the extra name bindings the rewrites need."""
-    lowering = Lowering(info, namer)
-    node.body = lowering.block(node.body)
-    return node, lowering.bindings
+    the names the rewrites bind go into ``ctx.bindings``."""
+    lowering = Lowering(ctx.info, ctx.namer)
+    node.body = lowering.visit_block(node.body)
+    ctx.bindings.update(lowering.bindings)
+    return node

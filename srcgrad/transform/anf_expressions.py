@@ -1,0 +1,347 @@
+"""A-normal form of expressions: each operation over atoms, its operands named first.
+
+The expression half of anf.py's ``ANF`` (a mixin it inherits): ``atom`` names a
+value (``sin_x``), ``simple`` makes one operation over atoms, ``call`` resolves a
+call to the live object it denotes (annotation PRIMITIVE), ``condition`` names a
+branch's test. Each writes the statements its operands need to ``out`` through
+``ANF.assign``. Comparisons and boolean operators stay whole: they carry no gradient.
+"""
+
+import builtins
+
+import gast
+import numpy
+
+from srcgrad import anno, grad_mode, runtime
+from srcgrad.errors import UnsupportedError
+from srcgrad.rules import Attribute, Method
+from srcgrad.transform import as_array
+from srcgrad.transform.inline import is_inlinable
+
+Static = anno.Static
+
+_OP_WORDS = {
+    gast.Add: "plus", gast.Sub: "minus", gast.Mult: "times", gast.Div: "over",
+    gast.Pow: "pow", gast.MatMult: "matmul", gast.FloorDiv: "floordiv", gast.Mod: "mod",
+}
+
+
+class NameError_(UnsupportedError):
+    """A name in the user's function that is not defined."""
+
+
+def is_atom(node):
+    if isinstance(node, (gast.Name, gast.Constant)):
+        return True
+    if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.USub):
+        return isinstance(node.operand, gast.Constant)
+    if isinstance(node, gast.Tuple):
+        return all(isinstance(e, gast.Constant) or is_atom(e) and not isinstance(e, gast.Name)
+                   for e in node.elts)
+    return False
+
+
+def names_loaded(node):
+    return {n.id for n in gast.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
+
+
+def _name(id_, store=False):
+    return gast.Name(id=id_, ctx=gast.Store() if store else gast.Load(), annotation=None,
+                     type_comment=None)
+
+
+class Expressions:
+    """The expression methods of ``ANF`` (anf.py), which provides ``info``, ``namer``,
+    ``locals``, ``bindings``, ``namespaces``, ``modes``, ``assign`` and ``error``."""
+
+    def resolve(self, func):
+        """The live object a dotted name denotes, or None when rooted at a local."""
+        parts = []
+        while isinstance(func, gast.Attribute):
+            parts.append(func.attr)
+            func = func.value
+        if isinstance(func, gast.Name) and func.id in self.namespaces:
+            obj = numpy  # generated code's `xp`: its functions have NumPy's rules
+            for part in reversed(parts):
+                obj = getattr(obj, part)
+            return obj
+        if not isinstance(func, gast.Name) or func.id in self.locals:
+            return None
+        path = (func.id,) + tuple(reversed(parts))
+        try:
+            return self.info.resolve_path(path)
+        except NameError:
+            raise self.error(func, NameError_, f"name {func.id!r} is not defined")
+        except AttributeError as exc:   # np.trapz on a NumPy without it: refused, not a crash
+            raise self.error(func, NameError_, f"{'.'.join(path)} is not defined ({exc})") from None
+
+    def hint(self, node):
+        """A readable name for the value of ``node``."""
+        if isinstance(node, gast.Name):
+            return node.id
+        if isinstance(node, gast.Constant):
+            return "c" if not isinstance(node.value, (int, float)) else str(node.value).replace(".", "_").replace("-", "neg")
+        if isinstance(node, gast.BinOp):
+            return f"{self.hint(node.left)}_{_OP_WORDS.get(type(node.op), 'op')}_{self.hint(node.right)}"
+        if isinstance(node, gast.UnaryOp):
+            return "neg_" + self.hint(node.operand)
+        if isinstance(node, gast.Call):
+            func = node.func
+            if isinstance(func, gast.Attribute) and self.resolve_safe(func) is None:
+                return f"{self.hint(func.value)}_{func.attr}"
+            fname = func.attr if isinstance(func, gast.Attribute) else getattr(func, "id", "call")
+            arg = self.hint(node.args[0]) if node.args else ""
+            return f"{fname}_{arg}" if arg else fname
+        if isinstance(node, gast.Subscript):
+            return self.hint(node.value) + "_item"
+        if isinstance(node, gast.Attribute):
+            return f"{self.hint(node.value)}_{node.attr}"
+        if isinstance(node, gast.IfExp):
+            return "choice"
+        if isinstance(node, gast.BoolOp):
+            return "either" if isinstance(node.op, gast.Or) else "both"
+        if isinstance(node, gast.Compare):
+            return "test"
+        return "t"
+
+    def resolve_safe(self, func):
+        try:
+            return self.resolve(func)
+        except Exception:
+            return None
+
+    def atom(self, node, out, hint, force=False):
+        if is_atom(node) and not force:
+            return node
+        if isinstance(node, gast.IfExp):
+            name = self.namer.new(hint)
+            self.locals.add(name)
+            self.ifexp(name, node, out)
+            return _name(name)
+        value = self.simple(node, out, hint)
+        if is_atom(value) and not force:
+            return value
+        name = self.namer.new(hint)
+        self.locals.add(name)
+        self.assign(out, name, value)
+        return _name(name)
+
+    def simple(self, node, out, hint):
+        """``node`` as one operation over atoms; prerequisite statements go to ``out``."""
+        if is_atom(node):
+            return node
+        if isinstance(node, gast.BinOp):
+            left = self.atom(node.left, out, self.hint(node.left))
+            right = self.atom(node.right, out, self.hint(node.right))
+            return gast.BinOp(left=left, op=node.op, right=right)
+        if isinstance(node, gast.UnaryOp):
+            if isinstance(node.op, gast.Not):
+                return self.opaque(node, out)
+            return gast.UnaryOp(op=node.op, operand=self.atom(node.operand, out, self.hint(node.operand)))
+        if isinstance(node, gast.Call):
+            return self.call(node, out)
+        if isinstance(node, gast.Subscript):
+            if isinstance(node.value, (gast.Name, gast.Attribute)) and any(
+                    self.resolve_safe(node.value) is c for c in (numpy.r_, numpy.c_)):
+                return self.index_concat(node, out)
+            value = self.atom(node.value, out, self.hint(node.value))
+            return gast.Subscript(value=value, slice=self.index(node.slice, out), ctx=gast.Load())
+        if isinstance(node, gast.Attribute):
+            if self._rooted_global(node):
+                # A module constant such as np.pi, an attribute of a global or closure
+                # object (a method's self.w): read when the code runs, as the function
+                # reads it, so the compile does not depend on its value (guard.py).
+                return node
+            value = self.atom(node.value, out, self.hint(node.value))
+            new = gast.Attribute(value=value, attr=node.attr, ctx=gast.Load())
+            anno.setanno(new, Static.PRIMITIVE, Attribute(node.attr))
+            return new
+        if isinstance(node, (gast.Tuple, gast.List)):
+            elts = [self.atom(e, out, self.hint(e)) for e in node.elts]
+            return type(node)(elts=elts, ctx=gast.Load())
+        if isinstance(node, gast.BoolOp) and not self.is_condition(node):
+            return self.atom(self.pick(node, out), out, hint)
+        if isinstance(node, (gast.Compare, gast.BoolOp)):
+            return self.opaque(node, out)
+        if isinstance(node, gast.Dict):
+            if any(k is None for k in node.keys):
+                raise self.error(node, UnsupportedError, "`**` unpacking in a dict display is not supported",
+                                 "Write the keys out: {'a': d['a'], ...}.")
+            return gast.Dict(keys=[k if isinstance(k, gast.Constant) else self.atom(k, out, "key")
+                                   for k in node.keys],
+                             values=[self.atom(v, out, self.hint(v)) for v in node.values])
+        if isinstance(node, (gast.JoinedStr, gast.Set)):
+            return node
+        if isinstance(node, gast.IfExp):
+            return self.atom(node, out, hint)
+        raise self.error(node, UnsupportedError, f"the expression {type(node).__name__} is not supported")
+
+    def index_concat(self, node, out):
+        """``np.r_[x, y]`` / ``np.c_[x, y]`` is a join of its items: the call
+        ``rt.index_concat(np.r_, [x, y])``. With slices (``np.r_[0:3, x]``) or string
+        directives it is ``rt.index_concat_directives``, which has no rule."""
+        items = node.slice.elts if isinstance(node.slice, gast.Tuple) else [node.slice]
+        directives = any(isinstance(e, gast.Slice) or isinstance(e, gast.Constant)
+                         and isinstance(e.value, str) for e in items)
+        helper = runtime.index_concat_directives if directives else runtime.index_concat
+        name = self.bind(helper.__name__, helper)
+        elts = [self.slice_object(e, out) if isinstance(e, gast.Slice)
+                else self.atom(e, out, self.hint(e)) for e in items]
+        call = gast.Call(func=_name(name), args=[node.value, gast.List(elts=elts, ctx=gast.Load())],
+                         keywords=[])
+        anno.setanno(call, Static.PRIMITIVE, helper)
+        return call
+
+    def slice_object(self, node, out):
+        parts = [gast.Constant(value=None, kind=None) if p is None else self.atom(p, out, "k")
+                 for p in (node.lower, node.upper, node.step)]
+        call = gast.Call(func=_name(self.bind("slice", builtins.slice)), args=parts, keywords=[])
+        anno.setanno(call, Static.PRIMITIVE, builtins.slice)
+        name = self.namer.new("k_slice")
+        self.locals.add(name)
+        self.assign(out, name, call)
+        return _name(name)
+
+    def bind(self, hint, obj):
+        return as_array.bind(self.namer, self.info, self.bindings, hint, obj)
+
+    def _rooted_global(self, node):
+        while isinstance(node, gast.Attribute):
+            node = node.value
+        return isinstance(node, gast.Name) and (node.id not in self.locals or node.id in self.namespaces)
+
+    def opaque(self, node, out, condition=False):
+        """Comparisons and boolean operators: no gradient, kept whole when possible
+        (an ``and``/``or`` used for its value is lowered by ``pick`` first)."""
+        if not self.needs_statements(node):
+            return node
+        if isinstance(node, gast.Compare):
+            left = self.atom(node.left, out, self.hint(node.left))
+            comps = [self.atom(c, out, self.hint(c)) for c in node.comparators]
+            return gast.Compare(left=left, ops=node.ops, comparators=comps)
+        if isinstance(node, gast.UnaryOp):
+            return gast.UnaryOp(op=node.op, operand=self.atom(node.operand, out, "cond"))
+        raise self.error(node, UnsupportedError, "this condition calls a function srcgrad must transform",
+                         "Compute the parts into variables first.")
+
+    def pick(self, node, out):
+        """``a or b`` used for its value is ``a if a else b``, and ``a and b`` is
+        ``b if a else a``: Python returns one of the operands, and the gradient flows
+        to the one it returned. ``a`` is evaluated once; the rest only when picked."""
+        first = self.atom(node.values[0], out, self.hint(node.values[0]))
+        rest = node.values[1] if len(node.values) == 2 else \
+            gast.BoolOp(op=node.op, values=node.values[1:])
+        if isinstance(node.op, gast.Or):
+            return gast.IfExp(test=first, body=first, orelse=rest)
+        return gast.IfExp(test=first, body=rest, orelse=first)
+
+    @staticmethod
+    def is_condition(node):
+        """Whether a value is plainly a truth value (comparisons, ``not``, True/False):
+        an ``and``/``or`` of those carries no gradient and stays whole."""
+        if isinstance(node, (gast.Compare,)):
+            return True
+        if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.Not):
+            return True
+        if isinstance(node, gast.BoolOp):
+            return all(Expressions.is_condition(v) for v in node.values)
+        return isinstance(node, gast.Constant) and isinstance(node.value, bool)
+
+    def is_boolean(self, node):
+        """A condition, where a name is a flag (truthiness only, never a value that
+        needs a gradient)."""
+        if isinstance(node, gast.BoolOp):
+            return all(self.is_boolean(v) for v in node.values)
+        return self.is_condition(node) or isinstance(node, gast.Name)
+
+    def needs_statements(self, node):
+        """Whether ``node`` calls a user function that must be inlined."""
+        for child in gast.walk(node):
+            if isinstance(child, gast.Call):
+                obj = self.resolve_safe(child.func)
+                if obj is not None and is_inlinable(obj):
+                    return True
+        return False
+
+    def condition(self, test, out, stored=frozenset()):
+        """``test`` as a name the adjoint can read to replay the branch.
+
+        A name the branch itself rebinds is copied first: the adjoint must see
+        the value the test had, not the one the branch left behind.
+        """
+        if (isinstance(test, gast.Name) or (isinstance(test, gast.UnaryOp) and isinstance(test.op, gast.Not)
+                                            and isinstance(test.operand, gast.Name))) \
+                and not (names_loaded(test) & stored):
+            return test
+        if isinstance(test, gast.Constant):
+            return test
+        boolean = self.is_boolean(test) or isinstance(test, gast.BoolOp)
+        value = self.opaque(test, out, condition=True) if boolean else self.simple(test, out, "cond")
+        name = self.namer.new("cond")
+        self.locals.add(name)
+        node = self.assign(out, name, value)
+        anno.setanno(node, Static.NO_ADJOINT, True)
+        return _name(name)
+
+    def call(self, node, out):
+        func = node.func
+        obj = self.resolve(func) if not (isinstance(func, gast.Attribute) and self._method_receiver(func)) else None
+        if obj is None and isinstance(func, gast.Attribute):
+            receiver = self.atom(func.value, out, self.hint(func.value))
+            func = gast.Attribute(value=receiver, attr=func.attr, ctx=gast.Load())
+            primitive = Method(func.attr)
+        elif obj is None:
+            raise self.error(node, UnsupportedError, "calling a local variable is not supported",
+                             "Call the function by its global name; a function given as an "
+                             "argument of the function differentiated must be passed "
+                             "positionally (the gradient is compiled for that callable).")
+        else:
+            primitive = obj
+        if primitive is grad_mode.is_grad_enabled and self.modes[-1] is not True:
+            # Inside a grad-mode block the answer is the block's mode.
+            mode = self.modes[-1]
+            return gast.Constant(value=False, kind=None) if mode is False else _name(mode)
+        if primitive is grad_mode.set_grad_enabled:
+            raise self.error(node, UnsupportedError, "set_grad_enabled as a statement is not supported in a function "
+                                   "srcgrad differentiates",
+                             "Use it as a block: `with srcgrad.set_grad_enabled(flag):`.")
+        node_args, node_keywords = as_array.array_arguments(primitive, node.args, node.keywords,
+                                                            self.bind)
+        args = [self.arg(a, out) for a in node_args]
+        keywords = [gast.keyword(arg=k.arg, value=self.arg(k.value, out)) for k in node_keywords]
+        new = gast.Call(func=func, args=args, keywords=keywords)
+        anno.setanno(new, Static.PRIMITIVE, primitive)
+        where = self.info.origin(node)   # the call's own column, for an error about it
+        if where is not None:
+            anno.setanno(new, Static.ORIGIN, where)
+        return new
+
+
+    def _method_receiver(self, func):
+        root = func
+        while isinstance(root, gast.Attribute):
+            root = root.value
+        if isinstance(root, gast.Name) and root.id in self.namespaces:
+            return False
+        return not (isinstance(root, gast.Name) and root.id not in self.locals)
+
+    def arg(self, node, out):
+        if isinstance(node, (gast.List, gast.Tuple)) and not is_atom(node):
+            return type(node)(elts=[self.atom(e, out, self.hint(e)) for e in node.elts], ctx=gast.Load())
+        return self.atom(node, out, self.hint(node))
+
+    def index(self, node, out):
+        """A subscript index whose parts are atoms (slices keep their shape)."""
+        if isinstance(node, gast.Slice):
+            parts = {}
+            for field in ("lower", "upper", "step"):
+                part = getattr(node, field)
+                parts[field] = None if part is None else self.atom(part, out, "k")
+            return gast.Slice(**parts)
+        if isinstance(node, gast.Tuple):
+            return gast.Tuple(elts=[self.index(e, out) for e in node.elts], ctx=gast.Load())
+        if isinstance(node, gast.Attribute) and self._rooted_global(node):
+            return node  # np.newaxis
+        if isinstance(node, (gast.Compare, gast.BoolOp)):
+            return self.atom(self.opaque(node, out), out, "mask")
+        return self.atom(node, out, "k")

@@ -1,0 +1,136 @@
+"""The base of srcgrad's statement transformers: block visiting, origins, one error().
+
+In the spirit of AutoGraph's ``pyct.transformer.Base``. A pass subclasses ``Base``
+and writes one ``visit_<Node>`` method per statement class it handles::
+
+    class Example(Base):
+        def visit_Pass(self, stmt):
+            return None                     # dropped
+
+        def visit_For(self, loop):
+            self.visit_children(loop)       # its nested blocks first
+            count = gast.parse("count = 0").body[0]
+            return [self.inherit(count, loop), loop]   # spliced in its place
+
+``visit_block(body)`` is the one driver: it visits each statement of a block and
+splices what the visitor returns into the new block. A visitor returns
+
+* a node: it replaces the statement;
+* a list of nodes: they replace it, in order (``[]`` or ``None`` drops it).
+
+A statement class without a ``visit_<Node>`` method goes to ``generic_visit``,
+which visits its nested blocks (``body``, ``orelse``, ``finalbody``) and keeps it.
+
+While a statement is visited, ``self.origin`` is its Origin (its ``Static.ORIGIN``
+annotation, else the origin of the statement it is nested in): the user's line
+that new nodes stand for. ``inherit(new)`` annotates a new node with it (or with
+another node's), and ``error(node, cls, message, hint)`` builds the exception that
+names the user's file and line.
+
+The interface is deliberately small: ``visit_block``, ``visit``, ``generic_visit``,
+``visit_children``, ``inherit``, ``origin_of`` and ``error`` (and ``local_names``, the
+scope every pass asks about). Expressions are not dispatched: a pass handles them
+in its own helpers (A-normal form, the adjoint rules), since what an expression
+becomes depends on the statement around it.
+"""
+
+import gast
+
+from srcgrad import anno
+
+Static = anno.Static
+
+# The fields of a statement that hold nested blocks of statements.
+BLOCK_FIELDS = ("body", "orelse", "finalbody")
+
+
+class Base:
+    """A statement transformer over gast trees (see the module docstring).
+
+    Args:
+        info: the parse.EntityInfo of the function transformed: where its lines are,
+            for ``origin_of`` and ``error``.
+    """
+
+    def __init__(self, info):
+        self.info = info
+        self.origin = None   # the Origin of the statement being visited
+
+    # ----- blocks -----
+
+    def visit_block(self, body):
+        """The new block made of what each statement of ``body`` is visited into."""
+        out = []
+        for stmt in body:
+            saved = self.origin
+            self.origin = anno.getanno(stmt, Static.ORIGIN, self.origin)
+            try:
+                result = self.visit(stmt)
+            finally:
+                self.origin = saved
+            if result is None:
+                continue
+            if isinstance(result, (list, tuple)):
+                out.extend(result)
+            else:
+                out.append(result)
+        return out
+
+    def visit(self, stmt):
+        """Dispatch ``stmt`` to ``visit_<its class>``, else ``generic_visit``."""
+        method = getattr(self, "visit_" + type(stmt).__name__, None)
+        if method is None:
+            return self.generic_visit(stmt)
+        return method(stmt)
+
+    def generic_visit(self, stmt):
+        """Keep ``stmt``, its nested blocks visited."""
+        self.visit_children(stmt)
+        return stmt
+
+    def visit_children(self, stmt):
+        """Visit the nested blocks of ``stmt`` in place (``body``, ``orelse``, ``finalbody``)."""
+        for field in BLOCK_FIELDS:
+            block = getattr(stmt, field, None)
+            if isinstance(block, list):
+                setattr(stmt, field, self.visit_block(block))
+        return stmt
+
+    # ----- origins and errors -----
+
+    def inherit(self, node, like=None):
+        """Annotate the new ``node`` with the origin of ``like`` (when it has one), or with
+        the origin of the statement being visited. Returns ``node``."""
+        origin = self.origin if like is None else anno.getanno(like, Static.ORIGIN)
+        if origin is not None:
+            anno.setanno(node, Static.ORIGIN, origin)
+        return node
+
+    def origin_of(self, node):
+        """Where ``node`` is in the user's source: its own ``Static.ORIGIN`` annotation,
+        else the statement being visited, else its parsed line (None when unknown)."""
+        origin = anno.getanno(node, Static.ORIGIN) if node is not None else None
+        if origin is None:
+            origin = self.origin
+        if origin is None and node is not None:
+            origin = self.info.origin(node)
+        return origin
+
+    def error(self, node, cls, message, hint=None):
+        """The exception ``cls`` (an ``errors.SrcgradError`` subclass) naming the user's
+        file and line of ``node``: raise it (``raise self.error(...)``)."""
+        origin = self.origin_of(node)
+        if origin is None:
+            return cls(message, self.info.filename, None, hint=hint)
+        return origin.error(cls, message, hint)
+
+
+
+def local_names(node):
+    """The parameters of FunctionDef ``node`` and every name it assigns (or deletes)."""
+    names = {a.id for a in node.args.args + node.args.kwonlyargs + node.args.posonlyargs}
+    names.update(a.id for a in (node.args.vararg, node.args.kwarg) if a is not None)
+    for child in gast.walk(node):
+        if isinstance(child, gast.Name) and isinstance(child.ctx, (gast.Store, gast.Del)):
+            names.add(child.id)
+    return names
