@@ -1,0 +1,131 @@
+"""The values that go into a gradient call and come out of it: which inputs can be
+differentiated, the seed of the reverse sweep (``grad_outputs``), and each gradient
+finished with the type, shape and dtype of its input (api.py calls these)."""
+
+import numpy
+
+from srcgrad import pytree, runtime
+
+_LEAF_TYPES = (float, numpy.ndarray, int)
+
+
+def _check_differentiable(name, value):
+    kind = type(value)
+    if kind is float or (kind is numpy.ndarray and value.dtype.kind == "f"):
+        return
+    if pytree.is_node(value):
+        if value is None:
+            return
+        for path, leaf in pytree.leaves_with_paths(value, name):
+            if leaf is not None:
+                _check_differentiable(path, leaf)
+                if not (isinstance(leaf, (float, complex)) or getattr(leaf, "dtype", None) is not None):
+                    raise TypeError(
+                        f"srcgrad: cannot differentiate with respect to {path!r}: it is a "
+                        f"{type(leaf).__name__}, not a float or an array. Keep such values out "
+                        f"of the structure you differentiate (pass them as another argument).")
+        return
+    if isinstance(value, (bool, numpy.bool_)) or isinstance(value, (int, numpy.integer)):
+        raise TypeError(
+            f"srcgrad: cannot differentiate with respect to {name!r}: it is an integer or boolean "
+            f"({type(value).__name__}); only floating point inputs have gradients. Pass a float "
+            f"(e.g. {float(value)!r}) or a float array.")
+    if isinstance(value, (complex, numpy.complexfloating)) or getattr(value, "dtype", None) is not None \
+            and value.dtype.kind == "c":
+        raise TypeError(
+            f"srcgrad: cannot differentiate with respect to {name!r}: it is complex "
+            f"({getattr(value, 'dtype', type(value).__name__)}); srcgrad differentiates with respect to "
+            f"real inputs only. Pass the real and imaginary parts as two real arrays and build "
+            f"the complex value inside the function (re + 1j * im).")
+    dtype = getattr(value, "dtype", None)
+    if dtype is not None and dtype.kind not in "fc":
+        raise TypeError(
+            f"srcgrad: cannot differentiate with respect to {name!r}: its dtype is {dtype}; only "
+            f"floating point inputs have gradients. Use .astype(float).")
+
+
+def _seed(out, grad_outputs, tuple_output):
+    if tuple_output:
+        outs = tuple(out)
+        if grad_outputs is None:
+            return [runtime.default_seed(o) for o in outs]
+        if not isinstance(grad_outputs, (tuple, list)) or len(grad_outputs) != len(outs):
+            raise ValueError(f"srcgrad: the function returns {len(outs)} outputs; pass a tuple of "
+                             f"{len(outs)} grad_outputs (None for an output that is not seeded)")
+        return [0.0 if g is None else _check_seed(o, g) for o, g in zip(outs, grad_outputs)]
+    if grad_outputs is None:
+        return runtime.default_seed(out)
+    return _check_seed(out, grad_outputs)
+
+
+def _check_seed(out, g):
+    if out is None:
+        raise runtime.returned_none()
+    if pytree.is_node(out) and type(out) not in _LEAF_TYPES:
+        return _tree_seed(out, g, "grad_outputs")
+    if isinstance(g, (list, tuple)):
+        g = runtime.namespace(out).asarray(g)
+    oshape = getattr(out, "shape", ())
+    gshape = getattr(g, "shape", ())
+    if tuple(oshape) != tuple(gshape):
+        if not (runtime.is_scalar(out) and runtime.is_scalar(g)):
+            raise ValueError(f"srcgrad: grad_outputs has shape {tuple(gshape)} but the output has "
+                             f"shape {tuple(oshape)}")
+        if not oshape:
+            g = g.reshape(())  # a scalar output's adjoint is a scalar (the sweep relies on it)
+    if getattr(out, "dtype", None) is not None and out.dtype.kind == "c" or isinstance(out, complex):
+        # PyTorch's seed dL/dRe + 1j dL/dIm is the conjugate of the sweep's (rules/__init__.py).
+        g = runtime.namespace(out, g).conj(g) if runtime.is_array(g) else complex(g).conjugate()
+    return g
+
+
+def _tree_seed(out, g, path):
+    """The seed of a structured output ``out``: ``g`` mirrors it (None: not seeded), made
+    into the adjoint the reverse sweep reads (pytree.py: lists, dicts, Fields)."""
+    if g is None:
+        return 0.0
+    if not pytree.is_node(out):
+        return _check_seed(out, g)
+    if isinstance(out, dict):
+        if not isinstance(g, dict) or set(g) != set(out):
+            raise ValueError(f"srcgrad: {path} must be a dict with the output's keys "
+                             f"{sorted(map(repr, out))}")
+        return {k: _tree_seed(v, g[k], f"{path}[{k!r}]") for k, v in out.items()}
+    if isinstance(out, (list, tuple)):
+        if not isinstance(g, (list, tuple)) or len(g) != len(out):
+            raise ValueError(f"srcgrad: {path} must be a {type(out).__name__} of {len(out)} "
+                             f"entries, like the output")
+        return [_tree_seed(v, gk, f"{path}[{k}]") for k, (v, gk) in enumerate(zip(out, g))]
+    if out is None:
+        return 0.0
+    raise TypeError(f"srcgrad: an output that is a {type(out).__name__} cannot be seeded; return "
+                    f"a dict, list or tuple")
+
+
+def _finish(compiled, grads, inputs, out, allow_unused, materialize_grads):
+    likes = [inputs.get(name) for name in compiled.wrt]
+    return _finish_values(grads, compiled.wrt, likes, allow_unused, materialize_grads)
+
+
+def _finish_values(grads, names, likes, allow_unused, materialize_grads):
+    """Each gradient with the type, shape and dtype of its input, in memory the caller owns."""
+    finished = []
+    for name, g, like in zip(names, grads, likes):
+        if g is None:
+            if materialize_grads:
+                finished.append(runtime.zeros_like(like) if like is not None else None)
+                continue
+            if allow_unused:
+                finished.append(None)
+                continue
+            raise RuntimeError(
+                f"srcgrad: {name!r} appears not to have been used in computing the output "
+                f"(its gradient is undefined). Set allow_unused=True if this is the desired "
+                f"behavior (or materialize_grads=True for zeros).")
+        if like is not None and not (type(g) is type(like) is numpy.ndarray and g.shape == like.shape
+                                     and g.dtype == like.dtype):
+            g = runtime.materialize(g, like)
+        elif type(g) is numpy.ndarray and not g.flags.writeable:
+            g = g.copy()  # the seed, or a broadcast view of it: the caller gets an array of its own
+        finished.append(g)
+    return tuple(finished)
