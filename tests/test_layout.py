@@ -20,7 +20,6 @@ MAX_LINES = 650
 OVERSIZED = {
     "srcgrad/transform/reverse.py",    # being split: loop/branch templates, tape handling
     "srcgrad/transform/optimize.py",   # becoming the srcgrad/optimize/ package of passes
-    "srcgrad/api.py",                  # source() and the CLI are moving out
 }
 
 # Known import cycles outside the runtime, each kept alive by a function-level import
