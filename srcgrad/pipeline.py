@@ -15,8 +15,9 @@ from srcgrad.naming import Namer
 from srcgrad.parse import parse_function
 from srcgrad import templates
 from srcgrad.templates import clone
+from srcgrad import optimize
 from srcgrad.transform import (anf, aux, canonicalize, comprehensions, fence, inline,
-                               local_functions, mutation, optimize, reverse)
+                               local_functions, mutation, reverse)
 from srcgrad.transform import fuse as fusion
 
 # Optimization passes on the backward sweep (transform/optimize.py, shape-only saving).

@@ -6,7 +6,9 @@ import pytest
 
 import srcgrad as sg
 from srcgrad import pipeline
-from srcgrad.transform import optimize
+from srcgrad import optimize
+from srcgrad.optimize import in_place, merge
+from srcgrad.optimize.facts import Facts
 from srcgrad.testing import check_grads
 
 
@@ -635,8 +637,7 @@ def test_repeated_contributions_merge_only_when_identical_and_pure():
 
     def merged(code):
         body = gast.parse(code).body
-        optimize._memo.clear()
-        optimize.merge_repeated_contributions(body)
+        merge.run(body, Facts())
         return astor.to_source(gast.gast_to_ast(gast.Module(body=body, type_ignores=[]))).strip()
 
     assert merged("dx = g * x\ndx += g * x") == "dx = g * x * 2"
@@ -688,7 +689,7 @@ def _accumulated(source):
     import astor
     body = gast.parse(source).body
     classes = {n: "x" for n in ("x", "d", "e", "g", "h")}
-    optimize.accumulate_in_place(body, classes, {"x"})
+    in_place.accumulate_in_place(body, classes, {"x"}, Facts())
     text = astor.to_source(gast.gast_to_ast(gast.Module(body=body, type_ignores=[])))
     return [line.strip() for line in text.splitlines()]
 
