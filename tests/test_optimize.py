@@ -1,4 +1,6 @@
-"""Before/after checks of the backward-sweep optimizations on the generated source."""
+"""The optimizer inside the pipeline: the facts it is given (ranks, shape classes, the tape)
+reach it, and optimized and unoptimized gradients agree. Each pass on its own, before and
+after: tests/test_optimize_passes.py."""
 
 import gast
 import numpy as np
@@ -6,9 +8,6 @@ import pytest
 
 import srcgrad as sg
 from srcgrad import pipeline
-from srcgrad import optimize
-from srcgrad.optimize import in_place, merge
-from srcgrad.optimize.facts import Facts
 from srcgrad.testing import check_grads
 
 
@@ -564,19 +563,6 @@ def test_accumulation_stays_an_assignment_where_the_array_is_not_owned():
     np.testing.assert_array_equal(w, w_before)
 
 
-def test_dead_values_are_released_before_the_return():
-    body = gast.parse("a = x * 2\nb = a + 1\nfor i in range(3):\n    c = b * i\n"
-                      "d = c + x\nreturn d").body
-    import astor
-    out = astor.to_source(gast.gast_to_ast(gast.Module(body=optimize.release_dead(body, {"x"}),
-                                                       type_ignores=[])))
-    lines = [line.strip() for line in out.splitlines()]
-    assert lines[lines.index("b = a + 1") + 1] == "a = None"
-    # After the loop (b and i are read in it, never after), nothing after the last statement.
-    assert "b = i = None" in lines and lines[-2:] == ["d = c + x", "return d"]
-    assert not any(line.startswith("x =") for line in lines)
-
-
 def test_repeated_gradient_frees_what_it_no_longer_reads():
     import tracemalloc
     x = np.random.default_rng(7).uniform(-3, 3, 200_000)
@@ -632,23 +618,6 @@ def test_values_pushed_once_are_saved_without_a_tape():
     check_grads(_doubled_until_large, (x,), grad_outputs=seed, atol=1e-7, rtol=1e-7)
 
 
-def test_repeated_contributions_merge_only_when_identical_and_pure():
-    import astor
-
-    def merged(code):
-        body = gast.parse(code).body
-        merge.run(body, Facts())
-        return astor.to_source(gast.gast_to_ast(gast.Module(body=body, type_ignores=[]))).strip()
-
-    assert merged("dx = g * x\ndx += g * x") == "dx = g * x * 2"
-    assert merged("dx = dx + g * x\ndx = dx + g * x") == "dx = dx + g * x * 2"
-    assert merged("dx = g * x\ndx += g * w") == "dx = g * x\ndx += g * w"
-    # A call may have effects or depend on state: evaluated twice, as written.
-    assert merged("dx = f(g)\ndx += f(g)") == "dx = f(g)\ndx += f(g)"
-    # The expression reads the target: the second contribution sees the first.
-    assert merged("dx = dx + dx * g\ndx = dx + dx * g") == "dx = dx + dx * g\ndx = dx + dx * g"
-
-
 def _reset_temporary_read_after(x):
     s = 0.0
     t = 0.0
@@ -681,28 +650,3 @@ def test_the_mean_of_an_empty_array_keeps_its_scalar_gradient_without_dividing_b
         g = sg.grad(f)(empty)
         g = sg.grad(f)(empty)    # the composed repeated call too
     assert g.shape == (0,) and g.dtype == np.float64
-
-
-def _accumulated(source):
-    """``source``'s statements after accumulate_in_place, as text lines (x, d, e, g
-    share one shape class; x is a primal)."""
-    import astor
-    body = gast.parse(source).body
-    classes = {n: "x" for n in ("x", "d", "e", "g", "h")}
-    in_place.accumulate_in_place(body, classes, {"x"}, Facts())
-    text = astor.to_source(gast.gast_to_ast(gast.Module(body=body, type_ignores=[])))
-    return [line.strip() for line in text.splitlines()]
-
-
-def test_accumulation_in_place_needs_an_array_no_other_name_sees():
-    # Owned: a new array of x's shape, read only by arithmetic.
-    assert "d += g" in _accumulated("d = x * 2.0\nd = d + g")
-    # Seen through another name (a copy, a call's argument, a read in a nested
-    # block): d += g would change that name too, so the sum stays a new array.
-    for escape in ("e = d", "e = f(d)", "if c:\n    e = d", "hooks(d)"):
-        lines = _accumulated(f"d = x * 2.0\n{escape}\nd = d + g")
-        assert "d = d + g" in lines and "d += g" not in lines, (escape, lines)
-    # Rebound to something it does not own (a name, a call): no longer owned.
-    for rebind in ("d = e", "d = f(x)"):
-        lines = _accumulated(f"d = x * 2.0\n{rebind}\nd = d + g")
-        assert "d += g" not in lines, (rebind, lines)
