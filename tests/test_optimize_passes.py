@@ -15,7 +15,8 @@ from srcgrad.analysis import liveness
 from srcgrad.analysis.ranks import SCALAR
 from srcgrad.ast_util import accumulation, blocks, is_rt_call, loads, stores
 from srcgrad.optimize import (copies, dead, first_contributions, forward, in_place, index_buffers,
-                              loop_carried, merge, reductions, release, unbroadcast)
+                              loop_carried, merge, reductions, release, subtract, temporaries,
+                              unbroadcast, zeros)
 from srcgrad.optimize.facts import Facts, inplace_targets
 
 Static = anno.Static
@@ -387,3 +388,90 @@ def test_name_sets_and_accumulations():
     assert found[0] == "d" and printed([gast.Expr(value=found[1])]) == "g * w"
     assert accumulation(parse("d = d + d * g")[0]) is None
     assert accumulation(parse("d = e + g")[0]) is None
+
+
+# ----- zeros -----
+
+def test_known_zero_turns_additions_into_assignments_around_a_loop():
+    # dii is zero on entry to every iteration: zero before the loop, reset at its end.
+    before = """
+        dii = 0.0
+        for i in r:
+            if cond:
+                dii = dii + g
+            dx[i] += dii
+            dii = 0.0
+        """
+    after = before.replace("dii = dii + g", "dii = g")
+    assert rewrites(zeros, before, adjoints={"dii"}) == text(after)
+
+
+@pytest.mark.parametrize("before, after", [
+    # Adding a known zero, and resetting one, change nothing.
+    ("d = 0.0\nx[i] += d\nd = 0.0\ne = d * 2", "d = 0.0\ne = d * 2"),
+    ("d = 0.0\nif c:\n    d = 0.0\nx += d", "d = 0.0\nif c:\n    pass"),
+    # A branch that binds d ends what is known after it.
+    ("d = 0.0\nif c:\n    d = g\nd = d + h", "d = 0.0\nif c:\n    d = g\nd = d + h"),
+])
+def test_known_zeros_follow_branches(before, after):
+    assert rewrites(zeros, before, adjoints={"d"}) == text(after)
+
+
+@pytest.mark.parametrize("before", [
+    # Not reset at the end of the body: the next iteration adds to g.
+    "d = 0.0\nfor i in r:\n    d = d + g",
+    # A continue may skip the reset.
+    "d = 0.0\nfor i in r:\n    d = d + g\n    if c:\n        continue\n    d = 0.0",
+    # Updated in place by a runtime helper: never assumed.
+    "d = 0.0\nd = d + g\nrt.run_hook(d, h)",
+])
+def test_what_a_loop_or_helper_may_change_is_not_known_zero(before):
+    assert rewrites(zeros, before, adjoints={"d"}) == text(before)
+
+
+# ----- subtract -----
+
+@pytest.mark.parametrize("before, after", [
+    ("dT = dT + -g", "dT = dT - g"),
+    ("dT = dT + -(g * w)", "dT = dT - g * w"),
+    ("y = a + -b + -c", "y = a - b - c"),
+    ("y = -a + b", "y = -a + b"),
+])
+def test_adding_a_negation_is_a_subtraction(before, after):
+    assert rewrites(subtract, before) == after
+
+
+# ----- temporaries -----
+
+def test_single_use_temporaries_fold_into_their_use():
+    before = """
+        da = dcost * w
+        db = da * 2 * a
+        dT = dT + -db
+        """
+    assert rewrites(temporaries, before, generated={"da", "db"}) == "dT = dT + -(dcost * w * 2 * a)"
+
+
+@pytest.mark.parametrize("before", [
+    "da = g * w\ndx = da * x\ndy = da * y",                    # read twice
+    "da = g * w\nw = pop()\ndx = da * x",                      # its input is rebound
+    "da = g * w\nw[0] += 1.0\ndx = da * x",                    # its input is written into
+    "da = g * w\nw = rt.add_at(w, x, i, g)\ndx = da * x",      # ... or by a helper
+    "da = f(g)\ndx = da * x",                                  # a call: may have effects
+    "da = g * w\nfor i in r:\n    dx = da * x",                # a loop would repeat it
+    "da = g * w\nif rt.has_grad(da):\n    dx = da * x",        # a test reads it
+    "da = g * w\nreturn da,",                                  # a returned adjoint keeps its name
+    "da = g * da\ndx = da * x",                                # reads its own target
+])
+def test_temporaries_stay_where_folding_could_change_a_value_or_a_cost(before):
+    assert rewrites(temporaries, before, generated={"da"}) == text(before)
+
+
+def test_temporary_read_by_the_next_iteration_stays():
+    before = """
+        for i in r:
+            dx = da * x
+            da = g * w
+            dy = da * y
+        """
+    assert rewrites(temporaries, before, generated={"da"}) == text(before)

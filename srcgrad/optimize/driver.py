@@ -34,12 +34,13 @@ frees values once dead in a composed gradient.
 """
 
 from srcgrad.optimize import (copies, dead, first_contributions, in_place, index_buffers,
-                              loop_carried, merge, reductions, unbroadcast)
+                              loop_carried, merge, reductions, subtract, temporaries,
+                              unbroadcast, zeros)
 from srcgrad.optimize.facts import Facts, inplace_targets
 
 PREPARE = [unbroadcast, reductions]
-FIXED_POINT = [first_contributions, loop_carried, copies, dead]
-FINISH = [index_buffers, merge, in_place]
+FIXED_POINT = [first_contributions, loop_carried, zeros, copies, dead]
+FINISH = [index_buffers, merge, temporaries, subtract, in_place]
 
 
 def transform(body, adjoint_names, generated, classes=None, fixed=(), roots=(), buffers=None,
