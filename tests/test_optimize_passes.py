@@ -15,8 +15,8 @@ from srcgrad.analysis import liveness
 from srcgrad.analysis.ranks import SCALAR
 from srcgrad.ast_util import accumulation, blocks, is_rt_call, loads, stores
 from srcgrad.optimize import (copies, dead, first_contributions, forward, in_place, index_buffers,
-                              loop_carried, merge, reductions, release, subtract, temporaries,
-                              unbroadcast, zeros)
+                              loop_carried, merge, reductions, release, sink, subtract,
+                              temporaries, unbroadcast, zeros)
 from srcgrad.optimize.facts import Facts, inplace_targets
 
 Static = anno.Static
@@ -475,3 +475,77 @@ def test_temporary_read_by_the_next_iteration_stays():
             dy = da * y
         """
     assert rewrites(temporaries, before, generated={"da"}) == text(before)
+
+
+# ----- sink -----
+
+def test_a_use_that_vanishes_for_a_zero_moves_into_the_branch_that_sets_it():
+    # W2's index buffer: dii is zero on entry to every iteration.
+    before = """
+        dii = 0.0
+        for i in r:
+            if cond:
+                dii = dresult * result
+            cond = pop()
+            dx[i] += dii
+            dii = 0.0
+            ii = pop()
+        """
+    after = """
+        dii = 0.0
+        for i in r:
+            if cond:
+                dii = dresult * result
+                dx[i] += dii
+                dii = 0.0
+            cond = pop()
+            ii = pop()
+        """
+    assert rewrites(sink, before, adjoints={"dii"}) == text(after)
+    # Nothing reads the resets now: dead code elimination removes them.
+    body = parse(after)
+    dead.run(body, Facts(adjoints={"dii"}))
+    assert "dii = 0.0" not in printed(body)
+
+
+@pytest.mark.parametrize("before", [
+    # Both branches may set it: the use would be written twice.
+    "d = 0.0\nfor i in r:\n    if c:\n        d = g\n    else:\n        d = h\n    x[i] += d\n    d = 0.0",
+    # Not known zero before the branch.
+    "for i in r:\n    if c:\n        d = g\n    x[i] += d",
+    # Something other than a pop in between.
+    "d = 0.0\nfor i in r:\n    if c:\n        d = g\n    y = x[i]\n    x[i] += d\n    d = 0.0",
+    # The pop binds a name the use reads.
+    "d = 0.0\nfor i in r:\n    if c:\n        d = g\n    i = pop()\n    x[i] += d\n    d = 0.0",
+])
+def test_uses_stay_after_the_branch_when_moving_them_could_change_or_grow_the_code(before):
+    assert rewrites(sink, before, adjoints={"d"}) == text(before)
+
+
+def test_gradient_only_forward_drops_a_repeated_read_of_the_same_element():
+    fn = parse("""
+        def f_forward(u, v):
+            a = u[t]
+            b = a * 2.0
+            c = u[t]
+            d = v[t]
+            t = t + 1
+            e = u[t]
+            f = v[t]
+            s = b * 3.0
+            return s, (b,)
+        """)[0]
+    classes = {"u": "u", "v": "v", **{n: SCALAR for n in "abcdefs"}}
+    out = forward.forward_for_gradient(fn, {"s": 0}, classes)
+    # u[t] again: cannot raise where the first did not. v[t], and u[t] after t changed,
+    # are first reads: they stay, so an IndexError is still raised.
+    assert printed([out]) == text("""
+        def f_forward_for_grad(u, v):
+            a = u[t]
+            b = a * 2.0
+            d = v[t]
+            t = t + 1
+            e = u[t]
+            f = v[t]
+            return None, (b,)
+        """)

@@ -18,15 +18,24 @@ To a fixed point:
 3. ``first_contributions``: ``d = 0.0 ... d = d + g`` becomes ``d = g``.
 4. ``loop_carried``: inside a loop or branch entered and left with ``d`` zero,
    ``d = d + g`` as the first use of ``d`` becomes ``d = g``.
-5. ``copies``: after ``a = b``, later reads of ``a`` read ``b``.
-6. ``dead``: assignments nothing reads are not computed (analysis/liveness.py).
+5. ``zeros``: where ``d`` is certainly the ``0.0`` of a reset (a forward analysis
+   through branches and loops), ``d = d + g`` is ``d = g``, and adding or resetting
+   a known zero is dropped.
+6. ``copies``: after ``a = b``, later reads of ``a`` read ``b``.
+7. ``dead``: assignments nothing reads are not computed (analysis/liveness.py).
 
 Once, at the end:
 
-7. ``index_buffers``: an adjoint only ever added into at integer positions is an
+8. ``index_buffers``: an adjoint only ever added into at integer positions is an
    owned array: ``dx[i] += g`` instead of ``rt.add_at``.
-8. ``merge``: two identical contributions in a row become one, doubled.
-9. ``in_place``: ``d = d + g`` becomes ``d += g`` where ``d`` owns its array.
+9. ``merge``: two identical contributions in a row become one, doubled.
+10. ``sink``: a statement after an ``if`` that does nothing for a zero name
+    (``dx[i] += d``, ``d = 0.0``) moves into the branches where it may not be zero.
+11. ``dead`` again: the resets sinking made unread.
+12. ``temporaries``: a temporary assigned once and read once later in its block is
+    written into its use.
+13. ``subtract``: ``a + -b`` is written ``a - b``.
+14. ``in_place``: ``d = d + g`` becomes ``d += g`` where ``d`` owns its array.
 
 Outside the sweep: ``forward.forward_for_gradient`` drops the forward statements
 only the output needed (``grad`` does not return it), and ``release.release_dead``
@@ -34,13 +43,13 @@ frees values once dead in a composed gradient.
 """
 
 from srcgrad.optimize import (copies, dead, first_contributions, in_place, index_buffers,
-                              loop_carried, merge, reductions, subtract, temporaries,
-                              unbroadcast, zeros)
+                              loop_carried, merge, reductions, sink, subtract,
+                              temporaries, unbroadcast, zeros)
 from srcgrad.optimize.facts import Facts, inplace_targets
 
 PREPARE = [unbroadcast, reductions]
 FIXED_POINT = [first_contributions, loop_carried, zeros, copies, dead]
-FINISH = [index_buffers, merge, temporaries, subtract, in_place]
+FINISH = [index_buffers, merge, sink, dead, temporaries, subtract, in_place]
 
 
 def transform(body, adjoint_names, generated, classes=None, fixed=(), roots=(), buffers=None,
@@ -73,6 +82,7 @@ def run(body, facts):
 def _run_each(passes, body, facts):
     changed = False
     for module in passes:
-        facts.invalidate()
-        changed |= bool(module.run(body, facts))
+        if module.run(body, facts):
+            facts.invalidate()   # statements were rewritten: their name sets are stale
+            changed = True
     return changed

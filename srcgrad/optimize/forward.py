@@ -5,6 +5,12 @@ whatever the value is, so the work that only led to the output can go: the sum i
 ``np.sum(f(x))``, and every value its adjoint does not read. Only operations that
 cannot raise are dropped (elementwise operations on operands whose shapes provably
 broadcast, full reductions), so an error the function would raise is still raised.
+A read ``a[i]`` of an array that the same block has just read at the same index,
+with neither name rebound in between, cannot raise either: the first read stays.
+
+    u_item = u[t]                         u_item = u[t]
+    ...                        ->         ...
+    u_item_2 = u[t]     (dead)
 """
 
 import gast
@@ -12,6 +18,7 @@ import numpy
 
 from srcgrad import anno
 from srcgrad.analysis.ranks import SCALAR, UNKNOWN
+from srcgrad.ast_util import assigned_name, blocks, loads, stores
 from srcgrad.optimize import dead
 from srcgrad.optimize.exprs import combine
 from srcgrad.templates import clone
@@ -34,8 +41,10 @@ def forward_for_gradient(forward, rank_map, classes):
     fg.name = forward.name + "_for_grad"
     fg.body[-1].value.elts[0] = gast.Constant(value=None, kind=None)
 
+    repeats = _repeated_reads(fg.body, classes)
+
     def pure(value):
-        return _safe_class(value, classes) is not None
+        return id(value) in repeats or _safe_class(value, classes) is not None
 
     removed = dead.eliminate(fg.body, set(classes), set(), pure)
     return fg if removed else None
@@ -63,3 +72,38 @@ def _safe_class(e, classes):
         if primitive in (numpy.sum, numpy.mean) and len(args) == 1 and args[0] is not None:
             return SCALAR
     return None
+
+
+def _index_read(value, classes):
+    """``a[i]`` (``i`` names and int constants) of an array ``a`` of a known class:
+    returns the names it reads, else None."""
+    if not (isinstance(value, gast.Subscript) and isinstance(value.value, gast.Name)
+            and classes.get(value.value.id) not in (None, UNKNOWN, SCALAR)):
+        return None
+    index = value.slice
+    items = index.elts if isinstance(index, gast.Tuple) else [index]
+    if not all(isinstance(e, gast.Name) or (isinstance(e, gast.Constant) and type(e.value) is int)
+               for e in items):
+        return None
+    return loads(value)
+
+
+def _repeated_reads(body, classes):
+    """ids of the values ``a[i]`` that repeat an earlier read of their block, with no
+    statement in between binding a name they read or reading ``a`` otherwise."""
+    found = set()
+    for block in blocks(body):
+        seen = {}   # gast.dump of the read -> (array name, the names it reads)
+        for s in block:
+            value = s.value if assigned_name(s) is not None else None
+            names = _index_read(value, classes) if value is not None else None
+            key = gast.dump(value) if names is not None else None
+            if key in seen:
+                found.add(id(value))
+            bound, read = stores(s), loads(s)
+            for k, (array, its_names) in list(seen.items()):
+                if its_names & bound or (array in read and names is None):
+                    del seen[k]
+            if names is not None and not names & bound:
+                seen[key] = (value.value.id, names)
+    return found

@@ -21,7 +21,7 @@ import gast
 
 from srcgrad import anno
 from srcgrad.analysis import liveness
-from srcgrad.ast_util import assigned_name, blocks
+from srcgrad.ast_util import assigned_name, blocks, loads
 from srcgrad.optimize.exprs import pure
 from srcgrad.optimize.facts import EFFECTFUL
 
@@ -38,29 +38,37 @@ def run(body, facts):
     while True:
         facts.invalidate()
         live = liveness.analyze(body, set(), names=facts.names)
-        if not any(_fold_one(block, live, facts) for block in blocks(body)):
+        touched = set()   # names whose liveness a fold of this round changed
+        folded = False
+        for block in blocks(body):
+            folded |= _fold_block(block, live, touched, facts)
+        if not folded:
             return changed
         changed = True
 
 
-def _fold_one(block, live, facts):
-    """Fold the first temporary of ``block`` that may be folded; returns whether one was."""
-    for k, s in enumerate(block):
+def _fold_block(block, live, touched, facts):
+    """Fold the temporaries of ``block`` that may be folded; returns whether any was."""
+    folded = False
+    k = 0
+    while k < len(block):
+        s = block[k]
         t = assigned_name(s)
-        if t is None or t not in facts.removable or t in facts.inplace \
+        if t is None or t not in facts.removable or t in facts.inplace or t in touched \
                 or anno.getanno(s, Static.TAPE) is not None or not pure(s.value):
+            k += 1
             continue
-        reads = facts.loads(s.value)
-        if t in reads:
-            continue
-        use = _the_use(block, k, t, reads, facts)
+        reads = loads(s.value)
+        use = None if t in reads else _the_use(block, k, t, reads, facts)
         if use is None or t in live.live_after(use):
+            k += 1
             continue
         _substitute(use, t, s.value)
         facts.names.forget(use)
+        touched |= reads | {t}
         del block[k]
-        return True
-    return False
+        folded = True
+    return folded
 
 
 def _the_use(block, k, t, reads, facts):

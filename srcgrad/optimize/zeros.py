@@ -31,14 +31,20 @@ _JUMPS = (gast.Break, gast.Continue, gast.Return, gast.Raise)
 
 def run(body, facts):
     tracked = facts.adjoints - facts.inplace
-    before = known_zeros(body, tracked)
+    before = known_zeros(body, tracked, facts.names)
     return _rewrite(body, before, facts)
 
 
-def known_zeros(body, tracked):
+def known_zeros(body, tracked, names):
     """id(statement) -> the ``tracked`` names certainly ``0.0`` before it (statements
-    of blocks the analysis cannot follow are left out)."""
+    of blocks the analysis cannot follow are left out). ``names``: a ``NameSets``."""
     before = {}
+
+    def _bound(node):
+        """Names ``node`` binds or deletes, nested blocks included."""
+        if isinstance(node, gast.Delete):
+            return names.refs(node)
+        return names.stores(node)
 
     def block(stmts, zero):
         for s in stmts:
@@ -53,7 +59,7 @@ def known_zeros(body, tracked):
         if isinstance(s, _LOOPS):
             return loop(s, zero)
         if any(True for _ in child_blocks(s)) or hasattr(s, "handlers"):
-            return zero - _bound(s)   # with, try: not followed inside
+            return zero - _every_binding(s)   # with, try: not followed inside
         zero = zero - _bound(s)
         target = assigned_name(s)
         if target in tracked and is_zero(s.value):
@@ -63,7 +69,7 @@ def known_zeros(body, tracked):
     def loop(s, zero):
         target = _bound(s.target if isinstance(s, gast.For) else s.test)
         if s.orelse or _jumps(s.body):
-            entry = zero - _bound(s) - target
+            entry = zero - _every_binding(s) - target
             block(s.body, entry)
             return entry
         entry = zero - target
@@ -75,12 +81,6 @@ def known_zeros(body, tracked):
 
     block(body, frozenset())
     return before
-
-
-def _bound(node):
-    """Names ``node`` binds or deletes, nested blocks included."""
-    return frozenset(n.id for n in gast.walk(node)
-                     if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load))
 
 
 def _jumps(stmts):
@@ -127,3 +127,9 @@ def _rewrite(stmts, before, facts):
         kept.append(s)
     stmts[:] = kept
     return changed
+
+
+def _every_binding(node):
+    """Names bound or deleted anywhere in ``node`` (blocks the name sets do not follow)."""
+    return frozenset(n.id for n in gast.walk(node)
+                     if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load))
