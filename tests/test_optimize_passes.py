@@ -436,6 +436,11 @@ def test_what_a_loop_or_helper_may_change_is_not_known_zero(before):
     ("dT = dT + -(g * w)", "dT = dT - g * w"),
     ("y = a + -b + -c", "y = a - b - c"),
     ("y = -a + b", "y = -a + b"),
+    # The negation as the first factor of a product or quotient.
+    ("dx = dx + -(g * s) * 2 * x", "dx = dx - g * s * 2 * x"),
+    ("dc = dc + -d * a / c", "dc = dc - d * a / c"),
+    ("y = a + b ** -c", "y = a + b ** -c"),
+    ("y = a + b * -c", "y = a + b * -c"),
 ])
 def test_adding_a_negation_is_a_subtraction(before, after):
     assert rewrites(subtract, before) == after
