@@ -20,7 +20,7 @@ class CompileOptions:
     """The switches of one compile (part of the compile cache key).
 
     Attributes:
-        optimize: run the optimization passes on the sweeps (transform/optimize.py) and
+        optimize: run the optimization passes on the sweeps (srcgrad/optimize/) and
             build the gradient-only forward sweep; off only in tests that check the
             optimized and unoptimized code agree.
         fuse: turn runs of elementwise statements into fused kernels (transform/fuse.py).

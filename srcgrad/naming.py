@@ -3,6 +3,30 @@
 import keyword
 import re
 
+# Operator words a name built from an expression joins its operands with: a name cut
+# short does not end on one (``dt_over_C_times_UA``, not ``dt_over_C_times_UA_times``).
+_JOINERS = {"times", "plus", "minus", "over", "pow", "matmul", "mod", "floordiv", "and", "or",
+            "neg", "not", "of"}
+
+
+def shorten(base, limit):
+    """``base`` cut to at most ``limit`` characters at whole ``_``-separated words, never
+    mid-word, and not ending on an operator word. The first word is kept whole even when
+    it alone is longer (a user's own name)."""
+    if len(base) <= limit:
+        return base
+    words = base.split("_")
+    kept = [words[0]]
+    length = len(words[0])
+    for word in words[1:]:
+        if length + 1 + len(word) > limit:
+            break
+        kept.append(word)
+        length += 1 + len(word)
+    while len(kept) > 1 and kept[-1] in _JOINERS | {""}:
+        kept.pop()
+    return "_".join(kept)
+
 
 class Namer:
     """Hands out names that clash with nothing the user's function uses.
@@ -31,8 +55,7 @@ class Namer:
         base = re.sub(r"\W+", "_", str(base)).strip("_") or "t"
         if base[0].isdigit():
             base = "t" + base
-        if len(base) > self.MAX_LENGTH:
-            base = base[: self.MAX_LENGTH].rstrip("_")
+        base = shorten(base, self.MAX_LENGTH)
         name = base
         n = 2
         while name in self.taken or keyword.iskeyword(name):

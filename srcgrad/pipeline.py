@@ -17,8 +17,9 @@ from srcgrad.naming import Namer
 from srcgrad.parse import parse_function
 from srcgrad import templates
 from srcgrad.templates import clone
+from srcgrad import optimize
 from srcgrad.transform import (anf, as_array, aux, canonicalize, comprehensions, fence, inline,
-                               local_functions, mutation, optimize, reverse)
+                               local_functions, mutation, reverse)
 from srcgrad.transform import fuse as fusion
 from srcgrad.transform.base import Base, local_names
 

@@ -5,7 +5,7 @@ compiled code on them) knows, for example, that ``T_out[t]`` is a scalar when
 ``T_out`` is a vector and ``t`` a loop counter. For a value that is a scalar,
 and whose adjoint therefore is one too, ``rt.unbroadcast`` is the identity and
 its shape need not be saved: the scalar loops of simulations then run without
-either (transform/optimize.py, ``drop_scalar_unbroadcasts``).
+either (srcgrad/optimize/, ``drop_scalar_unbroadcasts``).
 
 The analysis is flow-insensitive: a name has a rank when every binding of it
 gives that rank. Anything it cannot see through (calls it does not know, lists,

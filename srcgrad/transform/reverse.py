@@ -25,7 +25,7 @@ import operator
 import gast
 
 from srcgrad import anno, grad_mode, rules, templates
-from srcgrad.transform import optimize
+from srcgrad import optimize
 from srcgrad.transform.anf import is_runtime_helper
 from srcgrad.analysis import kinds as kinds_
 from srcgrad.analysis.ranks import INT, UNKNOWN

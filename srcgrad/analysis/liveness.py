@@ -1,0 +1,74 @@
+"""Liveness: which names may still be read after each statement.
+
+A backward walk over the statements: an assignment ``x = ...`` kills ``x`` and
+every statement makes the names it reads live. A loop is iterated to a fixed
+point over its back edge (its header's names are live around it); an ``if``
+joins what its two branches need.
+
+``skip(statement, live_after)`` names statements to treat as absent (they read
+nothing, kill nothing): dead-code elimination passes the test for a dead
+assignment, so that one walk finds a whole chain of dead statements (``a = x``
+then ``b = a`` with ``b`` unread: both go).
+"""
+
+import gast
+
+from srcgrad.ast_util import NameSets
+
+
+def _never(s, live):
+    return False
+
+
+class Liveness:
+    """The result: ``after[id(statement)]``, the names live after each statement
+    (nested ones included), and ``skipped``, the statements ``skip`` took out."""
+
+    def __init__(self, after, skipped):
+        self.after, self.skipped = after, skipped
+
+    def live_after(self, s):
+        return self.after[id(s)]
+
+
+def analyze(body, live_out, skip=None, names=None):
+    """Liveness of ``body`` given the names ``live_out`` read after it.
+
+    Returns a ``Liveness``. ``names``: a ``NameSets`` to ask (shared with the caller's
+    pass), by default a fresh one.
+    """
+    names = names or NameSets()
+    skip = skip or _never
+    after, skipped = {}, {}
+
+    def block(stmts, live):
+        live = set(live)
+        for s in reversed(stmts):
+            after[id(s)] = set(live)
+            if skip(s, live):
+                skipped[id(s)] = s
+                continue
+            skipped.pop(id(s), None)
+            if isinstance(s, gast.If):
+                body_live = block(s.body, live)
+                else_live = block(s.orelse, live) if s.orelse else set(live)
+                live = body_live | else_live | names.loads(s.test)
+            elif isinstance(s, (gast.For, gast.While)):
+                head = names.loads(s.iter) if isinstance(s, gast.For) else names.loads(s.test)
+                loop_live = set(live) | head
+                while True:
+                    grown = loop_live | block(s.body, loop_live)
+                    if grown == loop_live:
+                        break
+                    loop_live = grown
+                live = loop_live
+                if isinstance(s, gast.For):
+                    live = live - names.stores(s.target) | head
+            else:
+                if isinstance(s, gast.Assign):
+                    live -= {t.id for t in s.targets if isinstance(t, gast.Name)}
+                live |= names.loads(s)
+        return live
+
+    block(body, live_out)
+    return Liveness(after, skipped)

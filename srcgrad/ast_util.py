@@ -1,0 +1,185 @@
+"""Small AST idioms shared by the passes: names, statement walking, accumulation matching.
+
+* Name sets: ``loads``, ``stores`` and ``refs`` of a node (``NameSets`` memoizes them
+  for passes that ask about one statement many times).
+* Walking: ``blocks`` (every statement list, nested ones included),
+  ``walk_statements`` (every statement in source order), ``child_blocks`` (a
+  compound statement's ``body`` and ``orelse``), ``own_parts`` (what a statement
+  evaluates itself, not its blocks).
+* Matching: ``assigned_name`` (``x = ...``), ``is_zero`` (``0.0``),
+  ``accumulation`` / ``is_accumulation`` (``d = d + E`` with ``E`` not reading
+  ``d``), ``is_rt_call`` (``rt.<helper>(...)``).
+"""
+
+import gast
+
+
+def name(id_, store=False):
+    """A ``gast.Name`` that loads (or stores) ``id_``."""
+    return gast.Name(id=id_, ctx=gast.Store() if store else gast.Load(), annotation=None,
+                     type_comment=None)
+
+
+# ----- Name sets -----
+
+_BLOCKS = (gast.If, gast.For, gast.While)
+
+
+def own_parts(s):
+    """What statement ``s`` evaluates itself: a compound statement's header, not its blocks."""
+    if isinstance(s, (gast.If, gast.While)):
+        return [s.test]
+    if isinstance(s, gast.For):
+        return [s.target, s.iter]
+    return [s]
+
+
+def _collect(node):
+    loads, stores = set(), set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if type(n) is gast.Name:
+            (stores if type(n.ctx) is gast.Store else loads).add(n.id)
+            continue
+        for field in n._fields:
+            value = getattr(n, field, None)
+            if type(value) is list:
+                stack.extend(v for v in value if isinstance(v, gast.AST))
+            elif isinstance(value, gast.AST):
+                stack.append(value)
+    return loads, stores
+
+
+class NameSets:
+    """The names each node loads and stores, memoized by node.
+
+    A pass that rewrites a node in place calls ``forget(node)`` (or ``clear()``) so
+    that its sets are computed again; the memo holds the node, so a new node at a
+    recycled address is never mistaken for an old one.
+    """
+
+    def __init__(self):
+        self._memo = {}   # id(node) -> (node, loads, stores)
+
+    def clear(self):
+        self._memo.clear()
+
+    def forget(self, node):
+        self._memo.pop(id(node), None)
+
+    def _sets(self, node):
+        found = self._memo.get(id(node))
+        if found is None or found[0] is not node:
+            if isinstance(node, _BLOCKS):
+                # A block's names are its statements' (memoized): nested loops are walked once.
+                loads, stores = set(), set()
+                for part in own_parts(node) + node.body + node.orelse:
+                    _, inner_loads, inner_stores = self._sets(part)
+                    loads |= inner_loads
+                    stores |= inner_stores
+            else:
+                loads, stores = _collect(node)
+            found = self._memo[id(node)] = (node, loads, stores)
+        return found
+
+    def loads(self, node):
+        return self._sets(node)[1]
+
+    def stores(self, node):
+        return self._sets(node)[2]
+
+    def refs(self, node):
+        _, loads, stores = self._sets(node)
+        return loads | stores
+
+
+def loads(node):
+    """Names ``node`` reads (``Load`` context), nested blocks included."""
+    return _collect(node)[0]
+
+
+def stores(node):
+    """Names ``node`` binds (``Store`` context), nested blocks included."""
+    return _collect(node)[1]
+
+
+def refs(node):
+    found_loads, found_stores = _collect(node)
+    return found_loads | found_stores
+
+
+# ----- Walking statements -----
+
+def child_blocks(s):
+    """The statement lists a compound statement holds (``body``, ``orelse``)."""
+    for field in ("body", "orelse"):
+        inner = getattr(s, field, None)
+        if isinstance(inner, list):
+            yield inner
+
+
+def blocks(body):
+    """``body`` and every non-empty statement list nested in it, outermost first."""
+    yield body
+    for s in body:
+        for inner in child_blocks(s):
+            if inner:
+                yield from blocks(inner)
+
+
+def walk_statements(body):
+    """Every statement of ``body``, nested blocks included, in source order."""
+    for s in body:
+        yield s
+        for inner in child_blocks(s):
+            yield from walk_statements(inner)
+
+
+# ----- Matching -----
+
+def assigned_name(s):
+    """The name ``s`` assigns when it is ``name = value`` (one target), else None."""
+    if isinstance(s, gast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], gast.Name):
+        return s.targets[0].id
+    return None
+
+
+def is_zero(value):
+    """``value`` is the float constant ``0.0``."""
+    return isinstance(value, gast.Constant) and value.value == 0.0 and type(value.value) is float
+
+
+def is_zero_assign(s, d):
+    """``s`` is ``d = 0.0``."""
+    return isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name) \
+        and s.targets[0].id == d and is_zero(s.value)
+
+
+def accumulation(s, names=None):
+    """``d = d + E`` where ``E`` does not read ``d``: returns (d, E), else None.
+
+    ``names``: a ``NameSets`` to ask (default: computed afresh).
+    """
+    value = getattr(s, "value", None)
+    if not (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
+            and isinstance(value, gast.BinOp) and isinstance(value.op, gast.Add)
+            and isinstance(value.left, gast.Name) and value.left.id == s.targets[0].id):
+        return None
+    d = s.targets[0].id
+    if d in (names.loads(value.right) if names is not None else loads(value.right)):
+        return None
+    return d, value.right
+
+
+def is_accumulation(s, d, names=None):
+    """``s`` is ``d = d + E`` with ``E`` not reading ``d``."""
+    found = accumulation(s, names)
+    return found is not None and found[0] == d
+
+
+def is_rt_call(node, attr):
+    """``node`` is ``rt.<attr>(...)`` without keywords."""
+    return (isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute)
+            and isinstance(node.func.value, gast.Name) and node.func.value.id == "rt"
+            and node.func.attr == attr and not node.keywords)

@@ -1,0 +1,61 @@
+"""Copy propagation: after ``a = b`` (names), later reads of ``a`` in the same block
+read ``b`` until either is rebound; ``b = b`` is dropped. Dead-code elimination
+then removes the copy.
+
+    dresult_new = dresult * v             dresult_new = dresult * v
+    dresult = dresult_new         ->      dresult = dresult_new
+    dv = dresult * w                      dv = dresult_new * w   (then `dresult =` may go)
+
+Adjoints that runtime helpers update in place are never renamed.
+"""
+
+import gast
+
+from srcgrad import anno
+from srcgrad.ast_util import assigned_name, blocks
+
+Static = anno.Static
+
+_SIMPLE = (gast.Assign, gast.AugAssign, gast.Expr, gast.Return)
+
+
+def run(body, facts):
+    removable = facts.removable - facts.inplace
+    changed = False
+    for block in list(blocks(body)):
+        k = 0
+        while k < len(block):
+            s = block[k]
+            a = assigned_name(s)
+            if a is not None and isinstance(s.value, gast.Name):
+                b = s.value.id
+                if a == b:
+                    del block[k]
+                    changed = True
+                    continue
+                if a in removable and anno.getanno(s, Static.TAPE) is None:
+                    changed |= _propagate(block[k + 1:], a, b, facts)
+            k += 1
+    return changed
+
+
+def _propagate(later_statements, a, b, facts):
+    """Read ``b`` for ``a`` in ``later_statements`` until either is rebound."""
+    changed = False
+    for later in later_statements:
+        stores = facts.stores(later)
+        if not isinstance(later, _SIMPLE) and (a in stores or b in stores):
+            break
+        if a in facts.loads(later):
+            _rename_loads(later, a, b)
+            facts.names.forget(later)
+            changed = True
+        if a in stores or b in stores:
+            break
+    return changed
+
+
+def _rename_loads(node, old, new):
+    for n in gast.walk(node):
+        if isinstance(n, gast.Name) and n.id == old and isinstance(n.ctx, gast.Load):
+            n.id = new

@@ -1,0 +1,88 @@
+"""The optimizer of the backward sweep: its passes, in the order they run.
+
+Every pass is a module with ``run(body, facts) -> changed``: it rewrites the
+statements ``body`` in place and reports whether it changed anything; ``facts``
+(facts.py) carries what passes share. Each module's docstring shows the pass's
+before and after.
+
+Once, on the sweep reverse.py built:
+
+1. ``unbroadcast``: ``rt.unbroadcast(g, x)`` is ``g`` when the shape classes say
+   ``g`` already broadcasts into ``x``; a remaining helper reads its shape from the
+   class's root parameter; a whole array's reduction size is ``x.size``.
+2. ``reductions``: the gradient of a full reduction stays a scalar until it meets an
+   array (``rt.unreduce`` of a scalar dropped where only elementwise uses follow).
+
+To a fixed point:
+
+3. ``first_contributions``: ``d = 0.0 ... d = d + g`` becomes ``d = g``.
+4. ``loop_carried``: inside a loop or branch entered and left with ``d`` zero,
+   ``d = d + g`` as the first use of ``d`` becomes ``d = g``.
+5. ``zeros``: where ``d`` is certainly the ``0.0`` of a reset (a forward analysis
+   through branches and loops), ``d = d + g`` is ``d = g``, and adding or resetting
+   a known zero is dropped.
+6. ``copies``: after ``a = b``, later reads of ``a`` read ``b``.
+7. ``dead``: assignments nothing reads are not computed (analysis/liveness.py).
+
+Once, at the end:
+
+8. ``index_buffers``: an adjoint only ever added into at integer positions is an
+   owned array: ``dx[i] += g`` instead of ``rt.add_at``.
+9. ``merge``: two identical contributions in a row become one, doubled.
+10. ``sink``: a statement after an ``if`` that does nothing for a zero name
+    (``dx[i] += d``, ``d = 0.0``) moves into the branches where it may not be zero.
+11. ``dead`` again: the resets sinking made unread.
+12. ``temporaries``: a temporary assigned once and read once later in its block is
+    written into its use.
+13. ``subtract``: ``a + -b`` is written ``a - b``.
+14. ``in_place``: ``d = d + g`` becomes ``d += g`` where ``d`` owns its array.
+
+Outside the sweep: ``forward.forward_for_gradient`` drops the forward statements
+only the output needed (``grad`` does not return it), and ``release.release_dead``
+frees values once dead in a composed gradient.
+"""
+
+from srcgrad.optimize import (copies, dead, first_contributions, in_place, index_buffers,
+                              loop_carried, merge, reductions, sink, subtract,
+                              temporaries, unbroadcast, zeros)
+from srcgrad.optimize.facts import Facts, inplace_targets
+
+PREPARE = [unbroadcast, reductions]
+FIXED_POINT = [first_contributions, loop_carried, zeros, copies, dead]
+FINISH = [index_buffers, merge, sink, dead, temporaries, subtract, in_place]
+
+
+def transform(body, adjoint_names, generated, classes=None, fixed=(), roots=(), buffers=None,
+              indices=(), returned=None, in_place=True):
+    """Optimize the backward sweep's statements ``body`` in place, to a fixed point.
+
+    ``classes``, ``fixed``, ``roots``: shape facts (see ``unbroadcast``); ``buffers``
+    and ``indices``: see ``index_buffers``; ``returned``: see ``reductions`` (None:
+    reduction gradients are spread as they are); ``in_place``: run ``in_place``.
+    Returns the names whose ranks or shape classes the optimized sweep relies on.
+    """
+    facts = Facts(adjoint_names, generated, classes, fixed, roots, buffers, indices, returned,
+                  in_place)
+    run(body, facts)
+    return facts.used
+
+
+def run(body, facts):
+    """Run every pass on ``body``; returns whether any changed it."""
+    changed = _run_each(PREPARE, body, facts)
+    while True:
+        facts.invalidate()
+        facts.inplace = inplace_targets(body)
+        if not _run_each(FIXED_POINT, body, facts):
+            break
+        changed = True
+    return _run_each(FINISH, body, facts) or changed
+
+
+def _run_each(passes, body, facts):
+    changed = False
+    for module in passes:
+        if module.run(body, facts):
+            facts.invalidate()   # statements were rewritten: their name sets are stale
+            changed = True
+    return changed

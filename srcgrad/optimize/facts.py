@@ -1,0 +1,67 @@
+"""What the optimization passes share: the sweep's names, its shape facts, a name-set memo."""
+
+import gast
+
+from srcgrad.ast_util import NameSets
+
+# Runtime helpers that change one of their arguments or call user code.
+EFFECTFUL = {"add_at", "zero_grad_at", "run_hook", "function_backward", "seq_pop"}
+
+
+class Facts:
+    """The facts a pass reads (and the few it adds), passed explicitly to each pass.
+
+    ``adjoints``: the adjoint names of the sweep. ``removable``: names a pass may stop
+    computing (adjoints and the sweep's temporaries). ``classes``: shape classes of
+    the primals and adjoints (analysis/ranks.py), or None when nothing is known;
+    ``fixed``: names never inferred from their assignments (primals, adjoints);
+    ``roots``: classes whose root parameter may give a shape; ``buffers``/``indices``:
+    see ``in_place.own_index_buffers``; ``returned``: see ``reductions``;
+    ``in_place``: whether ``accumulate_in_place`` runs.
+
+    Set by passes: ``sweep_classes`` (every sweep name's class, once unbroadcasts are
+    gone), ``inplace`` (adjoints runtime helpers update in place, this round) and
+    ``used`` (the names whose ranks or classes the optimized sweep relies on).
+    ``names`` memoizes name sets; ``invalidate()`` forgets them after a change.
+    """
+
+    def __init__(self, adjoints=(), generated=(), classes=None, fixed=(), roots=(), buffers=None,
+                 indices=(), returned=None, in_place=True):
+        self.adjoints = set(adjoints)
+        self.removable = set(adjoints) | set(generated)
+        self.classes = classes
+        self.fixed = set(fixed)
+        self.primals = self.fixed - self.adjoints
+        self.roots = roots
+        self.buffers = buffers
+        self.indices = indices
+        self.returned = returned
+        self.in_place = in_place
+        self.sweep_classes = None
+        self.inplace = set()
+        self.used = set()
+        self.names = NameSets()
+
+    def invalidate(self):
+        """Forget memoized name sets (statements were rewritten in place)."""
+        self.names.clear()
+
+    def loads(self, node):
+        return self.names.loads(node)
+
+    def stores(self, node):
+        return self.names.stores(node)
+
+    def refs(self, node):
+        return self.names.refs(node)
+
+
+def inplace_targets(body):
+    """Adjoints updated in place by runtime helpers: they must own their memory."""
+    found = set()
+    for s in body:
+        for n in gast.walk(s):
+            if isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute) \
+                    and n.func.attr in EFFECTFUL and n.args and isinstance(n.args[0], gast.Name):
+                found.add(n.args[0].id)
+    return found

@@ -1,0 +1,83 @@
+"""First contribution assigns: ``d = 0.0 ... d = d + g`` becomes ``d = g`` when
+nothing reads ``d`` in between (no zero array is ever added).
+
+    dx = 0.0                                  dx = rt.unbroadcast(dz * w, x)
+    dx = dx + rt.unbroadcast(dz * w, x)   ->
+
+A following ``if`` moves the zero into its branches, folded into each branch whose
+first use of ``d`` is an accumulation; inside ``if rt.has_grad(g):`` (a guard) the
+accumulation is assigned and the zero stays for when the guard is false.
+"""
+
+import gast
+
+from srcgrad import anno
+from srcgrad.ast_util import blocks, is_accumulation, is_zero
+from srcgrad.templates import clone
+
+Static = anno.Static
+
+
+def run(body, facts):
+    changed = False
+    for block in blocks(body):
+        k = 0
+        while k < len(block):
+            folded, removed = _fold_at(block, k, facts)
+            changed |= folded
+            if not removed:
+                k += 1
+    return changed
+
+
+def _fold_at(block, k, facts):
+    """Fold the zero ``block[k]`` (when it is one) into the next use of its name.
+
+    Returns (whether anything changed, whether ``block[k]`` was removed).
+    """
+    s = block[k]
+    if not (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name) and is_zero(s.value)):
+        return False, False
+    d = s.targets[0].id
+    if d not in facts.adjoints or d in facts.inplace:
+        return False, False
+    nxt = next((t for t in block[k + 1:] if d in facts.refs(t)), None)
+    if nxt is None:
+        return False, False
+    if isinstance(nxt, gast.If) and d not in facts.loads(nxt.test):
+        if anno.getanno(nxt, Static.GUARD):
+            # `if rt.has_grad(g): d = d + e` right after `d = 0.0`: assign.
+            inner = next((t for t in nxt.body if d in facts.refs(t)), None)
+            if inner is not None and is_accumulation(inner, d, facts.names):
+                inner.value = inner.value.right
+                return True, False
+            return False, False
+        if _fold_into_branches(nxt, d, s, facts):
+            del block[k]
+            return True, True
+        return False, False
+    if is_accumulation(nxt, d, facts.names):
+        nxt.value = nxt.value.right
+        del block[k]
+        return True, True
+    return False, False
+
+
+def _fold_into_branches(branch, d, zero, facts):
+    """``d = 0.0; if c: ... d = d + g ... else: ...`` moves the zero into the branches,
+    folding it into each branch whose first use of ``d`` is an accumulation.
+
+    Returns whether any branch folded (otherwise nothing is changed).
+    """
+    firsts = []
+    for block in (branch.body, branch.orelse):
+        first = next((t for t in block if d in facts.refs(t)), None)
+        firsts.append(first if first is not None and is_accumulation(first, d, facts.names) else None)
+    if not any(firsts):
+        return False
+    for block, first in zip((branch.body, branch.orelse), firsts):
+        if first is not None:
+            first.value = first.value.right
+        else:
+            block.insert(0, clone(zero))
+    return True

@@ -1,0 +1,109 @@
+"""The forward sweep when only gradients are asked for (``grad``, not ``value_and_grad``).
+
+``grad`` does not return the function's value, and a scalar output's seed is 1
+whatever the value is, so the work that only led to the output can go: the sum in
+``np.sum(f(x))``, and every value its adjoint does not read. Only operations that
+cannot raise are dropped (elementwise operations on operands whose shapes provably
+broadcast, full reductions), so an error the function would raise is still raised.
+A read ``a[i]`` of an array that the same block has just read at the same index,
+with neither name rebound in between, cannot raise either: the first read stays.
+
+    u_item = u[t]                         u_item = u[t]
+    ...                        ->         ...
+    u_item_2 = u[t]     (dead)
+"""
+
+import gast
+import numpy
+
+from srcgrad import anno
+from srcgrad.analysis.ranks import SCALAR, UNKNOWN
+from srcgrad.ast_util import assigned_name, blocks, loads, stores
+from srcgrad.optimize import dead
+from srcgrad.optimize.exprs import combine
+from srcgrad.templates import clone
+
+Static = anno.Static
+
+
+def scalar_output(forward, rank_map):
+    """The forward sweep returns a scalar: its seed is 1 when none is given."""
+    out = forward.body[-1].value.elts[0]
+    return isinstance(out, gast.Name) and rank_map.get(out.id) in (0, "i")
+
+
+def forward_for_gradient(forward, rank_map, classes):
+    """A copy of the forward sweep that returns None for the output and computes
+    only what the backward sweep reads, or None when that saves nothing."""
+    if not scalar_output(forward, rank_map):
+        return None
+    fg = clone(forward)
+    fg.name = forward.name + "_for_grad"
+    fg.body[-1].value.elts[0] = gast.Constant(value=None, kind=None)
+
+    repeats = _repeated_reads(fg.body, classes)
+
+    def pure(value):
+        return id(value) in repeats or _safe_class(value, classes) is not None
+
+    removed = dead.eliminate(fg.body, set(classes), set(), pure)
+    return fg if removed else None
+
+
+def _safe_class(e, classes):
+    """The shape class of ``e`` when evaluating it cannot raise, else None."""
+    if isinstance(e, gast.Constant):
+        return SCALAR if type(e.value) in (int, float, bool) else None
+    if isinstance(e, gast.Name):
+        c = classes.get(e.id)
+        return None if c in (None, UNKNOWN) else c
+    if isinstance(e, gast.UnaryOp) and isinstance(e.op, (gast.USub, gast.UAdd)):
+        return _safe_class(e.operand, classes)
+    if isinstance(e, gast.BinOp) and isinstance(e.op, (gast.Add, gast.Sub, gast.Mult, gast.Div,
+                                                         gast.Pow)):
+        c = combine(_safe_class(e.left, classes), _safe_class(e.right, classes))
+        # Python floats raise on x / 0 and on overflow; arrays (a class of their own) do not.
+        return c if isinstance(e.op, (gast.Add, gast.Sub, gast.Mult)) or c != SCALAR else None
+    if isinstance(e, gast.Call) and not e.keywords:
+        primitive = anno.getanno(e, Static.PRIMITIVE)
+        args = [_safe_class(a, classes) for a in e.args]
+        if isinstance(primitive, numpy.ufunc) and primitive.nout == 1 and len(args) == primitive.nin:
+            return combine(*args)
+        if primitive in (numpy.sum, numpy.mean) and len(args) == 1 and args[0] is not None:
+            return SCALAR
+    return None
+
+
+def _index_read(value, classes):
+    """``a[i]`` (``i`` names and int constants) of an array ``a`` of a known class:
+    returns the names it reads, else None."""
+    if not (isinstance(value, gast.Subscript) and isinstance(value.value, gast.Name)
+            and classes.get(value.value.id) not in (None, UNKNOWN, SCALAR)):
+        return None
+    index = value.slice
+    items = index.elts if isinstance(index, gast.Tuple) else [index]
+    if not all(isinstance(e, gast.Name) or (isinstance(e, gast.Constant) and type(e.value) is int)
+               for e in items):
+        return None
+    return loads(value)
+
+
+def _repeated_reads(body, classes):
+    """ids of the values ``a[i]`` that repeat an earlier read of their block, with no
+    statement in between binding a name they read or reading ``a`` otherwise."""
+    found = set()
+    for block in blocks(body):
+        seen = {}   # gast.dump of the read -> (array name, the names it reads)
+        for s in block:
+            value = s.value if assigned_name(s) is not None else None
+            names = _index_read(value, classes) if value is not None else None
+            key = gast.dump(value) if names is not None else None
+            if key in seen:
+                found.add(id(value))
+            bound, read = stores(s), loads(s)
+            for k, (array, its_names) in list(seen.items()):
+                if its_names & bound or (array in read and names is None):
+                    del seen[k]
+            if names is not None and not names & bound:
+                seen[key] = (value.value.id, names)
+    return found

@@ -1,0 +1,52 @@
+"""Repeated contributions merged: two contributions of one expression in a row
+become one, doubled. The rule for ``a * b`` applied to ``x * x`` gives
+
+    dx = dx_times_x * x                ->    dx = dx_times_x * x * 2
+    dx += dx_times_x * x
+
+Only arithmetic on names that the expression does not assign is merged: a call may
+have effects, and an expression reading its target sees the first contribution.
+"""
+
+import gast
+
+from srcgrad.ast_util import blocks
+from srcgrad.optimize.exprs import arithmetic_loads
+
+
+def run(body, facts):
+    changed = False
+    for block in blocks(body):
+        k = 0
+        while k + 1 < len(block):
+            first = contribution(block[k], facts=facts)
+            second = first and contribution(block[k + 1], first[0], facts)
+            if second and second[2] != "assign" and gast.dump(first[1]) == gast.dump(second[1]):
+                doubled = gast.BinOp(left=first[1], op=gast.Mult(), right=gast.Constant(value=2, kind=None))
+                s = block[k]
+                if first[2] == "add":
+                    s.value.right = doubled
+                else:
+                    s.value = doubled
+                del block[k + 1]
+                changed = True
+                continue
+            k += 1
+    return changed
+
+
+def contribution(s, d=None, facts=None):
+    """(target, added expression, kind) of ``d = E``, ``d = d + E`` or ``d += E``, else None."""
+    if isinstance(s, gast.AugAssign) and isinstance(s.op, gast.Add) and isinstance(s.target, gast.Name):
+        target, value, kind = s.target.id, s.value, "aug"
+    elif isinstance(s, gast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], gast.Name):
+        target, value, kind = s.targets[0].id, s.value, "assign"
+        if isinstance(value, gast.BinOp) and isinstance(value.op, gast.Add) \
+                and isinstance(value.left, gast.Name) and value.left.id == target:
+            value, kind = value.right, "add"
+    else:
+        return None
+    loads = facts.loads(value)
+    if (d is not None and target != d) or target in loads or arithmetic_loads(value) != loads:
+        return None
+    return target, value, kind

@@ -1,0 +1,40 @@
+"""Release of dead values in a composed gradient (not a sweep pass: pipeline.py runs it
+on the composed function's body).
+
+    a = x * 2                         a = x * 2
+    b = a + 1              ->         b = a + 1
+    c = b * b                         a = None
+    return c                          c = b * b
+                                      return c
+"""
+
+import gast
+
+from srcgrad.ast_util import NameSets
+from srcgrad.templates import replace
+
+
+def release_dead(body, keep):
+    """``body`` with ``a = b = None`` after the top-level statement that last reads
+    ``a`` and ``b``: a value (a saved array, a finished temporary) is freed when it
+    is dead, not when the function returns. Names in ``keep`` (parameters) stay.
+    Nothing is released after the last statement before the return."""
+    names = NameSets()
+    last = {}
+    bound = set()
+    for k, s in enumerate(body):
+        for n in names.refs(s):
+            last[n] = k
+        bound |= names.stores(s)
+    dead_after = {}
+    for n, k in last.items():
+        if n in bound and n not in keep:
+            dead_after.setdefault(k, []).append(n)
+    out = []
+    final = len(body) - 2 if body and isinstance(body[-1], gast.Return) else len(body) - 1
+    for k, s in enumerate(body):
+        out.append(s)
+        if k < final and dead_after.get(k):
+            names_here = sorted(dead_after[k])
+            out += replace(" = ".join(names_here) + " = None")
+    return out

@@ -1,0 +1,41 @@
+"""Subtraction: ``a + -b`` is written ``a - b``, also when the negation is a factor of a
+product or quotient (the same value: negation is exact and ``(-a) * b == -(a * b)``).
+
+    dT = dT + -dT_out_item_minus_T        ->    dT = dT - dT_out_item_minus_T
+    dx = dx + -(g * s) * 2 * x            ->    dx = dx - g * s * 2 * x
+"""
+
+import gast
+
+
+def run(body, facts):
+    rewriter = _Rewriter()
+    for s in body:
+        rewriter.visit(s)
+    if rewriter.changed:
+        facts.invalidate()
+    return rewriter.changed
+
+
+def positive(e):
+    """``p`` with ``e == -p`` exactly, when ``e`` is a negation or a product or quotient
+    with one as its left-most factor; else None."""
+    if isinstance(e, gast.UnaryOp) and isinstance(e.op, gast.USub):
+        return e.operand
+    if isinstance(e, gast.BinOp) and isinstance(e.op, (gast.Mult, gast.Div)):
+        left = positive(e.left)
+        if left is not None:
+            return gast.BinOp(left=left, op=e.op, right=e.right)
+    return None
+
+
+class _Rewriter(gast.NodeTransformer):
+    changed = False
+
+    def visit_BinOp(self, node):
+        self.generic_visit(node)
+        right = positive(node.right) if isinstance(node.op, gast.Add) else None
+        if right is None:
+            return node
+        self.changed = True
+        return gast.BinOp(left=node.left, op=gast.Sub(), right=right)

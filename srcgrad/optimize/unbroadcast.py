@@ -1,0 +1,133 @@
+"""Unbroadcasts dropped: ``rt.unbroadcast(g, x)`` is ``g`` when ``g`` broadcasts into
+``x``'s shape, and ``rt.unreduce(g, x, ...)`` of a scalar ``x`` is ``g``.
+
+    dx = rt.unbroadcast(dy * w, x)    ->    dx = dy * w      (dy, w, x of one class)
+
+``facts.classes`` gives the shape class of primal names (analysis/ranks.py: names
+of one class have one shape; SCALAR broadcasts into any) and of their adjoints (an
+adjoint broadcasts into its primal's shape). Other names of the sweep get the class
+every assignment to them has; ``facts.fixed`` names (primals, adjoints) are never
+inferred that way. The shape a remaining helper reads is taken from the class's
+root parameter (in ``facts.roots``) where there is one, so the value itself need
+not be kept; ``rt.reduction_size`` of a whole array of a known class is its size.
+
+Sets ``facts.sweep_classes`` (the classes once the unbroadcasts are gone; later
+rewrites keep every name within its class) and adds the names the rewrite relied on
+to ``facts.used``.
+"""
+
+import gast
+
+from srcgrad.analysis.activity import names_in
+from srcgrad.analysis.ranks import SCALAR, UNKNOWN
+from srcgrad.ast_util import is_rt_call, name, walk_statements
+from srcgrad.optimize.exprs import class_of, shape_helper
+
+
+def run(body, facts):
+    if not facts.classes:
+        return False
+    dropper = _Dropper(*infer_sweep_classes(body, facts.classes, facts.fixed), facts.roots)
+    for s in body:
+        dropper.visit(s)
+    facts.used |= dropper.relied_on()
+    facts.sweep_classes = infer_sweep_classes(body, facts.classes, facts.fixed)[0]
+    return dropper.changed
+
+
+def infer_sweep_classes(body, classes, fixed):
+    """``classes`` plus the class of each generated name of the sweep whose every
+    assignment has one class (``fixed`` names are never inferred that way).
+
+    Returns (classes, generated name -> the names its assignments read).
+    """
+    classes = dict(classes)
+    assigned = {}
+    for s in walk_statements(body):
+        if isinstance(s, gast.Assign):
+            for t in s.targets:
+                for n in gast.walk(t):
+                    if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store):
+                        value = s.value if t is n and len(s.targets) == 1 else None
+                        assigned.setdefault(n.id, []).append(value)
+        elif isinstance(s, (gast.For, gast.AugAssign)):
+            for n in gast.walk(s.target):
+                if isinstance(n, gast.Name):
+                    assigned.setdefault(n.id, []).append(None)
+    inferred = {}   # generated name -> the names its assignments read
+    changed = True
+    while changed:
+        changed = False
+        for n in set(assigned) - set(fixed) - set(inferred):
+            values = assigned[n]
+            if any(v is None for v in values):
+                continue
+            found = {class_of(v, classes) for v in values}
+            if len(found) == 1 and None not in found:
+                classes[n] = found.pop()
+                inferred[n] = set().union(*(names_in(v) for v in values))
+                changed = True
+    return classes, inferred
+
+
+class _Dropper(gast.NodeTransformer):
+    """Rewrites the shape helpers whose answer the classes already give."""
+
+    def __init__(self, classes, inferred, roots):
+        self.classes, self.inferred, self.roots = classes, inferred, roots
+        self.used = set()
+        self.changed = False
+
+    def relied_on(self):
+        """The names whose classes the rewrite relied on (through inferred names too)."""
+        used = set(self.used)
+        pending = list(used)
+        while pending:
+            for n in self.inferred.get(pending.pop(), ()):
+                if n not in used:
+                    used.add(n)
+                    pending.append(n)
+        return used - set(self.inferred)
+
+    def _root(self, node, position, target, shape):
+        """Read the shape from the class's root parameter instead of ``target``."""
+        if shape in self.roots and shape != target:
+            self.used.update((target, shape))
+            node.args[position] = name(shape)
+            self.changed = True
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        if is_rt_call(node, "reduction_size") and node.args and isinstance(node.args[0], gast.Name):
+            return self._reduction_size(node)
+        if not shape_helper(node):
+            return node
+        target = node.args[1].id
+        shape = self.classes.get(target)
+        if shape is None:
+            return node
+        unbroadcast = node.func.attr == "unbroadcast" and len(node.args) == 2
+        if (unbroadcast and class_of(node.args[0], self.classes) in (SCALAR, shape)) \
+                or (node.func.attr == "unreduce" and shape == SCALAR):
+            self.used.update(names_in(node))
+            self.changed = True
+            return node.args[0]
+        self._root(node, 1, target, shape)
+        return node
+
+    def _reduction_size(self, node):
+        target = node.args[0].id
+        shape = self.classes.get(target)
+        extra = node.args[1:]
+        at_least = extra[1].value if len(extra) == 2 and isinstance(extra[1], gast.Constant) else 0
+        whole = not extra or (len(extra) <= 2 and isinstance(extra[0], gast.Constant)
+                              and extra[0].value is None and at_least in (0, 1))
+        self._root(node, 0, target, shape)
+        if whole and shape not in (None, SCALAR, UNKNOWN):
+            self.used.add(target)   # an array: its size, without the helper's axis handling
+            self.changed = True
+            size = gast.Attribute(value=node.args[0], attr="size", ctx=gast.Load())
+            if at_least:   # a mean's divisor: 1 for an empty array, whose gradient is empty
+                return gast.BoolOp(op=gast.Or(), values=[size, gast.Constant(value=1, kind=None)])
+            return size
+        return node

@@ -1,0 +1,135 @@
+"""Known zeros: where a name certainly holds the ``0.0`` a reset gave it, adding to it
+is assigning, adding it is nothing, and resetting it again is nothing.
+
+    dii = 0.0                             dii = 0.0
+    for i in r:                           for i in r:
+        if cond:                              if cond:
+            dii = dii + g        ->               dii = g
+        dx[i] += dii                          dx[i] += dii
+        dii = 0.0                             dii = 0.0
+
+``dii`` is zero on entry to each iteration (zero before the loop, reset at the end
+of the body), so the branch's first contribution is an assignment. A forward
+analysis finds the names certainly zero before each statement: a ``d = 0.0`` makes
+``d`` zero, any other binding of ``d`` ends it, branches keep what both keep, and a
+loop keeps what its body keeps around the back edge (a loop with ``break``,
+``continue`` or an ``else`` keeps only the names its body never binds).
+
+Rewrites, for an adjoint ``d`` no runtime helper updates in place:
+``d = d + g`` -> ``d = g``; ``d = 0.0`` where ``d`` is already zero is dropped;
+``x[i] += d`` and ``x += d`` with ``d`` zero are dropped (adding zero changes nothing
+an owned array holds).
+"""
+
+import gast
+
+from srcgrad.ast_util import accumulation, assigned_name, child_blocks, is_zero
+
+_LOOPS = (gast.For, gast.While)
+_JUMPS = (gast.Break, gast.Continue, gast.Return, gast.Raise)
+
+
+def run(body, facts):
+    tracked = facts.adjoints - facts.inplace
+    before = known_zeros(body, tracked, facts.names)
+    return _rewrite(body, before, facts)
+
+
+def known_zeros(body, tracked, names):
+    """id(statement) -> the ``tracked`` names certainly ``0.0`` before it (statements
+    of blocks the analysis cannot follow are left out). ``names``: a ``NameSets``."""
+    before = {}
+
+    def _bound(node):
+        """Names ``node`` binds or deletes, nested blocks included."""
+        if isinstance(node, gast.Delete):
+            return names.refs(node)
+        return names.stores(node)
+
+    def block(stmts, zero):
+        for s in stmts:
+            before[id(s)] = zero
+            zero = statement(s, zero)
+        return zero
+
+    def statement(s, zero):
+        if isinstance(s, gast.If):
+            zero = zero - _bound(s.test)
+            return block(s.body, zero) & block(s.orelse, zero)
+        if isinstance(s, _LOOPS):
+            return loop(s, zero)
+        if any(True for _ in child_blocks(s)) or hasattr(s, "handlers"):
+            return zero - _every_binding(s)   # with, try: not followed inside
+        zero = zero - _bound(s)
+        target = assigned_name(s)
+        if target in tracked and is_zero(s.value):
+            zero = zero | {target}
+        return zero
+
+    def loop(s, zero):
+        target = _bound(s.target if isinstance(s, gast.For) else s.test)
+        if s.orelse or _jumps(s.body):
+            entry = zero - _every_binding(s) - target
+            block(s.body, entry)
+            return entry
+        entry = zero - target
+        while True:
+            out = block(s.body, entry) - target
+            if entry <= out:
+                return entry
+            entry = entry & out
+
+    block(body, frozenset())
+    return before
+
+
+def _jumps(stmts):
+    """A jump out of the loop these statements are the body of (not of a nested loop)."""
+    for s in stmts:
+        if isinstance(s, _JUMPS):
+            return True
+        if not isinstance(s, _LOOPS) and any(_jumps(inner) for inner in child_blocks(s)):
+            return True
+        if isinstance(s, _LOOPS) and any(isinstance(n, (gast.Return, gast.Raise))
+                                         for n in gast.walk(s)):
+            return True
+    return False
+
+
+def _adds_zero(s, zero):
+    """``x[i] += d`` or ``x += d`` with ``d`` known zero."""
+    return (isinstance(s, gast.AugAssign) and isinstance(s.op, gast.Add)
+            and isinstance(s.value, gast.Name) and s.value.id in zero)
+
+
+def _rewrite(stmts, before, facts):
+    changed = False
+    kept = []
+    for s in stmts:
+        zero = before.get(id(s))
+        if zero:
+            target = assigned_name(s)
+            if target in zero and is_zero(s.value):
+                changed = True
+                continue   # already zero
+            if _adds_zero(s, zero):
+                changed = True
+                continue
+            found = accumulation(s, facts.names)
+            if found is not None and found[0] in zero:
+                s.value = found[1]
+                facts.names.forget(s)
+                changed = True
+        for inner in child_blocks(s):
+            changed |= _rewrite(inner, before, facts)
+        if isinstance(s, (gast.If,) + _LOOPS) and not s.body:
+            s.body.append(gast.Pass())
+        kept.append(s)
+    stmts[:] = kept
+    return changed
+
+
+def _every_binding(node):
+    """Names bound or deleted anywhere in ``node`` (blocks the name sets do not follow)."""
+    return frozenset(n.id for n in gast.walk(node)
+                     if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load))
