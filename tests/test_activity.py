@@ -56,7 +56,7 @@ def looped(x, n):
 
 def test_loops_lists_and_values_without_gradient():
     found = analyse(looped, ("x",))
-    sums = {"sum_m", "sum_m_plus_s", "sum_m_plus_s_plus_idx", "sum_m_plus_s_plus_idx_pl"}
+    sums = {"sum_m", "sum_m_plus_s", "sum_m_plus_s_plus_idx", "sum_m_plus_s_plus_idx_2"}
     assert found.active == {"x", "s", "vals", "m"} | sums    # not idx (argmax), not c (an int)
     assert found.useful == {"x", "s", "vals", "m", "idx", "c"} | sums
     assert found.adjoint == {"x", "s", "vals", "m"} | sums
