@@ -45,3 +45,143 @@ def test_a_range_loop_ended_by_a_break_saves_the_prefix_it_ran():
                             "    if stop:\n        break\npush(range_i[:n_i])")
     assert anno.getanno(fwd[-1], Static.TAPE) == "range_i"
     assert _source(rev) == "range_i = pop()\nfor i in reversed(range_i):\n    pass\ni = pop()"
+
+
+# ----- values recomputed instead of taped -----
+
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+import srcgrad as sg  # noqa: E402
+from srcgrad.testing import check_grads  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+import workloads  # noqa: E402
+
+
+# What the backward sweep was before values were recomputed (for the reader).
+W2_BACKWARD_BEFORE = '''\
+def w2_prod_positive_backward(dresult, saved):
+    tape, cond, i, ii, range_i, result, x = saved
+    pop = tape.pop
+    dresult = rt.own(dresult)
+    dii = 0.0
+    dx = 0.0
+    # grad of: for ii in x:
+    for i in reversed(range_i):
+        if cond:
+            # grad of: result = ii * result
+            result = pop()
+            dii = dii + rt.unbroadcast(dresult * result, ii)
+            dresult = rt.unbroadcast(dresult * ii, result)
+        # grad of: if ii > 0:
+        cond = pop()
+        dx = rt.add_at(dx, x, i, dii)
+        dii = 0.0
+        ii = pop()
+    return dx,
+'''
+
+W2_BACKWARD = '''\
+def w2_prod_positive_backward(dresult, saved):
+    tape, i, range_i, result, x = saved
+    pop = tape.pop
+    dresult = rt.own(dresult)
+    dii = 0.0
+    dx = 0.0
+    # grad of: for ii in x:
+    for i in reversed(range_i):
+        ii = x[i]
+        cond = ii > 0
+        if cond:
+            # grad of: result = ii * result
+            result = pop()
+            dii = dii + rt.unbroadcast(dresult * result, ii)
+            dresult = rt.unbroadcast(dresult * ii, result)
+        dx = rt.add_at(dx, x, i, dii)
+        dii = 0.0
+    return dx,
+'''
+
+
+def _backward(source):
+    return source[source.index("def ", source.index("_backward(") - 40):]
+
+
+def test_the_product_loop_recomputes_its_item_and_condition_instead_of_taping_them():
+    source = sg.source(workloads.w2_prod_positive)
+    assert _backward(source) == W2_BACKWARD
+    assert "push(ii)" not in source and "push(cond)" not in source
+    x = workloads.w2_make("quick").args[0]
+    np.testing.assert_allclose(sg.grad(workloads.w2_prod_positive)(x), workloads.w2_hand(x)[0])
+
+
+def test_the_thermal_loop_recomputes_the_price_it_reads():
+    args = workloads.w8_make("quick").args
+    source = sg.source(workloads.w8_thermal, args=args)
+    # before: push(price_item) in the loop, price_item = pop() at the end of the reversed iteration
+    assert "push(price_item)" not in source and "price_item = pop()" not in source
+    assert "    for t in reversed(range_t):\n        price_item = price[t]\n" in source
+    # T is rebound later in the iteration: the condition on it stays on the tape.
+    assert "push(cond)" in source and "cond = pop()" in source
+    np.testing.assert_allclose(sg.grad(workloads.w8_thermal)(*args), workloads.w8_hand(*args)[0])
+
+
+def _indexed_write(x):
+    y = x * 1.0
+    s = 0.0
+    for i in range(3):
+        v = y[i]
+        s = s + v * v
+        y[i] = 2.0 * v
+    return s
+
+
+def _read_before_binding(x):
+    s = 0.0
+    for i in range(3):
+        if i > 0:
+            s = s + v * v
+        v = x[i]
+    return s + v
+
+
+def _index_rebound(x):
+    s = 0.0
+    for i in range(3):
+        v = x[i]
+        i = 2 - i
+        s = s + v * np.sin(x[i])
+    return s
+
+
+def _outer_index(x):
+    s = 0.0
+    for i in range(3):
+        for j in range(2):
+            v = x[i, j]
+            s = s + v * v * np.cos(s)
+    return s
+
+
+def test_a_read_is_taped_where_the_array_is_written_in_place():
+    assert "push(v)" in sg.source(_indexed_write)
+    check_grads(_indexed_write, (np.array([0.3, -0.7, 1.1, 0.4]),))
+
+
+def test_a_value_read_before_its_binding_in_the_loop_is_taped():
+    assert "push(v)" in sg.source(_read_before_binding)
+    check_grads(_read_before_binding, (np.array([0.3, -0.7, 1.1]),))
+
+
+def test_a_read_whose_index_is_rebound_later_in_the_loop_is_taped():
+    assert "push(v)" in sg.source(_index_rebound)
+    check_grads(_index_rebound, (np.array([0.3, -0.7, 1.1]),))
+
+
+def test_an_enclosing_loop_index_is_restored_for_a_recomputed_read():
+    source = sg.source(_outer_index)
+    assert "push(v)" not in source and "v = x[i, j]" in _backward(source)
+    check_grads(_outer_index, (np.array([[0.3, -0.7], [1.1, 0.2], [-0.4, 0.9]]),))

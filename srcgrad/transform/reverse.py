@@ -35,7 +35,7 @@ from srcgrad.analysis.ranks import INT, UNKNOWN
 from srcgrad.errors import UnsupportedError
 from srcgrad.rules import Method
 from srcgrad.templates import name, replace, replace_as_expression as replace_expr
-from srcgrad.transform import control_flow, optimize, tape
+from srcgrad.transform import control_flow, optimize, recompute, tape
 from srcgrad.transform.adjoint_rules import RuleApplication
 from srcgrad.transform.control_flow import tag as _tag
 from srcgrad.transform.tape import index_value
@@ -93,6 +93,9 @@ class ReverseAD(RuleApplication):
         self.constants = tape.constant_names(node, special)
         self.first_bindings = tape.first_bindings(node, special)
         self.store_counts = tape.store_counts(node)
+        # Loop id -> the bindings its reversed body recomputes instead of popping.
+        self.recomputed = recompute.find(node, special, self.store_counts)
+        self.recomputed_ids = {id(b) for bindings in self.recomputed.values() for b in bindings}
 
     # ----- names -----
 
@@ -202,6 +205,7 @@ class ReverseAD(RuleApplication):
             return checks + fwd, rev
         count = self.namer.new(f"n_{index}")
         body_f, body_r = self.block(body)
+        body_r = self.recomputations(s) + body_r
         fwd, rev = control_flow.for_loop(index, s.iter, count, body_f, body_r, exit_, origin)
         return checks + fwd, rev
 
@@ -211,6 +215,7 @@ class ReverseAD(RuleApplication):
         of one index per iteration."""
         steps = self.namer.new(f"range_{index}")
         body_f, body_r = self.block(body)
+        body_r = self.recomputations(s) + body_r
         # An index used only in its loop: the value it had before is never read again.
         local = self.store_counts[index] == 1 and not any(
             isinstance(n, gast.Name) and n.id == index for st in tape.outside(self.node.body, s)
@@ -218,6 +223,10 @@ class ReverseAD(RuleApplication):
         count = self.namer.new(f"n_{index}") if exit_ else None
         return control_flow.range_loop(index, s.iter, steps, count, body_f, body_r, exit_,
                                        not local, origin)
+
+    def recomputations(self, loop):
+        """The values the reversed iteration of ``loop`` recomputes first (recompute.py)."""
+        return recompute.statements(self.recomputed.get(id(loop), ()), anno.getanno(loop, Static.ORIGIN))
 
     def visit_While(self, s, origin):
         count = self.namer.new("n_loop")
@@ -246,10 +255,12 @@ class ReverseAD(RuleApplication):
     def _assign(self, s, target, origin):
         saved = target in self.act.saved and target not in self.constants \
             and id(s) not in self.first_bindings
-        fwd = [tape.push(name(target), origin, target)] if saved else []
+        # A recomputed value is overwritten like a saved one, but neither pushed nor popped.
+        taped = saved and id(s) not in self.recomputed_ids
+        fwd = [tape.push(name(target), origin, target)] if taped else []
         fwd += self.alias_checks(s, target)
         fwd.append(s)
-        restore = tape.pop_into(target) if saved else []
+        restore = tape.pop_into(target) if taped else []
         if target not in self.act.adjoint:
             return _tag(fwd, origin), _tag(restore, origin)
         if anno.getanno(s, Static.NO_ADJOINT):
@@ -495,6 +506,7 @@ def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), o
                                     scalar_reductions, fused)
         fwd, rev, untaped = tape.untape_top_level(fwd, rev)
         primal_names |= untaped
+    primal_names -= recompute.prune(rev)   # bound by the reverse sweep itself
     fwd, rev, uses_tape = tape.prune(fwd, rev)
     shapes = tape.shape_only(rev, primal_names) if optimized else set()
     tape.save_shapes(fwd, shapes)
