@@ -86,7 +86,7 @@ def w2_prod_positive_backward(dresult, saved):
 
 W2_BACKWARD = '''\
 def w2_prod_positive_backward(dresult, saved):
-    tape, i, range_i, result, x = saved
+    tape, range_i, x = saved
     pop = tape.pop
     dresult = rt.own(dresult)
     dii = 0.0
@@ -185,3 +185,61 @@ def test_an_enclosing_loop_index_is_restored_for_a_recomputed_read():
     source = sg.source(_outer_index)
     assert "push(v)" not in source and "v = x[i, j]" in _backward(source)
     check_grads(_outer_index, (np.array([[0.3, -0.7], [1.1, 0.2], [-0.4, 0.9]]),))
+
+
+# ----- what the backward sweep binds itself is not saved -----
+
+def _running_product(x):
+    p = 1.0
+    for i in range(3):
+        p = p * x[i] + 0.5
+    return p
+
+
+RUNNING_PRODUCT_SAVED_BEFORE = '''\
+    return p, (tape, i, p, rt.shape_of(p_times_x_item), range_i, x)
+'''
+
+RUNNING_PRODUCT = '''\
+def _running_product_forward(x):
+    tape = []
+    push = tape.append
+    p_times_x_item = None
+    p = 1.0
+    range_i = range(3)
+    for i in range_i:
+        # p = p * x[i] + 0.5
+        x_item = x[i]
+        push(rt.shape_of(p_times_x_item))
+        p_times_x_item = p * x_item
+        push(p)
+        p = p_times_x_item + 0.5
+    return p, (tape, rt.shape_of(p_times_x_item), range_i, x)
+
+
+def _running_product_backward(dp, saved):
+    tape, p_times_x_item, range_i, x = saved
+    pop = tape.pop
+    dp = rt.own(dp)
+    dx = 0.0
+    # grad of: for i in range(3):
+    for i in reversed(range_i):
+        x_item = x[i]
+        # grad of: p = p * x[i] + 0.5
+        dp_times_x_item = rt.unbroadcast(dp, p_times_x_item)
+        p = pop()
+        dp = rt.unbroadcast(dp_times_x_item * x_item, p)
+        dx_item = rt.unbroadcast(dp_times_x_item * p, x_item)
+        p_times_x_item = pop()
+        dx = rt.add_at(dx, x, i, dx_item)
+    return dx,
+'''
+
+
+def test_a_loop_index_and_a_value_popped_before_its_reads_are_not_saved():
+    # Before: ``i = None`` in the forward sweep, and ``i`` and ``p`` in the saved tuple,
+    # although the reversed loop binds i and p is popped before the backward reads it.
+    source = sg.source(_running_product)
+    assert source == RUNNING_PRODUCT
+    assert RUNNING_PRODUCT_SAVED_BEFORE not in source
+    check_grads(_running_product, (np.array([0.3, -0.7, 1.1]),))

@@ -176,6 +176,31 @@ def loads(body, skip=lambda s: False):
     return names
 
 
+def read_before_bound(body, bound=frozenset()):
+    """(names ``body`` may read before binding them, names bound after it on every path),
+    given the names ``bound`` before it. The backward sweep's are what it needs saved:
+    a loop index the reversed loop binds, or a value popped before its reads, is not."""
+    reads, bound = set(), set(bound)
+    for s in body:
+        if isinstance(s, gast.For):
+            reads |= names_in(s.iter) - bound
+            inner = bound | {n.id for n in gast.walk(s.target) if isinstance(n, gast.Name)}
+            reads |= read_before_bound(s.body, inner)[0] | read_before_bound(s.orelse, bound)[0]
+        elif isinstance(s, (gast.If, gast.While)):
+            reads |= names_in(s.test) - bound
+            body_reads, body_bound = read_before_bound(s.body, bound)
+            else_reads, else_bound = read_before_bound(s.orelse, bound)
+            reads |= body_reads | else_reads
+            if isinstance(s, gast.If):
+                bound |= body_bound & else_bound
+        else:
+            reads |= {n.id for n in gast.walk(s) if isinstance(n, gast.Name) and (
+                isinstance(n.ctx, gast.Load) or isinstance(s, gast.AugAssign))} - bound
+            bound |= {n.id for n in gast.walk(s) if isinstance(n, gast.Name)
+                      and isinstance(n.ctx, gast.Store) and not isinstance(s, gast.AugAssign)}
+    return reads, bound
+
+
 def prune(fwd, rev):
     """Drop pushes and pops of values the adjoint never reads (to-be-recorded analysis).
     Returns (fwd, rev, whether a tape is still used)."""
@@ -289,7 +314,7 @@ def pack(fwd, rev, primal_names, params, first_bound, node, uses_tape, shapes):
     first binding is at the top level (nothing to save before it); ``shapes``: names
     saved as their shape only.
     """
-    saved_names = sorted(n for n in loads(rev) if n in primal_names)
+    saved_names = sorted(n for n in read_before_bound(rev)[0] if n in primal_names)
     needs_init = set()
     pushed = {(key_of(s) if not isinstance(key_of(s), tuple) else None)
               for s in optimize.walk_statements(fwd)} - {None}
