@@ -204,21 +204,20 @@ RUNNING_PRODUCT = '''\
 def _running_product_forward(x):
     tape = []
     push = tape.append
-    p_times_x_item = None
     p = 1.0
     range_i = range(3)
     for i in range_i:
         # p = p * x[i] + 0.5
         x_item = x[i]
-        push(rt.shape_of(p_times_x_item))
         p_times_x_item = p * x_item
         push(p)
         p = p_times_x_item + 0.5
-    return p, (tape, rt.shape_of(p_times_x_item), range_i, x)
+        push(rt.shape_of(p_times_x_item))
+    return p, (tape, range_i, x)
 
 
 def _running_product_backward(dp, saved):
-    tape, p_times_x_item, range_i, x = saved
+    tape, range_i, x = saved
     pop = tape.pop
     dp = rt.own(dp)
     dx = 0.0
@@ -226,11 +225,11 @@ def _running_product_backward(dp, saved):
     for i in reversed(range_i):
         x_item = x[i]
         # grad of: p = p * x[i] + 0.5
+        p_times_x_item = pop()
         dp_times_x_item = rt.unbroadcast(dp, p_times_x_item)
         p = pop()
         dp = rt.unbroadcast(dp_times_x_item * x_item, p)
         dx_item = rt.unbroadcast(dp_times_x_item * p, x_item)
-        p_times_x_item = pop()
         dx = rt.add_at(dx, x, i, dx_item)
     return dx,
 '''
@@ -243,3 +242,120 @@ def test_a_loop_index_and_a_value_popped_before_its_reads_are_not_saved():
     assert source == RUNNING_PRODUCT
     assert RUNNING_PRODUCT_SAVED_BEFORE not in source
     check_grads(_running_product, (np.array([0.3, -0.7, 1.1]),))
+
+
+# ----- a block's local value is pushed once bound: no ``x = None`` preamble -----
+
+def _penalised(x):
+    s = 0.0
+    for i in range(3):
+        s = s + np.sin(x[i])
+        if s < 1.0:
+            s = s + (1.0 - s) ** 2
+    return s
+
+
+# Before: the forward sweep began with ``cond = None``, ``sin_x_item = None``,
+# ``t1_0_minus_s = None``, ``t1_0_minus_s_pow_2 = None`` (pushed before their first
+# binding) and saved their last values; the backward popped them after their reads.
+PENALISED_BEFORE_PREAMBLE = '''\
+    push = tape.append
+    cond = None
+    sin_x_item = None
+    t1_0_minus_s = None
+    t1_0_minus_s_pow_2 = None
+    s = 0.0
+'''
+
+PENALISED = '''\
+def _penalised_forward(x):
+    tape = []
+    push = tape.append
+    s = 0.0
+    range_i = range(3)
+    for i in range_i:
+        # s = s + np.sin(x[i])
+        x_item = x[i]
+        sin_x_item = np.sin(x_item)
+        push(rt.shape_of(s))
+        s = s + sin_x_item
+        cond = s < 1.0
+        if cond:
+            # s = s + (1.0 - s) ** 2
+            t1_0_minus_s = 1.0 - s
+            t1_0_minus_s_pow_2 = t1_0_minus_s ** 2
+            push(rt.shape_of(s))
+            s = s + t1_0_minus_s_pow_2
+            push(t1_0_minus_s)
+            push(rt.shape_of(t1_0_minus_s_pow_2))
+        push(rt.shape_of(sin_x_item))
+        push(cond)
+    return s, (tape, range_i, x)
+
+
+def _penalised_backward(ds, saved):
+    tape, range_i, x = saved
+    pop = tape.pop
+    xp = rt.namespace(ds, x)
+    ds = rt.own(ds)
+    dx = 0.0
+    # grad of: for i in range(3):
+    for i in reversed(range_i):
+        x_item = x[i]
+        # grad of: if s < 1.0:
+        cond = pop()
+        # grad of: s = s + np.sin(x[i])
+        sin_x_item = pop()
+        if cond:
+            # grad of: s = s + (1.0 - s) ** 2
+            t1_0_minus_s_pow_2 = pop()
+            t1_0_minus_s = pop()
+            ds_new_2 = ds
+            s = pop()
+            ds = rt.unbroadcast(ds, s)
+            dt1_0_minus_s_pow_2 = rt.unbroadcast(ds_new_2, t1_0_minus_s_pow_2)
+            dt1_0_minus_s = rt.unbroadcast(dt1_0_minus_s_pow_2 * 2 *
+                t1_0_minus_s, t1_0_minus_s)
+            ds = ds + rt.unbroadcast(-dt1_0_minus_s, s)
+        # grad of: s = s + np.sin(x[i])
+        ds_new = ds
+        s = pop()
+        ds = rt.unbroadcast(ds, s)
+        dsin_x_item = rt.unbroadcast(ds_new, sin_x_item)
+        dx_item = dsin_x_item * xp.cos(x_item)
+        dx = rt.add_at(dx, x, i, dx_item)
+    return dx,
+'''
+
+
+def test_values_local_to_a_loop_or_branch_body_are_pushed_once_bound():
+    source = sg.source(_penalised)
+    assert source == PENALISED
+    assert PENALISED_BEFORE_PREAMBLE not in source
+    check_grads(_penalised, (np.array([0.3, -0.7, 1.1]),))
+    check_grads(_penalised, (np.array([-0.3, -0.7, -1.1]),))
+
+
+def test_the_thermal_loop_needs_no_none_preamble_for_its_branch():
+    source = sg.source(workloads.w8_thermal, args=workloads.w8_make("quick").args)
+    forward = source[:source.index("# for t in range(len(u)):")]
+    assert "cond = None" not in forward and "T_low_minus_T = None" not in forward
+    assert "        push(cond)\n    return cost," in source
+
+
+def _doubling_until(x):
+    y = x * 1.0
+    i = 0
+    while True:
+        z = y * 1.1
+        y = z + 0.1 * z * z
+        i += 1
+        if i >= 3:
+            break
+    return np.sum(y * y)
+
+
+def test_a_value_local_to_a_loop_ended_by_a_break_is_pushed_before_the_break():
+    source = sg.source(_doubling_until)
+    assert "        push(cond)\n        if stop:\n            break" in source and "push(z)" in source
+    check_grads(_doubling_until, (np.array([0.3, -0.5, 0.2]),))

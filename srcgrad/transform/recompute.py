@@ -26,7 +26,7 @@ import gast
 from srcgrad import anno
 from srcgrad.analysis.aliasing import _written as written_in_place
 from srcgrad.templates import clone
-from srcgrad.transform import optimize
+from srcgrad.transform import optimize, tape
 
 Static = anno.Static
 
@@ -43,13 +43,10 @@ def find(node, excluded, store_counts):
         if isinstance(s, (gast.For, gast.While)):
             in_loops |= _stored(s)
     stable = {n for n, count in store_counts.items() if count == 1 and n not in in_loops}
-    loads, tests = {}, {}
+    loads, tests = tape.load_counts(node.body), {}
     for s in statements:
         if isinstance(s, (gast.If, gast.While)) and isinstance(s.test, gast.Name):
             tests[s.test.id] = tests.get(s.test.id, 0) + 1
-    for n in gast.walk(gast.Module(body=node.body, type_ignores=[])):
-        if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load):
-            loads[n.id] = loads.get(n.id, 0) + 1
     found = {}
 
     def visit(body, targets):
@@ -93,9 +90,7 @@ def _in_body(body, stable, excluded, store_counts, loads, tests):
             cheap = loads.get(x, 0) == tests.get(x, 0) and _leaf(value.operand, stable)
         else:
             cheap = False
-        later = sum(1 for st in body[k + 1:] for n in gast.walk(st)
-                    if isinstance(n, gast.Name) and n.id == x and isinstance(n.ctx, gast.Load))
-        if cheap and later == loads.get(x, 0):
+        if cheap and tape.load_counts(body[k + 1:]).get(x, 0) == loads.get(x, 0):
             here.append(s)
             stable.add(x)
     return here

@@ -96,6 +96,9 @@ class ReverseAD(RuleApplication):
         # Loop id -> the bindings its reversed body recomputes instead of popping.
         self.recomputed = recompute.find(node, special, self.store_counts)
         self.recomputed_ids = {id(b) for bindings in self.recomputed.values() for b in bindings}
+        # Bindings saved at the end of their block (tape.block_locals), and the names they bind.
+        self.block_locals = tape.block_locals(node, special, self.store_counts)
+        self.saved_at_end = {}   # id(binding) -> name, for those that are saved
 
     # ----- names -----
 
@@ -120,6 +123,15 @@ class ReverseAD(RuleApplication):
             f, r = self.visit(stmt)
             fwd.extend(f)
             rev[:0] = r
+        # Saved once the block ran (before the ``if stop: break`` that may end it), restored
+        # before its reverse (tape.block_locals).
+        end = len(fwd) - 1 if body and anno.getanno(body[-1], Static.BREAK_EXIT) else len(fwd)
+        for stmt in body:
+            if id(stmt) in self.saved_at_end:
+                x, origin = self.saved_at_end[id(stmt)], anno.getanno(stmt, Static.ORIGIN)
+                fwd.insert(end, tape.push(name(x), origin, x))
+                end += 1
+                rev[:0] = _tag(tape.pop_into(x), origin)
         return fwd, rev
 
     def visit(self, s):
@@ -255,8 +267,11 @@ class ReverseAD(RuleApplication):
     def _assign(self, s, target, origin):
         saved = target in self.act.saved and target not in self.constants \
             and id(s) not in self.first_bindings
-        # A recomputed value is overwritten like a saved one, but neither pushed nor popped.
-        taped = saved and id(s) not in self.recomputed_ids
+        # A recomputed value is overwritten like a saved one, but neither pushed nor popped;
+        # a block's local is pushed and popped where its block ends and its reverse begins.
+        taped = saved and id(s) not in self.recomputed_ids and id(s) not in self.block_locals
+        if saved and id(s) in self.block_locals and id(s) not in self.recomputed_ids:
+            self.saved_at_end[id(s)] = target
         fwd = [tape.push(name(target), origin, target)] if taped else []
         fwd += self.alias_checks(s, target)
         fwd.append(s)
@@ -512,7 +527,8 @@ def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), o
     tape.save_shapes(fwd, shapes)
 
     first_bound = {s.targets[0].id for s in node.body if id(s) in ad.first_bindings}
-    saved = tape.pack(fwd, rev, primal_names, activity.params, first_bound, node, uses_tape, shapes)
+    saved = tape.pack(fwd, rev, primal_names, activity.params, first_bound, node, uses_tape, shapes,
+                      set(ad.saved_at_end.values()))
     if any(isinstance(n, gast.Name) and n.id == fixed["xp"] for s in rev for n in gast.walk(s)):
         args = ", ".join([seed] + [p for p in activity.params if p in saved.names])
         rev = replace(f"{fixed['xp']} = rt.namespace({args})") + rev

@@ -129,6 +129,48 @@ def first_bindings(node, excluded):
     return first
 
 
+def load_counts(body):
+    """Name -> how many times the statements of ``body`` read it."""
+    counts = {}
+    for n in gast.walk(gast.Module(body=body, type_ignores=[])):
+        if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load):
+            counts[n.id] = counts.get(n.id, 0) + 1
+    return counts
+
+
+def block_locals(node, excluded, store_counts):
+    """ids of the assignments ``x = ...`` at the top level of a block (a loop's or a branch's
+    body) that alone bind ``x``, which only the statements after them in that block read.
+
+    Their value is saved after the block ran (``push(x)`` at its end, ``x = pop()`` first
+    thing in its reverse): pushed once bound, so the forward sweep needs no ``x = None``
+    for a first push, and the backward sweep binds ``x`` before reading it.
+    """
+    loads = load_counts(node.body)
+    found = set()
+
+    def visit(body, nested):
+        # The block's statements before the ``if stop: break`` that may end it (the push goes
+        # before it), in a block nothing else leaves early.
+        inner = body[:-1] if body and anno.getanno(body[-1], Static.BREAK_EXIT) else body
+        if any(isinstance(n, (gast.Break, gast.Continue, gast.Return)) for s in inner for n in gast.walk(s)):
+            inner = []
+        for k, s in enumerate(inner):
+            if nested and isinstance(s, gast.Assign) and len(s.targets) == 1 \
+                    and isinstance(s.targets[0], gast.Name):
+                x = s.targets[0].id
+                if x not in excluded and store_counts.get(x) == 1 \
+                        and loads.get(x, 0) == load_counts(body[k + 1:]).get(x, 0):
+                    found.add(id(s))
+        for s in body:
+            if isinstance(s, (gast.If, gast.For, gast.While)):
+                visit(s.body, True)
+                visit(s.orelse, True)
+
+    visit(node.body, False)
+    return found
+
+
 def outside(body, loop):
     """The parts of ``body`` outside ``loop``: simple statements, and the headers
     (test, target, iterable) of compound ones."""
@@ -307,17 +349,18 @@ class Saved:
     mutated: set
 
 
-def pack(fwd, rev, primal_names, params, first_bound, node, uses_tape, shapes):
+def pack(fwd, rev, primal_names, params, first_bound, node, uses_tape, shapes, pushed_bound=()):
     """The saved tuple of sweeps ``fwd`` and ``rev`` (after pruning): see ``Saved``.
 
     ``params``: the function's parameters (always bound); ``first_bound``: names whose
     first binding is at the top level (nothing to save before it); ``shapes``: names
-    saved as their shape only.
+    saved as their shape only; ``pushed_bound``: names pushed only once bound
+    (``block_locals``).
     """
     saved_names = sorted(n for n in read_before_bound(rev)[0] if n in primal_names)
     needs_init = set()
     pushed = {(key_of(s) if not isinstance(key_of(s), tuple) else None)
-              for s in optimize.walk_statements(fwd)} - {None}
+              for s in optimize.walk_statements(fwd)} - {None} - set(pushed_bound)
     top = {s.targets[0].id for s in fwd if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)}
     checked = {n.args[1].id for st in optimize.walk_statements(fwd) for n in gast.walk(st)
                if isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute)
