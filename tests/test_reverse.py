@@ -88,7 +88,6 @@ W2_BACKWARD = '''\
 def w2_prod_positive_backward(dresult, saved):
     tape, range_i, x = saved
     pop = tape.pop
-    dresult = rt.own(dresult)
     dii = 0.0
     dx = 0.0
     # grad of: for ii in x:
@@ -359,3 +358,29 @@ def test_a_value_local_to_a_loop_ended_by_a_break_is_pushed_before_the_break():
     source = sg.source(_doubling_until)
     assert "        push(cond)\n        if stop:\n            break" in source and "push(z)" in source
     check_grads(_doubling_until, (np.array([0.3, -0.5, 0.2]),))
+
+
+# ----- the seed is copied only where the sweep could write into it -----
+
+def _zeroed_first(x):
+    y = x * 2.0
+    y[0] = 0.0
+    return y
+
+
+def test_a_seed_read_only_by_arithmetic_is_not_copied():
+    # Before: ``dcost = rt.own(dcost)`` opened W8's backward sweep (and followed
+    # ``dcost = 1.0`` in its composed gradient), as it opens W2's in the test above.
+    source = sg.source(workloads.w8_thermal, args=workloads.w8_make("quick").args)
+    assert "rt.own(" not in source
+    assert "def w8_thermal_backward(dcost, saved):\n    tape, " in source
+    check_grads(workloads.w8_thermal, workloads.w8_make("quick").args, atol=1e-6, rtol=1e-6)
+
+
+def test_a_seed_the_sweep_writes_into_is_copied_and_the_callers_array_kept():
+    source = sg.source(_zeroed_first)
+    assert "dy = rt.own(dy)" in source
+    seed = np.array([1.0, 2.0, 3.0])
+    grad = sg.grad(_zeroed_first)(np.array([0.5, -1.0, 2.0]), grad_outputs=seed)
+    np.testing.assert_array_equal(seed, [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(grad, [0.0, 4.0, 6.0])

@@ -521,6 +521,7 @@ def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), o
                                     scalar_reductions, fused)
         fwd, rev, untaped = tape.untape_top_level(fwd, rev)
         primal_names |= untaped
+        rev = _without_seed_copy(rev, seed)
     primal_names -= recompute.prune(rev)   # bound by the reverse sweep itself
     fwd, rev, uses_tape = tape.prune(fwd, rev)
     shapes = tape.shape_only(rev, primal_names) if optimized else set()
@@ -607,6 +608,36 @@ def _parameter_hooks(ad):
             if param in ad.hook_lists:
                 out += replace(f"{d} = rt.run_hooks({ad.hook_lists[param]}, {d}, {param})")
     return out
+
+
+def _without_seed_copy(rev, seed):
+    """``rev`` without its ``seed = rt.own(seed)`` where the sweep reads the seed only as an
+    operand of arithmetic, which makes new arrays, and never writes into it: nothing can
+    write into the caller's array (nor into the 1.0 a composed gradient seeds itself with)."""
+    copies = [s for s in rev if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
+              and s.targets[0].id == seed and optimize.is_rt_call(s.value, "own")
+              and isinstance(s.value.args[0], gast.Name) and s.value.args[0].id == seed]
+    if len(copies) != 1:
+        return rev
+    operands, reads = set(), []
+    for s in optimize.walk_statements(rev):
+        if s is copies[0]:
+            continue
+        parts = [getattr(s, f) for f in ("test", "target", "iter") if hasattr(s, f)] \
+            if isinstance(s, (gast.If, gast.For, gast.While)) else [s]
+        for n in (n for part in parts for n in gast.walk(part)):
+            if isinstance(n, gast.BinOp):
+                operands |= {id(n.left), id(n.right)}
+            elif isinstance(n, gast.UnaryOp):
+                operands.add(id(n.operand))
+            elif isinstance(n, gast.Name) and n.id == seed:
+                if isinstance(n.ctx, gast.Load):
+                    reads.append(n)
+                elif not (isinstance(s, gast.Assign) and n in s.targets):
+                    return rev   # written in place (``dy += g``, ``dy[i] = g``)
+    if any(id(n) not in operands for n in reads):
+        return rev
+    return [s for s in rev if s is not copies[0]]
 
 
 def _optimize(ad, rev, node, generated, primal_names, ranks, classes, scalar_reductions, fused):
