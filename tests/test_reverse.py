@@ -384,3 +384,57 @@ def test_a_seed_the_sweep_writes_into_is_copied_and_the_callers_array_kept():
     grad = sg.grad(_zeroed_first)(np.array([0.5, -1.0, 2.0]), grad_outputs=seed)
     np.testing.assert_array_equal(seed, [1.0, 2.0, 3.0])
     np.testing.assert_array_equal(grad, [0.0, 4.0, 6.0])
+
+
+# ----- a None to start with only where a push or the saved tuple may read an unbound name -----
+
+def _sum_until_negative(x):
+    s = 0.0
+    for v in x:
+        if v < 0:
+            break
+        s = s + v * v
+    return s + x[2]
+
+
+# Before: ``range_i = None`` after ``push = tape.append``, for the push of ``range_i[:n_i]``
+# that runs after ``range_i = range(n)`` on every path.
+SUM_UNTIL_NEGATIVE_FORWARD = '''\
+def _sum_until_negative_forward(x):
+    tape = []
+    push = tape.append
+    s = 0.0
+    # for v in x:
+    stop = False
+    n = len(x)
+    range_i = range(n)
+    n_i = 0
+    for i in range_i:
+        n_i = n_i + 1
+        v = x[i]
+        cond = v < 0
+        if cond:
+            # break
+            push(stop)
+            stop = True
+        if not stop:
+            # s = s + v * v
+            v_times_v = v * v
+            push(rt.shape_of(s))
+            s = s + v_times_v
+            push(rt.shape_of(v_times_v))
+        if stop:
+            break
+    push(range_i[:n_i])
+    # return s + x[2]
+    x_item = x[2]
+    s_plus_x_item = s + x_item
+    return s_plus_x_item, (tape, rt.shape_of(s), stop, x, rt.shape_of(x_item))
+'''
+
+
+def test_a_name_bound_before_every_push_of_it_gets_no_none():
+    source = sg.source(_sum_until_negative)
+    assert source[:source.index("\n\n\ndef _sum_until_negative_backward")] + "\n" == SUM_UNTIL_NEGATIVE_FORWARD
+    check_grads(_sum_until_negative, (np.array([0.3, 0.7, 1.1, -0.2, 0.5]),))
+    check_grads(_sum_until_negative, (np.array([0.3, -0.7, 1.1]),))

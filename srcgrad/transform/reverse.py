@@ -527,9 +527,7 @@ def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), o
     shapes = tape.shape_only(rev, primal_names) if optimized else set()
     tape.save_shapes(fwd, shapes)
 
-    first_bound = {s.targets[0].id for s in node.body if id(s) in ad.first_bindings}
-    saved = tape.pack(fwd, rev, primal_names, activity.params, first_bound, node, uses_tape, shapes,
-                      set(ad.saved_at_end.values()))
+    saved = tape.pack(rev, primal_names, uses_tape, shapes)
     if any(isinstance(n, gast.Name) and n.id == fixed["xp"] for s in rev for n in gast.walk(s)):
         args = ", ".join([seed] + [p for p in activity.params if p in saved.names])
         rev = replace(f"{fixed['xp']} = rt.namespace({args})") + rev
@@ -540,8 +538,9 @@ def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), o
     if aux is not None:
         out_expr = gast.Tuple(elts=[out_expr, tape.copy_mutated(name(aux), saved.mutated)], ctx=gast.Load())
     fwd_return = gast.Return(value=gast.Tuple(elts=[out_expr, saved.packed], ctx=gast.Load()))
+    init = tape.initial_values(copies + fwd + [fwd_return], activity.params)
     forward = _function(f"{name_prefix}_forward", copy.deepcopy(node.args),
-                        saved.tape_setup + copies + saved.init + fwd + [fwd_return])
+                        saved.tape_setup + copies + init + fwd + [fwd_return])
     forward.args.defaults = []
     forward.args.kw_defaults = [None] * len(forward.args.kwonlyargs)
     params = [name(seed), name("saved")] + ([name("hooks")] if hook_names else [])

@@ -218,29 +218,51 @@ def loads(body, skip=lambda s: False):
     return names
 
 
-def read_before_bound(body, bound=frozenset()):
+def read_before_bound(body, bound=frozenset(), counted=None):
     """(names ``body`` may read before binding them, names bound after it on every path),
-    given the names ``bound`` before it. The backward sweep's are what it needs saved:
-    a loop index the reversed loop binds, or a value popped before its reads, is not."""
+    given the names ``bound`` before it; ``counted``: only the reads of the simple
+    statements with these ids count (default: every read).
+
+    The backward sweep's are what it needs saved (a loop index the reversed loop binds,
+    or a value popped before its reads, is not); the forward sweep's pushes' and the
+    saved tuple's are what needs a ``None`` to start with.
+    """
     reads, bound = set(), set(bound)
     for s in body:
+        header = counted is None
         if isinstance(s, gast.For):
-            reads |= names_in(s.iter) - bound
+            reads |= names_in(s.iter) - bound if header else set()
             inner = bound | {n.id for n in gast.walk(s.target) if isinstance(n, gast.Name)}
-            reads |= read_before_bound(s.body, inner)[0] | read_before_bound(s.orelse, bound)[0]
+            reads |= read_before_bound(s.body, inner, counted)[0] | read_before_bound(s.orelse, bound, counted)[0]
         elif isinstance(s, (gast.If, gast.While)):
-            reads |= names_in(s.test) - bound
-            body_reads, body_bound = read_before_bound(s.body, bound)
-            else_reads, else_bound = read_before_bound(s.orelse, bound)
+            reads |= names_in(s.test) - bound if header else set()
+            body_reads, body_bound = read_before_bound(s.body, bound, counted)
+            else_reads, else_bound = read_before_bound(s.orelse, bound, counted)
             reads |= body_reads | else_reads
             if isinstance(s, gast.If):
                 bound |= body_bound & else_bound
         else:
-            reads |= {n.id for n in gast.walk(s) if isinstance(n, gast.Name) and (
-                isinstance(n.ctx, gast.Load) or isinstance(s, gast.AugAssign))} - bound
+            if counted is None or id(s) in counted:
+                reads |= {n.id for n in gast.walk(s) if isinstance(n, gast.Name) and (
+                    isinstance(n.ctx, gast.Load) or isinstance(s, gast.AugAssign))} - bound
             bound |= {n.id for n in gast.walk(s) if isinstance(n, gast.Name)
                       and isinstance(n.ctx, gast.Store) and not isinstance(s, gast.AugAssign)}
     return reads, bound
+
+
+def initial_values(body, params):
+    """``x = None`` for each local name a push, an alias check or the saved tuple of the
+    forward sweep ``body`` (ending with its return) may read before any binding of it ran:
+    a value exists to push (or save) even if no binding ran. The user's own reads are left
+    as they are (reading an unbound name stays an error)."""
+    counted = {id(s) for s in optimize.walk_statements(body) if key_of(s) is not None or (
+        isinstance(s, gast.Expr) and optimize.is_rt_call(s.value, "check_unshared"))}
+    ret = body[-1]
+    saved = gast.Expr(value=ret.value.elts[1])   # the saved tuple, not the user's output
+    counted.add(id(saved))
+    stored = {n.id for s in body for n in gast.walk(s) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
+    unbound = read_before_bound(body[:-1] + [saved], set(params), counted)[0] & stored
+    return [s for n in sorted(unbound) for s in replace(f"{n} = None")]
 
 
 def prune(fwd, rev):
@@ -333,9 +355,8 @@ def save_shapes(fwd, names):
 class Saved:
     """What crosses from the forward sweep to the backward sweep.
 
-    ``names``: the primal names the backward sweep reads, in the saved tuple after
-    ``tape`` when ``uses_tape``; ``tape_setup``: creates the tape; ``init``: binds
-    ``None`` to names that may be pushed or saved before any binding ran;
+    ``names``: the primal names the backward sweep may read before binding them, in the
+    saved tuple after ``tape`` when ``uses_tape``; ``tape_setup``: creates the tape;
     ``packed``: the tuple the forward sweep returns beside its output;
     ``unpack``: the backward sweep's first statements; ``mutated``: names of arrays
     and lists the reverse sweep writes into (restoring what indexed writes overwrote).
@@ -343,35 +364,16 @@ class Saved:
     names: list
     uses_tape: bool
     tape_setup: list
-    init: list
     packed: gast.Tuple
     unpack: list
     mutated: set
 
 
-def pack(fwd, rev, primal_names, params, first_bound, node, uses_tape, shapes, pushed_bound=()):
-    """The saved tuple of sweeps ``fwd`` and ``rev`` (after pruning): see ``Saved``.
-
-    ``params``: the function's parameters (always bound); ``first_bound``: names whose
-    first binding is at the top level (nothing to save before it); ``shapes``: names
-    saved as their shape only; ``pushed_bound``: names pushed only once bound
-    (``block_locals``).
-    """
+def pack(rev, primal_names, uses_tape, shapes):
+    """The saved tuple of the backward sweep ``rev`` (after pruning): see ``Saved``.
+    ``shapes``: names saved as their shape only."""
     saved_names = sorted(n for n in read_before_bound(rev)[0] if n in primal_names)
-    needs_init = set()
-    pushed = {(key_of(s) if not isinstance(key_of(s), tuple) else None)
-              for s in optimize.walk_statements(fwd)} - {None} - set(pushed_bound)
-    top = {s.targets[0].id for s in fwd if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)}
-    checked = {n.args[1].id for st in optimize.walk_statements(fwd) for n in gast.walk(st)
-               if isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute)
-               and n.func.attr == "check_unshared" and isinstance(n.args[1], gast.Name)}
-    checked &= {n.id for n in gast.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
-    for n in pushed | set(saved_names) | checked:
-        if n not in params and (n in pushed or n not in top) and (n not in first_bound or n in checked):
-            needs_init.add(n)   # a value exists to push (or save) even if no binding ran
     tape_setup = replace("tape = []\npush = tape.append") if uses_tape else []
-    init = [s for n in sorted(needs_init) for s in replace(f"{n} = None")]
-
     saved_tuple = (["tape"] if uses_tape else []) + saved_names
     mutated = {k[1] for k in (key_of(s) for s in optimize.walk_statements(rev)) if isinstance(k, tuple)}
     packed = gast.Tuple(elts=[replace_expr(f"rt.shape_of({n})") if n in shapes else name(n)
@@ -381,7 +383,7 @@ def pack(fwd, rev, primal_names, params, first_bound, node, uses_tape, shapes, p
         unpack += replace(f"{', '.join(saved_tuple)}{',' if len(saved_tuple) == 1 else ''} = saved")
     if uses_tape:
         unpack += replace("pop = tape.pop")
-    return Saved(saved_names, uses_tape, tape_setup, init, packed, unpack, mutated)
+    return Saved(saved_names, uses_tape, tape_setup, packed, unpack, mutated)
 
 
 def copy_mutated(value, mutated):
