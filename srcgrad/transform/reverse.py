@@ -19,7 +19,9 @@ it comes from, so code generation can comment ``# grad of: <line>``.
 The parts: this module visits statements (``ReverseAD.visit_<Node>``) and
 assembles the two functions; transform/adjoint_rules.py writes the adjoint of an
 expression from its rule; transform/control_flow.py holds the loop and branch
-templates; transform/tape.py pushes, pops, prunes and packs what is saved.
+templates; transform/tape.py pushes, pops, prunes and packs what is saved, and
+transform/recompute.py finds the reads the reverse sweep recomputes instead;
+transform/seeds.py writes the backward sweep's seed, zero adjoints and results.
 """
 
 import builtins
@@ -35,7 +37,7 @@ from srcgrad.analysis.ranks import INT, UNKNOWN
 from srcgrad.errors import UnsupportedError
 from srcgrad.rules import Method
 from srcgrad.templates import name, replace, replace_as_expression as replace_expr
-from srcgrad.transform import control_flow, optimize, recompute, tape
+from srcgrad.transform import control_flow, optimize, recompute, seeds, tape
 from srcgrad.transform.adjoint_rules import RuleApplication
 from srcgrad.transform.control_flow import tag as _tag
 from srcgrad.transform.tape import index_value
@@ -504,11 +506,11 @@ def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), o
         else namer.new("dout")
     # Named before the prologue, so that an active input whose every use has no gradient
     # (``y`` of ``np.copysign(x, y)``: the rule's entry is None) gets its zero adjoint there.
-    results = _results(ad, wrt)
-    prologue = _prologue(ad, seed, outputs, tuple_output)
+    results = seeds.results(ad, wrt)
+    prologue = seeds.prologue(ad, seed, outputs, tuple_output)
 
     # Hooks on parameters see their gradient once the whole reverse sweep is done.
-    rev += _parameter_hooks(ad)
+    rev += seeds.parameter_hooks(ad)
     fwd = [s for p in activity.params if p in ad.hook_lists
            for s in replace(f"{ad.hook_lists[p]} = []")] + fwd
     primal_names |= set(ad.hook_lists.values())
@@ -521,7 +523,7 @@ def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), o
                                     scalar_reductions, fused)
         fwd, rev, untaped = tape.untape_top_level(fwd, rev)
         primal_names |= untaped
-        rev = _without_seed_copy(rev, seed)
+        rev = seeds.without_seed_copy(rev, seed)
     primal_names -= recompute.prune(rev)   # bound by the reverse sweep itself
     fwd, rev, uses_tape = tape.prune(fwd, rev)
     shapes = tape.shape_only(rev, primal_names) if optimized else set()
@@ -556,87 +558,6 @@ def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), o
 def _function(function_name, args, body):
     return gast.FunctionDef(name=function_name, args=args, body=body, decorator_list=[], returns=None,
                             type_comment=None, type_params=[])
-
-
-def _results(ad, wrt):
-    """The backward sweep's results: one gradient (or None) per wrt name."""
-    results = []
-    for w in wrt:
-        if w in ad.captures:
-            results.append(name(ad.captures[w]))
-        elif w in ad.act.adjoint:
-            results.append(name(ad.d(w)))
-        else:
-            results.append(gast.Constant(value=None, kind=None))
-    return results
-
-
-def _prologue(ad, seed, outputs, tuple_output):
-    """The backward sweep's first statements: the seeds and the zero adjoints."""
-    prologue = []
-    seeded = set()
-    own = "rt.own({})" if ad.in_place else "{}"
-    if not tuple_output:
-        if ad.needs(outputs[0]):
-            seeded.add(outputs[0].id)
-            if ad.in_place:
-                prologue += replace(f"{seed} = rt.own({seed})")
-    for primal, dname in sorted(ad.adjoints.items()):
-        if primal not in seeded:
-            prologue += replace(f"{dname} = 0.0")
-    if tuple_output:
-        for k, out in enumerate(outputs):
-            if ad.needs(out):
-                dname = ad.d(out.id)
-                if dname not in {ad.adjoints[p] for p in ad.adjoints if p not in seeded}:
-                    prologue += replace(f"{dname} = 0.0")
-                prologue += replace(f"{dname} = {dname} + " + own.format(f"rt.seq_item({seed}, {k})"))
-    for cap in ad.captures.values():
-        prologue += replace(f"{cap} = None")
-    return prologue
-
-
-def _parameter_hooks(ad):
-    """The hooks on parameters, run on their complete gradients at the end of the sweep."""
-    out = []
-    for param in ad.act.params:
-        if param in ad.adjoints:
-            d = ad.d(param)
-            for hook in ad.hooks.get(param, ()):
-                out += replace(f"{d} = rt.run_hook(HOOK, {d}, {param})", HOOK=hook)
-            if param in ad.hook_lists:
-                out += replace(f"{d} = rt.run_hooks({ad.hook_lists[param]}, {d}, {param})")
-    return out
-
-
-def _without_seed_copy(rev, seed):
-    """``rev`` without its ``seed = rt.own(seed)`` where the sweep reads the seed only as an
-    operand of arithmetic, which makes new arrays, and never writes into it: nothing can
-    write into the caller's array (nor into the 1.0 a composed gradient seeds itself with)."""
-    copies = [s for s in rev if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
-              and s.targets[0].id == seed and optimize.is_rt_call(s.value, "own")
-              and isinstance(s.value.args[0], gast.Name) and s.value.args[0].id == seed]
-    if len(copies) != 1:
-        return rev
-    operands, reads = set(), []
-    for s in optimize.walk_statements(rev):
-        if s is copies[0]:
-            continue
-        parts = [getattr(s, f) for f in ("test", "target", "iter") if hasattr(s, f)] \
-            if isinstance(s, (gast.If, gast.For, gast.While)) else [s]
-        for n in (n for part in parts for n in gast.walk(part)):
-            if isinstance(n, gast.BinOp):
-                operands |= {id(n.left), id(n.right)}
-            elif isinstance(n, gast.UnaryOp):
-                operands.add(id(n.operand))
-            elif isinstance(n, gast.Name) and n.id == seed:
-                if isinstance(n.ctx, gast.Load):
-                    reads.append(n)
-                elif not (isinstance(s, gast.Assign) and n in s.targets):
-                    return rev   # written in place (``dy += g``, ``dy[i] = g``)
-    if any(id(n) not in operands for n in reads):
-        return rev
-    return [s for s in rev if s is not copies[0]]
 
 
 def _optimize(ad, rev, node, generated, primal_names, ranks, classes, scalar_reductions, fused):

@@ -9,11 +9,13 @@ and optimized, this module
 * moves a value pushed once at the top level into the saved tuple instead of the
   tape (``untape_top_level``), and saves only the shape of a value the adjoint
   reads for its shape (``shape_only``),
-* packs what the reverse sweep reads into the ``saved`` tuple the forward sweep
-  returns and the backward sweep unpacks (``pack``).
+* packs what the reverse sweep may read before binding it into the ``saved`` tuple
+  the forward sweep returns and the backward sweep unpacks (``pack``), and starts with
+  ``x = None`` only a name a push or the saved tuple may read unbound (``initial_values``).
 
 It also answers, before the sweeps are built, which bindings need no save at all
-(``constant_names``, ``first_bindings``).
+(``constant_names``, ``first_bindings``) and which are saved where their block ends
+(``block_locals``).
 """
 
 import copy
