@@ -16,6 +16,7 @@ class Static(enum.Enum):
     AUGMENTED = "Marks `v = v + y` written by the user as `v += y` (in place for arrays). See anf.py."
     ITERATES = "Marks a for loop canonicalize made of `for v in X`: its body binds v = X[i]."
     TAPE = "What a tape push or pop statement saves/restores (a name, or ('item', name)). See reverse.py."
+    RECOMPUTE = "A reverse-sweep statement that recomputes a primal value instead of popping it. See recompute.py."
 
 
 def setanno(node, key, value):

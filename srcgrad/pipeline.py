@@ -205,12 +205,13 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None, has_aux
         any_containers = ranks.containers(node, any_ranks, {}, info.peek, False)
     else:
         any_ranks, any_classes, any_containers = rank_map, classes, containers
-    forward, backward, meta = reverse.build(node, info, act, namer, names, fixed, node.name,
-                                            tuple(sorted(hook_names)), optimized=options.optimize,
-                                            ranks=rank_map, classes=classes,
-                                            scalar_reductions=bool(arg_ranks) and not fuse,
-                                            fused=fuse, kinds=kind_map, containers=containers,
-                                            aux=ctx.aux)
+    built = reverse.build(node, info, act, namer, names, fixed, node.name,
+                          tuple(sorted(hook_names)), optimized=options.optimize,
+                          ranks=rank_map, classes=classes,
+                          scalar_reductions=bool(arg_ranks) and not fuse,
+                          fused=fuse, kinds=kind_map, containers=containers,
+                          aux=ctx.aux)
+    forward, backward, meta = built.forward, built.backward, built.meta()
     for_grad = None
     # A complex output has no default seed (rt.default_seed refuses it): never assume 1.
     real_output = not (isinstance(node.body[-1].value, gast.Name)

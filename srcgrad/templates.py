@@ -2,7 +2,9 @@
 
 ``replace("d = d + g", d="dx", g=node)`` parses the template and substitutes
 names (a str becomes a Name, a node is copied in); Load/Store contexts follow
-the position. ``instantiate(rule, ...)`` inlines a rule's body (see the rule
+the position. A name standing alone as a statement (``BODY``) whose substitute is
+a list of statements is replaced by those statements, not copied; a block left
+empty becomes ``pass``. ``instantiate(rule, ...)`` inlines a rule's body (see the rule
 contract in srcgrad/rules/__init__.py).
 """
 
@@ -65,12 +67,25 @@ class _Substitute(gast.NodeTransformer):
                     child.ctx = gast.Store()
         return new
 
+    def visit_Expr(self, node):
+        if isinstance(node.value, gast.Name) and isinstance(self.subs.get(node.value.id), list):
+            return list(self.subs[node.value.id])
+        return self.generic_visit(node)
+
+    def _block(self, node):
+        self.generic_visit(node)
+        if not node.body:
+            node.body = [gast.Pass()]
+        return node
+
+    visit_If = visit_For = visit_While = _block
+
 
 _TEMPLATES = {}
 
 
 def replace(template, **subs):
-    """Statements of ``template`` with names substituted."""
+    """Statements of ``template`` with names (and statement blocks) substituted."""
     parsed = _TEMPLATES.get(template)
     if parsed is None:
         parsed = _TEMPLATES[template] = gast.parse(textwrap.dedent(template)).body

@@ -631,7 +631,7 @@ def _reset_temporary_read_after(x):
 def test_temporaries_of_a_branch_in_a_loop_are_assigned_not_reset():
     special = sg.source(thermal, args=thermal_args())
     backward = special[special.index("def thermal_backward"):]
-    branch = backward[backward.index("if cond:"):backward.index("cond = pop()")]
+    branch = backward[backward.index("if cond:"):backward.index("# grad of: cost = cost + price")]
     # The branch's temporaries are zero whenever it starts: assigned, never added to 0,
     # and, each used once, folded into the one line that accumulates dT.
     assert "= 0.0" not in branch

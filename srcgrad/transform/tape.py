@@ -1,0 +1,410 @@
+"""The tape and the saved values: what the forward sweep records for the reverse sweep.
+
+The forward sweep pushes each value a statement overwrites (``push(x)``, tagged
+with the key ``x``, or ``("item", x)`` for an indexed write) and the reverse
+sweep pops it back (``x = pop()``, tagged the same). Once both sweeps are built
+and optimized, this module
+
+* drops the pushes and pops of values the adjoint never reads (``prune``),
+* moves a value pushed once at the top level into the saved tuple instead of the
+  tape (``untape_top_level``), and saves only the shape of a value the adjoint
+  reads for its shape (``shape_only``),
+* packs what the reverse sweep may read before binding it into the ``saved`` tuple
+  the forward sweep returns and the backward sweep unpacks (``pack``), and starts with
+  ``x = None`` only a name a push or the saved tuple may read unbound (``initial_values``).
+
+It also answers, before the sweeps are built, which bindings need no save at all
+(``constant_names``, ``first_bindings``) and which are saved where their block ends
+(``block_locals``).
+"""
+
+import copy
+from dataclasses import dataclass
+
+import gast
+
+from srcgrad import anno
+from srcgrad.analysis.activity import names_in
+from srcgrad.templates import name, replace, replace_as_expression as replace_expr
+from srcgrad import optimize
+
+Static = anno.Static
+
+
+# ----- push and pop -----
+
+def push(value_node, origin, key):
+    """``push(value)``: saves what the tape key ``key`` names."""
+    stmt = gast.Expr(value=gast.Call(func=name("push"), args=[value_node], keywords=[]))
+    anno.setanno(stmt, Static.ORIGIN, origin)
+    anno.setanno(stmt, Static.TAPE, key)
+    return stmt
+
+
+def pop_into(target, key=None):
+    """``target = pop()`` as a one-statement list, tagged with its tape key (default: ``target``)."""
+    stmts = replace(f"{target} = pop()")
+    anno.setanno(stmts[0], Static.TAPE, target if key is None else key)
+    return stmts
+
+
+def tag_pushes_and_pops(stmts, origin, skip=()):
+    """Tag the ``push(x)``/``push(x[...])`` and ``x = pop()`` statements a control-flow template
+    wrote with their tape key ``x`` (and the pushes with the user statement ``origin``);
+    statements in ``skip`` (ids: the blocks spliced into the template, tagged already)
+    are left alone."""
+    for s in optimize.walk_statements(stmts):
+        if id(s) in skip:
+            continue
+        if isinstance(s, gast.Expr) and _calls(s.value, "push"):
+            saved = s.value.args[0]
+            anno.setanno(s, Static.TAPE, (saved.value if isinstance(saved, gast.Subscript) else saved).id)
+            anno.setanno(s, Static.ORIGIN, origin)
+        elif isinstance(s, gast.Assign) and _calls(s.value, "pop"):
+            anno.setanno(s, Static.TAPE, s.targets[0].id)
+    return stmts
+
+
+def _calls(value, function):
+    return isinstance(value, gast.Call) and isinstance(value.func, gast.Name) and value.func.id == function
+
+
+def key_of(stmt):
+    """The tape key of a push or pop statement, or None."""
+    return anno.getanno(stmt, Static.TAPE)
+
+
+# ----- what needs no save -----
+
+def store_counts(node):
+    """Name -> how many times the function binds it (parameters count once)."""
+    counts = {}
+    for n in gast.walk(node):
+        if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load):
+            counts[n.id] = counts.get(n.id, 0) + 1
+    return counts
+
+
+def constant_names(node, excluded):
+    """Names bound once, to arithmetic on number literals and other such names: every
+    execution of the binding gives the same number, so it needs no tape (``dt / C`` in
+    a loop, with ``dt = 0.25`` and ``C = 10.0`` bound before it)."""
+    counts = store_counts(node)
+    values = {}
+    for s in optimize.walk_statements(node.body):
+        if isinstance(s, gast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], gast.Name):
+            values[s.targets[0].id] = s.value
+    constants = set()
+
+    def arithmetic(e):
+        if isinstance(e, gast.Constant):
+            return type(e.value) in (int, float)
+        if isinstance(e, gast.Name):
+            return e.id in constants
+        if isinstance(e, gast.BinOp):
+            return not isinstance(e.op, gast.MatMult) and arithmetic(e.left) and arithmetic(e.right)
+        if isinstance(e, gast.UnaryOp):
+            return isinstance(e.op, (gast.USub, gast.UAdd)) and arithmetic(e.operand)
+        return False
+
+    changed = True
+    while changed:
+        changed = False
+        for n, value in values.items():
+            if n not in constants and n not in excluded and counts.get(n) == 1 and arithmetic(value):
+                constants.add(n)
+                changed = True
+    return constants
+
+
+def first_bindings(node, excluded):
+    """ids of the top-level assignments that bind a local name for the first time: the
+    value before them is no value at all, so nothing needs saving."""
+    params = {a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
+    seen = set(params)
+    first = set()
+    for s in node.body:
+        if isinstance(s, gast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], gast.Name) \
+                and s.targets[0].id not in seen and s.targets[0].id not in excluded:
+            first.add(id(s))
+        seen |= {n.id for n in gast.walk(s) if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load)}
+    return first
+
+
+def load_counts(body):
+    """Name -> how many times the statements of ``body`` read it."""
+    counts = {}
+    for n in gast.walk(gast.Module(body=body, type_ignores=[])):
+        if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load):
+            counts[n.id] = counts.get(n.id, 0) + 1
+    return counts
+
+
+def block_locals(node, excluded, store_counts):
+    """ids of the assignments ``x = ...`` at the top level of a block (a loop's or a branch's
+    body) that alone bind ``x``, which only the statements after them in that block read.
+
+    Their value is saved after the block ran (``push(x)`` at its end, ``x = pop()`` first
+    thing in its reverse): pushed once bound, so the forward sweep needs no ``x = None``
+    for a first push, and the backward sweep binds ``x`` before reading it.
+    """
+    loads = load_counts(node.body)
+    found = set()
+
+    def visit(body, nested):
+        # The block's statements before the ``if stop: break`` that may end it (the push goes
+        # before it), in a block nothing else leaves early.
+        inner = body[:-1] if body and anno.getanno(body[-1], Static.BREAK_EXIT) else body
+        if any(isinstance(n, (gast.Break, gast.Continue, gast.Return)) for s in inner for n in gast.walk(s)):
+            inner = []
+        for k, s in enumerate(inner):
+            if nested and isinstance(s, gast.Assign) and len(s.targets) == 1 \
+                    and isinstance(s.targets[0], gast.Name):
+                x = s.targets[0].id
+                if x not in excluded and store_counts.get(x) == 1 \
+                        and loads.get(x, 0) == load_counts(body[k + 1:]).get(x, 0):
+                    found.add(id(s))
+        for s in body:
+            if isinstance(s, (gast.If, gast.For, gast.While)):
+                visit(s.body, True)
+                visit(s.orelse, True)
+
+    visit(node.body, False)
+    return found
+
+
+def outside(body, loop):
+    """The parts of ``body`` outside ``loop``: simple statements, and the headers
+    (test, target, iterable) of compound ones."""
+    for s in body:
+        if s is loop:
+            continue
+        if isinstance(s, (gast.If, gast.For, gast.While)):
+            yield from (getattr(s, f) for f in ("test", "target", "iter") if hasattr(s, f))
+            yield from outside(s.body, loop)
+            yield from outside(s.orelse, loop)
+        else:
+            yield s
+
+
+# ----- pruning -----
+
+def _filter(body, drop):
+    out = []
+    for s in body:
+        if drop(s):
+            continue
+        for field in ("body", "orelse"):
+            inner = getattr(s, field, None)
+            if isinstance(inner, list) and inner:
+                new = _filter(inner, drop)
+                if field == "body" and not new:
+                    new = [gast.Pass()]
+                setattr(s, field, new)
+        out.append(s)
+    return out
+
+
+def loads(body, skip=lambda s: False):
+    """Names the statements of ``body`` read (nested blocks included)."""
+    names = set()
+    for s in optimize.walk_statements(body):
+        if skip(s):
+            continue
+        for field in ("test", "iter", "value", "targets", "target", "msg", "exc"):
+            part = getattr(s, field, None)
+            parts = part if isinstance(part, list) else [part]
+            for p in parts:
+                if isinstance(p, gast.AST):
+                    names |= names_in(p)
+    return names
+
+
+def read_before_bound(body, bound=frozenset(), counted=None):
+    """(names ``body`` may read before binding them, names bound after it on every path),
+    given the names ``bound`` before it; ``counted``: only the reads of the simple
+    statements with these ids count (default: every read).
+
+    The backward sweep's are what it needs saved (a loop index the reversed loop binds,
+    or a value popped before its reads, is not); the forward sweep's pushes' and the
+    saved tuple's are what needs a ``None`` to start with.
+    """
+    reads, bound = set(), set(bound)
+    for s in body:
+        header = counted is None
+        if isinstance(s, gast.For):
+            reads |= names_in(s.iter) - bound if header else set()
+            inner = bound | {n.id for n in gast.walk(s.target) if isinstance(n, gast.Name)}
+            reads |= read_before_bound(s.body, inner, counted)[0] | read_before_bound(s.orelse, bound, counted)[0]
+        elif isinstance(s, (gast.If, gast.While)):
+            reads |= names_in(s.test) - bound if header else set()
+            body_reads, body_bound = read_before_bound(s.body, bound, counted)
+            else_reads, else_bound = read_before_bound(s.orelse, bound, counted)
+            reads |= body_reads | else_reads
+            if isinstance(s, gast.If):
+                bound |= body_bound & else_bound
+        else:
+            if counted is None or id(s) in counted:
+                reads |= {n.id for n in gast.walk(s) if isinstance(n, gast.Name) and (
+                    isinstance(n.ctx, gast.Load) or isinstance(s, gast.AugAssign))} - bound
+            bound |= {n.id for n in gast.walk(s) if isinstance(n, gast.Name)
+                      and isinstance(n.ctx, gast.Store) and not isinstance(s, gast.AugAssign)}
+    return reads, bound
+
+
+def initial_values(body, params):
+    """``x = None`` for each local name a push, an alias check or the saved tuple of the
+    forward sweep ``body`` (ending with its return) may read before any binding of it ran:
+    a value exists to push (or save) even if no binding ran. The user's own reads are left
+    as they are (reading an unbound name stays an error)."""
+    counted = {id(s) for s in optimize.walk_statements(body) if key_of(s) is not None or (
+        isinstance(s, gast.Expr) and optimize.is_rt_call(s.value, "check_unshared"))}
+    ret = body[-1]
+    saved = gast.Expr(value=ret.value.elts[1])   # the saved tuple, not the user's output
+    counted.add(id(saved))
+    stored = {n.id for s in body for n in gast.walk(s) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
+    unbound = read_before_bound(body[:-1] + [saved], set(params), counted)[0] & stored
+    return [s for n in sorted(unbound) for s in replace(f"{n} = None")]
+
+
+def prune(fwd, rev):
+    """Drop pushes and pops of values the adjoint never reads (to-be-recorded analysis).
+    Returns (fwd, rev, whether a tape is still used)."""
+    reads = loads(rev, skip=lambda s: key_of(s) is not None)
+    keys = {key_of(s) for s in optimize.walk_statements(fwd) if key_of(s) is not None}
+    drop = set()
+    for key in keys:
+        primal = key[1] if isinstance(key, tuple) else key
+        if primal not in reads:
+            drop.add(key)
+    fwd = _filter(fwd, lambda s: key_of(s) in drop)
+    rev = _filter(rev, lambda s: key_of(s) in drop)
+    uses_tape = any(key_of(s) is not None and not (isinstance(key_of(s), tuple) and key_of(s)[0] == "list")
+                    for s in optimize.walk_statements(fwd))
+    return fwd, rev, uses_tape
+
+
+def untape_top_level(fwd, rev):
+    """A push the forward sweep runs once (at the function's top level) of a name it
+    never rebinds afterwards (a loop's trip count or range) goes in ``saved`` instead:
+    W3's while loop then needs no tape at all. Returns (fwd, rev, the names)."""
+    moved = set()
+    for k, s in enumerate(fwd):
+        key = key_of(s)
+        if isinstance(s, gast.Expr) and isinstance(key, str) and isinstance(s.value.args[0], gast.Name) \
+                and s.value.args[0].id == key \
+                and not any(isinstance(n, gast.Name) and n.id == key for later in fwd[k + 1:]
+                            for t in _binding_targets(later) for n in gast.walk(t)):
+            moved.add(key)
+    pops = {key: [s for s in rev if key_of(s) == key] for key in moved}
+    moved = {key for key in moved if len(pops[key]) == 1
+             and sum(key_of(s) == key for s in optimize.walk_statements(rev)) == 1
+             and sum(key_of(s) == key for s in optimize.walk_statements(fwd)) == 1}
+    if not moved:
+        return fwd, rev, moved
+    fwd = [s for s in fwd if not (isinstance(s, gast.Expr) and key_of(s) in moved)]
+    rev = [s for s in rev if key_of(s) not in moved]
+    return fwd, rev, moved
+
+
+def _binding_targets(s):
+    """The targets statement ``s`` (or a statement nested in it) binds."""
+    for st in optimize.walk_statements([s]):
+        if isinstance(st, gast.Assign):
+            yield from st.targets
+        elif isinstance(st, (gast.AugAssign, gast.For)):
+            yield st.target
+
+
+_SHAPE_READERS = {"unbroadcast": 1, "unreduce": 1}
+
+
+def shape_only(rev, primal_names):
+    """Primal names the reverse sweep reads only for their shape (``rt.unbroadcast(g, x)``).
+
+    The forward sweep saves their shapes instead of the arrays, so the tape
+    does not keep intermediate results alive that the adjoint never reads.
+    """
+    shape_uses, other_uses = set(), set()
+    for s in optimize.walk_statements(rev):
+        if key_of(s) is not None:
+            continue
+        for node in gast.walk(s):
+            if isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) \
+                    and isinstance(node.func.value, gast.Name) and node.func.value.id == "rt" \
+                    and node.func.attr in _SHAPE_READERS:
+                k = _SHAPE_READERS[node.func.attr]
+                if len(node.args) > k and isinstance(node.args[k], gast.Name):
+                    shape_uses.add(node.args[k].id)
+                    node.args[k]._srcgrad_shape_use = True
+        for node in gast.walk(s):
+            if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Load) \
+                    and not getattr(node, "_srcgrad_shape_use", False):
+                other_uses.add(node.id)
+    return (shape_uses - other_uses) & primal_names
+
+
+def save_shapes(fwd, names):
+    """The pushes of ``names`` in ``fwd`` push ``rt.shape_of(x)`` instead of ``x``."""
+    for s in optimize.walk_statements(fwd):
+        if key_of(s) in names:
+            s.value.args[0] = replace_expr("rt.shape_of(V)", V=key_of(s))
+
+
+# ----- the saved tuple -----
+
+@dataclass
+class Saved:
+    """What crosses from the forward sweep to the backward sweep.
+
+    ``names``: the primal names the backward sweep may read before binding them, in the
+    saved tuple after ``tape`` when ``uses_tape``; ``tape_setup``: creates the tape;
+    ``packed``: the tuple the forward sweep returns beside its output;
+    ``unpack``: the backward sweep's first statements; ``mutated``: names of arrays
+    and lists the reverse sweep writes into (restoring what indexed writes overwrote).
+    """
+    names: list
+    uses_tape: bool
+    tape_setup: list
+    packed: gast.Tuple
+    unpack: list
+    mutated: set
+
+
+def pack(rev, primal_names, uses_tape, shapes):
+    """The saved tuple of the backward sweep ``rev`` (after pruning): see ``Saved``.
+    ``shapes``: names saved as their shape only."""
+    saved_names = sorted(n for n in read_before_bound(rev)[0] if n in primal_names)
+    tape_setup = replace("tape = []\npush = tape.append") if uses_tape else []
+    saved_tuple = (["tape"] if uses_tape else []) + saved_names
+    mutated = {k[1] for k in (key_of(s) for s in optimize.walk_statements(rev)) if isinstance(k, tuple)}
+    packed = gast.Tuple(elts=[replace_expr(f"rt.shape_of({n})") if n in shapes else name(n)
+                              for n in saved_tuple], ctx=gast.Load())
+    unpack = []
+    if saved_tuple:
+        unpack += replace(f"{', '.join(saved_tuple)}{',' if len(saved_tuple) == 1 else ''} = saved")
+    if uses_tape:
+        unpack += replace("pop = tape.pop")
+    return Saved(saved_names, uses_tape, tape_setup, packed, unpack, mutated)
+
+
+def copy_mutated(value, mutated):
+    """``value`` (a returned name or tuple) with each name the reverse sweep writes into copied:
+    the caller gets its own copy."""
+    if isinstance(value, gast.Name) and value.id in mutated:
+        return replace_expr("rt.save(V)", V=value.id)
+    if isinstance(value, gast.Tuple):
+        return gast.Tuple(elts=[copy_mutated(e, mutated) for e in value.elts], ctx=gast.Load())
+    return value
+
+
+def index_value(index):
+    """A subscript index as an ordinary expression (slices become slice(...) calls)."""
+    index = copy.deepcopy(index)
+    if isinstance(index, gast.Slice):
+        parts = [p if p is not None else gast.Constant(value=None, kind=None)
+                 for p in (index.lower, index.upper, index.step)]
+        return gast.Call(func=name("slice"), args=parts, keywords=[])
+    if isinstance(index, gast.Tuple):
+        return gast.Tuple(elts=[index_value(e) for e in index.elts], ctx=gast.Load())
+    return index
