@@ -180,7 +180,8 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None, has_aux
     params = {a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
     # wrt of a local means the value it holds at the return: read then. wrt of a
     # parameter means the value passed in, which later writes do not change.
-    aliasing.check(node, info, namer.display, live_at_exit=[n for n in names if n not in params])
+    param_checks = aliasing.check(node, info, namer.display,
+                                  live_at_exit=[n for n in names if n not in params])
     # The wrt parameters hold floats: api refuses integer and complex inputs.
     kind_map = kinds.infer(node, {n: kinds.FLOAT for n in names}, info.peek)
     act = activity.resolve(node, names, kind_map)
@@ -210,7 +211,7 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None, has_aux
                           ranks=rank_map, classes=classes,
                           scalar_reductions=bool(arg_ranks) and not fuse,
                           fused=fuse, kinds=kind_map, containers=containers,
-                          aux=ctx.aux)
+                          aux=ctx.aux, param_checks=param_checks)
     forward, backward, meta = built.forward, built.backward, built.meta()
     for_grad = None
     # A complex output has no default seed (rt.default_seed refuses it): never assume 1.

@@ -263,17 +263,18 @@ def _written(s):
 
 
 def check(node, info, display=lambda name: name, live_at_exit=()):
-    """Annotate each in-place write with the run-time alias checks it needs (Static.ALIAS_CHECK),
-    and the function with the argument pairs to check on entry (``node._srcgrad_param_checks``).
+    """Annotate each in-place write with the run-time alias checks it needs (Static.ALIAS_CHECK);
+    returns the argument pairs to check on entry, ``[(written, other, error)]``
+    (reverse.build's ``param_checks``).
 
     ``live_at_exit``: names read after the function body (wrt names of locals).
     """
-    node._srcgrad_param_checks = []
+    param_checks = []
     stmts = _flatten(node.body, [])
     writes = [(s, _written(s)) for s in stmts]
     writes = [(s, w) for s, w in writes if w is not None]
     if not writes:
-        return
+        return param_checks
     objects = _Objects(node, stmts)
     liveness = _Liveness(node, live_at_exit)
     reaches_params = set()
@@ -295,7 +296,8 @@ def check(node, info, display=lambda name: name, live_at_exit=()):
     for p in sorted(reaches_params):
         for q in objects.params + free:
             if q != p:
-                node._srcgrad_param_checks.append((p, q, _argument_error(node, info, p, q, display)))
+                param_checks.append((p, q, _argument_error(node, info, p, q, display)))
+    return param_checks
 
 
 def _root(func):

@@ -60,12 +60,13 @@ class ReverseAD(Base, RuleApplication):
     """
 
     def __init__(self, node, info, activity, namer, wrt, fixed, hook_names=(), kinds=None,
-                 containers=frozenset()):
+                 containers=frozenset(), param_checks=()):
         super().__init__(info)
         self.node = node
         self.kinds = kinds   # analysis/kinds.py: which values are complex, which integer
         # Names that may hold a container (analysis/ranks.py ``containers``).
         self.containers = containers
+        self.param_checks = param_checks   # aliasing.check: (written, other, error) on entry
         self.reverse = []   # the reverse statements of each block being visited, innermost last
         self.act = activity
         self.namer = namer
@@ -369,7 +370,7 @@ class ReverseAD(Base, RuleApplication):
     def argument_checks(self):
         """Checks on entry that arguments written in place share no memory with the others."""
         out = []
-        for written, other, error in getattr(self.node, "_srcgrad_param_checks", ()):
+        for written, other, error in self.param_checks:
             error_name = self.namer.new("aliasing_error")
             self.bindings[error_name] = error
             out += replace(f"rt.check_unshared({written}, {other}, {error_name})")
@@ -493,18 +494,21 @@ class Reversed:
 
 def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), optimized=True,
           ranks=None, classes=None, scalar_reductions=False, fused=False, kinds=None,
-          containers=frozenset(), aux=None):
+          containers=frozenset(), aux=None, param_checks=()):
     """The forward and backward FunctionDefs for FunctionDef ``node``, as a ``Reversed``.
 
     ``aux``: the name of the value returned beside the output (has_aux, transform/aux.py):
     the forward sweep returns ``((output, aux), saved)``.
+    ``param_checks``: the argument pairs checked on entry for shared memory
+    (analysis/aliasing.check).
     ``scalar_reductions``: the caller broadcasts each parameter's gradient to its
     argument's shape, so a full reduction's gradient may stay a scalar up to the
     return (``optimize.keep_reductions_scalar``). ``fused``: the elementwise statements
     will be fused into kernels, so the sweep keeps accumulating by assignment.
     """
     taken_before = set(namer.taken)
-    ad = ReverseAD(node, info, activity, namer, wrt, fixed, hook_names, kinds, containers)
+    ad = ReverseAD(node, info, activity, namer, wrt, fixed, hook_names, kinds, containers,
+                   param_checks)
     ret = node.body[-1]
     fwd, rev = ad.block(node.body[:-1])
 
