@@ -485,12 +485,6 @@ class Reversed:
     functions: tuple = ()        # custom Function classes applied in f
     rank_facts_used: set = field(default_factory=set)   # names whose rank facts the code relies on
 
-    def meta(self):
-        """The entries compile_gradient keeps (pipeline.Compiled.meta)."""
-        return {"bindings": self.bindings, "tuple_output": self.tuple_output,
-                "uses_tape": self.uses_tape, "mutates_saved": self.mutates_saved,
-                "functions": self.functions, "rank_facts_used": self.rank_facts_used}
-
 
 def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), optimized=True,
           ranks=None, classes=None, scalar_reductions=False, fused=False, kinds=None,
