@@ -18,7 +18,8 @@ from srcgrad.analysis import kinds as kinds_
 from srcgrad.analysis.activity import names_in, primitive_of
 from srcgrad.errors import NonDifferentiableError, UnsupportedError
 from srcgrad.rules import Attribute, Method
-from srcgrad.templates import name, replace, replace_as_expression as replace_expr
+from srcgrad.ast_util import name
+from srcgrad.templates import replace, replace_as_expression as replace_expr
 from srcgrad import optimize
 from srcgrad.transform.anf import is_runtime_helper
 from srcgrad.transform.tape import index_value

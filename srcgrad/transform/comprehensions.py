@@ -30,6 +30,7 @@ import inspect
 import gast
 
 from srcgrad import anno
+from srcgrad.ast_util import name
 from srcgrad.errors import UnsupportedError
 from srcgrad.parse import parse_function
 from srcgrad.transform import inline
@@ -45,10 +46,6 @@ _MUTATORS = {"append", "extend", "insert", "pop", "remove", "clear", "update", "
 _NUMPY_WRITERS = {"copyto", "put", "place", "putmask", "fill_diagonal", "put_along_axis"}
 _ALWAYS_MOVE = "Assign the comprehension to a name in a statement of its own before this one."
 
-
-def _name(id_, store=False):
-    return gast.Name(id=id_, ctx=gast.Store() if store else gast.Load(), annotation=None,
-                     type_comment=None)
 
 
 def _names(*nodes):
@@ -281,14 +278,14 @@ class Lowering(Base):
                 self._resolve(source.func) in (builtins.zip, builtins.enumerate, builtins.list)
                 or isinstance(source.func, gast.Attribute) and source.func.attr == "items"))
         if pairs:
-            target = gast.Tuple(elts=[_name(key, True), _name(value, True)], ctx=gast.Store())
-            comp = gast.DictComp(key=_name(key), value=_name(value), generators=[gast.comprehension(
+            target = gast.Tuple(elts=[name(key, True), name(value, True)], ctx=gast.Store())
+            comp = gast.DictComp(key=name(key), value=name(value), generators=[gast.comprehension(
                 target=target, iter=self._as_list(source), ifs=[], is_async=0)])
         else:   # a mapping: its keys, then its items by key
-            keys = gast.Call(func=_name("list"), args=[source], keywords=[])
+            keys = gast.Call(func=name("list"), args=[source], keywords=[])
             comp = gast.DictComp(
-                key=_name(key), value=gast.Subscript(value=source, slice=_name(key), ctx=gast.Load()),
-                generators=[gast.comprehension(target=_name(key, True), iter=keys, ifs=[], is_async=0)])
+                key=name(key), value=gast.Subscript(value=source, slice=name(key), ctx=gast.Load()),
+                generators=[gast.comprehension(target=name(key, True), iter=keys, ifs=[], is_async=0)])
         gast.copy_location(comp, call)
         return comp
 
@@ -350,11 +347,11 @@ class Lowering(Base):
                               "comprehension `[f(v) for v in xs]`.")
         items = [self.namer.new("item") for _ in call.args[1:]]
         if len(items) == 1:
-            target, iterable = _name(items[0], True), call.args[1]
+            target, iterable = name(items[0], True), call.args[1]
         else:
-            target = gast.Tuple(elts=[_name(i, True) for i in items], ctx=gast.Store())
-            iterable = gast.Call(func=_name("zip"), args=call.args[1:], keywords=[])
-        elt = gast.Call(func=fn, args=[_name(i) for i in items], keywords=[])
+            target = gast.Tuple(elts=[name(i, True) for i in items], ctx=gast.Store())
+            iterable = gast.Call(func=name("zip"), args=call.args[1:], keywords=[])
+        elt = gast.Call(func=fn, args=[name(i) for i in items], keywords=[])
         return gast.ListComp(elt=elt, generators=[gast.comprehension(
             target=target, iter=iterable, ifs=[], is_async=0)])
 
@@ -371,11 +368,11 @@ class Lowering(Base):
         if result is None:
             result = self.namer.new(base or ("entries" if is_dict else "elems"))
         if is_dict:
-            store = gast.Subscript(value=_name(result), slice=comp.key, ctx=gast.Store())
+            store = gast.Subscript(value=name(result), slice=comp.key, ctx=gast.Store())
             inner = [gast.Assign(targets=[store], value=comp.value, type_comment=None)]
             empty = gast.Dict(keys=[], values=[])
         else:
-            append = gast.Attribute(value=_name(result), attr="append", ctx=gast.Load())
+            append = gast.Attribute(value=name(result), attr="append", ctx=gast.Load())
             inner = [gast.Expr(value=gast.Call(func=append, args=[comp.elt], keywords=[]))]
             empty = gast.List(elts=[], ctx=gast.Load())
         for gen in reversed(comp.generators):
@@ -388,7 +385,7 @@ class Lowering(Base):
                               orelse=[], type_comment=None)]
         first = inner[0]
         first.iter = self.expr(first.iter)   # the first iterable: evaluated here, in order
-        new = [gast.Assign(targets=[_name(result, True)], value=empty, type_comment=None), first]
+        new = [gast.Assign(targets=[name(result, True)], value=empty, type_comment=None), first]
         for node in new:
             for child in gast.walk(node):
                 if isinstance(child, gast.stmt):
@@ -397,7 +394,7 @@ class Lowering(Base):
         first.body = self.visit_block(first.body)   # comprehensions in the element, ifs, inner iterables
         self._stmt, self._mutated, self._hoisted, self._helpers = saved
         self._hoisted.extend(new)
-        return _name(result)
+        return name(result)
 
 
 def transform(node, ctx):

@@ -32,6 +32,7 @@ import inspect
 import gast
 
 from srcgrad import anno, grad_mode, templates
+from srcgrad.ast_util import name
 from srcgrad.errors import UnsupportedError
 from srcgrad.parse import EntityInfo
 
@@ -39,10 +40,6 @@ Static = anno.Static
 
 _SCOPES = (gast.FunctionDef, gast.Lambda)
 
-
-def _name(id_, store=False):
-    return gast.Name(id=id_, ctx=gast.Store() if store else gast.Load(), annotation=None,
-                     type_comment=None)
 
 
 class LocalFunction:
@@ -249,7 +246,7 @@ class Lifting:
                 user = n.id
                 n.id = self.functions[user].global_name
                 parent.keywords = list(parent.keywords) + [
-                    gast.keyword(arg=v, value=_name(v)) for v in self.free[user]]
+                    gast.keyword(arg=v, value=name(v)) for v in self.free[user]]
 
     def check_defaults(self, fn, stmt):
         args = fn.args
@@ -295,23 +292,23 @@ class Lifting:
             elif isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load) and n.id in self.named:
                 self.use(n, parents.get(n), before, in_while)
 
-    def use(self, name, parent, before, in_while):
-        user = name.id
+    def use(self, ref, parent, before, in_while):
+        user = ref.id
         stmt = self.named[user][0]
         if self.defined_after(stmt):
-            raise self.error(name, f"the local function {user!r} is used before its definition",
+            raise self.error(ref, f"the local function {user!r} is used before its definition",
                              "Define it before its first use.")
         function = self.functions[user]
-        if isinstance(parent, gast.Call) and parent.func is name:
-            name.id = function.global_name
+        if isinstance(parent, gast.Call) and parent.func is ref:
+            ref.id = function.global_name
             parent.keywords = list(parent.keywords) + [
-                gast.keyword(arg=v, value=_name(v)) for v in self.free[user]]
+                gast.keyword(arg=v, value=name(v)) for v in self.free[user]]
             return
-        if isinstance(parent, gast.Call) and (name in parent.args or any(
-                k.value is name for k in parent.keywords)):
-            name.id = self.passed(function, self.free[user], before, in_while, name).global_name
+        if isinstance(parent, gast.Call) and (ref in parent.args or any(
+                k.value is ref for k in parent.keywords)):
+            ref.id = self.passed(function, self.free[user], before, in_while, ref).global_name
             return
-        raise self.error(name, f"the local function {user!r} escapes (it is returned, stored or "
+        raise self.error(ref, f"the local function {user!r} escapes (it is returned, stored or "
                                f"assigned); srcgrad inlines a local function at its calls",
                          "Call it, or pass it to a helper function; define a function that must "
                          "be kept as a value at module level.")
@@ -353,10 +350,10 @@ class Lifting:
         if called:
             function.global_name = self.namer.new("lambda_fn")
             self.info.extra[function.global_name] = self.bindings[function.global_name] = function
-            parent.func = _name(function.global_name)
-            parent.keywords = list(parent.keywords) + [gast.keyword(arg=v, value=_name(v)) for v in free]
+            parent.func = name(function.global_name)
+            parent.keywords = list(parent.keywords) + [gast.keyword(arg=v, value=name(v)) for v in free]
             return
-        replacement = _name(self.passed(function, free, before, in_while, lam).global_name)
+        replacement = name(self.passed(function, free, before, in_while, lam).global_name)
         if lam in parent.args:
             parent.args[parent.args.index(lam)] = replacement
         for k in parent.keywords:
@@ -375,7 +372,7 @@ class Lifting:
         copies = {}
         for v in free:
             copies[v] = self.namer.new(f"{v}_captured")
-            assign = gast.Assign(targets=[_name(copies[v], True)], value=_name(v), type_comment=None)
+            assign = gast.Assign(targets=[name(copies[v], True)], value=name(v), type_comment=None)
             gast.copy_location(assign, self.stmt)
             anno.copyanno(self.stmt, assign, Static.ORIGIN)
             before.append(assign)
@@ -407,9 +404,9 @@ class Lifting:
         if origin is not None:
             ast.increment_lineno(expr, origin.lineno - expr.body.lineno)
         fn = eval(compile(expr, self.info.filename, "eval"), self.info.globals)
-        name = self.namer.new("hook_fn")
-        self.info.extra[name] = self.bindings[name] = fn
-        parent.args[parent.args.index(lam)] = _name(name)
+        hook_name = self.namer.new("hook_fn")
+        self.info.extra[hook_name] = self.bindings[hook_name] = fn
+        parent.args[parent.args.index(lam)] = name(hook_name)
 
 
 def _parent_in(root, target):

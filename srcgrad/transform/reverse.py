@@ -36,7 +36,8 @@ from srcgrad.analysis.activity import names_in
 from srcgrad.analysis.ranks import INT, UNKNOWN
 from srcgrad.errors import UnsupportedError
 from srcgrad.rules import Method
-from srcgrad.templates import name, replace, replace_as_expression as replace_expr
+from srcgrad.ast_util import name
+from srcgrad.templates import replace, replace_as_expression as replace_expr
 from srcgrad import optimize
 from srcgrad.transform import control_flow, recompute, seeds, tape
 from srcgrad.transform.adjoint_rules import RuleApplication

@@ -25,7 +25,8 @@ import gast
 
 from srcgrad import anno
 from srcgrad.analysis.activity import names_in
-from srcgrad.templates import name, replace, replace_as_expression as replace_expr
+from srcgrad.ast_util import name
+from srcgrad.templates import replace, replace_as_expression as replace_expr
 from srcgrad import optimize
 
 Static = anno.Static
