@@ -13,7 +13,7 @@ import gast
 import numpy
 
 from srcgrad import anno, grad_mode, runtime
-from srcgrad.ast_util import name
+from srcgrad.ast_util import name, reads
 from srcgrad.errors import UnsupportedError
 from srcgrad.rules import Attribute, Method
 from srcgrad.transform import as_array
@@ -40,10 +40,6 @@ def is_atom(node):
         return all(isinstance(e, gast.Constant) or is_atom(e) and not isinstance(e, gast.Name)
                    for e in node.elts)
     return False
-
-
-def names_loaded(node):
-    return {n.id for n in gast.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
 
 
 
@@ -268,7 +264,7 @@ class Expressions:
         """
         if (isinstance(test, gast.Name) or (isinstance(test, gast.UnaryOp) and isinstance(test.op, gast.Not)
                                             and isinstance(test.operand, gast.Name))) \
-                and not (names_loaded(test) & stored):
+                and not (reads(test) & stored):
             return test
         if isinstance(test, gast.Constant):
             return test

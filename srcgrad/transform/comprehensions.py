@@ -30,7 +30,7 @@ import inspect
 import gast
 
 from srcgrad import anno
-from srcgrad.ast_util import name
+from srcgrad.ast_util import name, refs
 from srcgrad.errors import UnsupportedError
 from srcgrad.parse import parse_function
 from srcgrad.transform import inline
@@ -46,10 +46,6 @@ _MUTATORS = {"append", "extend", "insert", "pop", "remove", "clear", "update", "
 _NUMPY_WRITERS = {"copyto", "put", "place", "putmask", "fill_diagonal", "put_along_axis"}
 _ALWAYS_MOVE = "Assign the comprehension to a name in a statement of its own before this one."
 
-
-
-def _names(*nodes):
-    return {n.id for node in nodes for n in gast.walk(node) if isinstance(n, gast.Name)}
 
 
 def _may_write(fn, depth=0):
@@ -196,7 +192,7 @@ class Lowering(Base):
         if isinstance(stmt, gast.Assign) and len(stmt.targets) == 1 and \
                 isinstance(stmt.targets[0], gast.Name) and \
                 isinstance(stmt.value, (gast.ListComp, gast.DictComp)) and \
-                stmt.targets[0].id not in _names(stmt.value):
+                stmt.targets[0].id not in refs(stmt.value):
             self.hoist(stmt.value, stmt.targets[0].id)   # `ys = [...]`: build ys itself
             return self._hoisted
         if isinstance(stmt, gast.Assign):
@@ -320,18 +316,18 @@ class Lowering(Base):
         in ``_helpers``; its source is read only when a comprehension follows."""
         arguments = call.args + [kw.value for kw in call.keywords]
         if isinstance(call.func, gast.Attribute) and call.func.attr in _MUTATORS:
-            return _names(call.func.value)
+            return refs(call.func.value)
         if any(kw.arg == "out" for kw in call.keywords):
-            return _names(*arguments)
+            return refs(*arguments)
         fn = self._resolve(call.func)
         if fn is None:
             if isinstance(call.func, gast.Attribute):
                 return set()   # a method of a value that does not mutate it (x.reshape)
-            return _names(call.func, *arguments)
+            return refs(call.func, *arguments)
         if getattr(fn, "__name__", None) in _NUMPY_WRITERS:
-            return _names(*arguments)
+            return refs(*arguments)
         if inline.is_inlinable(fn):
-            self._helpers.append((fn, _names(*arguments)))   # read when a comprehension follows
+            self._helpers.append((fn, refs(*arguments)))   # read when a comprehension follows
         return set()
 
     def _map(self, call):
@@ -359,7 +355,7 @@ class Lowering(Base):
         """Write the loop that builds ``comp`` into ``result`` (a fresh name if None)
         ahead of the statement; returns the name to read."""
         stmt = self._stmt
-        read = _names(comp)
+        read = refs(comp)
         if self._mutated & read or any(names & read and _may_write(fn)
                                        for fn, names in self._helpers):
             raise self._error(stmt, "a comprehension after a call that may change what it reads, "

@@ -32,7 +32,7 @@ import inspect
 import gast
 
 from srcgrad import anno, grad_mode, templates
-from srcgrad.ast_util import name
+from srcgrad.ast_util import name, reads, rewrite_blocks
 from srcgrad.errors import UnsupportedError
 from srcgrad.parse import EntityInfo
 
@@ -121,11 +121,6 @@ def _stores(node):
     return counts
 
 
-def _loads(node):
-    """Every name read anywhere in ``node``, nested scopes included."""
-    return {n.id for n in gast.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
-
-
 def _own_locals(fn):
     """The names a lifted function (or lambda) binds: its parameters and assignments."""
     names = {a.id for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}
@@ -205,8 +200,8 @@ class Lifting:
         direct = {}
         for name, (stmt, _, fn) in self.named.items():
             self.check_defaults(fn, stmt)
-            direct[name] = (_loads(fn) & self.outer_locals) - _own_locals(fn) - set(self.named)
-        calls = {name: _loads(fn) & (set(self.named) - {name}) for name, (_, _, fn) in self.named.items()}
+            direct[name] = (reads(fn) & self.outer_locals) - _own_locals(fn) - set(self.named)
+        calls = {name: reads(fn) & (set(self.named) - {name}) for name, (_, _, fn) in self.named.items()}
         free = {name: set(v) for name, v in direct.items()}
         changed = True
         while changed:
@@ -265,9 +260,7 @@ class Lifting:
                 continue   # the definition itself: lifted
             self.stmt = stmt
             before = []
-            for field in ("body", "orelse"):
-                if isinstance(getattr(stmt, field, None), list):
-                    setattr(stmt, field, self.rewrite(getattr(stmt, field)))
+            rewrite_blocks(stmt, self.rewrite)
             headers = [getattr(stmt, f) for f in ("test", "iter", "value", "targets", "target")
                        if getattr(stmt, f, None) is not None]
             if not isinstance(stmt, (gast.If, gast.For, gast.While)):
@@ -342,7 +335,7 @@ class Lifting:
         for n in _scope_walk(lam.body):
             if isinstance(n, gast.Name) and n.id in self.named:   # a local function it calls
                 self.use(n, _parent_in(lam.body, n), before, in_while)
-        free = sorted((_loads(fn) & self.outer_locals) - _own_locals(fn) - set(self.named))
+        free = sorted((reads(fn) & self.outer_locals) - _own_locals(fn) - set(self.named))
         fn.args.kwonlyargs = list(fn.args.kwonlyargs) + [
             gast.Name(id=v, ctx=gast.Param(), annotation=None, type_comment=None) for v in free]
         fn.args.kw_defaults = list(fn.args.kw_defaults) + [None] * len(free)
@@ -391,7 +384,7 @@ class Lifting:
 
     def hook(self, lam, parent):
         """A hook lambda: a real function of the globals, called by the reverse sweep."""
-        read = _loads(lam) - _own_locals(lam)
+        read = reads(lam) - _own_locals(lam)
         local = sorted(read & (self.outer_locals | set(self.info.closure)))
         if local:
             raise self.error(lam, f"a hook lambda that reads {local[0]!r}, a variable of the "

@@ -25,7 +25,7 @@ import gast
 
 from srcgrad import anno
 from srcgrad.analysis.activity import names_in
-from srcgrad.ast_util import name
+from srcgrad.ast_util import name, rewrite_blocks
 from srcgrad.templates import replace, replace_as_expression as replace_expr
 from srcgrad import optimize
 
@@ -195,13 +195,7 @@ def _filter(body, drop):
     for s in body:
         if drop(s):
             continue
-        for field in ("body", "orelse"):
-            inner = getattr(s, field, None)
-            if isinstance(inner, list) and inner:
-                new = _filter(inner, drop)
-                if field == "body" and not new:
-                    new = [gast.Pass()]
-                setattr(s, field, new)
+        rewrite_blocks(s, lambda inner: _filter(inner, drop), keep_body=True)
         out.append(s)
     return out
 
