@@ -120,7 +120,7 @@ class GradFunction:
         if found is None or not found.guard.holds(self.fn):
             found = by_rank[key] = _compiled(self.fn, self.wrt, self.hook_names, self.fuse, key,
                                              self.has_aux)
-            if found.meta["rank_free"]:
+            if found.rank_free:
                 self._any_rank = found  # nothing in it depends on the ranks: skip the key
         return found
 
@@ -141,9 +141,9 @@ class GradFunction:
             (getattr(self.fn, "__kwdefaults__", None) or {}).values())
 
     def _plan_of(self, compiled):
-        plan = compiled.meta.get("plan")
+        plan = compiled.plan
         if plan is None:
-            plan = compiled.meta["plan"] = _CallPlan(self.fn, compiled, self.wrt)
+            plan = compiled.plan = _CallPlan(self.fn, compiled, self.wrt)
         return plan
 
     def _backward(self, compiled, seed, saved):
@@ -187,7 +187,7 @@ class GradFunction:
     def _call(self, args, grad_outputs, kwargs):
         """Any call: keyword arguments, grad_outputs, hooks, the value returned."""
         compiled = self.compiled_for(args, kwargs)
-        plan = compiled.meta.get("plan") or self._plan_of(compiled)
+        plan = compiled.plan or self._plan_of(compiled)
         if kwargs or len(args) != plan.n_positional or not plan.simple:
             likes = plan.wrt_values(args, kwargs)
         else:
@@ -197,8 +197,7 @@ class GradFunction:
                 for name, like in zip(compiled.wrt, likes):   # raises for the first that is not
                     _check_differentiable(name, like)
                 break
-        meta = compiled.meta
-        for_grad = meta["forward_for_grad"]
+        for_grad = compiled.forward_for_grad
         if for_grad is not None and grad_outputs is None and not self.preserve_result:
             # A scalar output whose value nobody sees: its seed is 1 and it need not be computed.
             out, saved = for_grad(*args, **kwargs) if kwargs else for_grad(*args)
@@ -207,10 +206,10 @@ class GradFunction:
             out, saved = compiled.forward(*args, **kwargs) if kwargs else compiled.forward(*args)
             if self.has_aux:
                 out, aux = out   # the forward sweep checked it is a pair (transform/aux.py)
-            if grad_outputs is None and not meta["tuple_output"]:
+            if grad_outputs is None and not compiled.tuple_output:
                 seed = runtime.default_seed(out)
             else:
-                seed = _seed(out, grad_outputs, meta["tuple_output"])
+                seed = _seed(out, grad_outputs, compiled.tuple_output)
         if self.hook_names:
             grads = compiled.backward(seed, saved, self.hooks)
         else:
@@ -223,7 +222,7 @@ class GradFunction:
             return out, result
         if not kwargs and len(args) == plan.n_positional and _FastCall.applies(self, compiled, plan):
             fast = (_FastAuxCall if self.has_aux else _FastCall)(self, compiled, plan)
-            if compiled.meta["rank_free"]:
+            if compiled.rank_free:
                 self._fast_any = fast
             else:
                 self._fast_any = None   # it was compiled from what no longer holds, if any
@@ -254,7 +253,7 @@ class _FastCall:
     @staticmethod
     def applies(gfn, compiled, plan):
         return (plan.simple and not gfn.hook_names and not gfn.preserve_result
-                and not compiled.meta["tuple_output"] and None not in plan.wrt_positions)
+                and not compiled.tuple_output and None not in plan.wrt_positions)
 
     def __init__(self, gfn, compiled, plan):
         self.compiled = compiled
@@ -264,7 +263,7 @@ class _FastCall:
         self.only = plan.wrt_positions[0] if len(plan.wrt_positions) == 1 else None
         # The other arguments, when this call serves arguments of any rank (rank_keys
         # tells structures apart otherwise): a structure among them needs its own code.
-        self.others = () if not compiled.meta["rank_free"] else tuple(
+        self.others = () if not compiled.rank_free else tuple(
             k for k in range(plan.n_positional) if k not in plan.wrt_positions)
         self.many = plan.many
         self.options = (gfn.allow_unused, gfn.materialize_grads)
@@ -462,13 +461,13 @@ class _Backward:
                 "forward sweep were consumed by the first backward call. Pass retain_graph=True "
                 "to the first backward call if you need to call it again.")
         compiled = self.compiled
-        seed = _seed(self.out, grad_outputs, compiled.meta["tuple_output"])
+        seed = _seed(self.out, grad_outputs, compiled.tuple_output)
         saved = self.saved
         if retain_graph:
             # The reverse sweep pops the tape and restores what indexed writes overwrote.
-            if compiled.meta["mutates_saved"]:
+            if compiled.mutates_saved:
                 saved = copy.deepcopy(saved)
-            elif compiled.meta["uses_tape"]:
+            elif compiled.uses_tape:
                 saved = (list(saved[0]),) + tuple(saved[1:])
         else:
             self.consumed = True

@@ -1,11 +1,12 @@
 """Small AST idioms shared by the passes: names, statement walking, accumulation matching.
 
 * Name sets: ``loads``, ``stores`` and ``refs`` of a node (``NameSets`` memoizes them
-  for passes that ask about one statement many times).
+  for passes that ask about one statement many times); ``reads``, the names in a
+  ``Load`` context only (a parameter or a ``del`` is not a read).
 * Walking: ``blocks`` (every statement list, nested ones included),
   ``walk_statements`` (every statement in source order), ``child_blocks`` (a
-  compound statement's ``body`` and ``orelse``), ``own_parts`` (what a statement
-  evaluates itself, not its blocks).
+  compound statement's ``body`` and ``orelse``), ``rewrite_blocks`` (replace them),
+  ``own_parts`` (what a statement evaluates itself, not its blocks).
 * Matching: ``assigned_name`` (``x = ...``), ``is_zero`` (``0.0``),
   ``accumulation`` / ``is_accumulation`` (``d = d + E`` with ``E`` not reading
   ``d``), ``is_rt_call`` (``rt.<helper>(...)``).
@@ -104,19 +105,45 @@ def stores(node):
     return _collect(node)[1]
 
 
-def refs(node):
-    found_loads, found_stores = _collect(node)
-    return found_loads | found_stores
+def refs(*nodes):
+    """Every name the ``nodes`` hold, in any context."""
+    found = set()
+    for node in nodes:
+        found_loads, found_stores = _collect(node)
+        found |= found_loads | found_stores
+    return found
+
+
+def reads(*nodes):
+    """Names the ``nodes`` read in a ``Load`` context (unlike ``loads``, a parameter or
+    a ``del`` is not a read), nested blocks and scopes included."""
+    return {n.id for node in nodes for n in gast.walk(node)
+            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
 
 
 # ----- Walking statements -----
 
+BLOCK_FIELDS = ("body", "orelse")
+
+
 def child_blocks(s):
     """The statement lists a compound statement holds (``body``, ``orelse``)."""
-    for field in ("body", "orelse"):
+    for field in BLOCK_FIELDS:
         inner = getattr(s, field, None)
         if isinstance(inner, list):
             yield inner
+
+
+def rewrite_blocks(s, rewrite, keep_body=False):
+    """Set each non-empty statement list ``s`` holds (``body``, ``orelse``) to
+    ``rewrite(block)``. ``keep_body``: a body rewritten to nothing becomes ``pass``."""
+    for field in BLOCK_FIELDS:
+        inner = getattr(s, field, None)
+        if isinstance(inner, list) and inner:
+            new = rewrite(inner)
+            if keep_body and field == "body" and not new:
+                new = [gast.Pass()]
+            setattr(s, field, new)
 
 
 def blocks(body):

@@ -46,9 +46,25 @@ class Compiled:
     source: str
     wrt: tuple
     activity: object = field(repr=False)
-    meta: dict = field(repr=False)
     user_locals: frozenset = frozenset()
     guard: object = field(default=None, repr=False)   # guard.Guard: when it may be reused
+    # What the sweeps are (reverse.Reversed):
+    tuple_output: bool = False    # fn returns a tuple: the seed is a tuple of seeds
+    uses_tape: bool = False       # saved holds a tape (a backward runs once unless kept)
+    mutates_saved: bool = False   # the backward restores arrays the forward wrote into
+    functions: tuple = ()         # the custom Function classes fn applies
+    rank_free: bool = False       # nothing in the code depends on the arguments' ranks
+    forward_for_grad: object = None   # the forward sweep a gradient-only call runs, or None
+    # What compose_gradient rebuilds the code from:
+    trees: tuple = field(default=(), repr=False)   # the (forward, backward) FunctionDefs
+    # The forward FunctionDef a gradient-only call composes with the backward, and
+    # whether its seed is known to be 1; None where the sweeps run as two calls.
+    gradient_forward: tuple = field(default=None, repr=False)
+    load: tuple = field(default=None, repr=False)   # (EntityInfo, bindings) to load code with
+    # Made on first use: api's call plan, show's generic text, the composed gradient.
+    plan: object = field(default=None, repr=False)
+    shown: str = field(default=None, repr=False)
+    gradient: object = field(default=None, repr=False)
 
 
 def _rename_reserved(node, info, namer, bindings):
@@ -180,7 +196,8 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None, has_aux
     params = {a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
     # wrt of a local means the value it holds at the return: read then. wrt of a
     # parameter means the value passed in, which later writes do not change.
-    aliasing.check(node, info, namer.display, live_at_exit=[n for n in names if n not in params])
+    param_checks = aliasing.check(node, info, namer.display,
+                                  live_at_exit=[n for n in names if n not in params])
     # The wrt parameters hold floats: api refuses integer and complex inputs.
     kind_map = kinds.infer(node, {n: kinds.FLOAT for n in names}, info.peek)
     act = activity.resolve(node, names, kind_map)
@@ -210,32 +227,32 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None, has_aux
                           ranks=rank_map, classes=classes,
                           scalar_reductions=bool(arg_ranks) and not fuse,
                           fused=fuse, kinds=kind_map, containers=containers,
-                          aux=ctx.aux)
-    forward, backward, meta = built.forward, built.backward, built.meta()
+                          aux=ctx.aux, param_checks=param_checks)
+    forward, backward = built.forward, built.backward
     for_grad = None
     # A complex output has no default seed (rt.default_seed refuses it): never assume 1.
     real_output = not (isinstance(node.body[-1].value, gast.Name)
                        and kind_map.of(node.body[-1].value) == kinds.COMPLEX)
     # With has_aux the caller sees the forward's aux: no sweep that skips computing it.
-    if options.optimize and not fuse and not meta["tuple_output"] and real_output and not has_aux:
+    if options.optimize and not fuse and not built.tuple_output and real_output and not has_aux:
         for_grad = optimize.forward_for_gradient(forward, rank_map, classes)
     forward.body = emit.comment_blocks(forward.body, "", 2)
     backward.body = emit.comment_blocks(backward.body, "grad of: ", 1)
-    meta["trees"] = (forward, backward)
+    trees = (forward, backward)
     # The forward sweep a call that wants only the gradients composes with the backward
     # (api._FastCall), and whether its seed is known to be 1 (a scalar output).
-    meta["gradient_forward"] = None
-    if options.optimize and not fuse and not meta["tuple_output"] and real_output and not has_aux:
-        meta["gradient_forward"] = (for_grad or forward, optimize.scalar_output(forward, rank_map))
+    gradient_forward = None
+    if options.optimize and not fuse and not built.tuple_output and real_output and not has_aux:
+        gradient_forward = (for_grad or forward, optimize.scalar_output(forward, rank_map))
     # The code holds for arguments of any rank unless it relies on a fact the ranks gave.
     # Which names may hold containers decides code too (a structured argument's gradient).
-    meta["rank_free"] = not static and containers == any_containers and all(
+    rank_free = not static and containers == any_containers and all(
         (rank_map.get(n), classes.get(n)) == (any_ranks.get(n), any_classes.get(n))
-        for n in meta["rank_facts_used"])
+        for n in built.rank_facts_used)
     kernels = []
     if fuse:
         forward, backward = clone(forward), clone(backward)
-        if not meta["mutates_saved"]:
+        if not built.mutates_saved:
             fusion.rematerialize(forward, backward, info.resolve)
         kernels = fusion.transform(forward, info.resolve, namer, options.fuse_reductions)
         kernels += fusion.transform(backward, info.resolve, namer, options.fuse_reductions)
@@ -244,7 +261,7 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None, has_aux
         for_grad.body = emit.comment_blocks(for_grad.body, "", 2)
         extra = [for_grad]
     source = emit.to_source(kernels + [forward] + extra + [backward])
-    bindings.update(meta["bindings"])
+    bindings.update(built.bindings)
     bindings["rt"] = runtime
     names_loaded = [k.name for k in kernels] + [forward.name] + [f.name for f in extra] + [backward.name]
     functions, _, _ = loader.load(source, names_loaded, info.globals, info.closure, bindings,
@@ -257,9 +274,11 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None, has_aux
         if f is not None:
             f.__defaults__ = fn.__defaults__
             f.__kwdefaults__ = fn.__kwdefaults__
-    meta["forward_for_grad"] = fwd_grad
-    meta["load"] = (info, bindings)
-    return Compiled(fwd, bwd, source, names, act, meta, user_locals, Guard(fn, ctx.infos))
+    return Compiled(fwd, bwd, source, names, act, user_locals, Guard(fn, ctx.infos),
+                    tuple_output=built.tuple_output, uses_tape=built.uses_tape,
+                    mutates_saved=built.mutates_saved, functions=built.functions,
+                    rank_free=rank_free, forward_for_grad=fwd_grad, trees=trees,
+                    gradient_forward=gradient_forward, load=(info, bindings))
 
 
 def compose_gradient(compiled, many, only_gradients=False):
@@ -276,21 +295,21 @@ def compose_gradient(compiled, many, only_gradients=False):
         UnsupportedError: the gradient records a tape (loops, rebinding) or
             writes into arrays in place; differentiating those is not supported yet.
     """
-    info, bindings = compiled.meta["load"]
+    info, bindings = compiled.load
     if only_gradients:
-        forward, seed_is_one = compiled.meta["gradient_forward"]
-        forward, backward = clone(forward), clone(compiled.meta["trees"][1])
+        forward, seed_is_one = compiled.gradient_forward
+        forward, backward = clone(forward), clone(compiled.trees[1])
         name = backward.name[:-len("_backward")]
         seed = gast.Constant(value=1.0, kind=None) if seed_is_one else _default_seed_of(forward)
         return _compose(forward, backward, info, bindings, f"gradient_{name}", seed, True, release=True)
-    forward, backward = (clone(t) for t in compiled.meta["trees"])
-    once = [c for c in compiled.meta.get("functions", ()) if is_once_differentiable(c)]
+    forward, backward = (clone(t) for t in compiled.trees)
+    once = [c for c in compiled.functions if is_once_differentiable(c)]
     if once:
         raise UnsupportedError(
             f"{once[0].__name__}.backward is marked once_differentiable: its gradient cannot be "
             f"differentiated again", info.filename, info.first_lineno,
             hint="Remove @once_differentiable if the backward is itself differentiable code.")
-    if compiled.meta["uses_tape"] or compiled.meta["mutates_saved"] or compiled.meta["tuple_output"]:
+    if compiled.uses_tape or compiled.mutates_saved or compiled.tuple_output:
         raise UnsupportedError(
             f"the gradient of {info.fn.__qualname__} uses a tape (loops, rebinding or indexed "
             f"writes) or has several outputs; differentiating it again is not supported yet",

@@ -21,9 +21,9 @@ def shown(compiled, args=None, composed=False):
     compiled for (None: the generic code). ``composed``: the one function ``grad``
     runs from its second call on (``composed_function``), where there is one."""
     if args is None:
-        text = compiled.meta.get("shown")
+        text = compiled.shown
         if text is None:   # kept, so that every ask returns the same str
-            text = compiled.meta["shown"] = _generic_header(compiled) + compiled.source
+            text = compiled.shown = _generic_header(compiled) + compiled.source
         return text
     function = composed_function(compiled) if composed else None
     if function is not None:
@@ -33,15 +33,14 @@ def shown(compiled, args=None, composed=False):
 
 def composed_function(compiled):
     """``grad``'s common call of ``compiled`` as one generated function (both sweeps, the
-    seed 1 or the default seed: pipeline.compose_gradient), made once and kept in its
-    meta (api._FastCall runs it); None where the sweeps run as two calls (a tuple
-    output, has_aux, fuse=True)."""
-    meta = compiled.meta
-    if meta["gradient_forward"] is None:
+    seed 1 or the default seed: pipeline.compose_gradient), made once and kept in
+    ``compiled.gradient`` (api._FastCall runs it); None where the sweeps run as two calls
+    (a tuple output, has_aux, fuse=True)."""
+    if compiled.gradient_forward is None:
         return None
-    if "gradient" not in meta:
-        meta["gradient"] = pipeline.compose_gradient(compiled, True, only_gradients=True)
-    return meta["gradient"]
+    if compiled.gradient is None:
+        compiled.gradient = pipeline.compose_gradient(compiled, True, only_gradients=True)
+    return compiled.gradient
 
 
 def function_source(function):
@@ -77,13 +76,12 @@ def _comment(text):
 
 
 def _names(compiled):
-    meta = compiled.meta
-    first = meta["forward_for_grad"] or compiled.forward
+    first = compiled.forward_for_grad or compiled.forward
     return first.__name__, compiled.forward.__name__, compiled.backward.__name__
 
 
 def _ranks(compiled):
-    if compiled.meta["rank_free"]:
+    if compiled.rank_free:
         return "(nothing in it depends on their ranks: it serves arguments of any rank)"
     return "(and any others of the same ranks and structure)"
 
@@ -99,7 +97,7 @@ def _sweeps_header(compiled, args, composed):
     first, forward, backward = _names(compiled)
     text = f"srcgrad: the code that runs for arguments of {describe(args)} {_ranks(compiled)}. "
     text += f"grad runs {first}, then {backward}"
-    if compiled.meta["gradient_forward"] is not None:
+    if compiled.gradient_forward is not None:
         text += " (from its second call, as one function: sg.source(f, args=..., composed=True))"
     elif composed:
         text += " (as two calls, which it does not compose: a tuple output, has_aux or fuse)"

@@ -14,17 +14,14 @@ import textwrap
 
 import gast
 
+from srcgrad.ast_util import name
+
 
 def is_literal(value):
     """Whether ``value`` can be written into generated code as a constant."""
     if isinstance(value, tuple):
         return all(is_literal(v) for v in value)
     return value is None or isinstance(value, (bool, int, float, str, complex))
-
-
-def name(id_, store=False):
-    return gast.Name(id=id_, ctx=gast.Store() if store else gast.Load(), annotation=None,
-                     type_comment=None)
 
 
 def clone(node):

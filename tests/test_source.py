@@ -99,7 +99,7 @@ def test_the_text_shown_is_the_text_compiled():
     args = _args()
     compiled = sg.grad(thermal).compiled_for(args)
     assert _body(sg.source(thermal, args=args)) == compiled.source
-    functions = [compiled.forward, compiled.meta["forward_for_grad"], compiled.backward]
+    functions = [compiled.forward, compiled.forward_for_grad, compiled.backward]
     assert "".join(_text_of(f.__code__) + "\n\n" for f in functions).rstrip() + "\n" == compiled.source
 
 

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 import gast
 
 from srcgrad import anno, rules
+# names_in: the names a node reads (Load context); the passes import it from here too.
+from srcgrad.ast_util import reads as names_in
 from srcgrad.rules import Attribute, Method
 
 Static = anno.Static
@@ -68,10 +70,6 @@ def primitive_of(value):
     if isinstance(value, gast.Attribute):
         return anno.getanno(value, Static.PRIMITIVE)
     return None
-
-
-def names_in(node):
-    return {n.id for n in gast.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
 
 
 def value_deps(value):

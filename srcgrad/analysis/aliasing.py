@@ -29,6 +29,7 @@ import gast
 import numpy
 
 from srcgrad import anno
+from srcgrad.ast_util import reads, walk_statements
 from srcgrad.errors import UnsupportedError
 from srcgrad.rules import Attribute, Method
 
@@ -191,19 +192,6 @@ def _returns_fresh(call):
 
 # ----- statements in order, and liveness -----
 
-def _flatten(body, out):
-    for s in body:
-        out.append(s)
-        for field in ("body", "orelse"):
-            inner = getattr(s, field, None)
-            if isinstance(inner, list):
-                _flatten(inner, out)
-    return out
-
-
-def _uses(node):
-    return {n.id for n in gast.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
-
 
 class _Liveness:
     """For each simple statement, the names that may be read after it (before being rebound)."""
@@ -219,9 +207,9 @@ class _Liveness:
 
     def stmt(self, s, live, loop_exit):
         if isinstance(s, gast.If):
-            return _uses(s.test) | self.block(s.body, live, loop_exit) | self.block(s.orelse, live, loop_exit)
+            return reads(s.test) | self.block(s.body, live, loop_exit) | self.block(s.orelse, live, loop_exit)
         if isinstance(s, (gast.For, gast.While)):
-            header = _uses(s.iter) if isinstance(s, gast.For) else _uses(s.test)
+            header = reads(s.iter) if isinstance(s, gast.For) else reads(s.test)
             target = {n.id for n in gast.walk(s.target) if isinstance(n, gast.Name)} \
                 if isinstance(s, gast.For) else set()
             head = set(live) | header
@@ -235,10 +223,10 @@ class _Liveness:
         if isinstance(s, gast.Break):
             return set(live) | loop_exit
         if isinstance(s, gast.Return):
-            return _uses(s) if s.value is not None else set()
+            return reads(s) if s.value is not None else set()
         if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
-            return (set(live) - {s.targets[0].id}) | _uses(s.value)
-        used = _uses(s)
+            return (set(live) - {s.targets[0].id}) | reads(s.value)
+        used = reads(s)
         if isinstance(s, gast.Assign):   # b[i] = v reads b (its other entries stay)
             used |= {n.id for n in gast.walk(s.targets[0]) if isinstance(n, gast.Name)}
         return set(live) | used
@@ -263,17 +251,18 @@ def _written(s):
 
 
 def check(node, info, display=lambda name: name, live_at_exit=()):
-    """Annotate each in-place write with the run-time alias checks it needs (Static.ALIAS_CHECK),
-    and the function with the argument pairs to check on entry (``node._srcgrad_param_checks``).
+    """Annotate each in-place write with the run-time alias checks it needs (Static.ALIAS_CHECK);
+    returns the argument pairs to check on entry, ``[(written, other, error)]``
+    (reverse.build's ``param_checks``).
 
     ``live_at_exit``: names read after the function body (wrt names of locals).
     """
-    node._srcgrad_param_checks = []
-    stmts = _flatten(node.body, [])
+    param_checks = []
+    stmts = list(walk_statements(node.body))
     writes = [(s, _written(s)) for s in stmts]
     writes = [(s, w) for s, w in writes if w is not None]
     if not writes:
-        return
+        return param_checks
     objects = _Objects(node, stmts)
     liveness = _Liveness(node, live_at_exit)
     reaches_params = set()
@@ -295,7 +284,8 @@ def check(node, info, display=lambda name: name, live_at_exit=()):
     for p in sorted(reaches_params):
         for q in objects.params + free:
             if q != p:
-                node._srcgrad_param_checks.append((p, q, _argument_error(node, info, p, q, display)))
+                param_checks.append((p, q, _argument_error(node, info, p, q, display)))
+    return param_checks
 
 
 def _root(func):

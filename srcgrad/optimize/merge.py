@@ -10,7 +10,7 @@ have effects, and an expression reading its target sees the first contribution.
 
 import gast
 
-from srcgrad.ast_util import blocks
+from srcgrad.ast_util import accumulation, blocks
 from srcgrad.optimize.exprs import arithmetic_loads
 
 
@@ -41,8 +41,7 @@ def contribution(s, d=None, facts=None):
         target, value, kind = s.target.id, s.value, "aug"
     elif isinstance(s, gast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], gast.Name):
         target, value, kind = s.targets[0].id, s.value, "assign"
-        if isinstance(value, gast.BinOp) and isinstance(value.op, gast.Add) \
-                and isinstance(value.left, gast.Name) and value.left.id == target:
+        if accumulation(s, facts) is not None:
             value, kind = value.right, "add"
     else:
         return None

@@ -18,7 +18,8 @@ from srcgrad.analysis import kinds as kinds_
 from srcgrad.analysis.activity import names_in, primitive_of
 from srcgrad.errors import NonDifferentiableError, UnsupportedError
 from srcgrad.rules import Attribute, Method
-from srcgrad.templates import name, replace, replace_as_expression as replace_expr
+from srcgrad.ast_util import name
+from srcgrad.templates import replace, replace_as_expression as replace_expr
 from srcgrad import optimize
 from srcgrad.transform.anf import is_runtime_helper
 from srcgrad.transform.tape import index_value
@@ -38,7 +39,7 @@ class RuleApplication:
 
     A mixin of ReverseAD: it reads ``self.act`` (the Activity), ``self.namer``,
     ``self.containers``, ``self.kinds``, ``self.flag``, ``self.fixed`` and
-    ``self.bindings``, and calls ``self.d``, ``self.needs`` and ``self.error``.
+    ``self.bindings``, and calls ``self.d``, ``self.needs`` and ``self.error`` (transform/base.py).
     """
 
     def guarded(self, value, dt, contribs):
@@ -68,7 +69,7 @@ class RuleApplication:
             return isinstance(anno.getanno(value, Static.PRIMITIVE), numpy.ufunc)
         return False
 
-    def contributions(self, value, dy, y, origin):
+    def contributions(self, value, dy, y):
         """Statements adding ``value``'s contributions to its arguments' adjoints."""
         if isinstance(value, gast.Name):
             return self.accumulate(value, dy)
@@ -96,28 +97,28 @@ class RuleApplication:
         if isinstance(value, gast.Attribute):
             receiver = value.value
             if self.maybe_container(receiver):
-                return self.attribute_of_container(primitive, receiver, value, dy, y, origin)
-            return self.apply_rule(primitive, [receiver], {}, dy, y, origin, value)
+                return self.attribute_of_container(primitive, receiver, value, dy, y)
+            return self.apply_rule(primitive, [receiver], {}, dy, y, value)
         if isinstance(value, (gast.BinOp,)):
             if isinstance(value.op, (gast.Add, gast.Mult)) and (
                     self.maybe_container(value.left) or self.maybe_container(value.right)):
-                return self.container_binop(primitive, value, dy, y, origin)
-            return self.apply_rule(primitive, [value.left, value.right], {}, dy, y, origin, value)
+                return self.container_binop(primitive, value, dy, y)
+            return self.apply_rule(primitive, [value.left, value.right], {}, dy, y, value)
         if isinstance(value, gast.UnaryOp):
-            return self.apply_rule(primitive, [value.operand], {}, dy, y, origin, value)
+            return self.apply_rule(primitive, [value.operand], {}, dy, y, value)
         if isinstance(value, gast.Call):
             args = list(value.args)
             if isinstance(primitive, Method):
                 args = [value.func.value] + args
             kwargs = {k.arg: k.value for k in value.keywords}
-            return self.apply_rule(primitive, args, kwargs, dy, y, origin, value)
+            return self.apply_rule(primitive, args, kwargs, dy, y, value)
         return []
 
     def maybe_container(self, node):
         return isinstance(node, (gast.List, gast.Tuple, gast.Dict)) or (
             isinstance(node, gast.Name) and node.id in self.containers)
 
-    def container_binop(self, primitive, value, dy, y, origin):
+    def container_binop(self, primitive, value, dy, y):
         """``a + b`` or ``a * b`` where an operand may be a list or tuple: concatenation or
         repetition (the adjoint splits, or sums the copies), decided at run time unless
         both operands are displays; otherwise the arithmetic rule."""
@@ -142,12 +143,12 @@ class RuleApplication:
                                body=into_a or [gast.Pass()], orelse=into_b))
         if isinstance(a, (gast.List, gast.Tuple)) or isinstance(b, (gast.List, gast.Tuple)):
             return seq
-        arithmetic = self.apply_rule(primitive, [a, b], {}, dy, y, origin, value)
+        arithmetic = self.apply_rule(primitive, [a, b], {}, dy, y, value)
         test = replace_expr("rt.container_op(A, B)" if isinstance(value.op, gast.Add)
                             else "rt.container_op(A, B, True)", A=copy.deepcopy(a), B=copy.deepcopy(b))
         return [gast.If(test=test, body=seq or [gast.Pass()], orelse=arithmetic)]
 
-    def attribute_of_container(self, primitive, receiver, value, dy, y, origin):
+    def attribute_of_container(self, primitive, receiver, value, dy, y):
         """``y = p.w`` where ``p`` may be a structure (a dataclass, namedtuple or registered
         object): the adjoint adds ``dy`` into ``dp``'s field ``w``; an array attribute
         (``x.T``) keeps its rule, chosen at run time."""
@@ -156,14 +157,14 @@ class RuleApplication:
         dp = self.d(receiver.id)
         error_name = self.namer.new("attribute_error")
         self.bindings[error_name] = self.error(
-            origin, NonDifferentiableError, f"a gradient reaches the attribute .{value.attr} of "
+            value, NonDifferentiableError, f"a gradient reaches the attribute .{value.attr} of "
             f"{receiver.id!r}, which is not a structure srcgrad knows",
             "Make its class a dataclass, or register it with srcgrad.register_pytree_node.")
         field = replace(f"{dp} = rt.attr_add({dp}, {receiver.id}, {value.attr!r}, DY, {error_name})",
                         DY=dy)
         if rules.lookup(primitive) is None:
             return field
-        arithmetic = self.apply_rule(primitive, [receiver], {}, dy, y, origin, value)
+        arithmetic = self.apply_rule(primitive, [receiver], {}, dy, y, value)
         return [gast.If(test=replace_expr(f"rt.is_node({receiver.id})"), body=field,
                         orelse=arithmetic or [gast.Pass()])]
 
@@ -200,26 +201,26 @@ class RuleApplication:
         return self.kinds is not None and any(
             self.kinds.of(v) == kinds_.COMPLEX for v in [value] + args if not isinstance(v, gast.List))
 
-    def complex_rule(self, primitive, value, origin):
+    def complex_rule(self, primitive, value):
         """The rule of ``primitive`` on complex values (rules/complex_rules.py), or refuse."""
         rule = rules.lookup_complex(primitive)
         if rule is None:
             raise self.error(
-                origin, UnsupportedError,
+                value, UnsupportedError,
                 f"srcgrad has no gradient for {_describe(primitive, value)} on complex values",
                 "Complex intermediates support + - * /, exp, abs, angle, real, imag, conj, sum, "
                 "mean, reshape, @ and np.fft.fft/ifft. Split the value into its real and imaginary "
                 "parts (z.real, z.imag) before this operation, or write a custom srcgrad.Function.")
         return rule
 
-    def apply_rule(self, primitive, args, kwargs, dy, y, origin, value):
+    def apply_rule(self, primitive, args, kwargs, dy, y, value):
         active = [a for a in list(args) + list(kwargs.values()) if self._any_needed(a)]
         if not active or rules.is_nondifferentiable(primitive):
             return []
-        checks = self.sequence_operand_checks(primitive, active, origin, value)
-        return checks + self._apply_rule(primitive, args, kwargs, dy, y, origin, value, active)
+        checks = self.sequence_operand_checks(primitive, active, value)
+        return checks + self._apply_rule(primitive, args, kwargs, dy, y, value, active)
 
-    def sequence_operand_checks(self, primitive, active, origin, value):
+    def sequence_operand_checks(self, primitive, active, value):
         """A list or tuple that NumPy reads as an array (``np.prod(lst)``, ``x * lst``) would
         need its gradient split into items, which the rules do not do: refused, at compile
         time for a display, at run time for a name that may hold one."""
@@ -232,30 +233,30 @@ class RuleApplication:
         checks = []
         for a in active:
             if isinstance(a, (gast.List, gast.Tuple)):
-                raise self.error(origin, UnsupportedError,
+                raise self.error(value, UnsupportedError,
                                  f"a list or tuple passed to {_describe(primitive, value)} is read "
                                  f"as an array; srcgrad does not split its gradient into items",
                                  "Convert it first: np.stack([...]) or np.asarray([...]).")
             if isinstance(a, gast.Name) and (a.id in self.containers or a.id in self.act.sequences):
                 error_name = self.namer.new("operand_error")
                 self.bindings[error_name] = self.error(
-                    origin, UnsupportedError,
+                    value, UnsupportedError,
                     f"{a.id!r} holds a list or tuple, which {_describe(primitive, value)} reads as "
                     f"an array; srcgrad does not split its gradient into items",
                     "Convert it first: np.stack(...) or np.asarray(...).")
                 checks += replace(f"rt.check_array_operand({a.id}, {error_name})")
         return checks
 
-    def _apply_rule(self, primitive, args, kwargs, dy, y, origin, value, active):
+    def _apply_rule(self, primitive, args, kwargs, dy, y, value, active):
         on_complex = self.is_complex(value, list(args) + list(kwargs.values()))
         if on_complex:
-            rule = self.complex_rule(primitive, value, origin)
+            rule = self.complex_rule(primitive, value)
         else:   # (np.imag of a real value has only its complex rule)
             rule = rules.lookup(primitive) or rules.lookup_complex(primitive)
         if rule is None:
             what = _describe(primitive, value)
             raise self.error(
-                origin, NonDifferentiableError,
+                value, NonDifferentiableError,
                 f"srcgrad has no gradient rule for {what}, and its argument "
                 f"{', '.join(repr(_show(a)) for a in active)} needs a gradient",
                 "Register one with @srcgrad.adjoint, wrap the computation in a custom "
@@ -263,10 +264,10 @@ class RuleApplication:
         try:
             bound = rule.signature.bind(dy, y, *args, **kwargs)
         except TypeError as exc:
-            raise self.error(origin, UnsupportedError,
+            raise self.error(value, UnsupportedError,
                              f"this call to {_describe(primitive, value)} is not supported by "
                              f"srcgrad's rule ({exc})") from None
-        self.check_literals(rule, bound, primitive, origin, value)
+        self.check_literals(rule, bound, primitive, value)
         params = rule.params
         arg_nodes = {}
         for p in list(rule.signature.parameters.values()):
@@ -325,14 +326,14 @@ class RuleApplication:
             return replace_expr(f"rt.real_like(G, {node.id})", G=grad)
         return grad
 
-    def check_literals(self, rule, bound, primitive, origin, value):
+    def check_literals(self, rule, bound, primitive, value):
         """A literal option the rule does not support (``np.pad(x, 1, mode="mean")``)
         is refused here, at its line, rather than when the reverse sweep runs."""
         for param, allowed in rule.literals.items():
             arg = bound.arguments.get(param)
             if isinstance(arg, gast.Constant) and arg.value not in allowed:
                 raise self.error(
-                    origin, UnsupportedError,
+                    value, UnsupportedError,
                     f"srcgrad's gradient of {_describe(primitive, value)} does not support "
                     f"{param}={arg.value!r} (supported: {', '.join(map(repr, allowed))})",
                     "Write a custom srcgrad.Function, or register your own rule with @srcgrad.adjoint.")

@@ -21,6 +21,7 @@ import builtins
 import gast
 
 from srcgrad import anno, grad_mode, runtime
+from srcgrad.ast_util import name
 from srcgrad.errors import UnsupportedError
 from srcgrad.transform.anf_expressions import Expressions
 from srcgrad.transform.base import Base, local_names
@@ -29,10 +30,6 @@ from srcgrad.transform.as_array import is_runtime_helper  # noqa: F401
 
 Static = anno.Static
 
-
-def _name(id_, store=False):
-    return gast.Name(id=id_, ctx=gast.Store() if store else gast.Load(), annotation=None,
-                     type_comment=None)
 
 
 class ANF(Expressions, Base):
@@ -58,7 +55,7 @@ class ANF(Expressions, Base):
         return node
 
     def assign(self, out, target, value):
-        node = gast.Assign(targets=[_name(target, True) if isinstance(target, str) else target],
+        node = gast.Assign(targets=[name(target, True) if isinstance(target, str) else target],
                            value=value, type_comment=None)
         return self.emit(out, node)
 
@@ -84,13 +81,13 @@ class ANF(Expressions, Base):
         if isinstance(target, gast.Subscript):
             base = self.base_name(target)
             index = self.index(target.slice, out)
-            load = gast.Subscript(value=_name(base), slice=index, ctx=gast.Load())
-            store = gast.Subscript(value=_name(base, True), slice=index, ctx=gast.Store())
+            load = gast.Subscript(value=name(base), slice=index, ctx=gast.Load())
+            store = gast.Subscript(value=name(base, True), slice=index, ctx=gast.Store())
             value = gast.BinOp(left=load, op=s.op, right=s.value)
             tmp = self.atom(value, out, self.hint(value))
             self.emit(out, gast.Assign(targets=[store], value=tmp, type_comment=None))
         else:
-            load = _name(target.id)
+            load = name(target.id)
             self.store(target, gast.BinOp(left=load, op=s.op, right=s.value), out)
             anno.setanno(out[-1], Static.AUGMENTED, True)
         return out
@@ -160,7 +157,7 @@ class ANF(Expressions, Base):
             if kind == "set" and not isinstance(arg, gast.Constant):
                 flag = self.namer.new("grad_enabled")
                 self.locals.add(flag)
-                value = gast.Call(func=_name("bool"), args=[self.atom(arg, out, "flag")], keywords=[])
+                value = gast.Call(func=name("bool"), args=[self.atom(arg, out, "flag")], keywords=[])
                 node = self.assign(out, flag, value)
                 anno.setanno(node, Static.NO_ADJOINT, True)
                 self.modes.append(flag)
@@ -191,7 +188,7 @@ class ANF(Expressions, Base):
             base = self.base_name(target)
             index = self.index(target.slice, out)
             atom = self.atom(value, out, self.hint(value))
-            node = gast.Subscript(value=_name(base), slice=index, ctx=gast.Store())
+            node = gast.Subscript(value=name(base), slice=index, ctx=gast.Store())
             self.emit(out, gast.Assign(targets=[node], value=atom, type_comment=None))
         elif isinstance(target, (gast.Tuple, gast.List)):
             if isinstance(value, (gast.Tuple, gast.List)) and len(value.elts) == len(target.elts):
@@ -211,7 +208,7 @@ class ANF(Expressions, Base):
                     part = gast.Slice(lower=gast.Constant(value=k, kind=None),
                                       upper=gast.Constant(value=-after, kind=None) if after else None,
                                       step=None)
-                    item = gast.Call(func=_name("list"), args=[gast.Subscript(
+                    item = gast.Call(func=name("list"), args=[gast.Subscript(
                         value=seq, slice=part, ctx=gast.Load())], keywords=[])
                     self.store(t.value, item, out)
                     continue
@@ -232,8 +229,8 @@ class ANF(Expressions, Base):
     def ifexp(self, target, node, out):
         test = self.condition(node.test, out)
         body, orelse = [], []
-        self.store(_name(target, True), node.body, body)
-        self.store(_name(target, True), node.orelse, orelse)
+        self.store(name(target, True), node.body, body)
+        self.store(name(target, True), node.orelse, orelse)
         self.emit(out, gast.If(test=test, body=body, orelse=orelse))
 
 

@@ -13,6 +13,7 @@ import gast
 import numpy
 
 from srcgrad import anno, grad_mode, runtime
+from srcgrad.ast_util import name, reads
 from srcgrad.errors import UnsupportedError
 from srcgrad.rules import Attribute, Method
 from srcgrad.transform import as_array
@@ -40,14 +41,6 @@ def is_atom(node):
                    for e in node.elts)
     return False
 
-
-def names_loaded(node):
-    return {n.id for n in gast.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
-
-
-def _name(id_, store=False):
-    return gast.Name(id=id_, ctx=gast.Store() if store else gast.Load(), annotation=None,
-                     type_comment=None)
 
 
 class Expressions:
@@ -114,17 +107,17 @@ class Expressions:
         if is_atom(node) and not force:
             return node
         if isinstance(node, gast.IfExp):
-            name = self.namer.new(hint)
-            self.locals.add(name)
-            self.ifexp(name, node, out)
-            return _name(name)
+            temp = self.namer.new(hint)
+            self.locals.add(temp)
+            self.ifexp(temp, node, out)
+            return name(temp)
         value = self.simple(node, out, hint)
         if is_atom(value) and not force:
             return value
-        name = self.namer.new(hint)
-        self.locals.add(name)
-        self.assign(out, name, value)
-        return _name(name)
+        temp = self.namer.new(hint)
+        self.locals.add(temp)
+        self.assign(out, temp, value)
+        return name(temp)
 
     def simple(self, node, out, hint):
         """``node`` as one operation over atoms; prerequisite statements go to ``out``."""
@@ -184,10 +177,10 @@ class Expressions:
         directives = any(isinstance(e, gast.Slice) or isinstance(e, gast.Constant)
                          and isinstance(e.value, str) for e in items)
         helper = runtime.index_concat_directives if directives else runtime.index_concat
-        name = self.bind(helper.__name__, helper)
+        bound = self.bind(helper.__name__, helper)
         elts = [self.slice_object(e, out) if isinstance(e, gast.Slice)
                 else self.atom(e, out, self.hint(e)) for e in items]
-        call = gast.Call(func=_name(name), args=[node.value, gast.List(elts=elts, ctx=gast.Load())],
+        call = gast.Call(func=name(bound), args=[node.value, gast.List(elts=elts, ctx=gast.Load())],
                          keywords=[])
         anno.setanno(call, Static.PRIMITIVE, helper)
         return call
@@ -195,12 +188,12 @@ class Expressions:
     def slice_object(self, node, out):
         parts = [gast.Constant(value=None, kind=None) if p is None else self.atom(p, out, "k")
                  for p in (node.lower, node.upper, node.step)]
-        call = gast.Call(func=_name(self.bind("slice", builtins.slice)), args=parts, keywords=[])
+        call = gast.Call(func=name(self.bind("slice", builtins.slice)), args=parts, keywords=[])
         anno.setanno(call, Static.PRIMITIVE, builtins.slice)
-        name = self.namer.new("k_slice")
-        self.locals.add(name)
-        self.assign(out, name, call)
-        return _name(name)
+        temp = self.namer.new("k_slice")
+        self.locals.add(temp)
+        self.assign(out, temp, call)
+        return name(temp)
 
     def bind(self, hint, obj):
         return as_array.bind(self.namer, self.info, self.bindings, hint, obj)
@@ -271,17 +264,17 @@ class Expressions:
         """
         if (isinstance(test, gast.Name) or (isinstance(test, gast.UnaryOp) and isinstance(test.op, gast.Not)
                                             and isinstance(test.operand, gast.Name))) \
-                and not (names_loaded(test) & stored):
+                and not (reads(test) & stored):
             return test
         if isinstance(test, gast.Constant):
             return test
         boolean = self.is_boolean(test) or isinstance(test, gast.BoolOp)
         value = self.opaque(test, out, condition=True) if boolean else self.simple(test, out, "cond")
-        name = self.namer.new("cond")
-        self.locals.add(name)
-        node = self.assign(out, name, value)
+        temp = self.namer.new("cond")
+        self.locals.add(temp)
+        node = self.assign(out, temp, value)
         anno.setanno(node, Static.NO_ADJOINT, True)
-        return _name(name)
+        return name(temp)
 
     def call(self, node, out):
         func = node.func
@@ -300,7 +293,7 @@ class Expressions:
         if primitive is grad_mode.is_grad_enabled and self.modes[-1] is not True:
             # Inside a grad-mode block the answer is the block's mode.
             mode = self.modes[-1]
-            return gast.Constant(value=False, kind=None) if mode is False else _name(mode)
+            return gast.Constant(value=False, kind=None) if mode is False else name(mode)
         if primitive is grad_mode.set_grad_enabled:
             raise self.error(node, UnsupportedError, "set_grad_enabled as a statement is not supported in a function "
                                    "srcgrad differentiates",

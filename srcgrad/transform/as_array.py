@@ -12,15 +12,12 @@ loop becomes ``values_array = rt.as_array(values); np.mean(values_array)``
 import gast
 
 from srcgrad import anno, rules, runtime, templates
+from srcgrad.ast_util import name
 from srcgrad.rules import Method
 from srcgrad.transform.base import Base
 
 Static = anno.Static
 
-
-def _name(id_, store=False):
-    return gast.Name(id=id_, ctx=gast.Store() if store else gast.Load(), annotation=None,
-                     type_comment=None)
 
 
 def is_runtime_helper(primitive):
@@ -94,7 +91,7 @@ def array_arguments(primitive, args, keywords, bind_name):
 def as_array(display, bind_name):
     """``rt.as_array(display)``, its element displays made arrays first."""
     elts = [as_array(e, bind_name) if is_display(e) else e for e in display.elts]
-    call = gast.Call(func=_name(bind_name("as_array", runtime.as_array)),
+    call = gast.Call(func=name(bind_name("as_array", runtime.as_array)),
                      args=[gast.List(elts=elts, ctx=gast.Load())], keywords=[])
     for n in gast.walk(call):
         anno.copyanno(display, n, Static.ORIGIN)
@@ -133,15 +130,15 @@ class _SequenceArguments(Base):
         return out + [s]
 
     def convert(self, value, out, stmt):
-        name = bind(self.namer, self.info, self.bindings, "as_array", runtime.as_array)
-        call = gast.Call(func=_name(name), args=[_name(value.id)], keywords=[])
+        helper = bind(self.namer, self.info, self.bindings, "as_array", runtime.as_array)
+        call = gast.Call(func=name(helper), args=[name(value.id)], keywords=[])
         anno.setanno(call, Static.PRIMITIVE, runtime.as_array)
         temp = self.namer.new(f"{value.id}_array")
-        assign = gast.Assign(targets=[_name(temp, True)], value=call, type_comment=None)
+        assign = gast.Assign(targets=[name(temp, True)], value=call, type_comment=None)
         anno.setanno(assign, Static.ORIGIN, anno.getanno(stmt, Static.ORIGIN))
         out.append(assign)
         self.changed = True
-        return _name(temp)
+        return name(temp)
 
 
 def as_array_arguments(node, sequences, ctx):

@@ -16,6 +16,7 @@ number, an arithmetic expression) is refused at compile time.
 import gast
 
 from srcgrad import anno
+from srcgrad.ast_util import name
 from srcgrad.errors import SrcgradError
 from srcgrad.transform.base import Base
 from srcgrad.anno import Static
@@ -28,13 +29,9 @@ _NOT_A_PAIR = (gast.BinOp, gast.UnaryOp, gast.Constant, gast.Dict, gast.List, ga
 EXPECTS = "has_aux=True expects the function to return a pair (output, aux): a tuple of two"
 
 
-def _name(n, store=False):
-    return gast.Name(id=n, ctx=gast.Store() if store else gast.Load(), annotation=None,
-                     type_comment=None)
-
 
 def _assign(target, value, like):
-    s = gast.Assign(targets=[_name(target, True)], value=value, type_comment=None)
+    s = gast.Assign(targets=[name(target, True)], value=value, type_comment=None)
     gast.copy_location(s, like)
     return anno.copyanno(like, s, Static.ORIGIN)
 
@@ -81,17 +78,17 @@ def split(node, ctx):
                 ret = gast.Return(value=first)
             else:
                 out = [_assign(output, first, r), _assign(aux, second, r)]
-                ret = gast.Return(value=_name(output))
+                ret = gast.Return(value=name(output))
         else:
             pair = namer.new("pair")
             origin = anno.getanno(r, Static.ORIGIN)
             line = f" (line {origin.lineno})" if origin is not None else ""
             check = gast.If(
                 test=gast.UnaryOp(op=gast.Not(), operand=gast.BoolOp(op=gast.And(), values=[
-                    gast.Call(func=_name("isinstance"), args=[_name(pair), _name("tuple")], keywords=[]),
-                    gast.Compare(left=gast.Call(func=_name("len"), args=[_name(pair)], keywords=[]),
+                    gast.Call(func=name("isinstance"), args=[name(pair), name("tuple")], keywords=[]),
+                    gast.Compare(left=gast.Call(func=name("len"), args=[name(pair)], keywords=[]),
                                  ops=[gast.Eq()], comparators=[gast.Constant(value=2, kind=None)])])),
-                body=[gast.Raise(exc=gast.Call(func=_name("TypeError"), args=[gast.Constant(
+                body=[gast.Raise(exc=gast.Call(func=name("TypeError"), args=[gast.Constant(
                     value=f"srcgrad: {EXPECTS}; the value returned{line} is not one", kind=None)],
                     keywords=[]), cause=None)],
                 orelse=[])
@@ -99,11 +96,11 @@ def split(node, ctx):
                 if isinstance(s, gast.stmt):
                     gast.copy_location(s, r)
                     anno.copyanno(r, s, Static.ORIGIN)
-            index = [gast.Subscript(value=_name(pair), slice=gast.Constant(value=k, kind=None),
+            index = [gast.Subscript(value=name(pair), slice=gast.Constant(value=k, kind=None),
                                     ctx=gast.Load()) for k in (0, 1)]
             out = [_assign(pair, value, r), check, _assign(output, index[0], r),
                    _assign(aux, index[1], r)]
-            ret = gast.Return(value=_name(output))
+            ret = gast.Return(value=name(output))
         gast.copy_location(ret, r)
         anno.copyanno(r, ret, Static.ORIGIN)
         return out + [ret]
@@ -120,7 +117,7 @@ def split(node, ctx):
     if not (len(returns) == 1 and isinstance(node.body[-1], gast.Return)
             and not _returns(node.body[:-1])):
         # Several returns (or one inside a block): aux is bound wherever the function returns.
-        init = gast.Assign(targets=[_name(aux, True)], value=gast.Constant(value=None, kind=None),
+        init = gast.Assign(targets=[name(aux, True)], value=gast.Constant(value=None, kind=None),
                            type_comment=None)
         node.body.insert(0, gast.copy_location(init, node.body[0]))
     return aux

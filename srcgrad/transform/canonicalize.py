@@ -17,19 +17,16 @@ Three rewrites, each semantics-preserving on the forward run:
 import gast
 
 from srcgrad import anno
+from srcgrad.ast_util import name
 from srcgrad.errors import UnsupportedError
 from srcgrad.transform.base import Base
 
 Static = anno.Static
 
 
-def _name(id_, store=False):
-    return gast.Name(id=id_, ctx=gast.Store() if store else gast.Load(), annotation=None,
-                     type_comment=None)
-
 
 def _assign(target, value, origin_of=None):
-    node = gast.Assign(targets=[_name(target, True) if isinstance(target, str) else target],
+    node = gast.Assign(targets=[name(target, True) if isinstance(target, str) else target],
                        value=value, type_comment=None)
     if origin_of is not None:
         anno.copyanno(origin_of, node, Static.ORIGIN)
@@ -41,7 +38,7 @@ def _const(value):
 
 
 def _call(fn, *args):
-    return gast.Call(func=_name(fn) if isinstance(fn, str) else fn, args=list(args), keywords=[])
+    return gast.Call(func=name(fn) if isinstance(fn, str) else fn, args=list(args), keywords=[])
 
 
 def _not(expr):
@@ -80,8 +77,8 @@ class Canonicalizer(Base):
                 return [loop]
         prelude, length, bind = self._sequence(it, loop)
         index = self.namer.new("i")
-        body = bind(loop.target, _name(index)) + loop.body
-        new = gast.For(target=_name(index, True), iter=_call("range", length), body=body,
+        body = bind(loop.target, name(index)) + loop.body
+        new = gast.For(target=name(index, True), iter=_call("range", length), body=body,
                        orelse=[], type_comment=None)
         anno.copyanno(loop, new, Static.ORIGIN)
         anno.setanno(new, Static.ITERATES, True)
@@ -119,10 +116,10 @@ class Canonicalizer(Base):
                 n = self.namer.new("n")
 
                 def bind_rev(target, index):
-                    flipped = gast.BinOp(left=gast.BinOp(left=_name(n), op=gast.Sub(), right=_const(1)),
+                    flipped = gast.BinOp(left=gast.BinOp(left=name(n), op=gast.Sub(), right=_const(1)),
                                          op=gast.Sub(), right=index)
                     return inner[2](target, flipped)
-                return inner[0] + [_assign(n, inner[1], loop)], _name(n), bind_rev
+                return inner[0] + [_assign(n, inner[1], loop)], name(n), bind_rev
         rebound = {n.id for s in loop.body for n in gast.walk(s)
                    if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
         if isinstance(it, gast.Name) and it.id not in rebound:
@@ -136,9 +133,9 @@ class Canonicalizer(Base):
             prelude = [_assign(seq, value, loop)]
 
         def bind(target, index):
-            item = gast.Subscript(value=_name(seq), slice=index, ctx=gast.Load())
+            item = gast.Subscript(value=name(seq), slice=index, ctx=gast.Load())
             return [_assign(target, item, loop)]
-        return prelude, _call("len", _name(seq)), bind
+        return prelude, _call("len", name(seq)), bind
 
     def _is_indexable_call(self, call):
         import builtins
@@ -158,7 +155,7 @@ class Canonicalizer(Base):
         self.returned = self.namer.new("returned")
         new_body = [_assign(self.retval, _const(None)), _assign(self.returned, _const(False))]
         new_body += self._return_block(body, in_loop=False)
-        new_body.append(gast.Return(value=_name(self.retval)))
+        new_body.append(gast.Return(value=name(self.retval)))
         node.body = new_body
         return node
 
@@ -189,10 +186,10 @@ class Canonicalizer(Base):
             out.append(stmt)
             rest = body[k + 1:]
             if in_loop:
-                out.append(_if(_name(self.returned), [gast.Break()]))
+                out.append(_if(name(self.returned), [gast.Break()]))
                 out.extend(self._return_block(rest, in_loop))
             elif rest:
-                out.append(_if(_not(_name(self.returned)), self._return_block(rest, in_loop)))
+                out.append(_if(_not(name(self.returned)), self._return_block(rest, in_loop)))
             return out
         return out
 
@@ -206,7 +203,7 @@ class Canonicalizer(Base):
         if self._has_jump(loop.body, gast.Break):
             flag = self.namer.new("stop")
             prelude.append(_assign(flag, _const(False), loop))
-            exit_ = _if(_name(flag), [gast.Break()])
+            exit_ = _if(name(flag), [gast.Break()])
             anno.setanno(exit_, Static.BREAK_EXIT, True)
             loop.body = self._guard(loop.body, gast.Break, flag) + [exit_]
         return prelude + [loop]
@@ -237,7 +234,7 @@ class Canonicalizer(Base):
                 out.append(stmt)
                 rest = body[k + 1:]
                 if rest:
-                    out.append(_if(_not(_name(flag)), self._guard(rest, kind, flag)))
+                    out.append(_if(_not(name(flag)), self._guard(rest, kind, flag)))
                 return out
             out.append(stmt)
         return out

@@ -30,6 +30,7 @@ import inspect
 import gast
 
 from srcgrad import anno
+from srcgrad.ast_util import name, refs
 from srcgrad.errors import UnsupportedError
 from srcgrad.parse import parse_function
 from srcgrad.transform import inline
@@ -45,14 +46,6 @@ _MUTATORS = {"append", "extend", "insert", "pop", "remove", "clear", "update", "
 _NUMPY_WRITERS = {"copyto", "put", "place", "putmask", "fill_diagonal", "put_along_axis"}
 _ALWAYS_MOVE = "Assign the comprehension to a name in a statement of its own before this one."
 
-
-def _name(id_, store=False):
-    return gast.Name(id=id_, ctx=gast.Store() if store else gast.Load(), annotation=None,
-                     type_comment=None)
-
-
-def _names(*nodes):
-    return {n.id for node in nodes for n in gast.walk(node) if isinstance(n, gast.Name)}
 
 
 def _may_write(fn, depth=0):
@@ -199,7 +192,7 @@ class Lowering(Base):
         if isinstance(stmt, gast.Assign) and len(stmt.targets) == 1 and \
                 isinstance(stmt.targets[0], gast.Name) and \
                 isinstance(stmt.value, (gast.ListComp, gast.DictComp)) and \
-                stmt.targets[0].id not in _names(stmt.value):
+                stmt.targets[0].id not in refs(stmt.value):
             self.hoist(stmt.value, stmt.targets[0].id)   # `ys = [...]`: build ys itself
             return self._hoisted
         if isinstance(stmt, gast.Assign):
@@ -281,14 +274,14 @@ class Lowering(Base):
                 self._resolve(source.func) in (builtins.zip, builtins.enumerate, builtins.list)
                 or isinstance(source.func, gast.Attribute) and source.func.attr == "items"))
         if pairs:
-            target = gast.Tuple(elts=[_name(key, True), _name(value, True)], ctx=gast.Store())
-            comp = gast.DictComp(key=_name(key), value=_name(value), generators=[gast.comprehension(
+            target = gast.Tuple(elts=[name(key, True), name(value, True)], ctx=gast.Store())
+            comp = gast.DictComp(key=name(key), value=name(value), generators=[gast.comprehension(
                 target=target, iter=self._as_list(source), ifs=[], is_async=0)])
         else:   # a mapping: its keys, then its items by key
-            keys = gast.Call(func=_name("list"), args=[source], keywords=[])
+            keys = gast.Call(func=name("list"), args=[source], keywords=[])
             comp = gast.DictComp(
-                key=_name(key), value=gast.Subscript(value=source, slice=_name(key), ctx=gast.Load()),
-                generators=[gast.comprehension(target=_name(key, True), iter=keys, ifs=[], is_async=0)])
+                key=name(key), value=gast.Subscript(value=source, slice=name(key), ctx=gast.Load()),
+                generators=[gast.comprehension(target=name(key, True), iter=keys, ifs=[], is_async=0)])
         gast.copy_location(comp, call)
         return comp
 
@@ -323,18 +316,18 @@ class Lowering(Base):
         in ``_helpers``; its source is read only when a comprehension follows."""
         arguments = call.args + [kw.value for kw in call.keywords]
         if isinstance(call.func, gast.Attribute) and call.func.attr in _MUTATORS:
-            return _names(call.func.value)
+            return refs(call.func.value)
         if any(kw.arg == "out" for kw in call.keywords):
-            return _names(*arguments)
+            return refs(*arguments)
         fn = self._resolve(call.func)
         if fn is None:
             if isinstance(call.func, gast.Attribute):
                 return set()   # a method of a value that does not mutate it (x.reshape)
-            return _names(call.func, *arguments)
+            return refs(call.func, *arguments)
         if getattr(fn, "__name__", None) in _NUMPY_WRITERS:
-            return _names(*arguments)
+            return refs(*arguments)
         if inline.is_inlinable(fn):
-            self._helpers.append((fn, _names(*arguments)))   # read when a comprehension follows
+            self._helpers.append((fn, refs(*arguments)))   # read when a comprehension follows
         return set()
 
     def _map(self, call):
@@ -350,11 +343,11 @@ class Lowering(Base):
                               "comprehension `[f(v) for v in xs]`.")
         items = [self.namer.new("item") for _ in call.args[1:]]
         if len(items) == 1:
-            target, iterable = _name(items[0], True), call.args[1]
+            target, iterable = name(items[0], True), call.args[1]
         else:
-            target = gast.Tuple(elts=[_name(i, True) for i in items], ctx=gast.Store())
-            iterable = gast.Call(func=_name("zip"), args=call.args[1:], keywords=[])
-        elt = gast.Call(func=fn, args=[_name(i) for i in items], keywords=[])
+            target = gast.Tuple(elts=[name(i, True) for i in items], ctx=gast.Store())
+            iterable = gast.Call(func=name("zip"), args=call.args[1:], keywords=[])
+        elt = gast.Call(func=fn, args=[name(i) for i in items], keywords=[])
         return gast.ListComp(elt=elt, generators=[gast.comprehension(
             target=target, iter=iterable, ifs=[], is_async=0)])
 
@@ -362,7 +355,7 @@ class Lowering(Base):
         """Write the loop that builds ``comp`` into ``result`` (a fresh name if None)
         ahead of the statement; returns the name to read."""
         stmt = self._stmt
-        read = _names(comp)
+        read = refs(comp)
         if self._mutated & read or any(names & read and _may_write(fn)
                                        for fn, names in self._helpers):
             raise self._error(stmt, "a comprehension after a call that may change what it reads, "
@@ -371,11 +364,11 @@ class Lowering(Base):
         if result is None:
             result = self.namer.new(base or ("entries" if is_dict else "elems"))
         if is_dict:
-            store = gast.Subscript(value=_name(result), slice=comp.key, ctx=gast.Store())
+            store = gast.Subscript(value=name(result), slice=comp.key, ctx=gast.Store())
             inner = [gast.Assign(targets=[store], value=comp.value, type_comment=None)]
             empty = gast.Dict(keys=[], values=[])
         else:
-            append = gast.Attribute(value=_name(result), attr="append", ctx=gast.Load())
+            append = gast.Attribute(value=name(result), attr="append", ctx=gast.Load())
             inner = [gast.Expr(value=gast.Call(func=append, args=[comp.elt], keywords=[]))]
             empty = gast.List(elts=[], ctx=gast.Load())
         for gen in reversed(comp.generators):
@@ -388,7 +381,7 @@ class Lowering(Base):
                               orelse=[], type_comment=None)]
         first = inner[0]
         first.iter = self.expr(first.iter)   # the first iterable: evaluated here, in order
-        new = [gast.Assign(targets=[_name(result, True)], value=empty, type_comment=None), first]
+        new = [gast.Assign(targets=[name(result, True)], value=empty, type_comment=None), first]
         for node in new:
             for child in gast.walk(node):
                 if isinstance(child, gast.stmt):
@@ -397,7 +390,7 @@ class Lowering(Base):
         first.body = self.visit_block(first.body)   # comprehensions in the element, ifs, inner iterables
         self._stmt, self._mutated, self._hoisted, self._helpers = saved
         self._hoisted.extend(new)
-        return _name(result)
+        return name(result)
 
 
 def transform(node, ctx):

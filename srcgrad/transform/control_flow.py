@@ -10,7 +10,8 @@ save (transform/tape.py), so unread ones are pruned after optimization.
 """
 
 from srcgrad import anno
-from srcgrad.templates import name, replace
+from srcgrad.ast_util import name
+from srcgrad.templates import replace
 from srcgrad import optimize
 from srcgrad.transform import tape
 

@@ -31,6 +31,7 @@ import copy
 import gast
 import numpy
 
+from srcgrad.ast_util import reads, rewrite_blocks
 from srcgrad.transform.base import local_names
 
 
@@ -73,10 +74,8 @@ class _Fuser:
         out = []
         run = []
         for s in body:
-            for field in ("body", "orelse"):
-                inner = getattr(s, field, None)
-                if isinstance(inner, list) and inner and not isinstance(s, gast.FunctionDef):
-                    setattr(s, field, self.block(inner))
+            if not isinstance(s, gast.FunctionDef):
+                rewrite_blocks(s, self.block)
             if _is_comment(s) and run:
                 run.append(s)
                 continue
@@ -439,8 +438,7 @@ def rematerialize(forward, backward, resolve):
     done = set()
     body = []
     for s in backward.body:
-        reads = {n.id for n in gast.walk(s) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
-        for name in sorted(reads & set(recompute) - done, key=list(recompute).index):
+        for name in sorted(reads(s) & set(recompute) - done, key=list(recompute).index):
             for step in recompute[name]:
                 target = step.targets[0].id
                 if target not in done:

@@ -32,6 +32,7 @@ import inspect
 import gast
 
 from srcgrad import anno, grad_mode, templates
+from srcgrad.ast_util import name, reads, rewrite_blocks
 from srcgrad.errors import UnsupportedError
 from srcgrad.parse import EntityInfo
 
@@ -39,10 +40,6 @@ Static = anno.Static
 
 _SCOPES = (gast.FunctionDef, gast.Lambda)
 
-
-def _name(id_, store=False):
-    return gast.Name(id=id_, ctx=gast.Store() if store else gast.Load(), annotation=None,
-                     type_comment=None)
 
 
 class LocalFunction:
@@ -124,11 +121,6 @@ def _stores(node):
     return counts
 
 
-def _loads(node):
-    """Every name read anywhere in ``node``, nested scopes included."""
-    return {n.id for n in gast.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
-
-
 def _own_locals(fn):
     """The names a lifted function (or lambda) binds: its parameters and assignments."""
     names = {a.id for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}
@@ -208,8 +200,8 @@ class Lifting:
         direct = {}
         for name, (stmt, _, fn) in self.named.items():
             self.check_defaults(fn, stmt)
-            direct[name] = (_loads(fn) & self.outer_locals) - _own_locals(fn) - set(self.named)
-        calls = {name: _loads(fn) & (set(self.named) - {name}) for name, (_, _, fn) in self.named.items()}
+            direct[name] = (reads(fn) & self.outer_locals) - _own_locals(fn) - set(self.named)
+        calls = {name: reads(fn) & (set(self.named) - {name}) for name, (_, _, fn) in self.named.items()}
         free = {name: set(v) for name, v in direct.items()}
         changed = True
         while changed:
@@ -249,7 +241,7 @@ class Lifting:
                 user = n.id
                 n.id = self.functions[user].global_name
                 parent.keywords = list(parent.keywords) + [
-                    gast.keyword(arg=v, value=_name(v)) for v in self.free[user]]
+                    gast.keyword(arg=v, value=name(v)) for v in self.free[user]]
 
     def check_defaults(self, fn, stmt):
         args = fn.args
@@ -268,9 +260,7 @@ class Lifting:
                 continue   # the definition itself: lifted
             self.stmt = stmt
             before = []
-            for field in ("body", "orelse"):
-                if isinstance(getattr(stmt, field, None), list):
-                    setattr(stmt, field, self.rewrite(getattr(stmt, field)))
+            rewrite_blocks(stmt, self.rewrite)
             headers = [getattr(stmt, f) for f in ("test", "iter", "value", "targets", "target")
                        if getattr(stmt, f, None) is not None]
             if not isinstance(stmt, (gast.If, gast.For, gast.While)):
@@ -295,23 +285,23 @@ class Lifting:
             elif isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load) and n.id in self.named:
                 self.use(n, parents.get(n), before, in_while)
 
-    def use(self, name, parent, before, in_while):
-        user = name.id
+    def use(self, ref, parent, before, in_while):
+        user = ref.id
         stmt = self.named[user][0]
         if self.defined_after(stmt):
-            raise self.error(name, f"the local function {user!r} is used before its definition",
+            raise self.error(ref, f"the local function {user!r} is used before its definition",
                              "Define it before its first use.")
         function = self.functions[user]
-        if isinstance(parent, gast.Call) and parent.func is name:
-            name.id = function.global_name
+        if isinstance(parent, gast.Call) and parent.func is ref:
+            ref.id = function.global_name
             parent.keywords = list(parent.keywords) + [
-                gast.keyword(arg=v, value=_name(v)) for v in self.free[user]]
+                gast.keyword(arg=v, value=name(v)) for v in self.free[user]]
             return
-        if isinstance(parent, gast.Call) and (name in parent.args or any(
-                k.value is name for k in parent.keywords)):
-            name.id = self.passed(function, self.free[user], before, in_while, name).global_name
+        if isinstance(parent, gast.Call) and (ref in parent.args or any(
+                k.value is ref for k in parent.keywords)):
+            ref.id = self.passed(function, self.free[user], before, in_while, ref).global_name
             return
-        raise self.error(name, f"the local function {user!r} escapes (it is returned, stored or "
+        raise self.error(ref, f"the local function {user!r} escapes (it is returned, stored or "
                                f"assigned); srcgrad inlines a local function at its calls",
                          "Call it, or pass it to a helper function; define a function that must "
                          "be kept as a value at module level.")
@@ -345,7 +335,7 @@ class Lifting:
         for n in _scope_walk(lam.body):
             if isinstance(n, gast.Name) and n.id in self.named:   # a local function it calls
                 self.use(n, _parent_in(lam.body, n), before, in_while)
-        free = sorted((_loads(fn) & self.outer_locals) - _own_locals(fn) - set(self.named))
+        free = sorted((reads(fn) & self.outer_locals) - _own_locals(fn) - set(self.named))
         fn.args.kwonlyargs = list(fn.args.kwonlyargs) + [
             gast.Name(id=v, ctx=gast.Param(), annotation=None, type_comment=None) for v in free]
         fn.args.kw_defaults = list(fn.args.kw_defaults) + [None] * len(free)
@@ -353,10 +343,10 @@ class Lifting:
         if called:
             function.global_name = self.namer.new("lambda_fn")
             self.info.extra[function.global_name] = self.bindings[function.global_name] = function
-            parent.func = _name(function.global_name)
-            parent.keywords = list(parent.keywords) + [gast.keyword(arg=v, value=_name(v)) for v in free]
+            parent.func = name(function.global_name)
+            parent.keywords = list(parent.keywords) + [gast.keyword(arg=v, value=name(v)) for v in free]
             return
-        replacement = _name(self.passed(function, free, before, in_while, lam).global_name)
+        replacement = name(self.passed(function, free, before, in_while, lam).global_name)
         if lam in parent.args:
             parent.args[parent.args.index(lam)] = replacement
         for k in parent.keywords:
@@ -375,7 +365,7 @@ class Lifting:
         copies = {}
         for v in free:
             copies[v] = self.namer.new(f"{v}_captured")
-            assign = gast.Assign(targets=[_name(copies[v], True)], value=_name(v), type_comment=None)
+            assign = gast.Assign(targets=[name(copies[v], True)], value=name(v), type_comment=None)
             gast.copy_location(assign, self.stmt)
             anno.copyanno(self.stmt, assign, Static.ORIGIN)
             before.append(assign)
@@ -394,7 +384,7 @@ class Lifting:
 
     def hook(self, lam, parent):
         """A hook lambda: a real function of the globals, called by the reverse sweep."""
-        read = _loads(lam) - _own_locals(lam)
+        read = reads(lam) - _own_locals(lam)
         local = sorted(read & (self.outer_locals | set(self.info.closure)))
         if local:
             raise self.error(lam, f"a hook lambda that reads {local[0]!r}, a variable of the "
@@ -407,9 +397,9 @@ class Lifting:
         if origin is not None:
             ast.increment_lineno(expr, origin.lineno - expr.body.lineno)
         fn = eval(compile(expr, self.info.filename, "eval"), self.info.globals)
-        name = self.namer.new("hook_fn")
-        self.info.extra[name] = self.bindings[name] = fn
-        parent.args[parent.args.index(lam)] = _name(name)
+        hook_name = self.namer.new("hook_fn")
+        self.info.extra[hook_name] = self.bindings[hook_name] = fn
+        parent.args[parent.args.index(lam)] = name(hook_name)
 
 
 def _parent_in(root, target):

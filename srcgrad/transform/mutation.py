@@ -22,6 +22,7 @@ import gast
 import numpy
 
 from srcgrad import anno
+from srcgrad.ast_util import name
 from srcgrad.errors import UnsupportedError
 from srcgrad.rules import Method
 from srcgrad.transform.base import Base
@@ -57,7 +58,7 @@ def _sort(call):
     """``y.sort(axis, kind)`` -> ``y[...] = np.sort(y, axis, kind)`` (differentiated by np.sort's rule)."""
     if call.keywords and {k.arg for k in call.keywords} - {"axis", "kind"} or len(call.args) > 2:
         return None
-    value = gast.Call(func=_name("np_sort"), args=[call.func.value] + list(call.args),
+    value = gast.Call(func=name("np_sort"), args=[call.func.value] + list(call.args),
                       keywords=list(call.keywords))
     anno.setanno(value, Static.PRIMITIVE, numpy.sort)
     return call.func.value, value
@@ -84,9 +85,6 @@ _HINTS = {
 def _ellipsis():
     return gast.Constant(value=Ellipsis, kind=None)
 
-
-def _name(id_, store=False):
-    return gast.Name(id=id_, ctx=gast.Store() if store else gast.Load(), annotation=None, type_comment=None)
 
 
 def _is_numpy(prim):
@@ -130,10 +128,10 @@ class Lowering(Base):
             return [s]
         written = rewrite(call) if rewrite is not None else None
         if written is None or not isinstance(written[0], gast.Name):
-            name = str(prim) if isinstance(prim, Method) else getattr(prim, "__name__", "")
+            key = str(prim) if isinstance(prim, Method) else getattr(prim, "__name__", "")
             raise self.error(s, UnsupportedError, f"{what} changes an array or list in place, which "
                              f"srcgrad does not differentiate",
-                             _HINTS.get(name, "Compute a new value and assign it (y = ..., or "
+                             _HINTS.get(key, "Compute a new value and assign it (y = ..., or "
                                               "y[...] = new values), so srcgrad sees the change."))
         base, value = written
         stmts = []
@@ -142,10 +140,10 @@ class Lowering(Base):
             if callee not in self.callees:
                 self.callees[callee] = self.namer.new(value.func.id)
                 self.bindings[self.callees[callee]] = callee
-            value.func = _name(self.callees[callee])
+            value.func = name(self.callees[callee])
             temp = self.namer.new(f"{base.id}_new")
-            stmts.append(self.assign(_name(temp, True), value, s))
-            value = _name(temp)
+            stmts.append(self.assign(name(temp, True), value, s))
+            value = name(temp)
         stmts.append(self.setitem(base.id, value, s))
         if target is not None:  # y.fill(v) and np.copyto return None
             stmts.append(self.assign(target, gast.Constant(value=None, kind=None), s))
@@ -189,13 +187,13 @@ class Lowering(Base):
         if isinstance(prim, numpy.ufunc) and len(call.args) > nin:
             call.args = call.args[:nin]
         temp = self.namer.new(f"{out.id}_new")
-        stmts = [self.assign(_name(temp, True), call, s), self.setitem(out.id, _name(temp), s)]
+        stmts = [self.assign(name(temp, True), call, s), self.setitem(out.id, name(temp), s)]
         if target is not None:
-            stmts.append(self.assign(target, _name(out.id), s))
+            stmts.append(self.assign(target, name(out.id), s))
         return stmts
 
     def setitem(self, base, value, origin_of):
-        node = gast.Assign(targets=[gast.Subscript(value=_name(base), slice=_ellipsis(), ctx=gast.Store())],
+        node = gast.Assign(targets=[gast.Subscript(value=name(base), slice=_ellipsis(), ctx=gast.Store())],
                            value=value, type_comment=None)
         anno.copyanno(origin_of, node, Static.ORIGIN, Static.NO_ADJOINT, Static.GRAD_FLAG)
         return node

@@ -25,6 +25,7 @@ import gast
 
 from srcgrad import anno
 from srcgrad.analysis.aliasing import _written as written_in_place
+from srcgrad.ast_util import reads, rewrite_blocks
 from srcgrad.templates import clone
 from srcgrad import optimize
 from srcgrad.transform import tape
@@ -140,8 +141,8 @@ def prune(rev):
     still recomputed (the reverse sweep binds them itself: they are not saved)."""
     while True:
         marked = [s for s in optimize.walk_statements(rev) if anno.hasanno(s, Static.RECOMPUTE)]
-        reads = {n.id for s in rev for n in gast.walk(s) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
-        dead = {id(s) for s in marked if anno.getanno(s, Static.RECOMPUTE) not in reads}
+        read = reads(*rev)
+        dead = {id(s) for s in marked if anno.getanno(s, Static.RECOMPUTE) not in read}
         if not dead:
             return {anno.getanno(s, Static.RECOMPUTE) for s in marked}
         _drop(rev, dead)
@@ -150,9 +151,5 @@ def prune(rev):
 def _drop(body, dead):
     body[:] = [s for s in body if id(s) not in dead]
     for s in body:
-        for field in ("body", "orelse"):
-            inner = getattr(s, field, None)
-            if isinstance(inner, list) and inner:
-                _drop(inner, dead)
-                if field == "body" and not inner:
-                    inner.append(gast.Pass())
+        rewrite_blocks(s, lambda inner: _drop(inner, dead), keep_body=True)
+    return body

@@ -36,10 +36,12 @@ from srcgrad.analysis.activity import names_in
 from srcgrad.analysis.ranks import INT, UNKNOWN
 from srcgrad.errors import UnsupportedError
 from srcgrad.rules import Method
-from srcgrad.templates import name, replace, replace_as_expression as replace_expr
+from srcgrad.ast_util import name
+from srcgrad.templates import replace, replace_as_expression as replace_expr
 from srcgrad import optimize
 from srcgrad.transform import control_flow, recompute, seeds, tape
 from srcgrad.transform.adjoint_rules import RuleApplication
+from srcgrad.transform.base import Base
 from srcgrad.transform.control_flow import tag as _tag
 from srcgrad.transform.tape import index_value
 
@@ -49,14 +51,24 @@ Static = anno.Static
 # before this pass, from one table (transform/mutation.py).
 
 
-class ReverseAD(RuleApplication):
+class ReverseAD(Base, RuleApplication):
+    """The two sweeps of one function's statements (see the module docstring).
+
+    A ``visit_<Node>`` method returns the statement's (forward statements, reverse
+    statements); ``visit`` hands the forward ones to the base's block splicing and
+    collects the reverse ones, in reverse order, for ``block``. ``self.origin`` is the
+    user's statement being visited (transform/base.py).
+    """
+
     def __init__(self, node, info, activity, namer, wrt, fixed, hook_names=(), kinds=None,
-                 containers=frozenset()):
+                 containers=frozenset(), param_checks=()):
+        super().__init__(info)
         self.node = node
         self.kinds = kinds   # analysis/kinds.py: which values are complex, which integer
         # Names that may hold a container (analysis/ranks.py ``containers``).
         self.containers = containers
-        self.info = info
+        self.param_checks = param_checks   # aliasing.check: (written, other, error) on entry
+        self.reverse = []   # the reverse statements of each block being visited, innermost last
         self.act = activity
         self.namer = namer
         self.wrt = wrt
@@ -77,7 +89,7 @@ class ReverseAD(RuleApplication):
             call = _register_hook_call(stmt)
             if call is not None:
                 if len(call.args) != 2 or not isinstance(call.args[0], gast.Name):
-                    raise self.error(anno.getanno(stmt, Static.ORIGIN), UnsupportedError,
+                    raise self.error(stmt, UnsupportedError,
                                      "register_hook takes a variable and a function",
                                      "Write srcgrad.register_hook(y, fn).")
                 hooked = call.args[0].id
@@ -113,19 +125,15 @@ class ReverseAD(RuleApplication):
     def needs(self, node):
         return isinstance(node, gast.Name) and node.id in self.act.adjoint
 
-    def error(self, origin, cls, message, hint=None):
-        if origin is None:
-            return cls(message, self.info.filename, hint=hint)
-        return origin.error(cls, message, hint)
-
     # ----- statements -----
 
     def block(self, body):
-        fwd, rev = [], []
-        for stmt in body:
-            f, r = self.visit(stmt)
-            fwd.extend(f)
-            rev[:0] = r
+        """(forward statements, reverse statements) of the block ``body``."""
+        self.reverse.append([])
+        try:
+            fwd = self.visit_block(body)
+        finally:
+            rev = self.reverse.pop()
         # Saved once the block ran (before the ``if stop: break`` that may end it), restored
         # before its reverse (tape.block_locals).
         end = len(fwd) - 1 if body and anno.getanno(body[-1], Static.BREAK_EXIT) else len(fwd)
@@ -138,46 +146,45 @@ class ReverseAD(RuleApplication):
         return fwd, rev
 
     def visit(self, s):
-        """(forward statements, reverse statements) of statement ``s``."""
-        origin = anno.getanno(s, Static.ORIGIN)
+        """The forward statements of ``s``; its reverse ones go before the block's so far."""
         self.flag = anno.getanno(s, Static.GRAD_FLAG)
         call = _register_hook_call(s)
-        if call is not None:
-            return self.register_hook(s, call, origin)
-        visitor = getattr(self, f"visit_{type(s).__name__}", None)
-        if visitor is None:
-            raise self.error(origin, UnsupportedError, f"statement {type(s).__name__} is not supported")
-        return visitor(s, origin)
+        fwd, rev = self.register_hook(s, call) if call is not None else super().visit(s)
+        self.reverse[-1][:0] = rev
+        return fwd
 
-    def register_hook(self, s, call, origin):
+    def generic_visit(self, s):
+        raise self.error(s, UnsupportedError, f"statement {type(s).__name__} is not supported")
+
+    def register_hook(self, s, call):
         """Forward: add the hook to the list of the binding current now; nothing to undo."""
         hooks = self.hook_lists[call.args[0].id]
         if isinstance(s, gast.Assign):
             fwd = replace(f"TARGET = rt.hook_handle({hooks}, FN)", TARGET=s.targets[0], FN=call.args[1])
         else:
             fwd = replace(f"{hooks}.append(FN)", FN=call.args[1])
-        return _tag(fwd, origin), []
+        return _tag(fwd, self.origin), []
 
-    def visit_Assign(self, s, origin):
+    def visit_Assign(self, s):
         target = s.targets[0]
         if isinstance(target, gast.Name):
-            return self.assign(s, target.id, origin)
-        return self.assign_item(s, target, origin)
+            return self.assign(s, target.id)
+        return self.assign_item(s, target)
 
-    def visit_If(self, s, origin):
+    def visit_If(self, s):
         if anno.getanno(s, Static.BREAK_EXIT):
             return [s], []
         body_f, body_r = self.block(s.body)
         else_f, else_r = self.block(s.orelse)
-        return control_flow.branch(s.test, body_f, else_f, body_r, else_r, origin)
+        return control_flow.branch(s.test, body_f, else_f, body_r, else_r, self.origin)
 
-    def visit_Assert(self, s, origin):
+    def visit_Assert(self, s):
         return [s], []
 
     visit_Raise = visit_Break = visit_Pass = visit_Assert
 
-    def visit_Return(self, s, origin):
-        raise self.error(origin, UnsupportedError, "return inside a block after canonicalization")
+    def visit_Return(self, s):
+        raise self.error(s, UnsupportedError, "return inside a block after canonicalization")
 
     # ----- loops -----
 
@@ -187,7 +194,7 @@ class ReverseAD(RuleApplication):
             return body[:-1], [body[-1]]
         return body, []
 
-    def sequence_checks(self, s, origin):
+    def sequence_checks(self, s):
         """``for v in X`` over a name that may hold a container reads ``X[i]``: a run-time
         check that X is a list, tuple or array (a dict's items are not its keys)."""
         if not anno.getanno(s, Static.ITERATES):
@@ -203,28 +210,28 @@ class ReverseAD(RuleApplication):
         for b in bases:
             error_name = self.namer.new("loop_error")
             self.bindings[error_name] = self.error(
-                origin, UnsupportedError, f"a for loop over {b!r}, which holds a dict (or another "
+                s, UnsupportedError, f"a for loop over {b!r}, which holds a dict (or another "
                 f"structure that is not a sequence), is not supported",
                 "Iterate over list(d) (the keys), list(d.values()) or list(d.items()).")
             checks += replace(f"rt.check_sequence({b}, {error_name})")
-        return _tag(checks, origin)
+        return _tag(checks, self.origin)
 
-    def visit_For(self, s, origin):
+    def visit_For(self, s):
         index = s.target.id
         body, exit_ = self._loop_body(s.body)
-        checks = self.sequence_checks(s, origin)
+        checks = self.sequence_checks(s)
         if anno.getanno(s.iter, Static.PRIMITIVE) is builtins.range and not any(
                 isinstance(n, gast.Name) and n.id == index and not isinstance(n.ctx, gast.Load)
                 for st in body for n in gast.walk(st)):
-            fwd, rev = self.range_for(s, index, body, exit_, origin)
+            fwd, rev = self.range_for(s, index, body, exit_)
             return checks + fwd, rev
         count = self.namer.new(f"n_{index}")
         body_f, body_r = self.block(body)
         body_r = self.recomputations(s) + body_r
-        fwd, rev = control_flow.for_loop(index, s.iter, count, body_f, body_r, exit_, origin)
+        fwd, rev = control_flow.for_loop(index, s.iter, count, body_f, body_r, exit_, self.origin)
         return checks + fwd, rev
 
-    def range_for(self, s, index, body, exit_, origin):
+    def range_for(self, s, index, body, exit_):
         """A loop over a range whose body never rebinds the index: the reverse sweep
         runs the same range backwards, so the tape holds one range per loop instead
         of one index per iteration."""
@@ -237,22 +244,23 @@ class ReverseAD(RuleApplication):
             for n in gast.walk(st))
         count = self.namer.new(f"n_{index}") if exit_ else None
         return control_flow.range_loop(index, s.iter, steps, count, body_f, body_r, exit_,
-                                       not local, origin)
+                                       not local, self.origin)
 
     def recomputations(self, loop):
         """The values the reversed iteration of ``loop`` recomputes first (recompute.py)."""
         return recompute.statements(self.recomputed.get(id(loop), ()), anno.getanno(loop, Static.ORIGIN))
 
-    def visit_While(self, s, origin):
+    def visit_While(self, s):
         count = self.namer.new("n_loop")
         body_f, body_r = self.block(s.body)
-        return control_flow.while_loop(s.test, count, body_f, body_r, origin)
+        return control_flow.while_loop(s.test, count, body_f, body_r, self.origin)
 
     # ----- assignments -----
 
-    def assign(self, s, target, origin):
+    def assign(self, s, target):
         """``target = value``, and the hooks registered on ``target``."""
-        fwd, rev = self._assign(s, target, origin)
+        origin = self.origin
+        fwd, rev = self._assign(s, target)
         hooks = self.hook_lists.get(target)
         if hooks is None:
             return fwd, rev
@@ -267,7 +275,8 @@ class ReverseAD(RuleApplication):
         # Pushed after the binding's own save, so popped before it.
         return fwd, _tag(run + restore, origin) + rev
 
-    def _assign(self, s, target, origin):
+    def _assign(self, s, target):
+        origin = self.origin
         saved = target in self.act.saved and target not in self.constants \
             and id(s) not in self.first_bindings
         # A recomputed value is overwritten like a saved one, but neither pushed nor popped;
@@ -292,24 +301,24 @@ class ReverseAD(RuleApplication):
             rev += replace(f"{dt} = rt.run_hook(HOOK, {dt}, {target})", HOOK=hook)
         function_cls = _custom_function(value)
         if function_cls is not None:
-            return self.function_apply(s, target, function_cls, fwd, restore, rev, origin)
+            return self.function_apply(s, target, function_cls, fwd, restore, rev)
         if target in self.captures:
             cap = self.captures[target]
             rev += replace(f"if {cap} is None:\n    {cap} = {dt}")
         reads_self = target in names_in(value)
         if not saved:
-            rev += self.guarded(value, dt, self.contributions(value, name(dt), name(target), origin))
+            rev += self.guarded(value, dt, self.contributions(value, name(dt), name(target)))
         elif not reads_self:
-            rev += self.guarded(value, dt, self.contributions(value, name(dt), name(target), origin))
+            rev += self.guarded(value, dt, self.contributions(value, name(dt), name(target)))
             rev += replace(f"{dt} = 0.0")
             rev += restore
         else:
             d_new = self.namer.new(dt + "_new")
-            contribs = self.contributions(value, name(d_new), name(target), origin)
+            contribs = self.contributions(value, name(d_new), name(target))
             reads_out = target in set().union(*[names_in(c) for c in contribs]) if contribs else False
             if reads_out:
                 y_new = self.namer.new(target + "_new")
-                contribs = self.contributions(value, name(d_new), name(y_new), origin)
+                contribs = self.contributions(value, name(d_new), name(y_new))
                 rev += replace(f"{d_new} = {dt}\n{y_new} = {target}\n{dt} = 0.0")
             else:
                 rev += replace(f"{d_new} = {dt}\n{dt} = 0.0")
@@ -317,11 +326,12 @@ class ReverseAD(RuleApplication):
             rev += self.guarded(value, d_new, contribs)
         return _tag(fwd, origin), _tag(rev, origin)
 
-    def function_apply(self, s, target, cls, fwd, restore, rev, origin):
+    def function_apply(self, s, target, cls, fwd, restore, rev):
         """``t = Func.apply(...)``: forward keeps ctx on the tape, the adjoint calls Func.backward."""
         call = s.value
         if call.keywords:
-            raise self.error(origin, UnsupportedError, f"{cls.__name__}.apply takes positional arguments only")
+            raise self.error(s, UnsupportedError, f"{cls.__name__}.apply takes positional arguments only")
+        origin = self.origin
         self.functions.add(cls)
         ctx = self.namer.new(f"{cls.__name__}_ctx")
         flags = gast.Tuple(elts=[gast.Constant(value=self._any_needed(a), kind=None) for a in call.args],
@@ -361,17 +371,18 @@ class ReverseAD(RuleApplication):
     def argument_checks(self):
         """Checks on entry that arguments written in place share no memory with the others."""
         out = []
-        for written, other, error in getattr(self.node, "_srcgrad_param_checks", ()):
+        for written, other, error in self.param_checks:
             error_name = self.namer.new("aliasing_error")
             self.bindings[error_name] = error
             out += replace(f"rt.check_unshared({written}, {other}, {error_name})")
         return out
 
-    def assign_item(self, s, target, origin):
+    def assign_item(self, s, target):
         """``base[index] = value``: the overwritten item is saved, the adjoint read from ``dbase``."""
         base = target.value.id
         index = target.slice
-        self.check_fresh(base, origin)
+        origin = self.origin
+        self.check_fresh(base)
         # A base that may be a dict: the key may be new (then undoing the write deletes it).
         keyed = base in self.containers
         if keyed:
@@ -414,12 +425,12 @@ class ReverseAD(RuleApplication):
         rev.append(restore)
         return _tag(fwd, origin), _tag(rev, origin)
 
-    def check_fresh(self, base, origin):
+    def check_fresh(self, base):
         """An indexed write into a parameter writes into a copy: inputs are never mutated."""
         if base in self.act.params:
             self.copied_params.add(base)
 
-    def visit_Expr(self, s, origin):
+    def visit_Expr(self, s):
         call = s.value
         func = call.func
         prim = anno.getanno(call, Static.PRIMITIVE)
@@ -439,7 +450,7 @@ class ReverseAD(RuleApplication):
                         rev += replace(f"{dl}, _ = rt.seq_pop({dl})")
                 rev += replace(f"{receiver}.pop()")
                 anno.setanno(rev[-1], Static.TAPE, ("list", receiver))
-                return _tag(self.alias_checks(s, receiver) + [s], origin), _tag(rev, origin)
+                return _tag(self.alias_checks(s, receiver) + [s], self.origin), _tag(rev, self.origin)
         return [s], []
 
 
@@ -475,27 +486,24 @@ class Reversed:
     functions: tuple = ()        # custom Function classes applied in f
     rank_facts_used: set = field(default_factory=set)   # names whose rank facts the code relies on
 
-    def meta(self):
-        """The entries compile_gradient keeps (pipeline.Compiled.meta)."""
-        return {"bindings": self.bindings, "tuple_output": self.tuple_output,
-                "uses_tape": self.uses_tape, "mutates_saved": self.mutates_saved,
-                "functions": self.functions, "rank_facts_used": self.rank_facts_used}
-
 
 def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), optimized=True,
           ranks=None, classes=None, scalar_reductions=False, fused=False, kinds=None,
-          containers=frozenset(), aux=None):
+          containers=frozenset(), aux=None, param_checks=()):
     """The forward and backward FunctionDefs for FunctionDef ``node``, as a ``Reversed``.
 
     ``aux``: the name of the value returned beside the output (has_aux, transform/aux.py):
     the forward sweep returns ``((output, aux), saved)``.
+    ``param_checks``: the argument pairs checked on entry for shared memory
+    (analysis/aliasing.check).
     ``scalar_reductions``: the caller broadcasts each parameter's gradient to its
     argument's shape, so a full reduction's gradient may stay a scalar up to the
     return (``optimize.keep_reductions_scalar``). ``fused``: the elementwise statements
     will be fused into kernels, so the sweep keeps accumulating by assignment.
     """
     taken_before = set(namer.taken)
-    ad = ReverseAD(node, info, activity, namer, wrt, fixed, hook_names, kinds, containers)
+    ad = ReverseAD(node, info, activity, namer, wrt, fixed, hook_names, kinds, containers,
+                   param_checks)
     ret = node.body[-1]
     fwd, rev = ad.block(node.body[:-1])
 

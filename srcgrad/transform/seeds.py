@@ -3,7 +3,8 @@ parameters and the gradients it returns (transform/reverse.py builds what lies b
 
 import gast
 
-from srcgrad.templates import name, replace
+from srcgrad.ast_util import name
+from srcgrad.templates import replace
 from srcgrad import optimize
 
 

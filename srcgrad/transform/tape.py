@@ -25,7 +25,8 @@ import gast
 
 from srcgrad import anno
 from srcgrad.analysis.activity import names_in
-from srcgrad.templates import name, replace, replace_as_expression as replace_expr
+from srcgrad.ast_util import name, rewrite_blocks
+from srcgrad.templates import replace, replace_as_expression as replace_expr
 from srcgrad import optimize
 
 Static = anno.Static
@@ -194,13 +195,7 @@ def _filter(body, drop):
     for s in body:
         if drop(s):
             continue
-        for field in ("body", "orelse"):
-            inner = getattr(s, field, None)
-            if isinstance(inner, list) and inner:
-                new = _filter(inner, drop)
-                if field == "body" and not new:
-                    new = [gast.Pass()]
-                setattr(s, field, new)
+        rewrite_blocks(s, lambda inner: _filter(inner, drop), keep_body=True)
         out.append(s)
     return out
 
@@ -326,6 +321,7 @@ def shape_only(rev, primal_names):
     does not keep intermediate results alive that the adjoint never reads.
     """
     shape_uses, other_uses = set(), set()
+    shape_args = set()   # id() of the Name nodes read for their shape
     for s in optimize.walk_statements(rev):
         if key_of(s) is not None:
             continue
@@ -336,10 +332,10 @@ def shape_only(rev, primal_names):
                 k = _SHAPE_READERS[node.func.attr]
                 if len(node.args) > k and isinstance(node.args[k], gast.Name):
                     shape_uses.add(node.args[k].id)
-                    node.args[k]._srcgrad_shape_use = True
+                    shape_args.add(id(node.args[k]))
         for node in gast.walk(s):
             if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Load) \
-                    and not getattr(node, "_srcgrad_shape_use", False):
+                    and id(node) not in shape_args:
                 other_uses.add(node.id)
     return (shape_uses - other_uses) & primal_names
 
