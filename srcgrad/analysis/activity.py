@@ -25,7 +25,7 @@ import gast
 from srcgrad import anno, rules
 # names_in: the names a node reads (Load context); the passes import it from here too.
 from srcgrad.ast_util import reads as names_in
-from srcgrad.rules import Attribute, Method
+from srcgrad.rules import Method
 
 Static = anno.Static
 

@@ -31,7 +31,7 @@ import numpy
 from srcgrad import anno
 from srcgrad.ast_util import reads, walk_statements
 from srcgrad.errors import UnsupportedError
-from srcgrad.rules import Attribute, Method
+from srcgrad.rules import Method
 
 Static = anno.Static
 

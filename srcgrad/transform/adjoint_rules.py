@@ -21,7 +21,7 @@ from srcgrad.rules import Attribute, Method
 from srcgrad.ast_util import name
 from srcgrad.templates import replace, replace_as_expression as replace_expr
 from srcgrad import optimize
-from srcgrad.transform.anf import is_runtime_helper
+from srcgrad.transform.as_array import is_runtime_helper
 from srcgrad.transform.tape import index_value
 
 Static = anno.Static

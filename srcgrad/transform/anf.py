@@ -26,7 +26,6 @@ from srcgrad.errors import UnsupportedError
 from srcgrad.transform.anf_expressions import Expressions
 from srcgrad.transform.base import Base, local_names
 # Re-exported for the passes that import them from here (reverse.py).
-from srcgrad.transform.as_array import is_runtime_helper  # noqa: F401
 
 Static = anno.Static
 

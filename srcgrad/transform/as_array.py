@@ -28,12 +28,12 @@ def is_runtime_helper(primitive):
 
 def bind(namer, info, bindings, hint, obj):
     """The name the generated code reads ``obj`` by (one per object, added to ``bindings``)."""
-    for name, bound in bindings.items():
+    for bound_name, bound in bindings.items():
         if bound is obj:
-            return name
-    name = namer.new(hint)
-    bindings[name] = info.extra[name] = obj
-    return name
+            return bound_name
+    bound_name = namer.new(hint)
+    bindings[bound_name] = info.extra[bound_name] = obj
+    return bound_name
 
 
 def _is_literal(node):

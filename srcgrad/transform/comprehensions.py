@@ -122,8 +122,8 @@ class Lowering(Base):
             if isinstance(expr, gast.Name):
                 if expr.id not in env:
                     outer.add(expr.id)
-            for name in self._walk_scopes(expr, env, collect):
-                binders[name] = binders.get(name, 0) + 1
+            for binder in self._walk_scopes(expr, env, collect):
+                binders[binder] = binders.get(binder, 0) + 1
 
         for stmt in node.body:
             collect(stmt, frozenset())

@@ -198,30 +198,30 @@ class Lifting:
         """The free locals of each named local function (those of the local functions
         it calls too), then its LocalFunction."""
         direct = {}
-        for name, (stmt, _, fn) in self.named.items():
+        for fn_name, (stmt, _, fn) in self.named.items():
             self.check_defaults(fn, stmt)
-            direct[name] = (reads(fn) & self.outer_locals) - _own_locals(fn) - set(self.named)
-        calls = {name: reads(fn) & (set(self.named) - {name}) for name, (_, _, fn) in self.named.items()}
-        free = {name: set(v) for name, v in direct.items()}
+            direct[fn_name] = (reads(fn) & self.outer_locals) - _own_locals(fn) - set(self.named)
+        calls = {fn_name: reads(fn) & (set(self.named) - {fn_name}) for fn_name, (_, _, fn) in self.named.items()}
+        free = {fn_name: set(v) for fn_name, v in direct.items()}
         changed = True
         while changed:
             changed = False
-            for name in free:
-                for callee in calls[name]:
-                    if not free[callee] <= free[name]:
-                        free[name] |= free[callee]
+            for fn_name in free:
+                for callee in calls[fn_name]:
+                    if not free[callee] <= free[fn_name]:
+                        free[fn_name] |= free[callee]
                         changed = True
-        for name, (stmt, _, fn) in self.named.items():
-            self.free[name] = sorted(free[name] - _own_locals(fn))
+        for fn_name, (stmt, _, fn) in self.named.items():
+            self.free[fn_name] = sorted(free[fn_name] - _own_locals(fn))
             fn.args.kwonlyargs = list(fn.args.kwonlyargs) + [
                 gast.Name(id=v, ctx=gast.Param(), annotation=None, type_comment=None)
-                for v in self.free[name]]
-            fn.args.kw_defaults = list(fn.args.kw_defaults) + [None] * len(self.free[name])
-            fresh = self.namer.new(f"{name}_fn")
-            self.functions[name] = LocalFunction(fn, self.info, name, f"{self.info.name}.<locals>.{name}")
-            self.info.extra[fresh] = self.bindings[fresh] = self.functions[name]
-            self.functions[name].global_name = fresh
-        for name, (stmt, _, fn) in self.named.items():
+                for v in self.free[fn_name]]
+            fn.args.kw_defaults = list(fn.args.kw_defaults) + [None] * len(self.free[fn_name])
+            fresh = self.namer.new(f"{fn_name}_fn")
+            self.functions[fn_name] = LocalFunction(fn, self.info, fn_name, f"{self.info.name}.<locals>.{fn_name}")
+            self.info.extra[fresh] = self.bindings[fresh] = self.functions[fn_name]
+            self.functions[fn_name].global_name = fresh
+        for fn_name, (stmt, _, fn) in self.named.items():
             self.stmt = stmt
             self.calls_inside(fn)
 
