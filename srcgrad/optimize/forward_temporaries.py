@@ -47,16 +47,15 @@ _OPAQUE = (gast.Lambda, gast.ListComp, gast.SetComp, gast.DictComp, gast.Generat
 
 
 def run(body, facts):
-    changed = False
-    while True:
-        facts.invalidate()
-        live = liveness.analyze(body, set(), names=facts.names)
-        folded = False
-        for block in blocks(body):
-            folded |= _fold_block(block, live, facts)
-        if not folded:
-            return changed
-        changed = True
+    # One walk: a block's later statements are final when an earlier one is looked at,
+    # and each fold updates the liveness it changed (its expression's names are now read
+    # up to the use), so nothing is left for a second walk to find.
+    facts.invalidate()
+    live = liveness.analyze(body, set(), names=facts.names)
+    folded = False
+    for block in blocks(body):
+        folded |= _fold_block(block, live, facts)
+    return folded
 
 
 def _fold_block(block, live, facts):
@@ -142,23 +141,35 @@ def _evaluated_before(statement, target):
         order = [statement.target, statement.value]
     else:
         order = [statement.value]
-    return _search(order, target, None)
+    on_path = {id(n) for n in _path(statement, target)}
+    return _search(order, target, on_path)
 
 
-def _search(order, target, node):
+def _path(node, target):
+    """The nodes from ``node`` down to ``target`` (empty when it is not inside)."""
+    if node is target:
+        return [node]
+    for child in gast.iter_child_nodes(node):
+        found = _path(child, target)
+        if found:
+            return [node] + found
+    return []
+
+
+def _search(order, target, on_path):
     for i, child in enumerate(order):
         if child is target:
             return order[:i], False
-        if not _contains(child, target):
+        if id(child) not in on_path:
             continue
         if isinstance(child, _OPAQUE):
             return None
-        found = _search(_children(child), target, child)
+        found = _search(_children(child), target, on_path)
         if found is None:
             return None
         parts, conditional = found
-        if isinstance(child, gast.IfExp) and not _contains(child.test, target) \
-                or isinstance(child, gast.BoolOp) and not _contains(child.values[0], target):
+        if isinstance(child, gast.IfExp) and id(child.test) not in on_path \
+                or isinstance(child, gast.BoolOp) and id(child.values[0]) not in on_path:
             conditional = True
         return order[:i] + parts, conditional
     return None
@@ -170,10 +181,6 @@ def _children(node):
         func = [] if anno.getanno(node, Static.PRIMITIVE) is not None else [node.func]
         return func + list(node.args) + [k.value for k in node.keywords]
     return [c for c in gast.iter_child_nodes(node) if isinstance(c, gast.expr)]
-
-
-def _contains(node, target):
-    return any(n is target for n in gast.walk(node))
 
 
 def _replace(statement, target, value):

@@ -53,23 +53,53 @@ def run(body, facts):
                 value = _literal(s.value)
                 if value is not None:
                     literals[id(s)] = (t, value)
+        if not _candidates(body, facts, {name for name, _ in literals.values()}):
+            return changed
         # What the forward sweep returns after its output is what it hands on (to the
         # backward sweep, which reads a loop's values only where that loop ran).
         final = body[-1] if body and isinstance(body[-1], gast.Return) else None
         live = liveness.analyze(body, set(), lambda s, _: s is final)
         moved = set()
-        if not _hoist(body, {}, literals, live, facts, moved):
+        into_a_loop = _hoist(body, {}, literals, live, facts, moved, False)
+        if not moved:
             return changed
         # The ``t = None`` that gave a value to save when the loop ran no iteration is dead.
         dead.eliminate(body, moved, set(), lambda v: isinstance(v, gast.Constant) and v.value is None)
         changed = True
+        if not into_a_loop:   # else the enclosing loop may give it up too
+            return changed
 
 
-def _hoist(block, known, literals, live, facts, moved):
+def _candidates(body, facts, literal_names, in_loop=False):
+    """Whether some loop of ``body`` holds ``t = E`` with ``t`` the compiler's and ``E``
+    arithmetic of constants and ``literal_names`` (before any analysis runs)."""
+    for s in body:
+        if in_loop and assigned_name(s) in facts.removable and _arithmetic(s.value, literal_names):
+            return True
+        loop = in_loop or isinstance(s, (gast.For, gast.While))
+        if any(_candidates(inner, facts, literal_names, loop) for inner in child_blocks(s)):
+            return True
+    return False
+
+
+def _arithmetic(e, names):
+    if isinstance(e, gast.Name):
+        return e.id in names
+    if isinstance(e, gast.Constant):
+        return True
+    if isinstance(e, gast.UnaryOp):
+        return type(e.op) in _SIGNS and _arithmetic(e.operand, names)
+    return isinstance(e, gast.BinOp) and type(e.op) in _OPS and _arithmetic(e.left, names) \
+        and _arithmetic(e.right, names)
+
+
+def _hoist(block, known, literals, live, facts, moved, in_loop):
     """Hoist out of the loops of ``block`` (and of blocks nested in it); ``known``: the
-    literal names bound before ``block`` starts; ``moved`` collects the names hoisted.
-    Returns whether anything moved."""
+    literal names bound before ``block`` starts; ``moved`` collects the names hoisted;
+    ``in_loop``: ``block`` is inside a loop. Returns whether a statement moved into a
+    block inside a loop."""
     known = dict(known)
+    into_a_loop = False
     k = 0
     while k < len(block):
         s = block[k]
@@ -82,12 +112,14 @@ def _hoist(block, known, literals, live, facts, moved):
                 block.insert(k, h)
                 k += 1
                 moved.add(h.targets[0].id)
+                into_a_loop |= in_loop
             if not s.body:
                 s.body.append(gast.Pass())
+        loop = in_loop or isinstance(s, (gast.For, gast.While))
         for inner in child_blocks(s):
-            _hoist(inner, known, literals, live, facts, moved)
+            into_a_loop |= _hoist(inner, known, literals, live, facts, moved, loop)
         k += 1
-    return bool(moved)
+    return into_a_loop
 
 
 def _invariants(loop, known, live, facts):
