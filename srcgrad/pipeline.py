@@ -61,6 +61,7 @@ class Compiled:
     # whether its seed is known to be 1; None where the sweeps run as two calls.
     gradient_forward: tuple = field(default=None, repr=False)
     load: tuple = field(default=None, repr=False)   # (EntityInfo, bindings) to load code with
+    scalars: frozenset = field(default=frozenset(), repr=False)   # names holding one number
     # Made on first use: api's call plan, show's generic text, the composed gradient.
     plan: object = field(default=None, repr=False)
     shown: str = field(default=None, repr=False)
@@ -75,6 +76,7 @@ def _rename_reserved(node, info, namer, bindings):
         if isinstance(child, gast.Name) and child.id in RESERVED:
             if child.id not in rename:
                 rename[child.id] = namer.new(child.id + "_")
+                namer.original[rename[child.id]] = child.id   # a user's variable still
                 if child.id not in locals_:
                     try:
                         bindings[rename[child.id]] = info.extra[rename[child.id]] = info.resolve(child.id)
@@ -234,11 +236,26 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None, has_aux
     real_output = not (isinstance(node.body[-1].value, gast.Name)
                        and kind_map.of(node.body[-1].value) == kinds.COMPLEX)
     # With has_aux the caller sees the forward's aux: no sweep that skips computing it.
+    # The forward sweep reads like the user's code: invariants hoisted, then (on it and on
+    # its gradient-only copy) single-use temporaries folded. Not where statements are fused.
+    tidy = options.optimize and not fuse
+    if tidy:
+        made = _compiler_names(forward, ctx)
+        optimize.transform_forward(forward, made)
     if options.optimize and not fuse and not built.tuple_output and real_output and not has_aux:
         for_grad = optimize.forward_for_gradient(forward, rank_map, classes)
+    if tidy:
+        # Only shape facts that hold for arguments of any rank: the code stays rank free.
+        any_rank = {n: c for n, c in classes.items()
+                    if (rank_map.get(n), c) == (any_ranks.get(n), any_classes.get(n))}
+        for sweep in (forward, for_grad):
+            if sweep is not None:
+                optimize.transform_forward(sweep, made, any_rank, optimize.FORWARD_LAST)
     forward.body = emit.comment_blocks(forward.body, "", 2)
     backward.body = emit.comment_blocks(backward.body, "grad of: ", 1)
     trees = (forward, backward)
+    # Names that hold one number: a composed gradient does not release them (nothing to free).
+    scalars = frozenset(n for n, r in rank_map.items() if r in (0, ranks.INT))
     # The forward sweep a call that wants only the gradients composes with the backward
     # (api._FastCall), and whether its seed is known to be 1 (a scalar output).
     gradient_forward = None
@@ -278,7 +295,18 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None, has_aux
                     tuple_output=built.tuple_output, uses_tape=built.uses_tape,
                     mutates_saved=built.mutates_saved, functions=built.functions,
                     rank_free=rank_free, forward_for_grad=fwd_grad, trees=trees,
-                    gradient_forward=gradient_forward, load=(info, bindings))
+                    gradient_forward=gradient_forward, load=(info, bindings),
+                    scalars=scalars)
+
+
+def _compiler_names(forward, ctx):
+    """The names the forward sweep binds that the compiler made: not a parameter, not a
+    user's variable (nor an inlined helper's, renamed), not the tape's."""
+    args = forward.args
+    params = {a.id for a in args.posonlyargs + args.args + args.kwonlyargs}
+    users = set(ctx.user_locals) | set(ctx.namer.original) | params | set(RESERVED)
+    return {n.id for n in gast.walk(forward) if isinstance(n, gast.Name)
+            and isinstance(n.ctx, gast.Store) and n.id not in users}
 
 
 def compose_gradient(compiled, many, only_gradients=False):
@@ -301,7 +329,8 @@ def compose_gradient(compiled, many, only_gradients=False):
         forward, backward = clone(forward), clone(compiled.trees[1])
         name = backward.name[:-len("_backward")]
         seed = gast.Constant(value=1.0, kind=None) if seed_is_one else _default_seed_of(forward)
-        return _compose(forward, backward, info, bindings, f"gradient_{name}", seed, True, release=True)
+        return _compose(forward, backward, info, bindings, f"gradient_{name}", seed, True,
+                        release=compiled.scalars)
     forward, backward = (clone(t) for t in compiled.trees)
     once = [c for c in compiled.functions if is_once_differentiable(c)]
     if once:
@@ -362,11 +391,12 @@ def _known_seed(body, seed):
     return Unwrap(None).visit_block(body)
 
 
-def _compose(forward, backward, info, bindings, name, seed_value, many, release=False):
+def _compose(forward, backward, info, bindings, name, seed_value, many, release=None):
     """Load forward's body, ``seed = seed_value`` and backward's body as one function
-    named ``name`` (the saved tuple's names are the forward's own). ``release``: free
-    each value once dead (not for code that is differentiated again, where every
-    release would be one more rebinding to save)."""
+    named ``name`` (the saved tuple's names are the forward's own). ``release`` (the
+    names known to hold scalars, or None): free each other value once dead (not for
+    code that is differentiated again, where every release would be one more
+    rebinding to save)."""
     seed = backward.args.args[0].id
     body = forward.body[:-1] + [gast.Assign(targets=[gast.Name(id=seed, ctx=gast.Store(), annotation=None,
                                                                 type_comment=None)],
@@ -378,9 +408,9 @@ def _compose(forward, backward, info, bindings, name, seed_value, many, release=
     results = back[-1].value.elts
     back[-1] = gast.Return(value=gast.Tuple(elts=results, ctx=gast.Load()) if many else results[0])
     body += back
-    if release:
+    if release is not None:
         params = {a.id for a in forward.args.posonlyargs + forward.args.args + forward.args.kwonlyargs}
-        body = optimize.release_dead(body, params)
+        body = optimize.release_dead(body, params, release)
     composed = gast.FunctionDef(name=name, args=forward.args, body=body, decorator_list=[],
                                 returns=None, type_comment=None, type_params=[])
     source = emit.to_source([composed])

@@ -8,15 +8,17 @@ import textwrap
 
 import astor
 import gast
+import numpy as np
 import pytest
 
 from srcgrad import anno
 from srcgrad.analysis import liveness
 from srcgrad.analysis.ranks import SCALAR
 from srcgrad.ast_util import accumulation, blocks, is_rt_call, loads, stores
-from srcgrad.optimize import (copies, dead, first_contributions, forward, in_place, index_buffers,
-                              loop_carried, merge, reductions, release, sink, subtract,
-                              temporaries, unbroadcast, zeros)
+from srcgrad.codegen import emit
+from srcgrad.optimize import (copies, dead, first_contributions, forward, forward_temporaries,
+                              in_place, index_buffers, loop_carried, loop_invariants, merge,
+                              reductions, release, sink, subtract, temporaries, unbroadcast, zeros)
 from srcgrad.optimize.facts import Facts, inplace_targets
 
 Static = anno.Static
@@ -28,6 +30,9 @@ def parse(source):
         for s in block:
             if isinstance(s, gast.If) and is_rt_call(s.test, "has_grad"):
                 anno.setanno(s, Static.GUARD, True)   # as reverse.py marks its guards
+            if isinstance(s, gast.Expr) and isinstance(s.value, gast.Call) \
+                    and isinstance(s.value.func, gast.Name) and s.value.func.id == "push":
+                anno.setanno(s, Static.TAPE, s.value.args[0].id)   # as reverse.py marks pushes
     return body
 
 
@@ -554,3 +559,229 @@ def test_gradient_only_forward_drops_a_repeated_read_of_the_same_element():
             f = v[t]
             return None, (b,)
         """)
+
+
+# ----- forward_temporaries (the forward sweep's single-use temporaries) -----
+
+W8_LOOP = """
+    for t in range_t:
+        dt_over_C = dt / C
+        T_out_item = T_out[t]
+        T_out_item_minus_T = T_out_item - T
+        UA_times_T_out_item = UA * T_out_item_minus_T
+        u_item = u[t]
+        eta_times_u_item = eta * u_item
+        UA_times_T_out_item_2 = UA_times_T_out_item + eta_times_u_item
+        dt_over_C_times_UA = dt_over_C * UA_times_T_out_item_2
+        T = T + dt_over_C_times_UA
+        push(price_item)
+        price_item = price[t]
+        u_item_2 = u[t]
+        price_item_times_u_item = price_item * u_item_2
+        price_item_times_u_item_2 = price_item_times_u_item * dt
+        cost = cost + price_item_times_u_item_2
+    return cost, (tape, dt_over_C, price_item)
+    """
+W8_MADE = {"dt_over_C", "T_out_item", "T_out_item_minus_T", "UA_times_T_out_item", "u_item",
+           "eta_times_u_item", "UA_times_T_out_item_2", "dt_over_C_times_UA", "price_item",
+           "u_item_2", "price_item_times_u_item", "price_item_times_u_item_2", "range_t"}
+
+
+def test_forward_temporaries_fold_a_line_back_into_the_users_expression():
+    # Whether or not the shape classes are known (every operation may raise, or none).
+    for classes in ({}, {n: SCALAR for n in W8_MADE | {"T", "UA", "eta", "dt", "cost"}}):
+        assert rewrites(forward_temporaries, W8_LOOP, generated=W8_MADE, classes=classes) == text("""
+            for t in range_t:
+                dt_over_C = dt / C
+                T = T + dt_over_C * (UA * (T_out[t] - T) + eta * u[t])
+                push(price_item)
+                price_item = price[t]
+                cost = cost + price_item * u[t] * dt
+            return cost, (tape, dt_over_C, price_item)
+            """)
+
+
+def test_forward_temporaries_keep_what_is_saved_pushed_or_the_users():
+    before = """
+        a = x * 2.0
+        b = a + 1.0
+        push(c)
+        c = b * x
+        d = c * 3.0
+        e = d + 1.0
+        y = e * e
+        return y, (a, c)
+        """
+    # a is saved, c pushed, e read twice, y the output; d is the user's own variable.
+    assert rewrites(forward_temporaries, before, generated={"a", "b", "c", "e", "y"}) == text("""
+        a = x * 2.0
+        push(c)
+        c = (a + 1.0) * x
+        d = c * 3.0
+        e = d + 1.0
+        y = e * e
+        return y, (a, c)
+        """)
+
+
+@pytest.mark.parametrize("before, after", [
+    # k / z may raise ZeroDivisionError, x[i] IndexError: k / z stays first.
+    ("q = k / z\nr = x[i]\ns = r + q", "q = k / z\ns = x[i] + q"),
+    ("q = k / z\nr = x[i]\ns = q + r", "s = k / z + x[i]"),
+    # A value that may raise is not moved past a statement that may raise too.
+    ("q = k / z\ny = x[i]\ns = q + y", "q = k / z\ny = x[i]\ns = q + y"),
+    ("q = k / z\nr = x[i]\nw = r * 2.0\ns = q + w", "s = k / z + x[i] * 2.0"),
+    # Nor into a part of its use evaluated only under a condition.
+    ("q = x[i]\ns = c if f else q", "q = x[i]\ns = c if f else q"),
+    ("q = x[i]\ns = f and q", "q = x[i]\ns = f and q"),
+    # The condition itself is always evaluated.
+    ("q = x[i]\ns = c if q else f", "s = c if x[i] else f"),
+    # A value that cannot raise (numbers of known shape) may go anywhere.
+    ("q = k * 2.0\nr = x[i]\ns = c if f else r + q", "r = x[i]\ns = c if f else r + k * 2.0"),
+])
+def test_forward_temporaries_keep_the_order_of_what_may_raise(before, after):
+    made = {"q", "r", "w", "s"}
+    classes = {"k": SCALAR, "q": SCALAR, "c": SCALAR, "f": SCALAR}
+    assert rewrites(forward_temporaries, before, generated=made, classes=classes) == text(after)
+
+
+@pytest.mark.parametrize("before", [
+    # Something in between writes into, or rebinds, what the expression reads.
+    "q = y * 2.0\ny[0] = 1.0\ns = q + 1.0",
+    "q = y * 2.0\ny = x * 3.0\ns = q + 1.0",
+    "q = y * 2.0\ny += 1.0\ns = q + 1.0",
+    "q = y * 2.0\ng(y)\ns = q + 1.0",
+    # The expression has an effect (a user's call), or reads its own target.
+    "q = g(y)\ns = q + 1.0",
+    "q = q + 1.0\ns = q * 2.0",
+    # The use is in a nested block (run another number of times), or is the return.
+    "q = y * 2.0\nfor i in r:\n    s = q + i",
+    "q = y * 2.0\nif c:\n    s = q + 1.0",
+    "q = y * 2.0\nreturn q",
+    # The use is a push: the tape saves the value.
+    "q = y * 2.0\npush(q)",
+    # The value is read by the next iteration of a loop.
+    "for i in r:\n    s = q + 1.0\n    q = y * 2.0",
+])
+def test_forward_temporaries_stay_where_moving_them_could_change_the_program(before):
+    # Known scalars: every operation here is one that cannot raise.
+    classes = {"x": SCALAR, "y": SCALAR, "q": SCALAR, "i": SCALAR}
+    assert rewrites(forward_temporaries, before, generated={"q", "s"}, classes=classes) == text(before)
+
+
+def test_forward_temporaries_fold_only_within_one_users_line():
+    body = parse("q = y * 2.0\ns = q + 1.0")
+    anno.setanno(body[0], Static.ORIGIN, ("f.py", 1))
+    anno.setanno(body[1], Static.ORIGIN, ("f.py", 2))
+    assert not forward_temporaries.run(body, Facts(generated={"q", "s"}))
+    anno.setanno(body[1], Static.ORIGIN, ("f.py", 1))
+    assert forward_temporaries.run(body, Facts(generated={"q", "s"}))
+    assert printed(body) == "s = y * 2.0 + 1.0"
+
+
+def test_forward_temporaries_fold_numpy_calls_but_not_one_that_writes_out():
+    body = parse("q = x + b\nh = np.tanh(q)\nr = np.negative(x, out=y)\ns = r + 1.0")
+    for call, primitive in ((body[1].value, np.tanh), (body[2].value, np.negative)):
+        anno.setanno(call, Static.PRIMITIVE, primitive)
+    forward_temporaries.run(body, Facts(generated={"q", "r", "s"}))
+    assert printed(body) == text("""
+        h = np.tanh(x + b)
+        r = np.negative(x, out=y)
+        s = r + 1.0
+        """)
+
+
+# ----- loop_invariants -----
+
+W8_TOP = """
+    dt_over_C = None
+    dt = 0.25
+    C = 10.0
+    T = 19.0
+    for t in range_t:
+        dt_over_C = dt / C
+        T = T + dt_over_C * (u[t] - T)
+    return T, (dt_over_C,)
+    """
+
+
+def test_loop_invariants_compute_arithmetic_of_constants_once_before_the_loop():
+    assert rewrites(loop_invariants, W8_TOP, generated={"dt_over_C"}, params={"u"}) == text("""
+        dt = 0.25
+        C = 10.0
+        T = 19.0
+        dt_over_C = dt / C
+        for t in range_t:
+            T = T + dt_over_C * (u[t] - T)
+        return T, (dt_over_C,)
+        """)
+
+
+def test_loop_invariants_leave_nested_loops_one_after_the_other():
+    before = """
+        k = 2.0
+        c = -0.5
+        for i in r:
+            for j in r:
+                q = k * c + 1
+                s = s + q
+        """
+    assert rewrites(loop_invariants, before, generated={"q"}) == text("""
+        k = 2.0
+        c = -0.5
+        q = k * c + 1
+        for i in r:
+            for j in r:
+                s = s + q
+        """)
+
+
+@pytest.mark.parametrize("before", [
+    # Computing it raises (a division by zero): a loop that never runs must not.
+    W8_TOP.replace("C = 10.0", "C = 0.0"),
+    # C is bound twice, or is a parameter: its value is not known.
+    W8_TOP.replace("    T = 19.0", "    T = 19.0\n    C = 5.0"),
+    W8_TOP.replace("C = 10.0", "C = u"),
+    # dt_over_C is the user's variable.
+    W8_TOP.replace("dt_over_C", "rate"),
+    # Read before it is computed: pushed (the tape saves the value of the previous
+    # iteration), or read after a loop that may not run, or bound twice in the loop.
+    W8_TOP.replace("        dt_over_C = dt / C", "        push(dt_over_C)\n        dt_over_C = dt / C"),
+    W8_TOP.replace("    return T,", "    T = T + dt_over_C\n    return T,"),
+    W8_TOP.replace("(u[t] - T)", "(u[t] - T)\n        dt_over_C = T"),
+    # The constants are bound in a branch, or after the loop starts.
+    W8_TOP.replace("    C = 10.0", "    if u:\n        C = 10.0"),
+    W8_TOP.replace("    C = 10.0\n", "").replace("    for t", "    for t").replace(
+        "        dt_over_C = dt / C", "        C = 10.0\n        dt_over_C = dt / C"),
+])
+def test_loop_invariants_stay_where_hoisting_could_change_the_program(before):
+    made = {"dt_over_C"}
+    assert rewrites(loop_invariants, before, generated=made, params={"u"}) == text(before)
+
+
+# ----- release of scalars and the tape, chained releases printed -----
+
+def test_scalars_and_the_tape_are_not_released():
+    body = parse("push = tape.append\na = x * 2\nk = 3.0\nb = a + k\npop = tape.pop\n"
+                 "c = b * pop()\nreturn c")
+    assert printed(release.release_dead(body, {"x"}, scalars={"k"})) == text("""
+        push = tape.append
+        a = x * 2
+        k = 3.0
+        b = a + k
+        a = None
+        pop = tape.pop
+        c = b * pop()
+        return c
+        """)
+
+
+def test_a_chained_release_longer_than_a_line_is_printed_as_several():
+    names = [f"value_number_{k}" for k in range(8)]
+    fn = parse(f"def f(x):\n    {' = '.join(names)} = None\n    return x")[0]
+    assert emit.to_source([fn]) == text("""
+        def f(x):
+            value_number_0 = value_number_1 = value_number_2 = value_number_3 = None
+            value_number_4 = value_number_5 = value_number_6 = value_number_7 = None
+            return x
+        """) + "\n"

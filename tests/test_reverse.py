@@ -215,8 +215,7 @@ def _running_product_forward(x):
     range_i = range(3)
     for i in range_i:
         # p = p * x[i] + 0.5
-        x_item = x[i]
-        p_times_x_item = p * x_item
+        p_times_x_item = p * x[i]
         push(p)
         p = p_times_x_item + 0.5
         push(rt.shape_of(p_times_x_item))
@@ -282,8 +281,7 @@ def _penalised_forward(x):
     range_i = range(3)
     for i in range_i:
         # s = s + np.sin(x[i])
-        x_item = x[i]
-        sin_x_item = np.sin(x_item)
+        sin_x_item = np.sin(x[i])
         push(rt.shape_of(s))
         s = s + sin_x_item
         cond = s < 1.0
@@ -343,7 +341,7 @@ def test_values_local_to_a_loop_or_branch_body_are_pushed_once_bound():
 
 def test_the_thermal_loop_needs_no_none_preamble_for_its_branch():
     source = _generated(workloads.w8_thermal, args=workloads.w8_make("quick").args)
-    forward = source[:source.index("# for t in range(len(u)):")]
+    forward = source[:source.index("for t in range_t:")]
     assert "cond = None" not in forward and "T_low_minus_T = None" not in forward
     assert "        push(cond)\n    return cost," in source
 
@@ -412,8 +410,7 @@ def _sum_until_negative_forward(x):
     s = 0.0
     # for v in x:
     stop = False
-    n = len(x)
-    range_i = range(n)
+    range_i = range(len(x))
     n_i = 0
     for i in range_i:
         n_i = n_i + 1

@@ -21,14 +21,20 @@ def _never(s, live):
 
 
 class Liveness:
-    """The result: ``after[id(statement)]``, the names live after each statement
-    (nested ones included), and ``skipped``, the statements ``skip`` took out."""
+    """The result: ``after[id(statement)]`` and ``before[id(statement)]``, the names
+    live after and before each statement (nested ones included), and ``skipped``, the
+    statements ``skip`` took out."""
 
-    def __init__(self, after, skipped):
-        self.after, self.skipped = after, skipped
+    def __init__(self, after, before, skipped):
+        self.after, self.before, self.skipped = after, before, skipped
 
     def live_after(self, s):
         return self.after[id(s)]
+
+    def live_before(self, s):
+        """The names live when ``s`` starts (a loop: those its first iteration, or the
+        code after it when it runs no iteration, may read)."""
+        return self.before[id(s)]
 
 
 def analyze(body, live_out, skip=None, names=None):
@@ -39,7 +45,7 @@ def analyze(body, live_out, skip=None, names=None):
     """
     names = names or NameSets()
     skip = skip or _never
-    after, skipped = {}, {}
+    after, before, skipped = {}, {}, {}
 
     def block(stmts, live):
         live = set(live)
@@ -47,6 +53,7 @@ def analyze(body, live_out, skip=None, names=None):
             after[id(s)] = set(live)
             if skip(s, live):
                 skipped[id(s)] = s
+                before[id(s)] = set(live)
                 continue
             skipped.pop(id(s), None)
             if isinstance(s, gast.If):
@@ -68,7 +75,8 @@ def analyze(body, live_out, skip=None, names=None):
                 if isinstance(s, gast.Assign):
                     live -= {t.id for t in s.targets if isinstance(t, gast.Name)}
                 live |= names.loads(s)
+            before[id(s)] = set(live)
         return live
 
     block(body, live_out)
-    return Liveness(after, skipped)
+    return Liveness(after, before, skipped)

@@ -66,8 +66,44 @@ def comment_blocks(body, prefix, min_group, enclosing=None):
     return out
 
 
+_LINE = 79   # astor breaks longer lines (inside brackets it adds)
+
+
+def _chained_releases(body, indent):
+    """``a = b = ... = None`` statements of ``body`` (and nested blocks) too long for a
+    line split, in place, into several that fit: astor would break one by wrapping its
+    names in parentheses, ``(a) = (b) = ... = None``."""
+    k = 0
+    while k < len(body):
+        s = body[k]
+        for field in ("body", "orelse", "finalbody"):
+            inner = getattr(s, field, None)
+            if isinstance(inner, list):
+                _chained_releases(inner, indent + 4)
+        if isinstance(s, gast.Assign) and len(s.targets) > 1 \
+                and all(isinstance(t, gast.Name) for t in s.targets) \
+                and isinstance(s.value, gast.Constant) and s.value.value is None:
+            lines, line = [], []
+            for t in s.targets:
+                if line and indent + sum(len(n.id) + 3 for n in line + [t]) + 4 > _LINE:
+                    lines.append(line)
+                    line = []
+                line.append(t)
+            lines.append(line)
+            body[k:k + 1] = [anno.copyanno(s, gast.Assign(targets=names, value=gast.Constant(
+                value=None, kind=None), type_comment=None), Static.ORIGIN) for names in lines]
+            k += len(lines)
+            continue
+        k += 1
+
+
 def to_source(functions):
-    """Source text of gast FunctionDefs, with comment markers turned into comments."""
+    """Source text of gast FunctionDefs, with comment markers turned into comments.
+
+    A chained release too long for a line becomes several (``_chained_releases``: the
+    trees are changed in place, so ``line_origins`` reads the same statements)."""
+    for function in functions:
+        _chained_releases(function.body, 4)
     module = gast.Module(body=list(functions), type_ignores=[])
     tree = gast.gast_to_ast(module)
     text = astor.to_source(tree)

@@ -37,19 +37,30 @@ Once, at the end:
 13. ``subtract``: ``a + -b`` is written ``a - b``.
 14. ``in_place``: ``d = d + g`` becomes ``d += g`` where ``d`` owns its array.
 
-Outside the sweep: ``forward.forward_for_gradient`` drops the forward statements
-only the output needed (``grad`` does not return it), and ``release.release_dead``
-frees values once dead in a composed gradient.
+The forward sweep (``transform_forward``), where only names the compiler made may
+change and every effect and error stays where the user's code had it:
+
+* ``FORWARD``, on the forward sweep reverse.py built: ``loop_invariants``, arithmetic
+  of literal constants computed once before its loop.
+* then ``forward.forward_for_gradient`` copies it, less the statements only the
+  output needed (``grad`` does not return it);
+* ``FORWARD_LAST``, on each of the two: ``forward_temporaries``, a temporary used
+  once, and neither saved nor pushed, is written into its use.
+
+Outside the sweeps: ``release.release_dead`` frees values once dead in a composed
+gradient.
 """
 
-from srcgrad.optimize import (copies, dead, first_contributions, in_place, index_buffers,
-                              loop_carried, merge, reductions, sink, subtract,
-                              temporaries, unbroadcast, zeros)
+from srcgrad.optimize import (copies, dead, first_contributions, forward_temporaries, in_place,
+                              index_buffers, loop_carried, loop_invariants, merge, reductions,
+                              sink, subtract, temporaries, unbroadcast, zeros)
 from srcgrad.optimize.facts import Facts, inplace_targets
 
 PREPARE = [unbroadcast, reductions]
 FIXED_POINT = [first_contributions, loop_carried, zeros, copies, dead]
 FINISH = [index_buffers, merge, sink, dead, temporaries, subtract, in_place]
+FORWARD = [loop_invariants]
+FORWARD_LAST = [forward_temporaries]
 
 
 def transform(body, adjoint_names, generated, classes=None, fixed=(), roots=(), buffers=None,
@@ -65,6 +76,20 @@ def transform(body, adjoint_names, generated, classes=None, fixed=(), roots=(), 
                   in_place)
     run(body, facts)
     return facts.used
+
+
+def transform_forward(function, generated, classes=None, passes=FORWARD):
+    """Run ``passes`` on the forward sweep FunctionDef ``function``, in place.
+
+    ``generated``: the names the compiler made, which passes may fold or move (never a
+    user's variable); ``classes``: the shape classes of analysis/ranks.py. Returns
+    whether any pass changed the sweep.
+    """
+    args = function.args
+    params = [a.id for a in args.posonlyargs + args.args + args.kwonlyargs]
+    params += [a.id for a in (args.vararg, args.kwarg) if a is not None]
+    facts = Facts(generated=generated, classes=dict(classes or {}), params=params)
+    return _run_each(passes, function.body, facts)
 
 
 def run(body, facts):

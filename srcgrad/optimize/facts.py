@@ -17,7 +17,8 @@ class Facts:
     ``fixed``: names never inferred from their assignments (primals, adjoints);
     ``roots``: classes whose root parameter may give a shape; ``buffers``/``indices``:
     see ``in_place.own_index_buffers``; ``returned``: see ``reductions``;
-    ``in_place``: whether ``accumulate_in_place`` runs.
+    ``in_place``: whether ``accumulate_in_place`` runs. ``params``: the parameters of
+    the function the statements are the body of (the forward sweep's passes).
 
     Set by passes: ``sweep_classes`` (every sweep name's class, once unbroadcasts are
     gone), ``inplace`` (adjoints runtime helpers update in place, this round) and
@@ -26,7 +27,7 @@ class Facts:
     """
 
     def __init__(self, adjoints=(), generated=(), classes=None, fixed=(), roots=(), buffers=None,
-                 indices=(), returned=None, in_place=True):
+                 indices=(), returned=None, in_place=True, params=()):
         self.adjoints = set(adjoints)
         self.removable = set(adjoints) | set(generated)
         self.classes = classes
@@ -37,6 +38,7 @@ class Facts:
         self.indices = indices
         self.returned = returned
         self.in_place = in_place
+        self.params = set(params)
         self.sweep_classes = None
         self.inplace = set()
         self.used = set()

@@ -14,16 +14,12 @@ with neither name rebound in between, cannot raise either: the first read stays.
 """
 
 import gast
-import numpy
 
-from srcgrad import anno
 from srcgrad.analysis.ranks import SCALAR, UNKNOWN
 from srcgrad.ast_util import assigned_name, blocks, loads, stores
 from srcgrad.optimize import dead
-from srcgrad.optimize.exprs import combine
+from srcgrad.optimize.effects import safe_class
 from srcgrad.templates import clone
-
-Static = anno.Static
 
 
 def scalar_output(forward, rank_map):
@@ -44,34 +40,10 @@ def forward_for_gradient(forward, rank_map, classes):
     repeats = _repeated_reads(fg.body, classes)
 
     def pure(value):
-        return id(value) in repeats or _safe_class(value, classes) is not None
+        return id(value) in repeats or safe_class(value, classes) is not None
 
     removed = dead.eliminate(fg.body, set(classes), set(), pure)
     return fg if removed else None
-
-
-def _safe_class(e, classes):
-    """The shape class of ``e`` when evaluating it cannot raise, else None."""
-    if isinstance(e, gast.Constant):
-        return SCALAR if type(e.value) in (int, float, bool) else None
-    if isinstance(e, gast.Name):
-        c = classes.get(e.id)
-        return None if c in (None, UNKNOWN) else c
-    if isinstance(e, gast.UnaryOp) and isinstance(e.op, (gast.USub, gast.UAdd)):
-        return _safe_class(e.operand, classes)
-    if isinstance(e, gast.BinOp) and isinstance(e.op, (gast.Add, gast.Sub, gast.Mult, gast.Div,
-                                                         gast.Pow)):
-        c = combine(_safe_class(e.left, classes), _safe_class(e.right, classes))
-        # Python floats raise on x / 0 and on overflow; arrays (a class of their own) do not.
-        return c if isinstance(e.op, (gast.Add, gast.Sub, gast.Mult)) or c != SCALAR else None
-    if isinstance(e, gast.Call) and not e.keywords:
-        primitive = anno.getanno(e, Static.PRIMITIVE)
-        args = [_safe_class(a, classes) for a in e.args]
-        if isinstance(primitive, numpy.ufunc) and primitive.nout == 1 and len(args) == primitive.nin:
-            return combine(*args)
-        if primitive in (numpy.sum, numpy.mean) and len(args) == 1 and args[0] is not None:
-            return SCALAR
-    return None
 
 
 def _index_read(value, classes):

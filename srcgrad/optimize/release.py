@@ -14,11 +14,17 @@ from srcgrad.ast_util import NameSets
 from srcgrad.templates import replace
 
 
-def release_dead(body, keep):
+# Names whose release frees nothing: the tape's list lives on in ``pop`` (tape.pop).
+_NOTHING_TO_FREE = ("tape", "push")
+
+
+def release_dead(body, keep, scalars=()):
     """``body`` with ``a = b = None`` after the top-level statement that last reads
     ``a`` and ``b``: a value (a saved array, a finished temporary) is freed when it
-    is dead, not when the function returns. Names in ``keep`` (parameters) stay.
-    Nothing is released after the last statement before the return."""
+    is dead, not when the function returns. Names in ``keep`` (parameters) stay, and
+    so do ``scalars``, names known to hold one number (analysis/ranks.py: rank 0 or an
+    integer), and the tape: freeing them would free nothing. Nothing is released after
+    the last statement before the return."""
     names = NameSets()
     last = {}
     bound = set()
@@ -28,7 +34,7 @@ def release_dead(body, keep):
         bound |= names.stores(s)
     dead_after = {}
     for n, k in last.items():
-        if n in bound and n not in keep:
+        if n in bound and n not in keep and n not in scalars and n not in _NOTHING_TO_FREE:
             dead_after.setdefault(k, []).append(n)
     out = []
     final = len(body) - 2 if body and isinstance(body[-1], gast.Return) else len(body) - 1
