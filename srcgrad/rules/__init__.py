@@ -51,6 +51,33 @@ hold for real and complex operands), else its ordinary rule if the primitive is
 in ``COMPLEX_SAFE``; any other primitive is refused there. rules/complex_rules.py
 has both lists.
 
+Tangent (JVP) rules
+-------------------
+Forward mode (transform/forward.py) reads the same table: a primitive's tangent rule
+is registered beside its adjoint with ``@tangent(np.foo)``:
+
+    @tangent(np.sin)
+    def sin(y, x, *, t_x):
+        return t_x * xp.cos(x)
+
+* The first parameter is the output ``y``; the primitive's parameters follow, as in
+  the adjoint; then one keyword-only ``t_<param>`` per parameter that has a
+  tangent. The rule returns the output's tangent. It is a template like an
+  adjoint's (simple assignments and one ``return``), inlined into the tangent
+  program.
+* A tangent that is known to be zero (a constant or integer argument) is left out
+  when the rule is inlined: every term it is a factor of, and every call it is an
+  argument of, is dropped (tangent rules are linear in their tangents), and
+  ``a + <dropped>`` is ``a``. A rule must therefore write each argument's
+  contribution as a separate term (``xp.where(c, t_x1, 0.0) + xp.where(c, 0.0, t_x2)``).
+* An elementwise primitive (a ufunc, an operator, a ``math`` function) without a
+  hand-written tangent gets one derived from its adjoint by linearity when each
+  gradient entry is linear in ``dy`` (``dy * f(x)``, ``rt.unbroadcast(-dy / x2, x2)``,
+  ``xp.where(c, dy, 0.0)``): the tangent is the sum of the entries with ``dy``
+  replaced by the argument's tangent (broadcasting replaces unbroadcast). A
+  hand-written rule wins. Anything else without a tangent is refused in forward
+  mode, naming the line.
+
 Primitives are keyed by the live function object (``np.sin``), found by
 resolving the user's names, never by spelling. Array methods and attributes
 are keyed by ``Method("sum")`` / ``Attribute("T")`` because the receiver's type
@@ -160,6 +187,30 @@ def user_adjoint(*primitives):
     return adjoint(*primitives, builtin=False)
 
 
+TANGENTS = {}  # key -> the hand-written tangent rule (a function; see "Tangent (JVP) rules")
+
+
+def tangent(*primitives):
+    """Decorator: the function below is the tangent (JVP) rule of ``primitives``."""
+
+    def decorate(function):
+        VERSION[0] += 1
+        for primitive in primitives:
+            TANGENTS[_key(primitive)] = function
+        return function
+
+    return decorate
+
+
+def lookup_tangent(primitive):
+    """The hand-written tangent rule of ``primitive``, or None (forward.py may derive one
+    from its adjoint)."""
+    try:
+        return TANGENTS.get(_key(primitive))
+    except TypeError:
+        return None
+
+
 COMPLEX_RULES = {}
 COMPLEX_SAFE = set()
 
@@ -254,7 +305,7 @@ def is_nondifferentiable(primitive):
 
 BUILTIN_RULE_MODULES = ("operators", "autograd", "numpy_elementwise", "numpy_reductions", "numpy_shape",
                         "numpy_joins", "numpy_products", "numpy_linalg", "builtins_math", "runtime_rules",
-                        "complex_rules")
+                        "complex_rules", "jvp")
 
 
 def _load_builtin_rules():

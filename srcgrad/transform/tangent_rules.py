@@ -1,0 +1,266 @@
+"""Tangent (JVP) rule templates: hand-written, or derived from the adjoint by linearity.
+
+A ``TangentTemplate`` is what forward mode (transform/forward.py) inlines for one
+primitive: the primitive's parameters (to bind a call's arguments), the rule's body
+and its result expression, whose free names are ``y``, the parameters, their
+tangents ``t_<param>``, ``xp`` and ``rt`` (the contract is in srcgrad/rules/__init__.py).
+
+``instantiate`` substitutes a call's arguments and drops every term of a tangent that
+is known to be zero (``None``): tangent rules are linear in their tangents, so a
+product, quotient or call with a zero tangent operand is zero, and ``a + 0`` is ``a``.
+"""
+
+import inspect
+import operator
+from dataclasses import dataclass
+
+import gast
+import numpy
+
+from srcgrad import rules, templates
+from srcgrad.rules import Method
+from srcgrad.templates import clone
+
+# Elementwise primitives that are not ufuncs: their adjoints may be read by linearity.
+_ELEMENTWISE = {operator.add, operator.sub, operator.mul, operator.truediv, operator.pow,
+                operator.neg, operator.pos, operator.mod, numpy.clip, numpy.where,
+                Method("clip"), abs, float}
+
+
+def is_elementwise(primitive):
+    try:
+        if primitive in _ELEMENTWISE:
+            return True
+    except TypeError:
+        return False
+    return isinstance(primitive, numpy.ufunc) or getattr(primitive, "__module__", None) == "math" \
+        or primitive in (numpy.float64, numpy.float32, numpy.float16)
+
+
+@dataclass
+class TangentTemplate:
+    params: list          # inspect.Parameter of the primitive (binding a call's arguments)
+    body: list            # simple assignments
+    result: object        # the tangent's expression
+    locals: frozenset
+    output: str = "y"     # the name standing for the primitive's output
+    derived: bool = False
+
+    @property
+    def signature(self):
+        return inspect.Signature(self.params)
+
+
+_CACHE = {}
+
+
+def lookup(primitive):
+    """The TangentTemplate of ``primitive``, or None where it has none."""
+    try:
+        key = (rules._key(primitive), rules.VERSION[0])
+    except TypeError:
+        return None
+    if key in _CACHE:
+        return _CACHE[key]
+    found = _hand_written(rules.lookup_tangent(primitive))
+    if found is None:
+        rule = rules.lookup(primitive)
+        if rule is not None and rule.builtin and is_elementwise(primitive):
+            found = _derived(rule)
+    _CACHE[key] = found
+    return found
+
+
+def _hand_written(function):
+    if function is None:
+        return None
+    parsed = templates._parse_rule(function)
+    if parsed is None:
+        return None
+    body, local = parsed
+    params = list(inspect.signature(function).parameters.values())
+    output = params[0].name
+    primitive_params = [p for p in params[1:] if not p.name.startswith("t_")]
+    return TangentTemplate(primitive_params, body[:-1], body[-1].value, frozenset(local), output)
+
+
+def _contains(node, name_):
+    return any(isinstance(n, gast.Name) and n.id == name_ for n in gast.walk(node))
+
+
+def _linear(node, dy):
+    """Whether ``node`` is linear in ``dy`` elementwise (so dy -> t is its tangent)."""
+    if isinstance(node, gast.Name):
+        return node.id == dy
+    if isinstance(node, gast.UnaryOp) and isinstance(node.op, (gast.USub, gast.UAdd)):
+        return _linear(node.operand, dy)
+    if isinstance(node, gast.BinOp):
+        left, right = _contains(node.left, dy), _contains(node.right, dy)
+        if isinstance(node.op, gast.Mult):
+            return (left != right) and _linear(node.left if left else node.right, dy)
+        if isinstance(node.op, gast.Div):
+            return left and not right and _linear(node.left, dy)
+        return False
+    if isinstance(node, gast.Call) and _is_call(node, "xp", "where") and len(node.args) == 3 \
+            and not node.keywords and not _contains(node.args[0], dy):
+        return all(_linear(a, dy) or (isinstance(a, gast.Constant) and a.value == 0)
+                   for a in node.args[1:]) and any(_contains(a, dy) for a in node.args[1:])
+    return False
+
+
+def _is_call(node, module, attr):
+    f = node.func
+    return isinstance(f, gast.Attribute) and f.attr == attr and isinstance(f.value, gast.Name) \
+        and f.value.id == module
+
+
+def _strip_unbroadcast(node):
+    if isinstance(node, gast.Call) and _is_call(node, "rt", "unbroadcast") and len(node.args) == 2:
+        return node.args[0]
+    return node
+
+
+def _derived(rule):
+    """The tangent read off an elementwise adjoint ``(dy, y, *params) -> entries``."""
+    parsed = templates._parse_rule(rule.function)
+    if parsed is None:
+        return None
+    body, local = parsed
+    names = list(rule.signature.parameters)
+    dy, y = names[0], names[1]
+    if any(_contains(s, dy) for s in body[:-1]):
+        return None
+    result = body[-1].value
+    entries = list(result.elts) if isinstance(result, gast.Tuple) else [result]
+    terms = []
+    for param, entry in zip(rule.params, entries):
+        if isinstance(entry, gast.Constant) and entry.value is None:
+            continue
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            return None
+        entry = _strip_unbroadcast(entry)
+        if not _linear(entry, dy):
+            return None
+        terms.append(templates._Substitute({dy: "t_" + param.name}).visit(clone(entry)))
+    if not terms:
+        return None
+    total = terms[0]
+    for term in terms[1:]:
+        total = gast.BinOp(left=total, op=gast.Add(), right=term)
+    return TangentTemplate(rule.params, body[:-1], total, frozenset(local), y, derived=True)
+
+
+# ----- instantiation -----
+
+
+_ZERO_MARK = "__srcgrad_zero_tangent__"
+
+
+def _is_zero(node):
+    return node is None or (isinstance(node, gast.Name) and node.id == _ZERO_MARK)
+
+
+class _DropZeros(gast.NodeTransformer):
+    """Tangent terms with a zero (None) tangent factor removed; None when nothing is left."""
+
+    def visit_BinOp(self, node):
+        left, right = self.visit(node.left), self.visit(node.right)
+        lz, rz = _is_zero(left), _is_zero(right)
+        if isinstance(node.op, gast.Add):
+            if lz and rz:
+                return _none()
+            if lz or rz:
+                return right if lz else left
+        elif isinstance(node.op, gast.Sub):
+            if lz and rz:
+                return _none()
+            if rz:
+                return left
+            if lz:
+                return gast.UnaryOp(op=gast.USub(), operand=right)
+        elif lz or rz:
+            return _none()
+        node.left, node.right = left, right
+        return node
+
+    def visit_UnaryOp(self, node):
+        operand = self.visit(node.operand)
+        if _is_zero(operand):
+            return _none()
+        node.operand = operand
+        return node
+
+    def visit_Call(self, node):
+        args = [self.visit(a) for a in node.args]
+        values = [self.visit(k.value) for k in node.keywords]
+        if any(_is_zero(a) for a in args) or any(_is_zero(v) for v in values):
+            return _none()
+        node.args = args
+        for k, v in zip(node.keywords, values):
+            k.value = v
+        return node
+
+    def visit_Subscript(self, node):
+        value = self.visit(node.value)
+        if _is_zero(value):
+            return _none()
+        node.value = value
+        return node
+
+    def visit_Attribute(self, node):
+        value = self.visit(node.value)
+        if _is_zero(value):
+            return _none()
+        node.value = value
+        return node
+
+
+def _none():
+    return gast.Name(id=_ZERO_MARK, ctx=gast.Load(), annotation=None, type_comment=None)
+
+
+def instantiate(template, subs, namer):
+    """``(statements, expression)``: ``template`` with ``subs`` (name -> gast expression,
+    or None for a zero tangent) substituted; the expression is None when the tangent is
+    zero. Template locals get fresh names; zero tangents drop out."""
+    table = {"xp": "xp", "rt": "rt"}
+    for key, value in subs.items():
+        table[key] = _none() if value is None else value
+    for loc in sorted(template.locals):
+        table[loc] = namer.new(loc)
+    substitute = templates._Substitute(table)
+    folder = templates._FoldConstants()
+    stmts = []
+    dropped = set()
+    for s in template.body:
+        s = folder.visit(substitute.visit(clone(s)))
+        s.value = _DropZeros().visit(s.value)
+        if _is_zero(s.value):
+            dropped.add(s.targets[0].id)
+            continue
+        stmts.append(s)
+    result = clone(template.result)
+    if dropped:
+        result = templates._Substitute({d: _none() for d in dropped}).visit(result)
+    result = _DropZeros().visit(folder.visit(substitute.visit(result)))
+    if _is_zero(result):
+        return [], None
+    used = {n.id for n in gast.walk(result) if isinstance(n, gast.Name)}
+    for s in reversed(stmts):
+        used |= {n.id for n in gast.walk(s.value) if isinstance(n, gast.Name)}
+    stmts = [s for s in stmts if s.targets[0].id in used]
+    return stmts, result
+
+
+def default_value(value):
+    """A parameter's default as an expression (None stays a None constant: not a tangent)."""
+    if templates.is_literal(value):
+        if isinstance(value, tuple):
+            return gast.Tuple(elts=[default_value(v) for v in value], ctx=gast.Load())
+        return gast.Constant(value=value, kind=None)
+    raise TypeError(value)
+
+
+def known_zero(node):
+    return _is_zero(node)
+
