@@ -366,3 +366,13 @@ def minmax_jvp(y, args, t_args):
         if h:
             total = total + t * h
     return total / count
+
+
+@tangent(rt.as_array)
+def as_array(y, seq, *, t_seq):
+    return rt.as_array(t_seq)
+
+
+@tangent(Method("cumsum"))
+def cumsum_method(y, self, axis=None, *, t_self):
+    return xp.cumsum(t_self, axis=axis)

@@ -65,8 +65,8 @@ def lookup(primitive):
     found = _hand_written(rules.lookup_tangent(primitive))
     if found is None:
         rule = rules.lookup(primitive)
-        if rule is not None and rule.builtin and is_elementwise(primitive):
-            found = _derived(rule)
+        if rule is not None and rule.builtin:
+            found = _derived(rule, is_elementwise(primitive))
     _CACHE[key] = found
     return found
 
@@ -120,8 +120,36 @@ def _strip_unbroadcast(node):
     return node
 
 
-def _derived(rule):
-    """The tangent read off an elementwise adjoint ``(dy, y, *params) -> entries``."""
+def _unreduced(entry, dy):
+    """``(G, call)`` for an entry linear in one ``rt.unreduce(dy, a, axis, keepdims)``
+    (``G``: the entry with that call replaced by the name ``__unreduced__``)."""
+    calls = [n for n in gast.walk(entry) if isinstance(n, gast.Call) and _is_call(n, "rt", "unreduce")
+             and len(n.args) == 4 and not n.keywords and isinstance(n.args[0], gast.Name)
+             and n.args[0].id == dy]
+    if len(calls) != 1 or any(_contains(a, dy) for a in calls[0].args[1:]):
+        return None
+    spread = calls[0]
+    weight = _swap_first(clone(entry), dy)
+    if _contains(weight, dy) or not _linear(weight, "__unreduced__"):
+        return None
+    return weight, spread
+
+
+def _swap_first(node, dy):
+    class Swap(gast.NodeTransformer):
+        def visit_Call(self, call):
+            if _is_call(call, "rt", "unreduce") and call.args and isinstance(call.args[0], gast.Name) \
+                    and call.args[0].id == dy:
+                return templates.name("__unreduced__")
+            return self.generic_visit(call)
+    return Swap().visit(node)
+
+
+def _derived(rule, elementwise=True):
+    """The tangent read off an adjoint ``(dy, y, *params) -> entries``: an elementwise
+    entry linear in ``dy`` (dy -> the tangent), or a reduction's
+    ``rt.unreduce(dy, a, axis, keepdims) * G``, whose transpose is
+    ``xp.sum(t_a * G, axis=axis, keepdims=keepdims)``."""
     parsed = templates._parse_rule(rule.function)
     if parsed is None:
         return None
@@ -138,8 +166,18 @@ def _derived(rule):
             continue
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             return None
+        reduction = _unreduced(entry, dy)
+        if reduction is not None:
+            weight, spread = reduction
+            weight = templates._Substitute({"__unreduced__": "t_" + param.name}).visit(weight)
+            terms.append(gast.Call(
+                func=gast.Attribute(value=templates.name("xp"), attr="sum", ctx=gast.Load()),
+                args=[weight],
+                keywords=[gast.keyword(arg="axis", value=clone(spread.args[2])),
+                          gast.keyword(arg="keepdims", value=clone(spread.args[3]))]))
+            continue
         entry = _strip_unbroadcast(entry)
-        if not _linear(entry, dy):
+        if not elementwise or not _linear(entry, dy):
             return None
         terms.append(templates._Substitute({dy: "t_" + param.name}).visit(clone(entry)))
     if not terms:
