@@ -158,16 +158,15 @@ def _as_tangent(tangent, primal):
     return numpy.asarray(tangent, dtype=getattr(primal, "dtype", numpy.float64))
 
 
-def source(fn, wrt=None):
-    """The tangent program of ``fn`` (``sg.source(fn, mode="jvp")``): tangents of the
-    parameters ``wrt`` names (all of them when None)."""
+def compiled_for_source(fn, wrt=0):
+    """The CompiledJVP ``sg.source(fn, wrt, mode="jvp")`` shows: tangents of the parameters
+    ``wrt`` names (positions or names, as in ``sg.grad``)."""
     params = [p.name for p in inspect.signature(fn).parameters.values()]
-    if wrt is None:
-        active = params
-    else:
-        names, _, _ = pipeline.wrt_names(_Params(params), wrt)
-        active = list(names)
-    return _compiled(fn, active).source
+    names, _, _ = pipeline.wrt_names(_Params(params), wrt)
+    for n in names:
+        if n not in params:
+            raise ValueError(f"srcgrad: wrt={n!r} is not a parameter of {fn.__qualname__}")
+    return _compiled(fn, list(names))
 
 
 class _Params:
