@@ -69,3 +69,189 @@ def test_every_catalogue_function_matches_finite_differences_or_is_refused(catal
         assert "forward mode" in text, text
     except TypeError as exc:
         assert "forward mode" in str(exc), str(exc)
+
+
+# ----- control flow, indexed writes, the benchmark workloads -----
+
+
+def loop_branch_write(x, n):
+    y = np.zeros(n)
+    s = 0.0
+    for i in range(n):
+        s = s * 0.5 + np.sin(x[i]) * x[i]
+        if s > 0.3:
+            y[i] = s ** 2
+        else:
+            y[i] = -s
+            continue
+        if s > 5.0:
+            break
+    while s < 10.0:
+        s = s * 2.0 + 1.0
+    return np.sum(y * y) + s * np.max(x)
+
+
+def loop_over_an_array(x, W):
+    total = 0.0
+    for row in W:
+        total = total + np.dot(row, x) ** 2
+    return total
+
+
+def test_loops_branches_while_and_indexed_writes_match_finite_differences():
+    x = np.array([0.9, -1.3, 2.1, 0.4])
+    assert_jvp_matches(loop_branch_write, (x, 4), [0])
+    W = np.arange(12.0).reshape(3, 4) / 7.0
+    assert_jvp_matches(loop_over_an_array, (x, W), [0, 1])
+
+
+def test_a_tangent_of_none_holds_that_argument_fixed():
+    x = np.array([0.9, -1.3, 2.1, 0.4])
+    W = np.arange(12.0).reshape(3, 4) / 7.0
+    assert_jvp_matches(loop_over_an_array, (x, W), [1])
+
+
+def test_tangents_of_integers_are_zero_and_stop():
+    def f(x, n):
+        k = int(np.argmax(x))
+        return x[k] * n + float(n)
+
+    out, t = sg.jvp(f, (np.array([1.0, 3.0, 2.0]), 2), (np.array([0.5, 0.25, 1.0]), 1.0))
+    assert out == f(np.array([1.0, 3.0, 2.0]), 2) and t == 0.5
+
+
+@pytest.mark.parametrize("key", ["W1", "W2", "W3", "W4", "W5-f64", "W6-1e6", "W7", "W8"])
+def test_benchmark_workloads_match_finite_differences(key):
+    workloads = _workloads()
+
+    w = next(w for w in workloads.WORKLOADS if w.key == key)
+    args = w.make("quick").args
+    if key == "W2":   # arange(-2, 4) has an entry on the branch's kink at 0: FD crosses it
+        args = (args[0] + 0.25,)
+    assert_jvp_matches(w.fn, args, list(w.wrt), atol=1e-5, rtol=1e-5)
+
+
+def _workloads():
+    import importlib
+    import os
+    import sys
+    bench = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks")
+    if bench not in sys.path:
+        sys.path.insert(0, bench)
+    return importlib.import_module("workloads")
+
+
+def cached_once(x, W):
+    return np.sum(W @ x)
+
+
+def test_the_tangent_program_is_compiled_once_and_cached():
+    from srcgrad import forward_api
+
+    x = np.array([0.3, 0.2])
+    sg.jvp(cached_once, (x, np.eye(2)), (x, None))
+    before = len(forward_api._cache)
+    sg.jvp(cached_once, (x * 2, np.eye(2) * 3), (x, None))
+    assert len(forward_api._cache) == before
+    sg.jvp(cached_once, (x, np.eye(2)), (x, np.eye(2)))   # another set of tangents
+    assert len(forward_api._cache) == before + 1
+
+
+# ----- the printed tangent program -----
+
+
+def running_product(x, n):
+    p = 1.0
+    for i in range(n):
+        p = p * np.sin(x[i])
+    return p
+
+
+def test_the_tangent_program_of_a_loop_reads_like_the_loop():
+    text = sg.source(running_product, mode="jvp")
+    code = text[text.index("def "):]
+    assert code == '''\
+def running_product_jvp(x, n, dx):
+    # tangent of: p = 1.0
+    p = 1.0
+    dp = rt.tangent_zero(p)
+    # tangent of: for i in range(n):
+    for i in range(n):
+        # tangent of: p = p * np.sin(x[i])
+        x_item = x[i]
+        dx_item = dx[i]
+        sin_x_item = np.sin(x_item)
+        dsin_x_item = dx_item * xp.cos(x_item)
+        dp = dp * sin_x_item + p * dsin_x_item
+        p = p * sin_x_item
+    # tangent of: return p
+    return p, dp
+'''.replace("def running_product_jvp(x, n, dx):\n", "def running_product_jvp(x, n, dx):\n"
+            "    xp = rt.namespace(dx, x)\n")
+    x = np.array([0.5, 1.2, -0.7])
+    assert_jvp_matches(running_product, (x, 3), [0])
+
+
+# ----- refusals -----
+
+
+def uses_einsum(x):
+    return np.einsum("i,i->", x, x)
+
+
+def test_a_primitive_without_a_tangent_is_refused_naming_file_line_and_primitive():
+    with pytest.raises(sg.NonDifferentiableError) as info:
+        sg.jvp(uses_einsum, (np.ones(3),), (np.ones(3),))
+    message = str(info.value)
+    assert info.value.filename.endswith("test_jvp.py")
+    assert f"line {uses_einsum.__code__.co_firstlineno + 1}" in message
+    assert "forward mode needs a jvp for numpy.einsum" in message
+
+
+class Cube(sg.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x ** 3
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return 3 * x ** 2 * g
+
+
+def uses_cube(x):
+    return np.sum(Cube.apply(x))
+
+
+def test_a_custom_function_without_a_jvp_is_refused():
+    with pytest.raises(SrcgradError) as info:
+        sg.jvp(uses_cube, (np.ones(3),), (np.ones(3),))
+    assert "forward mode needs a jvp for" in str(info.value)
+    assert info.value.filename.endswith("test_jvp.py")
+
+
+def my_softsign(x):
+    return x / (1 + abs(x))
+
+
+def test_a_user_adjoint_without_a_tangent_is_refused(isolated_rules):
+    import numpy
+
+    @sg.adjoint(numpy.cbrt)
+    def cbrt_rule(g, y, x):
+        return g / (3 * y * y)
+
+    def f(x):
+        return np.sum(np.cbrt(x))
+
+    with pytest.raises(sg.NonDifferentiableError, match="reverse mode only"):
+        sg.jvp(f, (np.ones(3),), (np.ones(3),))
+
+
+def test_pytree_primals_are_refused_clearly():
+    def f(d):
+        return d[0] * 2.0
+
+    with pytest.raises(TypeError, match="pytrees"):
+        sg.jvp(f, ([1.0, 2.0],), ([1.0, 1.0],))
