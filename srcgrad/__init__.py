@@ -10,7 +10,8 @@ The gradient of your function is a Python program you can read:
 
 from srcgrad import rules as _rules
 from srcgrad.api import active_variables, function, grad, source, value_and_grad, vjp
-from srcgrad.forward_api import jacfwd, jacobian, jacrev, jvp
+from srcgrad.forward_api import jvp
+from srcgrad.jacobians import jacfwd, jacobian, jacrev
 from srcgrad.custom_function import BackwardError, Function, FunctionCtx, once_differentiable
 from srcgrad.errors import (GradcheckError, NonDifferentiableError, SourceNotFoundError,
                             SrcgradError, UnsupportedError)
