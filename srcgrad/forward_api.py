@@ -61,7 +61,7 @@ def compile_jvp(fn, active, options=None):
         kind_map = kinds.infer(node, {n: kinds.FLOAT for n in names}, info.peek)
         act = activity.resolve(node, names, kind_map)
     written = forward.written_names(node)
-    transformer = forward.ForwardAD(info, act.active, namer, written, act.sequences)
+    transformer = forward.ForwardAD(info, act.active, namer, written, act.sequences, kind_map)
     tangent_params = [transformer.d(n) for n in names]
     body = []
     for n in params:   # a parameter rebound to a value with a tangent, passed without one
@@ -103,6 +103,8 @@ def _compiled(fn, active):
 
 
 def _carries_tangent(primal, tangent):
+    if isinstance(primal, complex) or getattr(getattr(primal, "dtype", None), "kind", "") == "c":
+        raise TypeError("srcgrad.jvp: complex primals are not supported by forward mode yet")
     if tangent is None:
         return False
     if isinstance(primal, (list, tuple, dict)) or isinstance(tangent, (list, tuple, dict)):
@@ -113,8 +115,6 @@ def _carries_tangent(primal, tangent):
     dtype = getattr(primal, "dtype", None)
     if dtype is not None and dtype.kind in "biu":
         return False
-    if dtype is not None and dtype.kind == "c" or isinstance(primal, complex):
-        raise TypeError("srcgrad.jvp: complex primals are not supported by forward mode yet")
     if numpy.shape(primal) != numpy.shape(tangent):
         raise ValueError(f"srcgrad.jvp: a tangent of shape {numpy.shape(tangent)} for a primal of "
                          f"shape {numpy.shape(primal)}")

@@ -105,6 +105,54 @@ def test_loops_branches_while_and_indexed_writes_match_finite_differences():
     assert_jvp_matches(loop_over_an_array, (x, W), [0, 1])
 
 
+def swap_in_a_loop(x, n):
+    a = x[0]
+    b = x[1]
+    for i in range(n):
+        a, b = b, a * b + 0.1
+    return a + 2 * b
+
+
+def shifted_copy(x):
+    y = x.copy()
+    y[1:] = y[:-1] * 2
+    y[0] = y[0] * y[2]
+    return np.sum(y ** 2)
+
+
+def nested_loops(x, m):
+    s = 0.0
+    for i in range(2):
+        for j in range(3):
+            s = s + m[i, j] * x[j] ** 2
+    k = 0
+    while s < 50 and k < 10:
+        s = s * 1.5
+        k += 1
+    return s
+
+
+def test_unpacking_writes_that_read_their_array_and_nested_loops_match():
+    x = np.array([0.7, -0.4, 1.3])
+    assert_jvp_matches(swap_in_a_loop, (x, 3), [0])
+    assert_jvp_matches(shifted_copy, (x,), [0])
+    assert_jvp_matches(nested_loops, (x, np.arange(6.0).reshape(2, 3) / 3), [0, 1])
+
+
+def writes_into_its_argument(x):
+    x[0] = x[1] * x[2]
+    return np.sum(x * x)
+
+
+def test_a_write_into_an_argument_leaves_the_callers_tangent_alone():
+    x = np.array([0.7, -0.4, 1.3])
+    dx = np.array([1.0, 0.5, -0.25])
+    expected = _fd(writes_into_its_argument, (x.copy(),), (dx,))
+    _, t = sg.jvp(writes_into_its_argument, (x.copy(),), (dx,))
+    np.testing.assert_allclose(t, expected, rtol=1e-6)
+    assert dx.tolist() == [1.0, 0.5, -0.25]
+
+
 def test_a_tangent_of_none_holds_that_argument_fixed():
     x = np.array([0.9, -1.3, 2.1, 0.4])
     W = np.arange(12.0).reshape(3, 4) / 7.0
@@ -247,6 +295,17 @@ def test_a_user_adjoint_without_a_tangent_is_refused(isolated_rules):
 
     with pytest.raises(sg.NonDifferentiableError, match="reverse mode only"):
         sg.jvp(f, (np.ones(3),), (np.ones(3),))
+
+
+def complex_abs(x):
+    return np.sum(np.abs(x + 1j * x))
+
+
+def test_complex_values_are_refused_not_given_a_wrong_tangent():
+    with pytest.raises(sg.UnsupportedError, match="complex values"):
+        sg.jvp(complex_abs, (np.ones(3),), (np.ones(3),))
+    with pytest.raises(TypeError, match="complex primals"):
+        sg.jvp(np.sum, (np.ones(3) * 1j,), (np.ones(3),))
 
 
 def test_pytree_primals_are_refused_clearly():

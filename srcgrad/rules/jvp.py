@@ -217,6 +217,7 @@ def tril(y, m, k=0, *, t_m):
 
 
 # ----- Joins (sequence arguments: their tangents are lists, zeros where constant) -----
+# (np.concatenate's tangent list has each item's shape: rt.tangent_zero of a constant item.)
 
 
 @tangent(np.concatenate)
@@ -226,17 +227,17 @@ def concatenate(y, arrays, axis=0, *, t_arrays):
 
 @tangent(np.stack)
 def stack(y, arrays, axis=0, *, t_arrays):
-    return xp.stack(rt.tangent_items(t_arrays, arrays), axis)
+    return xp.stack(t_arrays, axis)
 
 
 @tangent(np.hstack)
 def hstack(y, tup, *, t_tup):
-    return xp.hstack(rt.tangent_items(t_tup, tup))
+    return xp.hstack(t_tup)
 
 
 @tangent(np.vstack)
 def vstack(y, tup, *, t_tup):
-    return xp.vstack(rt.tangent_items(t_tup, tup))
+    return xp.vstack(t_tup)
 
 
 @tangent(np.tile)
@@ -332,12 +333,6 @@ def tangent_array(t, y, copy=True):
     dtype = y.dtype if y.dtype.kind in "fc" else xp.float64
     out = xp.asarray(t, dtype=dtype).reshape(y.shape)
     return out.copy() if copy and (out is t or getattr(out, "base", None) is not None) else out
-
-
-@rt.helper
-def tangent_items(t, values):
-    """``t`` (the tangent of a list of arrays, or of one array) as ``values`` holds them."""
-    return t
 
 
 @rt.helper

@@ -62,8 +62,9 @@ class ForwardAD(Base):
         written: names whose arrays are written in place (``b[i] = v``).
     """
 
-    def __init__(self, info, active, namer, written, sequences=frozenset()):
+    def __init__(self, info, active, namer, written, sequences=frozenset(), kinds=None):
         super().__init__(info)
+        self.kinds = kinds
         self.active = frozenset(active)
         self.namer = namer
         self.written = frozenset(written)
@@ -98,6 +99,7 @@ class ForwardAD(Base):
     def assign_name(self, s, target):
         if target.id not in self.active:
             return s
+        self.check_real(s.value)
         stmts, tangent = self.tangent(s.value, name(_Y))
         own = target.id in self.written and not self.is_view(s.value)
         if tangent is None:
@@ -144,6 +146,7 @@ class ForwardAD(Base):
             raise self.error(s, UnsupportedError, "forward mode: this indexed write is not supported")
         if base.id not in self.active:
             return s
+        self.check_real(s.value)
         read = clone(target)
         for n in gast.walk(read):
             if hasattr(n, "ctx"):
@@ -238,6 +241,18 @@ class ForwardAD(Base):
         raise self.error(s, UnsupportedError,
                          "forward mode: a statement called for its effect on values that carry a "
                          "tangent is not supported")
+
+    def check_real(self, value):
+        """Refuse a value that is certainly complex: tangent rules read off real adjoints
+        hold for holomorphic primitives only (``abs``, ``real``... are not)."""
+        from srcgrad.analysis import kinds
+        if self.kinds is None:
+            return
+        operands = [value] + [n for n in gast.walk(value) if isinstance(n, (gast.Name, gast.Constant))]
+        if any(self.kinds.of(o) == kinds.COMPLEX for o in operands):
+            raise self.error(value, UnsupportedError,
+                             "forward mode does not support complex values yet",
+                             "Use reverse mode (sg.grad, sg.jacrev) for complex arithmetic.")
 
     # ----- expressions -----
 

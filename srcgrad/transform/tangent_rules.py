@@ -253,6 +253,23 @@ class _DropZeros(gast.NodeTransformer):
         return node
 
 
+class _Defaults(gast.NodeTransformer):
+    """``xp.sum(t, axis=None, keepdims=False)`` written ``xp.sum(t)``: keywords of the
+    array namespace's reductions left at NumPy's defaults are not spelled out."""
+
+    DEFAULTS = {"axis": None, "keepdims": False}
+    CALLS = {"sum", "mean", "cumsum"}
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        if _is_call(node, "xp", node.func.attr if isinstance(node.func, gast.Attribute) else "") \
+                and node.func.attr in self.CALLS:
+            node.keywords = [k for k in node.keywords if not (
+                k.arg in self.DEFAULTS and isinstance(k.value, gast.Constant)
+                and k.value.value is self.DEFAULTS[k.arg])]
+        return node
+
+
 def _none():
     return gast.Name(id=_ZERO_MARK, ctx=gast.Load(), annotation=None, type_comment=None)
 
@@ -283,6 +300,7 @@ def instantiate(template, subs, namer):
     result = _DropZeros().visit(folder.visit(substitute.visit(result)))
     if _is_zero(result):
         return [], None
+    result = _Defaults().visit(result)
     used = {n.id for n in gast.walk(result) if isinstance(n, gast.Name)}
     for s in reversed(stmts):
         used |= {n.id for n in gast.walk(s.value) if isinstance(n, gast.Name)}
