@@ -243,17 +243,30 @@ def running_product_jvp(x, n, dx):
 # ----- refusals -----
 
 
-def uses_einsum(x):
-    return np.einsum("i,i->", x, x)
+def uses_linspace(a, b):
+    return np.sum(np.linspace(a, b, 5) ** 2)
 
 
 def test_a_primitive_without_a_tangent_is_refused_naming_file_line_and_primitive():
     with pytest.raises(sg.NonDifferentiableError) as info:
-        sg.jvp(uses_einsum, (np.ones(3),), (np.ones(3),))
+        sg.jvp(uses_linspace, (0.5, 2.0), (1.0, None))
     message = str(info.value)
     assert info.value.filename.endswith("test_jvp.py")
-    assert f"line {uses_einsum.__code__.co_firstlineno + 1}" in message
-    assert "forward mode needs a jvp for numpy.einsum" in message
+    assert f"line {uses_linspace.__code__.co_firstlineno + 1}" in message
+    assert "forward mode needs a jvp for numpy.linspace" in message
+
+
+def einsums(x, m, y):
+    a = np.einsum("ij,j->i", m, x)
+    b = np.einsum(m, [0, 1], y, [1], [0])
+    return np.einsum("i,i->", a, b)
+
+
+def test_einsum_is_linear_in_each_operand_in_both_forms():
+    x, y = np.array([0.3, -1.1, 0.8]), np.array([1.2, 0.4, -0.6])
+    m = np.arange(9.0).reshape(3, 3) / 4
+    assert_jvp_matches(einsums, (x, m, y), [0, 1, 2])
+    assert_jvp_matches(einsums, (x, m, y), [2])
 
 
 class Cube(sg.Function):
@@ -306,6 +319,35 @@ def test_complex_values_are_refused_not_given_a_wrong_tangent():
         sg.jvp(complex_abs, (np.ones(3),), (np.ones(3),))
     with pytest.raises(TypeError, match="complex primals"):
         sg.jvp(np.sum, (np.ones(3) * 1j,), (np.ones(3),))
+
+
+def tiled(x, a):
+    return np.sum(np.tile(x, 2) * a)
+
+
+def test_a_rule_that_drops_an_arguments_tangent_is_refused(isolated_rules):
+    from srcgrad import rules
+
+    @rules.tangent(np.tile)
+    def tile_without_x(y, A, reps, *, t_A):   # forgets t_A: must not give a silent zero
+        return xp.zeros(y.shape)  # noqa: F821
+
+    with pytest.raises(sg.NonDifferentiableError, match="no tangent for its argument 'A'"):
+        sg.jvp(tiled, (np.ones(2), 2.0), (np.ones(2), None))
+
+
+def test_the_rule_table_is_restored_after_a_test_that_replaced_a_tangent():
+    out, t = sg.jvp(tiled, (np.ones(2), 2.0), (np.ones(2), None))
+    assert t == 8.0
+
+
+def test_a_tangent_zero_in_one_argument_of_a_helper_keeps_the_others():
+    # einsum's sublist form: the tangent of its first argument (an operand) passes
+    # through rt.einsum_jvp beside the other operands' (zero) tangents
+    x, y = np.array([0.3, -1.1, 0.8]), np.array([1.2, 0.4, -0.6])
+    m = np.arange(9.0).reshape(3, 3) / 4
+    t = assert_jvp_matches(einsums, (x, m, y), [1])
+    assert t != 0
 
 
 def test_pytree_primals_are_refused_clearly():

@@ -54,7 +54,8 @@ has both lists.
 Tangent (JVP) rules
 -------------------
 Forward mode (transform/forward.py) reads the same table: a primitive's tangent rule
-is registered beside its adjoint with ``@tangent(np.foo)``:
+is registered with ``@tangent(np.foo)`` (``TANGENTS``, keyed like ``RULES``;
+``Rule.tangent`` reads it; srcgrad's own are in rules/jvp.py):
 
     @tangent(np.sin)
     def sin(y, x, *, t_x):
@@ -66,10 +67,13 @@ is registered beside its adjoint with ``@tangent(np.foo)``:
   adjoint's (simple assignments and one ``return``), inlined into the tangent
   program.
 * A tangent that is known to be zero (a constant or integer argument) is left out
-  when the rule is inlined: every term it is a factor of, and every call it is an
-  argument of, is dropped (tangent rules are linear in their tangents), and
-  ``a + <dropped>`` is ``a``. A rule must therefore write each argument's
-  contribution as a separate term (``xp.where(c, t_x1, 0.0) + xp.where(c, 0.0, t_x2)``).
+  when the rule is inlined: every term it is a factor of is dropped (tangent rules
+  are linear in their tangents), ``a + <dropped>`` is ``a``, and a call whose only
+  tangent argument it is is dropped too; a call with other, nonzero tangent
+  arguments (a run-time helper's) gets ``None`` for it. A rule therefore writes each
+  argument's contribution as a term of its own (``t_x1 * x2 + x1 * t_x2``).
+* A rule that leaves out the tangent of an argument that carries one (a ``t_<param>``
+  it never reads) is refused in forward mode, never read as a zero.
 * An elementwise primitive (a ufunc, an operator, a ``math`` function) without a
   hand-written tangent gets one derived from its adjoint by linearity when each
   gradient entry is linear in ``dy`` (``dy * f(x)``, ``rt.unbroadcast(-dy / x2, x2)``,
@@ -123,6 +127,11 @@ class Rule:
     def params(self):
         """Parameters after ``(dy, y)``: the primitive's own parameters."""
         return list(self.signature.parameters.values())[2:]
+
+    @property
+    def tangent(self):
+        """The hand-written tangent (JVP) rule of the primitive, or None."""
+        return lookup_tangent(self.primitive)
 
 
 RULES = {}

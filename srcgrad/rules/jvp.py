@@ -293,6 +293,11 @@ def kron(y, a, b, *, t_a, t_b):
     return xp.kron(t_a, b) + xp.kron(a, t_b)
 
 
+@tangent(np.einsum)
+def einsum(y, subscripts, *operands, optimize=False, t_subscripts, t_operands):
+    return rt.einsum_jvp(subscripts, operands, [t_subscripts], t_operands)
+
+
 # ----- Python's builtins -----
 
 
@@ -333,6 +338,30 @@ def tangent_array(t, y, copy=True):
     dtype = y.dtype if y.dtype.kind in "fc" else xp.float64
     out = xp.asarray(t, dtype=dtype).reshape(y.shape)
     return out.copy() if copy and (out is t or getattr(out, "base", None) is not None) else out
+
+
+@rt.helper
+def einsum_jvp(subscripts, operands, t_first, t_operands):
+    """The tangent of ``einsum(subscripts, *operands)``: one einsum per operand with a
+    tangent, that operand replaced by it (einsum is linear in each). ``t_first`` is
+    ``[tangent of subscripts]`` (an operand in the sublist form; None: none)."""
+    args = (subscripts,) + tuple(operands)
+    tangents = (list(t_first) if t_first is not None else [None]) + (
+        list(t_operands) if t_operands is not None else [None] * len(operands))
+    if isinstance(subscripts, str):
+        positions = range(1, len(args))
+    else:   # op0, sublist0, op1, sublist1, ..., [output sublist]
+        positions = range(0, len(args) - (len(args) % 2 == 1 and len(args) > 1), 2)
+    xp = namespace(*[a for a in args if is_array(a)])
+    total = 0.0
+    for k in positions:
+        t = tangents[k]
+        if t is None or isinstance(t, float) and t == 0.0:
+            continue
+        replaced = list(args)
+        replaced[k] = t
+        total = total + xp.einsum(*replaced)
+    return total
 
 
 @rt.helper

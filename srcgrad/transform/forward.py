@@ -352,6 +352,11 @@ class ForwardAD(Base):
                                      f"forward mode: the default of {p.name!r} of {what}") from None
             subs[p.name] = v
             subs["t_" + p.name] = self.operand(v)
+            if subs["t_" + p.name] is not None and template.ignores(p.name):
+                raise self.error(value, NonDifferentiableError,
+                                 f"forward mode: the tangent rule of {what} has no tangent for its "
+                                 f"argument {p.name!r}, which carries one",
+                                 "Use reverse mode (sg.grad, sg.jacrev), or sg.detach that argument.")
         stmts, result = tangent_rules.instantiate(template, subs, self.namer)
         return stmts, result
 

@@ -45,6 +45,16 @@ class TangentTemplate:
     locals: frozenset
     output: str = "y"     # the name standing for the primitive's output
     derived: bool = False
+    no_tangent: frozenset = frozenset()   # parameters whose adjoint entry is None
+
+    def ignores(self, param):
+        """Whether the rule drops ``param``'s tangent although the adjoint does not:
+        forward mode refuses such an argument rather than give it a silent zero."""
+        if param in self.no_tangent:
+            return False
+        used = {n.id for s in self.body + [self.result] for n in gast.walk(s)
+                if isinstance(n, gast.Name)}
+        return "t_" + param not in used
 
     @property
     def signature(self):
@@ -161,8 +171,11 @@ def _derived(rule, elementwise=True):
     result = body[-1].value
     entries = list(result.elts) if isinstance(result, gast.Tuple) else [result]
     terms = []
+    entries += [None] * (len(rule.params) - len(entries))
+    no_tangent = set()
     for param, entry in zip(rule.params, entries):
-        if isinstance(entry, gast.Constant) and entry.value is None:
+        if entry is None or isinstance(entry, gast.Constant) and entry.value is None:
+            no_tangent.add(param.name)
             continue
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             return None
@@ -185,7 +198,8 @@ def _derived(rule, elementwise=True):
     total = terms[0]
     for term in terms[1:]:
         total = gast.BinOp(left=total, op=gast.Add(), right=term)
-    return TangentTemplate(rule.params, body[:-1], total, frozenset(local), y, derived=True)
+    return TangentTemplate(rule.params, body[:-1], total, frozenset(local), y, derived=True,
+                           no_tangent=frozenset(no_tangent))
 
 
 # ----- instantiation -----
@@ -199,7 +213,21 @@ def _is_zero(node):
 
 
 class _DropZeros(gast.NodeTransformer):
-    """Tangent terms with a zero (None) tangent factor removed; None when nothing is left."""
+    """Tangent terms with a zero tangent removed; the zero marker when nothing is left.
+
+    Runs on the template before its parameters are substituted, so that it can tell
+    which names are tangents (``tangents``: the ``t_<param>`` names and the locals
+    computed from them). A product, quotient, subscript or attribute of a zero is
+    zero; ``a + 0`` is ``a``. A call whose every tangent argument is zero is zero;
+    one that has other, nonzero tangent arguments gets ``None`` for the zero ones
+    (a helper like ``rt.einsum_jvp`` reads None as "no tangent"); so does a display.
+    """
+
+    def __init__(self, tangents):
+        self.tangents = tangents
+
+    def carries(self, node):
+        return any(isinstance(n, gast.Name) and n.id in self.tangents for n in gast.walk(node))
 
     def visit_BinOp(self, node):
         left, right = self.visit(node.left), self.visit(node.right)
@@ -231,12 +259,24 @@ class _DropZeros(gast.NodeTransformer):
     def visit_Call(self, node):
         args = [self.visit(a) for a in node.args]
         values = [self.visit(k.value) for k in node.keywords]
-        if any(_is_zero(a) for a in args) or any(_is_zero(v) for v in values):
-            return _none()
+        if any(_is_zero(v) for v in args + values):
+            if not any(self.carries(v) for v in args + values if not _is_zero(v)):
+                return _none()
+            args = [_constant_none() if _is_zero(v) else v for v in args]
+            values = [_constant_none() if _is_zero(v) else v for v in values]
         node.args = args
         for k, v in zip(node.keywords, values):
             k.value = v
         return node
+
+    def visit_List(self, node):
+        elts = [self.visit(e) for e in node.elts]
+        if elts and all(_is_zero(e) for e in elts):
+            return _none()
+        node.elts = [_constant_none() if _is_zero(e) else e for e in elts]
+        return node
+
+    visit_Tuple = visit_List
 
     def visit_Subscript(self, node):
         value = self.visit(node.value)
@@ -251,6 +291,10 @@ class _DropZeros(gast.NodeTransformer):
             return _none()
         node.value = value
         return node
+
+
+def _constant_none():
+    return gast.Constant(value=None, kind=None)
 
 
 class _Defaults(gast.NodeTransformer):
@@ -277,30 +321,33 @@ def _none():
 def instantiate(template, subs, namer):
     """``(statements, expression)``: ``template`` with ``subs`` (name -> gast expression,
     or None for a zero tangent) substituted; the expression is None when the tangent is
-    zero. Template locals get fresh names; zero tangents drop out."""
+    zero. Template locals get fresh names; zero tangents drop out (``_DropZeros``, on
+    the template before the substitution, where tangents are known by name)."""
+    zeros = {k: _none() for k, v in subs.items() if v is None}
+    tangents = {k for k in subs if k.startswith("t_") and subs[k] is not None}
+    marked = templates._Substitute(zeros)
+    body = []
+    for s in template.body:
+        s = marked.visit(clone(s))
+        s.value = _DropZeros(tangents).visit(s.value)
+        if _is_zero(s.value):
+            marked = templates._Substitute(dict(zeros, **{s.targets[0].id: _none()}))
+            zeros[s.targets[0].id] = _none()
+            continue
+        if any(isinstance(n, gast.Name) and n.id in tangents for n in gast.walk(s.value)):
+            tangents.add(s.targets[0].id)
+        body.append(s)
+    result = _DropZeros(tangents).visit(marked.visit(clone(template.result)))
+    if _is_zero(result):
+        return [], None
     table = {"xp": "xp", "rt": "rt"}
-    for key, value in subs.items():
-        table[key] = _none() if value is None else value
+    table.update({k: v for k, v in subs.items() if v is not None})
     for loc in sorted(template.locals):
         table[loc] = namer.new(loc)
     substitute = templates._Substitute(table)
     folder = templates._FoldConstants()
-    stmts = []
-    dropped = set()
-    for s in template.body:
-        s = folder.visit(substitute.visit(clone(s)))
-        s.value = _DropZeros().visit(s.value)
-        if _is_zero(s.value):
-            dropped.add(s.targets[0].id)
-            continue
-        stmts.append(s)
-    result = clone(template.result)
-    if dropped:
-        result = templates._Substitute({d: _none() for d in dropped}).visit(result)
-    result = _DropZeros().visit(folder.visit(substitute.visit(result)))
-    if _is_zero(result):
-        return [], None
-    result = _Defaults().visit(result)
+    stmts = [folder.visit(substitute.visit(s)) for s in body]
+    result = _Defaults().visit(folder.visit(substitute.visit(result)))
     used = {n.id for n in gast.walk(result) if isinstance(n, gast.Name)}
     for s in reversed(stmts):
         used |= {n.id for n in gast.walk(s.value) if isinstance(n, gast.Name)}
