@@ -243,17 +243,27 @@ def running_product_jvp(x, n, dx):
 # ----- refusals -----
 
 
-def uses_linspace(a, b):
-    return np.sum(np.linspace(a, b, 5) ** 2)
+def uses_cumprod(x):
+    return np.sum(np.cumprod(x) ** 2)
 
 
 def test_a_primitive_without_a_tangent_is_refused_naming_file_line_and_primitive():
     with pytest.raises(sg.NonDifferentiableError) as info:
-        sg.jvp(uses_linspace, (0.5, 2.0), (1.0, None))
+        sg.jvp(uses_cumprod, (np.ones(3),), (np.ones(3),))
     message = str(info.value)
     assert info.value.filename.endswith("test_jvp.py")
-    assert f"line {uses_linspace.__code__.co_firstlineno + 1}" in message
-    assert "forward mode needs a jvp for numpy.linspace" in message
+    assert f"line {uses_cumprod.__code__.co_firstlineno + 1}" in message
+    assert "forward mode needs a jvp for numpy.cumprod" in message
+
+
+def uses_linspace(a, b):
+    return np.sum(np.linspace(a, b, 5) ** 2)
+
+
+def test_a_zero_tangent_beside_another_in_one_call_is_a_zero_there():
+    # xp.linspace(t_start, t_stop, ...) is linear in both: a constant start gives 0.0
+    for positions in ([0], [1], [0, 1]):
+        assert_jvp_matches(uses_linspace, (0.5, 2.0), positions)
 
 
 def einsums(x, m, y):

@@ -70,7 +70,8 @@ is registered with ``@tangent(np.foo)`` (``TANGENTS``, keyed like ``RULES``;
   when the rule is inlined: every term it is a factor of is dropped (tangent rules
   are linear in their tangents), ``a + <dropped>`` is ``a``, and a call whose only
   tangent argument it is is dropped too; a call with other, nonzero tangent
-  arguments (a run-time helper's) gets ``None`` for it. A rule therefore writes each
+  arguments (jointly linear in them) gets ``0.0`` for it, ``None`` if it is a
+  run-time helper ``rt.*``. A rule therefore writes each
   argument's contribution as a term of its own (``t_x1 * x2 + x1 * t_x2``).
 * A rule that leaves out the tangent of an argument that carries one (a ``t_<param>``
   it never reads) is refused in forward mode, never read as a zero.

@@ -93,6 +93,11 @@ def trace(y, a, offset=0, axis1=0, axis2=1, *, t_a):
     return xp.trace(t_a, offset, axis1, axis2)
 
 
+@tangent(np.linspace)
+def linspace(y, start, stop, num=50, endpoint=True, *, axis=0, t_start, t_stop):
+    return xp.linspace(t_start, t_stop, num, endpoint, axis=axis)
+
+
 # ----- Shapes -----
 
 

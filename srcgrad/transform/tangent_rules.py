@@ -262,8 +262,10 @@ class _DropZeros(gast.NodeTransformer):
         if any(_is_zero(v) for v in args + values):
             if not any(self.carries(v) for v in args + values if not _is_zero(v)):
                 return _none()
-            args = [_constant_none() if _is_zero(v) else v for v in args]
-            values = [_constant_none() if _is_zero(v) else v for v in values]
+            zero = _constant_none if _is_call(node, "rt", getattr(node.func, "attr", "")) \
+                else _constant_zero
+            args = [zero() if _is_zero(v) else v for v in args]
+            values = [zero() if _is_zero(v) else v for v in values]
         node.args = args
         for k, v in zip(node.keywords, values):
             k.value = v
@@ -295,6 +297,10 @@ class _DropZeros(gast.NodeTransformer):
 
 def _constant_none():
     return gast.Constant(value=None, kind=None)
+
+
+def _constant_zero():
+    return gast.Constant(value=0.0, kind=None)
 
 
 class _Defaults(gast.NodeTransformer):
