@@ -517,7 +517,7 @@ def vjp(fn, wrt=0, *, allow_unused=False, materialize_grads=False, hooks=None, f
     return run
 
 
-def source(fn, wrt=0, fuse=False, args=None, has_aux=False, composed=False):
+def source(fn, wrt=0, fuse=False, args=None, has_aux=False, composed=False, mode="vjp"):
     """The generated gradient source of ``fn`` with respect to ``wrt``, as a str, under
     a header comment that says which code it is.
 
@@ -525,8 +525,13 @@ def source(fn, wrt=0, fuse=False, args=None, has_aux=False, composed=False):
     (example arguments, a tuple): the code the cache holds for arguments like those,
     which is what ``grad(fn, wrt)(*args)`` runs (the sweeps; ``composed=True``: the
     one function ``grad`` composes from them and runs from its second call on).
-    ``has_aux``: as for ``grad``.
+    ``has_aux``: as for ``grad``. ``mode="jvp"``: the tangent program of forward mode
+    (``sg.jvp``) for tangents of the parameters ``wrt`` names.
     """
+    if mode == "jvp":
+        return show.tangent_program(fn, wrt)
+    if mode != "vjp":
+        raise ValueError(f"srcgrad.source: mode is 'vjp' or 'jvp', not {mode!r}")
     gfn = GradFunction(fn, wrt, fuse=fuse, has_aux=has_aux)
     if args is None:
         return show.shown(gfn.compiled)

@@ -21,8 +21,6 @@ import numpy
 import srcgrad
 from srcgrad.errors import SrcgradError
 
-_NOT_YET = ("--mode jvp (the tangent program of forward mode) is not available yet: "
-            "srcgrad has reverse mode only. Use --mode vjp (the default).")
 
 
 class CommandError(Exception):
@@ -36,8 +34,6 @@ def main(argv=None):
         parser.print_help()
         return 2
     try:
-        if options.mode == "jvp":
-            raise CommandError(_NOT_YET)
         print(show(options), end="")
     except CommandError as error:
         print(f"python -m srcgrad show: {error}", file=sys.stderr)
@@ -72,7 +68,8 @@ def _parser():
                                   "second call on, instead of the two sweeps")
     show_parser.add_argument("--fuse", action="store_true", help="the fused code (fuse=True)")
     show_parser.add_argument("--mode", choices=("vjp", "jvp"), default="vjp",
-                             help="vjp: reverse mode (the default); jvp: forward mode (not yet)")
+                             help="vjp: reverse mode (the default); jvp: the tangent program of "
+                                  "forward mode (sg.jvp)")
     return parser
 
 
@@ -87,6 +84,8 @@ def show(options):
     elif options.composed:
         raise CommandError("--composed needs --args-shapes (the composed function is "
                            "compiled for arguments)")
+    if options.mode == "jvp":
+        return srcgrad.source(fn, wrt=wrt, mode="jvp")
     return srcgrad.source(fn, wrt=wrt, fuse=options.fuse, args=args, composed=options.composed)
 
 

@@ -31,6 +31,16 @@ def shown(compiled, args=None, composed=False):
     return _sweeps_header(compiled, args, composed) + compiled.source
 
 
+def tangent_program(fn, wrt):
+    """``sg.source(fn, wrt, mode="jvp")``: the tangent program (forward_api.py) under its header."""
+    from srcgrad import forward_api
+    compiled = forward_api.compiled_for_source(fn, wrt)
+    header = _comment(f"The tangent program of {getattr(fn, '__qualname__', fn)} (forward mode, "
+                      f"sg.jvp) for tangents of {', '.join(compiled.active)}: each statement is "
+                      f"followed by its tangent; dx is the tangent of x.")
+    return header + compiled.source
+
+
 def composed_function(compiled):
     """``grad``'s common call of ``compiled`` as one generated function (both sweeps, the
     seed 1 or the default seed: pipeline.compose_gradient), made once and kept in

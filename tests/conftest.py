@@ -167,9 +167,13 @@ def isolated_rules():
     """Rules registered with @sg.adjoint in a test are undone after it."""
     from srcgrad import rules
     saved = dict(rules.RULES)
+    saved_tangents = dict(rules.TANGENTS)
     saved_nondiff = set(rules.NONDIFFERENTIABLE)
     yield
     rules.RULES.clear()
     rules.RULES.update(saved)
+    rules.TANGENTS.clear()
+    rules.TANGENTS.update(saved_tangents)
+    rules.VERSION[0] += 1
     rules.NONDIFFERENTIABLE.clear()
     rules.NONDIFFERENTIABLE.update(saved_nondiff)

@@ -88,10 +88,11 @@ def test_dtype_and_composed(module_file):
     assert done.stdout == sg.source(_same_module(module_file).loss, args=args, composed=True)
 
 
-def test_forward_mode_is_refused_clearly(module_file):
+def test_mode_jvp_prints_the_tangent_program(module_file):
     done = _run("show", f"{module_file}:loss", "--mode", "jvp")
-    assert done.returncode == 2 and done.stdout == ""
-    assert "--mode jvp" in done.stderr and "not available yet" in done.stderr
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == sg.source(_same_module(module_file).loss, mode="jvp")
+    assert "# tangent of:" in done.stdout and "_jvp(" in done.stdout
 
 
 @pytest.mark.parametrize("target, message", [

@@ -51,6 +51,38 @@ hold for real and complex operands), else its ordinary rule if the primitive is
 in ``COMPLEX_SAFE``; any other primitive is refused there. rules/complex_rules.py
 has both lists.
 
+Tangent (JVP) rules
+-------------------
+Forward mode (transform/forward.py) reads the same table: a primitive's tangent rule
+is registered with ``@tangent(np.foo)`` (``TANGENTS``, keyed like ``RULES``;
+``Rule.tangent`` reads it; srcgrad's own are in rules/jvp.py):
+
+    @tangent(np.sin)
+    def sin(y, x, *, t_x):
+        return t_x * xp.cos(x)
+
+* The first parameter is the output ``y``; the primitive's parameters follow, as in
+  the adjoint; then one keyword-only ``t_<param>`` per parameter that has a
+  tangent. The rule returns the output's tangent. It is a template like an
+  adjoint's (simple assignments and one ``return``), inlined into the tangent
+  program.
+* A tangent that is known to be zero (a constant or integer argument) is left out
+  when the rule is inlined: every term it is a factor of is dropped (tangent rules
+  are linear in their tangents), ``a + <dropped>`` is ``a``, and a call whose only
+  tangent argument it is is dropped too; a call with other, nonzero tangent
+  arguments (jointly linear in them) gets ``0.0`` for it, ``None`` if it is a
+  run-time helper ``rt.*``. A rule therefore writes each
+  argument's contribution as a term of its own (``t_x1 * x2 + x1 * t_x2``).
+* A rule that leaves out the tangent of an argument that carries one (a ``t_<param>``
+  it never reads) is refused in forward mode, never read as a zero.
+* An elementwise primitive (a ufunc, an operator, a ``math`` function) without a
+  hand-written tangent gets one derived from its adjoint by linearity when each
+  gradient entry is linear in ``dy`` (``dy * f(x)``, ``rt.unbroadcast(-dy / x2, x2)``,
+  ``xp.where(c, dy, 0.0)``): the tangent is the sum of the entries with ``dy``
+  replaced by the argument's tangent (broadcasting replaces unbroadcast). A
+  hand-written rule wins. Anything else without a tangent is refused in forward
+  mode, naming the line.
+
 Primitives are keyed by the live function object (``np.sin``), found by
 resolving the user's names, never by spelling. Array methods and attributes
 are keyed by ``Method("sum")`` / ``Attribute("T")`` because the receiver's type
@@ -96,6 +128,11 @@ class Rule:
     def params(self):
         """Parameters after ``(dy, y)``: the primitive's own parameters."""
         return list(self.signature.parameters.values())[2:]
+
+    @property
+    def tangent(self):
+        """The hand-written tangent (JVP) rule of the primitive, or None."""
+        return lookup_tangent(self.primitive)
 
 
 RULES = {}
@@ -158,6 +195,30 @@ def user_adjoint(*primitives):
     if not primitives:
         raise TypeError("srcgrad.adjoint takes the function the rule is for: @srcgrad.adjoint(np.foo)")
     return adjoint(*primitives, builtin=False)
+
+
+TANGENTS = {}  # key -> the hand-written tangent rule (a function; see "Tangent (JVP) rules")
+
+
+def tangent(*primitives):
+    """Decorator: the function below is the tangent (JVP) rule of ``primitives``."""
+
+    def decorate(function):
+        VERSION[0] += 1
+        for primitive in primitives:
+            TANGENTS[_key(primitive)] = function
+        return function
+
+    return decorate
+
+
+def lookup_tangent(primitive):
+    """The hand-written tangent rule of ``primitive``, or None (forward.py may derive one
+    from its adjoint)."""
+    try:
+        return TANGENTS.get(_key(primitive))
+    except TypeError:
+        return None
 
 
 COMPLEX_RULES = {}
@@ -254,7 +315,7 @@ def is_nondifferentiable(primitive):
 
 BUILTIN_RULE_MODULES = ("operators", "autograd", "numpy_elementwise", "numpy_reductions", "numpy_shape",
                         "numpy_joins", "numpy_products", "numpy_linalg", "builtins_math", "runtime_rules",
-                        "complex_rules")
+                        "complex_rules", "jvp")
 
 
 def _load_builtin_rules():

@@ -1,0 +1,407 @@
+"""Tangent (JVP) rules written by hand: the primitives whose tangent is not read off
+their adjoint by linearity (reductions, shapes, products, joins, Python's builtins).
+
+The contract is in srcgrad/rules/__init__.py ("Tangent (JVP) rules"): ``(y, *params,
+*, t_<param>...)`` returning the output's tangent; a zero tangent drops every term it
+is a factor or argument of, so each argument's contribution is a term of its own.
+Elementwise ufuncs (``sin``, ``exp``, ``maximum``, ``where``, ``clip``...) need none
+here: forward mode derives theirs from the adjoint (transform/tangent_rules.py).
+Ties of ``max``/``min`` share the tangent evenly, as their adjoints share the gradient.
+"""
+
+import builtins
+import operator
+
+import numpy as np
+
+from srcgrad import runtime as rt
+from srcgrad.rules import Attribute, Method, tangent
+from srcgrad.runtime.arrays import is_array, namespace
+
+xp = None  # placeholder: the array namespace, bound in generated code
+
+# ----- Arithmetic the derivation would make worse -----
+
+
+@tangent(np.multiply, operator.mul)
+def multiply(y, x1, x2, *, t_x1, t_x2):
+    return t_x1 * x2 + x1 * t_x2
+
+
+@tangent(np.add, operator.add)
+def add(y, x1, x2, *, t_x1, t_x2):
+    return t_x1 + t_x2
+
+
+@tangent(np.subtract, operator.sub)
+def subtract(y, x1, x2, *, t_x1, t_x2):
+    return t_x1 - t_x2
+
+
+# ----- Reductions -----
+
+
+@tangent(np.sum, np.nansum)
+def sum(y, a, axis=None, *, keepdims=False, t_a):
+    return xp.sum(t_a, axis=axis, keepdims=keepdims)
+
+
+@tangent(Method("sum"))
+def sum_method(y, self, axis=None, *, keepdims=False, t_self):
+    return xp.sum(t_self, axis=axis, keepdims=keepdims)
+
+
+@tangent(np.mean)
+def mean(y, a, axis=None, *, keepdims=False, t_a):
+    return xp.mean(t_a, axis=axis, keepdims=keepdims)
+
+
+@tangent(Method("mean"))
+def mean_method(y, self, axis=None, *, keepdims=False, t_self):
+    return xp.mean(t_self, axis=axis, keepdims=keepdims)
+
+
+@tangent(np.prod)
+def prod(y, a, axis=None, *, keepdims=False, t_a):
+    return xp.sum(t_a * rt.prod_others(a, axis), axis=axis, keepdims=keepdims)
+
+
+@tangent(Method("prod"))
+def prod_method(y, self, axis=None, *, keepdims=False, t_self):
+    return xp.sum(t_self * rt.prod_others(self, axis), axis=axis, keepdims=keepdims)
+
+
+@tangent(np.max, np.amax, np.min, np.amin)
+def max(y, a, axis=None, *, keepdims=False, t_a):
+    share = rt.tie_share(a == rt.unreduce_like(y, a, axis, keepdims), axis, a)
+    return xp.sum(t_a * share, axis=axis, keepdims=keepdims)
+
+
+@tangent(Method("max"), Method("min"))
+def max_method(y, self, axis=None, *, keepdims=False, t_self):
+    share = rt.tie_share(self == rt.unreduce_like(y, self, axis, keepdims), axis, self)
+    return xp.sum(t_self * share, axis=axis, keepdims=keepdims)
+
+
+@tangent(np.cumsum)
+def cumsum(y, a, axis=None, *, t_a):
+    return xp.cumsum(t_a, axis=axis)
+
+
+@tangent(np.trace)
+def trace(y, a, offset=0, axis1=0, axis2=1, *, t_a):
+    return xp.trace(t_a, offset, axis1, axis2)
+
+
+@tangent(np.linspace)
+def linspace(y, start, stop, num=50, endpoint=True, *, axis=0, t_start, t_stop):
+    return xp.linspace(t_start, t_stop, num, endpoint, axis=axis)
+
+
+# ----- Shapes -----
+
+
+@tangent(np.reshape)
+def reshape(y, a, shape=None, order="C", *, t_a):
+    return xp.reshape(t_a, rt.shape_of(y))
+
+
+@tangent(Method("reshape"))
+def reshape_method(y, self, *shape, order="C", t_self):
+    return xp.reshape(t_self, rt.shape_of(y))
+
+
+@tangent(np.ravel, Method("ravel"), Method("flatten"))
+def ravel(y, a, order="C", *, t_a):
+    return xp.reshape(t_a, rt.shape_of(y))
+
+
+@tangent(np.squeeze)
+def squeeze(y, a, axis=None, *, t_a):
+    return xp.reshape(t_a, rt.shape_of(y))
+
+
+@tangent(np.expand_dims)
+def expand_dims(y, a, axis, *, t_a):
+    return xp.reshape(t_a, rt.shape_of(y))
+
+
+@tangent(np.atleast_1d, np.atleast_2d)
+def atleast_nd(y, ary, *, t_ary):
+    return xp.reshape(t_ary, rt.shape_of(y))
+
+
+@tangent(np.broadcast_to)
+def broadcast_to(y, array, shape, *, t_array):
+    return xp.broadcast_to(t_array, shape)
+
+
+@tangent(Method("squeeze"))
+def squeeze_method(y, self, axis=None, *, t_self):
+    return xp.reshape(t_self, rt.shape_of(y))
+
+
+@tangent(np.transpose)
+def transpose(y, a, axes=None, *, t_a):
+    return xp.transpose(t_a, axes)
+
+
+@tangent(Method("transpose"))
+def transpose_method(y, self, *axes, t_self):
+    return xp.transpose(t_self, rt.method_axes(axes))
+
+
+@tangent(Attribute("T"))
+def T_attribute(y, self, *, t_self):
+    return xp.transpose(t_self)
+
+
+@tangent(np.swapaxes, Method("swapaxes"))
+def swapaxes(y, a, axis1, axis2, *, t_a):
+    return xp.swapaxes(t_a, axis1, axis2)
+
+
+@tangent(np.flip)
+def flip(y, m, axis=None, *, t_m):
+    return xp.flip(t_m, axis)
+
+
+@tangent(np.roll)
+def roll(y, a, shift, axis=None, *, t_a):
+    return xp.roll(t_a, shift, axis)
+
+
+@tangent(np.array)
+def array(y, object, dtype=None, *, copy=True, t_object):
+    return rt.tangent_array(t_object, y)
+
+
+@tangent(np.asarray, np.asanyarray, np.ascontiguousarray)
+def asarray(y, a, dtype=None, *, t_a):
+    return rt.tangent_array(t_a, y, False)
+
+
+@tangent(Method("astype"))
+def astype_method(y, self, dtype, *, t_self):
+    return rt.tangent_array(t_self, y)
+
+
+@tangent(np.float64, np.float32, builtins.float)
+def float_cast(y, x=0.0, *, t_x):
+    return rt.tangent_array(t_x, y)
+
+
+@tangent(Method("copy"))
+def copy_method(y, self, order="C", *, t_self):
+    return rt.tangent_array(t_self, y)
+
+
+@tangent(np.copy)
+def copy(y, a, order="K", *, t_a):
+    return rt.tangent_array(t_a, y)
+
+
+@tangent(np.diag)
+def diag(y, v, k=0, *, t_v):
+    return xp.diag(t_v, k)
+
+
+@tangent(np.diagonal)
+def diagonal(y, a, offset=0, axis1=0, axis2=1, *, t_a):
+    return xp.diagonal(t_a, offset, axis1, axis2)
+
+
+@tangent(np.triu)
+def triu(y, m, k=0, *, t_m):
+    return xp.triu(t_m, k)
+
+
+@tangent(np.tril)
+def tril(y, m, k=0, *, t_m):
+    return xp.tril(t_m, k)
+
+
+# ----- Joins (sequence arguments: their tangents are lists, zeros where constant) -----
+# (np.concatenate's tangent list has each item's shape: rt.tangent_zero of a constant item.)
+
+
+@tangent(np.concatenate)
+def concatenate(y, arrays, axis=0, *, t_arrays):
+    return xp.concatenate(t_arrays, axis)
+
+
+@tangent(np.stack)
+def stack(y, arrays, axis=0, *, t_arrays):
+    return xp.stack(t_arrays, axis)
+
+
+@tangent(np.hstack)
+def hstack(y, tup, *, t_tup):
+    return xp.hstack(t_tup)
+
+
+@tangent(np.vstack)
+def vstack(y, tup, *, t_tup):
+    return xp.vstack(t_tup)
+
+
+@tangent(np.tile)
+def tile(y, A, reps, *, t_A):
+    return xp.tile(t_A, reps)
+
+
+@tangent(np.repeat)
+def repeat(y, a, repeats, axis=None, *, t_a):
+    return xp.repeat(t_a, repeats, axis)
+
+
+# ----- Products -----
+
+
+@tangent(np.matmul, operator.matmul)
+def matmul(y, x1, x2, *, t_x1, t_x2):
+    return t_x1 @ x2 + x1 @ t_x2
+
+
+@tangent(np.dot)
+def dot(y, a, b, *, t_a, t_b):
+    return xp.dot(t_a, b) + xp.dot(a, t_b)
+
+
+@tangent(Method("dot"))
+def dot_method(y, self, b, *, t_self, t_b):
+    return xp.dot(t_self, b) + xp.dot(self, t_b)
+
+
+@tangent(np.vdot)
+def vdot(y, a, b, *, t_a, t_b):
+    return xp.vdot(t_a, b) + xp.vdot(a, t_b)
+
+
+@tangent(np.inner)
+def inner(y, a, b, *, t_a, t_b):
+    return xp.inner(t_a, b) + xp.inner(a, t_b)
+
+
+@tangent(np.outer)
+def outer(y, a, b, *, t_a, t_b):
+    return xp.outer(t_a, b) + xp.outer(a, t_b)
+
+
+@tangent(np.tensordot)
+def tensordot(y, a, b, axes=2, *, t_a, t_b):
+    return xp.tensordot(t_a, b, axes) + xp.tensordot(a, t_b, axes)
+
+
+@tangent(np.kron)
+def kron(y, a, b, *, t_a, t_b):
+    return xp.kron(t_a, b) + xp.kron(a, t_b)
+
+
+@tangent(np.einsum)
+def einsum(y, subscripts, *operands, optimize=False, t_subscripts, t_operands):
+    return rt.einsum_jvp(subscripts, operands, [t_subscripts], t_operands)
+
+
+# ----- Python's builtins -----
+
+
+@tangent(builtins.sum)
+def builtin_sum(y, iterable, start=0, *, t_iterable, t_start):
+    return rt.tangent_sum(t_iterable) + t_start
+
+
+@tangent(builtins.max, builtins.min)
+def builtin_max(y, *args, t_args):
+    return rt.minmax_jvp(y, args, t_args)
+
+
+# ----- Run-time helpers of the tangent program -----
+
+
+@rt.helper
+def tangent_zero(value):
+    """The zero tangent of ``value``: 0.0 for a number, float zeros of an array's shape
+    (its own dtype when it is a float array), a list of zeros for a list."""
+    if is_array(value):
+        xp = namespace(value)
+        dtype = value.dtype if value.dtype.kind in "fc" else xp.float64
+        return xp.zeros(value.shape, dtype)
+    if isinstance(value, (list, tuple)):
+        return [tangent_zero(v) for v in value]
+    return 0.0
+
+
+@rt.helper
+def tangent_array(t, y, copy=True):
+    """The tangent of ``y = np.array(obj)`` (or a cast, a copy) given ``obj``'s tangent
+    ``t``: an array of ``y``'s shape and float dtype, of its own memory as ``y`` is
+    (``copy``; ``np.asarray``'s may share ``t``'s, as ``y`` may share ``obj``'s)."""
+    if not is_array(y):
+        return float(t) if isinstance(y, float) else t
+    xp = namespace(y)
+    dtype = y.dtype if y.dtype.kind in "fc" else xp.float64
+    out = xp.asarray(t, dtype=dtype).reshape(y.shape)
+    return out.copy() if copy and (out is t or getattr(out, "base", None) is not None) else out
+
+
+@rt.helper
+def einsum_jvp(subscripts, operands, t_first, t_operands):
+    """The tangent of ``einsum(subscripts, *operands)``: one einsum per operand with a
+    tangent, that operand replaced by it (einsum is linear in each). ``t_first`` is
+    ``[tangent of subscripts]`` (an operand in the sublist form; None: none)."""
+    args = (subscripts,) + tuple(operands)
+    tangents = (list(t_first) if t_first is not None else [None]) + (
+        list(t_operands) if t_operands is not None else [None] * len(operands))
+    if isinstance(subscripts, str):
+        positions = range(1, len(args))
+    else:   # op0, sublist0, op1, sublist1, ..., [output sublist]
+        positions = range(0, len(args) - (len(args) % 2 == 1 and len(args) > 1), 2)
+    xp = namespace(*[a for a in args if is_array(a)])
+    total = 0.0
+    for k in positions:
+        t = tangents[k]
+        if t is None or isinstance(t, float) and t == 0.0:
+            continue
+        replaced = list(args)
+        replaced[k] = t
+        total = total + xp.einsum(*replaced)
+    return total
+
+
+@rt.helper
+def tangent_sum(t):
+    """The tangent of Python's ``sum(iterable)``."""
+    if is_array(t):
+        return t.sum(axis=0)
+    total = 0.0
+    for item in t:
+        total = total + item
+    return total
+
+
+@rt.helper
+def minmax_jvp(y, args, t_args):
+    """The tangent of Python's ``max``/``min``: ties share it evenly, as in the adjoint."""
+    items = args[0] if len(args) == 1 else args
+    tangents = t_args[0] if len(args) == 1 else t_args
+    if is_array(items):
+        mask = items == y
+        return (tangents * mask).sum() / mask.sum()
+    hits = [1.0 if item == y else 0.0 for item in items]
+    count = builtins.sum(hits)
+    total = 0.0
+    for h, t in zip(hits, tangents):
+        if h:
+            total = total + t * h
+    return total / count
+
+
+@tangent(rt.as_array)
+def as_array(y, seq, *, t_seq):
+    return rt.as_array(t_seq)
+
+
+@tangent(Method("cumsum"))
+def cumsum_method(y, self, axis=None, *, t_self):
+    return xp.cumsum(t_self, axis=axis)

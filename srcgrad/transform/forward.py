@@ -1,0 +1,390 @@
+"""Forward mode: the tangent program of a normalized function (issue 14).
+
+The function is read as the reverse mode reads it (``pipeline.front_end``: fenced,
+canonicalized, in A-normal form, helpers inlined). Each statement is kept, and the
+statement computing its tangent follows it; control flow stays control flow (``if``,
+``for``, ``while``, ``break``/``continue`` as the front end lowers them); there is
+no tape. A tangent is named like the value's differential: ``dx`` is the tangent of
+``x`` (in the adjoint listings ``dx`` is an adjoint; here it is ``x``'s directional
+derivative along the tangents passed in: ``dy = cos(x) * dx``).
+
+* Only values that depend on an input with a tangent (analysis/activity.py's
+  ``active``) get one; integers and booleans (analysis/kinds.py) never do. A value
+  that is sometimes bound to a constant gets the zero of its shape there
+  (``rt.tangent_zero``).
+* ``y = prim(args)`` inlines the primitive's tangent rule (transform/tangent_rules.py;
+  the table is srcgrad/rules/). A primitive without one is refused at compile time,
+  naming the line.
+* ``b[i] = v`` is followed by ``db[i] = dv`` (``0.0`` when ``v`` has none). A tangent
+  that may share memory with another while its value does not (``y = x + c`` has
+  ``dy = dx``) is copied (``rt.own``) before such writes change it.
+* Where the statement's value reads its own target (``s = s * v``), the tangent is
+  computed before the statement when it needs only the old values, else through a
+  fresh name.
+"""
+
+import gast
+
+from srcgrad import anno, rules
+from srcgrad.analysis.activity import primitive_of
+from srcgrad.errors import NonDifferentiableError, UnsupportedError
+from srcgrad.rules import Method
+from srcgrad.templates import clone, name, replace_as_expression as expr
+from srcgrad.transform import tangent_rules
+from srcgrad.transform.adjoint_rules import _describe
+from srcgrad.transform.anf import is_runtime_helper
+from srcgrad.transform.base import Base
+
+Static = anno.Static
+_Y = "__srcgrad_output__"   # stands for the statement's new value in its tangent
+
+
+def _names(node):
+    return {n.id for n in gast.walk(node) if isinstance(n, gast.Name)} if node is not None else set()
+
+
+def _assign(target, value):
+    return gast.Assign(targets=[target], value=value, type_comment=None)
+
+
+# Values whose result may share memory with their operand (a tangent of the same kind does too).
+_VIEWS = {Method("reshape"), Method("ravel"), Method("transpose"), Method("squeeze"),
+          rules.Attribute("T"), rules.Attribute("mT")}
+
+
+class ForwardAD(Base):
+    """The tangent program of one normalized function.
+
+    Args:
+        info: the parse.EntityInfo (errors name its file and lines).
+        active: names that carry a tangent.
+        namer: the Namer of the compile (tangent names, template locals).
+        written: names whose arrays are written in place (``b[i] = v``).
+    """
+
+    def __init__(self, info, active, namer, written, sequences=frozenset(), kinds=None):
+        super().__init__(info)
+        self.kinds = kinds
+        self.active = frozenset(active)
+        self.namer = namer
+        self.written = frozenset(written)
+        self.sequences = frozenset(sequences)
+        self.tangents = {}
+
+    def d(self, primal):
+        if primal not in self.tangents:
+            self.tangents[primal] = self.namer.new("d" + primal)
+        return self.tangents[primal]
+
+    def is_active(self, node):
+        return isinstance(node, gast.Name) and node.id in self.active
+
+    # ----- statements -----
+
+    def visit_Assign(self, s):
+        if len(s.targets) != 1:
+            raise self.error(s, UnsupportedError, "forward mode: chained assignment is not supported")
+        target = s.targets[0]
+        if isinstance(target, gast.Name):
+            return self.assign_name(s, target)
+        if isinstance(target, gast.Subscript):
+            return self.assign_item(s, target)
+        if isinstance(target, (gast.Tuple, gast.List)):
+            return self.assign_unpack(s, target)
+        if not _names(s.value) & self.active:
+            return s
+        raise self.error(s, UnsupportedError,
+                         f"forward mode: an assignment to {type(target).__name__} is not supported")
+
+    def assign_name(self, s, target):
+        if target.id not in self.active:
+            return s
+        self.check_real(s.value)
+        stmts, tangent = self.tangent(s.value, name(_Y))
+        own = target.id in self.written and not self.is_view(s.value)
+        if tangent is None:
+            zero = self.inherit(_assign(name(self.d(target.id), True),
+                                        expr("rt.tangent_zero(Y)", Y=name(target.id))))
+            return [s, zero]
+        if own and isinstance(tangent, (gast.Name, gast.Subscript)):
+            tangent = expr("rt.own(T)", T=tangent)
+        reads = set().union(_names(tangent), *[_names(t) for t in stmts])
+        if target.id not in reads:   # after the statement: y is the new value
+            new = self._set_y(stmts + [_assign(name(self.d(target.id), True), tangent)], target.id)
+            return [s] + self.tag(new)
+        if _Y not in reads:          # before: it reads the old values only
+            return self.tag(stmts + [_assign(name(self.d(target.id), True), tangent)]) + [s]
+        fresh = self.namer.new(target.id)   # both: the new value under a name of its own
+        new = [_assign(name(fresh, True), s.value)] + self._set_y(stmts, fresh)
+        new += [_assign(name(self.d(target.id), True), self._set_y([tangent], fresh)[0]),
+                _assign(name(target.id, True), name(fresh))]
+        return self.tag(new)
+
+    @staticmethod
+    def _set_y(nodes, to):
+        sub = {_Y: to}
+        from srcgrad.templates import _Substitute
+        return [_Substitute(sub).visit(n) for n in nodes]
+
+    def tag(self, stmts):
+        return [self.inherit(t) for t in stmts]
+
+    def is_view(self, value):
+        if isinstance(value, (gast.Name, gast.Subscript)):
+            return True
+        primitive = primitive_of(value)
+        try:
+            return primitive in _VIEWS
+        except TypeError:
+            return False
+
+    def assign_item(self, s, target):
+        base = target.value
+        while isinstance(base, gast.Subscript):
+            base = base.value
+        if not isinstance(base, gast.Name):
+            raise self.error(s, UnsupportedError, "forward mode: this indexed write is not supported")
+        if base.id not in self.active:
+            return s
+        self.check_real(s.value)
+        read = clone(target)
+        for n in gast.walk(read):
+            if hasattr(n, "ctx"):
+                n.ctx = gast.Load()
+        stmts, tangent = self.tangent(s.value, read)
+        tangent = gast.Constant(value=0.0, kind=None) if tangent is None else tangent
+        d_target = self._tangent_target(target)
+        reads = set().union(_names(tangent), *[_names(t) for t in stmts])
+        if base.id in reads:   # computed before the write changes what it reads
+            if _Y in reads:
+                raise self.error(s, UnsupportedError,
+                                 "forward mode: this indexed write reads the array it writes")
+            fresh = self.namer.new("d" + base.id + "_item")
+            return self.tag(stmts + [_assign(name(fresh, True), tangent)]) + [
+                s, self.inherit(_assign(d_target, name(fresh)))]
+        return [s] + self.tag(self._set_y(stmts, "_unused") + [_assign(d_target, tangent)])
+
+    def _tangent_target(self, target):
+        new = clone(target)
+        node = new
+        while isinstance(node.value, gast.Subscript):
+            node = node.value
+        node.value = name(self.d(node.value.id))
+        return new
+
+    def assign_unpack(self, s, target):
+        targets = target.elts
+        if not any(isinstance(t, gast.Name) and t.id in self.active for t in targets):
+            return s
+        if not all(isinstance(t, gast.Name) for t in targets):
+            raise self.error(s, UnsupportedError, "forward mode: this unpacking is not supported")
+        value = s.value
+        if isinstance(value, (gast.Tuple, gast.List)) and len(value.elts) == len(targets):
+            tangents = [self.operand(e) for e in value.elts]
+        elif isinstance(value, gast.Name):
+            tangents = ([expr(f"{self.d(value.id)}[{k}]") for k in range(len(targets))]
+                        if value.id in self.active else [None] * len(targets))
+        else:
+            what = _describe(primitive_of(value), value) if primitive_of(value) is not None else "this value"
+            raise self.error(s, UnsupportedError,
+                             f"forward mode: unpacking the results of {what} is not supported yet",
+                             "Bind the result to one name and index it.")
+        names_ = [t.id for t in targets]
+        fresh = self.namer.new("d" + "_".join(names_))
+        out = [self.inherit(_assign(name(fresh, True), gast.Tuple(elts=[
+            t if t is not None else gast.Constant(value=None, kind=None) for t in tangents],
+            ctx=gast.Load())))] if any(n in _names(s.value) for n in names_) else []
+        out.append(s)
+        for k, (t, tangent) in enumerate(zip(names_, tangents)):
+            if t not in self.active:
+                continue
+            if out[0] is not s:
+                tangent = expr(f"{fresh}[{k}]") if tangent is not None else None
+            value_ = tangent if tangent is not None else expr("rt.tangent_zero(Y)", Y=name(t))
+            out.append(self.inherit(_assign(name(self.d(t), True), value_)))
+        return out
+
+    def visit_AugAssign(self, s):
+        raise self.error(s, UnsupportedError, "forward mode: augmented assignment left by the front end")
+
+    def visit_For(self, s):
+        if _names(s.target) & self.active:
+            raise self.error(s, UnsupportedError,
+                             "forward mode: a for loop whose items carry a tangent is not supported",
+                             "Loop over an index: for i in range(len(xs)): x = xs[i]")
+        return self.generic_visit(s)
+
+    def visit_Return(self, s):
+        value = s.value
+        if isinstance(value, (gast.Tuple, gast.List)):
+            tangent = gast.Tuple(elts=[self.operand(e) or expr("rt.tangent_zero(Y)", Y=clone(e))
+                                       for e in value.elts], ctx=gast.Load())
+        else:
+            tangent = self.operand(value) or expr("rt.tangent_zero(Y)", Y=clone(value))
+        s.value = gast.Tuple(elts=[value, tangent], ctx=gast.Load())
+        return s
+
+    def visit_Expr(self, s):
+        call = s.value
+        if not _names(call) & self.active:
+            return s
+        if isinstance(call, gast.Call):
+            primitive = anno.getanno(call, Static.PRIMITIVE)
+            if is_runtime_helper(primitive) and primitive.__name__.startswith("check"):
+                return s
+            f = call.func
+            if isinstance(f, gast.Attribute) and f.attr == "append" and isinstance(f.value, gast.Name) \
+                    and f.value.id in self.active and len(call.args) == 1:
+                item = call.args[0]
+                t = self.operand(item) or expr("rt.tangent_zero(Y)", Y=clone(item))
+                return [s, self.inherit(gast.Expr(value=expr(f"{self.d(f.value.id)}.append(T)", T=t)))]
+        raise self.error(s, UnsupportedError,
+                         "forward mode: a statement called for its effect on values that carry a "
+                         "tangent is not supported")
+
+    def check_real(self, value):
+        """Refuse a value that is certainly complex: tangent rules read off real adjoints
+        hold for holomorphic primitives only (``abs``, ``real``... are not)."""
+        from srcgrad.analysis import kinds
+        if self.kinds is None:
+            return
+        operands = [value] + [n for n in gast.walk(value) if isinstance(n, (gast.Name, gast.Constant))]
+        if any(self.kinds.of(o) == kinds.COMPLEX for o in operands):
+            raise self.error(value, UnsupportedError,
+                             "forward mode does not support complex values yet",
+                             "Use reverse mode (sg.grad, sg.jacrev) for complex arithmetic.")
+
+    # ----- expressions -----
+
+    def operand(self, node):
+        """The tangent of an operand (a name, constant or display), or None for zero."""
+        if isinstance(node, gast.Name):
+            return name(self.d(node.id)) if node.id in self.active else None
+        if isinstance(node, (gast.Tuple, gast.List)):
+            elts = [self.operand(e) for e in node.elts]
+            if all(e is None for e in elts):
+                return None
+            return type(node)(elts=[e if e is not None else expr("rt.tangent_zero(E)", E=clone(x))
+                                    for e, x in zip(elts, node.elts)], ctx=gast.Load())
+        if isinstance(node, gast.Dict):
+            if _names(node) & self.active:
+                raise self.error(node, UnsupportedError,
+                                 "forward mode: dicts of values that carry a tangent are not supported yet")
+            return None
+        if not _names(node) & self.active:
+            return None
+        stmts, t = self.tangent(node, None)
+        if stmts:
+            raise self.error(node, UnsupportedError, "forward mode: this operand is not supported")
+        return t
+
+    def tangent(self, value, y):
+        """``(statements, expression)``: the tangent of ``value`` (None: zero). ``y`` is the
+        expression that holds the value once computed."""
+        if isinstance(value, (gast.Name, gast.Constant, gast.Tuple, gast.List, gast.Dict)):
+            return [], self.operand(value)
+        if isinstance(value, (gast.Compare, gast.BoolOp)) or not _names(value) & self.active:
+            return [], None
+        if isinstance(value, gast.Subscript):
+            if not self.is_active(value.value):
+                return [], None
+            new = clone(value)
+            new.value = name(self.d(value.value.id))
+            return [], new
+        if isinstance(value, gast.IfExp):
+            raise self.error(value, UnsupportedError, "forward mode: a conditional expression was not lowered")
+        primitive = primitive_of(value)
+        if primitive is not None and rules.is_nondifferentiable(primitive):
+            return [], None
+        if isinstance(value, gast.Attribute):
+            return self.apply(primitive, [value.value], {}, y, value)
+        if isinstance(value, gast.BinOp):
+            return self.apply(primitive, [value.left, value.right], {}, y, value)
+        if isinstance(value, gast.UnaryOp):
+            return self.apply(primitive, [value.operand], {}, y, value)
+        if isinstance(value, gast.Call):
+            args = list(value.args)
+            if isinstance(primitive, Method):
+                args = [value.func.value] + args
+            if any(isinstance(a, gast.Starred) for a in args):
+                raise self.error(value, UnsupportedError, "forward mode: *args in a call is not supported")
+            return self.apply(primitive, args, {k.arg: k.value for k in value.keywords}, y, value)
+        raise self.error(value, UnsupportedError,
+                         f"forward mode: the expression {type(value).__name__} is not supported")
+
+    def apply(self, primitive, args, kwargs, y, value):
+        template = tangent_rules.lookup(primitive)
+        what = _describe(primitive, value) if primitive is not None else "this call"
+        if template is None:
+            rule = rules.lookup(primitive)
+            active = sorted(_names(value) & self.active)
+            if rule is not None and not rule.builtin:
+                detail = "its @srcgrad.adjoint rule gives the reverse mode only"
+            elif getattr(primitive, "__srcgrad_function__", False) or _is_custom_function(primitive):
+                detail = "a custom srcgrad.Function defines the reverse mode only"
+            elif rule is None:
+                detail = "srcgrad has no gradient rule for it"
+            else:
+                detail = "srcgrad has its adjoint but no tangent (JVP) rule yet"
+            raise self.error(value, NonDifferentiableError,
+                             f"forward mode needs a jvp for {what}, and "
+                             f"{_which(active)} a tangent: {detail}",
+                             "Use reverse mode (sg.grad, sg.jacrev) for this function, or "
+                             "sg.detach the argument if no derivative should flow through it.")
+        try:
+            bound = template.signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+        except TypeError as exc:
+            raise self.error(value, UnsupportedError,
+                             f"forward mode: this call to {what} is not supported ({exc})")
+        subs = {template.output: y}
+        for p in template.params:
+            v = bound.arguments[p.name]
+            if p.kind == p.VAR_POSITIONAL:
+                v = gast.Tuple(elts=list(v), ctx=gast.Load())
+            elif p.kind == p.VAR_KEYWORD:
+                raise self.error(value, UnsupportedError, f"forward mode: **kwargs of {what}")
+            elif not isinstance(v, gast.AST):
+                try:
+                    v = tangent_rules.default_value(v)
+                except TypeError:
+                    raise self.error(value, UnsupportedError,
+                                     f"forward mode: the default of {p.name!r} of {what}") from None
+            subs[p.name] = v
+            subs["t_" + p.name] = self.operand(v)
+            if subs["t_" + p.name] is not None and template.ignores(p.name):
+                raise self.error(value, NonDifferentiableError,
+                                 f"forward mode: the tangent rule of {what} has no tangent for its "
+                                 f"argument {p.name!r}, which carries one",
+                                 "Use reverse mode (sg.grad, sg.jacrev), or sg.detach that argument.")
+        stmts, result = tangent_rules.instantiate(template, subs, self.namer)
+        return stmts, result
+
+
+def _which(active):
+    if len(active) == 1:
+        return f"its argument {active[0]!r} carries"
+    return f"its arguments {', '.join(repr(a) for a in active)} carry"
+
+
+def _is_custom_function(primitive):
+    try:
+        from srcgrad.custom_function import Function
+        return isinstance(primitive, type) and issubclass(primitive, Function) or \
+            isinstance(getattr(primitive, "__self__", None), type) and \
+            issubclass(primitive.__self__, Function)
+    except Exception:
+        return False
+
+
+def written_names(node):
+    """Names whose arrays an indexed write changes in place."""
+    out = set()
+    for s in gast.walk(node):
+        if isinstance(s, gast.Assign):
+            for t in s.targets:
+                while isinstance(t, gast.Subscript):
+                    t = t.value
+                    if isinstance(t, gast.Name):
+                        out.add(t.id)
+    return out
