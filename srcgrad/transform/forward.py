@@ -32,7 +32,7 @@ from srcgrad.rules import Method
 from srcgrad.templates import clone, name, replace_as_expression as expr
 from srcgrad.transform import tangent_rules
 from srcgrad.transform.adjoint_rules import _describe
-from srcgrad.transform.anf import is_runtime_helper
+from srcgrad.transform.as_array import is_runtime_helper
 from srcgrad.transform.base import Base
 
 Static = anno.Static
