@@ -405,6 +405,10 @@ def _compose(forward, backward, info, bindings, name, seed_value, many, release=
                                             and s.value.id == "saved")]
     if isinstance(seed_value, gast.Constant) and seed_value.value:
         back = _known_seed(back, seed)
+        # An adjoint's ``d = 0.0`` that only a skipped ``if rt.has_grad`` could read is dead.
+        zeros = {s.targets[0].id for s in back if isinstance(s, gast.Assign)
+                 and isinstance(s.targets[0], gast.Name) and isinstance(s.value, gast.Constant)}
+        optimize.dead.eliminate(back, zeros, set())
     results = back[-1].value.elts
     back[-1] = gast.Return(value=gast.Tuple(elts=results, ctx=gast.Load()) if many else results[0])
     body += back

@@ -188,3 +188,21 @@ def test_a_division_by_zero_is_not_hoisted_out_of_a_loop_that_may_not_run():
         np.testing.assert_array_equal(grad(np.zeros(0)), np.zeros(0))
         with pytest.raises(ZeroDivisionError):
             grad(np.ones(2))
+
+
+def _sum_of_terms(x):
+    return np.sum(np.sin(x) * np.exp(-x ** 2) + np.log1p(x * x))
+
+
+def test_a_composed_gradient_keeps_no_zero_that_only_the_skipped_seed_check_read():
+    # The backward starts ``d = 0.0`` then ``if rt.has_grad(seed): d = seed``; composed with
+    # a seed of 1.0 the check goes, and the zero is dead.
+    x = np.linspace(-1.0, 1.0, 7)
+    backward = sg.source(_sum_of_terms, args=(x,))
+    assert "= 0.0" in backward[backward.index("def _sum_of_terms_backward"):]
+    composed = sg.source(_sum_of_terms, args=(x,), composed=True)
+    assert "= 0.0" not in composed and "rt.has_grad" not in composed
+    gradient = sg.grad(_sum_of_terms)
+    first, second = gradient(x), gradient(x)     # the second call runs the composed code
+    np.testing.assert_allclose(second, first, rtol=0, atol=0)
+    check_grads(_sum_of_terms, (x,))
