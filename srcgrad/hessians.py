@@ -92,7 +92,7 @@ def _refused(exc, fn, info):
 
 
 _HINT = ("srcgrad cannot differentiate this gradient again yet; use finite differences of "
-         "sg.grad (sg.jacfwd of it needs the same), or write the second derivative by hand.")
+         "sg.grad, or write the second derivative by hand.")
 
 
 def hvp(fn, primals, tangents):
