@@ -95,19 +95,26 @@ _HINT = ("srcgrad cannot differentiate this gradient again yet; use finite diffe
          "sg.grad, or write the second derivative by hand.")
 
 
-def hvp(fn, primals, tangents):
+def hvp(fn, primals, tangents, wrt=None):
     """The Hessian-vector product ``H @ tangents`` of the scalar function ``fn`` at
     ``primals``: ``jvp(grad(fn, wrt=all), primals, tangents)[1]``, a tuple with one
     entry per primal (None for an integer or boolean primal). A tangent None is zero.
+    ``wrt`` (positions or names, as in ``sg.grad``) restricts the gradient to those
+    primals (the others' entries are None; their tangents still count): data such as
+    a batch need not get a gradient of its own.
 
     Example:
         >>> (Hv,) = sg.hvp(f, (x,), (v,))   # doctest: +SKIP
     """
     from srcgrad.forward_api import jvp
+    from srcgrad.jacobians import _wrt_positions
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
         raise ValueError(f"srcgrad.hvp: {len(primals)} primals but {len(tangents)} tangents")
-    positions = tuple(k for k, p in enumerate(primals) if _differentiable(p))
+    if wrt is None:
+        positions = tuple(k for k, p in enumerate(primals) if _differentiable(p))
+    else:
+        positions = tuple(_wrt_positions(fn, wrt)[0])
     if not positions:
         raise TypeError("srcgrad.hvp: no primal is a float scalar or array")
     function, info = _gradient_of(fn, positions, primals)
@@ -148,7 +155,7 @@ def hessian(fn, wrt=0):
                 e.flat[n] = 1.0
                 tangents = list(zero)
                 tangents[j] = e if shape else 1.0
-                products = hvp(fn, args, tangents)
+                products = hvp(fn, args, tangents, wrt=tuple(positions))
                 columns.append([numpy.asarray(products[i], dtype=float) for i in positions])
             for r, i in enumerate(positions):
                 rows = numpy.shape(args[i])
