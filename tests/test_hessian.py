@@ -22,9 +22,10 @@ from benchmarks import workloads  # noqa: E402
 H = 1e-5
 
 
-def fd_hvp(f, primals, tangents, h=H):
+def fd_hvp(f, primals, tangents, h=H, wrt=None):
     """Central difference of ``sg.grad(f, wrt=every float primal)`` along ``tangents``."""
-    positions = tuple(k for k, p in enumerate(primals) if isinstance(p, (float, np.ndarray)))
+    positions = wrt if wrt is not None else tuple(
+        k for k, p in enumerate(primals) if isinstance(p, (float, np.ndarray)))
     g = sg.grad(f, wrt=positions)
 
     def at(s):
@@ -36,13 +37,13 @@ def fd_hvp(f, primals, tangents, h=H):
     return out
 
 
-def assert_hvp_matches(f, primals, seed=0, rtol=1e-6, atol=1e-6, tangents=None):
+def assert_hvp_matches(f, primals, seed=0, rtol=1e-6, atol=1e-6, tangents=None, wrt=None):
     rng = np.random.default_rng(seed)
     if tangents is None:
         tangents = [rng.normal(size=p.shape) if isinstance(p, np.ndarray) and p.dtype.kind == "f"
                     else float(rng.normal()) if isinstance(p, float) else None for p in primals]
-    got = sg.hvp(f, primals, tangents)
-    want = fd_hvp(f, primals, tangents)
+    got = sg.hvp(f, primals, tangents, wrt=wrt)
+    want = fd_hvp(f, primals, tangents, wrt=wrt)
     assert len(got) == len(primals)
     for g, w in zip(got, want):
         if w is None:
@@ -279,3 +280,23 @@ def test_a_once_differentiable_custom_function_is_refused_saying_so():
 def test_hvp_takes_one_tangent_per_primal():
     with pytest.raises(ValueError, match="2 primals but 1 tangents"):
         sg.hvp(quadratic, (np.ones(2), np.eye(2)), (np.ones(2),))
+
+
+# ----- the catalogue -----
+
+
+def test_hvp_of_every_catalogue_function_matches_finite_differences_or_is_refused(catalogue_case):
+    """Never a wrong number: the Hessian-vector product along a random tangent equals the
+    central difference of the gradient, or srcgrad says what it cannot differentiate."""
+    case = catalogue_case
+    if case.kwargs or not case.targets:
+        pytest.skip("keyword arguments: hvp takes positional primals")
+    out = case.function(*case.args)
+    if isinstance(out, (tuple, list)) or np.size(out) != 1:
+        pytest.skip("not a scalar function")
+    positions = tuple(k for k, _ in case.targets)
+    try:
+        assert_hvp_matches(case.function, case.args, rtol=1e-5, atol=1e-5, wrt=positions)
+    except SrcgradError as exc:
+        assert str(exc).count("hessian: ") == 1, str(exc)
+        assert exc.filename == case.function.__code__.co_filename
