@@ -74,7 +74,11 @@ def _gradient_of(fn, positions, args):
 def _refused(exc, fn, info):
     """``exc`` (forward mode refusing the gradient's code) said of the user's function:
     the line of ``fn`` whose gradient holds what it refused."""
-    origin = loader.origin_at(exc.filename, exc.lineno) if exc.filename else None
+    origin = None
+    for line in range(exc.lineno or 0, 0, -1):   # a statement nested in a guard: the guard's
+        origin = loader.origin_at(exc.filename, line)
+        if origin is not None:
+            break
     where = (f"{origin.filename}:{origin.lineno}" if origin is not None
              else f"{info.filename}:{info.first_lineno}")
     message = exc.message.replace("srcgrad.runtime.", "rt.")

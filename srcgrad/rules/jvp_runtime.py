@@ -63,6 +63,14 @@ def add_tangents(a, b):
     return rt.add_grad(a, b)
 
 
+@rt.helper
+def seq_add_tangent(t_dseq, t_g):
+    """The tangent of ``rt.seq_add(dseq, g)`` (linear in both), None being zero."""
+    if t_g is None:
+        return 0.0 if t_dseq is None else t_dseq
+    return rt.seq_add(0.0 if t_dseq is None else t_dseq, t_g)
+
+
 nondifferentiable(rt.has_grad_jvp)
 
 
@@ -212,3 +220,87 @@ def log(y, x, *, t_x):
 @tangent(rt.log_base)
 def log_base(y, base, *, t_base):
     return t_base / base
+
+
+# ----- Gradients of lists and joins: linear in the adjoint, the operands give shapes -----
+
+
+@tangent(rt.seq_item, no_tangent=("index",))
+def seq_item(y, dseq, index, *, t_dseq):
+    return rt.seq_item(t_dseq, index)
+
+
+@tangent(rt.seq_pop)
+def seq_pop(y, dseq, *, t_dseq):
+    return rt.seq_pop(t_dseq)
+
+
+@tangent(rt.seq_add)
+def seq_add(y, dseq, g, *, t_dseq, t_g):
+    return rt.seq_add_tangent(t_dseq, t_g)
+
+
+@tangent(rt.seq_concat_vjp, no_tangent=("a", "b"))
+def seq_concat_vjp(y, dy, a, b, *, t_dy):
+    return rt.seq_concat_vjp(t_dy, a, b)
+
+
+@tangent(rt.seq_repeat_vjp, no_tangent=("a", "b"))
+def seq_repeat_vjp(y, dy, a, b, *, t_dy):
+    return rt.seq_repeat_vjp(t_dy, a, b)
+
+
+@tangent(rt.concatenate_vjp, no_tangent=("arrays",))
+def concatenate_vjp(y, dy, arrays, axis=0, *, t_dy):
+    return rt.concatenate_vjp(t_dy, arrays, axis)
+
+
+@tangent(rt.stack_vjp, no_tangent=("arrays",))
+def stack_vjp(y, dy, arrays, axis=0, *, t_dy):
+    return rt.stack_vjp(t_dy, arrays, axis)
+
+
+@tangent(rt.hstack_vjp, no_tangent=("tup",))
+def hstack_vjp(y, dy, tup, *, t_dy):
+    return rt.hstack_vjp(t_dy, tup)
+
+
+@tangent(rt.vstack_vjp, no_tangent=("tup",))
+def vstack_vjp(y, dy, tup, *, t_dy):
+    return rt.vstack_vjp(t_dy, tup)
+
+
+@tangent(rt.dstack_vjp, no_tangent=("tup",))
+def dstack_vjp(y, dy, tup, *, t_dy):
+    return rt.dstack_vjp(t_dy, tup)
+
+
+@tangent(rt.column_stack_vjp, no_tangent=("tup",))
+def column_stack_vjp(y, dy, tup, *, t_dy):
+    return rt.column_stack_vjp(t_dy, tup)
+
+
+@tangent(rt.index_concat_vjp, no_tangent=("concatenator", "items"))
+def index_concat_vjp(y, dy, concatenator, items, *, t_dy):
+    return rt.index_concat_vjp(t_dy, concatenator, items)
+
+
+@tangent(rt.array_vjp, no_tangent=("obj",))
+def array_vjp(y, dy, obj, *, t_dy):
+    return rt.array_vjp(t_dy, obj)
+
+
+@tangent(rt.builtin_sum_vjp, no_tangent=("iterable",))
+def builtin_sum_vjp(y, dy, iterable, *, t_dy):
+    return rt.builtin_sum_vjp(t_dy, iterable)
+
+
+@tangent(rt.minmax_vjp, no_tangent=("y_", "args"))
+def minmax_vjp(y, dy, y_, args, *, t_dy):
+    """The arguments choose which gets the gradient (piecewise constant, ties shared)."""
+    return rt.minmax_vjp(t_dy, y_, args)
+
+
+@tangent(rt.dtype_grad, no_tangent=("dtype", "x"))
+def dtype_grad(y, g, dtype, x, *, t_g):
+    return rt.dtype_grad(t_g, dtype, x)
