@@ -12,6 +12,7 @@ from srcgrad import rules as _rules
 from srcgrad.api import active_variables, function, grad, source, value_and_grad, vjp
 from srcgrad.forward_api import jvp
 from srcgrad.jacobians import jacfwd, jacobian, jacrev
+from srcgrad.hessians import hessian, hvp
 from srcgrad.custom_function import BackwardError, Function, FunctionCtx, once_differentiable
 from srcgrad.errors import (GradcheckError, NonDifferentiableError, SourceNotFoundError,
                             SrcgradError, UnsupportedError)
@@ -26,7 +27,7 @@ _rules._load_builtin_rules()
 __version__ = "0.1.0"
 
 __all__ = [
-    "grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacobian", "jacrev", "source", "active_variables", "function",
+    "grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacobian", "jacrev", "hessian", "hvp", "source", "active_variables", "function",
     "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "detach", "stop_gradient",
     "register_hook", "adjoint", "Function", "FunctionCtx", "once_differentiable", "BackwardError",
     "gradcheck", "gradgradcheck", "register_pytree_node",

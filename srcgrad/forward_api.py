@@ -5,10 +5,10 @@ compiled once per function, per set of arguments that carry a tangent, and per
 compile options, and kept like the gradient (its guard says when it may be reused).
 The Jacobians built on it and on the reverse mode are in jacobians.py.
 
-Not in this increment: pytree (list, tuple, dict) primals with tangents, tangents of
-complex values, ``sg.hessian``/``sg.hvp`` and grad of grad through loops (the tangent
-program of a gradient needs tangent rules for the ``rt.*`` helpers the gradient calls:
-``unbroadcast``, ``unreduce``, ``add_at``, ``own``, the tape's ``push``/``pop``...).
+``sg.hvp``/``sg.hessian`` (hessians.py) run it on a generated gradient; the tangents
+of the ``rt.*`` helpers such code calls are in rules/jvp_runtime.py.
+
+Not yet: pytree (list, tuple, dict) primals with tangents, tangents of complex values.
 """
 
 import functools

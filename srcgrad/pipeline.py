@@ -309,7 +309,7 @@ def _compiler_names(forward, ctx):
             and isinstance(n.ctx, gast.Store) and n.id not in users}
 
 
-def compose_gradient(compiled, many, only_gradients=False):
+def compose_gradient(compiled, many, only_gradients=False, for_transform=False):
     """One plain Python function computing the gradient: forward then backward sweep.
 
     This is what makes higher-order derivatives work: the result is ordinary
@@ -318,6 +318,9 @@ def compose_gradient(compiled, many, only_gradients=False):
     call), returning the tuple the backward sweep returns: for a scalar output, the
     forward sweep that computes only what the adjoint reads (``forward_for_grad``)
     and the seed 1; otherwise the forward sweep and the default seed.
+    ``for_transform`` (with ``only_gradients``): the code forward mode reads again
+    (hessians.py): the tape's ``push(v)``/``pop()`` spelled ``tape.append(v)``/
+    ``rt.tape_pop(tape)``, whose list forward mode follows, and no releases.
 
     Raises:
         UnsupportedError: the gradient records a tape (loops, rebinding) or
@@ -329,6 +332,9 @@ def compose_gradient(compiled, many, only_gradients=False):
         forward, backward = clone(forward), clone(compiled.trees[1])
         name = backward.name[:-len("_backward")]
         seed = gast.Constant(value=1.0, kind=None) if seed_is_one else _default_seed_of(forward)
+        if for_transform:
+            forward, backward = _TapeMethods().visit(forward), _TapeMethods().visit(backward)
+            return _compose(forward, backward, info, bindings, f"gradient_{name}", seed, True)
         return _compose(forward, backward, info, bindings, f"gradient_{name}", seed, True,
                         release=compiled.scalars)
     forward, backward = (clone(t) for t in compiled.trees)
@@ -364,6 +370,30 @@ def compose_gradient(compiled, many, only_gradients=False):
             f"_srcgrad_structure_error)")[0])
     return _compose(forward, backward, info, bindings, f"grad_{forward.name[:-len('_forward')]}",
                     _default_seed_of(forward), many)
+
+
+class _TapeMethods(gast.NodeTransformer):
+    """``push = tape.append`` and ``pop = tape.pop`` dropped, ``push(v)`` and ``pop()``
+    called as the list's methods."""
+
+    def visit_Assign(self, s):
+        if len(s.targets) == 1 and isinstance(s.targets[0], gast.Name) \
+                and s.targets[0].id in ("push", "pop"):
+            return None
+        return self.generic_visit(s)
+
+    def visit_Call(self, call):
+        self.generic_visit(call)
+        if isinstance(call.func, gast.Name) and call.func.id == "push":
+            call.func = gast.Attribute(value=_load("tape"), attr="append", ctx=gast.Load())
+        elif isinstance(call.func, gast.Name) and call.func.id == "pop":
+            call.func = gast.Attribute(value=_load("rt"), attr="tape_pop", ctx=gast.Load())
+            call.args = [_load("tape")]
+        return call
+
+
+def _load(name):
+    return gast.Name(id=name, ctx=gast.Load(), annotation=None, type_comment=None)
 
 
 def _default_seed_of(forward):

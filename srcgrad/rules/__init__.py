@@ -200,11 +200,14 @@ def user_adjoint(*primitives):
 TANGENTS = {}  # key -> the hand-written tangent rule (a function; see "Tangent (JVP) rules")
 
 
-def tangent(*primitives):
-    """Decorator: the function below is the tangent (JVP) rule of ``primitives``."""
+def tangent(*primitives, no_tangent=()):
+    """Decorator: the function below is the tangent (JVP) rule of ``primitives``.
+    ``no_tangent``: parameters that only give a shape or an index (``rt.unbroadcast``'s
+    ``x``): a tangent they carry does not reach the output, so the rule leaves it out."""
 
     def decorate(function):
         VERSION[0] += 1
+        function.__srcgrad_no_tangent__ = frozenset(no_tangent)
         for primitive in primitives:
             TANGENTS[_key(primitive)] = function
         return function
@@ -315,7 +318,7 @@ def is_nondifferentiable(primitive):
 
 BUILTIN_RULE_MODULES = ("operators", "autograd", "numpy_elementwise", "numpy_reductions", "numpy_shape",
                         "numpy_joins", "numpy_products", "numpy_linalg", "builtins_math", "runtime_rules",
-                        "complex_rules", "jvp")
+                        "complex_rules", "jvp", "jvp_runtime")
 
 
 def _load_builtin_rules():

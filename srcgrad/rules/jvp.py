@@ -322,13 +322,16 @@ def builtin_max(y, *args, t_args):
 @rt.helper
 def tangent_zero(value):
     """The zero tangent of ``value``: 0.0 for a number, float zeros of an array's shape
-    (its own dtype when it is a float array), a list of zeros for a list."""
+    (its own dtype when it is a float array), a list of zeros for a list (or a range:
+    a loop's iterable, which a gradient read again may keep on its tape)."""
     if is_array(value):
         xp = namespace(value)
         dtype = value.dtype if value.dtype.kind in "fc" else xp.float64
         return xp.zeros(value.shape, dtype)
     if isinstance(value, (list, tuple)):
         return [tangent_zero(v) for v in value]
+    if isinstance(value, range):
+        return [0.0] * len(value)
     return 0.0
 
 

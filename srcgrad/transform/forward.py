@@ -25,7 +25,7 @@ derivative along the tangents passed in: ``dy = cos(x) * dx``).
 
 import gast
 
-from srcgrad import anno, rules
+from srcgrad import anno, rules, runtime
 from srcgrad.analysis.activity import primitive_of
 from srcgrad.errors import NonDifferentiableError, UnsupportedError
 from srcgrad.rules import Method
@@ -85,6 +85,7 @@ class ForwardAD(Base):
         if len(s.targets) != 1:
             raise self.error(s, UnsupportedError, "forward mode: chained assignment is not supported")
         target = s.targets[0]
+        s.value = self.has_grad(s.value)
         if isinstance(target, gast.Name):
             return self.assign_name(s, target)
         if isinstance(target, gast.Subscript):
@@ -203,6 +204,18 @@ class ForwardAD(Base):
             value_ = tangent if tangent is not None else expr("rt.tangent_zero(Y)", Y=name(t))
             out.append(self.inherit(_assign(name(self.d(t), True), value_)))
         return out
+
+    def has_grad(self, value):
+        """``rt.has_grad(g)`` of an adjoint that carries a tangent (a gradient read again)
+        is ``rt.has_grad_jvp(g, dg)``: the block it guards runs while either is nonzero."""
+        if isinstance(value, gast.Call) and len(value.args) == 1 and self.is_active(value.args[0]) \
+                and anno.getanno(value, Static.PRIMITIVE) is runtime.has_grad:
+            return expr("rt.has_grad_jvp(G, T)", G=value.args[0], T=name(self.d(value.args[0].id)))
+        return value
+
+    def visit_If(self, s):
+        s.test = self.has_grad(s.test)
+        return self.generic_visit(s)
 
     def visit_AugAssign(self, s):
         raise self.error(s, UnsupportedError, "forward mode: augmented assignment left by the front end")

@@ -91,7 +91,8 @@ def _hand_written(function):
     params = list(inspect.signature(function).parameters.values())
     output = params[0].name
     primitive_params = [p for p in params[1:] if not p.name.startswith("t_")]
-    return TangentTemplate(primitive_params, body[:-1], body[-1].value, frozenset(local), output)
+    return TangentTemplate(primitive_params, body[:-1], body[-1].value, frozenset(local), output,
+                           no_tangent=getattr(function, "__srcgrad_no_tangent__", frozenset()))
 
 
 def _contains(node, name_):
