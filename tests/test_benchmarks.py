@@ -121,6 +121,16 @@ def test_run_quick(tmp_path):
             assert row["time"][name]["median"] > 0
 
 
+def test_higher_order_quick_checks_every_hessian_and_prints_each_ratio():
+    proc = subprocess.run([sys.executable, os.path.join(BENCH, "higher_order.py"), "--quick"],
+                          capture_output=True, text=True, timeout=170, cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    for key in ("W5-f64", "W6-1e6", "W8"):
+        line = next(l for l in proc.stdout.splitlines() if l.startswith(key))
+        assert "jvp / f" in line and "hvp / f" in line, line
+    assert "hessian of a 20-parameter loss" in proc.stdout
+
+
 def test_missing_peers_are_reported():
     proc = subprocess.run([sys.executable, os.path.join(BENCH, "run.py"), "--quick",
                            "--only", "W4", "--peers", "none"],
