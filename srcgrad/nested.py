@@ -26,7 +26,7 @@ import inspect
 
 import numpy
 
-from srcgrad import api
+from srcgrad import api, pytree
 from srcgrad.codegen import loader
 from srcgrad.custom_function import Function
 from srcgrad.errors import UnsupportedError
@@ -82,6 +82,11 @@ def gradient_class(gfn):
             raise UnsupportedError(
                 f"the gradient of the gradient of {name} with complex values is not "
                 f"supported (srcgrad computes it as a Hessian-vector product)", *_where(fn))
+        if any(pytree.is_node(a) for a in args):
+            raise UnsupportedError(
+                f"the gradient of the gradient of {name} with a list, tuple or dict argument "
+                f"is not supported (its Hessian-vector product is forward mode, which takes "
+                f"arrays)", *_where(fn), hint="Pass the structure's arrays as separate arguments.")
         tangents = [None] * len(args)
         for k, d in zip(positions, douts if many else douts[:1]):
             a = args[k]

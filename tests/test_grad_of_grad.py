@@ -233,3 +233,24 @@ def test_sg_grad_called_inline_with_a_variable_wrt_is_refused_naming_the_line():
         sg.grad(computed_wrt)(X, 0)
     assert e.value.filename == __file__
     assert e.value.lineno == inspect.getsourcelines(computed_wrt)[1] + 1
+
+
+def energy_of_a_dict(p):
+    s = 0.0
+    for _ in range(2):
+        s = s + np.sum(p["w"] ** 3)
+    return s
+
+
+grad_energy_of_a_dict = sg.grad(energy_of_a_dict)
+
+
+def calls_a_gradient_with_a_dict(w):
+    return np.sum(grad_energy_of_a_dict({"w": w})["w"])
+
+
+def test_a_gradient_of_tape_code_taking_a_dict_is_refused_inside_a_function_naming_it():
+    with pytest.raises(UnsupportedError, match="list, tuple or dict argument") as e:
+        sg.grad(calls_a_gradient_with_a_dict)(np.array([1.0, 2.0]))
+    assert e.value.filename == __file__
+    assert e.value.lineno == inspect.getsourcelines(energy_of_a_dict)[1]
