@@ -10,6 +10,7 @@ from srcgrad.grad_mode import _state as _grad_state, check_grad_enabled
 from srcgrad import pipeline, pytree, rules, show
 from srcgrad.pipeline import compile_gradient
 from srcgrad.custom_function import is_once_differentiable
+from srcgrad.errors import SrcgradError
 from srcgrad.analysis.ranks import rank_keys
 from srcgrad.codegen import tracebacks
 from srcgrad.entry import entry_function
@@ -174,7 +175,18 @@ class GradFunction:
         compiled = self.compiled
         if (compiled.uses_tape or compiled.mutates_saved) and not compiled.tuple_output and \
                 not any(is_once_differentiable(c) for c in compiled.functions):
-            return self.tape_gradient()   # its own adjoint is an hvp (nested.py)
+            if compiled.gradient_forward is None:
+                return self.tape_gradient()   # its own adjoint is an hvp (nested.py)
+            # Reverse over reverse: the tape as a list (reverse.py differentiates rt.tape_pop).
+            function = compose_gradient(compiled, isinstance(self.wrt, (tuple, list)),
+                                        only_gradients=True, for_transform=True,
+                                        check_structures=True)
+            function._srcgrad_gradient_of = self.fn   # a third derivative is refused
+            try:   # what reverse mode cannot read again gets the hvp adjoint instead
+                GradFunction(function, self.wrt).compiled
+            except SrcgradError:
+                return self.tape_gradient()
+            return function
         return compose_gradient(compiled, isinstance(self.wrt, (tuple, list)))
 
     def _inputs(self, compiled, args, kwargs):

@@ -1,25 +1,24 @@
-"""A gradient differentiated again where its composed code records a tape, and a
-gradient called inside a differentiated function.
+"""A gradient called inside a differentiated function, and a gradient reverse mode
+cannot read again.
 
-``sg.grad(f)`` is a program srcgrad can read again (pipeline.compose_gradient); reverse
-mode over it works for straight-line code. Where the gradient records a tape (loops,
-rebinding, indexed writes), srcgrad gives the gradient an adjoint rule instead: the
-gradient ``g(x) = grad(f)(x)`` becomes a custom Function (custom_function.py) whose
+``sg.grad(sg.grad(f))`` differentiates the composed gradient as source (reverse over
+reverse; for tape code ``GradFunction.as_function`` composes it with ``for_transform`` and
+reverse.py reverses each ``rt.tape_pop``). Two cases get an adjoint rule instead: a
+``GradFunction`` called inside a differentiated function (``force = -g(x)`` with
+``g = sg.grad(energy)``, or ``sg.grad(energy)(x)`` written inline: anf_expressions.py
+routes the call here), and a tape gradient whose composed code reverse mode refuses.
+The gradient ``g(x) = grad(f)(x)`` becomes a custom Function (custom_function.py) whose
 ``backward`` is the vector-Jacobian product of ``g``, which for a twice differentiable
 real ``f`` is a Hessian-vector product (the Hessian is symmetric)::
 
     d/dx_k <grad_{x_wrt} f(x), dy> = sum_j dy_j d2f/dx_wrt_j dx_k = (H @ t)_k,
     t = dy at the wrt positions, zero elsewhere,
 
-computed forward-over-reverse by ``sg.hvp`` (hessians.py), which reads the gradient's
-tape code again in forward mode. The same Function is what a differentiated function
-calls where it calls a ``GradFunction`` (``force = -g(x)`` with ``g = sg.grad(energy)``,
-or ``sg.grad(energy)(x)`` written inline): anf_expressions.py routes the call here.
+computed forward-over-reverse by ``sg.hvp`` (hessians.py).
 
-Refused: a gradient with options that change its value's meaning (hooks, aux, a
-preserved result), complex inputs (the Hessian of a real function of complex numbers is
-not symmetric in this sense), and a third derivative through a tape (the backward is
-an hvp, which forward mode does not read again).
+Refused, naming the user's function: a gradient with hooks, aux or a preserved result,
+complex values or list/tuple/dict arguments (forward mode takes real arrays), and a
+third derivative of code with a tape.
 """
 
 import inspect
@@ -118,8 +117,8 @@ def gradient_function(gfn):
     if inner is not None:
         raise UnsupportedError(
             f"a third derivative of {inner.__qualname__}: its gradient records a tape (loops, "
-            f"rebinding or indexed writes), so its second derivative is a Hessian-vector "
-            f"product srcgrad does not differentiate again", *_where(inner),
+            f"rebinding or indexed writes), and the second derivative's own tape code is not "
+            f"differentiated again", *_where(inner),
             hint="Loop-free code can be differentiated any number of times; for this one use "
                  "finite differences of the second derivative.")
     cls = gradient_class(gfn)

@@ -103,6 +103,49 @@ def test_second_derivative_of_a_tape_is_the_hessian_times_the_cotangent():
     np.testing.assert_allclose(got, sg.hessian(recurrence)(X) @ v, rtol=1e-10)
 
 
+def stops_early(x):
+    s = 0.0
+    for v in x:
+        if v < 0:
+            break
+        s = s + v * v * v
+    return s + x[2]
+
+
+def test_second_derivative_through_a_loop_that_breaks_matches_finite_differences():
+    # The first gradient pops values with no adjoint (the stop flag): each goes back on
+    # its tape, and an adjoint slot back on the tape's adjoint, or the slots misalign.
+    x = np.array([0.3, 0.5, -0.2, 0.4])
+    v = np.array([1.0, 2.0, -1.0, 0.5])
+    got = sg.grad(sg.grad(stops_early))(x, grad_outputs=v)
+    np.testing.assert_allclose(got, fd_of(sg.grad(stops_early), x, v), rtol=RTOL, atol=1e-8)
+    np.testing.assert_allclose(got, [1.8, 6.0, 0.0, 0.0], rtol=1e-12)   # 6 x_i v_i
+
+
+def test_grad_of_grad_of_loop_code_is_reverse_mode_over_the_gradients_own_tape():
+    first = sg.grad(recurrence).as_function()
+    source = sg.grad(first).source
+    assert "tape.append" in inspect.getsource(first)
+    assert "rt.tape_unpop(" in source   # the reversed rt.tape_pop
+
+
+def appends_rows(x, y):
+    rows = []
+    for k in range(3):
+        rows.append(x * k + y)
+    return np.sum(np.stack(rows) ** 2)
+
+
+def test_a_gradient_that_pops_a_users_list_is_refused_naming_the_append():
+    # The first gradient pops the user's own list in place (rows.pop()): reverse mode
+    # refuses to read that again, and so does the hvp it falls back on.
+    args = (np.array([0.3, -0.4]), np.array([1.2, 0.1]))
+    with pytest.raises(UnsupportedError, match=r"in-place method \.pop\(\)") as e:
+        sg.grad(sg.grad(appends_rows))(*args, grad_outputs=np.ones(2))
+    assert e.value.filename == __file__
+    assert e.value.lineno == inspect.getsourcelines(appends_rows)[1] + 3
+
+
 @pytest.mark.parametrize("f", [recurrence, branch_in_loop, indexed_writes])
 def test_gradgradcheck_passes_on_loop_code(f):
     assert sg.gradgradcheck(f, (X,), atol=1e-7, rtol=RTOL)
