@@ -297,3 +297,31 @@ def test_a_gradient_of_tape_code_taking_a_dict_is_refused_inside_a_function_nami
         sg.grad(calls_a_gradient_with_a_dict)(np.array([1.0, 2.0]))
     assert e.value.filename == __file__
     assert e.value.lineno == inspect.getsourcelines(energy_of_a_dict)[1]
+
+
+# ----- The catalogue -----
+
+def test_grad_of_grad_of_every_scalar_catalogue_function_matches_fd_or_is_refused(catalogue_case):
+    """Never a wrong number: ``grad(grad(f))`` along a random cotangent equals the
+    central difference of ``grad(f)``, or srcgrad refuses naming a file and line."""
+    case = catalogue_case
+    if case.kwargs or not case.targets:
+        pytest.skip("keyword arguments")
+    out = case.function(*case.args)
+    if isinstance(out, (tuple, list)) or np.size(out) != 1:
+        pytest.skip("not a scalar function")
+    wrt = case.targets[0][0]
+    args = case.args
+    try:
+        first = sg.grad(case.function, wrt=wrt).as_function()
+        g1 = first(*args)
+        v = np.random.default_rng(0).standard_normal(np.shape(g1)) if np.ndim(g1) else 1.0
+        with np.errstate(all="ignore"):
+            got = sg.grad(first, wrt=wrt, allow_unused=True, materialize_grads=True)(
+                *args, grad_outputs=v)
+    except sg.SrcgradError as exc:
+        assert exc.filename and exc.lineno, str(exc)
+        return
+    want = numerical_grad(first, args, wrt=wrt, grad_outputs=v, eps=1e-5)
+    scale = max(1.0, float(np.max(np.abs(want))))
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * scale)
