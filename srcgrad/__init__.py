@@ -13,6 +13,7 @@ from srcgrad.api import active_variables, function, grad, source, value_and_grad
 from srcgrad.forward_api import jvp
 from srcgrad.jacobians import jacfwd, jacobian, jacrev
 from srcgrad.hessians import hessian, hvp
+from srcgrad import nested as _nested  # noqa: F401  (gives GradFunction its hvp adjoint)
 from srcgrad.custom_function import BackwardError, Function, FunctionCtx, once_differentiable
 from srcgrad.errors import (GradcheckError, NonDifferentiableError, SourceNotFoundError,
                             SrcgradError, UnsupportedError)

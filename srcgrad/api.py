@@ -9,6 +9,8 @@ from srcgrad import runtime
 from srcgrad.grad_mode import _state as _grad_state, check_grad_enabled
 from srcgrad import pipeline, pytree, rules, show
 from srcgrad.pipeline import compile_gradient
+from srcgrad.custom_function import is_once_differentiable
+from srcgrad.errors import SrcgradError
 from srcgrad.analysis.ranks import rank_keys
 from srcgrad.codegen import tracebacks
 from srcgrad.entry import entry_function
@@ -57,6 +59,10 @@ class GradFunction:
     """
 
     _fast_any = None   # the _FastCall of a gradient that holds for any ranks
+    # Set by srcgrad.nested (which imports this module): the gradient of tape code as a
+    # plain function whose adjoint is an hvp, and the custom Function it calls.
+    tape_gradient = None
+    gradient_class = None
     _fast = {}         # (shared, empty) rank_keys(args) -> _FastCall, set per instance
 
     def __init__(self, fn, wrt=0, allow_unused=False, materialize_grads=False,
@@ -164,7 +170,24 @@ class GradFunction:
             raise TypeError("srcgrad: differentiate grad(f) without has_aux=True: its aux is "
                             "not a gradient")
         from srcgrad.pipeline import compose_gradient
-        return compose_gradient(self.compiled, isinstance(self.wrt, (tuple, list)))
+        if getattr(self.fn, "_srcgrad_gradient_of", None) is not None:
+            return self.tape_gradient()   # refused: a third derivative through a tape
+        compiled = self.compiled
+        if (compiled.uses_tape or compiled.mutates_saved) and not compiled.tuple_output and \
+                not any(is_once_differentiable(c) for c in compiled.functions):
+            if compiled.gradient_forward is None:
+                return self.tape_gradient()   # its own adjoint is an hvp (nested.py)
+            # Reverse over reverse: the tape as a list (reverse.py differentiates rt.tape_pop).
+            function = compose_gradient(compiled, isinstance(self.wrt, (tuple, list)),
+                                        only_gradients=True, for_transform=True,
+                                        check_structures=True)
+            function._srcgrad_gradient_of = self.fn   # a third derivative is refused
+            try:   # what reverse mode cannot read again gets the hvp adjoint instead
+                GradFunction(function, self.wrt).compiled
+            except SrcgradError:
+                return self.tape_gradient()
+            return function
+        return compose_gradient(compiled, isinstance(self.wrt, (tuple, list)))
 
     def _inputs(self, compiled, args, kwargs):
         return self._plan_of(compiled).inputs(args, kwargs)

@@ -309,7 +309,8 @@ def _compiler_names(forward, ctx):
             and isinstance(n.ctx, gast.Store) and n.id not in users}
 
 
-def compose_gradient(compiled, many, only_gradients=False, for_transform=False):
+def compose_gradient(compiled, many, only_gradients=False, for_transform=False,
+                     check_structures=False):
     """One plain Python function computing the gradient: forward then backward sweep.
 
     This is what makes higher-order derivatives work: the result is ordinary
@@ -322,9 +323,13 @@ def compose_gradient(compiled, many, only_gradients=False, for_transform=False):
     (hessians.py): the tape's ``push(v)``/``pop()`` spelled ``tape.append(v)``/
     ``rt.tape_pop(tape)``, whose list forward mode follows, and no releases.
 
+    ``check_structures``: refuse structures on entry, as the generic composed code does
+    (``GradFunction.as_function`` reads the ``for_transform`` code again in reverse mode).
+
     Raises:
-        UnsupportedError: the gradient records a tape (loops, rebinding) or
-            writes into arrays in place; differentiating those is not supported yet.
+        UnsupportedError: without ``only_gradients``, the gradient records a tape (loops,
+            rebinding) or writes into arrays in place (as_function composes those with
+            ``for_transform``).
     """
     info, bindings = compiled.load
     if only_gradients:
@@ -334,7 +339,9 @@ def compose_gradient(compiled, many, only_gradients=False, for_transform=False):
         seed = gast.Constant(value=1.0, kind=None) if seed_is_one else _default_seed_of(forward)
         if for_transform:
             forward, backward = _TapeMethods().visit(forward), _TapeMethods().visit(backward)
-            return _compose(forward, backward, info, bindings, f"gradient_{name}", seed, True)
+            if check_structures:   # reverse mode reads it again (api.GradFunction.as_function)
+                bindings = _check_leaves(forward, info, bindings)
+            return _compose(forward, backward, info, bindings, f"gradient_{name}", seed, many)
         return _compose(forward, backward, info, bindings, f"gradient_{name}", seed, True,
                         release=compiled.scalars)
     forward, backward = (clone(t) for t in compiled.trees)
@@ -350,6 +357,13 @@ def compose_gradient(compiled, many, only_gradients=False, for_transform=False):
             f"writes) or has several outputs; differentiating it again is not supported yet",
             info.filename, info.first_lineno,
             hint="Write the first derivative by hand for such code, or use finite differences.")
+    bindings = _check_leaves(forward, info, bindings)
+    return _compose(forward, backward, info, bindings, f"grad_{forward.name[:-len('_forward')]}",
+                    _default_seed_of(forward), many)
+
+
+def _check_leaves(forward, info, bindings):
+    """``forward`` checking on entry that its arguments are leaves; the bindings it reads."""
     # The code holds for arguments of any rank, which are leaves (api.py routes structures
     # to code specialised for them): a structure passed to the composed function is refused.
     # A parameter that is an operand of + or * must not be one at all (the code would add
@@ -368,8 +382,7 @@ def compose_gradient(compiled, many, only_gradients=False, for_transform=False):
         forward.body.insert(0, templates.replace(
             f"rt.check_leaves(({', '.join(params)},), {tuple(params)!r}, {strict!r}, "
             f"_srcgrad_structure_error)")[0])
-    return _compose(forward, backward, info, bindings, f"grad_{forward.name[:-len('_forward')]}",
-                    _default_seed_of(forward), many)
+    return bindings
 
 
 class _TapeMethods(gast.NodeTransformer):

@@ -468,7 +468,7 @@ def gradgradcheck(f, args, wrt=0, eps=1e-6, atol=1e-5, rtol=1e-3, *, gradgrad_ou
     with respect to ``wrt`` (contracted with ``gradgrad_outputs`` when ``g``'s
     output is not a scalar) is compared with central differences of ``g`` in
     float64. ``f`` must have a scalar output, and srcgrad must be able to
-    differentiate its gradient again (loop-free code today).
+    differentiate its gradient again (loop code through an hvp: nested.py).
 
     Args:
         f, args, wrt, eps, atol, rtol, kwargs, raise_exception: as in ``gradcheck``.

@@ -5,7 +5,7 @@ import gast
 from srcgrad.ast_util import NameSets
 
 # Runtime helpers that change one of their arguments or call user code.
-EFFECTFUL = {"add_at", "zero_grad_at", "run_hook", "function_backward", "seq_pop"}
+EFFECTFUL = {"add_at", "zero_grad_at", "run_hook", "function_backward", "seq_pop", "tape_pop"}
 
 
 class Facts:

@@ -28,6 +28,14 @@ def tape_pop(tape):
     return tape.pop()
 
 
+@rt.helper
+def tape_unpop(dtape, dv, tape):
+    """Adjoint of ``v = tape_pop(tape)`` (``tape`` restored): the list's adjoint with
+    ``dv`` for its last item, zeros for items that had none."""
+    rest = list(dtape) if isinstance(dtape, list) else []
+    return [0.0] * (len(tape) - 1 - len(rest)) + rest + [dv]
+
+
 @tangent(rt.tape_pop)
 def tape_pop_jvp(y, tape, *, t_tape):
     return rt.tape_pop(t_tape)

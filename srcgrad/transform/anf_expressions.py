@@ -43,6 +43,14 @@ def is_atom(node):
 
 
 
+def _is_constant(node):
+    try:
+        gast.literal_eval(node)
+    except ValueError:
+        return False
+    return True
+
+
 class Expressions:
     """The expression methods of ``ANF`` (anf.py), which provides ``info``, ``namer``,
     ``locals``, ``bindings``, ``namespaces``, ``modes``, ``assign`` and ``error``."""
@@ -278,7 +286,19 @@ class Expressions:
 
     def call(self, node, out):
         func = node.func
-        obj = self.resolve(func) if not (isinstance(func, gast.Attribute) and self._method_receiver(func)) else None
+        if isinstance(func, gast.Call):   # sg.grad(energy)(x)
+            obj = self.inline_gradient(func)
+        else:
+            obj = self.resolve(func) if not (isinstance(func, gast.Attribute) and self._method_receiver(func)) else None
+        if obj is not None and type(obj).__name__ == "GradFunction":
+            # A gradient called here: the custom Function whose adjoint is its hvp (nested.py).
+            try:
+                cls = obj.gradient_class()
+            except UnsupportedError as exc:
+                raise self.error(node, UnsupportedError, exc.message) from None
+            func = gast.Attribute(value=name(self.bind(cls.__name__, cls)), attr="apply",
+                                  ctx=gast.Load())
+            obj = cls.apply
         if obj is None and isinstance(func, gast.Attribute):
             receiver = self.atom(func.value, out, self.hint(func.value))
             func = gast.Attribute(value=receiver, attr=func.attr, ctx=gast.Load())
@@ -309,6 +329,22 @@ class Expressions:
             anno.setanno(new, Static.ORIGIN, where)
         return new
 
+
+    def inline_gradient(self, call):
+        """The GradFunction ``sg.grad(fn, wrt)`` denotes, for a call of it: ``fn`` a global
+        name and ``wrt`` a constant."""
+        grad_of = getattr(self.resolve_safe(call.func), "srcgrad_grad_of", None)  # sg.grad's
+        if grad_of is None or not call.args or len(call.args) > 2 \
+                or any(k.arg != "wrt" for k in call.keywords):
+            raise self.error(call, UnsupportedError, "calling the result of a call is not supported",
+                             "Bind the function to a global name first (g = sg.grad(f)).")
+        wrt = call.args[1:] + [k.value for k in call.keywords]
+        fn = self.resolve_safe(call.args[0])
+        if fn is None or wrt and not _is_constant(wrt[0]):
+            raise self.error(call, UnsupportedError, "sg.grad(f, wrt) called inside a differentiated "
+                             "function needs f a global function and wrt a constant",
+                             "Make g = sg.grad(f, wrt) outside and call g.")
+        return grad_of(fn, gast.literal_eval(wrt[0]) if wrt else 0)
 
     def _method_receiver(self, func):
         root = func

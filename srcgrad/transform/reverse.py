@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 import gast
 
-from srcgrad import anno, grad_mode
+from srcgrad import anno, grad_mode, runtime
 from srcgrad.analysis import kinds as kinds_
 from srcgrad.analysis.activity import names_in
 from srcgrad.analysis.ranks import INT, UNKNOWN
@@ -288,6 +288,8 @@ class ReverseAD(Base, RuleApplication):
         fwd += self.alias_checks(s, target)
         fwd.append(s)
         restore = tape.pop_into(target) if taped else []
+        if isinstance(s.value, gast.Call) and anno.getanno(s.value, Static.PRIMITIVE) is runtime.tape_pop:
+            return _tag(fwd, origin), _tag(self.tape_pop(s.value.args[0].id, target) + restore, origin)
         if target not in self.act.adjoint:
             return _tag(fwd, origin), _tag(restore, origin)
         if anno.getanno(s, Static.NO_ADJOINT):
@@ -325,6 +327,17 @@ class ReverseAD(Base, RuleApplication):
             rev += restore
             rev += self.guarded(value, d_new, contribs)
         return _tag(fwd, origin), _tag(rev, origin)
+
+    def tape_pop(self, lst, target):
+        """Reverse of ``target = rt.tape_pop(lst)`` (a gradient differentiated again): the
+        value goes back on the list, its adjoint back on the list's, active or not."""
+        rev = replace(f"{lst}.append({target})")
+        if lst in self.act.adjoint:
+            dt = self.d(target) if target in self.act.adjoint else "0.0"
+            rev += replace(f"{self.d(lst)} = rt.tape_unpop({self.d(lst)}, {dt}, {lst})")
+        if target in self.act.adjoint:
+            rev += replace(f"{self.d(target)} = 0.0")
+        return rev
 
     def function_apply(self, s, target, cls, fwd, restore, rev):
         """``t = Func.apply(...)``: forward keeps ctx on the tape, the adjoint calls Func.backward."""

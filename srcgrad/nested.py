@@ -1,0 +1,144 @@
+"""A gradient called inside a differentiated function, and a gradient reverse mode
+cannot read again.
+
+``sg.grad(sg.grad(f))`` differentiates the composed gradient as source (reverse over
+reverse; for tape code ``GradFunction.as_function`` composes it with ``for_transform`` and
+reverse.py reverses each ``rt.tape_pop``). Two cases get an adjoint rule instead: a
+``GradFunction`` called inside a differentiated function (``force = -g(x)`` with
+``g = sg.grad(energy)``, or ``sg.grad(energy)(x)`` written inline: anf_expressions.py
+routes the call here), and a tape gradient whose composed code reverse mode refuses.
+The gradient ``g(x) = grad(f)(x)`` becomes a custom Function (custom_function.py) whose
+``backward`` is the vector-Jacobian product of ``g``, which for a twice differentiable
+real ``f`` is a Hessian-vector product (the Hessian is symmetric)::
+
+    d/dx_k <grad_{x_wrt} f(x), dy> = sum_j dy_j d2f/dx_wrt_j dx_k = (H @ t)_k,
+    t = dy at the wrt positions, zero elsewhere,
+
+computed forward-over-reverse by ``sg.hvp`` (hessians.py).
+
+Refused, naming the user's function: a gradient with hooks, aux or a preserved result,
+complex values or list/tuple/dict arguments (forward mode takes real arrays), and a
+third derivative of code with a tape.
+"""
+
+import inspect
+
+import numpy
+
+from srcgrad import api, pytree
+from srcgrad.codegen import loader
+from srcgrad.custom_function import Function
+from srcgrad.errors import UnsupportedError
+from srcgrad.hessians import hvp
+from srcgrad.jacobians import _wrt_positions
+
+_classes = {}
+_grads = {}
+
+
+def grad_of(fn, wrt):
+    """The one ``sg.grad(fn, wrt)`` a differentiated function's ``sg.grad(fn, wrt)(x)``
+    calls (its custom Function is made once)."""
+    key = (fn, tuple(wrt) if isinstance(wrt, list) else wrt)
+    found = _grads.get(key)
+    if found is None:
+        found = _grads[key] = api.grad(fn, wrt=wrt)
+    return found
+
+
+def _where(fn):
+    """The file and first line of ``fn``, for a refusal."""
+    code = getattr(fn, "__code__", None)
+    return (code.co_filename, code.co_firstlineno) if code is not None else (None, None)
+
+
+def _complex(value):
+    return numpy.iscomplexobj(value) if hasattr(value, "dtype") or isinstance(value, complex) \
+        else False
+
+
+def gradient_class(gfn):
+    """The custom Function computing ``gfn`` (a GradFunction) whose backward is its
+    vector-Jacobian product (an hvp), made once per GradFunction."""
+    found = _classes.get(id(gfn))
+    if found is not None and found[0] is gfn:
+        return found[1]
+    fn = gfn.fn
+    name = getattr(fn, "__name__", "f")
+    if gfn.hook_names or gfn.has_aux or gfn.preserve_result:
+        raise UnsupportedError(
+            f"the gradient of {name} has hooks, has_aux or preserve_result: srcgrad "
+            f"differentiates only a plain sg.grad(f) again", *_where(fn))
+    positions, many = _wrt_positions(fn, gfn.wrt)
+
+    def forward(ctx, *args):
+        ctx.save_for_backward(*args)
+        return gfn(*args)
+
+    def backward(ctx, *douts):
+        args = ctx.saved_tensors
+        if any(_complex(a) for a in args) or any(_complex(d) for d in douts):
+            raise UnsupportedError(
+                f"the gradient of the gradient of {name} with complex values is not "
+                f"supported (srcgrad computes it as a Hessian-vector product)", *_where(fn))
+        if any(pytree.is_node(a) for a in args):
+            raise UnsupportedError(
+                f"the gradient of the gradient of {name} with a list, tuple or dict argument "
+                f"is not supported (its Hessian-vector product is forward mode, which takes "
+                f"arrays)", *_where(fn), hint="Pass the structure's arrays as separate arguments.")
+        tangents = [None] * len(args)
+        for k, d in zip(positions, douts if many else douts[:1]):
+            a = args[k]
+            tangents[k] = d if d is not None else numpy.zeros_like(a, dtype=float)
+        for k, a in enumerate(args):
+            if tangents[k] is None:
+                tangents[k] = numpy.zeros(numpy.shape(a)) if numpy.ndim(a) else 0.0
+        try:
+            return hvp(fn, args, tuple(tangents))
+        except UnsupportedError as exc:   # said of this gradient, not of sg.hessian
+            if not exc.message.startswith("hessian: "):
+                raise
+            message = f"the gradient of grad_{name}: " + exc.message[len("hessian: "):]
+            raise type(exc)(message, exc.filename, exc.lineno, exc.col_offset,
+                            exc.source_line, exc.hint) from None
+
+    cls = type(f"Grad_{name}", (Function,), {
+        "forward": staticmethod(forward), "backward": staticmethod(backward),
+        "__doc__": f"sg.grad({name}) with its Hessian-vector product as its backward."})
+    _classes[id(gfn)] = (gfn, cls)
+    return cls
+
+
+def gradient_function(gfn):
+    """``gfn`` as a plain function srcgrad compiles: it calls the custom Function of
+    ``gradient_class``, whose adjoint is an hvp of ``gfn.fn``."""
+    fn = gfn.fn
+    inner = getattr(fn, "_srcgrad_gradient_of", None)
+    if inner is not None:
+        raise UnsupportedError(
+            f"a third derivative of {inner.__qualname__}: its gradient records a tape (loops, "
+            f"rebinding or indexed writes), and the second derivative's own tape code is not "
+            f"differentiated again", *_where(inner),
+            hint="Loop-free code can be differentiated any number of times; for this one use "
+                 "finite differences of the second derivative.")
+    cls = gradient_class(gfn)
+    params = [p for p in inspect.signature(fn).parameters.values()]
+    if any(p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params):
+        raise UnsupportedError(
+            f"differentiating the gradient of {fn.__qualname__} again: its tape code is "
+            f"differentiated through an hvp, which takes positional parameters only", *_where(fn))
+    names = [f"a_{p.name}" for p in params]
+    fname = f"grad_{getattr(fn, '__name__', 'f')}"
+    source = (f"def {fname}({', '.join(names)}):\n"
+              f"    return _srcgrad_gradient.apply({', '.join(names)})\n")
+    (function,), _, _ = loader.load(source, [fname], {}, {}, {"_srcgrad_gradient": cls},
+                                    hint=fname)
+    function.__defaults__ = getattr(fn, "__defaults__", None)
+    function._srcgrad_gradient_of = fn
+    function.__doc__ = f"The gradient of {fn.__qualname__}; its adjoint is an hvp."
+    return function
+
+
+api.GradFunction.tape_gradient = gradient_function
+api.GradFunction.gradient_class = gradient_class
+api.grad.srcgrad_grad_of = grad_of   # what anf_expressions calls for sg.grad(f)(x) inline

@@ -1,0 +1,327 @@
+"""Grad of grad through code whose gradient records a tape, and a gradient called inside
+a differentiated function (issue 14, third increment; srcgrad/nested.py).
+
+Second derivatives through for and while loops, branches and indexed writes are checked
+against central finite differences of the first derivative in float64, and against the
+hand-derived answer for polynomials; a force-matching loss that calls ``sg.grad(energy)``
+against finite differences of the loss. What is refused (a ``once_differentiable``
+backward, a third derivative through a tape) names the user's file and line.
+"""
+
+import inspect
+
+import numpy as np
+import pytest
+
+import srcgrad as sg
+from srcgrad.errors import UnsupportedError
+from srcgrad.testing import numerical_grad
+
+RTOL = 1e-5
+X = np.array([0.3, -0.7, 1.1])
+
+
+def fd_of(g, x, v=None, h=1e-6):
+    """Central difference of ``g`` along the basis (scalar ``x``), or of ``<g(x), v>``."""
+    return numerical_grad(g, (x,), eps=h, grad_outputs=v)
+
+
+def powers_in_a_loop(x):
+    s = 0.0
+    for k in range(1, 5):
+        s = s + x ** k
+    return s
+
+
+def recurrence(x):
+    s = x
+    for _ in range(3):
+        s = np.sin(s) * x + s
+    return np.sum(s)
+
+
+def squaring_while(x):
+    y = x
+    while y < 10.0:
+        y = y * y + x
+    return y
+
+
+def branch_in_loop(x):
+    s = 0.0
+    for k in range(4):
+        if k % 2 == 0:
+            s = s + np.exp(0.3 * k * x)
+        else:
+            s = s * np.cos(x)
+    return np.sum(s)
+
+
+def indexed_writes(x):
+    y = np.zeros(3)
+    for i in range(3):
+        y[i] = x[i] ** 3 * x[(i + 1) % 3]
+    return np.sum(y * y)
+
+
+def test_second_derivative_of_a_polynomial_in_a_for_loop_is_the_hand_derived_one():
+    # d2/dx2 (x + x^2 + x^3 + x^4) = 2 + 6x + 12x^2
+    for x in (0.7, -1.3, 2.0):
+        assert sg.grad(sg.grad(powers_in_a_loop))(x) == pytest.approx(2 + 6 * x + 12 * x * x,
+                                                                     rel=1e-12)
+
+
+def test_second_derivative_through_a_for_loop_matches_finite_differences_of_the_gradient():
+    v = np.array([0.5, -1.0, 2.0])
+    got = sg.grad(sg.grad(recurrence))(X, grad_outputs=v)
+    np.testing.assert_allclose(got, fd_of(sg.grad(recurrence), X, v), rtol=RTOL, atol=1e-8)
+
+
+def test_second_derivative_through_a_while_loop_matches_finite_differences_of_the_gradient():
+    for x in (1.5, 2.2):   # the loop runs twice, then once
+        got = sg.grad(sg.grad(squaring_while))(x)
+        assert got == pytest.approx(fd_of(sg.grad(squaring_while), x), rel=RTOL)
+    # y = (x^2 + x)^2 + x at x = 1.5: y'' = 2(2x + 1)^2 + 4(x^2 + x) = 47
+    assert sg.grad(sg.grad(squaring_while))(1.5) == pytest.approx(47.0, rel=1e-12)
+
+
+def test_second_derivative_through_branches_matches_finite_differences_of_the_gradient():
+    for x in (0.4, -0.9):
+        got = sg.grad(sg.grad(branch_in_loop))(x)
+        assert got == pytest.approx(fd_of(sg.grad(branch_in_loop), x), rel=RTOL)
+
+
+def test_second_derivative_through_indexed_writes_matches_finite_differences_of_the_gradient():
+    v = np.array([1.0, -0.5, 0.25])
+    got = sg.grad(sg.grad(indexed_writes))(X, grad_outputs=v)
+    np.testing.assert_allclose(got, fd_of(sg.grad(indexed_writes), X, v), rtol=RTOL, atol=1e-8)
+
+
+def test_second_derivative_of_a_tape_is_the_hessian_times_the_cotangent():
+    v = np.array([0.5, -1.0, 2.0])
+    got = sg.grad(sg.grad(recurrence))(X, grad_outputs=v)
+    np.testing.assert_allclose(got, sg.hessian(recurrence)(X) @ v, rtol=1e-10)
+
+
+def stops_early(x):
+    s = 0.0
+    for v in x:
+        if v < 0:
+            break
+        s = s + v * v * v
+    return s + x[2]
+
+
+def test_second_derivative_through_a_loop_that_breaks_matches_finite_differences():
+    # The first gradient pops values with no adjoint (the stop flag): each goes back on
+    # its tape, and an adjoint slot back on the tape's adjoint, or the slots misalign.
+    x = np.array([0.3, 0.5, -0.2, 0.4])
+    v = np.array([1.0, 2.0, -1.0, 0.5])
+    got = sg.grad(sg.grad(stops_early))(x, grad_outputs=v)
+    np.testing.assert_allclose(got, fd_of(sg.grad(stops_early), x, v), rtol=RTOL, atol=1e-8)
+    np.testing.assert_allclose(got, [1.8, 6.0, 0.0, 0.0], rtol=1e-12)   # 6 x_i v_i
+
+
+def test_grad_of_grad_of_loop_code_is_reverse_mode_over_the_gradients_own_tape():
+    first = sg.grad(recurrence).as_function()
+    source = sg.grad(first).source
+    assert "tape.append" in inspect.getsource(first)
+    assert "rt.tape_unpop(" in source   # the reversed rt.tape_pop
+
+
+def appends_rows(x, y):
+    rows = []
+    for k in range(3):
+        rows.append(x * k + y)
+    return np.sum(np.stack(rows) ** 2)
+
+
+def test_a_gradient_that_pops_a_users_list_is_refused_naming_the_append():
+    # The first gradient pops the user's own list in place (rows.pop()): reverse mode
+    # refuses to read that again, and so does the hvp it falls back on.
+    args = (np.array([0.3, -0.4]), np.array([1.2, 0.1]))
+    with pytest.raises(UnsupportedError, match=r"in-place method \.pop\(\)") as e:
+        sg.grad(sg.grad(appends_rows))(*args, grad_outputs=np.ones(2))
+    assert e.value.filename == __file__
+    assert e.value.lineno == inspect.getsourcelines(appends_rows)[1] + 3
+
+
+@pytest.mark.parametrize("f", [recurrence, branch_in_loop, indexed_writes])
+def test_gradgradcheck_passes_on_loop_code(f):
+    assert sg.gradgradcheck(f, (X,), atol=1e-7, rtol=RTOL)
+
+
+def mixed_loop(x, y):
+    s = 0.0
+    for _ in range(2):
+        s = s + x * x * y + np.sin(x * y)
+    return s
+
+
+def test_gradgradcheck_passes_on_loop_code_with_several_inputs():
+    assert sg.gradgradcheck(mixed_loop, (0.5, 1.5), wrt=(0, 1), atol=1e-7, rtol=RTOL)
+    assert sg.gradgradcheck(mixed_loop, (0.5, 1.5), wrt=1, atol=1e-7, rtol=RTOL)
+
+
+# ----- Nested use: a gradient inside a differentiated function -----
+
+def energy(x):
+    e = 0.0
+    for i in range(x.shape[0] - 1):
+        d = x[i + 1] - x[i]
+        e = e + (d * d - 1.0) ** 2
+    return e
+
+
+grad_energy = sg.grad(energy)
+TARGET = np.array([0.1, -0.2, 0.3])
+
+
+def force_matching(x):
+    force = -grad_energy(x)
+    return np.sum((force - TARGET) ** 2)
+
+
+def force_matching_inline(x):
+    force = -sg.grad(energy)(x)
+    return np.sum((force - TARGET) ** 2)
+
+
+@pytest.mark.parametrize("loss", [force_matching, force_matching_inline])
+def test_a_force_matching_loss_calling_a_gradient_matches_finite_differences(loss):
+    x = np.array([0.3, 1.1, 2.5])
+    np.testing.assert_allclose(sg.grad(loss)(x), numerical_grad(loss, (x,)), rtol=RTOL)
+    assert sg.gradcheck(loss, (x,), atol=1e-7, rtol=RTOL)
+
+
+def scaled_energy(x, k):
+    return np.sum(grad_energy(x * k) ** 2) * k
+
+
+def test_a_gradient_inside_a_function_differentiates_with_respect_to_every_input():
+    assert sg.gradcheck(scaled_energy, (np.array([0.3, 1.1, 2.5]), 1.3), wrt=(0, 1),
+                        atol=1e-7, rtol=RTOL)
+
+
+def cubic(x):
+    return x ** 3 + np.sin(x)
+
+
+def uses_a_straight_line_gradient(x):
+    return sg.grad(cubic)(x) * x
+
+
+def test_a_straight_line_gradient_inside_a_function_is_the_hand_derived_one():
+    x = 0.7
+    want = 3 * x * x + np.cos(x) + x * (6 * x - np.sin(x))
+    assert sg.grad(uses_a_straight_line_gradient)(x) == pytest.approx(want, rel=1e-12)
+
+
+# ----- Refusals -----
+
+class Cube(sg.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x ** 3
+
+    @staticmethod
+    @sg.once_differentiable
+    def backward(ctx, dy):
+        (x,) = ctx.saved_tensors
+        return 3 * x ** 2 * dy
+
+
+def cubes_in_a_loop(x):
+    s = 0.0
+    for _ in range(2):
+        s = s + Cube.apply(x)
+    return s
+
+
+grad_cubes = sg.grad(cubes_in_a_loop)
+
+
+def calls_a_once_differentiable_gradient(x):
+    return grad_cubes(x) * 2.0
+
+
+def test_grad_of_grad_through_a_once_differentiable_function_is_refused_naming_it():
+    with pytest.raises(UnsupportedError, match="Cube.backward is marked once_differentiable") as e:
+        sg.grad(sg.grad(cubes_in_a_loop))(1.5)
+    assert e.value.filename == __file__
+    assert e.value.lineno == inspect.getsourcelines(cubes_in_a_loop)[1]
+
+
+def test_a_once_differentiable_gradient_inside_a_function_is_refused_naming_it():
+    with pytest.raises(UnsupportedError, match="gradient of grad_cubes_in_a_loop: Cube.backward is marked once_differentiable") as e:
+        sg.grad(calls_a_once_differentiable_gradient)(1.5)
+    assert e.value.filename == __file__
+    assert e.value.lineno == inspect.getsourcelines(cubes_in_a_loop)[1]
+
+
+def test_a_third_derivative_through_a_tape_is_refused_naming_the_function():
+    with pytest.raises(UnsupportedError, match="third derivative of squaring_while") as e:
+        sg.grad(sg.grad(sg.grad(squaring_while)))(1.5)
+    assert e.value.filename == __file__
+    assert e.value.lineno == inspect.getsourcelines(squaring_while)[1]
+
+
+def computed_wrt(x, k):
+    return sg.grad(energy, wrt=k)(x)
+
+
+def test_sg_grad_called_inline_with_a_variable_wrt_is_refused_naming_the_line():
+    with pytest.raises(UnsupportedError, match="wrt a constant") as e:
+        sg.grad(computed_wrt)(X, 0)
+    assert e.value.filename == __file__
+    assert e.value.lineno == inspect.getsourcelines(computed_wrt)[1] + 1
+
+
+def energy_of_a_dict(p):
+    s = 0.0
+    for _ in range(2):
+        s = s + np.sum(p["w"] ** 3)
+    return s
+
+
+grad_energy_of_a_dict = sg.grad(energy_of_a_dict)
+
+
+def calls_a_gradient_with_a_dict(w):
+    return np.sum(grad_energy_of_a_dict({"w": w})["w"])
+
+
+def test_a_gradient_of_tape_code_taking_a_dict_is_refused_inside_a_function_naming_it():
+    with pytest.raises(UnsupportedError, match="list, tuple or dict argument") as e:
+        sg.grad(calls_a_gradient_with_a_dict)(np.array([1.0, 2.0]))
+    assert e.value.filename == __file__
+    assert e.value.lineno == inspect.getsourcelines(energy_of_a_dict)[1]
+
+
+# ----- The catalogue -----
+
+def test_grad_of_grad_of_every_scalar_catalogue_function_matches_fd_or_is_refused(catalogue_case):
+    """Never a wrong number: ``grad(grad(f))`` along a random cotangent equals the
+    central difference of ``grad(f)``, or srcgrad refuses naming a file and line."""
+    case = catalogue_case
+    if case.kwargs or not case.targets:
+        pytest.skip("keyword arguments")
+    out = case.function(*case.args)
+    if isinstance(out, (tuple, list)) or np.size(out) != 1:
+        pytest.skip("not a scalar function")
+    wrt = case.targets[0][0]
+    args = case.args
+    try:
+        first = sg.grad(case.function, wrt=wrt).as_function()
+        g1 = first(*args)
+        v = np.random.default_rng(0).standard_normal(np.shape(g1)) if np.ndim(g1) else 1.0
+        with np.errstate(all="ignore"):
+            got = sg.grad(first, wrt=wrt, allow_unused=True, materialize_grads=True)(
+                *args, grad_outputs=v)
+    except sg.SrcgradError as exc:
+        assert exc.filename and exc.lineno, str(exc)
+        return
+    want = numerical_grad(first, args, wrt=wrt, grad_outputs=v, eps=1e-5)
+    scale = max(1.0, float(np.max(np.abs(want))))
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * scale)
