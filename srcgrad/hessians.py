@@ -27,7 +27,6 @@ import threading
 import numpy
 
 from srcgrad.codegen import loader
-from srcgrad.custom_function import is_once_differentiable
 from srcgrad.errors import SrcgradError, UnsupportedError
 
 _grads = {}
@@ -53,12 +52,7 @@ def _gradient_of(fn, positions, args):
             g = _grads.setdefault(key, grad(fn, wrt=positions))
     compiled = g.compiled_for(args, {})
     info = compiled.load[0]
-    once = [c for c in compiled.functions if is_once_differentiable(c)]
-    if once:
-        raise UnsupportedError(
-            f"hessian: {once[0].__name__}.backward is marked once_differentiable: its gradient "
-            f"cannot be differentiated again", info.filename, info.first_lineno,
-            hint="Remove @once_differentiable if the backward is itself differentiable code.")
+    pipeline.refuse_once_differentiable(compiled, "hessian: ")
     function = getattr(compiled, "for_transform", None)
     if function is None:
         if compiled.gradient_forward is None:

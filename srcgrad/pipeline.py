@@ -309,6 +309,18 @@ def _compiler_names(forward, ctx):
             and isinstance(n.ctx, gast.Store) and n.id not in users}
 
 
+def refuse_once_differentiable(compiled, what=""):
+    """Raise if the gradient applies a custom Function whose backward is marked
+    ``once_differentiable``: differentiating that gradient again is refused."""
+    once = [c for c in compiled.functions if is_once_differentiable(c)]
+    if once:
+        info = compiled.load[0]
+        raise UnsupportedError(
+            f"{what}{once[0].__name__}.backward is marked once_differentiable: its gradient "
+            f"cannot be differentiated again", info.filename, info.first_lineno,
+            hint="Remove @once_differentiable if the backward is itself differentiable code.")
+
+
 def compose_gradient(compiled, many, only_gradients=False, for_transform=False,
                      check_structures=False):
     """One plain Python function computing the gradient: forward then backward sweep.
@@ -345,12 +357,7 @@ def compose_gradient(compiled, many, only_gradients=False, for_transform=False,
         return _compose(forward, backward, info, bindings, f"gradient_{name}", seed, True,
                         release=compiled.scalars)
     forward, backward = (clone(t) for t in compiled.trees)
-    once = [c for c in compiled.functions if is_once_differentiable(c)]
-    if once:
-        raise UnsupportedError(
-            f"{once[0].__name__}.backward is marked once_differentiable: its gradient cannot be "
-            f"differentiated again", info.filename, info.first_lineno,
-            hint="Remove @once_differentiable if the backward is itself differentiable code.")
+    refuse_once_differentiable(compiled)
     if compiled.uses_tape or compiled.mutates_saved or compiled.tuple_output:
         raise UnsupportedError(
             f"the gradient of {info.fn.__qualname__} uses a tape (loops, rebinding or indexed "
