@@ -356,13 +356,14 @@ def _ndim(value):
 def batch_align(t, y):
     """``t`` (``(B,) + s``) reshaped to ``(B,) + (1,) * k + s`` of the rank of ``y`` plus
     one, so that NumPy broadcasts it against ``y``-ranked primals elementwise."""
-    if isinstance(t, float) and t == 0.0:
-        return t
-    t = batch_array(t)
-    k = _ndim(y) - (t.ndim - 1)
+    if type(t) is not np.ndarray:
+        if isinstance(t, float) and t == 0.0:
+            return t
+        t = batch_array(t)
+    k = (y.ndim if type(y) is np.ndarray else 0 if type(y) is float else _ndim(y)) - t.ndim + 1
     if k == 0:
         return t
-    if k < 0:
+    if k < 0 or t.ndim == 0:
         raise NotBatchable("a tangent of higher rank than the value it combines into")
     return t.reshape((t.shape[0],) + (1,) * k + t.shape[1:])
 
@@ -371,10 +372,10 @@ def batch_align(t, y):
 def batch_fit(t, y):
     """``t`` spread to the full batched shape ``(B,) + shape(y)`` (its own memory)."""
     t = batch_align(t, y)
-    shape = (t.shape[0],) + tuple(np.shape(y))
-    if t.shape == shape:
+    shape = y.shape if type(y) is np.ndarray else () if type(y) is float else tuple(np.shape(y))
+    if t.shape[1:] == shape:
         return t
-    return namespace(t).broadcast_to(t, shape).copy()
+    return namespace(t).broadcast_to(t, (t.shape[0],) + shape).copy()
 
 
 def _axes(axis, ndim):
@@ -568,8 +569,8 @@ def _mm(t, other, primal, right):
             t = t.reshape((t.shape[0],) + (1,) * (o - p) + t.shape[1:])
         return xp_.matmul(t, other)
     if p == 1:      # other @ t, t a vector per seed
-        if o == 1:
-            return xp_.matmul(t, other)
+        if o <= 2:
+            return xp_.matmul(t, other if o == 1 else other.T)
         return xp_.moveaxis(xp_.matmul(other, t.T), -1, 0)
     if o > p:
         t = t.reshape((t.shape[0],) + (1,) * (o - p) + t.shape[1:])

@@ -254,12 +254,17 @@ def compiled(fn, active):
     return found[0]
 
 
+@functools.lru_cache(maxsize=512)
+def _signature(fn):
+    import inspect
+    return inspect.signature(fn)
+
+
 def run(fn, args, position, seeds):
     """``(fn(*args), T)``: ``T[b]`` is the tangent of the output along ``seeds[b]``, the
     tangent of ``args[position]`` (``seeds`` has the shape ``(B,) + shape(arg)``); the
     other arguments carry none. Raises NotBatchable (run one jvp per seed instead)."""
-    import inspect
-    bound = inspect.signature(fn).bind(*args)
+    bound = _signature(fn).bind(*args)
     bound.apply_defaults()
     params = list(bound.arguments)
     program = compiled(fn, [params[position]])
