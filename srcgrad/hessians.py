@@ -139,11 +139,12 @@ def hessian(fn, wrt=0, *, chunk_size=None):
     default 256), or one hvp per entry where that program has a statement without a
     batched tangent rule. Shape ``in.shape + in.shape``, for a tuple ``wrt`` the nested
     tuple ``H[i][j]`` of JAX."""
-    from srcgrad.jacobians import _wrt_positions
+    from srcgrad.jacobians import _wrt_positions, refuse_pytree
 
     @functools.wraps(fn)
     def hessian_fn(*args):
         positions, many = _wrt_positions(fn, wrt)
+        refuse_pytree("hessian", fn, args, positions)
         signature = inspect.signature(fn).bind(*args)
         signature.apply_defaults()
         args = tuple(signature.arguments.values())

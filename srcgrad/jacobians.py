@@ -14,6 +14,7 @@ import inspect
 
 import numpy
 
+from srcgrad import pytree
 from srcgrad.api import vjp
 from srcgrad.forward_api import jvp
 
@@ -98,6 +99,7 @@ def jacfwd(fn, wrt=0, *, chunk_size=None):
     @functools.wraps(fn)
     def jacobian_fn(*args):
         positions, many = _wrt_positions(fn, wrt)
+        refuse_pytree("jacfwd", fn, args, positions)
         results = []
         for k in positions:
             if _differentiable(args[k]):
@@ -138,30 +140,56 @@ def _differentiable(value):
 def jacobian(fn, wrt=0):
     """``jacobian(fn, wrt)(*args)``: the Jacobian of ``fn`` by reverse mode, one backward
     sweep per output entry (row) of one forward sweep (``sg.vjp``, ``retain_graph``);
-    shape ``out.shape + in.shape``, a tuple of them for a tuple ``wrt``."""
+    shape ``out.shape + in.shape``, a tuple of them for a tuple ``wrt``. A pytree
+    argument (dict, list, tuple, dataclass) gives a Jacobian of its structure, one block
+    ``out.shape + leaf.shape`` per leaf, as JAX's."""
     @functools.wraps(fn)
     def jacobian_fn(*args):
         positions, many = _wrt_positions(fn, wrt)
         out, backward = vjp(fn, wrt=tuple(positions), materialize_grads=True,
                             allow_unused=True)(*args)
+        if isinstance(out, (tuple, list, dict)):
+            raise TypeError(f"srcgrad.jacobian: {fn.__qualname__} returns a "
+                            f"{type(out).__name__}; the Jacobian takes one array output")
         out_arr = numpy.asarray(out, dtype=float)
+        trees = [pytree.is_node(args[k]) for k in positions]
         rows = [[] for _ in positions]
         for i in range(out_arr.size):
             seed = numpy.zeros(out_arr.size)
             seed[i] = 1.0
             seed = seed.reshape(out_arr.shape) if numpy.ndim(out) else 1.0
             grads = backward(seed, retain_graph=True)
-            for r, g in zip(rows, grads):
-                r.append(numpy.asarray(g, dtype=float))
+            for r, g, tree in zip(rows, grads, trees):
+                r.append([numpy.asarray(v, dtype=float) for v in pytree.tree_leaves(g)] if tree
+                         else numpy.asarray(g, dtype=float))
         results = []
-        for k, r in zip(positions, rows):
-            in_shape = numpy.shape(args[k])
-            jac = numpy.stack(r).reshape(out_arr.shape + in_shape) if r else \
-                numpy.zeros(out_arr.shape + in_shape)
-            results.append(jac)
+        for k, r, tree in zip(positions, rows, trees):
+            if tree:
+                leaves = pytree.tree_leaves(args[k])
+                blocks = [_stacked([row[n] for row in r], out_arr.shape, numpy.shape(leaf))
+                          for n, leaf in enumerate(leaves)]
+                results.append(pytree.rebuild(args[k], iter(blocks)))
+            else:
+                results.append(_stacked(r, out_arr.shape, numpy.shape(args[k])))
         return tuple(results) if many else results[0]
 
     return jacobian_fn
+
+
+def _stacked(rows, out_shape, in_shape):
+    return numpy.stack(rows).reshape(tuple(out_shape) + tuple(in_shape)) if rows else \
+        numpy.zeros(tuple(out_shape) + tuple(in_shape))
+
+
+def refuse_pytree(api, fn, args, positions):
+    """Forward mode takes arrays: a pytree argument to differentiate is refused, saying so."""
+    for k in positions:
+        if pytree.is_node(args[k]):
+            raise TypeError(
+                f"srcgrad.{api}: argument {k} of {fn.__qualname__} is a {type(args[k]).__name__} "
+                f"(a pytree); forward mode takes array and float arguments only yet. "
+                + ("Use sg.jacrev for its Jacobian, or pass" if api == "jacfwd" else "Pass")
+                + " its arrays as separate arguments.")
 
 
 jacrev = jacobian

@@ -248,3 +248,33 @@ def test_a_batched_write_aligns_a_scalar_seed_tangent_to_the_slot():
     for b in range(B):
         np.testing.assert_array_equal(t[b, 1], V[b])
         assert t[b, 2, 0] == V[b, 0]
+
+
+# ----- pytree arguments -----
+
+
+def dict_layer(p, x):
+    return np.tanh(p["W"] @ x + p["b"][0])
+
+
+def test_jacrev_of_a_dict_argument_is_a_dict_of_blocks_out_shape_plus_leaf_shape():
+    rng = np.random.default_rng(5)
+    p = {"W": rng.normal(size=(2, 3)), "b": [rng.normal(size=2)]}
+    x = rng.normal(size=3)
+    jac = sg.jacrev(dict_layer)(p, x)
+    assert set(jac) == {"W", "b"} and isinstance(jac["b"], list)
+    assert jac["W"].shape == (2, 2, 3) and jac["b"][0].shape == (2, 2)
+    g = 1 - np.tanh(p["W"] @ x + p["b"][0]) ** 2
+    np.testing.assert_allclose(jac["b"][0], np.diag(g), atol=1e-12)
+    np.testing.assert_allclose(jac["W"], np.einsum("i,ij,k->ijk", g, np.eye(2), x), atol=1e-12)
+    jp, jx = sg.jacrev(dict_layer, wrt=(0, 1))(p, x)
+    np.testing.assert_allclose(jp["W"], jac["W"], atol=1e-14)
+    np.testing.assert_allclose(jx, g[:, None] * p["W"], atol=1e-12)
+
+
+def test_jacfwd_and_hessian_refuse_a_pytree_argument_naming_it():
+    p = {"W": np.ones((2, 3)), "b": [np.zeros(2)]}
+    with pytest.raises(TypeError, match="argument 0 of dict_layer is a dict"):
+        sg.jacfwd(dict_layer)(p, np.ones(3))
+    with pytest.raises(TypeError, match="is a dict .a pytree.; forward mode"):
+        sg.hessian(lambda q: np.sum(q["W"] ** 2))(p)
