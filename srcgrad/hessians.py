@@ -23,7 +23,6 @@ backward is ``once_differentiable`` is refused as such.
 """
 
 import functools
-import inspect
 import threading
 
 import numpy
@@ -140,12 +139,13 @@ def hessian(fn, wrt=0, *, chunk_size=None):
     batched tangent rule. Shape ``in.shape + in.shape``, for a tuple ``wrt`` the nested
     tuple ``H[i][j]`` of JAX."""
     from srcgrad.jacobians import _wrt_positions, refuse_pytree
+    from srcgrad.transform.batching import _signature
 
     @functools.wraps(fn)
     def hessian_fn(*args):
         positions, many = _wrt_positions(fn, wrt)
         refuse_pytree("hessian", fn, args, positions)
-        signature = inspect.signature(fn).bind(*args)
+        signature = _signature(fn).bind(*args)
         signature.apply_defaults()
         args = tuple(signature.arguments.values())
         blocks = {}

@@ -10,7 +10,6 @@ sweep (``sg.vjp`` with ``retain_graph``): the reverse sweep is not batched.
 """
 
 import functools
-import inspect
 
 import numpy
 
@@ -20,7 +19,8 @@ from srcgrad.forward_api import jvp
 
 
 def _wrt_positions(fn, wrt):
-    params = [p.name for p in inspect.signature(fn).parameters.values()
+    from srcgrad.transform.batching import _signature
+    params = [p.name for p in _signature(fn).parameters.values()
               if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     many = isinstance(wrt, (tuple, list))
     positions = []
