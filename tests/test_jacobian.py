@@ -79,7 +79,7 @@ def test_wrt_by_name_and_as_a_tuple():
 
 from srcgrad import jacobians, rules  # noqa: E402
 from srcgrad.errors import SrcgradError  # noqa: E402
-from srcgrad.rules import jvp_batched as jb  # noqa: E402
+from srcgrad.rules import jvp_batched_runtime as jb  # noqa: E402
 from srcgrad.transform import batching  # noqa: E402
 
 

@@ -32,7 +32,7 @@ from srcgrad.analysis import activity, aliasing, kinds
 from srcgrad.codegen import emit, loader
 from srcgrad.errors import UnsupportedError
 from srcgrad.guard import Guard
-from srcgrad.rules.jvp_batched import NotBatchable
+from srcgrad.rules.jvp_batched_runtime import NotBatchable
 from srcgrad.templates import clone, name
 from srcgrad.transform import as_array, forward, tangent_rules
 
