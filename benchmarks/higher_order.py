@@ -8,9 +8,13 @@ For W5, W6 and W8 (benchmarks/workloads.py) it times, interleaved round-robin in
 process (run.py's ``interleaved``), the function, ``sg.jvp`` along a random tangent of
 the workload's parameters and ``sg.hvp`` along the same tangent, and prints jvp / f and
 hvp / f against issue 14's targets (3x and 5x).  Then it times ``sg.hessian`` of a loss
-of 100 parameters against a hand-written Hessian and, when installed, ``jax.hessian``
-without jit and ``torch.func.hessian``, after checking that every one agrees with the
-hand-written Hessian.  Compare ratios measured in one run, never absolute times.
+of 100 parameters (all columns in one batched run of the gradient's tangent program)
+against one ``sg.hvp`` per column, a hand-written Hessian and, when installed,
+``jax.hessian`` without jit and ``torch.func.hessian``; and ``sg.jacfwd`` of a map of
+100 inputs to 50 outputs against one ``sg.jvp`` per column, ``sg.jacrev`` and, when
+installed, ``jax.jacfwd`` without jit and ``torch.func.jacfwd``; each after checking
+that every one agrees with the hand-written answer.  Compare ratios measured in one
+run, never absolute times.
 """
 
 import argparse
@@ -84,7 +88,8 @@ def hessian_row(n, budget):
     rng = np.random.default_rng(1)
     x, A = rng.standard_normal(n), rng.standard_normal((n // 2, n)) / np.sqrt(n)
     hessian = sg.hessian(loss, wrt=0)
-    calls = {"hand": lambda: hand_hessian(x, A), "srcgrad": lambda: hessian(x, A)}
+    calls = {"hand": lambda: hand_hessian(x, A), "srcgrad": lambda: hessian(x, A),
+             "srcgrad, hvp per column": lambda: per_column_hessian(x, A)}
     calls.update(peers(x, A))
     reference = hand_hessian(x, A)
     for name, call in calls.items():
@@ -93,7 +98,69 @@ def hessian_row(n, budget):
     base = times["srcgrad"]["median"]
     print(f"hessian of a {n}-parameter loss: srcgrad {base * 1e3:.2f} ms")
     for name in calls:
-        print(f"  {name:20} {times[name]['median'] * 1e3:9.2f} ms   / srcgrad {times[name]['median'] / base:6.2f}")
+        print(f"  {name:24} {times[name]['median'] * 1e3:9.2f} ms   / srcgrad {times[name]['median'] / base:6.2f}")
+
+
+def per_column_hessian(x, A):
+    """One sg.hvp per basis vector: what sg.hessian runs where it cannot batch."""
+    columns = []
+    for j in range(x.size):
+        e = np.zeros_like(x)
+        e[j] = 1.0
+        columns.append(sg.hvp(loss, (x, A), (e, None), wrt=0)[0])
+    return np.stack(columns, axis=-1)
+
+
+def layer(x, A):
+    """A map of len(x) inputs to A.shape[0] outputs; its Jacobian is diag(g') A."""
+    return np.tanh(A @ x)
+
+
+def jacobian_peers(x, A):
+    found = {}
+    try:
+        import jax
+        import jax.numpy as jnp
+        jax.config.update("jax_enable_x64", True)
+        jac = jax.jacfwd(lambda v: jnp.tanh(jnp.asarray(A) @ v))
+        xj = jnp.asarray(x)
+        found["jax.jacfwd"] = lambda: np.asarray(jac(xj))
+    except ImportError:
+        pass
+    try:
+        import torch
+        At, xt = torch.as_tensor(A), torch.as_tensor(x)
+        found["torch.func.jacfwd"] = lambda: torch.func.jacfwd(
+            lambda v: torch.tanh(At @ v))(xt).numpy()
+    except ImportError:
+        pass
+    return found
+
+
+def jacobian_row(n, budget):
+    rng = np.random.default_rng(2)
+    x, A = rng.standard_normal(n), rng.standard_normal((n // 2, n)) / np.sqrt(n)
+
+    def per_column():
+        columns = []
+        for j in range(x.size):
+            e = np.zeros_like(x)
+            e[j] = 1.0
+            columns.append(sg.jvp(layer, (x, A), (e, None))[1])
+        return np.stack(columns, axis=-1)
+    jacfwd, jacrev = sg.jacfwd(layer, wrt=0), sg.jacrev(layer, wrt=0)
+    calls = {"hand": lambda: (1 - np.tanh(A @ x) ** 2)[:, None] * A,
+             "srcgrad": lambda: jacfwd(x, A), "srcgrad, jvp per column": per_column,
+             "sg.jacrev": lambda: jacrev(x, A)}
+    calls.update(jacobian_peers(x, A))
+    reference = calls["hand"]()
+    for name, call in calls.items():
+        np.testing.assert_allclose(call(), reference, rtol=1e-7, atol=1e-10, err_msg=name)
+    times = interleaved(calls, budget, 0.02, 5, 31, lambda: None)
+    base = times["srcgrad"]["median"]
+    print(f"jacfwd of a {n}-input, {n // 2}-output map: srcgrad {base * 1e3:.2f} ms")
+    for name in calls:
+        print(f"  {name:24} {times[name]['median'] * 1e3:9.2f} ms   / srcgrad {times[name]['median'] / base:6.2f}")
 
 
 def main(argv=None):
@@ -103,6 +170,7 @@ def main(argv=None):
     size, budget = ("quick", 0.5) if args.quick else ("full", 6.0)
     directional_rows(size, budget)
     hessian_row(20 if args.quick else 100, budget)
+    jacobian_row(20 if args.quick else 100, budget)
 
 
 if __name__ == "__main__":

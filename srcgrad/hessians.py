@@ -11,9 +11,11 @@ followed by ``dtape.append(dv)``, ``v = rt.tape_pop(tape)`` by ``dv = rt.tape_po
   one tuple entry per primal (None for an integer or boolean primal, which has no
   gradient). One forward and one backward sweep, each with its tangent: no Hessian
   is built.
-* ``hessian(f, wrt)(*args)`` runs one hvp per basis vector of the input (the columns
-  are not batched into one array operation yet); shape ``in.shape + in.shape``, for a
-  tuple ``wrt`` JAX's nested tuple ``H[i][j]`` (d/d wrt[j] of the gradient for wrt[i]).
+* ``hessian(f, wrt)(*args)`` runs the tangent program of the gradient once with every
+  basis vector of the input as a seed (transform/batching.py: a leading batch axis),
+  or one hvp per basis vector where that program cannot be batched; shape
+  ``in.shape + in.shape``, for a tuple ``wrt`` JAX's nested tuple ``H[i][j]``
+  (d/d wrt[j] of the gradient for wrt[i]).
 
 A gradient that forward mode cannot read again is refused, naming the user's function
 and the line whose gradient calls what has no tangent rule; a custom Function whose
@@ -21,7 +23,6 @@ backward is ``once_differentiable`` is refused as such.
 """
 
 import functools
-import inspect
 import threading
 
 import numpy
@@ -130,40 +131,81 @@ def hvp(fn, primals, tangents, wrt=None):
     return tuple(out)
 
 
-def hessian(fn, wrt=0):
-    """``hessian(fn, wrt)(*args)``: the Hessian of the scalar function ``fn``, one hvp
-    per input entry (forward-over-reverse); shape ``in.shape + in.shape``, for a tuple
-    ``wrt`` the nested tuple ``H[i][j]`` of JAX."""
-    from srcgrad.jacobians import _wrt_positions
+def hessian(fn, wrt=0, *, chunk_size=None):
+    """``hessian(fn, wrt)(*args)``: the Hessian of the scalar function ``fn`` by
+    forward-over-reverse: the tangent program of its gradient run once with every basis
+    vector of the input as a seed (a leading batch axis; ``chunk_size`` seeds per run,
+    default 256), or one hvp per entry where that program has a statement without a
+    batched tangent rule. Shape ``in.shape + in.shape``, for a tuple ``wrt`` the nested
+    tuple ``H[i][j]`` of JAX."""
+    from srcgrad.jacobians import _wrt_positions, refuse_pytree
+    from srcgrad.transform.batching import _signature
 
     @functools.wraps(fn)
     def hessian_fn(*args):
         positions, many = _wrt_positions(fn, wrt)
-        signature = inspect.signature(fn).bind(*args)
+        refuse_pytree("hessian", fn, args, positions)
+        signature = _signature(fn).bind(*args)
         signature.apply_defaults()
         args = tuple(signature.arguments.values())
-        zero = [None] * len(args)
         blocks = {}
         for j in positions:
-            x = args[j]
-            shape = numpy.shape(x)
-            columns = []
-            for n in range(int(numpy.prod(shape, dtype=int))):
-                e = numpy.zeros(shape, dtype=getattr(x, "dtype", numpy.float64))
-                e.flat[n] = 1.0
-                tangents = list(zero)
-                tangents[j] = e if shape else 1.0
-                products = hvp(fn, args, tangents, wrt=tuple(positions))
-                columns.append([numpy.asarray(products[i], dtype=float) for i in positions])
-            for r, i in enumerate(positions):
+            columns = _batched_hessian_columns(fn, args, positions, j, chunk_size)
+            if columns is None:
+                columns = _hessian_columns(fn, args, positions, j)
+            shape = numpy.shape(args[j])
+            n = int(numpy.prod(shape, dtype=int))
+            for i, c in zip(positions, columns):
                 rows = numpy.shape(args[i])
-                if columns:
-                    block = numpy.stack([c[r] for c in columns], axis=-1)
-                else:
-                    block = numpy.zeros(rows + (0,))
+                block = numpy.moveaxis(numpy.asarray(c, dtype=float).reshape((n,) + rows), 0, -1)
                 blocks[i, j] = block.reshape(rows + shape)
         if many:
             return tuple(tuple(blocks[i, j] for j in positions) for i in positions)
         return blocks[positions[0], positions[0]]
 
     return hessian_fn
+
+
+def _hessian_columns(fn, args, positions, j):
+    """One hvp per basis vector of ``args[j]``: for each ``i`` in ``positions``, the
+    columns ``(args[j].size,) + shape(args[i])``."""
+    x = args[j]
+    shape = numpy.shape(x)
+    zero = [None] * len(args)
+    columns = [[] for _ in positions]
+    for n in range(int(numpy.prod(shape, dtype=int))):
+        e = numpy.zeros(shape, dtype=getattr(x, "dtype", numpy.float64))
+        e.flat[n] = 1.0
+        tangents = list(zero)
+        tangents[j] = e if shape else 1.0
+        products = hvp(fn, args, tangents, wrt=tuple(positions))
+        for c, i in zip(columns, positions):
+            c.append(numpy.asarray(products[i], dtype=float))
+    return [numpy.stack(c) if c else numpy.zeros((0,) + numpy.shape(args[i]))
+            for c, i in zip(columns, positions)]
+
+
+def _batched_hessian_columns(fn, args, positions, j, chunk_size):
+    """The columns of ``_hessian_columns`` from the batched tangent program of the
+    gradient (transform/batching.py), all seeds at once; None where it cannot be batched
+    (the caller runs one hvp per seed, which refuses what forward mode cannot do)."""
+    from srcgrad.jacobians import CHUNK, _seeds, fit_batch
+    from srcgrad.transform import batching
+    if not _differentiable(args[j]):
+        return None
+    size = int(numpy.prod(numpy.shape(args[j]), dtype=int))
+    chunk = max(1, int(chunk_size or CHUNK))
+    try:
+        function, _ = _gradient_of(fn, tuple(positions), args)
+        parts = []
+        for start in range(0, size, chunk):
+            _, products = batching.run(function, args, j, _seeds(args[j], start, min(size, start + chunk)))
+            parts.append(products)
+    except (batching.NotBatchable, SrcgradError):
+        return None
+    columns = []
+    for r, i in enumerate(positions):
+        full = (0,) + numpy.shape(args[i])
+        pieces = [fit_batch(p[r], full[1:]) for p in parts]
+        columns.append(numpy.concatenate(pieces) if pieces else numpy.zeros(full))
+    return columns

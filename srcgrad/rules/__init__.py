@@ -224,6 +224,37 @@ def lookup_tangent(primitive):
         return None
 
 
+BATCHED_TANGENTS = {}  # key -> the tangent rule's batched form (rules/jvp_batched.py)
+
+
+def batched_tangent(*primitives, form=None):
+    """The batched form of ``primitives``' tangent rules (tangents with a leading batch
+    axis of B seeds: ``sg.jacfwd``, ``sg.hessian``; transform/batching.py). Decorating a
+    rule like a tangent rule gives it as a template; ``form`` names a generic one instead:
+    ``"same"`` (the tangent rule is right as it is), ``"elementwise"`` (its tangents
+    aligned to the output's rank), ``"per_sample"`` (the rule mapped over the batch in
+    one statement). A tangent rule written by hand without one has no batched form."""
+
+    def decorate(function):
+        VERSION[0] += 1
+        for primitive in primitives:
+            BATCHED_TANGENTS[_key(primitive)] = function
+        return function
+
+    if form is not None:
+        decorate(form)
+        return None
+    return decorate
+
+
+def lookup_batched(primitive):
+    """The batched form registered for ``primitive`` (a rule or a form's name), or None."""
+    try:
+        return BATCHED_TANGENTS.get(_key(primitive))
+    except TypeError:
+        return None
+
+
 COMPLEX_RULES = {}
 COMPLEX_SAFE = set()
 
@@ -318,7 +349,8 @@ def is_nondifferentiable(primitive):
 
 BUILTIN_RULE_MODULES = ("operators", "autograd", "numpy_elementwise", "numpy_reductions", "numpy_shape",
                         "numpy_joins", "numpy_products", "numpy_linalg", "builtins_math", "runtime_rules",
-                        "complex_rules", "jvp", "jvp_runtime")
+                        "complex_rules", "jvp", "jvp_runtime",
+                        "jvp_batched")
 
 
 def _load_builtin_rules():

@@ -325,8 +325,12 @@ class ForwardAD(Base):
         raise self.error(value, UnsupportedError,
                          f"forward mode: the expression {type(value).__name__} is not supported")
 
+    def lookup(self, primitive):
+        """The TangentTemplate of ``primitive`` (transform/batching.py gives its batched form)."""
+        return tangent_rules.lookup(primitive)
+
     def apply(self, primitive, args, kwargs, y, value):
-        template = tangent_rules.lookup(primitive)
+        template = self.lookup(primitive)
         what = _describe(primitive, value) if primitive is not None else "this call"
         if template is None:
             rule = rules.lookup(primitive)

@@ -1,0 +1,274 @@
+"""The batched tangent program: forward mode with B seeds at once (``sg.jacfwd``,
+``sg.hessian``), as ``jax.vmap`` of a ``jvp``.
+
+Each tangent carries one leading batch axis: the tangent of ``x`` is ``(B,) +
+shape(x)``, one row per seed (a column of the Jacobian). The program is the tangent
+program of transform/forward.py with each primitive's *batched* tangent rule
+(rules/jvp_batched.py, ``@batched_tangent`` in srcgrad/rules/__init__.py) inlined
+instead of its tangent rule, and three rewrites of what forward.py writes itself:
+
+* ``rt.tangent_zero(v)`` is ``rt.batch_zero(v, B)``; ``rt.has_grad_jvp(g, dg)`` is
+  ``rt.batch_has_grad(g, dg)`` (a scalar's tangent counts while any seed's is nonzero);
+* a tangent's item ``dx[i]`` (read or written) is ``rt.batched(dx)[i]``: ``dx[:, i]``
+  for an array (the index is the primal's, the batch axis stays in front), the item
+  itself for a list of tangents; a write aligns the value to the slot's rank;
+* ``B`` is read off the tangents passed in (``rt.batch_size``).
+
+A primitive whose tangent rule has no batched form (a tangent rule written by hand
+without one, a user's) makes the whole program unbatchable: ``compiled`` raises
+``NotBatchable`` and the callers run one tangent program per seed, as a helper does
+at run time when it meets a value it cannot batch. Never a wrong answer, only a
+slower one.
+"""
+
+import dataclasses
+import functools
+import threading
+
+import gast
+
+from srcgrad import pipeline, rules, runtime
+from srcgrad.analysis import activity, aliasing, kinds
+from srcgrad.codegen import emit, loader
+from srcgrad.errors import UnsupportedError
+from srcgrad.guard import Guard
+from srcgrad.rules.jvp_batched_runtime import NotBatchable
+from srcgrad.templates import clone, name
+from srcgrad.transform import as_array, forward, tangent_rules
+
+__all__ = ["NotBatchable", "compiled", "run"]
+
+
+def _call(function, *args):
+    return gast.Call(func=gast.Attribute(value=name("rt"), attr=function, ctx=gast.Load()),
+                     args=list(args), keywords=[])
+
+
+def _tangents(template):
+    return {"t_" + p.name for p in template.params}
+
+
+def _uses(nodes, names_):
+    return any(isinstance(n, gast.Name) and n.id in names_ for s in nodes for n in gast.walk(s))
+
+
+class _Wrap(gast.NodeTransformer):
+    """Each tangent name read replaced by ``rt.<helper>(t, <extra>)``."""
+
+    def __init__(self, tangents, helper, extra):
+        self.tangents, self.helper, self.extra = tangents, helper, extra
+
+    def visit_Name(self, node):
+        if node.id in self.tangents and isinstance(node.ctx, gast.Load):
+            return _call(self.helper, node, name(self.extra))
+        return node
+
+
+def _replace(template, body, result, local=()):
+    return tangent_rules.TangentTemplate(template.params, body, result,
+                                         template.locals | frozenset(local), template.output,
+                                         template.derived, template.no_tangent)
+
+
+def _elementwise(template):
+    """The tangent rule with its tangents aligned to the output's rank, the result spread
+    to the output's batched shape."""
+    wrap = _Wrap(_tangents(template), "batch_align", template.output)
+    body = [wrap.visit(clone(s)) for s in template.body]
+    result = _call("batch_fit", wrap.visit(clone(template.result)), name(template.output))
+    return _replace(template, body, result)
+
+
+_SEED = "seed"
+
+
+def _per_sample(template):
+    """``rt.batch_stack([<rule on seed b's tangents> for b in range(B)], y)``."""
+    tangents = _tangents(template)
+    if _uses(template.body, tangents):
+        return None
+    used = sorted(n.id for n in gast.walk(template.result)
+                  if isinstance(n, gast.Name) and n.id in tangents)
+    element = _Wrap(tangents, "batch_slice", _SEED).visit(clone(template.result))
+    count = gast.Call(func=name("range"), args=[_call("batch_size", *[name(t) for t in used])],
+                      keywords=[])
+    loop = gast.ListComp(elt=element, generators=[gast.comprehension(
+        target=name(_SEED, True), iter=count, ifs=[], is_async=0)])
+    result = _call("batch_stack", loop, name(template.output))
+    return _replace(template, [clone(s) for s in template.body], result, {_SEED})
+
+
+def _reduces(template):
+    return any(isinstance(n, gast.Attribute) and n.attr in ("sum", "mean", "cumsum")
+               for s in template.body + [template.result] for n in gast.walk(s))
+
+
+_CACHE = {}
+
+
+def lookup(primitive):
+    """The batched TangentTemplate of ``primitive``; None where it has no tangent rule
+    at all (forward mode refuses it); raises NotBatchable where it has no batched form."""
+    base = tangent_rules.lookup(primitive)
+    if base is None:
+        return None
+    key = (rules._key(primitive), rules.VERSION[0])
+    if key not in _CACHE:
+        _CACHE[key] = _batched(primitive, base)
+    found = _CACHE[key]
+    if found is None:
+        raise NotBatchable(f"the tangent rule of {primitive!r} has no batched form")
+    return found
+
+
+def _batched(primitive, base):
+    form = rules.lookup_batched(primitive)
+    if callable(form):   # the tangent rule's arguments without a tangent are its own
+        return dataclasses.replace(tangent_rules._hand_written(form), no_tangent=base.no_tangent)
+    if form == "same":
+        return base
+    if form == "elementwise" or form is None and base.derived and \
+            tangent_rules.is_elementwise(primitive) and not _reduces(base):
+        return _elementwise(base)
+    if form == "per_sample" or form is None and base.derived:
+        return _per_sample(base)
+    return None
+
+
+class BatchedForwardAD(forward.ForwardAD):
+    """forward.ForwardAD reading the batched tangent rules."""
+
+    def lookup(self, primitive):
+        return lookup(primitive)
+
+    def apply(self, primitive, args, kwargs, y, value):
+        stmts, result = super().apply(primitive, args, kwargs, y, value)
+        if result is not None and any(tangent_rules.known_zero(n) for n in gast.walk(result)
+                                      if isinstance(n, gast.Name)):
+            return [], None   # a per-seed rule whose every tangent is zero
+        return stmts, result
+
+
+class _Rewrite(gast.NodeTransformer):
+    """``rt.tangent_zero(v)`` -> ``rt.batch_zero(v, B)``, ``rt.has_grad_jvp`` ->
+    ``rt.batch_has_grad``; ``dx[i]`` -> ``rt.batched(dx)[i]``."""
+
+    def __init__(self, tangents, size):
+        self.tangents, self.size = tangents, size
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        f = node.func
+        if isinstance(f, gast.Attribute) and isinstance(f.value, gast.Name) and f.value.id == "rt":
+            if f.attr == "tangent_zero":
+                return _call("batch_zero", *node.args, name(self.size))
+            if f.attr == "has_grad_jvp":
+                return _call("batch_has_grad", *node.args)
+        return node
+
+    def visit_Subscript(self, node):
+        self.generic_visit(node)
+        base = node.value
+        if isinstance(base, gast.Name) and base.id in self.tangents or \
+                getattr(base, "_srcgrad_batched", False):
+            node.value = _call("batched", base)
+            node._srcgrad_batched = True
+        return node
+
+
+def compile_batched(fn, active, options=None):
+    """The batched tangent program of ``fn`` for tangents of the parameters in ``active``:
+    ``function(*params, *batched tangents)`` returns ``(out, batched tangent of out)``.
+    Raises NotBatchable where a statement has no batched form. (compile_jvp's steps,
+    forward_api.py, with BatchedForwardAD and the rewrites above.)"""
+    options = options or pipeline.DEFAULT_OPTIONS
+    node, ctx = pipeline.front_end(fn, options)
+    info, namer = ctx.info, ctx.namer
+    if node.args.vararg or node.args.kwarg:
+        raise UnsupportedError(f"forward mode: {fn.__qualname__} takes *args or **kwargs",
+                               info.filename, info.first_lineno)
+    params = tuple(a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs)
+    names = tuple(n for n in params if n in active)
+    aliasing.check(node, info, namer.display, live_at_exit=())
+    kind_map = kinds.infer(node, {n: kinds.FLOAT for n in names}, info.peek)
+    act = activity.resolve(node, names, kind_map)
+    if as_array.as_array_arguments(node, act.sequences, ctx):
+        kind_map = kinds.infer(node, {n: kinds.FLOAT for n in names}, info.peek)
+        act = activity.resolve(node, names, kind_map)
+    written = forward.written_names(node)
+    transformer = BatchedForwardAD(info, act.active, namer, written, act.sequences, kind_map)
+    tangent_params = [transformer.d(n) for n in names]
+    size = namer.new("batch")
+    body = gast.parse(f"{size} = rt.batch_size({', '.join(tangent_params)})").body
+    for n in params:   # a parameter rebound to a value with a tangent, passed without one
+        if n in act.active and n not in names:
+            body += gast.parse(f"{transformer.d(n)} = rt.tangent_zero({n})").body
+        elif n in names and n in written:   # written in place: the caller's tangent stays
+            body += gast.parse(f"{transformer.d(n)} = rt.own({transformer.d(n)})").body
+    body += transformer.visit_block(node.body)
+    rewrite = _Rewrite(frozenset(transformer.tangents.values()), size)
+    body = [rewrite.visit(s) for s in body]
+    if any(isinstance(n, gast.Name) and n.id == "xp" for s in body for n in gast.walk(s)):
+        body = gast.parse(f"xp = rt.namespace({', '.join(tangent_params + list(names))})").body + body
+    args = gast.arguments(args=[name(n) for n in params] + [name(t) for t in tangent_params],
+                          posonlyargs=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
+                          defaults=[])
+    for a in args.args:
+        a.ctx = gast.Param()
+    tree = gast.FunctionDef(name=f"{node.name}_jvp_batched", args=args,
+                            body=emit.comment_blocks(body, "tangent of: ", 1),
+                            decorator_list=[], returns=None, type_comment=None, type_params=[])
+    source = emit.to_source([tree])
+    bindings = dict(ctx.bindings)
+    bindings["rt"] = runtime
+    (function,), _, _ = loader.load(source, [tree.name], info.globals, info.closure, bindings,
+                                    hint=fn.__qualname__,
+                                    origins=functools.partial(emit.line_origins, [tree], source))
+    from srcgrad.forward_api import CompiledJVP
+    return CompiledJVP(function, source, params, names, Guard(fn, ctx.infos))
+
+
+_programs = {}
+_lock = threading.Lock()
+
+
+def compiled(fn, active):
+    """The batched tangent program of ``fn`` (kept like forward_api's), or raises
+    NotBatchable (remembered too: the program is not compiled again to learn it)."""
+    options = pipeline.DEFAULT_OPTIONS
+    key = (fn.__code__, tuple(id(c) for c in fn.__closure__ or ()), id(fn.__globals__),
+           id(fn.__defaults__), id(fn.__kwdefaults__), frozenset(active), options, rules.VERSION[0])
+    found = _programs.get(key)
+    if found is None or not found[1].holds(fn):
+        with _lock:
+            found = _programs.get(key)
+            if found is None or not found[1].holds(fn):
+                try:
+                    program = compile_batched(fn, active, options)
+                    found = (program, program.guard)
+                except NotBatchable as exc:
+                    found = (exc, Guard(fn, ()))
+                _programs[key] = found
+    if isinstance(found[0], NotBatchable):
+        raise found[0]
+    return found[0]
+
+
+@functools.lru_cache(maxsize=512)
+def _signature(fn):
+    import inspect
+    return inspect.signature(fn)
+
+
+def run(fn, args, position, seeds):
+    """``(fn(*args), T)``: ``T[b]`` is the tangent of the output along ``seeds[b]``, the
+    tangent of ``args[position]`` (``seeds`` has the shape ``(B,) + shape(arg)``); the
+    other arguments carry none. Raises NotBatchable (run one jvp per seed instead)."""
+    bound = _signature(fn).bind(*args)
+    bound.apply_defaults()
+    params = list(bound.arguments)
+    program = compiled(fn, [params[position]])
+    if not program.active:
+        raise NotBatchable("the argument carries no tangent")
+    call = [bound.arguments[p] for p in program.params] + [seeds]
+    return program.function(*call)
