@@ -26,6 +26,7 @@ import threading
 
 import numpy
 
+from srcgrad import call_values, pytree, runtime
 from srcgrad.codegen import loader
 from srcgrad.errors import SrcgradError, UnsupportedError
 
@@ -115,6 +116,9 @@ def hvp(fn, primals, tangents, wrt=None):
         positions = tuple(_wrt_positions(fn, wrt)[0])
     if not positions:
         raise TypeError("srcgrad.hvp: no primal is a float scalar or array")
+    for k in positions:   # a structure (pytree.py): float leaves only, as in sg.grad
+        if pytree.is_node(primals[k]):
+            call_values._check_differentiable(f"primals[{k}]", primals[k])
     function, info = _gradient_of(fn, positions, primals)
     try:
         _, products = jvp(function, primals, tangents)
@@ -123,6 +127,9 @@ def hvp(fn, primals, tangents, wrt=None):
     out = [None] * len(primals)
     for k, t in zip(positions, products):
         primal = primals[k]
+        if pytree.is_node(primal):   # the adjoint's mirror, in the primal's structure
+            out[k] = runtime.materialize(t, primal)
+            continue
         out[k] = t if numpy.shape(t) == numpy.shape(primal) else numpy.broadcast_to(
             t, numpy.shape(primal)).copy()
         if numpy.ndim(primal) == 0 and not hasattr(primal, "dtype"):
