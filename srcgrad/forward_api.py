@@ -28,7 +28,8 @@ import numpy
 from srcgrad import call_values, pipeline, pytree, rules, runtime
 from srcgrad.analysis import activity, aliasing, kinds
 from srcgrad.codegen import emit, loader
-from srcgrad.errors import UnsupportedError
+from srcgrad.codegen.refusals import in_user_code
+from srcgrad.errors import SrcgradError, UnsupportedError
 from srcgrad.guard import Guard
 from srcgrad.templates import name
 from srcgrad.transform import as_array, forward
@@ -104,7 +105,10 @@ def _compiled(fn, active):
         with _lock:
             found = _cache.get(key)
             if found is None or not found.guard.holds(fn):
-                found = _cache[key] = compile_jvp(fn, active, options)
+                try:
+                    found = _cache[key] = compile_jvp(fn, active, options)
+                except SrcgradError as exc:   # in a gradient srcgrad generated: the user's line
+                    raise in_user_code(exc, "jvp of a gradient: ") from None
     return found
 
 
@@ -209,7 +213,13 @@ def jvp(fn, primals, tangents):
     compiled = _compiled(fn, [p for p in params if given[p] is not None])
     args = [bound.arguments[p] for p in compiled.params]
     args += [given[p] for p in compiled.active]
-    return compiled.function(*args)
+    try:   # free until something raises
+        return compiled.function(*args)
+    except SrcgradError as exc:   # refused by a gradient srcgrad generated: the user's line
+        mapped = in_user_code(exc, "jvp of a gradient: ")
+        if mapped is exc:
+            raise
+        raise mapped from None
 
 
 def _as_tangent(tangent, primal):

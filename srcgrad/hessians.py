@@ -27,7 +27,7 @@ import threading
 import numpy
 
 from srcgrad import call_values, pytree, runtime
-from srcgrad.codegen import loader
+from srcgrad.codegen.refusals import in_user_code
 from srcgrad.errors import SrcgradError, UnsupportedError
 
 _grads = {}
@@ -69,29 +69,7 @@ def _gradient_of(fn, positions, args):
 def _refused(exc, fn, info):
     """``exc`` (forward mode refusing the gradient's code) said of the user's function:
     the line of ``fn`` whose gradient holds what it refused."""
-    origin = None
-    for line in range(exc.lineno or 0, 0, -1):   # a statement nested in a guard: the guard's
-        origin = loader.origin_at(exc.filename, line)
-        if origin is not None:
-            break
-    where = (f"{origin.filename}:{origin.lineno}" if origin is not None
-             else f"{info.filename}:{info.first_lineno}")
-    message = exc.message.replace("srcgrad.runtime.", "rt.")
-    if message.startswith("forward mode needs a jvp for "):
-        what, _, detail = message[len("forward mode needs a jvp for "):].partition(", and ")
-        message = f"no tangent for {what}, used by the gradient of {fn.__qualname__} at {where}"
-    else:
-        message = f"{message}, in the gradient of {fn.__qualname__} at {where}"
-    new = type(exc)(f"hessian: {message}",
-                    origin.filename if origin else info.filename,
-                    origin.lineno if origin else info.first_lineno,
-                    origin.col_offset if origin else None,
-                    origin.source_line if origin else None, _HINT)
-    return new
-
-
-_HINT = ("srcgrad cannot differentiate this gradient again yet; use finite differences of "
-         "sg.grad, or write the second derivative by hand.")
+    return in_user_code(exc, "hessian: ", fn, info, restate=True)
 
 
 def hvp(fn, primals, tangents, wrt=None):

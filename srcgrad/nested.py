@@ -28,8 +28,9 @@ import numpy
 
 from srcgrad import api, pytree
 from srcgrad.codegen import loader
+from srcgrad.codegen.refusals import in_user_code
 from srcgrad.custom_function import Function
-from srcgrad.errors import UnsupportedError
+from srcgrad.errors import SrcgradError, UnsupportedError
 from srcgrad.hessians import hvp
 from srcgrad.jacobians import _wrt_positions
 
@@ -118,12 +119,10 @@ def gradient_class(gfn):
             return (None,) * len(args)
         try:
             return hvp(fn, args, tuple(tangents), wrt=reached)
-        except UnsupportedError as exc:   # said of this gradient, not of sg.hessian
-            if not exc.message.startswith("hessian: "):
-                raise
-            message = f"the gradient of grad_{name}: " + exc.message[len("hessian: "):]
-            raise type(exc)(message, exc.filename, exc.lineno, exc.col_offset,
-                            exc.source_line, exc.hint) from None
+        except SrcgradError as exc:   # said of this gradient, not of sg.hessian
+            if exc.message.startswith("hessian: ") and getattr(exc, "refused_as", None) is None:
+                exc.refused_as = "hessian: "   # raised at the user's line already
+            raise in_user_code(exc, f"the gradient of grad_{name}: ", restate=True) from None
 
     cls = type(f"Grad_{name}", (Function,), {
         "forward": staticmethod(forward), "backward": staticmethod(backward),
