@@ -119,6 +119,10 @@ def _tangent_for(name, primal, tangent):
     takes a tangent of the same structure (pytree.paired_leaves; None for a part that
     is zero), rebuilt as the primal's own structure with each leaf's tangent checked by
     ``_carries_tangent``; an integer leaf's (zero) tangent becomes a float zero."""
+    kind = type(primal)
+    if kind is type(tangent) and (kind is float or kind is numpy.ndarray and primal.dtype.kind == "f"
+                                  and tangent.dtype == primal.dtype and tangent.shape == primal.shape):
+        return tangent   # the common case, checked
     if not pytree.is_node(primal) or primal is None:
         return _as_tangent(tangent, primal) if _carries_tangent(primal, tangent, name) else None
     if tangent is None:
@@ -156,8 +160,10 @@ def _carries_tangent(primal, tangent, name="x"):
         raise ValueError(f"srcgrad.jvp: the tangent of {name!r} is a {type(tangent).__name__} "
                          f"but the primal is a {type(primal).__name__}: a tangent has its "
                          f"primal's structure")
-    tdtype = numpy.asarray(tangent).dtype if _numeric(tangent) else None
-    if tdtype is None or tdtype.kind not in "biuf":
+    tdtype = getattr(tangent, "dtype", None)
+    if tdtype is None and _numeric(tangent):
+        tdtype = numpy.asarray(tangent).dtype
+    if getattr(tdtype, "kind", None) not in ("b", "i", "u", "f"):
         raise TypeError(f"srcgrad.jvp: the tangent of {name!r} is a "
                         f"{getattr(tangent, 'dtype', type(tangent).__name__)}, not a real "
                         f"number or array")
