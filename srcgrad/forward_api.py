@@ -27,7 +27,7 @@ import numpy
 
 from srcgrad import call_values, pipeline, pytree, rules, runtime
 from srcgrad.analysis import activity, aliasing, kinds
-from srcgrad.codegen import emit, loader
+from srcgrad.codegen import emit, loader, tracebacks
 from srcgrad.codegen.refusals import in_user_code
 from srcgrad.errors import SrcgradError, UnsupportedError
 from srcgrad.guard import Guard
@@ -221,11 +221,13 @@ def jvp(fn, primals, tangents):
     args += [given[p] for p in compiled.active]
     try:   # free until something raises
         return compiled.function(*args)
-    except SrcgradError as exc:   # refused by a gradient srcgrad generated: the user's line
-        mapped = in_user_code(exc, "jvp of a gradient: ")
-        if mapped is exc:
-            raise
-        raise mapped from None
+    except Exception as exc:
+        tracebacks.locate(exc)   # the user's line after each generated frame
+        if isinstance(exc, SrcgradError):   # refused by a gradient srcgrad generated: its line
+            mapped = in_user_code(exc, "jvp of a gradient: ")
+            if mapped is not exc:
+                raise mapped from None
+        raise
 
 
 def _as_tangent(tangent, primal):

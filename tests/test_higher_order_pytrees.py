@@ -270,3 +270,20 @@ def test_a_gradient_inside_a_loss_with_respect_to_a_tuple_and_a_dataclass():
     layer = Linear(randn(rng, 3), 0.2)
     check_grads(layer_force, (layer, x), wrt=(0, 1), atol=1e-6, rtol=1e-5)
     assert isinstance(sg.grad(layer_force)(layer, x), Linear)
+
+
+class Opaque:
+    def __init__(self, w):
+        self.w = w
+
+
+def opaque_loss(o, x):
+    return np.sum(o.w * x)
+
+
+def test_an_object_that_is_no_structure_cannot_carry_a_tangent():
+    o, x = Opaque(np.ones(3)), np.arange(3.0)
+    with pytest.raises(TypeError, match="tangent of 'o' is a Opaque, not a real number"):
+        sg.jvp(opaque_loss, (o, x), (Opaque(np.ones(3)), None))
+    _, t = sg.jvp(opaque_loss, (o, x), (None, np.ones(3)))   # held fixed, it may be anything
+    assert t == 3.0
