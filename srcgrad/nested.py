@@ -105,7 +105,8 @@ def gradient_class(gfn):
                 f"the gradient of the gradient of {name} with complex values is not "
                 f"supported (srcgrad computes it as a Hessian-vector product)", *_where(fn))
         if not many and ctx._tuple_output:   # the gradient of one tuple argument: a tuple
-            douts = (tuple(douts),)
+            arg = args[positions[0]]
+            douts = (type(arg)(*douts) if pytree.is_namedtuple(arg) else tuple(douts),)
         tangents = [None] * len(args)
         for k, d in zip(positions, douts if many else douts[:1]):
             tangents[k] = d if d is not None else _zeros_like(args[k])

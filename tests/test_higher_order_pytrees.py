@@ -287,3 +287,40 @@ def test_an_object_that_is_no_structure_cannot_carry_a_tangent():
         sg.jvp(opaque_loss, (o, x), (Opaque(np.ones(3)), None))
     _, t = sg.jvp(opaque_loss, (o, x), (None, np.ones(3)))   # held fixed, it may be anything
     assert t == 3.0
+
+
+def registered_force(r, x):
+    return np.sum(sg.grad(registered_loss, wrt=1)(r, x) ** 2)
+
+
+def registered_gradient(r, x):
+    g = sg.grad(registered_loss)(r, x)
+    return np.sum(g.w ** 2) + g.scale * 2.0
+
+
+def namedtuple_gradient(p, x):
+    g = sg.grad(namedtuple_loss)(p, x)
+    return np.sum(g.left * np.sin(x)) + g.right ** 2
+
+
+def test_a_gradient_inside_a_loss_with_a_registered_class_or_a_namedtuple():
+    rng = np.random.default_rng(8)
+    r, x = Registered(randn(rng, 3), 0.7), randn(rng, 3)
+    check_grads(registered_force, (r, x), wrt=(0, 1), atol=1e-6, rtol=1e-5)
+    check_grads(registered_gradient, (r, x), wrt=(0, 1), atol=1e-6, rtol=1e-5)
+    p = Pair(randn(rng, 3), 1.3)
+    check_grads(namedtuple_gradient, (p, x), wrt=(0, 1), atol=1e-6, rtol=1e-5)
+    assert isinstance(sg.grad(namedtuple_gradient)(p, x), Pair)
+
+
+def test_hvp_of_a_registered_class_and_a_namedtuple():
+    rng = np.random.default_rng(9)
+    x = randn(rng, 3)
+    for f, primal, t in ((registered_loss, Registered(randn(rng, 3), 0.7),
+                          Registered(randn(rng, 3), 0.5)),
+                         (namedtuple_loss, Pair(randn(rng, 3), 1.3), Pair(randn(rng, 3), -0.4))):
+        got, none = sg.hvp(f, (primal, x), (t, None), wrt=0)
+        assert type(got) is type(primal) and none is None
+        want = fd_hvp(f, (primal, x), (t, None), 0)[0]
+        for _, g, w in pytree.paired_leaves(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
