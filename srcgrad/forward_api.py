@@ -203,10 +203,14 @@ def _bound(fn, primals):
 def jvp(fn, primals, tangents):
     """``(fn(*primals), J @ tangents)``: the value and the directional derivative along
     ``tangents`` (one per primal; None for a primal that carries none), by forward mode.
+    A structured primal (dict, list, tuple, dataclass...) takes a tangent of its
+    structure; the output's tangent has the output's structure. An integer or boolean
+    primal's tangent is None or zero (a nonzero one raises TypeError).
 
     Example:
         >>> out, t = sg.jvp(np.sin, ...)   # doctest: +SKIP
         >>> out, t = sg.jvp(f, (x, W), (dx, np.zeros_like(W)))
+        >>> out, t = sg.jvp(loss, (params, x), (dparams, None))   # params a dict of arrays
     """
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):

@@ -78,7 +78,8 @@ def hvp(fn, primals, tangents, wrt=None):
     entry per primal (None for an integer or boolean primal). A tangent None is zero.
     ``wrt`` (positions or names, as in ``sg.grad``) restricts the gradient to those
     primals (the others' entries are None; their tangents still count): data such as
-    a batch need not get a gradient of its own.
+    a batch need not get a gradient of its own. A structured primal (dict, list,
+    dataclass...) takes a tangent of its structure and gets its product in it.
 
     Example:
         >>> (Hv,) = sg.hvp(f, (x,), (v,))   # doctest: +SKIP
