@@ -13,6 +13,7 @@ from srcgrad.custom_function import is_once_differentiable
 from srcgrad.errors import SrcgradError
 from srcgrad.analysis.ranks import rank_keys
 from srcgrad.codegen import tracebacks
+from srcgrad.codegen.refusals import in_user_code
 from srcgrad.entry import entry_function
 from srcgrad.call_values import (_LEAF_TYPES, _check_differentiable, _check_seed, _finish,
                                   _finish_values, _seed)
@@ -36,8 +37,11 @@ def _compiled(fn, wrt, hook_names=(), fuse=False, arg_ranks=None, has_aux=False)
         with _cache_lock:
             found = _cache.get(key)
             if found is None or not found.guard.holds(fn):
-                found = compile_gradient(fn, wrt, hook_names, options.fuse, arg_ranks, bool(has_aux),
-                                         options)
+                try:
+                    found = compile_gradient(fn, wrt, hook_names, options.fuse, arg_ranks,
+                                             bool(has_aux), options)
+                except SrcgradError as exc:   # in a gradient srcgrad generated: the user's line
+                    raise in_user_code(exc, "grad of grad: ") from None
                 _cache[key] = found
     return found
 
@@ -205,6 +209,10 @@ class GradFunction:
             return self._call(args, grad_outputs, kwargs)
         except Exception as exc:
             tracebacks.locate(exc)   # the user's line after each generated frame
+            if isinstance(exc, SrcgradError):   # refused by code srcgrad generated: the user's line
+                mapped = in_user_code(exc, "grad of grad: ")
+                if mapped is not exc:
+                    raise mapped from None
             raise
 
     def _call(self, args, grad_outputs, kwargs):

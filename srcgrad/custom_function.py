@@ -34,7 +34,7 @@ the user's ``backward`` returned and raises ``BackwardError`` naming the class.
 import inspect
 import numbers
 
-from srcgrad import runtime
+from srcgrad import pytree, runtime
 from srcgrad.errors import SrcgradError
 
 __all__ = ["Function", "FunctionCtx", "BackwardError", "once_differentiable",
@@ -245,16 +245,47 @@ def is_apply(obj):
 # ----- Values -----
 
 def _is_differentiable_value(value):
-    """Floating-point (or complex) arrays and floats have gradients; nothing else does."""
+    """Floating-point (or complex) arrays and floats have gradients, and structures
+    (pytree.py) holding them; nothing else does."""
     if isinstance(value, (bool, numbers.Integral)):
         return False
+    if _Tree.holds(value):
+        return any(_is_differentiable_value(leaf) for leaf in pytree.tree_leaves(value))
     if runtime.is_array(value):
         return value.dtype.kind in "fc"
     return isinstance(value, (float, complex))
 
 
+class _Tree:
+    """The meta of a structure (a dict, list, dataclass...: pytree.py): the value itself,
+    whose structure its gradients and cotangents take (``runtime.materialize``)."""
+
+    def __init__(self, value):
+        self.like = value
+
+    @staticmethod
+    def holds(value):
+        return value is not None and not runtime.is_array(value) and pytree.is_node(value)
+
+    def finish(self, g):
+        """The cotangent ``g`` (an adjoint's mirror) in the structure."""
+        return runtime.materialize(g, self.like)
+
+    def adjoint(self, g):
+        """The gradient ``backward`` returned (a value of the structure, or a mirror) as
+        the adjoint mirror the reverse sweep adds up."""
+        like = self.like
+        if type(g) is type(like) or isinstance(g, (list, tuple)):
+            pytree.paired_leaves(like, g, "input", "gradient")   # the same structure
+            return pytree.as_adjoint(g)
+        return g
+
+
 def _meta(value):
-    """What ``backward`` needs to know about a value without keeping it: (xp, shape, dtype)."""
+    """What ``backward`` needs to know about a value without keeping it: (xp, shape, dtype)
+    (a structure's ``_Tree`` as its shape)."""
+    if _Tree.holds(value):
+        return None, _Tree(value), type(value)
     if runtime.is_array(value):
         return runtime.namespace(value), tuple(value.shape), value.dtype
     return None, None, type(value)
@@ -262,6 +293,8 @@ def _meta(value):
 
 def _zeros(meta):
     xp, shape, dtype = meta
+    if isinstance(shape, _Tree):
+        return runtime.materialize(0.0, shape.like)
     if xp is not None:
         return xp.zeros(shape, dtype=dtype)
     if dtype is complex:
@@ -394,6 +427,9 @@ def function_backward(cls, ctx, grad_outputs):
             prepared.append(_zeros(meta) if materialize else None)
             continue
         xp, shape, dtype = meta
+        if isinstance(shape, _Tree):   # the adjoint's mirror, in the output's structure
+            prepared.append(shape.finish(g))
+            continue
         if xp is not None and (not runtime.is_array(g) or tuple(g.shape) != shape):
             gshape = tuple(getattr(g, "shape", ()))
             if gshape and gshape != shape:
@@ -437,6 +473,9 @@ def _check_result(cls, ctx, result):
         if names is None:
             names = _input_names(cls, n_in)
         where = _describe_input(names, i)
+        if isinstance(shape, _Tree) and differentiable:   # a structure's, in its structure
+            checked.append(shape.adjoint(g))
+            continue
         if not differentiable and xp is None:
             raise BackwardError(
                 f"{name}.backward returned a gradient (not None) for {where}, but that input "

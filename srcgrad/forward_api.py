@@ -8,7 +8,13 @@ The Jacobians built on it and on the reverse mode are in jacobians.py.
 ``sg.hvp``/``sg.hessian`` (hessians.py) run it on a generated gradient; the tangents
 of the ``rt.*`` helpers such code calls are in rules/jvp_runtime.py.
 
-Not yet: pytree (list, tuple, dict) primals with tangents, tangents of complex values.
+A structured primal (dict, list, tuple, dataclass, namedtuple, registered class:
+pytree.py) takes a tangent of its structure, and the output's tangent has the output's
+structure (``sg.jvp(loss, (params, x), (dparams, zeros))``). An integer or boolean
+primal carries no tangent: its tangent is None or zero, and a nonzero one is refused
+as ``sg.grad`` refuses differentiating with respect to it (call_values.py).
+
+Not yet: tangents of complex values.
 """
 
 import functools
@@ -19,10 +25,11 @@ from dataclasses import dataclass, field
 import gast
 import numpy
 
-from srcgrad import pipeline, rules, runtime
+from srcgrad import call_values, pipeline, pytree, rules, runtime
 from srcgrad.analysis import activity, aliasing, kinds
-from srcgrad.codegen import emit, loader
-from srcgrad.errors import UnsupportedError
+from srcgrad.codegen import emit, loader, tracebacks
+from srcgrad.codegen.refusals import in_user_code
+from srcgrad.errors import SrcgradError, UnsupportedError
 from srcgrad.guard import Guard
 from srcgrad.templates import name
 from srcgrad.transform import as_array, forward
@@ -98,27 +105,92 @@ def _compiled(fn, active):
         with _lock:
             found = _cache.get(key)
             if found is None or not found.guard.holds(fn):
-                found = _cache[key] = compile_jvp(fn, active, options)
+                try:
+                    found = _cache[key] = compile_jvp(fn, active, options)
+                except SrcgradError as exc:   # in a gradient srcgrad generated: the user's line
+                    raise in_user_code(exc, "jvp of a gradient: ") from None
     return found
 
 
-def _carries_tangent(primal, tangent):
+def _tangent_for(name, primal, tangent):
+    """The tangent the tangent program gets for ``primal`` (None: it carries none).
+
+    A structure (dict, list, tuple, dataclass, namedtuple, registered class: pytree.py)
+    takes a tangent of the same structure (pytree.paired_leaves; None for a part that
+    is zero), rebuilt as the primal's own structure with each leaf's tangent checked by
+    ``_carries_tangent``; an integer leaf's (zero) tangent becomes a float zero."""
+    kind = type(primal)
+    if kind is type(tangent) and (kind is float or kind is numpy.ndarray and primal.dtype.kind == "f"
+                                  and tangent.dtype == primal.dtype and tangent.shape == primal.shape):
+        return tangent   # the common case, checked
+    if not pytree.is_node(primal) or primal is None:
+        return _as_tangent(tangent, primal) if _carries_tangent(primal, tangent, name) else None
+    if tangent is None:
+        return None
+    leaves, carried = [], False
+    for path, leaf, t in pytree.paired_leaves(primal, tangent, name, "tangent"):
+        if _carries_tangent(leaf, t, path):
+            leaves.append(_as_tangent(t, leaf))
+            carried = True
+        else:
+            leaves.append(_zero_tangent(leaf))
+    return pytree.rebuild(primal, iter(leaves)) if carried else None
+
+
+def _zero_tangent(leaf):
+    if leaf is None or isinstance(leaf, (str, bytes)):
+        return leaf
+    if numpy.ndim(leaf) == 0 and not hasattr(leaf, "dtype"):
+        return 0.0
+    dtype = getattr(leaf, "dtype", None)
+    return numpy.zeros(numpy.shape(leaf), dtype if dtype is not None and dtype.kind == "f"
+                       else numpy.float64)
+
+
+def _carries_tangent(primal, tangent, name="x"):
+    """Whether the leaf ``primal`` carries ``tangent`` (None: no). An integer or boolean
+    primal has no derivative: its tangent must be None or zero (JAX asks for a float0
+    zero); a nonzero one is refused with ``sg.grad``'s message (call_values.py), as is a
+    tangent for a value that is not a float or a float array, or of another shape."""
     if isinstance(primal, complex) or getattr(getattr(primal, "dtype", None), "kind", "") == "c":
         raise TypeError("srcgrad.jvp: complex primals are not supported by forward mode yet")
     if tangent is None:
         return False
-    if isinstance(primal, (list, tuple, dict)) or isinstance(tangent, (list, tuple, dict)):
-        raise TypeError("srcgrad.jvp: list, tuple and dict primals with tangents (pytrees) are "
-                        "not supported by forward mode yet; pass their arrays as separate arguments")
-    if isinstance(primal, (bool, int, numpy.integer, numpy.bool_)):
-        return False
-    dtype = getattr(primal, "dtype", None)
-    if dtype is not None and dtype.kind in "biu":
-        return False
-    if numpy.shape(primal) != numpy.shape(tangent):
-        raise ValueError(f"srcgrad.jvp: a tangent of shape {numpy.shape(tangent)} for a primal of "
-                         f"shape {numpy.shape(primal)}")
+    if pytree.is_node(tangent):
+        raise ValueError(f"srcgrad.jvp: the tangent of {name!r} is a {type(tangent).__name__} "
+                         f"but the primal is a {type(primal).__name__}: a tangent has its "
+                         f"primal's structure")
+    tdtype = getattr(tangent, "dtype", None)
+    if tdtype is None and _numeric(tangent):
+        tdtype = numpy.asarray(tangent).dtype
+    if getattr(tdtype, "kind", None) not in ("b", "i", "u", "f"):
+        raise TypeError(f"srcgrad.jvp: the tangent of {name!r} is a "
+                        f"{getattr(tangent, 'dtype', type(tangent).__name__)}, not a real "
+                        f"number or array")
+    integral = isinstance(primal, (bool, int, numpy.integer, numpy.bool_)) or \
+        getattr(getattr(primal, "dtype", None), "kind", "") in "biu" and hasattr(primal, "dtype")
+    if numpy.shape(primal) != numpy.shape(tangent) and not (integral and numpy.ndim(tangent) == 0):
+        raise ValueError(f"srcgrad.jvp: a tangent of shape {numpy.shape(tangent)} for "
+                         f"{name!r} of shape {numpy.shape(primal)}")
+    if integral:
+        if not numpy.any(tangent):
+            return False   # the zero tangent of an integer: it carries none
+        try:
+            call_values._check_differentiable(name, primal)
+        except TypeError as exc:
+            raise TypeError(f"srcgrad.jvp: a nonzero tangent for {name!r}: "
+                            + str(exc).removeprefix("srcgrad: ")
+                            + " Its tangent must be None or zero.") from None
+    elif not (isinstance(primal, float) or getattr(primal, "dtype", None) is not None):
+        call_values._check_differentiable(name, primal)
+        raise TypeError(f"srcgrad.jvp: {name!r} is a {type(primal).__name__}, not a float or "
+                        f"an array: it cannot carry a tangent (pass None)")
     return True
+
+
+def _numeric(value):
+    return isinstance(value, (bool, int, float, numpy.number, numpy.bool_)) or \
+        getattr(value, "dtype", None) is not None
 
 
 def _bound(fn, primals):
@@ -131,23 +203,35 @@ def _bound(fn, primals):
 def jvp(fn, primals, tangents):
     """``(fn(*primals), J @ tangents)``: the value and the directional derivative along
     ``tangents`` (one per primal; None for a primal that carries none), by forward mode.
+    A structured primal (dict, list, tuple, dataclass...) takes a tangent of its
+    structure; the output's tangent has the output's structure. An integer or boolean
+    primal's tangent is None or zero (a nonzero one raises TypeError).
 
     Example:
         >>> out, t = sg.jvp(np.sin, ...)   # doctest: +SKIP
         >>> out, t = sg.jvp(f, (x, W), (dx, np.zeros_like(W)))
+        >>> out, t = sg.jvp(loss, (params, x), (dparams, None))   # params a dict of arrays
     """
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
         raise ValueError(f"srcgrad.jvp: {len(primals)} primals but {len(tangents)} tangents")
     bound = _bound(fn, primals)
     params = list(bound.arguments)
-    active = [p for p, primal, tangent in zip(params, primals, tangents)
-              if _carries_tangent(primal, tangent)]
-    compiled = _compiled(fn, active)
-    given = dict(zip(params, tangents))
+    given = dict.fromkeys(params)   # a default's parameter carries no tangent
+    given.update((p, _tangent_for(p, primal, tangent))
+                 for p, primal, tangent in zip(params, primals, tangents))
+    compiled = _compiled(fn, [p for p in params if given[p] is not None])
     args = [bound.arguments[p] for p in compiled.params]
-    args += [_as_tangent(given[p], bound.arguments[p]) for p in compiled.active]
-    return compiled.function(*args)
+    args += [given[p] for p in compiled.active]
+    try:   # free until something raises
+        return compiled.function(*args)
+    except Exception as exc:
+        tracebacks.locate(exc)   # the user's line after each generated frame
+        if isinstance(exc, SrcgradError):   # refused by a gradient srcgrad generated: its line
+            mapped = in_user_code(exc, "jvp of a gradient: ")
+            if mapped is not exc:
+                raise mapped from None
+        raise
 
 
 def _as_tangent(tangent, primal):

@@ -27,7 +27,8 @@ import threading
 
 import numpy
 
-from srcgrad.codegen import loader
+from srcgrad import call_values, pytree, runtime
+from srcgrad.codegen.refusals import in_user_code
 from srcgrad.errors import SrcgradError, UnsupportedError
 
 _grads = {}
@@ -69,29 +70,7 @@ def _gradient_of(fn, positions, args):
 def _refused(exc, fn, info):
     """``exc`` (forward mode refusing the gradient's code) said of the user's function:
     the line of ``fn`` whose gradient holds what it refused."""
-    origin = None
-    for line in range(exc.lineno or 0, 0, -1):   # a statement nested in a guard: the guard's
-        origin = loader.origin_at(exc.filename, line)
-        if origin is not None:
-            break
-    where = (f"{origin.filename}:{origin.lineno}" if origin is not None
-             else f"{info.filename}:{info.first_lineno}")
-    message = exc.message.replace("srcgrad.runtime.", "rt.")
-    if message.startswith("forward mode needs a jvp for "):
-        what, _, detail = message[len("forward mode needs a jvp for "):].partition(", and ")
-        message = f"no tangent for {what}, used by the gradient of {fn.__qualname__} at {where}"
-    else:
-        message = f"{message}, in the gradient of {fn.__qualname__} at {where}"
-    new = type(exc)(f"hessian: {message}",
-                    origin.filename if origin else info.filename,
-                    origin.lineno if origin else info.first_lineno,
-                    origin.col_offset if origin else None,
-                    origin.source_line if origin else None, _HINT)
-    return new
-
-
-_HINT = ("srcgrad cannot differentiate this gradient again yet; use finite differences of "
-         "sg.grad, or write the second derivative by hand.")
+    return in_user_code(exc, "hessian: ", fn, info, restate=True)
 
 
 def hvp(fn, primals, tangents, wrt=None):
@@ -100,7 +79,8 @@ def hvp(fn, primals, tangents, wrt=None):
     entry per primal (None for an integer or boolean primal). A tangent None is zero.
     ``wrt`` (positions or names, as in ``sg.grad``) restricts the gradient to those
     primals (the others' entries are None; their tangents still count): data such as
-    a batch need not get a gradient of its own.
+    a batch need not get a gradient of its own. A structured primal (dict, list,
+    dataclass...) takes a tangent of its structure and gets its product in it.
 
     Example:
         >>> (Hv,) = sg.hvp(f, (x,), (v,))   # doctest: +SKIP
@@ -116,6 +96,9 @@ def hvp(fn, primals, tangents, wrt=None):
         positions = tuple(_wrt_positions(fn, wrt)[0])
     if not positions:
         raise TypeError("srcgrad.hvp: no primal is a float scalar or array")
+    for k in positions:   # a structure (pytree.py): float leaves only, as in sg.grad
+        if pytree.is_node(primals[k]):
+            call_values._check_differentiable(f"primals[{k}]", primals[k])
     function, info = _gradient_of(fn, positions, primals)
     try:
         _, products = jvp(function, primals, tangents)
@@ -124,6 +107,9 @@ def hvp(fn, primals, tangents, wrt=None):
     out = [None] * len(primals)
     for k, t in zip(positions, products):
         primal = primals[k]
+        if pytree.is_node(primal):   # the adjoint's mirror, in the primal's structure
+            out[k] = runtime.materialize(t, primal)
+            continue
         out[k] = t if numpy.shape(t) == numpy.shape(primal) else numpy.broadcast_to(
             t, numpy.shape(primal)).copy()
         if numpy.ndim(primal) == 0 and not hasattr(primal, "dtype"):

@@ -16,9 +16,10 @@ real ``f`` is a Hessian-vector product (the Hessian is symmetric)::
 
 computed forward-over-reverse by ``sg.hvp`` (hessians.py).
 
-Refused, naming the user's function: a gradient with hooks, aux or a preserved result,
-complex values or list/tuple/dict arguments (forward mode takes real arrays), and a
-third derivative of code with a tape.
+Structured arguments (dicts, lists, tuples, dataclasses: pytree.py) pass through: the
+custom Function's cotangents and gradients take their structure, and the hvp takes and
+gives tangents of it. Refused, naming the user's function: a gradient with hooks, aux
+or a preserved result, complex values, and a third derivative of code with a tape.
 """
 
 import inspect
@@ -27,8 +28,9 @@ import numpy
 
 from srcgrad import api, pytree
 from srcgrad.codegen import loader
+from srcgrad.codegen.refusals import in_user_code
 from srcgrad.custom_function import Function
-from srcgrad.errors import UnsupportedError
+from srcgrad.errors import SrcgradError, UnsupportedError
 from srcgrad.hessians import hvp
 from srcgrad.jacobians import _wrt_positions
 
@@ -57,6 +59,26 @@ def _complex(value):
         else False
 
 
+def _zeros_like(value):
+    """The zero tangent of an argument (None for one that has no float leaves)."""
+    if not _float_leaves(value):
+        return None
+    if pytree.is_node(value):
+        return pytree.tree_map(lambda leaf: _zeros_like(leaf) if leaf is not None else None, value)
+    return numpy.zeros(numpy.shape(value)) if numpy.ndim(value) else 0.0
+
+
+def _float_leaves(value):
+    """Whether ``value`` is a float, a float array, or a structure of only those."""
+    if pytree.is_node(value):
+        leaves = pytree.tree_leaves(value)
+        return bool(leaves) and all(_float_leaves(leaf) for leaf in leaves)
+    if isinstance(value, (bool, int, numpy.integer, numpy.bool_)):
+        return False
+    dtype = getattr(value, "dtype", None)
+    return dtype.kind == "f" if dtype is not None else isinstance(value, float)
+
+
 def gradient_class(gfn):
     """The custom Function computing ``gfn`` (a GradFunction) whose backward is its
     vector-Jacobian product (an hvp), made once per GradFunction."""
@@ -77,30 +99,31 @@ def gradient_class(gfn):
 
     def backward(ctx, *douts):
         args = ctx.saved_tensors
-        if any(_complex(a) for a in args) or any(_complex(d) for d in douts):
+        if any(_complex(leaf) for a in args for leaf in pytree.tree_leaves(a)) \
+                or any(_complex(leaf) for d in douts for leaf in pytree.tree_leaves(d)):
             raise UnsupportedError(
                 f"the gradient of the gradient of {name} with complex values is not "
                 f"supported (srcgrad computes it as a Hessian-vector product)", *_where(fn))
-        if any(pytree.is_node(a) for a in args):
-            raise UnsupportedError(
-                f"the gradient of the gradient of {name} with a list, tuple or dict argument "
-                f"is not supported (its Hessian-vector product is forward mode, which takes "
-                f"arrays)", *_where(fn), hint="Pass the structure's arrays as separate arguments.")
+        if not many and ctx._tuple_output:   # the gradient of one tuple argument: a tuple
+            arg = args[positions[0]]
+            douts = (type(arg)(*douts) if pytree.is_namedtuple(arg) else tuple(douts),)
         tangents = [None] * len(args)
         for k, d in zip(positions, douts if many else douts[:1]):
-            a = args[k]
-            tangents[k] = d if d is not None else numpy.zeros_like(a, dtype=float)
+            tangents[k] = d if d is not None else _zeros_like(args[k])
         for k, a in enumerate(args):
             if tangents[k] is None:
-                tangents[k] = numpy.zeros(numpy.shape(a)) if numpy.ndim(a) else 0.0
+                tangents[k] = _zeros_like(a)
+        # the gradient of every argument a gradient can reach: a float, a float array, a
+        # structure of them (pytree.py); the others get none
+        reached = tuple(k for k, a in enumerate(args) if _float_leaves(a))
+        if not reached:
+            return (None,) * len(args)
         try:
-            return hvp(fn, args, tuple(tangents))
-        except UnsupportedError as exc:   # said of this gradient, not of sg.hessian
-            if not exc.message.startswith("hessian: "):
-                raise
-            message = f"the gradient of grad_{name}: " + exc.message[len("hessian: "):]
-            raise type(exc)(message, exc.filename, exc.lineno, exc.col_offset,
-                            exc.source_line, exc.hint) from None
+            return hvp(fn, args, tuple(tangents), wrt=reached)
+        except SrcgradError as exc:   # said of this gradient, not of sg.hessian
+            if exc.message.startswith("hessian: ") and getattr(exc, "refused_as", None) is None:
+                exc.refused_as = "hessian: "   # raised at the user's line already
+            raise in_user_code(exc, f"the gradient of grad_{name}: ", restate=True) from None
 
     cls = type(f"Grad_{name}", (Function,), {
         "forward": staticmethod(forward), "backward": staticmethod(backward),

@@ -186,3 +186,89 @@ def rebuild(value, leaves):
     for f in dataclasses.fields(value):
         object.__setattr__(out, f.name, rebuild(getattr(value, f.name), leaves))
     return out
+
+
+def paired_leaves(value, other, path="", what="tangent"):
+    """``[(path, leaf, other_leaf)]``: the leaves of ``value`` beside those of ``other``,
+    a structure like it (the tangents or cotangents of ``value``: jvp, hvp, Jacobians).
+
+    ``other`` must mirror ``value``: a dict with the same keys, a list or tuple of the
+    same length (either for either), an object of the same class for a dataclass,
+    namedtuple or registered class; None stands for a whole part that is zero (its
+    leaves pair with None). A leaf of ``value`` pairs with anything that is not a
+    structure (its shape is the caller's to check). Raises ValueError naming the path
+    where they differ."""
+    out = []
+    _pair(value, other, path, what, out)
+    return out
+
+
+def _pair(value, other, path, what, out):
+    if other is None:
+        out.extend((p, leaf, None) for p, leaf in leaves_with_paths(value, path))
+        return
+    if not is_node(value):
+        if is_node(other):
+            raise ValueError(f"srcgrad: the {what} of {path or 'the value'} is a "
+                             f"{type(other).__name__} but the value is not a structure "
+                             f"({type(value).__name__}): they must have the same structure")
+        out.append((path, value, other))
+        return
+    mismatch = ValueError(f"srcgrad: the {what} of {path or 'the value'} is a "
+                          f"{type(other).__name__} but the value is a {type(value).__name__}: "
+                          f"they must have the same structure")
+    if isinstance(value, dict):
+        if not isinstance(other, dict):
+            raise mismatch
+        if set(value) != set(other):
+            raise ValueError(f"srcgrad: the {what} of {path or 'the value'} has the keys "
+                             f"{sorted(map(repr, other))} but the value has "
+                             f"{sorted(map(repr, value))}: they must have the same structure")
+        for k, v in value.items():
+            _pair(v, other[k], f"{path}[{k!r}]", what, out)
+        return
+    plain = isinstance(value, (list, tuple)) and not is_namedtuple(value) and type(value) not in _REGISTRY
+    if plain:
+        if not (isinstance(other, (list, tuple)) and not is_namedtuple(other)):
+            raise mismatch
+        if len(other) != len(value):
+            raise ValueError(f"srcgrad: the {what} of {path or 'the value'} has {len(other)} "
+                             f"entries but the value has {len(value)}: they must have the "
+                             f"same structure")
+        for k, (v, o) in enumerate(zip(value, other)):
+            _pair(v, o, f"{path}[{k}]", what, out)
+        return
+    if type(other) is not type(value):
+        raise mismatch
+    mine, theirs = children(value), children(other)
+    if [s for s, _ in mine] != [s for s, _ in theirs]:
+        raise mismatch
+    for (suffix, v), (_, o) in zip(mine, theirs):
+        _pair(v, o, path + suffix, what, out)
+
+
+def as_adjoint(value):
+    """The adjoint mirror (see the module docstring) of ``value``, a gradient given with
+    its structure (a custom Function's ``backward`` returns one): the inverse of
+    ``runtime.materialize``. A registered object's children are read back as the
+    attributes that hold them."""
+    if value is None:
+        return 0.0
+    if not is_node(value):
+        return value
+    if isinstance(value, dict):
+        return {k: as_adjoint(v) for k, v in value.items()}
+    pair = registered(value)
+    if pair is None and isinstance(value, (list, tuple)):
+        return [as_adjoint(v) for v in value]
+    if pair is None:
+        return Fields((f.name, as_adjoint(getattr(value, f.name))) for f in dataclasses.fields(value))
+    kids, _ = pair[0](value)
+    attrs = {id(v): k for k, v in vars(value).items()} if hasattr(value, "__dict__") else {}
+    out = Fields()
+    for kid in kids:
+        if id(kid) not in attrs:
+            raise TypeError(f"srcgrad: a gradient of a {type(value).__name__} holds a child that "
+                            f"is none of its attributes; it cannot be added into an adjoint")
+        out[attrs[id(kid)]] = as_adjoint(kid)
+    return out

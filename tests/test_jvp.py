@@ -159,13 +159,51 @@ def test_a_tangent_of_none_holds_that_argument_fixed():
     assert_jvp_matches(loop_over_an_array, (x, W), [1])
 
 
-def test_tangents_of_integers_are_zero_and_stop():
+def test_a_nonzero_tangent_for_an_integer_is_refused_as_grad_refuses_it():
     def f(x, n):
         k = int(np.argmax(x))
         return x[k] * n + float(n)
 
-    out, t = sg.jvp(f, (np.array([1.0, 3.0, 2.0]), 2), (np.array([0.5, 0.25, 1.0]), 1.0))
-    assert out == f(np.array([1.0, 3.0, 2.0]), 2) and t == 0.5
+    x, dx = np.array([1.0, 3.0, 2.0]), np.array([0.5, 0.25, 1.0])
+    with pytest.raises(TypeError, match="nonzero tangent for 'n'.*integer or boolean"):
+        sg.jvp(f, (x, 2), (dx, 1.0))
+    with pytest.raises(TypeError, match="nonzero tangent for 'm'"):
+        sg.jvp(lambda x, m: x * m, (x, np.array([True, False, True])), (dx, np.ones(3)))
+
+
+def masked_square(x, m):
+    return np.sum(x ** 2 * m)
+
+
+def test_a_hessian_hvp_or_jacfwd_with_respect_to_a_boolean_array_is_refused_not_zero():
+    x, m = np.array([1.0, 2.0]), np.array([True, False])
+    for call in (lambda: sg.hessian(masked_square, wrt=1)(x, m),
+                 lambda: sg.hvp(masked_square, (x, m), (x, np.ones(2))),
+                 lambda: sg.jacfwd(masked_square, wrt=1)(x, m)):
+        with pytest.raises(TypeError, match="'m'.*dtype is bool"):
+            call()
+    hx, hm = sg.hvp(masked_square, (x, m), (x, None))   # the mask held fixed
+    np.testing.assert_allclose(hx, 2 * x * m)
+    assert hm is None
+
+
+def test_an_integer_with_a_zero_or_no_tangent_carries_none():
+    def f(x, n):
+        k = int(np.argmax(x))
+        return x[k] * n + float(n)
+
+    x, dx = np.array([1.0, 3.0, 2.0]), np.array([0.5, 0.25, 1.0])
+    for zero in (None, 0, 0.0, np.zeros(())):
+        out, t = sg.jvp(f, (x, 2), (dx, zero))
+        assert out == f(x, 2) and t == 0.25 * 2
+
+
+def test_a_tangent_that_is_not_a_real_number_is_refused():
+    x = np.array([1.0, 2.0])
+    with pytest.raises(TypeError, match="not a real number"):
+        sg.jvp(np.sin, (x,), (np.array([1j, 0j]),))
+    with pytest.raises(TypeError, match="not a real number"):
+        sg.jvp(np.sin, (x,), ("ab",))
 
 
 @pytest.mark.parametrize("key", ["W1", "W2", "W3", "W4", "W5-f64", "W6-1e6", "W7", "W8"])
@@ -360,9 +398,15 @@ def test_a_tangent_zero_in_one_argument_of_a_helper_keeps_the_others():
     assert t != 0
 
 
-def test_pytree_primals_are_refused_clearly():
+def test_a_tangent_with_another_structure_than_its_primal_is_refused():
     def f(d):
-        return d[0] * 2.0
+        return d["a"] * 2.0
 
-    with pytest.raises(TypeError, match="pytrees"):
-        sg.jvp(f, ([1.0, 2.0],), ([1.0, 1.0],))
+    with pytest.raises(ValueError, match="keys"):
+        sg.jvp(f, ({"a": 1.0, "b": 2.0},), ({"a": 1.0},))
+    with pytest.raises(ValueError, match="same structure"):
+        sg.jvp(f, ({"a": 1.0},), ([1.0],))
+    with pytest.raises(ValueError, match="same structure"):
+        sg.jvp(lambda xs: xs[0] * 2.0, ([1.0, 2.0],), ([1.0],))
+    with pytest.raises(ValueError, match=r"shape \(2,\) for \"d\['a'\]\""):
+        sg.jvp(f, ({"a": np.ones(3)},), ({"a": np.ones(2)},))

@@ -312,3 +312,20 @@ def minmax_vjp(y, dy, y_, args, *, t_dy):
 @tangent(rt.dtype_grad, no_tangent=("dtype", "x"))
 def dtype_grad(y, g, dtype, x, *, t_g):
     return rt.dtype_grad(t_g, dtype, x)
+
+
+@rt.helper
+def attr_add_tangent(t_dx, x, attr, t_g, error):
+    """The tangent of ``rt.attr_add(dx, x, attr, g, error)`` (a field of a structure's
+    adjoint: linear in both; it builds a new adjoint), None being zero."""
+    return rt.attr_add(0.0 if t_dx is None else t_dx, x, attr, 0.0 if t_g is None else t_g, error)
+
+
+@tangent(rt.attr_add, no_tangent=("x", "attr", "error"))
+def attr_add(y, dx, x, attr, g, error, *, t_dx, t_g):
+    return rt.attr_add_tangent(t_dx, x, attr, t_g, error)
+
+
+@tangent(rt.attr_item, no_tangent=("x", "attr"))
+def attr_item(y, dx, x, attr, *, t_dx):
+    return rt.attr_item(t_dx, x, attr)

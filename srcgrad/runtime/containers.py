@@ -192,3 +192,16 @@ def seq_unpop(dz):
     rest, last = dz
     rest = list(rest) if isinstance(rest, (list, tuple)) else []
     return rest + [last]
+
+
+def field_tangent(x, dx, attr):
+    """The tangent of ``x.attr`` for a structure ``x`` (a dataclass, namedtuple or
+    registered class) whose tangent ``dx`` has its structure (forward mode)."""
+    if not is_node(x) or isinstance(x, (list, dict)) or isinstance(x, tuple) \
+            and not _pytree.is_namedtuple(x):
+        from srcgrad.errors import NonDifferentiableError
+        raise NonDifferentiableError(
+            f"srcgrad: forward mode needs a jvp for the attribute .{attr} of a "
+            f"{type(x).__name__}, which carries a tangent and is not a structure srcgrad knows; "
+            f"make its class a dataclass, or register it with srcgrad.register_pytree_node")
+    return getattr(dx, attr)

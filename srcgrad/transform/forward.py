@@ -280,10 +280,15 @@ class ForwardAD(Base):
             return type(node)(elts=[e if e is not None else expr("rt.tangent_zero(E)", E=clone(x))
                                     for e, x in zip(elts, node.elts)], ctx=gast.Load())
         if isinstance(node, gast.Dict):
-            if _names(node) & self.active:
+            values = [self.operand(v) for v in node.values]
+            if all(v is None for v in values):
+                return None
+            if any(k is None for k in node.keys):
                 raise self.error(node, UnsupportedError,
-                                 "forward mode: dicts of values that carry a tangent are not supported yet")
-            return None
+                                 "forward mode: ** in a dict of values that carry a tangent")
+            return gast.Dict(keys=[clone(k) for k in node.keys], values=[
+                v if v is not None else expr("rt.tangent_zero(E)", E=clone(x))
+                for v, x in zip(values, node.values)])
         if not _names(node) & self.active:
             return None
         stmts, t = self.tangent(node, None)
@@ -310,6 +315,11 @@ class ForwardAD(Base):
         if primitive is not None and rules.is_nondifferentiable(primitive):
             return [], None
         if isinstance(value, gast.Attribute):
+            if tangent_rules.lookup(primitive) is None and self.is_active(value.value):
+                # a field of a structure (dataclass, namedtuple, registered class): the
+                # tangent's field (pytree.py), else refused at run time
+                return [], expr(f"rt.field_tangent(X, DX, {value.attr!r})", X=clone(value.value),
+                                DX=name(self.d(value.value.id)))
             return self.apply(primitive, [value.value], {}, y, value)
         if isinstance(value, gast.BinOp):
             return self.apply(primitive, [value.left, value.right], {}, y, value)
