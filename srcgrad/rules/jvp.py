@@ -269,6 +269,20 @@ def tangent_zero(value):
 
 
 @rt.helper
+def tangent_like(t, y):
+    """A tangent given its value's shape: ``t`` of ``y = x + c`` where only ``x`` moves has
+    ``x``'s shape, and ``c`` may have broadcast ``y`` wider (a copy of its own then)."""
+    if not is_array(y) or rt.shape_of(t) == y.shape:
+        return t
+    xp = namespace(y)
+    dtype = y.dtype if y.dtype.kind in "fc" else xp.float64
+    return xp.broadcast_to(xp.asarray(t, dtype=dtype), y.shape).copy()
+
+
+linear(rt.tangent_like, "t", no_tangent=("y",))
+
+
+@rt.helper
 def tangent_array(t, y, copy=True):
     """The tangent of ``y = np.array(obj)`` (or a cast, a copy) given ``obj``'s tangent
     ``t``: an array of ``y``'s shape and float dtype, of its own memory as ``y`` is

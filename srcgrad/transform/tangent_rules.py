@@ -287,10 +287,20 @@ def _derived(rule, elementwise=True):
 
 
 _ZERO_MARK = "__srcgrad_zero_tangent__"
+_SCALAR_ZERO_MARK = "__srcgrad_zero_tangent_of_a_literal__"   # cannot broadcast a sum up
 
 
 def _is_zero(node):
-    return node is None or (isinstance(node, gast.Name) and node.id == _ZERO_MARK)
+    return node is None or (isinstance(node, gast.Name) and node.id in (_ZERO_MARK, _SCALAR_ZERO_MARK))
+
+
+def _bare(node):
+    """A term whose shape may be smaller than the output's: a tangent alone, negated, or
+    a helper's result (``t_x1`` of ``x1 + x2`` where ``x1`` is broadcast)."""
+    if isinstance(node, gast.UnaryOp):
+        return _bare(node.operand)
+    return isinstance(node, gast.Name) or isinstance(node, gast.Call) and _is_call(
+        node, "rt", getattr(node.func, "attr", ""))
 
 
 class _DropZeros(gast.NodeTransformer):
@@ -304,8 +314,19 @@ class _DropZeros(gast.NodeTransformer):
     (a helper like ``rt.einsum_jvp`` reads None as "no tangent"); so does a display.
     """
 
-    def __init__(self, tangents):
+    def __init__(self, tangents, output=None):
         self.tangents = tangents
+        self.output = output
+
+    def like_output(self, kept, dropped):
+        """``a + 0``: ``a``, broadcast to the output's shape (``rt.tangent_like``) where the
+        dropped zero stood for an operand that may have widened the sum."""
+        if self.output is None or not _bare(kept) or (
+                isinstance(dropped, gast.Name) and dropped.id == _SCALAR_ZERO_MARK):
+            return kept
+        return gast.Call(func=gast.Attribute(value=templates.name("rt"), attr="tangent_like",
+                                             ctx=gast.Load()),
+                         args=[kept, templates.name(self.output)], keywords=[])
 
     def carries(self, node):
         return any(isinstance(n, gast.Name) and n.id in self.tangents for n in gast.walk(node))
@@ -317,14 +338,14 @@ class _DropZeros(gast.NodeTransformer):
             if lz and rz:
                 return _none()
             if lz or rz:
-                return right if lz else left
+                return self.like_output(right, left) if lz else self.like_output(left, right)
         elif isinstance(node.op, gast.Sub):
             if lz and rz:
                 return _none()
             if rz:
-                return left
+                return self.like_output(left, right)
             if lz:
-                return gast.UnaryOp(op=gast.USub(), operand=right)
+                return self.like_output(gast.UnaryOp(op=gast.USub(), operand=right), left)
         elif lz or rz:
             return _none()
         node.left, node.right = left, right
@@ -429,6 +450,9 @@ def instantiate(template, subs, namer):
     if template.linear:
         subs = _zero_shaped(template, subs)
     zeros = {k: _none() for k, v in subs.items() if v is None}
+    for k in zeros:   # the zero tangent of a literal number: a sum with it keeps its shape
+        if k.startswith("t_") and isinstance(subs.get(k[2:]), gast.Constant):
+            zeros[k] = gast.Name(id=_SCALAR_ZERO_MARK, ctx=gast.Load(), annotation=None, type_comment=None)
     tangents = {k for k in subs if k.startswith("t_") and subs[k] is not None}
     marked = templates._Substitute(zeros)
     body = []
@@ -442,7 +466,7 @@ def instantiate(template, subs, namer):
         if any(isinstance(n, gast.Name) and n.id in tangents for n in gast.walk(s.value)):
             tangents.add(s.targets[0].id)
         body.append(s)
-    result = _DropZeros(tangents).visit(marked.visit(clone(template.result)))
+    result = _DropZeros(tangents, template.output).visit(marked.visit(clone(template.result)))
     if _is_zero(result):
         return [], None
     table = {"xp": "xp", "rt": "rt"}
