@@ -641,6 +641,7 @@ add(
     C(rt.minmax_vjp, 0.7, 1.5, ([0.5, 1.5, 1.5],), _wrt=[0]),
     C(rt.minmax_vjp, 0.7, 1.5, (np.array([0.5, 1.5, -1.0]),), _wrt=[0]),
     C(rt.add_grad, r(3), r(3)), C(rt.add_grad, [r(3), r(2)], [r(3), r(2)]),
+    C(rt.add_at_dx, r(3, 2), 0.0, _wrt=[0]), C(rt.add_at_dx, r(3, 2), r(1, 2), _wrt=[0]),
 )
 
 

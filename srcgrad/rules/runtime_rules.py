@@ -166,7 +166,24 @@ def keep_written(dw, w, g, x, index):
 
 @adjoint(rt.add_at)
 def add_at(dw, w, dx, x, index, g):
-    return rt.unbroadcast(dw, dx), None, None, rt.unbroadcast(rt.take_grad(dw, index), g)
+    return rt.add_at_dx(dw, dx), None, None, rt.unbroadcast(rt.take_grad(dw, index), g)
+
+
+@rt.helper
+def add_at_dx(dw, dx):
+    """The adjoint of ``add_at(dx, x, index, g)`` for ``dx``: ``dw`` in ``dx``'s shape. A
+    scalar zero ``dx`` stands for zeros of ``x``'s shape (``add_at`` leaves it a scalar
+    while every ``g`` added is zero), so it gets all of ``dw``: summed into a scalar, the
+    adjoints of the entries added later were mixed up (a second derivative at ``x[i] = 0``
+    of ``x[i] ** 2`` was off)."""
+    if rt.is_zero_grad(dx):
+        return dw
+    return rt.unbroadcast(dw, dx)
+
+
+@adjoint(rt.add_at_dx)
+def add_at_dx_adjoint(dz, w, dw, dx):
+    return rt.broadcast_like(dz, dw), None
 
 
 @adjoint(rt.zero_grad_at)
