@@ -282,6 +282,10 @@ def einsum_vjp_tangent(dy, subscripts, operands, t_dy, t_first, t_operands):
         for k, g in enumerate([first] + list(rest)):
             if g is not None:
                 total[k] = g if total[k] is None else total[k] + g
+    args = [subscripts] + list(operands)
+    operand = set(k for k, _ in enumerate(args) if is_array(args[k]) or isinstance(args[k], (int, float)))
+    operand -= {0} if isinstance(subscripts, str) else set()
+    total = [rt.tangent_zero(args[k]) if g is None and k in operand else g for k, g in enumerate(total)]
     return total[0], total[1:]
 
 
@@ -369,6 +373,11 @@ def kron_vjp(dy, a, b):
     da = (g * b.reshape(b_inter)).sum(axis=tuple(range(1, 2 * n, 2))).reshape(a.shape)
     db = (g * a.reshape(a_inter)).sum(axis=tuple(range(0, 2 * n, 2))).reshape(b.shape)
     return da, db
+
+
+@tangent(np.cross)
+def cross_tangent(y, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None, *, t_a, t_b):
+    return xp.cross(t_a, b, axisa, axisb, axisc, axis) + xp.cross(a, t_b, axisa, axisb, axisc, axis)
 
 
 @adjoint(np.cross)

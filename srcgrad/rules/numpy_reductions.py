@@ -324,7 +324,7 @@ def cumprod_vjp(dy, a, axis=None):
     """Gradient of ``cumprod(a, axis)``: exact with zeros (Horner sums, no division)."""
     xp = namespace(a, dy)
     a = xp.asarray(a)
-    g = xp.asarray(dy)
+    g = xp.broadcast_to(xp.asarray(dy), (a.size,) if axis is None else a.shape)
     if axis is None:
         t, g, ax = a.reshape(-1), g.reshape(-1), 0
     else:
