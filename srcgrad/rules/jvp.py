@@ -4,8 +4,12 @@ their adjoint by linearity (reductions, shapes, products, joins, Python's builti
 The contract is in srcgrad/rules/__init__.py ("Tangent (JVP) rules"): ``(y, *params,
 *, t_<param>...)`` returning the output's tangent; a zero tangent drops every term it
 is a factor or argument of, so each argument's contribution is a term of its own.
+A primitive linear in an argument (a reshape, a reduction by sum, a join) is declared
+``linear(np.transpose, "a")``: its tangent is the primitive applied to the tangent.
 Elementwise ufuncs (``sin``, ``exp``, ``maximum``, ``where``, ``clip``...) need none
-here: forward mode derives theirs from the adjoint (transform/tangent_rules.py).
+here: forward mode derives theirs from the adjoint (transform/tangent_rules.py). Rules of
+other primitives sit beside their adjoints (``prod_others``, ``cumprod``, ``einsum_vjp``,
+``math.log``, ``sinc``, the linalg ones).
 Ties of ``max``/``min`` share the tangent evenly, as their adjoints share the gradient.
 """
 

@@ -2,8 +2,9 @@
 over srcgrad's own gradient code (``sg.hvp``, ``sg.hessian``: hessians.py).
 
 Each helper is linear in the adjoints it moves (``unbroadcast``, ``unreduce``,
-``add_at``...), so its tangent is the helper applied to the tangents; a shape, an
-index or an operand read only for its shape (``no_tangent``) takes no tangent. The
+``add_at``...), so its tangent is the helper applied to the tangents (a ``linear(...)``
+declaration); a shape, an index or an operand read only for its shape (``no_tangent``)
+takes no tangent. The
 products' helpers (``matmul_grad_a``...) are bilinear: one term per operand.
 
 The tape: a gradient that records one pushes with ``tape.append(v)`` and pops with
