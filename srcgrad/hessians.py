@@ -103,6 +103,15 @@ def hvp(fn, primals, tangents, wrt=None):
     try:
         _, products = jvp(function, primals, tangents)
     except SrcgradError as exc:
+        inner = getattr(fn, "_srcgrad_gradient_of", None)   # fn: a gradient of tape code
+        if inner is not None:
+            raise UnsupportedError(
+                f"hessian: a third derivative of {inner.__qualname__}: its gradient records a tape "
+                f"(loops, rebinding or indexed writes), and the second derivative's own tape code "
+                f"is not differentiated again ({exc.message.splitlines()[0]})",
+                inner.__code__.co_filename, inner.__code__.co_firstlineno,
+                hint="Loop-free code can be differentiated any number of times; for this one use "
+                     "finite differences of the second derivative.") from None
         raise _refused(exc, fn, info) from None
     out = [None] * len(primals)
     for k, t in zip(positions, products):

@@ -282,7 +282,7 @@ def running_product_jvp(x, n, dx):
 
 
 def uses_cumprod(x):
-    return np.sum(np.cumprod(x) ** 2)
+    return np.sum(np.sort(x) ** 2)
 
 
 def test_a_primitive_without_a_tangent_is_refused_naming_file_line_and_primitive():
@@ -291,7 +291,7 @@ def test_a_primitive_without_a_tangent_is_refused_naming_file_line_and_primitive
     message = str(info.value)
     assert info.value.filename.endswith("test_jvp.py")
     assert f"line {uses_cumprod.__code__.co_firstlineno + 1}" in message
-    assert "forward mode needs a jvp for numpy.cumprod" in message
+    assert "forward mode needs a jvp for numpy.sort" in message
 
 
 def uses_linspace(a, b):

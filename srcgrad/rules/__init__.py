@@ -73,6 +73,11 @@ is registered with ``@tangent(np.foo)`` (``TANGENTS``, keyed like ``RULES``;
   arguments (jointly linear in them) gets ``0.0`` for it, ``None`` if it is a
   run-time helper ``rt.*``. A rule therefore writes each
   argument's contribution as a term of its own (``t_x1 * x2 + x1 * t_x2``).
+* A primitive linear in some of its arguments declares that instead of a rule:
+  ``linear(np.transpose, "a")`` is the primitive applied to the tangent in ``a``'s place,
+  the other arguments unchanged (``xp.transpose(t_a, axes)``); a jointly linear one
+  names each (``linear(np.linspace, "start", "stop")``). Arguments left at their
+  defaults are not spelled out.
 * A rule that leaves out the tangent of an argument that carries one (a ``t_<param>``
   it never reads) is refused in forward mode, never read as a zero.
 * An elementwise primitive (a ufunc, an operator, a ``math`` function) without a
@@ -197,7 +202,7 @@ def user_adjoint(*primitives):
     return adjoint(*primitives, builtin=False)
 
 
-TANGENTS = {}  # key -> the hand-written tangent rule (a function; see "Tangent (JVP) rules")
+TANGENTS = {}  # key -> the tangent rule: a function, or a Linear declaration (see "Tangent (JVP) rules")
 
 
 def tangent(*primitives, no_tangent=()):
@@ -213,6 +218,34 @@ def tangent(*primitives, no_tangent=()):
         return function
 
     return decorate
+
+
+@dataclass(frozen=True)
+class Linear:
+    """A tangent declared by linearity (``linear(np.transpose, "a")``): the primitive
+    applied again, the tangents in the named parameters' places, the other arguments
+    unchanged (transform/tangent_rules.py builds the template)."""
+
+    params: tuple                   # the parameters the primitive is (jointly) linear in
+    call: str = None                # the template's spelling of the primitive ("xp.sum")
+    no_tangent: frozenset = frozenset()
+
+
+def linear(primitives, *params, call=None, no_tangent=()):
+    """Declare the tangent of a primitive that is linear in ``params`` (jointly): it is
+    the primitive applied with each tangent ``t_<param>`` in that parameter's place and
+    the other arguments unchanged, e.g. ``linear(np.transpose, "a")`` is the rule
+    ``xp.transpose(t_a, axes)``. ``primitives``: one, or a tuple sharing the declaration.
+    ``call`` spells the primitive in the template when it is not ``xp.<name>`` or
+    ``rt.<name>`` (a method: ``call="xp.sum"``); ``no_tangent`` as for ``@tangent``.
+    A parameter neither linear nor ``no_tangent`` that carries a tangent is refused."""
+    if not params:
+        raise TypeError("linear(primitive, param, ...) names the parameters it is linear in")
+    VERSION[0] += 1
+    declared = Linear(tuple(params), call, frozenset(no_tangent))
+    for primitive in primitives if isinstance(primitives, tuple) else (primitives,):
+        TANGENTS[_key(primitive)] = declared
+    return declared
 
 
 def lookup_tangent(primitive):

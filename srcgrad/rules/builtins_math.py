@@ -21,7 +21,7 @@ import math
 import numpy as np
 
 from srcgrad import runtime as rt
-from srcgrad.rules import Method, adjoint, nondifferentiable
+from srcgrad.rules import Method, adjoint, nondifferentiable, tangent
 from srcgrad.runtime.arrays import float_dtype, is_array, log, namespace
 from srcgrad.runtime.broadcast import unbroadcast
 from srcgrad.runtime.containers import is_zero_grad, seq_item
@@ -144,6 +144,32 @@ def log_base_grad(dy, y, base):
     if base is None:
         return 0.0
     return -dy * y / (base * log(base))
+
+
+@tangent(math.log)
+def math_log_tangent(y, x, base=None, *, t_x, t_base):
+    return t_x / (x * rt.log_base(base)) + rt.log_base_grad(t_base, y, base)
+
+
+@adjoint(rt.log_base_grad)
+def log_base_grad_adjoint(dw, w, dy, y, base):
+    """``-dy * y / (base log(base))``: bilinear in ``dy`` and ``y``."""
+    return (rt.log_base_grad(dw, y, base), rt.log_base_grad(dw, dy, base),
+            dw * rt.log_base_grad_base(dy, y, base))
+
+
+@tangent(rt.log_base_grad)
+def log_base_grad_tangent(w, dy, y, base, *, t_dy, t_y, t_base):
+    return (rt.log_base_grad(t_dy, y, base) + rt.log_base_grad(dy, t_y, base)
+            + t_base * rt.log_base_grad_base(dy, y, base))
+
+
+@rt.helper
+def log_base_grad_base(dy, y, base):
+    """The derivative of ``log_base_grad(dy, y, base)`` in ``base`` (0.0 without one)."""
+    if base is None:
+        return 0.0
+    return dy * y * (log(base) + 1.0) / (base * log(base)) ** 2
 
 
 @adjoint(math.log1p)

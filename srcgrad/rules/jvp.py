@@ -4,8 +4,12 @@ their adjoint by linearity (reductions, shapes, products, joins, Python's builti
 The contract is in srcgrad/rules/__init__.py ("Tangent (JVP) rules"): ``(y, *params,
 *, t_<param>...)`` returning the output's tangent; a zero tangent drops every term it
 is a factor or argument of, so each argument's contribution is a term of its own.
+A primitive linear in an argument (a reshape, a reduction by sum, a join) is declared
+``linear(np.transpose, "a")``: its tangent is the primitive applied to the tangent.
 Elementwise ufuncs (``sin``, ``exp``, ``maximum``, ``where``, ``clip``...) need none
-here: forward mode derives theirs from the adjoint (transform/tangent_rules.py).
+here: forward mode derives theirs from the adjoint (transform/tangent_rules.py). Rules of
+other primitives sit beside their adjoints (``prod_others``, ``cumprod``, ``einsum_vjp``,
+``math.log``, ``sinc``, the linalg ones).
 Ties of ``max``/``min`` share the tangent evenly, as their adjoints share the gradient.
 """
 
@@ -15,7 +19,7 @@ import operator
 import numpy as np
 
 from srcgrad import runtime as rt
-from srcgrad.rules import Attribute, Method, tangent
+from srcgrad.rules import Attribute, Method, linear, tangent
 from srcgrad.runtime.arrays import is_array, namespace
 
 xp = None  # placeholder: the array namespace, bound in generated code
@@ -41,24 +45,15 @@ def subtract(y, x1, x2, *, t_x1, t_x2):
 # ----- Reductions -----
 
 
-@tangent(np.sum, np.nansum)
-def sum(y, a, axis=None, *, keepdims=False, t_a):
-    return xp.sum(t_a, axis=axis, keepdims=keepdims)
+linear(np.sum, "a")
+linear(Method("sum"), "self", call="xp.sum")
+linear(np.mean, "a")
+linear(Method("mean"), "self", call="xp.mean")
 
 
-@tangent(Method("sum"))
-def sum_method(y, self, axis=None, *, keepdims=False, t_self):
-    return xp.sum(t_self, axis=axis, keepdims=keepdims)
-
-
-@tangent(np.mean)
-def mean(y, a, axis=None, *, keepdims=False, t_a):
-    return xp.mean(t_a, axis=axis, keepdims=keepdims)
-
-
-@tangent(Method("mean"))
-def mean_method(y, self, axis=None, *, keepdims=False, t_self):
-    return xp.mean(t_self, axis=axis, keepdims=keepdims)
+@tangent(np.nansum)
+def nansum(y, a, axis=None, *, keepdims=False, t_a):
+    return xp.sum(xp.where(xp.isnan(a), 0.0, t_a), axis=axis, keepdims=keepdims)
 
 
 @tangent(np.prod)
@@ -83,67 +78,31 @@ def max_method(y, self, axis=None, *, keepdims=False, t_self):
     return xp.sum(t_self * share, axis=axis, keepdims=keepdims)
 
 
-@tangent(np.cumsum)
-def cumsum(y, a, axis=None, *, t_a):
-    return xp.cumsum(t_a, axis=axis)
+linear(np.cumsum, "a")
+linear(Method("cumsum"), "self", call="xp.cumsum")
+linear(np.trace, "a")
+linear(np.linspace, "start", "stop")
 
 
-@tangent(np.trace)
-def trace(y, a, offset=0, axis1=0, axis2=1, *, t_a):
-    return xp.trace(t_a, offset, axis1, axis2)
+# ----- Shapes (linear: the primitive applied to the tangent) -----
 
 
-@tangent(np.linspace)
-def linspace(y, start, stop, num=50, endpoint=True, *, axis=0, t_start, t_stop):
-    return xp.linspace(t_start, t_stop, num, endpoint, axis=axis)
-
-
-# ----- Shapes -----
-
-
-@tangent(np.reshape)
-def reshape(y, a, shape=None, order="C", *, t_a):
-    return xp.reshape(t_a, rt.shape_of(y))
+linear(np.reshape, "a")
 
 
 @tangent(Method("reshape"))
 def reshape_method(y, self, *shape, order="C", t_self):
-    return xp.reshape(t_self, rt.shape_of(y))
+    return xp.reshape(t_self, rt.shape_of(y), order=order)
 
 
-@tangent(np.ravel, Method("ravel"), Method("flatten"))
-def ravel(y, a, order="C", *, t_a):
-    return xp.reshape(t_a, rt.shape_of(y))
-
-
-@tangent(np.squeeze)
-def squeeze(y, a, axis=None, *, t_a):
-    return xp.reshape(t_a, rt.shape_of(y))
-
-
-@tangent(np.expand_dims)
-def expand_dims(y, a, axis, *, t_a):
-    return xp.reshape(t_a, rt.shape_of(y))
-
-
-@tangent(np.atleast_1d, np.atleast_2d)
-def atleast_nd(y, ary, *, t_ary):
-    return xp.reshape(t_ary, rt.shape_of(y))
-
-
-@tangent(np.broadcast_to)
-def broadcast_to(y, array, shape, *, t_array):
-    return xp.broadcast_to(t_array, shape)
-
-
-@tangent(Method("squeeze"))
-def squeeze_method(y, self, axis=None, *, t_self):
-    return xp.reshape(t_self, rt.shape_of(y))
-
-
-@tangent(np.transpose)
-def transpose(y, a, axes=None, *, t_a):
-    return xp.transpose(t_a, axes)
+linear(np.ravel, "a")
+linear((Method("ravel"), Method("flatten")), "self", call="xp.ravel")
+linear(np.squeeze, "a")
+linear(Method("squeeze"), "self", call="xp.squeeze")
+linear(np.expand_dims, "a")
+linear((np.atleast_1d, np.atleast_2d, np.atleast_3d), "ary")
+linear(np.broadcast_to, "array")
+linear(np.transpose, "a")
 
 
 @tangent(Method("transpose"))
@@ -156,19 +115,15 @@ def T_attribute(y, self, *, t_self):
     return xp.transpose(t_self)
 
 
-@tangent(np.swapaxes, Method("swapaxes"))
-def swapaxes(y, a, axis1, axis2, *, t_a):
-    return xp.swapaxes(t_a, axis1, axis2)
-
-
-@tangent(np.flip)
-def flip(y, m, axis=None, *, t_m):
-    return xp.flip(t_m, axis)
-
-
-@tangent(np.roll)
-def roll(y, a, shift, axis=None, *, t_a):
-    return xp.roll(t_a, shift, axis)
+linear(np.swapaxes, "a")
+linear(Method("swapaxes"), "self", call="xp.swapaxes")
+linear(np.moveaxis, "a")
+linear(np.rollaxis, "a")
+linear(np.flip, "m")
+linear(np.fliplr, "m")
+linear(np.flipud, "m")
+linear(np.rot90, "m")
+linear(np.roll, "a")
 
 
 @tangent(np.array)
@@ -201,58 +156,40 @@ def copy(y, a, order="K", *, t_a):
     return rt.tangent_array(t_a, y)
 
 
-@tangent(np.diag)
-def diag(y, v, k=0, *, t_v):
-    return xp.diag(t_v, k)
+linear(np.diag, "v")
+linear(np.diagonal, "a")
+linear(Method("diagonal"), "self", call="xp.diagonal")
+linear(np.triu, "m")
+linear(np.tril, "m")
+linear(np.take, "a", no_tangent=("indices",))
+linear(Method("take"), "self", call="xp.take", no_tangent=("indices",))
+linear(np.take_along_axis, "arr", no_tangent=("indices",))
+linear(np.diff, "a")
 
 
-@tangent(np.diagonal)
-def diagonal(y, a, offset=0, axis1=0, axis2=1, *, t_a):
-    return xp.diagonal(t_a, offset, axis1, axis2)
+@tangent(np.pad)
+def pad(y, array, pad_width, mode="constant", constant_values=0, *, t_array):
+    """Constant padding values are constants: their tangent is zero."""
+    return xp.pad(t_array, pad_width, mode)
 
 
-@tangent(np.triu)
-def triu(y, m, k=0, *, t_m):
-    return xp.triu(t_m, k)
+# ----- Joins and splits (a sequence argument's tangent is a list, zeros where constant;
+# a jointly linear primitive's constant argument gets rt.tangent_zero of its shape) -----
 
 
-@tangent(np.tril)
-def tril(y, m, k=0, *, t_m):
-    return xp.tril(t_m, k)
-
-
-# ----- Joins (sequence arguments: their tangents are lists, zeros where constant) -----
-# (np.concatenate's tangent list has each item's shape: rt.tangent_zero of a constant item.)
-
-
-@tangent(np.concatenate)
-def concatenate(y, arrays, axis=0, *, t_arrays):
-    return xp.concatenate(t_arrays, axis)
-
-
-@tangent(np.stack)
-def stack(y, arrays, axis=0, *, t_arrays):
-    return xp.stack(t_arrays, axis)
-
-
-@tangent(np.hstack)
-def hstack(y, tup, *, t_tup):
-    return xp.hstack(t_tup)
-
-
-@tangent(np.vstack)
-def vstack(y, tup, *, t_tup):
-    return xp.vstack(t_tup)
-
-
-@tangent(np.tile)
-def tile(y, A, reps, *, t_A):
-    return xp.tile(t_A, reps)
-
-
-@tangent(np.repeat)
-def repeat(y, a, repeats, axis=None, *, t_a):
-    return xp.repeat(t_a, repeats, axis)
+linear(np.concatenate, "arrays")
+linear(np.stack, "arrays")
+linear(np.hstack, "tup")
+linear(np.vstack, "tup")
+linear(np.dstack, "tup")
+linear(np.column_stack, "tup")
+linear(np.append, "arr", "values")
+linear(np.tile, "A")
+linear(np.repeat, "a")
+linear((np.split, np.array_split), "ary")
+linear(np.hsplit, "ary")
+linear(np.vsplit, "ary")
+linear(np.dsplit, "ary")
 
 
 # ----- Products -----
@@ -333,6 +270,20 @@ def tangent_zero(value):
     if isinstance(value, range):
         return [0.0] * len(value)
     return 0.0
+
+
+@rt.helper
+def tangent_like(t, y):
+    """A tangent given its value's shape: ``t`` of ``y = x + c`` where only ``x`` moves has
+    ``x``'s shape, and ``c`` may have broadcast ``y`` wider (a copy of its own then)."""
+    if not is_array(y) or rt.shape_of(t) == y.shape:
+        return t
+    xp = namespace(y)
+    dtype = y.dtype if y.dtype.kind in "fc" else xp.float64
+    return xp.broadcast_to(xp.asarray(t, dtype=dtype), y.shape).copy()
+
+
+linear(rt.tangent_like, "t", no_tangent=("y",))
 
 
 @rt.helper

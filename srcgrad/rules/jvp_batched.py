@@ -26,6 +26,7 @@ The ``rt.batch_*`` helpers are in rules/jvp_batched_runtime.py.
 """
 
 import builtins
+import math
 import operator
 
 import numpy as np
@@ -41,7 +42,7 @@ xp = None  # placeholder: the array namespace, bound in generated code
 
 batched_tangent(np.multiply, operator.mul, np.add, operator.add, np.subtract, operator.sub,
                 rt.log_or_zero, rt.log_or_zero_grad, rt.sin, rt.cos, rt.exp, rt.sinh, rt.cosh,
-                rt.log, rt.log_base, form="elementwise")
+                rt.log, rt.log_base, math.log, rt.log_base_grad, form="elementwise")
 
 batched_tangent(rt.tape_pop, rt.own, rt.save, rt.seq_pop, form="same")
 

@@ -2,8 +2,9 @@
 over srcgrad's own gradient code (``sg.hvp``, ``sg.hessian``: hessians.py).
 
 Each helper is linear in the adjoints it moves (``unbroadcast``, ``unreduce``,
-``add_at``...), so its tangent is the helper applied to the tangents; a shape, an
-index or an operand read only for its shape (``no_tangent``) takes no tangent. The
+``add_at``...), so its tangent is the helper applied to the tangents (a ``linear(...)``
+declaration); a shape, an index or an operand read only for its shape (``no_tangent``)
+takes no tangent. The
 products' helpers (``matmul_grad_a``...) are bilinear: one term per operand.
 
 The tape: a gradient that records one pushes with ``tape.append(v)`` and pops with
@@ -16,7 +17,7 @@ A helper of the gradient without a rule here is refused by forward mode (and by
 """
 
 from srcgrad import runtime as rt
-from srcgrad.rules import nondifferentiable, tangent
+from srcgrad.rules import linear, nondifferentiable, tangent
 from srcgrad.runtime.arrays import is_array
 
 xp = None  # placeholder: the array namespace, bound in generated code
@@ -36,9 +37,7 @@ def tape_unpop(dtape, dv, tape):
     return [0.0] * (len(tape) - 1 - len(rest)) + rest + [dv]
 
 
-@tangent(rt.tape_pop)
-def tape_pop_jvp(y, tape, *, t_tape):
-    return rt.tape_pop(t_tape)
+linear(rt.tape_pop, "tape")
 
 
 @rt.helper
@@ -82,44 +81,36 @@ def seq_add_tangent(t_dseq, t_g):
 nondifferentiable(rt.has_grad_jvp)
 
 
-@tangent(rt.unbroadcast, no_tangent=("x",))
-def unbroadcast(y, g, x, *, t_g):
-    return rt.unbroadcast(t_g, x)
+# ----- Linear in the adjoints they move; the other operands give shapes or indices -----
 
 
-@tangent(rt.broadcast_like, no_tangent=("g",))
-def broadcast_like(y, dz, g, *, t_dz):
-    return rt.broadcast_like(t_dz, g)
-
-
-@tangent(rt.unreduce, no_tangent=("x",))
-def unreduce(y, g, x, axis=None, keepdims=False, *, t_g):
-    return rt.unreduce(t_g, x, axis, keepdims)
-
-
-@tangent(rt.reduce_to, no_tangent=("g",))
-def reduce_to(y, dz, g, axis=None, keepdims=False, *, t_dz):
-    return rt.reduce_to(t_dz, g, axis, keepdims)
-
-
-@tangent(rt.unreduce_like, no_tangent=("x",))
-def unreduce_like(y, value, x, axis=None, keepdims=False, *, t_value):
-    return rt.unreduce_like(t_value, x, axis, keepdims)
-
-
-@tangent(rt.cast_like, no_tangent=("x",))
-def cast_like(y, g, x, *, t_g):
-    return rt.cast_like(t_g, x)
-
-
-@tangent(rt.own)
-def own(y, value, *, t_value):
-    return rt.own(t_value)
-
-
-@tangent(rt.save)
-def save(y, value, *, t_value):
-    return rt.save(t_value)
+linear(rt.unbroadcast, "g", no_tangent=("x",))
+linear(rt.broadcast_like, "dz", no_tangent=("g",))
+linear(rt.unreduce, "g", no_tangent=("x",))
+linear(rt.reduce_to, "dz", no_tangent=("g",))
+linear(rt.expand_to, "dw_", no_tangent=("dz",))
+linear(rt.unreduce_like, "value", no_tangent=("x",))
+linear(rt.cast_like, "g", no_tangent=("x",))
+linear(rt.real_like, "g", no_tangent=("x",))
+linear(rt.materialize, "g", no_tangent=("x",))
+linear(rt.dtype_grad, "g", no_tangent=("dtype", "x"))
+linear(rt.add_at_dx, "dw", no_tangent=("dx",))
+linear(rt.own, "value")
+linear(rt.save, "value")
+linear(rt.take_grad, "dx", no_tangent=("index",))
+linear(rt.written_grad, "dx", no_tangent=("x", "index"))
+linear(rt.keep_written, "g", no_tangent=("x", "index"))
+linear(rt.take_vjp, "dy", no_tangent=("a", "indices"))
+linear(rt.take_along_axis_vjp, "dy", no_tangent=("arr", "indices"))
+linear(rt.diag_vjp, "dy", no_tangent=("v",))
+linear(rt.diagonal_vjp, "dy", no_tangent=("a",))
+linear(rt.diff_vjp, "dy", no_tangent=("a",))
+linear(rt.pad_vjp, "dy", no_tangent=("array",))
+linear(rt.tile_vjp, "dy", no_tangent=("A",))
+linear(rt.repeat_vjp, "dy", no_tangent=("a",))
+linear(rt.append_vjp, "dy", no_tangent=("arr", "values"))
+linear(rt.select_vjp, "dy", no_tangent=("condlist", "choicelist"))
+linear(rt.pad_constant_vjp, "dy", no_tangent=("array",))
 
 
 @tangent(rt.add_grad)
@@ -135,21 +126,6 @@ def add_at(y, dx, x, index, g, *, t_dx, t_g):
 @tangent(rt.zero_grad_at, no_tangent=("x", "index"))
 def zero_grad_at(y, dx, x, index, *, t_dx):
     return rt.zero_grad_at(rt.own(t_dx), x, index)
-
-
-@tangent(rt.take_grad, no_tangent=("index",))
-def take_grad(y, dx, index, *, t_dx):
-    return rt.take_grad(t_dx, index)
-
-
-@tangent(rt.written_grad, no_tangent=("x", "index"))
-def written_grad(y, dx, x, index, *, t_dx):
-    return rt.written_grad(t_dx, x, index)
-
-
-@tangent(rt.keep_written, no_tangent=("x", "index"))
-def keep_written(y, g, x, index, *, t_g):
-    return rt.keep_written(t_g, x, index)
 
 
 @tangent(rt.matmul_grad_a, no_tangent=("a",))
@@ -233,85 +209,31 @@ def log_base(y, base, *, t_base):
 # ----- Gradients of lists and joins: linear in the adjoint, the operands give shapes -----
 
 
-@tangent(rt.seq_item, no_tangent=("index",))
-def seq_item(y, dseq, index, *, t_dseq):
-    return rt.seq_item(t_dseq, index)
-
-
-@tangent(rt.seq_pop)
-def seq_pop(y, dseq, *, t_dseq):
-    return rt.seq_pop(t_dseq)
-
-
 @tangent(rt.seq_add)
 def seq_add(y, dseq, g, *, t_dseq, t_g):
     return rt.seq_add_tangent(t_dseq, t_g)
 
 
-@tangent(rt.seq_concat_vjp, no_tangent=("a", "b"))
-def seq_concat_vjp(y, dy, a, b, *, t_dy):
-    return rt.seq_concat_vjp(t_dy, a, b)
-
-
-@tangent(rt.seq_repeat_vjp, no_tangent=("a", "b"))
-def seq_repeat_vjp(y, dy, a, b, *, t_dy):
-    return rt.seq_repeat_vjp(t_dy, a, b)
-
-
-@tangent(rt.concatenate_vjp, no_tangent=("arrays",))
-def concatenate_vjp(y, dy, arrays, axis=0, *, t_dy):
-    return rt.concatenate_vjp(t_dy, arrays, axis)
-
-
-@tangent(rt.stack_vjp, no_tangent=("arrays",))
-def stack_vjp(y, dy, arrays, axis=0, *, t_dy):
-    return rt.stack_vjp(t_dy, arrays, axis)
-
-
-@tangent(rt.hstack_vjp, no_tangent=("tup",))
-def hstack_vjp(y, dy, tup, *, t_dy):
-    return rt.hstack_vjp(t_dy, tup)
-
-
-@tangent(rt.vstack_vjp, no_tangent=("tup",))
-def vstack_vjp(y, dy, tup, *, t_dy):
-    return rt.vstack_vjp(t_dy, tup)
-
-
-@tangent(rt.dstack_vjp, no_tangent=("tup",))
-def dstack_vjp(y, dy, tup, *, t_dy):
-    return rt.dstack_vjp(t_dy, tup)
-
-
-@tangent(rt.column_stack_vjp, no_tangent=("tup",))
-def column_stack_vjp(y, dy, tup, *, t_dy):
-    return rt.column_stack_vjp(t_dy, tup)
-
-
-@tangent(rt.index_concat_vjp, no_tangent=("concatenator", "items"))
-def index_concat_vjp(y, dy, concatenator, items, *, t_dy):
-    return rt.index_concat_vjp(t_dy, concatenator, items)
-
-
-@tangent(rt.array_vjp, no_tangent=("obj",))
-def array_vjp(y, dy, obj, *, t_dy):
-    return rt.array_vjp(t_dy, obj)
-
-
-@tangent(rt.builtin_sum_vjp, no_tangent=("iterable",))
-def builtin_sum_vjp(y, dy, iterable, *, t_dy):
-    return rt.builtin_sum_vjp(t_dy, iterable)
-
-
-@tangent(rt.minmax_vjp, no_tangent=("y_", "args"))
-def minmax_vjp(y, dy, y_, args, *, t_dy):
-    """The arguments choose which gets the gradient (piecewise constant, ties shared)."""
-    return rt.minmax_vjp(t_dy, y_, args)
-
-
-@tangent(rt.dtype_grad, no_tangent=("dtype", "x"))
-def dtype_grad(y, g, dtype, x, *, t_g):
-    return rt.dtype_grad(t_g, dtype, x)
+linear(rt.seq_item, "dseq", no_tangent=("index",))
+linear(rt.seq_pop, "dseq")
+linear(rt.seq_unpop, "dz")
+linear(rt.seq_onehot, "dz", no_tangent=("dseq", "index"))
+linear(rt.seq_concat_vjp, "dy", no_tangent=("a", "b"))
+linear(rt.seq_repeat_vjp, "dy", no_tangent=("a", "b"))
+linear(rt.concatenate_vjp, "dy", no_tangent=("arrays",))
+linear(rt.split_vjp, "dys", no_tangent=("ys",))
+linear(rt.stack_vjp, "dy", no_tangent=("arrays",))
+linear(rt.stack_fill, "dzs", no_tangent=("arrays",))
+linear(rt.hstack_vjp, "dy", no_tangent=("tup",))
+linear(rt.vstack_vjp, "dy", no_tangent=("tup",))
+linear(rt.dstack_vjp, "dy", no_tangent=("tup",))
+linear(rt.column_stack_vjp, "dy", no_tangent=("tup",))
+linear(rt.index_concat, "items", no_tangent=("concatenator",))
+linear(rt.index_concat_vjp, "dy", no_tangent=("concatenator", "items"))
+linear(rt.array_vjp, "dy", no_tangent=("obj",))
+linear(rt.builtin_sum_vjp, "dy", no_tangent=("iterable",))
+# The arguments choose which gets the gradient (piecewise constant, ties shared):
+linear(rt.minmax_vjp, "dy", no_tangent=("y", "args"))
 
 
 @rt.helper

@@ -18,7 +18,7 @@ import operator
 import numpy as np
 
 from srcgrad import runtime as rt
-from srcgrad.rules import Attribute, Method, adjoint, nondifferentiable
+from srcgrad.rules import Attribute, Method, adjoint, nondifferentiable, tangent
 from srcgrad.runtime.arrays import namespace
 
 xp = None  # placeholder: the array namespace, bound in generated code
@@ -213,8 +213,47 @@ def rad2deg(dy, y, x):
 
 @adjoint(np.sinc)
 def sinc(dy, y, x):
-    safe = xp.where(x == 0, 1.0, x)
-    return dy * xp.where(x == 0, 0.0, (xp.cos(xp.pi * x) - y) / safe)
+    return dy * rt.sinc_grad(x)
+
+
+@tangent(np.sinc)
+def sinc_tangent(y, x, *, t_x):
+    return t_x * rt.sinc_grad(x)
+
+
+@rt.helper
+def sinc_grad(x):
+    """``sinc'(x) = (cos(pi x) - sinc(x)) / x`` (its Taylor series near 0, where that
+    cancels; 0 at 0): a helper of its own so that its derivative is ``sinc''`` at 0 too
+    (``xp.where(x == 0, 0.0, ...)`` differentiated again would give 0 there)."""
+    xp = namespace(x)
+    p2 = xp.pi ** 2
+    small = xp.abs(x) < 1e-2
+    safe = xp.where(small, 1.0, x)
+    series = x * (-p2 / 3 + x * x * (p2 * p2 / 30 - x * x * p2 ** 3 / 840))
+    return xp.where(small, series, (xp.cos(xp.pi * x) - xp.sinc(x)) / safe)
+
+
+@rt.helper
+def sinc_grad2(x):
+    """``sinc''(x) = -pi**2 sinc(x) - 2 sinc'(x) / x``, its Taylor series near 0 (its own
+    derivative is not provided: a fourth derivative of sinc is refused)."""
+    xp = namespace(x)
+    p2 = xp.pi ** 2
+    small = xp.abs(x) < 1e-2
+    safe = xp.where(small, 1.0, x)
+    series = -p2 / 3 + x * x * (p2 * p2 / 10 - x * x * p2 ** 3 / 168)
+    return xp.where(small, series, -p2 * xp.sinc(x) - 2.0 * sinc_grad(x) / safe)
+
+
+@adjoint(rt.sinc_grad)
+def sinc_grad_adjoint(dw, w, x):
+    return dw * rt.sinc_grad2(x)
+
+
+@tangent(rt.sinc_grad)
+def sinc_grad_tangent(w, x, *, t_x):
+    return t_x * rt.sinc_grad2(x)
 
 
 # ----- Signs and absolute values -----

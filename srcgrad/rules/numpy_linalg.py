@@ -16,7 +16,7 @@
 import numpy as np
 
 from srcgrad import runtime as rt
-from srcgrad.rules import adjoint, nondifferentiable
+from srcgrad.rules import adjoint, nondifferentiable, tangent
 from srcgrad.runtime.arrays import namespace, shape_tuple
 from srcgrad.runtime.broadcast import unbroadcast, unreduce, unreduce_like
 from srcgrad.runtime.containers import seq_item
@@ -33,6 +33,14 @@ nondifferentiable(np.linalg.matrix_rank)
 @adjoint(np.linalg.norm)
 def norm(dy, y, x, ord=None, axis=None, keepdims=False):
     return rt.norm_vjp(dy, x, y, ord, axis, keepdims)
+
+
+@tangent(np.linalg.norm)
+def norm_tangent(y, x, ord=None, axis=None, keepdims=False, *, t_x):
+    """Each output reduces a group of ``x`` of its own: the tangent is the gradient of
+    each (``norm_vjp`` of ones, with its kinks and ties) against ``t_x``, summed per group."""
+    return xp.sum(rt.norm_vjp(xp.ones_like(y), x, y, ord, axis, keepdims) * t_x, axis=axis,
+                  keepdims=keepdims)
 
 
 def _safe_div(xp, num, den):
@@ -141,6 +149,34 @@ def inv(dy, y, a):
     return -xp.matmul(yt, xp.matmul(dy, yt))
 
 
+@tangent(np.linalg.inv)
+def inv_tangent(y, a, *, t_a):
+    return -xp.matmul(y, xp.matmul(t_a, y))
+
+
+@tangent(np.linalg.solve)
+def solve_tangent(y, a, b, *, t_a, t_b):
+    return rt.solve_jvp(a, y, t_a, t_b)
+
+
+@rt.helper
+def solve_jvp(a, y, t_a, t_b):
+    """The tangent of ``y = solve(a, b)``: ``solve(a, t_b - t_a y)`` (``b`` a vector when
+    ``y`` is 1-D in its last place, NumPy 2's rule); None is a zero tangent."""
+    xp = namespace(a, y)
+    vector = y.ndim == a.ndim - 1
+    rhs = 0.0
+    if t_b is not None:
+        rhs = xp.asarray(t_b)
+    if t_a is not None:
+        prod = xp.matmul(t_a, y[..., None])[..., 0] if vector else xp.matmul(t_a, y)
+        rhs = rhs - prod
+    rhs = xp.broadcast_to(xp.asarray(rhs, dtype=np.result_type(y.dtype, np.float64)), y.shape)
+    if vector:
+        return xp.linalg.solve(a, rhs[..., None])[..., 0]
+    return xp.linalg.solve(a, rhs)
+
+
 @adjoint(np.linalg.solve)
 def solve(dy, y, a, b):
     g = rt.solve_vjp(dy, a, b, y)
@@ -196,6 +232,11 @@ def matrix_power_vjp(dy, a, n):
 def det(dy, y, a):
     """The cofactor matrix, finite at a singular ``a`` too (``rt.cofactor``)."""
     return xp.asarray(dy)[..., None, None] * rt.cofactor(a)
+
+
+@tangent(np.linalg.det)
+def det_tangent(y, a, *, t_a):
+    return xp.sum(rt.cofactor(a) * t_a, axis=(-2, -1))
 
 
 @rt.helper

@@ -11,7 +11,7 @@ import operator
 import numpy as np
 
 from srcgrad import runtime as rt
-from srcgrad.rules import Method, adjoint
+from srcgrad.rules import Method, adjoint, tangent
 from srcgrad.runtime.arrays import is_array, namespace
 from srcgrad.runtime.broadcast import unbroadcast
 
@@ -235,6 +235,83 @@ def einsum_vjp(dy, subscripts, operands):
                       for k in range(len(operands))]
 
 
+def _einsum_args(subscripts, operands, first, rest):
+    """``first`` (for ``subscripts``) and ``rest`` (one per operand) as one list aligned
+    with ``(subscripts,) + operands``; a missing or zero entry is None."""
+    def zero(v):
+        return v is None or isinstance(v, (int, float)) and not isinstance(v, bool) and v == 0
+    rest = list(rest) if isinstance(rest, (list, tuple)) else [None] * len(operands)
+    rest += [None] * (len(operands) - len(rest))
+    n = len(operands) + 1
+    if isinstance(subscripts, str):
+        positions = set(range(1, n))
+    else:   # op0, sublist0, op1, sublist1, ..., [output sublist]: the sublists have none
+        positions = set(range(0, n - (n % 2 == 1 and n > 1), 2))
+    return [None if k not in positions or zero(v) else v for k, v in enumerate([first] + rest)]
+
+
+def _einsum_swapped(dy, subscripts, operands, replacements):
+    """``sum_m einsum_vjp(dy, args with arg m replaced by replacements[m])``, entry ``m``
+    of each dropped: the derivative of ``einsum_vjp(dy, ...)`` in the operands along
+    ``replacements`` (einsum is linear in each operand), and also that derivative's
+    adjoint (``<dw_k, E_k(dy, ...)>`` is ``<dy, einsum(args, k <- dw_k)>``). As a list
+    aligned with ``(subscripts,) + operands``, None where nothing reached."""
+    args = [subscripts] + list(operands)
+    total = [None] * len(args)
+    for m, r in enumerate(replacements):
+        if r is None:
+            continue
+        swapped = list(args)
+        swapped[m] = r
+        first, rest = einsum_vjp(dy, swapped[0], tuple(swapped[1:]))
+        for k, g in enumerate([first] + list(rest)):
+            if k != m and g is not None:
+                total[k] = g if total[k] is None else total[k] + g
+    return total
+
+
+@rt.helper
+def einsum_vjp_tangent(dy, subscripts, operands, t_dy, t_first, t_operands):
+    """The tangent of ``einsum_vjp(dy, subscripts, operands)``: linear in ``dy``, and in
+    each operand (``t_first``: ``[tangent of subscripts]``, an operand in the sublist
+    form). The pair ``einsum_vjp`` returns, None for entries without a tangent."""
+    total = _einsum_swapped(dy, subscripts, operands,
+                            _einsum_args(subscripts, operands, (t_first or [None])[0], t_operands))
+    if t_dy is not None:
+        first, rest = einsum_vjp(t_dy, subscripts, operands)
+        for k, g in enumerate([first] + list(rest)):
+            if g is not None:
+                total[k] = g if total[k] is None else total[k] + g
+    args = [subscripts] + list(operands)
+    operand = set(k for k, _ in enumerate(args) if is_array(args[k]) or isinstance(args[k], (int, float)))
+    operand -= {0} if isinstance(subscripts, str) else set()
+    total = [rt.tangent_zero(args[k]) if g is None and k in operand else g for k, g in enumerate(total)]
+    return total[0], total[1:]
+
+
+@rt.helper
+def einsum_vjp_adjoint(dw, dy, subscripts, operands):
+    """The adjoint of ``einsum_vjp(dy, subscripts, operands)`` for its pair's cotangent
+    ``dw``: ``(d dy, d subscripts, [d operand...])``. For ``dy`` it is the einsum with
+    each operand replaced by its cotangent (einsum_jvp); for the operands, _einsum_swapped."""
+    items = list(dw) if isinstance(dw, (list, tuple)) else [None, None]
+    replacements = _einsum_args(subscripts, operands, items[0], items[1] if len(items) > 1 else None)
+    d_dy = rt.einsum_jvp(subscripts, operands, [replacements[0]], replacements[1:])
+    total = [0.0 if g is None else g for g in _einsum_swapped(dy, subscripts, operands, replacements)]
+    return d_dy, total[0], total[1:]
+
+
+@tangent(rt.einsum_vjp)
+def einsum_vjp_tan(y, dy, subscripts, operands, *, t_dy, t_subscripts, t_operands):
+    return rt.einsum_vjp_tangent(dy, subscripts, operands, t_dy, [t_subscripts], t_operands)
+
+
+@adjoint(rt.einsum_vjp, sequences=("operands",))
+def einsum_vjp_adj(dw, w, dy, subscripts, operands):
+    g = rt.einsum_vjp_adjoint(dw, dy, subscripts, operands)
+    return rt.seq_item(g, 0), rt.seq_item(g, 1), rt.seq_item(g, 2)
+
+
 def _einsum_grads(dy, subscripts, operands):
     xp = namespace(dy, *operands)
     ops = [xp.asarray(o) for o in operands]
@@ -298,6 +375,11 @@ def kron_vjp(dy, a, b):
     return da, db
 
 
+@tangent(np.cross)
+def cross_tangent(y, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None, *, t_a, t_b):
+    return xp.cross(t_a, b, axisa, axisb, axisc, axis) + xp.cross(a, t_b, axisa, axisb, axisc, axis)
+
+
 @adjoint(np.cross)
 def cross(dy, y, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     """3-vectors along any axes (``axisa``/``axisb``/``axisc`` or ``axis``): the
@@ -345,3 +427,4 @@ def convolve_vjp(dy, a, v, mode="full"):
     g = xp.zeros(full, dtype=np.result_type(dy.dtype, a.dtype, v.dtype))
     g[start:start + dy.shape[0]] = dy
     return xp.correlate(g, v, "valid"), xp.correlate(g, a, "valid")
+

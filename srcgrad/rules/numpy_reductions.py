@@ -20,7 +20,7 @@ import builtins
 import numpy as np
 
 from srcgrad import runtime as rt
-from srcgrad.rules import Attribute, Method, adjoint, nondifferentiable
+from srcgrad.rules import Attribute, Method, adjoint, nondifferentiable, tangent
 from srcgrad.runtime.arrays import (float_dtype, grad_zeros, is_array, namespace, normalize_axis,
                                     scatter_add, shape_tuple)
 
@@ -173,6 +173,38 @@ def prod_others(a, axis=None):
     return xp.transpose(out, tuple(int(i) for i in np.argsort(perm)))
 
 
+@rt.helper
+def prod_others_jvp(a, t, axis=None):
+    """``sum_{k != i} t_k prod_{j != i, k} a_j`` in each reduction group: the tangent of
+    ``prod_others(a, axis)`` along ``t``, and its adjoint too (the matrix of second
+    derivatives of ``prod`` is symmetric). Exact with zeros: ``prod_others`` of ``a``
+    with entry ``k`` replaced by ``t_k``, for every ``k`` at once, its entry ``k`` dropped."""
+    if not is_array(a):
+        return 0.0 * t
+    xp = namespace(a, t)
+    t = xp.broadcast_to(xp.asarray(t), a.shape)
+    if a.ndim == 0:
+        return xp.zeros(a.shape, np.result_type(a.dtype, t.dtype, np.float16))
+    ta, perm, lead, n = _move_reduced_last(xp, a, axis)
+    tshape = ta.shape
+    ta = ta.reshape(lead + (n,))
+    tt = xp.transpose(t, perm).reshape(lead + (n,))
+    eye = xp.eye(n, dtype=bool).reshape((n,) + (1,) * len(lead) + (n,))   # [k, ..., i]
+    replaced = xp.where(eye, tt[None], ta[None])
+    out = xp.where(eye, 0.0, prod_others(replaced, -1)).sum(axis=0).reshape(tshape)
+    return xp.transpose(out, tuple(int(i) for i in np.argsort(perm)))
+
+
+@tangent(rt.prod_others)
+def prod_others_tangent(y, a, axis=None, *, t_a):
+    return rt.prod_others_jvp(a, t_a, axis)
+
+
+@adjoint(rt.prod_others)
+def prod_others_adjoint(dw, w, a, axis=None):
+    return rt.prod_others_jvp(a, dw, axis)
+
+
 @adjoint(Method("prod"))
 def prod_method(dy, y, self, axis=None, *, keepdims=False):
     """Exact with zeros: the product of the other entries, no division."""
@@ -292,7 +324,7 @@ def cumprod_vjp(dy, a, axis=None):
     """Gradient of ``cumprod(a, axis)``: exact with zeros (Horner sums, no division)."""
     xp = namespace(a, dy)
     a = xp.asarray(a)
-    g = xp.asarray(dy)
+    g = xp.broadcast_to(xp.asarray(dy), (a.size,) if axis is None else a.shape)
     if axis is None:
         t, g, ax = a.reshape(-1), g.reshape(-1), 0
     else:
@@ -314,6 +346,81 @@ def cumprod_vjp(dy, a, axis=None):
 @adjoint(Method("cumprod"))
 def cumprod_method(dy, y, self, axis=None):
     return rt.cumprod_vjp(dy, self, axis)
+
+
+@tangent(np.cumprod)
+def cumprod_tangent(y, a, axis=None, *, t_a):
+    return rt.cumprod_jvp(a, t_a, axis)
+
+
+@tangent(Method("cumprod"))
+def cumprod_method_tangent(y, self, axis=None, *, t_self):
+    return rt.cumprod_jvp(self, t_self, axis)
+
+
+@tangent(rt.cumprod_vjp)
+def cumprod_vjp_tangent(y, dy, a, axis=None, *, t_dy, t_a):
+    return rt.cumprod_vjp(t_dy, a, axis) + rt.cumprod_vjp_a(dy, a, t_a, axis)
+
+
+@adjoint(rt.cumprod_vjp)
+def cumprod_vjp_adjoint(dw, w, dy, a, axis=None):
+    """Linear in ``dy`` (the Jacobian transposed: its adjoint is the Jacobian, the
+    tangent); the second derivatives in ``a`` form a symmetric matrix."""
+    return rt.cumprod_jvp(a, dw, axis), rt.cumprod_vjp_a(dy, a, dw, axis), None
+
+
+def _along_last(xp, a, axis):
+    if axis is None:
+        return xp.reshape(a, (-1,)), 0
+    ax = axis % builtins.max(a.ndim, 1)
+    return xp.moveaxis(a, ax, -1), ax
+
+
+@rt.helper
+def cumprod_jvp(a, t, axis=None):
+    """The tangent of ``cumprod(a, axis)`` along ``t``, by the product rule on the running
+    product (``c_i = c_{i-1} a_i``): exact with zeros, no division."""
+    xp = namespace(a, t)
+    a = xp.asarray(a)
+    t = xp.broadcast_to(xp.asarray(t), a.shape)
+    a2, ax = _along_last(xp, a, axis)
+    t2, _ = _along_last(xp, t, axis)
+    n = a2.shape[-1]
+    c = xp.cumprod(a2, axis=-1)
+    d = xp.zeros(a2.shape, dtype=np.result_type(a2.dtype, t2.dtype, np.float16))
+    if n:
+        d[..., 0] = t2[..., 0]
+        for i in range(1, n):
+            d[..., i] = d[..., i - 1] * a2[..., i] + c[..., i - 1] * t2[..., i]
+    return d if axis is None else xp.moveaxis(d, -1, ax)
+
+
+@rt.helper
+def cumprod_vjp_a(dy, a, t, axis=None):
+    """The derivative of ``cumprod_vjp(dy, a, axis)`` in ``a`` along ``t``:
+    ``sum_{m != k} t_m sum_{i >= k, m} dy_i prod_{j <= i, j != k, m} a_j``, which is
+    ``cumprod_vjp`` of ``dy`` (kept where ``i >= m``) and ``a`` with ``a_m`` replaced by
+    ``t_m``, entry ``m`` dropped; all ``m`` at once. Symmetric in ``k, m``: also the
+    adjoint of that derivative."""
+    xp = namespace(a, t, dy)
+    a = xp.asarray(a)
+    t = xp.broadcast_to(xp.asarray(t), a.shape)
+    a2, ax = _along_last(xp, a, axis)
+    t2, _ = _along_last(xp, t, axis)
+    g2, _ = _along_last(xp, xp.broadcast_to(xp.asarray(dy), xp.cumprod(a, axis=axis).shape), axis)
+    n = a2.shape[-1]
+    if n == 0:
+        return xp.zeros(a.shape, dtype=np.result_type(a.dtype, t.dtype, np.float16))
+    shape = (n,) + (1,) * (a2.ndim - 1) + (n,)
+    eye = xp.eye(n, dtype=bool).reshape(shape)                     # [m, ..., i]
+    later = (xp.arange(n)[None, :] >= xp.arange(n)[:, None]).reshape(shape)   # i >= m
+    replaced = xp.where(eye, t2[None], a2[None])
+    kept = xp.where(later, g2[None], 0.0)
+    out = xp.where(eye, 0.0, cumprod_vjp(kept, replaced, -1)).sum(axis=0)
+    if axis is None:
+        return out.reshape(a.shape)
+    return xp.moveaxis(out, -1, ax)
 
 
 @adjoint(np.diff)

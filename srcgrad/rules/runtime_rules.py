@@ -8,16 +8,20 @@ their gradient argument; their adjoints are the "transposed" helpers
 (``unbroadcast`` <-> ``broadcast_like``, ``unreduce`` <-> ``reduce_to``,
 ``concatenate_vjp`` <-> ``split_vjp``, ``take_vjp`` <-> ``take`` ...).
 
-Helpers without a rule (``prod_others``, ``cumprod_vjp``, ``einsum_vjp``,
-``norm_vjp``, ``solve_vjp``, ``cholesky_vjp``, ``eigh_vjp``, ``select_vjp``, ``polyval_vjp``, ``kron_vjp``, ``convolve_vjp``,
-``matrix_power_vjp``, ``append_vjp``, ``array_vjp``, the ``*stack_vjp`` of
-hstack/vstack/dstack/column_stack, ``builtin_sum_vjp``, ``minmax_vjp``,
-``hypot_vjp``, ``pad_constant_vjp``, ``meshgrid_vjp``, ``index_concat_vjp``) make a second derivative through those
-primitives a compile-time error, never a wrong number.
+Helpers without a rule (``norm_vjp``, ``solve_vjp``, ``cholesky_vjp``, ``eigh_vjp``,
+``select_vjp``, ``polyval_vjp``, ``kron_vjp``, ``convolve_vjp``, ``matrix_power_vjp``,
+``append_vjp``, ``hypot_vjp``, ``pad_constant_vjp``, ``meshgrid_vjp``, and the helpers of
+second derivatives: ``prod_others_jvp``, ``cumprod_vjp_a``, ``einsum_vjp_adjoint``,
+``sinc_grad2``...) make a derivative one order higher through those primitives a
+compile-time error, never a wrong number. The joins' and lists' gradients
+(``hstack_vjp``..., ``index_concat_vjp``, ``array_vjp``, ``seq_concat_vjp``,
+``builtin_sum_vjp``, ``minmax_vjp``, ``add_grad``) have rules at the end of this module.
 
 ``rt.log_or_zero`` IS differentiable (d/da log(a) = 1/a for a > 0): a second
 derivative of ``a ** b`` needs it.
 """
+
+import numpy as np
 
 from srcgrad import runtime as rt
 from srcgrad.rules import adjoint, nondifferentiable, returns_sequence
@@ -44,6 +48,7 @@ nondifferentiable(
 
 # Gradient lists: a name bound to one has a list as its adjoint.
 returns_sequence(rt.concatenate_vjp, rt.stack_vjp, rt.meshgrid_vjp, rt.einsum_vjp, rt.array_vjp,
+                 rt.einsum_vjp_tangent, rt.einsum_vjp_adjoint,
                  rt.index_concat_vjp,
                  rt.hstack_vjp, rt.vstack_vjp, rt.dstack_vjp, rt.column_stack_vjp)
 
@@ -163,7 +168,24 @@ def keep_written(dw, w, g, x, index):
 
 @adjoint(rt.add_at)
 def add_at(dw, w, dx, x, index, g):
-    return rt.unbroadcast(dw, dx), None, None, rt.unbroadcast(rt.take_grad(dw, index), g)
+    return rt.add_at_dx(dw, dx), None, None, rt.unbroadcast(rt.take_grad(dw, index), g)
+
+
+@rt.helper
+def add_at_dx(dw, dx):
+    """The adjoint of ``add_at(dx, x, index, g)`` for ``dx``: ``dw`` in ``dx``'s shape. A
+    scalar zero ``dx`` stands for zeros of ``x``'s shape (``add_at`` leaves it a scalar
+    while every ``g`` added is zero), so it gets all of ``dw``: summed into a scalar, the
+    adjoints of the entries added later were mixed up (a second derivative at ``x[i] = 0``
+    of ``x[i] ** 2`` was off)."""
+    if rt.is_zero_grad(dx):
+        return dw
+    return rt.unbroadcast(dw, dx)
+
+
+@adjoint(rt.add_at_dx)
+def add_at_dx_adjoint(dz, w, dw, dx):
+    return rt.broadcast_like(dz, dw), None
 
 
 @adjoint(rt.zero_grad_at)
@@ -338,3 +360,142 @@ def cofactor(dw, w, a):
     ait = xp.swapaxes(xp.linalg.inv(a), -1, -2)
     inner = xp.sum(dw * w, axis=(-2, -1))
     return xp.asarray(inner)[..., None, None] * ait - xp.matmul(ait, xp.matmul(xp.swapaxes(dw, -1, -2), w))
+
+
+# ----- Gradients of joins and lists: the adjoint of a split is the join -----
+
+
+@adjoint(rt.hstack_vjp)
+def hstack_vjp(dw, w, dy, tup):
+    return rt.join_fill(dw, tup, "hstack"), None
+
+
+@adjoint(rt.vstack_vjp)
+def vstack_vjp(dw, w, dy, tup):
+    return rt.join_fill(dw, tup, "vstack"), None
+
+
+@adjoint(rt.dstack_vjp)
+def dstack_vjp(dw, w, dy, tup):
+    return rt.join_fill(dw, tup, "dstack"), None
+
+
+@adjoint(rt.column_stack_vjp)
+def column_stack_vjp(dw, w, dy, tup):
+    return rt.join_fill(dw, tup, "column_stack"), None
+
+
+@adjoint(rt.index_concat_vjp)
+def index_concat_vjp(dw, w, dy, concatenator, items):
+    return rt.index_concat(concatenator, rt.fill_like(dw, items)), None, None
+
+
+@adjoint(rt.array_vjp)
+def array_vjp(dw, w, dy, obj):
+    """``array_vjp`` takes ``dy`` apart in ``obj``'s nesting: its adjoint puts it back."""
+    return rt.unbroadcast(rt.as_nested_array(rt.fill_like(dw, obj)), dy), None
+
+
+@adjoint(rt.seq_concat_vjp)
+def seq_concat_vjp(dw, w, dy, a, b):
+    return rt.seq_concat_adjoint(dw, a, b), None, None
+
+
+@adjoint(rt.seq_repeat_vjp)
+def seq_repeat_vjp(dw, w, dy, a, b):
+    return rt.seq_repeat_adjoint(dw, dy), None, None
+
+
+@adjoint(rt.builtin_sum_vjp)
+def builtin_sum_vjp(dw, w, dy, iterable):
+    return rt.unbroadcast(rt.tangent_sum(rt.fill_like(dw, iterable)), dy), None
+
+
+@adjoint(rt.minmax_vjp)
+def minmax_vjp(dw, w, dy, y, args):
+    """Linear in ``dy``; the arguments only choose (piecewise constant): ``dy``'s
+    adjoint is ``minmax_vjp``'s tangent read back, the shares of ``dw`` summed."""
+    return rt.unbroadcast(rt.minmax_jvp(y, args, rt.minmax_cotangent(dw, args)), dy), None, None
+
+
+@adjoint(rt.add_grad)
+def add_grad(dw, w, a, b):
+    return rt.add_grad_vjp(dw, a), rt.add_grad_vjp(dw, b)
+
+
+@rt.helper
+def fill_like(dw, like):
+    """The cotangent ``dw`` of a list of gradients, zeros (of ``like``'s items' shapes)
+    where an entry has none; nested as ``like`` is."""
+    if isinstance(like, (list, tuple)):
+        items = list(dw) if isinstance(dw, (list, tuple)) else [None] * len(like)
+        items += [None] * (len(like) - len(items))
+        return [fill_like(d, item) for d, item in zip(items, like)]
+    if rt.is_zero_grad(dw):
+        return rt.tangent_zero(like) if rt.is_array(like) else 0.0
+    return dw
+
+
+@rt.helper
+def join_fill(dw, tup, join):
+    """The adjoint of ``<join>_vjp(dy, tup)`` (the gradient split into ``tup``'s pieces):
+    the pieces of ``dw`` joined back (``np.hstack``...), zeros for missing ones."""
+    pieces = fill_like(dw, list(tup))
+    xp = rt.namespace(*[p for p in pieces if rt.is_array(p)])
+    return getattr(xp, join)([xp.asarray(p) for p in pieces])
+
+
+@rt.helper
+def as_nested_array(items):
+    """``np.array`` of a nested list of gradients (the join ``array_vjp`` undoes)."""
+    if not isinstance(items, list):
+        return items
+    parts = [as_nested_array(i) for i in items]
+    arrays = [p for p in parts if rt.is_array(p)]
+    xp = rt.namespace(*arrays) if arrays else np
+    return xp.stack([xp.asarray(p) for p in parts])
+
+
+@rt.helper
+def seq_concat_adjoint(dw, a, b):
+    """The adjoint of ``seq_concat_vjp(dy, a, b)`` (``dy`` split at ``len(a)``): the two
+    cotangents joined, zeros where one has none."""
+    first, second = (list(dw) + [None, None])[:2] if isinstance(dw, (list, tuple)) else (None, None)
+    first = list(first) if isinstance(first, (list, tuple)) else [0.0] * len(a)
+    second = list(second) if isinstance(second, (list, tuple)) else [0.0] * len(b)
+    return first + second
+
+
+@rt.helper
+def seq_repeat_adjoint(dw, dy):
+    """The adjoint of ``seq_repeat_vjp(dy, a, b)`` (the copies of ``dy`` summed): ``dw``
+    for each copy."""
+    if rt.is_zero_grad(dw) or rt.is_zero_grad(dy):
+        return 0.0
+    n = len(dw)
+    return [dw[k % n] for k in range(len(dy))]
+
+
+@rt.helper
+def minmax_cotangent(dw, args):
+    """``minmax_vjp``'s cotangent in the nesting ``minmax_jvp`` reads its tangents in."""
+    if len(args) == 1:
+        d = dw[0] if isinstance(dw, (list, tuple)) else dw
+        if rt.is_array(args[0]):
+            return [0.0 * args[0] if rt.is_zero_grad(d) else d]
+        return [fill_like(d, list(args[0]))]
+    return fill_like(dw, list(args))
+
+
+@rt.helper
+def add_grad_vjp(dw, x):
+    """The adjoint of ``rt.add_grad(a, b)`` for one operand ``x``: ``dw`` in ``x``'s
+    structure and shape (nothing for a zero ``x``, which carried no gradient)."""
+    if rt.is_zero_grad(x) or rt.is_zero_grad(dw):
+        return 0.0
+    if isinstance(x, (list, tuple)):
+        items = list(dw) if isinstance(dw, (list, tuple)) else [None] * len(x)
+        return [add_grad_vjp(d, v) for d, v in zip(items, x)]
+    if isinstance(x, dict):
+        return {k: add_grad_vjp(dw.get(k) if isinstance(dw, dict) else None, v) for k, v in x.items()}
+    return rt.unbroadcast(dw, x)

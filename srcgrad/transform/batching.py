@@ -9,13 +9,15 @@ instead of its tangent rule, and three rewrites of what forward.py writes itself
 
 * ``rt.tangent_zero(v)`` is ``rt.batch_zero(v, B)``; ``rt.has_grad_jvp(g, dg)`` is
   ``rt.batch_has_grad(g, dg)`` (a scalar's tangent counts while any seed's is nonzero);
+  ``rt.tangent_like(t, y)`` (a tangent widened to its sum's shape) is ``rt.batch_fit(t, y)``;
 * a tangent's item ``dx[i]`` (read or written) is ``rt.batched(dx)[i]``: ``dx[:, i]``
   for an array (the index is the primal's, the batch axis stays in front), the item
   itself for a list of tangents; a write aligns the value to the slot's rank;
 * ``B`` is read off the tangents passed in (``rt.batch_size``).
 
-A primitive whose tangent rule has no batched form (a tangent rule written by hand
-without one, a user's) makes the whole program unbatchable: ``compiled`` raises
+A built-in tangent rule without a batched form runs seed by seed inside its statement
+(the "per_sample" form); a user's tangent rule without one makes the whole program
+unbatchable: ``compiled`` raises
 ``NotBatchable`` and the callers run one tangent program per seed, as a helper does
 at run time when it meets a value it cannot batch. Never a wrong answer, only a
 slower one.
@@ -121,6 +123,14 @@ def lookup(primitive):
     return found
 
 
+def _built_in(primitive):
+    """A tangent srcgrad declares (by linearity or by hand): right seed by seed, so its
+    default batched form is per sample; a user's tangent rule may not be."""
+    declared = rules.lookup_tangent(primitive)
+    return isinstance(declared, rules.Linear) or \
+        getattr(declared, "__module__", "").startswith("srcgrad.")
+
+
 def _batched(primitive, base):
     form = rules.lookup_batched(primitive)
     if callable(form):   # the tangent rule's arguments without a tangent are its own
@@ -130,7 +140,7 @@ def _batched(primitive, base):
     if form == "elementwise" or form is None and base.derived and \
             tangent_rules.is_elementwise(primitive) and not _reduces(base):
         return _elementwise(base)
-    if form == "per_sample" or form is None and base.derived:
+    if form == "per_sample" or form is None and (base.derived or _built_in(primitive)):
         return _per_sample(base)
     return None
 
@@ -151,19 +161,31 @@ class BatchedForwardAD(forward.ForwardAD):
 
 class _Rewrite(gast.NodeTransformer):
     """``rt.tangent_zero(v)`` -> ``rt.batch_zero(v, B)``, ``rt.has_grad_jvp`` ->
-    ``rt.batch_has_grad``; ``dx[i]`` -> ``rt.batched(dx)[i]``."""
+    ``rt.batch_has_grad``, ``rt.tangent_like(t, y)`` -> ``rt.batch_fit(t, y)``;
+    ``dx[i]`` -> ``rt.batched(dx)[i]``."""
 
     def __init__(self, tangents, size):
         self.tangents, self.size = tangents, size
 
+    per_seed = 0   # inside rt.batch_stack's per-seed list the tangents have no batch axis
+
     def visit_Call(self, node):
-        self.generic_visit(node)
         f = node.func
-        if isinstance(f, gast.Attribute) and isinstance(f.value, gast.Name) and f.value.id == "rt":
+        rt_call = isinstance(f, gast.Attribute) and isinstance(f.value, gast.Name) and \
+            f.value.id == "rt"
+        seeds = rt_call and f.attr == "batch_stack"
+        self.per_seed += seeds
+        self.generic_visit(node)
+        self.per_seed -= seeds
+        if rt_call and f.attr == "tangent_like" and self.per_seed:
+            return node
+        if rt_call:
             if f.attr == "tangent_zero":
                 return _call("batch_zero", *node.args, name(self.size))
             if f.attr == "has_grad_jvp":
                 return _call("batch_has_grad", *node.args)
+            if f.attr == "tangent_like":
+                return _call("batch_fit", *node.args)
         return node
 
     def visit_Subscript(self, node):

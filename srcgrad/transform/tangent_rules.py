@@ -46,6 +46,7 @@ class TangentTemplate:
     output: str = "y"     # the name standing for the primitive's output
     derived: bool = False
     no_tangent: frozenset = frozenset()   # parameters whose adjoint entry is None
+    linear: tuple = ()    # declared by linearity (rules.linear): the parameters it is linear in
 
     def ignores(self, param):
         """Whether the rule drops ``param``'s tangent although the adjoint does not:
@@ -72,7 +73,11 @@ def lookup(primitive):
         return None
     if key in _CACHE:
         return _CACHE[key]
-    found = _hand_written(rules.lookup_tangent(primitive))
+    declared = rules.lookup_tangent(primitive)
+    if isinstance(declared, rules.Linear):
+        found = _linear_template(primitive, declared)
+    else:
+        found = _hand_written(declared)
     if found is None:
         rule = rules.lookup(primitive)
         if rule is not None and rule.builtin:
@@ -93,6 +98,81 @@ def _hand_written(function):
     primitive_params = [p for p in params[1:] if not p.name.startswith("t_")]
     return TangentTemplate(primitive_params, body[:-1], body[-1].value, frozenset(local), output,
                            no_tangent=getattr(function, "__srcgrad_no_tangent__", frozenset()))
+
+
+_KEYWORDS = ("axis", "keepdims")   # spelled as keywords in a linear tangent's call
+
+
+def _spelling(primitive, declared):
+    """The expression calling ``primitive`` in a template: ``declared.call``, or
+    ``rt.<name>`` / ``xp.<name>`` where that is the primitive itself."""
+    if declared.call is not None:
+        return gast.parse(declared.call, mode="eval").body
+    from srcgrad import runtime
+    name_ = getattr(primitive, "__name__", None)
+    for module, spelled in ((runtime, "rt"), (numpy, "xp")):
+        if name_ and not isinstance(primitive, str) and getattr(module, name_, None) is primitive:
+            return gast.Attribute(value=templates.name(spelled), attr=name_, ctx=gast.Load())
+    raise TypeError(f"linear({primitive!r}, ...) needs call= to spell it in a template")
+
+
+def _linear_template(primitive, declared):
+    """The template of a ``rules.linear`` declaration: the primitive's parameters (its
+    adjoint rule's, else its own signature's) and one call of it, ``t_<p>`` in place of
+    each linear parameter ``p``."""
+    rule = rules.lookup(primitive)
+    if rule is not None:
+        params = rule.params
+    else:
+        params = list(inspect.signature(primitive).parameters.values())
+    names = [p.name for p in params]
+    missing = [p for p in declared.params if p not in names]
+    if missing:
+        raise TypeError(f"linear({primitive!r}): no parameter {missing[0]!r} in {names}")
+    args, keywords = [], []
+    for p in params:
+        value = templates.name("t_" + p.name if p.name in declared.params else p.name)
+        if p.kind == p.VAR_POSITIONAL:
+            args.append(gast.Starred(value=value, ctx=gast.Load()))
+        elif p.kind == p.KEYWORD_ONLY or (p.name in _KEYWORDS and p.default is not p.empty):
+            keywords.append(gast.keyword(arg=p.name, value=value))
+        elif p.kind == p.VAR_KEYWORD:
+            raise TypeError(f"linear({primitive!r}): **{p.name} is not supported")
+        else:
+            args.append(value)
+    call = gast.Call(func=_spelling(primitive, declared), args=args, keywords=keywords)
+    return TangentTemplate(params, [], call, frozenset(), "__output__",
+                           no_tangent=declared.no_tangent, linear=tuple(declared.params))
+
+
+def _trim_defaults(call, params):
+    """``f(t, None, axis=None)`` written ``f(t)``: in a linear tangent's call, keywords and
+    trailing positional arguments left at their parameter's default are not spelled out;
+    ``*(a, b)`` is written ``a, b``."""
+    if not isinstance(call, gast.Call):
+        return call
+    defaults = {p.name: p.default for p in params if p.default is not p.empty}
+
+    def is_default(node, param):
+        return param in defaults and isinstance(node, gast.Constant) and templates.is_literal(
+            defaults[param]) and type(node.value) is type(defaults[param]) \
+            and node.value == defaults[param]
+
+    call.keywords = [k for k in call.keywords if not is_default(k.value, k.arg)]
+    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                  and not (p.name in _KEYWORDS and p.default is not p.empty)]
+    args = list(call.args)
+    while args and len(args) <= len(positional) and not isinstance(args[-1], gast.Starred) \
+            and is_default(args[-1], positional[len(args) - 1]):
+        args.pop()
+    expanded = []
+    for a in args:
+        if isinstance(a, gast.Starred) and isinstance(a.value, (gast.Tuple, gast.List)):
+            expanded.extend(a.value.elts)
+        else:
+            expanded.append(a)
+    call.args = expanded
+    return call
 
 
 def _contains(node, name_):
@@ -207,10 +287,20 @@ def _derived(rule, elementwise=True):
 
 
 _ZERO_MARK = "__srcgrad_zero_tangent__"
+_SCALAR_ZERO_MARK = "__srcgrad_zero_tangent_of_a_literal__"   # cannot broadcast a sum up
 
 
 def _is_zero(node):
-    return node is None or (isinstance(node, gast.Name) and node.id == _ZERO_MARK)
+    return node is None or (isinstance(node, gast.Name) and node.id in (_ZERO_MARK, _SCALAR_ZERO_MARK))
+
+
+def _bare(node):
+    """A term whose shape may be smaller than the output's: a tangent alone, negated, or
+    a helper's result (``t_x1`` of ``x1 + x2`` where ``x1`` is broadcast)."""
+    if isinstance(node, gast.UnaryOp):
+        return _bare(node.operand)
+    return isinstance(node, gast.Name) or isinstance(node, gast.Call) and _is_call(
+        node, "rt", getattr(node.func, "attr", ""))
 
 
 class _DropZeros(gast.NodeTransformer):
@@ -224,8 +314,19 @@ class _DropZeros(gast.NodeTransformer):
     (a helper like ``rt.einsum_jvp`` reads None as "no tangent"); so does a display.
     """
 
-    def __init__(self, tangents):
+    def __init__(self, tangents, output=None):
         self.tangents = tangents
+        self.output = output
+
+    def like_output(self, kept, dropped):
+        """``a + 0``: ``a``, broadcast to the output's shape (``rt.tangent_like``) where the
+        dropped zero stood for an operand that may have widened the sum."""
+        if self.output is None or not _bare(kept) or (
+                isinstance(dropped, gast.Name) and dropped.id == _SCALAR_ZERO_MARK):
+            return kept
+        return gast.Call(func=gast.Attribute(value=templates.name("rt"), attr="tangent_like",
+                                             ctx=gast.Load()),
+                         args=[kept, templates.name(self.output)], keywords=[])
 
     def carries(self, node):
         return any(isinstance(n, gast.Name) and n.id in self.tangents for n in gast.walk(node))
@@ -237,14 +338,14 @@ class _DropZeros(gast.NodeTransformer):
             if lz and rz:
                 return _none()
             if lz or rz:
-                return right if lz else left
+                return self.like_output(right, left) if lz else self.like_output(left, right)
         elif isinstance(node.op, gast.Sub):
             if lz and rz:
                 return _none()
             if rz:
-                return left
+                return self.like_output(left, right)
             if lz:
-                return gast.UnaryOp(op=gast.USub(), operand=right)
+                return self.like_output(gast.UnaryOp(op=gast.USub(), operand=right), left)
         elif lz or rz:
             return _none()
         node.left, node.right = left, right
@@ -325,12 +426,33 @@ def _none():
     return gast.Name(id=_ZERO_MARK, ctx=gast.Load(), annotation=None, type_comment=None)
 
 
+def _zero_shaped(template, subs):
+    """A jointly linear primitive (``np.append(arr, values)``) with a tangent in one
+    argument gets ``rt.tangent_zero(<argument>)`` for another's zero tangent: a zero of
+    that argument's shape, where ``0.0`` would change the result's shape."""
+    given = [p for p in template.linear if subs.get("t_" + p) is not None]
+    if not given or len(given) == len(template.linear):
+        return subs
+    subs = dict(subs)
+    for p in template.linear:
+        if subs.get("t_" + p) is None:
+            subs["t_" + p] = gast.Call(
+                func=gast.Attribute(value=templates.name("rt"), attr="tangent_zero", ctx=gast.Load()),
+                args=[clone(subs[p])], keywords=[])
+    return subs
+
+
 def instantiate(template, subs, namer):
     """``(statements, expression)``: ``template`` with ``subs`` (name -> gast expression,
     or None for a zero tangent) substituted; the expression is None when the tangent is
     zero. Template locals get fresh names; zero tangents drop out (``_DropZeros``, on
     the template before the substitution, where tangents are known by name)."""
+    if template.linear:
+        subs = _zero_shaped(template, subs)
     zeros = {k: _none() for k, v in subs.items() if v is None}
+    for k in zeros:   # the zero tangent of a literal number: a sum with it keeps its shape
+        if k.startswith("t_") and isinstance(subs.get(k[2:]), gast.Constant):
+            zeros[k] = gast.Name(id=_SCALAR_ZERO_MARK, ctx=gast.Load(), annotation=None, type_comment=None)
     tangents = {k for k in subs if k.startswith("t_") and subs[k] is not None}
     marked = templates._Substitute(zeros)
     body = []
@@ -344,7 +466,7 @@ def instantiate(template, subs, namer):
         if any(isinstance(n, gast.Name) and n.id in tangents for n in gast.walk(s.value)):
             tangents.add(s.targets[0].id)
         body.append(s)
-    result = _DropZeros(tangents).visit(marked.visit(clone(template.result)))
+    result = _DropZeros(tangents, template.output).visit(marked.visit(clone(template.result)))
     if _is_zero(result):
         return [], None
     table = {"xp": "xp", "rt": "rt"}
@@ -355,6 +477,8 @@ def instantiate(template, subs, namer):
     folder = templates._FoldConstants()
     stmts = [folder.visit(substitute.visit(s)) for s in body]
     result = _Defaults().visit(folder.visit(substitute.visit(result)))
+    if template.linear:
+        result = _trim_defaults(result, template.params)
     used = {n.id for n in gast.walk(result) if isinstance(n, gast.Name)}
     for s in reversed(stmts):
         used |= {n.id for n in gast.walk(s.value) if isinstance(n, gast.Name)}
