@@ -61,7 +61,8 @@ def compile_jvp(fn, active, options=None):
         kind_map = kinds.infer(node, {n: kinds.FLOAT for n in names}, info.peek)
         act = activity.resolve(node, names, kind_map)
     written = forward.written_names(node)
-    transformer = forward.ForwardAD(info, act.active, namer, written, act.sequences, kind_map)
+    transformer = forward.ForwardAD(info, act.active, namer, written, act.sequences, kind_map,
+                                   wrt=names)
     tangent_params = [transformer.d(n) for n in names]
     body = []
     for n in params:   # a parameter rebound to a value with a tangent, passed without one

@@ -62,10 +62,13 @@ class ForwardAD(Base):
         written: names whose arrays are written in place (``b[i] = v``).
     """
 
-    def __init__(self, info, active, namer, written, sequences=frozenset(), kinds=None):
+    def __init__(self, info, active, namer, written, sequences=frozenset(), kinds=None,
+                 wrt=None):
         super().__init__(info)
         self.kinds = kinds
         self.active = frozenset(active)
+        self.paired = frozenset()
+        self.wrt = wrt
         self.namer = namer
         self.written = frozenset(written)
         self.sequences = frozenset(sequences)
@@ -75,6 +78,12 @@ class ForwardAD(Base):
         if primal not in self.tangents:
             self.tangents[primal] = self.namer.new("d" + primal)
         return self.tangents[primal]
+
+    def visit_block(self, body):
+        if self.wrt is not None:   # the function's body: refine activity once, before it
+            self.active, self.paired = carriers(body, self.active, self.wrt, self.kinds)
+            self.wrt = None
+        return super().visit_block(body)
 
     def is_active(self, node):
         return isinstance(node, gast.Name) and node.id in self.active
@@ -249,6 +258,8 @@ class ForwardAD(Base):
             if isinstance(f, gast.Attribute) and f.attr == "append" and isinstance(f.value, gast.Name) \
                     and f.value.id in self.active and len(call.args) == 1:
                 item = call.args[0]
+                if f.value.id in self.paired and not self.is_active(item):
+                    return s   # its pop has no tangent either (``carriers``)
                 t = self.operand(item) or expr("rt.tangent_zero(Y)", Y=clone(item))
                 return [s, self.inherit(gast.Expr(value=expr(f"{self.d(f.value.id)}.append(T)", T=t)))]
         raise self.error(s, UnsupportedError,
@@ -388,6 +399,83 @@ def _is_custom_function(primitive):
             issubclass(primitive.__self__, Function)
     except Exception:
         return False
+
+
+def _tape_pop_of(s):
+    """``(x, L)`` for the statement ``x = rt.tape_pop(L)``, else None."""
+    if isinstance(s, gast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], gast.Name) \
+            and isinstance(s.value, gast.Call) and len(s.value.args) == 1 \
+            and isinstance(s.value.args[0], gast.Name) \
+            and anno.getanno(s.value, Static.PRIMITIVE) is runtime.tape_pop:
+        return s.targets[0].id, s.value.args[0].id
+    return None
+
+
+def _paired_tapes(body):
+    """Lists used only as a tape whose pushes and pops pair by name: every push is
+    ``L.append(x)`` of a name, every pop ``x = rt.tape_pop(L)``, and the names pushed
+    are the names popped. A gradient's tape pushes the value a statement overwrites
+    and pops it back into the same name (transform/tape.py); a pushed slice, an
+    ``rt.save`` of an item or a pop into a temporary breaks the pairing."""
+    pushes, pops, lists, other = {}, {}, set(), set()
+    for s in gast.walk(gast.Module(body=list(body), type_ignores=[])):
+        if not isinstance(s, gast.stmt):
+            continue
+        pop = _tape_pop_of(s)
+        if pop is not None:
+            pops.setdefault(pop[1], set()).add(pop[0])
+            continue
+        if isinstance(s, gast.Expr) and isinstance(s.value, gast.Call) \
+                and isinstance(s.value.func, gast.Attribute) and s.value.func.attr == "append" \
+                and isinstance(s.value.func.value, gast.Name):
+            tape, args = s.value.func.value.id, s.value.args
+            if len(args) == 1 and not s.value.keywords and isinstance(args[0], gast.Name):
+                pushes.setdefault(tape, set()).add(args[0].id)
+            else:
+                other.add(tape)
+            other |= set().union(*[_names(a) for a in args]) if args else set()
+            continue
+        if isinstance(s, gast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], gast.Name) \
+                and isinstance(s.value, gast.List) and not s.value.elts:
+            lists.add(s.targets[0].id)
+            continue
+        for field in ("test", "iter", "value", "targets", "target", "msg", "exc"):
+            part = getattr(s, field, None)
+            for p in part if isinstance(part, list) else [part]:
+                if isinstance(p, gast.AST):
+                    other |= _names(p)
+    return {L for L in lists & set(pushes) if L not in other and pushes[L] == pops.get(L)}
+
+
+def carriers(body, active, wrt, kinds=None):
+    """``(names, tapes)``: the ``active`` names that may carry a nonzero tangent, and the
+    tapes whose pushes and pops of the others go without one.
+
+    Activity (analysis/activity.py) is flow-insensitive: a value popped from a tape
+    that also holds values with tangents is active, so a branch condition the
+    gradient pops back (``cond = rt.tape_pop(tape)``) would get ``rt.tangent_zero``.
+    On a tape whose pushes and pops pair by name (``_paired_tapes``) the pop restores
+    what the same name held when pushed, so it carries a tangent only when another
+    binding of the name does: these pops are left out of the flow, and the names
+    reached from ``wrt`` without them carry tangents. Their pushes and pops go
+    without a tangent, on both sides, so the tangent tape stays in step.
+    """
+    from srcgrad.analysis import activity
+    paired = _paired_tapes(body)
+    skip = set()
+    for s in gast.walk(gast.Module(body=list(body), type_ignores=[])):
+        pop = _tape_pop_of(s) if isinstance(s, gast.stmt) else None
+        if pop is not None and pop[1] in paired:
+            skip.add(pop)
+    facts = activity._Facts(kinds)
+    facts.walk(body)
+    edges = {}
+    for target, deps in facts.flows:
+        for dep in deps:
+            if (target, dep) not in skip or deps != {dep}:
+                edges.setdefault(dep, set()).add(target)
+    found = activity._fixpoint(set(wrt), edges) & set(active)
+    return frozenset(found), frozenset(paired)
 
 
 def written_names(node):
