@@ -99,7 +99,8 @@ def hvp(fn, primals, tangents, wrt=None):
     entry per primal (None for an integer or boolean primal). A tangent None is zero.
     ``wrt`` (positions or names, as in ``sg.grad``) restricts the gradient to those
     primals (the others' entries are None; their tangents still count): data such as
-    a batch need not get a gradient of its own.
+    a batch need not get a gradient of its own; such a primal's tangent that is all
+    zeros counts as None (its terms are left out of the tangent program).
 
     Example:
         >>> (Hv,) = sg.hvp(f, (x,), (v,))   # doctest: +SKIP
@@ -116,6 +117,10 @@ def hvp(fn, primals, tangents, wrt=None):
     if not positions:
         raise TypeError("srcgrad.hvp: no primal is a float scalar or array")
     function, info = _gradient_of(fn, positions, primals)
+    # A primal outside ``wrt`` (data, a batch) usually comes with a zero tangent: none
+    # at all lets forward mode leave out its terms (``dX @ W1``) instead of computing zeros.
+    tangents = tuple(None if k not in positions and t is not None and numpy.ndim(t)
+                     and not numpy.any(t) else t for k, t in enumerate(tangents))
     try:
         _, products = jvp(function, primals, tangents)
     except SrcgradError as exc:
