@@ -79,7 +79,7 @@ def compile_jvp(fn, active, options=None):
     for a in args.args:
         a.ctx = gast.Param()
     tree = gast.FunctionDef(name=f"{node.name}_jvp", args=args,
-                            body=emit.comment_blocks(body, "tangent of: ", 1),
+                            body=transformer.finish(body, ctx.user_locals),
                             decorator_list=[], returns=None, type_comment=None, type_params=[])
     source = emit.to_source([tree])
     bindings = dict(ctx.bindings)

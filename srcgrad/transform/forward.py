@@ -27,6 +27,7 @@ import gast
 
 from srcgrad import anno, rules, runtime
 from srcgrad.analysis.activity import primitive_of
+from srcgrad.codegen import emit
 from srcgrad.errors import NonDifferentiableError, UnsupportedError
 from srcgrad.rules import Method
 from srcgrad.templates import clone, name, replace_as_expression as expr
@@ -69,6 +70,8 @@ class ForwardAD(Base):
         self.active = frozenset(active)
         self.paired = frozenset()
         self.wrt = wrt
+        self.created = set()   # ids of the statements this pass wrote (tangent lines)
+        self.primal = set()    # names it binds to the statement's own value (``fresh``)
         self.namer = namer
         self.written = frozenset(written)
         self.sequences = frozenset(sequences)
@@ -85,8 +88,64 @@ class ForwardAD(Base):
             self.wrt = None
         return super().visit_block(body)
 
+    def inherit(self, node, like=None):
+        self.created.add(id(node))
+        return super().inherit(node, like)
+
     def is_active(self, node):
         return isinstance(node, gast.Name) and node.id in self.active
+
+    # ----- the finished program -----
+
+    def finish(self, body, keep=()):
+        """The tangent function's statements ``body`` tidied, with a ``# tangent of:``
+        comment over each user line that a tangent line follows.
+
+        Tangent lines nothing reads are dropped; so are the compiler's own primal
+        bindings nothing reads whose value cannot raise (``returned = True``), never a
+        name in ``keep`` (the user's). Then a temporary used once folds into its use
+        (optimize/forward_temporaries.py, with effects.py's rules: an error is raised
+        where the program raised it). The user's statements stay as they were.
+        """
+        from srcgrad.ast_util import assigned_name
+        from srcgrad.optimize import dead, effects, forward_temporaries
+        from srcgrad.optimize.facts import Facts
+        made, primal = set(), set()
+        for stmt in _statements(body):
+            target = assigned_name(stmt)
+            if target is not None:
+                (made if id(stmt) in self.created else primal).add(target)
+        made -= primal | self.primal
+        compiler = primal - set(keep) - {"tape", "xp"}
+        while dead.eliminate(body, made, set(), lambda v: effects.kind(v, None) is not None) \
+                | dead.eliminate(body, compiler, set(), lambda v: effects.kind(v, None) == effects.SAFE):
+            pass
+        forward_temporaries.run(body, Facts(generated=made | compiler, classes={}))
+        return self._comments(emit.comment_blocks(body, "tangent of: ", 1))
+
+    def _comments(self, block):
+        """``block`` less the comments over statements none of which has a tangent line."""
+        out = []
+        for k, stmt in enumerate(block):
+            for field in ("body", "orelse"):
+                inner = getattr(stmt, field, None)
+                if isinstance(inner, list) and inner:
+                    setattr(stmt, field, self._comments(inner))
+            text = _comment_text(stmt)
+            if text is not None:
+                group = []
+                for after in block[k + 1:]:
+                    if _comment_text(after) is not None or emit._origin_text(after) != text:
+                        break
+                    group.append(after)
+                if not any(self._has_tangent(g) for g in group):
+                    continue
+            out.append(stmt)
+        return out
+
+    def _has_tangent(self, stmt):
+        return isinstance(stmt, gast.Return) or any(
+            id(t) in self.created for t in _statements([stmt]))
 
     # ----- statements -----
 
@@ -113,9 +172,7 @@ class ForwardAD(Base):
         stmts, tangent = self.tangent(s.value, name(_Y))
         own = target.id in self.written and not self.is_view(s.value)
         if tangent is None:
-            zero = self.inherit(_assign(name(self.d(target.id), True),
-                                        expr("rt.tangent_zero(Y)", Y=name(target.id))))
-            return [s, zero]
+            return [s, self.inherit(_assign(name(self.d(target.id), True), _zero_of(s.value, target)))]
         if own and isinstance(tangent, (gast.Name, gast.Subscript)):
             tangent = expr("rt.own(T)", T=tangent)
         reads = set().union(_names(tangent), *[_names(t) for t in stmts])
@@ -125,6 +182,7 @@ class ForwardAD(Base):
         if _Y not in reads:          # before: it reads the old values only
             return self.tag(stmts + [_assign(name(self.d(target.id), True), tangent)]) + [s]
         fresh = self.namer.new(target.id)   # both: the new value under a name of its own
+        self.primal.add(fresh)
         new = [_assign(name(fresh, True), s.value)] + self._set_y(stmts, fresh)
         new += [_assign(name(self.d(target.id), True), self._set_y([tangent], fresh)[0]),
                 _assign(name(target.id, True), name(fresh))]
@@ -383,6 +441,38 @@ class ForwardAD(Base):
                                  "Use reverse mode (sg.grad, sg.jacrev), or sg.detach that argument.")
         stmts, result = tangent_rules.instantiate(template, subs, self.namer)
         return stmts, result
+
+
+def _statements(body):
+    """The statements of ``body``, nested blocks included."""
+    for stmt in body:
+        yield stmt
+        for field in ("body", "orelse"):
+            inner = getattr(stmt, field, None)
+            if isinstance(inner, list):
+                yield from _statements(inner)
+
+
+def _comment_text(stmt):
+    """The user line a ``# tangent of:`` comment marker names, else None."""
+    prefix = emit._MARK + "tangent of: "
+    if isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Constant) \
+            and isinstance(stmt.value.value, str) and stmt.value.value.startswith(prefix):
+        return stmt.value.value[len(prefix):]
+    return None
+
+
+def _zero_of(value, target):
+    """The zero tangent of ``target``, just bound to ``value`` (which carries none): ``0.0``
+    for a number literal, ``[]`` for ``[]`` (a tape), None for None, else
+    ``rt.tangent_zero(target)``."""
+    if isinstance(value, gast.List) and not value.elts:
+        return gast.List(elts=[], ctx=gast.Load())
+    if isinstance(value, gast.Constant) and type(value.value) in (int, float):
+        return gast.Constant(value=0.0, kind=None)
+    if isinstance(value, gast.Constant) and value.value is None:
+        return gast.Constant(value=None, kind=None)
+    return expr("rt.tangent_zero(Y)", Y=name(target.id))
 
 
 def _which(active):
