@@ -26,6 +26,7 @@ derivative along the tangents passed in: ``dy = cos(x) * dx``).
 import gast
 
 from srcgrad import anno, rules, runtime
+from srcgrad.analysis import kinds
 from srcgrad.analysis.activity import primitive_of
 from srcgrad.codegen import emit
 from srcgrad.errors import NonDifferentiableError, UnsupportedError
@@ -103,12 +104,14 @@ class ForwardAD(Base):
 
         Tangent lines nothing reads are dropped; so are the compiler's own primal
         bindings nothing reads whose value cannot raise (``returned = True``), never a
-        name in ``keep`` (the user's). Then a temporary used once folds into its use
+        name in ``keep`` (the user's). A product with a seed of 1.0 is its other factor
+        (``_unit_factors``). A NumPy call repeated is computed once
+        (optimize/repeated_calls.py). Then a temporary used once folds into its use
         (optimize/forward_temporaries.py, with effects.py's rules: an error is raised
         where the program raised it). The user's statements stay as they were.
         """
         from srcgrad.ast_util import assigned_name
-        from srcgrad.optimize import dead, effects, forward_temporaries
+        from srcgrad.optimize import dead, effects, forward_temporaries, repeated_calls
         from srcgrad.optimize.facts import Facts
         made, primal = set(), set()
         for stmt in _statements(body):
@@ -120,8 +123,54 @@ class ForwardAD(Base):
         while dead.eliminate(body, made, set(), lambda v: effects.kind(v, None) is not None) \
                 | dead.eliminate(body, compiler, set(), lambda v: effects.kind(v, None) == effects.SAFE):
             pass
+        self._unit_factors(body, made)
+        repeated_calls.run(body)
         forward_temporaries.run(body, Facts(generated=made | compiler, classes={}))
         return self._comments(emit.comment_blocks(body, "tangent of: ", 1))
+
+    def _unit_factors(self, body, tangents):
+        """``t = one * e`` (or ``e * one``, ``e / one``) is ``t = e`` where ``one`` is bound
+        once to 1.0 (a gradient's seed, read again) or to such a name, ``e`` is a name
+        holding floats (a tangent, or a value kinds.py says is one), and no array is
+        changed in place anywhere (``t`` and ``e`` then share one)."""
+        from srcgrad.optimize.facts import EFFECTFUL
+        bound, ones = {}, set()
+        for stmt in _statements(body):
+            for n in gast.walk(stmt):
+                if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store):
+                    bound[n.id] = bound.get(n.id, 0) + 1
+                if isinstance(n, gast.Subscript) and isinstance(n.ctx, gast.Store) \
+                        or isinstance(n, gast.AugAssign) \
+                        or isinstance(n, gast.Attribute) and n.attr in EFFECTFUL:
+                    return
+        changed = True
+        while changed:
+            changed = False
+            for stmt in _statements(body):
+                target = _bound_name(stmt)
+                if target is None or target in ones or bound[target] != 1:
+                    continue
+                v = stmt.value
+                if isinstance(v, gast.Constant) and type(v.value) is float and v.value == 1.0 \
+                        or isinstance(v, gast.Name) and v.id in ones:
+                    ones.add(target)
+                    changed = True
+        if not ones:
+            return
+
+        def floats(e):
+            return isinstance(e, gast.Name) and (e.id in tangents or self.kinds is not None
+                                                and self.kinds.of(e) == kinds.FLOAT)
+
+        for stmt in _statements(body):
+            v = stmt.value if _bound_name(stmt) is not None else None
+            if not isinstance(v, gast.BinOp) or not isinstance(v.op, (gast.Mult, gast.Div)):
+                continue
+            one = lambda e: isinstance(e, gast.Name) and e.id in ones   # noqa: E731
+            if one(v.right) and floats(v.left):
+                stmt.value = v.left
+            elif isinstance(v.op, gast.Mult) and one(v.left) and floats(v.right):
+                stmt.value = v.right
 
     def _comments(self, block):
         """``block`` less the comments over statements none of which has a tangent line."""
@@ -451,6 +500,12 @@ def _statements(body):
             inner = getattr(stmt, field, None)
             if isinstance(inner, list):
                 yield from _statements(inner)
+
+
+def _bound_name(stmt):
+    if isinstance(stmt, gast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], gast.Name):
+        return stmt.targets[0].id
+    return None
 
 
 def _comment_text(stmt):
