@@ -131,9 +131,10 @@ class ForwardAD(Base):
     def _unit_factors(self, body, tangents):
         """``t = one * e`` (or ``e * one``, ``e / one``) is ``t = e`` where ``one`` is bound
         once to 1.0 (a gradient's seed, read again) or to such a name, ``e`` is a name
-        holding floats (a tangent, or a value kinds.py says is one), and no array is
-        changed in place anywhere (``t`` and ``e`` then share one)."""
-        from srcgrad.optimize.facts import EFFECTFUL
+        holding floats (a tangent, or a value kinds.py says is one), and nothing can
+        change an array in place (no indexed write, no call but effects.py's pure ones):
+        ``t`` and ``e`` then share one array."""
+        from srcgrad.optimize import effects
         bound, ones = {}, set()
         for stmt in _statements(body):
             for n in gast.walk(stmt):
@@ -141,7 +142,7 @@ class ForwardAD(Base):
                     bound[n.id] = bound.get(n.id, 0) + 1
                 if isinstance(n, gast.Subscript) and isinstance(n.ctx, gast.Store) \
                         or isinstance(n, gast.AugAssign) \
-                        or isinstance(n, gast.Attribute) and n.attr in EFFECTFUL:
+                        or isinstance(n, gast.Call) and not effects.pure_call(n, {}):
                     return
         changed = True
         while changed:
