@@ -9,15 +9,20 @@ no tape. A tangent is named like the value's differential: ``dx`` is the tangent
 derivative along the tangents passed in: ``dy = cos(x) * dx``).
 
 * Only values that depend on an input with a tangent (analysis/activity.py's
-  ``active``) get one; integers and booleans (analysis/kinds.py) never do. A value
-  that is sometimes bound to a constant gets the zero of its shape there
-  (``rt.tangent_zero``).
+  ``active``) get one; integers and booleans (analysis/kinds.py) never do, nor does
+  a value a gradient pops back from its tape when no other binding of its name has
+  one (``carriers``: a branch condition, a loop counter). A value that is sometimes
+  bound to a constant gets the zero of its shape there (``0.0`` for a number literal,
+  else ``rt.tangent_zero``).
 * ``y = prim(args)`` inlines the primitive's tangent rule (transform/tangent_rules.py;
   the table is srcgrad/rules/). A primitive without one is refused at compile time,
   naming the line.
 * ``b[i] = v`` is followed by ``db[i] = dv`` (``0.0`` when ``v`` has none). A tangent
   that may share memory with another while its value does not (``y = x + c`` has
   ``dy = dx``) is copied (``rt.own``) before such writes change it.
+* ``finish`` tidies the program: unread tangent lines dropped, repeated NumPy calls
+  computed once, single-use temporaries folded, ``# tangent of:`` only over lines a
+  tangent line follows.
 * Where the statement's value reads its own target (``s = s * v``), the tangent is
   computed before the statement when it needs only the old values, else through a
   fresh name.
@@ -28,6 +33,7 @@ import gast
 from srcgrad import anno, rules, runtime
 from srcgrad.analysis import kinds
 from srcgrad.analysis.activity import primitive_of
+from srcgrad.ast_util import assigned_name, walk_statements
 from srcgrad.codegen import emit
 from srcgrad.errors import NonDifferentiableError, UnsupportedError
 from srcgrad.rules import Method
@@ -110,16 +116,15 @@ class ForwardAD(Base):
         (optimize/forward_temporaries.py, with effects.py's rules: an error is raised
         where the program raised it). The user's statements stay as they were.
         """
-        from srcgrad.ast_util import assigned_name
         from srcgrad.optimize import dead, effects, forward_temporaries, repeated_calls
         from srcgrad.optimize.facts import Facts
         made, primal = set(), set()
-        for stmt in _statements(body):
+        for stmt in walk_statements(body):
             target = assigned_name(stmt)
             if target is not None:
                 (made if id(stmt) in self.created else primal).add(target)
         made -= primal | self.primal
-        compiler = primal - set(keep) - {"tape", "xp"}
+        compiler = primal - set(keep) - set(self.namer.original) - {"tape", "xp"}
         while dead.eliminate(body, made, set(), lambda v: effects.kind(v, None) is not None) \
                 | dead.eliminate(body, compiler, set(), lambda v: effects.kind(v, None) == effects.SAFE):
             pass
@@ -136,7 +141,7 @@ class ForwardAD(Base):
         ``t`` and ``e`` then share one array."""
         from srcgrad.optimize import effects
         bound, ones = {}, set()
-        for stmt in _statements(body):
+        for stmt in walk_statements(body):
             for n in gast.walk(stmt):
                 if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store):
                     bound[n.id] = bound.get(n.id, 0) + 1
@@ -147,8 +152,8 @@ class ForwardAD(Base):
         changed = True
         while changed:
             changed = False
-            for stmt in _statements(body):
-                target = _bound_name(stmt)
+            for stmt in walk_statements(body):
+                target = assigned_name(stmt)
                 if target is None or target in ones or bound[target] != 1:
                     continue
                 v = stmt.value
@@ -163,8 +168,8 @@ class ForwardAD(Base):
             return isinstance(e, gast.Name) and (e.id in tangents or self.kinds is not None
                                                 and self.kinds.of(e) == kinds.FLOAT)
 
-        for stmt in _statements(body):
-            v = stmt.value if _bound_name(stmt) is not None else None
+        for stmt in walk_statements(body):
+            v = stmt.value if assigned_name(stmt) is not None else None
             if not isinstance(v, gast.BinOp) or not isinstance(v.op, (gast.Mult, gast.Div)):
                 continue
             one = lambda e: isinstance(e, gast.Name) and e.id in ones   # noqa: E731
@@ -195,7 +200,7 @@ class ForwardAD(Base):
 
     def _has_tangent(self, stmt):
         return isinstance(stmt, gast.Return) or any(
-            id(t) in self.created for t in _statements([stmt]))
+            id(t) in self.created for t in walk_statements([stmt]))
 
     # ----- statements -----
 
@@ -491,22 +496,6 @@ class ForwardAD(Base):
                                  "Use reverse mode (sg.grad, sg.jacrev), or sg.detach that argument.")
         stmts, result = tangent_rules.instantiate(template, subs, self.namer)
         return stmts, result
-
-
-def _statements(body):
-    """The statements of ``body``, nested blocks included."""
-    for stmt in body:
-        yield stmt
-        for field in ("body", "orelse"):
-            inner = getattr(stmt, field, None)
-            if isinstance(inner, list):
-                yield from _statements(inner)
-
-
-def _bound_name(stmt):
-    if isinstance(stmt, gast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], gast.Name):
-        return stmt.targets[0].id
-    return None
 
 
 def _comment_text(stmt):
