@@ -119,7 +119,7 @@ def hvp(fn, primals, tangents, wrt=None):
     function, info = _gradient_of(fn, positions, primals)
     # A primal outside ``wrt`` (data, a batch) usually comes with a zero tangent: none
     # at all lets forward mode leave out its terms (``dX @ W1``) instead of computing zeros.
-    tangents = tuple(None if k not in positions and t is not None and numpy.ndim(t)
+    tangents = tuple(None if k not in positions and getattr(t, "ndim", 0)
                      and not numpy.any(t) else t for k, t in enumerate(tangents))
     try:
         _, products = jvp(function, primals, tangents)
