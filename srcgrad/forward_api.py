@@ -44,8 +44,10 @@ _cache = {}
 _lock = threading.Lock()
 
 
-def compile_jvp(fn, active, options=None):
-    """The tangent program of ``fn`` for tangents of the parameters named in ``active``."""
+def compile_jvp(fn, active, options=None, values=True):
+    """The tangent program of ``fn`` for tangents of the parameters named in ``active``
+    (``values=False``: it returns None for the value, and computes only what the
+    tangent needs; hessians.py's hvp)."""
     options = options or pipeline.DEFAULT_OPTIONS
     node, ctx = pipeline.front_end(fn, options)
     info, namer = ctx.info, ctx.namer
@@ -62,7 +64,7 @@ def compile_jvp(fn, active, options=None):
         act = activity.resolve(node, names, kind_map)
     written = forward.written_names(node)
     transformer = forward.ForwardAD(info, act.active, namer, written, act.sequences, kind_map,
-                                   wrt=names)
+                                   wrt=names, values=values)
     tangent_params = [transformer.d(n) for n in names]
     body = []
     for n in params:   # a parameter rebound to a value with a tangent, passed without one

@@ -65,6 +65,31 @@ def _gradient_of(fn, positions, args):
     return function, info
 
 
+_programs = {}
+
+
+def _tangent_of(function, primals, tangents):
+    """``jvp(function, primals, tangents)[1]`` by a tangent program that returns the
+    tangent only (forward_api.compile_jvp with ``values=False``): the gradient's own
+    value (``dW1 = X.T @ g``) is not computed where no tangent reads it."""
+    from srcgrad import forward_api
+    bound = forward_api._bound(function, primals)
+    params = list(bound.arguments)
+    active = frozenset(p for p, primal, tangent in zip(params, primals, tangents)
+                       if forward_api._carries_tangent(primal, tangent))
+    key = (function, active)
+    compiled = _programs.get(key)
+    if compiled is None:
+        with _lock:
+            compiled = _programs.get(key)
+            if compiled is None:
+                compiled = _programs[key] = forward_api.compile_jvp(function, active, values=False)
+    given = dict(zip(params, tangents))
+    args = [bound.arguments[p] for p in compiled.params]
+    args += [forward_api._as_tangent(given[p], bound.arguments[p]) for p in compiled.active]
+    return compiled.function(*args)[1]
+
+
 def _refused(exc, fn, info):
     """``exc`` (forward mode refusing the gradient's code) said of the user's function:
     the line of ``fn`` whose gradient holds what it refused."""
@@ -105,7 +130,6 @@ def hvp(fn, primals, tangents, wrt=None):
     Example:
         >>> (Hv,) = sg.hvp(f, (x,), (v,))   # doctest: +SKIP
     """
-    from srcgrad.forward_api import jvp
     from srcgrad.jacobians import _wrt_positions
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
@@ -122,7 +146,7 @@ def hvp(fn, primals, tangents, wrt=None):
     tangents = tuple(None if k not in positions and getattr(t, "ndim", 0)
                      and not numpy.any(t) else t for k, t in enumerate(tangents))
     try:
-        _, products = jvp(function, primals, tangents)
+        products = _tangent_of(function, primals, tangents)
     except SrcgradError as exc:
         raise _refused(exc, fn, info) from None
     out = [None] * len(primals)

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import srcgrad as sg
-from srcgrad import forward_api
+from srcgrad import hessians
 from srcgrad.optimize import effects, repeated_calls
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -38,13 +38,13 @@ def fd_hvp(f, primals, tangents, wrt):
 
 def hvp(f, primals, tangents, wrt=None):
     """``sg.hvp`` compiled afresh, so that ``hvp_source`` finds its program alone."""
-    forward_api._cache.clear()
+    hessians._programs.clear()
     return sg.hvp(f, primals, tangents, wrt=wrt)
 
 
 def hvp_source(f):
     """The source of the tangent program ``hvp`` compiled for ``f``'s gradient."""
-    found = [c.source for c in forward_api._cache.values()
+    found = [c.source for c in hessians._programs.values()
              if f"def gradient_{f.__name__}_jvp(" in c.source]
     assert len(found) == 1
     return found[0]

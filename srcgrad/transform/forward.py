@@ -71,12 +71,13 @@ class ForwardAD(Base):
     """
 
     def __init__(self, info, active, namer, written, sequences=frozenset(), kinds=None,
-                 wrt=None):
+                 wrt=None, values=True):
         super().__init__(info)
         self.kinds = kinds
         self.active = frozenset(active)
         self.paired = frozenset()
         self.wrt = wrt
+        self.values = values   # False: the program returns its tangent only
         self.created = set()   # ids of the statements this pass wrote (tangent lines)
         self.primal = set()    # names it binds to the statement's own value (``fresh``)
         self.namer = namer
@@ -125,8 +126,13 @@ class ForwardAD(Base):
                 (made if id(stmt) in self.created else primal).add(target)
         made -= primal | self.primal
         compiler = primal - set(keep) - set(self.namer.original) - {"tape", "xp"}
+        # Without the value (a generated gradient read again by hvp), its own statements
+        # that no tangent reads go too: the gradient itself is not computed.
+        values = primal - {"tape", "xp"} if not self.values else compiler
         while dead.eliminate(body, made, set(), lambda v: effects.kind(v, None) is not None) \
-                | dead.eliminate(body, compiler, set(), lambda v: effects.kind(v, None) == effects.SAFE):
+                | dead.eliminate(body, compiler, set(), lambda v: effects.kind(v, None) == effects.SAFE) \
+                | (not self.values and dead.eliminate(body, values, set(),
+                                                      lambda v: effects.kind(v, None) is not None)):
             pass
         self._unit_factors(body, made)
         repeated_calls.run(body)
@@ -356,6 +362,8 @@ class ForwardAD(Base):
                                        for e in value.elts], ctx=gast.Load())
         else:
             tangent = self.operand(value) or expr("rt.tangent_zero(Y)", Y=clone(value))
+        if not self.values:
+            value = gast.Constant(value=None, kind=None)
         s.value = gast.Tuple(elts=[value, tangent], ctx=gast.Load())
         return s
 
