@@ -51,8 +51,10 @@ _cache = {}
 _lock = threading.Lock()
 
 
-def compile_jvp(fn, active, options=None):
-    """The tangent program of ``fn`` for tangents of the parameters named in ``active``."""
+def compile_jvp(fn, active, options=None, values=True):
+    """The tangent program of ``fn`` for tangents of the parameters named in ``active``
+    (``values=False``: it returns None for the value, and computes only what the
+    tangent needs; hessians.py's hvp)."""
     options = options or pipeline.DEFAULT_OPTIONS
     node, ctx = pipeline.front_end(fn, options)
     info, namer = ctx.info, ctx.namer
@@ -68,7 +70,8 @@ def compile_jvp(fn, active, options=None):
         kind_map = kinds.infer(node, {n: kinds.FLOAT for n in names}, info.peek)
         act = activity.resolve(node, names, kind_map)
     written = forward.written_names(node)
-    transformer = forward.ForwardAD(info, act.active, namer, written, act.sequences, kind_map)
+    transformer = forward.ForwardAD(info, act.active, namer, written, act.sequences, kind_map,
+                                   wrt=names, values=values)
     tangent_params = [transformer.d(n) for n in names]
     body = []
     for n in params:   # a parameter rebound to a value with a tangent, passed without one
@@ -85,7 +88,7 @@ def compile_jvp(fn, active, options=None):
     for a in args.args:
         a.ctx = gast.Param()
     tree = gast.FunctionDef(name=f"{node.name}_jvp", args=args,
-                            body=emit.comment_blocks(body, "tangent of: ", 1),
+                            body=transformer.finish(body, ctx.user_locals),
                             decorator_list=[], returns=None, type_comment=None, type_params=[])
     source = emit.to_source([tree])
     bindings = dict(ctx.bindings)
@@ -96,17 +99,18 @@ def compile_jvp(fn, active, options=None):
     return CompiledJVP(function, source, params, names, Guard(fn, ctx.infos))
 
 
-def _compiled(fn, active):
+def _compiled(fn, active, values=True):
     options = pipeline.DEFAULT_OPTIONS
     key = (fn.__code__, tuple(id(c) for c in fn.__closure__ or ()), id(fn.__globals__),
-           id(fn.__defaults__), id(fn.__kwdefaults__), frozenset(active), options, rules.VERSION[0])
+           id(fn.__defaults__), id(fn.__kwdefaults__), frozenset(active), options, rules.VERSION[0],
+           values)
     found = _cache.get(key)
     if found is None or not found.guard.holds(fn):
         with _lock:
             found = _cache.get(key)
             if found is None or not found.guard.holds(fn):
                 try:
-                    found = _cache[key] = compile_jvp(fn, active, options)
+                    found = _cache[key] = compile_jvp(fn, active, options, values=values)
                 except SrcgradError as exc:   # in a gradient srcgrad generated: the user's line
                     raise in_user_code(exc, "jvp of a gradient: ") from None
     return found
@@ -212,6 +216,12 @@ def jvp(fn, primals, tangents):
         >>> out, t = sg.jvp(f, (x, W), (dx, np.zeros_like(W)))
         >>> out, t = sg.jvp(loss, (params, x), (dparams, None))   # params a dict of arrays
     """
+    return run(fn, primals, tangents)
+
+
+def run(fn, primals, tangents, values=True):
+    """``jvp``; with ``values=False`` the program returns the tangent only (its value
+    entry is not computed where no tangent reads it: hvp's ``dW1 = X.T @ g``)."""
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
         raise ValueError(f"srcgrad.jvp: {len(primals)} primals but {len(tangents)} tangents")
@@ -220,7 +230,7 @@ def jvp(fn, primals, tangents):
     given = dict.fromkeys(params)   # a default's parameter carries no tangent
     given.update((p, _tangent_for(p, primal, tangent))
                  for p, primal, tangent in zip(params, primals, tangents))
-    compiled = _compiled(fn, [p for p in params if given[p] is not None])
+    compiled = _compiled(fn, [p for p in params if given[p] is not None], values)
     args = [bound.arguments[p] for p in compiled.params]
     args += [given[p] for p in compiled.active]
     try:   # free until something raises

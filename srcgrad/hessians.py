@@ -67,6 +67,14 @@ def _gradient_of(fn, positions, args):
     return function, info
 
 
+def _tangent_of(function, primals, tangents):
+    """``jvp(function, primals, tangents)[1]`` by a tangent program that returns the
+    tangent only: the gradient's own value (``dW1 = X.T @ g``) is not computed where no
+    tangent reads it."""
+    from srcgrad import forward_api
+    return forward_api.run(function, primals, tangents, values=False)[1]
+
+
 def _refused(exc, fn, info):
     """``exc`` (forward mode refusing the gradient's code) said of the user's function:
     the line of ``fn`` whose gradient holds what it refused."""
@@ -79,13 +87,14 @@ def hvp(fn, primals, tangents, wrt=None):
     entry per primal (None for an integer or boolean primal). A tangent None is zero.
     ``wrt`` (positions or names, as in ``sg.grad``) restricts the gradient to those
     primals (the others' entries are None; their tangents still count): data such as
-    a batch need not get a gradient of its own. A structured primal (dict, list,
-    dataclass...) takes a tangent of its structure and gets its product in it.
+    a batch need not get a gradient of its own; such a primal's tangent that is all
+    zeros counts as None (its terms are left out of the tangent program). A structured
+    primal (dict, list, dataclass...) takes a tangent of its structure and gets its
+    product in it.
 
     Example:
         >>> (Hv,) = sg.hvp(f, (x,), (v,))   # doctest: +SKIP
     """
-    from srcgrad.forward_api import jvp
     from srcgrad.jacobians import _wrt_positions
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
@@ -100,8 +109,12 @@ def hvp(fn, primals, tangents, wrt=None):
         if pytree.is_node(primals[k]):
             call_values._check_differentiable(f"primals[{k}]", primals[k])
     function, info = _gradient_of(fn, positions, primals)
+    # A primal outside ``wrt`` (data, a batch) usually comes with a zero tangent: none
+    # at all lets forward mode leave out its terms (``dX @ W1``) instead of computing zeros.
+    tangents = tuple(None if k not in positions and getattr(t, "ndim", 0)
+                     and not numpy.any(t) else t for k, t in enumerate(tangents))
     try:
-        _, products = jvp(function, primals, tangents)
+        products = _tangent_of(function, primals, tangents)
     except SrcgradError as exc:
         inner = getattr(fn, "_srcgrad_gradient_of", None)   # fn: a gradient of tape code
         if inner is not None:

@@ -260,7 +260,7 @@ def test_the_tangent_program_of_a_loop_reads_like_the_loop():
 def running_product_jvp(x, n, dx):
     # tangent of: p = 1.0
     p = 1.0
-    dp = rt.tangent_zero(p)
+    dp = 0.0
     # tangent of: for i in range(n):
     for i in range(n):
         # tangent of: p = p * np.sin(x[i])

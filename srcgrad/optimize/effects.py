@@ -9,8 +9,11 @@ every effect and every error where it was. ``kind(e, classes)`` sorts an express
   scalar's division or power (``safe_class``).
 * ``RAISES``: no effect beyond its value, but it may raise: an index ``a[i]``, an
   attribute, a comparison, arithmetic on operands of unknown shape, a call of a NumPy
-  function or ufunc (no ``out=``), of ``len``/``range``/``abs``/``min``/``max``, or of a
-  pure method of an array of known class.
+  function or ufunc (no ``out=``), of ``len``/``range``/``abs``/``min``/``max``, of a
+  pure method of an array of known class, or of a runtime helper that only computes a
+  value (``PURE_HELPERS``: ``rt.unbroadcast``, ``rt.tangent_zero``...). Calls a tangent
+  rule wrote (no primitive recorded) are read by name: ``rt.<helper>`` and ``xp.<f>``,
+  ``xp`` being the array namespace (``rt.namespace``) of NumPy's functions.
 * ``None``: anything else (a user's call, a runtime helper, a lambda...): it stays put.
 """
 
@@ -30,6 +33,11 @@ SAFE, RAISES = "safe", "raises"
 _BUILTINS = (builtins.len, builtins.range, builtins.abs, builtins.min, builtins.max)
 _METHODS = ("reshape", "sum", "mean", "max", "min", "prod", "transpose", "astype", "copy", "conj",
             "ravel", "squeeze")
+# Runtime helpers that compute their value from their arguments and change nothing
+# (they may raise); a tangent program (forward mode) calls them on every line.
+PURE_HELPERS = frozenset({"namespace", "tangent_zero", "unbroadcast", "unreduce", "unreduce_like",
+                          "tie_share", "matmul_grad_a", "matmul_grad_b", "has_grad", "has_grad_jvp",
+                          "default_seed", "owned_zeros", "own"})
 _RAISING = (gast.Subscript, gast.Attribute, gast.Compare, gast.BinOp, gast.UnaryOp, gast.BoolOp,
             gast.IfExp)
 
@@ -73,8 +81,12 @@ def pure_call(call, classes):
             or any(isinstance(a, gast.Starred) for a in call.args):
         return False
     primitive = anno.getanno(call, Static.PRIMITIVE)
+    if primitive is None:
+        primitive = _by_name(call.func)
     if isinstance(primitive, numpy.ufunc):
         return True
+    if (getattr(primitive, "__module__", None) or "").startswith("srcgrad."):
+        return getattr(primitive, "__name__", None) in PURE_HELPERS
     if isinstance(primitive, rules.Method):
         receiver = call.func.value if isinstance(call.func, gast.Attribute) else None
         return str(primitive) in _METHODS and isinstance(receiver, gast.Name) \
@@ -89,6 +101,17 @@ def pure_call(call, classes):
         return key in rules.RULES or key in rules.NONDIFFERENTIABLE
     except TypeError:
         return False
+
+
+def _by_name(func):
+    """What ``rt.<helper>`` or ``xp.<f>`` (a call no pass recorded a primitive for) calls."""
+    if isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name):
+        if func.value.id == "rt":
+            from srcgrad import runtime
+            return getattr(runtime, func.attr, None)
+        if func.value.id == "xp":
+            return getattr(numpy, func.attr, None)
+    return None
 
 
 def safe_class(e, classes):

@@ -151,6 +151,16 @@ class BatchedForwardAD(forward.ForwardAD):
     def lookup(self, primitive):
         return lookup(primitive)
 
+    def zero_of(self, value, target):
+        """A number's zero tangent too has the batch axis (``rt.tangent_zero``, rewritten
+        to ``rt.batch_zero``): per-seed rules slice it."""
+        zero = super().zero_of(value, target)
+        if isinstance(zero, gast.Constant) and zero.value == 0.0:
+            return gast.Call(func=gast.Attribute(value=name("rt"), attr="tangent_zero",
+                                                 ctx=gast.Load()),
+                             args=[name(target.id)], keywords=[])
+        return zero
+
     def apply(self, primitive, args, kwargs, y, value):
         stmts, result = super().apply(primitive, args, kwargs, y, value)
         if result is not None and any(tangent_rules.known_zero(n) for n in gast.walk(result)

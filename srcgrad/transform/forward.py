@@ -9,15 +9,20 @@ no tape. A tangent is named like the value's differential: ``dx`` is the tangent
 derivative along the tangents passed in: ``dy = cos(x) * dx``).
 
 * Only values that depend on an input with a tangent (analysis/activity.py's
-  ``active``) get one; integers and booleans (analysis/kinds.py) never do. A value
-  that is sometimes bound to a constant gets the zero of its shape there
-  (``rt.tangent_zero``).
+  ``active``) get one; integers and booleans (analysis/kinds.py) never do, nor does
+  a value a gradient pops back from its tape when no other binding of its name has
+  one (analysis/tangent_activity.py ``carriers``: a branch condition, a loop counter). A value that is sometimes
+  bound to a constant gets the zero of its shape there (``0.0`` for a number literal,
+  else ``rt.tangent_zero``).
 * ``y = prim(args)`` inlines the primitive's tangent rule (transform/tangent_rules.py;
   the table is srcgrad/rules/). A primitive without one is refused at compile time,
   naming the line.
 * ``b[i] = v`` is followed by ``db[i] = dv`` (``0.0`` when ``v`` has none). A tangent
   that may share memory with another while its value does not (``y = x + c`` has
   ``dy = dx``) is copied (``rt.own``) before such writes change it.
+* ``finish`` tidies the program: unread tangent lines dropped, repeated NumPy calls
+  computed once, single-use temporaries folded, ``# tangent of:`` only over lines a
+  tangent line follows.
 * Where the statement's value reads its own target (``s = s * v``), the tangent is
   computed before the statement when it needs only the old values, else through a
   fresh name.
@@ -26,7 +31,11 @@ derivative along the tangents passed in: ``dy = cos(x) * dx``).
 import gast
 
 from srcgrad import anno, rules, runtime
+from srcgrad.analysis import kinds
 from srcgrad.analysis.activity import primitive_of
+from srcgrad.analysis.tangent_activity import carriers
+from srcgrad.ast_util import assigned_name, walk_statements
+from srcgrad.codegen import emit
 from srcgrad.errors import NonDifferentiableError, UnsupportedError
 from srcgrad.rules import Method
 from srcgrad.templates import clone, name, replace_as_expression as expr
@@ -62,10 +71,16 @@ class ForwardAD(Base):
         written: names whose arrays are written in place (``b[i] = v``).
     """
 
-    def __init__(self, info, active, namer, written, sequences=frozenset(), kinds=None):
+    def __init__(self, info, active, namer, written, sequences=frozenset(), kinds=None,
+                 wrt=None, values=True):
         super().__init__(info)
         self.kinds = kinds
         self.active = frozenset(active)
+        self.paired = frozenset()
+        self.wrt = wrt
+        self.values = values   # False: the program returns its tangent only
+        self.created = set()   # ids of the statements this pass wrote (tangent lines)
+        self.primal = set()    # names it binds to the statement's own value (``fresh``)
         self.namer = namer
         self.written = frozenset(written)
         self.sequences = frozenset(sequences)
@@ -76,8 +91,123 @@ class ForwardAD(Base):
             self.tangents[primal] = self.namer.new("d" + primal)
         return self.tangents[primal]
 
+    def visit_block(self, body):
+        if self.wrt is not None:   # the function's body: refine activity once, before it
+            self.active, self.paired = carriers(body, self.active, self.wrt, self.kinds)
+            self.wrt = None
+        return super().visit_block(body)
+
+    def inherit(self, node, like=None):
+        self.created.add(id(node))
+        return super().inherit(node, like)
+
     def is_active(self, node):
         return isinstance(node, gast.Name) and node.id in self.active
+
+    # ----- the finished program -----
+
+    def finish(self, body, keep=()):
+        """The tangent function's statements ``body`` tidied, with a ``# tangent of:``
+        comment over each user line that a tangent line follows.
+
+        Tangent lines nothing reads are dropped; so are the compiler's own primal
+        bindings nothing reads whose value cannot raise (``returned = True``), never a
+        name in ``keep`` (the user's). A product with a seed of 1.0 is its other factor
+        (``_unit_factors``). A NumPy call repeated is computed once
+        (optimize/repeated_calls.py). Then a temporary used once folds into its use
+        (optimize/forward_temporaries.py, with effects.py's rules: an error is raised
+        where the program raised it). The user's statements stay as they were.
+        """
+        from srcgrad.optimize import dead, effects, forward_temporaries, repeated_calls
+        from srcgrad.optimize.facts import Facts
+        made, primal = set(), set()
+        for stmt in walk_statements(body):
+            target = assigned_name(stmt)
+            if target is not None:
+                (made if id(stmt) in self.created else primal).add(target)
+        made -= primal | self.primal
+        compiler = primal - set(keep) - set(self.namer.original) - {"tape", "xp"}
+        # Without the value (a generated gradient read again by hvp), its own statements
+        # that no tangent reads go too: the gradient itself is not computed.
+        values = primal - {"tape", "xp"} if not self.values else compiler
+        while dead.eliminate(body, made, set(), lambda v: effects.kind(v, None) is not None) \
+                | dead.eliminate(body, compiler, set(), lambda v: effects.kind(v, None) == effects.SAFE) \
+                | (not self.values and dead.eliminate(body, values, set(),
+                                                      lambda v: effects.kind(v, None) is not None)):
+            pass
+        self._unit_factors(body, made)
+        repeated_calls.run(body)
+        forward_temporaries.run(body, Facts(generated=made | compiler, classes={}))
+        return self._comments(emit.comment_blocks(body, "tangent of: ", 1))
+
+    def _unit_factors(self, body, tangents):
+        """``t = one * e`` (or ``e * one``, ``e / one``) is ``t = e`` where ``one`` is bound
+        once to 1.0 (a gradient's seed, read again) or to such a name, ``e`` is a name
+        holding floats (a tangent, or a value kinds.py says is one), and nothing can
+        change an array in place (no indexed write, no call but effects.py's pure ones):
+        ``t`` and ``e`` then share one array."""
+        from srcgrad.optimize import effects
+        bound, ones = {}, set()
+        for stmt in walk_statements(body):
+            for n in gast.walk(stmt):
+                if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store):
+                    bound[n.id] = bound.get(n.id, 0) + 1
+                if isinstance(n, gast.Subscript) and isinstance(n.ctx, gast.Store) \
+                        or isinstance(n, gast.AugAssign) \
+                        or isinstance(n, gast.Call) and not effects.pure_call(n, {}):
+                    return
+        changed = True
+        while changed:
+            changed = False
+            for stmt in walk_statements(body):
+                target = assigned_name(stmt)
+                if target is None or target in ones or bound[target] != 1:
+                    continue
+                v = stmt.value
+                if isinstance(v, gast.Constant) and type(v.value) is float and v.value == 1.0 \
+                        or isinstance(v, gast.Name) and v.id in ones:
+                    ones.add(target)
+                    changed = True
+        if not ones:
+            return
+
+        def floats(e):
+            return isinstance(e, gast.Name) and (e.id in tangents or self.kinds is not None
+                                                and self.kinds.of(e) == kinds.FLOAT)
+
+        for stmt in walk_statements(body):
+            v = stmt.value if assigned_name(stmt) is not None else None
+            if not isinstance(v, gast.BinOp) or not isinstance(v.op, (gast.Mult, gast.Div)):
+                continue
+            one = lambda e: isinstance(e, gast.Name) and e.id in ones   # noqa: E731
+            if one(v.right) and floats(v.left):
+                stmt.value = v.left
+            elif isinstance(v.op, gast.Mult) and one(v.left) and floats(v.right):
+                stmt.value = v.right
+
+    def _comments(self, block):
+        """``block`` less the comments over statements none of which has a tangent line."""
+        out = []
+        for k, stmt in enumerate(block):
+            for field in ("body", "orelse"):
+                inner = getattr(stmt, field, None)
+                if isinstance(inner, list) and inner:
+                    setattr(stmt, field, self._comments(inner))
+            text = _comment_text(stmt)
+            if text is not None:
+                group = []
+                for after in block[k + 1:]:
+                    if _comment_text(after) is not None or emit._origin_text(after) != text:
+                        break
+                    group.append(after)
+                if not any(self._has_tangent(g) for g in group):
+                    continue
+            out.append(stmt)
+        return out
+
+    def _has_tangent(self, stmt):
+        return isinstance(stmt, gast.Return) or any(
+            id(t) in self.created for t in walk_statements([stmt]))
 
     # ----- statements -----
 
@@ -104,9 +234,7 @@ class ForwardAD(Base):
         stmts, tangent = self.tangent(s.value, name(_Y))
         own = target.id in self.written and not self.is_view(s.value)
         if tangent is None:
-            zero = self.inherit(_assign(name(self.d(target.id), True),
-                                        expr("rt.tangent_zero(Y)", Y=name(target.id))))
-            return [s, zero]
+            return [s, self.inherit(_assign(name(self.d(target.id), True), self.zero_of(s.value, target)))]
         if own and isinstance(tangent, (gast.Name, gast.Subscript)):
             tangent = expr("rt.own(T)", T=tangent)
         reads = set().union(_names(tangent), *[_names(t) for t in stmts])
@@ -116,6 +244,7 @@ class ForwardAD(Base):
         if _Y not in reads:          # before: it reads the old values only
             return self.tag(stmts + [_assign(name(self.d(target.id), True), tangent)]) + [s]
         fresh = self.namer.new(target.id)   # both: the new value under a name of its own
+        self.primal.add(fresh)
         new = [_assign(name(fresh, True), s.value)] + self._set_y(stmts, fresh)
         new += [_assign(name(self.d(target.id), True), self._set_y([tangent], fresh)[0]),
                 _assign(name(target.id, True), name(fresh))]
@@ -234,6 +363,8 @@ class ForwardAD(Base):
                                        for e in value.elts], ctx=gast.Load())
         else:
             tangent = self.operand(value) or expr("rt.tangent_zero(Y)", Y=clone(value))
+        if not self.values:
+            value = gast.Constant(value=None, kind=None)
         s.value = gast.Tuple(elts=[value, tangent], ctx=gast.Load())
         return s
 
@@ -249,6 +380,8 @@ class ForwardAD(Base):
             if isinstance(f, gast.Attribute) and f.attr == "append" and isinstance(f.value, gast.Name) \
                     and f.value.id in self.active and len(call.args) == 1:
                 item = call.args[0]
+                if f.value.id in self.paired and not self.is_active(item):
+                    return s   # its pop has no tangent either (``carriers``)
                 t = self.operand(item) or expr("rt.tangent_zero(Y)", Y=clone(item))
                 return [s, self.inherit(gast.Expr(value=expr(f"{self.d(f.value.id)}.append(T)", T=t)))]
         raise self.error(s, UnsupportedError,
@@ -335,6 +468,10 @@ class ForwardAD(Base):
         raise self.error(value, UnsupportedError,
                          f"forward mode: the expression {type(value).__name__} is not supported")
 
+    def zero_of(self, value, target):
+        """The zero tangent of ``target`` just bound to ``value``, which carries none."""
+        return _zero_of(value, target)
+
     def lookup(self, primitive):
         """The TangentTemplate of ``primitive`` (transform/batching.py gives its batched form)."""
         return tangent_rules.lookup(primitive)
@@ -386,6 +523,28 @@ class ForwardAD(Base):
                                  "Use reverse mode (sg.grad, sg.jacrev), or sg.detach that argument.")
         stmts, result = tangent_rules.instantiate(template, subs, self.namer)
         return stmts, result
+
+
+def _comment_text(stmt):
+    """The user line a ``# tangent of:`` comment marker names, else None."""
+    prefix = emit._MARK + "tangent of: "
+    if isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Constant) \
+            and isinstance(stmt.value.value, str) and stmt.value.value.startswith(prefix):
+        return stmt.value.value[len(prefix):]
+    return None
+
+
+def _zero_of(value, target):
+    """The zero tangent of ``target``, just bound to ``value`` (which carries none): ``0.0``
+    for a number literal, ``[]`` for ``[]`` (a tape), None for None, else
+    ``rt.tangent_zero(target)``."""
+    if isinstance(value, gast.List) and not value.elts:
+        return gast.List(elts=[], ctx=gast.Load())
+    if isinstance(value, gast.Constant) and type(value.value) in (int, float):
+        return gast.Constant(value=0.0, kind=None)
+    if isinstance(value, gast.Constant) and value.value is None:
+        return gast.Constant(value=None, kind=None)
+    return expr("rt.tangent_zero(Y)", Y=name(target.id))
 
 
 def _which(active):
