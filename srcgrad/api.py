@@ -7,7 +7,7 @@ import numpy
 
 from srcgrad import runtime
 from srcgrad.grad_mode import _state as _grad_state, check_grad_enabled
-from srcgrad import pipeline, pytree, rules, show
+from srcgrad import disk_cache, pipeline, pytree, rules, show
 from srcgrad.pipeline import compile_gradient
 from srcgrad.custom_function import is_once_differentiable
 from srcgrad.errors import SrcgradError
@@ -36,9 +36,24 @@ def _compiled(fn, wrt, hook_names=(), fuse=False, arg_ranks=None, has_aux=False)
         with _cache_lock:
             found = _cache.get(key)
             if found is None or not found.guard.holds(fn):
-                found = compile_gradient(fn, wrt, hook_names, options.fuse, arg_ranks, bool(has_aux),
-                                         options)
+                found = _compile(fn, wrt, hook_names, options, arg_ranks, bool(has_aux))
                 _cache[key] = found
+    return found
+
+
+def _compile(fn, wrt, hook_names, options, arg_ranks, has_aux):
+    """A compile of ``fn``'s gradient, or its entry in the on-disk cache (disk_cache.py)."""
+    def compile_it():
+        return compile_gradient(fn, wrt, hook_names, options.fuse, arg_ranks, has_aux, options)
+
+    key = disk_cache.key_of(fn, wrt, hook_names, options, arg_ranks, has_aux) \
+        if disk_cache.settings.enabled else None
+    if key is None:
+        return compile_it()
+    found = disk_cache.load(fn, key, compile_it)
+    if found is None:
+        found = compile_it()
+        disk_cache.store(found, key, fn)
     return found
 
 
