@@ -260,6 +260,8 @@ class GradFunction:
             return out, result
         if not kwargs and len(args) == plan.n_positional and _FastCall.applies(self, compiled, plan):
             fast = (_FastAuxCall if self.has_aux else _FastCall)(self, compiled, plan)
+            if not self.has_aux:   # composed now, with the compile: the second call compiles nothing
+                fast.gradient = fast._gradient()
             if compiled.rank_free:
                 self._fast_any = fast
             else:
@@ -305,11 +307,10 @@ class _FastCall:
             k for k in range(plan.n_positional) if k not in plan.wrt_positions)
         self.many = plan.many
         self.options = (gfn.allow_unused, gfn.materialize_grads)
-        self.gradient = None   # args -> the backward sweep's tuple, made on the second call
+        self.gradient = None   # args -> the backward sweep's tuple (made by the first call)
 
     def _gradient(self):
-        """Both sweeps as one generated function (composing costs a compile, so a
-        gradient called once never pays it), else the two calls."""
+        """Both sweeps as one generated function, else the two calls."""
         composed = show.composed_function(self.compiled)
         if composed is not None:
             return composed

@@ -561,6 +561,7 @@ def store(compiled, key, fn):
         stats["uncacheable"] += 1
         return False
     compiled.disk_key = key
+    compiled.disk_entry = entry
     return write(key, entry)
 
 
@@ -623,7 +624,12 @@ def store_composed(compiled, function):
         part = _part(text, (function.__name__,), [function], dict(bindings), info, origins)
     except Exception:
         return
-    update(compiled.disk_key, composed=part)
+    entry = getattr(compiled, "disk_entry", None)
+    if entry is None:   # loaded from disk without it: read the entry again
+        update(compiled.disk_key, composed=part)
+    else:
+        entry["composed"] = part
+        write(compiled.disk_key, entry)
 
 
 def load_composed(compiled):

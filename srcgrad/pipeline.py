@@ -73,6 +73,7 @@ class Compiled:
     disk_key: str = field(default=None, repr=False)
     composed_part: dict = field(default=None, repr=False)
     recompile: object = field(default=None, repr=False)
+    disk_entry: dict = field(default=None, repr=False)
 
 
 def _rename_reserved(node, info, namer, bindings):
