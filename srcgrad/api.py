@@ -50,7 +50,7 @@ def _compile(fn, wrt, hook_names, options, arg_ranks, has_aux):
         if disk_cache.settings.enabled else None
     if key is None:
         return compile_it()
-    found = disk_cache.load(fn, key, compile_it)
+    found = pipeline.from_disk(fn, key, compile_it)
     if found is None:
         found = compile_it()
         disk_cache.store(found, key, fn)

@@ -95,7 +95,6 @@ _SRCGRAD_KEY = []
 def srcgrad_key():
     """srcgrad's version, a hash of its source files, Python's and NumPy's versions."""
     if not _SRCGRAD_KEY:
-        import srcgrad
         root = os.path.dirname(os.path.abspath(__file__))
         h = hashlib.sha256()
         for folder, dirs, files in os.walk(root):
@@ -106,7 +105,8 @@ def srcgrad_key():
                     h.update(os.path.relpath(path, root).encode())
                     with open(path, "rb") as file:
                         h.update(file.read())
-        _SRCGRAD_KEY.append((getattr(srcgrad, "__version__", "?"), h.hexdigest(),
+        package = sys.modules.get(__name__.rpartition(".")[0])   # srcgrad (no import: no cycle)
+        _SRCGRAD_KEY.append((getattr(package, "__version__", "?"), h.hexdigest(),
                              sys.implementation.cache_tag, numpy.__version__))
     return _SRCGRAD_KEY[0]
 
@@ -565,20 +565,12 @@ def store(compiled, key, fn):
     return write(key, entry)
 
 
-class _Activity:
-    def __init__(self, active):
-        self.active = active
-
-
-COMPOSABLE = ("loaded from the on-disk cache: compose_gradient compiles the trees again",)
-
-
-def load(fn, key, recompile):
-    """The Compiled stored under ``key`` for ``fn``, or None (a miss: absent, unreadable,
-    or compiled from what no longer resolves the same)."""
-    from srcgrad.guard import Guard
+def load(fn, key):
+    """``(entry, infos, info, functions, bindings)`` of the entry stored under ``key``
+    for ``fn``, its reads resolved again and its sweeps loaded; or None (a miss: absent,
+    unreadable, or compiled from what no longer resolves the same).
+    pipeline.from_disk makes the Compiled of it."""
     from srcgrad.parse import EntityInfo
-    from srcgrad.pipeline import Compiled
     entry = read(key)
     if entry is None:
         stats["misses"] += 1
@@ -591,29 +583,13 @@ def load(fn, key, recompile):
         name, filename, first_lineno, indent = entry["info"]
         globals_, closure = _scope(fn)
         info = EntityInfo(fn, name, filename, first_lineno, indent, [], globals_, closure)
-        facts = entry["facts"]
-        sweeps = entry["sweeps"]
-        functions, bindings = _load_part(sweeps, info)
-        forward, backward = functions[-3 if facts["for_grad"] else -2], functions[-1]
-        for_grad = functions[-2] if facts["for_grad"] else None
-        for f in (forward, for_grad):
-            if f is not None:
-                f.__defaults__ = fn.__defaults__
-                f.__kwdefaults__ = fn.__kwdefaults__
-        compiled = Compiled(
-            forward, backward, sweeps["source"], facts["wrt"], _Activity(facts["active"]),
-            facts["user_locals"], Guard(fn, infos), tuple_output=facts["tuple_output"],
-            uses_tape=facts["uses_tape"], mutates_saved=facts["mutates_saved"],
-            functions=tuple(rebuild(d) for d in facts["functions"]),
-            rank_free=facts["rank_free"], forward_for_grad=for_grad, trees=(),
-            gradient_forward=COMPOSABLE if facts["composable"] else None,
-            load=(info, bindings), scalars=facts["scalars"], disk_key=key,
-            composed_part=entry.get("composed"), recompile=recompile)
+        functions, bindings = _load_part(entry["sweeps"], info)
+        classes = tuple(rebuild(d) for d in entry["facts"]["functions"])
     except Exception:   # anything unexpected in an entry: a miss, rewritten by the compile
         stats["rejected"] += 1
         return None
     stats["hits"] += 1
-    return compiled
+    return entry, infos, info, functions, bindings, classes
 
 
 def store_composed(compiled, function):

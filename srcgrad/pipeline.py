@@ -306,6 +306,41 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None, has_aux
                     scalars=scalars, record=(names_loaded, functions, origins, ctx.infos))
 
 
+class _Activity:
+    """What a gradient loaded from disk keeps of its activity analysis."""
+
+    def __init__(self, active):
+        self.active = active
+
+
+# A loaded gradient's gradient_forward: compose_gradient compiles the trees again.
+COMPOSABLE = ("loaded from the on-disk cache: compose_gradient compiles the trees again",)
+
+
+def from_disk(fn, key, recompile):
+    """The Compiled stored under ``key`` in the on-disk cache (disk_cache.py), or None.
+    It has no trees: ``recompile()`` makes them when something asks (compose_gradient)."""
+    found = disk_cache.load(fn, key)
+    if found is None:
+        return None
+    entry, infos, info, functions, bindings, classes = found
+    facts = entry["facts"]
+    forward, backward = functions[-3 if facts["for_grad"] else -2], functions[-1]
+    for_grad = functions[-2] if facts["for_grad"] else None
+    for f in (forward, for_grad):
+        if f is not None:
+            f.__defaults__ = fn.__defaults__
+            f.__kwdefaults__ = fn.__kwdefaults__
+    return Compiled(
+        forward, backward, entry["sweeps"]["source"], facts["wrt"], _Activity(facts["active"]),
+        facts["user_locals"], Guard(fn, infos), tuple_output=facts["tuple_output"],
+        uses_tape=facts["uses_tape"], mutates_saved=facts["mutates_saved"], functions=classes,
+        rank_free=facts["rank_free"], forward_for_grad=for_grad, trees=(),
+        gradient_forward=COMPOSABLE if facts["composable"] else None, load=(info, bindings),
+        scalars=facts["scalars"], disk_key=key, composed_part=entry.get("composed"),
+        recompile=recompile)
+
+
 def _compiler_names(forward, ctx):
     """The names the forward sweep binds that the compiler made: not a parameter, not a
     user's variable (nor an inlined helper's, renamed), not the tape's."""
