@@ -70,7 +70,7 @@ class Settings:
 
     def __init__(self):
         self.enabled = os.environ.get("SRCGRAD_CACHE", "1").strip().lower() not in (
-            "0", "false", "no", "off", "")
+            "0", "false", "no", "off")
         self.directory = os.environ.get("SRCGRAD_CACHE_DIR") or os.path.join(
             os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
             "srcgrad")
@@ -401,7 +401,6 @@ def resolutions(fn, infos):
         Uncacheable: a helper cannot be found again, or a read cannot be described.
     """
     from srcgrad.parse import MISSING
-    located = []   # (kind, ...) per info
     functions = [fn]
     out = []
     for info in infos:
@@ -431,7 +430,6 @@ def resolutions(fn, infos):
         out.append({"where": where, "reads": reads, "kinds": kinds,
                     "own": describe((helper.__defaults__,
                                      tuple(sorted((helper.__kwdefaults__ or {}).items()))))})
-        located.append(helper)
     return out
 
 
@@ -469,7 +467,7 @@ def check_resolutions(fn, described):
     for item in described:
         where = item["where"]
         if where[0] == "same":
-            helper = ([fn] + [i.fn for i in infos])[where[1]] if where[1] else fn
+            helper = ([fn] + [i.fn for i in infos])[where[1]]
         else:
             helper = infos[where[1]].reads.get(where[2], MISSING)
         if type(helper) is not types.FunctionType:
