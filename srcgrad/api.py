@@ -7,7 +7,7 @@ import numpy
 
 from srcgrad import runtime
 from srcgrad.grad_mode import _state as _grad_state, check_grad_enabled
-from srcgrad import pipeline, pytree, rules, show
+from srcgrad import disk_cache, pipeline, pytree, rules, show
 from srcgrad.pipeline import compile_gradient
 from srcgrad.custom_function import is_once_differentiable
 from srcgrad.errors import SrcgradError
@@ -38,11 +38,26 @@ def _compiled(fn, wrt, hook_names=(), fuse=False, arg_ranks=None, has_aux=False)
             found = _cache.get(key)
             if found is None or not found.guard.holds(fn):
                 try:
-                    found = compile_gradient(fn, wrt, hook_names, options.fuse, arg_ranks,
-                                             bool(has_aux), options)
+                    found = _compile(fn, wrt, hook_names, options, arg_ranks, bool(has_aux))
                 except SrcgradError as exc:   # in a gradient srcgrad generated: the user's line
                     raise in_user_code(exc, "grad of grad: ") from None
                 _cache[key] = found
+    return found
+
+
+def _compile(fn, wrt, hook_names, options, arg_ranks, has_aux):
+    """A compile of ``fn``'s gradient, or its entry in the on-disk cache (disk_cache.py)."""
+    def compile_it():
+        return compile_gradient(fn, wrt, hook_names, options.fuse, arg_ranks, has_aux, options)
+
+    key = disk_cache.key_of(fn, wrt, hook_names, options, arg_ranks, has_aux) \
+        if disk_cache.settings.enabled else None
+    if key is None:
+        return compile_it()
+    found = pipeline.from_disk(fn, key, compile_it)
+    if found is None:
+        found = compile_it()
+        disk_cache.store(found, key, fn)
     return found
 
 
@@ -253,6 +268,8 @@ class GradFunction:
             return out, result
         if not kwargs and len(args) == plan.n_positional and _FastCall.applies(self, compiled, plan):
             fast = (_FastAuxCall if self.has_aux else _FastCall)(self, compiled, plan)
+            if not self.has_aux:   # composed now, with the compile: the second call compiles nothing
+                fast.gradient = fast._gradient()
             if compiled.rank_free:
                 self._fast_any = fast
             else:
@@ -298,11 +315,10 @@ class _FastCall:
             k for k in range(plan.n_positional) if k not in plan.wrt_positions)
         self.many = plan.many
         self.options = (gfn.allow_unused, gfn.materialize_grads)
-        self.gradient = None   # args -> the backward sweep's tuple, made on the second call
+        self.gradient = None   # args -> the backward sweep's tuple (made by the first call)
 
     def _gradient(self):
-        """Both sweeps as one generated function (composing costs a compile, so a
-        gradient called once never pays it), else the two calls."""
+        """Both sweeps as one generated function, else the two calls."""
         composed = show.composed_function(self.compiled)
         if composed is not None:
             return composed

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import gast
 
-from srcgrad import pytree, runtime
+from srcgrad import disk_cache, pytree, runtime
 from srcgrad.analysis import activity, aliasing, kinds, ranks
 from srcgrad.codegen import emit, loader
 from srcgrad.context import CompileContext, CompileOptions  # noqa: F401 (CompileOptions: tests)
@@ -66,6 +66,14 @@ class Compiled:
     plan: object = field(default=None, repr=False)
     shown: str = field(default=None, repr=False)
     gradient: object = field(default=None, repr=False)
+    # The on-disk cache (disk_cache.py): what a compile records for it (the names loaded,
+    # the functions, their line origins, the EntityInfos), the entry's key, the composed
+    # gradient a loaded entry holds, and how a loaded gradient compiles its trees again.
+    record: tuple = field(default=None, repr=False)
+    disk_key: str = field(default=None, repr=False)
+    composed_part: dict = field(default=None, repr=False)
+    recompile: object = field(default=None, repr=False)
+    disk_entry: dict = field(default=None, repr=False)
 
 
 def _rename_reserved(node, info, namer, bindings):
@@ -281,10 +289,9 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None, has_aux
     bindings.update(built.bindings)
     bindings["rt"] = runtime
     names_loaded = [k.name for k in kernels] + [forward.name] + [f.name for f in extra] + [backward.name]
+    origins = functools.partial(emit.line_origins, kernels + [forward] + extra + [backward], source)
     functions, _, _ = loader.load(source, names_loaded, info.globals, info.closure, bindings,
-                                  hint=fn.__qualname__,
-                                  origins=functools.partial(emit.line_origins, kernels + [forward]
-                                                            + extra + [backward], source))
+                                  hint=fn.__qualname__, origins=origins)
     fwd, bwd = functions[len(kernels)], functions[-1]
     fwd_grad = functions[-2] if extra else None
     for f in (fwd, fwd_grad):
@@ -296,7 +303,42 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None, has_aux
                     mutates_saved=built.mutates_saved, functions=built.functions,
                     rank_free=rank_free, forward_for_grad=fwd_grad, trees=trees,
                     gradient_forward=gradient_forward, load=(info, bindings),
-                    scalars=scalars)
+                    scalars=scalars, record=(names_loaded, functions, origins, ctx.infos))
+
+
+class _Activity:
+    """What a gradient loaded from disk keeps of its activity analysis."""
+
+    def __init__(self, active):
+        self.active = active
+
+
+# A loaded gradient's gradient_forward: compose_gradient compiles the trees again.
+COMPOSABLE = ("loaded from the on-disk cache: compose_gradient compiles the trees again",)
+
+
+def from_disk(fn, key, recompile):
+    """The Compiled stored under ``key`` in the on-disk cache (disk_cache.py), or None.
+    It has no trees: ``recompile()`` makes them when something asks (compose_gradient)."""
+    found = disk_cache.load(fn, key)
+    if found is None:
+        return None
+    entry, infos, info, functions, bindings, classes = found
+    facts = entry["facts"]
+    forward, backward = functions[-3 if facts["for_grad"] else -2], functions[-1]
+    for_grad = functions[-2] if facts["for_grad"] else None
+    for f in (forward, for_grad):
+        if f is not None:
+            f.__defaults__ = fn.__defaults__
+            f.__kwdefaults__ = fn.__kwdefaults__
+    return Compiled(
+        forward, backward, entry["sweeps"]["source"], facts["wrt"], _Activity(facts["active"]),
+        facts["user_locals"], Guard(fn, infos), tuple_output=facts["tuple_output"],
+        uses_tape=facts["uses_tape"], mutates_saved=facts["mutates_saved"], functions=classes,
+        rank_free=facts["rank_free"], forward_for_grad=for_grad, trees=(),
+        gradient_forward=COMPOSABLE if facts["composable"] else None, load=(info, bindings),
+        scalars=facts["scalars"], disk_key=key, composed_part=entry.get("composed"),
+        recompile=recompile)
 
 
 def _compiler_names(forward, ctx):
@@ -343,6 +385,12 @@ def compose_gradient(compiled, many, only_gradients=False, for_transform=False,
             rebinding) or writes into arrays in place (as_function composes those with
             ``for_transform``).
     """
+    if only_gradients and not for_transform and compiled.composed_part is not None:
+        return disk_cache.load_composed(compiled)   # loaded with the gradient: no compile
+    if compiled.recompile is not None and not compiled.trees:   # loaded from disk
+        full = compiled.recompile()
+        compiled.trees, compiled.gradient_forward = full.trees, full.gradient_forward
+        compiled.load, compiled.recompile = full.load, None
     info, bindings = compiled.load
     if only_gradients:
         forward, seed_is_one = compiled.gradient_forward
@@ -354,8 +402,11 @@ def compose_gradient(compiled, many, only_gradients=False, for_transform=False,
             if check_structures:   # reverse mode reads it again (api.GradFunction.as_function)
                 bindings = _check_leaves(forward, info, bindings)
             return _compose(forward, backward, info, bindings, f"gradient_{name}", seed, many)
-        return _compose(forward, backward, info, bindings, f"gradient_{name}", seed, True,
-                        release=compiled.scalars)
+        function = _compose(forward, backward, info, bindings, f"gradient_{name}", seed, True,
+                            release=compiled.scalars)
+        if compiled.disk_key is not None:   # the next process loads it with the gradient
+            disk_cache.store_composed(compiled, function)
+        return function
     forward, backward = (clone(t) for t in compiled.trees)
     refuse_once_differentiable(compiled)
     if compiled.uses_tape or compiled.mutates_saved or compiled.tuple_output:
@@ -470,9 +521,10 @@ def _compose(forward, backward, info, bindings, name, seed_value, many, release=
     source = emit.to_source([composed])
     bindings = dict(bindings)
     bindings["rt"] = runtime
+    origins = functools.partial(emit.line_origins, [composed], source)
     (function,), _, _ = loader.load(source, [composed.name], info.globals, info.closure, bindings,
-                                    hint=composed.name,
-                                    origins=functools.partial(emit.line_origins, [composed], source))
+                                    hint=composed.name, origins=origins)
+    function._srcgrad_text = (source, origins)   # what disk_cache.store_composed keeps
     function.__defaults__ = info.fn.__defaults__
     function.__kwdefaults__ = info.fn.__kwdefaults__
     return function

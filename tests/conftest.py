@@ -6,15 +6,30 @@ differentiable argument). Inputs follow the argument-name contract written
 in functions.py's docstring.
 """
 
+import atexit
 import inspect
 import os
+import shutil
 import sys
+import tempfile
 from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+# The on-disk cache of gradients (srcgrad/disk_cache.py) stays on, as for users, but in a
+# directory of this run's own: the suite neither reads nor fills the user's cache.
+# SRCGRAD_TEST_CACHE_DIR names a directory to keep instead (a second run then loads what
+# the first stored: the suite run twice checks loaded gradients).
+_CACHE_DIR = os.environ.get("SRCGRAD_TEST_CACHE_DIR")
+if not _CACHE_DIR:
+    _CACHE_DIR = tempfile.mkdtemp(prefix="srcgrad-test-cache-")
+    atexit.register(shutil.rmtree, _CACHE_DIR, True)
+os.environ["SRCGRAD_CACHE_DIR"] = _CACHE_DIR
+import srcgrad.disk_cache  # noqa: E402
+srcgrad.disk_cache.settings.directory = _CACHE_DIR
 
 import functions  # noqa: E402  (the catalogue; needs tests/ on sys.path)
 

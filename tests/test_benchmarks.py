@@ -208,3 +208,20 @@ def test_run_cuda_quick(tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "Summary (--device cuda)" in proc.stdout
     _check_cuda_json(json.loads(out.read_text()), standin=False)
+
+
+def test_compile_time_quick_times_first_and_second_calls_and_a_second_process(tmp_path):
+    """benchmarks/compile_time.py --quick: every row timed, the second call compiles
+    nothing (far below the first), a second process finds the gradient on disk."""
+    out = tmp_path / "compile.json"
+    proc = subprocess.run([sys.executable, os.path.join(BENCH, "compile_time.py"), "--quick",
+                           "--json", str(out)],
+                          capture_output=True, text=True, timeout=170, cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "thirty_lines" in proc.stdout
+    data = json.loads(out.read_text())
+    assert {(r["shape"], r["statements"]) for r in data["rows"]} == {
+        (shape, n) for shape in ("straight", "loop") for n in (10, 30)}
+    for row in data["rows"]:
+        assert 0 < row["second_call"] < row["first_call"] / 5, row
+    assert data["disk"] and all(r["warm_hits"] == 1 for r in data["disk"])

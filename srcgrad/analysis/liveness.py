@@ -37,11 +37,13 @@ class Liveness:
         return self.before[id(s)]
 
 
-def analyze(body, live_out, skip=None, names=None):
+def analyze(body, live_out, skip=None, names=None, record=True):
     """Liveness of ``body`` given the names ``live_out`` read after it.
 
     Returns a ``Liveness``. ``names``: a ``NameSets`` to ask (shared with the caller's
-    pass), by default a fresh one.
+    pass), by default a fresh one. ``record=False``: only ``skipped`` is wanted (dead.py),
+    so the sets live after and before each statement are not copied (copying them is
+    what makes the walk quadratic in a long body).
     """
     names = names or NameSets()
     skip = skip or _never
@@ -50,10 +52,12 @@ def analyze(body, live_out, skip=None, names=None):
     def block(stmts, live):
         live = set(live)
         for s in reversed(stmts):
-            after[id(s)] = set(live)
+            if record:
+                after[id(s)] = set(live)
             if skip(s, live):
                 skipped[id(s)] = s
-                before[id(s)] = set(live)
+                if record:
+                    before[id(s)] = set(live)
                 continue
             skipped.pop(id(s), None)
             if isinstance(s, gast.If):
@@ -75,7 +79,8 @@ def analyze(body, live_out, skip=None, names=None):
                 if isinstance(s, gast.Assign):
                     live -= {t.id for t in s.targets if isinstance(t, gast.Name)}
                 live |= names.loads(s)
-            before[id(s)] = set(live)
+            if record:
+                before[id(s)] = set(live)
         return live
 
     block(body, live_out)

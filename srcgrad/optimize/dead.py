@@ -37,7 +37,7 @@ def eliminate(body, removable, live_out, pure=None, names=None):
         return (target is not None and target in removable and target not in live
                 and pure(s.value) and anno.getanno(s, Static.TAPE) is None)
 
-    found = liveness.analyze(body, live_out, dead, names)
+    found = liveness.analyze(body, live_out, dead, names, record=False)
     if not found.skipped:
         return False
     _remove(body, found.skipped)

@@ -21,16 +21,27 @@ Static = anno.Static
 def run(body, facts):
     changed = False
     for block in blocks(body):
+        # name -> the statements of the block that hold it, in order: the next use of a
+        # zero's name is looked up, not searched for (linear in the block). Folding never
+        # changes which names a statement holds (``d = d + g`` -> ``d = g`` still binds d).
+        uses = {}
+        for t in block:
+            for n in facts.refs(t):
+                found = uses.get(n)
+                if found is None:
+                    uses[n] = [t]
+                else:
+                    found.append(t)
         k = 0
         while k < len(block):
-            folded, removed = _fold_at(block, k, facts)
+            folded, removed = _fold_at(block, k, facts, uses)
             changed |= folded
             if not removed:
                 k += 1
     return changed
 
 
-def _fold_at(block, k, facts):
+def _fold_at(block, k, facts, uses):
     """Fold the zero ``block[k]`` (when it is one) into the next use of its name.
 
     Returns (whether anything changed, whether ``block[k]`` was removed).
@@ -41,7 +52,7 @@ def _fold_at(block, k, facts):
     d = s.targets[0].id
     if d not in facts.adjoints or d in facts.inplace:
         return False, False
-    nxt = next((t for t in block[k + 1:] if d in facts.refs(t)), None)
+    nxt = _after(uses.get(d, ()), s)
     if nxt is None:
         return False, False
     if isinstance(nxt, gast.If) and d not in facts.loads(nxt.test):
@@ -61,6 +72,14 @@ def _fold_at(block, k, facts):
         del block[k]
         return True, True
     return False, False
+
+
+def _after(statements, s):
+    """The statement after ``s`` in ``statements``, or None."""
+    for i, t in enumerate(statements):
+        if t is s:
+            return statements[i + 1] if i + 1 < len(statements) else None
+    return None
 
 
 def _fold_into_branches(branch, d, zero, facts):

@@ -26,12 +26,15 @@ def run(body, facts):
             for n in facts.refs(s):
                 firsts.setdefault(n, s)
                 lasts[n] = s
+        before_loop = None   # name -> the last statement before the loop that holds it
         for d in sorted((facts.adjoints - facts.inplace) & set(firsts)):
             first, last = firsts[d], lasts[d]
             if first is last or not is_accumulation(first, d, facts.names) \
                     or not is_zero_assign(last, d):
                 continue
-            if not (_zero_before_loop(body, block, d, facts)
+            if before_loop is None:
+                before_loop = _before_loop(body, block, facts)
+            if not (is_zero_assign(before_loop.get(d), d)
                     or _only_zeroed_outside(body, block, d, facts)):
                 continue
             first.value = first.value.right
@@ -39,15 +42,20 @@ def run(body, facts):
     return changed
 
 
-def _zero_before_loop(body, block, d, facts):
-    """``block`` is a loop's body and the statement before the loop that refers to ``d``
-    sets it to zero."""
+def _before_loop(body, block, facts):
+    """Where ``block`` is a loop's body: name -> the last statement before the loop (in
+    the loop's own block) that refers to it; else empty. ``d`` is zero on entry to the
+    loop when that statement for ``d`` sets it to zero. (One walk for all names, not one
+    per name: that was quadratic in a long body.)"""
     for outer in blocks(body):
         for k, loop in enumerate(outer):
             if isinstance(loop, (gast.For, gast.While)) and loop.body is block:
-                before = next((s for s in reversed(outer[:k]) if d in facts.refs(s)), None)
-                return is_zero_assign(before, d)
-    return False
+                last = {}
+                for s in outer[:k]:
+                    for n in facts.refs(s):
+                        last[n] = s
+                return last
+    return {}
 
 
 def _only_zeroed_outside(body, block, d, facts):

@@ -54,15 +54,19 @@ def known_zeros(body, tracked, names):
 
     def statement(s, zero):
         if isinstance(s, gast.If):
-            zero = zero - _bound(s.test)
+            bound = _bound(s.test)
+            if not bound.isdisjoint(zero):
+                zero = zero - bound
             return block(s.body, zero) & block(s.orelse, zero)
         if isinstance(s, _LOOPS):
             return loop(s, zero)
         if any(True for _ in child_blocks(s)) or hasattr(s, "handlers"):
             return zero - _every_binding(s)   # with, try: not followed inside
-        zero = zero - _bound(s)
+        bound = _bound(s)
+        if not bound.isdisjoint(zero):   # a new set only where it changes (the sets are
+            zero = zero - bound          # shared: copying each is quadratic in a long body)
         target = assigned_name(s)
-        if target in tracked and is_zero(s.value):
+        if target in tracked and target not in zero and is_zero(s.value):
             zero = zero | {target}
         return zero
 

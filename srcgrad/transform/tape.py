@@ -158,13 +158,18 @@ def block_locals(node, excluded, store_counts):
         inner = body[:-1] if body and anno.getanno(body[-1], Static.BREAK_EXIT) else body
         if any(isinstance(n, (gast.Break, gast.Continue, gast.Return)) for s in inner for n in gast.walk(s)):
             inner = []
-        for k, s in enumerate(inner):
-            if nested and isinstance(s, gast.Assign) and len(s.targets) == 1 \
-                    and isinstance(s.targets[0], gast.Name):
-                x = s.targets[0].id
-                if x not in excluded and store_counts.get(x) == 1 \
-                        and loads.get(x, 0) == load_counts(body[k + 1:]).get(x, 0):
-                    found.add(id(s))
+        if nested and inner:
+            after = {}   # name -> its reads in body[k + 1:], built from the end (linear)
+            for k in range(len(body) - 1, -1, -1):
+                s = body[k]
+                if k < len(inner) and isinstance(s, gast.Assign) and len(s.targets) == 1 \
+                        and isinstance(s.targets[0], gast.Name):
+                    x = s.targets[0].id
+                    if x not in excluded and store_counts.get(x) == 1 \
+                            and loads.get(x, 0) == after.get(x, 0):
+                        found.add(id(s))
+                for n, c in load_counts([s]).items():
+                    after[n] = after.get(n, 0) + c
         for s in body:
             if isinstance(s, (gast.If, gast.For, gast.While)):
                 visit(s.body, True)
