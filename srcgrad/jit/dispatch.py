@@ -173,9 +173,16 @@ class _Entry:
             call_args = args
         if self.failed and _signature(call_args) in self.failed:
             return owner._numpy(args, grad_outputs)
+        refused = _unsupported(call_args)
+        if refused:
+            self.failed.add(_signature(call_args))
+            info = self.compiled.load[0]
+            _warn(refused, info.filename, info.first_lineno)
+            return owner._numpy(args, grad_outputs)
         dispatcher = self.dispatcher
         n = len(dispatcher.overloads)
         start = time.perf_counter()
+        dispatcher.disable_compile(False)   # compiles only here, for the types checked above
         try:
             result = dispatcher(*call_args)
         except Exception as exc:
@@ -193,6 +200,9 @@ class _Entry:
                 _warn(f"the compiled gradient raised {type(exc).__name__}: {exc}",
                       info.filename, info.first_lineno)
             return value
+        finally:
+            if dispatcher.signatures:
+                dispatcher.disable_compile(True)
         if len(dispatcher.overloads) != n:
             owner.compile_times.append((_signature(call_args), time.perf_counter() - start))
         if self.variant in ("grad", "seeded") and not self.failed:
@@ -220,11 +230,13 @@ class _Entry:
     def _locate(self, exc):
         """What Numba refused (its message's first line) and the user's file and line
         of the generated line it names."""
-        text = str(exc)
-        lines = [l.strip() for l in text.splitlines() if l.strip()]
-        construct = lines[0] if lines else type(exc).__name__
-        construct = re.sub(r"^\W*(No implementation of function|Failed in nopython mode pipeline"
-                           r" \(step: [^)]*\))\s*", "", construct)[:200]
+        text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc))
+        construct = type(exc).__name__
+        for line in text.splitlines():
+            line = line.strip()
+            if line and not line.startswith(("Failed in ", "- Resolution failure", "File ")):
+                construct = line[:200]
+                break
         found = re.findall(re.escape(self._filename) + r'", line (\d+)', text)
         info = self.compiled.load[0]
         if found:
@@ -235,6 +247,24 @@ class _Entry:
 
     def _origin_of(self, lineno):
         return self.translation().origins().get(lineno)
+
+
+_DTYPES = (numpy.dtype(numpy.float64), numpy.dtype(numpy.int64), numpy.dtype(numpy.bool_))
+
+
+def _unsupported(args):
+    """Why arguments of these types run the NumPy gradient, or None. Numba computes
+    with a float32 array's elements in float64 where NumPy keeps float32 (a Python
+    float is weak in NumPy, a float64 in Numba): only float64, int64 and bool arrays
+    and Python floats, ints and bools are compiled, so that a result never differs."""
+    for a in args:
+        if type(a) is numpy.ndarray:
+            if a.dtype not in _DTYPES:
+                return f"{a.dtype} arrays are not compiled (NumPy's {a.dtype} scalar " \
+                       f"arithmetic rounds differently from Numba's)"
+        elif type(a) not in _SCALARS:
+            return f"a {type(a).__name__} argument is not compiled"
+    return None
 
 
 def _signature(args):

@@ -166,6 +166,19 @@ def _reduction_size(x, axis=None, at_least=0):
     _refuse("reduction_size", x, axis)
 
 
+def own(value):
+    """See srcgrad.runtime.own."""
+
+
+@overload(own)
+def _own(value):
+    if isinstance(value, types.Array):
+        return lambda value: value.copy()
+    if _is_number(value):
+        return lambda value: value
+    _refuse("own", value)
+
+
 @njit(**JIT_OPTIONS)
 def rev_range(r):
     """``reversed(r)`` of a range: the same values, last first."""
@@ -175,4 +188,4 @@ def rev_range(r):
 
 # The rt helpers the translation maps (translate.py): any other rt.* call is refused.
 HELPERS = ("default_seed", "owned_zeros", "unbroadcast", "has_grad", "shape_of", "unreduce",
-           "reduction_size")
+           "reduction_size", "own")

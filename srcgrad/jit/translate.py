@@ -36,7 +36,7 @@ from srcgrad.transform import tape as tapes
 Static = anno.Static
 
 HELPERS = ("default_seed", "owned_zeros", "unbroadcast", "has_grad", "shape_of", "unreduce",
-           "reduction_size")
+           "reduction_size", "own")
 BUILTINS = {"range", "len", "abs", "min", "max", "float", "int", "bool", "round", "print",
             "sum", "divmod", "pow", "enumerate", "zip"}
 SEED = "_sg_seed"
@@ -104,7 +104,7 @@ def translate(compiled, variant):
     if variant == "seeded":
         args = clone(args)
         args.args = args.args + [_name(SEED, gast.Param())]
-    rewrite = _Rewrite()
+    rewrite = _Rewrite(_first_origin(compiled.trees[0]))
     body = rewrite.block(body)
     tape_lists = [_assign(key, gast.List(elts=[], ctx=gast.Load())) for key in sorted(rewrite.tapes)]
     function = gast.FunctionDef(name=name, args=args, body=tape_lists + body, decorator_list=[],
@@ -135,9 +135,9 @@ def _compose(forward, backward, seed_value, variant):
 class _Rewrite:
     """The statement rewrites of the module docstring, with the user's line of each."""
 
-    def __init__(self):
+    def __init__(self, origin):
         self.tapes = set()
-        self.origin = None
+        self.origin = origin   # the user's statement, else the function's first
 
     def block(self, body):
         out = []
