@@ -239,3 +239,19 @@ def test_without_numba_jit_runs_the_numpy_gradient_with_a_warning(monkeypatch):
     with pytest.warns(JitFallbackWarning, match="srcgrad\\[jit\\]"):
         gradient = sg.grad(_prod_positive, jit=True)
     assert isinstance(gradient, sg.api.GradFunction)
+
+
+def _elementwise(x, y):   # W6's shape: one run of elementwise statements each way
+    return np.sum(np.sin(x) * np.exp(-y ** 2) + np.log1p(x * y))
+
+
+@pytest.mark.parametrize("shapes", [((50,), (50,)), ((4, 5), (4, 5)), ((4, 5), (1, 5)),
+                                    ((4, 5), (5,))], ids=["same", "same-2d", "broadcast",
+                                                          "ranks"])
+def test_elementwise_runs_become_one_loop_and_broadcasting_runs_the_statements(shapes):
+    rng = np.random.default_rng(6)
+    x, y = (rng.uniform(0.1, 2.0, s) for s in shapes)
+    jit = sg.grad(_elementwise, (0, 1), jit=True)
+    assert "for _i in range(_n):" in jit.jit_source(x, y)   # the loop, beside the statements
+    got = _quiet(jit, x, y)
+    assert _same(got, sg.grad(_elementwise, (0, 1))(x, y))

@@ -24,7 +24,6 @@ import warnings
 
 import numpy
 
-from srcgrad import api, pytree
 from srcgrad.analysis.ranks import rank_keys
 from srcgrad.call_values import _LEAF_TYPES, _finish_values
 from srcgrad.jit import translate
@@ -148,6 +147,10 @@ class _Entry:
         namespace = dict(t.namespace, _jrt=jrt)
         exec(compile(t.source, filename, "exec"), namespace)
         self._filename = filename
+        for run in t.runs:   # the main function calls them through its globals
+            namespace[run.name] = jrt.elementwise_run(
+                run.name, run.params, run.n_inputs, run.targets, run.deps, namespace[run.loop.name],
+                namespace[run.original.name])
         return numba.njit(**jrt.JIT_OPTIONS)(namespace[t.name])
 
     def call(self, owner, args, grad_outputs):
@@ -221,7 +224,7 @@ class _Entry:
                 return owner._numpy(args, grad_outputs)   # raises the NumPy path's error
         plan = gfn._plan_of(self.compiled)
         likes = [None if k is None else args[k] for k in plan.wrt_positions]
-        if not all(map(api._final, grads, likes)):
+        if not all(map(_final, grads, likes)):
             grads = _finish_values(grads, self.compiled.wrt, likes, gfn.allow_unused,
                                    gfn.materialize_grads)
         grads = grads if plan.many else grads[0]
@@ -265,6 +268,14 @@ def _unsupported(args):
         elif type(a) not in _SCALARS:
             return f"a {type(a).__name__} argument is not compiled"
     return None
+
+
+def _final(g, like):
+    """``g`` is already what ``_finish_values`` makes of it for input ``like``."""
+    if type(g) is numpy.ndarray:
+        return type(like) is numpy.ndarray and g.dtype is like.dtype and g.shape == like.shape \
+            and g.flags.writeable
+    return type(g) is type(like) is float
 
 
 def _signature(args):

@@ -189,3 +189,107 @@ def rev_range(r):
 # The rt helpers the translation maps (translate.py): any other rt.* call is refused.
 HELPERS = ("default_seed", "owned_zeros", "unbroadcast", "has_grad", "shape_of", "unreduce",
            "reduction_size", "own")
+
+
+# ----- The elementwise loops of loops.py -----
+
+def any_array(values):
+    """Whether any of ``values`` is an array (decided when Numba types the call)."""
+
+
+def first_array(values):
+    """The first array among ``values``."""
+
+
+def flat(value):
+    """An array as one dimension (a view of a C-contiguous one); a number as it is."""
+
+
+def item(value, i):
+    """Element ``i`` of a flat array; a number as it is."""
+
+
+def _float64_c(t):
+    return isinstance(t, types.Array) and t.dtype == types.float64 and t.layout == "C" and t.ndim > 0
+
+
+def _made(source, name, **names):
+    namespace = {"np": np, **names}
+    exec(source, namespace)
+    return namespace[name]
+
+
+def elementwise_run(name, params, n_inputs, targets, deps, loop, original):
+    """The function ``name(*params)`` an elementwise run of loops.py is called as: when
+    Numba types a call, ``loop`` (one loop over the elements) where every array among
+    the inputs is float64, C-contiguous, of one number of dimensions, and each output
+    depends on an array (``deps``); else ``original`` (the run's statements as they were).
+    The loop checks at run time that the arrays have one shape, and that each target
+    (``params[k]`` for k in ``targets``: an array or a shape an unbroadcast sums to) has it too, else
+    it runs ``original``: a result never changes."""
+    loop, original = njit(**JIT_OPTIONS)(loop), njit(**JIT_OPTIONS)(original)
+    args = ", ".join(params)
+    stub = _made(f"def {name}({args}):\n    pass\n", name)
+
+    def typing(*types_):
+        arrays = [k for k in range(n_inputs) if isinstance(types_[k], types.Array)]
+        fits = arrays and all(_float64_c(types_[k]) for k in arrays) and \
+            all(_is_number(types_[k]) for k in range(n_inputs) if k not in arrays) and \
+            len({types_[k].ndim for k in arrays}) == 1 and \
+            all(any(isinstance(types_[k], types.Array) for k in d) for d in deps)
+        checks = []
+        if fits:
+            ndim = types_[arrays[0]].ndim
+            checks = [f"{params[k]}.shape != shape" for k in arrays[1:]]
+            for k in targets:
+                t = types_[k]
+                if isinstance(t, types.Array) and t.ndim == ndim:
+                    checks.append(f"{params[k]}.shape != shape")
+                elif _is_shape(t) and len(t) == ndim:
+                    checks.append(f"{params[k]} != shape")
+                else:
+                    fits = False
+        if not fits:
+            return _made(f"def impl({args}):\n    return original({args})\n", "impl",
+                         original=original)
+        body = "".join(f"    if {c}:\n        return original({args})\n" for c in checks)
+        return _made(f"def impl({args}):\n    shape = {params[arrays[0]]}.shape\n{body}"
+                     f"    return loop({args})\n", "impl", loop=loop, original=original)
+
+    typing.__signature__ = __import__("inspect").signature(stub)
+    overload(stub, jit_options=JIT_OPTIONS)(typing)
+    return stub
+
+
+@overload(any_array)
+def _any_array(values):
+    found = any(isinstance(t, types.Array) for t in values.types)
+    return (lambda values: True) if found else (lambda values: False)
+
+
+@overload(first_array)
+def _first_array(values):
+    for k, t in enumerate(values.types):
+        if isinstance(t, types.Array):
+            return _made(f"def impl(values):\n    return values[{k}]\n", "impl")
+    _refuse("first_array", values)   # elementwise_run calls a loop only with an array
+
+
+@overload(flat)
+def _flat(value):
+    if isinstance(value, types.Array):
+        if value.layout == "C":
+            return lambda value: value.reshape(value.size)
+        return lambda value: np.ascontiguousarray(value).reshape(value.size)
+    if _is_number(value):
+        return lambda value: value
+    _refuse("flat", value)
+
+
+@overload(item)
+def _item(value, i):
+    if isinstance(value, types.Array):
+        return lambda value, i: value[i]
+    if _is_number(value):
+        return lambda value, i: value
+    _refuse("item", value)

@@ -30,6 +30,7 @@ import numpy
 
 from srcgrad import anno, optimize, pipeline
 from srcgrad.codegen import emit
+from srcgrad.jit import loops
 from srcgrad.templates import clone
 from srcgrad.transform import tape as tapes
 
@@ -68,13 +69,15 @@ class Translation:
     """The jit function's ``name``, ``source``, ``namespace``, and ``origins()``: line of
     the source -> the Origin of the user statement it computes."""
 
-    def __init__(self, name, source, namespace, function):
+    def __init__(self, name, source, namespace, function, runs=(), trees=()):
         self.name, self.source, self.namespace = name, source, namespace
+        self.runs = list(runs)   # the elementwise runs (loops.Run), defined in the source
         self._function, self._origins = function, None
+        self._kernel_trees = list(trees)
 
     def origins(self):
         if self._origins is None:
-            self._origins = emit.line_origins([self._function], self.source)
+            self._origins = emit.line_origins(self._kernel_trees + [self._function], self.source)
         return self._origins
 
 
@@ -109,8 +112,11 @@ def translate(compiled, variant):
     tape_lists = [_assign(key, gast.List(elts=[], ctx=gast.Load())) for key in sorted(rewrite.tapes)]
     function = gast.FunctionDef(name=name, args=args, body=tape_lists + body, decorator_list=[],
                                 returns=None, type_comment=None, type_params=[])
-    namespace = _namespace(function, info, bindings)
-    return Translation(name, emit.to_source([function]), namespace, function)
+    kernels = loops.fuse(function, compiled.scalars)
+    namespace = _namespace(function, info, bindings, {k.name for k in kernels})
+    trees = [t for k in kernels for t in (k.loop, k.original)]
+    return Translation(name, emit.to_source(trees + [function]), namespace, function,
+                       kernels, trees)
 
 
 def _compose(forward, backward, seed_value, variant):
@@ -253,7 +259,7 @@ def _describe(node):
                                                            f"a {type(node).__name__}")
 
 
-def _namespace(function, info, bindings):
+def _namespace(function, info, bindings, kernels=()):
     """The globals the jit function reads: each free name checked (Refused otherwise)."""
     assigned = {a.id for a in function.args.args + function.args.posonlyargs + function.args.kwonlyargs}
     for node in gast.walk(function):
@@ -267,7 +273,7 @@ def _namespace(function, info, bindings):
             if not (isinstance(node, gast.Name) and isinstance(node.ctx, gast.Load)):
                 continue
             n = node.id
-            if n in assigned or n in namespace or n == "_jrt":
+            if n in assigned or n in namespace or n == "_jrt" or n in kernels:
                 continue
             value = _resolve(n, info, bindings)
             if value is _MISSING:
