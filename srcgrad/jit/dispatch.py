@@ -197,6 +197,8 @@ class _Entry:
                 _warn(f"Numba cannot compile {construct}", file, line)
                 return owner._numpy(args, grad_outputs)
             value = owner._numpy(args, grad_outputs)   # raises the NumPy gradient's error
+            self.failed.add(_signature(call_args))   # these types run NumPy from now on
+            self.only = None
             if not self.warned:
                 self.warned = True
                 info = self.compiled.load[0]
