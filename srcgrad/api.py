@@ -513,14 +513,15 @@ class _Backward:
 
 
 def vjp(fn, wrt=0, *, allow_unused=False, materialize_grads=False, hooks=None, fuse=False,
-        has_aux=False):
+        has_aux=False, jit=False):
     """Split reverse mode: ``out, backward = vjp(f, wrt)(*args)``.
 
     ``backward(grad_outputs=None, retain_graph=False)`` returns the gradients;
     calling it again requires ``retain_graph=True`` on the previous call, as in
     PyTorch. With ``has_aux=True`` (``fn`` returns ``(output, aux)``):
     ``out, backward, aux = vjp(f, wrt, has_aux=True)(*args)``, ``backward`` seeding
-    the output only.
+    the output only. ``jit``: ``backward`` runs the gradient compiled with Numba
+    (srcgrad/jit/, as ``grad(..., jit=True)``).
     """
     gfn = GradFunction(fn, wrt, allow_unused, materialize_grads, hooks=hooks, fuse=fuse,
                        has_aux=has_aux)
@@ -544,6 +545,9 @@ def vjp(fn, wrt=0, *, allow_unused=False, materialize_grads=False, hooks=None, f
         return out, _Backward(gfn, compiled, saved, out, inputs, options)
 
     run.__name__ = f"vjp_{getattr(fn, '__name__', 'f')}"
+    if jit:
+        from srcgrad import jit as _jit
+        return _jit.wrap_vjp(run, gfn)
     return run
 
 

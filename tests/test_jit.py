@@ -260,3 +260,15 @@ def test_elementwise_runs_become_one_loop_and_broadcasting_runs_the_statements(s
         with pytest.warns(JitFallbackWarning):
             assert _same(jit(x, y), want)
     assert _same(_quiet(jit, x, y), want)
+
+
+def test_vjp_with_jit_runs_backward_compiled_and_keeps_the_retain_graph_contract():
+    rng = np.random.default_rng(4)
+    args = 6 + 6 * rng.random(20), 5 + rng.random(20), 0.2 + 0.1 * rng.random(20)
+    out, backward = _quiet(sg.vjp(_thermal, (0, 2), jit=True), *args)
+    want_out, want_backward = sg.vjp(_thermal, (0, 2))(*args)
+    assert math.isclose(out, want_out, rel_tol=RTOL)
+    assert _same(_quiet(backward, 2.0, retain_graph=True), want_backward(2.0, retain_graph=True))
+    assert _same(_quiet(backward, 0.5), want_backward(0.5))
+    with pytest.raises(RuntimeError, match="retain_graph"):
+        backward(1.0)

@@ -11,7 +11,7 @@ import warnings
 from srcgrad.jit.dispatch import JitFallbackWarning, JitGradFunction
 from srcgrad.jit.translate import Refused
 
-__all__ = ["JitFallbackWarning", "JitGradFunction", "Refused", "available", "wrap"]
+__all__ = ["JitFallbackWarning", "JitGradFunction", "Refused", "available", "wrap", "wrap_vjp"]
 
 
 def available():
@@ -31,3 +31,43 @@ def wrap(gfn):
                       "running the NumPy gradient", JitFallbackWarning, stacklevel=3)
         return gfn
     return JitGradFunction(gfn)
+
+
+def wrap_vjp(run, gfn):
+    """``sg.vjp(f, jit=True)``: ``run`` (api.vjp's) whose ``backward`` runs the compiled
+    gradient (both sweeps, seeded with its ``grad_outputs``) on a copy of the arguments
+    the forward sweep was given; the forward sweep (which gives ``out``) is NumPy's."""
+    jitted = wrap(gfn)
+    if not isinstance(jitted, JitGradFunction):
+        return run
+
+    def run_jit(*args, **kwargs):
+        found = run(*args, **kwargs)
+        if kwargs or gfn.has_aux or gfn.hook_names:
+            return found
+        out, backward = found
+        return out, _JitBackward(backward, jitted, tuple(_copy(a) for a in args))
+
+    run_jit.__name__ = run.__name__
+    return run_jit
+
+
+def _copy(value):
+    copy = getattr(value, "copy", None)
+    return copy() if copy is not None and hasattr(value, "shape") else value
+
+
+class _JitBackward:
+    """api._Backward's contract (once, or again with retain_graph), computed by the jit gradient."""
+
+    def __init__(self, backward, jitted, args):
+        self.backward, self.jitted, self.args = backward, jitted, args
+
+    def __call__(self, grad_outputs=None, retain_graph=False):
+        backward = self.backward
+        if backward.consumed:
+            return backward(grad_outputs, retain_graph)   # raises: consumed already
+        grads = self.jitted(*self.args, grad_outputs=grad_outputs)
+        if not retain_graph:
+            backward.consumed, backward.saved = True, None
+        return grads
