@@ -61,6 +61,8 @@ class JitGradFunction:
     def __call__(self, *args, grad_outputs=None, **kwargs):
         gfn = self.gradient
         if kwargs or gfn.hook_names or gfn.has_aux:
+            self._decline("keyword arguments" if kwargs else "hooks" if gfn.hook_names
+                          else "has_aux")
             return gfn(*args, grad_outputs=grad_outputs, **kwargs)
         variant = "seeded" if grad_outputs is not None else "value" if gfn.preserve_result \
             else "grad"
@@ -97,10 +99,20 @@ class JitGradFunction:
         if entry is None or not entry.compiled.guard.holds(gfn.fn):
             for value in args:
                 if type(value) not in _SCALARS and type(value) is not numpy.ndarray:
-                    return gfn(*args, grad_outputs=grad_outputs)   # structures, CuPy, ...
+                    self._decline(f"a {type(value).__name__} argument")   # structures, CuPy, ...
+                    return gfn(*args, grad_outputs=grad_outputs)
             entry = self._entry(variant, args)
             self._fast[(variant, rank_keys(args))] = entry
         return entry.call(self, args, grad_outputs)
+
+    def _decline(self, what):
+        """One warning per construct that runs the NumPy gradient without a translation."""
+        declined = self.__dict__.setdefault("_declined", set())
+        if what not in declined:
+            declined.add(what)
+            code = getattr(self.gradient.fn, "__code__", None)
+            _warn(f"{what} is not compiled", code and code.co_filename,
+                  code and code.co_firstlineno)
 
     def _variant(self, grad_outputs):
         if grad_outputs is not None:
