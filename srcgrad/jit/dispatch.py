@@ -43,6 +43,7 @@ class JitGradFunction:
     def __init__(self, gfn):
         self.gradient = gfn
         self.compile_times = []
+        self._declines = bool(gfn.hook_names or gfn.has_aux)   # always the NumPy gradient
         self._entries = {}   # (id(compiled), variant) -> _Entry
         self._fast = {}      # (variant, rank_keys(args)) -> _Entry
 
@@ -60,7 +61,7 @@ class JitGradFunction:
 
     def __call__(self, *args, grad_outputs=None, **kwargs):
         gfn = self.gradient
-        if kwargs or gfn.hook_names or gfn.has_aux:
+        if kwargs or self._declines:
             self._decline("keyword arguments" if kwargs else "hooks" if gfn.hook_names
                           else "has_aux")
             return gfn(*args, grad_outputs=grad_outputs, **kwargs)
@@ -68,33 +69,25 @@ class JitGradFunction:
             else "grad"
         entry = self._fast.get((variant, rank_keys(args)))
         if entry is not None and entry.only is not None and entry.compiled.guard.holds(gfn.fn):
-            # The common call: one gradient, compiled for these types already.
-            dispatcher = entry.dispatcher
-            n = len(dispatcher.overloads)
-            start = time.perf_counter()
-            if grad_outputs is not None:
-                seed = grad_outputs
-                if type(seed) is not numpy.ndarray and type(seed) is not float:
-                    return entry.call(self, args, grad_outputs)
-                try:
-                    out, grads = dispatcher(*args, seed)
-                except Exception:
-                    return entry.call(self, args, grad_outputs)
-                if type(out) is not type(seed) or type(seed) is numpy.ndarray and \
-                        out.shape != seed.shape or len(dispatcher.overloads) != n:
-                    return entry._finish(self, args, grad_outputs, seed, (out, grads))
-            else:
-                try:
-                    grads = dispatcher(*args)
-                except Exception:
-                    return entry.call(self, args, grad_outputs)
-            if len(dispatcher.overloads) == n:
-                g, like = grads[0], args[entry.only]
-                if type(g) is numpy.ndarray and g.dtype is getattr(like, "dtype", None) and \
-                        g.shape == like.shape and g.flags.writeable or type(g) is type(like) is float:
-                    return g
-                return entry._finish(self, args, grad_outputs, None, grads)
-            self.compile_times.append((_signature(args), time.perf_counter() - start))
+            # The common call: one gradient, compiled for these types already (compiling
+            # is off outside entry.call: other types raise TypeError and go there).
+            try:
+                if grad_outputs is None:
+                    grads = entry.dispatcher(*args)
+                else:
+                    seed = grad_outputs
+                    if type(seed) is not numpy.ndarray and type(seed) is not float:
+                        return entry.call(self, args, grad_outputs)
+                    out, grads = entry.dispatcher(*args, seed)
+                    if type(out) is not type(seed) or type(seed) is numpy.ndarray and \
+                            out.shape != seed.shape:
+                        return entry._finish(self, args, grad_outputs, seed, (out, grads))
+            except Exception:
+                return entry.call(self, args, grad_outputs)
+            g, like = grads[0], args[entry.only]
+            if type(g) is numpy.ndarray and g.dtype is getattr(like, "dtype", None) and \
+                    g.shape == like.shape and g.flags.writeable or type(g) is type(like) is float:
+                return g
             return entry._finish(self, args, grad_outputs, None, grads)
         if entry is None or not entry.compiled.guard.holds(gfn.fn):
             for value in args:
