@@ -272,3 +272,16 @@ def test_vjp_with_jit_runs_backward_compiled_and_keeps_the_retain_graph_contract
     assert _same(_quiet(backward, 0.5), want_backward(0.5))
     with pytest.raises(RuntimeError, match="retain_graph"):
         backward(1.0)
+
+
+def _integer_power(n, x):
+    return np.sum(x * n ** 40)   # 3 ** 40 overflows int64; Python's int does not
+
+
+def test_a_power_of_python_ints_is_not_compiled_where_int64_would_overflow():
+    x = np.ones(2)
+    with pytest.warns(JitFallbackWarning, match="power of integers") as record:
+        got = sg.grad(_integer_power, 1, jit=True)(3, x)
+    assert f"line {_line_of(_integer_power, 'overflows')}" in str(_jit_warnings(record)[0].message)
+    assert _same(got, sg.grad(_integer_power, 1)(3, x))
+    assert got[0] == float(3 ** 40)

@@ -242,7 +242,8 @@ class _Entry:
         of the generated line it names."""
         text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc))
         construct = type(exc).__name__
-        for line in text.splitlines():
+        mine = re.search(r"srcgrad jit: (rt\.\w+ of [^\n]*)", text)   # runtime.py's refusals
+        for line in ([mine.group(1)] if mine else []) + text.splitlines():
             line = line.strip()
             if line and not line.startswith(("Failed in ", "- Resolution failure", "File ")):
                 construct = line[:200]

@@ -100,6 +100,8 @@ class _Loops:
         if isinstance(node, gast.Call) and not node.keywords:
             if _identity_target(node) is not None:
                 return self.elementwise(node.args[0])
+            if _is_power(node):   # translate.py's a ** b
+                return all(map(self.elementwise, node.args))
             f = node.func
             if isinstance(f, gast.Attribute) and isinstance(f.value, gast.Name) and f.value.id == "np":
                 ufunc = getattr(numpy, f.attr, None)
@@ -242,6 +244,12 @@ def _identity_target(call):
             args[2].value is None and isinstance(args[3], gast.Constant) and args[3].value is False:
         return args[1].id
     return None
+
+
+def _is_power(call):
+    f = call.func
+    return isinstance(f, gast.Attribute) and isinstance(f.value, gast.Name) and \
+        f.value.id == "_jrt" and f.attr == "power" and len(call.args) == 2
 
 
 def _target(s):

@@ -179,6 +179,19 @@ def _own(value):
     _refuse("own", value)
 
 
+def power(a, b):
+    """``a ** b``."""
+
+
+@overload(power)
+def _power(a, b):
+    if isinstance(a, types.Integer) and isinstance(b, types.Integer) or \
+            isinstance(a, types.Array) and isinstance(a.dtype, types.Integer) and \
+            isinstance(b, (types.Integer, types.Array)) and not isinstance(b, types.Boolean):
+        _refuse("power of integers", a, b)   # Python ints do not overflow
+    return lambda a, b: a ** b
+
+
 @njit(**JIT_OPTIONS)
 def rev_range(r):
     """``reversed(r)`` of a range: the same values, last first."""

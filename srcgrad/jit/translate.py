@@ -12,7 +12,10 @@ the clone is rewritten:
 * The tape (``tape = []``, ``push(v)``, ``v = pop()``) becomes one typed list per tape
   key (``_tape_v``): a pop reads the key its push wrote (transform/tape.py tags both
   with it), so each list keeps the one type its values have.
-* ``reversed(range_i)`` becomes ``_jrt.rev_range(range_i)``.
+* ``reversed(range_i)`` becomes ``_jrt.rev_range(range_i)``; ``a ** b`` becomes
+  ``_jrt.power(a, b)``, which Numba compiles for all but two integers (a Python int
+  power does not overflow, Numba's would).
+* An ``is`` comparison is refused (the releases ``x = None`` are dropped).
 * A release ``x = None`` is dropped (a name keeps one type in compiled code).
 * Free names must be numbers, NumPy or math (or a NumPy function), or the builtins
   Numba knows; anything else (a user function, an array global, a class) is refused.
@@ -222,6 +225,9 @@ class _Rewrite:
                                  gast.Yield, gast.YieldFrom, gast.Await, gast.Starred,
                                  gast.NamedExpr)):
                 self.refuse(_describe(node))
+            if isinstance(node, gast.Compare) and any(isinstance(op, (gast.Is, gast.IsNot))
+                                                      for op in node.ops):
+                self.refuse("an `is` comparison (a release `x = None` is dropped here)")
             if isinstance(node, gast.Call) and any(k.arg is None for k in node.keywords):
                 self.refuse("a call with **keywords")
             if isinstance(node, gast.Name) and node.id in ("tape", "push", "pop") and \
@@ -243,6 +249,12 @@ class _Expressions(gast.NodeTransformer):
                 if node.attr not in HELPERS:
                     self.rewrite.refuse(f"the srcgrad runtime helper rt.{node.attr}")
                 node.value = _name("_jrt")
+        return node
+
+    def visit_BinOp(self, node):
+        self.generic_visit(node)
+        if isinstance(node.op, gast.Pow):   # Python's int ** int does not overflow; Numba's does
+            return _call("_jrt", "power", [node.left, node.right])
         return node
 
     def visit_Call(self, node):
