@@ -128,9 +128,11 @@ def _bound(fn, primals):
     return bound
 
 
-def jvp(fn, primals, tangents):
+def jvp(fn, primals, tangents, *, jit=False):
     """``(fn(*primals), J @ tangents)``: the value and the directional derivative along
     ``tangents`` (one per primal; None for a primal that carries none), by forward mode.
+
+    ``jit``: run the tangent program compiled with Numba (srcgrad/jit/, as ``grad``'s).
 
     Example:
         >>> out, t = sg.jvp(np.sin, ...)   # doctest: +SKIP
@@ -147,6 +149,9 @@ def jvp(fn, primals, tangents):
     given = dict(zip(params, tangents))
     args = [bound.arguments[p] for p in compiled.params]
     args += [_as_tangent(given[p], bound.arguments[p]) for p in compiled.active]
+    if jit:
+        from srcgrad import jit as _jit
+        return _jit.jvp(fn, compiled, args)
     return compiled.function(*args)
 
 

@@ -285,3 +285,28 @@ def test_a_power_of_python_ints_is_not_compiled_where_int64_would_overflow():
     assert f"line {_line_of(_integer_power, 'overflows')}" in str(_jit_warnings(record)[0].message)
     assert _same(got, sg.grad(_integer_power, 1)(3, x))
     assert got[0] == float(3 ** 40)
+
+
+def test_jvp_with_jit_compiles_the_tangent_program_and_matches_it():
+    rng = np.random.default_rng(5)
+    args = 6 + 6 * rng.random(25), 5 + rng.random(25), 0.2 + 0.1 * rng.random(25)
+    tangents = (rng.standard_normal(25), None, rng.standard_normal(25))
+    out, tangent = _quiet(sg.jvp, _thermal, args, tangents, jit=True)
+    want_out, want_tangent = sg.jvp(_thermal, args, tangents)
+    assert math.isclose(out, want_out, rel_tol=RTOL)
+    assert math.isclose(tangent, want_tangent, rel_tol=RTOL)
+    # along the gradient's own direction: <grad, v>
+    assert math.isclose(tangent, np.dot(sg.grad(_thermal, (0, 2))(*args)[0], tangents[0])
+                        + np.dot(sg.grad(_thermal, (0, 2))(*args)[1], tangents[2]), rel_tol=1e-10)
+    x, y = rng.uniform(0.1, 2.0, 40), rng.uniform(0.1, 2.0, 40)
+    got = _quiet(sg.jvp, _elementwise, (x, y), (np.ones(40), None), jit=True)
+    want = sg.jvp(_elementwise, (x, y), (np.ones(40), None))
+    assert math.isclose(got[0], want[0], rel_tol=RTOL) and math.isclose(got[1], want[1], rel_tol=RTOL)
+
+
+def test_jvp_with_jit_falls_back_with_one_warning():
+    x = np.array([0.9, -1.3, 2.1])
+    with pytest.warns(JitFallbackWarning, match="WEIGHTS"):
+        got = sg.jvp(_reads_a_global_array, (x,), (np.ones(3),), jit=True)
+    want = sg.jvp(_reads_a_global_array, (x,), (np.ones(3),))
+    assert got == want

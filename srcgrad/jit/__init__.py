@@ -8,10 +8,11 @@ where Numba cannot compile it. Numba is imported on the first jit call only.
 
 import warnings
 
-from srcgrad.jit.dispatch import JitFallbackWarning, JitGradFunction
+from srcgrad.jit.dispatch import JitFallbackWarning, JitGradFunction, run_jvp
 from srcgrad.jit.translate import Refused
 
-__all__ = ["JitFallbackWarning", "JitGradFunction", "Refused", "available", "wrap", "wrap_vjp"]
+__all__ = ["JitFallbackWarning", "JitGradFunction", "Refused", "available", "wrap", "wrap_vjp",
+           "jvp"]
 
 
 def available():
@@ -71,3 +72,13 @@ class _JitBackward:
         if not retain_graph:
             backward.consumed, backward.saved = True, None
         return grads
+
+
+def jvp(fn, compiled, args):
+    """``sg.jvp(fn, ..., jit=True)``: the tangent program ``compiled`` (forward_api.CompiledJVP)
+    run on ``args``, compiled with Numba where it can be (one warning where not)."""
+    if not available():
+        warnings.warn("srcgrad jit: numba is not installed (pip install \"srcgrad[jit]\"); "
+                      "running the NumPy tangent program", JitFallbackWarning, stacklevel=3)
+        return compiled.function(*args)
+    return run_jvp(fn, compiled, args)

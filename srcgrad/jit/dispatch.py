@@ -184,8 +184,7 @@ class _Entry:
         refused = _unsupported(call_args)
         if refused:
             self.failed.add(_signature(call_args))
-            info = self.compiled.load[0]
-            _warn(refused, info.filename, info.first_lineno)
+            _warn(refused, *self._where())
             return owner._numpy(args, grad_outputs)
         dispatcher = self.dispatcher
         n = len(dispatcher.overloads)
@@ -206,9 +205,8 @@ class _Entry:
             self.only = None
             if not self.warned:
                 self.warned = True
-                info = self.compiled.load[0]
                 _warn(f"the compiled gradient raised {type(exc).__name__}: {exc}",
-                      info.filename, info.first_lineno)
+                      *self._where())
             return value
         finally:
             if dispatcher.signatures:
@@ -249,12 +247,16 @@ class _Entry:
                 construct = line[:200]
                 break
         found = re.findall(re.escape(self._filename) + r'", line (\d+)', text)
-        info = self.compiled.load[0]
         if found:
             origin = self._origin_of(int(found[-1]))
             if origin is not None:
                 return construct, origin.filename, origin.lineno
-        return construct, info.filename, info.first_lineno
+        return (construct,) + self._where()
+
+    def _where(self):
+        """The user's file and first line of the function."""
+        info = self.compiled.load[0]
+        return info.filename, info.first_lineno
 
     def _origin_of(self, lineno):
         return self.translation().origins().get(lineno)
@@ -301,3 +303,69 @@ def _warn(message, filename, lineno):
     where = f"{filename}, line {lineno}: " if filename else ""
     warnings.warn(f"srcgrad jit: {where}{message}; running the NumPy gradient",
                   JitFallbackWarning, stacklevel=4)
+
+
+class _JvpEntry(_Entry):
+    """``sg.jvp(..., jit=True)``: one tangent program (forward_api.CompiledJVP), compiled
+    with Numba per argument types, else run as it is (with one warning)."""
+
+    def __init__(self, compiled, fn):
+        super().__init__(compiled, "jvp")
+        self.fn = fn
+
+    def translation(self):
+        if self._translation is None:
+            self._translation = translate.translate_jvp(self.compiled, self.fn)
+        return self._translation
+
+    def _where(self):
+        code = self.fn.__code__
+        return code.co_filename, code.co_firstlineno
+
+    def run(self, args):
+        function = self.compiled.function
+        if self.refused is not None:
+            return function(*args)
+        if self.dispatcher is None:
+            try:
+                self.dispatcher = self._dispatcher()
+            except translate.Refused as exc:
+                self.refused = exc
+                _warn(f"{exc.construct} is not compiled", *exc.where())
+                return function(*args)
+        signature = _signature(args)
+        if signature in self.failed:
+            return function(*args)
+        refused = _unsupported(args)
+        if refused:
+            self.failed.add(signature)
+            _warn(refused, *self._where())
+            return function(*args)
+        dispatcher = self.dispatcher
+        n = len(dispatcher.overloads)
+        dispatcher.disable_compile(False)
+        try:
+            return dispatcher(*args)
+        except Exception as exc:
+            from numba.core.errors import NumbaError
+            if isinstance(exc, NumbaError) and len(dispatcher.overloads) == n:
+                self.failed.add(signature)
+                construct, file, line = self._locate(exc)
+                _warn(f"Numba cannot compile {construct}", file, line)
+                return function(*args)
+            value = function(*args)   # raises the tangent program's own error
+            self.failed.add(signature)
+            _warn(f"the compiled tangent program raised {type(exc).__name__}: {exc}",
+                  *self._where())
+            return value
+        finally:
+            if dispatcher.signatures:
+                dispatcher.disable_compile(True)
+
+
+def run_jvp(fn, compiled, args):
+    """``compiled.function(*args)`` (forward_api.jvp's call), compiled with Numba."""
+    entry = compiled.__dict__.get("_srcgrad_jit")
+    if entry is None:
+        entry = compiled._srcgrad_jit = _JvpEntry(compiled, fn)
+    return entry.run(tuple(args))

@@ -179,6 +179,20 @@ def _own(value):
     _refuse("own", value)
 
 
+def tangent_zero(value):
+    """See srcgrad.rules.jvp.tangent_zero."""
+
+
+@overload(tangent_zero)
+def _tangent_zero(value):
+    if isinstance(value, types.Array):
+        dtype = value.dtype if isinstance(value.dtype, (types.Float, types.Complex)) else types.float64
+        return lambda value: np.zeros(value.shape, dtype)
+    if _is_number(value):
+        return lambda value: 0.0
+    _refuse("tangent_zero", value)
+
+
 def power(a, b):
     """``a ** b``."""
 
@@ -201,7 +215,7 @@ def rev_range(r):
 
 # The rt helpers the translation maps (translate.py): any other rt.* call is refused.
 HELPERS = ("default_seed", "owned_zeros", "unbroadcast", "has_grad", "shape_of", "unreduce",
-           "reduction_size", "own")
+           "reduction_size", "own", "tangent_zero")
 
 
 # ----- The elementwise loops of loops.py -----

@@ -40,7 +40,7 @@ from srcgrad.transform import tape as tapes
 Static = anno.Static
 
 HELPERS = ("default_seed", "owned_zeros", "unbroadcast", "has_grad", "shape_of", "unreduce",
-           "reduction_size", "own")
+           "reduction_size", "own", "tangent_zero")
 BUILTINS = {"range", "len", "abs", "min", "max", "float", "int", "bool", "round", "print",
             "sum", "divmod", "pow", "enumerate", "zip"}
 SEED = "_sg_seed"
@@ -120,6 +120,32 @@ def translate(compiled, variant):
     trees = [t for k in kernels for t in (k.loop, k.original)]
     return Translation(name, emit.to_source(trees + [function]), namespace, function,
                        kernels, trees)
+
+
+def translate_jvp(compiled, fn):
+    """The tangent program ``compiled`` (forward_api.CompiledJVP) of ``fn`` as Numba source
+    (a Translation), or raises Refused. Its text is parsed again (the CompiledJVP keeps no
+    tree): a refusal names ``fn``'s first line."""
+    import textwrap
+    import types
+    from srcgrad.parse import Origin
+    code = fn.__code__
+    origin = Origin(code.co_filename, code.co_firstlineno, 0, None, fn.__name__)
+    tree = gast.parse(textwrap.dedent(compiled.source)).body[0]
+    name = "jit_" + re.sub(r"\W", "_", tree.name)
+    rewrite = _Rewrite(origin)
+    body = rewrite.block(tree.body)
+    if rewrite.tapes:
+        raise Refused("a tape in a tangent program", origin)
+    function = gast.FunctionDef(name=name, args=tree.args, body=body, decorator_list=[],
+                                returns=None, type_comment=None, type_params=[])
+    runs = loops.fuse(function, ())
+    loaded = compiled.function
+    cells = dict(zip(loaded.__code__.co_freevars, loaded.__closure__ or ()))
+    scope = types.SimpleNamespace(closure=cells, globals=loaded.__globals__)
+    namespace = _namespace(function, scope, {}, {r.name for r in runs})
+    trees = [t for r in runs for t in (r.loop, r.original)]
+    return Translation(name, emit.to_source(trees + [function]), namespace, function, runs, trees)
 
 
 def _compose(forward, backward, seed_value, variant):
