@@ -156,7 +156,9 @@ class _Entry:
             namespace[run.name] = jrt.elementwise_run(
                 run.name, run.params, run.n_inputs, run.targets, run.deps, namespace[run.loop.name],
                 namespace[run.original.name])
-        return numba.njit(**jrt.JIT_OPTIONS)(namespace[t.name])
+        dispatcher = numba.njit(**jrt.JIT_OPTIONS)(namespace[t.name])
+        dispatcher._can_compile = False   # compiled by _compile only, for types checked first
+        return dispatcher
 
     def call(self, owner, args, grad_outputs):
         if self.refused is not None:
@@ -187,19 +189,19 @@ class _Entry:
             _warn(refused, *self._where())
             return owner._numpy(args, grad_outputs)
         dispatcher = self.dispatcher
-        n = len(dispatcher.overloads)
-        start = time.perf_counter()
-        dispatcher.disable_compile(False)   # compiles only here, for the types checked above
+        try:
+            compile_s = _compile(dispatcher, call_args)
+        except Exception as exc:   # Numba's typing or lowering
+            self.failed.add(_signature(call_args))
+            self.only = None
+            construct, file, line = self._locate(exc)
+            _warn(f"Numba cannot compile {construct}", file, line)
+            return owner._numpy(args, grad_outputs)
+        if compile_s is not None:
+            owner.compile_times.append((_signature(call_args), compile_s))
         try:
             result = dispatcher(*call_args)
         except Exception as exc:
-            from numba.core.errors import NumbaError
-            if isinstance(exc, NumbaError) and len(dispatcher.overloads) == n:
-                self.failed.add(_signature(call_args))
-                self.only = None
-                construct, file, line = self._locate(exc)
-                _warn(f"Numba cannot compile {construct}", file, line)
-                return owner._numpy(args, grad_outputs)
             value = owner._numpy(args, grad_outputs)   # raises the NumPy gradient's error
             self.failed.add(_signature(call_args))   # these types run NumPy from now on
             self.only = None
@@ -208,11 +210,6 @@ class _Entry:
                 _warn(f"the compiled gradient raised {type(exc).__name__}: {exc}",
                       *self._where())
             return value
-        finally:
-            if dispatcher.signatures:
-                dispatcher.disable_compile(True)
-        if len(dispatcher.overloads) != n:
-            owner.compile_times.append((_signature(call_args), time.perf_counter() - start))
         if self.variant in ("grad", "seeded") and not self.failed:
             plan = owner.gradient._plan_of(self.compiled)
             if len(plan.wrt_positions) == 1 and not plan.many and plan.wrt_positions[0] is not None:
@@ -280,6 +277,26 @@ def _unsupported(args):
     return None
 
 
+def _compile(dispatcher, args):
+    """Compile ``dispatcher`` for the types of ``args`` (checked by ``_unsupported``), or
+    do nothing where it has them: the seconds it took, or None. Implicit compiles stay
+    off: a call with other types (another thread's, in the fast path) raises instead of
+    compiling them, inside Numba's compiler lock, which this holds while it compiles."""
+    import numba
+    from numba.core.compiler_lock import global_compiler_lock
+    signature = tuple(numba.typeof(a) for a in args)
+    if signature in dispatcher.overloads:
+        return None
+    start = time.perf_counter()
+    with global_compiler_lock:
+        dispatcher._can_compile = True
+        try:
+            dispatcher.compile(signature)
+        finally:
+            dispatcher._can_compile = False
+    return time.perf_counter() - start
+
+
 def _final(g, like):
     """``g`` is already what ``_finish_values`` makes of it for input ``like``."""
     if type(g) is numpy.ndarray:
@@ -342,25 +359,21 @@ class _JvpEntry(_Entry):
             _warn(refused, *self._where())
             return function(*args)
         dispatcher = self.dispatcher
-        n = len(dispatcher.overloads)
-        dispatcher.disable_compile(False)
+        try:
+            _compile(dispatcher, args)
+        except Exception as exc:   # Numba's typing or lowering
+            self.failed.add(signature)
+            construct, file, line = self._locate(exc)
+            _warn(f"Numba cannot compile {construct}", file, line)
+            return function(*args)
         try:
             return dispatcher(*args)
         except Exception as exc:
-            from numba.core.errors import NumbaError
-            if isinstance(exc, NumbaError) and len(dispatcher.overloads) == n:
-                self.failed.add(signature)
-                construct, file, line = self._locate(exc)
-                _warn(f"Numba cannot compile {construct}", file, line)
-                return function(*args)
             value = function(*args)   # raises the tangent program's own error
             self.failed.add(signature)
             _warn(f"the compiled tangent program raised {type(exc).__name__}: {exc}",
                   *self._where())
             return value
-        finally:
-            if dispatcher.signatures:
-                dispatcher.disable_compile(True)
 
 
 def run_jvp(fn, compiled, args):
