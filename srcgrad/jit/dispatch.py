@@ -29,6 +29,7 @@ from srcgrad.call_values import _LEAF_TYPES, _finish_values
 from srcgrad.jit import translate
 
 _SCALARS = (float, int, bool)
+_NUMPY = object()   # in JitGradFunction._fast: arguments like these run the NumPy gradient
 
 
 class JitFallbackWarning(UserWarning):
@@ -68,6 +69,8 @@ class JitGradFunction:
         variant = "seeded" if grad_outputs is not None else "value" if gfn.preserve_result \
             else "grad"
         entry = self._fast.get((variant, rank_keys(args)))
+        if entry is _NUMPY:
+            return gfn(*args, grad_outputs=grad_outputs)
         if entry is not None and entry.only is not None and entry.compiled.guard.holds(gfn.fn):
             # The common call: one gradient, compiled for these types already (compiling
             # is off outside entry.call: other types raise TypeError and go there).
@@ -93,6 +96,7 @@ class JitGradFunction:
             for value in args:
                 if type(value) not in _SCALARS and type(value) is not numpy.ndarray:
                     self._decline(f"a {type(value).__name__} argument")   # structures, CuPy, ...
+                    self._fast[(variant, rank_keys(args))] = _NUMPY   # (rank_keys tells them apart)
                     return gfn(*args, grad_outputs=grad_outputs)
             entry = self._entry(variant, args)
             self._fast[(variant, rank_keys(args))] = entry
