@@ -48,6 +48,11 @@ TARGET_LOOKUP_S = 5e-6                # a cached sg.grad(f) lookup
 TARGET_MEMORY = 1.5                   # peak memory of the gradient / hand-written
 TARGET_PEERS = ("torch", "jax", "autograd")   # srcgrad must be faster than these
 TARGET_W9_OVER_W5 = 1.1                # the dict-of-parameters MLP vs the positional one
+JIT = "sg.jit"                          # the column of sg.grad(f, wrt=..., jit=True) (Numba)
+# Targets of sg.grad(f, jit=True) / hand (issue 15); other rows: not slower than srcgrad
+# without jit (JIT_NOT_SLOWER: the jit time / the srcgrad time, with room for noise).
+TARGET_JIT = {"W8": 0.05, "W2": 0.1, "W3": 0.1, "W6-1e6": 0.5}
+JIT_NOT_SLOWER = 1.05
 
 
 def parse_args(argv=None):
@@ -460,6 +465,8 @@ def run_workload(w, cfg, device, peer_names):
         row["status"]["srcgrad"] = "FAIL"
         row["error"]["srcgrad"] = short_error(exc)
     contenders["hand"] = lambda: w.hand(*args, grad_outputs=go)
+    if jit_available():
+        add_jit(row, contenders, w, wrt, args, go, ref)
 
     # peers
     for name in peer_names:
@@ -517,6 +524,43 @@ def run_workload(w, cfg, device, peer_names):
     return row
 
 
+def jit_available():
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def add_jit(row, contenders, w, wrt, args, go, ref):
+    """The sg.jit contender: sg.grad(f, jit=True), its first call (translation, Numba
+    compile, one gradient) timed apart, and the fallback warning where Numba does not
+    compile it (then the column times the NumPy gradient it falls back to)."""
+    import warnings
+    from srcgrad.jit import JitFallbackWarning
+    try:
+        gj = sg.grad(w.fn, wrt=wrt, jit=True)
+        with warnings.catch_warnings(record=True) as record:
+            warnings.simplefilter("always", JitFallbackWarning)
+            t0 = time.perf_counter()
+            got = as_tuple(gj(*args, grad_outputs=go))
+            row["first_call"][JIT] = time.perf_counter() - t0
+        fell_back = [str(r.message) for r in record if issubclass(r.category, JitFallbackWarning)]
+        row["jit"] = {"compiled": not fell_back, "fallback": fell_back[0] if fell_back else None,
+                      "compile_s": [t for _, t in getattr(gj, "compile_times", [])]}
+        ok, err = agree(got, ref, w.dtype)
+        row["agreement"][JIT] = err
+        if ok:
+            row["status"][JIT] = "ok"
+            contenders[JIT] = lambda: gj(*args, grad_outputs=go)
+        else:
+            row["status"][JIT] = "FAIL"
+            row["error"][JIT] = f"gradient disagrees with hand-written (rel. err {err:.3g})"
+    except Exception as exc:
+        row["status"][JIT] = "FAIL"
+        row["error"][JIT] = short_error(exc)
+
+
 def print_times(row):
     """The per-contender lines of a workload's report (with /floor where the row has one)."""
     floor = row.get("floor")
@@ -542,6 +586,11 @@ def print_row(row):
     if row["first_call"]:
         print("   first call of each peer (tracing/compiling + one gradient): " + ", ".join(
             f"{n} {fmt_time(t)}" for n, t in row["first_call"].items()))
+    if "jit" in row:
+        j = row["jit"]
+        print("   sg.jit: " + ("compiled by Numba, compile " + ", ".join(fmt_time(t) for t in
+                                                                    j["compile_s"])
+                              if j["compiled"] else "NumPy fallback: " + j["fallback"]))
     if "memory" in row:
         m = row["memory"]
         print(f"   peak memory (tracemalloc): srcgrad {fmt_bytes(m['srcgrad'])}, hand "
@@ -565,6 +614,13 @@ def verdicts(row):
         if name in row["time"]:
             theirs = row["time"][name]["median"]
             out[f"faster than {name}"] = (mine < theirs, f"{theirs / mine:.1f}x")
+    if row["status"].get(JIT) == "ok" and JIT in row["ratio_to_hand"]:
+        rj = row["ratio_to_hand"][JIT]
+        if row["key"] in TARGET_JIT:
+            out["jit vs hand"] = (rj <= TARGET_JIT[row["key"]], f"{rj:.3f} <= {TARGET_JIT[row['key']]}")
+        else:
+            rs = rj / r
+            out["jit not slower"] = (rs <= JIT_NOT_SLOWER, f"{rs:.2f} <= {JIT_NOT_SLOWER}")
     if "memory" in row:
         m = row["memory"]["ratio"]
         out["memory"] = (m <= TARGET_MEMORY, f"{m:.2f} <= {TARGET_MEMORY}")
@@ -574,8 +630,13 @@ def verdicts(row):
     return out
 
 
+def with_jit(rows):
+    """[JIT] where some row has the jit column, else []."""
+    return [JIT] if any(JIT in row["status"] for row in rows) else []
+
+
 def print_summary(rows, peer_names, thirty):
-    cols = ["srcgrad"] + [n for n in peer_names]
+    cols = ["srcgrad"] + with_jit(rows) + [n for n in peer_names]
     print("\n== Summary: median gradient time / median hand-written gradient time "
           "(lower is better; hand = 1.00).\n   sg(min): the same ratio of the fastest samples; "
           "sg/fwd, hand/fwd: gradient / forward; mem: peak memory srcgrad / hand")
@@ -635,7 +696,7 @@ def print_summary(rows, peer_names, thirty):
 
 def markdown(rows, peer_names, thirty, info):
     """The summary as Markdown: ratios to the hand-written gradient, times, targets."""
-    cols = ["srcgrad"] + list(peer_names)
+    cols = ["srcgrad"] + with_jit(rows) + list(peer_names)
     out = [f"Measured {time.strftime('%Y-%m-%d')}: srcgrad git {info.get('git')}, python "
            f"{info['python']}, numpy {info['numpy']}, "
            + ", ".join(f"{n} {v}" for n, v in info["peers"].items() if v and n in peer_names)
@@ -659,6 +720,19 @@ def markdown(rows, peer_names, thirty, info):
         out.append(f"| {row['key']} | {fmt_time(row['time']['hand']['median'])} | "
                    + " | ".join(cells) + f" | {'-' if sgmin is None else f'{sgmin:.2f}'} | "
                    f"<= {limit} | {'yes' if not missed else 'no: ' + ', '.join(missed)} |")
+    jit_rows = [row for row in rows if "jit" in row]
+    if jit_rows:
+        out += ["", f"{JIT}: sg.grad(f, jit=True) (Numba): its time / hand, / srcgrad without "
+                f"jit, and its first call (translation, Numba compile, one gradient):", "",
+                "| workload | sg.jit / hand | sg.jit / srcgrad | first call | compiled |",
+                "|---|---:|---:|---:|---|"]
+        for row in jit_rows:
+            r = row["ratio_to_hand"]
+            over_hand = f"{r[JIT]:.3f}" if JIT in r else "-"
+            over_sg = f"{r[JIT] / r['srcgrad']:.2f}" if JIT in r and "srcgrad" in r else "-"
+            compiled = "yes" if row["jit"]["compiled"] else "no (NumPy fallback)"
+            out.append(f"| {row['key']} | {over_hand} | {over_sg} | "
+                       f"{fmt_time(row['first_call'].get(JIT))} | {compiled} |")
     out += ["", "Times (median, with min and max), gradient/forward, first compile, cached "
             "lookup and peak memory:", "",
             "| workload | forward | srcgrad | hand | srcgrad / forward | hand / forward | "

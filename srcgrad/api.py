@@ -443,7 +443,7 @@ class _CallPlan:
 
 
 def grad(fn, wrt=0, *, allow_unused=False, materialize_grads=False, preserve_result=False,
-         hooks=None, fuse=False, has_aux=False):
+         hooks=None, fuse=False, has_aux=False, jit=False):
     """The gradient of ``fn`` with respect to ``wrt``, as a function of ``fn``'s arguments.
 
     Args:
@@ -467,9 +467,12 @@ def grad(fn, wrt=0, *, allow_unused=False, materialize_grads=False, preserve_res
             differentiated (``grad_outputs`` seeds it), and the call returns
             ``(gradients, aux)`` (with ``preserve_result``, ``((output, aux), gradients)``).
             ``aux`` is any value, computed as ``fn`` computes it, with no gradient.
+        jit: compile the gradient with Numba (``pip install "srcgrad[jit]"``) on its
+            first call for each argument types; what Numba cannot compile runs the
+            NumPy gradient, with one warning (srcgrad/jit/).
 
     Returns:
-        A GradFunction; call it as ``g(*args, grad_outputs=None, **kwargs)``.
+        A GradFunction (with ``jit=True``, a jit.JitGradFunction); call it as ``g(*args, grad_outputs=None, **kwargs)``.
 
     Example:
         >>> import numpy as np, srcgrad as sg
@@ -478,8 +481,12 @@ def grad(fn, wrt=0, *, allow_unused=False, materialize_grads=False, preserve_res
         >>> sg.grad(f)(np.array([1.0, 2.0]))
         array([2., 4.])
     """
-    return GradFunction(fn, wrt, allow_unused, materialize_grads, preserve_result, hooks, fuse,
-                        has_aux)
+    gfn = GradFunction(fn, wrt, allow_unused, materialize_grads, preserve_result, hooks, fuse,
+                       has_aux)
+    if jit:
+        from srcgrad import jit as _jit
+        return _jit.wrap(gfn)
+    return gfn
 
 
 def value_and_grad(fn, wrt=0, **options):
@@ -530,14 +537,15 @@ class _Backward:
 
 
 def vjp(fn, wrt=0, *, allow_unused=False, materialize_grads=False, hooks=None, fuse=False,
-        has_aux=False):
+        has_aux=False, jit=False):
     """Split reverse mode: ``out, backward = vjp(f, wrt)(*args)``.
 
     ``backward(grad_outputs=None, retain_graph=False)`` returns the gradients;
     calling it again requires ``retain_graph=True`` on the previous call, as in
     PyTorch. With ``has_aux=True`` (``fn`` returns ``(output, aux)``):
     ``out, backward, aux = vjp(f, wrt, has_aux=True)(*args)``, ``backward`` seeding
-    the output only.
+    the output only. ``jit``: ``backward`` runs the gradient compiled with Numba
+    (srcgrad/jit/, as ``grad(..., jit=True)``).
     """
     gfn = GradFunction(fn, wrt, allow_unused, materialize_grads, hooks=hooks, fuse=fuse,
                        has_aux=has_aux)
@@ -561,6 +569,9 @@ def vjp(fn, wrt=0, *, allow_unused=False, materialize_grads=False, hooks=None, f
         return out, _Backward(gfn, compiled, saved, out, inputs, options)
 
     run.__name__ = f"vjp_{getattr(fn, '__name__', 'f')}"
+    if jit:
+        from srcgrad import jit as _jit
+        return _jit.wrap_vjp(run, gfn)
     return run
 
 

@@ -204,22 +204,24 @@ def _bound(fn, primals):
     return bound
 
 
-def jvp(fn, primals, tangents):
+def jvp(fn, primals, tangents, *, jit=False):
     """``(fn(*primals), J @ tangents)``: the value and the directional derivative along
     ``tangents`` (one per primal; None for a primal that carries none), by forward mode.
     A structured primal (dict, list, tuple, dataclass...) takes a tangent of its
     structure; the output's tangent has the output's structure. An integer or boolean
     primal's tangent is None or zero (a nonzero one raises TypeError).
 
+    ``jit``: run the tangent program compiled with Numba (srcgrad/jit/, as ``grad``'s).
+
     Example:
         >>> out, t = sg.jvp(np.sin, ...)   # doctest: +SKIP
         >>> out, t = sg.jvp(f, (x, W), (dx, np.zeros_like(W)))
         >>> out, t = sg.jvp(loss, (params, x), (dparams, None))   # params a dict of arrays
     """
-    return run(fn, primals, tangents)
+    return run(fn, primals, tangents, jit=jit)
 
 
-def run(fn, primals, tangents, values=True):
+def run(fn, primals, tangents, values=True, jit=False):
     """``jvp``; with ``values=False`` the program returns the tangent only (its value
     entry is not computed where no tangent reads it: hvp's ``dW1 = X.T @ g``)."""
     primals, tangents = tuple(primals), tuple(tangents)
@@ -233,6 +235,9 @@ def run(fn, primals, tangents, values=True):
     compiled = _compiled(fn, [p for p in params if given[p] is not None], values)
     args = [bound.arguments[p] for p in compiled.params]
     args += [given[p] for p in compiled.active]
+    if jit:
+        from srcgrad import jit as _jit
+        return _jit.jvp(fn, compiled, args)
     try:   # free until something raises
         return compiled.function(*args)
     except Exception as exc:

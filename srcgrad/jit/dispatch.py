@@ -1,0 +1,388 @@
+"""The lazy dispatcher behind ``sg.grad(f, jit=True)``.
+
+``JitGradFunction`` wraps a GradFunction (api.py). A call picks the compiled gradient
+the NumPy path would run for its arguments (``compiled_for``: by ranks and structure),
+translates it once (translate.py) and hands it to ``numba.njit``, which compiles on
+the first call for each signature of argument types (dtype, ndim, layout; Python
+float, int, bool) and reuses it for the same types. What is not compiled runs the
+NumPy gradient, with one ``JitFallbackWarning`` naming the construct and the user's
+file and line:
+
+* the translation refuses a construct (``Refused``): once per compiled gradient;
+* Numba's typing or lowering fails: once per signature, which is not tried again;
+* the compiled code raises: that call is run again by the NumPy gradient, which
+  raises its own error, or returns what the jit code could not (warned once).
+
+The results are the NumPy gradient's, to rounding (the same operations in the same
+order; NumPy's vectorised transcendental functions may round the last bit differently).
+"""
+
+import linecache
+import re
+import time
+import warnings
+
+import numpy
+
+from srcgrad.analysis.ranks import rank_keys
+from srcgrad.call_values import _LEAF_TYPES, _finish_values
+from srcgrad.jit import translate
+
+_SCALARS = (float, int, bool)
+_NUMPY = object()   # in JitGradFunction._fast: arguments like these run the NumPy gradient
+
+
+class JitFallbackWarning(UserWarning):
+    """A jit=True gradient runs the NumPy code for a construct Numba does not compile."""
+
+
+class JitGradFunction:
+    """``sg.grad(f, jit=True)``: the gradient ``gfn`` computes, compiled with Numba where
+    the function allows it. Attributes: ``gradient`` (the NumPy GradFunction),
+    ``compile_times`` (a list of ``(signature, seconds)``, one per Numba compile)."""
+
+    def __init__(self, gfn):
+        self.gradient = gfn
+        self.compile_times = []
+        self._declines = bool(gfn.hook_names or gfn.has_aux)   # always the NumPy gradient
+        self._entries = {}   # (id(compiled), variant) -> _Entry
+        self._fast = {}      # (variant, rank_keys(args)) -> _Entry
+
+    @property
+    def __name__(self):
+        return self.gradient.__name__
+
+    @property
+    def source(self):
+        return self.gradient.source
+
+    def jit_source(self, *args, grad_outputs=None):
+        """The Numba source a call with ``args`` compiles (raises Refused where none)."""
+        return self._entry(self._variant(grad_outputs), args).translation().source
+
+    def __call__(self, *args, grad_outputs=None, **kwargs):
+        gfn = self.gradient
+        if kwargs or self._declines:
+            self._decline("keyword arguments" if kwargs else "hooks" if gfn.hook_names
+                          else "has_aux")
+            return gfn(*args, grad_outputs=grad_outputs, **kwargs)
+        variant = "seeded" if grad_outputs is not None else "value" if gfn.preserve_result \
+            else "grad"
+        entry = self._fast.get((variant, rank_keys(args)))
+        if entry is _NUMPY:
+            return gfn(*args, grad_outputs=grad_outputs)
+        if entry is not None and entry.only is not None and entry.compiled.guard.holds(gfn.fn):
+            # The common call: one gradient, compiled for these types already (compiling
+            # is off outside entry.call: other types raise TypeError and go there).
+            try:
+                if grad_outputs is None:
+                    grads = entry.dispatcher(*args)
+                else:
+                    seed = grad_outputs
+                    if type(seed) is not numpy.ndarray and type(seed) is not float:
+                        return entry.call(self, args, grad_outputs)
+                    out, grads = entry.dispatcher(*args, seed)
+                    if type(out) is not type(seed) or type(seed) is numpy.ndarray and \
+                            out.shape != seed.shape:
+                        return entry._finish(self, args, grad_outputs, seed, (out, grads))
+            except Exception:
+                return entry.call(self, args, grad_outputs)
+            g, like = grads[0], args[entry.only]
+            if type(g) is numpy.ndarray and g.dtype is getattr(like, "dtype", None) and \
+                    g.shape == like.shape and g.flags.writeable or type(g) is type(like) is float:
+                return g
+            return entry._finish(self, args, grad_outputs, None, grads)
+        if entry is None or not entry.compiled.guard.holds(gfn.fn):
+            for value in args:
+                if type(value) not in _SCALARS and type(value) is not numpy.ndarray:
+                    self._decline(f"a {type(value).__name__} argument")   # structures, CuPy, ...
+                    self._fast[(variant, rank_keys(args))] = _NUMPY   # (rank_keys tells them apart)
+                    return gfn(*args, grad_outputs=grad_outputs)
+            entry = self._entry(variant, args)
+            self._fast[(variant, rank_keys(args))] = entry
+        return entry.call(self, args, grad_outputs)
+
+    def _decline(self, what):
+        """One warning per construct that runs the NumPy gradient without a translation."""
+        declined = self.__dict__.setdefault("_declined", set())
+        if what not in declined:
+            declined.add(what)
+            code = getattr(self.gradient.fn, "__code__", None)
+            _warn(f"{what} is not compiled", code and code.co_filename,
+                  code and code.co_firstlineno)
+
+    def _variant(self, grad_outputs):
+        if grad_outputs is not None:
+            return "seeded"
+        return "value" if self.gradient.preserve_result else "grad"
+
+    def _entry(self, variant, args):
+        compiled = self.gradient.compiled_for(args)
+        key = (id(compiled), variant)
+        entry = self._entries.get(key)
+        if entry is None or entry.compiled is not compiled:
+            entry = self._entries[key] = _Entry(compiled, variant)
+        return entry
+
+    def _numpy(self, args, grad_outputs):
+        return self.gradient(*args, grad_outputs=grad_outputs)
+
+
+class _Entry:
+    """One compiled gradient in one variant: its translation and Numba dispatcher."""
+
+    def __init__(self, compiled, variant):
+        self.compiled = compiled
+        self.variant = variant
+        self.dispatcher = None
+        self.refused = None        # the Refused, once the translation refused
+        self.failed = set()        # signatures Numba could not compile
+        self.warned = False        # the run-time fallback was warned about
+        self._translation = None
+        self.only = None   # the one wrt position of grad's common call, once it compiled
+
+    def translation(self):
+        if self._translation is None:
+            self._translation = translate.translate(self.compiled, self.variant)
+        return self._translation
+
+    def _dispatcher(self):
+        from srcgrad.jit import runtime as jrt
+        import numba
+        t = self.translation()
+        filename = f"<srcgrad-jit {t.name} {id(self):x}>"
+        lines = t.source.splitlines(True)
+        linecache.cache[filename] = (len(t.source), None, lines, filename)
+        namespace = dict(t.namespace, _jrt=jrt)
+        exec(compile(t.source, filename, "exec"), namespace)
+        self._filename = filename
+        for run in t.runs:   # the main function calls them through its globals
+            namespace[run.name] = jrt.elementwise_run(
+                run.name, run.params, run.n_inputs, run.targets, run.deps, namespace[run.loop.name],
+                namespace[run.original.name])
+        dispatcher = numba.njit(**jrt.JIT_OPTIONS)(namespace[t.name])
+        dispatcher._can_compile = False   # compiled by _compile only, for types checked first
+        return dispatcher
+
+    def call(self, owner, args, grad_outputs):
+        if self.refused is not None:
+            return owner._numpy(args, grad_outputs)
+        if self.dispatcher is None:
+            try:
+                self.dispatcher = self._dispatcher()
+            except translate.Refused as exc:
+                self.refused = exc
+                file, line = exc.where()
+                _warn(f"{exc.construct} is not compiled", file, line)
+                return owner._numpy(args, grad_outputs)
+        seed = None
+        if grad_outputs is not None:
+            seed = grad_outputs
+            if isinstance(seed, (list, tuple)):
+                seed = numpy.asarray(seed)
+            if not (type(seed) in _SCALARS or type(seed) is numpy.ndarray):
+                return owner._numpy(args, grad_outputs)
+            call_args = args + (seed,)
+        else:
+            call_args = args
+        if self.failed and _signature(call_args) in self.failed:
+            return owner._numpy(args, grad_outputs)
+        refused = _unsupported(call_args)
+        if refused:
+            self.failed.add(_signature(call_args))
+            _warn(refused, *self._where())
+            return owner._numpy(args, grad_outputs)
+        dispatcher = self.dispatcher
+        try:
+            compile_s = _compile(dispatcher, call_args)
+        except Exception as exc:   # Numba's typing or lowering
+            self.failed.add(_signature(call_args))
+            self.only = None
+            construct, file, line = self._locate(exc)
+            _warn(f"Numba cannot compile {construct}", file, line)
+            return owner._numpy(args, grad_outputs)
+        if compile_s is not None:
+            owner.compile_times.append((_signature(call_args), compile_s))
+        try:
+            result = dispatcher(*call_args)
+        except Exception as exc:
+            value = owner._numpy(args, grad_outputs)   # raises the NumPy gradient's error
+            self.failed.add(_signature(call_args))   # these types run NumPy from now on
+            self.only = None
+            if not self.warned:
+                self.warned = True
+                _warn(f"the compiled gradient raised {type(exc).__name__}: {exc}",
+                      *self._where())
+            return value
+        if self.variant in ("grad", "seeded") and not self.failed:
+            plan = owner.gradient._plan_of(self.compiled)
+            if len(plan.wrt_positions) == 1 and not plan.many and plan.wrt_positions[0] is not None:
+                self.only = plan.wrt_positions[0]
+        return self._finish(owner, args, grad_outputs, seed, result)
+
+    def _finish(self, owner, args, grad_outputs, seed, result):
+        gfn = owner.gradient
+        if self.variant == "grad":
+            grads, out = result, None
+        else:
+            out, grads = result
+            if seed is not None and numpy.shape(out) != numpy.shape(seed):
+                return owner._numpy(args, grad_outputs)   # raises the NumPy path's error
+        plan = gfn._plan_of(self.compiled)
+        likes = [None if k is None else args[k] for k in plan.wrt_positions]
+        if not all(map(_final, grads, likes)):
+            grads = _finish_values(grads, self.compiled.wrt, likes, gfn.allow_unused,
+                                   gfn.materialize_grads)
+        grads = grads if plan.many else grads[0]
+        return (out, grads) if gfn.preserve_result else grads
+
+    def _locate(self, exc):
+        """What Numba refused (its message's first line) and the user's file and line
+        of the generated line it names."""
+        text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc))
+        construct = type(exc).__name__
+        mine = re.search(r"srcgrad jit: (rt\.\w+ of [^\n]*)", text)   # runtime.py's refusals
+        for line in ([mine.group(1)] if mine else []) + text.splitlines():
+            line = line.strip()
+            if line and not line.startswith(("Failed in ", "- Resolution failure", "File ")):
+                construct = line[:200]
+                break
+        found = re.findall(re.escape(self._filename) + r'", line (\d+)', text)
+        if found:
+            origin = self._origin_of(int(found[-1]))
+            if origin is not None:
+                return construct, origin.filename, origin.lineno
+        return (construct,) + self._where()
+
+    def _where(self):
+        """The user's file and first line of the function."""
+        info = self.compiled.load[0]
+        return info.filename, info.first_lineno
+
+    def _origin_of(self, lineno):
+        return self.translation().origins().get(lineno)
+
+
+_DTYPES = (numpy.dtype(numpy.float64), numpy.dtype(numpy.int64), numpy.dtype(numpy.bool_))
+
+
+def _unsupported(args):
+    """Why arguments of these types run the NumPy gradient, or None. Numba computes
+    with a float32 array's elements in float64 where NumPy keeps float32 (a Python
+    float is weak in NumPy, a float64 in Numba): only float64, int64 and bool arrays
+    and Python floats, ints and bools are compiled, so that a result never differs."""
+    for a in args:
+        if type(a) is numpy.ndarray:
+            if a.dtype not in _DTYPES:
+                return f"{a.dtype} arrays are not compiled (NumPy's {a.dtype} scalar " \
+                       f"arithmetic rounds differently from Numba's)"
+        elif type(a) not in _SCALARS:
+            return f"a {type(a).__name__} argument is not compiled"
+    return None
+
+
+def _compile(dispatcher, args):
+    """Compile ``dispatcher`` for the types of ``args`` (checked by ``_unsupported``), or
+    do nothing where it has them: the seconds it took, or None. Implicit compiles stay
+    off: a call with other types (another thread's, in the fast path) raises instead of
+    compiling them, inside Numba's compiler lock, which this holds while it compiles."""
+    import numba
+    from numba.core.compiler_lock import global_compiler_lock
+    signature = tuple(numba.typeof(a) for a in args)
+    if signature in dispatcher.overloads:
+        return None
+    start = time.perf_counter()
+    with global_compiler_lock:
+        dispatcher._can_compile = True
+        try:
+            dispatcher.compile(signature)
+        finally:
+            dispatcher._can_compile = False
+    return time.perf_counter() - start
+
+
+def _final(g, like):
+    """``g`` is already what ``_finish_values`` makes of it for input ``like``."""
+    if type(g) is numpy.ndarray:
+        return type(like) is numpy.ndarray and g.dtype is like.dtype and g.shape == like.shape \
+            and g.flags.writeable
+    return type(g) is type(like) is float
+
+
+def _signature(args):
+    out = []
+    for a in args:
+        if type(a) is numpy.ndarray:
+            out.append((a.dtype.str, a.ndim, a.flags.c_contiguous, a.flags.f_contiguous,
+                        a.flags.writeable))
+        else:
+            out.append(type(a))
+    return tuple(out)
+
+
+def _warn(message, filename, lineno):
+    where = f"{filename}, line {lineno}: " if filename else ""
+    warnings.warn(f"srcgrad jit: {where}{message}; running the NumPy gradient",
+                  JitFallbackWarning, stacklevel=4)
+
+
+class _JvpEntry(_Entry):
+    """``sg.jvp(..., jit=True)``: one tangent program (forward_api.CompiledJVP), compiled
+    with Numba per argument types, else run as it is (with one warning)."""
+
+    def __init__(self, compiled, fn):
+        super().__init__(compiled, "jvp")
+        self.fn = fn
+
+    def translation(self):
+        if self._translation is None:
+            self._translation = translate.translate_jvp(self.compiled, self.fn)
+        return self._translation
+
+    def _where(self):
+        code = self.fn.__code__
+        return code.co_filename, code.co_firstlineno
+
+    def run(self, args):
+        function = self.compiled.function
+        if self.refused is not None:
+            return function(*args)
+        if self.dispatcher is None:
+            try:
+                self.dispatcher = self._dispatcher()
+            except translate.Refused as exc:
+                self.refused = exc
+                _warn(f"{exc.construct} is not compiled", *exc.where())
+                return function(*args)
+        signature = _signature(args)
+        if signature in self.failed:
+            return function(*args)
+        refused = _unsupported(args)
+        if refused:
+            self.failed.add(signature)
+            _warn(refused, *self._where())
+            return function(*args)
+        dispatcher = self.dispatcher
+        try:
+            _compile(dispatcher, args)
+        except Exception as exc:   # Numba's typing or lowering
+            self.failed.add(signature)
+            construct, file, line = self._locate(exc)
+            _warn(f"Numba cannot compile {construct}", file, line)
+            return function(*args)
+        try:
+            return dispatcher(*args)
+        except Exception as exc:
+            value = function(*args)   # raises the tangent program's own error
+            self.failed.add(signature)
+            _warn(f"the compiled tangent program raised {type(exc).__name__}: {exc}",
+                  *self._where())
+            return value
+
+
+def run_jvp(fn, compiled, args):
+    """``compiled.function(*args)`` (forward_api.jvp's call), compiled with Numba."""
+    entry = compiled.__dict__.get("_srcgrad_jit")
+    if entry is None:
+        entry = compiled._srcgrad_jit = _JvpEntry(compiled, fn)
+    return entry.run(tuple(args))

@@ -1,0 +1,341 @@
+"""Numba-compatible forms of the srcgrad runtime helpers (``rt.*``) the jit sweeps call.
+
+Each helper has the NumPy helper's meaning for the types it accepts (srcgrad/runtime/);
+for any other type its typing raises ``TypingError``, so that the whole gradient falls
+back to the NumPy code (dispatch.py) rather than compute something else. A helper that
+cannot tell at compile time whether it applies (shapes are run-time values) raises
+``ValueError`` at run time: the call is run again by the NumPy gradient.
+
+Importing this module needs numba.
+"""
+
+import numpy as np
+from numba import njit, types
+from numba.core.errors import TypingError
+from numba.extending import overload
+
+JIT_OPTIONS = dict(error_model="numpy", boundscheck=True, nogil=True)
+
+
+def _refuse(helper, *values):
+    raise TypingError(f"srcgrad jit: rt.{helper} of {', '.join(str(v) for v in values)}")
+
+
+def _is_number(t):
+    return isinstance(t, (types.Float, types.Integer, types.Boolean))
+
+
+def _is_shape(t):
+    return isinstance(t, types.UniTuple) and isinstance(t.dtype, types.Integer) or \
+        (isinstance(t, types.Tuple) and len(t.types) == 0)
+
+
+def _ndim_of(t):
+    if isinstance(t, types.Array):
+        return t.ndim
+    if _is_shape(t):
+        return len(t)
+    if _is_number(t):
+        return 0
+    return None
+
+
+def default_seed(out):
+    """See srcgrad.runtime.default_seed."""
+
+
+def owned_zeros(x):
+    """See srcgrad.runtime.owned_zeros."""
+
+
+def unbroadcast(g, x):
+    """See srcgrad.runtime.unbroadcast."""
+
+
+def has_grad(g):
+    """See srcgrad.runtime.has_grad."""
+
+
+def shape_of(value):
+    """See srcgrad.runtime.shape_of."""
+
+
+def unreduce(g, x, axis=None, keepdims=False):
+    """See srcgrad.runtime.unreduce."""
+
+
+def reduction_size(x, axis=None, at_least=0):
+    """See srcgrad.runtime.reduction_size."""
+
+
+@overload(default_seed)
+def _default_seed(out):
+    if isinstance(out, types.Float):
+        return lambda out: 1.0
+    if isinstance(out, types.Array) and isinstance(out.dtype, types.Float):
+        def seed(out):
+            if out.size != 1:
+                raise ValueError("srcgrad jit: the output is not a scalar")
+            return np.ones_like(out)
+        return seed
+    _refuse("default_seed", out)
+
+
+@overload(owned_zeros)
+def _owned_zeros(x):
+    if isinstance(x, types.Array):
+        dtype = x.dtype if isinstance(x.dtype, (types.Float, types.Complex)) else types.float64
+        return lambda x: np.zeros(x.shape, dtype)
+    _refuse("owned_zeros", x)
+
+
+@overload(unbroadcast)
+def _unbroadcast(g, x):
+    if _is_number(g):
+        return lambda g, x: g
+    if not isinstance(g, types.Array):
+        _refuse("unbroadcast", g, x)
+    target = _ndim_of(x)
+    if target == 0:
+        return lambda g, x: np.sum(g)   # summed down to a scalar's shape ()
+    if target != g.ndim:
+        _refuse("unbroadcast", g, x)   # other ranks: the NumPy gradient sums
+    if isinstance(x, types.Array):
+        def same(g, x):
+            if g.shape != x.shape:
+                raise ValueError("srcgrad jit: unbroadcast of another shape")
+            return g
+        return same
+
+    def same_shape(g, x):
+        if g.shape != x:
+            raise ValueError("srcgrad jit: unbroadcast of another shape")
+        return g
+    return same_shape
+
+
+@overload(has_grad)
+def _has_grad(g):
+    if _is_number(g):
+        return lambda g: g != 0
+    if isinstance(g, types.Array) and g.ndim > 0:
+        return lambda g: True
+    _refuse("has_grad", g)
+
+
+@overload(shape_of)
+def _shape_of(value):
+    if isinstance(value, types.Array):
+        return lambda value: value.shape
+    if _is_number(value):
+        return lambda value: ()
+    _refuse("shape_of", value)
+
+
+def _none(t):
+    return t is None or isinstance(t, (types.NoneType, types.Omitted)) and \
+        getattr(t, "value", None) is None
+
+
+def _false(t):
+    return t is False or isinstance(t, types.Omitted) and t.value is False or \
+        isinstance(t, types.BooleanLiteral) and t.literal_value is False
+
+
+@overload(unreduce)
+def _unreduce(g, x, axis=None, keepdims=False):
+    # A full reduction's scalar gradient spread over x's shape (np.full: a writable copy
+    # of what the NumPy helper returns as a read-only view).
+    if _is_number(g) and _none(axis) and _false(keepdims):
+        if isinstance(x, types.Array):
+            return lambda g, x, axis=None, keepdims=False: np.full(x.shape, g)
+        if _is_shape(x):
+            return lambda g, x, axis=None, keepdims=False: np.full(x, g)
+        if _is_number(x):
+            return lambda g, x, axis=None, keepdims=False: g
+    _refuse("unreduce", g, x, axis, keepdims)
+
+
+@overload(reduction_size)
+def _reduction_size(x, axis=None, at_least=0):
+    if isinstance(x, types.Array) and _none(axis):
+        def size(x, axis=None, at_least=0):
+            n = x.size
+            return n if n >= at_least else at_least
+        return size
+    _refuse("reduction_size", x, axis)
+
+
+def own(value):
+    """See srcgrad.runtime.own."""
+
+
+@overload(own)
+def _own(value):
+    if isinstance(value, types.Array):
+        return lambda value: value.copy()
+    if _is_number(value):
+        return lambda value: value
+    _refuse("own", value)
+
+
+def tangent_zero(value):
+    """See srcgrad.rules.jvp.tangent_zero."""
+
+
+@overload(tangent_zero)
+def _tangent_zero(value):
+    if isinstance(value, types.Array):
+        dtype = value.dtype if isinstance(value.dtype, (types.Float, types.Complex)) else types.float64
+        return lambda value: np.zeros(value.shape, dtype)
+    if _is_number(value):
+        return lambda value: 0.0
+    _refuse("tangent_zero", value)
+
+
+def tangent_like(t, y):
+    """See srcgrad.rules.jvp.tangent_like."""
+
+
+@overload(tangent_like)
+def _tangent_like(t, y):
+    if _is_number(y) and _is_number(t):
+        return lambda t, y: t
+    if isinstance(y, types.Array) and isinstance(t, types.Array) and t.ndim == y.ndim:
+        def same(t, y):
+            if t.shape != y.shape:
+                raise ValueError("srcgrad jit: tangent_like of another shape")
+            return t
+        return same
+    if isinstance(y, types.Array) and _is_number(t):
+        return lambda t, y: np.full(y.shape, t, np.float64)
+    _refuse("tangent_like", t, y)
+
+
+def power(a, b):
+    """``a ** b``."""
+
+
+@overload(power)
+def _power(a, b):
+    if isinstance(a, types.Integer) and isinstance(b, types.Integer) or \
+            isinstance(a, types.Array) and isinstance(a.dtype, types.Integer) and \
+            isinstance(b, (types.Integer, types.Array)) and not isinstance(b, types.Boolean):
+        _refuse("power of integers", a, b)   # Python ints do not overflow
+    return lambda a, b: a ** b
+
+
+@njit(**JIT_OPTIONS)
+def rev_range(r):
+    """``reversed(r)`` of a range: the same values, last first."""
+    n = len(r)
+    return range(r.start + (n - 1) * r.step, r.start - r.step, -r.step)
+
+
+# The rt helpers the translation maps (translate.py): any other rt.* call is refused.
+HELPERS = ("default_seed", "owned_zeros", "unbroadcast", "has_grad", "shape_of", "unreduce",
+           "reduction_size", "own", "tangent_zero")
+
+
+# ----- The elementwise loops of loops.py -----
+
+def any_array(values):
+    """Whether any of ``values`` is an array (decided when Numba types the call)."""
+
+
+def first_array(values):
+    """The first array among ``values``."""
+
+
+def flat(value):
+    """An array as one dimension (a view of a C-contiguous one); a number as it is."""
+
+
+def item(value, i):
+    """Element ``i`` of a flat array; a number as it is."""
+
+
+def _float64_c(t):
+    return isinstance(t, types.Array) and t.dtype == types.float64 and t.layout == "C" and t.ndim > 0
+
+
+def _made(source, name, **names):
+    namespace = {"np": np, **names}
+    exec(source, namespace)
+    return namespace[name]
+
+
+def elementwise_run(name, params, n_inputs, targets, deps, loop, original):
+    """The function ``name(*params)`` an elementwise run of loops.py is called as: when
+    Numba types a call, ``loop`` (one loop over the elements) where every array among
+    the inputs is float64, C-contiguous, of one number of dimensions, and each output
+    depends on an array (``deps``); else ``original`` (the run's statements as they were).
+    The loop checks at run time that the arrays have one shape, and that each target
+    (``params[k]`` for k in ``targets``: an array or a shape an unbroadcast sums to) has it too, else
+    it runs ``original``: a result never changes."""
+    loop, original = njit(**JIT_OPTIONS)(loop), njit(**JIT_OPTIONS)(original)
+    args = ", ".join(params)
+    stub = _made(f"def {name}({args}):\n    pass\n", name)
+
+    def typing(*types_):
+        arrays = [k for k in range(n_inputs) if isinstance(types_[k], types.Array)]
+        fits = arrays and all(_float64_c(types_[k]) for k in arrays) and \
+            all(_is_number(types_[k]) for k in range(n_inputs) if k not in arrays) and \
+            len({types_[k].ndim for k in arrays}) == 1 and \
+            all(any(isinstance(types_[k], types.Array) for k in d) for d in deps)
+        checks = []
+        if fits:
+            ndim = types_[arrays[0]].ndim
+            checks = [f"{params[k]}.shape != shape" for k in arrays[1:]]
+            for k in targets:
+                t = types_[k]
+                if isinstance(t, types.Array) and t.ndim == ndim:
+                    checks.append(f"{params[k]}.shape != shape")
+                elif _is_shape(t) and len(t) == ndim:
+                    checks.append(f"{params[k]} != shape")
+                else:
+                    fits = False
+        if not fits:
+            return _made(f"def impl({args}):\n    return original({args})\n", "impl",
+                         original=original)
+        body = "".join(f"    if {c}:\n        return original({args})\n" for c in checks)
+        return _made(f"def impl({args}):\n    shape = {params[arrays[0]]}.shape\n{body}"
+                     f"    return loop({args})\n", "impl", loop=loop, original=original)
+
+    typing.__signature__ = __import__("inspect").signature(stub)
+    overload(stub, jit_options=JIT_OPTIONS)(typing)
+    return stub
+
+
+@overload(any_array)
+def _any_array(values):
+    found = any(isinstance(t, types.Array) for t in values.types)
+    return (lambda values: True) if found else (lambda values: False)
+
+
+@overload(first_array)
+def _first_array(values):
+    for k, t in enumerate(values.types):
+        if isinstance(t, types.Array):
+            return _made(f"def impl(values):\n    return values[{k}]\n", "impl")
+    _refuse("first_array", values)   # elementwise_run calls a loop only with an array
+
+
+@overload(flat)
+def _flat(value):
+    if isinstance(value, types.Array):
+        if value.layout == "C":
+            return lambda value: value.reshape(value.size)
+        return lambda value: np.ascontiguousarray(value).reshape(value.size)
+    if _is_number(value):
+        return lambda value: value
+    _refuse("flat", value)
+
+
+@overload(item)
+def _item(value, i):
+    if isinstance(value, types.Array):
+        return lambda value, i: value[i]
+    if _is_number(value):
+        return lambda value, i: value
+    _refuse("item", value)

@@ -1,0 +1,374 @@
+"""The composed gradient as source Numba compiles: ``sg.grad(f, jit=True)``.
+
+The input is what the NumPy gradient is made from (pipeline.Compiled: the forward and
+backward sweeps as gast trees, with each statement's Origin in the user's source); the
+output is one function source, its namespace, and its name. The NumPy code is not
+changed: the trees are cloned, composed as pipeline.compose_gradient composes them, and
+the clone is rewritten:
+
+* ``rt.f(...)`` becomes ``_jrt.f(...)``, a Numba-compatible form of the helper
+  (srcgrad/jit/runtime.py); a helper not in ``HELPERS`` is refused.
+* ``xp = rt.namespace(...)`` is dropped and ``xp.f`` becomes ``np.f``.
+* The tape (``tape = []``, ``push(v)``, ``v = pop()``) becomes one typed list per tape
+  key (``_tape_v``): a pop reads the key its push wrote (transform/tape.py tags both
+  with it), so each list keeps the one type its values have.
+* ``reversed(range_i)`` becomes ``_jrt.rev_range(range_i)``; ``a ** b`` becomes
+  ``_jrt.power(a, b)``, which Numba compiles for all but two integers (a Python int
+  power does not overflow, Numba's would).
+* An ``is`` comparison is refused (the releases ``x = None`` are dropped).
+* A release ``x = None`` is dropped (a name keeps one type in compiled code).
+* Free names must be numbers, NumPy or math (or a NumPy function), or the builtins
+  Numba knows; anything else (a user function, an array global, a class) is refused.
+
+A refusal is a ``Refused`` naming the construct and the user's statement (its Origin).
+Whatever Numba's typing then rejects is found when it compiles (dispatch.py).
+"""
+
+import builtins
+import math
+import re
+
+import gast
+import numpy
+
+from srcgrad import anno, optimize, pipeline
+from srcgrad.codegen import emit
+from srcgrad.jit import loops
+from srcgrad.templates import clone
+from srcgrad.transform import tape as tapes
+
+Static = anno.Static
+
+HELPERS = ("default_seed", "owned_zeros", "unbroadcast", "has_grad", "shape_of", "unreduce",
+           "reduction_size", "own", "tangent_zero", "tangent_like")
+BUILTINS = {"range", "len", "abs", "min", "max", "float", "int", "bool", "round", "print",
+            "sum", "divmod", "pow", "enumerate", "zip"}
+SEED = "_sg_seed"
+OUT = "_sg_out"
+
+# What a variant composes: "grad" the gradient-only forward and the known seed (grad's
+# common call), "value" the whole forward and the default seed (value_and_grad), "seeded"
+# the whole forward and a seed passed in (grad_outputs=, vjp). The last two return
+# ``(out, gradients)``.
+VARIANTS = ("grad", "value", "seeded")
+
+
+class Refused(Exception):
+    """A construct the translation does not take: ``construct`` in words, ``origin``
+    the user's statement (parse.Origin) or None."""
+
+    def __init__(self, construct, origin=None):
+        self.construct = construct
+        self.origin = origin
+        super().__init__(construct)
+
+    def where(self):
+        if self.origin is None:
+            return None, None
+        return self.origin.filename, self.origin.lineno
+
+
+class Translation:
+    """The jit function's ``name``, ``source``, ``namespace``, and ``origins()``: line of
+    the source -> the Origin of the user statement it computes."""
+
+    def __init__(self, name, source, namespace, function, runs=(), trees=()):
+        self.name, self.source, self.namespace = name, source, namespace
+        self.runs = list(runs)   # the elementwise runs (loops.Run), defined in the source
+        self._function, self._origins = function, None
+        self._kernel_trees = list(trees)
+
+    def origins(self):
+        if self._origins is None:
+            self._origins = emit.line_origins(self._kernel_trees + [self._function], self.source)
+        return self._origins
+
+
+def translate(compiled, variant):
+    """``compiled``'s gradient as Numba source (a Translation), or raises Refused."""
+    info, bindings = compiled.load
+    if compiled.tuple_output or compiled.mutates_saved or compiled.functions:
+        what = ("a tuple output" if compiled.tuple_output else "indexed writes into arrays"
+                if compiled.mutates_saved else "a custom Function")
+        raise Refused(what, _first_origin(compiled.trees[0]))
+    if variant == "grad":
+        if compiled.gradient_forward is None:
+            raise Refused("a gradient the NumPy code runs as two sweeps",
+                          _first_origin(compiled.trees[0]))
+        forward, seed_is_one = compiled.gradient_forward
+        forward = clone(forward)
+        seed = gast.Constant(value=1.0, kind=None) if seed_is_one else _call(
+            "rt", "default_seed", [clone(forward.body[-1].value.elts[0])])
+    else:
+        forward = clone(compiled.trees[0])
+        seed = _name(SEED) if variant == "seeded" else _call(
+            "rt", "default_seed", [_name(OUT)])
+    backward = clone(compiled.trees[1])
+    body = _compose(forward, backward, seed, variant)
+    name = "jit_" + re.sub(r"\W", "_", backward.name[:-len("_backward")])
+    args = forward.args
+    if variant == "seeded":
+        args = clone(args)
+        args.args = args.args + [_name(SEED, gast.Param())]
+    rewrite = _Rewrite(_first_origin(compiled.trees[0]))
+    body = rewrite.block(body)
+    tape_lists = [_assign(key, gast.List(elts=[], ctx=gast.Load())) for key in sorted(rewrite.tapes)]
+    function = gast.FunctionDef(name=name, args=args, body=tape_lists + body, decorator_list=[],
+                                returns=None, type_comment=None, type_params=[])
+    kernels = loops.fuse(function, compiled.scalars)
+    namespace = _namespace(function, info, bindings, {k.name for k in kernels})
+    trees = [t for k in kernels for t in (k.loop, k.original)]
+    return Translation(name, emit.to_source(trees + [function]), namespace, function,
+                       kernels, trees)
+
+
+def translate_jvp(compiled, fn):
+    """The tangent program ``compiled`` (forward_api.CompiledJVP) of ``fn`` as Numba source
+    (a Translation), or raises Refused. Its text is parsed again (the CompiledJVP keeps no
+    tree): a refusal names ``fn``'s first line."""
+    import textwrap
+    import types
+    from srcgrad.parse import Origin
+    code = fn.__code__
+    origin = Origin(code.co_filename, code.co_firstlineno, 0, None, fn.__name__)
+    tree = gast.parse(textwrap.dedent(compiled.source)).body[0]
+    name = "jit_" + re.sub(r"\W", "_", tree.name)
+    rewrite = _Rewrite(origin)
+    body = rewrite.block(tree.body)
+    if rewrite.tapes:
+        raise Refused("a tape in a tangent program", origin)
+    function = gast.FunctionDef(name=name, args=tree.args, body=body, decorator_list=[],
+                                returns=None, type_comment=None, type_params=[])
+    runs = loops.fuse(function, ())
+    loaded = compiled.function
+    cells = dict(zip(loaded.__code__.co_freevars, loaded.__closure__ or ()))
+    scope = types.SimpleNamespace(closure=cells, globals=loaded.__globals__)
+    namespace = _namespace(function, scope, {}, {r.name for r in runs})
+    trees = [t for r in runs for t in (r.loop, r.original)]
+    return Translation(name, emit.to_source(trees + [function]), namespace, function, runs, trees)
+
+
+def _compose(forward, backward, seed_value, variant):
+    """Forward's body, the seed, backward's body (pipeline._compose's order), returning
+    the gradients (and the output first, except for "grad")."""
+    seed = backward.args.args[0].id
+    out = forward.body[-1].value.elts[0]
+    body = forward.body[:-1]
+    if variant != "grad":
+        body.append(_assign(OUT, out))
+    body.append(_assign(seed, seed_value))
+    back = [s for s in backward.body if not (isinstance(s, gast.Assign) and isinstance(s.value, gast.Name)
+                                            and s.value.id == "saved")]
+    if variant == "grad" and isinstance(seed_value, gast.Constant):
+        back = pipeline._known_seed(back, seed)
+    grads = gast.Tuple(elts=back[-1].value.elts, ctx=gast.Load())
+    back[-1] = gast.Return(value=grads if variant == "grad" else
+                           gast.Tuple(elts=[_name(OUT), grads], ctx=gast.Load()))
+    return body + back
+
+
+class _Rewrite:
+    """The statement rewrites of the module docstring, with the user's line of each."""
+
+    def __init__(self, origin):
+        self.tapes = set()
+        self.origin = origin   # the user's statement, else the function's first
+
+    def block(self, body):
+        out = []
+        for s in body:
+            origin = anno.getanno(s, Static.ORIGIN)
+            outer = self.origin
+            if origin is not None:
+                self.origin = origin
+            out.extend(self.statement(s))
+            self.origin = outer
+        return out
+
+    def refuse(self, construct):
+        raise Refused(construct, self.origin)
+
+    def statement(self, s):
+        if isinstance(s, gast.Assign):
+            if isinstance(s.value, gast.Constant) and s.value.value is None and \
+                    all(isinstance(t, gast.Name) for t in s.targets):
+                return []   # a release
+            if len(s.targets) == 1 and isinstance(s.targets[0], gast.Name):
+                target = s.targets[0].id
+                if target == "tape" and isinstance(s.value, gast.List) and not s.value.elts:
+                    return []
+                if target in ("push", "pop") and isinstance(s.value, gast.Attribute) and \
+                        isinstance(s.value.value, gast.Name) and s.value.value.id == "tape":
+                    return []
+                if target == "xp" and optimize.is_rt_call(s.value, "namespace"):
+                    return []
+                if isinstance(s.value, gast.Call) and isinstance(s.value.func, gast.Name) \
+                        and s.value.func.id == "pop" and not s.value.args:
+                    key = tapes.key_of(s)
+                    if key is None:
+                        self.refuse("a tape pop without its key")
+                    s.value = _call(self._tape(key), "pop", [])
+                    return [s]
+        if isinstance(s, gast.Expr) and isinstance(s.value, gast.Call) and \
+                isinstance(s.value.func, gast.Name) and s.value.func.id == "push":
+            key = tapes.key_of(s)
+            if key is None or len(s.value.args) != 1:
+                self.refuse("a tape push without its key")
+            s.value = _call(self._tape(key), "append", [self.expression(s.value.args[0])])
+            return [s]
+        if isinstance(s, (gast.With, gast.AsyncWith, gast.Try, gast.Raise, gast.Global,
+                          gast.Nonlocal, gast.Delete, gast.ClassDef, gast.FunctionDef,
+                          gast.AsyncFunctionDef, gast.AsyncFor, gast.Assert, gast.Import,
+                          gast.ImportFrom)):
+            self.refuse(f"a {type(s).__name__.lower()} statement")
+        if isinstance(s, (gast.For, gast.While, gast.If)):
+            if isinstance(s, gast.For):
+                s.target = self.expression(s.target)
+                s.iter = self.expression(s.iter)
+            else:
+                s.test = self.expression(s.test)
+            s.body = self.block(s.body) or [gast.Pass()]
+            s.orelse = self.block(s.orelse)
+            return [s]
+        for field in s._fields:
+            value = getattr(s, field)
+            if isinstance(value, gast.expr):
+                setattr(s, field, self.expression(value))
+            elif isinstance(value, list):
+                setattr(s, field, [self.expression(v) if isinstance(v, gast.expr) else v
+                                   for v in value])
+        return [s]
+
+    def _tape(self, key):
+        name = "_tape_" + re.sub(r"\W", "_", str(key))
+        self.tapes.add(name)
+        return name
+
+    def expression(self, e):
+        for node in gast.walk(e):
+            if isinstance(node, (gast.Lambda, gast.ListComp, gast.SetComp, gast.DictComp,
+                                 gast.GeneratorExp, gast.Dict, gast.Set, gast.JoinedStr,
+                                 gast.Yield, gast.YieldFrom, gast.Await, gast.Starred,
+                                 gast.NamedExpr)):
+                self.refuse(_describe(node))
+            if isinstance(node, gast.Compare) and any(isinstance(op, (gast.Is, gast.IsNot))
+                                                      for op in node.ops):
+                self.refuse("an `is` comparison (a release `x = None` is dropped here)")
+            if isinstance(node, gast.Call) and any(k.arg is None for k in node.keywords):
+                self.refuse("a call with **keywords")
+            if isinstance(node, gast.Name) and node.id in ("tape", "push", "pop") and \
+                    isinstance(node.ctx, gast.Load):
+                self.refuse(f"the tape used as a value ({node.id})")
+        return _Expressions(self).visit(e)
+
+
+class _Expressions(gast.NodeTransformer):
+    def __init__(self, rewrite):
+        self.rewrite = rewrite
+
+    def visit_Attribute(self, node):
+        self.generic_visit(node)
+        if isinstance(node.value, gast.Name):
+            if node.value.id == "xp":
+                node.value = _name("np")
+            elif node.value.id == "rt":
+                if node.attr not in HELPERS:
+                    self.rewrite.refuse(f"the srcgrad runtime helper rt.{node.attr}")
+                node.value = _name("_jrt")
+        return node
+
+    def visit_BinOp(self, node):
+        self.generic_visit(node)
+        if isinstance(node.op, gast.Pow):   # Python's int ** int does not overflow; Numba's does
+            return _call("_jrt", "power", [node.left, node.right])
+        return node
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        if isinstance(node.func, gast.Name) and node.func.id == "reversed" and len(node.args) == 1:
+            return _call("_jrt", "rev_range", node.args)
+        return node
+
+
+def _describe(node):
+    return {"Lambda": "a lambda", "ListComp": "a list comprehension", "Dict": "a dict",
+            "Set": "a set", "JoinedStr": "an f-string", "Starred": "a starred expression",
+            "GeneratorExp": "a generator expression"}.get(type(node).__name__,
+                                                           f"a {type(node).__name__}")
+
+
+def _namespace(function, info, bindings, kernels=()):
+    """The globals the jit function reads: each free name checked (Refused otherwise)."""
+    assigned = {a.id for a in function.args.args + function.args.posonlyargs + function.args.kwonlyargs}
+    for node in gast.walk(function):
+        if isinstance(node, gast.Name) and not isinstance(node.ctx, gast.Load):
+            assigned.add(node.id)
+    namespace = {"np": numpy}
+    origin = None
+    for stmt in optimize.walk_statements(function.body):
+        origin = anno.getanno(stmt, Static.ORIGIN) or origin
+        for node in gast.walk(stmt):
+            if not (isinstance(node, gast.Name) and isinstance(node.ctx, gast.Load)):
+                continue
+            n = node.id
+            if n in assigned or n in namespace or n == "_jrt" or n in kernels:
+                continue
+            value = _resolve(n, info, bindings)
+            if value is _MISSING:
+                if n in BUILTINS:
+                    continue
+                raise Refused(f"the name {n}", origin)
+            if n in BUILTINS and value is getattr(builtins, n, None):
+                continue
+            if not _numba_value(value):
+                raise Refused(f"the global {n} (a {type(value).__name__})", origin)
+            namespace[n] = value
+    return namespace
+
+
+_MISSING = object()
+
+
+def _resolve(n, info, bindings):
+    if n in bindings:
+        return bindings[n]
+    if n in info.closure:
+        try:
+            return info.closure[n].cell_contents
+        except ValueError:
+            return _MISSING
+    if n in info.globals:
+        return info.globals[n]
+    return _MISSING
+
+
+def _numba_value(value):
+    if value is numpy or value is math:
+        return True
+    if type(value) in (int, float, bool, complex) or isinstance(value, numpy.number):
+        return True
+    if isinstance(value, numpy.ufunc):
+        return True
+    return callable(value) and getattr(value, "__module__", "") and (
+        value.__module__.startswith("numpy") or value.__module__ == "math")
+
+
+def _first_origin(tree):
+    for stmt in optimize.walk_statements(tree.body):
+        origin = anno.getanno(stmt, Static.ORIGIN)
+        if origin is not None:
+            return origin
+    return None
+
+
+def _name(n, ctx=None):
+    return gast.Name(id=n, ctx=ctx or gast.Load(), annotation=None, type_comment=None)
+
+
+def _call(owner, attr, args):
+    return gast.Call(func=gast.Attribute(value=_name(owner), attr=attr, ctx=gast.Load()),
+                     args=list(args), keywords=[])
+
+
+def _assign(n, value):
+    return gast.Assign(targets=[_name(n, gast.Store())], value=value, type_comment=None)

@@ -1,0 +1,312 @@
+"""``sg.grad(f, jit=True)``: the gradient compiled with Numba (srcgrad/jit/).
+
+Every result is compared with the NumPy gradient of the same function (and, for the
+benchmark-style loops, with a hand-written adjoint); what Numba does not compile must
+run the NumPy gradient with exactly one JitFallbackWarning naming the user's file and
+line. Skipped when Numba is not installed (``pip install "srcgrad[jit]"``).
+"""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+pytest.importorskip("numba")
+
+import srcgrad as sg  # noqa: E402
+from srcgrad.jit import JitFallbackWarning, JitGradFunction  # noqa: E402
+
+from conftest import ALL_CASES  # noqa: E402
+
+RTOL = 1e-12   # the same operations in the same order; libm and NumPy's SIMD may differ in the last bit
+
+
+def _same(got, want):
+    if isinstance(want, tuple):
+        return isinstance(got, tuple) and len(got) == len(want) and all(map(_same, got, want))
+    if isinstance(want, np.ndarray):
+        return type(got) is np.ndarray and got.dtype == want.dtype and got.shape == want.shape \
+            and np.allclose(got, want, rtol=RTOL, atol=1e-14)
+    return type(got) is type(want) and math.isclose(got, want, rel_tol=RTOL, abs_tol=1e-14)
+
+
+def _jit_warnings(record):
+    return [w for w in record if issubclass(w.category, JitFallbackWarning)]
+
+
+def test_jit_gradient_equals_the_numpy_gradient_on_the_whole_catalogue():
+    compiled, fell_back, wrong = [], [], []
+    for case in ALL_CASES:
+        if not case.targets:
+            continue
+        wrt = tuple(w for w, _ in case.targets)
+        seed = case.seed()
+        args, kwargs = case.fresh()
+        want = sg.grad(case.function, wrt)(*args, grad_outputs=seed, **kwargs)
+        args, kwargs = case.fresh()
+        gradient = sg.grad(case.function, wrt, jit=True)
+        with warnings.catch_warnings(record=True) as record:
+            warnings.simplefilter("always")
+            got = gradient(*args, grad_outputs=seed, **kwargs)
+            again = gradient(*case.fresh()[0], grad_outputs=seed, **case.fresh()[1])
+        found = _jit_warnings(record)
+        assert len(found) <= 1, (case.id, [str(w.message) for w in found])
+        (fell_back if found else compiled).append(case.id)
+        if found:
+            assert "line" in str(found[0].message), (case.id, str(found[0].message))
+        if not (_same(got, want) and _same(again, want)):
+            wrong.append((case.id, got, want))
+    assert not wrong, wrong
+    # Scalar loops, branches, indexing and elementwise code compile (44 of ~200 today).
+    assert len(compiled) >= 35, compiled
+
+
+def _thermal(u, T_out, price):   # W8's shape: a scalar loop with a branch
+    T = 19.0
+    cost = 0.0
+    for t in range(len(u)):
+        T = T + 0.025 * (0.5 * (T_out[t] - T) + 0.95 * u[t])
+        cost = cost + price[t] * u[t] * 0.25
+        if T < 20.0:
+            cost = cost + 5.0 * (20.0 - T) ** 2
+    return cost
+
+
+def _thermal_hand(u, T_out, price):
+    n = len(u)
+    Ts = [0.0] * n
+    T = 19.0
+    for t in range(n):
+        T = T + 0.025 * (0.5 * (T_out[t] - T) + 0.95 * u[t])
+        Ts[t] = T
+    g = np.empty_like(u)
+    dT = 0.0
+    for t in range(n - 1, -1, -1):
+        if Ts[t] < 20.0:
+            dT = dT - 10.0 * (20.0 - Ts[t])
+        g[t] = price[t] * 0.25 + dT * 0.025 * 0.95
+        dT = dT * (1 - 0.025 * 0.5)
+    return g
+
+
+def _prod_positive(x):   # W2
+    result = 1
+    for ii in x:
+        if ii > 0:
+            result = ii * result
+    return result
+
+
+def _double_until(x):   # W3
+    y = x * 2
+    while np.linalg.norm(y) < 1000:
+        y = y * 2
+    return y
+
+
+def _quiet(call, *args, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", JitFallbackWarning)
+        return call(*args, **kwargs)
+
+
+def test_scalar_loops_compile_and_match_numpy_and_hand_written_adjoints():
+    rng = np.random.default_rng(8)
+    u, T_out, price = 6 + 6 * rng.random(40), 5 + rng.random(40), 0.2 + 0.1 * rng.random(40)
+    jit = sg.grad(_thermal, jit=True)
+    assert isinstance(jit, JitGradFunction)
+    got = _quiet(jit, u, T_out, price)
+    assert _same(got, sg.grad(_thermal)(u, T_out, price))
+    np.testing.assert_allclose(got, _thermal_hand(u, T_out, price), rtol=1e-10)
+    assert len(jit.compile_times) == 1
+
+    x = np.arange(-2, 4, dtype=np.float64)
+    got = _quiet(sg.grad(_prod_positive, jit=True), x)
+    want = np.zeros(6)
+    want[3:] = np.prod(x[3:]) / x[3:]
+    assert _same(got, sg.grad(_prod_positive)(x))
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+    x = np.array([1178.3732, 192.4036, 922.6443]) / 512
+    seed = np.array([0.01, 0.1, 1.0])
+    got = _quiet(sg.grad(_double_until, jit=True), x, grad_outputs=seed)
+    assert _same(got, sg.grad(_double_until)(x, grad_outputs=seed))
+    y, scale = x * 2, 2.0
+    while np.linalg.norm(y) < 1000:
+        y, scale = y * 2, scale * 2
+    assert scale == 512.0
+    np.testing.assert_allclose(got, seed * scale, rtol=1e-15)
+
+
+def test_value_and_grad_with_jit_returns_the_value_and_the_numpy_gradient():
+    rng = np.random.default_rng(3)
+    args = 6 + 6 * rng.random(30), 5 + rng.random(30), 0.2 + 0.1 * rng.random(30)
+    value, grad = _quiet(sg.value_and_grad(_thermal, jit=True), *args)
+    want_value, want_grad = sg.value_and_grad(_thermal)(*args)
+    assert math.isclose(value, want_value, rel_tol=RTOL)
+    assert _same(grad, want_grad)
+
+
+def test_new_argument_types_compile_again_and_the_same_types_do_not():
+    jit = sg.grad(_thermal, jit=True)
+    args = [np.linspace(1.0, 2.0, 12) for _ in range(3)]
+    _quiet(jit, *args)
+    _quiet(jit, *[a * 2 for a in args])
+    assert len(jit.compile_times) == 1
+    assert all(s > 0 for _, s in jit.compile_times)
+    strided = [np.linspace(1.0, 2.0, 24)[::2] for _ in range(3)]   # another layout
+    assert _same(_quiet(jit, *strided), sg.grad(_thermal)(*strided))
+    assert len(jit.compile_times) == 2
+    _quiet(jit, *args)
+    _quiet(jit, *strided)
+    assert len(jit.compile_times) == 2
+
+
+def test_float32_arguments_run_the_numpy_gradient_with_one_warning():
+    # Numba computes float32 elements with Python floats in float64; NumPy keeps float32.
+    jit = sg.grad(_thermal, jit=True)
+    args = [np.linspace(1.0, 2.0, 12) for _ in range(3)]
+    _quiet(jit, *args)
+    single = [a.astype(np.float32) for a in args]
+    with pytest.warns(JitFallbackWarning, match="float32"):
+        got = jit(*single)
+    assert got.dtype == np.float32
+    assert np.array_equal(got, sg.grad(_thermal)(*single))
+    assert np.array_equal(_quiet(jit, *single), got)
+    assert len(jit.compile_times) == 1
+
+
+WEIGHTS = np.array([0.5, -1.0, 2.0])
+
+
+def _reads_a_global_array(x):
+    return np.sum(x * WEIGHTS)   # line named by the warning
+
+
+def _numba_rejects_axis_keyword(x):
+    m = np.mean(x, axis=-1, keepdims=True)   # Numba's np.mean takes no axis
+    return np.sum((x - m) ** 2)
+
+
+def _line_of(function, text):
+    import inspect
+    lines, first = inspect.getsourcelines(function)
+    return first + next(k for k, line in enumerate(lines) if text in line)
+
+
+@pytest.mark.parametrize("function, text, construct", [
+    (_reads_a_global_array, "line named", "the global WEIGHTS"),
+    (_numba_rejects_axis_keyword, "Numba's np.mean", "Numba cannot compile"),
+])
+def test_what_numba_cannot_compile_falls_back_with_one_warning_naming_file_and_line(
+        function, text, construct):
+    x = np.array([0.9, -1.3, 2.1])
+    jit = sg.grad(function, jit=True)
+    with pytest.warns(JitFallbackWarning) as record:
+        got = jit(x)
+    messages = [str(w.message) for w in _jit_warnings(record)]
+    assert len(messages) == 1, messages
+    assert construct in messages[0]
+    assert f"{__file__}, line {_line_of(function, text)}" in messages[0]
+    assert _same(got, sg.grad(function)(x))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", JitFallbackWarning)
+        assert _same(jit(x), sg.grad(function)(x))   # warned once
+
+
+def _reads_past_the_end(x, y):
+    s = 0.0
+    for t in range(len(x)):
+        s = s + x[t] * y[t]
+    return s
+
+
+def test_an_error_in_compiled_code_is_the_numpy_gradients_error():
+    jit = sg.grad(_reads_past_the_end, jit=True)
+    x, y = np.ones(4), np.ones(4)
+    assert _same(_quiet(jit, x, y), sg.grad(_reads_past_the_end)(x, y))
+    with pytest.raises(IndexError):
+        sg.grad(_reads_past_the_end)(x, np.ones(3))
+    with pytest.raises(IndexError), warnings.catch_warnings():
+        warnings.simplefilter("ignore", JitFallbackWarning)
+        jit(x, np.ones(3))   # bounds are checked: never a read past the end
+
+
+def test_without_numba_jit_runs_the_numpy_gradient_with_a_warning(monkeypatch):
+    import srcgrad.jit
+    monkeypatch.setattr(srcgrad.jit, "available", lambda: False)
+    with pytest.warns(JitFallbackWarning, match="srcgrad\\[jit\\]"):
+        gradient = sg.grad(_prod_positive, jit=True)
+    assert isinstance(gradient, sg.api.GradFunction)
+
+
+def _elementwise(x, y):   # W6's shape: one run of elementwise statements each way
+    return np.sum(np.sin(x) * np.exp(-y ** 2) + np.log1p(x * y))
+
+
+@pytest.mark.parametrize("shapes", [((50,), (50,)), ((4, 5), (4, 5)), ((4, 5), (1, 5)),
+                                    ((4, 5), (5,))], ids=["same", "same-2d", "broadcast",
+                                                          "ranks"])
+def test_elementwise_runs_become_one_loop_and_broadcasting_runs_the_statements(shapes):
+    rng = np.random.default_rng(6)
+    x, y = (rng.uniform(0.1, 2.0, s) for s in shapes)
+    jit = sg.grad(_elementwise, (0, 1), jit=True)
+    assert "for _i in range(_n):" in jit.jit_source(x, y)   # the loop, beside the statements
+    want = sg.grad(_elementwise, (0, 1))(x, y)
+    if shapes[0] == shapes[1]:
+        assert _same(_quiet(jit, x, y), want)
+    else:   # the loop declines; Numba's unbroadcast does not sum: NumPy runs, once warned
+        with pytest.warns(JitFallbackWarning):
+            assert _same(jit(x, y), want)
+    assert _same(_quiet(jit, x, y), want)
+
+
+def test_vjp_with_jit_runs_backward_compiled_and_keeps_the_retain_graph_contract():
+    rng = np.random.default_rng(4)
+    args = 6 + 6 * rng.random(20), 5 + rng.random(20), 0.2 + 0.1 * rng.random(20)
+    out, backward = _quiet(sg.vjp(_thermal, (0, 2), jit=True), *args)
+    want_out, want_backward = sg.vjp(_thermal, (0, 2))(*args)
+    assert math.isclose(out, want_out, rel_tol=RTOL)
+    assert _same(_quiet(backward, 2.0, retain_graph=True), want_backward(2.0, retain_graph=True))
+    assert _same(_quiet(backward, 0.5), want_backward(0.5))
+    with pytest.raises(RuntimeError, match="retain_graph"):
+        backward(1.0)
+
+
+def _integer_power(n, x):
+    return np.sum(x * n ** 40)   # 3 ** 40 overflows int64; Python's int does not
+
+
+def test_a_power_of_python_ints_is_not_compiled_where_int64_would_overflow():
+    x = np.ones(2)
+    with pytest.warns(JitFallbackWarning, match="power of integers") as record:
+        got = sg.grad(_integer_power, 1, jit=True)(3, x)
+    assert f"line {_line_of(_integer_power, 'overflows')}" in str(_jit_warnings(record)[0].message)
+    assert _same(got, sg.grad(_integer_power, 1)(3, x))
+    assert got[0] == float(3 ** 40)
+
+
+def test_jvp_with_jit_compiles_the_tangent_program_and_matches_it():
+    rng = np.random.default_rng(5)
+    args = 6 + 6 * rng.random(25), 5 + rng.random(25), 0.2 + 0.1 * rng.random(25)
+    tangents = (rng.standard_normal(25), None, rng.standard_normal(25))
+    out, tangent = _quiet(sg.jvp, _thermal, args, tangents, jit=True)
+    want_out, want_tangent = sg.jvp(_thermal, args, tangents)
+    assert math.isclose(out, want_out, rel_tol=RTOL)
+    assert math.isclose(tangent, want_tangent, rel_tol=RTOL)
+    # along the gradient's own direction: <grad, v>
+    assert math.isclose(tangent, np.dot(sg.grad(_thermal, (0, 2))(*args)[0], tangents[0])
+                        + np.dot(sg.grad(_thermal, (0, 2))(*args)[1], tangents[2]), rel_tol=1e-10)
+    x, y = rng.uniform(0.1, 2.0, 40), rng.uniform(0.1, 2.0, 40)
+    got = _quiet(sg.jvp, _elementwise, (x, y), (np.ones(40), None), jit=True)
+    want = sg.jvp(_elementwise, (x, y), (np.ones(40), None))
+    assert math.isclose(got[0], want[0], rel_tol=RTOL) and math.isclose(got[1], want[1], rel_tol=RTOL)
+
+
+def test_jvp_with_jit_falls_back_with_one_warning():
+    x = np.array([0.9, -1.3, 2.1])
+    with pytest.warns(JitFallbackWarning, match="WEIGHTS"):
+        got = sg.jvp(_reads_a_global_array, (x,), (np.ones(3),), jit=True)
+    want = sg.jvp(_reads_a_global_array, (x,), (np.ones(3),))
+    assert got == want
