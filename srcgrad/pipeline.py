@@ -363,6 +363,16 @@ def refuse_once_differentiable(compiled, what=""):
             hint="Remove @once_differentiable if the backward is itself differentiable code.")
 
 
+def with_trees(compiled):
+    """``compiled`` with its trees and ``gradient_forward``: a gradient loaded from the
+    on-disk cache has neither, and compiles them again the first time one is read."""
+    if compiled.recompile is not None and not compiled.trees:
+        full = compiled.recompile()
+        compiled.trees, compiled.gradient_forward = full.trees, full.gradient_forward
+        compiled.load, compiled.recompile = full.load, None
+    return compiled
+
+
 def compose_gradient(compiled, many, only_gradients=False, for_transform=False,
                      check_structures=False):
     """One plain Python function computing the gradient: forward then backward sweep.
@@ -387,10 +397,7 @@ def compose_gradient(compiled, many, only_gradients=False, for_transform=False,
     """
     if only_gradients and not for_transform and compiled.composed_part is not None:
         return disk_cache.load_composed(compiled)   # loaded with the gradient: no compile
-    if compiled.recompile is not None and not compiled.trees:   # loaded from disk
-        full = compiled.recompile()
-        compiled.trees, compiled.gradient_forward = full.trees, full.gradient_forward
-        compiled.load, compiled.recompile = full.load, None
+    with_trees(compiled)
     info, bindings = compiled.load
     if only_gradients:
         forward, seed_is_one = compiled.gradient_forward

@@ -310,3 +310,21 @@ def test_jvp_with_jit_falls_back_with_one_warning():
         got = sg.jvp(_reads_a_global_array, (x,), (np.ones(3),), jit=True)
     want = sg.jvp(_reads_a_global_array, (x,), (np.ones(3),))
     assert got == want
+
+
+def test_a_gradient_loaded_from_the_on_disk_cache_compiles_with_jit_too(monkeypatch):
+    """A gradient loaded from disk has no trees until asked: jit translates it all the same
+    (it raised ValueError when the disk cache and jit first met)."""
+    from srcgrad import api, disk_cache, pipeline
+    if not disk_cache.settings.enabled:
+        pytest.skip("the on-disk cache is off")
+    rng = np.random.default_rng(5)
+    args = 6 + 6 * rng.random(20), 5 + rng.random(20), 0.2 + 0.1 * rng.random(20)
+    want = sg.grad(_thermal)(*args)   # stored on disk
+    api._cache.clear()                # a new process would find only the disk entry
+    loaded = []
+    from_disk = pipeline.from_disk
+    monkeypatch.setattr(pipeline, "from_disk",
+                        lambda *a: loaded.append(from_disk(*a)) or loaded[-1])
+    assert _same(_quiet(sg.grad(_thermal, jit=True), *args), want)
+    assert any(c is not None for c in loaded)   # it came from disk

@@ -86,6 +86,7 @@ class Translation:
 
 def translate(compiled, variant):
     """``compiled``'s gradient as Numba source (a Translation), or raises Refused."""
+    pipeline.with_trees(compiled)   # loaded from the on-disk cache: compiled again once
     info, bindings = compiled.load
     if compiled.tuple_output or compiled.mutates_saved or compiled.functions:
         what = ("a tuple output" if compiled.tuple_output else "indexed writes into arrays"
