@@ -8,6 +8,7 @@ handed in from outside is copied first (``own``).
 import numpy
 
 from srcgrad import pytree as _pytree
+from srcgrad.runtime import dask_forms as _dask_forms
 from srcgrad.runtime.arrays import _is_basic_index, _writeable, float_dtype, is_array, namespace, shape_of
 from srcgrad.runtime.containers import (_array_into_container, add_grad, is_node, is_zero_grad,
                                         seq_item)
@@ -67,6 +68,8 @@ def add_at(dx, x, index, g):
         return dx + g
     if not (is_array(dx) and dx.shape == x.shape and _writeable(dx)):
         dx = _writable_zeros(dx, x)
+    if _dask_forms.is_dask(g) or _dask_forms.is_dask(dx):
+        return _dask_forms.add_at(dx, index, g)
     if _is_basic_index(index):
         dx[index] += g
     else:
@@ -132,6 +135,8 @@ def zero_grad_at(dx, x, index):
         return dx
     if not (is_array(dx) and dx.shape == x.shape and _writeable(dx)):
         dx = _writable_zeros(dx, x)
+    if _dask_forms.is_dask(dx) or _dask_forms.is_dask(index):
+        return _dask_forms.zero_at(dx, x, index)
     dx[index] = 0
     return dx
 
@@ -202,7 +207,7 @@ def has_grad(g):
     if type(g) is float:
         return g != 0.0
     if getattr(g, "ndim", 1) == 0 and not isinstance(g, (list, tuple)):
-        return bool(g != 0)
+        return _dask_forms.is_dask(g) or bool(g != 0)   # a lazy Dask zero: not computed
     return True
 
 
