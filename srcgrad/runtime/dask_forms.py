@@ -103,6 +103,25 @@ def _refusing(function, label):
     return call
 
 
+def _filled(name):
+    """NumPy's ``zeros``/``ones``/``empty(shape, dtype, order)``: Dask's take ``dtype`` by
+    keyword only (a positional one is silently dropped)."""
+    def form(shape, dtype=float, order="C", **kwargs):
+        return getattr(dask_array(), name)(shape, dtype=dtype, **kwargs)
+    form.__name__ = form.__qualname__ = name
+    return form
+
+
+def _full(shape, fill_value, dtype=None, order="C", **kwargs):
+    """NumPy's ``full(shape, fill_value, dtype)`` (Dask's takes ``dtype`` by keyword only)."""
+    return dask_array().full(shape, fill_value, dtype=dtype, **kwargs)
+
+
+def _asarray(a, dtype=None, order=None, **kwargs):
+    """NumPy's ``asarray(a, dtype)``: Dask's second parameter is ``allow_unknown_chunksizes``."""
+    return dask_array().asarray(a, dtype=dtype, order=order, **kwargs)
+
+
 def _eye(N, M=None, k=0, dtype=float, order="C"):
     """NumPy's ``eye(N, M, k, dtype)``: Dask's second parameter is ``chunks``."""
     da = dask_array()
@@ -152,7 +171,8 @@ def _reshape(a, shape, order="C"):
 
 # Dask forms of the functions whose dask.array version takes other arguments than NumPy's.
 _FORMS = {"xp.reshape": _reshape, "xp.eye": _eye, "xp.arange": _arange,
-          "xp.linspace": _linspace}
+          "xp.linspace": _linspace, "xp.zeros": _filled("zeros"), "xp.ones": _filled("ones"),
+          "xp.empty": _filled("empty"), "xp.full": _full, "xp.asarray": _asarray}
 
 _namespace = None
 
