@@ -118,6 +118,7 @@ RULE_GAPS.update({label: "a dict's methods: the table's dict cotangent, not Dask
     "Method('values')", "Method('items')", "Method('get')")})
 
 
+@pytest.mark.filterwarnings("ignore::FutureWarning")   # Dask's "not implemented, computing" for np.<f>
 @pytest.mark.parametrize("case", CASES, ids=[c.label() for c in CASES])
 def test_rule_on_dask_matches_numpy_or_is_refused(case, rules_rng, request):
     if not has_array((case.args, case.kwargs)):
