@@ -300,11 +300,21 @@ def _advanced_items(index):
             if not (item is None or item is Ellipsis or isinstance(item, (int, slice, numpy.integer)))]
 
 
-def add_at(dx, index, g):
-    """``dx[index] += g`` where ``dx`` or ``g`` is a Dask array (rt.add_at's Dask form):
-    a NumPy ``dx`` that receives a Dask gradient becomes a Dask array, so it stays lazy."""
+def _fresh(dx):
+    """A new Dask array object over ``dx``'s graph (free): item assignment rebinds the object
+    it is applied to, so writing into this one leaves every other name for ``dx`` as it was
+    (a broadcast seed, an adjoint another adjoint was set to). A NumPy ``dx`` that receives
+    a Dask gradient becomes a Dask array, so it stays lazy."""
+    da = dask_array()
     if not is_dask(dx):
-        dx = dask_array().asarray(dx)
+        return da.asarray(dx)
+    return da.Array(dx.dask, dx.name, dx.chunks, meta=dx._meta)
+
+
+def add_at(dx, index, g):
+    """``dx[index] += g`` where ``dx`` or ``g`` is a Dask array (rt.add_at's Dask form),
+    into a fresh object (``_fresh``): returns the new adjoint."""
+    dx = _fresh(dx)
     if _has_lazy_mask(index):
         raise _lazy_mask_error("reading")
     if not _advanced_items(index):
@@ -314,8 +324,7 @@ def add_at(dx, index, g):
 
 def zero_at(dx, x, index):
     """``dx[index] = 0`` on Dask (rt.zero_grad_at's Dask form: the adjoint of a write)."""
-    if not is_dask(dx):
-        dx = dask_array().asarray(dx)
+    dx = _fresh(dx)
     if _has_lazy_mask(index):
         raise _lazy_mask_error("writing")
     items = index if isinstance(index, tuple) else (index,)
