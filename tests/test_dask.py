@@ -288,6 +288,21 @@ def test_gradient_of_a_dask_input_is_lazy_until_computed():
     sg.gradcheck(loss_with_indexing, (x,))
 
 
+def gathers(m):
+    rows = m[np.array([0, 2, 0, -1, 0])]          # repeats and a negative index
+    cols = m[1:, np.array([2, 2, 0])]
+    picked = m[None, 1, ::2]                      # a new axis in a basic index
+    return np.sum(rows ** 2) + np.sum(np.sin(cols)) + np.sum(picked * 3.0)
+
+
+def test_repeated_negative_and_new_axis_indices_accumulate_as_numpy_add_at():
+    m = np.arange(1.0, 13.0).reshape(4, 3) / 7.0
+    g = sg.grad(gathers)(da.from_array(m, chunks=(3, 2)))
+    assert isinstance(g, da.Array) and g.chunks == ((3, 1), (2, 1))
+    np.testing.assert_allclose(g.compute(), sg.grad(gathers)(m), rtol=1e-12)
+    sg.gradcheck(gathers, (m,))
+
+
 def test_numpy_weights_with_dask_data_get_a_lazy_gradient_computed_in_one_pass():
     rng = np.random.default_rng(0)
     x, t, w = rng.standard_normal((40, 3)), rng.standard_normal(40), rng.standard_normal(3)
