@@ -12,7 +12,7 @@
   run in parallel). The gradient is checked against the hand-written one first.
 * ``ooc``: W6 out of core, 2e9 float32 elements (8 GB of input) by default. The input is
   never in memory: it is ``dask.array.random`` data, generated chunk by chunk (chunks of
-  2.5e7 elements, 100 MB); the gradient is consumed chunk by chunk by reductions (its sum
+  1e7 elements, 40 MB: ``--ooc-chunk``); the gradient is consumed chunk by chunk by reductions (its sum
   and largest magnitude) computed in the same pass as the loss, so neither the input nor
   the gradient is ever whole. Reported: wall time, throughput, and the peak resident
   memory of the process during the compute (psutil, sampled every 20 ms) next to the
