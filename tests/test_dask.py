@@ -320,6 +320,34 @@ def test_numpy_weights_with_dask_data_get_a_lazy_gradient_computed_in_one_pass()
     np.testing.assert_allclose(gx_value, want_x, rtol=1e-12)
 
 
+def mlp_loss(W1, b1, W2, b2, X, Y):
+    h = np.tanh(X @ W1 + b1)
+    logits = h @ W2 + b2
+    z = logits - np.max(logits, axis=1, keepdims=True)
+    logp = z - np.log(np.sum(np.exp(z), axis=1, keepdims=True))
+    return -np.sum(Y * logp) / X.shape[0]
+
+
+def test_mlp_weights_get_lazy_gradients_summed_over_batch_chunks():
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((60, 8))
+    Y = np.eye(3)[rng.integers(0, 3, 60)]
+    params = (rng.standard_normal((8, 5)) / 3, 0.1 * rng.standard_normal(5),
+              rng.standard_normal((5, 3)) / 2, 0.1 * rng.standard_normal(3))
+    wrt = (0, 1, 2, 3)
+    want = sg.grad(mlp_loss, wrt=wrt)(*params, X, Y)
+    counter = ComputeCounter()
+    with dask.config.set(scheduler=counter):
+        got = sg.grad(mlp_loss, wrt=wrt)(*params, da.from_array(X, chunks=(16, 8)),
+                                         da.from_array(Y, chunks=(16, 3)))
+        assert counter.count == 0 and all(isinstance(g, da.Array) for g in got)
+        got = dask.compute(*got)
+        assert counter.count == 1
+    for g, w, p in zip(got, want, params):
+        assert g.shape == p.shape
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-14)
+
+
 def test_a_python_float_parameter_gets_a_lazy_0d_gradient():
     g = sg.grad(lambda a, x: np.sum(np.sin(a * x)))(0.7, da.from_array(np.arange(5.0), chunks=2))
     assert isinstance(g, da.Array) and g.shape == ()
