@@ -303,6 +303,19 @@ def test_repeated_negative_and_new_axis_indices_accumulate_as_numpy_add_at():
     sg.gradcheck(gathers, (m,))
 
 
+def test_a_reduction_adjoint_is_broadcast_with_the_chunks_of_what_was_reduced():
+    # Never one chunk of the whole shape: a broadcast view that a worker would send whole.
+    from srcgrad import runtime as rt
+    x = da.ones((6, 4), chunks=(4, 3))
+    for saved in (x, rt.shape_of(x)):
+        g = rt.unreduce(da.asarray(2.0), saved)
+        assert g.chunks == x.chunks and not any(n.startswith("rechunk") for n in g.dask.layers)
+        np.testing.assert_array_equal(g.compute(), np.full((6, 4), 2.0))
+    g = rt.unreduce(da.ones(4, chunks=3), x, axis=0)
+    assert g.chunks == x.chunks
+    np.testing.assert_array_equal(g.compute(), np.ones((6, 4)))
+
+
 def test_numpy_weights_with_dask_data_get_a_lazy_gradient_computed_in_one_pass():
     rng = np.random.default_rng(0)
     x, t, w = rng.standard_normal((40, 3)), rng.standard_normal(40), rng.standard_normal(3)

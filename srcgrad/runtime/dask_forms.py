@@ -265,7 +265,10 @@ def broadcast_to(g, shape, like):
     if not is_dask(g):
         g = da.asarray(g)
     if chunks is not None and tuple(shape) == tuple(getattr(like, "shape", shape)):
-        return da.broadcast_to(g, tuple(shape), chunks=chunks)
+        try:
+            return da.broadcast_to(g, tuple(shape), chunks=chunks)
+        except ValueError:   # g's own chunks differ along a dimension it does not broadcast
+            return da.broadcast_to(g, tuple(shape)).rechunk(chunks)
     return da.broadcast_to(g, tuple(shape))
 
 
