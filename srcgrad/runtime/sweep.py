@@ -17,7 +17,10 @@ from srcgrad.runtime.containers import (_array_into_container, add_grad, is_node
 def _writable_zeros(dx, x):
     """``dx`` as an owned array of ``x``'s shape (a scalar adjoint is broadcast)."""
     xp = namespace(x)
-    base = xp.zeros(shape_of(x), dtype=float_dtype(x, xp))
+    if _dask_forms.is_dask(x):   # chunked like x, not by Dask's default
+        base = xp.zeros(x.shape, dtype=float_dtype(x, xp), chunks=x.chunks)
+    else:
+        base = xp.zeros(shape_of(x), dtype=float_dtype(x, xp))
     if isinstance(dx, (int, float)) and dx == 0:
         return base
     total = base + dx
