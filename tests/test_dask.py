@@ -172,11 +172,11 @@ def test_rule_on_dask_matches_numpy_or_is_refused(case, rules_rng, request):
 # a lazy boolean mask (x[x > 0]) has chunks of unknown size, and an index computed
 # from the data (x[np.argmax(x)]) is lazy; the message says how to rewrite it.
 REFUSED = {
-    "index_boolean_mask-x": "lazy (Dask) boolean mask",
-    "index_boolean_mask-y": "lazy (Dask) boolean mask",
-    "write_mask_zero-x": "lazy (Dask) boolean mask",
-    "mask_rows-x": "lazy (Dask) boolean mask",
-    "fancy_index_copy_then_write-x": "lazy (Dask) boolean mask",
+    "index_boolean_mask-x": "lazy (Dask) or multi-dimensional boolean mask",
+    "index_boolean_mask-y": "lazy (Dask) or multi-dimensional boolean mask",
+    "write_mask_zero-x": "lazy (Dask) or multi-dimensional boolean mask",
+    "mask_rows-x": "lazy (Dask) or multi-dimensional boolean mask",
+    "fancy_index_copy_then_write-x": "lazy (Dask) or multi-dimensional boolean mask",
     "argmax_index-x": "lazy (Dask) integer array",
 }
 

@@ -343,7 +343,10 @@ def _has_lazy_mask(index):
 
 
 def _lazy_mask_error(what):
-    return refuse(f"{what} through a lazy (Dask) boolean mask (x[mask] with mask = x > 0)",
+    """A boolean mask that is lazy (mask = x > 0), or of more than one dimension: Dask gives
+    ``x[mask]`` chunks of unknown size."""
+    return refuse(f"{what} through a lazy (Dask) or multi-dimensional boolean mask "
+                  f"(x[mask] with mask = x > 0)",
                   hint="Its result has chunks of unknown size, so its gradient cannot be put "
                        "back without computing the mask; write it elementwise instead, "
                        "np.where(mask, x, 0) (a read) or v = np.where(mask, value, v) (a write), "
@@ -375,6 +378,8 @@ def scatter_add(dx, index, g):
                      hint="Compute the index first (i = i.compute()): its repeated positions "
                           "decide the gradient.")
     positions = numpy.asarray(positions)
+    if positions.dtype == bool and positions.ndim > 1:
+        raise _lazy_mask_error("reading")   # Dask makes x[mask] of unknown chunks, as for a lazy one
     if positions.dtype == bool or positions.ndim == 0:
         dx[index] = dx[index] + g
         return dx
@@ -390,8 +395,9 @@ def scatter_add(dx, index, g):
     occurrence = numpy.empty(len(ranked), dtype=numpy.intp)
     occurrence[order] = numpy.arange(len(ranked)) - group_start
     g_axis = _result_axis(items, k)
-    if not is_array(g) or getattr(g, "ndim", 0) == 0:
-        g = broadcast_to(g, dx[index].shape, None)
+    part_shape = dx[index].shape
+    if not is_array(g) or tuple(g.shape) != tuple(part_shape):
+        g = broadcast_to(g, part_shape, None)
     for r in range(int(occurrence.max(initial=-1)) + 1):
         chosen = numpy.flatnonzero(occurrence == r)
         here = list(items)
