@@ -14,6 +14,9 @@ from srcgrad.runtime.containers import (_array_into_container, add_grad, is_node
                                         seq_item)
 
 
+_HOST = (numpy.ndarray, numpy.generic, float, int)   # values that are certainly not Dask's
+
+
 def _writable_zeros(dx, x):
     """``dx`` as an owned array of ``x``'s shape (a scalar adjoint is broadcast)."""
     xp = namespace(x)
@@ -71,7 +74,8 @@ def add_at(dx, x, index, g):
         return dx + g
     if not (is_array(dx) and dx.shape == x.shape and _writeable(dx)):
         dx = _writable_zeros(dx, x)
-    if _dask_forms.is_dask(g) or _dask_forms.is_dask(dx):
+    if (type(dx) is not numpy.ndarray or not isinstance(g, _HOST)) and (
+            _dask_forms.is_dask(g) or _dask_forms.is_dask(dx)):
         return _dask_forms.add_at(dx, index, g)
     if _is_basic_index(index):
         dx[index] += g
@@ -210,6 +214,8 @@ def has_grad(g):
     if type(g) is float:
         return g != 0.0
     if getattr(g, "ndim", 1) == 0 and not isinstance(g, (list, tuple)):
+        if isinstance(g, _HOST):
+            return bool(g != 0)
         return _dask_forms.is_dask(g) or bool(g != 0)   # a lazy Dask zero: not computed
     return True
 
