@@ -96,6 +96,11 @@ def assert_same(got, want, where, rtol=1e-10, atol=1e-12):
     if want is None:
         assert got is None, f"{where}: {type(got).__name__}, expected None"
         return
+    if isinstance(want, dict):
+        assert isinstance(got, dict) and got.keys() == want.keys(), f"{where}: {got!r}"
+        for k in want:
+            assert_same(got[k], want[k], f"{where}[{k!r}]", rtol, atol)
+        return
     if isinstance(want, (list, tuple)):
         assert isinstance(got, (list, tuple)) and len(got) == len(want), f"{where}: {got!r}"
         for k, (g, w) in enumerate(zip(got, want)):
@@ -115,15 +120,8 @@ def rules_rng():
     test_rules.RNG.bit_generator.state = state
 
 
-# Rules whose run-time helpers write into the gradient with two index arrays at once
-# (a diagonal: dx[..., i, i] = dy), which Dask's item assignment does not take; they
-# fail inside Dask with its NotImplementedError instead of a refusal of srcgrad's.
-_DIAGONAL = "the helper writes a diagonal (two index arrays): Dask's NotImplementedError"
-RULE_GAPS = {label: _DIAGONAL for label in (
-    "diag3", "diag4", "diag5", "diagonal0", "diagonal1", "diagonal2",
-    "linalg.diagonal0", "linalg.diagonal1")}
-RULE_GAPS.update({label: "a dict's methods: the table's dict cotangent, not Dask" for label in (
-    "Method('values')", "Method('items')", "Method('get')")})
+# Rows expected to fail on Dask (xfail with the reason): none today.
+RULE_GAPS = {}
 
 
 @pytest.mark.filterwarnings("ignore::FutureWarning")   # Dask's "not implemented, computing" for np.<f>
@@ -392,6 +390,19 @@ def test_a_rule_without_a_dask_form_is_refused_naming_it_and_the_line():
         with pytest.raises(sg.UnsupportedError, match=r"xp\.cross .*np\.cross.* no Dask form") as info:
             sg.grad(uses_cross, wrt=(0, 1))(x, y)
     assert info.value.filename == __file__ and "np.cross(x, y)" in info.value.source_line
+
+
+def diagonal_loss(m):
+    return np.sum(np.diagonal(m) ** 2) + np.trace(m)
+
+
+def test_a_helper_that_writes_through_a_view_is_refused_naming_the_line():
+    # rt.diagonal_vjp writes into a moved view of its result: on Dask that write would not
+    # reach the result, so it refuses (rt.refuse_dask) instead of returning zeros.
+    m = da.from_array(np.arange(9.0).reshape(3, 3), chunks=2)
+    with pytest.raises(sg.UnsupportedError, match=r"rt\.diagonal_vjp .* no Dask form") as info:
+        sg.grad(diagonal_loss)(m)
+    assert info.value.filename == __file__ and "np.diagonal(m)" in info.value.source_line
 
 
 def test_dask_and_cupy_arrays_mixed_is_a_type_error():

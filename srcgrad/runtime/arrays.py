@@ -250,6 +250,14 @@ def scatter_add(xp, target, index, values):
         xp.add.at(target, index, values)
 
 
+def refuse_dask(value, what):
+    """Refuse (``dask_forms.refuse``, naming ``what`` and the user's line) where ``value`` is a
+    Dask array: one line in a rule's helper that has no Dask form (one that writes into a
+    view of its result, which on Dask would not reach the result)."""
+    if _dask_forms.is_dask(value):
+        raise _dask_forms.refuse(what)
+
+
 def split_pieces(xp, dy, sizes, axis):
     """``dy`` cut along ``axis`` into consecutive pieces of ``sizes``."""
     pieces = []
