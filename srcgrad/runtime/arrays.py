@@ -1,7 +1,8 @@
 """The array namespace and facts about values that every other helper reads.
 
-Helpers work on NumPy and CuPy arrays alike: ``namespace`` finds the module
-from the arrays among their arguments (Python numbers mix with either). The
+Helpers work on NumPy, CuPy and Dask arrays alike: ``namespace`` finds the module
+from the arrays among their arguments (Python numbers mix with any; for Dask it is
+dask_forms.py's stand-in for ``dask.array``). The
 scalar-or-array functions (``rt.sin``, ``rt.log``...) call ``math`` for a Python
 number, so a host float never becomes a device array.
 """
