@@ -131,6 +131,18 @@ def test_higher_order_quick_checks_every_hessian_and_prints_each_ratio():
     assert "hessian of a 20-parameter loss" in proc.stdout
 
 
+def test_dask_rows_quick_checks_each_gradient_and_prints_its_row():
+    pytest.importorskip("dask.array")
+    pytest.importorskip("distributed")
+    proc = subprocess.run([sys.executable, os.path.join(BENCH, "dask_rows.py"), "--quick"],
+                          capture_output=True, text=True, timeout=170, cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    rows = {line.split()[0]: line for line in proc.stdout.splitlines() if line.strip()}
+    assert "Dask/NumPy" in rows["w6"]
+    assert "peak RSS" in rows["ooc"] and "of the input" in rows["ooc"]
+    assert "LocalCluster 2 worker processes" in rows["logreg"]
+
+
 def test_missing_peers_are_reported():
     proc = subprocess.run([sys.executable, os.path.join(BENCH, "run.py"), "--quick",
                            "--only", "W4", "--peers", "none"],

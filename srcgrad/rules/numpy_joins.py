@@ -371,7 +371,11 @@ def repeat_method(dy, y, self, repeats, axis=None):
 
 @rt.helper
 def index_concat(concatenator, items):
-    """``np.r_[items]`` or ``np.c_[items]`` (``concatenator``), as a call."""
+    """``np.r_[items]`` or ``np.c_[items]`` (``concatenator``), as a call. On Dask items
+    NumPy's index tricks would compute them: refused (``np.concatenate`` stays lazy)."""
+    for item in items:
+        rt.refuse_dask(item, "np.r_ / np.c_ (rt.index_concat: NumPy's index tricks compute a "
+                             "Dask array; use np.concatenate)")
     return concatenator[tuple(items)]
 
 

@@ -243,6 +243,7 @@ def diagonal_vjp(dy, a, offset=0, axis1=0, axis2=1):
     xp = namespace(a, dy)
     dy = xp.asarray(dy)
     dx = grad_zeros(xp, a, dy)
+    rt.refuse_dask(dx, "rt.diagonal_vjp (the gradient of a diagonal: a write through a view)")
     n = dy.shape[-1]
     i = xp.arange(n)
     moved = xp.moveaxis(dx, (axis1, axis2), (-2, -1))

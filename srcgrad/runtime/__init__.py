@@ -14,6 +14,8 @@ The package gathers its modules into one namespace, ``rt``:
 * ``sweep``: indexing into adjoints, in-place accumulation, the tape's saves;
 * ``boundary``: the default seed and gradients handed back to the caller;
 * ``hooks``: gradient hooks and the guard of in-place writes;
+* ``dask_forms``: the namespace ``xp`` of Dask inputs, its refusals, and the Dask
+  forms of indexed writes (docs/scaling_out.md);
 * this module: fused elementwise kernels (transform/fuse.py) and ``helper``.
 
 A rule's own run-time mathematics (``rt.norm_vjp``, ``rt.einsum_vjp``...) lives

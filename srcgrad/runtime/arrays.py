@@ -1,7 +1,8 @@
 """The array namespace and facts about values that every other helper reads.
 
-Helpers work on NumPy and CuPy arrays alike: ``namespace`` finds the module
-from the arrays among their arguments (Python numbers mix with either). The
+Helpers work on NumPy, CuPy and Dask arrays alike: ``namespace`` finds the module
+from the arrays among their arguments (Python numbers mix with any; for Dask it is
+dask_forms.py's stand-in for ``dask.array``). The
 scalar-or-array functions (``rt.sin``, ``rt.log``...) call ``math`` for a Python
 number, so a host float never becomes a device array.
 """
@@ -10,6 +11,7 @@ import math as _math
 
 import numpy
 
+from srcgrad.runtime import dask_forms as _dask_forms
 
 _cupy = None
 _cupy_checked = False
@@ -28,27 +30,35 @@ def _cupy_module():
 
 
 def namespace(*values):
-    """NumPy or CuPy, from the arrays among ``values`` (scalars mix with either).
+    """NumPy, CuPy or Dask (``dask_forms.namespace()``), from the arrays among ``values``
+    (scalars mix with any; NumPy arrays mix with Dask arrays, as in Dask itself).
 
     Raises:
-        TypeError: NumPy and CuPy arrays are mixed.
+        TypeError: NumPy and CuPy arrays are mixed, or CuPy and Dask arrays.
     """
     found = None
     for value in values:
         module = type(value).__module__
+        if module == "numpy":
+            continue
         if module.startswith("cupy") or type(value) is DeviceShape:
             kind = "cupy"
+        elif module.startswith("dask.array") or type(value) is DaskShape:
+            kind = "dask"
         elif isinstance(value, (list, tuple, dict)):
             if not value:
                 continue
             sub = namespace(*(value.values() if isinstance(value, dict) else value))
-            kind = "cupy" if sub is not numpy else None
+            kind = None if sub is numpy else "cupy" if sub is _cupy else "dask"
             if kind is None:
                 continue
         else:
             continue
         if found is None:
             found = kind
+        elif kind != found:
+            raise TypeError("srcgrad: CuPy and Dask arrays are mixed in one call; give "
+                            "the Dask arrays CuPy chunks or move the CuPy arrays to the host.")
     if found == "cupy":
         cupy = _cupy_module()
         for value in values:
@@ -57,6 +67,8 @@ def namespace(*values):
                     "srcgrad: NumPy and CuPy arrays are mixed in one call; move them to "
                     "one device first (cupy.asarray or .get()).")
         return cupy
+    if found == "dask":
+        return _dask_forms.namespace()
     return numpy
 
 
@@ -75,12 +87,27 @@ class DeviceShape(tuple):
         return tuple(self)
 
 
+class DaskShape(tuple):
+    """The shape of a Dask array saved in place of the array: it keeps the namespace and
+    the chunks, so a scalar adjoint broadcast to it (``rt.unreduce``) is a Dask array
+    chunked like the array was."""
+
+    @property
+    def shape(self):
+        return tuple(self)
+
+
 def shape_of(value):
     if isinstance(value, (list, tuple)):
         return value   # a container operand keeps itself (rt.unbroadcast tells it from a shape)
     shape = getattr(value, "shape", ())
-    if type(value).__module__.startswith("cupy"):
+    module = type(value).__module__
+    if module.startswith("cupy"):
         return DeviceShape(shape)
+    if module.startswith("dask.array"):
+        saved = DaskShape(shape)
+        saved.chunks = value.chunks
+        return saved
     return shape
 
 
@@ -102,9 +129,12 @@ def float_dtype(x, xp):
 
 
 def _writeable(array):
-    """Whether ``array`` accepts writes (CuPy arrays have no ``writeable`` flag; a NumPy
+    """Whether ``array`` accepts writes (CuPy arrays have no ``writeable`` flag, Dask arrays no flags; a NumPy
     scalar such as ``np.float64`` has a shape but takes no item assignment)."""
-    return not isinstance(array, numpy.generic) and getattr(array.flags, "writeable", True)
+    if isinstance(array, numpy.generic):
+        return False
+    flags = getattr(array, "flags", None)   # None: a Dask array (immutable; x[i] = v rebinds it)
+    return flags is None or getattr(flags, "writeable", True)
 
 
 def _is_basic_index(index):
@@ -213,8 +243,20 @@ def scatter_add(xp, target, index, values):
     """``target[index] += values`` where repeated indices accumulate (``add.at``)."""
     if xp is numpy:
         numpy.add.at(target, index, values)
+    elif _dask_forms.is_dask(target):
+        import sys
+        helper = sys._getframe(1).f_code.co_name   # the rule's run-time helper writing in place
+        raise _dask_forms.refuse(f"rt.{helper} (an in-place scatter-add into a view)")
     else:
         xp.add.at(target, index, values)
+
+
+def refuse_dask(value, what):
+    """Refuse (``dask_forms.refuse``, naming ``what`` and the user's line) where ``value`` is a
+    Dask array: one line in a rule's helper that has no Dask form (one that writes into a
+    view of its result, which on Dask would not reach the result)."""
+    if _dask_forms.is_dask(value):
+        raise _dask_forms.refuse(what)
 
 
 def split_pieces(xp, dy, sizes, axis):

@@ -5,6 +5,8 @@ and gradients given the shape, dtype and structure of what they belong to.
 import numpy
 
 from srcgrad import pytree as _pytree
+from srcgrad.runtime import dask_forms as _dask_forms
+from srcgrad.runtime.dask_forms import is_dask
 from srcgrad.runtime.arrays import _is_complex, _writeable, float_dtype, is_array, is_scalar, namespace
 from srcgrad.runtime.containers import _array_into_container, add_grad, is_zero_grad
 
@@ -13,6 +15,8 @@ def zeros_like(x):
     """A zero gradient shaped like ``x`` (a Python 0.0 for a Python number)."""
     if is_array(x):
         xp = namespace(x)
+        if is_dask(x):
+            return xp.zeros(x.shape, dtype=float_dtype(x, xp), chunks=x.chunks)
         return xp.zeros(x.shape, dtype=float_dtype(x, xp))
     if _pytree.is_node(x):
         return materialize(0.0, x)
@@ -30,6 +34,8 @@ def materialize(g, x):
     if type(x) is numpy.ndarray and type(g) is numpy.ndarray and g.shape == x.shape \
             and g.dtype is x.dtype and x.dtype.kind in "fc":
         return g if g.flags.writeable else g.copy()
+    if is_dask(g) or is_dask(x):
+        return _dask_gradient(g, x)
     if is_array(x):
         xp = namespace(x)
         dtype = float_dtype(x, xp)
@@ -47,6 +53,33 @@ def materialize(g, x):
     if isinstance(x, complex):
         return complex(g)
     return float(g)
+
+
+def _dask_gradient(g, x):
+    """Gradient ``g`` of ``x`` where either is a Dask array: lazy, as Dask keeps any mix of
+    NumPy and Dask operands. A Dask input gets a Dask array with its shape, dtype and chunks;
+    a NumPy array or Python number that met Dask data gets a Dask array (0-d for a number)
+    with one chunk, computed with the rest when the caller computes (dask.compute(*grads))."""
+    da = _dask_forms.dask_array()
+    if is_array(x):
+        dtype = float_dtype(x, numpy)
+        shape = x.shape
+    elif x is None:
+        return None
+    elif _pytree.is_node(x):
+        return _materialize_node(g, x)
+    else:
+        dtype = numpy.dtype(complex) if isinstance(x, complex) else numpy.dtype(numpy.float64)
+        shape = ()
+    if not is_dask(g):
+        g = da.asarray(numpy.asarray(g) if not is_array(g) else g)
+    if g.shape != tuple(shape):
+        g = _dask_forms.broadcast_to(g, shape, x)
+    if g.dtype != dtype:
+        g = g.astype(dtype)
+    if is_dask(x) and g.chunks != x.chunks:
+        g = g.rechunk(x.chunks)
+    return g
 
 
 def _complex_gradient_error():

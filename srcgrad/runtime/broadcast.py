@@ -8,6 +8,7 @@ differentiated again.
 
 import numpy
 
+from srcgrad.runtime import dask_forms as _dask_forms
 from srcgrad.runtime.arrays import (_is_complex, _is_integer_dtype, is_array, namespace,
                                     normalize_axis, shape_tuple)
 from srcgrad.runtime.boundary import zeros_like
@@ -58,6 +59,10 @@ def unreduce(g, x, axis=None, keepdims=False):
         one = numpy.asarray(g)
         if one.ndim == 0 and one.dtype.kind in "fc":
             return numpy.ndarray(shape, one.dtype, one.tobytes(), 0, (0,) * len(shape))
+    if xp is not numpy and getattr(x, "chunks", None) is not None:
+        # A Dask array or its saved shape: chunked like it, never one chunk of the whole
+        # shape (a broadcast view that a worker would send whole to another).
+        return _dask_forms.broadcast_to(g, shape, x)
     return xp.broadcast_to(g if is_array(g) else xp.asarray(g), shape)
 
 

@@ -8,6 +8,7 @@ import types
 
 import numpy
 
+from srcgrad.runtime import dask_forms as _dask_forms
 from srcgrad.runtime.arrays import _is_basic_index, is_array, namespace
 from srcgrad.runtime.sweep import has_grad
 from srcgrad.runtime.boundary import zeros_like
@@ -46,7 +47,8 @@ def check_unshared(value, other, error, index=None):
         value, index = value.base, None
     if not is_array(value):
         return
-    region = _written_region(value, index)
+    # A Dask array has no memory to share: x[i] = v rebinds that one Python object.
+    region = value if _dask_forms.is_dask(value) else _written_region(value, index)
     xp = namespace(value)
     for o in _leaves(other):
         if is_array(o) and type(o).__module__ == type(value).__module__ and _overlap(xp, region, o):
@@ -95,6 +97,8 @@ def _written_region(value, index):
 
 
 def _overlap(xp, a, b):
+    if _dask_forms.is_dask(a):
+        return a is b
     if not xp.may_share_memory(a, b):
         return False
     if xp is numpy:

@@ -8,15 +8,22 @@ handed in from outside is copied first (``own``).
 import numpy
 
 from srcgrad import pytree as _pytree
+from srcgrad.runtime import dask_forms as _dask_forms
 from srcgrad.runtime.arrays import _is_basic_index, _writeable, float_dtype, is_array, namespace, shape_of
 from srcgrad.runtime.containers import (_array_into_container, add_grad, is_node, is_zero_grad,
                                         seq_item)
 
 
+_HOST = (numpy.ndarray, numpy.generic, float, int)   # values that are certainly not Dask's
+
+
 def _writable_zeros(dx, x):
     """``dx`` as an owned array of ``x``'s shape (a scalar adjoint is broadcast)."""
     xp = namespace(x)
-    base = xp.zeros(shape_of(x), dtype=float_dtype(x, xp))
+    if _dask_forms.is_dask(x):   # chunked like x, not by Dask's default
+        base = xp.zeros(x.shape, dtype=float_dtype(x, xp), chunks=x.chunks)
+    else:
+        base = xp.zeros(shape_of(x), dtype=float_dtype(x, xp))
     if isinstance(dx, (int, float)) and dx == 0:
         return base
     total = base + dx
@@ -67,6 +74,9 @@ def add_at(dx, x, index, g):
         return dx + g
     if not (is_array(dx) and dx.shape == x.shape and _writeable(dx)):
         dx = _writable_zeros(dx, x)
+    if (type(dx) is not numpy.ndarray or not isinstance(g, _HOST)) and (
+            _dask_forms.is_dask(g) or _dask_forms.is_dask(dx)):
+        return _dask_forms.add_at(dx, index, g)
     if _is_basic_index(index):
         dx[index] += g
     else:
@@ -132,6 +142,8 @@ def zero_grad_at(dx, x, index):
         return dx
     if not (is_array(dx) and dx.shape == x.shape and _writeable(dx)):
         dx = _writable_zeros(dx, x)
+    if _dask_forms.is_dask(dx) or _dask_forms.is_dask(index):
+        return _dask_forms.zero_at(dx, x, index)
     dx[index] = 0
     return dx
 
@@ -202,7 +214,9 @@ def has_grad(g):
     if type(g) is float:
         return g != 0.0
     if getattr(g, "ndim", 1) == 0 and not isinstance(g, (list, tuple)):
-        return bool(g != 0)
+        if isinstance(g, _HOST):
+            return bool(g != 0)
+        return _dask_forms.is_dask(g) or bool(g != 0)   # a lazy Dask zero: not computed
     return True
 
 
