@@ -178,15 +178,6 @@ REFUSED = {
     "argmax_index-x": "lazy (Dask) integer array",
 }
 
-# A dead store's adjoint that a NumPy scalar scaled is a NumPy zero, which
-# rt.has_grad skips; on Dask it is a lazy 0-d array, which has_grad cannot test
-# without computing, and the rules of np.concatenate and np.array index it.
-KNOWN_FAILURES = {
-    "dead_store_before_loop_concatenate-x",
-    "dead_store_before_loop_np_array-x",
-}
-
-
 def dask_runs_function(function, args, kwargs, expected):
     """Skip unless ``function`` itself runs on these Dask arguments (lazily or not) and
     gives ``expected``; return the number of computes it needs (its ``if``s on data)."""
@@ -217,8 +208,6 @@ def test_catalogue_on_dask_is_lazy_and_matches_numpy(wrt_case):
     label = f"{case.id}-{name}"
     if not has_array((case.args, case.kwargs)):
         pytest.skip("no array argument: nothing on Dask")
-    if label in KNOWN_FAILURES:
-        pytest.xfail("a lazy 0-d zero adjoint reaches a rule that indexes its adjoint")
     (args, kwargs), seed = case.fresh(), case.seed()
     want = sg.grad(case.function, wrt=wrt)(*args, grad_outputs=seed, **kwargs)
     dargs, dkwargs = to_dask(case.fresh())

@@ -413,3 +413,15 @@ def _logdet(x):
 def test_the_second_derivative_of_slogdet_runs():
     x = np.array([[2.0, 0.5], [0.3, 1.5]])
     assert sg.testing.gradgradcheck(_logdet, (x,), atol=1e-7, rtol=1e-5)
+
+
+def test_a_scalar_adjoint_of_a_join_stands_for_itself_in_every_piece():
+    # A 0-d adjoint (a zero scaled by a lazy Dask scalar, which rt.has_grad cannot test
+    # without computing) reaches the join's rule: each piece gets it, of the piece's shape.
+    from srcgrad import runtime as rt
+    a, b = np.ones(2), np.ones((3,))
+    pieces = rt.concatenate_vjp(np.float64(2.5), [a, b])
+    assert [p.shape for p in pieces] == [(2,), (3,)]
+    assert all(np.all(p == 2.5) for p in pieces)
+    items = rt.array_vjp(np.float64(-1.0), [1.0, np.zeros(2)])
+    assert items[0] == -1.0 and np.array_equal(np.broadcast_to(items[1], (2,)), [-1.0, -1.0])

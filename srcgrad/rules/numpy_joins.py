@@ -36,6 +36,8 @@ def concatenate_vjp(dy, arrays, axis=0):
     xp = namespace(dy)
     dy = xp.asarray(dy)
     shapes = [shape_tuple(v) for v in arrays]
+    if dy.ndim == 0:   # a scalar adjoint stands for itself everywhere (a lazy zero on Dask)
+        return [xp.broadcast_to(dy, s) for s in shapes]
     if axis is None:
         sizes = [int(np.prod(s)) for s in shapes]
         return [p.reshape(s) for p, s in zip(split_pieces(xp, dy.reshape(-1), sizes, 0), shapes)]

@@ -203,8 +203,9 @@ def array_vjp(dy, obj):
 
     A list of arrays or numbers gets a list of gradients, one per item.
     """
-    if isinstance(obj, (list, tuple)):
-        return [array_vjp(dy[i], item) for i, item in enumerate(obj)]
+    if isinstance(obj, (list, tuple)):   # a 0-d adjoint stands for itself everywhere
+        scalar = np.ndim(dy) == 0
+        return [array_vjp(dy if scalar else dy[i], item) for i, item in enumerate(obj)]
     if is_array(obj):
         return cast_like(unbroadcast(dy, obj), obj)
     return dy
