@@ -176,6 +176,9 @@ REFUSED = {
     "mask_rows-x": "lazy (Dask) or multi-dimensional boolean mask",
     "fancy_index_copy_then_write-x": "lazy (Dask) or multi-dimensional boolean mask",
     "argmax_index-x": "lazy (Dask) integer array",
+    # np.r_ / np.c_ are NumPy index tricks that compute their items:
+    "r_and_c_joins-x": "np.r_ / np.c_",
+    "r_and_c_joins-y": "np.r_ / np.c_",
 }
 
 def dask_runs_function(function, args, kwargs, expected):
