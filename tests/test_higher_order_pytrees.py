@@ -491,3 +491,45 @@ def test_the_hessian_of_a_list_of_tuples_through_a_loop_and_of_a_dataclass():
     assert isinstance(H, Linear) and isinstance(H.w, Linear) and H.w.w.shape == (3, 3)
     assert_same_tree(H, fd_hessian_blocks(dataclass_loss, (layer, x[0, :1].repeat(3)), 0, 0),
                      rtol=1e-5, atol=1e-7)
+
+
+# ----- grad of grad with structured arguments: the gradient called inside -----
+
+
+def cubic_in_x(p, x):
+    return np.sum(p["w"] * x ** 3) + p["c"] * x ** 2 + np.sin(p["c"] * x)
+
+
+def d_dx(p, x):
+    return sg.grad(cubic_in_x, wrt=1)(p, x)
+
+
+def sum_of_the_dict_gradient(p, x):
+    g = sg.grad(cubic_in_x)(p, x)
+    return np.sum(g["w"]) + g["c"]
+
+
+def test_grad_of_grad_with_a_dict_argument_matches_fd_of_the_first_derivative():
+    p, x = {"w": np.array([1.0, -2.0, 0.5]), "c": 0.7}, 1.3
+    # d2f/dx2 by hand, and by central differences of sg.grad (the first derivative)
+    w, c = p["w"], p["c"]
+    want = 6 * np.sum(w) * x + 2 * c - c ** 2 * np.sin(c * x)
+    got = sg.grad(d_dx, wrt=1)(p, x)
+    first = sg.grad(cubic_in_x, wrt=1)
+    fd = (first(p, x + 1e-5) - first(p, x - 1e-5)) / 2e-5
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    np.testing.assert_allclose(got, fd, rtol=1e-7)
+    # with respect to the dict as well: a dict like p
+    gp, gx = sg.grad(d_dx, wrt=(0, 1))(p, x)
+    assert type(gp) is dict and set(gp) == {"w", "c"}
+    np.testing.assert_allclose(gp["w"], np.full(3, 3 * x ** 2), rtol=1e-12)
+    np.testing.assert_allclose(gp["c"], 2 * x + np.cos(c * x) - c * x * np.sin(c * x), rtol=1e-12)
+    # a scalar function of the dict gradient: against FD of the first derivative, leaf by leaf
+    got = sg.grad(sum_of_the_dict_gradient)(p, x)
+    fd = fd_jacobian_blocks(sum_of_the_dict_gradient, (p, x), 0, h=1e-5)
+    assert type(got) is dict
+    assert_same_tree(got, fd, rtol=1e-6, atol=1e-8)
+    # the direct form reads the first gradient's array code: refused, saying what to write
+    with pytest.raises(sg.UnsupportedError, match="'p' is a dict") as info:
+        sg.grad(sg.grad(cubic_in_x, wrt=1), wrt=1)(p, x)
+    assert "sg.grad(f, wrt=1)(p, x)" in str(info.value)
