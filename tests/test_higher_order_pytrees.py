@@ -440,6 +440,37 @@ def test_jacfwd_of_a_tuple_a_dataclass_a_namedtuple_and_a_registered_class():
         assert_same_tree(got, fd_jacobian_blocks(f, (primal, x), 0), rtol=1e-6, atol=1e-8)
 
 
+def writes_into_its_dict(p, x):
+    p["h"] = np.tanh(p["W"] @ x)
+    return p["h"] * p["b"]
+
+
+def test_jacfwd_of_a_function_writing_into_its_dict_or_looping_over_a_list():
+    # the batched program writes the item's batched tangent into the dict of tangents
+    rng = np.random.default_rng(14)
+    x = randn(rng, 3)
+
+    def fresh():
+        return {"W": randn(rng, 2, 3), "b": randn(rng, 2), "h": np.zeros(2)}
+    p = fresh()
+    got = sg.jacfwd(writes_into_its_dict)(dict(p), x)
+    assert_same_tree(got, sg.jacrev(writes_into_its_dict)(dict(p), x), rtol=1e-12, atol=1e-14)
+    assert_same_tree(got, fd_jacobian_blocks(writes_into_its_dict, (dict(p), x), 0),
+                     rtol=1e-6, atol=1e-8)
+    ps = [randn(rng, 2), randn(rng, 2)]
+    got = sg.jacfwd(layers_sum)(ps, x[:2])
+    assert isinstance(got, list)
+    assert_same_tree(got, sg.jacrev(layers_sum)(ps, x[:2]), rtol=1e-12, atol=1e-14)
+    assert_same_tree(got, fd_jacobian_blocks(layers_sum, (ps, x[:2]), 0), rtol=1e-6, atol=1e-8)
+
+
+def layers_sum(ps, x):
+    acc = 0.0
+    for i in range(len(ps)):
+        acc = acc + ps[i] * x[i]
+    return np.sin(acc)
+
+
 def test_jacfwd_refuses_an_integer_leaf_as_grad_does():
     p, x = {"w": np.arange(3.0), "n": 3}, np.ones(3)
     with pytest.raises(TypeError, match=r"\['n'\].*integer"):
