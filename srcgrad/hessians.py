@@ -206,10 +206,7 @@ def _hessian_columns(fn, args, positions, j, m=None):
                (enumerate(pytree.tree_leaves(args[i])) if pytree.is_node(args[i])
                 else [(None, args[i])])]
     columns = [[] for _ in entries]
-    size = int(numpy.prod(shape, dtype=int))
-    if m is not None and not _differentiable(x):   # an integer leaf: no derivative
-        size = 0
-    for n in range(size):
+    for n in range(int(numpy.prod(shape, dtype=int))):
         e = numpy.zeros(shape, dtype=getattr(x, "dtype", numpy.float64))
         e.flat[n] = 1.0
         e = e if shape else 1.0

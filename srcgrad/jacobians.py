@@ -76,14 +76,8 @@ def batched_columns(fn, args, k, chunk_size=None, leaves=None, n=None):
 
 
 def _batch_zero(leaf, size):
-    if not _differentiable(leaf):
-        raise _not_batchable("a structure with a leaf that is not a float or float array")
+    """The zero batched tangent of a leaf (a float or float array: call_values checked)."""
     return numpy.zeros((size,) + numpy.shape(leaf), getattr(leaf, "dtype", numpy.float64))
-
-
-def _not_batchable(message):
-    from srcgrad.transform.batching import NotBatchable
-    return NotBatchable(message)
 
 
 def fit_batch(t, shape):
@@ -117,7 +111,7 @@ def jacfwd(fn, wrt=0, *, chunk_size=None):
         positions, many = _wrt_positions(fn, wrt)
         results = []
         for k in positions:
-            if pytree.is_node(args[k]):
+            if pytree.is_node(args[k]):   # float leaves only, as in sg.grad
                 call_values._check_differentiable(f"argument {k}", args[k])
                 leaves = pytree.tree_leaves(args[k])
                 blocks = [_leaf_jacobian(fn, args, k, leaves, n, chunk_size)
@@ -150,9 +144,6 @@ def _leaf_jacobian(fn, args, k, leaves, n, chunk_size):
             return _columns_to_jacobian(t, numpy.shape(out), numpy.shape(x))
         except (NotBatchable, SrcgradError):
             pass   # one run per column: it refuses what forward mode cannot do
-    elif leaves is not None:   # an integer leaf, or one that is not a number: no derivative
-        out = fn(*args)
-        return numpy.zeros(numpy.shape(out) + numpy.shape(x))
     xa = numpy.asarray(x, dtype=float)
     columns = []
     out = None
