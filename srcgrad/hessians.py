@@ -145,52 +145,84 @@ def hessian(fn, wrt=0, *, chunk_size=None):
     vector of the input as a seed (a leading batch axis; ``chunk_size`` seeds per run,
     default 256), or one hvp per entry where that program has a statement without a
     batched tangent rule. Shape ``in.shape + in.shape``, for a tuple ``wrt`` the nested
-    tuple ``H[i][j]`` of JAX."""
-    from srcgrad.jacobians import _wrt_positions, refuse_pytree
+    tuple ``H[i][j]`` of JAX. A pytree argument (dict, list, tuple, dataclass) gives
+    JAX's nested structure: ``H[k1][k2]`` of shape ``leaf1.shape + leaf2.shape`` for a
+    dict, by one hvp per entry (its seeds are not batched)."""
+    from srcgrad.jacobians import _wrt_positions
     from srcgrad.transform.batching import _signature
 
     @functools.wraps(fn)
     def hessian_fn(*args):
         positions, many = _wrt_positions(fn, wrt)
-        refuse_pytree("hessian", fn, args, positions)
         signature = _signature(fn).bind(*args)
         signature.apply_defaults()
         args = tuple(signature.arguments.values())
+        trees = {k: pytree.is_node(args[k]) for k in positions}
+        for k in positions:   # a structure (pytree.py): float leaves only, as in sg.grad
+            if trees[k]:
+                call_values._check_differentiable(f"argument {k}", args[k])
+        # The entries: (position, leaf) pairs, leaf None for an array or float argument.
+        units = {k: [(k, n, leaf) for n, leaf in enumerate(pytree.tree_leaves(args[k]))]
+                 if trees[k] else [(k, None, args[k])] for k in positions}
+        everything = [u for k in positions for u in units[k]]
         blocks = {}
         for j in positions:
-            columns = _batched_hessian_columns(fn, args, positions, j, chunk_size)
-            if columns is None:
-                columns = _hessian_columns(fn, args, positions, j)
-            shape = numpy.shape(args[j])
-            n = int(numpy.prod(shape, dtype=int))
-            for i, c in zip(positions, columns):
-                rows = numpy.shape(args[i])
-                block = numpy.moveaxis(numpy.asarray(c, dtype=float).reshape((n,) + rows), 0, -1)
-                blocks[i, j] = block.reshape(rows + shape)
+            for unit in units[j]:
+                columns = None if any(trees.values()) else \
+                    _batched_hessian_columns(fn, args, positions, j, chunk_size)
+                if columns is None:
+                    columns = _hessian_columns(fn, args, positions, j, unit[1])
+                _, m, x = unit
+                shape = numpy.shape(x)
+                n = int(numpy.prod(shape, dtype=int))
+                for (i, l, y), c in zip(everything, columns):
+                    rows = numpy.shape(y)
+                    block = numpy.moveaxis(numpy.asarray(c, dtype=float).reshape((n,) + rows), 0, -1)
+                    blocks[(i, l), (j, m)] = block.reshape(rows + shape)
+
+        def pair(i, j):   # JAX's jacfwd(jacrev(f)): the structure of args[i] outside, args[j] in
+            def inner(l):
+                if not trees[j]:
+                    return blocks[(i, l), (j, None)]
+                return pytree.rebuild(args[j], iter([blocks[(i, l), (j, m)] for _, m, _ in units[j]]))
+            if not trees[i]:
+                return inner(None)
+            return pytree.rebuild(args[i], iter([inner(l) for _, l, _ in units[i]]))
+
         if many:
-            return tuple(tuple(blocks[i, j] for j in positions) for i in positions)
-        return blocks[positions[0], positions[0]]
+            return tuple(tuple(pair(i, j) for j in positions) for i in positions)
+        return pair(positions[0], positions[0])
 
     return hessian_fn
 
 
-def _hessian_columns(fn, args, positions, j):
-    """One hvp per basis vector of ``args[j]``: for each ``i`` in ``positions``, the
-    columns ``(args[j].size,) + shape(args[i])``."""
-    x = args[j]
+def _hessian_columns(fn, args, positions, j, m=None):
+    """One hvp per basis vector of ``args[j]`` (of its leaf ``m`` for a structure, the
+    other leaves' tangents zero): for each ``i`` in ``positions`` (each leaf ``l`` of a
+    structure ``args[i]``) in order, the columns ``(size,) + shape of args[i] (leaf l)``."""
+    x = args[j] if m is None else pytree.tree_leaves(args[j])[m]
     shape = numpy.shape(x)
-    zero = [None] * len(args)
-    columns = [[] for _ in positions]
+    entries = [(i, l, y) for i in positions for l, y in
+               (enumerate(pytree.tree_leaves(args[i])) if pytree.is_node(args[i])
+                else [(None, args[i])])]
+    columns = [[] for _ in entries]
     for n in range(int(numpy.prod(shape, dtype=int))):
         e = numpy.zeros(shape, dtype=getattr(x, "dtype", numpy.float64))
         e.flat[n] = 1.0
-        tangents = list(zero)
-        tangents[j] = e if shape else 1.0
+        e = e if shape else 1.0
+        tangents = [None] * len(args)
+        if m is None:
+            tangents[j] = e
+        else:
+            leaves = pytree.tree_leaves(args[j])
+            tangents[j] = pytree.rebuild(args[j], iter([e if q == m else None
+                                                        for q in range(len(leaves))]))
         products = hvp(fn, args, tangents, wrt=tuple(positions))
-        for c, i in zip(columns, positions):
-            c.append(numpy.asarray(products[i], dtype=float))
-    return [numpy.stack(c) if c else numpy.zeros((0,) + numpy.shape(args[i]))
-            for c, i in zip(columns, positions)]
+        for c, (i, l, _) in zip(columns, entries):
+            p = products[i] if l is None else pytree.tree_leaves(products[i])[l]
+            c.append(numpy.asarray(p, dtype=float))
+    return [numpy.stack(c) if c else numpy.zeros((0,) + numpy.shape(y))
+            for c, (_, _, y) in zip(columns, entries)]
 
 
 def _batched_hessian_columns(fn, args, positions, j, chunk_size):

@@ -13,7 +13,7 @@ import functools
 
 import numpy
 
-from srcgrad import pytree
+from srcgrad import call_values, pytree
 from srcgrad.api import vjp
 from srcgrad.forward_api import jvp
 
@@ -49,25 +49,35 @@ def _seeds(x, start, stop):
     return seeds.reshape((stop - start,) + numpy.shape(x))
 
 
-def batched_columns(fn, args, k, chunk_size=None):
+def batched_columns(fn, args, k, chunk_size=None, leaves=None, n=None):
     """``(out, columns)``: ``fn(*args)`` and the tangents of its output along every basis
     vector of ``args[k]`` (shape ``(args[k].size,) + out.shape``), by the batched tangent
     program in blocks of ``chunk_size`` seeds; a tuple output gives a tuple of them.
-    Raises NotBatchable where the program or a value in it cannot be batched."""
+    For a structure ``args[k]`` with ``leaves``, the basis of its leaf ``n``, the other
+    leaves' batched tangents zero. Raises NotBatchable where the program or a value in
+    it cannot be batched."""
     from srcgrad.transform import batching
-    x = args[k]
+    x = args[k] if leaves is None else leaves[n]
     size = int(numpy.prod(numpy.shape(x), dtype=int))
     chunk = max(1, int(chunk_size or CHUNK))
     out, blocks = None, []
     for start in range(0, max(size, 1), chunk):
         stop = min(size, start + chunk)
-        out, t = batching.run(fn, args, k, _seeds(x, start, stop))
+        seeds = _seeds(x, start, stop)
+        if leaves is not None:
+            seeds = _with_leaf(args[k], leaves, n, seeds, lambda leaf: _batch_zero(leaf, stop - start))
+        out, t = batching.run(fn, args, k, seeds)
         blocks.append(t)
     if isinstance(out, (tuple, list)):
         raise batching.NotBatchable("a function of several outputs")
     t = numpy.concatenate([fit_batch(b, numpy.shape(out)) for b in blocks]) \
         if size else numpy.zeros((0,) + numpy.shape(out))
     return out, t
+
+
+def _batch_zero(leaf, size):
+    """The zero batched tangent of a leaf (a float or float array: call_values checked)."""
+    return numpy.zeros((size,) + numpy.shape(leaf), getattr(leaf, "dtype", numpy.float64))
 
 
 def fit_batch(t, shape):
@@ -92,42 +102,63 @@ def jacfwd(fn, wrt=0, *, chunk_size=None):
     entry (column) at once: the tangents carry a leading batch axis of basis vectors,
     ``chunk_size`` of them per run (default 256, to cap memory). Where a statement of
     the program has no batched tangent rule, one tangent program run per column.
-    Shape ``out.shape + in.shape``, a tuple of them for a tuple ``wrt``."""
-    from srcgrad.errors import SrcgradError
-    from srcgrad.transform.batching import NotBatchable
-
+    Shape ``out.shape + in.shape``, a tuple of them for a tuple ``wrt``. A pytree
+    argument (dict, list, tuple, dataclass) gives a Jacobian of its structure, one block
+    ``out.shape + leaf.shape`` per leaf, as JAX's: the seeds of one leaf at a time,
+    the other leaves' tangents zero."""
     @functools.wraps(fn)
     def jacobian_fn(*args):
         positions, many = _wrt_positions(fn, wrt)
-        refuse_pytree("jacfwd", fn, args, positions)
         results = []
         for k in positions:
-            if _differentiable(args[k]):
-                try:
-                    out, t = batched_columns(fn, args, k, chunk_size)
-                    results.append(_columns_to_jacobian(t, numpy.shape(out), numpy.shape(args[k])))
-                    continue
-                except (NotBatchable, SrcgradError):
-                    pass   # one run per column: it refuses what forward mode cannot do
-            x = numpy.asarray(args[k], dtype=float)
-            columns = []
-            out = None
-            for j in range(x.size):
-                e = numpy.zeros(x.size)
-                e[j] = 1.0
-                tangents = [None] * len(args)
-                tangents[k] = e.reshape(x.shape) if numpy.ndim(args[k]) else 1.0
-                out, t = jvp(fn, args, tangents)
-                columns.append(numpy.asarray(t, dtype=float))
-            out_shape = numpy.shape(out) if out is not None else numpy.shape(fn(*args))
-            if columns:
-                jac = numpy.stack(columns, axis=-1).reshape(out_shape + x.shape)
+            if pytree.is_node(args[k]):   # float leaves only, as in sg.grad
+                call_values._check_differentiable(f"argument {k}", args[k])
+                leaves = pytree.tree_leaves(args[k])
+                blocks = [_leaf_jacobian(fn, args, k, leaves, n, chunk_size)
+                          for n in range(len(leaves))]
+                results.append(pytree.rebuild(args[k], iter(blocks)))
             else:
-                jac = numpy.zeros(out_shape + x.shape)
-            results.append(jac)
+                results.append(_leaf_jacobian(fn, args, k, None, None, chunk_size))
         return tuple(results) if many else results[0]
 
     return jacobian_fn
+
+
+def _with_leaf(x, leaves, n, value, zero):
+    """``value`` for an argument ``x`` that is no structure (``leaves`` None), else ``x``'s
+    structure holding ``value`` at its leaf ``n`` and ``zero(leaf)`` at the others."""
+    if leaves is None:
+        return value
+    return pytree.rebuild(x, iter([value if m == n else zero(leaf) for m, leaf in enumerate(leaves)]))
+
+
+def _leaf_jacobian(fn, args, k, leaves, n, chunk_size):
+    """The Jacobian block of ``fn`` for ``args[k]`` (its leaf ``n`` for a structure):
+    the batched tangent program, else one tangent program run per column."""
+    from srcgrad.errors import SrcgradError
+    from srcgrad.transform.batching import NotBatchable
+    x = args[k] if leaves is None else leaves[n]
+    if _differentiable(x):
+        try:
+            out, t = batched_columns(fn, args, k, chunk_size, leaves, n)
+            return _columns_to_jacobian(t, numpy.shape(out), numpy.shape(x))
+        except (NotBatchable, SrcgradError):
+            pass   # one run per column: it refuses what forward mode cannot do
+    xa = numpy.asarray(x, dtype=float)
+    columns = []
+    out = None
+    for j in range(xa.size):
+        e = numpy.zeros(xa.size)
+        e[j] = 1.0
+        tangents = [None] * len(args)
+        tangents[k] = _with_leaf(args[k], leaves, n, e.reshape(xa.shape) if numpy.ndim(x) else 1.0,
+                                 lambda leaf: None)
+        out, t = jvp(fn, args, tangents)
+        columns.append(numpy.asarray(t, dtype=float))
+    out_shape = numpy.shape(out) if out is not None else numpy.shape(fn(*args))
+    if columns:
+        return numpy.stack(columns, axis=-1).reshape(out_shape + xa.shape)
+    return numpy.zeros(out_shape + xa.shape)
 
 
 def _differentiable(value):
@@ -179,17 +210,6 @@ def jacobian(fn, wrt=0):
 def _stacked(rows, out_shape, in_shape):
     return numpy.stack(rows).reshape(tuple(out_shape) + tuple(in_shape)) if rows else \
         numpy.zeros(tuple(out_shape) + tuple(in_shape))
-
-
-def refuse_pytree(api, fn, args, positions):
-    """Forward mode takes arrays: a pytree argument to differentiate is refused, saying so."""
-    for k in positions:
-        if pytree.is_node(args[k]):
-            raise TypeError(
-                f"srcgrad.{api}: argument {k} of {fn.__qualname__} is a {type(args[k]).__name__} "
-                f"(a pytree); forward mode takes array and float arguments only yet. "
-                + ("Use sg.jacrev for its Jacobian, or pass" if api == "jacfwd" else "Pass")
-                + " its arrays as separate arguments.")
 
 
 jacrev = jacobian

@@ -443,7 +443,9 @@ def _check_leaves(forward, info, bindings):
         bindings = dict(bindings)
         bindings["_srcgrad_structure_error"] = lambda message: UnsupportedError(
             message, info.filename, info.first_lineno,
-            hint="Pass the structure's leaves as separate arguments.")
+            hint="Call the gradient inside the function you differentiate, which takes structures "
+                 "(def d(p, x): return sg.grad(f, wrt=1)(p, x); then sg.grad(d)), use sg.hvp or "
+                 "sg.hessian, or pass the structure's leaves as separate arguments.")
         forward.body.insert(0, templates.replace(
             f"rt.check_leaves(({', '.join(params)},), {tuple(params)!r}, {strict!r}, "
             f"_srcgrad_structure_error)")[0])

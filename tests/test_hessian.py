@@ -421,3 +421,33 @@ def test_the_batched_hessian_of_every_catalogue_function_matches_finite_differen
                 want = (np.asarray(plus[r], float) - np.asarray(minus[r], float)) / (2 * H)
                 np.testing.assert_allclose(blocks[r][n], np.broadcast_to(want, np.shape(case.args[i])),
                                            rtol=1e-5, atol=1e-5)
+
+
+def dict_quadratic(p, A, B):
+    a, b = p["a"], p["b"]
+    return 0.5 * a @ A @ a + a @ B @ b + p["c"] * np.sum(b ** 2) + 3.0 * p["c"] ** 2
+
+
+def test_the_hessian_of_a_dict_parameter_quadratic_is_the_hand_derived_dict_of_dicts():
+    rng = np.random.default_rng(21)
+    A, B = rng.normal(size=(3, 3)), rng.normal(size=(3, 2))
+    p = {"a": rng.normal(size=3), "b": rng.normal(size=2), "c": 0.4}
+    H = sg.hessian(dict_quadratic)(p, A, B)
+    b, c = p["b"], p["c"]
+    want = {"a": {"a": (A + A.T) / 2, "b": B, "c": np.zeros(3)},
+            "b": {"a": B.T, "b": 2 * c * np.eye(2), "c": 2 * b},
+            "c": {"a": np.zeros(3), "b": 2 * b, "c": 6.0}}
+    assert set(H) == set(want) and all(set(H[k]) == set(want[k]) for k in want)
+    for k1 in want:
+        for k2 in want:
+            assert np.shape(H[k1][k2]) == np.shape(p[k1]) + np.shape(p[k2])
+            np.testing.assert_allclose(H[k1][k2], want[k1][k2], rtol=1e-12, atol=1e-12)
+    # the data too: JAX's nested tuple, the dict's blocks outside
+    (hpp, hpA), (hAp, hAA) = sg.hessian(dict_quadratic, wrt=(0, 1))(p, A, B)
+    np.testing.assert_allclose(hpp["b"]["c"], 2 * b, rtol=1e-12)
+    # d/dA of dL/da = (A + A^T) a / 2: d(dL/da_i)/dA_jk = (delta_ij a_k + delta_ik a_j) / 2
+    a = p["a"]
+    want_aA = (np.einsum("ij,k->ijk", np.eye(3), a) + np.einsum("ik,j->ijk", np.eye(3), a)) / 2
+    np.testing.assert_allclose(hpA["a"], want_aA, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(hAp["a"], np.moveaxis(want_aA, 0, -1), rtol=1e-12, atol=1e-12)
+    assert hAA.shape == (3, 3, 3, 3) and not np.any(hAA)

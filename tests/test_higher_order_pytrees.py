@@ -324,3 +324,243 @@ def test_hvp_of_a_registered_class_and_a_namedtuple():
         want = fd_hvp(f, (primal, x), (t, None), 0)[0]
         for _, g, w in pytree.paired_leaves(got, want):
             np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+# ----- jacfwd and hessian of structured arguments (JAX's shapes) -----
+
+
+def perturbed(args, k, m, idx, s):
+    """``args`` with leaf ``m`` of ``args[k]`` (``args[k]`` itself: m None) moved by ``s``
+    at ``idx``."""
+    def move(leaf):
+        if np.ndim(leaf) == 0:
+            return float(leaf) + s
+        leaf = np.array(leaf, dtype=float)
+        leaf[idx] += s
+        return leaf
+    out = list(args)
+    if m is None:
+        out[k] = move(args[k])
+    else:
+        leaves = pytree.tree_leaves(args[k])
+        out[k] = pytree.rebuild(args[k], iter([move(v) if q == m else v for q, v in enumerate(leaves)]))
+    return out
+
+
+def fd_jacobian_blocks(f, args, k, h=1e-6):
+    """Central differences of ``f`` w.r.t. each leaf of ``args[k]``: its structure of
+    blocks ``out.shape + leaf.shape``."""
+    out_shape = np.shape(f(*args))
+    leaves = pytree.tree_leaves(args[k])
+    blocks = []
+    for m, leaf in enumerate(leaves):
+        block = np.zeros(out_shape + np.shape(leaf))
+        for idx in np.ndindex(*np.shape(leaf)):
+            d = np.asarray(f(*perturbed(args, k, m, idx, h))) - np.asarray(f(*perturbed(args, k, m, idx, -h)))
+            block[(...,) + idx] = d / (2 * h)
+        blocks.append(block)
+    return pytree.rebuild(args[k], iter(blocks))
+
+
+def fd_hessian_blocks(f, args, i, j, h=1e-5):
+    """Central differences of ``sg.grad(f, wrt=i)`` w.r.t. each leaf of ``args[j]``:
+    JAX's ``H[i][j]``, the structure of ``args[i]`` outside, that of ``args[j]`` inside."""
+    g = sg.grad(f, wrt=i)
+    tree_i, tree_j = pytree.is_node(args[i]), pytree.is_node(args[j])
+    rows = pytree.tree_leaves(args[i]) if tree_i else [args[i]]
+    cols = pytree.tree_leaves(args[j]) if tree_j else [args[j]]
+    blocks = [[np.zeros(np.shape(r) + np.shape(c)) for c in cols] for r in rows]
+    for m, c in enumerate(cols):
+        for idx in np.ndindex(*np.shape(c)):
+            plus = g(*perturbed(args, j, m if tree_j else None, idx, h))
+            minus = g(*perturbed(args, j, m if tree_j else None, idx, -h))
+            plus = pytree.tree_leaves(plus) if tree_i else [plus]
+            minus = pytree.tree_leaves(minus) if tree_i else [minus]
+            for l, (a, b) in enumerate(zip(plus, minus)):
+                blocks[l][m][(...,) + idx] = (np.asarray(a, float) - np.asarray(b, float)) / (2 * h)
+
+    def inner(l):
+        return pytree.rebuild(args[j], iter(blocks[l])) if tree_j else blocks[l][0]
+    return pytree.rebuild(args[i], iter([inner(l) for l in range(len(rows))])) if tree_i \
+        else inner(0)
+
+
+def nested_list_layer(p, x):
+    return np.tanh(p["W"] @ x + p["b"][0]) * p["s"]
+
+
+def test_jacfwd_of_a_dict_argument_is_jacrevs_dict_of_blocks_by_the_batched_program(monkeypatch):
+    rng = np.random.default_rng(10)
+    p, x = {"W": randn(rng, 2, 3), "b": [randn(rng, 2)], "s": 0.6}, randn(rng, 3)
+    want = sg.jacrev(nested_list_layer)(p, x)
+    from srcgrad import jacobians
+
+    def no_per_column_run(*args):   # every leaf's seeds go through the batched program
+        raise AssertionError("jacfwd ran one tangent program per column")
+    monkeypatch.setattr(jacobians, "jvp", no_per_column_run)
+    got = sg.jacfwd(nested_list_layer)(p, x)
+    assert set(got) == {"W", "b", "s"} and isinstance(got["b"], list)
+    assert got["W"].shape == (2, 2, 3) and got["b"][0].shape == (2, 2) and got["s"].shape == (2,)
+    assert_same_tree(got, want, rtol=1e-12, atol=1e-14)
+    assert_same_tree(got, fd_jacobian_blocks(nested_list_layer, (p, x), 0), rtol=1e-6, atol=1e-8)
+    # a few seeds per run, and a tuple wrt: a tuple of (a dict, an array)
+    gp, gx = sg.jacfwd(nested_list_layer, wrt=(0, 1), chunk_size=2)(p, x)
+    assert_same_tree(gp, want, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(gx, sg.jacrev(nested_list_layer, wrt=1)(p, x), rtol=1e-12)
+
+
+def tuple_map(pair, x):
+    a, b = pair
+    return a * np.sin(b * x) + np.sum(b)
+
+
+def dataclass_map(layer, x):
+    return np.tanh(layer.w * x + layer.b)
+
+
+def namedtuple_map(pair, x):
+    return pair.left * x * pair[1]
+
+
+def registered_map(r, x):
+    return np.exp(r.w * x) * r.scale
+
+
+def test_jacfwd_of_a_tuple_a_dataclass_a_namedtuple_and_a_registered_class():
+    # the tuple's seeds are batched; an attribute read is not (one run per column)
+    rng = np.random.default_rng(11)
+    x = randn(rng, 3)
+    for f, primal in ((tuple_map, (randn(rng, 3), randn(rng, 3))),
+                      (dataclass_map, Linear(randn(rng, 3), 0.3)),
+                      (namedtuple_map, Pair(randn(rng, 3), 1.5)),
+                      (registered_map, Registered(randn(rng, 3), 2.0))):
+        got = sg.jacfwd(f)(primal, x)
+        assert type(got) is type(primal)
+        assert_same_tree(got, sg.jacrev(f)(primal, x), rtol=1e-12, atol=1e-14)
+        assert_same_tree(got, fd_jacobian_blocks(f, (primal, x), 0), rtol=1e-6, atol=1e-8)
+
+
+def writes_into_its_dict(p, x):
+    p["h"] = np.tanh(p["W"] @ x)
+    return p["h"] * p["b"]
+
+
+def test_jacfwd_of_a_function_writing_into_its_dict_or_looping_over_a_list():
+    # the batched program writes the item's batched tangent into the dict of tangents
+    rng = np.random.default_rng(14)
+    x = randn(rng, 3)
+
+    def fresh():
+        return {"W": randn(rng, 2, 3), "b": randn(rng, 2), "h": np.zeros(2)}
+    p = fresh()
+    got = sg.jacfwd(writes_into_its_dict)(dict(p), x)
+    assert_same_tree(got, sg.jacrev(writes_into_its_dict)(dict(p), x), rtol=1e-12, atol=1e-14)
+    assert_same_tree(got, fd_jacobian_blocks(writes_into_its_dict, (dict(p), x), 0),
+                     rtol=1e-6, atol=1e-8)
+    ps = [randn(rng, 2), randn(rng, 2)]
+    got = sg.jacfwd(layers_sum)(ps, x[:2])
+    assert isinstance(got, list)
+    assert_same_tree(got, sg.jacrev(layers_sum)(ps, x[:2]), rtol=1e-12, atol=1e-14)
+    assert_same_tree(got, fd_jacobian_blocks(layers_sum, (ps, x[:2]), 0), rtol=1e-6, atol=1e-8)
+
+
+def layers_sum(ps, x):
+    acc = 0.0
+    for i in range(len(ps)):
+        acc = acc + ps[i] * x[i]
+    return np.sin(acc)
+
+
+def test_jacfwd_refuses_an_integer_leaf_as_grad_does():
+    p, x = {"w": np.arange(3.0), "n": 3}, np.ones(3)
+    with pytest.raises(TypeError, match=r"\['n'\].*integer"):
+        sg.jacfwd(lambda p, x: p["w"] * x * p["n"])(p, x)
+
+
+def mixed_loss(p, x):
+    h = np.tanh(p["W"] @ x + p["b"])
+    return np.sum(h ** 2) * p["s"] + p["s"] ** 3 * np.sum(p["b"] * x[:2])
+
+
+def test_the_hessian_of_a_dict_argument_is_a_dict_of_dicts_matching_fd_of_grad():
+    rng = np.random.default_rng(12)
+    p, x = {"W": randn(rng, 2, 3), "b": randn(rng, 2), "s": 0.8}, randn(rng, 3)
+    H = sg.hessian(mixed_loss)(p, x)
+    assert type(H) is dict and all(type(H[k]) is dict and set(H[k]) == set(p) for k in p)
+    for k1 in p:
+        for k2 in p:
+            assert np.shape(H[k1][k2]) == np.shape(p[k1]) + np.shape(p[k2])
+            # symmetric: H[k2][k1] is H[k1][k2] with the two leaves' axes swapped
+            n1 = np.ndim(p[k1])
+            swapped = np.moveaxis(np.asarray(H[k1][k2]), list(range(n1)),
+                                  list(range(np.ndim(H[k1][k2]) - n1, np.ndim(H[k1][k2]))))
+            np.testing.assert_allclose(swapped, H[k2][k1], rtol=1e-10, atol=1e-12)
+    assert_same_tree(H, fd_hessian_blocks(mixed_loss, (p, x), 0, 0), rtol=1e-5, atol=1e-7)
+    # a tuple wrt: JAX's nested tuple, each block a structure of structures
+    (hpp, hpx), (hxp, hxx) = sg.hessian(mixed_loss, wrt=(0, 1))(p, x)
+    assert_same_tree(hpp, H, rtol=1e-12, atol=1e-14)
+    assert hpx["W"].shape == (2, 3, 3) and hxp["W"].shape == (3, 2, 3)
+    assert_same_tree(hpx, fd_hessian_blocks(mixed_loss, (p, x), 0, 1), rtol=1e-5, atol=1e-7)
+    assert_same_tree(hxp, fd_hessian_blocks(mixed_loss, (p, x), 1, 0), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(hxx, sg.hessian(mixed_loss, wrt=1)(p, x), rtol=1e-12)
+
+
+def test_the_hessian_of_a_list_of_tuples_through_a_loop_and_of_a_dataclass():
+    rng = np.random.default_rng(13)
+
+    def loss(layers, x):
+        return layers_of_tuples(layers, x)[0]
+
+    layers = [(randn(rng, 2, 2), randn(rng, 2)), (randn(rng, 2, 2), randn(rng, 2))]
+    x = randn(rng, 3, 2)
+    H = sg.hessian(loss)(layers, x)
+    assert isinstance(H, list) and isinstance(H[0], tuple) and isinstance(H[0][0], list)
+    assert H[0][0][1][0].shape == (2, 2, 2, 2)
+    assert_same_tree(H, fd_hessian_blocks(loss, (layers, x), 0, 0), rtol=1e-5, atol=1e-7)
+    layer = Linear(randn(rng, 3), 0.3)
+    H = sg.hessian(dataclass_loss)(layer, x[0, :1].repeat(3))
+    assert isinstance(H, Linear) and isinstance(H.w, Linear) and H.w.w.shape == (3, 3)
+    assert_same_tree(H, fd_hessian_blocks(dataclass_loss, (layer, x[0, :1].repeat(3)), 0, 0),
+                     rtol=1e-5, atol=1e-7)
+
+
+# ----- grad of grad with structured arguments: the gradient called inside -----
+
+
+def cubic_in_x(p, x):
+    return np.sum(p["w"] * x ** 3) + p["c"] * x ** 2 + np.sin(p["c"] * x)
+
+
+def d_dx(p, x):
+    return sg.grad(cubic_in_x, wrt=1)(p, x)
+
+
+def sum_of_the_dict_gradient(p, x):
+    g = sg.grad(cubic_in_x)(p, x)
+    return np.sum(g["w"]) + g["c"]
+
+
+def test_grad_of_grad_with_a_dict_argument_matches_fd_of_the_first_derivative():
+    p, x = {"w": np.array([1.0, -2.0, 0.5]), "c": 0.7}, 1.3
+    # d2f/dx2 by hand, and by central differences of sg.grad (the first derivative)
+    w, c = p["w"], p["c"]
+    want = 6 * np.sum(w) * x + 2 * c - c ** 2 * np.sin(c * x)
+    got = sg.grad(d_dx, wrt=1)(p, x)
+    first = sg.grad(cubic_in_x, wrt=1)
+    fd = (first(p, x + 1e-5) - first(p, x - 1e-5)) / 2e-5
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    np.testing.assert_allclose(got, fd, rtol=1e-7)
+    # with respect to the dict as well: a dict like p
+    gp, gx = sg.grad(d_dx, wrt=(0, 1))(p, x)
+    assert type(gp) is dict and set(gp) == {"w", "c"}
+    np.testing.assert_allclose(gp["w"], np.full(3, 3 * x ** 2), rtol=1e-12)
+    np.testing.assert_allclose(gp["c"], 2 * x + np.cos(c * x) - c * x * np.sin(c * x), rtol=1e-12)
+    # a scalar function of the dict gradient: against FD of the first derivative, leaf by leaf
+    got = sg.grad(sum_of_the_dict_gradient)(p, x)
+    fd = fd_jacobian_blocks(sum_of_the_dict_gradient, (p, x), 0, h=1e-5)
+    assert type(got) is dict
+    assert_same_tree(got, fd, rtol=1e-6, atol=1e-8)
+    # the direct form reads the first gradient's array code: refused, saying what to write
+    with pytest.raises(sg.UnsupportedError, match="'p' is a dict") as info:
+        sg.grad(sg.grad(cubic_in_x, wrt=1), wrt=1)(p, x)
+    assert "sg.grad(f, wrt=1)(p, x)" in str(info.value)

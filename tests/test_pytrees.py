@@ -482,9 +482,12 @@ def test_structured_defaults_use_code_compiled_for_them():
     check(with_default, (x,))
 
 
-def test_higher_order_derivatives_refuse_structures():
-    with pytest.raises(sg.UnsupportedError, match="higher-order"):
+def test_grad_of_grad_refuses_structures_saying_to_call_the_gradient_inside_instead():
+    # the first gradient's code is compiled for arrays; the nested form takes structures
+    # (tests/test_higher_order_pytrees.py checks it against finite differences)
+    with pytest.raises(sg.UnsupportedError, match="higher-order") as info:
         sg.grad(sg.grad(dict_of_scalars))({"a": 1.0, "b": 2.0})
+    assert "inside the function you differentiate" in str(info.value)
 
 
 class Opaque:

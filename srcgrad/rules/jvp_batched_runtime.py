@@ -23,8 +23,8 @@ def _size(t):
         if t.ndim == 0:
             raise NotBatchable("a tangent without its batch axis")
         return t.shape[0]
-    if isinstance(t, (list, tuple)):
-        for item in t:
+    if isinstance(t, (list, tuple, dict)):   # a structure's tangent (jacobians.py): a leaf's
+        for item in (t.values() if isinstance(t, dict) else t):
             try:
                 return _size(item)
             except NotBatchable:
@@ -248,7 +248,7 @@ class _Batched:
 
     def __getitem__(self, index):
         t = self.t
-        if isinstance(t, (list, tuple)):
+        if isinstance(t, (list, tuple, dict)):
             return t[index]
         out = batch_array(t)[self._index(index)]
         if out.ndim == 1 and out.base is not None:
@@ -257,7 +257,7 @@ class _Batched:
 
     def __setitem__(self, index, value):
         t = self.t
-        if isinstance(t, list):
+        if isinstance(t, (list, dict)):
             t[index] = value
             return
         if not is_array(t) or not t.ndim:
