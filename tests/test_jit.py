@@ -310,3 +310,30 @@ def test_jvp_with_jit_falls_back_with_one_warning():
         got = sg.jvp(_reads_a_global_array, (x,), (np.ones(3),), jit=True)
     want = sg.jvp(_reads_a_global_array, (x,), (np.ones(3),))
     assert got == want
+
+
+def _exec(source, filename):
+    import linecache
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    namespace = {"np": np}
+    exec(compile(source, filename, "exec"), namespace)
+    return namespace["f"]
+
+
+@pytest.mark.parametrize("seeded", [False, True])
+def test_a_gradient_loaded_from_the_disk_cache_compiles_with_jit(tmp_path, monkeypatch, seeded):
+    """A loaded gradient has no trees: the translation compiles them again."""
+    from srcgrad import disk_cache
+    monkeypatch.setattr(disk_cache.settings, "directory", str(tmp_path / "c"))
+    monkeypatch.setattr(disk_cache.settings, "enabled", True)
+    source = ("def f(x):\n    acc = 0.0\n    for i in range(len(x)):\n"
+              "        acc = acc + np.sin(x[i]) * x[i]\n    return acc\n")
+    x = np.linspace(-1.0, 1.0, 5)
+    seed = 2.0 if seeded else None
+    want = sg.grad(_exec(source, "<jit-disk-test>"))(x, grad_outputs=seed)
+    fn = _exec(source, "<jit-disk-test>")
+    before = dict(disk_cache.stats)
+    got = _quiet(sg.grad(fn, jit=True), x, grad_outputs=seed)
+    assert disk_cache.stats["hits"] == before["hits"] + 1
+    assert _same(got, want)
+    assert np.allclose(got, (seed or 1.0) * (np.sin(x) + x * np.cos(x)), rtol=1e-13)

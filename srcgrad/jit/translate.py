@@ -86,6 +86,7 @@ class Translation:
 
 def translate(compiled, variant):
     """``compiled``'s gradient as Numba source (a Translation), or raises Refused."""
+    _with_trees(compiled)
     info, bindings = compiled.load
     if compiled.tuple_output or compiled.mutates_saved or compiled.functions:
         what = ("a tuple output" if compiled.tuple_output else "indexed writes into arrays"
@@ -120,6 +121,15 @@ def translate(compiled, variant):
     trees = [t for k in kernels for t in (k.loop, k.original)]
     return Translation(name, emit.to_source(trees + [function]), namespace, function,
                        kernels, trees)
+
+
+def _with_trees(compiled):
+    """A gradient loaded from the on-disk cache has no trees: compile them again (as
+    pipeline.compose_gradient does for the same reason)."""
+    if getattr(compiled, "recompile", None) is not None and not compiled.trees:
+        full = compiled.recompile()
+        compiled.trees, compiled.gradient_forward = full.trees, full.gradient_forward
+        compiled.load, compiled.recompile = full.load, None
 
 
 def translate_jvp(compiled, fn):
