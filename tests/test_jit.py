@@ -404,3 +404,25 @@ def test_add_at_of_another_shape_raises_so_the_numpy_gradient_runs():
         call(np.zeros(4), np.zeros(4), np.array([1, 7]), np.ones(2))
     with pytest.raises(IndexError):
         call(np.zeros(4), np.zeros(4), 9, 1.0)
+
+
+ACT = np.sin
+
+
+def _uses_a_global(x):
+    return np.sum(ACT(x) * x)
+
+
+def test_the_common_call_takes_the_short_path_and_still_checks_guard_and_types(monkeypatch):
+    x = np.linspace(-1.0, 1.0, 5)
+    jit = sg.grad(_uses_a_global, jit=True)
+    assert _same(_quiet(jit, x), sg.grad(_uses_a_global)(x))
+    assert jit._hot   # grad's common call: one dict lookup, the guard, Numba's dispatch
+    assert _same(_quiet(jit, x * 2), np.sin(x * 2) + x * 2 * np.cos(x * 2))
+    monkeypatch.setitem(globals(), "ACT", np.cos)   # the guard no longer holds
+    assert np.allclose(_quiet(jit, x), np.cos(x) - x * np.sin(x), rtol=1e-14)
+    with pytest.warns(JitFallbackWarning, match="float32"):   # same rank, a type not compiled
+        got = jit(x.astype(np.float32))
+    assert _same(got, sg.grad(_uses_a_global)(x.astype(np.float32)))
+    X = np.linspace(-1.0, 1.0, 6).reshape(2, 3)   # another rank: compiled for it
+    assert _same(_quiet(jit, X), sg.grad(_uses_a_global)(X))
