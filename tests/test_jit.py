@@ -426,33 +426,3 @@ def test_the_common_call_takes_the_short_path_and_still_checks_guard_and_types(m
     assert _same(got, sg.grad(_uses_a_global)(x.astype(np.float32)))
     X = np.linspace(-1.0, 1.0, 6).reshape(2, 3)   # another rank: compiled for it
     assert _same(_quiet(jit, X), sg.grad(_uses_a_global)(X))
-
-
-@pytest.mark.parametrize("layout", ["C", "transposed", "strided"])
-def test_matmul_gradients_compiled_by_numba_equal_the_runtime_helpers(layout):
-    from numba import njit
-    from srcgrad.jit import runtime as jrt
-    from srcgrad.rules import numpy_products as products
-    rng = np.random.default_rng(5)
-    a, b = rng.standard_normal((4, 3)), rng.standard_normal((5, 3)).T
-    dy = rng.standard_normal((4, 5))
-    if layout == "transposed":
-        a = np.ascontiguousarray(a.T).T
-    elif layout == "strided":
-        dy = rng.standard_normal((4, 10))[:, ::2]
-    grad_a = njit(**jrt.JIT_OPTIONS)(lambda dy, a, b: jrt.matmul_grad_a(dy, a, b))
-    grad_b = njit(**jrt.JIT_OPTIONS)(lambda dy, a, b: jrt.matmul_grad_b(dy, a, b))
-    for got, want in [(grad_a(dy, a, b), products.matmul_grad_a(dy, a, b)),
-                      (grad_b(dy, a, b), products.matmul_grad_b(dy, a, b))]:
-        assert got.shape == want.shape and np.allclose(got, want, rtol=1e-13, atol=1e-15)
-    with pytest.raises(ValueError):
-        grad_a(dy[:, :4], a, b)
-
-
-def test_a_matmul_of_a_vector_is_not_compiled_by_the_numba_form():
-    from numba import njit
-    from numba.core.errors import TypingError
-    from srcgrad.jit import runtime as jrt
-    grad_a = njit(lambda dy, a, b: jrt.matmul_grad_a(dy, a, b))
-    with pytest.raises(TypingError, match="rt.matmul_grad_a"):
-        grad_a(np.ones(4), np.ones((4, 3)), np.ones(3))

@@ -338,54 +338,9 @@ def _add_at(dx, x, index, g):
     _refuse("add_at", dx, x, index, g)
 
 
-def matmul_grad_a(dy, a, b):
-    """See srcgrad.rules.numpy_products.matmul_grad_a."""
-
-
-def matmul_grad_b(dy, a, b):
-    """See srcgrad.rules.numpy_products.matmul_grad_b."""
-
-
-def _float_matrices(*ts):
-    return all(isinstance(t, types.Array) and t.ndim == 2 and t.dtype == types.float64 for t in ts)
-
-
-def _contiguous(t):
-    if t.layout in "CF":
-        return lambda m: m
-    return lambda m: np.ascontiguousarray(m)
-
-
-@overload(matmul_grad_a, jit_options=JIT_OPTIONS)
-def _matmul_grad_a(dy, a, b):
-    # 2-D float64 operands only (NumPy's BLAS call for the same product; a batched or
-    # 1-D operand runs the NumPy gradient).
-    if not _float_matrices(dy, a, b):
-        _refuse("matmul_grad_a", dy, a, b)
-
-    def grad_a(dy, a, b):
-        if dy.shape != (a.shape[0], b.shape[1]) or a.shape[1] != b.shape[0]:
-            raise ValueError("srcgrad jit: matmul_grad_a of other shapes")
-        return np.dot(np.ascontiguousarray(dy), b.T)
-    return grad_a
-
-
-@overload(matmul_grad_b, jit_options=JIT_OPTIONS)
-def _matmul_grad_b(dy, a, b):
-    if not _float_matrices(dy, a, b):
-        _refuse("matmul_grad_b", dy, a, b)
-
-    def grad_b(dy, a, b):
-        if dy.shape != (a.shape[0], b.shape[1]) or a.shape[1] != b.shape[0]:
-            raise ValueError("srcgrad jit: matmul_grad_b of other shapes")
-        return np.dot(a.T, np.ascontiguousarray(dy))
-    return grad_b
-
-
 # The rt helpers the translation maps (translate.py): any other rt.* call is refused.
 HELPERS = ("default_seed", "owned_zeros", "unbroadcast", "has_grad", "shape_of", "unreduce",
-           "reduction_size", "own", "tangent_zero", "add_at", "matmul_grad_a",
-           "matmul_grad_b")
+           "reduction_size", "own", "tangent_zero", "add_at")
 
 
 # ----- The elementwise loops of loops.py -----

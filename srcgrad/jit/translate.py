@@ -40,8 +40,7 @@ from srcgrad.transform import tape as tapes
 Static = anno.Static
 
 HELPERS = ("default_seed", "owned_zeros", "unbroadcast", "has_grad", "shape_of", "unreduce",
-           "reduction_size", "own", "tangent_zero", "tangent_like", "add_at", "matmul_grad_a",
-           "matmul_grad_b")
+           "reduction_size", "own", "tangent_zero", "tangent_like", "add_at")
 BUILTINS = {"range", "len", "abs", "min", "max", "float", "int", "bool", "round", "print",
             "sum", "divmod", "pow", "enumerate", "zip", "slice"}
 SEED = "_sg_seed"
