@@ -248,7 +248,7 @@ class _Entry:
             plan = owner.gradient._plan_of(self.compiled)
             if len(plan.wrt_positions) == 1 and not plan.many and plan.wrt_positions[0] is not None:
                 self.only = plan.wrt_positions[0]
-                if self.variant == "grad" and not owner._declines:
+                if self.variant == "grad" and not owner._declines and self.holds is not None:
                     owner._hot[rank_keys(args)] = self
         return self._finish(owner, args, grad_outputs, seed, result)
 
