@@ -27,14 +27,10 @@ import numpy
 from srcgrad.analysis.ranks import rank_keys
 from srcgrad.call_values import _LEAF_TYPES, _finish_values
 from srcgrad.jit import translate
+from srcgrad.jit.errors import ZeroAdjoint
 
 _SCALARS = (float, int, bool)
 _NUMPY = object()   # in JitGradFunction._fast: arguments like these run the NumPy gradient
-
-
-class ZeroAdjoint(Exception):
-    """Raised by compiled code where the NumPy gradient keeps a zero adjoint a number
-    (runtime.need_grad): that call runs the NumPy gradient, without a warning."""
 
 
 class JitFallbackWarning(UserWarning):

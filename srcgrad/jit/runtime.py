@@ -14,7 +14,7 @@ from numba import njit, types
 from numba.core.errors import TypingError
 from numba.extending import overload
 
-from srcgrad.jit.dispatch import ZeroAdjoint
+from srcgrad.jit.errors import ZeroAdjoint
 
 JIT_OPTIONS = dict(error_model="numpy", boundscheck=True, nogil=True)
 
