@@ -27,6 +27,7 @@ import numpy
 from srcgrad.analysis.ranks import rank_keys
 from srcgrad.call_values import _LEAF_TYPES, _finish_values
 from srcgrad.jit import translate
+from srcgrad.jit.errors import ZeroAdjoint
 
 _SCALARS = (float, int, bool)
 _NUMPY = object()   # in JitGradFunction._fast: arguments like these run the NumPy gradient
@@ -47,6 +48,8 @@ class JitGradFunction:
         self._declines = bool(gfn.hook_names or gfn.has_aux)   # always the NumPy gradient
         self._entries = {}   # (id(compiled), variant) -> _Entry
         self._fast = {}      # (variant, rank_keys(args)) -> _Entry
+        self._hot = {}       # rank_keys(args) -> the compiled _Entry of grad's common call
+        self._fn = gfn.fn
 
     @property
     def __name__(self):
@@ -61,6 +64,24 @@ class JitGradFunction:
         return self._entry(self._variant(grad_outputs), args).translation().source
 
     def __call__(self, *args, grad_outputs=None, **kwargs):
+        if grad_outputs is None and not kwargs:
+            # grad's common call, compiled for these ranks already: one dict lookup, the
+            # guard, Numba's dispatch (which raises TypeError for types it has not
+            # compiled: compiling is off outside _Entry.call) and the check of the result.
+            entry = self._hot.get(rank_keys(args))
+            if entry is not None and entry.holds(self._fn):
+                try:
+                    g = entry.dispatcher(*args)[0]
+                except Exception:
+                    return entry.call(self, args, None)
+                like = args[entry.only]
+                if type(g) is numpy.ndarray:
+                    if type(like) is numpy.ndarray and g.dtype is like.dtype and \
+                            g.shape == like.shape and g.flags.writeable:
+                        return g
+                elif type(g) is float and type(like) is float:
+                    return g
+                return entry._finish(self, args, None, None, (g,))
         gfn = self.gradient
         if kwargs or self._declines:
             self._decline("keyword arguments" if kwargs else "hooks" if gfn.hook_names
@@ -140,6 +161,7 @@ class _Entry:
         self.warned = False        # the run-time fallback was warned about
         self._translation = None
         self.only = None   # the one wrt position of grad's common call, once it compiled
+        self.holds = getattr(getattr(compiled, "guard", None), "holds", None)
 
     def translation(self):
         if self._translation is None:
@@ -198,6 +220,7 @@ class _Entry:
         except Exception as exc:   # Numba's typing or lowering
             self.failed.add(_signature(call_args))
             self.only = None
+            owner._hot = {k: e for k, e in owner._hot.items() if e is not self}
             construct, file, line = self._locate(exc)
             _warn(f"Numba cannot compile {construct}", file, line)
             return owner._numpy(args, grad_outputs)
@@ -205,10 +228,13 @@ class _Entry:
             owner.compile_times.append((_signature(call_args), compile_s))
         try:
             result = dispatcher(*call_args)
+        except ZeroAdjoint:
+            return owner._numpy(args, grad_outputs)
         except Exception as exc:
             value = owner._numpy(args, grad_outputs)   # raises the NumPy gradient's error
             self.failed.add(_signature(call_args))   # these types run NumPy from now on
             self.only = None
+            owner._hot = {k: e for k, e in owner._hot.items() if e is not self}
             if not self.warned:
                 self.warned = True
                 _warn(f"the compiled gradient raised {type(exc).__name__}: {exc}",
@@ -218,6 +244,8 @@ class _Entry:
             plan = owner.gradient._plan_of(self.compiled)
             if len(plan.wrt_positions) == 1 and not plan.many and plan.wrt_positions[0] is not None:
                 self.only = plan.wrt_positions[0]
+                if self.variant == "grad" and not owner._declines and self.holds is not None:
+                    owner._hot[rank_keys(args)] = self
         return self._finish(owner, args, grad_outputs, seed, result)
 
     def _finish(self, owner, args, grad_outputs, seed, result):

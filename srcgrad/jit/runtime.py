@@ -14,6 +14,8 @@ from numba import njit, types
 from numba.core.errors import TypingError
 from numba.extending import overload
 
+from srcgrad.jit.errors import ZeroAdjoint
+
 JIT_OPTIONS = dict(error_model="numpy", boundscheck=True, nogil=True)
 
 
@@ -121,6 +123,22 @@ def _has_grad(g):
     if isinstance(g, types.Array) and g.ndim > 0:
         return lambda g: True
     _refuse("has_grad", g)
+
+
+def need_grad(g):
+    """``has_grad(g)`` holds, else ZeroAdjoint (translate._zero_adjoints_typed)."""
+
+
+@overload(need_grad)
+def _need_grad(g):
+    if _is_number(g):
+        def need(g):
+            if g == 0:
+                raise ZeroAdjoint("srcgrad jit: a zero adjoint stays a number here")
+        return need
+    if isinstance(g, types.Array) and g.ndim > 0:
+        return lambda g: None
+    _refuse("need_grad", g)
 
 
 @overload(shape_of)
@@ -232,9 +250,97 @@ def rev_range(r):
     return range(r.start + (n - 1) * r.step, r.start - r.step, -r.step)
 
 
+def add_at(dx, x, index, g):
+    """See srcgrad.runtime.add_at."""
+
+
+def _basic_item(t):
+    return isinstance(t, (types.Integer, types.SliceType)) and not isinstance(t, types.Boolean)
+
+
+@overload(add_at, jit_options=JIT_OPTIONS)
+def _add_at(dx, x, index, g):
+    # ``dx`` an owned float array of ``x``'s shape (the sweep made it with owned_zeros;
+    # another shape raises ValueError at run time: the NumPy gradient materialises it),
+    # or a number, materialised as the NumPy helper does (zeros of x's shape plus it).
+    # (Of a number ``g`` that is 0, the NumPy helper returns the number ``dx`` itself:
+    # a ValueError at run time, so that the NumPy gradient runs that call.)
+    if isinstance(x, types.Array) and _is_number(dx) and (_is_number(g) or isinstance(g, types.Array)):
+        dtype = x.dtype if isinstance(x.dtype, types.Float) else types.float64
+        zero_g = _is_number(g)
+
+        def materialised(dx, x, index, g):
+            if zero_g and g == 0:
+                raise ValueError("srcgrad jit: add_at of a zero number keeps a number")
+            base = np.zeros(x.shape, dtype)
+            if dx != 0:
+                base += dx
+            return add_at(base, x, index, g)
+        return materialised
+    if not (isinstance(x, types.Array) and isinstance(dx, types.Array) and dx.ndim == x.ndim
+            and dx.mutable and isinstance(dx.dtype, types.Float)
+            and (_is_number(g) or isinstance(g, types.Array))):
+        _refuse("add_at", dx, x, index, g)
+    zero = _is_number(g)   # a number zero adds nothing (not even to the sign of a zero)
+    if _basic_item(index) or isinstance(index, types.BaseTuple) and len(index) > 0 and \
+            all(_basic_item(t) for t in index):
+        def basic(dx, x, index, g):
+            if dx.shape != x.shape:
+                raise ValueError("srcgrad jit: add_at into another shape")
+            if zero and g == 0:
+                return dx
+            dx[index] += g
+            return dx
+        return basic
+    if isinstance(index, types.Array) and index.ndim == 1 and x.ndim == 1 and \
+            isinstance(index.dtype, types.Integer) and not isinstance(index.dtype, types.Boolean) \
+            and (zero or g.ndim == 1):
+        def fancy(dx, x, index, g):   # np.add.at: repeated indices add up, in index order
+            if dx.shape != x.shape:
+                raise ValueError("srcgrad jit: add_at into another shape")
+            if zero:
+                if g == 0:
+                    return dx
+                for k in range(index.size):
+                    dx[index[k]] += g
+            else:
+                if g.size != index.size:
+                    raise ValueError("srcgrad jit: add_at of another length")
+                for k in range(index.size):
+                    dx[index[k]] += g[k]
+            return dx
+        return fancy
+    if isinstance(index, types.Array) and isinstance(index.dtype, types.Boolean) and \
+            index.ndim == x.ndim == 1 and (zero or g.ndim == 1):
+        def masked(dx, x, index, g):   # no repeats: dx[mask] += g, element by element
+            if dx.shape != x.shape or index.shape != x.shape:
+                raise ValueError("srcgrad jit: add_at into another shape")
+            if zero:
+                if g == 0:
+                    return dx
+                for k in range(index.size):
+                    if index[k]:
+                        dx[k] += g
+                return dx
+            j = 0
+            for k in range(index.size):
+                if index[k]:
+                    j += 1
+            if j != g.size:
+                raise ValueError("srcgrad jit: add_at of another length")
+            j = 0
+            for k in range(index.size):
+                if index[k]:
+                    dx[k] += g[j]
+                    j += 1
+            return dx
+        return masked
+    _refuse("add_at", dx, x, index, g)
+
+
 # The rt helpers the translation maps (translate.py): any other rt.* call is refused.
 HELPERS = ("default_seed", "owned_zeros", "unbroadcast", "has_grad", "shape_of", "unreduce",
-           "reduction_size", "own", "tangent_zero")
+           "reduction_size", "own", "tangent_zero", "add_at")
 
 
 # ----- The elementwise loops of loops.py -----

@@ -40,9 +40,9 @@ from srcgrad.transform import tape as tapes
 Static = anno.Static
 
 HELPERS = ("default_seed", "owned_zeros", "unbroadcast", "has_grad", "shape_of", "unreduce",
-           "reduction_size", "own", "tangent_zero", "tangent_like")
+           "reduction_size", "own", "tangent_zero", "tangent_like", "add_at")
 BUILTINS = {"range", "len", "abs", "min", "max", "float", "int", "bool", "round", "print",
-            "sum", "divmod", "pow", "enumerate", "zip"}
+            "sum", "divmod", "pow", "enumerate", "zip", "slice"}
 SEED = "_sg_seed"
 OUT = "_sg_out"
 
@@ -116,11 +116,42 @@ def translate(compiled, variant):
     tape_lists = [_assign(key, gast.List(elts=[], ctx=gast.Load())) for key in sorted(rewrite.tapes)]
     function = gast.FunctionDef(name=name, args=args, body=tape_lists + body, decorator_list=[],
                                 returns=None, type_comment=None, type_params=[])
+    function.body = _zero_adjoints_typed(function.body)
     kernels = loops.fuse(function, compiled.scalars)
     namespace = _namespace(function, info, bindings, {k.name for k in kernels})
     trees = [t for k in kernels for t in (k.loop, k.original)]
     return Translation(name, emit.to_source(trees + [function]), namespace, function,
                        kernels, trees)
+
+
+def _zero_adjoints_typed(body):
+    """``v = 0.0 ... if _jrt.has_grad(s): v = <an array>`` (a gradient that starts as a
+    number and becomes an array where ``s`` is not zero: Numba types one name one way)
+    at the function's top level becomes ``_jrt.need_grad(s)`` and the branch's body:
+    need_grad raises ZeroAdjoint where ``s`` is a zero number, and that call runs the
+    NumPy gradient (dispatch.py), so the result is the NumPy gradient's either way."""
+    zeros, out = set(), []
+    for s in body:
+        if isinstance(s, gast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], gast.Name):
+            if isinstance(s.value, gast.Constant) and s.value.value == 0 and \
+                    type(s.value.value) in (int, float):
+                zeros.add(s.targets[0].id)
+        if isinstance(s, gast.If) and not s.orelse and _is_has_grad(s.test) and any(
+                isinstance(t, gast.Assign) and any(isinstance(n, gast.Name) and n.id in zeros
+                                                   for n in t.targets) for t in s.body):
+            check = gast.Expr(value=_call("_jrt", "need_grad", [s.test.args[0]]))
+            anno.setanno(check, Static.ORIGIN, anno.getanno(s, Static.ORIGIN))
+            out += [check] + s.body
+            continue
+        out.append(s)
+    return out
+
+
+def _is_has_grad(test):
+    return isinstance(test, gast.Call) and isinstance(test.func, gast.Attribute) and \
+        isinstance(test.func.value, gast.Name) and test.func.value.id == "_jrt" and \
+        test.func.attr == "has_grad" and len(test.args) == 1 and not test.keywords and \
+        isinstance(test.args[0], gast.Name)
 
 
 def translate_jvp(compiled, fn):
