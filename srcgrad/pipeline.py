@@ -22,6 +22,7 @@ from srcgrad.transform import (anf, as_array, aux, canonicalize, comprehensions,
                                local_functions, mutation, reverse)
 from srcgrad.transform import fuse as fusion
 from srcgrad.transform.base import Base, local_names
+from srcgrad import ast_util
 
 # The options a compile obeys unless told others (api.py: ``default_options``). Tests that
 # check optimized and unoptimized code agree set ``CompileOptions(optimize=False)`` here.
@@ -80,7 +81,7 @@ def _rename_reserved(node, info, namer, bindings):
     """Rename user names that collide with the generated code's own names."""
     locals_ = local_names(node)
     rename = {}
-    for child in gast.walk(node):
+    for child in ast_util.walk(node):
         if isinstance(child, gast.Name) and child.id in RESERVED:
             if child.id not in rename:
                 rename[child.id] = namer.new(child.id + "_")
@@ -116,7 +117,7 @@ def front_end(fn, options, stack=(), has_aux=False, static=None):
     an argument); inside, the parameter denotes that object (inline.bind_static)."""
     node, info = fn.parse() if isinstance(fn, local_functions.LocalFunction) else parse_function(fn)
     ctx = CompileContext(
-        info, Namer({n.id for n in gast.walk(node) if isinstance(n, gast.Name)} | set(RESERVED)),
+        info, Namer({n.id for n in ast_util.walk(node) if isinstance(n, gast.Name)} | set(RESERVED)),
         options, user_locals=frozenset(local_names(node)), stack=stack or (fn.__code__,),
         normalize=lambda helper, helper_stack, helper_static: front_end(
             helper, options, helper_stack, static=helper_static))
@@ -347,7 +348,7 @@ def _compiler_names(forward, ctx):
     args = forward.args
     params = {a.id for a in args.posonlyargs + args.args + args.kwonlyargs}
     users = set(ctx.user_locals) | set(ctx.namer.original) | params | set(RESERVED)
-    return {n.id for n in gast.walk(forward) if isinstance(n, gast.Name)
+    return {n.id for n in ast_util.walk(forward) if isinstance(n, gast.Name)
             and isinstance(n.ctx, gast.Store) and n.id not in users}
 
 
@@ -428,7 +429,7 @@ def _check_leaves(forward, info, bindings):
     # or multiply where Python concatenates); others may be structures without float leaves
     # (a shape, axes).
     params = [a.id for a in forward.args.posonlyargs + forward.args.args + forward.args.kwonlyargs]
-    operands = {o.id for n in gast.walk(forward) if isinstance(n, gast.BinOp)
+    operands = {o.id for n in ast_util.walk(forward) if isinstance(n, gast.BinOp)
                 and isinstance(n.op, (gast.Add, gast.Mult)) for o in (n.left, n.right)
                 if isinstance(o, gast.Name)}
     if params:
@@ -479,7 +480,7 @@ def _known_seed(body, seed):
     """``body`` with ``if rt.has_grad(seed): ...`` unwrapped: the seed is a nonzero
     constant that ``body`` never rebinds."""
     if any(isinstance(n, gast.Name) and n.id == seed and not isinstance(n.ctx, gast.Load)
-           for s in body for n in gast.walk(s)):
+           for s in body for n in ast_util.walk(s)):
         return body
 
     class Unwrap(Base):

@@ -36,6 +36,7 @@ from srcgrad import anno
 from srcgrad.analysis import liveness
 from srcgrad.ast_util import assigned_name, blocks, loads
 from srcgrad.optimize.effects import RAISES, SAFE, kind
+from srcgrad import ast_util
 
 Static = anno.Static
 
@@ -99,7 +100,7 @@ def _the_use(block, k, t, reads, what, facts):
         if not isinstance(later, _USES) or anno.getanno(later, Static.TAPE) is not None \
                 or anno.getanno(later, Static.ORIGIN) != origin or t in facts.stores(later):
             return None
-        targets = [n for n in gast.walk(later) if isinstance(n, gast.Name) and n.id == t]
+        targets = [n for n in ast_util.walk(later) if isinstance(n, gast.Name) and n.id == t]
         if len(targets) != 1:
             return None
         found = _evaluated_before(later, targets[0])

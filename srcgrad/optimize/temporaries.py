@@ -24,6 +24,7 @@ from srcgrad.analysis import liveness
 from srcgrad.ast_util import assigned_name, blocks, loads
 from srcgrad.optimize.exprs import pure
 from srcgrad.optimize.facts import EFFECTFUL
+from srcgrad import ast_util
 
 Static = anno.Static
 
@@ -95,7 +96,7 @@ def _disturbs(s, reads, facts):
         return False
     if not isinstance(s, _PLAIN) or not pure(s):
         return True
-    for n in gast.walk(s):
+    for n in ast_util.walk(s):
         if isinstance(n, gast.AugAssign) and isinstance(n.target, gast.Name) and n.target.id in reads:
             return True
         if isinstance(n, gast.Subscript) and isinstance(n.ctx, gast.Store) \
@@ -107,7 +108,7 @@ def _disturbs(s, reads, facts):
 
 
 def _count_loads(node, t):
-    return sum(1 for n in gast.walk(node)
+    return sum(1 for n in ast_util.walk(node)
                if isinstance(n, gast.Name) and n.id == t and isinstance(n.ctx, gast.Load))
 
 
