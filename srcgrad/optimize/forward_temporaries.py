@@ -34,6 +34,7 @@ import gast
 
 from srcgrad import anno
 from srcgrad.analysis import liveness
+from srcgrad.optimize.temporaries import candidates
 from srcgrad.ast_util import assigned_name, blocks, loads
 from srcgrad.optimize.effects import RAISES, SAFE, kind
 from srcgrad import ast_util
@@ -52,7 +53,7 @@ def run(body, facts):
     # and each fold updates the liveness it changed (its expression's names are now read
     # up to the use), so nothing is left for a second walk to find.
     facts.invalidate()
-    live = liveness.analyze(body, set(), names=facts.names)
+    live = liveness.analyze(body, set(), names=facts.names, only=candidates(body, facts))
     folded = False
     for block in blocks(body):
         folded |= _fold_block(block, live, facts)

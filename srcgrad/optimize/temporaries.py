@@ -38,7 +38,7 @@ def run(body, facts):
     changed = False
     while True:
         facts.invalidate()
-        live = liveness.analyze(body, set(), names=facts.names)
+        live = liveness.analyze(body, set(), names=facts.names, only=candidates(body, facts))
         touched = set()   # names whose liveness a fold of this round changed
         folded = False
         for block in blocks(body):
@@ -46,6 +46,14 @@ def run(body, facts):
         if not folded:
             return changed
         changed = True
+
+
+def candidates(body, facts):
+    """The names a fold may ask the liveness of (the targets of removable, untaped
+    assignments): liveness is recorded for them only (it is asked after each of them)."""
+    return {t for block in blocks(body) for s in block
+            if (t := assigned_name(s)) is not None and t in facts.removable
+            and anno.getanno(s, Static.TAPE) is None}
 
 
 def _fold_block(block, live, touched, facts):
