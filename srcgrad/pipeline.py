@@ -385,6 +385,17 @@ def refuse_once_differentiable(compiled, what=""):
             hint="Remove @once_differentiable if the backward is itself differentiable code.")
 
 
+def with_trees(compiled):
+    """``compiled``, its trees (and ``gradient_forward``) compiled again if it was loaded
+    from the on-disk cache without them: what reads the trees (composing, the jit's
+    translation) calls this first."""
+    if compiled.recompile is not None and not compiled.trees:   # loaded from disk
+        full = compiled.recompile()
+        compiled.trees, compiled.gradient_forward = full.trees, full.gradient_forward
+        compiled.load, compiled.recompile = full.load, None
+    return compiled
+
+
 @_gc_paused
 def compose_gradient(compiled, many, only_gradients=False, for_transform=False,
                      check_structures=False):
@@ -410,10 +421,7 @@ def compose_gradient(compiled, many, only_gradients=False, for_transform=False,
     """
     if only_gradients and not for_transform and compiled.composed_part is not None:
         return disk_cache.load_composed(compiled)   # loaded with the gradient: no compile
-    if compiled.recompile is not None and not compiled.trees:   # loaded from disk
-        full = compiled.recompile()
-        compiled.trees, compiled.gradient_forward = full.trees, full.gradient_forward
-        compiled.load, compiled.recompile = full.load, None
+    with_trees(compiled)
     info, bindings = compiled.load
     if only_gradients:
         forward, seed_is_one = compiled.gradient_forward

@@ -379,3 +379,20 @@ def test_a_loaded_gradient_compiles_no_source_and_its_tracebacks_show_both_lines
               if "srcgrad-" in fr.f_code.co_filename or "<srcgrad" in fr.f_code.co_filename]
     assert frames and all("z[7]" in linecache.getline(f, n) for f, n in frames[-1:])
     assert np.allclose(sg.grad(fn)(np.ones(8)), np.eye(8)[7] * 2.0 * np.cos(1.0))
+
+
+def test_a_gradient_loaded_from_disk_can_be_compiled_with_the_jit(tmp_path, monkeypatch):
+    """jit=True translates the trees, which a loaded entry does not hold: they are
+    compiled again (it read the loaded entry's placeholder and failed)."""
+    pytest.importorskip("numba")
+    import warnings
+    monkeypatch.setattr(disk_cache.settings, "directory", str(tmp_path / "c"))
+    source = "def f(x):\n    return np.sum(np.sin(x) * x)\n"
+    x = np.linspace(-1.0, 1.0, 4)
+    sg.grad(_exec(source, "<jit-after-load-test>"))(x)
+    before = dict(disk_cache.stats)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = sg.grad(_exec(source, "<jit-after-load-test>"), jit=True)(x)
+    assert disk_cache.stats["hits"] == before["hits"] + 1
+    assert np.allclose(got, np.sin(x) + x * np.cos(x))
