@@ -509,8 +509,9 @@ def _free_names(functions):
 
 
 def _part(source, names, functions, bindings, info, origins):
-    """What loading ``source`` again needs: its text, the functions' names, a
-    description of each object it binds, the user's line of each generated line."""
+    """What loading ``source`` again needs: the text compiled and the functions' code
+    marshalled (loader.loaded), their names, a description of each object it binds, the
+    user's line of each generated line."""
     used = _free_names(functions) - set(info.closure) - set(names)
     described = {}
     for n in sorted(used):
@@ -612,7 +613,8 @@ def store_composed(compiled, function):
 
 
 def load_composed(compiled):
-    """The composed gradient of a loaded entry (no transform: its source is compiled)."""
+    """The composed gradient of a loaded entry (no transform, no compile: its code is
+    unmarshalled)."""
     info = compiled.load[0]
     (function,), _ = _load_part(compiled.composed_part, info)
     function.__defaults__ = info.fn.__defaults__
