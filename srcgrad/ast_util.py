@@ -12,6 +12,8 @@
   ``d``), ``is_rt_call`` (``rt.<helper>(...)``).
 """
 
+from collections import deque
+
 import gast
 
 
@@ -33,6 +35,27 @@ def own_parts(s):
     if isinstance(s, gast.For):
         return [s.target, s.iter]
     return [s]
+
+
+def walk(node):
+    """``ast.walk`` (the same nodes in the same order: breadth first, a node's children
+    taken before it is yielded), without its two generator layers per node, which made
+    it the compiler's largest single cost."""
+    todo = deque((node,))
+    pop, push, extend = todo.popleft, todo.append, todo.extend
+    AST = gast.AST
+    while todo:
+        node = pop()
+        for field in node._fields:
+            try:
+                value = getattr(node, field)
+            except AttributeError:
+                continue
+            if isinstance(value, AST):
+                push(value)
+            elif isinstance(value, list):
+                extend([item for item in value if isinstance(item, AST)])
+        yield node
 
 
 def _collect(node):
@@ -117,7 +140,7 @@ def refs(*nodes):
 def reads(*nodes):
     """Names the ``nodes`` read in a ``Load`` context (unlike ``loads``, a parameter or
     a ``del`` is not a read), nested blocks and scopes included."""
-    return {n.id for node in nodes for n in gast.walk(node)
+    return {n.id for node in nodes for n in walk(node)
             if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
 
 

@@ -43,8 +43,9 @@ reading or checking an entry (a truncated or corrupted file, a foreign one, a st
 makes it a miss, and the compile that follows rewrites it. Entries are pickles of plain
 data (strings, numbers, tuples, dicts), read by an unpickler that refuses any class or
 function, so a tampered file cannot run code when it is read; and the directory is private
-to the user, like Numba's and pip's caches. The generated source an entry holds does run,
-once its checks pass: point ``SRCGRAD_CACHE_DIR`` only at a directory nobody else can
+to the user, like Numba's and pip's caches. The generated code an entry holds (its source
+text, for tracebacks, and its code objects marshalled, so a hit compiles nothing) does
+run, once its checks pass: point ``SRCGRAD_CACHE_DIR`` only at a directory nobody else can
 write.
 """
 
@@ -61,7 +62,7 @@ import types
 
 import numpy
 
-FORMAT = 1   # the layout of an entry; bumped when it changes
+FORMAT = 2   # the layout of an entry; bumped when it changes
 
 
 class Settings:
@@ -508,8 +509,9 @@ def _free_names(functions):
 
 
 def _part(source, names, functions, bindings, info, origins):
-    """What loading ``source`` again needs: its text, the functions' names, a
-    description of each object it binds, the user's line of each generated line."""
+    """What loading ``source`` again needs: the text compiled and the functions' code
+    marshalled (loader.loaded), their names, a description of each object it binds, the
+    user's line of each generated line."""
     used = _free_names(functions) - set(info.closure) - set(names)
     described = {}
     for n in sorted(used):
@@ -519,7 +521,10 @@ def _part(source, names, functions, bindings, info, origins):
             described[n] = describe(bindings[n])
     lines = {line: (o.filename, o.lineno, o.col_offset, o.source_line, o.function)
              for line, o in origins().items()}
-    return {"source": source, "names": tuple(names), "bindings": described, "origins": lines}
+    from srcgrad.codegen import loader
+    text, offset, codes = loader.loaded(functions)
+    return {"source": source, "text": text, "offset": offset, "codes": codes, "names": tuple(names),
+            "bindings": described, "origins": lines}
 
 
 def _load_part(part, info):
@@ -529,9 +534,10 @@ def _load_part(part, info):
     bindings = {n: rebuild(d) for n, d in part["bindings"].items()}
     bindings["rt"] = runtime
     lines = part["origins"]
-    functions, _, _ = loader.load(part["source"], list(part["names"]), info.globals, info.closure,
-                                  bindings, hint=info.fn.__qualname__,
-                                  origins=lambda: {k: Origin(*v) for k, v in lines.items()})
+    functions = loader.load_marshalled(
+        part["text"], part["offset"], part["codes"], list(part["names"]), info.globals,
+        info.closure, bindings, hint=info.fn.__qualname__,
+        origins=lambda: {k: Origin(*v) for k, v in lines.items()})
     return functions, bindings
 
 
@@ -607,7 +613,8 @@ def store_composed(compiled, function):
 
 
 def load_composed(compiled):
-    """The composed gradient of a loaded entry (no transform: its source is compiled)."""
+    """The composed gradient of a loaded entry (no transform, no compile: its code is
+    unmarshalled)."""
     info = compiled.load[0]
     (function,), _ = _load_part(compiled.composed_part, info)
     function.__defaults__ = info.fn.__defaults__

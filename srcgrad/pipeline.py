@@ -1,6 +1,7 @@
 """The ordered stages from a user function to its compiled gradient, and nothing else."""
 
 import functools
+import gc
 import inspect
 from dataclasses import dataclass, field
 
@@ -22,6 +23,7 @@ from srcgrad.transform import (anf, as_array, aux, canonicalize, comprehensions,
                                local_functions, mutation, reverse)
 from srcgrad.transform import fuse as fusion
 from srcgrad.transform.base import Base, local_names
+from srcgrad import ast_util
 
 # The options a compile obeys unless told others (api.py: ``default_options``). Tests that
 # check optimized and unoptimized code agree set ``CompileOptions(optimize=False)`` here.
@@ -80,7 +82,7 @@ def _rename_reserved(node, info, namer, bindings):
     """Rename user names that collide with the generated code's own names."""
     locals_ = local_names(node)
     rename = {}
-    for child in gast.walk(node):
+    for child in ast_util.walk(node):
         if isinstance(child, gast.Name) and child.id in RESERVED:
             if child.id not in rename:
                 rename[child.id] = namer.new(child.id + "_")
@@ -116,7 +118,7 @@ def front_end(fn, options, stack=(), has_aux=False, static=None):
     an argument); inside, the parameter denotes that object (inline.bind_static)."""
     node, info = fn.parse() if isinstance(fn, local_functions.LocalFunction) else parse_function(fn)
     ctx = CompileContext(
-        info, Namer({n.id for n in gast.walk(node) if isinstance(n, gast.Name)} | set(RESERVED)),
+        info, Namer({n.id for n in ast_util.walk(node) if isinstance(n, gast.Name)} | set(RESERVED)),
         options, user_locals=frozenset(local_names(node)), stack=stack or (fn.__code__,),
         normalize=lambda helper, helper_stack, helper_static: front_end(
             helper, options, helper_stack, static=helper_static))
@@ -176,6 +178,26 @@ def wrt_names(node, wrt):
     return tuple(names), many, all_params
 
 
+def _gc_paused(compile_step):
+    """Run ``compile_step`` with the cyclic garbage collector off (on again after, when it
+    was on). A compile allocates a tree of some hundred objects per user statement,
+    nearly all alive until it ends, and every collection scans what it allocated so
+    far: at 1,000 statements the collections were a third of the compile time, the
+    part that grew with the square of the length. What the compile leaves as garbage
+    is collected after it."""
+    @functools.wraps(compile_step)
+    def paused(*args, **kwargs):
+        if not gc.isenabled():   # nested in a compile, or the user turned it off
+            return compile_step(*args, **kwargs)
+        gc.disable()
+        try:
+            return compile_step(*args, **kwargs)
+        finally:
+            gc.enable()
+    return paused
+
+
+@_gc_paused
 def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None, has_aux=False,
                      options=None):
     """Compile the reverse-mode gradient of ``fn`` with respect to ``wrt``.
@@ -347,7 +369,7 @@ def _compiler_names(forward, ctx):
     args = forward.args
     params = {a.id for a in args.posonlyargs + args.args + args.kwonlyargs}
     users = set(ctx.user_locals) | set(ctx.namer.original) | params | set(RESERVED)
-    return {n.id for n in gast.walk(forward) if isinstance(n, gast.Name)
+    return {n.id for n in ast_util.walk(forward) if isinstance(n, gast.Name)
             and isinstance(n.ctx, gast.Store) and n.id not in users}
 
 
@@ -364,15 +386,17 @@ def refuse_once_differentiable(compiled, what=""):
 
 
 def with_trees(compiled):
-    """``compiled`` with its trees and ``gradient_forward``: a gradient loaded from the
-    on-disk cache has neither, and compiles them again the first time one is read."""
-    if compiled.recompile is not None and not compiled.trees:
+    """``compiled``, its trees (and ``gradient_forward``) compiled again if it was loaded
+    from the on-disk cache without them: what reads the trees (composing, the jit's
+    translation) calls this first."""
+    if compiled.recompile is not None and not compiled.trees:   # loaded from disk
         full = compiled.recompile()
         compiled.trees, compiled.gradient_forward = full.trees, full.gradient_forward
         compiled.load, compiled.recompile = full.load, None
     return compiled
 
 
+@_gc_paused
 def compose_gradient(compiled, many, only_gradients=False, for_transform=False,
                      check_structures=False):
     """One plain Python function computing the gradient: forward then backward sweep.
@@ -435,7 +459,7 @@ def _check_leaves(forward, info, bindings):
     # or multiply where Python concatenates); others may be structures without float leaves
     # (a shape, axes).
     params = [a.id for a in forward.args.posonlyargs + forward.args.args + forward.args.kwonlyargs]
-    operands = {o.id for n in gast.walk(forward) if isinstance(n, gast.BinOp)
+    operands = {o.id for n in ast_util.walk(forward) if isinstance(n, gast.BinOp)
                 and isinstance(n.op, (gast.Add, gast.Mult)) for o in (n.left, n.right)
                 if isinstance(o, gast.Name)}
     if params:
@@ -488,7 +512,7 @@ def _known_seed(body, seed):
     """``body`` with ``if rt.has_grad(seed): ...`` unwrapped: the seed is a nonzero
     constant that ``body`` never rebinds."""
     if any(isinstance(n, gast.Name) and n.id == seed and not isinstance(n.ctx, gast.Load)
-           for s in body for n in gast.walk(s)):
+           for s in body for n in ast_util.walk(s)):
         return body
 
     class Unwrap(Base):

@@ -15,6 +15,7 @@ import textwrap
 import gast
 
 from srcgrad.ast_util import name
+from srcgrad import ast_util
 
 
 def is_literal(value):
@@ -59,7 +60,7 @@ class _Substitute(gast.NodeTransformer):
             return name(value, isinstance(node.ctx, gast.Store))
         new = clone(value)
         if isinstance(node.ctx, gast.Store):
-            for child in gast.walk(new):
+            for child in ast_util.walk(new):
                 if hasattr(child, "ctx"):
                     child.ctx = gast.Store()
         return new
@@ -125,7 +126,7 @@ def _parse_rule(function):
     if local & params:
         ok = False  # rebinding a parameter: inlined, the parameter would be read unbound
     if ok:
-        for child in gast.walk(gast.Module(body=body, type_ignores=[])):
+        for child in ast_util.walk(gast.Module(body=body, type_ignores=[])):
             if isinstance(child, gast.Name) and isinstance(child.ctx, gast.Load):
                 if child.id not in params | local | {"xp", "rt"} and not hasattr(builtins, child.id):
                     ok = False

@@ -349,3 +349,50 @@ def test_a_loaded_gradient_can_be_differentiated_again(tmp_path, monkeypatch):
     expected = 2 * np.cos(x) - x * np.sin(x)
     assert np.allclose(first, np.sin(x) + x * np.cos(x))
     assert np.allclose(hv(x), expected)
+
+
+def test_a_loaded_gradient_compiles_no_source_and_its_tracebacks_show_both_lines(tmp_path, monkeypatch):
+    """A hit unmarshals the stored code objects (no compile of the generated source), and
+    an exception raised in them names the user's line and the generated line, as after a
+    compile."""
+    import builtins
+    import linecache
+    import traceback
+    monkeypatch.setattr(disk_cache.settings, "directory", str(tmp_path / "c"))
+    source = "def f(x):\n    z = np.sin(x) * 2.0\n    return z[7]\n"
+    with pytest.raises(IndexError):
+        sg.grad(_exec(source, "<loaded-traceback-test>"))(np.ones(3))
+    fn = _exec(source, "<loaded-traceback-test>")
+    before = dict(disk_cache.stats)
+    compiled = []
+    real_compile = builtins.compile
+    monkeypatch.setattr(builtins, "compile", lambda *a, **k: compiled.append(a) or real_compile(*a, **k))
+    g = sg.grad(fn)
+    with pytest.raises(IndexError) as info:
+        g(np.ones(3))
+    monkeypatch.setattr(builtins, "compile", real_compile)
+    assert disk_cache.stats["hits"] == before["hits"] + 1
+    assert not [a for a in compiled if "srcgrad" in str(a[1]) and a[1] != "<srcgrad guard>"], compiled
+    text = "".join(traceback.format_exception(info.type, info.value, info.value.__traceback__))
+    assert 'File "<loaded-traceback-test>", line 3, in f\n    return z[7]\n' in text
+    frames = [(fr.f_code.co_filename, ln) for fr, ln in traceback.walk_tb(info.value.__traceback__)
+              if "srcgrad-" in fr.f_code.co_filename or "<srcgrad" in fr.f_code.co_filename]
+    assert frames and all("z[7]" in linecache.getline(f, n) for f, n in frames[-1:])
+    assert np.allclose(sg.grad(fn)(np.ones(8)), np.eye(8)[7] * 2.0 * np.cos(1.0))
+
+
+def test_a_gradient_loaded_from_disk_can_be_compiled_with_the_jit(tmp_path, monkeypatch):
+    """jit=True translates the trees, which a loaded entry does not hold: they are
+    compiled again (it read the loaded entry's placeholder and failed)."""
+    pytest.importorskip("numba")
+    import warnings
+    monkeypatch.setattr(disk_cache.settings, "directory", str(tmp_path / "c"))
+    source = "def f(x):\n    return np.sum(np.sin(x) * x)\n"
+    x = np.linspace(-1.0, 1.0, 4)
+    sg.grad(_exec(source, "<jit-after-load-test>"))(x)
+    before = dict(disk_cache.stats)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = sg.grad(_exec(source, "<jit-after-load-test>"), jit=True)(x)
+    assert disk_cache.stats["hits"] == before["hits"] + 1
+    assert np.allclose(got, np.sin(x) + x * np.cos(x))

@@ -32,6 +32,7 @@ from srcgrad import anno
 from srcgrad.ast_util import reads, walk_statements
 from srcgrad.errors import UnsupportedError
 from srcgrad.rules import Method
+from srcgrad import ast_util
 
 Static = anno.Static
 
@@ -82,7 +83,7 @@ class _Objects:
         self.pts = {p: {("param", p)} for p in params}
         self.sequences = {("param", p) for p in params}  # objects that may be lists or tuples
         self.bindings = {}  # name -> [statements binding it to a value that shares memory]
-        self.locals = set(params) | {n.id for st in stmts for n in gast.walk(st)
+        self.locals = set(params) | {n.id for st in stmts for n in ast_util.walk(st)
                                      if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
         assigns = [s for s in stmts if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)]
         changed = True
@@ -117,7 +118,7 @@ class _Objects:
                 parts.append(node.func.value)
             return set().union(*[self.of(p) for p in parts]) if parts else set()
         out = set()
-        for n in gast.walk(node):
+        for n in ast_util.walk(node):
             if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load):
                 out |= self.name(n.id)
         return out
@@ -210,7 +211,7 @@ class _Liveness:
             return reads(s.test) | self.block(s.body, live, loop_exit) | self.block(s.orelse, live, loop_exit)
         if isinstance(s, (gast.For, gast.While)):
             header = reads(s.iter) if isinstance(s, gast.For) else reads(s.test)
-            target = {n.id for n in gast.walk(s.target) if isinstance(n, gast.Name)} \
+            target = {n.id for n in ast_util.walk(s.target) if isinstance(n, gast.Name)} \
                 if isinstance(s, gast.For) else set()
             head = set(live) | header
             while True:
@@ -228,7 +229,7 @@ class _Liveness:
             return (set(live) - {s.targets[0].id}) | reads(s.value)
         used = reads(s)
         if isinstance(s, gast.Assign):   # b[i] = v reads b (its other entries stay)
-            used |= {n.id for n in gast.walk(s.targets[0]) if isinstance(n, gast.Name)}
+            used |= {n.id for n in ast_util.walk(s.targets[0]) if isinstance(n, gast.Name)}
         return set(live) | used
 
 
@@ -278,8 +279,8 @@ def check(node, info, display=lambda name: name, live_at_exit=()):
             anno.setanno(s, Static.ALIAS_CHECK, checks)
     # Arguments are objects of their own only if the caller passed distinct memory
     # (from each other, and from the global or closure arrays the function reads).
-    callees = {id(_root(n.func)) for n in gast.walk(node) if isinstance(n, gast.Call)}
-    free = sorted({n.id for n in gast.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)
+    callees = {id(_root(n.func)) for n in ast_util.walk(node) if isinstance(n, gast.Call)}
+    free = sorted({n.id for n in ast_util.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)
                    and n.id not in objects.locals and id(n) not in callees})
     for p in sorted(reaches_params):
         for q in objects.params + free:

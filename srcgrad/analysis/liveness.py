@@ -37,17 +37,29 @@ class Liveness:
         return self.before[id(s)]
 
 
-def analyze(body, live_out, skip=None, names=None, record=True):
+def analyze(body, live_out, skip=None, names=None, record=True, only=None):
     """Liveness of ``body`` given the names ``live_out`` read after it.
 
     Returns a ``Liveness``. ``names``: a ``NameSets`` to ask (shared with the caller's
     pass), by default a fresh one. ``record=False``: only ``skipped`` is wanted (dead.py),
     so the sets live after and before each statement are not copied (copying them is
-    what makes the walk quadratic in a long body).
+    what makes the walk quadratic in a long body). ``only``: a set of names, the only
+    ones whose liveness is wanted; the sets recorded are the live names among them, exact
+    for them (a name's liveness does not depend on another's without ``skip``), and
+    small where few of them are live at once, so recording them stays linear.
     """
     names = names or NameSets()
     skip = skip or _never
     after, before, skipped = {}, {}, {}
+    if only is None:
+        reads = names.loads
+    else:
+        if skip is not _never:
+            raise ValueError("liveness: only= and skip= together")
+        live_out = set(live_out) & only
+
+        def reads(node):
+            return names.loads(node) & only
 
     def block(stmts, live):
         live = set(live)
@@ -63,9 +75,9 @@ def analyze(body, live_out, skip=None, names=None, record=True):
             if isinstance(s, gast.If):
                 body_live = block(s.body, live)
                 else_live = block(s.orelse, live) if s.orelse else set(live)
-                live = body_live | else_live | names.loads(s.test)
+                live = body_live | else_live | reads(s.test)
             elif isinstance(s, (gast.For, gast.While)):
-                head = names.loads(s.iter) if isinstance(s, gast.For) else names.loads(s.test)
+                head = reads(s.iter) if isinstance(s, gast.For) else reads(s.test)
                 loop_live = set(live) | head
                 while True:
                     grown = loop_live | block(s.body, loop_live)
@@ -78,7 +90,7 @@ def analyze(body, live_out, skip=None, names=None, record=True):
             else:
                 if isinstance(s, gast.Assign):
                     live -= {t.id for t in s.targets if isinstance(t, gast.Name)}
-                live |= names.loads(s)
+                live |= reads(s)
             if record:
                 before[id(s)] = set(live)
         return live

@@ -21,6 +21,7 @@ import numpy
 
 from srcgrad import anno, pytree
 from srcgrad.rules import Method
+from srcgrad import ast_util
 
 Static = anno.Static
 
@@ -244,7 +245,7 @@ def _mutated(node):
     """Names whose value may change in place: subscript stores into them, and methods
     called on them other than ones that only read."""
     out = set()
-    for n in gast.walk(node):
+    for n in ast_util.walk(node):
         if isinstance(n, gast.Subscript) and isinstance(n.ctx, gast.Store) \
                 and isinstance(n.value, gast.Name):
             out.add(n.value.id)
@@ -303,7 +304,7 @@ def _collect_statement(s, bindings, in_loop, looping):
     elif isinstance(s, (gast.Global, gast.Nonlocal)):
         bindings.extend((n, None) for n in s.names)
     else:
-        for n in gast.walk(s):
+        for n in ast_util.walk(s):
             if isinstance(n, gast.Name) and isinstance(n.ctx, (gast.Store, gast.Del)):
                 bindings.append((n.id, None))
         for field in ("body", "orelse", "handlers", "finalbody"):

@@ -6,10 +6,11 @@ import gast
 from srcgrad import anno, runtime
 from srcgrad.analysis import activity
 from srcgrad.anno import Static
+from srcgrad import ast_util
 
 
 def _names(node):
-    return {n.id for n in gast.walk(node) if isinstance(n, gast.Name)} if node is not None else set()
+    return {n.id for n in ast_util.walk(node) if isinstance(n, gast.Name)} if node is not None else set()
 
 
 def _tape_pop_of(s):
@@ -29,7 +30,7 @@ def _paired_tapes(body):
     and pops it back into the same name (transform/tape.py); a pushed slice, an
     ``rt.save`` of an item or a pop into a temporary breaks the pairing."""
     pushes, pops, lists, other = {}, {}, set(), set()
-    for s in gast.walk(gast.Module(body=list(body), type_ignores=[])):
+    for s in ast_util.walk(gast.Module(body=list(body), type_ignores=[])):
         if not isinstance(s, gast.stmt):
             continue
         pop = _tape_pop_of(s)
@@ -73,7 +74,7 @@ def carriers(body, active, wrt, kinds=None):
     """
     paired = _paired_tapes(body)
     skip = set()
-    for s in gast.walk(gast.Module(body=list(body), type_ignores=[])):
+    for s in ast_util.walk(gast.Module(body=list(body), type_ignores=[])):
         pop = _tape_pop_of(s) if isinstance(s, gast.stmt) else None
         if pop is not None and pop[1] in paired:
             skip.add(pop)

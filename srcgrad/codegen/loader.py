@@ -16,6 +16,7 @@ other modules) come through cells of their own.
 import atexit
 import itertools
 import linecache
+import marshal
 import os
 import shutil
 import tempfile
@@ -24,6 +25,7 @@ import types
 _counter = itertools.count()
 _directory = None       # the temporary directory of this process's generated files
 _unwritten = {}   # generated file name -> its source, not yet written to disk
+_offsets = {}   # generated file name -> the number of lines of the factory header
 _origins = {}   # generated file name -> {line: parse.Origin of the user's statement}, or
                # (line offset, the function that makes it) until first asked
 
@@ -99,10 +101,50 @@ def load(source, function_names, user_globals, user_cells, bindings, hint="f", o
     full = header + indented + footer
     filename = write(full, hint)
     code = compile(full, filename, "exec")
+    offset = _offsets[filename] = header.count("\n")
     if origins is not None:
-        _origins[filename] = (header.count("\n"), origins)
+        _origins[filename] = (offset, origins)
     factory_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
     inner = {c.co_name: c for c in factory_code.co_consts if isinstance(c, types.CodeType)}
+    return _make(inner, function_names, free, user_globals, user_cells, bindings), full, filename
+
+
+def loaded(functions):
+    """``(text, offset, codes)`` of functions ``load`` made from one source: the text
+    compiled (as registered in ``linecache``), the number of header lines before the
+    source's first line, and each function's code marshalled (``load_marshalled``
+    makes the functions again without compiling)."""
+    filename = functions[0].__code__.co_filename
+    text = "".join(linecache.cache[filename][2])
+    return text, _offsets[filename], tuple(marshal.dumps(f.__code__) for f in functions)
+
+
+def _refile(code, filename):
+    consts = tuple(_refile(c, filename) if isinstance(c, types.CodeType) else c
+                   for c in code.co_consts)
+    return code.replace(co_filename=filename, co_consts=consts)
+
+
+def load_marshalled(text, offset, codes, function_names, user_globals, user_cells, bindings,
+                    hint="f", origins=None):
+    """The functions of ``loaded``'s ``(text, offset, codes)``, in another process (same
+    Python: the cache tag is in the disk cache's key): the code is unmarshalled, not
+    compiled, and given a file of this process with ``text``'s lines, so tracebacks and
+    ``origin_at`` work as after ``load``."""
+    filename = write(text, hint)
+    _offsets[filename] = offset
+    if origins is not None:
+        _origins[filename] = (offset, origins)
+    inner = {n: _refile(marshal.loads(c), filename) for n, c in zip(function_names, codes)}
+    free = set(user_cells) | set(bindings)
+    for c in inner.values():
+        missing = set(c.co_freevars) - free - set(function_names)
+        if missing:
+            raise KeyError(f"free names {sorted(missing)} are not bound")
+    return _make(inner, function_names, free, user_globals, user_cells, bindings)
+
+
+def _make(inner, function_names, free, user_globals, user_cells, bindings):
     cells = {n: user_cells[n] if n in user_cells else types.CellType(bindings[n]) for n in free}
     functions = []
     for fname in function_names:  # a function may call those listed before it
@@ -110,4 +152,4 @@ def load(source, function_names, user_globals, user_cells, bindings, hint="f", o
         closure = tuple(cells[n] for n in fcode.co_freevars)
         functions.append(types.FunctionType(fcode, user_globals, fname, None, closure or None))
         cells.setdefault(fname, types.CellType(functions[-1]))
-    return functions, full, filename
+    return functions

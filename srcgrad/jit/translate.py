@@ -86,8 +86,7 @@ class Translation:
 
 def translate(compiled, variant):
     """``compiled``'s gradient as Numba source (a Translation), or raises Refused."""
-    pipeline.with_trees(compiled)   # loaded from the on-disk cache: compiled again once
-    info, bindings = compiled.load
+    info, bindings = pipeline.with_trees(compiled).load   # trees of a gradient loaded from disk
     if compiled.tuple_output or compiled.mutates_saved or compiled.functions:
         what = ("a tuple output" if compiled.tuple_output else "indexed writes into arrays"
                 if compiled.mutates_saved else "a custom Function")

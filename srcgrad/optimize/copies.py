@@ -13,6 +13,7 @@ import gast
 
 from srcgrad import anno
 from srcgrad.ast_util import assigned_name, blocks
+from srcgrad import ast_util
 
 Static = anno.Static
 
@@ -56,6 +57,6 @@ def _propagate(later_statements, a, b, facts):
 
 
 def _rename_loads(node, old, new):
-    for n in gast.walk(node):
+    for n in ast_util.walk(node):
         if isinstance(n, gast.Name) and n.id == old and isinstance(n.ctx, gast.Load):
             n.id = new

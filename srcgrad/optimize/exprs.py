@@ -6,6 +6,7 @@ import numpy
 from srcgrad.analysis.ranks import SCALAR, UNKNOWN, combine_classes
 from srcgrad.ast_util import is_rt_call
 from srcgrad.optimize.facts import EFFECTFUL
+from srcgrad import ast_util
 
 # Array methods that neither change their array nor call user code.
 _PURE_METHODS = ("reshape", "sum", "T", "astype", "transpose", "copy", "conj")
@@ -14,7 +15,7 @@ _SHAPE_HELPERS = ("unbroadcast", "unreduce")
 
 def pure(value):
     """Evaluating ``value`` has no effect beyond its result (the sweep's own calls)."""
-    for n in gast.walk(value):
+    for n in ast_util.walk(value):
         if isinstance(n, gast.Call):
             func = n.func
             if isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name) \

@@ -3,6 +3,7 @@
 import gast
 
 from srcgrad.ast_util import NameSets
+from srcgrad import ast_util
 
 # Runtime helpers that change one of their arguments or call user code.
 EFFECTFUL = {"add_at", "zero_grad_at", "run_hook", "function_backward", "seq_pop", "tape_pop"}
@@ -62,7 +63,7 @@ def inplace_targets(body):
     """Adjoints updated in place by runtime helpers: they must own their memory."""
     found = set()
     for s in body:
-        for n in gast.walk(s):
+        for n in ast_util.walk(s):
             if isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute) \
                     and n.func.attr in EFFECTFUL and n.args and isinstance(n.args[0], gast.Name):
                 found.add(n.args[0].id)

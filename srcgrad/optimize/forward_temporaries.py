@@ -34,8 +34,10 @@ import gast
 
 from srcgrad import anno
 from srcgrad.analysis import liveness
+from srcgrad.optimize.temporaries import candidates
 from srcgrad.ast_util import assigned_name, blocks, loads
 from srcgrad.optimize.effects import RAISES, SAFE, kind
+from srcgrad import ast_util
 
 Static = anno.Static
 
@@ -51,7 +53,7 @@ def run(body, facts):
     # and each fold updates the liveness it changed (its expression's names are now read
     # up to the use), so nothing is left for a second walk to find.
     facts.invalidate()
-    live = liveness.analyze(body, set(), names=facts.names)
+    live = liveness.analyze(body, set(), names=facts.names, only=candidates(body, facts))
     folded = False
     for block in blocks(body):
         folded |= _fold_block(block, live, facts)
@@ -99,7 +101,7 @@ def _the_use(block, k, t, reads, what, facts):
         if not isinstance(later, _USES) or anno.getanno(later, Static.TAPE) is not None \
                 or anno.getanno(later, Static.ORIGIN) != origin or t in facts.stores(later):
             return None
-        targets = [n for n in gast.walk(later) if isinstance(n, gast.Name) and n.id == t]
+        targets = [n for n in ast_util.walk(later) if isinstance(n, gast.Name) and n.id == t]
         if len(targets) != 1:
             return None
         found = _evaluated_before(later, targets[0])

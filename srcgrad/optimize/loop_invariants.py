@@ -33,6 +33,7 @@ from srcgrad import anno
 from srcgrad.analysis import liveness
 from srcgrad.ast_util import assigned_name, child_blocks, walk_statements
 from srcgrad.optimize import dead
+from srcgrad import ast_util
 
 Static = anno.Static
 
@@ -131,7 +132,7 @@ def _invariants(loop, known, live, facts):
         t = assigned_name(s)
         if t is not None and t in facts.removable and anno.getanno(s, Static.TAPE) is None \
                 and t not in live.live_before(loop) and _value(s.value, known) is not None \
-                and sum(1 for n in gast.walk(loop) if isinstance(n, gast.Name) and n.id == t
+                and sum(1 for n in ast_util.walk(loop) if isinstance(n, gast.Name) and n.id == t
                         and not isinstance(n.ctx, gast.Load)) == 1:
             found.append(s)
     return found
@@ -144,7 +145,7 @@ def _bindings(body, params):
         parts = [s.target] if isinstance(s, gast.For) else [] if isinstance(s, (gast.If, gast.While)) \
             else [s]
         for part in parts:
-            for n in gast.walk(part):
+            for n in ast_util.walk(part):
                 if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load):
                     found.setdefault(n.id, []).append(s)
     return found

@@ -22,6 +22,7 @@ from srcgrad.analysis.activity import names_in
 from srcgrad.analysis.ranks import SCALAR, UNKNOWN
 from srcgrad.ast_util import is_rt_call, name, own_parts, walk_statements
 from srcgrad.optimize.exprs import class_of, combine, scalar_ufunc
+from srcgrad import ast_util
 
 
 def run(body, facts):
@@ -115,7 +116,7 @@ def lazy_class(e, classes, lazy, enabled, primals):
 def _origins_in(node, lazy, enabled):
     """The enabled unreduce calls whose scalar may reach ``node``'s value."""
     found = set()
-    for n in gast.walk(node):
+    for n in ast_util.walk(node):
         if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load) and n.id in lazy:
             found |= lazy[n.id][1]
         elif id(n) in enabled:
@@ -129,7 +130,7 @@ def keep_reductions_scalar(body, classes, primals, returned, facts):
     in_statement = {}   # id(statement) -> the candidate calls in it, nested blocks included
     for s in walk_statements(body):
         for part in own_parts(s):
-            for parent in gast.walk(part):
+            for parent in ast_util.walk(part):
                 for field, value in gast.iter_fields(parent):
                     for k, n in enumerate(value if isinstance(value, list) else [value]):
                         shape = _full_unreduce(n, classes) if isinstance(n, gast.Call) else None

@@ -29,6 +29,7 @@ import numpy
 from srcgrad import anno
 from srcgrad.ast_util import assigned_name, blocks, walk_statements
 from srcgrad.optimize.effects import SAFE, kind, pure_call
+from srcgrad import ast_util
 
 Static = anno.Static
 
@@ -43,7 +44,7 @@ def run(body):
     namespaces = _namespaces(body)
     counts = {}
     for s in walk_statements(body):
-        for n in gast.walk(s):
+        for n in ast_util.walk(s):
             if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store):
                 counts[n.id] = counts.get(n.id, 0) + 1
     changed = False
@@ -117,7 +118,7 @@ def _quiet(s, namespaces):
 
 
 def _stored(s):
-    return {n.id for n in gast.walk(s) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
+    return {n.id for n in ast_util.walk(s) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
 
 
 def _block(block, namespaces, counts):
@@ -164,7 +165,7 @@ def _block(block, namespaces, counts):
 
 
 def _loaded(s):
-    return {n.id for n in gast.walk(s) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
+    return {n.id for n in ast_util.walk(s) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
 
 
 def _hoistable(s, call):

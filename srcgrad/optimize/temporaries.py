@@ -24,6 +24,7 @@ from srcgrad.analysis import liveness
 from srcgrad.ast_util import assigned_name, blocks, loads
 from srcgrad.optimize.exprs import pure
 from srcgrad.optimize.facts import EFFECTFUL
+from srcgrad import ast_util
 
 Static = anno.Static
 
@@ -37,7 +38,7 @@ def run(body, facts):
     changed = False
     while True:
         facts.invalidate()
-        live = liveness.analyze(body, set(), names=facts.names)
+        live = liveness.analyze(body, set(), names=facts.names, only=candidates(body, facts))
         touched = set()   # names whose liveness a fold of this round changed
         folded = False
         for block in blocks(body):
@@ -45,6 +46,14 @@ def run(body, facts):
         if not folded:
             return changed
         changed = True
+
+
+def candidates(body, facts):
+    """The names a fold may ask the liveness of (the targets of removable, untaped
+    assignments): liveness is recorded for them only (it is asked after each of them)."""
+    return {t for block in blocks(body) for s in block
+            if (t := assigned_name(s)) is not None and t in facts.removable
+            and anno.getanno(s, Static.TAPE) is None}
 
 
 def _fold_block(block, live, touched, facts):
@@ -95,7 +104,7 @@ def _disturbs(s, reads, facts):
         return False
     if not isinstance(s, _PLAIN) or not pure(s):
         return True
-    for n in gast.walk(s):
+    for n in ast_util.walk(s):
         if isinstance(n, gast.AugAssign) and isinstance(n.target, gast.Name) and n.target.id in reads:
             return True
         if isinstance(n, gast.Subscript) and isinstance(n.ctx, gast.Store) \
@@ -107,7 +116,7 @@ def _disturbs(s, reads, facts):
 
 
 def _count_loads(node, t):
-    return sum(1 for n in gast.walk(node)
+    return sum(1 for n in ast_util.walk(node)
                if isinstance(n, gast.Name) and n.id == t and isinstance(n.ctx, gast.Load))
 
 

@@ -22,6 +22,7 @@ from srcgrad.analysis.activity import names_in
 from srcgrad.analysis.ranks import SCALAR, UNKNOWN
 from srcgrad.ast_util import is_rt_call, name, walk_statements
 from srcgrad.optimize.exprs import class_of, shape_helper
+from srcgrad import ast_util
 
 
 def run(body, facts):
@@ -46,12 +47,12 @@ def infer_sweep_classes(body, classes, fixed):
     for s in walk_statements(body):
         if isinstance(s, gast.Assign):
             for t in s.targets:
-                for n in gast.walk(t):
+                for n in ast_util.walk(t):
                     if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store):
                         value = s.value if t is n and len(s.targets) == 1 else None
                         assigned.setdefault(n.id, []).append(value)
         elif isinstance(s, (gast.For, gast.AugAssign)):
-            for n in gast.walk(s.target):
+            for n in ast_util.walk(s.target):
                 if isinstance(n, gast.Name):
                     assigned.setdefault(n.id, []).append(None)
     inferred = {}   # generated name -> the names its assignments read

@@ -24,6 +24,7 @@ an owned array holds).
 import gast
 
 from srcgrad.ast_util import accumulation, assigned_name, child_blocks, is_zero
+from srcgrad import ast_util
 
 _LOOPS = (gast.For, gast.While)
 _JUMPS = (gast.Break, gast.Continue, gast.Return, gast.Raise)
@@ -95,7 +96,7 @@ def _jumps(stmts):
         if not isinstance(s, _LOOPS) and any(_jumps(inner) for inner in child_blocks(s)):
             return True
         if isinstance(s, _LOOPS) and any(isinstance(n, (gast.Return, gast.Raise))
-                                         for n in gast.walk(s)):
+                                         for n in ast_util.walk(s)):
             return True
     return False
 
@@ -135,5 +136,5 @@ def _rewrite(stmts, before, facts):
 
 def _every_binding(node):
     """Names bound or deleted anywhere in ``node`` (blocks the name sets do not follow)."""
-    return frozenset(n.id for n in gast.walk(node)
+    return frozenset(n.id for n in ast_util.walk(node)
                      if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load))

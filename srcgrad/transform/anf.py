@@ -25,6 +25,7 @@ from srcgrad.ast_util import name
 from srcgrad.errors import UnsupportedError
 from srcgrad.transform.anf_expressions import Expressions
 from srcgrad.transform.base import Base, local_names
+from srcgrad import ast_util
 # Re-exported for the passes that import them from here (reverse.py).
 
 Static = anno.Static
@@ -101,7 +102,7 @@ class ANF(Expressions, Base):
 
     def visit_If(self, s):
         out = []
-        stored = {n.id for b in s.body + s.orelse for n in gast.walk(b)
+        stored = {n.id for b in s.body + s.orelse for n in ast_util.walk(b)
                   if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
         test = self.condition(s.test, out, stored)
         node = gast.If(test=test, body=self.visit_block(s.body) or [gast.Pass()],
@@ -261,7 +262,7 @@ def grad_mode_of(item, info):
 def _namespace_names(node, info):
     """Locals bound to ``rt.namespace(...)``: the array module, in code srcgrad generated."""
     found = set()
-    for child in gast.walk(node):
+    for child in ast_util.walk(node):
         if isinstance(child, gast.Assign) and isinstance(child.value, gast.Call) \
                 and isinstance(child.targets[0], gast.Name):
             func = child.value.func

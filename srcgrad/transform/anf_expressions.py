@@ -18,6 +18,7 @@ from srcgrad.errors import UnsupportedError
 from srcgrad.rules import Attribute, Method
 from srcgrad.transform import as_array
 from srcgrad.transform.inline import is_inlinable
+from srcgrad import ast_util
 
 Static = anno.Static
 
@@ -257,7 +258,7 @@ class Expressions:
 
     def needs_statements(self, node):
         """Whether ``node`` calls a user function that must be inlined."""
-        for child in gast.walk(node):
+        for child in ast_util.walk(node):
             if isinstance(child, gast.Call):
                 obj = self.resolve_safe(child.func)
                 if obj is not None and is_inlinable(obj):

@@ -15,6 +15,7 @@ from srcgrad import anno, rules, runtime, templates
 from srcgrad.ast_util import name
 from srcgrad.rules import Method
 from srcgrad.transform.base import Base
+from srcgrad import ast_util
 
 Static = anno.Static
 
@@ -93,7 +94,7 @@ def as_array(display, bind_name):
     elts = [as_array(e, bind_name) if is_display(e) else e for e in display.elts]
     call = gast.Call(func=name(bind_name("as_array", runtime.as_array)),
                      args=[gast.List(elts=elts, ctx=gast.Load())], keywords=[])
-    for n in gast.walk(call):
+    for n in ast_util.walk(call):
         anno.copyanno(display, n, Static.ORIGIN)
     return call
 

@@ -20,6 +20,7 @@ from srcgrad.ast_util import name
 from srcgrad.errors import SrcgradError
 from srcgrad.transform.base import Base
 from srcgrad.anno import Static
+from srcgrad import ast_util
 
 # Values that are never a tuple of two (a Call, Name, Subscript... may be).
 _NOT_A_PAIR = (gast.BinOp, gast.UnaryOp, gast.Constant, gast.Dict, gast.List, gast.Set,
@@ -92,7 +93,7 @@ def split(node, ctx):
                     value=f"srcgrad: {EXPECTS}; the value returned{line} is not one", kind=None)],
                     keywords=[]), cause=None)],
                 orelse=[])
-            for s in gast.walk(check):
+            for s in ast_util.walk(check):
                 if isinstance(s, gast.stmt):
                     gast.copy_location(s, r)
                     anno.copyanno(r, s, Static.ORIGIN)

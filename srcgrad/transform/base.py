@@ -37,6 +37,7 @@ becomes depends on the statement around it.
 import gast
 
 from srcgrad import anno
+from srcgrad import ast_util
 
 Static = anno.Static
 
@@ -130,7 +131,7 @@ def local_names(node):
     """The parameters of FunctionDef ``node`` and every name it assigns (or deletes)."""
     names = {a.id for a in node.args.args + node.args.kwonlyargs + node.args.posonlyargs}
     names.update(a.id for a in (node.args.vararg, node.args.kwarg) if a is not None)
-    for child in gast.walk(node):
+    for child in ast_util.walk(node):
         if isinstance(child, gast.Name) and isinstance(child.ctx, (gast.Store, gast.Del)):
             names.add(child.id)
     return names

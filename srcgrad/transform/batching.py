@@ -37,6 +37,7 @@ from srcgrad.guard import Guard
 from srcgrad.rules.jvp_batched_runtime import NotBatchable
 from srcgrad.templates import clone, name
 from srcgrad.transform import as_array, forward, tangent_rules
+from srcgrad import ast_util
 
 __all__ = ["NotBatchable", "compiled", "run"]
 
@@ -51,7 +52,7 @@ def _tangents(template):
 
 
 def _uses(nodes, names_):
-    return any(isinstance(n, gast.Name) and n.id in names_ for s in nodes for n in gast.walk(s))
+    return any(isinstance(n, gast.Name) and n.id in names_ for s in nodes for n in ast_util.walk(s))
 
 
 class _Wrap(gast.NodeTransformer):
@@ -89,7 +90,7 @@ def _per_sample(template):
     tangents = _tangents(template)
     if _uses(template.body, tangents):
         return None
-    used = sorted(n.id for n in gast.walk(template.result)
+    used = sorted(n.id for n in ast_util.walk(template.result)
                   if isinstance(n, gast.Name) and n.id in tangents)
     element = _Wrap(tangents, "batch_slice", _SEED).visit(clone(template.result))
     count = gast.Call(func=name("range"), args=[_call("batch_size", *[name(t) for t in used])],
@@ -102,7 +103,7 @@ def _per_sample(template):
 
 def _reduces(template):
     return any(isinstance(n, gast.Attribute) and n.attr in ("sum", "mean", "cumsum")
-               for s in template.body + [template.result] for n in gast.walk(s))
+               for s in template.body + [template.result] for n in ast_util.walk(s))
 
 
 _CACHE = {}
@@ -163,7 +164,7 @@ class BatchedForwardAD(forward.ForwardAD):
 
     def apply(self, primitive, args, kwargs, y, value):
         stmts, result = super().apply(primitive, args, kwargs, y, value)
-        if result is not None and any(tangent_rules.known_zero(n) for n in gast.walk(result)
+        if result is not None and any(tangent_rules.known_zero(n) for n in ast_util.walk(result)
                                       if isinstance(n, gast.Name)):
             return [], None   # a per-seed rule whose every tangent is zero
         return stmts, result
@@ -240,7 +241,7 @@ def compile_batched(fn, active, options=None):
     body += transformer.visit_block(node.body)
     rewrite = _Rewrite(frozenset(transformer.tangents.values()), size)
     body = [rewrite.visit(s) for s in body]
-    if any(isinstance(n, gast.Name) and n.id == "xp" for s in body for n in gast.walk(s)):
+    if any(isinstance(n, gast.Name) and n.id == "xp" for s in body for n in ast_util.walk(s)):
         body = gast.parse(f"xp = rt.namespace({', '.join(tangent_params + list(names))})").body + body
     args = gast.arguments(args=[name(n) for n in params] + [name(t) for t in tangent_params],
                           posonlyargs=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,

@@ -20,6 +20,7 @@ from srcgrad import anno
 from srcgrad.ast_util import name
 from srcgrad.errors import UnsupportedError
 from srcgrad.transform.base import Base
+from srcgrad import ast_util
 
 Static = anno.Static
 
@@ -120,7 +121,7 @@ class Canonicalizer(Base):
                                          op=gast.Sub(), right=index)
                     return inner[2](target, flipped)
                 return inner[0] + [_assign(n, inner[1], loop)], name(n), bind_rev
-        rebound = {n.id for s in loop.body for n in gast.walk(s)
+        rebound = {n.id for s in loop.body for n in ast_util.walk(s)
                    if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
         if isinstance(it, gast.Name) and it.id not in rebound:
             seq = it.id
@@ -145,7 +146,7 @@ class Canonicalizer(Base):
 
     def returns(self, node):
         body = node.body
-        returns = [n for s in body for n in gast.walk(s) if isinstance(n, gast.Return)]
+        returns = [n for s in body for n in ast_util.walk(s) if isinstance(n, gast.Return)]
         if not returns:
             node.body = body + [gast.Return(value=_const(None))]
             return node
@@ -161,7 +162,7 @@ class Canonicalizer(Base):
 
     @staticmethod
     def _may_return(stmt):
-        return any(isinstance(n, gast.Return) for n in gast.walk(stmt))
+        return any(isinstance(n, gast.Return) for n in ast_util.walk(stmt))
 
     def _return_block(self, body, in_loop):
         out = []

@@ -35,6 +35,7 @@ from srcgrad.errors import UnsupportedError
 from srcgrad.parse import parse_function
 from srcgrad.transform import inline
 from srcgrad.transform.base import Base, local_names
+from srcgrad import ast_util
 
 Static = anno.Static
 
@@ -60,7 +61,7 @@ def _may_write(fn, depth=0):
     except Exception:   # no source: assume the worst
         return True
     locals_ = local_names(node)
-    for n in gast.walk(node):
+    for n in ast_util.walk(node):
         if isinstance(n, (gast.Subscript, gast.Attribute)) and isinstance(n.ctx, gast.Store):
             return True
         if isinstance(n, gast.AugAssign) and not isinstance(n.target, gast.Name):
@@ -150,11 +151,11 @@ class Lowering(Base):
         bound = []
         for k, gen in enumerate(node.generators):
             visit(gen.iter, inner if k else env)   # the first iterable is evaluated outside
-            if not all(isinstance(t, gast.Name) for t in gast.walk(gen.target)
+            if not all(isinstance(t, gast.Name) for t in ast_util.walk(gen.target)
                        if not isinstance(t, (gast.Tuple, gast.List, gast.expr_context))):
                 raise self._error(node, "a comprehension's target must be names",
                                   "Write `for v in ...` or `for a, b in ...`.")
-            for t in gast.walk(gen.target):
+            for t in ast_util.walk(gen.target):
                 if isinstance(t, gast.Name):
                     if renaming:
                         inner[t.id] = self._fresh(t.id)
@@ -182,7 +183,7 @@ class Lowering(Base):
         """The loops that build the comprehensions in ``stmt``, then ``stmt`` reading them."""
         self._stmt, self._mutated, self._hoisted, self._helpers = stmt, set(), [], []
         if isinstance(stmt, gast.While):
-            if any(isinstance(n, _COMPREHENSIONS) for n in gast.walk(stmt.test)):
+            if any(isinstance(n, _COMPREHENSIONS) for n in ast_util.walk(stmt.test)):
                 raise self._error(stmt, "a comprehension in a while condition is not supported",
                                   "Compute it into a name before the loop and again at the end "
                                   "of the body.")
@@ -304,7 +305,7 @@ class Lowering(Base):
 
     def _refuse_inside(self, *parts, where):
         if any(isinstance(n, _COMPREHENSIONS) or self._is_map(n) for p in parts
-               for n in gast.walk(p)):
+               for n in ast_util.walk(p)):
             raise self._error(self._stmt, f"a comprehension in {where} is not supported: it is "
                               f"evaluated only sometimes", _ALWAYS_MOVE.replace(
                                   "before this one", "under an if, before this one"))
@@ -374,7 +375,7 @@ class Lowering(Base):
         for gen in reversed(comp.generators):
             for cond in reversed(gen.ifs):
                 inner = [gast.If(test=cond, body=inner, orelse=[])]
-            for t in gast.walk(gen.target):
+            for t in ast_util.walk(gen.target):
                 if isinstance(t, gast.Name):
                     t.ctx = gast.Store()
             inner = [gast.For(target=gen.target, iter=self._as_list(gen.iter), body=inner,
@@ -383,7 +384,7 @@ class Lowering(Base):
         first.iter = self.expr(first.iter)   # the first iterable: evaluated here, in order
         new = [gast.Assign(targets=[name(result, True)], value=empty, type_comment=None), first]
         for node in new:
-            for child in gast.walk(node):
+            for child in ast_util.walk(node):
                 if isinstance(child, gast.stmt):
                     anno.copyanno(stmt, child, Static.ORIGIN)
         saved = self._stmt, self._mutated, self._hoisted, self._helpers
@@ -397,7 +398,7 @@ def transform(node, ctx):
     """Lower the comprehensions of FunctionDef ``node`` to loops, in place."""
     lowering = Lowering(ctx.info, ctx.namer, local_names(node))
     if not any(isinstance(n, _COMPREHENSIONS) or lowering._is_map(n) or lowering._is_dict_call(n)
-               for n in gast.walk(node)):
+               for n in ast_util.walk(node)):
         return node
     lowering._stmt = node
     lowering.scope(node)

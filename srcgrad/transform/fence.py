@@ -9,6 +9,7 @@ import gast
 
 from srcgrad.errors import UnsupportedError
 from srcgrad.transform.base import Base
+from srcgrad import ast_util
 
 _REFUSED = {
     gast.Try: ("try/except", "Move the try block outside the differentiated function, or wrap "
@@ -57,7 +58,7 @@ def check(node, info, allowed_with=lambda item: False, helper=False):
         _refuse(node, info, "*args/**kwargs parameters of the function differentiated",
                 "Give the function explicit parameters (a helper it calls may take *args).")
     for stmt in node.body:
-        for child in gast.walk(stmt):
+        for child in ast_util.walk(stmt):
             if isinstance(child, gast.With) and all(allowed_with(i) for i in child.items):
                 continue
             entry = _REFUSED.get(type(child))
@@ -68,7 +69,7 @@ def check(node, info, allowed_with=lambda item: False, helper=False):
             if isinstance(child, gast.Assign) or isinstance(child, gast.AugAssign):
                 targets = child.targets if isinstance(child, gast.Assign) else [child.target]
                 for target in targets:
-                    for t in gast.walk(target):
+                    for t in ast_util.walk(target):
                         if isinstance(t, gast.Attribute) and isinstance(t.ctx, gast.Store):
                             _refuse(t, info, "assignment to an attribute",
                                     "Keep the value in a local variable.")

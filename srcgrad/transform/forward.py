@@ -43,13 +43,14 @@ from srcgrad.transform import tangent_rules
 from srcgrad.transform.adjoint_rules import _describe
 from srcgrad.transform.as_array import is_runtime_helper
 from srcgrad.transform.base import Base
+from srcgrad import ast_util
 
 Static = anno.Static
 _Y = "__srcgrad_output__"   # stands for the statement's new value in its tangent
 
 
 def _names(node):
-    return {n.id for n in gast.walk(node) if isinstance(n, gast.Name)} if node is not None else set()
+    return {n.id for n in ast_util.walk(node) if isinstance(n, gast.Name)} if node is not None else set()
 
 
 def _assign(target, value):
@@ -149,7 +150,7 @@ class ForwardAD(Base):
         from srcgrad.optimize import effects
         bound, ones = {}, set()
         for stmt in walk_statements(body):
-            for n in gast.walk(stmt):
+            for n in ast_util.walk(stmt):
                 if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store):
                     bound[n.id] = bound.get(n.id, 0) + 1
                 if isinstance(n, gast.Subscript) and isinstance(n.ctx, gast.Store) \
@@ -278,7 +279,7 @@ class ForwardAD(Base):
             return s
         self.check_real(s.value)
         read = clone(target)
-        for n in gast.walk(read):
+        for n in ast_util.walk(read):
             if hasattr(n, "ctx"):
                 n.ctx = gast.Load()
         stmts, tangent = self.tangent(s.value, read)
@@ -394,7 +395,7 @@ class ForwardAD(Base):
         from srcgrad.analysis import kinds
         if self.kinds is None:
             return
-        operands = [value] + [n for n in gast.walk(value) if isinstance(n, (gast.Name, gast.Constant))]
+        operands = [value] + [n for n in ast_util.walk(value) if isinstance(n, (gast.Name, gast.Constant))]
         if any(self.kinds.of(o) == kinds.COMPLEX for o in operands):
             raise self.error(value, UnsupportedError,
                              "forward mode does not support complex values yet",
@@ -566,7 +567,7 @@ def _is_custom_function(primitive):
 def written_names(node):
     """Names whose arrays an indexed write changes in place."""
     out = set()
-    for s in gast.walk(node):
+    for s in ast_util.walk(node):
         if isinstance(s, gast.Assign):
             for t in s.targets:
                 while isinstance(t, gast.Subscript):

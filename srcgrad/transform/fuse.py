@@ -33,6 +33,7 @@ import numpy
 
 from srcgrad.ast_util import reads, rewrite_blocks
 from srcgrad.transform.base import local_names
+from srcgrad import ast_util
 
 
 _ARITHMETIC = (gast.Add, gast.Sub, gast.Mult, gast.Div, gast.Pow)
@@ -116,7 +117,7 @@ class _Fuser:
             return False
         if not self.fusable_expression(value, []):
             return False
-        return any(isinstance(n, gast.Name) for n in gast.walk(value))
+        return any(isinstance(n, gast.Name) for n in ast_util.walk(value))
 
     def fusable_expression(self, node, targets):
         if isinstance(node, gast.Name):
@@ -251,10 +252,10 @@ class _Fuser:
             depends[name] = reads
             if name not in assigned:
                 assigned.append(name)
-        run_ids = {id(n) for s in run for n in gast.walk(s)}
-        shape_reads = {id(c.args[0]) for c in gast.walk(self.function) if _is_shape_of(c)}
+        run_ids = {id(n) for s in run for n in ast_util.walk(s)}
+        shape_reads = {id(c.args[0]) for c in ast_util.walk(self.function) if _is_shape_of(c)}
         read_elsewhere, shape_read = set(), set()
-        for n in gast.walk(self.function):
+        for n in ast_util.walk(self.function):
             if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load) and id(n) not in run_ids:
                 (shape_read if id(n) in shape_reads else read_elsewhere).add(n.id)
         outputs = [n for n in assigned if n in read_elsewhere or n in inputs]
@@ -334,7 +335,7 @@ def _value_reads(value, fuser):
 def _operations(value):
     """Array operations in an expression (the identity helpers cost nothing)."""
     count = 0
-    for n in gast.walk(value):
+    for n in ast_util.walk(value):
         if isinstance(n, (gast.BinOp, gast.UnaryOp)):
             count += 1
         elif isinstance(n, gast.Call) and not (isinstance(n.func, gast.Attribute)
@@ -386,7 +387,7 @@ def rematerialize(forward, backward, resolve):
         return
     checker = _Fuser(forward, resolve, None, local_names(forward))
     stores = {}
-    for n in gast.walk(forward):
+    for n in ast_util.walk(forward):
         if isinstance(n, gast.Name) and isinstance(n.ctx, (gast.Store, gast.Del)):
             stores[n.id] = stores.get(n.id, 0) + 1
         if isinstance(n, gast.Subscript) and isinstance(n.ctx, gast.Store):
@@ -399,7 +400,7 @@ def rematerialize(forward, backward, resolve):
     definition = {}
     for s in forward.body:
         if checker.fusable_statement(s, []) and stores.get(s.targets[0].id) == 1 and not any(
-                checker.identity_helper(c) is not None for c in gast.walk(s.value)
+                checker.identity_helper(c) is not None for c in ast_util.walk(s.value)
                 if isinstance(c, gast.Call)):
             definition[s.targets[0].id] = s
     available = {}  # saved names the backward receives (unpacked by the same name)

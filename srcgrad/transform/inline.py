@@ -19,6 +19,7 @@ from srcgrad.entry import LIBRARY_ROOTS, entry_function, peel
 from srcgrad.errors import SrcgradError, UnsupportedError
 from srcgrad.transform.base import Base, local_names
 from srcgrad.transform.local_functions import LocalFunction
+from srcgrad import ast_util
 
 Static = anno.Static
 
@@ -72,10 +73,10 @@ def bind_static(node, info, namer, static, bindings):
     its run-time value (and calling it is refused, as a call of any local)."""
     for param, obj in static.items():
         if any(isinstance(n, gast.Name) and n.id == param and not isinstance(n.ctx, gast.Load)
-               for stmt in node.body for n in gast.walk(stmt)):
+               for stmt in node.body for n in ast_util.walk(stmt)):
             continue
         captured = set(getattr(obj, "captured", ())) & {
-            n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
+            n.id for n in ast_util.walk(node) if isinstance(n, gast.Name)}
         if captured:   # a lambda reading the caller's variables through names of its own
             origin = info.origin(node)
             raise origin.error(UnsupportedError, f"{info.name} uses the name {captured.pop()!r} "
@@ -83,7 +84,7 @@ def bind_static(node, info, namer, static, bindings):
         new = namer.rename(param)
         info.extra[new] = bindings[new] = obj
         for stmt in node.body:
-            for n in gast.walk(stmt):
+            for n in ast_util.walk(stmt):
                 if isinstance(n, gast.Name) and n.id == param:
                     n.id = new
 
@@ -142,10 +143,10 @@ class Inliner(Base):
         helper_locals = local_names(node)
         rename = {name: self.namer.rename(name) for name in sorted(helper_locals)}
         # Free names: keep those meaning the same object here, bind the others anew.
-        for child in gast.walk(node):
+        for child in ast_util.walk(node):
             if isinstance(child, gast.Name) and child.id not in helper_locals and child.id not in rename:
                 rename[child.id] = self._free_name(child.id, info, bindings, fn)
-        for child in gast.walk(node):
+        for child in ast_util.walk(node):
             if isinstance(child, gast.Name) and child.id in rename:
                 child.id = rename[child.id]
         out = self._bind_params(fn, node, call, rename, origin, static)
@@ -254,7 +255,7 @@ def _global_attributes(node, locals_):
     """Locals assigned once, from a dotted name rooted at a global (``tanh = np.tanh``,
     what A-normal form makes of an argument ``np.tanh``): local -> the dotted path."""
     counts, paths = {}, {}
-    for child in gast.walk(node):
+    for child in ast_util.walk(node):
         if isinstance(child, gast.Name) and not isinstance(child.ctx, gast.Load):
             counts[child.id] = counts.get(child.id, 0) + 1
         if isinstance(child, gast.Assign) and len(child.targets) == 1 \

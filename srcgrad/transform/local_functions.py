@@ -35,6 +35,7 @@ from srcgrad import anno, grad_mode, templates
 from srcgrad.ast_util import name, reads, rewrite_blocks
 from srcgrad.errors import UnsupportedError
 from srcgrad.parse import EntityInfo
+from srcgrad import ast_util
 
 Static = anno.Static
 
@@ -127,7 +128,7 @@ def _own_locals(fn):
     for extra in (fn.args.vararg, fn.args.kwarg):
         if extra is not None:
             names.add(extra.id)
-    for n in gast.walk(fn):
+    for n in ast_util.walk(fn):
         if isinstance(n, gast.Name) and not isinstance(n.ctx, (gast.Load, gast.Param)):
             names.add(n.id)
     return names
@@ -229,8 +230,8 @@ class Lifting:
         """Calls of the other local functions in ``fn``'s body pass their free locals
         (``fn`` has them all); any other use of them there is refused."""
         own = _own_locals(fn)
-        parents = {c: n for n in gast.walk(fn) for c in gast.iter_child_nodes(n)}
-        for n in list(gast.walk(fn)):
+        parents = {c: n for n in ast_util.walk(fn) for c in gast.iter_child_nodes(n)}
+        for n in list(ast_util.walk(fn)):
             if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load) and n.id in self.named \
                     and n.id not in own:
                 parent = parents.get(n)
@@ -313,7 +314,7 @@ class Lifting:
 
     def top_level(self, stmt):
         for s in self.node.body:
-            if s is stmt or any(n is stmt for n in gast.walk(s)):
+            if s is stmt or any(n is stmt for n in ast_util.walk(s)):
                 return s
         return None
 
@@ -373,7 +374,7 @@ class Lifting:
         keep = len(node.args.kwonlyargs) - len(free)
         node.args.kwonlyargs = node.args.kwonlyargs[:keep]
         node.args.kw_defaults = node.args.kw_defaults[:keep]
-        for n in gast.walk(node):
+        for n in ast_util.walk(node):
             if isinstance(n, gast.Name) and n.id in copies and not isinstance(n.ctx, gast.Param):
                 n.id = copies[n.id]
         value = LocalFunction(node, self.info, function.__name__, function.__qualname__)
@@ -403,7 +404,7 @@ class Lifting:
 
 
 def _parent_in(root, target):
-    for n in gast.walk(root):
+    for n in ast_util.walk(root):
         if any(c is target for c in gast.iter_child_nodes(n)):
             return n
     return None
@@ -427,7 +428,7 @@ def _is_hook_argument(parent, lam, info):
 def transform(node, ctx):
     """Lift the lambdas and nested defs of FunctionDef ``node``; returns ``node``.
     (``ctx``: the CompileContext; the helpers are bound in ``ctx.bindings``.)"""
-    if not any(isinstance(n, _SCOPES) for n in gast.walk(node) if n is not node):
+    if not any(isinstance(n, _SCOPES) for n in ast_util.walk(node) if n is not node):
         return node
     lifting = Lifting(node, ctx.info, ctx.namer, ctx.bindings)
     lifting.collect()

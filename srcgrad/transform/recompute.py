@@ -29,6 +29,7 @@ from srcgrad.ast_util import reads, rewrite_blocks
 from srcgrad.templates import clone
 from srcgrad import optimize
 from srcgrad.transform import tape
+from srcgrad import ast_util
 
 Static = anno.Static
 
@@ -115,12 +116,12 @@ def _stored(loop):
     """Names a loop binds: its target and what its body binds."""
     names = _stored_in(loop.body)
     if isinstance(loop, gast.For):
-        names |= {n.id for n in gast.walk(loop.target) if isinstance(n, gast.Name)}
+        names |= {n.id for n in ast_util.walk(loop.target) if isinstance(n, gast.Name)}
     return names
 
 
 def _stored_in(body):
-    return {n.id for s in body for n in gast.walk(s)
+    return {n.id for s in body for n in ast_util.walk(s)
             if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load)}
 
 

@@ -44,6 +44,7 @@ from srcgrad.transform.adjoint_rules import RuleApplication
 from srcgrad.transform.base import Base
 from srcgrad.transform.control_flow import tag as _tag
 from srcgrad.transform.tape import index_value
+from srcgrad import ast_util
 
 Static = anno.Static
 
@@ -85,7 +86,7 @@ class ReverseAD(Base, RuleApplication):
         # register_hook(y, fn) in the code: hooks live in a list made at each binding of y,
         # so a hook belongs to the binding it was registered on, and only if the call ran.
         self.hook_lists = {}
-        for stmt in gast.walk(node):
+        for stmt in ast_util.walk(node):
             call = _register_hook_call(stmt)
             if call is not None:
                 if len(call.args) != 2 or not isinstance(call.args[0], gast.Name):
@@ -99,7 +100,7 @@ class ReverseAD(Base, RuleApplication):
             self.hooks.setdefault(hooked, []).append(replace_expr(f"hooks[{hooked!r}]"))
         # A local asked for by wrt: its gradient is taken where its last value is made
         # (its last binding, or an indexed write after it), not at the end of the sweep.
-        written = {s.targets[0].value.id for s in gast.walk(node) if isinstance(s, gast.Assign)
+        written = {s.targets[0].value.id for s in ast_util.walk(node) if isinstance(s, gast.Assign)
                    and isinstance(s.targets[0], gast.Subscript) and isinstance(s.targets[0].value, gast.Name)}
         for w in wrt:
             if w not in activity.params and (w in activity.saved or w in written):
@@ -222,7 +223,7 @@ class ReverseAD(Base, RuleApplication):
         checks = self.sequence_checks(s)
         if anno.getanno(s.iter, Static.PRIMITIVE) is builtins.range and not any(
                 isinstance(n, gast.Name) and n.id == index and not isinstance(n.ctx, gast.Load)
-                for st in body for n in gast.walk(st)):
+                for st in body for n in ast_util.walk(st)):
             fwd, rev = self.range_for(s, index, body, exit_)
             return checks + fwd, rev
         count = self.namer.new(f"n_{index}")
@@ -241,7 +242,7 @@ class ReverseAD(Base, RuleApplication):
         # An index used only in its loop: the value it had before is never read again.
         local = self.store_counts[index] == 1 and not any(
             isinstance(n, gast.Name) and n.id == index for st in tape.outside(self.node.body, s)
-            for n in gast.walk(st))
+            for n in ast_util.walk(st))
         count = self.namer.new(f"n_{index}") if exit_ else None
         return control_flow.range_loop(index, s.iter, steps, count, body_f, body_r, exit_,
                                        not local, self.origin)
@@ -522,7 +523,7 @@ def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), o
 
     tuple_output = isinstance(ret.value, gast.Tuple)
     outputs = list(ret.value.elts) if tuple_output else [ret.value]
-    primal_names = set(activity.params) | {n.id for n in gast.walk(node)
+    primal_names = set(activity.params) | {n.id for n in ast_util.walk(node)
                                           if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
     seed = namer.new("dout") if tuple_output else ad.d(outputs[0].id) if ad.needs(outputs[0]) \
         else namer.new("dout")
@@ -552,7 +553,7 @@ def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), o
     tape.save_shapes(fwd, shapes)
 
     saved = tape.pack(rev, primal_names, uses_tape, shapes)
-    if any(isinstance(n, gast.Name) and n.id == fixed["xp"] for s in rev for n in gast.walk(s)):
+    if any(isinstance(n, gast.Name) and n.id == fixed["xp"] for s in rev for n in ast_util.walk(s)):
         args = ", ".join([seed] + [p for p in activity.params if p in saved.names])
         rev = replace(f"{fixed['xp']} = rt.namespace({args})") + rev
     copies = ad.argument_checks() + [s for p in sorted(ad.copied_params) for s in replace(f"{p} = rt.save({p})")]
@@ -591,7 +592,7 @@ def _optimize(ad, rev, node, generated, primal_names, ranks, classes, scalar_red
     shapes = {n: c for n, c in (classes or {}).items() if c != UNKNOWN}
     shapes.update((ad.adjoints[p], c) for p, c in list(shapes.items()) if p in ad.adjoints)
     roots = {p for p in activity.params if shapes.get(p) == p}
-    stored = {n.id for n in gast.walk(node) if isinstance(n, gast.Name)
+    stored = {n.id for n in ast_util.walk(node) if isinstance(n, gast.Name)
               and isinstance(n.ctx, (gast.Store, gast.Del))}
     buffers = {ad.adjoints[p]: (p, ranks[p]) for p in activity.params
                if p in ad.adjoints and p not in stored and type(ranks.get(p)) is int}

@@ -6,6 +6,7 @@ import gast
 from srcgrad.ast_util import name
 from srcgrad.templates import replace
 from srcgrad import optimize
+from srcgrad import ast_util
 
 
 def results(ad, wrt):
@@ -74,7 +75,7 @@ def without_seed_copy(rev, seed):
             continue
         parts = [getattr(s, f) for f in ("test", "target", "iter") if hasattr(s, f)] \
             if isinstance(s, (gast.If, gast.For, gast.While)) else [s]
-        for n in (n for part in parts for n in gast.walk(part)):
+        for n in (n for part in parts for n in ast_util.walk(part)):
             if isinstance(n, gast.BinOp):
                 operands |= {id(n.left), id(n.right)}
             elif isinstance(n, gast.UnaryOp):

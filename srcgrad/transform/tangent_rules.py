@@ -20,6 +20,7 @@ import numpy
 from srcgrad import rules, templates
 from srcgrad.rules import Method
 from srcgrad.templates import clone
+from srcgrad import ast_util
 
 # Elementwise primitives that are not ufuncs: their adjoints may be read by linearity.
 _ELEMENTWISE = {operator.add, operator.sub, operator.mul, operator.truediv, operator.pow,
@@ -53,7 +54,7 @@ class TangentTemplate:
         forward mode refuses such an argument rather than give it a silent zero."""
         if param in self.no_tangent:
             return False
-        used = {n.id for s in self.body + [self.result] for n in gast.walk(s)
+        used = {n.id for s in self.body + [self.result] for n in ast_util.walk(s)
                 if isinstance(n, gast.Name)}
         return "t_" + param not in used
 
@@ -176,7 +177,7 @@ def _trim_defaults(call, params):
 
 
 def _contains(node, name_):
-    return any(isinstance(n, gast.Name) and n.id == name_ for n in gast.walk(node))
+    return any(isinstance(n, gast.Name) and n.id == name_ for n in ast_util.walk(node))
 
 
 def _linear(node, dy):
@@ -214,7 +215,7 @@ def _strip_unbroadcast(node):
 def _unreduced(entry, dy):
     """``(G, call)`` for an entry linear in one ``rt.unreduce(dy, a, axis, keepdims)``
     (``G``: the entry with that call replaced by the name ``__unreduced__``)."""
-    calls = [n for n in gast.walk(entry) if isinstance(n, gast.Call) and _is_call(n, "rt", "unreduce")
+    calls = [n for n in ast_util.walk(entry) if isinstance(n, gast.Call) and _is_call(n, "rt", "unreduce")
              and len(n.args) == 4 and not n.keywords and isinstance(n.args[0], gast.Name)
              and n.args[0].id == dy]
     if len(calls) != 1 or any(_contains(a, dy) for a in calls[0].args[1:]):
@@ -329,7 +330,7 @@ class _DropZeros(gast.NodeTransformer):
                          args=[kept, templates.name(self.output)], keywords=[])
 
     def carries(self, node):
-        return any(isinstance(n, gast.Name) and n.id in self.tangents for n in gast.walk(node))
+        return any(isinstance(n, gast.Name) and n.id in self.tangents for n in ast_util.walk(node))
 
     def visit_BinOp(self, node):
         left, right = self.visit(node.left), self.visit(node.right)
@@ -463,7 +464,7 @@ def instantiate(template, subs, namer):
             marked = templates._Substitute(dict(zeros, **{s.targets[0].id: _none()}))
             zeros[s.targets[0].id] = _none()
             continue
-        if any(isinstance(n, gast.Name) and n.id in tangents for n in gast.walk(s.value)):
+        if any(isinstance(n, gast.Name) and n.id in tangents for n in ast_util.walk(s.value)):
             tangents.add(s.targets[0].id)
         body.append(s)
     result = _DropZeros(tangents, template.output).visit(marked.visit(clone(template.result)))
@@ -479,9 +480,9 @@ def instantiate(template, subs, namer):
     result = _Defaults().visit(folder.visit(substitute.visit(result)))
     if template.linear:
         result = _trim_defaults(result, template.params)
-    used = {n.id for n in gast.walk(result) if isinstance(n, gast.Name)}
+    used = {n.id for n in ast_util.walk(result) if isinstance(n, gast.Name)}
     for s in reversed(stmts):
-        used |= {n.id for n in gast.walk(s.value) if isinstance(n, gast.Name)}
+        used |= {n.id for n in ast_util.walk(s.value) if isinstance(n, gast.Name)}
     stmts = [s for s in stmts if s.targets[0].id in used]
     return stmts, result
 

@@ -28,6 +28,7 @@ from srcgrad.analysis.activity import names_in
 from srcgrad.ast_util import name, rewrite_blocks
 from srcgrad.templates import replace, replace_as_expression as replace_expr
 from srcgrad import optimize
+from srcgrad import ast_util
 
 Static = anno.Static
 
@@ -80,7 +81,7 @@ def key_of(stmt):
 def store_counts(node):
     """Name -> how many times the function binds it (parameters count once)."""
     counts = {}
-    for n in gast.walk(node):
+    for n in ast_util.walk(node):
         if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load):
             counts[n.id] = counts.get(n.id, 0) + 1
     return counts
@@ -128,14 +129,14 @@ def first_bindings(node, excluded):
         if isinstance(s, gast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], gast.Name) \
                 and s.targets[0].id not in seen and s.targets[0].id not in excluded:
             first.add(id(s))
-        seen |= {n.id for n in gast.walk(s) if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load)}
+        seen |= {n.id for n in ast_util.walk(s) if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load)}
     return first
 
 
 def load_counts(body):
     """Name -> how many times the statements of ``body`` read it."""
     counts = {}
-    for n in gast.walk(gast.Module(body=body, type_ignores=[])):
+    for n in ast_util.walk(gast.Module(body=body, type_ignores=[])):
         if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load):
             counts[n.id] = counts.get(n.id, 0) + 1
     return counts
@@ -156,7 +157,7 @@ def block_locals(node, excluded, store_counts):
         # The block's statements before the ``if stop: break`` that may end it (the push goes
         # before it), in a block nothing else leaves early.
         inner = body[:-1] if body and anno.getanno(body[-1], Static.BREAK_EXIT) else body
-        if any(isinstance(n, (gast.Break, gast.Continue, gast.Return)) for s in inner for n in gast.walk(s)):
+        if any(isinstance(n, (gast.Break, gast.Continue, gast.Return)) for s in inner for n in ast_util.walk(s)):
             inner = []
         if nested and inner:
             after = {}   # name -> its reads in body[k + 1:], built from the end (linear)
@@ -234,7 +235,7 @@ def read_before_bound(body, bound=frozenset(), counted=None):
         header = counted is None
         if isinstance(s, gast.For):
             reads |= names_in(s.iter) - bound if header else set()
-            inner = bound | {n.id for n in gast.walk(s.target) if isinstance(n, gast.Name)}
+            inner = bound | {n.id for n in ast_util.walk(s.target) if isinstance(n, gast.Name)}
             reads |= read_before_bound(s.body, inner, counted)[0] | read_before_bound(s.orelse, bound, counted)[0]
         elif isinstance(s, (gast.If, gast.While)):
             reads |= names_in(s.test) - bound if header else set()
@@ -245,9 +246,9 @@ def read_before_bound(body, bound=frozenset(), counted=None):
                 bound |= body_bound & else_bound
         else:
             if counted is None or id(s) in counted:
-                reads |= {n.id for n in gast.walk(s) if isinstance(n, gast.Name) and (
+                reads |= {n.id for n in ast_util.walk(s) if isinstance(n, gast.Name) and (
                     isinstance(n.ctx, gast.Load) or isinstance(s, gast.AugAssign))} - bound
-            bound |= {n.id for n in gast.walk(s) if isinstance(n, gast.Name)
+            bound |= {n.id for n in ast_util.walk(s) if isinstance(n, gast.Name)
                       and isinstance(n.ctx, gast.Store) and not isinstance(s, gast.AugAssign)}
     return reads, bound
 
@@ -262,7 +263,7 @@ def initial_values(body, params):
     ret = body[-1]
     saved = gast.Expr(value=ret.value.elts[1])   # the saved tuple, not the user's output
     counted.add(id(saved))
-    stored = {n.id for s in body for n in gast.walk(s) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
+    stored = {n.id for s in body for n in ast_util.walk(s) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
     unbound = read_before_bound(body[:-1] + [saved], set(params), counted)[0] & stored
     return [s for n in sorted(unbound) for s in replace(f"{n} = None")]
 
@@ -294,7 +295,7 @@ def untape_top_level(fwd, rev):
         if isinstance(s, gast.Expr) and isinstance(key, str) and isinstance(s.value.args[0], gast.Name) \
                 and s.value.args[0].id == key \
                 and not any(isinstance(n, gast.Name) and n.id == key for later in fwd[k + 1:]
-                            for t in _binding_targets(later) for n in gast.walk(t)):
+                            for t in _binding_targets(later) for n in ast_util.walk(t)):
             moved.add(key)
     pops = {key: [s for s in rev if key_of(s) == key] for key in moved}
     moved = {key for key in moved if len(pops[key]) == 1
@@ -330,7 +331,7 @@ def shape_only(rev, primal_names):
     for s in optimize.walk_statements(rev):
         if key_of(s) is not None:
             continue
-        for node in gast.walk(s):
+        for node in ast_util.walk(s):
             if isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) \
                     and isinstance(node.func.value, gast.Name) and node.func.value.id == "rt" \
                     and node.func.attr in _SHAPE_READERS:
@@ -338,7 +339,7 @@ def shape_only(rev, primal_names):
                 if len(node.args) > k and isinstance(node.args[k], gast.Name):
                     shape_uses.add(node.args[k].id)
                     shape_args.add(id(node.args[k]))
-        for node in gast.walk(s):
+        for node in ast_util.walk(s):
             if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Load) \
                     and id(node) not in shape_args:
                 other_uses.add(node.id)
