@@ -119,3 +119,21 @@ def test_a_float64_subclass_is_not_read_as_python_floats():
     args = (u.view(Tagged), T_out, price)
     first, composed = first_and_composed(thermal, args)
     np.testing.assert_array_equal(np.asarray(composed), np.asarray(first))
+
+
+def dot_loop(x, y):
+    s = 0.0
+    for t in range(len(x)):
+        s = s + x[t] * y[t]
+    return s
+
+
+def test_a_forward_loop_left_with_nothing_to_compute_still_compiles_and_reads_its_items():
+    rng = np.random.default_rng(1)
+    x, y = rng.standard_normal(30), rng.standard_normal(30)
+    first, composed = first_and_composed(dot_loop, (x, y), wrt=(0, 1))
+    for a, b in zip(first, composed):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(composed[0], y)
+    with pytest.raises(IndexError):
+        sg.grad(dot_loop, wrt=(0, 1))(x, y[:20])

@@ -119,10 +119,15 @@ def _drop_unread(body, loops):
 
 def _fill(s):
     for block in (s.body, s.orelse) if isinstance(s, (gast.For, gast.While, gast.If)) else ():
-        if not block and block is s.body:
+        if block is s.body and all(_comment(c) for c in block):   # comments emit nothing
             block.append(gast.Pass())
         for inner in block:
             _fill(inner)
+
+
+def _comment(s):
+    return isinstance(s, gast.Expr) and isinstance(s.value, gast.Constant) \
+        and isinstance(s.value.value, str)
 
 
 def _range_call(e):
