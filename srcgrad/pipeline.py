@@ -19,6 +19,7 @@ from srcgrad.parse import parse_function
 from srcgrad import templates
 from srcgrad.templates import clone
 from srcgrad import optimize
+from srcgrad.optimize import scalar_items
 from srcgrad.transform import (anf, as_array, aux, canonicalize, comprehensions, fence, inline,
                                local_functions, mutation, reverse)
 from srcgrad.transform import fuse as fusion
@@ -548,7 +549,8 @@ def _compose(forward, backward, info, bindings, name, seed_value, many, release=
     body += back
     if release is not None:
         params = {a.id for a in forward.args.posonlyargs + forward.args.args + forward.args.kwonlyargs}
-        body = optimize.release_dead(body, params, release)
+        made = scalar_items.run(body, params)   # float64 items read as Python floats in loops
+        body = optimize.release_dead(body, params, set(release) | made)
     composed = gast.FunctionDef(name=name, args=forward.args, body=body, decorator_list=[],
                                 returns=None, type_comment=None, type_params=[])
     source = emit.to_source([composed])

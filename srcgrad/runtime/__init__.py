@@ -35,6 +35,7 @@ from srcgrad.runtime.boundary import *  # noqa: F401,F403
 from srcgrad.runtime.broadcast import *  # noqa: F401,F403
 from srcgrad.runtime.containers import *  # noqa: F401,F403
 from srcgrad.runtime.hooks import *  # noqa: F401,F403
+from srcgrad.runtime.items import *  # noqa: F401,F403
 from srcgrad.runtime.sweep import *  # noqa: F401,F403
 
 
