@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import gast
 import numpy
 
-from srcgrad import call_values, pipeline, pytree, rules, runtime
+from srcgrad import call_values, entry, pipeline, pytree, rules, runtime
 from srcgrad.analysis import activity, aliasing, kinds
 from srcgrad.codegen import emit, loader, tracebacks
 from srcgrad.codegen.refusals import in_user_code
@@ -224,6 +224,8 @@ def jvp(fn, primals, tangents, *, jit=False):
 def run(fn, primals, tangents, values=True, jit=False):
     """``jvp``; with ``values=False`` the program returns the tangent only (its value
     entry is not computed where no tangent reads it: hvp's ``dW1 = X.T @ g``)."""
+    if inspect.ismethod(fn) or isinstance(fn, functools.partial):   # as sg.grad does
+        fn = entry.entry_function(fn)
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
         raise ValueError(f"srcgrad.jvp: {len(primals)} primals but {len(tangents)} tangents")

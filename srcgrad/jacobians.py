@@ -10,10 +10,11 @@ sweep (``sg.vjp`` with ``retain_graph``): the reverse sweep is not batched.
 """
 
 import functools
+import inspect
 
 import numpy
 
-from srcgrad import call_values, pytree
+from srcgrad import call_values, entry, pytree
 from srcgrad.api import vjp
 from srcgrad.forward_api import jvp
 
@@ -106,6 +107,9 @@ def jacfwd(fn, wrt=0, *, chunk_size=None):
     argument (dict, list, tuple, dataclass) gives a Jacobian of its structure, one block
     ``out.shape + leaf.shape`` per leaf, as JAX's: the seeds of one leaf at a time,
     the other leaves' tangents zero."""
+    if inspect.ismethod(fn) or isinstance(fn, functools.partial):   # as sg.grad does
+        fn = entry.entry_function(fn)
+
     @functools.wraps(fn)
     def jacobian_fn(*args):
         positions, many = _wrt_positions(fn, wrt)
