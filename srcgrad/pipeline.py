@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 
 import gast
 
-from srcgrad import disk_cache, pytree, runtime
+from srcgrad import anno, disk_cache, grad_mode, pytree, runtime
+from srcgrad.anno import Static
 from srcgrad.analysis import activity, aliasing, kinds, ranks
 from srcgrad.codegen import emit, loader
 from srcgrad.context import CompileContext, CompileOptions  # noqa: F401 (CompileOptions: tests)
@@ -431,6 +432,7 @@ def compose_gradient(compiled, many, only_gradients=False, for_transform=False,
         seed = gast.Constant(value=1.0, kind=None) if seed_is_one else _default_seed_of(forward)
         if for_transform:
             forward, backward = _TapeMethods().visit(forward), _TapeMethods().visit(backward)
+            bindings = _detach_constants(forward, bindings)
             if check_structures:   # reverse mode reads it again (api.GradFunction.as_function)
                 bindings = _check_leaves(forward, info, bindings)
             return _compose(forward, backward, info, bindings, f"gradient_{name}", seed, many)
@@ -447,9 +449,26 @@ def compose_gradient(compiled, many, only_gradients=False, for_transform=False,
             f"writes) or has several outputs; differentiating it again is not supported yet",
             info.filename, info.first_lineno,
             hint="Write the first derivative by hand for such code, or use finite differences.")
-    bindings = _check_leaves(forward, info, bindings)
+    bindings = _detach_constants(forward, _check_leaves(forward, info, bindings))
     return _compose(forward, backward, info, bindings, f"grad_{forward.name[:-len('_forward')]}",
                     _default_seed_of(forward), many)
+
+
+DETACH = "_sg_detach"
+
+
+def _detach_constants(forward, bindings):
+    """Wrap what a statement under ``sg.no_grad`` (or ``detach``) binds in ``sg.detach``:
+    the first gradient's sweeps skip its adjoint by annotation, which the code read again
+    (hvp, hessian, grad of grad) does not carry, so it would differentiate through it."""
+    wrapped = False
+    for s in gast.walk(forward):
+        if isinstance(s, gast.Assign) and anno.getanno(s, Static.NO_ADJOINT, False) \
+                and not isinstance(s.value, gast.Constant):
+            s.value = gast.Call(func=gast.Name(id=DETACH, ctx=gast.Load(), annotation=None,
+                                               type_comment=None), args=[s.value], keywords=[])
+            wrapped = True
+    return dict(bindings, **{DETACH: grad_mode.detach}) if wrapped else bindings
 
 
 def _check_leaves(forward, info, bindings):

@@ -345,3 +345,23 @@ def test_grad_of_grad_of_every_scalar_catalogue_function_matches_fd_or_is_refuse
     want = numerical_grad(first, args, wrt=wrt, grad_outputs=v, eps=1e-5)
     scale = max(1.0, float(np.max(np.abs(want))))
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * scale)
+
+
+def scaled_by_a_constant_sum(x):
+    with sg.no_grad():
+        scale = np.sum(x * x)
+    return np.sum(x ** 3) * scale
+
+
+def test_a_value_under_no_grad_stays_constant_in_second_derivatives():
+    # f = c * sum(x^3) with c = sum(x^2) held constant: H = diag(6 c x), as PyTorch and JAX give;
+    # differentiating through c (the bug) adds 2x(3x^2)^T + 3x^2(2x)^T.
+    x = np.array([0.5, -1.0, 2.0])
+    c = np.sum(x * x)
+    want = np.diag(6 * c * x)
+    np.testing.assert_allclose(sg.hessian(scaled_by_a_constant_sum)(x), want, rtol=1e-12)
+    v = np.array([1.0, 0.5, -2.0])
+    np.testing.assert_allclose(sg.hvp(scaled_by_a_constant_sum, (x,), (v,))[0], want @ v,
+                               rtol=1e-12)
+    first = sg.grad(scaled_by_a_constant_sum).as_function()
+    np.testing.assert_allclose(sg.grad(first)(x, grad_outputs=v), want @ v, rtol=1e-12)

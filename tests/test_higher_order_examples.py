@@ -152,9 +152,6 @@ NO_GRAD_TWICE = ("wrong second derivative: the gradient's forward sweep computes
                  "sg.no_grad block as plain code (`scale = np.sum(x)`), so differentiating the "
                  "gradient again differentiates through it (H = ones, want 0 as with sg.detach)")
 XFAIL = {
-    ("quickstart.scaled", "hvp"): NO_GRAD_TWICE,
-    ("quickstart.scaled", "hessian"): NO_GRAD_TWICE,
-    ("quickstart.scaled", "grad_of_grad"): NO_GRAD_TWICE,
     ("seed1.add_sum_no_grad", "grad_of_grad"): (
         "sg.grad(sg.grad(f)) of a function whose gradient is all zeros (its body under "
         "sg.no_grad) refuses with 'grad_add_sum_no_grad returns nothing (None)' naming a "
