@@ -25,14 +25,12 @@ from dataclasses import dataclass, field
 import gast
 import numpy
 
-from srcgrad import call_values, entry, pipeline, pytree, rules, runtime
-from srcgrad.analysis import activity, aliasing, kinds
-from srcgrad.codegen import emit, loader, tracebacks
+from srcgrad import call_values, entry, pipeline, pytree, rules
+from srcgrad.codegen import tracebacks
 from srcgrad.codegen.refusals import in_user_code
-from srcgrad.errors import SrcgradError, UnsupportedError
-from srcgrad.guard import Guard
+from srcgrad.errors import SrcgradError
 from srcgrad.templates import name
-from srcgrad.transform import as_array, forward
+from srcgrad.transform import forward, forward_program
 
 
 @dataclass
@@ -55,48 +53,15 @@ def compile_jvp(fn, active, options=None, values=True):
     """The tangent program of ``fn`` for tangents of the parameters named in ``active``
     (``values=False``: it returns None for the value, and computes only what the
     tangent needs; hessians.py's hvp)."""
-    options = options or pipeline.DEFAULT_OPTIONS
-    node, ctx = pipeline.front_end(fn, options)
-    info, namer = ctx.info, ctx.namer
-    if node.args.vararg or node.args.kwarg:
-        raise UnsupportedError(f"forward mode: {fn.__qualname__} takes *args or **kwargs",
-                               info.filename, info.first_lineno)
-    params = tuple(a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs)
-    names = tuple(n for n in params if n in active)
-    aliasing.check(node, info, namer.display, live_at_exit=())
-    kind_map = kinds.infer(node, {n: kinds.FLOAT for n in names}, info.peek)
-    act = activity.resolve(node, names, kind_map)
-    if as_array.as_array_arguments(node, act.sequences, ctx):
-        kind_map = kinds.infer(node, {n: kinds.FLOAT for n in names}, info.peek)
-        act = activity.resolve(node, names, kind_map)
-    written = forward.written_names(node)
-    transformer = forward.ForwardAD(info, act.active, namer, written, act.sequences, kind_map,
-                                   wrt=names, values=values)
-    tangent_params = [transformer.d(n) for n in names]
-    body = []
-    for n in params:   # a parameter rebound to a value with a tangent, passed without one
-        if n in act.active and n not in names:
-            body += gast.parse(f"{transformer.d(n)} = rt.tangent_zero({n})").body
-        elif n in names and n in written:   # written in place: the caller's tangent stays
-            body += gast.parse(f"{transformer.d(n)} = rt.own({transformer.d(n)})").body
-    body += transformer.visit_block(node.body)
-    if any(isinstance(n, gast.Name) and n.id == "xp" for s in body for n in gast.walk(s)):
-        body = gast.parse(f"xp = rt.namespace({', '.join(tangent_params + list(names))})").body + body
-    args = gast.arguments(args=[name(n) for n in params] + [name(t) for t in tangent_params],
-                          posonlyargs=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
-                          defaults=[])
-    for a in args.args:
-        a.ctx = gast.Param()
-    tree = gast.FunctionDef(name=f"{node.name}_jvp", args=args,
-                            body=transformer.finish(body, ctx.user_locals),
-                            decorator_list=[], returns=None, type_comment=None, type_params=[])
-    source = emit.to_source([tree])
-    bindings = dict(ctx.bindings)
-    bindings["rt"] = runtime
-    (function,), _, _ = loader.load(source, [tree.name], info.globals, info.closure, bindings,
-                                    hint=fn.__qualname__,
-                                    origins=functools.partial(emit.line_origins, [tree], source))
-    return CompiledJVP(function, source, params, names, Guard(fn, ctx.infos))
+    f = forward_program.front(fn, active, options)
+    transformer = forward.ForwardAD(f.ctx.info, f.act.active, f.ctx.namer, f.written,
+                                    f.act.sequences, f.kind_map, wrt=f.names, values=values)
+    tangent_params = [transformer.d(n) for n in f.names]
+    body = forward_program.prologue(f, transformer) + transformer.visit_block(f.node.body)
+    function, source, guard = forward_program.load(
+        fn, f, body, tangent_params, f"{f.node.name}_jvp",
+        lambda body: transformer.finish(body, f.ctx.user_locals))
+    return CompiledJVP(function, source, f.params, f.names, guard)
 
 
 def _compiled(fn, active, values=True):

@@ -29,14 +29,12 @@ import threading
 
 import gast
 
-from srcgrad import pipeline, rules, runtime
-from srcgrad.analysis import activity, aliasing, kinds
-from srcgrad.codegen import emit, loader
-from srcgrad.errors import UnsupportedError
+from srcgrad import pipeline, rules
+from srcgrad.codegen import emit
 from srcgrad.guard import Guard
 from srcgrad.rules.jvp_batched_runtime import NotBatchable
 from srcgrad.templates import clone, name
-from srcgrad.transform import as_array, forward, tangent_rules
+from srcgrad.transform import forward, forward_program, tangent_rules
 from srcgrad import ast_util
 
 __all__ = ["NotBatchable", "compiled", "run"]
@@ -214,51 +212,20 @@ def compile_batched(fn, active, options=None):
     ``function(*params, *batched tangents)`` returns ``(out, batched tangent of out)``.
     Raises NotBatchable where a statement has no batched form. (compile_jvp's steps,
     forward_api.py, with BatchedForwardAD and the rewrites above.)"""
-    options = options or pipeline.DEFAULT_OPTIONS
-    node, ctx = pipeline.front_end(fn, options)
-    info, namer = ctx.info, ctx.namer
-    if node.args.vararg or node.args.kwarg:
-        raise UnsupportedError(f"forward mode: {fn.__qualname__} takes *args or **kwargs",
-                               info.filename, info.first_lineno)
-    params = tuple(a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs)
-    names = tuple(n for n in params if n in active)
-    aliasing.check(node, info, namer.display, live_at_exit=())
-    kind_map = kinds.infer(node, {n: kinds.FLOAT for n in names}, info.peek)
-    act = activity.resolve(node, names, kind_map)
-    if as_array.as_array_arguments(node, act.sequences, ctx):
-        kind_map = kinds.infer(node, {n: kinds.FLOAT for n in names}, info.peek)
-        act = activity.resolve(node, names, kind_map)
-    written = forward.written_names(node)
-    transformer = BatchedForwardAD(info, act.active, namer, written, act.sequences, kind_map)
-    tangent_params = [transformer.d(n) for n in names]
-    size = namer.new("batch")
+    f = forward_program.front(fn, active, options)
+    transformer = BatchedForwardAD(f.ctx.info, f.act.active, f.ctx.namer, f.written,
+                                   f.act.sequences, f.kind_map)
+    tangent_params = [transformer.d(n) for n in f.names]
+    size = f.ctx.namer.new("batch")
     body = gast.parse(f"{size} = rt.batch_size({', '.join(tangent_params)})").body
-    for n in params:   # a parameter rebound to a value with a tangent, passed without one
-        if n in act.active and n not in names:
-            body += gast.parse(f"{transformer.d(n)} = rt.tangent_zero({n})").body
-        elif n in names and n in written:   # written in place: the caller's tangent stays
-            body += gast.parse(f"{transformer.d(n)} = rt.own({transformer.d(n)})").body
-    body += transformer.visit_block(node.body)
+    body += forward_program.prologue(f, transformer) + transformer.visit_block(f.node.body)
     rewrite = _Rewrite(frozenset(transformer.tangents.values()), size)
     body = [rewrite.visit(s) for s in body]
-    if any(isinstance(n, gast.Name) and n.id == "xp" for s in body for n in ast_util.walk(s)):
-        body = gast.parse(f"xp = rt.namespace({', '.join(tangent_params + list(names))})").body + body
-    args = gast.arguments(args=[name(n) for n in params] + [name(t) for t in tangent_params],
-                          posonlyargs=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
-                          defaults=[])
-    for a in args.args:
-        a.ctx = gast.Param()
-    tree = gast.FunctionDef(name=f"{node.name}_jvp_batched", args=args,
-                            body=emit.comment_blocks(body, "tangent of: ", 1),
-                            decorator_list=[], returns=None, type_comment=None, type_params=[])
-    source = emit.to_source([tree])
-    bindings = dict(ctx.bindings)
-    bindings["rt"] = runtime
-    (function,), _, _ = loader.load(source, [tree.name], info.globals, info.closure, bindings,
-                                    hint=fn.__qualname__,
-                                    origins=functools.partial(emit.line_origins, [tree], source))
+    function, source, guard = forward_program.load(
+        fn, f, body, tangent_params, f"{f.node.name}_jvp_batched",
+        lambda body: emit.comment_blocks(body, "tangent of: ", 1))
     from srcgrad.forward_api import CompiledJVP
-    return CompiledJVP(function, source, params, names, Guard(fn, ctx.infos))
+    return CompiledJVP(function, source, f.params, f.names, guard)
 
 
 _programs = {}

@@ -1,0 +1,83 @@
+"""The steps a tangent program's compile shares, for ``sg.jvp`` (forward_api.py) and the
+batched program of ``sg.jacfwd``/``sg.hessian`` (transform/batching.py): reading the
+function, the tangents' prologue, and loading the generated function."""
+
+import functools
+from dataclasses import dataclass
+
+import gast
+
+from srcgrad import ast_util, pipeline, runtime
+from srcgrad.analysis import activity, aliasing, kinds
+from srcgrad.codegen import emit, loader
+from srcgrad.errors import UnsupportedError
+from srcgrad.guard import Guard
+from srcgrad.templates import name
+from srcgrad.transform import as_array, forward
+
+
+@dataclass
+class Front:
+    """What a tangent program is built from: the function's tree and compile context, its
+    parameters, those with tangents (``names``), activity, kinds and the arrays it writes."""
+    node: gast.FunctionDef
+    ctx: object
+    params: tuple
+    names: tuple
+    act: object
+    kind_map: dict
+    written: set
+
+
+def front(fn, active, options=None):
+    """Read ``fn`` for a tangent program with tangents of the parameters in ``active``."""
+    options = options or pipeline.DEFAULT_OPTIONS
+    node, ctx = pipeline.front_end(fn, options)
+    info, namer = ctx.info, ctx.namer
+    if node.args.vararg or node.args.kwarg:
+        raise UnsupportedError(f"forward mode: {fn.__qualname__} takes *args or **kwargs",
+                               info.filename, info.first_lineno)
+    params = tuple(a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs)
+    names = tuple(n for n in params if n in active)
+    aliasing.check(node, info, namer.display, live_at_exit=())
+    kind_map = kinds.infer(node, {n: kinds.FLOAT for n in names}, info.peek)
+    act = activity.resolve(node, names, kind_map)
+    if as_array.as_array_arguments(node, act.sequences, ctx):
+        kind_map = kinds.infer(node, {n: kinds.FLOAT for n in names}, info.peek)
+        act = activity.resolve(node, names, kind_map)
+    return Front(node, ctx, params, names, act, kind_map, forward.written_names(node))
+
+
+def prologue(front_, transformer):
+    """A parameter rebound to a value with a tangent but passed without one gets a zero
+    tangent; one written in place gets a copy of its own (the caller's tangent stays)."""
+    body = []
+    for n in front_.params:
+        if n in front_.act.active and n not in front_.names:
+            body += gast.parse(f"{transformer.d(n)} = rt.tangent_zero({n})").body
+        elif n in front_.names and n in front_.written:
+            body += gast.parse(f"{transformer.d(n)} = rt.own({transformer.d(n)})").body
+    return body
+
+
+def load(fn, front_, body, tangent_params, function_name, finish):
+    """``(function, source, guard)`` of the tangent program ``body``: ``xp`` bound from
+    the arguments where the body reads it, parameters then tangents, ``finish(body)``
+    (comments, tidying) applied last."""
+    if any(isinstance(n, gast.Name) and n.id == "xp" for s in body for n in ast_util.walk(s)):
+        body = gast.parse(f"xp = rt.namespace({', '.join(list(tangent_params) + list(front_.names))})").body + body
+    args = gast.arguments(args=[name(n) for n in front_.params] + [name(t) for t in tangent_params],
+                          posonlyargs=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
+                          defaults=[])
+    for a in args.args:
+        a.ctx = gast.Param()
+    tree = gast.FunctionDef(name=function_name, args=args, body=finish(body),
+                            decorator_list=[], returns=None, type_comment=None, type_params=[])
+    source = emit.to_source([tree])
+    info = front_.ctx.info
+    bindings = dict(front_.ctx.bindings)
+    bindings["rt"] = runtime
+    (function,), _, _ = loader.load(source, [tree.name], info.globals, info.closure, bindings,
+                                    hint=fn.__qualname__,
+                                    origins=functools.partial(emit.line_origins, [tree], source))
+    return function, source, Guard(fn, front_.ctx.infos)
