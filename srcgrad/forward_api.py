@@ -224,7 +224,9 @@ def _as_tangent(tangent, primal):
 
 def compiled_for_source(fn, wrt=0):
     """The CompiledJVP ``sg.source(fn, wrt, mode="jvp")`` shows: tangents of the parameters
-    ``wrt`` names (positions or names, as in ``sg.grad``)."""
+    ``wrt`` names (positions or names, as in ``sg.grad``); a bound method's as ``jvp``'s."""
+    if inspect.ismethod(fn) or isinstance(fn, functools.partial):
+        fn = entry.entry_function(fn)
     params = [p.name for p in inspect.signature(fn).parameters.values()]
     names, _, _ = pipeline.wrt_names(_Params(params), wrt)
     for n in names:

@@ -99,7 +99,9 @@ def _flat_like(v, like):
     if isinstance(like, (list, tuple)):
         items = list(v) if isinstance(v, (list, tuple)) else [None] * len(like)
         return [x for item, ref in zip(items, like) for x in _flat_like(item, ref)]
-    if like is None:
+    if isinstance(like, dict):
+        return [x for k, ref in like.items() for x in _flat_like(v[k] if isinstance(v, dict) else None, ref)]
+    if like is None or isinstance(like, str):   # a dict's key has no tangent
         return []
     if v is None:
         return [np.zeros(np.shape(like))]
@@ -109,7 +111,9 @@ def _flat_like(v, like):
 def _flat(v):
     if isinstance(v, (list, tuple)):
         return [x for item in v for x in _flat(item)]
-    if v is None:
+    if isinstance(v, dict):
+        return [x for item in v.values() for x in _flat(item)]
+    if v is None or isinstance(v, str):
         return []
     return [np.asarray(v, dtype=np.float64)]
 
@@ -118,6 +122,8 @@ def _random_like(v, rng):
     if isinstance(v, (list, tuple)):
         return type(v)(_random_like(x, rng) for x in v) if not hasattr(v, "_fields") else tuple(
             _random_like(x, rng) for x in v)
+    if isinstance(v, dict):
+        return {k: _random_like(x, rng) for k, x in v.items()}
     if isinstance(v, (float, int)) and not isinstance(v, np.ndarray):
         return float(rng.standard_normal())
     return rng.standard_normal(np.shape(v))

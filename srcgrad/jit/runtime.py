@@ -211,22 +211,22 @@ def _tangent_zero(value):
     _refuse("tangent_zero", value)
 
 
-def tangent_like(t, y):
-    """See srcgrad.rules.jvp.tangent_like."""
+def tangent_like(t, y, right=False):
+    """See srcgrad.rules.jvp.tangent_like (``right`` matters to lists only)."""
 
 
 @overload(tangent_like)
-def _tangent_like(t, y):
+def _tangent_like(t, y, right=False):
     if _is_number(y) and _is_number(t):
-        return lambda t, y: t
+        return lambda t, y, right=False: t
     if isinstance(y, types.Array) and isinstance(t, types.Array) and t.ndim == y.ndim:
-        def same(t, y):
+        def same(t, y, right=False):
             if t.shape != y.shape:
                 raise ValueError("srcgrad jit: tangent_like of another shape")
             return t
         return same
     if isinstance(y, types.Array) and _is_number(t):
-        return lambda t, y: np.full(y.shape, t, np.float64)
+        return lambda t, y, right=False: np.full(y.shape, t, np.float64)
     _refuse("tangent_like", t, y)
 
 

@@ -21,6 +21,7 @@ import numpy as np
 from srcgrad import runtime as rt
 from srcgrad.rules import Attribute, Method, linear, tangent
 from srcgrad.runtime.arrays import is_array, namespace
+from srcgrad.runtime.containers import concat_tangent
 
 xp = None  # placeholder: the array namespace, bound in generated code
 
@@ -260,22 +261,29 @@ def builtin_max(y, *args, t_args):
 def tangent_zero(value):
     """The zero tangent of ``value``: 0.0 for a number, float zeros of an array's shape
     (its own dtype when it is a float array), a list of zeros for a list (or a range:
-    a loop's iterable, which a gradient read again may keep on its tape)."""
+    a loop's iterable, which a gradient read again may keep on its tape), a dict of
+    zeros for a dict."""
     if is_array(value):
         xp = namespace(value)
         dtype = value.dtype if value.dtype.kind in "fc" else xp.float64
         return xp.zeros(value.shape, dtype)
     if isinstance(value, (list, tuple)):
         return [tangent_zero(v) for v in value]
+    if isinstance(value, dict):
+        return {k: tangent_zero(v) for k, v in value.items()}
     if isinstance(value, range):
         return [0.0] * len(value)
     return 0.0
 
 
 @rt.helper
-def tangent_like(t, y):
+def tangent_like(t, y, right=False):
     """A tangent given its value's shape: ``t`` of ``y = x + c`` where only ``x`` moves has
-    ``x``'s shape, and ``c`` may have broadcast ``y`` wider (a copy of its own then)."""
+    ``x``'s shape, and ``c`` may have broadcast ``y`` wider (a copy of its own then).
+    Where ``+`` concatenated lists or tuples, ``c``'s items get zeros: after ``t``'s, or
+    before them with ``right`` (``y = c + x``)."""
+    if isinstance(y, (list, tuple)):
+        return concat_tangent(t, y, right, tangent_zero)
     if not is_array(y) or rt.shape_of(t) == y.shape:
         return t
     xp = namespace(y)
@@ -359,3 +367,59 @@ def as_array(y, seq, *, t_seq):
 @tangent(Method("cumsum"))
 def cumsum_method(y, self, axis=None, *, t_self):
     return xp.cumsum(t_self, axis=axis)
+
+
+# ----- Containers: a container's tangent is the container of its items' tangents (a
+# dict's keys and other non-float items: None). Displays, indexing and slicing are
+# forward.py's own; these are the builtins and methods that restructure a container. -----
+
+
+@tangent(builtins.list, builtins.tuple)
+def builtin_list(y, iterable, *, t_iterable):
+    return rt.list_jvp(t_iterable, iterable, y)
+
+
+@tangent(Method("values"))
+def dict_values(y, self, *, t_self):
+    return rt.dict_values_jvp(t_self, self)
+
+
+@tangent(Method("items"))
+def dict_items(y, self, *, t_self):
+    return rt.dict_items_jvp(t_self, self)
+
+
+@tangent(Method("get"), no_tangent=("key",))
+def dict_get(y, self, key, default=None, *, t_self, t_default):
+    return rt.dict_get_jvp(t_self, self, key, t_default, y)
+
+
+@rt.helper
+def list_jvp(t, iterable, y):
+    """The tangent of ``y = list(iterable)`` (or ``tuple``) from ``iterable``'s tangent
+    ``t``: its items' tangents (an array's rows), None for a dict's keys."""
+    if isinstance(iterable, dict):
+        return [None] * len(y)
+    return list(t)
+
+
+@rt.helper
+def dict_values_jvp(t, d):
+    """The tangent of ``d.values()``: the list of the values' tangents (``t`` is a dict
+    of the same keys: the tangents passed in are checked against their primals, and
+    forward mode makes a dict's tangent of each display it reads)."""
+    return [t[k] for k in d]
+
+
+@rt.helper
+def dict_items_jvp(t, d):
+    """The tangent of ``d.items()``: ``(None, tangent of the value)`` per key."""
+    return [(None, t[k]) for k in d]
+
+
+@rt.helper
+def dict_get_jvp(t, d, key, t_default, y):
+    """The tangent of ``d.get(key, default)`` (the default's is None where it has none)."""
+    if key in d:
+        return t[key]
+    return t_default if t_default is not None else tangent_zero(y)

@@ -44,7 +44,8 @@ batched_tangent(np.multiply, operator.mul, np.add, operator.add, np.subtract, op
                 rt.log_or_zero, rt.log_or_zero_grad, rt.sin, rt.cos, rt.exp, rt.sinh, rt.cosh,
                 rt.log, rt.log_base, math.log, rt.log_base_grad, form="elementwise")
 
-batched_tangent(rt.tape_pop, rt.own, rt.save, rt.seq_pop, form="same")
+batched_tangent(rt.tape_pop, rt.own, rt.save, rt.seq_pop, Method("values"), Method("items"),
+                form="same")
 
 
 @batched_tangent(rt.add_grad)
@@ -272,3 +273,11 @@ def dot_grad_a(y, dy, a, b, *, t_dy, t_b):
 def dot_grad_b(y, dy, a, b, *, t_dy, t_a):
     return rt.batch_call(rt.dot_grad_b, (t_dy, a, b), 0, y) + \
         rt.batch_call(rt.dot_grad_b, (dy, t_a, b), 1, y)
+
+
+# ----- Containers -----
+
+
+@batched_tangent(builtins.list, builtins.tuple)
+def builtin_list(y, iterable, *, t_iterable):
+    return rt.batch_list_jvp(t_iterable, iterable, y)

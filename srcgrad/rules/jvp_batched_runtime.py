@@ -9,8 +9,10 @@ import builtins
 
 import numpy as np
 
+from srcgrad import pytree as _pytree
 from srcgrad import runtime as rt
 from srcgrad.runtime.arrays import is_array, namespace
+from srcgrad.runtime.containers import concat_tangent
 
 
 class NotBatchable(Exception):
@@ -23,8 +25,9 @@ def _size(t):
         if t.ndim == 0:
             raise NotBatchable("a tangent without its batch axis")
         return t.shape[0]
-    if isinstance(t, (list, tuple, dict)):   # a structure's tangent (jacobians.py): a leaf's
-        for item in (t.values() if isinstance(t, dict) else t):
+    if isinstance(t, (list, tuple, dict)) or _pytree.is_node(t):   # a structure's tangent: a leaf's
+        for item in (t.values() if isinstance(t, dict) else t if isinstance(t, (list, tuple))
+                     else _pytree.tree_leaves(t)):
             try:
                 return _size(item)
             except NotBatchable:
@@ -53,6 +56,8 @@ def batch_zero(value, size):
         return xp_.zeros((size,) + value.shape, dtype)
     if isinstance(value, (list, tuple)):
         return [batch_zero(v, size) for v in value]
+    if isinstance(value, dict):
+        return {k: batch_zero(v, size) for k, v in value.items()}
     if isinstance(value, range):
         return [np.zeros(size) for _ in value]
     return np.zeros(size)
@@ -96,8 +101,8 @@ def batch_align(t, y):
     """``t`` (``(B,) + s``) reshaped to ``(B,) + (1,) * k + s`` of the rank of ``y`` plus
     one, so that NumPy broadcasts it against ``y``-ranked primals elementwise."""
     if type(t) is not np.ndarray:
-        if isinstance(t, float) and t == 0.0:
-            return t
+        if isinstance(t, float) and t == 0.0 or isinstance(y, (list, tuple)):
+            return t   # a list's tangent is a list of batched tangents
         t = batch_array(t)
     k = (y.ndim if type(y) is np.ndarray else 0 if type(y) is float else _ndim(y)) - t.ndim + 1
     if k == 0:
@@ -108,8 +113,11 @@ def batch_align(t, y):
 
 
 @rt.helper
-def batch_fit(t, y):
-    """``t`` spread to the full batched shape ``(B,) + shape(y)`` (its own memory)."""
+def batch_fit(t, y, right=False):
+    """``t`` spread to the full batched shape ``(B,) + shape(y)`` (its own memory); for
+    a list ``y`` (``+`` concatenated), ``rt.tangent_like``'s zeros for the constant items."""
+    if isinstance(y, (list, tuple)):
+        return concat_tangent(t, y, right, lambda v: batch_zero(v, batch_size(t)))
     t = batch_align(t, y)
     shape = y.shape if type(y) is np.ndarray else () if type(y) is float else tuple(np.shape(y))
     if t.shape[1:] == shape:
@@ -199,6 +207,8 @@ def batch_slice(t, b):
         return t
     if isinstance(t, (list, tuple)):
         return [batch_slice(v, b) for v in t]
+    if isinstance(t, dict):
+        return {k: batch_slice(v, b) for k, v in t.items()}
     if is_array(t) and t.ndim == 1:
         return float(t[b])   # a scalar's tangent, as the tangent program has it
     if is_array(t) and t.ndim:
@@ -211,6 +221,8 @@ def batch_stack(items, y):
     """The per-seed tangents ``items`` of ``y`` stacked on a leading batch axis."""
     if isinstance(y, (list, tuple)) and builtins.all(isinstance(i, (list, tuple)) for i in items):
         return [batch_stack([i[k] for i in items], v) for k, v in enumerate(y)]
+    if isinstance(y, dict) and builtins.all(isinstance(i, dict) for i in items):
+        return {k: batch_stack([i[k] for i in items], v) for k, v in y.items()}
     shape = tuple(np.shape(y))
     arrays = [i for i in items if is_array(i)]
     xp_ = namespace(*arrays) if arrays else np
@@ -414,3 +426,14 @@ def batch_unreduce(t, x, axis=None, keepdims=False):
     else:
         t = t.reshape((t.shape[0],) + (1,) * (len(shape) - (t.ndim - 1)) + t.shape[1:])
     return namespace(t).broadcast_to(t, (t.shape[0],) + shape)
+
+
+# ----- Containers (rules/jvp.py): a list's batched tangent is a list of batched tangents -----
+
+
+@rt.helper
+def batch_list_jvp(t, iterable, y):
+    """``rt.list_jvp`` with a batched tangent: an array's rows are ``t[:, k]``."""
+    if isinstance(iterable, dict) or not is_array(t) or not is_array(iterable):
+        return rt.list_jvp(t, iterable, y)
+    return [t[:, k] for k in range(len(iterable))]

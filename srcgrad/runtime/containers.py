@@ -205,3 +205,13 @@ def field_tangent(x, dx, attr):
             f"{type(x).__name__}, which carries a tangent and is not a structure srcgrad knows; "
             f"make its class a dataclass, or register it with srcgrad.register_pytree_node")
     return getattr(dx, attr)
+
+
+def concat_tangent(t, y, right, zero):
+    """The tangent of ``y``, a concatenation of two lists or tuples where only one, with
+    tangent ``t``, moves: ``zero`` (of a value) for the other's items."""
+    if not isinstance(t, (list, tuple)) or len(t) == len(y):
+        return t
+    rest = y[:len(y) - len(t)] if right else y[len(t):]
+    zeros = [zero(v) for v in rest]
+    return zeros + list(t) if right else list(t) + zeros

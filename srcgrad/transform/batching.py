@@ -194,7 +194,9 @@ class _Rewrite(gast.NodeTransformer):
             if f.attr == "has_grad_jvp":
                 return _call("batch_has_grad", *node.args)
             if f.attr == "tangent_like":
-                return _call("batch_fit", *node.args)
+                call = _call("batch_fit", *node.args)
+                call.keywords = node.keywords
+                return call
         return node
 
     def visit_Subscript(self, node):

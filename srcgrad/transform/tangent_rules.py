@@ -319,15 +319,19 @@ class _DropZeros(gast.NodeTransformer):
         self.tangents = tangents
         self.output = output
 
-    def like_output(self, kept, dropped):
+    def like_output(self, kept, dropped, right=False):
         """``a + 0``: ``a``, broadcast to the output's shape (``rt.tangent_like``) where the
-        dropped zero stood for an operand that may have widened the sum."""
+        dropped zero stood for an operand that may have widened the sum. ``right``: the
+        zero was the left operand of ``+``, which may be a list that ``+`` concatenates
+        (its zeros then go first)."""
         if self.output is None or not _bare(kept) or (
                 isinstance(dropped, gast.Name) and dropped.id == _SCALAR_ZERO_MARK):
             return kept
+        keywords = [gast.keyword(arg="right", value=gast.Constant(value=True, kind=None))] \
+            if right else []
         return gast.Call(func=gast.Attribute(value=templates.name("rt"), attr="tangent_like",
                                              ctx=gast.Load()),
-                         args=[kept, templates.name(self.output)], keywords=[])
+                         args=[kept, templates.name(self.output)], keywords=keywords)
 
     def carries(self, node):
         return any(isinstance(n, gast.Name) and n.id in self.tangents for n in ast_util.walk(node))
@@ -339,7 +343,7 @@ class _DropZeros(gast.NodeTransformer):
             if lz and rz:
                 return _none()
             if lz or rz:
-                return self.like_output(right, left) if lz else self.like_output(left, right)
+                return self.like_output(right, left, True) if lz else self.like_output(left, right)
         elif isinstance(node.op, gast.Sub):
             if lz and rz:
                 return _none()
