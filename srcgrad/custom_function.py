@@ -38,7 +38,8 @@ from srcgrad import pytree, runtime
 from srcgrad.errors import SrcgradError
 
 __all__ = ["Function", "FunctionCtx", "BackwardError", "once_differentiable",
-           "is_once_differentiable", "function_forward", "function_backward", "is_apply"]
+           "is_once_differentiable", "function_forward", "function_backward", "function_jvp",
+           "has_jvp", "is_apply"]
 
 
 class BackwardError(SrcgradError):
@@ -71,6 +72,8 @@ class FunctionCtx:
         self._outputs_differentiable = ()
         self._inputs_meta = None
         self._tuple_output = False
+        self._saved_forward = None
+        self._in_jvp = False
 
     def save_for_backward(self, *values):
         """Keep ``values`` for ``backward`` (read them back with ``saved_tensors``).
@@ -80,9 +83,17 @@ class FunctionCtx:
         """
         self._saved = tuple(values)
 
+    def save_for_forward(self, *values):
+        """Keep ``values`` for ``jvp`` (forward mode), which reads them back with
+        ``saved_tensors`` (PyTorch's ``ctx.save_for_forward``)."""
+        self._saved_forward = tuple(values)
+
     @property
     def saved_tensors(self):
-        """The values given to ``save_for_backward``, as a tuple."""
+        """The values given to ``save_for_backward``, as a tuple (in ``jvp``: those given
+        to ``save_for_forward``, where it was called)."""
+        if self._in_jvp and self._saved_forward is not None:
+            return self._saved_forward
         return self._saved
 
     # PyTorch's older spelling.
@@ -126,7 +137,10 @@ class Function:
 
     PyTorch's other style also works: ``forward(*args)`` without ``ctx`` plus
     ``setup_context(ctx, inputs, output)``. ``vjp`` may be defined instead of
-    ``backward``.
+    ``backward``. Forward mode (``sg.jvp``, ``sg.jacfwd``) needs a third static
+    method, ``jvp(ctx, *tangents)``: one tangent per ``forward`` input (None where it
+    has none), returning one per output; ``forward`` keeps what it needs with
+    ``ctx.save_for_forward(...)``.
 
     Call it as ``Func.apply(*args)``, inside or outside a function srcgrad
     differentiates.
@@ -148,6 +162,12 @@ class Function:
             "srcgrad.Function to use it with backward mode AD.")
 
     vjp = backward
+
+    @staticmethod
+    def jvp(ctx, *tangents):
+        raise NotImplementedError(
+            "You must implement the jvp function for custom srcgrad.Function to use it "
+            "with forward mode AD.")
 
     @classmethod
     def apply(cls, *args, **kwargs):
@@ -183,6 +203,11 @@ def _overrides(cls, name):
         if name in klass.__dict__:
             return True
     return False
+
+
+def has_jvp(cls):
+    """Whether the custom Function ``cls`` defines ``jvp`` (forward mode can run it)."""
+    return _overrides(cls, "jvp")
 
 
 def _backward_of(cls):
@@ -440,6 +465,47 @@ def function_backward(cls, ctx, grad_outputs):
 
     result = _backward_of(cls)(ctx, *prepared)
     return _check_result(cls, ctx, result)
+
+
+@runtime.helper
+def function_jvp(cls, ctx, tangents):
+    """Run ``cls.jvp`` on the inputs' tangents (None: none): the outputs' tangents, as
+    ``forward`` returned its outputs (one, or a tuple). An input without a tangent that
+    holds floats gets zeros, as ``backward`` gets them (None after
+    ``ctx.set_materialize_grads(False)``). An output's tangent that is None, or any
+    tangent of a non-differentiable output, is zeros of its shape; one of the wrong
+    shape raises BackwardError naming the class."""
+    name = cls.__qualname__
+    if ctx._outputs_meta is None:
+        raise BackwardError(f"{name}: function_jvp was given a ctx that forward never used")
+    prepared = []
+    for t, (meta, differentiable) in zip(tangents, ctx._inputs_meta):
+        if t is None and differentiable and ctx._materialize_grads:
+            t = _zeros(meta)
+        prepared.append(t)
+    ctx._in_jvp = True
+    try:
+        result = cls.jvp(ctx, *prepared)
+    finally:
+        ctx._in_jvp = False
+    metas = ctx._outputs_meta
+    outs = result if ctx._tuple_output else (result,)
+    if ctx._tuple_output and not isinstance(result, (tuple, list)) or len(outs) != len(metas):
+        raise BackwardError(f"{name}.jvp returned {len(outs) if isinstance(outs, (tuple, list)) else 1} "
+                            f"tangents, but forward returned {len(metas)} outputs")
+    checked = []
+    for t, meta, differentiable in zip(outs, metas, ctx._outputs_differentiable):
+        xp, shape, dtype = meta
+        if t is None or not differentiable:   # a float zero, as rt.tangent_zero's
+            t = xp.zeros(shape) if xp is not None and dtype.kind not in "fc" else _zeros(meta)
+        elif xp is not None and not isinstance(shape, _Tree):
+            tshape = tuple(getattr(t, "shape", ()))
+            if tshape != shape:
+                raise BackwardError(f"{name}.jvp: the tangent of an output of shape {shape} "
+                                    f"has shape {tshape}")
+            t = xp.asarray(t, dtype=dtype if dtype.kind in "fc" else xp.float64)
+        checked.append(t)
+    return tuple(checked) if ctx._tuple_output else checked[0]
 
 
 def _check_result(cls, ctx, result):

@@ -160,6 +160,12 @@ class BatchedForwardAD(forward.ForwardAD):
                              args=[name(target.id)], keywords=[])
         return zero
 
+    def function_apply(self, s, target, cls):
+        """A custom Function's jvp is the user's, written for one tangent: one program
+        per seed (refused as in sg.jvp where it has none)."""
+        super().function_apply(s, target, cls)
+        raise NotBatchable(f"{cls.__name__}.jvp takes one tangent per input")
+
     def apply(self, primitive, args, kwargs, y, value):
         stmts, result = super().apply(primitive, args, kwargs, y, value)
         if result is not None and any(tangent_rules.known_zero(n) for n in ast_util.walk(result)

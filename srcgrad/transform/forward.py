@@ -217,6 +217,9 @@ class ForwardAD(Base):
             raise self.error(s, UnsupportedError, "forward mode: chained assignment is not supported")
         target = s.targets[0]
         s.value = self.has_grad(s.value)
+        cls = _applied_class(s.value)
+        if cls is not None and _names(s.value) & self.active:
+            return self.function_apply(s, target, cls)
         if isinstance(target, gast.Name):
             return self.assign_name(s, target)
         if isinstance(target, gast.Subscript):
@@ -334,6 +337,36 @@ class ForwardAD(Base):
             value_ = tangent if tangent is not None else expr("rt.tangent_zero(Y)", Y=name(t))
             out.append(self.inherit(_assign(name(self.d(t), True), value_)))
         return out
+
+    def function_apply(self, s, target, cls):
+        """``y = Func.apply(a, b)`` of a custom Function that defines ``jvp``: its forward
+        runs with a ctx (as in reverse mode), then ``Func.jvp`` on the arguments' tangents
+        (custom_function.function_jvp). Without ``jvp`` it is refused (``apply``)."""
+        from srcgrad.custom_function import has_jvp
+        call = s.value
+        if not has_jvp(cls):
+            return self.apply(primitive_of(call), list(call.args), {}, None, call)
+        targets = target.elts if isinstance(target, (gast.Tuple, gast.List)) else [target]
+        if call.keywords or any(isinstance(a, gast.Starred) for a in call.args) or \
+                not all(isinstance(t, gast.Name) for t in targets):
+            raise self.error(s, UnsupportedError, f"forward mode: this call of {cls.__name__}.apply "
+                             "is not supported", "Pass its arguments positionally and bind its "
+                             "outputs to names.")
+        tangents = [self.operand(a) for a in call.args]
+        none = gast.Constant(value=None, kind=None)
+        ctx = self.namer.new(f"{cls.__name__}_ctx")
+        forward_call = expr("rt.function_forward(CLS, ARGS, FLAGS)", CLS=clone(call.func.value),
+                            ARGS=gast.Tuple(elts=list(call.args), ctx=gast.Load()),
+                            FLAGS=gast.Tuple(elts=[gast.Constant(value=t is not None, kind=None)
+                                                   for t in tangents], ctx=gast.Load()))
+        run = _assign(gast.Tuple(elts=[target, name(ctx, True)], ctx=gast.Store()), forward_call)
+        d_target = gast.Tuple(elts=[name(self.d(t.id), True) for t in targets], ctx=gast.Store()) \
+            if target is not targets[0] else name(self.d(target.id), True)
+        jvp = _assign(d_target, expr(f"rt.function_jvp(CLS, {ctx}, TANGENTS)", CLS=clone(call.func.value),
+                                     TANGENTS=gast.Tuple(elts=[t if t is not None else none
+                                                               for t in tangents], ctx=gast.Load())))
+        self.primal.add(ctx)
+        return [self.inherit(run, s), self.inherit(jvp, s)]
 
     def has_grad(self, value):
         """``rt.has_grad(g)`` of an adjoint that carries a tangent (a gradient read again)
@@ -480,22 +513,29 @@ class ForwardAD(Base):
     def apply(self, primitive, args, kwargs, y, value):
         template = self.lookup(primitive)
         what = _describe(primitive, value) if primitive is not None else "this call"
+        applied = _applied_class(value)
+        if applied is not None:
+            what = f"{applied.__qualname__}.apply"
         if template is None:
+            hint = ("Use reverse mode (sg.grad, sg.jacrev) for this function, or sg.detach the "
+                    "argument if no derivative should flow through it.")
             rule = rules.lookup(primitive)
             active = sorted(_names(value) & self.active)
             if rule is not None and not rule.builtin:
                 detail = "its @srcgrad.adjoint rule gives the reverse mode only"
-            elif getattr(primitive, "__srcgrad_function__", False) or _is_custom_function(primitive):
-                detail = "a custom srcgrad.Function defines the reverse mode only"
+            elif getattr(primitive, "__srcgrad_function__", False) or _is_custom_function(primitive) \
+                    or applied is not None:
+                detail = f"the custom srcgrad.Function {getattr(applied, '__qualname__', '')} defines no jvp"
+                hint = ("Define a jvp(ctx, *tangents) staticmethod on it (forward keeps what it "
+                        "needs with ctx.save_for_forward), as PyTorch's forward-mode AD asks; or "
+                        "use reverse mode (sg.grad, sg.jacrev).")
             elif rule is None:
                 detail = "srcgrad has no gradient rule for it"
             else:
                 detail = "srcgrad has its adjoint but no tangent (JVP) rule yet"
             raise self.error(value, NonDifferentiableError,
                              f"forward mode needs a jvp for {what}, and "
-                             f"{_which(active)} a tangent: {detail}",
-                             "Use reverse mode (sg.grad, sg.jacrev) for this function, or "
-                             "sg.detach the argument if no derivative should flow through it.")
+                             f"{_which(active)} a tangent: {detail}", hint)
         try:
             bound = template.signature.bind(*args, **kwargs)
             bound.apply_defaults()
@@ -552,6 +592,14 @@ def _which(active):
     if len(active) == 1:
         return f"its argument {active[0]!r} carries"
     return f"its arguments {', '.join(repr(a) for a in active)} carry"
+
+
+def _applied_class(value):
+    """The custom Function whose ``apply`` the call ``value`` is, else None."""
+    if not isinstance(value, gast.Call):
+        return None
+    from srcgrad.custom_function import is_apply
+    return is_apply(primitive_of(value))
 
 
 def _is_custom_function(primitive):
