@@ -1,0 +1,246 @@
+"""Tangent (JVP) rules written by hand for sorting, linear algebra, polynomials, fills
+and Python's math builtins: the primitives that sg.grad supports and forward mode
+refused most often over the catalogue and the corpus (issue 14).
+
+The contract is rules/jvp.py's: ``(y, *params, *, t_<param>...)`` returning the output's
+tangent, each argument's contribution a term of its own. Each rule follows its adjoint's
+conventions (a stable argsort for ``sort``, a symmetric tangent for ``cholesky``, ties
+of ``ptp`` shared evenly), so that forward and reverse mode give one derivative;
+tests/test_tangent_rules.py checks every one against central finite differences.
+"""
+
+import builtins
+import math
+
+import numpy as np
+
+from srcgrad import runtime as rt
+from srcgrad.rules import Method, linear, tangent
+from srcgrad.runtime.arrays import namespace
+
+xp = None  # placeholder: the array namespace, bound in generated code
+
+
+# ----- Sorting and extremes -----
+
+
+@tangent(np.sort)
+def sort(y, a, axis=-1, kind=None, *, t_a):
+    return rt.sort_jvp(t_a, a, axis)
+
+
+@rt.helper
+def sort_jvp(t, a, axis):
+    """The tangent of ``np.sort(a, axis)``: ``t`` permuted as ``a`` is (a stable argsort,
+    as the adjoint's)."""
+    xp_ = namespace(t, a)
+    t = xp_.broadcast_to(xp_.asarray(t), rt.shape_of(a))
+    if axis is None:
+        return xp_.take(xp_.ravel(t), xp_.argsort(xp_.ravel(a), kind="stable"))
+    return xp_.take_along_axis(t, xp_.argsort(a, axis=axis, kind="stable"), axis=axis)
+
+
+@tangent(builtins.sorted)
+def builtin_sorted(y, iterable, *, key=None, reverse=False, t_iterable):
+    return rt.sorted_jvp(t_iterable, iterable, key, reverse)
+
+
+@rt.helper
+def sorted_jvp(t, iterable, key, reverse):
+    """The tangent of ``sorted(iterable)``: the items' tangents in the sorted order
+    (``sorted`` is stable, so ties keep their order in both)."""
+    items = list(iterable)
+    order = builtins.sorted(range(len(items)), key=lambda i: (key or (lambda v: v))(items[i]),
+                            reverse=reverse)
+    tangents = list(t)
+    return [tangents[i] for i in order]
+
+
+@tangent(np.ptp)
+def ptp(y, a, axis=None, *, keepdims=False, t_a):
+    hi = rt.tie_share(a == rt.unreduce_like(xp.max(a, axis=axis, keepdims=keepdims), a, axis, keepdims), axis, a)
+    lo = rt.tie_share(a == rt.unreduce_like(xp.min(a, axis=axis, keepdims=keepdims), a, axis, keepdims), axis, a)
+    return xp.sum(t_a * (hi - lo), axis=axis, keepdims=keepdims)
+
+
+@tangent(np.average)
+def average(y, a, axis=None, weights=None, *, keepdims=False, t_a, t_weights):
+    w = rt.average_weights(a, weights, axis)
+    total = xp.sum(w, axis=axis, keepdims=keepdims)
+    return xp.sum(t_a * w, axis=axis, keepdims=keepdims) / total + xp.sum(
+        rt.average_weights(a, t_weights, axis) * (a - rt.unreduce_like(y, a, axis, keepdims)),
+        axis=axis, keepdims=keepdims) / total
+
+
+# ----- Real parts, fills and cleaning (linear) -----
+
+
+linear(np.real, "val")
+linear(np.real_if_close, "a", no_tangent=("tol",))
+linear((np.conjugate, np.conj), "x", call="xp.conj")
+linear((Method("conj"), Method("conjugate")), "self", call="xp.conj")
+
+
+@tangent(np.full)
+def full(y, shape, fill_value, dtype=None, *, t_fill_value):
+    return rt.fill_jvp(t_fill_value, y)
+
+
+@tangent(np.full_like, no_tangent=("a",))
+def full_like(y, a, fill_value, dtype=None, *, t_fill_value):
+    return rt.fill_jvp(t_fill_value, y)
+
+
+@rt.helper
+def fill_jvp(t, y):
+    """The tangent of ``y = np.full(shape, v)`` (or ``full_like``) from ``v``'s: spread to
+    ``y``'s shape; zeros where ``y`` holds integers (piecewise constant)."""
+    xp_ = namespace(t, y)
+    if y.dtype.kind not in "fc":
+        return xp_.zeros(y.shape)
+    return xp_.broadcast_to(xp_.asarray(t, dtype=y.dtype), y.shape).copy()
+
+
+@tangent(np.nan_to_num)
+def nan_to_num(y, x, copy=True, nan=0.0, posinf=None, neginf=None, *, t_x, t_nan, t_posinf, t_neginf):
+    return xp.where(xp.isfinite(x), t_x, 0.0) + xp.where(xp.isnan(x), t_nan, 0.0) + xp.where(
+        xp.isposinf(x), t_posinf, 0.0) + xp.where(xp.isneginf(x), t_neginf, 0.0)
+
+
+# ----- Products and polynomials -----
+
+
+@tangent(np.convolve)
+def convolve(y, a, v, mode="full", *, t_a, t_v):
+    return xp.convolve(t_a, v, mode) + xp.convolve(a, t_v, mode)
+
+
+@tangent(np.polyval)
+def polyval(y, p, x, *, t_p, t_x):
+    return xp.polyval(t_p, x) + xp.polyval(xp.polyder(p), x) * t_x
+
+
+@tangent(np.linalg.matrix_power, no_tangent=("n",))
+def matrix_power(y, a, n, *, t_a):
+    return rt.matrix_power_jvp(t_a, a, n)
+
+
+@rt.helper
+def matrix_power_jvp(t, a, n):
+    """The tangent of ``matrix_power(a, n)``: ``sum_i B^i dB B^(k-1-i)`` for ``B = a``
+    (``n > 0``) or ``B = inv(a)``, ``dB = -B t B`` (``n < 0``), ``k = |n|``."""
+    xp_ = namespace(t, a)
+    t = xp_.broadcast_to(xp_.asarray(t), a.shape)
+    if n == 0:
+        return xp_.zeros(a.shape, dtype=np.result_type(a.dtype, np.float64))
+    base = a if n > 0 else xp_.linalg.inv(a)
+    dbase = t if n > 0 else -xp_.matmul(xp_.matmul(base, t), base)
+    k = abs(n)
+    powers = [xp_.broadcast_to(xp_.eye(a.shape[-1], dtype=base.dtype), a.shape)]
+    for _ in range(k - 1):
+        powers.append(xp_.matmul(powers[-1], base))
+    total = 0
+    for i in range(k):
+        total = total + xp_.matmul(xp_.matmul(powers[i], dbase), powers[k - 1 - i])
+    return total
+
+
+# ----- Linear algebra -----
+
+
+@tangent(np.linalg.slogdet)
+def slogdet(y, a, *, t_a):
+    return rt.slogdet_jvp(t_a, a, y)
+
+
+@rt.helper
+def slogdet_jvp(t, a, y):
+    """``(0, trace(inv(a) t))``: the sign is piecewise constant."""
+    xp_ = namespace(t, a)
+    dlog = xp_.sum(xp_.swapaxes(xp_.linalg.inv(a), -1, -2) * t, axis=(-2, -1))
+    return (xp_.zeros(rt.shape_of(y[0])), dlog)
+
+
+@tangent(np.linalg.cholesky)
+def cholesky(y, a, *, t_a):
+    return rt.cholesky_jvp(t_a, y)
+
+
+@rt.helper
+def cholesky_jvp(t, L):
+    """``dL = L Phi(L^-1 S L^-T)`` with ``S`` the symmetric part of ``t`` (the adjoint,
+    like PyTorch's, takes ``a`` symmetric) and ``Phi`` the lower triangle, its diagonal
+    halved."""
+    xp_ = namespace(t, L)
+    s = 0.5 * (t + xp_.swapaxes(t, -1, -2))
+    linv = xp_.linalg.inv(L)
+    inner = xp_.matmul(xp_.matmul(linv, s), xp_.swapaxes(linv, -1, -2))
+    phi = xp_.tril(inner) - 0.5 * inner * xp_.eye(L.shape[-1], dtype=inner.dtype)
+    return xp_.matmul(L, phi)
+
+
+@tangent(np.linalg.eigvalsh, no_tangent=("UPLO",))
+def eigvalsh(y, a, UPLO="L", *, t_a):
+    return rt.eigh_jvp(t_a, a, UPLO)[0]
+
+
+@tangent(np.linalg.eigh, no_tangent=("UPLO",))
+def eigh(y, a, UPLO="L", *, t_a):
+    return rt.eigh_jvp(t_a, a, UPLO)
+
+
+@rt.helper
+def eigh_jvp(t, a, UPLO="L"):
+    """``(dw, dV)`` of ``w, V = eigh(a)`` along the symmetric part of ``t`` (distinct
+    eigenvalues assumed, as the adjoint does): ``dw = diag(V^T S V)``,
+    ``dV = V (F * (V^T S V))`` with ``F_ij = 1 / (w_j - w_i)`` off the diagonal."""
+    xp_ = namespace(t, a)
+    w, v = xp_.linalg.eigh(a, UPLO)
+    s = 0.5 * (t + xp_.swapaxes(t, -1, -2))
+    m = xp_.matmul(xp_.matmul(xp_.swapaxes(v, -1, -2), s), v)
+    dw = xp_.diagonal(m, axis1=-2, axis2=-1)
+    gaps = w[..., None, :] - w[..., :, None]
+    n = w.shape[-1]
+    eye = xp_.eye(n, dtype=bool)
+    f = xp_.where(eye, 0.0, 1.0 / xp_.where(eye, 1.0, gaps))
+    return (dw, xp_.matmul(v, f * m))
+
+
+# ----- Python's builtins -----
+
+
+@tangent(builtins.pow)
+def builtin_pow(y, base, exp, mod=None, *, t_base, t_exp):
+    return t_base * exp * base ** (exp - 1 + (exp == 0)) + t_exp * y * rt.log_or_zero(base)
+
+
+@tangent(builtins.divmod, np.divmod)
+def divmod(y, x1, x2, *, t_x1, t_x2):
+    return rt.divmod_jvp(t_x1, t_x2, y)
+
+
+@rt.helper
+def divmod_jvp(t1, t2, y):
+    """``(0, t1 - q t2)``: the quotient ``q`` is piecewise constant, the remainder
+    ``x1 - q x2``."""
+    q = y[0]
+    r = (0.0 if t1 is None else t1) - (0.0 if t2 is None else q * t2)
+    return (rt.tangent_zero(q), rt.tangent_like(r, y[1]))
+
+
+@tangent(math.fsum)
+def math_fsum(y, seq, *, t_seq):
+    return rt.tangent_sum(t_seq)
+
+
+@tangent(math.hypot)
+def math_hypot(y, *coordinates, t_coordinates):
+    return rt.hypot_jvp(y, coordinates, t_coordinates)
+
+
+@rt.helper
+def hypot_jvp(y, coordinates, tangents):
+    """``sum(c * dc) / y`` (0 at the origin, as the adjoint)."""
+    if y == 0:
+        return 0.0
+    return builtins.sum(c * t for c, t in zip(coordinates, tangents) if t is not None) / y
