@@ -169,9 +169,9 @@ linear(np.diff, "a")
 
 
 @tangent(np.pad)
-def pad(y, array, pad_width, mode="constant", constant_values=0, *, t_array):
-    """Constant padding values are constants: their tangent is zero."""
-    return xp.pad(t_array, pad_width, mode)
+def pad(y, array, pad_width, mode="constant", constant_values=0, *, t_array, t_constant_values):
+    """Jointly linear in the array and the constant padding values."""
+    return xp.pad(t_array, pad_width, mode) + rt.pad_values_jvp(t_constant_values, array, pad_width)
 
 
 # ----- Joins and splits (a sequence argument's tangent is a list, zeros where constant;

@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from srcgrad import runtime as rt
-from srcgrad.rules import Method, linear, tangent
+from srcgrad.rules import Attribute, Method, linear, tangent
 from srcgrad.runtime.arrays import namespace
 
 xp = None  # placeholder: the array namespace, bound in generated code
@@ -99,6 +99,29 @@ def fill_jvp(t, y):
     if y.dtype.kind not in "fc":
         return xp_.zeros(y.shape)
     return xp_.broadcast_to(xp_.asarray(t, dtype=y.dtype), y.shape).copy()
+
+
+@rt.helper
+def pad_values_jvp(t, array, pad_width):
+    """The tangent of ``np.pad(array, pad_width, constant_values=c)`` along ``c``'s."""
+    xp_ = namespace(array)
+    return xp_.pad(xp_.zeros(rt.shape_of(array)), pad_width, constant_values=t)
+
+
+linear(np.select, "choicelist", "default", no_tangent=("condlist",))
+linear(np.meshgrid, "xi")
+linear(Attribute("real"), "self", call="xp.real")
+
+
+@tangent(Method("item"), no_tangent=("args",))
+def item_method(y, self, *args, t_self):
+    return rt.item_jvp(t_self, args)
+
+
+@rt.helper
+def item_jvp(t, args):
+    """The tangent of ``x.item(*args)``: the tangent's item, a Python float."""
+    return float(np.asarray(t).item(*args))
 
 
 @tangent(np.nan_to_num)
