@@ -288,7 +288,7 @@ def test_a_custom_function_with_a_jvp_runs_it_in_forward_mode():
     assert "rt.function_jvp(CubeSin,CubeSin_ctx,(dx_times_y,None))" in "".join(text.split())
 
 
-class BadJvp(sg.Function):
+class NoJvp(sg.Function):
     @staticmethod
     def forward(ctx, x):
         return x * 2
@@ -297,6 +297,8 @@ class BadJvp(sg.Function):
     def backward(ctx, g):
         return g * 2
 
+
+class BadJvp(NoJvp):
     @staticmethod
     def jvp(ctx, dx):
         return np.sum(dx)
@@ -309,16 +311,6 @@ def uses_bad_jvp(x):
 def test_a_jvp_of_the_wrong_shape_is_an_error_naming_the_class():
     with pytest.raises(sg.SrcgradError, match=r"BadJvp.jvp: the tangent of an output of shape \(3,\)"):
         sg.jvp(uses_bad_jvp, (x3,), (y3,))
-
-
-class NoJvp(sg.Function):
-    @staticmethod
-    def forward(ctx, x):
-        return x * 2
-
-    @staticmethod
-    def backward(ctx, g):
-        return g * 2
 
 
 def uses_no_jvp(x):

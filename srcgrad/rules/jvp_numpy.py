@@ -16,6 +16,7 @@ import numpy as np
 
 from srcgrad import runtime as rt
 from srcgrad.rules import Attribute, Method, linear, tangent
+from srcgrad.rules.numpy_linalg import power_terms
 from srcgrad.runtime.arrays import namespace
 
 xp = None  # placeholder: the array namespace, bound in generated code
@@ -158,14 +159,7 @@ def matrix_power_jvp(t, a, n):
         return xp_.zeros(a.shape, dtype=np.result_type(a.dtype, np.float64))
     base = a if n > 0 else xp_.linalg.inv(a)
     dbase = t if n > 0 else -xp_.matmul(xp_.matmul(base, t), base)
-    k = abs(n)
-    powers = [xp_.broadcast_to(xp_.eye(a.shape[-1], dtype=base.dtype), a.shape)]
-    for _ in range(k - 1):
-        powers.append(xp_.matmul(powers[-1], base))
-    total = 0
-    for i in range(k):
-        total = total + xp_.matmul(xp_.matmul(powers[i], dbase), powers[k - 1 - i])
-    return total
+    return power_terms(base, dbase, abs(n), xp_)
 
 
 # ----- Linear algebra -----

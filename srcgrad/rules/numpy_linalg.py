@@ -204,6 +204,18 @@ def matrix_power(dy, y, a, n):
     return rt.matrix_power_vjp(dy, a, n), None
 
 
+def power_terms(base, x, k, xp):
+    """``sum_{i<k} base^i x base^(k-1-i)``: the derivative of ``base^k`` along ``x`` (its
+    adjoint with ``base`` transposed), stacks of matrices broadcast."""
+    powers = [xp.broadcast_to(xp.eye(base.shape[-1], dtype=x.dtype), base.shape)]
+    for _ in range(k - 1):
+        powers.append(xp.matmul(powers[-1], base))
+    total = 0
+    for i in range(k):
+        total = total + xp.matmul(xp.matmul(powers[i], x), powers[k - 1 - i])
+    return total
+
+
 @rt.helper
 def matrix_power_vjp(dy, a, n):
     """Gradient of ``linalg.matrix_power(a, n)`` (negative ``n`` through the inverse)."""
@@ -212,14 +224,8 @@ def matrix_power_vjp(dy, a, n):
     if n == 0:
         return xp.zeros_like(dy)
     base = a if n > 0 else xp.linalg.inv(a)
-    k = abs(n)
     bt = xp.swapaxes(base, -1, -2)
-    powers = [xp.broadcast_to(xp.eye(a.shape[-1], dtype=dy.dtype), a.shape)]
-    for _ in range(k - 1):
-        powers.append(xp.matmul(powers[-1], bt))
-    g = 0
-    for i in range(k):
-        g = g + xp.matmul(xp.matmul(powers[i], dy), powers[k - 1 - i])
+    g = power_terms(bt, dy, abs(n), xp)
     if n < 0:
         g = -xp.matmul(bt, xp.matmul(g, bt))
     return g
