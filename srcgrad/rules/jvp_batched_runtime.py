@@ -218,7 +218,10 @@ def batch_slice(t, b):
 
 @rt.helper
 def batch_stack(items, y):
-    """The per-seed tangents ``items`` of ``y`` stacked on a leading batch axis."""
+    """The per-seed tangents ``items`` of ``y`` stacked on a leading batch axis (None,
+    a dict key's, stays None)."""
+    if builtins.all(i is None for i in items):
+        return None
     if isinstance(y, (list, tuple)) and builtins.all(isinstance(i, (list, tuple)) for i in items):
         return [batch_stack([i[k] for i in items], v) for k, v in enumerate(y)]
     if isinstance(y, dict) and builtins.all(isinstance(i, dict) for i in items):

@@ -49,11 +49,11 @@ def builtin_sorted(y, iterable, *, key=None, reverse=False, t_iterable):
 @rt.helper
 def sorted_jvp(t, iterable, key, reverse):
     """The tangent of ``sorted(iterable)``: the items' tangents in the sorted order
-    (``sorted`` is stable, so ties keep their order in both)."""
+    (``sorted`` is stable, so ties keep their order in both; a dict's keys have none)."""
     items = list(iterable)
     order = builtins.sorted(range(len(items)), key=lambda i: (key or (lambda v: v))(items[i]),
                             reverse=reverse)
-    tangents = list(t)
+    tangents = rt.list_jvp(t, iterable, items)
     return [tangents[i] for i in order]
 
 
