@@ -199,6 +199,8 @@ def batch_slice(t, b):
         return t
     if isinstance(t, (list, tuple)):
         return [batch_slice(v, b) for v in t]
+    if isinstance(t, dict):   # a structure's adjoint (pytree.py's mirror) read again: hessian
+        return {k: batch_slice(v, b) for k, v in t.items()}
     if is_array(t) and t.ndim == 1:
         return float(t[b])   # a scalar's tangent, as the tangent program has it
     if is_array(t) and t.ndim:
@@ -211,6 +213,8 @@ def batch_stack(items, y):
     """The per-seed tangents ``items`` of ``y`` stacked on a leading batch axis."""
     if isinstance(y, (list, tuple)) and builtins.all(isinstance(i, (list, tuple)) for i in items):
         return [batch_stack([i[k] for i in items], v) for k, v in enumerate(y)]
+    if isinstance(y, dict) and builtins.all(isinstance(i, dict) for i in items):
+        return {k: batch_stack([i.get(k, 0.0) for i in items], v) for k, v in y.items()}
     shape = tuple(np.shape(y))
     arrays = [i for i in items if is_array(i)]
     xp_ = namespace(*arrays) if arrays else np
@@ -288,6 +292,21 @@ def batch_add_grad(a, b, y):
             raise NotBatchable("a list adjoint's tangent added to an array's")
         return [batch_add_grad(p, q, v) for p, q, v in zip(a, b, y)]
     return batch_fit(batch_align(a, y) + batch_align(b, y), y)
+
+
+@rt.helper
+def batch_add_at(t_dx, x, index, t_g, y):
+    """The batched tangent of ``y = rt.add_at(dx, x, index, g)``: into the adjoint of a
+    dict (its mirror, pytree.py: a structured argument's gradient, read again by
+    ``sg.hessian``) the entry's batched tangent is added at its key; anything else
+    seed by seed, as the tangent rule does it."""
+    if isinstance(x, dict) and isinstance(y, dict) and t_g is not None and (
+            t_dx is None or isinstance(t_dx, dict) or is_array(t_dx) and not t_dx.any()):
+        out = dict(t_dx) if isinstance(t_dx, dict) else {}
+        out[index] = batch_add_grad(out.get(index), t_g, y[index])
+        return out
+    return batch_stack([rt.add_at_tangent(batch_slice(t_dx, b), x, index, batch_slice(t_g, b))
+                        for b in range(batch_size(t_dx, t_g))], y)
 
 
 # ----- Products -----
