@@ -511,7 +511,22 @@ def _check_leaves(forward, info, bindings):
 
 class _TapeMethods(gast.NodeTransformer):
     """``push = tape.append`` and ``pop = tape.pop`` dropped, ``push(v)`` and ``pop()``
-    called as the list's methods."""
+    called as the list's methods; a list's ``terms.pop()`` undoing the forward sweep's
+    ``terms.append(v)`` (a generator's terms) taken off as a tape's, ``terms_popped =
+    rt.tape_pop(terms)``, which forward and reverse mode follow (a bare ``.pop()`` is
+    refused in user code)."""
+
+    def visit_Expr(self, s):
+        call = s.value
+        if isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute) \
+                and call.func.attr == "pop" and isinstance(call.func.value, gast.Name) \
+                and not call.args and not call.keywords:
+            lst = call.func.value.id
+            pop = gast.Call(func=gast.Attribute(value=_load("rt"), attr="tape_pop", ctx=gast.Load()),
+                            args=[_load(lst)], keywords=[])
+            target = gast.Name(id=f"{lst}_popped", ctx=gast.Store(), annotation=None, type_comment=None)
+            return gast.copy_location(gast.Assign(targets=[target], value=pop, type_comment=None), s)
+        return self.generic_visit(s)
 
     def visit_Assign(self, s):
         if len(s.targets) == 1 and isinstance(s.targets[0], gast.Name) \
