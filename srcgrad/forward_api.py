@@ -14,6 +14,10 @@ structure (``sg.jvp(loss, (params, x), (dparams, zeros))``). An integer or boole
 primal carries no tangent: its tangent is None or zero, and a nonzero one is refused
 as ``sg.grad`` refuses differentiating with respect to it (call_values.py).
 
+``has_aux=True``: ``f`` returns ``(output, aux)``; the front end splits the aux off
+(transform/aux.py, as for ``sg.grad``), it carries no tangent, and the program returns
+``(output, tangent, aux)``.
+
 Not yet: tangents of complex values.
 """
 

@@ -12,10 +12,14 @@ followed by ``dtape.append(dv)``, ``v = rt.tape_pop(tape)`` by ``dv = rt.tape_po
   gradient). One forward and one backward sweep, each with its tangent: no Hessian
   is built.
 * ``hessian(f, wrt)(*args)`` runs the tangent program of the gradient once with every
-  basis vector of the input as a seed (transform/batching.py: a leading batch axis),
-  or one hvp per basis vector where that program cannot be batched; shape
-  ``in.shape + in.shape``, for a tuple ``wrt`` JAX's nested tuple ``H[i][j]``
-  (d/d wrt[j] of the gradient for wrt[i]).
+  basis vector of the input as a seed (transform/batching.py: a leading batch axis;
+  for a structure the basis over all its leaves at once), or one hvp per basis vector
+  where that program cannot be batched; shape ``in.shape + in.shape``, for a tuple
+  ``wrt`` JAX's nested tuple ``H[i][j]`` (d/d wrt[j] of the gradient for wrt[i]).
+* ``has_aux=True`` (both): ``f`` returns ``(output, aux)``; the gradient is composed
+  returning ``(gradients, aux)`` (pipeline.compose_gradient's ``aux``) and its tangent
+  program reads it with ``has_aux``, so the aux is ``f``'s own value and carries no
+  derivative.
 
 A gradient that forward mode cannot read again is refused, naming the user's function
 and the line whose gradient calls what has no tangent rule; a custom Function whose

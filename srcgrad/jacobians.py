@@ -7,6 +7,13 @@ carrying a leading batch axis; where the program has a statement without a batch
 rule it runs the tangent program (forward_api.py) once per basis vector instead.
 ``jacobian`` runs one backward sweep per basis vector of the output, of one forward
 sweep (``sg.vjp`` with ``retain_graph``): the reverse sweep is not batched.
+
+A structured argument is seeded as one vector (the basis over all its leaves at once,
+``structure_seeds``) and its columns cut into JAX's blocks (``cut_columns``); a
+structured output gives its structure of Jacobians (``_assemble``), an output leaf that
+is not a float refused at the user's ``return``. ``has_aux=True``: the function returns
+``(output, aux)``; the aux is split off before differentiating (transform/aux.py, as
+for ``sg.grad``) and returned beside the Jacobian.
 """
 
 import functools
