@@ -95,11 +95,17 @@ def hessian_row(n, budget):
     reference = hand_hessian(x, A)
     for name, call in calls.items():
         np.testing.assert_allclose(call(), reference, rtol=1e-7, atol=1e-10, err_msg=name)
+    report(calls, budget, "srcgrad", f"hessian of a {n}-parameter loss")
+
+
+def report(calls, budget, base_name, title):
+    """Time ``calls`` interleaved and print each median against ``calls[base_name]``'s."""
     times = interleaved(calls, budget, 0.02, 5, 31, lambda: None)
-    base = times["srcgrad"]["median"]
-    print(f"hessian of a {n}-parameter loss: srcgrad {base * 1e3:.2f} ms")
+    base = times[base_name]["median"]
+    print(f"{title}: {base_name} {base * 1e3:.2f} ms")
     for name in calls:
-        print(f"  {name:24} {times[name]['median'] * 1e3:9.2f} ms   / srcgrad {times[name]['median'] / base:6.2f}")
+        print(f"  {name:24} {times[name]['median'] * 1e3:9.2f} ms   / {base_name} "
+              f"{times[name]['median'] / base:6.2f}")
 
 
 def dict_loss(p, A):
@@ -113,8 +119,8 @@ def dict_loss(p, A):
 
 def as_dict(x):
     n = x.size
-    a, b = 2 * n // 5, 3 * n // 10   # 100 -> 40, 30 (a 5 x 6 matrix), 30
-    return {"a": x[:a], "b": x[a:a + b].reshape(5, -1), "c": x[a + b:]}
+    a, b = 2 * n // 5, 3 * n // 10   # 100 -> 40, 30 (a 3 x 10 matrix), 30
+    return {"a": x[:a], "b": x[a:a + b].reshape(3, -1), "c": x[a + b:]}
 
 
 def dict_hessian_row(n, budget):
@@ -140,11 +146,7 @@ def dict_hessian_row(n, budget):
     reference = hand_hessian(x, A)
     for name, call in calls.items():
         np.testing.assert_allclose(call(), reference, rtol=1e-7, atol=1e-10, err_msg=name)
-    times = interleaved(calls, budget, 0.02, 5, 31, lambda: None)
-    base = times["array"]["median"]
-    print(f"hessian of a {n}-parameter loss held in a dict of 3 arrays: array {base * 1e3:.2f} ms")
-    for name in calls:
-        print(f"  {name:24} {times[name]['median'] * 1e3:9.2f} ms   / array {times[name]['median'] / base:6.2f}")
+    report(calls, budget, "array", f"hessian of a {n}-parameter loss held in a dict of 3 arrays")
 
 
 def per_column_hessian(x, A):
@@ -202,11 +204,7 @@ def jacobian_row(n, budget):
     reference = calls["hand"]()
     for name, call in calls.items():
         np.testing.assert_allclose(call(), reference, rtol=1e-7, atol=1e-10, err_msg=name)
-    times = interleaved(calls, budget, 0.02, 5, 31, lambda: None)
-    base = times["srcgrad"]["median"]
-    print(f"jacfwd of a {n}-input, {n // 2}-output map: srcgrad {base * 1e3:.2f} ms")
-    for name in calls:
-        print(f"  {name:24} {times[name]['median'] * 1e3:9.2f} ms   / srcgrad {times[name]['median'] / base:6.2f}")
+    report(calls, budget, "srcgrad", f"jacfwd of a {n}-input, {n // 2}-output map")
 
 
 def main(argv=None):

@@ -72,11 +72,6 @@ def structure_seeds(x, start, stop):
     return pytree.rebuild(x, iter(parts)) if pytree.is_node(x) else parts[0]
 
 
-def _seeds(x, start, stop):
-    """Rows ``start:stop`` of the identity, shaped ``(stop - start,) + x.shape``."""
-    return structure_seeds(x, start, stop)
-
-
 def batched_run(fn, args, k, chunk_size=None, has_aux=False):
     """``(out, columns, aux)``: ``fn(*args)`` and, for each leaf of its output (one for an
     array), the tangents of that leaf along every basis vector of ``args[k]`` (of all the
