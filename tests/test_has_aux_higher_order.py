@@ -293,3 +293,23 @@ def test_the_hessian_of_a_list_of_dicts_and_an_array_matches_finite_differences(
         return flat(got)
     np.testing.assert_allclose(matrix, fd(g, np.concatenate([flat(params), w])), rtol=1e-6, atol=1e-8)
     assert hessians._batched_hessian_columns(layered, (params, w), (0, 1), 0, None) is not None
+
+
+# ----- a generator's terms, popped by the gradient, read again -----
+
+def generator_sum(w, x):
+    """The gradient undoes the generator's ``terms.append`` with ``terms.pop()``: read
+    again, that pop is a tape pop (pipeline._TapeMethods) forward and reverse mode follow."""
+    total = sum(np.sum(np.sin(w * x[i]) ** 2) for i in range(3))
+    return total * np.sum(w)
+
+
+def test_the_gradient_of_a_generator_sum_is_differentiated_again():
+    rng = np.random.default_rng(6)
+    w, x, v = rng.normal(size=3), rng.normal(size=(3, 3)), rng.normal(size=3)
+    first = sg.grad(generator_sum)
+    want = fd(lambda u: np.array([first(u, x) @ v]), w)[0]
+    np.testing.assert_allclose(sg.grad(first)(w, x, grad_outputs=v), want, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(sg.hessian(generator_sum)(w, x) @ v, want, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(sg.hvp(generator_sum, (w, x), (v, None), wrt=0)[0], want,
+                               rtol=1e-6, atol=1e-9)
