@@ -344,7 +344,7 @@ class Expressions:
         fn = self.resolve_safe(call.args[0])
         if fn is None or any(not _is_constant(v) for v in wrt[:1] + aux):
             raise self.error(call, UnsupportedError, "sg.grad(f, wrt) called inside a differentiated "
-                             "function needs f a global function and wrt and has_aux constants",
+                             "function needs f a global function and wrt a constant (has_aux too)",
                              "Make g = sg.grad(f, wrt) outside and call g.")
         return grad_of(fn, gast.literal_eval(wrt[0]) if wrt else 0,
                        bool(gast.literal_eval(aux[0])) if aux else False)
