@@ -204,24 +204,17 @@ def _entries(args, positions):
              else [(None, args[i])])]
 
 
-def _n_entries(x):
-    leaves = pytree.tree_leaves(x) if pytree.is_node(x) else [x]
-    return sum(int(numpy.prod(numpy.shape(leaf), dtype=int)) for leaf in leaves)
-
-
 def _hessian_columns(fn, args, positions, j, has_aux=False):
     """One hvp per basis vector of ``args[j]`` (over all the leaves of a structure): for
     each entry ``(i, l)`` of ``_entries`` in order, the columns ``(n,) + shape of args[i]
     (its leaf l)``, ``n`` the entries of ``args[j]``; and the aux of ``fn`` returning
     ``(output, aux)`` with ``has_aux`` (else None): ``(columns, aux)``."""
-    from srcgrad.jacobians import structure_seeds
+    from srcgrad.jacobians import basis_vector, n_entries
     entries = _entries(args, positions)
     columns, aux = [[] for _ in entries], None
-    for n in range(_n_entries(args[j])):
-        seed = structure_seeds(args[j], n, n + 1)
+    for n in range(n_entries(args[j])):
         tangents = [None] * len(args)
-        tangents[j] = pytree.tree_map(lambda s: s[0] if numpy.ndim(s) > 1 else float(s[0]), seed) \
-            if pytree.is_node(args[j]) else (seed[0] if numpy.ndim(args[j]) else 1.0)
+        tangents[j] = basis_vector(args[j], n)
         products = hvp(fn, args, tangents, wrt=tuple(positions), has_aux=has_aux)
         if has_aux:
             products, aux = products
@@ -241,11 +234,11 @@ def _batched_hessian_columns(fn, args, positions, j, chunk_size, has_aux=False):
     (all the leaves of a structure at once), ``chunk_size`` per run; None where it cannot
     be batched (the caller runs one hvp per seed, which refuses what forward mode cannot
     do)."""
-    from srcgrad.jacobians import CHUNK, fit_batch, structure_seeds
+    from srcgrad.jacobians import CHUNK, fit_batch, n_entries, structure_seeds
     from srcgrad.transform import batching
     if not (pytree.is_node(args[j]) or _differentiable(args[j])):
         return None
-    size = _n_entries(args[j])
+    size = n_entries(args[j])
     chunk = max(1, int(chunk_size or CHUNK))
     entries = _entries(args, positions)
     parts, aux = [[] for _ in entries], None

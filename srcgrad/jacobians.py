@@ -51,6 +51,11 @@ def _size(x):
     return int(numpy.prod(numpy.shape(x), dtype=int))
 
 
+def n_entries(x):
+    """How many numbers ``x`` holds: all the leaves of a structure together."""
+    return sum(_size(leaf) for leaf in pytree.tree_leaves(x)) if pytree.is_node(x) else _size(x)
+
+
 def _seed_dtype(x):
     dtype = getattr(x, "dtype", None)
     return dtype if dtype is not None and dtype.kind == "f" else numpy.float64
@@ -72,6 +77,14 @@ def structure_seeds(x, start, stop):
     return pytree.rebuild(x, iter(parts)) if pytree.is_node(x) else parts[0]
 
 
+def basis_vector(x, n):
+    """Row ``n`` of ``structure_seeds`` as one tangent of ``x``: in its structure, each
+    leaf's part of its shape (a float for a scalar)."""
+    row = structure_seeds(x, n, n + 1)
+    one = lambda s: s[0] if numpy.ndim(s) > 1 else float(s[0])  # noqa: E731
+    return pytree.tree_map(one, row) if pytree.is_node(x) else one(row)
+
+
 def batched_run(fn, args, k, chunk_size=None, has_aux=False):
     """``(out, columns, aux)``: ``fn(*args)`` and, for each leaf of its output (one for an
     array), the tangents of that leaf along every basis vector of ``args[k]`` (of all the
@@ -79,8 +92,7 @@ def batched_run(fn, args, k, chunk_size=None, has_aux=False):
     entries of ``args[k]``: the batched tangent program in blocks of ``chunk_size``
     seeds. Raises NotBatchable where the program or a value in it cannot be batched."""
     from srcgrad.transform import batching
-    size = sum(_size(leaf) for leaf in pytree.tree_leaves(args[k])) if pytree.is_node(args[k]) \
-        else _size(args[k])
+    size = n_entries(args[k])
     chunk = max(1, int(chunk_size or CHUNK))
     out, aux, blocks = None, None, []
     for start in range(0, max(size, 1), chunk):
@@ -232,13 +244,11 @@ def _position_jacobian(fn, args, k, chunk_size, has_aux):
             if getattr(exc, "output_refused", False):
                 raise
             # one run per column: it refuses what forward mode cannot do
-    size = sum(_size(leaf) for leaf in pytree.tree_leaves(x)) if pytree.is_node(x) else _size(x)
+    size = n_entries(x)
     columns, out, aux = [], None, None
     for j in range(size):
         tangents = [None] * len(args)
-        seed = structure_seeds(x, j, j + 1)
-        tangents[k] = pytree.tree_map(lambda s: s[0] if numpy.ndim(s) > 1 else float(s[0]), seed) \
-            if pytree.is_node(x) else (seed[0] if numpy.ndim(x) else 1.0)
+        tangents[k] = basis_vector(x, j)
         result = jvp(fn, args, tangents, has_aux=has_aux)
         out, t = result[:2]
         aux = result[2] if has_aux else None
