@@ -10,7 +10,8 @@ the workload's parameters and ``sg.hvp`` along the same tangent, and prints jvp 
 hvp / f against issue 14's targets (3x and 5x).  Then it times ``sg.hessian`` of a loss
 of 100 parameters (all columns in one batched run of the gradient's tangent program)
 against one ``sg.hvp`` per column, a hand-written Hessian and, when installed,
-``jax.hessian`` without jit and ``torch.func.hessian``; and ``sg.jacfwd`` of a map of
+``jax.hessian`` without jit and ``torch.func.hessian``; the same loss of a dict of three
+arrays (JAX's blocks) against the loss of one array; and ``sg.jacfwd`` of a map of
 100 inputs to 50 outputs against one ``sg.jvp`` per column, ``sg.jacrev`` and, when
 installed, ``jax.jacfwd`` without jit and ``torch.func.jacfwd``; each after checking
 that every one agrees with the hand-written answer.  Compare ratios measured in one
@@ -94,11 +95,58 @@ def hessian_row(n, budget):
     reference = hand_hessian(x, A)
     for name, call in calls.items():
         np.testing.assert_allclose(call(), reference, rtol=1e-7, atol=1e-10, err_msg=name)
+    report(calls, budget, "srcgrad", f"hessian of a {n}-parameter loss")
+
+
+def report(calls, budget, base_name, title):
+    """Time ``calls`` interleaved and print each median against ``calls[base_name]``'s."""
     times = interleaved(calls, budget, 0.02, 5, 31, lambda: None)
-    base = times["srcgrad"]["median"]
-    print(f"hessian of a {n}-parameter loss: srcgrad {base * 1e3:.2f} ms")
+    base = times[base_name]["median"]
+    print(f"{title}: {base_name} {base * 1e3:.2f} ms")
     for name in calls:
-        print(f"  {name:24} {times[name]['median'] * 1e3:9.2f} ms   / srcgrad {times[name]['median'] / base:6.2f}")
+        print(f"  {name:24} {times[name]['median'] * 1e3:9.2f} ms   / {base_name} "
+              f"{times[name]['median'] / base:6.2f}")
+
+
+def dict_loss(p, A):
+    """``loss`` with its parameters held in a dict of three arrays (a vector, a matrix,
+    a vector): the Hessian is the same matrix, cut into JAX's blocks H[k1][k2]."""
+    n = A.shape[1]
+    a, b = p["a"].size, p["b"].size
+    z = A[:, :a] @ p["a"] + A[:, a:a + b] @ np.ravel(p["b"]) + A[:, a + b:n] @ p["c"]
+    return np.sum(np.tanh(z) ** 2)
+
+
+def as_dict(x):
+    n = x.size
+    a, b = 2 * n // 5, 3 * n // 10   # 100 -> 40, 30 (a 3 x 10 matrix), 30
+    return {"a": x[:a], "b": x[a:a + b].reshape(3, -1), "c": x[a + b:]}
+
+
+def dict_hessian_row(n, budget):
+    """sg.hessian of the loss of a dict of arrays (seeds over all its leaves batched)
+    against the same loss of one array, and against one hvp per entry (what a structure
+    ran before it was batched)."""
+    from srcgrad import hessians
+    rng = np.random.default_rng(1)
+    x, A = rng.standard_normal(n), rng.standard_normal((n // 2, n)) / np.sqrt(n)
+    p = as_dict(x)
+    array_hessian, dict_hessian = sg.hessian(loss, wrt=0), sg.hessian(dict_loss, wrt=0)
+
+    def flat(blocks):   # the dict of dicts of blocks as one n x n matrix
+        keys = list(p)
+        return np.block([[np.asarray(blocks[k1][k2]).reshape(p[k1].size, p[k2].size)
+                          for k2 in keys] for k1 in keys])
+
+    def per_entry():
+        columns, _ = hessians._hessian_columns(dict_loss, (p, A), (0,), 0)
+        return np.concatenate([c.reshape(n, -1) for c in columns], axis=1).T
+    calls = {"array": lambda: array_hessian(x, A), "dict, batched": lambda: flat(dict_hessian(p, A)),
+             "dict, hvp per entry": per_entry}
+    reference = hand_hessian(x, A)
+    for name, call in calls.items():
+        np.testing.assert_allclose(call(), reference, rtol=1e-7, atol=1e-10, err_msg=name)
+    report(calls, budget, "array", f"hessian of a {n}-parameter loss held in a dict of 3 arrays")
 
 
 def per_column_hessian(x, A):
@@ -156,11 +204,7 @@ def jacobian_row(n, budget):
     reference = calls["hand"]()
     for name, call in calls.items():
         np.testing.assert_allclose(call(), reference, rtol=1e-7, atol=1e-10, err_msg=name)
-    times = interleaved(calls, budget, 0.02, 5, 31, lambda: None)
-    base = times["srcgrad"]["median"]
-    print(f"jacfwd of a {n}-input, {n // 2}-output map: srcgrad {base * 1e3:.2f} ms")
-    for name in calls:
-        print(f"  {name:24} {times[name]['median'] * 1e3:9.2f} ms   / srcgrad {times[name]['median'] / base:6.2f}")
+    report(calls, budget, "srcgrad", f"jacfwd of a {n}-input, {n // 2}-output map")
 
 
 def main(argv=None):
@@ -170,6 +214,7 @@ def main(argv=None):
     size, budget = ("quick", 0.5) if args.quick else ("full", 6.0)
     directional_rows(size, budget)
     hessian_row(20 if args.quick else 100, budget)
+    dict_hessian_row(20 if args.quick else 100, budget)
     jacobian_row(20 if args.quick else 100, budget)
 
 

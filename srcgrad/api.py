@@ -87,7 +87,7 @@ class GradFunction:
     def __init__(self, fn, wrt=0, allow_unused=False, materialize_grads=False,
                  preserve_result=False, hooks=None, fuse=False, has_aux=False):
         if isinstance(fn, GradFunction):
-            fn = fn.as_function()
+            fn = fn.as_function(has_aux)
         self.fn = entry_function(fn)
         self.hooks = dict(hooks) if hooks else {}
         self.hook_names = tuple(sorted(self.hooks)) if hooks else ()
@@ -181,32 +181,36 @@ class GradFunction:
         """The generic code, under its header (show.py): ``sg.source(fn, wrt)``."""
         return show.shown(self.compiled)
 
-    def as_function(self):
-        """The gradient as one plain Python function srcgrad can differentiate again."""
+    def as_function(self, has_aux=False):
+        """The gradient as one plain Python function srcgrad can differentiate again. Of
+        ``grad(f, has_aux=True)`` it returns ``(gradients, aux)``: differentiate it with
+        ``has_aux=True`` too (``has_aux``, as JAX's ``jacfwd(grad(f, has_aux=True),
+        has_aux=True)``), which passes the aux through."""
         if self.preserve_result:
             raise TypeError("srcgrad: differentiate grad(f), not value_and_grad(f)")
-        if self.has_aux:
-            raise TypeError("srcgrad: differentiate grad(f) without has_aux=True: its aux is "
-                            "not a gradient")
+        if self.has_aux and not has_aux:
+            raise TypeError("srcgrad: grad(f, has_aux=True) returns (gradients, aux): differentiate "
+                            "it with has_aux=True too (sg.grad(sg.grad(f, has_aux=True), "
+                            "has_aux=True)), which passes the aux through")
         from srcgrad.pipeline import compose_gradient
         if getattr(self.fn, "_srcgrad_gradient_of", None) is not None:
             return self.tape_gradient()   # refused: a third derivative through a tape
         compiled = self.compiled
         if (compiled.uses_tape or compiled.mutates_saved) and not compiled.tuple_output and \
                 not any(is_once_differentiable(c) for c in compiled.functions):
-            if compiled.gradient_forward is None:
+            if compiled.gradient_forward is None and not (self.has_aux and not self.fuse):
                 return self.tape_gradient()   # its own adjoint is an hvp (nested.py)
             # Reverse over reverse: the tape as a list (reverse.py differentiates rt.tape_pop).
             function = compose_gradient(compiled, isinstance(self.wrt, (tuple, list)),
                                         only_gradients=True, for_transform=True,
-                                        check_structures=True)
+                                        check_structures=True, aux=self.has_aux)
             function._srcgrad_gradient_of = self.fn   # a third derivative is refused
             try:   # what reverse mode cannot read again gets the hvp adjoint instead
-                GradFunction(function, self.wrt).compiled
+                GradFunction(function, self.wrt, has_aux=self.has_aux).compiled
             except SrcgradError:
                 return self.tape_gradient()
             return function
-        return compose_gradient(compiled, isinstance(self.wrt, (tuple, list)))
+        return compose_gradient(compiled, isinstance(self.wrt, (tuple, list)), aux=self.has_aux)
 
     def _inputs(self, compiled, args, kwargs):
         return self._plan_of(compiled).inputs(args, kwargs)

@@ -14,6 +14,10 @@ structure (``sg.jvp(loss, (params, x), (dparams, zeros))``). An integer or boole
 primal carries no tangent: its tangent is None or zero, and a nonzero one is refused
 as ``sg.grad`` refuses differentiating with respect to it (call_values.py).
 
+``has_aux=True``: ``f`` returns ``(output, aux)``; the front end splits the aux off
+(transform/aux.py, as for ``sg.grad``), it carries no tangent, and the program returns
+``(output, tangent, aux)``.
+
 Not yet: tangents of complex values.
 """
 
@@ -49,13 +53,15 @@ _cache = {}
 _lock = threading.Lock()
 
 
-def compile_jvp(fn, active, options=None, values=True):
+def compile_jvp(fn, active, options=None, values=True, has_aux=False):
     """The tangent program of ``fn`` for tangents of the parameters named in ``active``
     (``values=False``: it returns None for the value, and computes only what the
-    tangent needs; hessians.py's hvp)."""
-    f = forward_program.front(fn, active, options)
+    tangent needs; hessians.py's hvp). ``has_aux``: ``fn`` returns ``(output, aux)``
+    and the program ``(output, tangent, aux)``; the aux carries no tangent."""
+    f = forward_program.front(fn, active, options, has_aux)
     transformer = forward.ForwardAD(f.ctx.info, f.act.active, f.ctx.namer, f.written,
-                                    f.act.sequences, f.kind_map, wrt=f.names, values=values)
+                                    f.act.sequences, f.kind_map, wrt=f.names, values=values,
+                                    aux=f.ctx.aux)
     tangent_params = [transformer.d(n) for n in f.names]
     body = forward_program.prologue(f, transformer) + transformer.visit_block(f.node.body)
     function, source, guard = forward_program.load(
@@ -64,18 +70,25 @@ def compile_jvp(fn, active, options=None, values=True):
     return CompiledJVP(function, source, f.params, f.names, guard)
 
 
-def _compiled(fn, active, values=True):
+def cache_key(fn, active, *extra):
+    """What a compiled tangent program is kept under: ``fn``'s code and what it reads,
+    the parameters with tangents, the options and rules, and ``extra``."""
+    return (fn.__code__, tuple(id(c) for c in fn.__closure__ or ()), id(fn.__globals__),
+            id(fn.__defaults__), id(fn.__kwdefaults__), frozenset(active),
+            pipeline.DEFAULT_OPTIONS, rules.VERSION[0]) + extra
+
+
+def _compiled(fn, active, values=True, has_aux=False):
     options = pipeline.DEFAULT_OPTIONS
-    key = (fn.__code__, tuple(id(c) for c in fn.__closure__ or ()), id(fn.__globals__),
-           id(fn.__defaults__), id(fn.__kwdefaults__), frozenset(active), options, rules.VERSION[0],
-           values)
+    key = cache_key(fn, active, values, has_aux)
     found = _cache.get(key)
     if found is None or not found.guard.holds(fn):
         with _lock:
             found = _cache.get(key)
             if found is None or not found.guard.holds(fn):
                 try:
-                    found = _cache[key] = compile_jvp(fn, active, options, values=values)
+                    found = _cache[key] = compile_jvp(fn, active, options, values=values,
+                                                      has_aux=has_aux)
                 except SrcgradError as exc:   # in a gradient srcgrad generated: the user's line
                     raise in_user_code(exc, "jvp of a gradient: ") from None
     return found
@@ -169,9 +182,11 @@ def _bound(fn, primals):
     return bound
 
 
-def jvp(fn, primals, tangents, *, jit=False):
+def jvp(fn, primals, tangents, *, has_aux=False, jit=False):
     """``(fn(*primals), J @ tangents)``: the value and the directional derivative along
     ``tangents`` (one per primal; None for a primal that carries none), by forward mode.
+    ``has_aux=True``: ``fn`` returns ``(output, aux)``; the result is ``(output,
+    tangent of output, aux)`` as JAX's, the aux computed by ``fn`` and carrying no tangent.
     A structured primal (dict, list, tuple, dataclass...) takes a tangent of its
     structure; the output's tangent has the output's structure. An integer or boolean
     primal's tangent is None or zero (a nonzero one raises TypeError).
@@ -182,11 +197,12 @@ def jvp(fn, primals, tangents, *, jit=False):
         >>> out, t = sg.jvp(np.sin, ...)   # doctest: +SKIP
         >>> out, t = sg.jvp(f, (x, W), (dx, np.zeros_like(W)))
         >>> out, t = sg.jvp(loss, (params, x), (dparams, None))   # params a dict of arrays
+        >>> out, t, aux = sg.jvp(loss_and_accuracy, (params,), (dparams,), has_aux=True)
     """
-    return run(fn, primals, tangents, jit=jit)
+    return run(fn, primals, tangents, jit=jit, has_aux=has_aux)
 
 
-def run(fn, primals, tangents, values=True, jit=False):
+def run(fn, primals, tangents, values=True, jit=False, has_aux=False):
     """``jvp``; with ``values=False`` the program returns the tangent only (its value
     entry is not computed where no tangent reads it: hvp's ``dW1 = X.T @ g``)."""
     if inspect.ismethod(fn) or isinstance(fn, functools.partial):   # as sg.grad does
@@ -199,10 +215,10 @@ def run(fn, primals, tangents, values=True, jit=False):
     given = dict.fromkeys(params)   # a default's parameter carries no tangent
     given.update((p, _tangent_for(p, primal, tangent))
                  for p, primal, tangent in zip(params, primals, tangents))
-    compiled = _compiled(fn, [p for p in params if given[p] is not None], values)
+    compiled = _compiled(fn, [p for p in params if given[p] is not None], values, has_aux)
     args = [bound.arguments[p] for p in compiled.params]
     args += [given[p] for p in compiled.active]
-    if jit:
+    if jit and not has_aux:
         from srcgrad import jit as _jit
         return _jit.jvp(fn, compiled, args)
     try:   # free until something raises

@@ -12,10 +12,14 @@ followed by ``dtape.append(dv)``, ``v = rt.tape_pop(tape)`` by ``dv = rt.tape_po
   gradient). One forward and one backward sweep, each with its tangent: no Hessian
   is built.
 * ``hessian(f, wrt)(*args)`` runs the tangent program of the gradient once with every
-  basis vector of the input as a seed (transform/batching.py: a leading batch axis),
-  or one hvp per basis vector where that program cannot be batched; shape
-  ``in.shape + in.shape``, for a tuple ``wrt`` JAX's nested tuple ``H[i][j]``
-  (d/d wrt[j] of the gradient for wrt[i]).
+  basis vector of the input as a seed (transform/batching.py: a leading batch axis;
+  for a structure the basis over all its leaves at once), or one hvp per basis vector
+  where that program cannot be batched; shape ``in.shape + in.shape``, for a tuple
+  ``wrt`` JAX's nested tuple ``H[i][j]`` (d/d wrt[j] of the gradient for wrt[i]).
+* ``has_aux=True`` (both): ``f`` returns ``(output, aux)``; the gradient is composed
+  returning ``(gradients, aux)`` (pipeline.compose_gradient's ``aux``) and its tangent
+  program reads it with ``has_aux``, so the aux is ``f``'s own value and carries no
+  derivative.
 
 A gradient that forward mode cannot read again is refused, naming the user's function
 and the line whose gradient calls what has no tangent rule; a custom Function whose
@@ -42,37 +46,40 @@ def _differentiable(value):
     return dtype is None or dtype.kind == "f"
 
 
-def _gradient_of(fn, positions, args):
+def _gradient_of(fn, positions, args, has_aux=False):
     """The composed gradient of ``fn`` w.r.t. ``positions`` for ``args``, as forward mode
-    reads it (pipeline.compose_gradient with ``for_transform``), kept with the compile."""
+    reads it (pipeline.compose_gradient with ``for_transform``), kept with the compile.
+    ``has_aux``: ``fn`` returns ``(output, aux)`` and the gradient ``(gradients, aux)``."""
     from srcgrad.api import grad
     from srcgrad import pipeline
-    key = (fn, positions)
+    key = (fn, positions, has_aux)
     g = _grads.get(key)
     if g is None:
         with _lock:
-            g = _grads.setdefault(key, grad(fn, wrt=positions))
+            g = _grads.setdefault(key, grad(fn, wrt=positions, has_aux=has_aux))
     compiled = g.compiled_for(args, {})
     info = compiled.load[0]
     pipeline.refuse_once_differentiable(compiled, "hessian: ")
     function = getattr(compiled, "for_transform", None)
     if function is None:
-        if compiled.gradient_forward is None:
+        pipeline.with_trees(compiled)
+        if compiled.gradient_forward is None and (compiled.tuple_output or not has_aux):
             raise UnsupportedError(
                 f"hessian: the gradient of {fn.__qualname__} is not one function srcgrad can "
-                f"differentiate again (several outputs, has_aux or fuse=True)",
-                info.filename, info.first_lineno)
+                f"differentiate again (several outputs: return (output, aux) with "
+                f"has_aux=True, or a complex output)", info.filename, info.first_lineno)
         function = compiled.for_transform = pipeline.compose_gradient(
-            compiled, True, only_gradients=True, for_transform=True)
+            compiled, True, only_gradients=True, for_transform=True, aux=has_aux)
     return function, info
 
 
-def _tangent_of(function, primals, tangents):
+def _tangent_of(function, primals, tangents, has_aux=False):
     """``jvp(function, primals, tangents)[1]`` by a tangent program that returns the
     tangent only: the gradient's own value (``dW1 = X.T @ g``) is not computed where no
-    tangent reads it."""
+    tangent reads it. ``has_aux``: ``(tangent, aux)``."""
     from srcgrad import forward_api
-    return forward_api.run(function, primals, tangents, values=False)[1]
+    result = forward_api.run(function, primals, tangents, values=False, has_aux=has_aux)
+    return (result[1], result[2]) if has_aux else result[1]
 
 
 def _refused(exc, fn, info):
@@ -81,10 +88,12 @@ def _refused(exc, fn, info):
     return in_user_code(exc, "hessian: ", fn, info, restate=True)
 
 
-def hvp(fn, primals, tangents, wrt=None):
+def hvp(fn, primals, tangents, wrt=None, *, has_aux=False):
     """The Hessian-vector product ``H @ tangents`` of the scalar function ``fn`` at
     ``primals``: ``jvp(grad(fn, wrt=all), primals, tangents)[1]``, a tuple with one
     entry per primal (None for an integer or boolean primal). A tangent None is zero.
+    ``has_aux=True``: ``fn`` returns ``(output, aux)`` (as for ``sg.grad``): the result
+    is ``(products, aux)``, the aux ``fn``'s own value, carrying no derivative.
     ``wrt`` (positions or names, as in ``sg.grad``) restricts the gradient to those
     primals (the others' entries are None; their tangents still count): data such as
     a batch need not get a gradient of its own; such a primal's tangent that is all
@@ -108,13 +117,13 @@ def hvp(fn, primals, tangents, wrt=None):
     for k in positions:   # a structure (pytree.py): float leaves only, as in sg.grad
         if pytree.is_node(primals[k]):
             call_values._check_differentiable(f"primals[{k}]", primals[k])
-    function, info = _gradient_of(fn, positions, primals)
+    function, info = _gradient_of(fn, positions, primals, has_aux)
     # A primal outside ``wrt`` (data, a batch) usually comes with a zero tangent: none
     # at all lets forward mode leave out its terms (``dX @ W1``) instead of computing zeros.
     tangents = tuple(None if k not in positions and getattr(t, "ndim", 0)
                      and not numpy.any(t) else t for k, t in enumerate(tangents))
     try:
-        products = _tangent_of(function, primals, tangents)
+        products = _tangent_of(function, primals, tangents, has_aux)
     except SrcgradError as exc:
         inner = getattr(fn, "_srcgrad_gradient_of", None)   # fn: a gradient of tape code
         if inner is not None:
@@ -126,6 +135,8 @@ def hvp(fn, primals, tangents, wrt=None):
                 hint="Loop-free code can be differentiated any number of times; for this one use "
                      "finite differences of the second derivative.") from None
         raise _refused(exc, fn, info) from None
+    if has_aux:
+        products, aux = products
     out = [None] * len(primals)
     for k, t in zip(positions, products):
         primal = primals[k]
@@ -136,10 +147,10 @@ def hvp(fn, primals, tangents, wrt=None):
             t, numpy.shape(primal)).copy()
         if numpy.ndim(primal) == 0 and not hasattr(primal, "dtype"):
             out[k] = float(out[k])
-    return tuple(out)
+    return (tuple(out), aux) if has_aux else tuple(out)
 
 
-def hessian(fn, wrt=0, *, chunk_size=None):
+def hessian(fn, wrt=0, *, has_aux=False, chunk_size=None):
     """``hessian(fn, wrt)(*args)``: the Hessian of the scalar function ``fn`` by
     forward-over-reverse: the tangent program of its gradient run once with every basis
     vector of the input as a seed (a leading batch axis; ``chunk_size`` seeds per run,
@@ -147,8 +158,10 @@ def hessian(fn, wrt=0, *, chunk_size=None):
     batched tangent rule. Shape ``in.shape + in.shape``, for a tuple ``wrt`` the nested
     tuple ``H[i][j]`` of JAX. A pytree argument (dict, list, tuple, dataclass) gives
     JAX's nested structure: ``H[k1][k2]`` of shape ``leaf1.shape + leaf2.shape`` for a
-    dict, by one hvp per entry (its seeds are not batched)."""
-    from srcgrad.jacobians import _wrt_positions
+    dict; its seeds are the basis over all its leaves at once, batched as an array's.
+    ``has_aux=True``: ``fn`` returns ``(output, aux)``; the result is ``(hessian, aux)``,
+    the aux ``fn``'s own value, carrying no derivative."""
+    from srcgrad.jacobians import _wrt_positions, cut_columns
     from srcgrad.transform.batching import _signature
 
     @functools.wraps(fn)
@@ -161,91 +174,109 @@ def hessian(fn, wrt=0, *, chunk_size=None):
         for k in positions:   # a structure (pytree.py): float leaves only, as in sg.grad
             if trees[k]:
                 call_values._check_differentiable(f"argument {k}", args[k])
-        # The entries: (position, leaf) pairs, leaf None for an array or float argument.
-        units = {k: [(k, n, leaf) for n, leaf in enumerate(pytree.tree_leaves(args[k]))]
-                 if trees[k] else [(k, None, args[k])] for k in positions}
-        everything = [u for k in positions for u in units[k]]
-        blocks = {}
-        for j in positions:
-            for unit in units[j]:
-                columns = None if any(trees.values()) else \
-                    _batched_hessian_columns(fn, args, positions, j, chunk_size)
-                if columns is None:
-                    columns = _hessian_columns(fn, args, positions, j, unit[1])
-                _, m, x = unit
-                shape = numpy.shape(x)
-                n = int(numpy.prod(shape, dtype=int))
-                for (i, l, y), c in zip(everything, columns):
-                    rows = numpy.shape(y)
-                    block = numpy.moveaxis(numpy.asarray(c, dtype=float).reshape((n,) + rows), 0, -1)
-                    blocks[(i, l), (j, m)] = block.reshape(rows + shape)
+        blocks, aux = {}, None
+        for j in positions:   # column blocks: d/d args[j] of the gradient of every args[i]
+            found = _batched_hessian_columns(fn, args, positions, j, chunk_size, has_aux)
+            if found is None:
+                found = _hessian_columns(fn, args, positions, j, has_aux)
+            columns, aux = found
+            for (i, l, y), c in zip(_entries(args, positions), columns):
+                blocks[(i, l), j] = cut_columns(c, args[j], numpy.shape(y))
 
         def pair(i, j):   # JAX's jacfwd(jacrev(f)): the structure of args[i] outside, args[j] in
-            def inner(l):
-                if not trees[j]:
-                    return blocks[(i, l), (j, None)]
-                return pytree.rebuild(args[j], iter([blocks[(i, l), (j, m)] for _, m, _ in units[j]]))
             if not trees[i]:
-                return inner(None)
-            return pytree.rebuild(args[i], iter([inner(l) for _, l, _ in units[i]]))
+                return blocks[(i, None), j]
+            return pytree.rebuild(args[i], iter([blocks[(i, l), j] for _, l, _ in
+                                                 _entries(args, (i,))]))
 
-        if many:
-            return tuple(tuple(pair(i, j) for j in positions) for i in positions)
-        return pair(positions[0], positions[0])
+        result = tuple(tuple(pair(i, j) for j in positions) for i in positions) if many \
+            else pair(positions[0], positions[0])
+        return (result, aux) if has_aux else result
 
     return hessian_fn
 
 
-def _hessian_columns(fn, args, positions, j, m=None):
-    """One hvp per basis vector of ``args[j]`` (of its leaf ``m`` for a structure, the
-    other leaves' tangents zero): for each ``i`` in ``positions`` (each leaf ``l`` of a
-    structure ``args[i]``) in order, the columns ``(size,) + shape of args[i] (leaf l)``."""
-    x = args[j] if m is None else pytree.tree_leaves(args[j])[m]
-    shape = numpy.shape(x)
-    entries = [(i, l, y) for i in positions for l, y in
-               (enumerate(pytree.tree_leaves(args[i])) if pytree.is_node(args[i])
-                else [(None, args[i])])]
-    columns = [[] for _ in entries]
-    for n in range(int(numpy.prod(shape, dtype=int))):
-        e = numpy.zeros(shape, dtype=getattr(x, "dtype", numpy.float64))
-        e.flat[n] = 1.0
-        e = e if shape else 1.0
+def _entries(args, positions):
+    """``[(i, l, leaf)]``: each differentiated argument ``args[i]``, or each leaf ``l`` of
+    a structured one, in order (``l`` None for an argument that is no structure)."""
+    return [(i, l, y) for i in positions for l, y in
+            (enumerate(pytree.tree_leaves(args[i])) if pytree.is_node(args[i])
+             else [(None, args[i])])]
+
+
+def _hessian_columns(fn, args, positions, j, has_aux=False):
+    """One hvp per basis vector of ``args[j]`` (over all the leaves of a structure): for
+    each entry ``(i, l)`` of ``_entries`` in order, the columns ``(n,) + shape of args[i]
+    (its leaf l)``, ``n`` the entries of ``args[j]``; and the aux of ``fn`` returning
+    ``(output, aux)`` with ``has_aux`` (else None): ``(columns, aux)``."""
+    from srcgrad.jacobians import basis_vector, n_entries
+    entries = _entries(args, positions)
+    columns, aux = [[] for _ in entries], None
+    for n in range(n_entries(args[j])):
         tangents = [None] * len(args)
-        if m is None:
-            tangents[j] = e
-        else:
-            leaves = pytree.tree_leaves(args[j])
-            tangents[j] = pytree.rebuild(args[j], iter([e if q == m else None
-                                                        for q in range(len(leaves))]))
-        products = hvp(fn, args, tangents, wrt=tuple(positions))
+        tangents[j] = basis_vector(args[j], n)
+        products = hvp(fn, args, tangents, wrt=tuple(positions), has_aux=has_aux)
+        if has_aux:
+            products, aux = products
         for c, (i, l, _) in zip(columns, entries):
             p = products[i] if l is None else pytree.tree_leaves(products[i])[l]
             c.append(numpy.asarray(p, dtype=float))
-    return [numpy.stack(c) if c else numpy.zeros((0,) + numpy.shape(y))
-            for c, (_, _, y) in zip(columns, entries)]
+    columns = [numpy.stack(c) if c else numpy.zeros((0,) + numpy.shape(y))
+               for c, (_, _, y) in zip(columns, entries)]
+    if has_aux and aux is None:   # no entries: the aux from a call
+        aux = fn(*args)[1]
+    return columns, aux
 
 
-def _batched_hessian_columns(fn, args, positions, j, chunk_size):
+def _batched_hessian_columns(fn, args, positions, j, chunk_size, has_aux=False):
     """The columns of ``_hessian_columns`` from the batched tangent program of the
-    gradient (transform/batching.py), all seeds at once; None where it cannot be batched
-    (the caller runs one hvp per seed, which refuses what forward mode cannot do)."""
-    from srcgrad.jacobians import CHUNK, _seeds, fit_batch
+    gradient (transform/batching.py), the seeds the basis over every entry of ``args[j]``
+    (all the leaves of a structure at once), ``chunk_size`` per run; None where it cannot
+    be batched (the caller runs one hvp per seed, which refuses what forward mode cannot
+    do)."""
+    from srcgrad.jacobians import CHUNK, fit_batch, n_entries, structure_seeds
     from srcgrad.transform import batching
-    if not _differentiable(args[j]):
+    if not (pytree.is_node(args[j]) or _differentiable(args[j])):
         return None
-    size = int(numpy.prod(numpy.shape(args[j]), dtype=int))
+    size = n_entries(args[j])
     chunk = max(1, int(chunk_size or CHUNK))
+    entries = _entries(args, positions)
+    parts, aux = [[] for _ in entries], None
     try:
-        function, _ = _gradient_of(fn, tuple(positions), args)
-        parts = []
+        function, _ = _gradient_of(fn, tuple(positions), args, has_aux)
         for start in range(0, size, chunk):
-            _, products = batching.run(function, args, j, _seeds(args[j], start, min(size, start + chunk)))
-            parts.append(products)
+            stop = min(size, start + chunk)
+            result = batching.run(function, args, j, structure_seeds(args[j], start, stop), has_aux)
+            if has_aux:
+                aux = result[2]
+            products = result[1]
+            for r, i in enumerate(positions):
+                leaves = _batched_leaves(products[r], args[i], stop - start) \
+                    if pytree.is_node(args[i]) else [products[r]]
+                for part, (_, _, y), t in zip([p for p, e in zip(parts, entries) if e[0] == i],
+                                              [e for e in entries if e[0] == i], leaves):
+                    part.append(fit_batch(t, numpy.shape(y)))
     except (batching.NotBatchable, SrcgradError):
         return None
-    columns = []
-    for r, i in enumerate(positions):
-        full = (0,) + numpy.shape(args[i])
-        pieces = [fit_batch(p[r], full[1:]) for p in parts]
-        columns.append(numpy.concatenate(pieces) if pieces else numpy.zeros(full))
-    return columns
+    columns = [numpy.concatenate(p) if p else numpy.zeros((0,) + numpy.shape(y))
+               for p, (_, _, y) in zip(parts, entries)]
+    if has_aux and aux is None:   # no entries: the aux from a call
+        aux = fn(*args)[1]
+    return columns, aux
+
+
+def _batched_leaves(t, x, size):
+    """The leaves ``(size,) + leaf.shape`` of the batched tangent ``t`` of the gradient of
+    the structure ``x`` (its adjoint mirror, pytree.py): ``runtime.materialize`` with the
+    batch axis moved last, where NumPy's broadcasting keeps it (a leaf's tangent that
+    broadcasts to the leaf, as an unbatched one may). NotBatchable where an array in
+    ``t`` has no batch axis."""
+    from srcgrad.transform import batching
+    for a in pytree.tree_leaves(t):
+        if hasattr(a, "shape") and (numpy.ndim(a) == 0 or numpy.shape(a)[0] != size):
+            raise batching.NotBatchable("a structured gradient's tangent without its batch axis")
+    last = pytree.tree_map(lambda a: numpy.moveaxis(a, 0, -1) if hasattr(a, "shape") else a, t)
+    like = pytree.rebuild(x, iter([numpy.zeros(numpy.shape(leaf) + (size,))
+                                   for leaf in pytree.tree_leaves(x)]))
+    return [numpy.moveaxis(numpy.asarray(leaf, dtype=float), -1, 0)
+            for leaf in pytree.tree_leaves(runtime.materialize(last, like))]

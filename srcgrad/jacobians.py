@@ -7,6 +7,13 @@ carrying a leading batch axis; where the program has a statement without a batch
 rule it runs the tangent program (forward_api.py) once per basis vector instead.
 ``jacobian`` runs one backward sweep per basis vector of the output, of one forward
 sweep (``sg.vjp`` with ``retain_graph``): the reverse sweep is not batched.
+
+A structured argument is seeded as one vector (the basis over all its leaves at once,
+``structure_seeds``) and its columns cut into JAX's blocks (``cut_columns``); a
+structured output gives its structure of Jacobians (``_assemble``), an output leaf that
+is not a float refused at the user's ``return``. ``has_aux=True``: the function returns
+``(output, aux)``; the aux is split off before differentiating (transform/aux.py, as
+for ``sg.grad``) and returned beside the Jacobian.
 """
 
 import functools
@@ -40,45 +47,81 @@ def _wrt_positions(fn, wrt):
 CHUNK = 256   # seeds per run of the batched tangent program: its tangents are that many times the values
 
 
-def _seeds(x, start, stop):
-    """Rows ``start:stop`` of the identity, shaped ``(stop - start,) + x.shape``."""
-    size = int(numpy.prod(numpy.shape(x), dtype=int))
+def _size(x):
+    return int(numpy.prod(numpy.shape(x), dtype=int))
+
+
+def n_entries(x):
+    """How many numbers ``x`` holds: all the leaves of a structure together."""
+    return sum(_size(leaf) for leaf in pytree.tree_leaves(x)) if pytree.is_node(x) else _size(x)
+
+
+def _seed_dtype(x):
     dtype = getattr(x, "dtype", None)
-    seeds = numpy.zeros((stop - start, size), dtype if dtype is not None and dtype.kind == "f"
-                        else numpy.float64)
-    seeds[numpy.arange(stop - start), numpy.arange(start, stop)] = 1.0
-    return seeds.reshape((stop - start,) + numpy.shape(x))
+    return dtype if dtype is not None and dtype.kind == "f" else numpy.float64
 
 
-def batched_columns(fn, args, k, chunk_size=None, leaves=None, n=None):
-    """``(out, columns)``: ``fn(*args)`` and the tangents of its output along every basis
-    vector of ``args[k]`` (shape ``(args[k].size,) + out.shape``), by the batched tangent
-    program in blocks of ``chunk_size`` seeds; a tuple output gives a tuple of them.
-    For a structure ``args[k]`` with ``leaves``, the basis of its leaf ``n``, the other
-    leaves' batched tangents zero. Raises NotBatchable where the program or a value in
-    it cannot be batched."""
+def structure_seeds(x, start, stop):
+    """Rows ``start:stop`` of the identity over every entry of ``x`` (all the leaves of a
+    structure, in ``pytree.tree_leaves`` order, one after the other), in ``x``'s
+    structure: each leaf's part shaped ``(stop - start,) + leaf.shape``."""
+    leaves = pytree.tree_leaves(x) if pytree.is_node(x) else [x]
+    parts, offset = [], 0
+    for leaf in leaves:
+        size = _size(leaf)
+        seeds = numpy.zeros((stop - start, size), _seed_dtype(leaf))
+        entries = numpy.arange(max(start, offset), min(stop, offset + size))
+        seeds[entries - start, entries - offset] = 1.0
+        parts.append(seeds.reshape((stop - start,) + numpy.shape(leaf)))
+        offset += size
+    return pytree.rebuild(x, iter(parts)) if pytree.is_node(x) else parts[0]
+
+
+def basis_vector(x, n):
+    """Row ``n`` of ``structure_seeds`` as one tangent of ``x``: in its structure, each
+    leaf's part of its shape (a float for a scalar)."""
+    row = structure_seeds(x, n, n + 1)
+    one = lambda s: s[0] if numpy.ndim(s) > 1 else float(s[0])  # noqa: E731
+    return pytree.tree_map(one, row) if pytree.is_node(x) else one(row)
+
+
+def batched_run(fn, args, k, chunk_size=None, has_aux=False):
+    """``(out, columns, aux)``: ``fn(*args)`` and, for each leaf of its output (one for an
+    array), the tangents of that leaf along every basis vector of ``args[k]`` (of all the
+    leaves of a structure at once), ``(n,) + leaf.shape`` with ``n`` the number of
+    entries of ``args[k]``: the batched tangent program in blocks of ``chunk_size``
+    seeds. Raises NotBatchable where the program or a value in it cannot be batched."""
     from srcgrad.transform import batching
-    x = args[k] if leaves is None else leaves[n]
-    size = int(numpy.prod(numpy.shape(x), dtype=int))
+    size = n_entries(args[k])
     chunk = max(1, int(chunk_size or CHUNK))
-    out, blocks = None, []
+    out, aux, blocks = None, None, []
     for start in range(0, max(size, 1), chunk):
         stop = min(size, start + chunk)
-        seeds = _seeds(x, start, stop)
-        if leaves is not None:
-            seeds = _with_leaf(args[k], leaves, n, seeds, lambda leaf: _batch_zero(leaf, stop - start))
-        out, t = batching.run(fn, args, k, seeds)
+        result = batching.run(fn, args, k, structure_seeds(args[k], start, stop), has_aux)
+        out, t = result[:2]
+        aux = result[2] if has_aux else None
         blocks.append(t)
-    if isinstance(out, (tuple, list)):
+    out_leaves = output_leaves(fn, out)
+    columns = []
+    for n, leaf in enumerate(out_leaves):
+        parts = [fit_batch(_tangent_leaf(out, b, n), numpy.shape(leaf)) for b in blocks]
+        columns.append(numpy.concatenate(parts) if size else numpy.zeros((0,) + numpy.shape(leaf)))
+    return out, columns, aux
+
+
+def _tangent_leaf(out, t, n):
+    """The tangent of leaf ``n`` of the output ``out`` in its tangent ``t``."""
+    return pytree.tree_leaves(t)[n] if pytree.is_node(out) else t
+
+
+def batched_columns(fn, args, k, chunk_size=None):
+    """``(out, columns)`` of ``batched_run`` for a function of one array output, the
+    columns ``(args[k].size,) + out.shape``; NotBatchable for several outputs."""
+    from srcgrad.transform import batching
+    out, columns, _ = batched_run(fn, args, k, chunk_size)
+    if pytree.is_node(out):
         raise batching.NotBatchable("a function of several outputs")
-    t = numpy.concatenate([fit_batch(b, numpy.shape(out)) for b in blocks]) \
-        if size else numpy.zeros((0,) + numpy.shape(out))
-    return out, t
-
-
-def _batch_zero(leaf, size):
-    """The zero batched tangent of a leaf (a float or float array: call_values checked)."""
-    return numpy.zeros((size,) + numpy.shape(leaf), getattr(leaf, "dtype", numpy.float64))
+    return out, columns[0]
 
 
 def fit_batch(t, shape):
@@ -91,78 +134,136 @@ def fit_batch(t, shape):
     return numpy.broadcast_to(t, t.shape[:1] + tuple(shape))
 
 
-def _columns_to_jacobian(t, out_shape, in_shape):
-    """``(n_in,) + out_shape`` columns as the Jacobian ``out_shape + in_shape``."""
-    n = int(numpy.prod(in_shape, dtype=int))
-    return numpy.moveaxis(numpy.asarray(t, dtype=float).reshape((n,) + tuple(out_shape)), 0, -1) \
-        .reshape(tuple(out_shape) + tuple(in_shape))
+def cut_columns(columns, x, rows_shape):
+    """Columns ``(n,) + rows_shape`` over every entry of ``x`` (all its leaves for a
+    structure) as the blocks ``rows_shape + leaf.shape``, one per leaf of ``x`` in its
+    structure (the block itself for an array ``x``)."""
+    leaves = pytree.tree_leaves(x) if pytree.is_node(x) else [x]
+    blocks, offset = [], 0
+    for leaf in leaves:
+        size = _size(leaf)
+        part = numpy.asarray(columns[offset:offset + size], dtype=float)
+        part = numpy.moveaxis(part.reshape((size,) + tuple(rows_shape)), 0, -1)
+        blocks.append(part.reshape(tuple(rows_shape) + numpy.shape(leaf)))
+        offset += size
+    return pytree.rebuild(x, iter(blocks)) if pytree.is_node(x) else blocks[0]
 
 
-def jacfwd(fn, wrt=0, *, chunk_size=None):
+def output_leaves(fn, out):
+    """The leaves of ``fn``'s output ``out`` (itself for an array), each a float or a float
+    array; anything else is refused at the line of ``fn`` that returns it."""
+    leaves = pytree.tree_leaves(out) if pytree.is_node(out) else [out]
+    for leaf in leaves:
+        dtype = getattr(leaf, "dtype", None)
+        if isinstance(leaf, float) or dtype is not None and dtype.kind == "f":
+            continue
+        what = f"a {type(leaf).__name__}" if dtype is None else f"an array of {dtype}"
+        error = _at_return(fn, f"a Jacobian of {getattr(fn, '__qualname__', fn)}: it returns "
+                             f"{'a structure holding ' if leaves != [out] else ''}{what}, not a "
+                             f"float or a float array, which has no derivative",
+                         "Return float values only (an integer or a label: pass it back with "
+                         "has_aux=True, or compute it outside the function).")
+        error.output_refused = True
+        raise error
+    return leaves
+
+
+def _at_return(fn, message, hint):
+    """A NonDifferentiableError at the last ``return`` of the user's ``fn``."""
+    from srcgrad.errors import NonDifferentiableError
+    from srcgrad.parse import parse_function
+    from srcgrad.transform.aux import _returns
+    try:
+        node, info = parse_function(fn)
+    except Exception:   # no source: its file and first line
+        code = getattr(fn, "__code__", None)
+        return NonDifferentiableError(message, getattr(code, "co_filename", None),
+                                      getattr(code, "co_firstlineno", None), hint=hint)
+    returns = sorted(_returns(node.body), key=lambda r: getattr(r, "lineno", 0))
+    origin = info.origin(returns[-1]) if returns else None
+    if origin is None:
+        return NonDifferentiableError(message, info.filename, info.first_lineno, hint=hint)
+    return origin.error(NonDifferentiableError, message, hint)
+
+
+def _assemble(out, per_position, positions, many):
+    """JAX's nesting: the output's structure outside, a tuple over ``positions`` (for a
+    tuple ``wrt``) inside it, each argument's structure innermost. ``per_position[i][o]``
+    is the block of output leaf ``o`` for ``args[positions[i]]`` (in its structure)."""
+    per_leaf = []
+    for o in range(len(per_position[0])):
+        blocks = [per_position[i][o] for i in range(len(positions))]
+        per_leaf.append(tuple(blocks) if many else blocks[0])
+    return pytree.rebuild(out, iter(per_leaf)) if pytree.is_node(out) else per_leaf[0]
+
+
+def jacfwd(fn, wrt=0, *, has_aux=False, chunk_size=None):
     """``jacfwd(fn, wrt)(*args)``: the Jacobian of ``fn`` by forward mode, every input
     entry (column) at once: the tangents carry a leading batch axis of basis vectors,
     ``chunk_size`` of them per run (default 256, to cap memory). Where a statement of
     the program has no batched tangent rule, one tangent program run per column.
     Shape ``out.shape + in.shape``, a tuple of them for a tuple ``wrt``. A pytree
     argument (dict, list, tuple, dataclass) gives a Jacobian of its structure, one block
-    ``out.shape + leaf.shape`` per leaf, as JAX's: the seeds of one leaf at a time,
-    the other leaves' tangents zero."""
+    ``out.shape + leaf.shape`` per leaf, as JAX's: the seeds run over all its leaves at
+    once. A structured output (tuple, list, dict of arrays) gives its structure of
+    Jacobians, outermost. ``has_aux=True``: ``fn`` returns ``(output, aux)``; the result
+    is ``(jacobian, aux)``, the aux ``fn``'s own value, carrying no derivative."""
     if inspect.ismethod(fn) or isinstance(fn, functools.partial):   # as sg.grad does
         fn = entry.entry_function(fn)
 
     @functools.wraps(fn)
     def jacobian_fn(*args):
         positions, many = _wrt_positions(fn, wrt)
-        results = []
+        per_position, out, aux = [], None, None
         for k in positions:
             if pytree.is_node(args[k]):   # float leaves only, as in sg.grad
                 call_values._check_differentiable(f"argument {k}", args[k])
-                leaves = pytree.tree_leaves(args[k])
-                blocks = [_leaf_jacobian(fn, args, k, leaves, n, chunk_size)
-                          for n in range(len(leaves))]
-                results.append(pytree.rebuild(args[k], iter(blocks)))
-            else:
-                results.append(_leaf_jacobian(fn, args, k, None, None, chunk_size))
-        return tuple(results) if many else results[0]
+            out, blocks, aux = _position_jacobian(fn, args, k, chunk_size, has_aux)
+            per_position.append(blocks)
+        jac = _assemble(out, per_position, positions, many)
+        return (jac, aux) if has_aux else jac
 
     return jacobian_fn
 
 
-def _with_leaf(x, leaves, n, value, zero):
-    """``value`` for an argument ``x`` that is no structure (``leaves`` None), else ``x``'s
-    structure holding ``value`` at its leaf ``n`` and ``zero(leaf)`` at the others."""
-    if leaves is None:
-        return value
-    return pytree.rebuild(x, iter([value if m == n else zero(leaf) for m, leaf in enumerate(leaves)]))
-
-
-def _leaf_jacobian(fn, args, k, leaves, n, chunk_size):
-    """The Jacobian block of ``fn`` for ``args[k]`` (its leaf ``n`` for a structure):
-    the batched tangent program, else one tangent program run per column."""
+def _position_jacobian(fn, args, k, chunk_size, has_aux):
+    """``(out, blocks, aux)``: for each output leaf the Jacobian block of ``fn`` for
+    ``args[k]`` (in its structure): the batched tangent program, else one tangent program
+    run per column."""
     from srcgrad.errors import SrcgradError
     from srcgrad.transform.batching import NotBatchable
-    x = args[k] if leaves is None else leaves[n]
-    if _differentiable(x):
+    x = args[k]
+    if pytree.is_node(x) or _differentiable(x):
         try:
-            out, t = batched_columns(fn, args, k, chunk_size, leaves, n)
-            return _columns_to_jacobian(t, numpy.shape(out), numpy.shape(x))
-        except (NotBatchable, SrcgradError):
-            pass   # one run per column: it refuses what forward mode cannot do
-    xa = numpy.asarray(x, dtype=float)
-    columns = []
-    out = None
-    for j in range(xa.size):
-        e = numpy.zeros(xa.size)
-        e[j] = 1.0
+            out, columns, aux = batched_run(fn, args, k, chunk_size, has_aux)
+            return out, [cut_columns(c, x, numpy.shape(leaf))
+                         for c, leaf in zip(columns, output_leaves(fn, out))], aux
+        except NotBatchable:
+            pass   # one run per column
+        except SrcgradError as exc:
+            if getattr(exc, "output_refused", False):
+                raise
+            # one run per column: it refuses what forward mode cannot do
+    size = n_entries(x)
+    columns, out, aux = [], None, None
+    for j in range(size):
         tangents = [None] * len(args)
-        tangents[k] = _with_leaf(args[k], leaves, n, e.reshape(xa.shape) if numpy.ndim(x) else 1.0,
-                                 lambda leaf: None)
-        out, t = jvp(fn, args, tangents)
-        columns.append(numpy.asarray(t, dtype=float))
-    out_shape = numpy.shape(out) if out is not None else numpy.shape(fn(*args))
-    if columns:
-        return numpy.stack(columns, axis=-1).reshape(out_shape + xa.shape)
-    return numpy.zeros(out_shape + xa.shape)
+        tangents[k] = basis_vector(x, j)
+        result = jvp(fn, args, tangents, has_aux=has_aux)
+        out, t = result[:2]
+        aux = result[2] if has_aux else None
+        columns.append(t)
+    if out is None:   # no entries: the output's shape from a call
+        out = fn(*args)
+        out, aux = out if has_aux else (out, None)
+    leaves = output_leaves(fn, out)
+    blocks = []
+    for n, leaf in enumerate(leaves):
+        c = [numpy.broadcast_to(numpy.asarray(_tangent_leaf(out, t, n), dtype=float), numpy.shape(leaf))
+             for t in columns]
+        stacked = numpy.stack(c) if c else numpy.zeros((0,) + numpy.shape(leaf))
+        blocks.append(cut_columns(stacked, x, numpy.shape(leaf)))
+    return out, blocks, aux
 
 
 def _differentiable(value):
@@ -172,41 +273,53 @@ def _differentiable(value):
     return dtype is None and isinstance(value, float) or dtype is not None and dtype.kind == "f"
 
 
-def jacobian(fn, wrt=0):
+def jacobian(fn, wrt=0, *, has_aux=False):
     """``jacobian(fn, wrt)(*args)``: the Jacobian of ``fn`` by reverse mode, one backward
     sweep per output entry (row) of one forward sweep (``sg.vjp``, ``retain_graph``);
     shape ``out.shape + in.shape``, a tuple of them for a tuple ``wrt``. A pytree
     argument (dict, list, tuple, dataclass) gives a Jacobian of its structure, one block
-    ``out.shape + leaf.shape`` per leaf, as JAX's."""
+    ``out.shape + leaf.shape`` per leaf, as JAX's; a structured output (tuple, list,
+    dict of arrays) its structure of Jacobians, outermost. ``has_aux=True``: ``fn``
+    returns ``(output, aux)``; the result is ``(jacobian, aux)``, the aux ``fn``'s own
+    value, carrying no derivative."""
     @functools.wraps(fn)
     def jacobian_fn(*args):
         positions, many = _wrt_positions(fn, wrt)
-        out, backward = vjp(fn, wrt=tuple(positions), materialize_grads=True,
-                            allow_unused=True)(*args)
-        if isinstance(out, (tuple, list, dict)):
-            raise TypeError(f"srcgrad.jacobian: {fn.__qualname__} returns a "
-                            f"{type(out).__name__}; the Jacobian takes one array output")
-        out_arr = numpy.asarray(out, dtype=float)
-        trees = [pytree.is_node(args[k]) for k in positions]
-        rows = [[] for _ in positions]
-        for i in range(out_arr.size):
-            seed = numpy.zeros(out_arr.size)
-            seed[i] = 1.0
-            seed = seed.reshape(out_arr.shape) if numpy.ndim(out) else 1.0
-            grads = backward(seed, retain_graph=True)
-            for r, g, tree in zip(rows, grads, trees):
-                r.append([numpy.asarray(v, dtype=float) for v in pytree.tree_leaves(g)] if tree
-                         else numpy.asarray(g, dtype=float))
-        results = []
-        for k, r, tree in zip(positions, rows, trees):
-            if tree:
-                leaves = pytree.tree_leaves(args[k])
-                blocks = [_stacked([row[n] for row in r], out_arr.shape, numpy.shape(leaf))
-                          for n, leaf in enumerate(leaves)]
-                results.append(pytree.rebuild(args[k], iter(blocks)))
-            else:
-                results.append(_stacked(r, out_arr.shape, numpy.shape(args[k])))
-        return tuple(results) if many else results[0]
+        result = vjp(fn, wrt=tuple(positions), materialize_grads=True, allow_unused=True,
+                     has_aux=has_aux)(*args)
+        out, backward = result[:2]
+        leaves = output_leaves(fn, out)
+        rows = [[] for _ in positions]   # per position: per output entry, its gradient
+        for n, leaf in enumerate(leaves):
+            for i in range(_size(leaf)):
+                seeds = [numpy.zeros(numpy.shape(other)) if numpy.ndim(other) else 0.0
+                         for other in leaves]
+                if numpy.ndim(leaf):
+                    seeds[n].flat[i] = 1.0
+                else:
+                    seeds[n] = 1.0
+                seed = pytree.rebuild(out, iter(seeds)) if pytree.is_node(out) else seeds[0]
+                grads = backward(seed, retain_graph=True)
+                for r, g, k in zip(rows, grads, positions):
+                    r.append(numpy.concatenate([numpy.ravel(numpy.asarray(v, dtype=float))
+                                                for v in pytree.tree_leaves(g)])
+                             if pytree.is_node(args[k]) else numpy.asarray(g, dtype=float))
+        per_position = []
+        for r, k in zip(rows, positions):
+            blocks, start = [], 0
+            for leaf in leaves:   # the rows of output leaf ``leaf``, one per entry
+                size = _size(leaf)
+                part = r[start:start + size]
+                start += size
+                if pytree.is_node(args[k]):   # the flat rows cut at each leaf of args[k]
+                    flat = numpy.stack(part).reshape((size, -1)) if part else \
+                        numpy.zeros((0, sum(_size(v) for v in pytree.tree_leaves(args[k]))))
+                    blocks.append(cut_columns(flat.T, args[k], numpy.shape(leaf)))
+                else:
+                    blocks.append(_stacked(part, numpy.shape(leaf), numpy.shape(args[k])))
+            per_position.append(blocks)
+        jac = _assemble(out, per_position, positions, many)
+        return (jac, result[2]) if has_aux else jac
 
     return jacobian_fn
 

@@ -18,8 +18,10 @@ computed forward-over-reverse by ``sg.hvp`` (hessians.py).
 
 Structured arguments (dicts, lists, tuples, dataclasses: pytree.py) pass through: the
 custom Function's cotangents and gradients take their structure, and the hvp takes and
-gives tangents of it. Refused, naming the user's function: a gradient with hooks, aux
-or a preserved result, complex values, and a third derivative of code with a tape.
+gives tangents of it. ``sg.grad(f, has_aux=True)`` returns ``(gradients, aux)``: the
+aux is marked non-differentiable, its cotangent dropped, and the hvp is of the output
+only. Refused, naming the user's function: a gradient with hooks or a preserved result,
+complex values, and a third derivative of code with a tape.
 """
 
 import inspect
@@ -38,13 +40,13 @@ _classes = {}
 _grads = {}
 
 
-def grad_of(fn, wrt):
-    """The one ``sg.grad(fn, wrt)`` a differentiated function's ``sg.grad(fn, wrt)(x)``
-    calls (its custom Function is made once)."""
-    key = (fn, tuple(wrt) if isinstance(wrt, list) else wrt)
+def grad_of(fn, wrt, has_aux=False):
+    """The one ``sg.grad(fn, wrt, has_aux)`` a differentiated function's
+    ``sg.grad(fn, wrt)(x)`` calls (its custom Function is made once)."""
+    key = (fn, tuple(wrt) if isinstance(wrt, list) else wrt, bool(has_aux))
     found = _grads.get(key)
     if found is None:
-        found = _grads[key] = api.grad(fn, wrt=wrt)
+        found = _grads[key] = api.grad(fn, wrt=wrt, has_aux=has_aux)
     return found
 
 
@@ -87,24 +89,31 @@ def gradient_class(gfn):
         return found[1]
     fn = gfn.fn
     name = getattr(fn, "__name__", "f")
-    if gfn.hook_names or gfn.has_aux or gfn.preserve_result:
+    if gfn.hook_names or gfn.preserve_result:
         raise UnsupportedError(
-            f"the gradient of {name} has hooks, has_aux or preserve_result: srcgrad "
-            f"differentiates only a plain sg.grad(f) again", *_where(fn))
+            f"the gradient of {name} has hooks or preserve_result: srcgrad "
+            f"differentiates only a plain sg.grad(f) (or one with has_aux) again", *_where(fn))
     positions, many = _wrt_positions(fn, gfn.wrt)
 
     def forward(ctx, *args):
         ctx.save_for_backward(*args)
-        return gfn(*args)
+        out = gfn(*args)
+        if gfn.has_aux:   # (gradients, aux): the aux is the user's value, no derivative
+            ctx.mark_non_differentiable(out[1])
+        return out
 
     def backward(ctx, *douts):
         args = ctx.saved_tensors
+        if gfn.has_aux:   # the gradients' cotangent only; the aux's is no derivative
+            d = douts[0]
+            douts = (tuple(d) if isinstance(d, (tuple, list)) else (None,) * len(positions)) \
+                if many else (d,)
         if any(_complex(leaf) for a in args for leaf in pytree.tree_leaves(a)) \
                 or any(_complex(leaf) for d in douts for leaf in pytree.tree_leaves(d)):
             raise UnsupportedError(
                 f"the gradient of the gradient of {name} with complex values is not "
                 f"supported (srcgrad computes it as a Hessian-vector product)", *_where(fn))
-        if not many and ctx._tuple_output:   # the gradient of one tuple argument: a tuple
+        if not many and ctx._tuple_output and not gfn.has_aux:   # of one tuple argument: a tuple
             arg = args[positions[0]]
             douts = (type(arg)(*douts) if pytree.is_namedtuple(arg) else tuple(douts),)
         tangents = [None] * len(args)
@@ -119,7 +128,8 @@ def gradient_class(gfn):
         if not reached:
             return (None,) * len(args)
         try:
-            return hvp(fn, args, tuple(tangents), wrt=reached)
+            products = hvp(fn, args, tuple(tangents), wrt=reached, has_aux=gfn.has_aux)
+            return products[0] if gfn.has_aux else products
         except SrcgradError as exc:   # said of this gradient, not of sg.hessian
             if exc.message.startswith("hessian: ") and getattr(exc, "refused_as", None) is None:
                 exc.refused_as = "hessian: "   # raised at the user's line already

@@ -400,7 +400,7 @@ def with_trees(compiled):
 
 @_gc_paused
 def compose_gradient(compiled, many, only_gradients=False, for_transform=False,
-                     check_structures=False):
+                     check_structures=False, aux=False):
     """One plain Python function computing the gradient: forward then backward sweep.
 
     This is what makes higher-order derivatives work: the result is ordinary
@@ -415,6 +415,8 @@ def compose_gradient(compiled, many, only_gradients=False, for_transform=False,
 
     ``check_structures``: refuse structures on entry, as the generic composed code does
     (``GradFunction.as_function`` reads the ``for_transform`` code again in reverse mode).
+    ``aux`` (a gradient compiled with ``has_aux``): the function returns ``(gradients,
+    aux)``, the forward sweep's aux beside what the backward sweep returns.
 
     Raises:
         UnsupportedError: without ``only_gradients``, the gradient records a tape (loops,
@@ -426,8 +428,9 @@ def compose_gradient(compiled, many, only_gradients=False, for_transform=False,
     with_trees(compiled)
     info, bindings = compiled.load
     if only_gradients:
-        forward, seed_is_one = compiled.gradient_forward
+        forward, seed_is_one = compiled.gradient_forward if not aux else (compiled.trees[0], False)
         forward, backward = clone(forward), clone(compiled.trees[1])
+        aux = _split_aux(forward) if aux else None
         name = backward.name[:-len("_backward")]
         seed = gast.Constant(value=1.0, kind=None) if seed_is_one else _default_seed_of(forward)
         if for_transform:
@@ -435,13 +438,15 @@ def compose_gradient(compiled, many, only_gradients=False, for_transform=False,
             bindings = _detach_constants(forward, bindings)
             if check_structures:   # reverse mode reads it again (api.GradFunction.as_function)
                 bindings = _check_leaves(forward, info, bindings)
-            return _compose(forward, backward, info, bindings, f"gradient_{name}", seed, many)
+            return _compose(forward, backward, info, bindings, f"gradient_{name}", seed, many,
+                            aux=aux)
         function = _compose(forward, backward, info, bindings, f"gradient_{name}", seed, True,
                             release=compiled.scalars)
         if compiled.disk_key is not None:   # the next process loads it with the gradient
             disk_cache.store_composed(compiled, function)
         return function
     forward, backward = (clone(t) for t in compiled.trees)
+    aux = _split_aux(forward) if aux else None
     refuse_once_differentiable(compiled)
     if compiled.uses_tape or compiled.mutates_saved or compiled.tuple_output:
         raise UnsupportedError(
@@ -451,7 +456,15 @@ def compose_gradient(compiled, many, only_gradients=False, for_transform=False,
             hint="Write the first derivative by hand for such code, or use finite differences.")
     bindings = _detach_constants(forward, _check_leaves(forward, info, bindings))
     return _compose(forward, backward, info, bindings, f"grad_{forward.name[:-len('_forward')]}",
-                    _default_seed_of(forward), many)
+                    _default_seed_of(forward), many, aux=aux)
+
+
+def _split_aux(forward):
+    """The aux of the forward sweep of a has_aux gradient (it returns ``((output, aux),
+    saved)``), its return left with the output only; the aux's expression."""
+    pair = forward.body[-1].value.elts[0]
+    forward.body[-1].value.elts[0] = pair.elts[0]
+    return pair.elts[1]
 
 
 DETACH = "_sg_detach"
@@ -498,7 +511,22 @@ def _check_leaves(forward, info, bindings):
 
 class _TapeMethods(gast.NodeTransformer):
     """``push = tape.append`` and ``pop = tape.pop`` dropped, ``push(v)`` and ``pop()``
-    called as the list's methods."""
+    called as the list's methods; a list's ``terms.pop()`` undoing the forward sweep's
+    ``terms.append(v)`` (a generator's terms) taken off as a tape's, ``terms_popped =
+    rt.tape_pop(terms)``, which forward and reverse mode follow (a bare ``.pop()`` is
+    refused in user code)."""
+
+    def visit_Expr(self, s):
+        call = s.value
+        if isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute) \
+                and call.func.attr == "pop" and isinstance(call.func.value, gast.Name) \
+                and not call.args and not call.keywords:
+            lst = call.func.value.id
+            pop = gast.Call(func=gast.Attribute(value=_load("rt"), attr="tape_pop", ctx=gast.Load()),
+                            args=[_load(lst)], keywords=[])
+            target = gast.Name(id=f"{lst}_popped", ctx=gast.Store(), annotation=None, type_comment=None)
+            return gast.copy_location(gast.Assign(targets=[target], value=pop, type_comment=None), s)
+        return self.generic_visit(s)
 
     def visit_Assign(self, s):
         if len(s.targets) == 1 and isinstance(s.targets[0], gast.Name) \
@@ -545,9 +573,10 @@ def _known_seed(body, seed):
     return Unwrap(None).visit_block(body)
 
 
-def _compose(forward, backward, info, bindings, name, seed_value, many, release=None):
+def _compose(forward, backward, info, bindings, name, seed_value, many, release=None, aux=None):
     """Load forward's body, ``seed = seed_value`` and backward's body as one function
-    named ``name`` (the saved tuple's names are the forward's own). ``release`` (the
+    named ``name`` (the saved tuple's names are the forward's own; ``aux``: an expression
+    returned beside the gradients, ``return gradients, aux``). ``release`` (the
     names known to hold scalars, or None): free each other value once dead (not for
     code that is differentiated again, where every release would be one more
     rebinding to save)."""
@@ -564,7 +593,8 @@ def _compose(forward, backward, info, bindings, name, seed_value, many, release=
                  and isinstance(s.targets[0], gast.Name) and isinstance(s.value, gast.Constant)}
         optimize.dead.eliminate(back, zeros, set())
     results = back[-1].value.elts
-    back[-1] = gast.Return(value=gast.Tuple(elts=results, ctx=gast.Load()) if many else results[0])
+    value = gast.Tuple(elts=results, ctx=gast.Load()) if many else results[0]
+    back[-1] = gast.Return(value=value if aux is None else gast.Tuple(elts=[value, aux], ctx=gast.Load()))
     body += back
     if release is not None:
         params = {a.id for a in forward.args.posonlyargs + forward.args.args + forward.args.kwonlyargs}

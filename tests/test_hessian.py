@@ -305,12 +305,13 @@ def test_hvp_of_every_catalogue_function_matches_finite_differences_or_is_refuse
 
 def _batched_blocks(f, args, positions, j):
     from srcgrad import hessians
-    return hessians._batched_hessian_columns(f, args, tuple(positions), j, None)
+    found = hessians._batched_hessian_columns(f, args, tuple(positions), j, None)
+    return None if found is None else found[0]
 
 
 def _loop_blocks(f, args, positions, j):
     from srcgrad import hessians
-    return hessians._hessian_columns(f, args, tuple(positions), j)
+    return hessians._hessian_columns(f, args, tuple(positions), j)[0]
 
 
 def test_the_hessians_of_the_quadratic_and_the_polynomial_are_batched_and_hand_derived():

@@ -6,7 +6,9 @@ The example scripts are imported as modules (their ``main`` runs only under
 central difference along a random tangent, ``sg.jacfwd`` and ``sg.jacrev`` against
 the finite-difference Jacobian; on each scalar-valued one also ``sg.hvp`` and
 ``sg.hessian`` against finite differences of ``sg.grad``, and ``sg.grad(sg.grad(f))``
-against finite differences of ``<sg.grad(f), v>``. All in float64. What an API refuses
+against finite differences of ``<sg.grad(f), v>``. All in float64. A function that
+returns ``(output, aux)`` (MLP.loss) is differentiated with ``has_aux=True`` by every
+API, whose aux must be the function's own. What an API refuses
 is listed in REFUSED and must be an ``SrcgradError`` naming the example's file and line;
 anything else refused, or a wrong number, fails.
 """
@@ -136,8 +138,6 @@ REFERENCE = {
 HOOK = "a statement called for its effect on values that carry a tangent"
 CUSTOM = "defines no jvp"
 DEFINE_JVP = "Define a jvp(ctx, *tangents) staticmethod"   # how to fix it
-AUX = "has_aux"
-POP = "the in-place method .pop()"
 
 # (case, api) -> words the SrcgradError must contain besides the example's file and line.
 REFUSED = {
@@ -155,13 +155,6 @@ REFUSED = {
     ("seed4.use_func", "jacfwd"): [CUSTOM, DEFINE_JVP, "line 75"],
     ("seed4.use_sort", "jvp"): [CUSTOM, DEFINE_JVP, "line 101"],
     ("seed4.use_sort", "jacfwd"): [CUSTOM, DEFINE_JVP, "line 101"],
-    ("mlp.MLP.loss", "hvp"): [AUX, "line 29"],
-    ("mlp.MLP.loss", "hessian"): [AUX, "line 29"],
-    ("mlp.MLP.loss", "grad_of_grad"): ["differentiating it again is not supported", "line 29"],
-    # `sum(np.sum(layer["W"] ** 2) for layer in params["layers"])`: its gradient pops a list
-    ("mlp.MLP.loss_value", "hvp"): [POP, "line 35"],
-    ("mlp.MLP.loss_value", "hessian"): [POP, "line 35"],
-    ("mlp.MLP.loss_value", "grad_of_grad"): [POP, "line 35"],
 }
 
 # Known bugs: a wrong number, or a refusal that does not name the example's line.
@@ -173,13 +166,6 @@ XFAIL = {
         "sg.grad(sg.grad(f)) of a function whose gradient is all zeros (its body under "
         "sg.no_grad) refuses with 'grad_add_sum_no_grad returns nothing (None)' naming a "
         "generated file in /tmp, not the example; want zeros"),
-    ("mlp.MLP.loss", "jacfwd"): (
-        "sg.jacfwd has no has_aux: MLP.loss returns (loss, accuracy), and jacfwd gives the "
-        "Jacobian of both stacked (a zero row for the accuracy); mlp.MLP.loss_value checks "
-        "the loss alone"),
-    ("mlp.MLP.loss", "jacrev"): (
-        "sg.jacrev has no has_aux: MLP.loss returns (loss, accuracy) and jacrev raises a "
-        "TypeError that names no file or line"),
 }
 
 
@@ -246,8 +232,22 @@ def sizes(args, wrt):
     return [np.size(leaf) for k in wrt for leaf in pytree.tree_leaves(args[k])]
 
 
+def has_aux(fn):
+    """Whether ``fn`` returns ``(output, aux)`` (MLP.loss: the accuracy rides along)."""
+    return fn.__name__ == "loss"
+
+
+def without_aux(fn, args, result):
+    """``result`` less its aux, which must be ``fn``'s own aux at ``args``."""
+    if not has_aux(fn):
+        return result
+    *rest, aux = result
+    np.testing.assert_array_equal(aux, fn(*args)[1])
+    return rest[0] if len(rest) == 1 else tuple(rest)
+
+
 def grad_all(fn, wrt):
-    return sg.grad(fn, wrt=wrt if len(wrt) > 1 else wrt[0], has_aux=fn.__name__ == "loss")
+    return sg.grad(fn, wrt=wrt if len(wrt) > 1 else wrt[0], has_aux=has_aux(fn))
 
 
 def wrt_arg(wrt):
@@ -265,7 +265,7 @@ def tangent_like(args, wrt, seed=7):
 def check_jvp(fn, args, wrt, reference):
     t, tree = tangent_like(args, wrt)
     tangents = tuple(tree[k] if k in wrt else None for k in range(len(args)))
-    _, out_t = sg.jvp(fn, args, tangents)
+    _, out_t = without_aux(fn, args, sg.jvp(fn, args, tangents, has_aux=has_aux(fn)))
     x = flat_of(args, wrt)
     g = flat_out(reference, args, wrt)
     want = (g(x + H * t) - g(x - H * t)) / (2 * H)
@@ -274,11 +274,10 @@ def check_jvp(fn, args, wrt, reference):
 
 def check_jacobian(api):
     def check(fn, args, wrt, reference):
-        got = getattr(sg, api)(fn, wrt=wrt_arg(wrt))(*args)
+        got = without_aux(fn, args, getattr(sg, api)(fn, wrt=wrt_arg(wrt), has_aux=has_aux(fn))(*args))
         x = flat_of(args, wrt)
         want = fd_jacobian(flat_out(reference, args, wrt), x).reshape(-1, x.size)
-        got = blocks_to_matrix(primary(got) if fn.__name__ == "loss" and api == "jacrev" else got,
-                               [want.shape[0]], sizes(args, wrt))
+        got = blocks_to_matrix(got, [want.shape[0]], sizes(args, wrt))
         np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
     return check
 
@@ -294,7 +293,7 @@ def flat_grad(fn, args, wrt, reference):
 
     def g(x):
         out = gfn(*unflat(args, wrt, x))
-        out = out[0] if fn.__name__ == "loss" else out
+        out = out[0] if has_aux(fn) else out
         return np.concatenate([np.ravel(np.asarray(leaf, float)) for leaf in pytree.tree_leaves(out)])
     return g
 
@@ -302,7 +301,7 @@ def flat_grad(fn, args, wrt, reference):
 def check_hvp(fn, args, wrt, reference):
     t, tree = tangent_like(args, wrt)
     tangents = tuple(tree[k] if k in wrt else None for k in range(len(args)))
-    got = sg.hvp(fn, args, tangents, wrt=list(wrt))
+    got = without_aux(fn, args, sg.hvp(fn, args, tangents, wrt=list(wrt), has_aux=has_aux(fn)))
     got = np.concatenate([np.ravel(np.asarray(leaf, float))
                           for k in wrt for leaf in pytree.tree_leaves(got[k])])
     x, g = flat_of(args, wrt), flat_grad(fn, args, wrt, reference)
@@ -310,7 +309,7 @@ def check_hvp(fn, args, wrt, reference):
 
 
 def check_hessian(fn, args, wrt, reference):
-    got = sg.hessian(fn, wrt=wrt_arg(wrt))(*args)
+    got = without_aux(fn, args, sg.hessian(fn, wrt=wrt_arg(wrt), has_aux=has_aux(fn))(*args))
     n = sizes(args, wrt)
     got = blocks_to_matrix(got, n, n)
     want = fd_jacobian(flat_grad(fn, args, wrt, reference), flat_of(args, wrt))
@@ -320,9 +319,9 @@ def check_hessian(fn, args, wrt, reference):
 def check_grad_of_grad(fn, args, wrt, reference):
     """``sg.grad(sg.grad(f))`` along a random cotangent, for the first argument."""
     k = wrt[0]
-    first = sg.grad(fn, wrt=k)
-    v = tangent_like(args, (k,), seed=11)[1][k]
-    got = sg.grad(first, wrt=k)(*args, grad_outputs=v)
+    first = sg.grad(fn, wrt=k, has_aux=has_aux(fn))   # with has_aux: (gradient, aux), and so
+    v = tangent_like(args, (k,), seed=11)[1][k]    # its gradient too (JAX's jacfwd(grad(...)))
+    got = without_aux(fn, args, sg.grad(first, wrt=k, has_aux=has_aux(fn))(*args, grad_outputs=v))
     vflat = flat_of((v,), (0,))
     g = flat_grad(fn, args, (k,), reference)
     x = flat_of(args, (k,))

@@ -55,13 +55,18 @@ def add_grad(y, a, b, *, t_a, t_b):
 batched_tangent(np.trace, np.linspace, np.diag, np.diagonal, np.triu, np.tril, np.concatenate,
                 np.stack, np.hstack, np.vstack, np.tile, np.repeat, np.vdot, np.inner, np.outer,
                 np.tensordot, np.kron, np.einsum, builtins.sum, builtins.max, builtins.min,
-                rt.broadcast_like, rt.reduce_to, rt.unreduce_like, rt.cast_like, rt.add_at,
+                rt.broadcast_like, rt.reduce_to, rt.unreduce_like, rt.cast_like,
                 rt.zero_grad_at, rt.take_grad, rt.written_grad, rt.keep_written,
                 rt.tensordot_grad_a, rt.tensordot_grad_b, rt.seq_item, rt.seq_add,
                 rt.seq_concat_vjp, rt.seq_repeat_vjp, rt.concatenate_vjp, rt.stack_vjp,
                 rt.hstack_vjp, rt.vstack_vjp, rt.dstack_vjp, rt.column_stack_vjp,
                 rt.index_concat_vjp, rt.array_vjp, rt.builtin_sum_vjp, rt.minmax_vjp,
                 rt.dtype_grad, form="per_sample")
+
+
+@batched_tangent(rt.add_at)
+def add_at(y, dx, x, index, g, *, t_dx, t_g):
+    return rt.batch_add_at(t_dx, x, index, t_g, y)
 
 
 # ----- Reductions -----

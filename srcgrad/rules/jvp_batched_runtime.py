@@ -207,7 +207,7 @@ def batch_slice(t, b):
         return t
     if isinstance(t, (list, tuple)):
         return [batch_slice(v, b) for v in t]
-    if isinstance(t, dict):
+    if isinstance(t, dict):   # a structure's adjoint (pytree.py's mirror) read again: hessian
         return {k: batch_slice(v, b) for k, v in t.items()}
     if is_array(t) and t.ndim == 1:
         return float(t[b])   # a scalar's tangent, as the tangent program has it
@@ -225,7 +225,7 @@ def batch_stack(items, y):
     if isinstance(y, (list, tuple)) and builtins.all(isinstance(i, (list, tuple)) for i in items):
         return [batch_stack([i[k] for i in items], v) for k, v in enumerate(y)]
     if isinstance(y, dict) and builtins.all(isinstance(i, dict) for i in items):
-        return {k: batch_stack([i[k] for i in items], v) for k, v in y.items()}
+        return {k: batch_stack([i.get(k, 0.0) for i in items], v) for k, v in y.items()}
     shape = tuple(np.shape(y))
     arrays = [i for i in items if is_array(i)]
     xp_ = namespace(*arrays) if arrays else np
@@ -293,7 +293,7 @@ def batched(t):
 @rt.helper
 def batch_add_grad(a, b, y):
     """``rt.add_grad`` of two batched tangents of ``y`` (None: zero): a list entry by
-    entry, arrays aligned to ``y``'s rank (a scalar's ``(B,)`` spreads as the scalar)."""
+    entry, a dict key by key, arrays aligned to ``y``'s rank (a scalar's ``(B,)`` spreads as the scalar)."""
     if a is None:
         return b
     if b is None:
@@ -302,7 +302,35 @@ def batch_add_grad(a, b, y):
         if not isinstance(a, (list, tuple)) or not isinstance(b, (list, tuple)):
             raise NotBatchable("a list adjoint's tangent added to an array's")
         return [batch_add_grad(p, q, v) for p, q, v in zip(a, b, y)]
+    if isinstance(y, dict):   # a dict's adjoint (its mirror): key by key, a zero being none
+        a, b = ({} if is_array(t) and not t.any() else t for t in (a, b))
+        if not isinstance(a, dict) or not isinstance(b, dict):
+            raise NotBatchable("a dict adjoint's tangent added to an array's")
+        return {k: batch_add_grad(a.get(k), b.get(k), v) for k, v in y.items() if k in a or k in b}
     return batch_fit(batch_align(a, y) + batch_align(b, y), y)
+
+
+@rt.helper
+def batch_add_at(t_dx, x, index, t_g, y):
+    """The batched tangent of ``y = rt.add_at(dx, x, index, g)``: into the adjoint of a
+    dict or list (its mirror, pytree.py: a structured argument's gradient, read again
+    by ``sg.hessian``) the entry's batched tangent is added at its key or position;
+    anything else seed by seed, as the tangent rule does it."""
+    zero = t_dx is None or is_array(t_dx) and not t_dx.any()
+    if isinstance(x, dict) and isinstance(y, dict) and t_g is not None and (
+            zero or isinstance(t_dx, dict)):
+        out = dict(t_dx) if isinstance(t_dx, dict) else {}
+        out[index] = batch_add_grad(out.get(index), t_g, y[index])
+        return out
+    if isinstance(x, (list, tuple)) and isinstance(y, list) and t_g is not None \
+            and isinstance(index, int) and (zero or isinstance(t_dx, (list, tuple))
+                                            and len(t_dx) == len(y)):
+        size = batch_size(t_g)
+        out = list(t_dx) if not zero else [batch_zero(v, size) for v in y]
+        out[index] = batch_add_grad(out[index], t_g, y[index])
+        return out
+    return batch_stack([rt.add_at_tangent(batch_slice(t_dx, b), x, index, batch_slice(t_g, b))
+                        for b in range(batch_size(t_dx, t_g))], y)
 
 
 # ----- Products -----

@@ -336,16 +336,18 @@ class Expressions:
         name and ``wrt`` a constant."""
         grad_of = getattr(self.resolve_safe(call.func), "srcgrad_grad_of", None)  # sg.grad's
         if grad_of is None or not call.args or len(call.args) > 2 \
-                or any(k.arg != "wrt" for k in call.keywords):
+                or any(k.arg not in ("wrt", "has_aux") for k in call.keywords):
             raise self.error(call, UnsupportedError, "calling the result of a call is not supported",
                              "Bind the function to a global name first (g = sg.grad(f)).")
-        wrt = call.args[1:] + [k.value for k in call.keywords]
+        wrt = call.args[1:] + [k.value for k in call.keywords if k.arg == "wrt"]
+        aux = [k.value for k in call.keywords if k.arg == "has_aux"]
         fn = self.resolve_safe(call.args[0])
-        if fn is None or wrt and not _is_constant(wrt[0]):
+        if fn is None or any(not _is_constant(v) for v in wrt[:1] + aux):
             raise self.error(call, UnsupportedError, "sg.grad(f, wrt) called inside a differentiated "
-                             "function needs f a global function and wrt a constant",
+                             "function needs f a global function and wrt a constant (has_aux too)",
                              "Make g = sg.grad(f, wrt) outside and call g.")
-        return grad_of(fn, gast.literal_eval(wrt[0]) if wrt else 0)
+        return grad_of(fn, gast.literal_eval(wrt[0]) if wrt else 0,
+                       bool(gast.literal_eval(aux[0])) if aux else False)
 
     def _method_receiver(self, func):
         root = func

@@ -215,14 +215,15 @@ class _Rewrite(gast.NodeTransformer):
         return node
 
 
-def compile_batched(fn, active, options=None):
+def compile_batched(fn, active, options=None, has_aux=False):
     """The batched tangent program of ``fn`` for tangents of the parameters in ``active``:
-    ``function(*params, *batched tangents)`` returns ``(out, batched tangent of out)``.
+    ``function(*params, *batched tangents)`` returns ``(out, batched tangent of out)``
+    (``has_aux``: ``fn`` returns ``(out, aux)``, the program ``(out, tangent, aux)``).
     Raises NotBatchable where a statement has no batched form. (compile_jvp's steps,
     forward_api.py, with BatchedForwardAD and the rewrites above.)"""
-    f = forward_program.front(fn, active, options)
+    f = forward_program.front(fn, active, options, has_aux)
     transformer = BatchedForwardAD(f.ctx.info, f.act.active, f.ctx.namer, f.written,
-                                   f.act.sequences, f.kind_map)
+                                   f.act.sequences, f.kind_map, aux=f.ctx.aux)
     tangent_params = [transformer.d(n) for n in f.names]
     size = f.ctx.namer.new("batch")
     body = gast.parse(f"{size} = rt.batch_size({', '.join(tangent_params)})").body
@@ -240,19 +241,19 @@ _programs = {}
 _lock = threading.Lock()
 
 
-def compiled(fn, active):
+def compiled(fn, active, has_aux=False):
     """The batched tangent program of ``fn`` (kept like forward_api's), or raises
     NotBatchable (remembered too: the program is not compiled again to learn it)."""
+    from srcgrad.forward_api import cache_key
     options = pipeline.DEFAULT_OPTIONS
-    key = (fn.__code__, tuple(id(c) for c in fn.__closure__ or ()), id(fn.__globals__),
-           id(fn.__defaults__), id(fn.__kwdefaults__), frozenset(active), options, rules.VERSION[0])
+    key = cache_key(fn, active, has_aux)
     found = _programs.get(key)
     if found is None or not found[1].holds(fn):
         with _lock:
             found = _programs.get(key)
             if found is None or not found[1].holds(fn):
                 try:
-                    program = compile_batched(fn, active, options)
+                    program = compile_batched(fn, active, options, has_aux)
                     found = (program, program.guard)
                 except NotBatchable as exc:
                     found = (exc, Guard(fn, ()))
@@ -268,14 +269,15 @@ def _signature(fn):
     return inspect.signature(fn)
 
 
-def run(fn, args, position, seeds):
+def run(fn, args, position, seeds, has_aux=False):
     """``(fn(*args), T)``: ``T[b]`` is the tangent of the output along ``seeds[b]``, the
     tangent of ``args[position]`` (``seeds`` has the shape ``(B,) + shape(arg)``); the
-    other arguments carry none. Raises NotBatchable (run one jvp per seed instead)."""
+    other arguments carry none. ``has_aux``: ``(out, T, aux)`` of ``fn`` returning
+    ``(out, aux)``. Raises NotBatchable (run one jvp per seed instead)."""
     bound = _signature(fn).bind(*args)
     bound.apply_defaults()
     params = list(bound.arguments)
-    program = compiled(fn, [params[position]])
+    program = compiled(fn, [params[position]], has_aux)
     if not program.active:
         raise NotBatchable("the argument carries no tangent")
     call = [bound.arguments[p] for p in program.params] + [seeds]

@@ -73,8 +73,9 @@ class ForwardAD(Base):
     """
 
     def __init__(self, info, active, namer, written, sequences=frozenset(), kinds=None,
-                 wrt=None, values=True):
+                 wrt=None, values=True, aux=None):
         super().__init__(info)
+        self.aux = aux         # has_aux: the name of the aux, returned third, with no tangent
         self.kinds = kinds
         self.active = frozenset(active)
         self.paired = frozenset()
@@ -399,7 +400,8 @@ class ForwardAD(Base):
             tangent = self.operand(value) or expr("rt.tangent_zero(Y)", Y=clone(value))
         if not self.values:
             value = gast.Constant(value=None, kind=None)
-        s.value = gast.Tuple(elts=[value, tangent], ctx=gast.Load())
+        elts = [value, tangent] + ([name(self.aux)] if self.aux is not None else [])
+        s.value = gast.Tuple(elts=elts, ctx=gast.Load())
         return s
 
     def visit_Expr(self, s):
