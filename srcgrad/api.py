@@ -189,8 +189,6 @@ class GradFunction:
             raise TypeError("srcgrad: differentiate grad(f) without has_aux=True: its aux is "
                             "not a gradient")
         from srcgrad.pipeline import compose_gradient
-        if getattr(self.fn, "_srcgrad_gradient_of", None) is not None:
-            return self.tape_gradient()   # refused: a third derivative through a tape
         compiled = self.compiled
         if (compiled.uses_tape or compiled.mutates_saved) and not compiled.tuple_output and \
                 not any(is_once_differentiable(c) for c in compiled.functions):
