@@ -193,8 +193,9 @@ class GradFunction:
                             "it with has_aux=True too (sg.grad(sg.grad(f, has_aux=True), "
                             "has_aux=True)), which passes the aux through")
         from srcgrad.pipeline import compose_gradient
-        if getattr(self.fn, "_srcgrad_gradient_of", None) is not None:
-            return self.tape_gradient()   # refused: a third derivative through a tape
+        if getattr(self.fn, "_srcgrad_gradient_of", None) is not None \
+                and not getattr(self.fn, "_srcgrad_composed", False):
+            return self.tape_gradient()   # an hvp's wrapper (nested.py): refused there
         compiled = self.compiled
         if (compiled.uses_tape or compiled.mutates_saved) and not compiled.tuple_output and \
                 not any(is_once_differentiable(c) for c in compiled.functions):
@@ -204,11 +205,14 @@ class GradFunction:
             function = compose_gradient(compiled, isinstance(self.wrt, (tuple, list)),
                                         only_gradients=True, for_transform=True,
                                         check_structures=True, aux=self.has_aux)
-            function._srcgrad_gradient_of = self.fn   # a third derivative is refused
+            function._srcgrad_gradient_of = self.fn
+            function._srcgrad_composed = True   # a derivative of any order reads it again
             try:   # what reverse mode cannot read again gets the hvp adjoint instead
                 GradFunction(function, self.wrt, has_aux=self.has_aux).compiled
-            except SrcgradError:
-                return self.tape_gradient()
+            except SrcgradError as exc:
+                wrapper = self.tape_gradient()
+                wrapper._srcgrad_refusal = exc   # at the user's line: a third derivative says it
+                return wrapper
             return function
         return compose_gradient(compiled, isinstance(self.wrt, (tuple, list)), aux=self.has_aux)
 

@@ -207,6 +207,8 @@ def run(fn, primals, tangents, values=True, jit=False, has_aux=False):
     entry is not computed where no tangent reads it: hvp's ``dW1 = X.T @ g``)."""
     if inspect.ismethod(fn) or isinstance(fn, functools.partial):   # as sg.grad does
         fn = entry.entry_function(fn)
+    elif callable(getattr(fn, "as_function", None)):   # a gradient (sg.grad): its code read again
+        fn = fn.as_function(has_aux=has_aux and getattr(fn, "has_aux", False))
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
         raise ValueError(f"srcgrad.jvp: {len(primals)} primals but {len(tangents)} tangents")

@@ -125,15 +125,9 @@ def hvp(fn, primals, tangents, wrt=None, *, has_aux=False):
     try:
         products = _tangent_of(function, primals, tangents, has_aux)
     except SrcgradError as exc:
-        inner = getattr(fn, "_srcgrad_gradient_of", None)   # fn: a gradient of tape code
-        if inner is not None:
-            raise UnsupportedError(
-                f"hessian: a third derivative of {inner.__qualname__}: its gradient records a tape "
-                f"(loops, rebinding or indexed writes), and the second derivative's own tape code "
-                f"is not differentiated again ({exc.message.splitlines()[0]})",
-                inner.__code__.co_filename, inner.__code__.co_firstlineno,
-                hint="Loop-free code can be differentiated any number of times; for this one use "
-                     "finite differences of the second derivative.") from None
+        if getattr(fn, "_srcgrad_gradient_of", None) is not None \
+                and not getattr(fn, "_srcgrad_composed", False):   # an hvp's wrapper (nested.py)
+            raise third_refusal(fn, "hessian: ") from None
         raise _refused(exc, fn, info) from None
     if has_aux:
         products, aux = products
@@ -150,6 +144,22 @@ def hvp(fn, primals, tangents, wrt=None, *, has_aux=False):
     return (tuple(out), aux) if has_aux else tuple(out)
 
 
+def third_refusal(wrapper, prefix=""):
+    """The refusal of differentiating ``wrapper`` (nested.gradient_function: a gradient
+    whose adjoint is an hvp, as reverse mode could not read its code again) once more,
+    said at the user's line and construct reverse mode refused (``_srcgrad_refusal``)."""
+    inner = wrapper._srcgrad_gradient_of
+    why = getattr(wrapper, "_srcgrad_refusal", None)
+    where = (why.filename, why.lineno, why.col_offset, why.source_line) if why is not None \
+        else (inner.__code__.co_filename, inner.__code__.co_firstlineno)
+    because = f": {why.message}" if why is not None else ""
+    return UnsupportedError(
+        f"{prefix}a third derivative of {inner.__qualname__}: its second derivative is a "
+        f"Hessian-vector product, not differentiated again, as reverse mode could not read its "
+        f"gradient's code again{because}", *where,
+        hint="Use finite differences of the second derivative.")
+
+
 def hessian(fn, wrt=0, *, has_aux=False, chunk_size=None):
     """``hessian(fn, wrt)(*args)``: the Hessian of the scalar function ``fn`` by
     forward-over-reverse: the tangent program of its gradient run once with every basis
@@ -163,6 +173,8 @@ def hessian(fn, wrt=0, *, has_aux=False, chunk_size=None):
     the aux ``fn``'s own value, carrying no derivative."""
     from srcgrad.jacobians import _wrt_positions, cut_columns
     from srcgrad.transform.batching import _signature
+    if callable(getattr(fn, "as_function", None)):   # a gradient (sg.grad): its code read again
+        fn = fn.as_function(has_aux=has_aux and getattr(fn, "has_aux", False))
 
     @functools.wraps(fn)
     def hessian_fn(*args):

@@ -40,6 +40,7 @@ class Namer:
     def __init__(self, taken=()):
         self.taken = set(taken)
         self.original = {}
+        self._next = {}   # base -> the first suffix not yet tried (every smaller one is taken)
 
     def rename(self, user_name):
         """A fresh name for a user's variable (an inlined helper's local); errors show the original."""
@@ -58,9 +59,15 @@ class Namer:
         base = shorten(base, self.MAX_LENGTH)
         name = base
         n = 2
-        while name in self.taken or keyword.iskeyword(name):
+        if name in self.taken or keyword.iskeyword(name):
+            # names are never given back: the smallest free suffix is past the last one given
+            n = self._next.get(base, 2)
             name = f"{base}_{n}"
             n += 1
+            while name in self.taken or keyword.iskeyword(name):
+                name = f"{base}_{n}"
+                n += 1
+            self._next[base] = n
         self.taken.add(name)
         return name
 

@@ -33,7 +33,7 @@ from srcgrad.codegen import loader
 from srcgrad.codegen.refusals import in_user_code
 from srcgrad.custom_function import Function
 from srcgrad.errors import SrcgradError, UnsupportedError
-from srcgrad.hessians import hvp
+from srcgrad.hessians import hvp, third_refusal
 from srcgrad.jacobians import _wrt_positions
 
 _classes = {}
@@ -147,13 +147,8 @@ def gradient_function(gfn):
     ``gradient_class``, whose adjoint is an hvp of ``gfn.fn``."""
     fn = gfn.fn
     inner = getattr(fn, "_srcgrad_gradient_of", None)
-    if inner is not None:
-        raise UnsupportedError(
-            f"a third derivative of {inner.__qualname__}: its gradient records a tape (loops, "
-            f"rebinding or indexed writes), and the second derivative's own tape code is not "
-            f"differentiated again", *_where(inner),
-            hint="Loop-free code can be differentiated any number of times; for this one use "
-                 "finite differences of the second derivative.")
+    if inner is not None and not getattr(fn, "_srcgrad_composed", False):
+        raise third_refusal(fn)
     cls = gradient_class(gfn)
     params = [p for p in inspect.signature(fn).parameters.values()]
     if any(p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params):

@@ -434,7 +434,8 @@ def compose_gradient(compiled, many, only_gradients=False, for_transform=False,
         name = backward.name[:-len("_backward")]
         seed = gast.Constant(value=1.0, kind=None) if seed_is_one else _default_seed_of(forward)
         if for_transform:
-            forward, backward = _TapeMethods().visit(forward), _TapeMethods().visit(backward)
+            methods = _TapeMethods((forward, backward))
+            forward, backward = methods.visit(forward), methods.visit(backward)
             bindings = _detach_constants(forward, bindings)
             if check_structures:   # reverse mode reads it again (api.GradFunction.as_function)
                 bindings = _check_leaves(forward, info, bindings)
@@ -511,21 +512,21 @@ def _check_leaves(forward, info, bindings):
 
 class _TapeMethods(gast.NodeTransformer):
     """``push = tape.append`` and ``pop = tape.pop`` dropped, ``push(v)`` and ``pop()``
-    called as the list's methods; a list's ``terms.pop()`` undoing the forward sweep's
-    ``terms.append(v)`` (a generator's terms) taken off as a tape's, ``terms_popped =
-    rt.tape_pop(terms)``, which forward and reverse mode follow (a bare ``.pop()`` is
-    refused in user code)."""
+    called as the list's methods. A discarded ``lst.pop()`` (a gradient read again
+    reverses an append so) binds what it pops with ``rt.tape_pop``, whose reversal
+    puts it back (reverse.py; rules/tape_rules.py): the code of any order reads again."""
+
+    def __init__(self, trees=()):
+        taken = {n.id for t in trees for n in gast.walk(t) if isinstance(n, gast.Name)}
+        self.popped = next(f"popped_{k}" if k else "popped" for k in range(len(taken) + 1)
+                           if (f"popped_{k}" if k else "popped") not in taken)
 
     def visit_Expr(self, s):
         call = s.value
         if isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute) \
                 and call.func.attr == "pop" and isinstance(call.func.value, gast.Name) \
                 and not call.args and not call.keywords:
-            lst = call.func.value.id
-            pop = gast.Call(func=gast.Attribute(value=_load("rt"), attr="tape_pop", ctx=gast.Load()),
-                            args=[_load(lst)], keywords=[])
-            target = gast.Name(id=f"{lst}_popped", ctx=gast.Store(), annotation=None, type_comment=None)
-            return gast.copy_location(gast.Assign(targets=[target], value=pop, type_comment=None), s)
+            return templates.replace(f"{self.popped} = rt.tape_pop({call.func.value.id})")[0]
         return self.generic_visit(s)
 
     def visit_Assign(self, s):

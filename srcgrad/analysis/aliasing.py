@@ -267,7 +267,10 @@ def check(node, info, display=lambda name: name, live_at_exit=()):
     objects = _Objects(node, stmts)
     liveness = _Liveness(node, live_at_exit)
     reaches_params = set()
+    private = _private_tapes(node)
     for s, (base, index) in writes:
+        if base in private:   # no other name can hold this list: an append reaches no one
+            continue
         mine = objects.pts.get(base, set())
         reaches_params |= {o[1] for o in mine if o[0] == "param"}
         live = liveness.after.get(id(s), set())
@@ -287,6 +290,31 @@ def check(node, info, display=lambda name: name, live_at_exit=()):
             if q != p:
                 param_checks.append((p, q, _argument_error(node, info, p, q, display)))
     return param_checks
+
+
+def _private_tapes(node):
+    """Lists no other name can hold: bound once, to ``[]``, and read only to append to
+    (``L.append(v)``) or pop from (``rt.tape_pop(L)``, which gives an item; ``rt.tape_unpop``
+    reads its length): the tapes of
+    a gradient read again (pipeline.compose_gradient), whose appends need no alias check."""
+    from srcgrad import runtime
+    bound, allowed = {}, set()
+    for n in ast_util.walk(node):
+        if isinstance(n, gast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], gast.Name):
+            empty = isinstance(n.value, gast.List) and not n.value.elts
+            bound[n.targets[0].id] = bound.get(n.targets[0].id, 0) + (1 if empty else 2)
+        elif isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute) \
+                and n.func.attr == "append" and isinstance(n.func.value, gast.Name):
+            allowed.add(id(n.func.value))
+        elif isinstance(n, gast.Call) and n.args and isinstance(n.args[-1], gast.Name) \
+                and anno.getanno(n, Static.PRIMITIVE) in (runtime.tape_pop, runtime.tape_unpop):
+            allowed.add(id(n.args[-1]))   # tape_unpop(dtape, dv, L) reads L's length only
+    private = {name for name, count in bound.items() if count == 1}
+    for n in ast_util.walk(node):
+        if isinstance(n, gast.Name) and n.id in private and id(n) not in allowed \
+                and not isinstance(n.ctx, gast.Store):
+            private.discard(n.id)
+    return private
 
 
 def _root(func):

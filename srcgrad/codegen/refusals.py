@@ -34,11 +34,12 @@ def in_user_code(exc, prefix, fn=None, info=None, restate=False):
                         exc.col_offset, exc.source_line, exc.hint)
         new.refused_as = prefix
         return new
-    origin = None
-    for line in range(exc.lineno or 0, 0, -1):   # a statement nested in a guard: the guard's
-        origin = loader.origin_at(exc.filename, line)
-        if origin is not None:
+    origin = _origin(exc.filename, exc.lineno)
+    while origin is not None:   # a gradient of generated code (third derivative): its origin's
+        deeper = _origin(origin.filename, origin.lineno)
+        if deeper is None:
             break
+        origin = deeper
     if origin is None and info is None:
         return exc
     name = fn.__qualname__ if fn is not None else origin.function or "f"
@@ -60,6 +61,15 @@ def in_user_code(exc, prefix, fn=None, info=None, restate=False):
                     origin.source_line if origin else None, _HINT)
     new.refused_as = prefix
     return new
+
+
+def _origin(filename, lineno):
+    """The origin of generated line ``lineno`` (of the guard a statement is nested in)."""
+    for line in range(lineno or 0, 0, -1):
+        origin = loader.origin_at(filename, line)
+        if origin is not None:
+            return origin
+    return None
 
 
 def _lines_said_of_user(message, filename):

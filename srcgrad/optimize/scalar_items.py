@@ -146,15 +146,16 @@ class _Levels:
     def __init__(self, body, params):
         self.bindings = {}   # name -> [value expressions, or a marker]
         assigned = {}
+        stores = {}   # name -> how often it is bound (one walk: not one per name)
         for s in body:
             for n in gast.walk(s):
                 if isinstance(n, gast.Assign) and len(n.targets) == 1 \
                         and isinstance(n.targets[0], gast.Name):
                     assigned.setdefault(n.targets[0].id, []).append(n.value)
+                elif isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load):
+                    stores[n.id] = stores.get(n.id, 0) + 1
         self.ranges = {name for name, values in assigned.items() if all(map(_range_call, values))
-                       and sum(1 for s in body for n in gast.walk(s) if isinstance(n, gast.Name)
-                               and n.id == name and not isinstance(n.ctx, gast.Load))
-                       == len(values)}   # names bound only to range(...)
+                       and stores.get(name, 0) == len(values)}   # names bound only to range(...)
         for s in body:
             for n in gast.walk(s):
                 self._binding(n)

@@ -382,7 +382,8 @@ def is_nondifferentiable(primitive):
 
 BUILTIN_RULE_MODULES = ("operators", "autograd", "numpy_elementwise", "numpy_reductions", "numpy_shape",
                         "numpy_joins", "numpy_products", "numpy_linalg", "builtins_math", "runtime_rules",
-                        "complex_rules", "jvp", "jvp_numpy", "jvp_runtime",
+                        "complex_rules", "jvp", "jvp_numpy", "jvp_runtime", "tape_rules",
+                        "closure_rules",
                         "jvp_batched")
 
 

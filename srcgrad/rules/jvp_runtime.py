@@ -10,7 +10,7 @@ products' helpers (``matmul_grad_a``...) are bilinear: one term per operand.
 The tape: a gradient that records one pushes with ``tape.append(v)`` and pops with
 ``rt.tape_pop(tape)`` in the code forward mode reads (pipeline.compose_gradient with
 ``for_transform``); forward mode keeps a tangent tape beside it (``dtape.append(dv)``,
-``dv = rt.tape_pop(dtape)``).
+``dv = rt.tape_pop(dtape)``): their rules are in tape_rules.py.
 
 A helper of the gradient without a rule here is refused by forward mode (and by
 ``sg.hvp``, naming the user's function).
@@ -21,23 +21,6 @@ from srcgrad.rules import linear, nondifferentiable, tangent
 from srcgrad.runtime.arrays import is_array
 
 xp = None  # placeholder: the array namespace, bound in generated code
-
-
-@rt.helper
-def tape_pop(tape):
-    """The tape's last value, taken off it (``pop()`` of a gradient read again)."""
-    return tape.pop()
-
-
-@rt.helper
-def tape_unpop(dtape, dv, tape):
-    """Adjoint of ``v = tape_pop(tape)`` (``tape`` restored): the list's adjoint with
-    ``dv`` for its last item, zeros for items that had none."""
-    rest = list(dtape) if isinstance(dtape, list) else []
-    return [0.0] * (len(tape) - 1 - len(rest)) + rest + [dv]
-
-
-linear(rt.tape_pop, "tape")
 
 
 @rt.helper

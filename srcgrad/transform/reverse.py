@@ -460,8 +460,8 @@ class ReverseAD(Base, RuleApplication):
                         di = self.d(item.id)
                         rev += replace(f"{dl}, {last} = rt.seq_pop({dl})")
                         rev += self.flagged(replace(f"{di} = {di} + {last}"))
-                    else:
-                        rev += replace(f"{dl}, _ = rt.seq_pop({dl})")
+                    else:   # not ``_``: a loop reversed by control_flow.py counts with it
+                        rev += replace(f"{dl}, {self.namer.new(f'd{receiver}_dropped')} = rt.seq_pop({dl})")
                 rev += replace(f"{receiver}.pop()")
                 anno.setanno(rev[-1], Static.TAPE, ("list", receiver))
                 return _tag(self.alias_checks(s, receiver) + [s], self.origin), _tag(rev, self.origin)
