@@ -26,6 +26,7 @@ Names bound to dtypes (``dt = np.int32``, ``dt = x.dtype``) have the kind
 """
 
 import builtins
+import warnings
 from collections import namedtuple
 
 import gast
@@ -85,7 +86,9 @@ def dtype_kind(obj):
     if obj is None:
         return UNKNOWN
     try:
-        return _KIND_OF_DTYPE.get(numpy.dtype(obj).kind, UNKNOWN)
+        with warnings.catch_warnings():   # "a" and other aliases NumPy 2 deprecates
+            warnings.simplefilter("ignore", DeprecationWarning)
+            return _KIND_OF_DTYPE.get(numpy.dtype(obj).kind, UNKNOWN)
     except (TypeError, ValueError):
         return UNKNOWN
 
