@@ -22,7 +22,7 @@ from srcgrad.templates import clone
 from srcgrad import optimize
 from srcgrad.optimize import scalar_items
 from srcgrad.transform import (anf, as_array, aux, canonicalize, comprehensions, fence, inline,
-                               local_functions, mutation, reverse)
+                               local_functions, mutation, reverse, zero_marks)
 from srcgrad.transform import fuse as fusion
 from srcgrad.transform.base import Base, local_names
 from srcgrad import ast_util
@@ -435,7 +435,8 @@ def compose_gradient(compiled, many, only_gradients=False, for_transform=False,
             bindings = _detach_constants(forward, bindings)
             if check_structures:   # reverse mode reads it again (api.GradFunction.as_function)
                 bindings = _check_leaves(forward, info, bindings)
-            return _compose(forward, backward, info, bindings, f"gradient_{name}", seed, many)
+            return _compose(forward, backward, info, bindings, f"gradient_{name}", seed, many,
+                            marked=check_structures)
         function = _compose(forward, backward, info, bindings, f"gradient_{name}", seed, True,
                             release=compiled.scalars)
         if compiled.disk_key is not None:   # the next process loads it with the gradient
@@ -451,7 +452,7 @@ def compose_gradient(compiled, many, only_gradients=False, for_transform=False,
             hint="Write the first derivative by hand for such code, or use finite differences.")
     bindings = _detach_constants(forward, _check_leaves(forward, info, bindings))
     return _compose(forward, backward, info, bindings, f"grad_{forward.name[:-len('_forward')]}",
-                    _default_seed_of(forward), many)
+                    _default_seed_of(forward), many, marked=True)
 
 
 DETACH = "_sg_detach"
@@ -545,12 +546,14 @@ def _known_seed(body, seed):
     return Unwrap(None).visit_block(body)
 
 
-def _compose(forward, backward, info, bindings, name, seed_value, many, release=None):
+def _compose(forward, backward, info, bindings, name, seed_value, many, release=None,
+             marked=False):
     """Load forward's body, ``seed = seed_value`` and backward's body as one function
     named ``name`` (the saved tuple's names are the forward's own). ``release`` (the
     names known to hold scalars, or None): free each other value once dead (not for
     code that is differentiated again, where every release would be one more
-    rebinding to save)."""
+    rebinding to save). ``marked``: reverse mode reads it again, so its adjoints start as
+    ``rt.ZERO`` and rules are skipped only on that (zero_marks.py)."""
     seed = backward.args.args[0].id
     body = forward.body[:-1] + [gast.Assign(targets=[gast.Name(id=seed, ctx=gast.Store(), annotation=None,
                                                                 type_comment=None)],
@@ -563,6 +566,8 @@ def _compose(forward, backward, info, bindings, name, seed_value, many, release=
         zeros = {s.targets[0].id for s in back if isinstance(s, gast.Assign)
                  and isinstance(s.targets[0], gast.Name) and isinstance(s.value, gast.Constant)}
         optimize.dead.eliminate(back, zeros, set())
+    if marked:
+        back = zero_marks.mark(back)
     results = back[-1].value.elts
     back[-1] = gast.Return(value=gast.Tuple(elts=results, ctx=gast.Load()) if many else results[0])
     body += back

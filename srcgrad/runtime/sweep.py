@@ -10,8 +10,8 @@ import numpy
 from srcgrad import pytree as _pytree
 from srcgrad.runtime import dask_forms as _dask_forms
 from srcgrad.runtime.arrays import _is_basic_index, _writeable, float_dtype, is_array, namespace, shape_of
-from srcgrad.runtime.containers import (_array_into_container, add_grad, is_node, is_zero_grad,
-                                        seq_item)
+from srcgrad.runtime.containers import (ZERO, _array_into_container, add_grad, is_node,
+                                        is_zero_grad, seq_item)
 
 
 _HOST = (numpy.ndarray, numpy.generic, float, int)   # values that are certainly not Dask's
@@ -213,11 +213,20 @@ def has_grad(g):
     """False while an adjoint is still a scalar zero (as it starts, or a zero scaled by a number)."""
     if type(g) is float:
         return g != 0.0
+    if g is ZERO:
+        return False
     if getattr(g, "ndim", 1) == 0 and not isinstance(g, (list, tuple)):
         if isinstance(g, _HOST):
             return bool(g != 0)
         return _dask_forms.is_dask(g) or bool(g != 0)   # a lazy Dask zero: not computed
     return True
+
+
+def touched(g):
+    """``has_grad`` in code that is differentiated again: False only on ``rt.ZERO``, the
+    adjoint nothing reached. A computed zero runs its rules: skipped, their derivative
+    (a second derivative at a point where the adjoint is 0) would be lost."""
+    return g is not ZERO
 
 
 def or_zero(g):
