@@ -89,6 +89,10 @@ class GradFunction:
         if isinstance(fn, GradFunction):
             fn = fn.as_function()
         self.fn = entry_function(fn)
+        if getattr(self.fn, "_srcgrad_is_gradient", False) and not allow_unused:
+            # a gradient is zero along what it does not read (jax.grad of jax.grad): an
+            # argument only the first derivative used is no mistake of the user's
+            materialize_grads = True
         self.hooks = dict(hooks) if hooks else {}
         self.hook_names = tuple(sorted(self.hooks)) if hooks else ()
         self.wrt = wrt

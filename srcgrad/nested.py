@@ -158,6 +158,7 @@ def gradient_function(gfn):
                                     hint=fname)
     function.__defaults__ = getattr(fn, "__defaults__", None)
     function._srcgrad_gradient_of = fn
+    function._srcgrad_is_gradient = True
     function.__doc__ = f"The gradient of {fn.__qualname__}; its adjoint is an hvp."
     return function
 

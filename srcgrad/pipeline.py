@@ -436,7 +436,7 @@ def compose_gradient(compiled, many, only_gradients=False, for_transform=False,
             if check_structures:   # reverse mode reads it again (api.GradFunction.as_function)
                 bindings = _check_leaves(forward, info, bindings)
             return _compose(forward, backward, info, bindings, f"gradient_{name}", seed, many,
-                            marked=check_structures)
+                            marked=compiled.wrt if check_structures else None)
         function = _compose(forward, backward, info, bindings, f"gradient_{name}", seed, True,
                             release=compiled.scalars)
         if compiled.disk_key is not None:   # the next process loads it with the gradient
@@ -452,7 +452,7 @@ def compose_gradient(compiled, many, only_gradients=False, for_transform=False,
             hint="Write the first derivative by hand for such code, or use finite differences.")
     bindings = _detach_constants(forward, _check_leaves(forward, info, bindings))
     return _compose(forward, backward, info, bindings, f"grad_{forward.name[:-len('_forward')]}",
-                    _default_seed_of(forward), many, marked=True)
+                    _default_seed_of(forward), many, marked=compiled.wrt)
 
 
 DETACH = "_sg_detach"
@@ -547,13 +547,14 @@ def _known_seed(body, seed):
 
 
 def _compose(forward, backward, info, bindings, name, seed_value, many, release=None,
-             marked=False):
+             marked=None):
     """Load forward's body, ``seed = seed_value`` and backward's body as one function
     named ``name`` (the saved tuple's names are the forward's own). ``release`` (the
     names known to hold scalars, or None): free each other value once dead (not for
     code that is differentiated again, where every release would be one more
-    rebinding to save). ``marked``: reverse mode reads it again, so its adjoints start as
-    ``rt.ZERO`` and rules are skipped only on that (zero_marks.py)."""
+    rebinding to save). ``marked`` (the names differentiated, or None): reverse mode reads
+    it again, so its adjoints start as ``rt.ZERO``, rules are skipped only on that, and a
+    gradient that reaches nothing is zeros of its variable (zero_marks.py)."""
     seed = backward.args.args[0].id
     body = forward.body[:-1] + [gast.Assign(targets=[gast.Name(id=seed, ctx=gast.Store(), annotation=None,
                                                                 type_comment=None)],
@@ -566,8 +567,8 @@ def _compose(forward, backward, info, bindings, name, seed_value, many, release=
         zeros = {s.targets[0].id for s in back if isinstance(s, gast.Assign)
                  and isinstance(s.targets[0], gast.Name) and isinstance(s.value, gast.Constant)}
         optimize.dead.eliminate(back, zeros, set())
-    if marked:
-        back = zero_marks.mark(back)
+    if marked is not None:
+        back = zero_marks.mark(back, marked)
     results = back[-1].value.elts
     back[-1] = gast.Return(value=gast.Tuple(elts=results, ctx=gast.Load()) if many else results[0])
     body += back
@@ -586,4 +587,6 @@ def _compose(forward, backward, info, bindings, name, seed_value, many, release=
     function._srcgrad_text = (source, origins)   # what disk_cache.store_composed keeps
     function.__defaults__ = info.fn.__defaults__
     function.__kwdefaults__ = info.fn.__kwdefaults__
+    if marked is not None:   # what it does not depend on has a zero derivative (api.GradFunction)
+        function._srcgrad_is_gradient = True
     return function

@@ -10,11 +10,15 @@ only on it (``rt.touched``)::
     dx = 0.0                      dx = rt.ZERO
     if rt.has_grad(dy):           if rt.touched(dy):
         dx = dy * rt.cos(x)           dx = dy * rt.cos(x)
+
+A gradient that nothing reaches (the backward's ``return None``: a function computed
+under ``sg.no_grad``) is zeros of its variable's shape, as ``jax.grad`` gives, so the
+gradient is a function the next derivative can read (a constant one).
 """
 
 import gast
 
-from srcgrad import ast_util
+from srcgrad import ast_util, templates
 
 
 class _Marks(gast.NodeTransformer):
@@ -35,8 +39,14 @@ class _Marks(gast.NodeTransformer):
         return call
 
 
-def mark(statements):
-    """``statements`` (an adjoint sweep) with its zeros marked ``rt.ZERO`` and its
-    ``rt.has_grad`` guards testing for that mark."""
+def mark(statements, wrt):
+    """``statements`` (an adjoint sweep ending in ``return (d_1, ...)``, the gradients of
+    the variables named ``wrt``) with its zeros marked ``rt.ZERO``, its ``rt.has_grad``
+    guards testing for that mark, and a ``None`` gradient zeros of its variable."""
     marks = _Marks()
-    return [marks.visit(s) for s in statements]
+    statements = [marks.visit(s) for s in statements]
+    results = statements[-1].value.elts
+    for k, (result, var) in enumerate(zip(results, wrt)):
+        if isinstance(result, gast.Constant) and result.value is None:
+            results[k] = templates.replace_as_expression(f"rt.zeros_like({var})")
+    return statements
