@@ -82,13 +82,18 @@ class GradFunction:
     # plain function whose adjoint is an hvp, and the custom Function it calls.
     tape_gradient = None
     gradient_class = None
+    through_hvp = None   # a gradient differentiated again, called with structures (nested.py)
+    differentiable_gradient = None   # what a GradFunction of a GradFunction differentiates
+    _inner = None        # the GradFunction whose gradient fn is (as_function), or None
+    _refused = None      # why that gradient has no code for arrays (it reads fields: p.a)
     _fast = {}         # (shared, empty) rank_keys(args) -> _FastCall, set per instance
 
     def __init__(self, fn, wrt=0, allow_unused=False, materialize_grads=False,
                  preserve_result=False, hooks=None, fuse=False, has_aux=False):
         if isinstance(fn, GradFunction):
-            fn = fn.as_function()
+            fn = self.differentiable_gradient(fn)
         self.fn = entry_function(fn)
+        self._inner = getattr(self.fn, "_srcgrad_composed_from", None)
         if getattr(self.fn, "_srcgrad_is_gradient", False) and not allow_unused:
             # a gradient is zero along what it does not read (jax.grad of jax.grad): an
             # argument only the first derivative used is no mistake of the user's
@@ -209,8 +214,10 @@ class GradFunction:
                 GradFunction(function, self.wrt).compiled
             except SrcgradError:
                 return self.tape_gradient()
-            return function
-        return compose_gradient(compiled, isinstance(self.wrt, (tuple, list)))
+        else:
+            function = compose_gradient(compiled, isinstance(self.wrt, (tuple, list)))
+        function._srcgrad_composed_from = self   # what a structured argument goes through
+        return function
 
     def _inputs(self, compiled, args, kwargs):
         return self._plan_of(compiled).inputs(args, kwargs)
@@ -219,6 +226,11 @@ class GradFunction:
         if not _grad_state.enabled:
             check_grad_enabled()
         try:   # free until something raises (CPython 3.11+)
+            if self._inner is not None and (_any_node(args) or _any_node(kwargs.values())
+                                            or self._node_defaults()):
+                return self.through_hvp(args, kwargs, grad_outputs)
+            if self._refused is not None:
+                raise self._refused
             if not kwargs:
                 fast = self._fast_any or self._fast.get(rank_keys(args))
                 if fast is not None:
