@@ -185,7 +185,7 @@ def differentiable_gradient(outer, inner):
     only for a structure's fields (``p.a``), ``inner``'s hvp gradient, the refusal kept for
     a call with arrays."""
     try:
-        return inner.as_function()
+        inner.compiled   # the code for arrays and floats, before any argument is seen
     except SrcgradError as exc:
         try:
             function = gradient_function(inner)
@@ -194,6 +194,7 @@ def differentiable_gradient(outer, inner):
         outer._refused = exc
         function._srcgrad_composed_from = inner
         return function
+    return inner.as_function()
 
 
 api.GradFunction.through_hvp = through_hvp
