@@ -211,8 +211,10 @@ def batch_stack(items, y):
     """The per-seed tangents ``items`` of ``y`` stacked on a leading batch axis."""
     if isinstance(y, (list, tuple)) and builtins.all(isinstance(i, (list, tuple)) for i in items):
         return [batch_stack([i[k] for i in items], v) for k, v in enumerate(y)]
-    shape = tuple(np.shape(y))
     arrays = [i for i in items if is_array(i)]
+    # a scalar zero ``y`` (an adjoint nothing reached, or rt.add_at of a computed 0) may have
+    # a tangent of an array's shape: the stack takes the items' shape
+    shape = np.broadcast_shapes(tuple(np.shape(y)), *(i.shape for i in arrays))
     xp_ = namespace(*arrays) if arrays else np
     dtype = getattr(y, "dtype", None)
     dtype = dtype if dtype is not None and dtype.kind in "fc" else np.float64

@@ -44,8 +44,11 @@ def add_at(dx, x, index, g):
     (see pytree.py), updated in place like an array's (an adjoint is dead once the
     binding it belongs to is undone, so sharing one is harmless).
     """
+    # A zero ``g`` leaves ``dx`` as it is, but for a computed zero added to ``rt.ZERO``
+    # (code differentiated again): its shape must not depend on the number 0, or the
+    # adjoint of ``dx`` would be summed into a scalar (zero_marks.py).
     if isinstance(x, (list, tuple, dict)):
-        if is_zero_grad(g):
+        if is_zero_grad(g) and (dx is not ZERO or g is ZERO):
             return dx
         if isinstance(x, dict):
             if not isinstance(dx, dict):
@@ -65,7 +68,7 @@ def add_at(dx, x, index, g):
         else:
             dx[index] = add_grad(dx[index], g)
         return dx
-    if isinstance(g, (int, float)) and g == 0:
+    if isinstance(g, (int, float)) and g == 0 and (dx is not ZERO or g is ZERO):
         return dx
     if not is_array(x):
         if _pytree.is_node(x):
