@@ -499,7 +499,17 @@ def _check_leaves(forward, info, bindings):
 
 class _TapeMethods(gast.NodeTransformer):
     """``push = tape.append`` and ``pop = tape.pop`` dropped, ``push(v)`` and ``pop()``
-    called as the list's methods."""
+    called as the list's methods; ``xs.pop()`` undoing an ``xs.append`` (a comprehension's
+    list) is ``xs_popped = rt.tape_pop(xs)``, which both modes differentiate."""
+
+    def visit_Expr(self, s):
+        call = s.value
+        if isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute) \
+                and call.func.attr == "pop" and isinstance(call.func.value, gast.Name) \
+                and not call.args and not call.keywords:
+            lst = call.func.value.id
+            return templates.replace(f"{lst}_popped = rt.tape_pop({lst})")[0]
+        return self.generic_visit(s)
 
     def visit_Assign(self, s):
         if len(s.targets) == 1 and isinstance(s.targets[0], gast.Name) \
