@@ -490,10 +490,12 @@ def gradgradcheck(f, args, wrt=0, eps=1e-6, atol=1e-5, rtol=1e-3, *, gradgrad_ou
     GradcheckError = errors.GradcheckError
 
     kwargs = dict(kwargs or {})
-    second = api.grad(api.grad(f, wrt=wrt), wrt=wrt)
-    first = second.fn   # the composed gradient, for arrays and floats
-    if api._any_node(list(args) + list(kwargs.values())):   # one that takes structures
+    if api._any_node(list(args) + list(kwargs.values())):   # structures: the GradFunction
         first = api.grad(f, wrt=wrt, materialize_grads=True)
+        second = api.grad(api.grad(f, wrt=wrt), wrt=wrt)
+    else:   # the composed gradient, for arrays and floats
+        first = api.grad(f, wrt=wrt).as_function()
+        second = api.grad(first, wrt=wrt)
     if gradgrad_outputs is None:
         out = first(*args, **kwargs)
         if pytree.is_node(out) or not _scalar_size(out):
