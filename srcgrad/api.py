@@ -82,13 +82,22 @@ class GradFunction:
     # plain function whose adjoint is an hvp, and the custom Function it calls.
     tape_gradient = None
     gradient_class = None
+    through_hvp = None   # a gradient differentiated again, called with structures (nested.py)
+    differentiable_gradient = None   # what a GradFunction of a GradFunction differentiates
+    _inner = None        # the GradFunction whose gradient fn is (as_function), or None
+    _refused = None      # why that gradient has no code for arrays (it reads fields: p.a)
     _fast = {}         # (shared, empty) rank_keys(args) -> _FastCall, set per instance
 
     def __init__(self, fn, wrt=0, allow_unused=False, materialize_grads=False,
                  preserve_result=False, hooks=None, fuse=False, has_aux=False):
         if isinstance(fn, GradFunction):
-            fn = fn.as_function(has_aux)
+            fn = self.differentiable_gradient(fn, has_aux)
         self.fn = entry_function(fn)
+        self._inner = getattr(self.fn, "_srcgrad_composed_from", None)
+        if getattr(self.fn, "_srcgrad_is_gradient", False) and not allow_unused:
+            # a gradient is zero along what it does not read (jax.grad of jax.grad): an
+            # argument only the first derivative used is no mistake of the user's
+            materialize_grads = True
         self.hooks = dict(hooks) if hooks else {}
         self.hook_names = tuple(sorted(self.hooks)) if hooks else ()
         self.wrt = wrt
@@ -213,8 +222,10 @@ class GradFunction:
                 wrapper = self.tape_gradient()
                 wrapper._srcgrad_refusal = exc   # at the user's line: a third derivative says it
                 return wrapper
-            return function
-        return compose_gradient(compiled, isinstance(self.wrt, (tuple, list)), aux=self.has_aux)
+        else:
+            function = compose_gradient(compiled, isinstance(self.wrt, (tuple, list)), aux=self.has_aux)
+        function._srcgrad_composed_from = self   # what a structured argument goes through
+        return function
 
     def _inputs(self, compiled, args, kwargs):
         return self._plan_of(compiled).inputs(args, kwargs)
@@ -223,6 +234,11 @@ class GradFunction:
         if not _grad_state.enabled:
             check_grad_enabled()
         try:   # free until something raises (CPython 3.11+)
+            if self._inner is not None and (_any_node(args) or _any_node(kwargs.values())
+                                            or self._node_defaults()):
+                return self.through_hvp(args, kwargs, grad_outputs)
+            if self._refused is not None:
+                raise self._refused
             if not kwargs:
                 fast = self._fast_any or self._fast.get(rank_keys(args))
                 if fast is not None:

@@ -2,6 +2,7 @@
 differentiated, the seed of the reverse sweep (``grad_outputs``), and each gradient
 finished with the type, shape and dtype of its input (api.py calls these)."""
 
+import dataclasses
 import numpy
 
 from srcgrad import pytree, runtime
@@ -98,8 +99,14 @@ def _tree_seed(out, g, path):
         return [_tree_seed(v, gk, f"{path}[{k}]") for k, (v, gk) in enumerate(zip(out, g))]
     if out is None:
         return 0.0
+    if pytree.is_dataclass_instance(out):   # its adjoint: pytree.Fields, field -> adjoint
+        if type(g) is not type(out):
+            raise ValueError(f"srcgrad: {path} must be a {type(out).__name__}, like the output")
+        return pytree.Fields({f.name: _tree_seed(getattr(out, f.name), getattr(g, f.name),
+                                                 f"{path}.{f.name}")
+                              for f in dataclasses.fields(out)})
     raise TypeError(f"srcgrad: an output that is a {type(out).__name__} cannot be seeded; return "
-                    f"a dict, list or tuple")
+                    f"a dict, list, tuple or dataclass")
 
 
 def _finish(compiled, grads, inputs, out, allow_unused, materialize_grads):

@@ -155,7 +155,7 @@ def gradient_function(gfn):
         raise UnsupportedError(
             f"differentiating the gradient of {fn.__qualname__} again: its tape code is "
             f"differentiated through an hvp, which takes positional parameters only", *_where(fn))
-    names = [f"a_{p.name}" for p in params]
+    names = [p.name for p in params]   # sg.grad(g, wrt="p") names fn's parameters
     fname = f"grad_{getattr(fn, '__name__', 'f')}"
     source = (f"def {fname}({', '.join(names)}):\n"
               f"    return _srcgrad_gradient.apply({', '.join(names)})\n")
@@ -163,10 +163,47 @@ def gradient_function(gfn):
                                     hint=fname)
     function.__defaults__ = getattr(fn, "__defaults__", None)
     function._srcgrad_gradient_of = fn
+    function._srcgrad_is_gradient = True
     function.__doc__ = f"The gradient of {fn.__qualname__}; its adjoint is an hvp."
     return function
 
 
+def through_hvp(outer, args, kwargs, grad_outputs):
+    """``outer`` (a GradFunction of ``g.as_function()``) called with a structured argument:
+    the composed code holds for arrays and floats, so the gradient ``g`` is differentiated
+    as ``gradient_function(g)``, whose adjoint is an hvp that takes structures (a dict
+    parameter's second derivative is a dict, ``grad_outputs`` of its shape)."""
+    found = outer.__dict__.get("_through_hvp")
+    if found is None:
+        inner = outer._inner
+        function = gradient_function(inner)
+        found = outer._through_hvp = api.GradFunction(
+            function, outer.wrt, outer.allow_unused, outer.materialize_grads, outer.preserve_result,
+            outer.hooks or None, outer.fuse, outer.has_aux)
+    if kwargs:
+        args = inspect.signature(outer._inner.fn).bind(*args, **kwargs).args
+    return found(*args, grad_outputs=grad_outputs)
+
+
+def differentiable_gradient(outer, inner, has_aux=False):
+    """``inner.as_function()``, which ``outer`` differentiates; for a gradient compiled
+    only for a structure's fields (``p.a``), ``inner``'s hvp gradient, the refusal kept for
+    a call with arrays."""
+    try:
+        inner.compiled   # the code for arrays and floats, before any argument is seen
+    except SrcgradError as exc:
+        try:
+            function = gradient_function(inner)
+        except SrcgradError:
+            raise exc from None
+        outer._refused = exc
+        function._srcgrad_composed_from = inner
+        return function
+    return inner.as_function(has_aux)
+
+
+api.GradFunction.through_hvp = through_hvp
+api.GradFunction.differentiable_gradient = differentiable_gradient
 api.GradFunction.tape_gradient = gradient_function
 api.GradFunction.gradient_class = gradient_class
 api.grad.srcgrad_grad_of = grad_of   # what anf_expressions calls for sg.grad(f)(x) inline

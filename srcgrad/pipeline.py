@@ -22,7 +22,7 @@ from srcgrad.templates import clone
 from srcgrad import optimize
 from srcgrad.optimize import scalar_items
 from srcgrad.transform import (anf, as_array, aux, canonicalize, comprehensions, fence, inline,
-                               local_functions, mutation, reverse)
+                               local_functions, mutation, reverse, zero_marks)
 from srcgrad.transform import fuse as fusion
 from srcgrad.transform.base import Base, local_names
 from srcgrad import ast_util
@@ -440,7 +440,7 @@ def compose_gradient(compiled, many, only_gradients=False, for_transform=False,
             if check_structures:   # reverse mode reads it again (api.GradFunction.as_function)
                 bindings = _check_leaves(forward, info, bindings)
             return _compose(forward, backward, info, bindings, f"gradient_{name}", seed, many,
-                            aux=aux)
+                            aux=aux, marked=compiled.wrt if check_structures else None)
         function = _compose(forward, backward, info, bindings, f"gradient_{name}", seed, True,
                             release=compiled.scalars)
         if compiled.disk_key is not None:   # the next process loads it with the gradient
@@ -457,7 +457,7 @@ def compose_gradient(compiled, many, only_gradients=False, for_transform=False,
             hint="Write the first derivative by hand for such code, or use finite differences.")
     bindings = _detach_constants(forward, _check_leaves(forward, info, bindings))
     return _compose(forward, backward, info, bindings, f"grad_{forward.name[:-len('_forward')]}",
-                    _default_seed_of(forward), many, aux=aux)
+                    _default_seed_of(forward), many, aux=aux, marked=compiled.wrt)
 
 
 def _split_aux(forward):
@@ -574,13 +574,16 @@ def _known_seed(body, seed):
     return Unwrap(None).visit_block(body)
 
 
-def _compose(forward, backward, info, bindings, name, seed_value, many, release=None, aux=None):
+def _compose(forward, backward, info, bindings, name, seed_value, many, release=None, aux=None,
+             marked=None):
     """Load forward's body, ``seed = seed_value`` and backward's body as one function
     named ``name`` (the saved tuple's names are the forward's own; ``aux``: an expression
     returned beside the gradients, ``return gradients, aux``). ``release`` (the
     names known to hold scalars, or None): free each other value once dead (not for
     code that is differentiated again, where every release would be one more
-    rebinding to save)."""
+    rebinding to save). ``marked`` (the names differentiated, or None): reverse mode reads
+    it again, so its adjoints start as ``rt.ZERO``, rules are skipped only on that, and a
+    gradient that reaches nothing is zeros of its variable (zero_marks.py)."""
     seed = backward.args.args[0].id
     body = forward.body[:-1] + [gast.Assign(targets=[gast.Name(id=seed, ctx=gast.Store(), annotation=None,
                                                                 type_comment=None)],
@@ -593,6 +596,8 @@ def _compose(forward, backward, info, bindings, name, seed_value, many, release=
         zeros = {s.targets[0].id for s in back if isinstance(s, gast.Assign)
                  and isinstance(s.targets[0], gast.Name) and isinstance(s.value, gast.Constant)}
         optimize.dead.eliminate(back, zeros, set())
+    if marked is not None:
+        back = zero_marks.mark(back, marked)
     results = back[-1].value.elts
     value = gast.Tuple(elts=results, ctx=gast.Load()) if many else results[0]
     back[-1] = gast.Return(value=value if aux is None else gast.Tuple(elts=[value, aux], ctx=gast.Load()))
@@ -612,4 +617,6 @@ def _compose(forward, backward, info, bindings, name, seed_value, many, release=
     function._srcgrad_text = (source, origins)   # what disk_cache.store_composed keeps
     function.__defaults__ = info.fn.__defaults__
     function.__kwdefaults__ = info.fn.__kwdefaults__
+    if marked is not None:   # what it does not depend on has a zero derivative (api.GradFunction)
+        function._srcgrad_is_gradient = True
     return function

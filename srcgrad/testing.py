@@ -29,6 +29,7 @@ Example:
     array([2., 4.])
 """
 
+import dataclasses
 import inspect
 import numbers
 
@@ -81,6 +82,9 @@ def _contract(out, seed):
     A tuple (or list) output takes a tuple of seeds, ``None`` for an output that
     is not seeded; a dict output a dict of seeds.
     """
+    if pytree.is_dataclass_instance(out) and type(seed) is type(out):   # field by field
+        return sum((_contract(getattr(out, f.name), getattr(seed, f.name))
+                    for f in dataclasses.fields(out) if getattr(seed, f.name) is not None), 0.0)
     if isinstance(out, dict):
         if not isinstance(seed, dict):
             raise ValueError("grad can be implicitly created only for scalar outputs; this "
@@ -123,6 +127,8 @@ def random_cotangent(out, rng=None):
         return {k: random_cotangent(v, rng) for k, v in out.items()}
     if isinstance(out, (tuple, list)):
         return tuple(random_cotangent(part, rng) for part in out)
+    if pytree.is_node(out):   # a dataclass or registered structure: of its structure
+        return pytree.tree_map(lambda leaf: random_cotangent(leaf, rng), out)
     value = to_numpy(out)
     if isinstance(value, np.ndarray):
         return rng.uniform(0.5, 1.5, size=value.shape) * rng.choice([-1.0, 1.0], size=value.shape)
@@ -484,15 +490,20 @@ def gradgradcheck(f, args, wrt=0, eps=1e-6, atol=1e-5, rtol=1e-3, *, gradgrad_ou
     GradcheckError = errors.GradcheckError
 
     kwargs = dict(kwargs or {})
-    first = api.grad(f, wrt=wrt).as_function()
+    if api._any_node(list(args) + list(kwargs.values())):   # structures: the GradFunction
+        first = api.grad(f, wrt=wrt, materialize_grads=True)
+        second = api.grad(api.grad(f, wrt=wrt), wrt=wrt)
+    else:   # the composed gradient, for arrays and floats
+        first = api.grad(f, wrt=wrt).as_function()
+        second = api.grad(first, wrt=wrt)
     if gradgrad_outputs is None:
         out = first(*args, **kwargs)
-        if not (not isinstance(out, (tuple, list)) and _scalar_size(out)):
+        if pytree.is_node(out) or not _scalar_size(out):
             gradgrad_outputs = random_cotangent(out, np.random.default_rng(0))
     elif isinstance(gradgrad_outputs, str) and gradgrad_outputs == "random":
         gradgrad_outputs = random_cotangent(first(*args, **kwargs), np.random.default_rng(0))
     try:
-        grads = api.grad(first, wrt=wrt)(*args, grad_outputs=gradgrad_outputs, **kwargs)
+        grads = second(*args, grad_outputs=gradgrad_outputs, **kwargs)
         numeric = numerical_grad(first, args, wrt=wrt, eps=eps, grad_outputs=gradgrad_outputs,
                                  kwargs=kwargs)
         # ``first`` is named grad_<f>: "gradient of grad_f w.r.t. argument 0 ('x') ...".

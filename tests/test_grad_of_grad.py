@@ -151,6 +151,8 @@ def test_a_gradient_that_pops_a_users_list_is_differentiated_again():
                                rtol=RTOL, atol=1e-8)
     np.testing.assert_allclose(sg.grad(sg.grad(appends_rows), wrt=1)(*args, grad_outputs=v), 6 * v,
                                rtol=1e-12)
+    hv = sg.hvp(appends_rows, args, (v, None), wrt=0)
+    np.testing.assert_allclose(hv[0], got, rtol=1e-10)   # the Hessian is symmetric
 
 
 @pytest.mark.parametrize("f", [recurrence, branch_in_loop, indexed_writes])

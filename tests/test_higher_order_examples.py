@@ -158,14 +158,7 @@ REFUSED = {
 }
 
 # Known bugs: a wrong number, or a refusal that does not name the example's line.
-NO_GRAD_TWICE = ("wrong second derivative: the gradient's forward sweep computes a value of a "
-                 "sg.no_grad block as plain code (`scale = np.sum(x)`), so differentiating the "
-                 "gradient again differentiates through it (H = ones, want 0 as with sg.detach)")
 XFAIL = {
-    ("seed1.add_sum_no_grad", "grad_of_grad"): (
-        "sg.grad(sg.grad(f)) of a function whose gradient is all zeros (its body under "
-        "sg.no_grad) refuses with 'grad_add_sum_no_grad returns nothing (None)' naming a "
-        "generated file in /tmp, not the example; want zeros"),
 }
 
 

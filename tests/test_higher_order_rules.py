@@ -162,9 +162,6 @@ def sine_times_its_argument(x):
     return math.sin(x[0] + 1.5) * x[0] + math.sin(x[1] + 1.5) * x[1]
 
 
-@pytest.mark.xfail(strict=True, reason="known, not in this change's files: the reverse sweep skips "
-                   "a rule while its adjoint is a 0-d zero (rt.has_grad); differentiated again, "
-                   "the skipped rule's derivative is lost (math.sin(.) * x[1] at x[1] = 0)")
 def test_grad_of_grad_of_a_math_function_times_an_argument_that_is_zero():
     x, v = np.array([0.3, 0.0]), np.array([0.5, -1.0])
     first = sg.grad(sine_times_its_argument).as_function()

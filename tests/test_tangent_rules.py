@@ -196,6 +196,7 @@ TANGENT_ONLY = [
     C(rt.select_vjp, r(4), [np.array([True, False, True, False]), np.array([True, True, False, False])],
       [r(4), r(4)], _wrt=[0]),
     C(rt.tangent_like, r(3, 1), r(3, 4), _wrt=[0]),
+    C(rt.list_vjp, [r(3), r(3)], r(2, 3), _wrt=[0]),   # list(a)'s adjoint: the rows stacked
 ]
 
 

@@ -21,7 +21,7 @@ import math
 import numpy as np
 
 from srcgrad import runtime as rt
-from srcgrad.rules import Method, adjoint, nondifferentiable, tangent
+from srcgrad.rules import Method, adjoint, linear, nondifferentiable, tangent
 from srcgrad.runtime.arrays import float_dtype, is_array, log, namespace
 from srcgrad.runtime.broadcast import unbroadcast
 from srcgrad.runtime.containers import is_zero_grad, seq_item
@@ -366,6 +366,9 @@ def list_vjp(dy, iterable):
                 for g in dy]
         return xp.stack(rows) if rows else xp.zeros(iterable.shape, dtype=float_dtype(iterable, xp))
     return list(dy)
+
+
+linear(rt.list_vjp, "dy", no_tangent=("iterable",))   # forward over reverse (an hvp through `*rest, last = xs`)
 
 
 @adjoint(Method("values"), sequences=("self",))

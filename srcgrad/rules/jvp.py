@@ -254,6 +254,22 @@ def builtin_max(y, *args, t_args):
     return rt.minmax_jvp(y, args, t_args)
 
 
+@tangent(builtins.list, builtins.tuple)
+def builtin_list(y, iterable, *, t_iterable):
+    return rt.list_jvp(t_iterable, iterable)
+
+
+@rt.helper
+def list_jvp(t, iterable):
+    """Tangent of ``list(iterable)`` (or ``tuple``): the list of the items' tangents (a
+    list's, or an array's rows); a dict's list is its keys, which carry none."""
+    if isinstance(iterable, dict):
+        return [0.0] * len(iterable)
+    if not isinstance(t, (list, tuple)) and not is_array(t):   # a scalar zero: each item's
+        return [t] * len(iterable)
+    return list(t)
+
+
 # ----- Run-time helpers of the tangent program -----
 
 

@@ -226,8 +226,10 @@ def batch_stack(items, y):
         return [batch_stack([i[k] for i in items], v) for k, v in enumerate(y)]
     if isinstance(y, dict) and builtins.all(isinstance(i, dict) for i in items):
         return {k: batch_stack([i.get(k, 0.0) for i in items], v) for k, v in y.items()}
-    shape = tuple(np.shape(y))
     arrays = [i for i in items if is_array(i)]
+    # a scalar zero ``y`` (an adjoint nothing reached, or rt.add_at of a computed 0) may have
+    # a tangent of an array's shape: the stack takes the items' shape
+    shape = np.broadcast_shapes(tuple(np.shape(y)), *(i.shape for i in arrays))
     xp_ = namespace(*arrays) if arrays else np
     dtype = getattr(y, "dtype", None)
     dtype = dtype if dtype is not None and dtype.kind in "fc" else np.float64

@@ -175,10 +175,12 @@ def default_seed(out):
             "pass grad_outputs= (PyTorch's convention: the cotangent dL/dRe(out) + 1j*dL/dIm(out)"
             " of a real loss L), or return a real value such as abs(out) or out.real.")
     if not is_scalar(out):
+        what = f"has shape {out.shape}" if hasattr(out, "shape") else \
+            f"is a {type(out).__name__}"   # a structure (a gradient differentiated again)
         raise ValueError(
-            "grad can be implicitly created only for scalar outputs: the output has shape "
-            f"{getattr(out, 'shape', None)}; pass grad_outputs= (the cotangent, PyTorch's "
-            "`gradient` argument) with the output's shape.")
+            f"grad can be implicitly created only for scalar outputs: the output {what}; pass "
+            "grad_outputs= (the cotangent, PyTorch's `gradient` argument) with the output's "
+            "shape.")
     if hasattr(out, "shape"):
         xp = namespace(out)
         dtype = out.dtype if out.dtype.kind in "fc" else xp.float64

@@ -57,9 +57,45 @@ def _array_into_container(g):
             "Convert it first with np.asarray(...) or np.stack(...).")
 
 
+class Zero(float):
+    """The adjoint no contribution has reached yet, in code that is differentiated again
+    (pipeline.compose_gradient marks it ``rt.ZERO``): a constant 0 whatever the inputs, so
+    a rule may be skipped on it (``touched``), never on a computed zero, whose derivative
+    can be nonzero. A product or quotient of it is itself; a sum is the other term."""
+
+    __slots__ = ()
+
+    def __mul__(self, other):
+        return self
+
+    __rmul__ = __truediv__ = __mul__
+
+    def __neg__(self):
+        return self
+
+    __pos__ = __neg__
+
+    def __add__(self, other):
+        return other
+
+    __radd__ = __rsub__ = __add__
+
+    def __sub__(self, other):
+        return -other
+
+    def __repr__(self):
+        return "rt.ZERO"
+
+    def __reduce__(self):
+        return "ZERO"
+
+
+ZERO = Zero(0.0)
+
+
 def is_zero_grad(g):
     """Whether ``g`` means "no gradient yet": None or a Python zero."""
-    return g is None or (type(g) in (float, int) and g == 0)
+    return g is None or g is ZERO or (type(g) in (float, int) and g == 0)
 
 
 def add_grad(a, b):

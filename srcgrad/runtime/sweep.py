@@ -10,8 +10,8 @@ import numpy
 from srcgrad import pytree as _pytree
 from srcgrad.runtime import dask_forms as _dask_forms
 from srcgrad.runtime.arrays import _is_basic_index, _writeable, float_dtype, is_array, namespace, shape_of
-from srcgrad.runtime.containers import (_array_into_container, add_grad, is_node, is_zero_grad,
-                                        seq_item)
+from srcgrad.runtime.containers import (ZERO, _array_into_container, add_grad, is_node,
+                                        is_zero_grad, seq_item)
 
 
 _HOST = (numpy.ndarray, numpy.generic, float, int)   # values that are certainly not Dask's
@@ -44,8 +44,11 @@ def add_at(dx, x, index, g):
     (see pytree.py), updated in place like an array's (an adjoint is dead once the
     binding it belongs to is undone, so sharing one is harmless).
     """
+    # A zero ``g`` leaves ``dx`` as it is, but for a computed zero added to ``rt.ZERO``
+    # (code differentiated again): its shape must not depend on the number 0, or the
+    # adjoint of ``dx`` would be summed into a scalar (zero_marks.py).
     if isinstance(x, (list, tuple, dict)):
-        if is_zero_grad(g):
+        if is_zero_grad(g) and (dx is not ZERO or g is ZERO):
             return dx
         if isinstance(x, dict):
             if not isinstance(dx, dict):
@@ -65,7 +68,7 @@ def add_at(dx, x, index, g):
         else:
             dx[index] = add_grad(dx[index], g)
         return dx
-    if isinstance(g, (int, float)) and g == 0:
+    if isinstance(g, (int, float)) and g == 0 and (dx is not ZERO or g is ZERO):
         return dx
     if not is_array(x):
         if _pytree.is_node(x):
@@ -213,11 +216,20 @@ def has_grad(g):
     """False while an adjoint is still a scalar zero (as it starts, or a zero scaled by a number)."""
     if type(g) is float:
         return g != 0.0
+    if g is ZERO:
+        return False
     if getattr(g, "ndim", 1) == 0 and not isinstance(g, (list, tuple)):
         if isinstance(g, _HOST):
             return bool(g != 0)
         return _dask_forms.is_dask(g) or bool(g != 0)   # a lazy Dask zero: not computed
     return True
+
+
+def touched(g):
+    """``has_grad`` in code that is differentiated again: False only on ``rt.ZERO``, the
+    adjoint nothing reached. A computed zero runs its rules: skipped, their derivative
+    (a second derivative at a point where the adjoint is 0) would be lost."""
+    return g is not ZERO
 
 
 def or_zero(g):

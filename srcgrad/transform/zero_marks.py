@@ -1,0 +1,52 @@
+"""Structural zeros in a gradient that is differentiated again.
+
+The reverse sweep skips a rule while its adjoint is a scalar zero (``if rt.has_grad(d):``),
+which holds the value; differentiated again, a skipped rule's derivative with respect to
+the adjoint is lost where the adjoint is a computed 0 (``sin(x) * x`` at ``x = 0``: half
+the second derivative). In code composed to be read again (pipeline.compose_gradient)
+the adjoints start as ``rt.ZERO``, a constant that products keep, and rules are skipped
+only on it (``rt.touched``)::
+
+    dx = 0.0                      dx = rt.ZERO
+    if rt.has_grad(dy):           if rt.touched(dy):
+        dx = dy * rt.cos(x)           dx = dy * rt.cos(x)
+
+A gradient that nothing reaches (the backward's ``return None``: a function computed
+under ``sg.no_grad``) is zeros of its variable's shape, as ``jax.grad`` gives, so the
+gradient is a function the next derivative can read (a constant one).
+"""
+
+import gast
+
+from srcgrad import ast_util, templates
+
+
+class _Marks(gast.NodeTransformer):
+    def visit_Assign(self, s):
+        self.generic_visit(s)
+        if len(s.targets) == 1 and isinstance(s.targets[0], gast.Name) \
+                and isinstance(s.value, gast.Constant) and type(s.value.value) is float \
+                and s.value.value == 0.0:
+            s.value = gast.Attribute(value=gast.Name(id="rt", ctx=gast.Load(), annotation=None,
+                                                     type_comment=None),
+                                     attr="ZERO", ctx=gast.Load())
+        return s
+
+    def visit_Call(self, call):
+        self.generic_visit(call)
+        if ast_util.is_rt_call(call, "has_grad"):
+            call.func.attr = "touched"
+        return call
+
+
+def mark(statements, wrt):
+    """``statements`` (an adjoint sweep ending in ``return (d_1, ...)``, the gradients of
+    the variables named ``wrt``) with its zeros marked ``rt.ZERO``, its ``rt.has_grad``
+    guards testing for that mark, and a ``None`` gradient zeros of its variable."""
+    marks = _Marks()
+    statements = [marks.visit(s) for s in statements]
+    results = statements[-1].value.elts
+    for k, (result, var) in enumerate(zip(results, wrt)):
+        if isinstance(result, gast.Constant) and result.value is None:
+            results[k] = templates.replace_as_expression(f"rt.zeros_like({var})")
+    return statements
