@@ -205,6 +205,7 @@ def hessian(fn, wrt=0, *, has_aux=False, chunk_size=None):
             else pair(positions[0], positions[0])
         return (result, aux) if has_aux else result
 
+    hessian_fn.__srcgrad_derivative__ = "sg.hessian"   # not read again as source (parse.py)
     return hessian_fn
 
 

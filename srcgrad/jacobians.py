@@ -197,6 +197,16 @@ def _assemble(out, per_position, positions, many):
     return pytree.rebuild(out, iter(per_leaf)) if pytree.is_node(out) else per_leaf[0]
 
 
+def _readable(fn, has_aux):
+    """``fn`` as the Jacobians read it: a bound method or partial as sg.grad takes it, a
+    gradient (``sg.grad(f)``) as its generated code, which is differentiated again."""
+    if inspect.ismethod(fn) or isinstance(fn, functools.partial):
+        return entry.entry_function(fn)
+    if callable(getattr(fn, "as_function", None)):
+        return fn.as_function(has_aux=has_aux and getattr(fn, "has_aux", False))
+    return fn
+
+
 def jacfwd(fn, wrt=0, *, has_aux=False, chunk_size=None):
     """``jacfwd(fn, wrt)(*args)``: the Jacobian of ``fn`` by forward mode, every input
     entry (column) at once: the tangents carry a leading batch axis of basis vectors,
@@ -208,8 +218,7 @@ def jacfwd(fn, wrt=0, *, has_aux=False, chunk_size=None):
     once. A structured output (tuple, list, dict of arrays) gives its structure of
     Jacobians, outermost. ``has_aux=True``: ``fn`` returns ``(output, aux)``; the result
     is ``(jacobian, aux)``, the aux ``fn``'s own value, carrying no derivative."""
-    if inspect.ismethod(fn) or isinstance(fn, functools.partial):   # as sg.grad does
-        fn = entry.entry_function(fn)
+    fn = _readable(fn, has_aux)
 
     @functools.wraps(fn)
     def jacobian_fn(*args):
@@ -223,6 +232,7 @@ def jacfwd(fn, wrt=0, *, has_aux=False, chunk_size=None):
         jac = _assemble(out, per_position, positions, many)
         return (jac, aux) if has_aux else jac
 
+    jacobian_fn.__srcgrad_derivative__ = "sg.jacfwd"   # not read again as source (parse.py)
     return jacobian_fn
 
 
@@ -282,6 +292,8 @@ def jacobian(fn, wrt=0, *, has_aux=False):
     dict of arrays) its structure of Jacobians, outermost. ``has_aux=True``: ``fn``
     returns ``(output, aux)``; the result is ``(jacobian, aux)``, the aux ``fn``'s own
     value, carrying no derivative."""
+    fn = _readable(fn, has_aux)
+
     @functools.wraps(fn)
     def jacobian_fn(*args):
         positions, many = _wrt_positions(fn, wrt)
@@ -321,6 +333,7 @@ def jacobian(fn, wrt=0, *, has_aux=False):
         jac = _assemble(out, per_position, positions, many)
         return (jac, result[2]) if has_aux else jac
 
+    jacobian_fn.__srcgrad_derivative__ = "sg.jacrev"   # not read again as source (parse.py)
     return jacobian_fn
 
 

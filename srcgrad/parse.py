@@ -15,7 +15,7 @@ import numpy
 
 from srcgrad import anno
 from srcgrad.entry import bound_of
-from srcgrad.errors import SourceNotFoundError, SrcgradError
+from srcgrad.errors import SourceNotFoundError, SrcgradError, UnsupportedError
 
 
 @dataclass(frozen=True)
@@ -145,7 +145,8 @@ _NO_SOURCE = {"<string>": "typed at `python -c`", "<stdin>": "typed at the inter
 
 def _source_of(fn):
     try:
-        lines, first = inspect.getsourcelines(fn)
+        # of the code object: inspect would read the function a decorator wraps
+        lines, first = inspect.getsourcelines(getattr(fn, "__code__", fn))
     except (OSError, TypeError) as exc:
         code = getattr(fn, "__code__", None)
         where = _NO_SOURCE.get(getattr(code, "co_filename", None))
@@ -165,6 +166,51 @@ def _source_of(fn):
     return lines, first
 
 
+_GRAD_MODE = "_sg_grad_mode"
+
+
+def _read_through(fn):
+    """(the function whose source srcgrad reads for ``fn``, the grad-mode class it runs
+    under or None). A decorator's wrapper is read itself, never the function it wraps
+    (``functools.wraps`` sets ``__wrapped__``, but the wrapper may compute something
+    else: ``2 * f(x)``), except wrappers that return what they wrap returns:
+    ``functools.cache``/``lru_cache`` and srcgrad's own ``@sg.no_grad()`` /
+    ``@sg.enable_grad()`` (the body then runs under that block)."""
+    mode = None
+    while True:
+        made_by = getattr(fn, "__srcgrad_derivative__", None)
+        if made_by is not None:
+            _refuse_derivative(fn, made_by)
+        wrapped = getattr(fn, "__wrapped__", None)
+        if wrapped is None:
+            return fn, mode
+        grad_mode_flag = getattr(fn, "__srcgrad_grad_mode__", None)
+        if grad_mode_flag is not None:
+            from srcgrad import grad_mode
+            mode = mode or (grad_mode.enable_grad if grad_mode_flag else grad_mode.no_grad)
+        elif inspect.isfunction(fn) or not hasattr(fn, "cache_info"):
+            return fn, mode   # a wrapper of the user's: its own code is differentiated
+        fn = wrapped
+
+
+def _refuse_derivative(fn, made_by):
+    """A function ``sg.jacfwd``/``jacrev``/``hessian`` made runs programs and assembles
+    their columns: it has no source to differentiate (its ``__wrapped__`` is the function
+    it differentiates, which is not what it computes)."""
+    inner = inspect.unwrap(fn)
+    composed_from = getattr(inner, "_srcgrad_composed_from", None)   # sg.grad(f)'s code
+    inner = composed_from.fn if composed_from is not None else inner
+    code = getattr(inner, "__code__", None)
+    raise UnsupportedError(
+        f"the function {made_by}({getattr(inner, '__qualname__', inner)}) returns is not "
+        f"source srcgrad can differentiate again (it assembles the derivative from runs of "
+        f"generated programs)", getattr(code, "co_filename", None),
+        getattr(code, "co_firstlineno", None),
+        hint="Differentiate the gradient, which is code srcgrad reads again: sg.jacfwd(sg.grad(f)) "
+             "or sg.jacrev(sg.grad(f)) is the Hessian; sg.grad(sg.grad(f)) and "
+             "sg.hvp(sg.grad(f), ...) go to any order.")
+
+
 def parse_function(fn):
     """Parse ``fn`` into a gast FunctionDef annotated with origins.
 
@@ -174,13 +220,13 @@ def parse_function(fn):
     Raises:
         SourceNotFoundError: no source can be found for ``fn``.
     """
-    fn = inspect.unwrap(fn)
+    fn, mode = _read_through(fn)
     if not inspect.isfunction(fn):
         raise TypeError(f"srcgrad differentiates Python functions, got {fn!r}")
     bound = bound_of(fn)
     # A bound method or partial (entry.py): the target's source, its bound
     # parameters read from the wrapper's closure cells.
-    source_fn = fn if bound is None else inspect.unwrap(bound.target)
+    source_fn = fn if bound is None else _read_through(bound.target)[0]
     lines, first = _source_of(source_fn)
     raw = "".join(lines)
     dedented = textwrap.dedent(raw)
@@ -206,6 +252,13 @@ def parse_function(fn):
             raise SourceNotFoundError(f"the source found for {fn.__qualname__} is not a def",
                                       code.co_filename, first)
         node.decorator_list = []
+    if mode is not None:   # @sg.no_grad() / @sg.enable_grad(): the body under that block
+        info.extra[_GRAD_MODE] = mode
+        node.body = [gast.With(items=[gast.withitem(
+            context_expr=gast.Call(func=gast.Name(id=_GRAD_MODE, ctx=gast.Load(), annotation=None,
+                                                  type_comment=None), args=[], keywords=[]),
+            optional_vars=None)], body=node.body, type_comment=None)]
+        gast.copy_location(node.body[0], node.body[0].body[0])
     _annotate_origins(node, info)
     if bound is not None:
         _bind_parameters(node, info, bound)

@@ -1,0 +1,90 @@
+"""A decorated function is differentiated as it runs: a decorator's wrapper is read
+itself, not the function it wraps (functools.wraps sets __wrapped__, and inspect would
+read the wrapped source: sg.grad of `2 * f(x)` gave f's gradient). Functions that
+sg.jacfwd/jacrev/hessian return are refused, naming the user's function."""
+
+import functools
+
+import numpy as np
+import pytest
+
+import srcgrad as sg
+from srcgrad.testing import numerical_grad
+
+
+def doubled(f):
+    @functools.wraps(f)
+    def wrapper(x):
+        return 2.0 * f(x)
+    return wrapper
+
+
+def forwarding(f):
+    @functools.wraps(f)
+    def wrapper(*args, **kwargs):
+        return f(*args, **kwargs) * 3.0
+    return wrapper
+
+
+def cube_sum(x):
+    return np.sum(x ** 3)
+
+
+def loop_sum(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s = s + np.sum(x ** 2) * x[i]
+    return s
+
+
+X = np.array([0.5, -1.25, 2.0])
+
+
+def test_the_gradient_of_a_wrapper_is_the_wrappers_not_the_wrapped_functions():
+    f = doubled(cube_sum)
+    np.testing.assert_allclose(sg.grad(f)(X), 6.0 * X ** 2, rtol=1e-12)
+    np.testing.assert_allclose(sg.grad(f)(X), numerical_grad(f, (X,)), rtol=1e-7)
+
+
+def test_forward_mode_and_the_hessian_read_the_wrapper_too():
+    f = doubled(cube_sum)
+    v = np.array([1.0, 0.5, -2.0])
+    out, t = sg.jvp(f, (X,), (v,))
+    np.testing.assert_allclose(out, 2.0 * np.sum(X ** 3))
+    np.testing.assert_allclose(t, np.sum(6.0 * X ** 2 * v), rtol=1e-12)
+    np.testing.assert_allclose(sg.jacfwd(f)(X), 6.0 * X ** 2, rtol=1e-12)
+    np.testing.assert_allclose(sg.hessian(f)(X), np.diag(12.0 * X), rtol=1e-12)
+
+
+def test_a_wrapper_taking_star_args_is_refused_at_its_line_not_read_through():
+    with pytest.raises(sg.SrcgradError) as info:
+        sg.grad(forwarding(cube_sum))(X)
+    assert "test_decorated.py" in str(info.value) and "*args" in str(info.value)
+
+
+def test_a_function_decorated_with_no_grad_gets_no_gradient_as_its_body_under_no_grad():
+    f = sg.no_grad()(cube_sum)
+    with pytest.raises(RuntimeError, match="not to have been used"):
+        sg.grad(f)(X)
+    np.testing.assert_allclose(sg.grad(f, materialize_grads=True)(X), np.zeros(3))
+    np.testing.assert_allclose(sg.grad(sg.enable_grad()(cube_sum))(X), 3.0 * X ** 2, rtol=1e-12)
+
+
+def test_jacobians_of_a_gradient_are_the_hessian():
+    want = sg.hessian(loop_sum)(X)
+    np.testing.assert_allclose(sg.jacfwd(sg.grad(loop_sum))(X), want, rtol=1e-12)
+    np.testing.assert_allclose(sg.jacrev(sg.grad(loop_sum))(X), want, rtol=1e-12)
+    eps = 1e-6
+    fd = np.stack([(sg.grad(loop_sum)(X + eps * e) - sg.grad(loop_sum)(X - eps * e)) / (2 * eps)
+                   for e in np.eye(3)], axis=1)
+    np.testing.assert_allclose(want, fd, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("make", [lambda: sg.jacfwd(sg.hessian(loop_sum)),
+                                  lambda: sg.grad(sg.jacrev(cube_sum)),
+                                  lambda: sg.jacfwd(sg.jacfwd(sg.grad(loop_sum)))])
+def test_the_functions_jacobians_and_hessians_return_are_refused_not_read_through(make):
+    with pytest.raises(sg.UnsupportedError) as info:
+        make()(X)
+    message = str(info.value)
+    assert "test_decorated.py" in message and "not source srcgrad can differentiate again" in message
