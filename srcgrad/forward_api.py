@@ -24,6 +24,7 @@ Not yet: tangents of complex values.
 import functools
 import inspect
 import threading
+import warnings
 from dataclasses import dataclass, field
 
 import gast
@@ -220,9 +221,12 @@ def run(fn, primals, tangents, values=True, jit=False, has_aux=False):
     compiled = _compiled(fn, [p for p in params if given[p] is not None], values, has_aux)
     args = [bound.arguments[p] for p in compiled.params]
     args += [given[p] for p in compiled.active]
-    if jit and not has_aux:
+    if jit:
         from srcgrad import jit as _jit
-        return _jit.jvp(fn, compiled, args)
+        if not has_aux:
+            return _jit.jvp(fn, compiled, args)
+        warnings.warn(f"srcgrad jit: jvp with has_aux=True of {fn.__qualname__} is not compiled; "
+                      f"running the NumPy tangent program", _jit.JitFallbackWarning, stacklevel=3)
     try:   # free until something raises
         return compiled.function(*args)
     except Exception as exc:

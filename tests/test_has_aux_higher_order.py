@@ -313,3 +313,17 @@ def test_the_gradient_of_a_generator_sum_is_differentiated_again():
     np.testing.assert_allclose(sg.hessian(generator_sum)(w, x) @ v, want, rtol=1e-6, atol=1e-9)
     np.testing.assert_allclose(sg.hvp(generator_sum, (w, x), (v, None), wrt=0)[0], want,
                                rtol=1e-6, atol=1e-9)
+
+
+def test_jvp_with_jit_and_has_aux_runs_numpy_with_a_warning_and_the_same_numbers():
+    from srcgrad.jit import JitFallbackWarning
+
+    def with_aux(x):
+        return np.sum(np.sin(x) * x), np.max(x)
+
+    x, v = np.array([0.3, -1.2, 2.0]), np.array([1.0, 0.5, -0.25])
+    want = sg.jvp(with_aux, (x,), (v,), has_aux=True)
+    with pytest.warns(JitFallbackWarning, match="has_aux"):
+        got = sg.jvp(with_aux, (x,), (v,), has_aux=True, jit=True)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
