@@ -135,9 +135,16 @@ def gradient_class(gfn):
                 exc.refused_as = "hessian: "   # raised at the user's line already
             raise in_user_code(exc, f"the gradient of grad_{name}: ", restate=True) from None
 
-    cls = type(f"Grad_{name}", (Function,), {
-        "forward": staticmethod(forward), "backward": staticmethod(backward),
-        "__doc__": f"sg.grad({name}) with its Hessian-vector product as its backward."})
+    def jvp(ctx, *tangents):   # d/de grad f(x + e t) = H t, at the wrt rows: an hvp too
+        products = hvp(fn, ctx.saved_tensors, tangents, wrt=positions)
+        return tuple(products[k] for k in positions) if many else products[positions[0]]
+
+    methods = {"forward": staticmethod(forward), "backward": staticmethod(backward),
+               "__doc__": f"sg.grad({name}) with its Hessian-vector product as its backward "
+                          f"(and, in forward mode, its jvp)."}
+    if not gfn.has_aux:   # forward mode through (gradients, aux) is not defined here
+        methods["jvp"] = staticmethod(jvp)
+    cls = type(f"Grad_{name}", (Function,), methods)
     _classes[id(gfn)] = (gfn, cls)
     return cls
 

@@ -203,6 +203,22 @@ def test_a_force_matching_loss_calling_a_gradient_matches_finite_differences(los
     assert sg.gradcheck(loss, (x,), atol=1e-7, rtol=RTOL)
 
 
+@pytest.mark.parametrize("loss", [force_matching, force_matching_inline])
+def test_forward_mode_through_a_gradient_inside_the_function_is_its_hvp(loss):
+    # the gradient's custom Function has a jvp: d/de grad E(x + e v) = H v
+    x, v = np.array([0.3, 1.1, 2.5]), np.array([1.0, -0.5, 2.0])
+    out, tangent = sg.jvp(loss, (x,), (v,))
+    np.testing.assert_allclose(out, loss(x))
+    np.testing.assert_allclose(tangent, np.dot(numerical_grad(loss, (x,)), v), rtol=RTOL)
+    np.testing.assert_allclose(sg.jacfwd(loss)(x), sg.grad(loss)(x), rtol=1e-10)
+
+
+def test_a_second_derivative_through_a_gradient_inside_the_function_is_refused_at_its_line():
+    with pytest.raises(sg.SrcgradError) as info:
+        sg.hessian(force_matching_inline)(np.array([0.3, 1.1, 2.5]))
+    assert "test_grad_of_grad.py" in str(info.value) and "force = -sg.grad(energy)(x)" in str(info.value)
+
+
 def scaled_energy(x, k):
     return np.sum(grad_energy(x * k) ** 2) * k
 
