@@ -1,11 +1,11 @@
 """The functional API: grad, value_and_grad, vjp, source, active_variables, function."""
 
-import copy
 import threading
 
 import numpy
 
 from srcgrad import runtime
+from srcgrad.runtime.saved_copy import copy_saved
 from srcgrad.grad_mode import _state as _grad_state, check_grad_enabled
 from srcgrad import disk_cache, pipeline, pytree, rules, show
 from srcgrad.pipeline import compile_gradient
@@ -544,7 +544,7 @@ class _Backward:
         if retain_graph:
             # The reverse sweep pops the tape and restores what indexed writes overwrote.
             if compiled.mutates_saved:
-                saved = copy.deepcopy(saved)
+                saved = copy_saved(saved)   # views stay views of what the sweep restores
             elif compiled.uses_tape:
                 saved = (list(saved[0]),) + tuple(saved[1:])
         else:
