@@ -2,10 +2,28 @@
 writes, each derivative checked against central finite differences in float64
 (srcgrad.testing.numerical_grad), each test one bug that gave a silently wrong result."""
 
+import dataclasses
+
 import numpy as np
 
 import srcgrad as sg
 from srcgrad.testing import numerical_grad
+
+def fd_jacobian(fn, args, n, eps=1e-6):
+    """Central differences of the array ``fn(*args)`` in ``args[n]``: ``out.shape + in.shape``."""
+    x = np.asarray(args[n], dtype=np.float64)
+    columns = []
+    for k in np.ndindex(*x.shape):
+        step = np.zeros_like(x)
+        step[k] = eps
+        plus, minus = list(args), list(args)
+        plus[n], minus[n] = x + step, x - step
+        if not x.shape:
+            plus[n], minus[n] = float(plus[n]), float(minus[n])
+        columns.append((np.asarray(fn(*plus)) - np.asarray(fn(*minus))) / (2 * eps))
+    out = np.stack(columns, axis=-1)
+    return out.reshape(out.shape[:-1] + x.shape)
+
 
 X = np.array([0.3, -1.2, 0.7, 0.5])
 
@@ -25,3 +43,33 @@ def test_jacrev_of_indexed_write_reading_a_view():
     first = backward(1.0, retain_graph=True)
     np.testing.assert_allclose(first, want, rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(backward(1.0), want, rtol=1e-6, atol=1e-6)
+
+
+@dataclasses.dataclass
+class Scaled:
+    w: np.ndarray
+    s: float
+    k: float
+
+
+def scaled_loss(q, x):
+    return np.sum(np.tanh(q.w * x) * q.s ** 2) * q.k
+
+
+def test_hessian_of_a_dataclass_whose_field_a_seed_does_not_reach():
+    """The batched tangent program stacked one seed's Fields adjoint beside another seed's
+    zero (d(dq.k)/dk = 0 left dq unchanged) as if both were arrays: a TypeError from a
+    generated file instead of the Hessian."""
+    x = np.array([0.3, -1.2, 0.7])
+    q = Scaled(np.array([0.5, 1.5, -0.3]), 1.5, 2.0)
+    H = sg.hessian(scaled_loss)(q, x)
+
+    def grad_q(w, s, k):
+        g = sg.grad(scaled_loss)(Scaled(w, s, k), x)
+        return np.concatenate([g.w, [g.s, g.k]])
+
+    for field, n in (("w", 0), ("s", 1), ("k", 2)):
+        column = fd_jacobian(grad_q, [q.w.copy(), q.s, q.k], n)   # (5,) + shape of the field
+        np.testing.assert_allclose(getattr(H.w, field), column[:3], rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(getattr(H.s, field), column[3], rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(getattr(H.k, field), column[4], rtol=1e-5, atol=1e-6)
