@@ -5,6 +5,7 @@ writes, each derivative checked against central finite differences in float64
 import dataclasses
 
 import numpy as np
+import pytest
 
 import srcgrad as sg
 from srcgrad.testing import numerical_grad
@@ -95,3 +96,27 @@ def test_jvp_source_runs_what_it_shows_for_a_second_argument():
     want = numerical_grad(lambda y: two_inputs(x, y), (y,)) @ v
     np.testing.assert_allclose(tangent, want, rtol=1e-6)
     np.testing.assert_allclose(out, two_inputs(x, y))
+
+
+def cubic(x, a, b=1.0):
+    return np.sum(a * x ** 3 + b * x ** 2)
+
+
+def powered(x, k=2.0, *, p=3.0):
+    return np.sum(x ** p) * k
+
+
+def test_hessian_of_a_partial_and_of_keyword_only_defaults():
+    """hessian_fn passed every bound argument positionally, a keyword-only one too: the
+    Hessian of functools.partial(f, a=...) (whose a becomes keyword-only) or of a function
+    with a keyword-only default raised "too many positional arguments"; and it took no
+    keyword arguments at all."""
+    import functools
+    x = np.array([0.3, -1.2, 0.7])
+    want = fd_jacobian(lambda x: sg.grad(cubic)(x, 2.0, 3.0), [x], 0)
+    np.testing.assert_allclose(sg.hessian(functools.partial(cubic, a=2.0, b=3.0))(x), want,
+                               rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(sg.hessian(powered)(x), np.diag(12 * x), rtol=1e-12)
+    np.testing.assert_allclose(sg.hessian(powered)(x, k=4.0), np.diag(24 * x), rtol=1e-12)
+    with pytest.raises(TypeError, match="keyword-only argument 'p'"):
+        sg.hessian(powered)(x, p=2.0)   # never silently the default's Hessian
