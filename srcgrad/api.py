@@ -1,6 +1,7 @@
 """The functional API: grad, value_and_grad, vjp, source, active_variables, function."""
 
 import threading
+import types
 
 import numpy
 
@@ -560,6 +561,16 @@ class _Backward:
         return grads if many else grads[0]
 
 
+def _of_user(exc, fn):
+    """``exc`` said at the user's line: ``fn`` may be a gradient read again
+    (``sg.jacrev(sg.grad(f))``), whose refusals name generated code."""
+    inner = getattr(fn, "_srcgrad_gradient_of", None)
+    code = getattr(inner, "__code__", None)
+    info = code and types.SimpleNamespace(filename=code.co_filename,
+                                          first_lineno=code.co_firstlineno)
+    return in_user_code(exc, "grad of grad: ", inner if code else None, info)
+
+
 def vjp(fn, wrt=0, *, allow_unused=False, materialize_grads=False, hooks=None, fuse=False,
         has_aux=False, jit=False):
     """Split reverse mode: ``out, backward = vjp(f, wrt)(*args)``.
@@ -576,15 +587,17 @@ def vjp(fn, wrt=0, *, allow_unused=False, materialize_grads=False, hooks=None, f
 
     def run(*args, **kwargs):
         check_grad_enabled()
-        compiled = gfn.compiled_for(args, kwargs)
-        inputs = gfn._inputs(compiled, args, kwargs)
-        for name in compiled.wrt:
-            if name in inputs:
-                _check_differentiable(name, inputs[name])
         try:
+            compiled = gfn.compiled_for(args, kwargs)
+            inputs = gfn._inputs(compiled, args, kwargs)
+            for name in compiled.wrt:
+                if name in inputs:
+                    _check_differentiable(name, inputs[name])
             out, saved = compiled.forward(*args, **kwargs)
         except Exception as exc:
             tracebacks.locate(exc)
+            if isinstance(exc, SrcgradError):   # refused in code srcgrad generated
+                raise _of_user(exc, fn) from None
             raise
         options = (allow_unused, materialize_grads, isinstance(wrt, (tuple, list)))
         if has_aux:

@@ -120,3 +120,24 @@ def test_hessian_of_a_partial_and_of_keyword_only_defaults():
     np.testing.assert_allclose(sg.hessian(powered)(x, k=4.0), np.diag(24 * x), rtol=1e-12)
     with pytest.raises(TypeError, match="keyword-only argument 'p'"):
         sg.hessian(powered)(x, p=2.0)   # never silently the default's Hessian
+
+
+def column_scaled(x):
+    M = np.outer(x, x)
+    M[:, 0] *= x
+    M[1] = M[1] ** 2
+    return np.sum(M.T @ x)
+
+
+def test_jacrev_of_a_gradient_refuses_at_the_users_line():
+    """sg.jacrev(sg.grad(f)) runs the gradient's code in reverse mode; what that code's
+    run-time checks refuse was said at a line of the generated file in /tmp."""
+    x = np.array([0.3, -1.2, 0.7, 0.5])
+    H = fd_jacobian(sg.grad(column_scaled), [x], 0)
+    np.testing.assert_allclose(sg.hessian(column_scaled)(x), H, rtol=1e-5, atol=1e-6)
+    try:
+        got = sg.jacrev(sg.grad(column_scaled))(x)
+    except sg.SrcgradError as exc:
+        assert exc.filename == __file__ and "M[:, 0] *= x" in str(exc)
+    else:
+        np.testing.assert_allclose(got, H, rtol=1e-5, atol=1e-6)
