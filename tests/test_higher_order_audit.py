@@ -141,3 +141,34 @@ def test_jacrev_of_a_gradient_refuses_at_the_users_line():
         assert exc.filename == __file__ and "M[:, 0] *= x" in str(exc)
     else:
         np.testing.assert_allclose(got, H, rtol=1e-5, atol=1e-6)
+
+
+def running_sums(x):
+    s = 0.0
+    out = []
+    for i in range(3):
+        s = s + x[i] ** 2
+        out.append(s)
+    return np.sum(np.array(out) ** 2)
+
+
+def running_sums_items(x):
+    s = 0.0
+    out = []
+    for i in range(2):
+        s = s + x[i]
+        out.append(s)
+    return out[0] ** 2 + out[1] ** 2
+
+
+def test_grad_of_grad_of_a_list_built_in_a_loop_with_a_one_hot_seed():
+    """The adjoint of seq_pop joined (zero for the rest, d_last) into [d_last]: a one-entry
+    list for a list of two, so the last item's adjoint moved to the first position.
+    sg.grad(sg.grad(f))(x, grad_outputs=e_1) gave a wrong Hessian row (or an IndexError
+    from the generated file) wherever the seed reached only the later items."""
+    x = np.array([0.3, -1.2, 0.7])
+    for f, n in ((running_sums, 3), (running_sums_items, 2)):
+        H = fd_jacobian(sg.grad(f), [x[:n]], 0)
+        rows = [sg.grad(sg.grad(f))(x[:n], grad_outputs=e) for e in np.eye(n)]
+        np.testing.assert_allclose(rows, H, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(sg.jacrev(sg.grad(f))(x[:n]), H, rtol=1e-5, atol=1e-6)

@@ -297,11 +297,11 @@ def seq_add(dw, w, dseq, g):
 
 @adjoint(rt.seq_pop, sequences=("dseq",))
 def seq_pop(dw, w, dseq):
-    return rt.seq_unpop(dw)
+    return rt.seq_unpop(dw, popped=w)
 
 
 @adjoint(rt.seq_unpop, sequences=("dz",))
-def seq_unpop(dw, w, dz):
+def seq_unpop(dw, w, dz, popped=None):
     return list(rt.seq_pop(dw))
 
 
