@@ -172,3 +172,25 @@ def test_grad_of_grad_of_a_list_built_in_a_loop_with_a_one_hot_seed():
         rows = [sg.grad(sg.grad(f))(x[:n], grad_outputs=e) for e in np.eye(n)]
         np.testing.assert_allclose(rows, H, rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(sg.jacrev(sg.grad(f))(x[:n]), H, rtol=1e-5, atol=1e-6)
+
+
+def dict_of_powers(x):
+    d = {"a": x, "b": x ** 2}
+    d["a"] = d["a"] * d["b"]
+    return np.sum(np.sin(d["a"])) * np.sum(d["b"])
+
+
+def test_grad_of_grad_of_a_local_dict_with_a_one_hot_seed():
+    """The adjoint of reading a key of a dict's adjoint (rt.seq_onehot) was the value
+    itself, not a dict holding it, and adjoints of a dict's adjoint were added with +:
+    sg.grad(sg.grad(f))(x, grad_outputs=...) of a function with a local dict failed in
+    generated code (IndexError, TypeError)."""
+    x = np.array([0.3, -1.2, 0.7, 0.5])
+    H = fd_jacobian(sg.grad(dict_of_powers), [x], 0)
+    rows = [sg.grad(sg.grad(dict_of_powers))(x, grad_outputs=e) for e in np.eye(4)]
+    np.testing.assert_allclose(rows, H, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(sg.jacrev(sg.grad(dict_of_powers))(x), H, rtol=1e-5, atol=1e-6)
+    try:   # forward mode refuses the dict write in the gradient, at the user's line
+        np.testing.assert_allclose(sg.hessian(dict_of_powers)(x), H, rtol=1e-5, atol=1e-6)
+    except sg.SrcgradError as exc:
+        assert exc.filename == __file__

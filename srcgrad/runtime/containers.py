@@ -216,6 +216,8 @@ def seq_onehot(dz, dseq, index):
         out = xp.zeros(dseq.shape, dtype=numpy.result_type(dseq.dtype, getattr(dz, "dtype", float)))
         out[index] = dz
         return out
+    if isinstance(dseq, dict):   # a dict's adjoint: the key's entry alone, the rest zero
+        return {index: dz}
     if not isinstance(dseq, (list, tuple)):
         return dz
     out = [0.0] * len(dseq)
