@@ -194,3 +194,19 @@ def test_grad_of_grad_of_a_local_dict_with_a_one_hot_seed():
         np.testing.assert_allclose(sg.hessian(dict_of_powers)(x), H, rtol=1e-5, atol=1e-6)
     except sg.SrcgradError as exc:
         assert exc.filename == __file__
+
+
+def dict_new_key(x):
+    d = {"a": x, "b": x ** 2}
+    d["a"] = d["a"] * d["b"]
+    d["c"] = np.sum(d["a"])   # a key the function adds: its restore deletes it
+    return d["c"] * np.sum(d["b"])
+
+
+def test_grad_of_grad_of_a_dict_key_the_function_adds():
+    """The gradient's own sweep deleted the added key, and the sweep differentiating it
+    deleted it again: KeyError from the generated file for sg.grad(sg.grad(f))."""
+    x = np.array([0.3, -1.2, 0.7, 0.5])
+    H = fd_jacobian(sg.grad(dict_new_key), [x], 0)
+    rows = [sg.grad(sg.grad(dict_new_key))(x, grad_outputs=e) for e in np.eye(4)]
+    np.testing.assert_allclose(rows, H, rtol=1e-5, atol=1e-6)
