@@ -1,11 +1,12 @@
 """The functional API: grad, value_and_grad, vjp, source, active_variables, function."""
 
-import copy
 import threading
+import types
 
 import numpy
 
 from srcgrad import runtime
+from srcgrad.runtime.saved_copy import copy_saved
 from srcgrad.grad_mode import _state as _grad_state, check_grad_enabled
 from srcgrad import disk_cache, pipeline, pytree, rules, show
 from srcgrad.pipeline import compile_gradient
@@ -544,7 +545,7 @@ class _Backward:
         if retain_graph:
             # The reverse sweep pops the tape and restores what indexed writes overwrote.
             if compiled.mutates_saved:
-                saved = copy.deepcopy(saved)
+                saved = copy_saved(saved)   # views stay views of what the sweep restores
             elif compiled.uses_tape:
                 saved = (list(saved[0]),) + tuple(saved[1:])
         else:
@@ -558,6 +559,16 @@ class _Backward:
         allow_unused, materialize, many = self.options
         grads = _finish(compiled, grads, self.inputs, self.out, allow_unused, materialize)
         return grads if many else grads[0]
+
+
+def _of_user(exc, fn):
+    """``exc`` said at the user's line: ``fn`` may be a gradient read again
+    (``sg.jacrev(sg.grad(f))``), whose refusals name generated code."""
+    inner = getattr(fn, "_srcgrad_gradient_of", None)
+    code = getattr(inner, "__code__", None)
+    info = code and types.SimpleNamespace(filename=code.co_filename,
+                                          first_lineno=code.co_firstlineno)
+    return in_user_code(exc, "grad of grad: ", inner if code else None, info)
 
 
 def vjp(fn, wrt=0, *, allow_unused=False, materialize_grads=False, hooks=None, fuse=False,
@@ -576,15 +587,17 @@ def vjp(fn, wrt=0, *, allow_unused=False, materialize_grads=False, hooks=None, f
 
     def run(*args, **kwargs):
         check_grad_enabled()
-        compiled = gfn.compiled_for(args, kwargs)
-        inputs = gfn._inputs(compiled, args, kwargs)
-        for name in compiled.wrt:
-            if name in inputs:
-                _check_differentiable(name, inputs[name])
         try:
+            compiled = gfn.compiled_for(args, kwargs)
+            inputs = gfn._inputs(compiled, args, kwargs)
+            for name in compiled.wrt:
+                if name in inputs:
+                    _check_differentiable(name, inputs[name])
             out, saved = compiled.forward(*args, **kwargs)
         except Exception as exc:
             tracebacks.locate(exc)
+            if isinstance(exc, SrcgradError):   # refused in code srcgrad generated
+                raise _of_user(exc, fn) from None
             raise
         options = (allow_unused, materialize_grads, isinstance(wrt, (tuple, list)))
         if has_aux:

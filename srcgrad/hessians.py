@@ -27,6 +27,7 @@ backward is ``once_differentiable`` is refused as such.
 """
 
 import functools
+import inspect
 import threading
 
 import numpy
@@ -160,6 +161,9 @@ def third_refusal(wrapper, prefix=""):
         hint="Use finite differences of the second derivative.")
 
 
+_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+
+
 def hessian(fn, wrt=0, *, has_aux=False, chunk_size=None):
     """``hessian(fn, wrt)(*args)``: the Hessian of the scalar function ``fn`` by
     forward-over-reverse: the tangent program of its gradient run once with every basis
@@ -177,11 +181,16 @@ def hessian(fn, wrt=0, *, has_aux=False, chunk_size=None):
         fn = fn.as_function(has_aux=has_aux and getattr(fn, "has_aux", False))
 
     @functools.wraps(fn)
-    def hessian_fn(*args):
+    def hessian_fn(*args, **kwargs):
         positions, many = _wrt_positions(fn, wrt)
-        signature = _signature(fn).bind(*args)
-        signature.apply_defaults()
-        args = tuple(signature.arguments.values())
+        signature = _signature(fn).bind(*args, **kwargs)
+        for name in kwargs:
+            if signature.signature.parameters[name].kind not in _POSITIONAL:
+                raise TypeError(f"srcgrad.hessian: keyword-only argument {name!r} of "
+                                f"{fn.__qualname__}: bind it with functools.partial")
+        signature.apply_defaults()   # the positional parameters only: a keyword-only one
+        args = tuple(value for name, value in signature.arguments.items()   # keeps its default
+                     if signature.signature.parameters[name].kind in _POSITIONAL)
         trees = {k: pytree.is_node(args[k]) for k in positions}
         for k in positions:   # a structure (pytree.py): float leaves only, as in sg.grad
             if trees[k]:

@@ -37,7 +37,8 @@ def tangent_program(fn, wrt):
     compiled = forward_api.compiled_for_source(fn, wrt)
     header = _comment(f"The tangent program of {getattr(fn, '__qualname__', fn)} (forward mode, "
                       f"sg.jvp) for tangents of {', '.join(compiled.active)}: each statement is "
-                      f"followed by its tangent; dx is the tangent of x.")
+                      f"followed by its tangent; d{compiled.active[0]} is the tangent of "
+                      f"{compiled.active[0]}.")
     return header + compiled.source
 
 

@@ -222,10 +222,20 @@ def batch_stack(items, y):
     a dict key's, stays None)."""
     if builtins.all(i is None for i in items):
         return None
-    if isinstance(y, (list, tuple)) and builtins.all(isinstance(i, (list, tuple)) for i in items):
-        return [batch_stack([i[k] for i in items], v) for k, v in enumerate(y)]
-    if isinstance(y, dict) and builtins.all(isinstance(i, dict) for i in items):
-        return {k: batch_stack([i.get(k, 0.0) for i in items], v) for k, v in y.items()}
+    # A structure's adjoint (a dataclass's Fields, a list) where a seed reaches none of it
+    # is that seed's zero (rt.attr_add of a zero returns the adjoint unchanged): its
+    # entries are zeros, not a value to write into an array.
+    nodes = [i for i in items if isinstance(i, (list, tuple, dict))]
+    if nodes and builtins.all(isinstance(i, (list, tuple, dict)) or rt.is_zero_grad(i)
+                              for i in items):
+        like = y if isinstance(y, type(nodes[0])) or isinstance(nodes[0], type(y)) else nodes[0]
+        if isinstance(like, dict):
+            keys = list(dict.fromkeys(k for i in [like] + nodes for k in i))
+            return type(nodes[0])({k: batch_stack([i.get(k, 0.0) if isinstance(i, dict) else 0.0
+                                                   for i in items], like.get(k, 0.0))
+                                   for k in keys})
+        return [batch_stack([i[k] if isinstance(i, (list, tuple)) else 0.0 for i in items], v)
+                for k, v in enumerate(like)]
     arrays = [i for i in items if is_array(i)]
     # a scalar zero ``y`` (an adjoint nothing reached, or rt.add_at of a computed 0) may have
     # a tangent of an array's shape: the stack takes the items' shape

@@ -199,7 +199,7 @@ def seq_add(y, dseq, g, *, t_dseq, t_g):
 
 linear(rt.seq_item, "dseq", no_tangent=("index",))
 linear(rt.seq_pop, "dseq")
-linear(rt.seq_unpop, "dz")
+linear(rt.seq_unpop, "dz", no_tangent=("popped",))
 linear(rt.seq_onehot, "dz", no_tangent=("dseq", "index"))
 linear(rt.seq_concat_vjp, "dy", no_tangent=("a", "b"))
 linear(rt.seq_repeat_vjp, "dy", no_tangent=("a", "b"))

@@ -151,12 +151,12 @@ def tensordot_grad_b(dw, w, dy, a, b, axes=2):
 # ----- Subscripts and gathers -----
 
 
-@adjoint(rt.take_grad)
+@adjoint(rt.take_grad, sequences=("dx",))   # dx may be a dict's or list's adjoint: added
 def take_grad(dw, w, dx, index):
     return rt.add_at(0.0, dx, index, dw), None
 
 
-@adjoint(rt.written_grad)
+@adjoint(rt.written_grad, sequences=("dx",))   # with rt.seq_add, as add_at builds one
 def written_grad(dw, w, dx, x, index):
     return rt.add_at(0.0, dx, index, rt.keep_written(dw, x, index)), None, None
 
@@ -297,11 +297,11 @@ def seq_add(dw, w, dseq, g):
 
 @adjoint(rt.seq_pop, sequences=("dseq",))
 def seq_pop(dw, w, dseq):
-    return rt.seq_unpop(dw)
+    return rt.seq_unpop(dw, popped=w)
 
 
 @adjoint(rt.seq_unpop, sequences=("dz",))
-def seq_unpop(dw, w, dz):
+def seq_unpop(dw, w, dz, popped=None):
     return list(rt.seq_pop(dw))
 
 

@@ -216,6 +216,8 @@ def seq_onehot(dz, dseq, index):
         out = xp.zeros(dseq.shape, dtype=numpy.result_type(dseq.dtype, getattr(dz, "dtype", float)))
         out[index] = dz
         return out
+    if isinstance(dseq, dict):   # a dict's adjoint: the key's entry alone, the rest zero
+        return {index: dz}
     if not isinstance(dseq, (list, tuple)):
         return dz
     out = [0.0] * len(dseq)
@@ -223,10 +225,14 @@ def seq_onehot(dz, dseq, index):
     return out
 
 
-def seq_unpop(dz):
-    """Adjoint of ``seq_pop``: ``(d_rest, d_last)`` joined back into one list."""
+def seq_unpop(dz, *, popped=None):
+    """Adjoint of ``seq_pop``: ``(d_rest, d_last)`` joined back into one list. ``popped``:
+    what ``seq_pop`` returned, ``(rest, last)``: a zero ``d_rest`` of a rest that has
+    items is that many zeros, so that ``d_last`` stays at the last item's position."""
     rest, last = dz
     rest = list(rest) if isinstance(rest, (list, tuple)) else []
+    if popped is not None and isinstance(popped[0], (list, tuple)):
+        rest += [0.0] * (len(popped[0]) - len(rest))
     return rest + [last]
 
 

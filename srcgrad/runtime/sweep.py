@@ -205,9 +205,11 @@ def save_item(base, index):
 
 
 def restore_item(base, index, value):
-    """Undo ``base[index] = ...`` with what ``save_item`` recorded."""
+    """Undo ``base[index] = ...`` with what ``save_item`` recorded. Idempotent, as an
+    array's restore is: a gradient read again restores twice (its own sweep and the
+    sweep it differentiates), and a key already gone stays gone."""
     if value is _MISSING:
-        del base[index]
+        base.pop(index, None)
     else:
         base[index] = value
 

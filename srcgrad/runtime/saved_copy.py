@@ -1,0 +1,64 @@
+"""A copy of the values a forward sweep saved that keeps views views (``retain_graph``).
+
+The reverse sweep restores what an indexed write overwrote (``y[1:] = pop()``) and then
+reads arrays saved as views of the written one (``y[:-1]``), which the restore updates
+too. ``copy.deepcopy`` copies each array alone, so such a view kept the value after the
+write and the gradient came out wrong: here each group of NumPy arrays sharing one base
+is copied once, and its members rebuilt as views of that copy.
+"""
+
+import copy
+
+import numpy
+
+
+def _arrays(value, found, seen):
+    """Every NumPy array in ``value``'s containers and objects' attributes, by id."""
+    if id(value) in seen:
+        return
+    seen.add(id(value))
+    if isinstance(value, numpy.ndarray):
+        found[id(value)] = value
+    elif isinstance(value, (tuple, list, set, frozenset)):
+        for item in value:
+            _arrays(item, found, seen)
+    elif isinstance(value, dict):
+        for item in value.values():
+            _arrays(item, found, seen)
+    elif hasattr(value, "__dict__") and not isinstance(value, type):
+        _arrays(vars(value), found, seen)
+
+
+def _root(array):
+    while isinstance(array.base, numpy.ndarray):
+        array = array.base
+    return array
+
+
+def _address(array):
+    return array.__array_interface__["data"][0]
+
+
+def copy_saved(saved):
+    """``copy.deepcopy(saved)``, an array that is a view of another's memory (both
+    reached from ``saved``) a view of the same memory in the copy."""
+    found = {}
+    _arrays(saved, found, set())
+    groups = {}
+    for array in found.values():
+        groups.setdefault(id(_root(array)), []).append(array)
+    memo = {}
+    for members in groups.values():
+        root = _root(members[0])
+        if len(members) < 2 or root.dtype.hasobject or not (
+                root.flags.c_contiguous or root.flags.f_contiguous):
+            continue   # copied alone by deepcopy, as nothing else shares its memory
+        fresh = root.copy(order="K")
+        raw = fresh.reshape(-1, order="A").view(numpy.uint8)
+        for array in members:
+            view = numpy.ndarray(array.shape, array.dtype, buffer=raw, strides=array.strides,
+                                 offset=_address(array) - _address(root))
+            view.flags.writeable = array.flags.writeable
+            memo[id(array)] = view
+    memo[id(memo)] = list(found.values())   # deepcopy's keep-alive list: the originals
+    return copy.deepcopy(saved, memo)
