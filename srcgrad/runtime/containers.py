@@ -225,7 +225,7 @@ def seq_onehot(dz, dseq, index):
     return out
 
 
-def seq_unpop(dz, *, popped=None):
+def seq_unpop(dz, popped=None):
     """Adjoint of ``seq_pop``: ``(d_rest, d_last)`` joined back into one list. ``popped``:
     what ``seq_pop`` returned, ``(rest, last)``: a zero ``d_rest`` of a rest that has
     items is that many zeros, so that ``d_last`` stays at the last item's position."""
