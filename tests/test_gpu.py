@@ -359,3 +359,36 @@ def test_element_view_updated_in_place_is_refused_on_cupy(cupy):
     sg.grad(element_updated_in_place)(x)          # NumPy: fine
     with pytest.raises(sg.SrcgradError, match="shares its memory"):
         sg.grad(element_updated_in_place)(cupy.asarray(x))
+
+
+# ----- Forward mode and higher order on the GPU -----
+
+def _loop_energy(x, w):
+    e = 0.0
+    for i in range(x.shape[0] - 1):
+        d = x[i + 1] - x[i]
+        e = e + w * (d * d - 1.0) ** 2
+    return e + np.sum(np.tanh(x) * w)
+
+
+def _higher_order_results(xp_args):
+    x, w = xp_args
+    v = x * 0.5 + 1.0
+    return {
+        "jvp": sg.jvp(_loop_energy, (x, w), (v, None))[1],
+        "hvp": sg.hvp(_loop_energy, (x, w), (v, None), wrt=0)[0],
+        "jacfwd": sg.jacfwd(sg.grad(_loop_energy))(x, w),
+        "jacrev": sg.jacrev(sg.grad(_loop_energy))(x, w),
+        "hessian": sg.hessian(_loop_energy)(x, w),
+        "grad_of_grad": sg.grad(sg.grad(_loop_energy))(x, w, grad_outputs=v),
+    }
+
+
+def test_forward_mode_and_higher_order_on_cupy_match_numpy_and_stay_on_the_device(cupy):
+    x, w = np.array([0.3, 1.1, 2.5, 3.2]), 0.7
+    want = _higher_order_results((x, w))
+    got = _higher_order_results((cupy.asarray(x), w))
+    for name, value in got.items():
+        assert isinstance(value, cupy.ndarray), (name, type(value))
+        np.testing.assert_allclose(cupy.asnumpy(value), want[name], rtol=1e-10, atol=1e-12,
+                                   err_msg=name)
