@@ -325,3 +325,19 @@ def test_a_custom_function_without_a_jvp_is_refused_saying_how_to_define_one():
         assert "NoJvp.apply" in text and "NoJvp defines no jvp" in text, text
         assert "Define a jvp(ctx, *tangents) staticmethod" in text, text
         assert info.value.filename.endswith("test_jvp_containers.py"), text
+
+
+def sorted_items(x):
+    values = sorted([x[0] * 2.0, x[1] ** 2, np.sin(x[2])])
+    return values[0] * 3.0 + values[1] * values[2]
+
+
+def item_of(x):
+    a = (x * x).item(1)
+    return a * np.sum(x)
+
+
+@pytest.mark.parametrize("f", [sorted_items, item_of])
+def test_tangents_of_sorted_and_item_match_finite_differences(f):
+    # rules/jvp_numpy.py: builtins.sorted and x.item() have no row in the rule table
+    _check_jvp(f, (np.array([0.45, -0.9, 0.2]),))   # sorted reverses their order

@@ -122,7 +122,7 @@ def item_method(y, self, *args, t_self):
 @rt.helper
 def item_jvp(t, args):
     """The tangent of ``x.item(*args)``: the tangent's item, a Python float."""
-    return float(np.asarray(t).item(*args))
+    return float(t.item(*args)) if hasattr(t, "item") else float(t)   # CuPy too: no np.asarray
 
 
 @tangent(np.nan_to_num)
