@@ -12,8 +12,6 @@
   ``d``), ``is_rt_call`` (``rt.<helper>(...)``).
 """
 
-from collections import deque
-
 import gast
 
 
@@ -37,41 +35,69 @@ def own_parts(s):
     return [s]
 
 
+# Node class -> its fields, for ``walk`` and ``_collect``. A list field may hold what is not
+# a node (``global a, b``; the ``None`` of a keyword-only parameter without a default): its
+# class maps to ``_NOT_A_NODE``, skipped when taken from the queue.
+_FIELDS = {}
+_NOT_A_NODE = ("not a node",)
+
+
+def _fields(cls):
+    fields = _FIELDS[cls] = tuple(cls._fields) if issubclass(cls, gast.AST) else _NOT_A_NODE
+    return fields
+
+
 def walk(node):
     """``ast.walk`` (the same nodes in the same order: breadth first, a node's children
     taken before it is yielded), without its two generator layers per node, which made
-    it the compiler's largest single cost."""
-    todo = deque((node,))
-    pop, push, extend = todo.popleft, todo.append, todo.extend
+    it the compiler's largest single cost. The nodes are read from their ``__dict__``:
+    a field never set is skipped, as ``ast.walk`` skips it."""
+    todo = [node]
+    push, extend = todo.append, todo.extend
     AST = gast.AST
-    while todo:
-        node = pop()
-        for field in node._fields:
-            try:
-                value = getattr(node, field)
-            except AttributeError:
-                continue
-            if isinstance(value, AST):
-                push(value)
-            elif isinstance(value, list):
-                extend([item for item in value if isinstance(item, AST)])
+    fields_of = _FIELDS
+    for node in todo:   # a list iterator sees what is appended while it runs
+        cls = node.__class__
+        fields = fields_of.get(cls)
+        if fields is None:
+            fields = _fields(cls)
+        if fields is _NOT_A_NODE:
+            continue
+        state = node.__dict__
+        for field in fields:
+            if field in state:
+                value = state[field]
+                if value.__class__ is list:
+                    extend(value)
+                elif isinstance(value, AST):
+                    push(value)
         yield node
 
 
 def _collect(node):
     loads, stores = set(), set()
     stack = [node]
+    pop, push, extend = stack.pop, stack.append, stack.extend
+    Name, Store, AST = gast.Name, gast.Store, gast.AST
+    fields_of = _FIELDS
     while stack:
-        n = stack.pop()
-        if type(n) is gast.Name:
-            (stores if type(n.ctx) is gast.Store else loads).add(n.id)
+        n = pop()
+        cls = n.__class__
+        if cls is Name:
+            (stores if n.ctx.__class__ is Store else loads).add(n.id)
             continue
-        for field in n._fields:
-            value = getattr(n, field, None)
-            if type(value) is list:
-                stack.extend(v for v in value if isinstance(v, gast.AST))
-            elif isinstance(value, gast.AST):
-                stack.append(value)
+        fields = fields_of.get(cls)
+        if fields is None:
+            fields = _fields(cls)
+        if fields is _NOT_A_NODE:
+            continue
+        state = n.__dict__
+        for field in fields:
+            value = state.get(field)
+            if value.__class__ is list:
+                extend(value)
+            elif isinstance(value, AST):
+                push(value)
     return loads, stores
 
 

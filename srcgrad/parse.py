@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import gast
 import numpy
 
-from srcgrad import anno
+from srcgrad import anno, ast_util
 from srcgrad.entry import bound_of
 from srcgrad.errors import SourceNotFoundError, SrcgradError, UnsupportedError
 
@@ -271,7 +271,7 @@ def _bind_parameters(node, info, bound):
     args = node.args
     by_name = {a.id: a for a in args.posonlyargs + args.args + args.kwonlyargs}
     for name in bound.names:
-        for child in gast.walk(node):
+        for child in ast_util.walk(node):
             if isinstance(child, gast.Name) and child.id == name \
                     and isinstance(child.ctx, (gast.Store, gast.Del)):
                 origin = info.origin(child) or info.origin(node)
@@ -306,7 +306,7 @@ def _parse_lambda(fn, source, info):
                 "cannot isolate the source of this lambda", code.co_filename, code.co_firstlineno,
                 hint="Define the function with def.") from None
     params = list(code.co_varnames[: code.co_argcount])
-    found = [n for n in gast.walk(module) if isinstance(n, gast.Lambda)
+    found = [n for n in ast_util.walk(module) if isinstance(n, gast.Lambda)
              and [a.id for a in n.args.args] == params]
     if len(found) != 1:
         raise SourceNotFoundError(
@@ -322,7 +322,7 @@ def _parse_lambda(fn, source, info):
 
 
 def _annotate_origins(node, info):
-    for child in gast.walk(node):
+    for child in ast_util.walk(node):
         if isinstance(child, gast.stmt):
             origin = info.origin(child)
             if origin is not None:

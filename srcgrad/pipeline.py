@@ -476,7 +476,7 @@ def _detach_constants(forward, bindings):
     the first gradient's sweeps skip its adjoint by annotation, which the code read again
     (hvp, hessian, grad of grad) does not carry, so it would differentiate through it."""
     wrapped = False
-    for s in gast.walk(forward):
+    for s in ast_util.walk(forward):
         if isinstance(s, gast.Assign) and anno.getanno(s, Static.NO_ADJOINT, False) \
                 and not isinstance(s.value, gast.Constant):
             s.value = gast.Call(func=gast.Name(id=DETACH, ctx=gast.Load(), annotation=None,
@@ -517,7 +517,7 @@ class _TapeMethods(gast.NodeTransformer):
     puts it back (reverse.py; rules/tape_rules.py): the code of any order reads again."""
 
     def __init__(self, trees=()):
-        taken = {n.id for t in trees for n in gast.walk(t) if isinstance(n, gast.Name)}
+        taken = {n.id for t in trees for n in ast_util.walk(t) if isinstance(n, gast.Name)}
         self.popped = next(f"popped_{k}" if k else "popped" for k in range(len(taken) + 1)
                            if (f"popped_{k}" if k else "popped") not in taken)
 

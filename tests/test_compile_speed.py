@@ -51,9 +51,47 @@ def test_liveness_restricted_to_some_names_is_exact_for_them():
             assert part.live_before(s) == full.live_before(s) & only
 
 
+ODD_LISTS = textwrap.dedent('''
+    def g(x, *, c, d=1.0, **kw):
+        global h
+        def inner():
+            nonlocal x
+        match x:
+            case {"a": 1, **rest}:
+                pass
+            case Point(1, y=2):
+                pass
+        return {**kw, "c": c}
+''')
+
+
+def _sources():
+    import glob
+    import os
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    yield SOURCE + inspect.getsource(statements) + ODD_LISTS
+    for path in sorted(glob.glob(os.path.join(root, "srcgrad", "**", "*.py"), recursive=True)):
+        with open(path) as f:
+            yield f.read()
+
+
 def test_the_quick_walk_yields_what_ast_walk_yields_in_the_same_order():
-    tree = gast.parse(SOURCE + inspect.getsource(statements))
-    assert [id(n) for n in ast_util.walk(tree)] == [id(n) for n in ast.walk(tree)]
+    for source in _sources():   # lists holding strings and None included (ODD_LISTS)
+        tree = gast.parse(source)
+        assert [id(n) for n in ast_util.walk(tree)] == [id(n) for n in ast.walk(tree)]
+        for s in ast.walk(tree):
+            if isinstance(s, gast.stmt):
+                names = [n for n in ast.walk(s) if isinstance(n, gast.Name)]
+                assert ast_util.loads(s) == {n.id for n in names if not isinstance(n.ctx, gast.Store)}
+                assert ast_util.stores(s) == {n.id for n in names if isinstance(n.ctx, gast.Store)}
+
+
+def test_the_quick_conversion_to_ast_makes_what_gast_makes():
+    from srcgrad.codegen import emit
+    for source in _sources():
+        tree = gast.parse(source)
+        assert ast.dump(emit._ToAst().visit(tree), include_attributes=True) == \
+            ast.dump(gast.gast_to_ast(tree), include_attributes=True)
 
 
 def test_a_compile_pauses_the_garbage_collector_and_turns_it_on_again():

@@ -5,10 +5,12 @@ into ``#`` lines after printing: ``# grad of: <user line>`` over each adjoint
 block, and ``# <user line>`` over forward statements that normalization split.
 """
 
+import ast
 import re
 
 import astor
 import gast
+from gast.ast3 import GAstToAst3
 
 from srcgrad import anno
 
@@ -105,7 +107,7 @@ def to_source(functions):
     for function in functions:
         _chained_releases(function.body, 4)
     module = gast.Module(body=list(functions), type_ignores=[])
-    tree = gast.gast_to_ast(module)
+    tree = _ToAst().visit(module)
     text = astor.to_source(tree)
     lines = []
     for line in text.splitlines():
@@ -115,6 +117,69 @@ def to_source(functions):
         else:
             lines.append(line)
     return "\n".join(lines) + "\n"
+
+
+class _ToAst(GAstToAst3):
+    """``gast.gast_to_ast``, the same tree, without its per-node ``NodeTransformer``
+    dispatch, ``hasattr``/``getattr`` pairs and ``copy_location``: it converted every
+    node of both printed sources, a tenth of a short function's compile. Only the
+    nodes gast converts specially (``arguments``, ``FunctionDef``, ...) take gast's
+    own methods."""
+
+    _classes = {}   # gast class -> (the ast class or None, gast's own method or None)
+    _AST = gast.AST
+    _CONTEXTS = {gast.Load: ast.Load(), gast.Store: ast.Store(), gast.Del: ast.Del()}
+
+    def visit(self, node):
+        cls = node.__class__
+        found = self._classes.get(cls)
+        if found is None:
+            method = getattr(_ToAst, "visit_" + cls.__name__, None)
+            if method is getattr(ast.NodeVisitor, "visit_" + cls.__name__, None):
+                method = None   # NodeVisitor.visit_Constant: the plain conversion
+            found = self._classes[cls] = (getattr(ast, cls.__name__, None), method)
+        target, method = found
+        if method is not None:
+            return method(self, node)
+        if target is None:
+            return None   # not a node of ast (gast's generic_visit drops it too)
+        return self._convert(node, target)
+
+    def _visit(self, node):
+        if isinstance(node, self._AST):
+            return self.visit(node)
+        if node.__class__ is list:
+            return [self.visit(n) if isinstance(n, self._AST) else n for n in node]
+        return node
+
+    def generic_visit(self, node):
+        cls = node.__class__
+        return self._convert(node, getattr(ast, cls.__name__)) if hasattr(ast, cls.__name__) \
+            else None
+
+    def _convert(self, node, target):
+        state = node.__dict__
+        new = target()
+        new_state = new.__dict__
+        for field in node._fields:
+            if field in state:
+                new_state[field] = self._visit(state[field])
+        for attr in node._attributes:
+            if attr in state:
+                new_state[attr] = state[attr]
+        return new
+
+    def visit_Name(self, node):
+        state = node.__dict__
+        new = ast.Name(id=node.id, ctx=self._CONTEXTS.get(node.ctx.__class__) or self._visit(node.ctx))
+        for attr in node._attributes:
+            if attr in state:
+                setattr(new, attr, state[attr])
+        return new
+
+    def visit_Assign(self, node):
+        return ast.copy_location(ast.Assign(targets=self._visit(node.targets),
+                                            value=self._visit(node.value)), node)
 
 
 def line_origins(functions, text):

@@ -29,6 +29,7 @@ meets a Python float. Assignments in the loop nothing reads are dropped first.
 
 import gast
 
+from srcgrad import ast_util
 from srcgrad.optimize import dead
 from srcgrad.templates import replace
 
@@ -40,7 +41,7 @@ def run(body, params):
     """Rewrite ``body`` (a composed gradient's statements) in place; returns the names
     it made (views and flags: releasing them frees nothing). ``params``: the
     function's parameter names."""
-    names = {n.id for s in body for n in gast.walk(s) if isinstance(n, gast.Name)}
+    names = {n.id for s in body for n in ast_util.walk(s) if isinstance(n, gast.Name)}
     if "range" in _stored(body):
         return set()
     loops = [s for s in body if isinstance(s, gast.For)]
@@ -90,22 +91,22 @@ def _fresh(base, names):
 
 
 def _stored(body):
-    return {n.id for s in body for n in gast.walk(s)
+    return {n.id for s in body for n in ast_util.walk(s)
             if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load)}
 
 
 def _pure(e):
     return all(isinstance(n, (gast.BinOp, gast.UnaryOp, gast.Name, gast.Constant, gast.Load,
                                gast.operator, gast.unaryop))
-               for n in gast.walk(e))
+               for n in ast_util.walk(e))
 
 
 def _drop_unread(body, loops):
     """Drop ``a = <arithmetic of names, or an item a[i]>`` in the loops where nothing
     reads ``a`` before it is bound again (analysis/liveness.py)."""
-    removable = {n.id for loop in loops for n in gast.walk(loop)
+    removable = {n.id for loop in loops for n in ast_util.walk(loop)
                  if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
-    removable -= {n.target.id for loop in loops for n in gast.walk(loop)
+    removable -= {n.target.id for loop in loops for n in ast_util.walk(loop)
                   if isinstance(n, gast.For) and isinstance(n.target, gast.Name)}
 
     def pure(v):
@@ -148,7 +149,7 @@ class _Levels:
         assigned = {}
         stores = {}   # name -> how often it is bound (one walk: not one per name)
         for s in body:
-            for n in gast.walk(s):
+            for n in ast_util.walk(s):
                 if isinstance(n, gast.Assign) and len(n.targets) == 1 \
                         and isinstance(n.targets[0], gast.Name):
                     assigned.setdefault(n.targets[0].id, []).append(n.value)
@@ -157,11 +158,11 @@ class _Levels:
         self.ranges = {name for name, values in assigned.items() if all(map(_range_call, values))
                        and stores.get(name, 0) == len(values)}   # names bound only to range(...)
         for s in body:
-            for n in gast.walk(s):
+            for n in ast_util.walk(s):
                 self._binding(n)
         for p in params:
             self.bindings.setdefault(p, []).append("none")
-        self.pushed = [n.args[0] for s in body for n in gast.walk(s)
+        self.pushed = [n.args[0] for s in body for n in ast_util.walk(s)
                        if isinstance(n, gast.Call) and isinstance(n.func, gast.Name)
                        and n.func.id == "push" and len(n.args) == 1]
         self.level = {n: PYTHON for n in self.bindings}
@@ -173,7 +174,7 @@ class _Levels:
                 self.bindings.setdefault(n.targets[0].id, []).append(n.value)
             else:
                 for t in n.targets:
-                    for m in gast.walk(t):
+                    for m in ast_util.walk(t):
                         if isinstance(m, gast.Name) and isinstance(m.ctx, gast.Store):
                             self.bindings.setdefault(m.id, []).append("none")
         elif isinstance(n, gast.AugAssign):
@@ -184,13 +185,13 @@ class _Levels:
             if isinstance(n.target, gast.Name) and self.range_iter(n.iter):
                 self.bindings.setdefault(n.target.id, []).append("index")
             else:
-                for m in gast.walk(n.target):
+                for m in ast_util.walk(n.target):
                     if isinstance(m, gast.Name):
                         self.bindings.setdefault(m.id, []).append("none")
         elif isinstance(n, (gast.With, gast.FunctionDef, gast.Lambda, gast.comprehension,
                             gast.NamedExpr, gast.ExceptHandler, gast.Import, gast.ImportFrom,
                             gast.Global, gast.Nonlocal, gast.Delete, gast.AnnAssign)):
-            for m in gast.walk(n):
+            for m in ast_util.walk(n):
                 if isinstance(m, gast.Name) and not isinstance(m.ctx, gast.Load):
                     self.bindings.setdefault(m.id, []).append("none")
             if isinstance(n, gast.ExceptHandler) and n.name:
@@ -276,7 +277,7 @@ def _arrays(loop, params, stored, levels):
     """(arrays read, {adjoint written: the parameter it is the zeros of}) of a loop
     this pass rewrites, or None."""
     reads, accs = [], {}
-    for n in gast.walk(loop):
+    for n in ast_util.walk(loop):
         if isinstance(n, gast.Subscript) and isinstance(n.value, gast.Name):
             a = n.value.id
             if isinstance(n.ctx, gast.Load):
@@ -358,13 +359,13 @@ def _uses_ok(e, levels, reads, accs):
         return isinstance(e.func, gast.Name) and e.func.id == "pop" and not e.args \
             and not e.keywords
     indexed = set()
-    for n in gast.walk(e):
+    for n in ast_util.walk(e):
         if isinstance(n, gast.Subscript):
             if not (isinstance(n.value, gast.Name) and n.value.id in reads | accs
                     and levels.is_index(n.slice)):
                 return False
             indexed.add(id(n.value))
-    for n in gast.walk(e):
+    for n in ast_util.walk(e):
         if isinstance(n, gast.Name) and (n.id in reads or n.id in accs) and id(n) not in indexed:
             return False   # an array only ever as a[i]
     return levels.expr(e) >= BOOL
@@ -374,7 +375,7 @@ def _hoist(loop, levels, names):
     """``a * b`` (``+``, ``-``) of Python numbers the loop does not rebind, computed
     once before it: the same operation on the same values (no operation of these
     raises)."""
-    stored = {n.id for n in gast.walk(loop) if isinstance(n, gast.Name)
+    stored = {n.id for n in ast_util.walk(loop) if isinstance(n, gast.Name)
               and not isinstance(n.ctx, gast.Load)}
     hoisted, seen = [], {}
 
