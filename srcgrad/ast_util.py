@@ -101,6 +101,35 @@ def _collect(node):
     return loads, stores
 
 
+def nodes_of(node, cls):
+    """The nodes of class ``cls`` (exactly: ``gast.Name``, ``gast.Call``) in ``node``,
+    itself included, in no particular order: what a set built from ``walk`` needs, in
+    a fraction of its time (no generator, no test of the other nodes' classes)."""
+    found = []
+    stack = [node]
+    pop, push, extend, add = stack.pop, stack.append, stack.extend, found.append
+    AST = gast.AST
+    fields_of = _FIELDS
+    while stack:
+        n = pop()
+        c = n.__class__
+        if c is cls:
+            add(n)
+        fields = fields_of.get(c)
+        if fields is None:
+            fields = _fields(c)
+        if fields is _NOT_A_NODE:
+            continue
+        state = n.__dict__
+        for field in fields:
+            value = state.get(field)
+            if value.__class__ is list:
+                extend(value)
+            elif isinstance(value, AST):
+                push(value)
+    return found
+
+
 class NameSets:
     """The names each node loads and stores, memoized by node.
 
@@ -166,8 +195,8 @@ def refs(*nodes):
 def reads(*nodes):
     """Names the ``nodes`` read in a ``Load`` context (unlike ``loads``, a parameter or
     a ``del`` is not a read), nested blocks and scopes included."""
-    return {n.id for node in nodes for n in walk(node)
-            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
+    Load = gast.Load
+    return {n.id for node in nodes for n in nodes_of(node, gast.Name) if n.ctx.__class__ is Load}
 
 
 # ----- Walking statements -----

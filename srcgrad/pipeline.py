@@ -120,7 +120,7 @@ def front_end(fn, options, stack=(), has_aux=False, static=None):
     an argument); inside, the parameter denotes that object (inline.bind_static)."""
     node, info = fn.parse() if isinstance(fn, local_functions.LocalFunction) else parse_function(fn)
     ctx = CompileContext(
-        info, Namer({n.id for n in ast_util.walk(node) if isinstance(n, gast.Name)} | set(RESERVED)),
+        info, Namer({n.id for n in ast_util.nodes_of(node, gast.Name)} | set(RESERVED)),
         options, user_locals=frozenset(local_names(node)), stack=stack or (fn.__code__,),
         normalize=lambda helper, helper_stack, helper_static: front_end(
             helper, options, helper_stack, static=helper_static))
@@ -371,8 +371,8 @@ def _compiler_names(forward, ctx):
     args = forward.args
     params = {a.id for a in args.posonlyargs + args.args + args.kwonlyargs}
     users = set(ctx.user_locals) | set(ctx.namer.original) | params | set(RESERVED)
-    return {n.id for n in ast_util.walk(forward) if isinstance(n, gast.Name)
-            and isinstance(n.ctx, gast.Store) and n.id not in users}
+    return {n.id for n in ast_util.nodes_of(forward, gast.Name)
+            if isinstance(n.ctx, gast.Store) and n.id not in users}
 
 
 def refuse_once_differentiable(compiled, what=""):
@@ -517,7 +517,7 @@ class _TapeMethods(gast.NodeTransformer):
     puts it back (reverse.py; rules/tape_rules.py): the code of any order reads again."""
 
     def __init__(self, trees=()):
-        taken = {n.id for t in trees for n in ast_util.walk(t) if isinstance(n, gast.Name)}
+        taken = {n.id for t in trees for n in ast_util.nodes_of(t, gast.Name)}
         self.popped = next(f"popped_{k}" if k else "popped" for k in range(len(taken) + 1)
                            if (f"popped_{k}" if k else "popped") not in taken)
 

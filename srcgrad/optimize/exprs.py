@@ -15,17 +15,16 @@ _SHAPE_HELPERS = ("unbroadcast", "unreduce")
 
 def pure(value):
     """Evaluating ``value`` has no effect beyond its result (the sweep's own calls)."""
-    for n in ast_util.walk(value):
-        if isinstance(n, gast.Call):
-            func = n.func
-            if isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name) \
-                    and func.value.id in ("rt", "xp"):
-                if func.attr in EFFECTFUL:
-                    return False
-                continue
-            if isinstance(func, gast.Attribute) and func.attr in _PURE_METHODS:
-                continue
-            return False
+    for n in ast_util.nodes_of(value, gast.Call):
+        func = n.func
+        if isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name) \
+                and func.value.id in ("rt", "xp"):
+            if func.attr in EFFECTFUL:
+                return False
+            continue
+        if isinstance(func, gast.Attribute) and func.attr in _PURE_METHODS:
+            continue
+        return False
     return True
 
 

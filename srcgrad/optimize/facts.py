@@ -63,8 +63,8 @@ def inplace_targets(body):
     """Adjoints updated in place by runtime helpers: they must own their memory."""
     found = set()
     for s in body:
-        for n in ast_util.walk(s):
-            if isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute) \
+        for n in ast_util.nodes_of(s, gast.Call):
+            if isinstance(n.func, gast.Attribute) \
                     and n.func.attr in EFFECTFUL and n.args and isinstance(n.args[0], gast.Name):
                 found.add(n.args[0].id)
     return found

@@ -41,14 +41,16 @@ def run(body, params):
     """Rewrite ``body`` (a composed gradient's statements) in place; returns the names
     it made (views and flags: releasing them frees nothing). ``params``: the
     function's parameter names."""
-    names = {n.id for s in body for n in ast_util.walk(s) if isinstance(n, gast.Name)}
-    if "range" in _stored(body):
+    found = [n for s in body for n in ast_util.nodes_of(s, gast.Name)]
+    names = {n.id for n in found}
+    stored = {n.id for n in found if not isinstance(n.ctx, gast.Load)}
+    if "range" in stored:
         return set()
     loops = [s for s in body if isinstance(s, gast.For)]
     if not loops:
         return set()
-    _drop_unread(body, loops)
-    stored = _stored(body)
+    if _drop_unread(body, loops):
+        stored = _stored(body)
     levels = _Levels(body, params)
     plans = [(loop, _arrays(loop, params, stored, levels)) for loop in loops]
     plans = [(loop, plan) for loop, plan in plans if plan is not None]
@@ -91,8 +93,8 @@ def _fresh(base, names):
 
 
 def _stored(body):
-    return {n.id for s in body for n in ast_util.walk(s)
-            if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load)}
+    return {n.id for s in body for n in ast_util.nodes_of(s, gast.Name)
+            if not isinstance(n.ctx, gast.Load)}
 
 
 def _pure(e):
@@ -104,10 +106,10 @@ def _pure(e):
 def _drop_unread(body, loops):
     """Drop ``a = <arithmetic of names, or an item a[i]>`` in the loops where nothing
     reads ``a`` before it is bound again (analysis/liveness.py)."""
-    removable = {n.id for loop in loops for n in ast_util.walk(loop)
-                 if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
-    removable -= {n.target.id for loop in loops for n in ast_util.walk(loop)
-                  if isinstance(n, gast.For) and isinstance(n.target, gast.Name)}
+    removable = {n.id for loop in loops for n in ast_util.nodes_of(loop, gast.Name)
+                 if isinstance(n.ctx, gast.Store)}
+    removable -= {n.target.id for loop in loops for n in ast_util.nodes_of(loop, gast.For)
+                  if isinstance(n.target, gast.Name)}
 
     def pure(v):
         if isinstance(v, gast.Subscript):
@@ -116,6 +118,8 @@ def _drop_unread(body, loops):
     if dead.eliminate(body, removable, set(), pure=pure):
         for s in body:
             _fill(s)
+        return True
+    return False
 
 
 def _fill(s):
@@ -148,21 +152,20 @@ class _Levels:
         self.bindings = {}   # name -> [value expressions, or a marker]
         assigned = {}
         stores = {}   # name -> how often it is bound (one walk: not one per name)
-        for s in body:
-            for n in ast_util.walk(s):
-                if isinstance(n, gast.Assign) and len(n.targets) == 1 \
-                        and isinstance(n.targets[0], gast.Name):
-                    assigned.setdefault(n.targets[0].id, []).append(n.value)
-                elif isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load):
-                    stores[n.id] = stores.get(n.id, 0) + 1
+        nodes = [n for s in body for n in ast_util.walk(s)]   # one walk, read three times
+        for n in nodes:
+            if isinstance(n, gast.Assign) and len(n.targets) == 1 \
+                    and isinstance(n.targets[0], gast.Name):
+                assigned.setdefault(n.targets[0].id, []).append(n.value)
+            elif isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load):
+                stores[n.id] = stores.get(n.id, 0) + 1
         self.ranges = {name for name, values in assigned.items() if all(map(_range_call, values))
                        and stores.get(name, 0) == len(values)}   # names bound only to range(...)
-        for s in body:
-            for n in ast_util.walk(s):
-                self._binding(n)
+        for n in nodes:
+            self._binding(n)
         for p in params:
             self.bindings.setdefault(p, []).append("none")
-        self.pushed = [n.args[0] for s in body for n in ast_util.walk(s)
+        self.pushed = [n.args[0] for n in nodes
                        if isinstance(n, gast.Call) and isinstance(n.func, gast.Name)
                        and n.func.id == "push" and len(n.args) == 1]
         self.level = {n: PYTHON for n in self.bindings}

@@ -131,7 +131,7 @@ def local_names(node):
     """The parameters of FunctionDef ``node`` and every name it assigns (or deletes)."""
     names = {a.id for a in node.args.args + node.args.kwonlyargs + node.args.posonlyargs}
     names.update(a.id for a in (node.args.vararg, node.args.kwarg) if a is not None)
-    for child in ast_util.walk(node):
-        if isinstance(child, gast.Name) and isinstance(child.ctx, (gast.Store, gast.Del)):
+    for child in ast_util.nodes_of(node, gast.Name):
+        if isinstance(child.ctx, (gast.Store, gast.Del)):
             names.add(child.id)
     return names

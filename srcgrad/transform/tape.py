@@ -246,10 +246,11 @@ def read_before_bound(body, bound=frozenset(), counted=None):
                 bound |= body_bound & else_bound
         else:
             if counted is None or id(s) in counted:
-                reads |= {n.id for n in ast_util.walk(s) if isinstance(n, gast.Name) and (
+                reads |= {n.id for n in ast_util.nodes_of(s, gast.Name) if (
                     isinstance(n.ctx, gast.Load) or isinstance(s, gast.AugAssign))} - bound
-            bound |= {n.id for n in ast_util.walk(s) if isinstance(n, gast.Name)
-                      and isinstance(n.ctx, gast.Store) and not isinstance(s, gast.AugAssign)}
+            if not isinstance(s, gast.AugAssign):
+                bound |= {n.id for n in ast_util.nodes_of(s, gast.Name)
+                          if isinstance(n.ctx, gast.Store)}
     return reads, bound
 
 
@@ -331,17 +332,16 @@ def shape_only(rev, primal_names):
     for s in optimize.walk_statements(rev):
         if key_of(s) is not None:
             continue
-        for node in ast_util.walk(s):
-            if isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) \
+        for node in ast_util.nodes_of(s, gast.Call):
+            if isinstance(node.func, gast.Attribute) \
                     and isinstance(node.func.value, gast.Name) and node.func.value.id == "rt" \
                     and node.func.attr in _SHAPE_READERS:
                 k = _SHAPE_READERS[node.func.attr]
                 if len(node.args) > k and isinstance(node.args[k], gast.Name):
                     shape_uses.add(node.args[k].id)
                     shape_args.add(id(node.args[k]))
-        for node in ast_util.walk(s):
-            if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Load) \
-                    and id(node) not in shape_args:
+        for node in ast_util.nodes_of(s, gast.Name):
+            if isinstance(node.ctx, gast.Load) and id(node) not in shape_args:
                 other_uses.add(node.id)
     return (shape_uses - other_uses) & primal_names
 
