@@ -510,7 +510,7 @@ def _check_leaves(forward, info, bindings):
     return bindings
 
 
-class _TapeMethods(gast.NodeTransformer):
+class _TapeMethods(ast_util.NodeTransformer):
     """``push = tape.append`` and ``pop = tape.pop`` dropped, ``push(v)`` and ``pop()``
     called as the list's methods. A discarded ``lst.pop()`` (a gradient read again
     reverses an append so) binds what it pops with ``rt.tape_pop``, whose reversal

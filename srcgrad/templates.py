@@ -29,26 +29,35 @@ def clone(node):
     """A copy of a gast tree: new nodes, the same leaf values and annotation values.
 
     ``copy.deepcopy`` does the same in several times the time; templates are
-    cloned for every rule application, which makes this the compiler's hot path.
+    cloned for every rule application, which makes this the compiler's hot path
+    (a leaf value is copied where it is found, without a call of its own).
     """
-    if isinstance(node, list):
-        return [clone(item) for item in node]
-    if not isinstance(node, gast.AST):
+    if node.__class__ is list:
+        return [clone(item) if isinstance(item, _AST) else clone(item) if item.__class__ is list
+                else item for item in node]
+    if not isinstance(node, _AST):
         return node
-    new = node.__class__.__new__(node.__class__)
-    fields = node._fields
+    cls = node.__class__
+    new = cls.__new__(cls)
+    fields = _FIELD_SETS.get(cls)
+    if fields is None:
+        fields = _FIELD_SETS[cls] = frozenset(cls._fields)
     state = new.__dict__
     for key, value in node.__dict__.items():
         if key in fields:
-            state[key] = clone(value)
+            if isinstance(value, _AST) or value.__class__ is list:
+                value = clone(value)
         elif key == "_srcgrad_anno":
-            state[key] = dict(value)
-        else:
-            state[key] = value
+            value = dict(value)
+        state[key] = value
     return new
 
 
-class _Substitute(gast.NodeTransformer):
+_AST = gast.AST
+_FIELD_SETS = {}   # node class -> its fields, as a set
+
+
+class _Substitute(ast_util.NodeTransformer):
     def __init__(self, subs):
         self.subs = subs
 
@@ -163,7 +172,7 @@ def _number(node):
     return isinstance(node, gast.Constant) and type(node.value) in (int, float)
 
 
-class _FoldConstants(gast.NodeTransformer):
+class _FoldConstants(ast_util.NodeTransformer):
     """Arithmetic on literal numbers a rule's parameters became, done once at compile time:
     ``x ** (2 - 1)`` in the power rule for ``x ** 2`` is written ``x``."""
 

@@ -186,7 +186,7 @@ def _children(node):
 
 
 def _replace(statement, target, value):
-    class Replace(gast.NodeTransformer):
+    class Replace(ast_util.NodeTransformer):
         def visit_Name(self, n):
             return value if n is target else n
 

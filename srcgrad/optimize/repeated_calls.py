@@ -188,7 +188,7 @@ def _hoist(block, i, k, call, target):
 
 
 def _replace(statement, node, name):
-    class Replace(gast.NodeTransformer):
+    class Replace(ast_util.NodeTransformer):
         def visit_Call(self, n):
             if n is node:
                 return gast.Name(id=name, ctx=gast.Load(), annotation=None, type_comment=None)

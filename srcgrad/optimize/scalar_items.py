@@ -390,7 +390,7 @@ def _hoist(loop, levels, names):
         return isinstance(e, gast.BinOp) and isinstance(e.op, _SAFE_OPS) \
             and invariant(e.left) and invariant(e.right)
 
-    class Hoist(gast.NodeTransformer):
+    class Hoist(ast_util.NodeTransformer):
         def visit_BinOp(self, e):
             if invariant(e) and not (isinstance(e.left, gast.Constant)
                                      and isinstance(e.right, gast.Constant)):
@@ -419,7 +419,7 @@ def _describe(e):
     return f"{_describe(e.left)}_{op}_{_describe(e.right)}"
 
 
-class _Rename(gast.NodeTransformer):
+class _Rename(ast_util.NodeTransformer):
     """``a[i]`` of the arrays in ``renamed`` reads ``a_items[i]``."""
 
     def __init__(self, renamed):

@@ -7,6 +7,8 @@ product or quotient (the same value: negation is exact and ``(-a) * b == -(a * b
 
 import gast
 
+from srcgrad import ast_util
+
 
 def run(body, facts):
     rewriter = _Rewriter()
@@ -29,7 +31,7 @@ def positive(e):
     return None
 
 
-class _Rewriter(gast.NodeTransformer):
+class _Rewriter(ast_util.NodeTransformer):
     changed = False
 
     def visit_BinOp(self, node):

@@ -121,7 +121,7 @@ def _count_loads(node, t):
 
 
 def _substitute(node, t, value):
-    class Substitute(gast.NodeTransformer):
+    class Substitute(ast_util.NodeTransformer):
         def visit_Name(self, n):
             if n.id == t and isinstance(n.ctx, gast.Load):
                 return value

@@ -71,7 +71,7 @@ def infer_sweep_classes(body, classes, fixed):
     return classes, inferred
 
 
-class _Dropper(gast.NodeTransformer):
+class _Dropper(ast_util.NodeTransformer):
     """Rewrites the shape helpers whose answer the classes already give."""
 
     def __init__(self, classes, inferred, roots):

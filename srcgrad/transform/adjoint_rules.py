@@ -13,7 +13,7 @@ import operator
 
 import gast
 
-from srcgrad import anno, rules, templates
+from srcgrad import anno, ast_util, rules, templates
 from srcgrad.analysis import kinds as kinds_
 from srcgrad.analysis.activity import names_in, primitive_of
 from srcgrad.errors import NonDifferentiableError, UnsupportedError
@@ -347,7 +347,7 @@ class RuleApplication:
 
 
 
-class _NoDtypeCast(gast.NodeTransformer):
+class _NoDtypeCast(ast_util.NodeTransformer):
     """``rt.dtype_grad(g, None, x)`` (a rule's cast with no dtype given) is ``g``."""
 
     def visit_Call(self, node):

@@ -53,7 +53,7 @@ def _uses(nodes, names_):
     return any(isinstance(n, gast.Name) and n.id in names_ for s in nodes for n in ast_util.walk(s))
 
 
-class _Wrap(gast.NodeTransformer):
+class _Wrap(ast_util.NodeTransformer):
     """Each tangent name read replaced by ``rt.<helper>(t, <extra>)``."""
 
     def __init__(self, tangents, helper, extra):
@@ -174,7 +174,7 @@ class BatchedForwardAD(forward.ForwardAD):
         return stmts, result
 
 
-class _Rewrite(gast.NodeTransformer):
+class _Rewrite(ast_util.NodeTransformer):
     """``rt.tangent_zero(v)`` -> ``rt.batch_zero(v, B)``, ``rt.has_grad_jvp`` ->
     ``rt.batch_has_grad``, ``rt.tangent_like(t, y)`` -> ``rt.batch_fit(t, y)``;
     ``dx[i]`` -> ``rt.batched(dx)[i]``."""

@@ -228,7 +228,7 @@ def _unreduced(entry, dy):
 
 
 def _swap_first(node, dy):
-    class Swap(gast.NodeTransformer):
+    class Swap(ast_util.NodeTransformer):
         def visit_Call(self, call):
             if _is_call(call, "rt", "unreduce") and call.args and isinstance(call.args[0], gast.Name) \
                     and call.args[0].id == dy:
@@ -304,7 +304,7 @@ def _bare(node):
         node, "rt", getattr(node.func, "attr", ""))
 
 
-class _DropZeros(gast.NodeTransformer):
+class _DropZeros(ast_util.NodeTransformer):
     """Tangent terms with a zero tangent removed; the zero marker when nothing is left.
 
     Runs on the template before its parameters are substituted, so that it can tell
@@ -410,7 +410,7 @@ def _constant_zero():
     return gast.Constant(value=0.0, kind=None)
 
 
-class _Defaults(gast.NodeTransformer):
+class _Defaults(ast_util.NodeTransformer):
     """``xp.sum(t, axis=None, keepdims=False)`` written ``xp.sum(t)``: keywords of the
     array namespace's reductions left at NumPy's defaults are not spelled out."""
 

@@ -21,7 +21,7 @@ import gast
 from srcgrad import ast_util, templates
 
 
-class _Marks(gast.NodeTransformer):
+class _Marks(ast_util.NodeTransformer):
     def visit_Assign(self, s):
         self.generic_visit(s)
         if len(s.targets) == 1 and isinstance(s.targets[0], gast.Name) \
