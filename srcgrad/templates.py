@@ -61,10 +61,11 @@ class _Substitute(ast_util.NodeTransformer):
     def __init__(self, subs):
         self.subs = subs
 
-    def visit_Name(self, node):
-        if node.id not in self.subs:
+    def visit_Name(self, node, subs=None):
+        subs = self.subs if subs is None else subs
+        if node.id not in subs:
             return node
-        value = self.subs[node.id]
+        value = subs[node.id]
         if isinstance(value, str):
             return name(value, isinstance(node.ctx, gast.Store))
         new = clone(value)
@@ -88,6 +89,52 @@ class _Substitute(ast_util.NodeTransformer):
     visit_If = visit_For = visit_While = _block
 
 
+_SUBSTITUTE_NAMES = _Substitute({})   # its visit_Name, given the substitutions
+
+
+def _substituted(node, subs):
+    """``_Substitute(subs).visit(clone(node))`` in one pass: the copy is made with the
+    names already substituted (templates are copied for every use; copying and then
+    visiting the copy walked each twice)."""
+    cls = node.__class__
+    if cls is gast.Name:
+        return _Substitute.visit_Name(_SUBSTITUTE_NAMES, node, subs) if node.id in subs \
+            else clone(node)
+    if cls is gast.Expr and node.value.__class__ is gast.Name \
+            and isinstance(subs.get(node.value.id), list):
+        return list(subs[node.value.id])
+    new = cls.__new__(cls)
+    fields = _FIELD_SETS.get(cls)
+    if fields is None:
+        fields = _FIELD_SETS[cls] = frozenset(cls._fields)
+    state = new.__dict__
+    for key, value in node.__dict__.items():
+        if key in fields:
+            if value.__class__ is list:
+                items = []
+                for item in value:
+                    if isinstance(item, _AST):
+                        item = _substituted(item, subs)
+                        if item is None:
+                            continue
+                        if not isinstance(item, _AST):
+                            items.extend(item)
+                            continue
+                    items.append(item)
+                value = items
+            elif isinstance(value, _AST):
+                value = _substituted(value, subs)
+                if value is None:
+                    continue
+        elif key == "_srcgrad_anno":
+            value = dict(value)
+        state[key] = value
+    if cls in _BLOCKS and not new.body:
+        new.body = [gast.Pass()]
+    return new
+
+
+_BLOCKS = (gast.If, gast.For, gast.While)
 _TEMPLATES = {}
 
 
@@ -96,7 +143,7 @@ def replace(template, **subs):
     parsed = _TEMPLATES.get(template)
     if parsed is None:
         parsed = _TEMPLATES[template] = gast.parse(textwrap.dedent(template)).body
-    body = [_Substitute(subs).visit(clone(s)) for s in parsed]
+    body = [_substituted(s, subs) for s in parsed]
     return body
 
 
@@ -227,10 +274,9 @@ def instantiate(rule, args, namer, fixed):
     subs.update(args)
     for loc in sorted(local):
         subs[loc] = namer.new(loc)
-    transformer = _Substitute(subs)
     folder = _FoldConstants()
-    stmts = [folder.visit(transformer.visit(clone(s))) for s in body[:-1]]
-    result = folder.visit(transformer.visit(clone(body[-1]))).value
+    stmts = [folder.visit(_substituted(s, subs)) for s in body[:-1]]
+    result = folder.visit(_substituted(body[-1], subs)).value
     n_params = len(rule.params)
     if isinstance(result, gast.Tuple):
         grads = list(result.elts)
