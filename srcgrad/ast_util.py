@@ -35,16 +35,34 @@ def own_parts(s):
     return [s]
 
 
-# Node class -> its fields, for ``walk`` and ``_collect``. A list field may hold what is not
-# a node (``global a, b``; the ``None`` of a keyword-only parameter without a default): its
-# class maps to ``_NOT_A_NODE``, skipped when taken from the queue.
+# Node class -> the fields that may hold nodes, for ``walk``, ``nodes_of`` and ``_collect``
+# (a name, an attribute's name, a constant's value: never a node, not looked at). A list
+# field may hold what is not a node (the ``None`` of a keyword-only parameter without a
+# default): its class maps to ``_NOT_A_NODE``, skipped when taken from the queue.
 _FIELDS = {}
+_INNER = {}   # the same less ``ctx``: nodes_of and _collect never look for contexts
 _NOT_A_NODE = ("not a node",)
+_LEAVES = {"id", "attr", "kind", "type_comment", "conversion", "is_async", "simple", "level",
+           "module", "asname", "tag", "arg"}
+_CLASS_LEAVES = {"Constant": {"value"}, "FunctionDef": {"name"}, "AsyncFunctionDef": {"name"},
+                 "ClassDef": {"name"}, "alias": {"name"}, "MatchAs": {"name"},
+                 "MatchStar": {"name"}, "MatchMapping": {"rest"}, "MatchClass": {"kwd_attrs"},
+                 "Global": {"names"}, "Nonlocal": {"names"}}
 
 
 def _fields(cls):
-    fields = _FIELDS[cls] = tuple(cls._fields) if issubclass(cls, gast.AST) else _NOT_A_NODE
+    if not issubclass(cls, gast.AST):
+        fields = _FIELDS[cls] = _INNER[cls] = _NOT_A_NODE
+        return fields
+    leaves = _LEAVES | _CLASS_LEAVES.get(cls.__name__, set())
+    fields = _FIELDS[cls] = tuple(f for f in cls._fields if f not in leaves)
+    _INNER[cls] = tuple(f for f in fields if f != "ctx")
     return fields
+
+
+def _inner(cls):
+    _fields(cls)
+    return _INNER[cls]
 
 
 def walk(node):
@@ -79,7 +97,7 @@ def _collect(node):
     stack = [node]
     pop, push, extend = stack.pop, stack.append, stack.extend
     Name, Store, AST = gast.Name, gast.Store, gast.AST
-    fields_of = _FIELDS
+    fields_of = _INNER
     while stack:
         n = pop()
         cls = n.__class__
@@ -88,7 +106,7 @@ def _collect(node):
             continue
         fields = fields_of.get(cls)
         if fields is None:
-            fields = _fields(cls)
+            fields = _inner(cls)
         if fields is _NOT_A_NODE:
             continue
         state = n.__dict__
@@ -102,14 +120,15 @@ def _collect(node):
 
 
 def nodes_of(node, cls):
-    """The nodes of class ``cls`` (exactly: ``gast.Name``, ``gast.Call``) in ``node``,
-    itself included, in no particular order: what a set built from ``walk`` needs, in
-    a fraction of its time (no generator, no test of the other nodes' classes)."""
+    """The nodes of class ``cls`` (exactly: ``gast.Name``, ``gast.Call``; not a context,
+    ``gast.Load``) in ``node``, itself included, in no particular order: what a set built
+    from ``walk`` needs, in a fraction of its time (no generator, no test of the other
+    nodes' classes)."""
     found = []
     stack = [node]
     pop, push, extend, add = stack.pop, stack.append, stack.extend, found.append
     AST = gast.AST
-    fields_of = _FIELDS
+    fields_of = _INNER
     while stack:
         n = pop()
         c = n.__class__
@@ -117,7 +136,7 @@ def nodes_of(node, cls):
             add(n)
         fields = fields_of.get(c)
         if fields is None:
-            fields = _fields(c)
+            fields = _inner(c)
         if fields is _NOT_A_NODE:
             continue
         state = n.__dict__

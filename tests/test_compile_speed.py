@@ -79,6 +79,9 @@ def test_the_quick_walk_yields_what_ast_walk_yields_in_the_same_order():
     for source in _sources():   # lists holding strings and None included (ODD_LISTS)
         tree = gast.parse(source)
         assert [id(n) for n in ast_util.walk(tree)] == [id(n) for n in ast.walk(tree)]
+        for cls in (gast.Name, gast.Call, gast.For, gast.Attribute):
+            assert sorted(map(id, ast_util.nodes_of(tree, cls))) == \
+                sorted(id(n) for n in ast.walk(tree) if isinstance(n, cls))
         for s in ast.walk(tree):
             if isinstance(s, gast.stmt):
                 names = [n for n in ast.walk(s) if isinstance(n, gast.Name)]
