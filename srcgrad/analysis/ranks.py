@@ -245,11 +245,11 @@ def _mutated(node):
     """Names whose value may change in place: subscript stores into them, and methods
     called on them other than ones that only read."""
     out = set()
-    for n in ast_util.walk(node):
-        if isinstance(n, gast.Subscript) and isinstance(n.ctx, gast.Store) \
-                and isinstance(n.value, gast.Name):
+    for n in ast_util.nodes_of(node, gast.Subscript):
+        if isinstance(n.ctx, gast.Store) and isinstance(n.value, gast.Name):
             out.add(n.value.id)
-        elif isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute) \
+    for n in ast_util.nodes_of(node, gast.Call):
+        if isinstance(n.func, gast.Attribute) \
                 and isinstance(n.func.value, gast.Name) and n.func.attr not in _READING_METHODS:
             out.add(n.func.value.id)
     return out

@@ -145,8 +145,8 @@ def _bindings(body, params):
         parts = [s.target] if isinstance(s, gast.For) else [] if isinstance(s, (gast.If, gast.While)) \
             else [s]
         for part in parts:
-            for n in ast_util.walk(part):
-                if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load):
+            for n in ast_util.nodes_of(part, gast.Name):
+                if not isinstance(n.ctx, gast.Load):
                     found.setdefault(n.id, []).append(s)
     return found
 

@@ -262,8 +262,8 @@ def grad_mode_of(item, info):
 def _namespace_names(node, info):
     """Locals bound to ``rt.namespace(...)``: the array module, in code srcgrad generated."""
     found = set()
-    for child in ast_util.walk(node):
-        if isinstance(child, gast.Assign) and isinstance(child.value, gast.Call) \
+    for child in ast_util.nodes_of(node, gast.Assign):
+        if isinstance(child.value, gast.Call) \
                 and isinstance(child.targets[0], gast.Name):
             func = child.value.func
             if isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name) \

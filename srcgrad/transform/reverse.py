@@ -100,8 +100,8 @@ class ReverseAD(Base, RuleApplication):
             self.hooks.setdefault(hooked, []).append(replace_expr(f"hooks[{hooked!r}]"))
         # A local asked for by wrt: its gradient is taken where its last value is made
         # (its last binding, or an indexed write after it), not at the end of the sweep.
-        written = {s.targets[0].value.id for s in ast_util.walk(node) if isinstance(s, gast.Assign)
-                   and isinstance(s.targets[0], gast.Subscript) and isinstance(s.targets[0].value, gast.Name)}
+        written = {s.targets[0].value.id for s in ast_util.nodes_of(node, gast.Assign)
+                   if isinstance(s.targets[0], gast.Subscript) and isinstance(s.targets[0].value, gast.Name)}
         for w in wrt:
             if w not in activity.params and (w in activity.saved or w in written):
                 self.captures[w] = namer.new(f"grad_{w}")
@@ -523,8 +523,8 @@ def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), o
 
     tuple_output = isinstance(ret.value, gast.Tuple)
     outputs = list(ret.value.elts) if tuple_output else [ret.value]
-    primal_names = set(activity.params) | {n.id for n in ast_util.walk(node)
-                                          if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
+    primal_names = set(activity.params) | {n.id for n in ast_util.nodes_of(node, gast.Name)
+                                          if isinstance(n.ctx, gast.Store)}
     seed = namer.new("dout") if tuple_output else ad.d(outputs[0].id) if ad.needs(outputs[0]) \
         else namer.new("dout")
     # Named before the prologue, so that an active input whose every use has no gradient
@@ -592,8 +592,8 @@ def _optimize(ad, rev, node, generated, primal_names, ranks, classes, scalar_red
     shapes = {n: c for n, c in (classes or {}).items() if c != UNKNOWN}
     shapes.update((ad.adjoints[p], c) for p, c in list(shapes.items()) if p in ad.adjoints)
     roots = {p for p in activity.params if shapes.get(p) == p}
-    stored = {n.id for n in ast_util.walk(node) if isinstance(n, gast.Name)
-              and isinstance(n.ctx, (gast.Store, gast.Del))}
+    stored = {n.id for n in ast_util.nodes_of(node, gast.Name)
+              if isinstance(n.ctx, (gast.Store, gast.Del))}
     buffers = {ad.adjoints[p]: (p, ranks[p]) for p in activity.params
                if p in ad.adjoints and p not in stored and type(ranks.get(p)) is int}
     indices = {n for n, r in ranks.items() if r == INT}

@@ -81,8 +81,8 @@ def key_of(stmt):
 def store_counts(node):
     """Name -> how many times the function binds it (parameters count once)."""
     counts = {}
-    for n in ast_util.walk(node):
-        if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load):
+    for n in ast_util.nodes_of(node, gast.Name):
+        if not isinstance(n.ctx, gast.Load):
             counts[n.id] = counts.get(n.id, 0) + 1
     return counts
 
@@ -129,16 +129,17 @@ def first_bindings(node, excluded):
         if isinstance(s, gast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], gast.Name) \
                 and s.targets[0].id not in seen and s.targets[0].id not in excluded:
             first.add(id(s))
-        seen |= {n.id for n in ast_util.walk(s) if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load)}
+        seen |= {n.id for n in ast_util.nodes_of(s, gast.Name) if not isinstance(n.ctx, gast.Load)}
     return first
 
 
 def load_counts(body):
     """Name -> how many times the statements of ``body`` read it."""
     counts = {}
-    for n in ast_util.walk(gast.Module(body=body, type_ignores=[])):
-        if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load):
-            counts[n.id] = counts.get(n.id, 0) + 1
+    for s in body:
+        for n in ast_util.nodes_of(s, gast.Name):
+            if isinstance(n.ctx, gast.Load):
+                counts[n.id] = counts.get(n.id, 0) + 1
     return counts
 
 
@@ -264,7 +265,7 @@ def initial_values(body, params):
     ret = body[-1]
     saved = gast.Expr(value=ret.value.elts[1])   # the saved tuple, not the user's output
     counted.add(id(saved))
-    stored = {n.id for s in body for n in ast_util.walk(s) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
+    stored = {n.id for s in body for n in ast_util.nodes_of(s, gast.Name) if isinstance(n.ctx, gast.Store)}
     unbound = read_before_bound(body[:-1] + [saved], set(params), counted)[0] & stored
     return [s for n in sorted(unbound) for s in replace(f"{n} = None")]
 
