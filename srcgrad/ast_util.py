@@ -271,11 +271,15 @@ BLOCK_FIELDS = ("body", "orelse")
 
 
 def child_blocks(s):
-    """The statement lists a compound statement holds (``body``, ``orelse``)."""
-    for field in BLOCK_FIELDS:
-        inner = getattr(s, field, None)
-        if isinstance(inner, list):
-            yield inner
+    """The statement lists a compound statement holds (``body``, ``orelse``): a list (a
+    generator per statement was a visible cost of every walk over statements)."""
+    state = s.__dict__
+    if "body" not in state:
+        return _NO_BLOCKS
+    return [inner for inner in (state["body"], state.get("orelse")) if inner.__class__ is list]
+
+
+_NO_BLOCKS = ()
 
 
 def rewrite_blocks(s, rewrite, keep_body=False):
@@ -303,8 +307,9 @@ def walk_statements(body):
     """Every statement of ``body``, nested blocks included, in source order."""
     for s in body:
         yield s
-        for inner in child_blocks(s):
-            yield from walk_statements(inner)
+        if "body" in s.__dict__:
+            for inner in child_blocks(s):
+                yield from walk_statements(inner)
 
 
 # ----- Matching -----

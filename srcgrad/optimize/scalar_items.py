@@ -135,6 +135,13 @@ def _comment(s):
         and isinstance(s.value.value, str)
 
 
+# The nodes ``_Levels._binding`` reads (it does nothing for the others).
+_BINDERS = frozenset((gast.Assign, gast.AugAssign, gast.For, gast.With, gast.FunctionDef,
+                      gast.Lambda, gast.comprehension, gast.NamedExpr, gast.ExceptHandler,
+                      gast.Import, gast.ImportFrom, gast.Global, gast.Nonlocal, gast.Delete,
+                      gast.AnnAssign))
+
+
 def _range_call(e):
     return isinstance(e, gast.Call) and isinstance(e.func, gast.Name) and e.func.id == "range" \
         and not e.keywords
@@ -162,7 +169,8 @@ class _Levels:
         self.ranges = {name for name, values in assigned.items() if all(map(_range_call, values))
                        and stores.get(name, 0) == len(values)}   # names bound only to range(...)
         for n in nodes:
-            self._binding(n)
+            if n.__class__ in _BINDERS:
+                self._binding(n)
         for p in params:
             self.bindings.setdefault(p, []).append("none")
         self.pushed = [n.args[0] for n in nodes
