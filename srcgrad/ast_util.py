@@ -94,28 +94,9 @@ def walk(node):
 
 def _collect(node):
     loads, stores = set(), set()
-    stack = [node]
-    pop, push, extend = stack.pop, stack.append, stack.extend
-    Name, Store, AST = gast.Name, gast.Store, gast.AST
-    fields_of = _INNER
-    while stack:
-        n = pop()
-        cls = n.__class__
-        if cls is Name:
-            (stores if n.ctx.__class__ is Store else loads).add(n.id)
-            continue
-        fields = fields_of.get(cls)
-        if fields is None:
-            fields = _inner(cls)
-        if fields is _NOT_A_NODE:
-            continue
-        state = n.__dict__
-        for field in fields:
-            value = state.get(field)
-            if value.__class__ is list:
-                extend(value)
-            elif isinstance(value, AST):
-                push(value)
+    Store = gast.Store
+    for n in nodes_of(node, gast.Name):
+        (stores if n.ctx.__class__ is Store else loads).add(n.id)
     return loads, stores
 
 

@@ -33,16 +33,11 @@ def clone(node):
     (a leaf value is copied where it is found, without a call of its own).
     """
     if node.__class__ is list:
-        return [clone(item) if isinstance(item, _AST) else clone(item) if item.__class__ is list
-                else item for item in node]
+        return [clone(item) if isinstance(item, _AST) or item.__class__ is list else item
+                for item in node]
     if not isinstance(node, _AST):
         return node
-    cls = node.__class__
-    new = cls.__new__(cls)
-    fields = _FIELD_SETS.get(cls)
-    if fields is None:
-        fields = _FIELD_SETS[cls] = frozenset(cls._fields)
-    state = new.__dict__
+    new, state, fields = _new_like(node)
     for key, value in node.__dict__.items():
         if key in fields:
             if isinstance(value, _AST) or value.__class__ is list:
@@ -55,6 +50,16 @@ def clone(node):
 
 _AST = gast.AST
 _FIELD_SETS = {}   # node class -> its fields, as a set
+
+
+def _new_like(node):
+    """An empty node of ``node``'s class, its ``__dict__``, and the class's fields (a set)."""
+    cls = node.__class__
+    fields = _FIELD_SETS.get(cls)
+    if fields is None:
+        fields = _FIELD_SETS[cls] = frozenset(cls._fields)
+    new = cls.__new__(cls)
+    return new, new.__dict__, fields
 
 
 class _Substitute(ast_util.NodeTransformer):
@@ -103,11 +108,7 @@ def _substituted(node, subs):
     if cls is gast.Expr and node.value.__class__ is gast.Name \
             and isinstance(subs.get(node.value.id), list):
         return list(subs[node.value.id])
-    new = cls.__new__(cls)
-    fields = _FIELD_SETS.get(cls)
-    if fields is None:
-        fields = _FIELD_SETS[cls] = frozenset(cls._fields)
-    state = new.__dict__
+    new, state, fields = _new_like(node)
     for key, value in node.__dict__.items():
         if key in fields:
             if value.__class__ is list:
