@@ -24,12 +24,15 @@ def setanno(node, key, value):
     annotations[key] = value
 
 
+_NONE = {}   # the annotations of a node that has none (read, never written)
+
+
 def getanno(node, key, default=None):
-    return node.__dict__.get("_srcgrad_anno", {}).get(key, default)
+    return node.__dict__.get("_srcgrad_anno", _NONE).get(key, default)
 
 
 def hasanno(node, key):
-    return key in node.__dict__.get("_srcgrad_anno", {})
+    return key in node.__dict__.get("_srcgrad_anno", _NONE)
 
 
 def copyanno(source, target, *keys):
