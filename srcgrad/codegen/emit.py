@@ -159,11 +159,9 @@ class _ToAst(GAstToAst3):
 
     def _convert(self, node, target):
         state = node.__dict__
-        new = target()
+        new = target(**{field: self._visit(state[field]) for field in node._fields
+                        if field in state})   # as gast makes it: every field given
         new_state = new.__dict__
-        for field in node._fields:
-            if field in state:
-                new_state[field] = self._visit(state[field])
         for attr in node._attributes:
             if attr in state:
                 new_state[attr] = state[attr]
