@@ -622,6 +622,7 @@ add(
     C(rt.seq_concat_adjoint, ([r(2)], [r(3), r(1)]), [r(2)], [r(3), r(1)], _wrt=[0]),
     C(rt.fill_like, [r(3), r(2)], [r(3), r(2)], _wrt=[0]),
     C(rt.tangent_sum, [r(3), r(3)]), C(rt.tangent_sum, r(4, 3)),
+    C(rt.or_zero, r(3)), C(rt.or_zero, 0.7),
     C(rt.tangent_sum_vjp, r(3), [r(3), r(3)], _wrt=[0]), C(rt.tangent_sum_vjp, r(3), r(4, 3), _wrt=[0]),
     C(rt.index_concat, np.r_, [r(3), 0.5, r(2)], _wrt=[1]), C(rt.index_concat, np.r_, [r(2, 3), r(1, 3)], _wrt=[1]),
     C(rt.index_concat, np.c_, [r(3), r(3, 2)], _wrt=[1]), C(rt.index_concat, np.c_, [0.5, -1.5], _wrt=[1]),
