@@ -393,6 +393,35 @@ def test_a_function_with_a_jvp():
     check_all(f, X, want=np.diag(-np.sin(y) * 9 * X ** 4 + np.cos(y) * 6 * X))
 
 
+class HalfLiteral(sg.Function):
+    """A literal of forward's code kept on ctx is a constant; None gradients are not
+    materialized."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.set_materialize_grads(False)
+        ctx.save_for_backward(x)
+        ctx.scale = 0.5
+        return x ** 2 * 0.5, x * 2.0
+
+    @staticmethod
+    def backward(ctx, g1, g2):
+        x, = ctx.saved_tensors
+        out = 0.0 * x
+        if g1 is not None:
+            out = out + g1 * x * 2 * ctx.scale
+        if g2 is not None:
+            out = out + g2 * 2.0
+        return out
+
+
+def test_a_literal_attribute_and_gradients_not_materialized():
+    def f(x):
+        a, b = HalfLiteral.apply(x)
+        return np.sum(np.sin(a))   # b unused: backward gets None for it
+    check_all(f, X, want=np.diag(np.cos(X ** 2 / 2) - np.sin(X ** 2 / 2) * X ** 2))
+
+
 # ----- What is refused -----
 
 class SavesAnIntermediate(sg.Function):
@@ -419,6 +448,27 @@ def test_a_saved_intermediate_is_refused_naming_it():
                                                    "is a float value forward computed") as e:
             second()
         assert e.value.filename == __file__
+
+
+class KeepsAMean(sg.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        ctx.m = float(np.mean(x))
+        return x * ctx.m
+
+    @staticmethod
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        return g * ctx.m + np.sum(g * x) / x.size
+
+
+def test_an_attribute_forward_computed_is_refused_naming_it():
+    def f(x):
+        return np.sum(KeepsAMean.apply(x) ** 2)
+    assert sg.gradcheck(f, (X,))
+    with pytest.raises(UnsupportedError, match="KeepsAMean.backward again: ctx.m is a float value"):
+        sg.hessian(f)(X)
 
 
 class Once(Cube):
