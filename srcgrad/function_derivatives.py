@@ -31,6 +31,12 @@ entry per forward input, then one per output:
   tangents;
 * tangent of ``function_backward``: the jvp of the explicit backward.
 
+A Function may differentiate its backward itself instead: ``cls._srcgrad_backward_vjp(ctx,
+grads, cotangents)`` returns the gradients of its inputs and of ``grads``, and
+``cls._srcgrad_backward_jvp(ctx, grads, input_tangents, grad_tangents)`` the tangent of each
+input's gradient (nested.py: a gradient called inside a differentiated function, whose
+backward is an hvp).
+
 The rules call srcgrad on ``backward`` at run time, so a third derivative through them
 is refused, naming the helper and the user's line (``rt.function_backward_vjp``...).
 """
@@ -320,6 +326,13 @@ def function_backward_vjp(cls, ctx, grad_outputs, dy):
     cotangent ``dy`` of ``grads``: ``(d_ctx, d_grad_outputs)``."""
     n_out = len(ctx._outputs_meta)
     prepared = prepare_grads(cls, ctx, grad_outputs)
+    own = getattr(cls, "_srcgrad_backward_vjp", None)
+    if own is not None:   # a gradient's Function (nested.py) differentiates its backward itself
+        n_in = len(ctx._inputs_meta)
+        d_in, d_outs = own(ctx, prepared, _entries(dy, n_in))
+        d_outs = [0.0 if d is None else d for d in d_outs]
+        return ([0.0 if d is None else d for d in d_in] + [0.0] * n_out,
+                d_outs if ctx._tuple_output else d_outs[0])
     call = _Call(cls, ctx, prepared)
     grads = call.vjp(sorted(call.slots), lambda raw: _raw_cotangents(raw, _entries(dy, call.n_in)))
     d_ctx, d_outs = [0.0] * (call.n_in + n_out), [0.0] * n_out
@@ -343,10 +356,15 @@ def function_backward_jvp(cls, ctx, grad_outputs, t_ctx, t_grad_outputs):
     ctx (a list: inputs', then outputs') and of ``grad_outputs``."""
     n_out = len(ctx._outputs_meta)
     prepared = prepare_grads(cls, ctx, grad_outputs)
-    call = _Call(cls, ctx, prepared)
-    t_entries = _entries(t_ctx, call.n_in + n_out)
     t_outs = _entries(t_grad_outputs, n_out) if ctx._tuple_output else \
         [None if runtime.is_zero_grad(t_grad_outputs) else t_grad_outputs]
+    own = getattr(cls, "_srcgrad_backward_jvp", None)
+    if own is not None:   # a gradient's Function (nested.py)
+        n_in = len(ctx._inputs_meta)
+        return tuple(0.0 if t is None else t for t in own(
+            ctx, prepared, _entries(t_ctx, n_in + n_out)[:n_in], t_outs))
+    call = _Call(cls, ctx, prepared)
+    t_entries = _entries(t_ctx, call.n_in + n_out)
     tangents = [None] * len(call.values)
     for p, slot in call.slots.items():
         t = t_outs[slot[1]] if isinstance(slot, tuple) else t_entries[slot]

@@ -510,3 +510,22 @@ def test_a_backward_that_passes_ctx_on_is_refused_at_its_line():
         sg.hessian(f)(X)
     assert e.value.filename == __file__
     assert e.value.lineno == PassesCtx.backward.__code__.co_firstlineno + 2   # (decorated)
+
+
+# ----- A gradient called inside the function (nested.py's custom Function) -----
+
+def quartic_energy(x):
+    return np.sum(x ** 4) / 4
+
+
+TARGET = np.array([0.1, -0.2, 0.3])
+
+
+def force_loss(x):
+    force = -sg.grad(quartic_energy)(x)
+    return np.sum((force - TARGET) ** 2)
+
+
+def test_the_hessian_of_a_loss_calling_a_gradient():
+    # force = -x^3: loss = sum (x^3 + t)^2, H = diag(30 x^4 + 12 x t)
+    check_all(force_loss, X, want=np.diag(30 * X ** 4 + 12 * X * TARGET))
