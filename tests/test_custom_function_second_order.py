@@ -85,26 +85,16 @@ def test_grad_of_grad_through_cube_with_an_explicit_seed():
 
 # ----- A backward that is not forward's derivative: its own derivative, as PyTorch -----
 
-class Deliberate(sg.Function):
+class Deliberate(Cube):
     """forward is x**3, backward says the derivative is 5 (constant)."""
-
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return x ** 3
 
     @staticmethod
     def backward(ctx, g):
         return g * 5
 
 
-class Linearised(sg.Function):
+class Linearised(Cube):
     """forward is x**3, backward says the derivative is 3x (so the second is 3, not 6x)."""
-
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return x ** 3
 
     @staticmethod
     def backward(ctx, g):
@@ -167,6 +157,29 @@ def test_saving_the_output_through_a_nonlinear_loss():
     def f(x):
         return np.sum(Exp.apply(x) ** 2)   # sum exp(2x): H = diag(4 exp(2x))
     check_all(f, X, want=np.diag(4 * np.exp(2 * X)))
+
+
+def test_a_function_of_an_input_the_first_gradient_does_not_follow():
+    # the gradient in x reads Exp(w) as a value (needs_input_grad (False,)); its derivative
+    # in w is Exp's own
+    def f(x, w):
+        return np.sum(x * Exp.apply(w))
+    w = np.array([0.2, -0.1, 0.4])
+    np.testing.assert_allclose(sg.jacfwd(sg.grad(f, wrt=0), wrt=1)(X, w), np.diag(np.exp(w)),
+                               rtol=1e-12)
+    np.testing.assert_allclose(sg.grad(sg.grad(f, wrt=0), wrt=1)(X, w, grad_outputs=V),
+                               V * np.exp(w), rtol=1e-12)
+    np.testing.assert_allclose(sg.hessian(f, wrt=(0, 1))(X, w)[0][1], np.diag(np.exp(w)),
+                               rtol=1e-12)
+
+
+def test_float32():
+    x = X.astype(np.float32)
+    np.testing.assert_allclose(sg.hessian(twice_cube)(x), np.diag(12 * X), rtol=1e-5)
+    assert sg.hvp(twice_cube, (x,), (x,))[0].dtype == np.float32
+    got = sg.grad(sg.grad(twice_cube))(x, grad_outputs=np.ones(3, np.float32))
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, 12 * X, rtol=1e-5)
 
 
 # ----- Several inputs and outputs, non-tensor arguments, attributes -----
