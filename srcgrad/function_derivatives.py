@@ -41,19 +41,18 @@ The rules call srcgrad on ``backward`` at run time, so a third derivative throug
 is refused, naming the helper and the user's line (``rt.function_backward_vjp``...).
 """
 
+import ast
 import copy
 import types
 import weakref
 
 import gast
 
-import ast
-
 from srcgrad import anno, api, forward_api, parse, runtime
 from srcgrad import runtime as rt
 from srcgrad.custom_function import (_backward_of, _is_differentiable_value, _overrides, _Tree,
                                      _zeros, function_backward, function_jvp, has_jvp,
-                                     prepare_grads)
+                                     is_once_differentiable, prepare_grads)
 from srcgrad.errors import UnsupportedError
 from srcgrad.rules import adjoint, tangent
 from srcgrad.templates import clone
@@ -235,6 +234,9 @@ class _Call:
                 any(isinstance(meta[1], _Tree) for meta in ctx._outputs_meta):
             raise _refusal(cls, "its inputs or outputs are structures (dicts, lists, "
                                 "dataclasses); srcgrad differentiates it again on arrays and floats")
+        if is_once_differentiable(cls):
+            raise _refusal(cls, "it is marked once_differentiable: its gradient cannot be "
+                                "differentiated again (forward mode needs a jvp on the Function)")
         self.cls, self.ctx = cls, ctx
         self.n_in = len(ctx._inputs_meta)
         fb = self.fb = explicit_backward(cls, len(ctx._saved), len(grads))
@@ -274,7 +276,9 @@ class _Call:
         cotangent = cotangent_of(self.raw(out))
         if cotangent is None:
             return {}
-        grads = back(cotangent if isinstance(out, tuple) else cotangent[0])
+        if isinstance(out, (tuple, list)):   # as many as backward returned (trailing Nones)
+            cotangent = type(out)(cotangent + (None,) * (len(out) - len(cotangent)))
+        grads = back(cotangent if isinstance(out, (tuple, list)) else cotangent[0])
         return {p: g for p, g in zip(wrt, grads) if not runtime.is_zero_grad(g)}
 
     def raw(self, out):
@@ -291,7 +295,7 @@ def _entries(seq, n):
     return [None] * n
 
 
-def _raw_cotangents(raw, gradients, n_extra=0):
+def _raw_cotangents(raw, gradients):
     """The cotangent of each raw entry from the cotangent of ``function_backward``'s
     checked result (a gradient summed down to its input's shape spreads back out)."""
     out, any_ = [], False
@@ -420,10 +424,16 @@ def function_forward_jvp(cls, y, t_args):
         t_outs = list(t_out) if ctx._tuple_output else [t_out]
     else:   # J t, the transpose of backward (linear in its gradients): reverse mode on them
         zeros = [_zeros(meta) for meta in ctx._outputs_meta]
-        call = _Call(cls, ctx, zeros, needs=_full_needs(ctx))
-        grads = call.vjp([call.first_grad + k for k in range(n_out)],
-                         lambda raw: _raw_cotangents(raw, t_in))
-        t_outs = [grads.get(call.first_grad + k) for k in range(n_out)]
+        own = getattr(cls, "_srcgrad_backward_vjp", None)
+        if own is not None:   # a gradient's Function (nested.py)
+            full = copy.copy(ctx)
+            full.needs_input_grad = _full_needs(ctx)
+            t_outs = list(own(full, zeros, t_in)[1])
+        else:
+            call = _Call(cls, ctx, zeros, needs=_full_needs(ctx))
+            grads = call.vjp([call.first_grad + k for k in range(n_out)],
+                             lambda raw: _raw_cotangents(raw, t_in))
+            t_outs = [grads.get(call.first_grad + k) for k in range(n_out)]
         t_outs = [t if t is not None and d else _zeros(meta) if meta[0] is not None else 0.0
                   for t, meta, d in zip(t_outs, ctx._outputs_meta, ctx._outputs_differentiable)]
     t_ctx = [0.0 if t is None else t for t in t_in] + list(t_outs)

@@ -196,7 +196,7 @@ class MulAdd(sg.Function):
     @staticmethod
     def backward(ctx, g1, g2):
         x, y = ctx.saved_tensors
-        return g1 * y * ctx.k + g2, g1 * x * ctx.k + 2 * y * g2, None
+        return [g1 * y * ctx.k + g2, g1 * x * ctx.k + 2 * y * g2, None, None]   # a trailing None
 
 
 def two_outputs(x, y):
@@ -498,6 +498,18 @@ def test_once_differentiable_is_still_refused():
     for second in (lambda: sg.hessian(f)(X), lambda: sg.grad(sg.grad(f))(X, grad_outputs=V)):
         with pytest.raises(UnsupportedError, match="Once.backward is marked once_differentiable"):
             second()
+
+
+def test_forward_over_reverse_through_a_once_differentiable_function_the_gradient_only_reads():
+    # the gradient in x reads Once(w) as a value; the Hessian's block in w would need the
+    # transpose of Once.backward
+    def f(x, w):
+        return np.sum(x * Once.apply(w))
+    w = np.array([0.2, -0.1, 0.4])
+    np.testing.assert_allclose(sg.grad(sg.grad(f, wrt=0), wrt=1)(X, w, grad_outputs=V),
+                               3 * w ** 2 * V, rtol=1e-12)   # reverse mode calls its backward
+    with pytest.raises(UnsupportedError, match="Once.backward again: it is marked once_differentiable"):
+        sg.jacfwd(sg.grad(f, wrt=0), wrt=1)(X, w)
 
 
 class PassesCtx(sg.Function):
