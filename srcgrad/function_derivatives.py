@@ -50,9 +50,9 @@ import gast
 
 from srcgrad import anno, api, forward_api, parse, runtime
 from srcgrad import runtime as rt
-from srcgrad.custom_function import (_backward_of, _is_differentiable_value, _overrides, _Tree,
-                                     _zeros, function_backward, function_jvp, has_jvp,
-                                     is_once_differentiable, prepare_grads)
+from srcgrad.custom_function import (FunctionCtx, _backward_of, _is_differentiable_value,
+                                     _overrides, _Tree, _zeros, function_backward, function_jvp,
+                                     has_jvp, is_once_differentiable, prepare_grads)
 from srcgrad.errors import UnsupportedError
 from srcgrad.rules import adjoint, tangent
 from srcgrad.templates import clone
@@ -93,9 +93,7 @@ class _ExplicitCtx(gast.NodeTransformer):
                              ctx=gast.Load())
         else:
             if node.attr != "needs_input_grad" and node.attr not in self.attrs:
-                if callable(getattr(type(self.cls), node.attr, None)) or node.attr in (
-                        "save_for_backward", "save_for_forward", "mark_non_differentiable",
-                        "set_materialize_grads"):
+                if callable(getattr(FunctionCtx, node.attr, None)):   # save_for_backward...
                     raise self.refuse(node, f"calls ctx.{node.attr}")
                 self.attrs.append(node.attr)
             new = gast.Name(id=NEEDS if node.attr == "needs_input_grad" else ATTR + node.attr,

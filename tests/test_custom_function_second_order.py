@@ -554,3 +554,20 @@ def force_loss(x):
 def test_the_hessian_of_a_loss_calling_a_gradient():
     # force = -x^3: loss = sum (x^3 + t)^2, H = diag(30 x^4 + 12 x t)
     check_all(force_loss, X, want=np.diag(30 * X ** 4 + 12 * X * TARGET))
+
+
+class SavesInBackward(Cube):
+    @staticmethod
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        ctx.save_for_backward(x)
+        return g * 3 * x ** 2
+
+
+def test_a_backward_calling_a_method_of_ctx_is_refused_at_its_line():
+    def f(x):
+        return np.sum(SavesInBackward.apply(x))
+    with pytest.raises(UnsupportedError, match="calls ctx.save_for_backward") as e:
+        sg.grad(sg.grad(f))(X, grad_outputs=V)
+    assert e.value.filename == __file__
+    assert e.value.lineno == SavesInBackward.backward.__code__.co_firstlineno + 3
