@@ -31,6 +31,7 @@ and finds the calls with ``is_apply(obj)``. ``function_backward`` checks what
 the user's ``backward`` returned and raises ``BackwardError`` naming the class.
 """
 
+import copy
 import inspect
 import numbers
 
@@ -119,6 +120,15 @@ class FunctionCtx:
 
     def __repr__(self):
         return f"<FunctionCtx needs_input_grad={self.needs_input_grad!r}>"
+
+    def __deepcopy__(self, memo):
+        """A copy of what forward saved (``retain_graph``); the metas, which name the array
+        modules, are shared."""
+        new = memo[id(self)] = copy.copy(self)
+        for key, value in vars(self).items():
+            if not key.endswith("_meta"):
+                setattr(new, key, copy.deepcopy(value, memo))
+        return new
 
 
 # ----- The base class -----
@@ -394,7 +404,20 @@ def function_forward(cls, args, needs_input_grad):
         id(o) not in marked and _is_differentiable_value(o) for o in outs)
     ctx._non_differentiable = ()
     ctx._inputs_meta = tuple((_meta(a), _is_differentiable_value(a)) for a in args)
+    # which input or output each saved value and attribute is (function_derivatives.py)
+    ctx._origins = (tuple(_origin(v, args, outs) for v in ctx._saved),
+                    {k: _origin(v, args, outs) for k, v in vars(ctx).items() if k[0] != "_"})
     return outputs, ctx
+
+
+def _origin(value, args, outs):
+    """``("in", j)`` where ``value`` is forward's input j, ``("out", k)`` where it is
+    output k (the objects themselves), else None."""
+    for where, values in (("in", args), ("out", outs)):
+        for j, v in enumerate(values):
+            if v is value:
+                return where, j
+    return None
 
 
 @runtime.helper
@@ -424,6 +447,12 @@ def function_backward(cls, ctx, grad_outputs):
             gradient of the wrong shape, a non-floating gradient, or a
             gradient for an input that is not an array or a float.
     """
+    result = _backward_of(cls)(ctx, *prepare_grads(cls, ctx, grad_outputs))
+    return _check_result(cls, ctx, result)
+
+
+def prepare_grads(cls, ctx, grad_outputs):
+    """The arguments ``function_backward`` gives the user's ``backward`` after ctx."""
     name = cls.__qualname__
     if ctx._outputs_meta is None:
         raise BackwardError(f"{name}: function_backward was given a ctx that forward never used")
@@ -462,9 +491,7 @@ def function_backward(cls, ctx, grad_outputs):
                     f"{name}: the cotangent of an output of shape {shape} has shape {gshape}")
             g = xp.broadcast_to(xp.asarray(g, dtype=dtype), shape).copy()
         prepared.append(g)
-
-    result = _backward_of(cls)(ctx, *prepared)
-    return _check_result(cls, ctx, result)
+    return prepared
 
 
 @runtime.helper

@@ -38,6 +38,7 @@ from srcgrad.jacobians import _wrt_positions
 
 _classes = {}
 _grads = {}
+_phis = {}
 
 
 def grad_of(fn, wrt, has_aux=False):
@@ -139,7 +140,35 @@ def gradient_class(gfn):
         products = hvp(fn, ctx.saved_tensors, tangents, wrt=positions)
         return tuple(products[k] for k in positions) if many else products[positions[0]]
 
+    def phi_products(ctx, grads, first, second):
+        """The hvp of phi(args, d) = sum_k <grad_k f(args), d_k> at (args, grads) along
+        (first, second): backward is its gradient in args, so this differentiates it."""
+        args = ctx.saved_tensors
+        if gfn.has_aux or any(pytree.is_node(a) for a in args) or ctx._tuple_output and not many:
+            raise UnsupportedError(
+                f"a third derivative of {name} through its gradient called inside a "
+                f"differentiated function takes arrays and floats (and no has_aux)", *_where(fn))
+        primals = tuple(args) + tuple(grads)
+        tangents = tuple(_zeros_like(p) if t is None else t
+                         for t, p in zip(list(first) + list(second), primals))
+        try:
+            return hvp(_phi(gfn, positions, many), primals, tangents)
+        except SrcgradError as exc:
+            raise UnsupportedError(f"a third derivative of {name} (the derivative of the "
+                                   f"Hessian-vector product its gradient's backward is): "
+                                   f"{exc.message}", *_where(fn)) from None
+
+    def backward_vjp(ctx, grads, cotangents):
+        products = phi_products(ctx, grads, cotangents, [None] * len(grads))
+        n = len(ctx.saved_tensors)
+        return products[:n], products[n:]
+
+    def backward_jvp(ctx, grads, input_tangents, grad_tangents):
+        return phi_products(ctx, grads, input_tangents, grad_tangents)[:len(ctx.saved_tensors)]
+
     methods = {"forward": staticmethod(forward), "backward": staticmethod(backward),
+               "_srcgrad_backward_vjp": staticmethod(backward_vjp),
+               "_srcgrad_backward_jvp": staticmethod(backward_jvp),
                "__doc__": f"sg.grad({name}) with its Hessian-vector product as its backward "
                           f"(and, in forward mode, its jvp)."}
     if not gfn.has_aux:   # forward mode through (gradients, aux) is not defined here
@@ -147,6 +176,32 @@ def gradient_class(gfn):
     cls = type(f"Grad_{name}", (Function,), methods)
     _classes[id(gfn)] = (gfn, cls)
     return cls
+
+
+def _phi(gfn, positions, many):
+    """``phi(*args, *d) = sum_k <grad_k f(args), d_k>``, source over the composed gradient
+    (``as_function``), which srcgrad reads again: its hvp is the derivative of the hvp
+    that the gradient's backward is (a third derivative of ``f``). Made once per gradient."""
+    found = _phis.get(id(gfn))
+    if found is not None and found[0] is gfn:
+        return found[1]
+    fn = gfn.fn
+    composed = gfn.as_function()
+    if getattr(composed, "_srcgrad_gradient_of", None) is not None \
+            and not getattr(composed, "_srcgrad_composed", False):
+        raise third_refusal(composed)   # an hvp's wrapper: not read again
+    names = [p.name for p in inspect.signature(fn).parameters.values()]
+    ds = [f"_sg_d{k}" for k in range(len(positions))]
+    terms = [f"_sg_np.sum(_sg_g[{i}] * {d})" if many else f"_sg_np.sum(_sg_g * {d})"
+             for i, d in enumerate(ds)]
+    fname = f"phi_{getattr(fn, '__name__', 'f')}"
+    source = (f"def {fname}({', '.join(names + ds)}):\n"
+              f"    _sg_g = _sg_gradient({', '.join(names)})\n"
+              f"    return {' + '.join(terms)}\n")
+    (function,), _, _ = loader.load(source, [fname], {}, {},
+                                    {"_sg_gradient": composed, "_sg_np": numpy}, hint=fname)
+    _phis[id(gfn)] = (gfn, function)
+    return function
 
 
 def gradient_function(gfn):

@@ -585,6 +585,8 @@ def _compose(forward, backward, info, bindings, name, seed_value, many, release=
     it again, so its adjoints start as ``rt.ZERO``, rules are skipped only on that, and a
     gradient that reaches nothing is zeros of its variable (zero_marks.py)."""
     seed = backward.args.args[0].id
+    if release is None:   # differentiated again
+        forward.body = zero_marks.applied(forward.body)
     body = forward.body[:-1] + [gast.Assign(targets=[gast.Name(id=seed, ctx=gast.Store(), annotation=None,
                                                                 type_comment=None)],
                                             value=seed_value, type_comment=None)]

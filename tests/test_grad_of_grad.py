@@ -213,10 +213,15 @@ def test_forward_mode_through_a_gradient_inside_the_function_is_its_hvp(loss):
     np.testing.assert_allclose(sg.jacfwd(loss)(x), sg.grad(loss)(x), rtol=1e-10)
 
 
-def test_a_second_derivative_through_a_gradient_inside_the_function_is_refused_at_its_line():
-    with pytest.raises(sg.SrcgradError) as info:
-        sg.hessian(force_matching_inline)(np.array([0.3, 1.1, 2.5]))
-    assert "test_grad_of_grad.py" in str(info.value) and "force = -sg.grad(energy)(x)" in str(info.value)
+@pytest.mark.parametrize("loss", [force_matching, force_matching_inline])
+def test_the_hessian_of_a_loss_calling_a_gradient_matches_finite_differences(loss):
+    # a third derivative of energy: the derivative of the hvp the gradient's backward is
+    # (nested.py), read from the gradient's composed code (loop code: its tape)
+    x = np.array([0.3, 1.1, 2.5])
+    want = np.stack([fd_of(lambda z: sg.grad(loss)(z)[j], x) for j in range(3)])
+    np.testing.assert_allclose(sg.hessian(loss)(x), want, rtol=RTOL, atol=1e-6)
+    np.testing.assert_allclose(sg.jacrev(sg.grad(loss))(x), want, rtol=RTOL, atol=1e-6)
+    assert sg.gradgradcheck(loss, (x,), atol=1e-6, rtol=RTOL)
 
 
 def scaled_energy(x, k):

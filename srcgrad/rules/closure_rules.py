@@ -66,6 +66,11 @@ def fill_like(dw_, w, dw, like):
     return rt.fill_like(dw_, like), None
 
 
+@adjoint(rt.or_zero)
+def or_zero(dw, w, g):
+    return dw
+
+
 @adjoint(rt.tangent_sum, sequences=("t",))
 def tangent_sum(dw, w, t):
     return rt.tangent_sum_vjp(dw, t)
@@ -82,4 +87,5 @@ linear(rt.seq_repeat_adjoint, "dw", no_tangent=("dy",))
 linear(rt.seq_concat_adjoint, "dw", no_tangent=("a", "b"))
 linear(rt.fill_like, "dw", no_tangent=("like",))
 linear(rt.tangent_sum, "t")
+linear(rt.or_zero, "g")
 linear(rt.tangent_sum_vjp, "dw", no_tangent=("t",))

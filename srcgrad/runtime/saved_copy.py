@@ -8,6 +8,7 @@ is copied once, and its members rebuilt as views of that copy.
 """
 
 import copy
+import types
 
 import numpy
 
@@ -25,7 +26,8 @@ def _arrays(value, found, seen):
     elif isinstance(value, dict):
         for item in value.values():
             _arrays(item, found, seen)
-    elif hasattr(value, "__dict__") and not isinstance(value, type):
+    elif hasattr(value, "__dict__") and not isinstance(value, (type, types.ModuleType)):
+        # (a module, such as the array module a custom Function's ctx names, holds none)
         _arrays(vars(value), found, seen)
 
 

@@ -18,7 +18,8 @@ gradient is a function the next derivative can read (a constant one).
 
 import gast
 
-from srcgrad import ast_util, templates
+from srcgrad import anno, ast_util, templates
+from srcgrad.custom_function import is_apply
 
 
 class _Marks(ast_util.NodeTransformer):
@@ -49,4 +50,21 @@ def mark(statements, wrt):
     for k, (result, var) in enumerate(zip(results, wrt)):
         if isinstance(result, gast.Constant) and result.value is None:
             results[k] = templates.replace_as_expression(f"rt.zeros_like({var})")
+    return statements
+
+
+def applied(statements):
+    """``statements`` (a forward sweep) with each ``Func.apply(...)`` call left as it is
+    written spelled ``rt.function_forward(Func, (...), (False, ...))[0]``."""
+    for node in ast_util.walk_statements(statements):
+        if isinstance(node, gast.Assign) and isinstance(node.value, gast.Call) \
+                and is_apply(anno.getanno(node.value, anno.Static.PRIMITIVE)) is not None:
+            call = node.value
+            if call.keywords or any(isinstance(a, gast.Starred) for a in call.args):
+                continue
+            flags = gast.Tuple(elts=[gast.Constant(value=False, kind=None) for _ in call.args],
+                               ctx=gast.Load())
+            node.value = templates.replace_as_expression(
+                "rt.function_forward(CLS, ARGS, FLAGS)[0]", CLS=call.func.value,
+                ARGS=gast.Tuple(elts=list(call.args), ctx=gast.Load()), FLAGS=flags)
     return statements
