@@ -654,6 +654,22 @@ add(
     C(rt.minmax_vjp, 0.7, 1.5, (np.array([0.5, 1.5, -1.0]),), _wrt=[0]),
     C(rt.add_grad, r(3), r(3)), C(rt.add_grad, [r(3), r(2)], [r(3), r(2)]),
     C(rt.add_at_dx, r(3, 2), 0.0, _wrt=[0]), C(rt.add_at_dx, r(3, 2), r(1, 2), _wrt=[0]),
+    # helpers of second derivatives (rules/helper_second_order.py)
+    C(rt.kron_vjp, r(6, 4), r(2, 2), r(3, 2), _wrt=[0, 1, 2]), C(rt.kron_vjp, r(6), r(2), r(3), _wrt=[0, 1, 2]),
+    C(rt.convolve_vjp, r(6), r(4), r(3), _wrt=[0, 1, 2]),
+    C(rt.convolve_vjp, r(4), r(4), r(3), "same", _wrt=[0, 1, 2]),
+    C(rt.convolve_vjp, r(2), r(4), r(3), "valid", _wrt=[0, 1, 2]),
+    C(rt.polyval_vjp, r(5), r(4), r(5), _wrt=[0, 2]), C(rt.polyval_vjp, 0.7, r(3), 1.3, _wrt=[0, 2]),
+    C(rt.polyval_vjp, r(2, 3), r(3), r(3), _wrt=[0, 2]),
+    C(rt.select_vjp, r(4), [np.array([True, False, True, False]), np.array([True, True, False, False])],
+      [r(4), r(4)], _wrt=[0]),
+    C(rt.select_vjp, r(3, 4), [r(3, 4) > 0], [r(4)], _wrt=[0]),
+    C(rt.sinc_grad2, np.array([-1.2, 0.0, 0.004, -0.02, 0.7])),
+    C(rt.cumprod_jvp, np.array([[0.5, 0.0, 2.0, -1.0], [1.1, -0.3, 0.8, 1.4], [0.9, 1.2, 0.0, 0.0]]),
+      r(3, 4), 1, _wrt=[0, 1]),
+    C(rt.cumprod_jvp, r(5), r(5), _wrt=[0, 1]),
+    C(np.polyder, r(5)), C(np.polyder, r(5), 2), C(np.polyder, r(2), 3),
+    C(rt.polyder_vjp, r(4), r(5), _wrt=[0]), C(rt.polyder_vjp, r(3), r(5), 2, _wrt=[0]),
 )
 
 

@@ -193,8 +193,6 @@ TANGENT_ONLY = [
     C(rt.append_vjp, r(7), r(4), r(3), _wrt=[0]), C(rt.append_vjp, r(2, 5), r(2, 3), r(2, 2), 1, _wrt=[0]),
     C(rt.pad_constant_vjp, r(5, 6), r(3, 4), 1, 0.5, _wrt=[0]),
     C(rt.expand_to, r(3), r(3, 4), 1, _wrt=[0]),
-    C(rt.select_vjp, r(4), [np.array([True, False, True, False]), np.array([True, True, False, False])],
-      [r(4), r(4)], _wrt=[0]),
     C(rt.tangent_like, r(3, 1), r(3, 4), _wrt=[0]),
     C(rt.list_vjp, [r(3), r(3)], r(2, 3), _wrt=[0]),   # list(a)'s adjoint: the rows stacked
 ]
