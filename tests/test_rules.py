@@ -562,7 +562,7 @@ add(
     C(rt.reduce_to, r(3, 4), np.float64(1.0), _wrt=[0]),
     C(rt.expand_to, r(4), r(3, 4), 0, _wrt=[0]), C(rt.expand_to, np.float64(0.5), r(3, 4), _wrt=[0]),
     C(rt.unreduce_like, r(4), r(3, 4), 0, _wrt=[0]), C(rt.unreduce_like, r(3), r(3, 4, 5), (1, 2), _wrt=[0]),
-    C(rt.cast_like, r(3).astype(np.float32), r(3), _wrt=[0], _eps=1e-2, _rtol=1e-4),
+    C(rt.cast_like, r(3).astype(np.float32), r(3), _wrt=[0], _eps=1e-2, _rtol=1e-3),
     C(rt.dtype_grad, r(3), float, r(3), _wrt=[0]), C(rt.dtype_grad, r(3), np.int32, r(3), _wrt=[0]),
     C(rt.real_like, r(3), r(3), _wrt=[0]),
     C(rt.materialize, 1.5, r(3, 4), _wrt=[0]), C(rt.materialize, r(4), r(3, 4), _wrt=[0]),
