@@ -240,11 +240,9 @@ def _assemble(out, per_position, positions, many):
 def _readable(fn, has_aux):
     """``fn`` as the Jacobians read it: a bound method or partial as sg.grad takes it, a
     gradient (``sg.grad(f)``) as its generated code, which is differentiated again."""
-    if inspect.ismethod(fn) or isinstance(fn, functools.partial):
-        return entry.entry_function(fn)
     if callable(getattr(fn, "as_function", None)):
         return fn.as_function(has_aux=has_aux and getattr(fn, "has_aux", False))
-    return fn
+    return entry.readable(fn)
 
 
 def jacfwd(fn, wrt=0, *, has_aux=False, chunk_size=None):
