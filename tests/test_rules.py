@@ -118,6 +118,8 @@ def is_floaty(v):
 
 
 def random_like(v):
+    if v is None:
+        return None   # a dict key's adjoint in an items() adjoint: none
     if isinstance(v, dict):
         return {k: random_like(x) for k, x in v.items()}
     if isinstance(v, str):
@@ -131,6 +133,8 @@ def random_like(v):
 
 
 def shifted(v, d, t):
+    if v is None or isinstance(v, str):
+        return v
     if isinstance(v, dict):
         return {k: shifted(x, d[k], t) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
@@ -164,6 +168,8 @@ def check_structure(g, v, where):
         for k, (gk, vk) in enumerate(zip(g, v)):
             check_structure(gk, vk, f"{where}[{k}]")
         return
+    if v is None:
+        return   # nothing to differentiate (a key's adjoint in an items() adjoint)
     assert g is not None, f"{where}: no gradient"
     if isinstance(g, float) and g == 0.0:
         return  # the runtime's "no gradient yet" zero, for any shape
@@ -670,6 +676,14 @@ add(
     C(rt.cumprod_jvp, r(5), r(5), _wrt=[0, 1]),
     C(np.polyder, r(5)), C(np.polyder, r(5), 2), C(np.polyder, r(2), 3),
     C(rt.polyder_vjp, r(4), r(5), _wrt=[0]), C(rt.polyder_vjp, r(3), r(5), 2, _wrt=[0]),
+    # dict views and get in a gradient read again (rules/closure_rules.py)
+    C(rt.dict_values_vjp, [r(3), r(2)], {"a": r(3), "b": r(2)}, _wrt=[0]),
+    C(rt.dict_items_vjp, [(None, r(3)), (None, r(2))], {"a": r(3), "b": r(2)}, _wrt=[0]),
+    C(rt.dict_get_vjp, r(3), {"a": r(3), "b": r(2)}, "a", _wrt=[0]),
+    C(rt.dict_default_vjp, r(3), {"b": r(2)}, "a", _wrt=[0]),
+    C(rt.dict_adjoint_values, {"a": r(3), "b": r(2)}, {"a": r(3), "b": r(2)}, _wrt=[0]),
+    C(rt.dict_adjoint_items, {"a": r(3), "b": r(2)}, {"a": r(3), "b": r(2)}, _wrt=[0]),
+    C(rt.dict_adjoint_get, {"a": r(3), "b": r(2)}, {"a": r(3), "b": r(2)}, "b", _wrt=[0]),
 )
 
 
