@@ -412,6 +412,13 @@ class ForwardAD(Base):
             primitive = anno.getanno(call, Static.PRIMITIVE)
             if is_runtime_helper(primitive) and primitive.__name__.startswith("check"):
                 return s
+            if primitive is runtime.restore_item and self.is_active(call.args[0]):
+                # a gradient read again undoes a dict write: its tangent's too
+                base, index, value = call.args
+                t = self.operand(value) or gast.Constant(value=None, kind=None)
+                return [s, self.inherit(gast.Expr(value=expr(
+                    "rt.restore_item_tangent(DB, INDEX, V, T)", DB=name(self.d(base.id)),
+                    INDEX=clone(index), V=clone(value), T=t)))]
             f = call.func
             if isinstance(f, gast.Attribute) and f.attr == "append" and isinstance(f.value, gast.Name) \
                     and f.value.id in self.active and len(call.args) == 1:
@@ -481,6 +488,10 @@ class ForwardAD(Base):
         if isinstance(value, gast.IfExp):
             raise self.error(value, UnsupportedError, "forward mode: a conditional expression was not lowered")
         primitive = primitive_of(value)
+        if primitive is runtime.save_item and self.is_active(value.args[0]):
+            # what a dict write overwrites, for the tape: its tangent's entry is saved too
+            return [], expr("rt.save_item(DB, INDEX)", DB=name(self.d(value.args[0].id)),
+                            INDEX=clone(value.args[1]))
         if primitive is not None and rules.is_nondifferentiable(primitive):
             return [], None
         if isinstance(value, gast.Attribute):
