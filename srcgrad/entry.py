@@ -203,22 +203,7 @@ def _wrap(fn, function, args, keywords):
         if p.kind is P.POSITIONAL_ONLY and (left.index(p) + 1 == len(left)
                                             or left[left.index(p) + 1].kind is not P.POSITIONAL_ONLY):
             spelled.append("/")
-    source = (f"def __srcgrad_bind__(__srcgrad_target__{''.join(', ' + b for b in bound)}):\n"
-              f"    def {name}({', '.join(spelled)}):\n"
-              f"        return __srcgrad_target__({', '.join(call)})\n"
-              f"    return {name}\n")
-    filename = loader.write(source, f"bound {_describe(function)}")
-    namespace = {"__name__": "srcgrad.entry"}
-    exec(compile(source, filename, "exec"), namespace)
-    wrapper = namespace["__srcgrad_bind__"](function, *args)
-    wrapper.__defaults__ = tuple(p.default for p in left if p.default is not p.empty
-                                 and p.kind in (P.POSITIONAL_ONLY, P.POSITIONAL_OR_KEYWORD)) or None
-    wrapper.__kwdefaults__ = {p.name: p.default for p in left if p.default is not p.empty
-                              and p.kind is P.KEYWORD_ONLY} or None
-    wrapper.__name__ = function.__name__
-    wrapper.__qualname__ = function.__qualname__
-    wrapper.__module__ = function.__module__
-    wrapper.__doc__ = function.__doc__
+    wrapper = _forwarder(name, spelled, call, left, function, bound, args, f"bound {_describe(function)}")
     wrapper.__srcgrad_bound__ = Bound(function, tuple(bound))
     return wrapper
 
@@ -258,21 +243,29 @@ def _decorated(fn):
         else:
             call.append(p.name)
         spelled.append(p.name)
-    source = ("def __srcgrad_bind__(__srcgrad_target__):\n"
+    return _forwarder(name, spelled, call, params, fn, (), (), f"decorated {_describe(fn)}")
+
+
+def _forwarder(name, spelled, call, params, target, bound, args, hint):
+    """``def name(<spelled>): return __srcgrad_target__(<call>)`` with ``target`` and the
+    objects ``args`` (the names ``bound``) in its closure cells, the defaults of
+    ``params``, and ``target``'s name and docstring."""
+    P = inspect.Parameter
+    source = (f"def __srcgrad_bind__(__srcgrad_target__{''.join(', ' + b for b in bound)}):\n"
               f"    def {name}({', '.join(spelled)}):\n"
               f"        return __srcgrad_target__({', '.join(call)})\n"
               f"    return {name}\n")
-    filename = loader.write(source, f"decorated {_describe(fn)}")
+    filename = loader.write(source, hint)
     namespace = {"__name__": "srcgrad.entry"}
     exec(compile(source, filename, "exec"), namespace)
-    entry = namespace["__srcgrad_bind__"](fn)
-    entry.__defaults__ = tuple(p.default for p in params if p.default is not p.empty
-                               and p.kind is not P.KEYWORD_ONLY) or None
-    entry.__kwdefaults__ = {p.name: p.default for p in params if p.default is not p.empty
-                            and p.kind is P.KEYWORD_ONLY} or None
+    made = namespace["__srcgrad_bind__"](target, *args)
+    made.__defaults__ = tuple(p.default for p in params if p.default is not p.empty
+                              and p.kind in (P.POSITIONAL_ONLY, P.POSITIONAL_OR_KEYWORD)) or None
+    made.__kwdefaults__ = {p.name: p.default for p in params if p.default is not p.empty
+                           and p.kind is P.KEYWORD_ONLY} or None
     for attribute in ("__name__", "__qualname__", "__module__", "__doc__"):
-        setattr(entry, attribute, getattr(fn, attribute, None))
-    return entry
+        setattr(made, attribute, getattr(target, attribute, None))
+    return made
 
 
 def _primitive_function(primitive, rule):
