@@ -60,7 +60,7 @@ def entry_function(fn):
         return found[1]
     rule = rules.lookup(fn)
     if rule is None and inspect.isfunction(fn) and not _library_function(fn):
-        entry = fn
+        entry = _decorated(fn) or fn
     elif rule is not None:
         held = _wrappers.get(id(fn))
         if held is None or held[0] is not fn:
@@ -73,6 +73,16 @@ def entry_function(fn):
     except TypeError:
         pass
     return entry
+
+
+def readable(fn):
+    """What forward mode and the Jacobians read for ``fn``: a bound method, a partial or a
+    decorator's ``*args`` wrapper as ``entry_function`` makes it (as ``sg.grad`` reads
+    them), any other callable itself."""
+    if inspect.ismethod(fn) or isinstance(fn, functools.partial) \
+            or inspect.isfunction(fn) and getattr(fn, "__wrapped__", None) is not None:
+        return entry_function(fn)
+    return fn
 
 
 class Bound:
@@ -193,24 +203,69 @@ def _wrap(fn, function, args, keywords):
         if p.kind is P.POSITIONAL_ONLY and (left.index(p) + 1 == len(left)
                                             or left[left.index(p) + 1].kind is not P.POSITIONAL_ONLY):
             spelled.append("/")
+    wrapper = _forwarder(name, spelled, call, left, function, bound, args, f"bound {_describe(function)}")
+    wrapper.__srcgrad_bound__ = Bound(function, tuple(bound))
+    return wrapper
+
+
+def _decorated(fn):
+    """For a decorator's wrapper ``def wrapper(*args, **kwargs)`` made with
+    ``functools.wraps``: the function of the wrapped function's parameters that calls it,
+
+        def f(x, y, scale=2.0):               # sg.grad(f), f decorated
+            return __srcgrad_target__(x, y, scale)
+
+    so that the wrapper's own code is differentiated (inlined as a helper, its ``*args``
+    bound to the call's arguments: transform/inline.py), not the function it wraps.
+    None for any other function."""
+    P = inspect.Parameter
+    if getattr(fn, "__wrapped__", None) is None or hasattr(fn, "__srcgrad_grad_mode__"):
+        return None   # (parse.py reads @sg.no_grad()'s wrapper through)
+    own = inspect.signature(fn, follow_wrapped=False).parameters.values()
+    if not any(p.kind in (P.VAR_POSITIONAL, P.VAR_KEYWORD) for p in own):
+        return None
+    try:
+        params = list(inspect.signature(fn).parameters.values())   # the wrapped function's
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind in (P.VAR_POSITIONAL, P.VAR_KEYWORD) for p in params):
+        return None   # the wrapper of a wrapper taking *args: fence.py refuses it, naming it
+    name = _identifier(fn.__name__)
+    while name in {p.name for p in params} | {"__srcgrad_target__"}:
+        name += "_"
+    spelled, call, star = [], [], False
+    for p in params:
+        if p.kind is P.KEYWORD_ONLY:
+            if not star:
+                spelled.append("*")
+                star = True
+            call.append(f"{p.name}={p.name}")
+        else:
+            call.append(p.name)
+        spelled.append(p.name)
+    return _forwarder(name, spelled, call, params, fn, (), (), f"decorated {_describe(fn)}")
+
+
+def _forwarder(name, spelled, call, params, target, bound, args, hint):
+    """``def name(<spelled>): return __srcgrad_target__(<call>)`` with ``target`` and the
+    objects ``args`` (the names ``bound``) in its closure cells, the defaults of
+    ``params``, and ``target``'s name and docstring."""
+    P = inspect.Parameter
     source = (f"def __srcgrad_bind__(__srcgrad_target__{''.join(', ' + b for b in bound)}):\n"
               f"    def {name}({', '.join(spelled)}):\n"
               f"        return __srcgrad_target__({', '.join(call)})\n"
               f"    return {name}\n")
-    filename = loader.write(source, f"bound {_describe(function)}")
+    filename = loader.write(source, hint)
     namespace = {"__name__": "srcgrad.entry"}
     exec(compile(source, filename, "exec"), namespace)
-    wrapper = namespace["__srcgrad_bind__"](function, *args)
-    wrapper.__defaults__ = tuple(p.default for p in left if p.default is not p.empty
-                                 and p.kind in (P.POSITIONAL_ONLY, P.POSITIONAL_OR_KEYWORD)) or None
-    wrapper.__kwdefaults__ = {p.name: p.default for p in left if p.default is not p.empty
-                              and p.kind is P.KEYWORD_ONLY} or None
-    wrapper.__name__ = function.__name__
-    wrapper.__qualname__ = function.__qualname__
-    wrapper.__module__ = function.__module__
-    wrapper.__doc__ = function.__doc__
-    wrapper.__srcgrad_bound__ = Bound(function, tuple(bound))
-    return wrapper
+    made = namespace["__srcgrad_bind__"](target, *args)
+    made.__defaults__ = tuple(p.default for p in params if p.default is not p.empty
+                              and p.kind in (P.POSITIONAL_ONLY, P.POSITIONAL_OR_KEYWORD)) or None
+    made.__kwdefaults__ = {p.name: p.default for p in params if p.default is not p.empty
+                           and p.kind is P.KEYWORD_ONLY} or None
+    for attribute in ("__name__", "__qualname__", "__module__", "__doc__"):
+        setattr(made, attribute, getattr(target, attribute, None))
+    return made
 
 
 def _primitive_function(primitive, rule):

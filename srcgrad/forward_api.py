@@ -206,10 +206,10 @@ def jvp(fn, primals, tangents, *, has_aux=False, jit=False):
 def run(fn, primals, tangents, values=True, jit=False, has_aux=False):
     """``jvp``; with ``values=False`` the program returns the tangent only (its value
     entry is not computed where no tangent reads it: hvp's ``dW1 = X.T @ g``)."""
-    if inspect.ismethod(fn) or isinstance(fn, functools.partial):   # as sg.grad does
-        fn = entry.entry_function(fn)
-    elif callable(getattr(fn, "as_function", None)):   # a gradient (sg.grad): its code read again
+    if callable(getattr(fn, "as_function", None)):   # a gradient (sg.grad): its code read again
         fn = fn.as_function(has_aux=has_aux and getattr(fn, "has_aux", False))
+    else:   # a bound method, a partial, a decorated function: as sg.grad reads them
+        fn = entry.readable(fn)
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
         raise ValueError(f"srcgrad.jvp: {len(primals)} primals but {len(tangents)} tangents")
@@ -247,8 +247,7 @@ def _as_tangent(tangent, primal):
 def compiled_for_source(fn, wrt=0):
     """The CompiledJVP ``sg.source(fn, wrt, mode="jvp")`` shows: tangents of the parameters
     ``wrt`` names (positions or names, as in ``sg.grad``); a bound method's as ``jvp``'s."""
-    if inspect.ismethod(fn) or isinstance(fn, functools.partial):
-        fn = entry.entry_function(fn)
+    fn = entry.readable(fn)
     params = [p.name for p in inspect.signature(fn).parameters.values()]
     names, _, _ = pipeline.wrt_names(_Params(params), wrt)
     for n in names:

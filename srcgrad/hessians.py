@@ -27,7 +27,6 @@ backward is ``once_differentiable`` is refused as such.
 """
 
 import functools
-import inspect
 import threading
 
 import numpy
@@ -161,9 +160,6 @@ def third_refusal(wrapper, prefix=""):
         hint="Use finite differences of the second derivative.")
 
 
-_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-
-
 def hessian(fn, wrt=0, *, has_aux=False, chunk_size=None):
     """``hessian(fn, wrt)(*args)``: the Hessian of the scalar function ``fn`` by
     forward-over-reverse: the tangent program of its gradient run once with every basis
@@ -175,22 +171,14 @@ def hessian(fn, wrt=0, *, has_aux=False, chunk_size=None):
     dict; its seeds are the basis over all its leaves at once, batched as an array's.
     ``has_aux=True``: ``fn`` returns ``(output, aux)``; the result is ``(hessian, aux)``,
     the aux ``fn``'s own value, carrying no derivative."""
-    from srcgrad.jacobians import _wrt_positions, cut_columns
-    from srcgrad.transform.batching import _signature
+    from srcgrad.jacobians import _wrt_positions, cut_columns, positional_arguments
     if callable(getattr(fn, "as_function", None)):   # a gradient (sg.grad): its code read again
         fn = fn.as_function(has_aux=has_aux and getattr(fn, "has_aux", False))
 
     @functools.wraps(fn)
     def hessian_fn(*args, **kwargs):
         positions, many = _wrt_positions(fn, wrt)
-        signature = _signature(fn).bind(*args, **kwargs)
-        for name in kwargs:
-            if signature.signature.parameters[name].kind not in _POSITIONAL:
-                raise TypeError(f"srcgrad.hessian: keyword-only argument {name!r} of "
-                                f"{fn.__qualname__}: bind it with functools.partial")
-        signature.apply_defaults()   # the positional parameters only: a keyword-only one
-        args = tuple(value for name, value in signature.arguments.items()   # keeps its default
-                     if signature.signature.parameters[name].kind in _POSITIONAL)
+        args = positional_arguments(fn, args, kwargs, "srcgrad.hessian")
         trees = {k: pytree.is_node(args[k]) for k in positions}
         for k in positions:   # a structure (pytree.py): float leaves only, as in sg.grad
             if trees[k]:
@@ -202,7 +190,7 @@ def hessian(fn, wrt=0, *, has_aux=False, chunk_size=None):
                 found = _hessian_columns(fn, args, positions, j, has_aux)
             columns, aux = found
             for (i, l, y), c in zip(_entries(args, positions), columns):
-                blocks[(i, l), j] = cut_columns(c, args[j], numpy.shape(y))
+                blocks[(i, l), j] = cut_columns(c, args[j], numpy.shape(y), y)
 
         def pair(i, j):   # JAX's jacfwd(jacrev(f)): the structure of args[i] outside, args[j] in
             if not trees[i]:
@@ -231,8 +219,9 @@ def _hessian_columns(fn, args, positions, j, has_aux=False):
     each entry ``(i, l)`` of ``_entries`` in order, the columns ``(n,) + shape of args[i]
     (its leaf l)``, ``n`` the entries of ``args[j]``; and the aux of ``fn`` returning
     ``(output, aux)`` with ``has_aux`` (else None): ``(columns, aux)``."""
-    from srcgrad.jacobians import basis_vector, n_entries
+    from srcgrad.jacobians import array_module, basis_vector, n_entries
     entries = _entries(args, positions)
+    xp = array_module(*(args[i] for i in positions))
     columns, aux = [[] for _ in entries], None
     for n in range(n_entries(args[j])):
         tangents = [None] * len(args)
@@ -242,8 +231,8 @@ def _hessian_columns(fn, args, positions, j, has_aux=False):
             products, aux = products
         for c, (i, l, _) in zip(columns, entries):
             p = products[i] if l is None else pytree.tree_leaves(products[i])[l]
-            c.append(numpy.asarray(p, dtype=float))
-    columns = [numpy.stack(c) if c else numpy.zeros((0,) + numpy.shape(y))
+            c.append(xp.asarray(p))
+    columns = [xp.stack(c) if c else xp.zeros((0,) + numpy.shape(y))
                for c, (_, _, y) in zip(columns, entries)]
     if has_aux and aux is None:   # no entries: the aux from a call
         aux = fn(*args)[1]
@@ -256,7 +245,7 @@ def _batched_hessian_columns(fn, args, positions, j, chunk_size, has_aux=False):
     (all the leaves of a structure at once), ``chunk_size`` per run; None where it cannot
     be batched (the caller runs one hvp per seed, which refuses what forward mode cannot
     do)."""
-    from srcgrad.jacobians import CHUNK, fit_batch, n_entries, structure_seeds
+    from srcgrad.jacobians import CHUNK, array_module, fit_batch, n_entries, structure_seeds
     from srcgrad.transform import batching
     if not (pytree.is_node(args[j]) or _differentiable(args[j])):
         return None
@@ -280,7 +269,8 @@ def _batched_hessian_columns(fn, args, positions, j, chunk_size, has_aux=False):
                     part.append(fit_batch(t, numpy.shape(y)))
     except (batching.NotBatchable, SrcgradError):
         return None
-    columns = [numpy.concatenate(p) if p else numpy.zeros((0,) + numpy.shape(y))
+    xp = array_module(*(args[i] for i in positions))
+    columns = [xp.concatenate(p) if p else xp.zeros((0,) + numpy.shape(y))
                for p, (_, _, y) in zip(parts, entries)]
     if has_aux and aux is None:   # no entries: the aux from a call
         aux = fn(*args)[1]
@@ -297,8 +287,10 @@ def _batched_leaves(t, x, size):
     for a in pytree.tree_leaves(t):
         if hasattr(a, "shape") and (numpy.ndim(a) == 0 or numpy.shape(a)[0] != size):
             raise batching.NotBatchable("a structured gradient's tangent without its batch axis")
-    last = pytree.tree_map(lambda a: numpy.moveaxis(a, 0, -1) if hasattr(a, "shape") else a, t)
-    like = pytree.rebuild(x, iter([numpy.zeros(numpy.shape(leaf) + (size,))
+    from srcgrad.jacobians import _seed_dtype, array_module
+    xp = array_module(x)
+    last = pytree.tree_map(lambda a: xp.moveaxis(a, 0, -1) if hasattr(a, "shape") else a, t)
+    like = pytree.rebuild(x, iter([xp.zeros(numpy.shape(leaf) + (size,), _seed_dtype(leaf))
                                    for leaf in pytree.tree_leaves(x)]))
-    return [numpy.moveaxis(numpy.asarray(leaf, dtype=float), -1, 0)
+    return [xp.moveaxis(xp.asarray(leaf), -1, 0)
             for leaf in pytree.tree_leaves(runtime.materialize(last, like))]

@@ -44,6 +44,24 @@ def _wrt_positions(fn, wrt):
     return positions, many
 
 
+_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+
+
+def positional_arguments(fn, args, kwargs, api):
+    """``args`` and ``kwargs`` of a call of ``fn`` as its positional parameters in order,
+    defaults filled in: what ``wrt`` counts. A keyword-only argument is refused (its
+    parameter has no position to differentiate or hold fixed); one left out keeps its default."""
+    from srcgrad.transform.batching import _signature
+    bound = _signature(fn).bind(*args, **kwargs)
+    for name in kwargs:
+        if bound.signature.parameters[name].kind not in _POSITIONAL:
+            raise TypeError(f"{api}: keyword-only argument {name!r} of {fn.__qualname__}: "
+                            f"bind it with functools.partial")
+    bound.apply_defaults()
+    return tuple(value for name, value in bound.arguments.items()
+                 if bound.signature.parameters[name].kind in _POSITIONAL)
+
+
 CHUNK = 256   # seeds per run of the batched tangent program: its tangents are that many times the values
 
 
@@ -61,16 +79,32 @@ def _seed_dtype(x):
     return dtype if dtype is not None and dtype.kind == "f" else numpy.float64
 
 
+def array_module(*values):
+    """CuPy where a leaf of ``values`` is a CuPy array, else NumPy: where a Jacobian's
+    seeds and blocks are made, so that CuPy inputs keep them on the device."""
+    from srcgrad.runtime.arrays import _cupy_module, namespace
+    leaves = [leaf for v in values for leaf in (pytree.tree_leaves(v) if pytree.is_node(v) else [v])]
+    cupy = _cupy_module() if any(type(v).__module__.startswith("cupy") for v in leaves) else None
+    return cupy if cupy is not None and namespace(*leaves) is cupy else numpy
+
+
+def block_dtype(out, x):
+    """The dtype of a Jacobian block of output ``out`` for input ``x``, as JAX's: float32
+    where both are float32, float64 where either is float64 or a Python float."""
+    return numpy.result_type(_seed_dtype(out), _seed_dtype(x))
+
+
 def structure_seeds(x, start, stop):
     """Rows ``start:stop`` of the identity over every entry of ``x`` (all the leaves of a
     structure, in ``pytree.tree_leaves`` order, one after the other), in ``x``'s
     structure: each leaf's part shaped ``(stop - start,) + leaf.shape``."""
     leaves = pytree.tree_leaves(x) if pytree.is_node(x) else [x]
+    xp = array_module(x)
     parts, offset = [], 0
     for leaf in leaves:
         size = _size(leaf)
-        seeds = numpy.zeros((stop - start, size), _seed_dtype(leaf))
-        entries = numpy.arange(max(start, offset), min(stop, offset + size))
+        seeds = xp.zeros((stop - start, size), _seed_dtype(leaf))
+        entries = xp.arange(max(start, offset), min(stop, offset + size))
         seeds[entries - start, entries - offset] = 1.0
         parts.append(seeds.reshape((stop - start,) + numpy.shape(leaf)))
         offset += size
@@ -102,10 +136,11 @@ def batched_run(fn, args, k, chunk_size=None, has_aux=False):
         aux = result[2] if has_aux else None
         blocks.append(t)
     out_leaves = output_leaves(fn, out)
+    xp = array_module(args[k], out)
     columns = []
     for n, leaf in enumerate(out_leaves):
         parts = [fit_batch(_tangent_leaf(out, b, n), numpy.shape(leaf)) for b in blocks]
-        columns.append(numpy.concatenate(parts) if size else numpy.zeros((0,) + numpy.shape(leaf)))
+        columns.append(xp.concatenate(parts) if size else xp.zeros((0,) + numpy.shape(leaf)))
     return out, columns, aux
 
 
@@ -127,23 +162,28 @@ def batched_columns(fn, args, k, chunk_size=None):
 def fit_batch(t, shape):
     """A batched tangent ``(B,) + s`` of a value of ``shape`` (``s`` broadcasts to it, as a
     scalar's tangent may) as ``(B,) + shape``: aligned to the rank first, then spread."""
-    t = numpy.asarray(t, dtype=float)
+    t = array_module(t).asarray(t)
+    if t.dtype.kind != "f":   # an integer or bool zero: no derivative of its own
+        t = t.astype(numpy.float64)
     k = len(shape) - (t.ndim - 1)
     if k > 0:
         t = t.reshape(t.shape[:1] + (1,) * k + t.shape[1:])
-    return numpy.broadcast_to(t, t.shape[:1] + tuple(shape))
+    return array_module(t).broadcast_to(t, t.shape[:1] + tuple(shape))
 
 
-def cut_columns(columns, x, rows_shape):
+def cut_columns(columns, x, rows_shape, like=None):
     """Columns ``(n,) + rows_shape`` over every entry of ``x`` (all its leaves for a
     structure) as the blocks ``rows_shape + leaf.shape``, one per leaf of ``x`` in its
-    structure (the block itself for an array ``x``)."""
+    structure (the block itself for an array ``x``), each of ``block_dtype(like, leaf)``
+    (``like`` the value the rows belong to: the output leaf, or for a Hessian the
+    argument leaf the gradient has the shape of)."""
     leaves = pytree.tree_leaves(x) if pytree.is_node(x) else [x]
+    xp = array_module(columns)
     blocks, offset = [], 0
     for leaf in leaves:
         size = _size(leaf)
-        part = numpy.asarray(columns[offset:offset + size], dtype=float)
-        part = numpy.moveaxis(part.reshape((size,) + tuple(rows_shape)), 0, -1)
+        part = xp.asarray(columns[offset:offset + size]).astype(block_dtype(like, leaf), copy=False)
+        part = xp.moveaxis(part.reshape((size,) + tuple(rows_shape)), 0, -1)
         blocks.append(part.reshape(tuple(rows_shape) + numpy.shape(leaf)))
         offset += size
     return pytree.rebuild(x, iter(blocks)) if pytree.is_node(x) else blocks[0]
@@ -200,11 +240,9 @@ def _assemble(out, per_position, positions, many):
 def _readable(fn, has_aux):
     """``fn`` as the Jacobians read it: a bound method or partial as sg.grad takes it, a
     gradient (``sg.grad(f)``) as its generated code, which is differentiated again."""
-    if inspect.ismethod(fn) or isinstance(fn, functools.partial):
-        return entry.entry_function(fn)
     if callable(getattr(fn, "as_function", None)):
         return fn.as_function(has_aux=has_aux and getattr(fn, "has_aux", False))
-    return fn
+    return entry.readable(fn)
 
 
 def jacfwd(fn, wrt=0, *, has_aux=False, chunk_size=None):
@@ -221,8 +259,9 @@ def jacfwd(fn, wrt=0, *, has_aux=False, chunk_size=None):
     fn = _readable(fn, has_aux)
 
     @functools.wraps(fn)
-    def jacobian_fn(*args):
+    def jacobian_fn(*args, **kwargs):
         positions, many = _wrt_positions(fn, wrt)
+        args = positional_arguments(fn, args, kwargs, "srcgrad.jacfwd")
         per_position, out, aux = [], None, None
         for k in positions:
             if pytree.is_node(args[k]):   # float leaves only, as in sg.grad
@@ -246,7 +285,7 @@ def _position_jacobian(fn, args, k, chunk_size, has_aux):
     if pytree.is_node(x) or _differentiable(x):
         try:
             out, columns, aux = batched_run(fn, args, k, chunk_size, has_aux)
-            return out, [cut_columns(c, x, numpy.shape(leaf))
+            return out, [cut_columns(c, x, numpy.shape(leaf), leaf)
                          for c, leaf in zip(columns, output_leaves(fn, out))], aux
         except NotBatchable:
             pass   # one run per column
@@ -267,12 +306,12 @@ def _position_jacobian(fn, args, k, chunk_size, has_aux):
         out = fn(*args)
         out, aux = out if has_aux else (out, None)
     leaves = output_leaves(fn, out)
+    xp = array_module(x, out)
     blocks = []
     for n, leaf in enumerate(leaves):
-        c = [numpy.broadcast_to(numpy.asarray(_tangent_leaf(out, t, n), dtype=float), numpy.shape(leaf))
-             for t in columns]
-        stacked = numpy.stack(c) if c else numpy.zeros((0,) + numpy.shape(leaf))
-        blocks.append(cut_columns(stacked, x, numpy.shape(leaf)))
+        c = [xp.broadcast_to(xp.asarray(_tangent_leaf(out, t, n)), numpy.shape(leaf)) for t in columns]
+        stacked = xp.stack(c) if c else xp.zeros((0,) + numpy.shape(leaf))
+        blocks.append(cut_columns(stacked, x, numpy.shape(leaf), leaf))
     return out, blocks, aux
 
 
@@ -295,27 +334,28 @@ def jacobian(fn, wrt=0, *, has_aux=False):
     fn = _readable(fn, has_aux)
 
     @functools.wraps(fn)
-    def jacobian_fn(*args):
+    def jacobian_fn(*args, **kwargs):
         positions, many = _wrt_positions(fn, wrt)
+        args = positional_arguments(fn, args, kwargs, "srcgrad.jacrev")
         result = vjp(fn, wrt=tuple(positions), materialize_grads=True, allow_unused=True,
                      has_aux=has_aux)(*args)
         out, backward = result[:2]
         leaves = output_leaves(fn, out)
+        xp = array_module(out, *(args[k] for k in positions))
         rows = [[] for _ in positions]   # per position: per output entry, its gradient
         for n, leaf in enumerate(leaves):
             for i in range(_size(leaf)):
-                seeds = [numpy.zeros(numpy.shape(other)) if numpy.ndim(other) else 0.0
-                         for other in leaves]
+                seeds = [xp.zeros(numpy.shape(other), _seed_dtype(other)) if numpy.ndim(other)
+                         else 0.0 for other in leaves]
                 if numpy.ndim(leaf):
-                    seeds[n].flat[i] = 1.0
+                    seeds[n].reshape(-1)[i] = 1.0
                 else:
                     seeds[n] = 1.0
                 seed = pytree.rebuild(out, iter(seeds)) if pytree.is_node(out) else seeds[0]
                 grads = backward(seed, retain_graph=True)
                 for r, g, k in zip(rows, grads, positions):
-                    r.append(numpy.concatenate([numpy.ravel(numpy.asarray(v, dtype=float))
-                                                for v in pytree.tree_leaves(g)])
-                             if pytree.is_node(args[k]) else numpy.asarray(g, dtype=float))
+                    r.append(xp.concatenate([xp.ravel(xp.asarray(v)) for v in pytree.tree_leaves(g)])
+                             if pytree.is_node(args[k]) else xp.asarray(g))
         per_position = []
         for r, k in zip(rows, positions):
             blocks, start = [], 0
@@ -324,11 +364,12 @@ def jacobian(fn, wrt=0, *, has_aux=False):
                 part = r[start:start + size]
                 start += size
                 if pytree.is_node(args[k]):   # the flat rows cut at each leaf of args[k]
-                    flat = numpy.stack(part).reshape((size, -1)) if part else \
-                        numpy.zeros((0, sum(_size(v) for v in pytree.tree_leaves(args[k]))))
-                    blocks.append(cut_columns(flat.T, args[k], numpy.shape(leaf)))
+                    flat = xp.stack(part).reshape((size, -1)) if part else \
+                        xp.zeros((0, sum(_size(v) for v in pytree.tree_leaves(args[k]))))
+                    blocks.append(cut_columns(flat.T, args[k], numpy.shape(leaf), leaf))
                 else:
-                    blocks.append(_stacked(part, numpy.shape(leaf), numpy.shape(args[k])))
+                    blocks.append(_stacked(xp, part, numpy.shape(leaf), numpy.shape(args[k]))
+                                  .astype(block_dtype(leaf, args[k]), copy=False))
             per_position.append(blocks)
         jac = _assemble(out, per_position, positions, many)
         return (jac, result[2]) if has_aux else jac
@@ -337,9 +378,9 @@ def jacobian(fn, wrt=0, *, has_aux=False):
     return jacobian_fn
 
 
-def _stacked(rows, out_shape, in_shape):
-    return numpy.stack(rows).reshape(tuple(out_shape) + tuple(in_shape)) if rows else \
-        numpy.zeros(tuple(out_shape) + tuple(in_shape))
+def _stacked(xp, rows, out_shape, in_shape):
+    return xp.stack(rows).reshape(tuple(out_shape) + tuple(in_shape)) if rows else \
+        xp.zeros(tuple(out_shape) + tuple(in_shape))
 
 
 jacrev = jacobian

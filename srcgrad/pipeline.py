@@ -124,6 +124,10 @@ def front_end(fn, options, stack=(), has_aux=False, static=None):
         options, user_locals=frozenset(local_names(node)), stack=stack or (fn.__code__,),
         normalize=lambda helper, helper_stack, helper_static: front_end(
             helper, options, helper_stack, static=helper_static))
+    static = dict(static or {})
+    arity = static.pop(inline.STAR_ARITY, None)
+    if arity is not None:   # a helper's *args/**kwargs passed on: g(*args, **kwargs)
+        inline.expand_star_calls(node, arity)
     fence.check(node, info, allowed_with=lambda item: anf.grad_mode_of(item, info) is not None,
                 helper=bool(stack))
     if not stack:

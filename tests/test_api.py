@@ -862,7 +862,7 @@ def _bound_holder():
 @pytest.mark.parametrize("what, error, words", [
     (len, sg.NonDifferentiableError, "len is not differentiable"),
     (math.gamma, sg.NonDifferentiableError, "gamma: it is a built-in or C function"),
-    (np.polyder, sg.NonDifferentiableError, "polyder: it is a numpy function with no gradient rule"),
+    (np.polyint, sg.NonDifferentiableError, "polyint: it is a numpy function with no gradient rule"),
     (functools.partial(math.gamma), sg.NonDifferentiableError, r"functools.partial\(gamma, \.\.\.\)"),
     (_bound_holder(), sg.UnsupportedError, "callable Scale object"),
     (3.0, TypeError, "differentiates functions"),

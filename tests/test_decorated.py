@@ -56,10 +56,77 @@ def test_forward_mode_and_the_hessian_read_the_wrapper_too():
     np.testing.assert_allclose(sg.hessian(f)(X), np.diag(12.0 * X), rtol=1e-12)
 
 
-def test_a_wrapper_taking_star_args_is_refused_at_its_line_not_read_through():
-    with pytest.raises(sg.SrcgradError) as info:
-        sg.grad(forwarding(cube_sum))(X)
-    assert "test_decorated.py" in str(info.value) and "*args" in str(info.value)
+def scaled_sum(x, y, scale=2.0):
+    return np.sum(np.sin(x) * y) * scale
+
+
+def keyword_scaled(x, *, scale):
+    return np.sum(x ** 2) * scale
+
+
+def timed(f):
+    @functools.wraps(f)
+    def wrapper(*args, **kwargs):
+        out = f(*args, **kwargs)
+        wrapper.calls = getattr(wrapper, "calls", 0) + 1
+        return out
+    return wrapper
+
+
+def shifting(f):
+    @functools.wraps(f)
+    def wrapper(*args, **kwargs):
+        return f(args[0] + 1.0, *args[1:], **kwargs)
+    return wrapper
+
+
+Y = np.array([1.5, -0.5, 0.25])
+
+
+def test_a_wrapper_taking_star_args_is_read_with_the_arguments_of_the_call():
+    """``wrapper(*args, **kwargs)``: its code is differentiated (3 f), its *args bound to
+    the call's arguments, in every API, and a default of the wrapped function kept."""
+    f = forwarding(cube_sum)
+    np.testing.assert_allclose(sg.grad(f)(X), 9.0 * X ** 2, rtol=1e-12)
+    np.testing.assert_allclose(sg.hessian(f)(X), np.diag(18.0 * X), rtol=1e-12)
+    np.testing.assert_allclose(sg.jacfwd(f)(X), 9.0 * X ** 2, rtol=1e-12)
+    np.testing.assert_allclose(sg.jacrev(f)(X), 9.0 * X ** 2, rtol=1e-12)
+    v = np.array([1.0, 0.5, -2.0])
+    np.testing.assert_allclose(sg.jvp(f, (X,), (v,))[1], np.sum(9.0 * X ** 2 * v), rtol=1e-12)
+    np.testing.assert_allclose(sg.grad(sg.grad(f))(X, grad_outputs=v), 18.0 * X * v, rtol=1e-12)
+    g = forwarding(scaled_sum)
+    dx, dy = sg.grad(g, wrt=(0, 1))(X, Y)
+    np.testing.assert_allclose(dx, 6.0 * np.cos(X) * Y, rtol=1e-12)
+    np.testing.assert_allclose(dy, 6.0 * np.sin(X), rtol=1e-12)
+    np.testing.assert_allclose(sg.grad(g)(X, Y, 0.5), 1.5 * np.cos(X) * Y, rtol=1e-12)
+    np.testing.assert_allclose(sg.grad(g)(X, Y, scale=0.5), 1.5 * np.cos(X) * Y, rtol=1e-12)
+    k = forwarding(keyword_scaled)
+    np.testing.assert_allclose(sg.grad(k)(X, scale=2.0), 12.0 * X, rtol=1e-12)
+
+
+def calls_a_decorated_helper(x, y):
+    return forwarded_helper(x, y) + np.sum(x * y)
+
+
+@forwarding
+def forwarded_helper(x, y, scale=2.0):
+    return np.sum(np.sin(x) * y) * scale
+
+
+def test_a_decorated_helper_is_inlined_with_its_wrapper():
+    want = 6.0 * np.cos(X) * Y + Y
+    np.testing.assert_allclose(sg.grad(calls_a_decorated_helper)(X, Y), want, rtol=1e-12)
+    np.testing.assert_allclose(sg.grad(calls_a_decorated_helper)(X, Y),
+                               numerical_grad(calls_a_decorated_helper, (X, Y)), rtol=1e-7)
+
+
+def test_what_a_wrapper_does_beyond_passing_its_arguments_on_is_refused_at_its_line():
+    with pytest.raises(sg.SrcgradError, match="assignment to an attribute") as info:
+        sg.grad(timed(cube_sum))(X)
+    assert "test_decorated.py" in str(info.value)
+    with pytest.raises(sg.SrcgradError, match="unpacking") as info:
+        sg.grad(shifting(cube_sum))(X)
+    assert "test_decorated.py" in str(info.value)
 
 
 def test_a_function_decorated_with_no_grad_gets_no_gradient_as_its_body_under_no_grad():

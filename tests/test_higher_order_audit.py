@@ -210,3 +210,30 @@ def test_grad_of_grad_of_a_dict_key_the_function_adds():
     H = fd_jacobian(sg.grad(dict_new_key), [x], 0)
     rows = [sg.grad(sg.grad(dict_new_key))(x, grad_outputs=e) for e in np.eye(4)]
     np.testing.assert_allclose(rows, H, rtol=1e-5, atol=1e-6)
+
+
+def _dict_rewritten(y):
+    c = {}
+    c["k"] = np.sqrt(1.0 + y * y)
+    c["k"] = c["k"] * y[::-1]
+    return np.sum(c["k"])
+
+
+def _dict_accumulated(y):
+    d = {"a": y * 2.0}
+    for k in range(3):
+        d["a"] = d["a"] * y[k]
+        d["b"] = d.get("b", 0.0) + np.sum(d["a"])
+    return d["b"] + np.sum(d["a"] ** 2) + sum(np.sum(v) for v in d.values())
+
+
+@pytest.mark.parametrize("f", [_dict_rewritten, _dict_accumulated])
+def test_second_derivatives_through_a_dict_written_again(f):
+    """A gradient read again undoes a dict write (rt.restore_item) and saves the value it
+    overwrites: forward mode does the same on the dict's tangent (it was refused)."""
+    y = np.array([0.3, -0.7, 1.2])
+    fd = np.stack([(sg.grad(f)(y + e) - sg.grad(f)(y - e)) / 2e-6 for e in np.eye(3) * 1e-6], axis=1)
+    np.testing.assert_allclose(sg.hessian(f)(y), fd, rtol=1e-6, atol=1e-6)
+    v = np.array([1.0, -0.5, 2.0])
+    np.testing.assert_allclose(sg.grad(sg.grad(f))(y, grad_outputs=v), fd @ v, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(sg.hvp(f, (y,), (v,))[0], fd @ v, rtol=1e-6, atol=1e-6)

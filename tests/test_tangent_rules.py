@@ -104,7 +104,10 @@ def _flat_like(v, like):
     if like is None or isinstance(like, str):   # a dict's key has no tangent
         return []
     if v is None:
-        return [np.zeros(np.shape(like))]
+        v = np.zeros(np.shape(like))
+    if np.iscomplexobj(like):   # a complex value: its real and imaginary parts compared
+        v = np.asarray(v, dtype=np.complex128)
+        return [v.real, v.imag]
     return [np.asarray(v, dtype=np.float64)]
 
 
@@ -115,6 +118,9 @@ def _flat(v):
         return [x for item in v.values() for x in _flat(item)]
     if v is None or isinstance(v, str):
         return []
+    if np.iscomplexobj(v):
+        v = np.asarray(v)
+        return [v.real.astype(np.float64), v.imag.astype(np.float64)]
     return [np.asarray(v, dtype=np.float64)]
 
 
@@ -193,10 +199,9 @@ TANGENT_ONLY = [
     C(rt.append_vjp, r(7), r(4), r(3), _wrt=[0]), C(rt.append_vjp, r(2, 5), r(2, 3), r(2, 2), 1, _wrt=[0]),
     C(rt.pad_constant_vjp, r(5, 6), r(3, 4), 1, 0.5, _wrt=[0]),
     C(rt.expand_to, r(3), r(3, 4), 1, _wrt=[0]),
-    C(rt.select_vjp, r(4), [np.array([True, False, True, False]), np.array([True, True, False, False])],
-      [r(4), r(4)], _wrt=[0]),
     C(rt.tangent_like, r(3, 1), r(3, 4), _wrt=[0]),
     C(rt.list_vjp, [r(3), r(3)], r(2, 3), _wrt=[0]),   # list(a)'s adjoint: the rows stacked
+    C(rt.fft_vjp, r(4), r(4), None, -1, False, _wrt=[0]), C(rt.fft_vjp, r(2, 3), r(2, 3), None, 0, True, _wrt=[0]),
 ]
 
 

@@ -312,6 +312,23 @@ def complex_safe(*primitives):
         COMPLEX_SAFE.add(_key(primitive))
 
 
+COMPLEX_TANGENTS = {}   # key -> the tangent rule on complex values (``@complex_tangent``)
+
+
+def complex_tangent(*primitives):
+    """Decorator: the tangent rule below is ``primitives``' on complex values (it must hold
+    for real ones too). A primitive in ``COMPLEX_SAFE`` needs none: its ordinary tangent
+    (holomorphic: ``f'(z) t``; C-linear: itself) holds."""
+
+    def decorate(function):
+        VERSION[0] += 1
+        for primitive in primitives:
+            COMPLEX_TANGENTS[_key(primitive)] = function
+        return function
+
+    return decorate
+
+
 def lookup_complex(primitive):
     """The Rule for ``primitive`` on complex values, or None (refused there)."""
     try:
@@ -383,7 +400,7 @@ def is_nondifferentiable(primitive):
 BUILTIN_RULE_MODULES = ("operators", "autograd", "numpy_elementwise", "numpy_reductions", "numpy_shape",
                         "numpy_joins", "numpy_products", "numpy_linalg", "builtins_math", "runtime_rules",
                         "complex_rules", "jvp", "jvp_numpy", "jvp_runtime", "tape_rules",
-                        "closure_rules",
+                        "closure_rules", "helper_second_order",
                         "jvp_batched")
 
 

@@ -89,3 +89,78 @@ linear(rt.fill_like, "dw", no_tangent=("like",))
 linear(rt.tangent_sum, "t")
 linear(rt.or_zero, "g")
 linear(rt.tangent_sum_vjp, "dw", no_tangent=("t",))
+
+
+# ----- dict views and get: their adjoints move adjoints between a dict and a list -----
+
+@rt.helper
+def dict_adjoint_values(dw, d):
+    """The adjoint of ``rt.dict_values_vjp(dy, d)`` (a list made a dict): the dict
+    cotangent ``dw`` as the list of its entries in ``d``'s order."""
+    if rt.is_zero_grad(dw):
+        return 0.0
+    return [rt.seq_item(dw, k) for k in d]
+
+
+@rt.helper
+def dict_adjoint_items(dw, d):
+    """The adjoint of ``rt.dict_items_vjp(dy, d)``: ``(None, entry)`` per key."""
+    if rt.is_zero_grad(dw):
+        return 0.0
+    return [(None, rt.seq_item(dw, k)) for k in d]
+
+
+@rt.helper
+def dict_adjoint_get(dw, d, key):
+    """The adjoint of ``rt.dict_get_vjp(dy, d, key)`` (``{key: dy}`` where ``key`` is in
+    ``d``): the cotangent's entry for ``key``."""
+    if rt.is_zero_grad(dw) or key not in d:
+        return 0.0
+    return rt.seq_item(dw, key)
+
+
+returns_sequence(rt.dict_adjoint_values, rt.dict_adjoint_items)
+
+
+@adjoint(rt.dict_values_vjp, sequences=("dy", "d"))
+def dict_values_vjp(dw, w, dy, d):
+    return rt.dict_adjoint_values(dw, d), None
+
+
+@adjoint(rt.dict_items_vjp, sequences=("dy", "d"))
+def dict_items_vjp(dw, w, dy, d):
+    return rt.dict_adjoint_items(dw, d), None
+
+
+@adjoint(rt.dict_get_vjp, sequences=("d",))
+def dict_get_vjp(dw, w, dy, d, key):
+    return rt.dict_adjoint_get(dw, d, key), None, None
+
+
+@adjoint(rt.dict_default_vjp, sequences=("d",))
+def dict_default_vjp(dw, w, dy, d, key):
+    return rt.dict_default_vjp(dw, d, key), None, None
+
+
+linear(rt.dict_values_vjp, "dy", no_tangent=("d",))
+linear(rt.dict_items_vjp, "dy", no_tangent=("d",))
+linear(rt.dict_get_vjp, "dy", no_tangent=("d", "key"))
+linear(rt.dict_default_vjp, "dy", no_tangent=("d", "key"))
+linear(rt.dict_adjoint_values, "dw", no_tangent=("d",))
+linear(rt.dict_adjoint_items, "dw", no_tangent=("d",))
+linear(rt.dict_adjoint_get, "dw", no_tangent=("d", "key"))
+
+
+@adjoint(rt.dict_adjoint_values, sequences=("d",))
+def dict_adjoint_values(dw_, w, dw, d):
+    return rt.dict_values_vjp(dw_, d), None
+
+
+@adjoint(rt.dict_adjoint_items, sequences=("d",))
+def dict_adjoint_items(dw_, w, dw, d):
+    return rt.dict_items_vjp(dw_, d), None
+
+
+@adjoint(rt.dict_adjoint_get, sequences=("d",))
+def dict_adjoint_get(dw_, w, dw, d, key):
+    return rt.dict_get_vjp(dw_, d, key), None, None

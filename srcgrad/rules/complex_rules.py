@@ -14,6 +14,10 @@ arithmetic (``z = 1j * x``), the reverse sweep keeps the real part of its cotang
 * ``np.fft.fft``/``ifft`` (no ``n``, no ``norm``): the DFT matrix is symmetric, so
   the cotangent is the same transform of ``dy``.
 
+Tangents (forward mode, ``@complex_tangent``; a complex-safe primitive keeps its own):
+``abs``: ``Re(conj(z) t) / |z|``; ``angle``: ``Im(conj(z) t) / |z|**2``; ``imag``:
+``Im(t)``; the FFTs are linear: the same transform of ``t``.
+
 Every rule here also holds for a real operand (a real ``x`` in ``np.abs(x)`` gets
 ``dy * x / |x| = dy * sign(x)``). Any other primitive on a complex value is
 refused at compile time (reverse.py), never differentiated with a real rule.
@@ -25,7 +29,7 @@ import operator
 import numpy as np
 
 from srcgrad import runtime as rt
-from srcgrad.rules import Attribute, Method, complex_adjoint, complex_safe
+from srcgrad.rules import Attribute, Method, complex_adjoint, complex_safe, complex_tangent, linear
 from srcgrad.runtime.arrays import is_array, namespace, shape_tuple
 
 xp = None  # placeholder: the array namespace, bound in generated code
@@ -106,3 +110,66 @@ def fft_vjp(dy, a, n, axis, inverse):
 @complex_adjoint(np.fft.ifft)
 def ifft(dy, y, a, n=None, axis=-1):
     return rt.fft_vjp(dy, a, n, axis, True)
+
+
+# ----- tangents (forward mode) on complex values -----
+
+@complex_tangent(np.absolute, np.abs, builtins.abs)
+def absolute_tangent(y, x, *, t_x):
+    return xp.real(rt.conj_over(x, y) * t_x)
+
+
+@complex_tangent(np.angle)
+def angle_tangent(y, z, *, t_z):
+    return xp.imag(rt.conj_over(z, rt.abs2(z)) * t_z)
+
+
+@complex_tangent(np.imag)
+def imag_tangent(y, val, *, t_val):
+    return xp.imag(t_val)
+
+
+@complex_tangent(Attribute("imag"))
+def imag_attribute_tangent(y, self, *, t_self):
+    return xp.imag(t_self)
+
+
+@complex_tangent(np.fft.fft)
+def fft_tangent(y, a, n=None, axis=-1, *, t_a):
+    return xp.fft.fft(t_a, n, axis)
+
+
+@complex_tangent(np.fft.ifft)
+def ifft_tangent(y, a, n=None, axis=-1, *, t_a):
+    return xp.fft.ifft(t_a, n, axis)
+
+
+# ----- the helpers of complex gradients, for forward over reverse (sg.hessian) -----
+
+@rt.helper
+def conj_over_tangent(z, r, t_z, t_r):
+    """The tangent of ``conj_over(z, r)`` (``conj(z) / r``, 0 where ``r`` is 0); None is
+    a zero tangent."""
+    xp = namespace(z, r)
+    zero = r == 0
+    safe = xp.where(zero, 1, r) if is_array(r) or is_array(z) else (1 if zero else r)
+    t = 0.0
+    if t_z is not None:
+        t = t + xp.conj(t_z) / safe
+    if t_r is not None:
+        t = t - xp.conj(z) * t_r / (safe * safe)
+    return xp.where(zero, 0, t) if is_array(t) else (0.0 if zero else t)
+
+
+@complex_tangent(rt.conj_over)
+def conj_over_tan(w, z, r, *, t_z, t_r):
+    return rt.conj_over_tangent(z, r, t_z, t_r)
+
+
+@complex_tangent(rt.abs2)
+def abs2_tangent(w, z, *, t_z):
+    return 2.0 * (z.real * xp.real(t_z) + z.imag * xp.imag(t_z))
+
+
+complex_safe(rt.add_grad)   # a sum: its adjoint and tangent hold on complex values
+linear(rt.fft_vjp, "dy", no_tangent=("a", "n", "axis", "inverse"))

@@ -214,6 +214,15 @@ def restore_item(base, index, value):
         base[index] = value
 
 
+def restore_item_tangent(t_base, index, value, t_value):
+    """``restore_item``'s tangent: the same undo on the tangent ``t_base`` of a dict (whose
+    keys are the dict's), with ``t_value`` the restored value's tangent (None: zero)."""
+    if value is _MISSING:
+        t_base.pop(index, None)
+    else:
+        t_base[index] = 0.0 if t_value is None else t_value
+
+
 def has_grad(g):
     """False while an adjoint is still a scalar zero (as it starts, or a zero scaled by a number)."""
     if type(g) is float:

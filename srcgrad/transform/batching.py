@@ -148,7 +148,14 @@ class BatchedForwardAD(forward.ForwardAD):
     """forward.ForwardAD reading the batched tangent rules."""
 
     def lookup(self, primitive):
+        if self.complex_rule(primitive):   # a rule on complex values: one program per seed
+            raise NotBatchable(f"{primitive!r} on a value that may be complex")
         return lookup(primitive)
+
+    def check_real(self, value):
+        super().check_real(value)
+        if self.complex_value is not None:
+            raise NotBatchable("complex values")   # one tangent program per seed
 
     def zero_of(self, value, target):
         """A number's zero tangent too has the batch axis (``rt.tangent_zero``, rewritten

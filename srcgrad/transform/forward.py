@@ -43,6 +43,7 @@ from srcgrad.transform import tangent_rules
 from srcgrad.transform.adjoint_rules import _describe
 from srcgrad.transform.as_array import is_runtime_helper
 from srcgrad.transform.base import Base
+from srcgrad.transform.forward_complex import ComplexStatements
 from srcgrad import ast_util
 
 Static = anno.Static
@@ -62,7 +63,7 @@ _VIEWS = {Method("reshape"), Method("ravel"), Method("transpose"), Method("squee
           rules.Attribute("T"), rules.Attribute("mT")}
 
 
-class ForwardAD(Base):
+class ForwardAD(ComplexStatements, Base):
     """The tangent program of one normalized function.
 
     Args:
@@ -217,6 +218,7 @@ class ForwardAD(Base):
         if len(s.targets) != 1:
             raise self.error(s, UnsupportedError, "forward mode: chained assignment is not supported")
         target = s.targets[0]
+        self.complex_value = self.maybe_complex = None   # check_real marks complex statements
         s.value = self.has_grad(s.value)
         cls = _applied_class(s.value)
         if cls is not None and _names(s.value) & self.active:
@@ -405,6 +407,7 @@ class ForwardAD(Base):
         return s
 
     def visit_Expr(self, s):
+        self.complex_value = self.maybe_complex = None
         call = s.value
         if not _names(call) & self.active:
             return s
@@ -412,6 +415,13 @@ class ForwardAD(Base):
             primitive = anno.getanno(call, Static.PRIMITIVE)
             if is_runtime_helper(primitive) and primitive.__name__.startswith("check"):
                 return s
+            if primitive is runtime.restore_item and self.is_active(call.args[0]):
+                # a gradient read again undoes a dict write: its tangent's too
+                base, index, value = call.args
+                t = self.operand(value) or gast.Constant(value=None, kind=None)
+                return [s, self.inherit(gast.Expr(value=expr(
+                    "rt.restore_item_tangent(DB, INDEX, V, T)", DB=name(self.d(base.id)),
+                    INDEX=clone(index), V=clone(value), T=t)))]
             f = call.func
             if isinstance(f, gast.Attribute) and f.attr == "append" and isinstance(f.value, gast.Name) \
                     and f.value.id in self.active and len(call.args) == 1:
@@ -423,18 +433,6 @@ class ForwardAD(Base):
         raise self.error(s, UnsupportedError,
                          "forward mode: a statement called for its effect on values that carry a "
                          "tangent is not supported")
-
-    def check_real(self, value):
-        """Refuse a value that is certainly complex: tangent rules read off real adjoints
-        hold for holomorphic primitives only (``abs``, ``real``... are not)."""
-        from srcgrad.analysis import kinds
-        if self.kinds is None:
-            return
-        operands = [value] + [n for n in ast_util.walk(value) if isinstance(n, (gast.Name, gast.Constant))]
-        if any(self.kinds.of(o) == kinds.COMPLEX for o in operands):
-            raise self.error(value, UnsupportedError,
-                             "forward mode does not support complex values yet",
-                             "Use reverse mode (sg.grad, sg.jacrev) for complex arithmetic.")
 
     # ----- expressions -----
 
@@ -481,10 +479,15 @@ class ForwardAD(Base):
         if isinstance(value, gast.IfExp):
             raise self.error(value, UnsupportedError, "forward mode: a conditional expression was not lowered")
         primitive = primitive_of(value)
+        if primitive is runtime.save_item and self.is_active(value.args[0]):
+            # what a dict write overwrites, for the tape: its tangent's entry is saved too
+            return [], expr("rt.save_item(DB, INDEX)", DB=name(self.d(value.args[0].id)),
+                            INDEX=clone(value.args[1]))
         if primitive is not None and rules.is_nondifferentiable(primitive):
             return [], None
         if isinstance(value, gast.Attribute):
-            if tangent_rules.lookup(primitive) is None and self.is_active(value.value):
+            complex_rule = self.complex_rule(primitive) and tangent_rules.lookup_complex(primitive) is not None
+            if tangent_rules.lookup(primitive) is None and not complex_rule and self.is_active(value.value):
                 # a field of a structure (dataclass, namedtuple, registered class): the
                 # tangent's field (pytree.py), else refused at run time
                 return [], expr(f"rt.field_tangent(X, DX, {value.attr!r})", X=clone(value.value),
@@ -507,10 +510,6 @@ class ForwardAD(Base):
     def zero_of(self, value, target):
         """The zero tangent of ``target`` just bound to ``value``, which carries none."""
         return _zero_of(value, target)
-
-    def lookup(self, primitive):
-        """The TangentTemplate of ``primitive`` (transform/batching.py gives its batched form)."""
-        return tangent_rules.lookup(primitive)
 
     def apply(self, primitive, args, kwargs, y, value):
         template = self.lookup(primitive)

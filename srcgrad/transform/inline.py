@@ -89,6 +89,80 @@ def bind_static(node, info, namer, static, bindings):
                     n.id = new
 
 
+STAR_ARITY = "*"   # key of ``static``: (count of *args, keys of **kwargs) at this call
+
+
+def expand_star_calls(node, arity):
+    """In a helper taking ``*args``/``**kwargs`` inlined at a call of known arity
+    (``arity``: how many ``*args`` and which ``**kwargs`` keys), the calls that pass them
+    on, ``g(*args, **kwargs)`` (a decorator's wrapper), spelled out:
+    ``g(args[0], args[1], key=kwargs['key'])``. A helper that rebinds ``args`` or
+    ``kwargs`` keeps its calls (fence.py refuses the unpacking)."""
+    count, keys = arity
+    vararg = node.args.vararg.id if node.args.vararg is not None else None
+    kwarg = node.args.kwarg.id if node.args.kwarg is not None else None
+    rebound = {n.id for stmt in node.body for n in ast_util.walk(stmt)
+               if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load)}
+
+    def load(name):
+        return gast.Name(id=name, ctx=gast.Load(), annotation=None, type_comment=None)
+
+    def item(name, key):
+        return gast.Subscript(value=load(name), slice=gast.Constant(value=key, kind=None),
+                              ctx=gast.Load())
+
+    for stmt in node.body:
+        for call in ast_util.walk(stmt):
+            if not isinstance(call, gast.Call):
+                continue
+            args = []
+            for a in call.args:
+                if isinstance(a, gast.Starred) and isinstance(a.value, gast.Name) \
+                        and a.value.id == vararg and vararg not in rebound:
+                    args.extend(item(vararg, i) for i in range(count))
+                else:
+                    args.append(a)
+            keywords = []
+            for k in call.keywords:
+                if k.arg is None and isinstance(k.value, gast.Name) and k.value.id == kwarg \
+                        and kwarg not in rebound:
+                    keywords.extend(gast.keyword(arg=key, value=item(kwarg, key)) for key in keys)
+                else:
+                    keywords.append(k)
+            call.args, call.keywords = args, keywords
+
+
+def _signature(fn):
+    """The signature of the code srcgrad reads for ``fn``: a decorator's wrapper's own
+    (not the wrapped function's, which ``inspect.signature`` follows ``__wrapped__`` to),
+    the body's for the wrappers parse.py reads through (``@sg.no_grad()``)."""
+    from srcgrad.parse import _read_through
+    read = _read_through(fn)[0] if inspect.isfunction(fn) else fn
+    return inspect.signature(read, follow_wrapped=False)
+
+
+def _star_arity(fn, call):
+    """``(count of *args, keys of **kwargs)`` a call passes to ``fn``'s ``*args`` and
+    ``**kwargs`` parameters, or None where ``fn`` has neither or the call does not bind."""
+    sig = _signature(fn)
+    kinds = {p.kind for p in sig.parameters.values()}
+    if not kinds & {inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD}:
+        return None
+    if any(isinstance(a, gast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return None
+    try:
+        bound = sig.bind(*call.args, **{k.arg: k.value for k in call.keywords})
+    except TypeError:
+        return None
+    count, keys = 0, ()
+    for p in sig.parameters.values():
+        if p.kind is p.VAR_POSITIONAL:
+            count = len(bound.arguments.get(p.name, ()))
+        elif p.kind is p.VAR_KEYWORD:
+            keys = tuple(bound.arguments.get(p.name, {}))
+    return count, keys
+
+
 def _is_static_callable(obj):
     """A callable an argument may be specialised on: not data (an array, a number, a
     structure), which the generated code keeps reading at run time."""
@@ -136,6 +210,9 @@ class Inliner(Base):
             chain = self.stack[self.stack.index(fn.__code__):] + (fn.__code__,)
             raise _recursion_error(fn, chain, anno.getanno(call, Static.ORIGIN) or origin)
         static = self._static_arguments(fn, call, origin)
+        arity = _star_arity(fn, call)
+        if arity is not None:
+            static[STAR_ARITY] = arity
         # The same stages the caller went through (pipeline.py gives them as ctx.normalize).
         node, helper = self.ctx.normalize(fn, self.stack + (fn.__code__,), static)
         info, bindings = helper.info, helper.bindings
@@ -184,7 +261,7 @@ class Inliner(Base):
         to it, as if it were written for that callable (the rk4 idiom). The names read
         to find it are recorded (guard.py), so rebinding them compiles anew."""
         try:
-            bound = inspect.signature(fn).bind(*call.args, **{k.arg: k.value for k in call.keywords})
+            bound = _signature(fn).bind(*call.args, **{k.arg: k.value for k in call.keywords})
         except TypeError:
             return {}   # _bind_params says what is wrong
         static = {}
@@ -217,7 +294,7 @@ class Inliner(Base):
         return self.info.resolve_path(path)   # recorded: guard.py checks it still holds
 
     def _bind_params(self, fn, node, call, rename, origin, static=()):
-        sig = inspect.signature(fn)
+        sig = _signature(fn)
         try:
             bound = sig.bind(*call.args, **{k.arg: k.value for k in call.keywords})
         except TypeError as exc:

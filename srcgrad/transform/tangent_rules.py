@@ -83,8 +83,31 @@ def lookup(primitive):
         rule = rules.lookup(primitive)
         if rule is not None and rule.builtin:
             found = _derived(rule, is_elementwise(primitive))
+    if found is None and key[0] in rules.COMPLEX_TANGENTS:
+        # A rule on complex values holds for real ones too: a helper of complex gradients
+        # (rt.conj_over) has only that one, and its operand's kind is not always known
+        # (a value popped off a tape).
+        found = _hand_written(rules.COMPLEX_TANGENTS[key[0]])
     _CACHE[key] = found
     return found
+
+
+def lookup_complex(primitive):
+    """The TangentTemplate of ``primitive`` on complex values: its ``@complex_tangent``
+    rule, its ordinary one where it is complex-safe (rules.COMPLEX_SAFE) or declared
+    ``linear`` (the tangent of a real-linear map is the map), else None."""
+    try:
+        key = rules._key(primitive)
+    except TypeError:
+        return None
+    if key in rules.COMPLEX_TANGENTS:
+        cache_key = ("complex", key, rules.VERSION[0])
+        if cache_key not in _CACHE:
+            _CACHE[cache_key] = _hand_written(rules.COMPLEX_TANGENTS[key])
+        return _CACHE[cache_key]
+    if key in rules.COMPLEX_SAFE or isinstance(rules.lookup_tangent(primitive), rules.Linear):
+        return lookup(primitive)   # a real-linear map's tangent is itself, on any values
+    return None
 
 
 def _hand_written(function):
