@@ -95,14 +95,9 @@ class JitGradFunction:
                         out, grads = hot[0](*args, grad_outputs)
                     except Exception:
                         return hot[3].call(self, args, grad_outputs)
-                    if type(out) is kind and (kind is float or out.shape == grad_outputs.shape):
-                        g, like = grads[0], args[hot[2]]
-                        if type(g) is ndarray:
-                            if type(like) is ndarray and g.shape == like.shape and \
-                                    g.dtype is like.dtype and g.flags.writeable:
-                                return g
-                        elif type(g) is float and type(like) is float:
-                            return g
+                    if type(out) is kind and (kind is float or out.shape == grad_outputs.shape) \
+                            and _final(grads[0], args[hot[2]]):
+                        return grads[0]
                     return hot[3]._finish(self, args, grad_outputs, grad_outputs, (out, grads))
         gfn = self.gradient
         if kwargs or self._declines:
