@@ -397,8 +397,10 @@ def with_trees(compiled):
     translation) calls this first."""
     if compiled.recompile is not None and not compiled.trees:   # loaded from disk
         full = compiled.recompile()
-        compiled.trees, compiled.gradient_forward = full.trees, full.gradient_forward
-        compiled.load, compiled.recompile = full.load, None
+        # The trees last: a thread that finds them finds gradient_forward in place, never
+        # the placeholder COMPOSABLE (which does not unpack as (forward, seed_is_one)).
+        compiled.gradient_forward, compiled.load = full.gradient_forward, full.load
+        compiled.trees, compiled.recompile = full.trees, None
     return compiled
 
 

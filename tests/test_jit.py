@@ -426,3 +426,25 @@ def test_the_common_call_takes_the_short_path_and_still_checks_guard_and_types(m
     assert _same(got, sg.grad(_uses_a_global)(x.astype(np.float32)))
     X = np.linspace(-1.0, 1.0, 6).reshape(2, 3)   # another rank: compiled for it
     assert _same(_quiet(jit, X), sg.grad(_uses_a_global)(X))
+
+
+def _square(x):
+    return x * x
+
+
+def test_seeded_calls_take_the_short_path_and_value_and_grad_keeps_its_value():
+    """grad(f, jit=True)(x, grad_outputs=s) takes the seeded short path from its second
+    call; value_and_grad's seeded call never does (it returns the value too: it did not
+    from the second call on)."""
+    x, s = np.array([0.5, -1.0, 2.0]), np.array([1.0, 0.1, -3.0])
+    jit = sg.grad(_square, jit=True)
+    for _ in range(3):
+        assert _same(_quiet(jit, x, grad_outputs=s), 2 * x * s)
+    assert jit._hot_seeded and not jit._hot
+    with pytest.raises(ValueError):   # a seed of another shape: the NumPy gradient's error
+        jit(x, grad_outputs=np.ones(4))
+    both = sg.value_and_grad(_square, jit=True)
+    for _ in range(3):
+        value, grad = _quiet(both, x, grad_outputs=s)
+        assert _same(value, x * x) and _same(grad, 2 * x * s)
+    assert not both._hot_seeded and not both._hot

@@ -23,6 +23,7 @@ import time
 import warnings
 
 import numpy
+from numpy import ndarray
 
 from srcgrad.analysis.ranks import rank_keys
 from srcgrad.call_values import _LEAF_TYPES, _finish_values
@@ -48,7 +49,8 @@ class JitGradFunction:
         self._declines = bool(gfn.hook_names or gfn.has_aux)   # always the NumPy gradient
         self._entries = {}   # (id(compiled), variant) -> _Entry
         self._fast = {}      # (variant, rank_keys(args)) -> _Entry
-        self._hot = {}       # rank_keys(args) -> the compiled _Entry of grad's common call
+        self._hot = {}          # rank_keys(args) -> grad's common call, compiled (see __call__)
+        self._hot_seeded = {}   # the same with grad_outputs (one gradient, no value)
         self._fn = gfn.fn
 
     @property
@@ -64,24 +66,39 @@ class JitGradFunction:
         return self._entry(self._variant(grad_outputs), args).translation().source
 
     def __call__(self, *args, grad_outputs=None, **kwargs):
-        if grad_outputs is None and not kwargs:
-            # grad's common call, compiled for these ranks already: one dict lookup, the
-            # guard, Numba's dispatch (which raises TypeError for types it has not
-            # compiled: compiling is off outside _Entry.call) and the check of the result.
-            entry = self._hot.get(rank_keys(args))
-            if entry is not None and entry.holds(self._fn):
-                try:
-                    g = entry.dispatcher(*args)[0]
-                except Exception:
-                    return entry.call(self, args, None)
-                like = args[entry.only]
-                if type(g) is numpy.ndarray:
-                    if type(like) is numpy.ndarray and g.dtype is like.dtype and \
-                            g.shape == like.shape and g.flags.writeable:
+        if not kwargs:
+            # The common calls (grad's, and grad's with a seed: one gradient, no value),
+            # compiled for these ranks already: one dict lookup, the guard, Numba's
+            # dispatch (which raises TypeError for types it has not compiled: compiling
+            # is off outside _Entry.call) and the check that the result is final.
+            # ``hot``: (the Numba dispatcher, the guard's holds, the wrt position, _Entry).
+            if grad_outputs is None:
+                hot = self._hot.get(rank_keys(args))
+                if hot is not None and hot[1](self._fn):
+                    try:
+                        g = hot[0](*args)[0]
+                    except Exception:
+                        return hot[3].call(self, args, None)
+                    like = args[hot[2]]
+                    if type(g) is ndarray:
+                        if type(like) is ndarray and g.shape == like.shape and \
+                                g.dtype is like.dtype and g.flags.writeable:
+                            return g
+                    elif type(g) is float and type(like) is float:
                         return g
-                elif type(g) is float and type(like) is float:
-                    return g
-                return entry._finish(self, args, None, None, (g,))
+                    return hot[3]._finish(self, args, None, None, (g,))
+            else:
+                hot = self._hot_seeded.get(rank_keys(args))
+                kind = type(grad_outputs)
+                if hot is not None and (kind is ndarray or kind is float) and hot[1](self._fn):
+                    try:
+                        out, grads = hot[0](*args, grad_outputs)
+                    except Exception:
+                        return hot[3].call(self, args, grad_outputs)
+                    if type(out) is kind and (kind is float or out.shape == grad_outputs.shape) \
+                            and _final(grads[0], args[hot[2]]):
+                        return grads[0]
+                    return hot[3]._finish(self, args, grad_outputs, grad_outputs, (out, grads))
         gfn = self.gradient
         if kwargs or self._declines:
             self._decline("keyword arguments" if kwargs else "hooks" if gfn.hook_names
@@ -92,27 +109,6 @@ class JitGradFunction:
         entry = self._fast.get((variant, rank_keys(args)))
         if entry is _NUMPY:
             return gfn(*args, grad_outputs=grad_outputs)
-        if entry is not None and entry.only is not None and entry.compiled.guard.holds(gfn.fn):
-            # The common call: one gradient, compiled for these types already (compiling
-            # is off outside entry.call: other types raise TypeError and go there).
-            try:
-                if grad_outputs is None:
-                    grads = entry.dispatcher(*args)
-                else:
-                    seed = grad_outputs
-                    if type(seed) is not numpy.ndarray and type(seed) is not float:
-                        return entry.call(self, args, grad_outputs)
-                    out, grads = entry.dispatcher(*args, seed)
-                    if type(out) is not type(seed) or type(seed) is numpy.ndarray and \
-                            out.shape != seed.shape:
-                        return entry._finish(self, args, grad_outputs, seed, (out, grads))
-            except Exception:
-                return entry.call(self, args, grad_outputs)
-            g, like = grads[0], args[entry.only]
-            if type(g) is numpy.ndarray and g.dtype is getattr(like, "dtype", None) and \
-                    g.shape == like.shape and g.flags.writeable or type(g) is type(like) is float:
-                return g
-            return entry._finish(self, args, grad_outputs, None, grads)
         if entry is None or not entry.compiled.guard.holds(gfn.fn):
             for value in args:
                 if type(value) not in _SCALARS and type(value) is not numpy.ndarray:
@@ -160,7 +156,6 @@ class _Entry:
         self.failed = set()        # signatures Numba could not compile
         self.warned = False        # the run-time fallback was warned about
         self._translation = None
-        self.only = None   # the one wrt position of grad's common call, once it compiled
         self.holds = getattr(getattr(compiled, "guard", None), "holds", None)
 
     def translation(self):
@@ -219,8 +214,7 @@ class _Entry:
             compile_s = _compile(dispatcher, call_args)
         except Exception as exc:   # Numba's typing or lowering
             self.failed.add(_signature(call_args))
-            self.only = None
-            owner._hot = {k: e for k, e in owner._hot.items() if e is not self}
+            self._unhot(owner)
             construct, file, line = self._locate(exc)
             _warn(f"Numba cannot compile {construct}", file, line)
             return owner._numpy(args, grad_outputs)
@@ -233,20 +227,25 @@ class _Entry:
         except Exception as exc:
             value = owner._numpy(args, grad_outputs)   # raises the NumPy gradient's error
             self.failed.add(_signature(call_args))   # these types run NumPy from now on
-            self.only = None
-            owner._hot = {k: e for k, e in owner._hot.items() if e is not self}
+            self._unhot(owner)
             if not self.warned:
                 self.warned = True
                 _warn(f"the compiled gradient raised {type(exc).__name__}: {exc}",
                       *self._where())
             return value
-        if self.variant in ("grad", "seeded") and not self.failed:
+        if self.variant in ("grad", "seeded") and not self.failed and \
+                not owner.gradient.preserve_result and not owner._declines and \
+                self.holds is not None:
             plan = owner.gradient._plan_of(self.compiled)
             if len(plan.wrt_positions) == 1 and not plan.many and plan.wrt_positions[0] is not None:
-                self.only = plan.wrt_positions[0]
-                if self.variant == "grad" and not owner._declines and self.holds is not None:
-                    owner._hot[rank_keys(args)] = self
+                hot = owner._hot if self.variant == "grad" else owner._hot_seeded
+                hot[rank_keys(args)] = (dispatcher, self.holds, plan.wrt_positions[0], self)
         return self._finish(owner, args, grad_outputs, seed, result)
+
+    def _unhot(self, owner):
+        """Calls of these types fail: the common calls no longer take this entry."""
+        for name in ("_hot", "_hot_seeded"):
+            setattr(owner, name, {k: h for k, h in getattr(owner, name).items() if h[3] is not self})
 
     def _finish(self, owner, args, grad_outputs, seed, result):
         gfn = owner.gradient

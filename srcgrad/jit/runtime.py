@@ -230,6 +230,27 @@ def _tangent_like(t, y, right=False):
     _refuse("tangent_like", t, y)
 
 
+def fits(target, value):
+    """Whether ``target op= value`` computes ``target = target op value`` (inplace.py):
+    ``target`` a writable float64 array, ``value`` a real number or an array of its shape
+    whose dtype float64 arithmetic takes (float64, int64, bool)."""
+
+
+_FITS = (types.float64, types.int64, types.boolean)
+
+
+@overload(fits)
+def _fits(target, value):
+    if not (isinstance(target, types.Array) and target.dtype == types.float64 and target.mutable):
+        return lambda target, value: False
+    if isinstance(value, (types.Float, types.Integer, types.Boolean)) and value in _FITS + (
+            types.intp, types.int32, types.float32):
+        return lambda target, value: True
+    if isinstance(value, types.Array) and value.ndim == target.ndim and value.dtype in _FITS:
+        return lambda target, value: value.shape == target.shape
+    return lambda target, value: False
+
+
 def power(a, b):
     """``a ** b``."""
 

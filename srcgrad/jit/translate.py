@@ -33,7 +33,7 @@ import numpy
 
 from srcgrad import anno, optimize, pipeline
 from srcgrad.codegen import emit
-from srcgrad.jit import loops
+from srcgrad.jit import inplace, loops
 from srcgrad.templates import clone
 from srcgrad.transform import tape as tapes
 
@@ -116,6 +116,7 @@ def translate(compiled, variant):
     function = gast.FunctionDef(name=name, args=args, body=tape_lists + body, decorator_list=[],
                                 returns=None, type_comment=None, type_params=[])
     function.body = _zero_adjoints_typed(function.body)
+    inplace.rewrite(function, compiled.scalars)
     kernels = loops.fuse(function, compiled.scalars)
     namespace = _namespace(function, info, bindings, {k.name for k in kernels})
     trees = [t for k in kernels for t in (k.loop, k.original)]
