@@ -110,10 +110,15 @@ def _hot_function(fast):
     """``fast.run`` for leaf arguments as one generated function (its source: ``__source__``)."""
     n = fast.n_args
     names = [f"a{k}" for k in range(n)]
-    lines = [f"def hot(args, grad_outputs):",
-             f"    if len(args) != {n}:",
-             f"        return DECLINED",
-             f"    {', '.join(names)}{',' if n else ''} = args" if n else "    pass"]
+    lines = ["def hot(args, grad_outputs):"]
+    if n:
+        lines += ["    try:",
+                  f"        {', '.join(names)}, = args",
+                  "    except ValueError:   # another number of arguments",
+                  "        return DECLINED"]
+    else:
+        lines += ["    if args:", "        return DECLINED"]
+    arrays = set()   # positions where only a float array gets past the check
     checks = []
     for k in range(n):
         a = names[k]
@@ -125,6 +130,8 @@ def _hot_function(fast):
             elif type(rank) is int:
                 checks.append(f"({array} and {a}.ndim == {rank}"
                               + (f" or type({a}) is float)" if rank == 0 else ")"))
+                if rank:
+                    arrays.add(k)
             else:   # recorded for a structure (or an int): run takes such calls
                 checks.append("False")
         elif fast.rank_keys is not None:   # what rank_keys gave: the dict found this call
@@ -156,13 +163,15 @@ def _hot_function(fast):
     result = "grads" if fast.many else "grads[0]"
     if fast.only is not None:   # run's check of the one gradient, by the input's type
         like, done = names[fast.only], "grads" if fast.many else "g"
+        array = "" if fast.only in arrays else f"type({like}) is ndarray and "
         lines += ["    g = grads[0]",
                   "    if type(g) is ndarray:",
-                  f"        if type({like}) is ndarray and g.dtype is {like}.dtype "
+                  f"        if {array}g.dtype is {like}.dtype "
                   f"and g.shape == {like}.shape and g.flags.writeable:",
-                  f"            return {done}",
-                  f"    elif type(g) is float and type({like}) is float:",
-                  f"        return {done}"]
+                  f"            return {done}"]
+        if fast.only not in arrays:
+            lines += [f"    elif type(g) is float and type({like}) is float:",
+                      f"        return {done}"]
     else:
         lines += [f"    if all(map(final, grads, ({likes}))):",
                   f"        return {result}"]
