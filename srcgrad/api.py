@@ -7,7 +7,7 @@ import numpy
 
 from srcgrad import runtime
 from srcgrad.runtime.saved_copy import copy_saved
-from srcgrad.grad_mode import _state as _grad_state, check_grad_enabled
+from srcgrad.grad_mode import OFF as _GRAD_OFF, _state as _grad_state, check_grad_enabled
 from srcgrad import disk_cache, pipeline, pytree, rules, show
 from srcgrad.pipeline import compile_gradient
 from srcgrad.custom_function import is_once_differentiable
@@ -235,7 +235,7 @@ class GradFunction:
         return self._plan_of(compiled).inputs(args, kwargs)
 
     def __call__(self, *args, grad_outputs=None, **kwargs):
-        if not _grad_state.enabled:
+        if _GRAD_OFF[0] and not _grad_state.enabled:   # (no thread has them off: skipped)
             check_grad_enabled()
         try:   # free until something raises (CPython 3.11+)
             hot = self._hot   # set only where _inner and _refused are None

@@ -175,3 +175,34 @@ def test_the_hot_call_checks_the_guards_whole_condition():
     assert compiled.guard.condition in compiled.guard.source
     assert compiled.guard.condition.replace("\n", "\n    ") in g._hot.__source__
     assert fast_call.DECLINED is g._hot((), None)   # the argument count
+
+
+def test_no_grad_in_one_thread_is_that_threads_alone():
+    import threading
+    x, w = np.array([0.1, -0.4]), np.array([1.0, 2.0])
+    g = sg.grad(weighted)
+    expected = _hot(g, x, w)
+    inside, release, seen = threading.Event(), threading.Event(), []
+
+    def other():
+        with sg.no_grad():
+            inside.set()
+            try:
+                g(x, w)
+            except RuntimeError:
+                seen.append("refused")
+            release.wait(10)
+        seen.append(g(x, w))   # on again
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    inside.wait(10)
+    np.testing.assert_array_equal(g(x, w), expected)   # this thread: gradients still on
+    release.set()
+    thread.join(10)
+    assert seen[0] == "refused"
+    np.testing.assert_array_equal(seen[1], expected)
+    with sg.no_grad(), pytest.raises(RuntimeError):
+        g(x, w)
+    with sg.no_grad(), sg.enable_grad():
+        np.testing.assert_array_equal(g(x, w), expected)
