@@ -185,7 +185,8 @@ def _hot_function(fast):
                      forward=fast.compiled.forward, backward=fast.compiled.backward,
                      check_seed=_check_seed, final=_final, finish=_finish_values,
                      WRT=fast.compiled.wrt, OPTIONS=fast.options)
-    exec(compile(source, "<srcgrad hot call>", "exec"), namespace)
+    # (not "<srcgrad ...>": that names generated gradient code, tests/test_source.py)
+    exec(compile(source, "<hot call of a gradient>", "exec"), namespace)
     hot = namespace["hot"]
     hot.__source__ = source
     return hot
