@@ -7,7 +7,7 @@ import numpy
 
 from srcgrad import runtime
 from srcgrad.runtime.saved_copy import copy_saved
-from srcgrad.grad_mode import _state as _grad_state, check_grad_enabled
+from srcgrad.grad_mode import OFF as _GRAD_OFF, _state as _grad_state, check_grad_enabled
 from srcgrad import disk_cache, pipeline, pytree, rules, show
 from srcgrad.pipeline import compile_gradient
 from srcgrad.custom_function import is_once_differentiable
@@ -16,8 +16,10 @@ from srcgrad.analysis.ranks import rank_keys
 from srcgrad.codegen import tracebacks
 from srcgrad.codegen.refusals import in_user_code
 from srcgrad.entry import entry_function
-from srcgrad.call_values import (_LEAF_TYPES, _check_differentiable, _check_seed, _finish,
+from srcgrad.call_values import (_LEAF_TYPES, _check_differentiable, _finish,
                                   _finish_values, _seed)
+from srcgrad.fast_call import DECLINED as _DECLINED, FastAuxCall as _FastAuxCall, \
+    FastCall as _FastCall
 
 _cache = {}
 _cache_lock = threading.Lock()
@@ -88,6 +90,7 @@ class GradFunction:
     _inner = None        # the GradFunction whose gradient fn is (as_function), or None
     _refused = None      # why that gradient has no code for arrays (it reads fields: p.a)
     _fast = {}         # (shared, empty) rank_keys(args) -> _FastCall, set per instance
+    _hot = None        # the hot call (fast_call.py) of the _FastCall that ran last
 
     def __init__(self, fn, wrt=0, allow_unused=False, materialize_grads=False,
                  preserve_result=False, hooks=None, fuse=False, has_aux=False):
@@ -232,9 +235,14 @@ class GradFunction:
         return self._plan_of(compiled).inputs(args, kwargs)
 
     def __call__(self, *args, grad_outputs=None, **kwargs):
-        if not _grad_state.enabled:
+        if _GRAD_OFF[0] and not _grad_state.enabled:   # (no thread has them off: skipped)
             check_grad_enabled()
         try:   # free until something raises (CPython 3.11+)
+            hot = self._hot   # set only where _inner and _refused are None
+            if hot is not None and not kwargs:
+                result = hot(args, grad_outputs)
+                if result is not _DECLINED:
+                    return result
             if self._inner is not None and (_any_node(args) or _any_node(kwargs.values())
                                             or self._node_defaults()):
                 return self.through_hvp(args, kwargs, grad_outputs)
@@ -243,6 +251,8 @@ class GradFunction:
             if not kwargs:
                 fast = self._fast_any or self._fast.get(rank_keys(args))
                 if fast is not None:
+                    if self._inner is None and type(fast) is _FastCall:
+                        self._hot = fast.hot   # the next call like this one runs it
                     result = fast.run(args, grad_outputs)
                     if result is not _DECLINED:
                         return result
@@ -292,9 +302,11 @@ class GradFunction:
         elif self.preserve_result:
             return out, result
         if not kwargs and len(args) == plan.n_positional and _FastCall.applies(self, compiled, plan):
-            fast = (_FastAuxCall if self.has_aux else _FastCall)(self, compiled, plan)
+            fast = (_FastAuxCall if self.has_aux else _FastCall)(self, compiled, plan, rank_keys(args))
             if not self.has_aux:   # composed now, with the compile: the second call compiles nothing
                 fast.gradient = fast._gradient()
+                if self._inner is None:
+                    self._hot = fast.hot
             if compiled.rank_free:
                 self._fast_any = fast
             else:
@@ -305,136 +317,12 @@ class GradFunction:
         return result
 
 
-_DECLINED = object()   # the call needs the general path (checks, conversions, recompiling)
-
-
-
 def _any_node(values):
     """Whether any of ``values`` is a structure (a list, dict, dataclass, ...: pytree.py)."""
     for value in values:
         if type(value) not in _LEAF_TYPES and pytree.is_node(value) and value is not None:
             return True
     return False
-
-
-class _FastCall:
-    """The common call of one gradient, recorded by its first call: positional float
-    arguments, one output, no hooks, only the gradients returned. It does what
-    ``GradFunction._call`` does, without re-deciding any of it (W4's whole gradient
-    takes about a microsecond, so the call itself must cost less)."""
-
-    @staticmethod
-    def applies(gfn, compiled, plan):
-        return (plan.simple and not gfn.hook_names and not gfn.preserve_result
-                and not compiled.tuple_output and None not in plan.wrt_positions)
-
-    def __init__(self, gfn, compiled, plan):
-        self.compiled = compiled
-        self.fn, self.guard = gfn.fn, compiled.guard
-        self.n_args = plan.n_positional
-        self.positions = plan.wrt_positions
-        self.only = plan.wrt_positions[0] if len(plan.wrt_positions) == 1 else None
-        # The other arguments, when this call serves arguments of any rank (rank_keys
-        # tells structures apart otherwise): a structure among them needs its own code.
-        self.others = () if not compiled.rank_free else tuple(
-            k for k in range(plan.n_positional) if k not in plan.wrt_positions)
-        self.many = plan.many
-        self.options = (gfn.allow_unused, gfn.materialize_grads)
-        self.gradient = None   # args -> the backward sweep's tuple (made by the first call)
-
-    def _gradient(self):
-        """Both sweeps as one generated function, else the two calls."""
-        composed = show.composed_function(self.compiled)
-        if composed is not None:
-            return composed
-        forward, backward = self.compiled.forward, self.compiled.backward
-
-        def both_sweeps(*args):
-            out, saved = forward(*args)
-            return backward(runtime.default_seed(out), saved)
-        return both_sweeps
-
-    def run(self, args, grad_outputs=None):
-        if len(args) != self.n_args or not self.guard.holds(self.fn):
-            return _DECLINED
-        for k in self.others:   # usually none; else usually floats and arrays
-            other = args[k]
-            if type(other) not in _LEAF_TYPES and other is not None and pytree.is_node(other):
-                return _DECLINED
-        k = self.only
-        if k is not None:
-            like = args[k]
-            if not _float_input(like) and not _float_tree(like):
-                return _DECLINED
-        else:
-            likes = [args[k] for k in self.positions]
-            if not all(_float_input(v) or _float_tree(v) for v in likes):
-                return _DECLINED
-        if grad_outputs is None:
-            gradient = self.gradient
-            if gradient is None:
-                gradient = self.gradient = self._gradient()
-            grads = gradient(*args)
-        else:
-            grads = self.compiled.backward(*_seeded(self.compiled.forward(*args), grad_outputs))
-        if k is not None:
-            g = grads[0]
-            if type(g) is numpy.ndarray and g.dtype is getattr(like, "dtype", None) and g.shape == like.shape \
-                    and g.flags.writeable or type(g) is type(like) is float:
-                return grads if self.many else g
-            likes = (like,)
-        elif all(map(_final, grads, likes)):
-            return grads if self.many else grads[0]
-        grads = _finish_values(grads, self.compiled.wrt, likes, *self.options)
-        return grads if self.many else grads[0]
-
-
-class _FastAuxCall(_FastCall):
-    """``_FastCall`` of a has_aux gradient: returns ``(gradients, aux)``. Its own ``run``
-    keeps the common call's free of the check."""
-
-    def run(self, args, grad_outputs=None):
-        if len(args) != self.n_args or not self.guard.holds(self.fn):
-            return _DECLINED
-        for k in self.others:
-            other = args[k]
-            if type(other) not in _LEAF_TYPES and other is not None and pytree.is_node(other):
-                return _DECLINED
-        likes = [args[k] for k in self.positions]
-        if not all(_float_input(v) or _float_tree(v) for v in likes):
-            return _DECLINED
-        (out, aux), saved = self.compiled.forward(*args)
-        seed = runtime.default_seed(out) if grad_outputs is None else _check_seed(out, grad_outputs)
-        grads = self.compiled.backward(seed, saved)
-        if not all(map(_final, grads, likes)):
-            grads = _finish_values(grads, self.compiled.wrt, likes, *self.options)
-        return (grads if self.many else grads[0]), aux
-
-
-def _seeded(forward_result, grad_outputs):
-    """(seed, saved) for the backward sweep; the output itself is not kept alive."""
-    out, saved = forward_result
-    return _check_seed(out, grad_outputs), saved
-
-
-def _float_input(value):
-    kind = type(value)
-    return kind is float or (kind is numpy.ndarray and value.dtype.kind == "f")
-
-
-def _float_tree(value):
-    """A structure (pytree.py) whose leaves are all floats or float arrays (the code for it
-    was compiled for its structure: rank_keys tells structures apart)."""
-    return type(value) not in _LEAF_TYPES and value is not None and pytree.is_node(value) \
-        and all(map(_float_input, pytree.tree_leaves(value)))
-
-
-def _final(g, like):
-    """``g`` is already what ``_finish_values`` makes of it for input ``like``."""
-    if type(g) is numpy.ndarray:
-        return g.dtype is like.dtype and g.shape == like.shape and g.flags.writeable \
-            and type(like) is numpy.ndarray
-    return type(g) is type(like) is float
 
 
 class _CallPlan:

@@ -10,6 +10,12 @@ class _GradState(threading.local):
 
 
 _state = _GradState()
+# How many threads have gradients disabled now. Zero: no thread has, so a gradient's call
+# need not read its own thread's state (api.py). A thread's count goes up before its state
+# turns off, so a thread whose state is off always sees it above zero; one that ends with
+# gradients off leaves it above zero, and calls read their state again, as before.
+OFF = [0]
+_off_lock = threading.Lock()
 
 
 def is_grad_enabled():
@@ -18,7 +24,14 @@ def is_grad_enabled():
 
 
 def _set(mode):
-    _state.enabled = bool(mode)
+    mode = bool(mode)
+    with _off_lock:
+        was = _state.enabled
+        if was and not mode:
+            OFF[0] += 1
+        _state.enabled = mode
+        if mode and not was:
+            OFF[0] -= 1
 
 
 def check_grad_enabled():

@@ -293,7 +293,7 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None, has_aux
     # Names that hold one number: a composed gradient does not release them (nothing to free).
     scalars = frozenset(n for n, r in rank_map.items() if r in (0, ranks.INT))
     # The forward sweep a call that wants only the gradients composes with the backward
-    # (api._FastCall), and whether its seed is known to be 1 (a scalar output).
+    # (fast_call.FastCall), and whether its seed is known to be 1 (a scalar output).
     gradient_forward = None
     if options.optimize and not fuse and not built.tuple_output and real_output and not has_aux:
         gradient_forward = (for_grad or forward, optimize.scalar_output(forward, rank_map))

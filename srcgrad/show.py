@@ -45,7 +45,7 @@ def tangent_program(fn, wrt):
 def composed_function(compiled):
     """``grad``'s common call of ``compiled`` as one generated function (both sweeps, the
     seed 1 or the default seed: pipeline.compose_gradient), made once and kept in
-    ``compiled.gradient`` (api._FastCall runs it); None where the sweeps run as two calls
+    ``compiled.gradient`` (fast_call.FastCall runs it); None where the sweeps run as two calls
     (a tuple output, has_aux, fuse=True)."""
     if compiled.gradient_forward is None:
         return None

@@ -37,6 +37,10 @@ Once, at the end:
 13. ``subtract``: ``a + -b`` is written ``a - b``.
 14. ``in_place``: ``d = d + g`` becomes ``d += g`` where ``d`` owns its array.
 
+After the tape is pruned (transform/reverse.py: a loop's pops of values the adjoint
+does not read are gone by then): ``powers``, a loop that only multiplies an adjoint by
+2 (4, 8) multiplies it by 64 six steps at a time, and once by the rest (bit-identical).
+
 The forward sweep (``transform_forward``), where only names the compiler made may
 change and every effect and error stays where the user's code had it:
 

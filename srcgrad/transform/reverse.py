@@ -39,6 +39,7 @@ from srcgrad.rules import Method
 from srcgrad.ast_util import name
 from srcgrad.templates import replace, replace_as_expression as replace_expr
 from srcgrad import optimize
+from srcgrad.optimize import powers
 from srcgrad.transform import control_flow, recompute, seeds, tape
 from srcgrad.transform.adjoint_rules import RuleApplication
 from srcgrad.transform.base import Base
@@ -549,6 +550,8 @@ def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), o
         rev = seeds.without_seed_copy(rev, seed)
     primal_names -= recompute.prune(rev)   # bound by the reverse sweep itself
     fwd, rev, uses_tape = tape.prune(fwd, rev)
+    if optimized:   # a loop left with only d = d * 2 in it (its pops pruned): fewer steps
+        powers.run(rev, None)
     shapes = tape.shape_only(rev, primal_names) if optimized else set()
     tape.save_shapes(fwd, shapes)
 

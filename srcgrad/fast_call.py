@@ -1,0 +1,240 @@
+"""The common call of a gradient, recorded by its first call and run without re-deciding it.
+
+``GradFunction._call`` (api.py) decides everything a call needs: which compiled gradient
+serves these arguments, how to seed it, how to finish what it returns. Its first call
+with positional float arguments records a ``FastCall``: the compiled gradient, the
+composed function that runs both sweeps, the positions differentiated. Later calls run
+``FastCall.hot``, one function generated for that gradient, which makes the same checks
+as ``FastCall.run`` in a line each: the argument count, the kinds and ranks of the
+arguments, the guard's condition (srcgrad/guard.py) written into it, then the gradient
+and the check that what it returns is final. Anything else returns ``DECLINED`` and
+takes the general path. W4's whole gradient takes about a microsecond, so the call
+itself must cost a fraction of that.
+"""
+
+import numpy
+
+from srcgrad import pytree, runtime, show
+from srcgrad.analysis.ranks import rank_key
+from srcgrad.call_values import _LEAF_TYPES, _check_seed, _finish_values
+
+DECLINED = object()   # the call needs the general path (checks, conversions, recompiling)
+_F64 = numpy.dtype(numpy.float64)
+
+
+class FastCall:
+    """The common call of one gradient: positional float arguments, one output, no
+    hooks, only the gradients returned. It does what ``GradFunction._call`` does
+    without re-deciding any of it. ``rank_key``: the ``rank_keys`` of the arguments it
+    was recorded for (None when its code serves any ranks)."""
+
+    @staticmethod
+    def applies(gfn, compiled, plan):
+        return (plan.simple and not gfn.hook_names and not gfn.preserve_result
+                and not compiled.tuple_output and None not in plan.wrt_positions)
+
+    def __init__(self, gfn, compiled, plan, rank_keys=None):
+        self.compiled = compiled
+        self.fn, self.guard = gfn.fn, compiled.guard
+        self.n_args = plan.n_positional
+        self.positions = plan.wrt_positions
+        self.only = plan.wrt_positions[0] if len(plan.wrt_positions) == 1 else None
+        # The other arguments, when this call serves arguments of any rank (rank_keys
+        # tells structures apart otherwise): a structure among them needs its own code.
+        self.others = () if not compiled.rank_free else tuple(
+            k for k in range(plan.n_positional) if k not in plan.wrt_positions)
+        self.many = plan.many
+        self.options = (gfn.allow_unused, gfn.materialize_grads)
+        self.rank_keys = None if compiled.rank_free else rank_keys
+        self.gradient = None   # args -> the backward sweep's tuple (made by the first call)
+        self._hot = None
+
+    def _gradient(self):
+        """Both sweeps as one generated function, else the two calls."""
+        composed = show.composed_function(self.compiled)
+        if composed is not None:
+            return composed
+        forward, backward = self.compiled.forward, self.compiled.backward
+
+        def both_sweeps(*args):
+            out, saved = forward(*args)
+            return backward(runtime.default_seed(out), saved)
+        return both_sweeps
+
+    @property
+    def hot(self):
+        """``hot(args, grad_outputs)``: ``run`` for float and float-array arguments (a
+        structure, a NumPy scalar, ... is DECLINED: ``run`` takes it), as one function."""
+        if self._hot is None:
+            if self.gradient is None:
+                self.gradient = self._gradient()
+            self._hot = _hot_function(self)
+        return self._hot
+
+    def run(self, args, grad_outputs=None):
+        if len(args) != self.n_args or not self.guard.holds(self.fn):
+            return DECLINED
+        for k in self.others:   # usually none; else usually floats and arrays
+            other = args[k]
+            if type(other) not in _LEAF_TYPES and other is not None and pytree.is_node(other):
+                return DECLINED
+        k = self.only
+        if k is not None:
+            like = args[k]
+            if not _float_input(like) and not _float_tree(like):
+                return DECLINED
+        else:
+            likes = [args[k] for k in self.positions]
+            if not all(_float_input(v) or _float_tree(v) for v in likes):
+                return DECLINED
+        if grad_outputs is None:
+            gradient = self.gradient
+            if gradient is None:
+                gradient = self.gradient = self._gradient()
+            grads = gradient(*args)
+        else:
+            grads = self.compiled.backward(*_seeded(self.compiled.forward(*args), grad_outputs))
+        if k is not None:
+            g = grads[0]
+            if type(g) is numpy.ndarray and g.dtype is getattr(like, "dtype", None) and g.shape == like.shape \
+                    and g.flags.writeable or type(g) is type(like) is float:
+                return grads if self.many else g
+            likes = (like,)
+        elif all(map(_final, grads, likes)):
+            return grads if self.many else grads[0]
+        grads = _finish_values(grads, self.compiled.wrt, likes, *self.options)
+        return grads if self.many else grads[0]
+
+
+def _hot_function(fast):
+    """``fast.run`` for leaf arguments as one generated function (its source: ``__source__``)."""
+    n = fast.n_args
+    names = [f"a{k}" for k in range(n)]
+    lines = ["def hot(args, grad_outputs):"]
+    if n:
+        lines += ["    try:",
+                  f"        {', '.join(names)}, = args",
+                  "    except ValueError:   # another number of arguments",
+                  "        return DECLINED"]
+    else:
+        lines += ["    if args:", "        return DECLINED"]
+    arrays = set()   # positions where only a float array gets past the check
+    checks = []
+    for k in range(n):
+        a = names[k]
+        if k in fast.positions:   # a float array (of the recorded rank) or a float
+            rank = None if fast.rank_keys is None else fast.rank_keys[k]
+            array = f"type({a}) is ndarray and ({a}.dtype is F64 or {a}.dtype.kind == 'f')"
+            if rank is None:
+                checks.append(f"({array} or type({a}) is float)")
+            elif type(rank) is int:
+                checks.append(f"({array} and {a}.ndim == {rank}"
+                              + (f" or type({a}) is float)" if rank == 0 else ")"))
+                if rank:
+                    arrays.add(k)
+            else:   # recorded for a structure (or an int): run takes such calls
+                checks.append("False")
+        elif fast.rank_keys is not None:   # what rank_keys gave: the dict found this call
+            checks.append(f"rank_key({a}) == KEY[{k}]")
+        else:
+            checks.append(f"(type({a}) in LEAVES or {a} is None or not is_node({a}))")
+    if checks:
+        lines += ["    if not (" + "\n            and ".join(checks) + "):",
+                  "        return DECLINED"]
+    call = ", ".join(names)
+    likes = ", ".join(names[k] for k in fast.positions) + ("," if len(fast.positions) == 1 else "")
+    lines += ["    try:",
+              "        holds = (" + fast.guard.condition.replace("\n", "\n    ") + ")",
+              "    except Exception:   # an emptied cell, an attribute that raises",
+              "        holds = False",
+              "    if not holds:",
+              "        return DECLINED",
+              "    if grad_outputs is None:",
+              f"        grads = gradient({call})",
+              "    else:",
+              f"        out, saved = forward({call})",
+              "        if type(out) is ndarray and type(grad_outputs) is ndarray and out.dtype.kind != 'c' \\",
+              "                and out.shape == grad_outputs.shape:",
+              "            seed = grad_outputs   # what _check_seed returns for it",
+              "        else:",
+              "            seed = check_seed(out, grad_outputs)",
+              "        out = None   # not kept alive by the backward sweep",
+              "        grads = backward(seed, saved)"]
+    result = "grads" if fast.many else "grads[0]"
+    if fast.only is not None:   # run's check of the one gradient, by the input's type
+        like, done = names[fast.only], "grads" if fast.many else "g"
+        array = "" if fast.only in arrays else f"type({like}) is ndarray and "
+        lines += ["    g = grads[0]",
+                  "    if type(g) is ndarray:",
+                  f"        if {array}g.dtype is {like}.dtype "
+                  f"and g.shape == {like}.shape and g.flags.writeable:",
+                  f"            return {done}"]
+        if fast.only not in arrays:
+            lines += [f"    elif type(g) is float and type({like}) is float:",
+                      f"        return {done}"]
+    else:
+        lines += [f"    if all(map(final, grads, ({likes}))):",
+                  f"        return {result}"]
+    lines += [f"    grads = finish(grads, WRT, ({likes}), *OPTIONS)",
+              f"    return {result}"]
+    source = "\n".join(lines) + "\n"
+    namespace = dict(fast.guard.namespace)
+    namespace.update(fn=fast.fn, DECLINED=DECLINED, ndarray=numpy.ndarray, F64=_F64,
+                     rank_key=rank_key, KEY=fast.rank_keys, LEAVES=_LEAF_TYPES,
+                     is_node=pytree.is_node, gradient=fast.gradient,
+                     forward=fast.compiled.forward, backward=fast.compiled.backward,
+                     check_seed=_check_seed, final=_final, finish=_finish_values,
+                     WRT=fast.compiled.wrt, OPTIONS=fast.options)
+    # (not "<srcgrad ...>": that names generated gradient code, tests/test_source.py)
+    exec(compile(source, "<hot call of a gradient>", "exec"), namespace)
+    hot = namespace["hot"]
+    hot.__source__ = source
+    return hot
+
+
+class FastAuxCall(FastCall):
+    """``FastCall`` of a has_aux gradient: returns ``(gradients, aux)``. Its own ``run``
+    keeps the common call's free of the check."""
+
+    def run(self, args, grad_outputs=None):
+        if len(args) != self.n_args or not self.guard.holds(self.fn):
+            return DECLINED
+        for k in self.others:
+            other = args[k]
+            if type(other) not in _LEAF_TYPES and other is not None and pytree.is_node(other):
+                return DECLINED
+        likes = [args[k] for k in self.positions]
+        if not all(_float_input(v) or _float_tree(v) for v in likes):
+            return DECLINED
+        (out, aux), saved = self.compiled.forward(*args)
+        seed = runtime.default_seed(out) if grad_outputs is None else _check_seed(out, grad_outputs)
+        grads = self.compiled.backward(seed, saved)
+        if not all(map(_final, grads, likes)):
+            grads = _finish_values(grads, self.compiled.wrt, likes, *self.options)
+        return (grads if self.many else grads[0]), aux
+
+
+def _seeded(forward_result, grad_outputs):
+    """(seed, saved) for the backward sweep; the output itself is not kept alive."""
+    out, saved = forward_result
+    return _check_seed(out, grad_outputs), saved
+
+
+def _float_input(value):
+    kind = type(value)
+    return kind is float or (kind is numpy.ndarray and value.dtype.kind == "f")
+
+
+def _float_tree(value):
+    """A structure (pytree.py) whose leaves are all floats or float arrays (the code for it
+    was compiled for its structure: rank_keys tells structures apart)."""
+    return type(value) not in _LEAF_TYPES and value is not None and pytree.is_node(value) \
+        and all(map(_float_input, pytree.tree_leaves(value)))
+
+
+def _final(g, like):
+    """``g`` is already what ``_finish_values`` makes of it for input ``like``."""
+    if type(g) is numpy.ndarray:
+        return g.dtype is like.dtype and g.shape == like.shape and g.flags.writeable \
+            and type(like) is numpy.ndarray
+    return type(g) is type(like) is float
