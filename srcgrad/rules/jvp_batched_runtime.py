@@ -69,7 +69,7 @@ def batch_has_grad(g, t):
     is a scalar zero runs while any seed's tangent is nonzero. (A scalar's zero tangent
     spread over an array is zeros here, where the tangent program keeps a scalar 0.0;
     the block only adds ``g`` and its tangent into others, so skipping it is exact.)"""
-    if rt.has_grad(g):
+    if not rt.is_zero_grad(g):   # a computed zero too (rt.has_grad_jvp)
         return True
     if t is None:
         return False

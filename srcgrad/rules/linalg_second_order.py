@@ -154,7 +154,7 @@ def _norm_form(nd, ord, axis, kind):
             return axes, 2
         if ord in ("nuc", 2, -2):
             raise NonDifferentiableError(
-                f"srcgrad: the second derivative of np.linalg.norm with ord={ord!r} (from the "
+                f"the second derivative of np.linalg.norm with ord={ord!r} (from the "
                 "SVD) is not supported")
         return axes, None
     if ord is None:
@@ -183,7 +183,7 @@ def _norm_parts(dy, x, y, ord, axis, keepdims, kind):
     yf = spread(y)
     if p is not None and (bool(xp_.any(yf == 0)) or p < 2 and bool(xp_.any(x == 0))):
         raise NonDifferentiableError(
-            "srcgrad: the second derivative of np.linalg.norm at a zero vector (or, for a "
+            "the second derivative of np.linalg.norm at a zero vector (or, for a "
             "p-norm with p < 2, at a zero entry) is not defined; the first derivative there "
             "is 0 by convention")
     return xp_, x, weights, p, yf, spread(dy), spread, back
