@@ -267,3 +267,44 @@ def test_a_third_derivative_is_refused_at_the_users_line():
         with pytest.raises(sg.SrcgradError, match="rt.matrix_power_vjp_da") as info:
             attempt()
         assert (info.value.filename, info.value.lineno) == (__file__, line)
+
+
+def norm_neg_inf_and_zero(x):
+    return np.linalg.norm(x, ord=-np.inf) * np.sum(x ** 3) + np.linalg.norm(x, ord=0) * np.sum(x)
+
+
+def norm_matrix_inf(x):
+    return np.linalg.norm(np.outer(x, x) + A, np.inf) ** 2 * np.sum(x)
+
+
+def eigh_upper(x):
+    w, v = np.linalg.eigh(np.outer(x, x) + np.diag(x), UPLO="U")
+    return np.sum(w ** 2 * v[0] ** 2)
+
+
+def det_batch(x):
+    return np.sum(np.linalg.det(BATCH + np.outer(x, x)) ** 2)
+
+
+def inv_batch(x):
+    return np.sum(np.linalg.inv(BATCH * x[1] + np.outer(x, x)) ** 3)
+
+
+MORE = [norm_neg_inf_and_zero, norm_matrix_inf, eigh_upper, det_batch, inv_batch]
+
+if hasattr(np.linalg, "vector_norm"):
+    def vector_norm_axis(x):
+        return np.sum(np.linalg.vector_norm(np.outer(x, x) + A, axis=0, ord=3) ** 2)
+
+    def vector_norm_all(x):
+        return np.linalg.vector_norm(np.outer(x, x) + A) ** 3
+
+    def matrix_norm_fro(x):
+        return np.sum(np.linalg.matrix_norm(np.stack([np.outer(x, x), A * x[0]])) ** 3)
+
+    MORE += [vector_norm_axis, vector_norm_all, matrix_norm_fro]
+
+
+@pytest.mark.parametrize("f", MORE, ids=[f.__name__ for f in MORE])
+def test_more_variants_match_finite_differences(f):
+    test_hessian_and_grad_of_grad_match_finite_differences(f)

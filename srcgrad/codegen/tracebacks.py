@@ -55,9 +55,14 @@ def locate(exc):
 
 def _place(exc, filename, lineno):
     """A refusal a run-time helper raised without a location (``rt.norm_vjp_tangent`` at a
-    zero vector) is placed at the generated line that called it, innermost last: the
-    callers' ``in_user_code`` then says it of the user's line."""
-    if isinstance(exc, SrcgradError) and (exc.filename is None or getattr(exc, "_placed", False)):
+    zero vector) in a gradient's derivative (code generated from generated code) is
+    placed at the generated line that called it, innermost last: the callers'
+    ``in_user_code`` then says it of the user's line."""
+    if not isinstance(exc, SrcgradError) or exc.filename is not None and not getattr(exc, "_placed", False):
+        return
+    origin = next((o for o in (loader.origin_at(filename, k) for k in range(lineno, 0, -1))
+                   if o is not None), None)
+    if origin is not None and loader.has_origins(origin.filename):
         exc.filename, exc.lineno, exc._placed = filename, lineno, True
         exc.args = (exc._format(),)
 

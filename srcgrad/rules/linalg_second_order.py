@@ -12,7 +12,7 @@ refused at compile time (``rt.matrix_power_vjp``'s rules call ``matrix_power_vjp
 Kinks, where the second derivative does not exist and a number would be a guess:
 
 * ``norm``: the 2-norm, the p-norms and 'fro' at a zero vector (or p < 2 with a zero
-  entry) raise NonDifferentiableError (the gradient there is 0 by convention, and
+  entry) raise NonDifferentiableError (inf or nan on Dask, whose values are not read) (the gradient there is 0 by convention, and
   ``||x||**2`` and ``||x||**3`` would get the same, wrong for one); the piecewise
   linear norms (ord 1, inf, -inf, 0, the matrix 1/inf norms) have a zero second
   derivative of their weights, the derivative of the gradient's ``sign``/ties
@@ -33,6 +33,7 @@ from srcgrad.rules.numpy_linalg import power_terms
 from srcgrad.runtime.arrays import namespace, shape_tuple
 from srcgrad.runtime.broadcast import unbroadcast
 from srcgrad.runtime.containers import is_zero_grad
+from srcgrad.runtime.dask_forms import is_dask
 
 xp = None  # placeholder: the array namespace, bound in generated code
 
@@ -181,7 +182,8 @@ def _norm_parts(dy, x, y, ord, axis, keepdims, kind):
         return xp_.reshape(xp_.sum(v, axis=axes, keepdims=True), shape_tuple(y))
 
     yf = spread(y)
-    if p is not None and (bool(xp_.any(yf == 0)) or p < 2 and bool(xp_.any(x == 0))):
+    # (on Dask, whose values are not read here, the kink gives inf or nan: 0 / 0)
+    if p is not None and not is_dask(yf) and (bool(xp_.any(yf == 0)) or p < 2 and bool(xp_.any(x == 0))):
         raise NonDifferentiableError(
             "the second derivative of np.linalg.norm at a zero vector (or, for a "
             "p-norm with p < 2, at a zero entry) is not defined; the first derivative there "
