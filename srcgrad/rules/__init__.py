@@ -257,6 +257,25 @@ def lookup_tangent(primitive):
         return None
 
 
+RUN_AT_ZERO = set()   # keys of rt helpers whose block forward mode runs at a computed zero adjoint
+
+
+def run_at_zero(*helpers):
+    """Declare run-time helpers whose derivative may not exist where their adjoint is a
+    computed 0 (``rt.norm_vjp`` at a zero vector: ``||x||**2``): forward mode runs a
+    block calling one while its adjoint is any but the Python 0.0 it starts as, so their
+    tangent rules refuse there rather than be skipped (a Hessian of 0)."""
+    VERSION[0] += 1
+    RUN_AT_ZERO.update(_key(h) for h in helpers)
+
+
+def runs_at_zero(primitive):
+    try:
+        return _key(primitive) in RUN_AT_ZERO
+    except TypeError:
+        return False
+
+
 BATCHED_TANGENTS = {}  # key -> the tangent rule's batched form (rules/jvp_batched.py)
 
 

@@ -27,7 +27,7 @@ import numpy as np
 
 from srcgrad import runtime as rt
 from srcgrad.errors import NonDifferentiableError
-from srcgrad.rules import adjoint, tangent
+from srcgrad.rules import adjoint, run_at_zero, tangent
 from srcgrad.rules.numpy_linalg import norm_vjp as first_norm_vjp
 from srcgrad.rules.numpy_linalg import power_terms
 from srcgrad.runtime.arrays import namespace, shape_tuple
@@ -122,6 +122,9 @@ def solve_vjp_adjoint(dw, dy, a, b, y):
 
 
 # ----- rt.norm_vjp(dy, x, y, ...) = dy * G(x, y), G the norm's weights -----
+
+
+run_at_zero(rt.norm_vjp)   # ||x||**2 at 0: its adjoint and that one's tangent are 0 there
 
 
 @tangent(rt.norm_vjp, no_tangent=("ord", "axis", "keepdims", "kind"))
