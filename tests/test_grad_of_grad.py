@@ -329,19 +329,19 @@ def test_a_gradient_of_tape_code_taking_a_dict_inside_a_function_matches_the_han
     sg.gradcheck(calls_a_gradient_with_a_dict, (w,))
 
 
-def solves_with_itself(x):
-    return np.sum(np.linalg.solve(np.outer(x, x) + np.eye(3), x))
+def meshes_with_itself(x):
+    return np.sum(np.meshgrid(x, x)[0] * np.outer(x, x))
 
 
 def test_a_grad_of_grad_refusal_names_the_users_line_and_the_helper_not_generated_code():
-    first = sg.grad(solves_with_itself).as_function()
+    first = sg.grad(meshes_with_itself).as_function()
     with pytest.raises(sg.SrcgradError, match=r"grad of grad: no gradient rule for "
-                                              r"rt.solve_vjp, used by the gradient of "
-                                              r"solves_with_itself") as e:
+                                              r"rt.meshgrid_vjp, used by the gradient of "
+                                              r"meshes_with_itself") as e:
         sg.grad(first)(np.array([1.0, 2.0, 3.0]), grad_outputs=np.ones(3))
     assert e.value.filename == __file__
-    assert e.value.lineno == inspect.getsourcelines(solves_with_itself)[1] + 1
-    assert e.value.source_line.strip() == "return np.sum(np.linalg.solve(np.outer(x, x) + np.eye(3), x))"
+    assert e.value.lineno == inspect.getsourcelines(meshes_with_itself)[1] + 1
+    assert e.value.source_line.strip() == "return np.sum(np.meshgrid(x, x)[0] * np.outer(x, x))"
 
 
 # ----- The catalogue -----

@@ -69,6 +69,11 @@ def _remove(directory, pid):
         shutil.rmtree(directory, ignore_errors=True)
 
 
+def has_origins(filename):
+    """Whether ``filename`` is generated code whose lines map to the user's statements."""
+    return filename in _origins
+
+
 def origin_at(filename, lineno):
     """The origin of the user statement that generated line ``lineno`` computes, or None."""
     lines = _origins.get(filename)

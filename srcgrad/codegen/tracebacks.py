@@ -21,6 +21,7 @@ exception escapes a gradient call (api.py): the call itself costs nothing more.
 import sys
 
 from srcgrad.codegen import loader
+from srcgrad.errors import SrcgradError
 
 _MARK = "__srcgrad_user_line__"   # in the globals of an inserted frame
 
@@ -35,6 +36,8 @@ def locate(exc):
             filename = tb.tb_frame.f_code.co_filename
             loader.on_disk(filename)
             origin = loader.origin_at(filename, tb.tb_lineno)
+            if loader.has_origins(filename):
+                _place(exc, filename, tb.tb_lineno)
             if origin is not None and not (nxt is not None and _MARK in nxt.tb_frame.f_globals):
                 user = _user_frame(exc, origin)
                 if user is not None:
@@ -48,6 +51,20 @@ def locate(exc):
                          f"{origin.filename}:{origin.lineno} (the frame after it)")
     except Exception:   # never hide the user's exception behind one of ours
         pass
+
+
+def _place(exc, filename, lineno):
+    """A refusal a run-time helper raised without a location (``rt.norm_vjp_tangent`` at a
+    zero vector) in a gradient's derivative (code generated from generated code) is
+    placed at the generated line that called it, innermost last: the callers'
+    ``in_user_code`` then says it of the user's line."""
+    if not isinstance(exc, SrcgradError) or exc.filename is not None and not getattr(exc, "_placed", False):
+        return
+    origin = next((o for o in (loader.origin_at(filename, k) for k in range(lineno, 0, -1))
+                   if o is not None), None)
+    if origin is not None and loader.has_origins(origin.filename):
+        exc.filename, exc.lineno, exc._placed = filename, lineno, True
+        exc.args = (exc._format(),)
 
 
 def _user_frame(exc, origin):

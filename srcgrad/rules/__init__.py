@@ -257,6 +257,25 @@ def lookup_tangent(primitive):
         return None
 
 
+RUN_AT_ZERO = set()   # keys of rt helpers whose block forward mode runs at a computed zero adjoint
+
+
+def run_at_zero(*helpers):
+    """Declare run-time helpers whose derivative may not exist where their adjoint is a
+    computed 0 (``rt.norm_vjp`` at a zero vector: ``||x||**2``): forward mode runs a
+    block calling one while its adjoint is any but the Python 0.0 it starts as, so their
+    tangent rules refuse there rather than be skipped (a Hessian of 0)."""
+    VERSION[0] += 1
+    RUN_AT_ZERO.update(_key(h) for h in helpers)
+
+
+def runs_at_zero(primitive):
+    try:
+        return _key(primitive) in RUN_AT_ZERO
+    except TypeError:
+        return False
+
+
 BATCHED_TANGENTS = {}  # key -> the tangent rule's batched form (rules/jvp_batched.py)
 
 
@@ -400,7 +419,7 @@ def is_nondifferentiable(primitive):
 BUILTIN_RULE_MODULES = ("operators", "autograd", "numpy_elementwise", "numpy_reductions", "numpy_shape",
                         "numpy_joins", "numpy_products", "numpy_linalg", "builtins_math", "runtime_rules",
                         "complex_rules", "jvp", "jvp_numpy", "jvp_runtime", "tape_rules",
-                        "closure_rules", "helper_second_order",
+                        "closure_rules", "helper_second_order", "linalg_second_order",
                         "jvp_batched")
 
 

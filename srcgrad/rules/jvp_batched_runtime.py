@@ -64,12 +64,12 @@ def batch_zero(value, size):
 
 
 @rt.helper
-def batch_has_grad(g, t):
+def batch_has_grad(g, t, at_zero=False):
     """``rt.has_grad_jvp`` with a batched tangent: a block skipped while the adjoint ``g``
     is a scalar zero runs while any seed's tangent is nonzero. (A scalar's zero tangent
     spread over an array is zeros here, where the tangent program keeps a scalar 0.0;
     the block only adds ``g`` and its tangent into others, so skipping it is exact.)"""
-    if rt.has_grad(g):
+    if rt.has_grad(g) or at_zero and not rt.is_zero_grad(g):   # (rt.has_grad_jvp)
         return True
     if t is None:
         return False

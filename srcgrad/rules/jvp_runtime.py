@@ -24,9 +24,14 @@ xp = None  # placeholder: the array namespace, bound in generated code
 
 
 @rt.helper
-def has_grad_jvp(g, t):
+def has_grad_jvp(g, t, at_zero=False):
     """``rt.has_grad`` in a tangent program: a block skipped while the adjoint is a zero
-    runs when its tangent is not (a zero adjoint may have a nonzero derivative)."""
+    runs when its tangent is not (a zero adjoint may have a nonzero derivative).
+    ``at_zero``: the block calls a helper whose derivative may not exist where its adjoint
+    is 0 (``rules.run_at_zero``): it runs at a computed zero too (not the Python 0.0 an
+    adjoint starts as), as ``rt.touched`` does where reverse mode reads a gradient again."""
+    if at_zero and not rt.is_zero_grad(g):
+        return True
     return rt.has_grad(g) or t is not None and rt.has_grad(t)
 
 

@@ -139,6 +139,17 @@ if hasattr(np.linalg, "vector_norm"):
     def matrix_norm(dy, y, x, *, keepdims=False, ord="fro"):
         return rt.norm_vjp(dy, x, y, ord, None, keepdims, "matrix")
 
+    @tangent(np.linalg.vector_norm, no_tangent=("axis", "keepdims", "ord"))
+    def vector_norm_tangent(y, x, *, axis=None, keepdims=False, ord=2, t_x):
+        """As ``norm``'s: the gradient of each output against ``t_x``, summed per group."""
+        return xp.sum(rt.norm_vjp(xp.ones_like(y), x, y, ord, axis, keepdims, "vector") * t_x, axis=axis,
+                      keepdims=keepdims)
+
+    @tangent(np.linalg.matrix_norm, no_tangent=("keepdims", "ord"))
+    def matrix_norm_tangent(y, x, *, keepdims=False, ord="fro", t_x):
+        return xp.sum(rt.norm_vjp(xp.ones_like(y), x, y, ord, None, keepdims, "matrix") * t_x, axis=(-2, -1),
+                      keepdims=keepdims)
+
 
 # ----- Inverses and solves -----
 

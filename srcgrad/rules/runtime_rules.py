@@ -8,13 +8,14 @@ their gradient argument; their adjoints are the "transposed" helpers
 (``unbroadcast`` <-> ``broadcast_like``, ``unreduce`` <-> ``reduce_to``,
 ``concatenate_vjp`` <-> ``split_vjp``, ``take_vjp`` <-> ``take`` ...).
 
-Helpers without a rule (``norm_vjp``, ``solve_vjp``, ``cholesky_vjp``, ``eigh_vjp``,
-``matrix_power_vjp``, ``append_vjp``, ``hypot_vjp``, ``pad_constant_vjp``,
+Helpers without a rule (``append_vjp``, ``hypot_vjp``, ``pad_constant_vjp``,
 ``meshgrid_vjp``, and the helpers of second derivatives: ``prod_others_jvp``,
-``cumprod_vjp_a``, ``einsum_vjp_adjoint``, ``sinc_grad3``...) make a derivative one order
-higher through those primitives a compile-time error, never a wrong number.
-rules/helper_second_order.py has the rules of ``kron_vjp``, ``convolve_vjp``,
-``polyval_vjp``, ``select_vjp``, ``sinc_grad2`` and ``cumprod_jvp``. The joins' and lists' gradients
+``cumprod_vjp_a``, ``einsum_vjp_adjoint``, ``sinc_grad3``, ``solve_vjp_tangent``...) make a
+derivative one order higher through those primitives a compile-time error, never a wrong
+number. The linear-algebra helpers (``solve_vjp``, ``norm_vjp``, ``cholesky_vjp``,
+``eigh_vjp``, ``matrix_power_vjp``, ``cofactor``) have their rules in
+linalg_second_order.py; ``kron_vjp``, ``convolve_vjp``, ``polyval_vjp``, ``select_vjp``,
+``sinc_grad2`` and ``cumprod_jvp`` in helper_second_order.py. The joins' and lists' gradients
 (``hstack_vjp``..., ``index_concat_vjp``, ``array_vjp``, ``seq_concat_vjp``,
 ``builtin_sum_vjp``, ``minmax_vjp``, ``add_grad``) have rules at the end of this module.
 

@@ -63,6 +63,12 @@ _VIEWS = {Method("reshape"), Method("ravel"), Method("transpose"), Method("squee
           rules.Attribute("T"), rules.Attribute("mT")}
 
 
+def _calls_at_zero(body):
+    """Whether statements ``body`` call a run-time helper declared ``rules.run_at_zero``."""
+    return any(isinstance(n, gast.Call) and rules.runs_at_zero(anno.getanno(n, Static.PRIMITIVE, None))
+               for stmt in body for n in gast.walk(stmt))
+
+
 class ForwardAD(ComplexStatements, Base):
     """The tangent program of one normalized function.
 
@@ -77,6 +83,7 @@ class ForwardAD(ComplexStatements, Base):
                  wrt=None, values=True, aux=None):
         super().__init__(info)
         self.aux = aux         # has_aux: the name of the aux, returned third, with no tangent
+        self.at_zero_tests = None   # names an ``if`` tests whose block calls a rules.run_at_zero helper
         self.kinds = kinds
         self.active = frozenset(active)
         self.paired = frozenset()
@@ -95,6 +102,10 @@ class ForwardAD(ComplexStatements, Base):
         return self.tangents[primal]
 
     def visit_block(self, body):
+        if self.at_zero_tests is None:   # the function's body
+            self.at_zero_tests = frozenset(
+                n.test.id for stmt in body for n in gast.walk(stmt)
+                if isinstance(n, gast.If) and isinstance(n.test, gast.Name) and _calls_at_zero(n.body))
         if self.wrt is not None:   # the function's body: refine activity once, before it
             self.active, self.paired = carriers(body, self.active, self.wrt, self.kinds)
             self.wrt = None
@@ -219,7 +230,7 @@ class ForwardAD(ComplexStatements, Base):
             raise self.error(s, UnsupportedError, "forward mode: chained assignment is not supported")
         target = s.targets[0]
         self.complex_value = self.maybe_complex = None   # check_real marks complex statements
-        s.value = self.has_grad(s.value)
+        s.value = self.has_grad(s.value, target=target.id if isinstance(target, gast.Name) else None)
         cls = _applied_class(s.value)
         if cls is not None and _names(s.value) & self.active:
             return self.function_apply(s, target, cls)
@@ -371,16 +382,20 @@ class ForwardAD(ComplexStatements, Base):
         self.primal.add(ctx)
         return [self.inherit(run, s), self.inherit(jvp, s)]
 
-    def has_grad(self, value):
+    def has_grad(self, value, body=(), target=None):
         """``rt.has_grad(g)`` of an adjoint that carries a tangent (a gradient read again)
-        is ``rt.has_grad_jvp(g, dg)``: the block it guards runs while either is nonzero."""
+        is ``rt.has_grad_jvp(g, dg)``: the block it guards runs while either is nonzero,
+        and at a computed zero too where the block (``body``, or the one an ``if`` testing
+        ``target`` guards) calls a helper ``rules.run_at_zero``."""
         if isinstance(value, gast.Call) and len(value.args) == 1 and self.is_active(value.args[0]) \
                 and anno.getanno(value, Static.PRIMITIVE) is runtime.has_grad:
-            return expr("rt.has_grad_jvp(G, T)", G=value.args[0], T=name(self.d(value.args[0].id)))
+            at_zero = _calls_at_zero(body) or target in (self.at_zero_tests or ())
+            return expr("rt.has_grad_jvp(G, T, True)" if at_zero else "rt.has_grad_jvp(G, T)",
+                        G=value.args[0], T=name(self.d(value.args[0].id)))
         return value
 
     def visit_If(self, s):
-        s.test = self.has_grad(s.test)
+        s.test = self.has_grad(s.test, s.body)
         return self.generic_visit(s)
 
     def visit_AugAssign(self, s):
