@@ -243,7 +243,9 @@ def _decorated(fn):
         else:
             call.append(p.name)
         spelled.append(p.name)
-    return _forwarder(name, spelled, call, params, fn, (), (), f"decorated {_describe(fn)}")
+    made = _forwarder(name, spelled, call, params, fn, (), (), f"decorated {_describe(fn)}")
+    made.__srcgrad_decorated__ = fn   # its refusals are said at the user's function (parse.py)
+    return made
 
 
 def _forwarder(name, spelled, call, params, target, bound, args, hint):

@@ -262,10 +262,29 @@ def parse_function(fn):
                                                   type_comment=None), args=[], keywords=[]),
             optional_vars=None)], body=node.body, type_comment=None)]
         gast.copy_location(node.body[0], node.body[0].body[0])
+    decorated = getattr(fn, "__srcgrad_decorated__", None)
+    if decorated is not None:   # entry.py's function calling a decorator's wrapper
+        info = _at_the_decorated_function(node, info, decorated)
     _annotate_origins(node, info)
     if bound is not None:
         _bind_parameters(node, info, bound)
     return node, info
+
+
+def _at_the_decorated_function(node, info, wrapper):
+    """``info`` placed at the user's decorated function (the first line of its source):
+    what is said of the function entry.py wrote for a decorator's wrapper (that a
+    parameter holds a structure) is said there, not in srcgrad's file."""
+    try:
+        lines, first = _source_of(inspect.unwrap(wrapper))
+    except SrcgradError:
+        return info
+    code = inspect.unwrap(wrapper).__code__
+    for child in gast.walk(node):
+        if hasattr(child, "lineno"):
+            child.lineno, child.col_offset = 1, 0
+    return EntityInfo(info.fn, info.name, code.co_filename, first, 0,
+                      [line.rstrip("\n") for line in lines], info.globals, info.closure)
 
 
 def _bind_parameters(node, info, bound):

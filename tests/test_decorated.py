@@ -155,3 +155,20 @@ def test_the_functions_jacobians_and_hessians_return_are_refused_not_read_throug
         make()(X)
     message = str(info.value)
     assert "test_decorated.py" in message and "not source srcgrad can differentiate again" in message
+
+
+@forwarding
+def dict_loss(p, x):
+    return np.sum(np.sin(p["w"] * x))
+
+
+def test_a_refusal_of_a_decorated_function_names_the_users_file_not_srcgrads():
+    """The function entry.py writes to call a decorator's wrapper is srcgrad's; what is
+    said of it (a structure where the gradient's code takes arrays) is said at the
+    user's decorated function."""
+    p = {"w": np.array([0.5, -1.0])}
+    with pytest.raises(sg.SrcgradError) as info:
+        sg.jacfwd(sg.grad(dict_loss))(p, np.array([1.0, 2.0]))
+    assert info.value.filename == __file__
+    assert info.value.lineno == dict_loss.__wrapped__.__code__.co_firstlineno
+    assert "is a dict" in str(info.value)
