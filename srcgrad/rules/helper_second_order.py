@@ -140,7 +140,7 @@ def polyval_vjp_tangent(dy, p, x, t_dy, t_x):
 
 @adjoint(rt.polyval_vjp)
 def polyval_vjp_adj(dw, w, dy, p, x):
-    return (rt.unbroadcast(rt.broadcast_like(xp.polyval(dw, x), dy * x), dy), None,
+    return (rt.broadcast_like(xp.polyval(dw, x), dy), None,
             rt.unbroadcast(dy * xp.polyval(xp.polyder(dw), x), x))
 
 

@@ -20,7 +20,7 @@ from srcgrad.transform.adjoint_rules import _describe
 class ComplexStatements:
     """The part of forward.ForwardAD that marks complex statements and looks up rules."""
 
-    complex_value = maybe_complex = None
+    complex_value = maybe_complex = _computes_complex = None
 
     def check_real(self, value):
         """Mark a statement whose value is certainly complex (``complex_value``: its
@@ -33,12 +33,19 @@ class ComplexStatements:
         operands = [value] + [n for n in ast_util.walk(value) if isinstance(n, (gast.Name, gast.Constant))]
         if any(self.kinds.of(o) == kinds.COMPLEX for o in operands):
             self.complex_value = value
-        elif any(self.kinds.of(o) == kinds.UNKNOWN for o in operands
-                 if isinstance(o, gast.Name) and o.id in self.active) \
-                and kinds.COMPLEX in getattr(self.kinds, "env", {}).values():
+        elif self.computes_complex() and any(
+                self.kinds.of(o) == kinds.UNKNOWN for o in operands
+                if isinstance(o, gast.Name) and o.id in self.active):
             # a tangent through a value of unknown kind in code that computes complex
             # values (a gradient's value popped off its tape): it may be one of them
             self.maybe_complex = value
+
+    def computes_complex(self):
+        """Whether some value of the function is certainly complex (once per function:
+        check_real runs for every statement)."""
+        if self._computes_complex is None:
+            self._computes_complex = kinds.COMPLEX in getattr(self.kinds, "env", {}).values()
+        return self._computes_complex
 
     def complex_rule(self, primitive):
         """Whether ``primitive`` takes its rule on complex values in this statement."""
