@@ -137,3 +137,94 @@ def test_a_forward_loop_left_with_nothing_to_compute_still_compiles_and_reads_it
     np.testing.assert_array_equal(composed[0], y)
     with pytest.raises(IndexError):
         sg.grad(dot_loop, wrt=(0, 1))(x, y[:20])
+
+
+# The adjoint's first contributions in a step, ``a[t] += e1 ... a[t] += en``, become one
+# ``a[t] = 0.0 + e1 + ... + en`` in the loop on items (a[t] is 0.0 when each step begins).
+
+def two_contributions(u, c):
+    s = 0.0
+    for t in range(len(u)):
+        s = s + c[t] * u[t]
+        s = s + (c[t] - 1.0) * u[t] * 0.5
+    return s
+
+
+def test_two_contributions_to_an_item_are_added_in_one_statement_bit_for_bit():
+    u = np.linspace(-1.0, 2.0, 30)
+    c = np.linspace(-3.0, 3.0, 30)
+    c[3], c[4] = -0.0, 1.0   # contributions of -0.0: the item stays +0.0 as before
+    text = sg.source(two_contributions, args=(u, c), composed=True)
+    assert "du_items[t] = 0.0 + " in text and "du[t] += " in text   # NumPy's loop as written
+    first, composed = first_and_composed(two_contributions, (u, c))
+    np.testing.assert_array_equal(composed, first)
+    np.testing.assert_array_equal(np.signbit(composed), np.signbit(first))
+    np.testing.assert_allclose(composed, c + (c - 1.0) * 0.5)
+    for dtype in (np.float32, np.float16):   # the loop on NumPy scalars, as written
+        args = (u.astype(dtype), c.astype(dtype))
+        first, composed = first_and_composed(two_contributions, args)
+        assert composed.dtype == dtype
+        np.testing.assert_array_equal(composed, first)
+
+
+def _rewritten(source):
+    """``source``'s function after scalar_items.run, and its text."""
+    import gast
+    from srcgrad import runtime
+    from srcgrad.codegen import emit
+    from srcgrad.optimize import scalar_items
+    node = gast.parse(source).body[0]
+    params = [a.id for a in node.args.args]
+    made = scalar_items.run(node.body, set(params))
+    assert made
+    text = emit.to_source([node])
+    namespace = {"rt": runtime}
+    exec(compile(text, "<rewritten>", "exec"), namespace)
+    return namespace[node.name], text
+
+
+@pytest.mark.parametrize("body, merged", [
+    # both contributions at the second
+    ("d[t] += c[t] * 2.0\n    k = c[t] * 3.0\n    d[t] += k", "d_items[t] = 0.0 + c_items[t] * 2.0 + k"),
+    # k is rebound between: only the first is a first contribution
+    ("d[t] += k\n    k = c[t] * 3.0\n    d[t] += k", "d_items[t] = 0.0 + k\n"),
+    # a continue between could skip the second
+    ("d[t] -= c[t]\n    if c[t] > 0.0:\n        continue\n    d[t] += c[t]", "d_items[t] = 0.0 - c_items[t]\n"),
+    # d[t] read between: only the first
+    ("d[t] += c[t]\n    k = d[t] * 2.0\n    d[t] += k", "d_items[t] = 0.0 + c_items[t]\n"),
+])
+def test_first_contributions_merge_only_what_computes_the_same(body, merged):
+    source = ("def f(x, c):\n    k = 1.5\n    d = rt.owned_zeros(x)\n"
+              "    for t in reversed(range(len(x))):\n        " + body.replace("\n    ", "\n        ")
+              + "\n    return d\n")
+    f, text = _rewritten(source)
+    assert merged in text and "else:" in text
+    namespace = {"rt": __import__("srcgrad").runtime}
+    exec(source, namespace)
+    x = np.zeros(20)
+    c = np.linspace(-2.0, 2.0, 20)
+    c[7] = -0.0
+    for dtype in (np.float64, np.float32):
+        want = namespace["f"](x.astype(dtype), c.astype(dtype))
+        got = f(x.astype(dtype), c.astype(dtype))
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
+@pytest.mark.parametrize("loop", [
+    "for t in range(1, len(x)):",   # a start that may be negative: -1 and n - 1 are one item
+    # another loop's index: the same item each step
+    "for s in range(3):\n        k = 1.0\n    for t in range(len(x)):\n        d[s] += 0.0",
+])
+def test_no_first_contributions_without_a_zero_item_each_step(loop):
+    source = ("def f(x, c):\n    d = rt.owned_zeros(x)\n    " + loop
+              + "\n        d[t] += c[t]\n        d[t] += c[t] * 2.0\n    return d\n")
+    _, text = _rewritten(source)
+    assert "0.0 +" not in text and "else:" not in text
+
+
+def test_no_first_contributions_where_the_adjoint_is_written_before_the_loop():
+    source = ("def f(x, c):\n    d = rt.owned_zeros(x)\n    d[0] = 1.0\n"
+              "    for t in range(len(x)):\n        d[t] += c[t]\n    return d\n")
+    _, text = _rewritten(source)
+    assert "0.0 +" not in text

@@ -25,13 +25,20 @@ on the arrays themselves, as written. Every other value the loop reads must be b
 only from numeric literals, such items, loop indices and the tape's values (when
 every value pushed is such a value), so no NumPy scalar of another dtype and no array
 meets a Python float. Assignments in the loop nothing reads are dropped first.
+
+An adjoint item 0.0 when each step begins (the owned zeros, written only by this loop at
+its ``range(n)`` index) takes its first contributions in a step as one statement:
+``du_items[t] += a`` ... ``du_items[t] += b`` -> ``du_items[t] = 0.0 + a + b``, the same
+additions in the same order without writing and reading the item between them. Only
+Python floats may be added so (on float32 items two roundings would become one), so
+such a loop is written twice: ``if items_ok: <on items> else: <as written>``.
 """
 
 import gast
 
 from srcgrad import ast_util
 from srcgrad.optimize import dead
-from srcgrad.templates import replace
+from srcgrad.templates import clone, replace
 
 NONE, BOOL, SCALAR, PYTHON = 0, 1, 2, 3   # what a name is known to hold (see _Levels)
 _SAFE_OPS = (gast.Add, gast.Sub, gast.Mult)
@@ -72,15 +79,124 @@ def run(body, params):
     for loop, (reads, accs) in plans:
         renamed = {a: _fresh(f"{a}_items", names) for a in list(reads) + list(accs)}
         made |= set(renamed.values())
-        _Rename(renamed).visit(loop)
         at = next(k for k, s in enumerate(body) if s is loop)
         hoisted = _hoist(loop, levels, names)
         arrays = list(reads) + list(accs)
         targets = ", ".join(renamed[a] for a in arrays)
+        zeroed = [renamed[a] for a in accs if _zero_each_step(body, at, loop, a, levels)]
+        items_loop = clone(loop) if zeroed else loop
+        _Rename(renamed).visit(items_loop)
+        if zeroed and _first_contributions(items_loop, zeroed):
+            # The loop on items differs from the loop as written: each has its own copy.
+            versioned = replace(f"if {ok}:\n    {targets} = rt.items({', '.join(arrays)})\n"
+                                f"    pass\nelse:\n    pass")[0]
+            versioned.body[-1:] = [items_loop]
+            versioned.orelse[:] = [loop]
+            body[at:at + 1] = hoisted + [versioned]
+            continue
         listed = ", ".join(arrays) if len(arrays) > 1 else arrays[0]
-        body[at:at] = hoisted + replace(
-            f"{targets} = rt.items({', '.join(arrays)}) if {ok} else ({listed})")
+        body[at:at + 1] = hoisted + replace(
+            f"{targets} = rt.items({', '.join(arrays)}) if {ok} else ({listed})") + [items_loop]
     return made | {n for n, level in levels.level.items() if level >= BOOL}   # one number
+
+
+def _zero_each_step(body, at, loop, a, levels):
+    """Whether the adjoint ``a`` (``a = rt.owned_zeros(p)``, its one binding) holds 0.0 at
+    ``a[t]`` whenever a step of ``loop`` (``body[at]``) begins: nothing between the zeros
+    and the loop mentions ``a``, and the loop writes ``a`` only at its own index ``t``,
+    which takes each value of ``range(n)`` once (no negative index meets a positive one)."""
+    t = loop.target
+    if not (isinstance(t, gast.Name) and levels.is_index(t) and _one_range(loop.iter, levels)):
+        return False
+    made = next((k for k, s in enumerate(body[:at]) if isinstance(s, gast.Assign)
+                 and isinstance(s.targets[0], gast.Name) and s.targets[0].id == a), None)
+    if made is None or any(a in ast_util.refs(s) for s in body[made + 1:at]):
+        return False
+    for n in ast_util.walk(loop):
+        if isinstance(n, gast.Subscript) and isinstance(n.value, gast.Name) and n.value.id == a \
+                and not (isinstance(n.slice, gast.Name) and n.slice.id == t.id):
+            return False
+    return True
+
+
+def _one_range(e, levels):
+    """``range(n)``, ``reversed(range(n))`` or a name bound only to ``range(n)``: one argument."""
+    if isinstance(e, gast.Call) and isinstance(e.func, gast.Name) and e.func.id == "reversed":
+        e = e.args[0]
+    if isinstance(e, gast.Name):
+        values = levels.bindings.get(e.id, []) if e.id in levels.ranges else []
+        return bool(values) and all(_one_range(v, levels) for v in values)
+    return _range_call(e) and len(e.args) == 1 and not isinstance(e.args[0], gast.Starred)
+
+
+def _first_contributions(loop, zeroed):
+    """In the loop on items: the first statements of a step that touch ``a[t]`` (``a`` in
+    ``zeroed``, 0.0 when the step begins), ``a[t] += e1`` ... ``a[t] += en`` at the top of
+    its body, become ``a[t] = 0.0 + e1 + ... + en`` at the last of them: the same float
+    operations in the same order (Python adds left to right), without writing and reading
+    the item between them. Each ``e`` must be arithmetic of names and items that nothing
+    between it and the last rebinds or writes, with no ``continue`` or ``break`` between.
+    Returns whether anything changed."""
+    changed = False
+    for a in zeroed:
+        group = []
+        for k, s in enumerate(loop.body):
+            if a not in ast_util.refs(s):
+                continue
+            e = _contribution(s, a, loop.target.id)
+            if e is None:
+                break
+            group.append(k)
+        while group and not _movable(loop.body, group):
+            group.pop()
+        if not group:
+            continue
+        total = gast.Constant(value=0.0, kind=None)
+        for k in group:
+            s = loop.body[k]
+            total = gast.BinOp(left=total, op=s.op, right=s.value)
+        last = loop.body[group[-1]]
+        loop.body[group[-1]] = gast.Assign(targets=[last.target], value=total, type_comment=None)
+        for k in reversed(group[:-1]):
+            del loop.body[k]
+        changed = True
+    return changed
+
+
+def _contribution(s, a, t):
+    """``e`` of ``a[t] += e`` (or ``-=``) where ``e`` is pure arithmetic without ``a``, else None."""
+    if not (isinstance(s, gast.AugAssign) and isinstance(s.op, (gast.Add, gast.Sub))):
+        return None
+    target = s.target
+    if not (isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name)
+            and target.value.id == a and isinstance(target.slice, gast.Name) and target.slice.id == t):
+        return None
+    if a in ast_util.refs(s.value) or not all(isinstance(n, _PURE) for n in ast_util.walk(s.value)):
+        return None
+    return s.value
+
+
+_PURE = (gast.BinOp, gast.UnaryOp, gast.Name, gast.Constant, gast.Subscript, gast.Load,
+         gast.operator, gast.unaryop)
+
+
+def _movable(block, group):
+    """Whether each contribution of ``group`` (indices into ``block``) computes the same
+    value at the last one: nothing between rebinds a name or writes an array it reads,
+    and no ``continue``/``break`` between skips the last one."""
+    last = group[-1]
+    for k in group[:-1]:
+        read = ast_util.refs(block[k].value)
+        for s in block[k + 1:last]:
+            for n in ast_util.walk(s):
+                if isinstance(n, (gast.Continue, gast.Break)):
+                    return False
+                if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load) and n.id in read:
+                    return False
+                if isinstance(n, gast.Subscript) and not isinstance(n.ctx, gast.Load) \
+                        and isinstance(n.value, gast.Name) and n.value.id in read:
+                    return False
+    return True
 
 
 def _fresh(base, names):
