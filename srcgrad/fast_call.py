@@ -15,11 +15,13 @@ itself must cost a fraction of that.
 import numpy
 
 from srcgrad import pytree, runtime, show
+from srcgrad.analysis import fresh as analysis_fresh
 from srcgrad.analysis.ranks import rank_key
 from srcgrad.call_values import _LEAF_TYPES, _check_seed, _finish_values
 
 DECLINED = object()   # the call needs the general path (checks, conversions, recompiling)
 _F64 = numpy.dtype(numpy.float64)
+_F32 = numpy.dtype(numpy.float32)
 
 
 class FastCall:
@@ -141,6 +143,14 @@ def _hot_function(fast):
     if checks:
         lines += ["    if not (" + "\n            and ".join(checks) + "):",
                   "        return DECLINED"]
+    fresh = analysis_fresh.fresh_results(_gradient_source(fast), n, arrays)
+    if len(fast.positions) == len(fresh) and all(fresh.get(j) == k for j, k in enumerate(fast.positions)):
+        # A new array like each input: the final check below is known to pass for a native
+        # float64/float32 input (analysis/fresh.py), so it is not made.
+        known = " and ".join(f"({names[k]}.dtype is F64 or {names[k]}.dtype is F32)"
+                             for k in fast.positions)
+    else:
+        known = None
     call = ", ".join(names)
     likes = ", ".join(names[k] for k in fast.positions) + ("," if len(fast.positions) == 1 else "")
     lines += ["    try:",
@@ -150,8 +160,11 @@ def _hot_function(fast):
               "    if not holds:",
               "        return DECLINED",
               "    if grad_outputs is None:",
-              f"        grads = gradient({call})",
-              "    else:",
+              f"        grads = gradient({call})"]
+    if known is not None:
+        lines += [f"        if {known}:   # new arrays like the inputs",
+                  f"            return {'grads' if fast.many else 'grads[0]'}"]
+    lines += ["    else:",
               f"        out, saved = forward({call})",
               "        if type(out) is ndarray and type(grad_outputs) is ndarray and out.dtype.kind != 'c' \\",
               "                and out.shape == grad_outputs.shape:",
@@ -179,7 +192,7 @@ def _hot_function(fast):
               f"    return {result}"]
     source = "\n".join(lines) + "\n"
     namespace = dict(fast.guard.namespace)
-    namespace.update(fn=fast.fn, DECLINED=DECLINED, ndarray=numpy.ndarray, F64=_F64,
+    namespace.update(fn=fast.fn, DECLINED=DECLINED, ndarray=numpy.ndarray, F64=_F64, F32=_F32,
                      rank_key=rank_key, KEY=fast.rank_keys, LEAVES=_LEAF_TYPES,
                      is_node=pytree.is_node, gradient=fast.gradient,
                      forward=fast.compiled.forward, backward=fast.compiled.backward,
@@ -190,6 +203,19 @@ def _hot_function(fast):
     hot = namespace["hot"]
     hot.__source__ = source
     return hot
+
+
+def _gradient_source(fast):
+    """The source of the composed gradient ``fast`` runs, or None (two sweeps)."""
+    text = getattr(fast.gradient, "_srcgrad_text", None)
+    if text is not None:
+        return text[0]
+    if fast.gradient is not None and fast.gradient is fast.compiled.gradient:   # loaded from disk
+        try:
+            return show.function_source(fast.gradient)
+        except (OSError, TypeError):
+            return None
+    return None
 
 
 class FastAuxCall(FastCall):

@@ -206,3 +206,55 @@ def test_no_grad_in_one_thread_is_that_threads_alone():
         g(x, w)
     with sg.no_grad(), sg.enable_grad():
         np.testing.assert_array_equal(g(x, w), expected)
+
+
+# analysis/fresh.py: where the composed gradient is arithmetic of its arguments and Python
+# numbers, the hot call returns it without the final check (a new array like the input).
+
+def mean_square(x):
+    return np.mean(3 * (x + 2) ** 2)
+
+
+def test_the_final_check_is_left_out_only_where_it_is_known_to_pass():
+    x = np.linspace(-1.0, 1.0, 6).reshape(2, 3)
+    g = sg.grad(mean_square)
+    _hot(g, x)
+    assert "new arrays like the inputs" in g._hot.__source__
+    want = sg.grad(workloads.rebind(mean_square))(x)   # a first call: the general path
+    for like in (x, x.astype(np.float32), x.astype(np.float16), x.astype(">f8"), x.T, x[:, ::2]):
+        fresh = sg.grad(workloads.rebind(mean_square))(like)
+        got = _hot(g, like)
+        _same(got, fresh)
+        assert got.flags.writeable and got.dtype == like.dtype and got.shape == like.shape
+    frozen = x.copy()
+    frozen.setflags(write=False)
+    got = _hot(g, frozen)
+    assert got.flags.writeable and got is not frozen
+    np.testing.assert_array_equal(got, want)
+    # the gradient with respect to y is an array like x, not like y: checked as before
+    h = sg.grad(lambda x, y: np.sum(x * y), wrt=1)
+    _hot(h, x, x)
+    assert "new arrays like" not in h._hot.__source__
+    got = _hot(h, x.astype(np.float32), x)
+    assert got.dtype == np.float64
+    np.testing.assert_array_equal(got, x.astype(np.float32).astype(np.float64))
+
+
+@pytest.mark.parametrize("body, found", [
+    ("y = x + 2\n    d = 1.0 / (x.size or 1)\n    return d * 6 * y,", {0: 0}),
+    ("return -x * x - x / 2,", {0: 0}),
+    ("return x,", {}),                              # the input itself (maybe read-only)
+    ("return x * s,", {}),                          # s: not known to be a Python number
+    ("return x + x.sum(),", {}),                    # a call: a NumPy scalar, maybe float64
+    ("y = x * 2\n    y = None\n    return y,", {}),
+    ("return x * z,", {}),                          # z: another argument (broadcasts)
+    ("y = x * 2\n    if y:\n        pass\n    return y,", {}),
+    ("return x ** 2,", {}),                         # only + - * /
+    ("return x + True,", {}),
+    ("return z * 2.0, x * 2.0,", {1: 0}),          # each result names its input (z unknown)
+])
+def test_fresh_results_knows_only_arithmetic_of_one_array_and_python_numbers(body, found):
+    from srcgrad.analysis import fresh
+    source = f"def g(x, z):\n    {body}\n"
+    assert fresh.fresh_results(source, 2, {0}) == found
+    assert fresh.fresh_results(source, 2, set()) == {}
