@@ -22,6 +22,7 @@ from srcgrad.call_values import _LEAF_TYPES, _check_seed, _finish_values
 DECLINED = object()   # the call needs the general path (checks, conversions, recompiling)
 _F64 = numpy.dtype(numpy.float64)
 _F32 = numpy.dtype(numpy.float32)
+_CODES = {}   # the hot call's text -> its code object (its names are bound per call)
 
 
 class FastCall:
@@ -143,8 +144,9 @@ def _hot_function(fast):
     if checks:
         lines += ["    if not (" + "\n            and ".join(checks) + "):",
                   "        return DECLINED"]
-    fresh = analysis_fresh.fresh_results(_gradient_source(fast), n, arrays)
-    if len(fast.positions) == len(fresh) and all(fresh.get(j) == k for j, k in enumerate(fast.positions)):
+    fresh = _fresh(fast, n, arrays)
+    found = fresh.results
+    if len(fast.positions) == len(found) and all(found.get(j) == k for j, k in enumerate(fast.positions)):
         # A new array like each input: the final check below is known to pass for a native
         # float64/float32 input (analysis/fresh.py), so it is not made.
         known = " and ".join(f"({names[k]}.dtype is F64 or {names[k]}.dtype is F32)"
@@ -159,8 +161,14 @@ def _hot_function(fast):
               "        holds = False",
               "    if not holds:",
               "        return DECLINED",
-              "    if grad_outputs is None:",
-              f"        grads = gradient({call})"]
+              "    if grad_outputs is None:"]
+    if fresh.inlined is not None:   # the gradient's own statements: no call (analysis/fresh.py)
+        lines += ["        try:"] + [f"            {line}" for line in fresh.inlined] + [
+                  "            grads = result",
+                  "        except Exception:   # raised again where the gradient says the user's line",
+                  f"            grads = gradient({call})"]
+    else:
+        lines += [f"        grads = gradient({call})"]
     if known is not None:
         lines += [f"        if {known}:   # new arrays like the inputs",
                   f"            return {'grads' if fast.many else 'grads[0]'}"]
@@ -199,10 +207,33 @@ def _hot_function(fast):
                      check_seed=_check_seed, final=_final, finish=_finish_values,
                      WRT=fast.compiled.wrt, OPTIONS=fast.options)
     # (not "<srcgrad ...>": that names generated gradient code, tests/test_source.py)
-    exec(compile(source, "<hot call of a gradient>", "exec"), namespace)
+    code = _CODES.get(source)
+    if code is None:   # a new GradFunction of a gradient seen before: the same text
+        if len(_CODES) >= 256:
+            _CODES.clear()
+        code = _CODES[source] = compile(source, "<hot call of a gradient>", "exec")
+    exec(code, namespace)
     hot = namespace["hot"]
     hot.__source__ = source
     return hot
+
+
+def _fresh(fast, n, arrays):
+    """analysis/fresh.py's findings on the composed gradient, once per gradient and ranks
+    (kept on the function: every GradFunction of it makes its own hot call)."""
+    gradient = fast.gradient
+    known = getattr(gradient, "_srcgrad_fresh", None)
+    if known is None:
+        known = {}
+        try:
+            gradient._srcgrad_fresh = known
+        except AttributeError:
+            pass
+    key = (n, tuple(sorted(arrays)))
+    found = known.get(key)
+    if found is None:
+        found = known[key] = analysis_fresh.fresh_results(_gradient_source(fast), n, arrays)
+    return found
 
 
 def _gradient_source(fast):

@@ -256,5 +256,29 @@ def test_the_final_check_is_left_out_only_where_it_is_known_to_pass():
 def test_fresh_results_knows_only_arithmetic_of_one_array_and_python_numbers(body, found):
     from srcgrad.analysis import fresh
     source = f"def g(x, z):\n    {body}\n"
-    assert fresh.fresh_results(source, 2, {0}) == found
-    assert fresh.fresh_results(source, 2, set()) == {}
+    assert fresh.fresh_results(source, 2, {0}).results == found
+    assert fresh.fresh_results(source, 2, set()).results == {}
+
+
+def test_the_hot_call_runs_arithmetic_gradients_itself_with_float_literals_bit_for_bit():
+    from srcgrad.analysis import fresh
+    source = "def g(x, z):\n    y = x + 2\n    k = 3 * (x.size or 1)\n    return y * k - 4097,\n"
+    found = fresh.fresh_results(source, 2, {0})
+    assert found.results == {0: 0}
+    assert found.inlined == ["i_x = a0", "i_z = a1", "i_y = i_x + 2.0", "i_k = 3 * (i_x.size or 1)",
+                             "result = (i_y * i_k - 4097,)"]   # 4097: not exact in float16
+    assert fresh.fresh_results(source.replace("x + 2", "x + K"), 2, {0}).inlined is None  # a global
+    g = sg.grad(mean_square)
+    _hot(g, np.ones((2, 2)))
+    assert "i_x + 2.0" in g._hot.__source__
+    rng = np.random.default_rng(0)
+    for dtype in (np.float64, np.float32, np.float16, np.longdouble):
+        x = (rng.standard_normal((2, 2)) * 100).astype(dtype)
+        got, want = _hot(g, x), sg.grad(workloads.rebind(mean_square))(x)
+        assert got.dtype == want.dtype == dtype   # (long double's padding bytes may differ)
+        np.testing.assert_array_equal(got, want)
+    x = np.full((2, 2), 1.5e308)
+    with np.errstate(over="raise"):   # raised again by the gradient itself: the user's line
+        with pytest.raises(FloatingPointError) as info:
+            g(x)
+    assert any("raised by the generated code" in note for note in info.value.__notes__)
