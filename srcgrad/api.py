@@ -18,6 +18,7 @@ from srcgrad.codegen.refusals import in_user_code
 from srcgrad.entry import entry_function
 from srcgrad.call_values import (_LEAF_TYPES, _check_differentiable, _finish,
                                   _finish_values, _seed)
+from srcgrad import fast_call as _fast_call
 from srcgrad.fast_call import DECLINED as _DECLINED, FastAuxCall as _FastAuxCall, \
     FastCall as _FastCall
 
@@ -235,14 +236,28 @@ class GradFunction:
         return self._plan_of(compiled).inputs(args, kwargs)
 
     def __call__(self, *args, grad_outputs=None, **kwargs):
+        # (A gradient with a hot call has a class of its own whose __call__ is the hot
+        # call's ``method``, which does what this does: ``_set_hot``.)
         if _GRAD_OFF[0] and not _grad_state.enabled:   # (no thread has them off: skipped)
             check_grad_enabled()
-        try:   # free until something raises (CPython 3.11+)
-            hot = self._hot   # set only where _inner and _refused are None
-            if hot is not None and not kwargs:
+        hot = self._hot   # set only where _inner and _refused are None
+        if hot is not None and not kwargs:
+            try:   # free until something raises (CPython 3.11+)
                 result = hot(args, grad_outputs)
-                if result is not _DECLINED:
-                    return result
+            except Exception as exc:
+                mapped = _raised(exc)
+                if mapped is None:
+                    raise
+                raise mapped from None
+            if result is not _DECLINED:
+                return result
+        return self._general(args, grad_outputs, kwargs)
+
+    def _general(self, args, grad_outputs, kwargs):
+        """A call the hot call does not take (or made before there is one)."""
+        if _GRAD_OFF[0] and not _grad_state.enabled:
+            check_grad_enabled()
+        try:
             if self._inner is not None and (_any_node(args) or _any_node(kwargs.values())
                                             or self._node_defaults()):
                 return self.through_hvp(args, kwargs, grad_outputs)
@@ -252,18 +267,34 @@ class GradFunction:
                 fast = self._fast_any or self._fast.get(rank_keys(args))
                 if fast is not None:
                     if self._inner is None and type(fast) is _FastCall:
-                        self._hot = fast.hot   # the next call like this one runs it
+                        self._set_hot(fast.hot)   # the next call like this one runs it
                     result = fast.run(args, grad_outputs)
                     if result is not _DECLINED:
                         return result
             return self._call(args, grad_outputs, kwargs)
         except Exception as exc:
-            tracebacks.locate(exc)   # the user's line after each generated frame
-            if isinstance(exc, SrcgradError):   # refused by code srcgrad generated: the user's line
-                mapped = in_user_code(exc, "grad of grad: ")
-                if mapped is not exc:
-                    raise mapped from None
-            raise
+            mapped = _raised(exc)
+            if mapped is None:
+                raise
+            raise mapped from None
+
+    def _set_hot(self, hot):
+        """Run ``hot`` from the next call on: as ``self._hot``, and as the ``__call__`` of a
+        class of this gradient's own (a subclass of its class, one per hot call, kept with
+        it), which saves ``__call__``'s own Python call. A class with a ``__call__`` of its
+        own keeps it."""
+        self._hot = hot
+        cls = type(self)
+        base = cls.__bases__[0] if "_srcgrad_hot" in cls.__dict__ else cls
+        if base.__call__ is not GradFunction.__call__:
+            return
+        own = hot.classes.get(base)
+        if own is None:
+            doc = next(vars(k)["__doc__"] for k in base.__mro__ if "__doc__" in vars(k))
+            own = hot.classes[base] = type(base.__name__, (base,), {
+                "__call__": hot.method, "_srcgrad_hot": hot, "__doc__": doc,
+                "__module__": base.__module__, "__qualname__": base.__qualname__})
+        self.__class__ = own
 
     def _call(self, args, grad_outputs, kwargs):
         """Any call: keyword arguments, grad_outputs, hooks, the value returned."""
@@ -306,7 +337,7 @@ class GradFunction:
             if not self.has_aux:   # composed now, with the compile: the second call compiles nothing
                 fast.gradient = fast._gradient()
                 if self._inner is None:
-                    self._hot = fast.hot
+                    self._set_hot(fast.hot)
             if compiled.rank_free:
                 self._fast_any = fast
             else:
@@ -315,6 +346,21 @@ class GradFunction:
                     self._fast = {}
                 self._fast[rank_keys(args)] = fast
         return result
+
+
+def _raised(exc):
+    """What a gradient's call raises for ``exc``: None for ``exc`` itself (its traceback
+    shows the user's line after each generated frame), or a refusal at the user's line."""
+    tracebacks.locate(exc)
+    if isinstance(exc, SrcgradError):   # refused by code srcgrad generated: the user's line
+        mapped = in_user_code(exc, "grad of grad: ")
+        if mapped is not exc:
+            return mapped
+    return None
+
+
+# The hot call's method (fast_call.py) does what __call__ does, with these.
+_fast_call.CALLS.update(GENERAL=GradFunction._general, RAISED=_raised, GRAD_OFF=_GRAD_OFF)
 
 
 def _any_node(values):

@@ -23,6 +23,10 @@ DECLINED = object()   # the call needs the general path (checks, conversions, re
 _F64 = numpy.dtype(numpy.float64)
 _F32 = numpy.dtype(numpy.float32)
 _CODES = {}   # the hot call's text -> its code object (its names are bound per call)
+# What api.py gives the hot call's ``method``: GENERAL(gfn, args, grad_outputs, kwargs), the
+# general path; RAISED(exc), the exception __call__ raises for exc (None: exc itself);
+# GRAD_OFF, whether some thread has gradients off.
+CALLS = {}
 
 
 class FastCall:
@@ -110,17 +114,12 @@ class FastCall:
 
 
 def _hot_function(fast):
-    """``fast.run`` for leaf arguments as one generated function (its source: ``__source__``)."""
+    """``fast.run`` for leaf arguments as one generated function (its source: ``__source__``),
+    with ``method``: the same as a ``GradFunction.__call__`` (api.py gives each gradient that
+    has a hot call a class of its own that calls it: one Python call fewer). Kept on the
+    compiled gradient: another GradFunction of the same function reuses them."""
     n = fast.n_args
     names = [f"a{k}" for k in range(n)]
-    lines = ["def hot(args, grad_outputs):"]
-    if n:
-        lines += ["    try:",
-                  f"        {', '.join(names)}, = args",
-                  "    except ValueError:   # another number of arguments",
-                  "        return DECLINED"]
-    else:
-        lines += ["    if args:", "        return DECLINED"]
     arrays = set()   # positions where only a float array gets past the check
     checks = []
     for k in range(n):
@@ -141,10 +140,72 @@ def _hot_function(fast):
             checks.append(f"rank_key({a}) == KEY[{k}]")
         else:
             checks.append(f"(type({a}) in LEAVES or {a} is None or not is_node({a}))")
+    checked = []   # the checks after unpacking; "DECLINE" where the call is not this one's
     if checks:
-        lines += ["    if not (" + "\n            and ".join(checks) + "):",
-                  "        return DECLINED"]
-    fresh = _fresh(fast, n, arrays)
+        checked += ["    if not (" + "\n            and ".join(checks) + "):",
+                    "        DECLINE"]
+    checked += ["    try:",
+                "        holds = (" + fast.guard.condition.replace("\n", "\n    ") + ")",
+                "    except Exception:   # an emptied cell, an attribute that raises",
+                "        holds = False",
+                "    if not holds:",
+                "        DECLINE"]
+    run = _run_lines(fast, names, arrays)
+    hot_lines = ["def hot(args, grad_outputs):"]
+    if n:
+        hot_lines += ["    try:",
+                      f"        {', '.join(names)}, = args",
+                      "    except ValueError:   # another number of arguments",
+                      "        return DECLINED"]
+    else:
+        hot_lines += ["    if args:", "        return DECLINED"]
+    hot_lines += [line.replace("DECLINE", "return DECLINED") for line in checked] + run
+    general = "return GENERAL(self, args, grad_outputs, kwargs)"
+    call_lines = ["def call(self, *args, grad_outputs=None, **kwargs):",
+                  f"    if kwargs or GRAD_OFF[0] or len(args) != {n}:",
+                  f"        {general}"]
+    if n:
+        call_lines += [f"    {', '.join(names)}, = args"]
+    call_lines += [line.replace("DECLINE", general) for line in checked] + ["    try:"]
+    call_lines += ["    " + line for line in run] + [
+        "    except Exception as exc:   # what GradFunction.__call__ does with it",
+        "        mapped = RAISED(exc)",
+        "        if mapped is None:",
+        "            raise",
+        "        raise mapped from None"]
+    source = "\n".join(hot_lines) + "\n\n\n" + "\n".join(call_lines) + "\n"
+    key = (source, fast.fn, fast.rank_keys, fast.options)
+    known = fast.compiled.hot_calls
+    if known is None:
+        known = fast.compiled.hot_calls = {}
+    found = known.get(key)
+    if found is not None:
+        return found
+    namespace = dict(fast.guard.namespace)
+    namespace.update(fn=fast.fn, DECLINED=DECLINED, ndarray=numpy.ndarray, F64=_F64, F32=_F32,
+                     rank_key=rank_key, KEY=fast.rank_keys, LEAVES=_LEAF_TYPES,
+                     is_node=pytree.is_node, gradient=fast.gradient,
+                     forward=fast.compiled.forward, backward=fast.compiled.backward,
+                     check_seed=_check_seed, final=_final, finish=_finish_values,
+                     WRT=fast.compiled.wrt, OPTIONS=fast.options, **CALLS)
+    # (not "<srcgrad ...>": that names generated gradient code, tests/test_source.py)
+    code = _CODES.get(source)
+    if code is None:   # a gradient of another function with the same text
+        if len(_CODES) >= 256:
+            _CODES.clear()
+        code = _CODES[source] = compile(source, "<hot call of a gradient>", "exec")
+    exec(code, namespace)
+    hot = namespace["hot"]
+    hot.__source__ = source
+    hot.method = namespace["call"]
+    hot.classes = {}   # a GradFunction class -> its subclass whose __call__ is hot.method
+    known[key] = hot
+    return hot
+
+
+def _run_lines(fast, names, arrays):
+    """The hot call's lines once its checks hold: the gradient, then the check that it is final."""
+    fresh = _fresh(fast, len(names), arrays)
     found = fresh.results
     if len(fast.positions) == len(found) and all(found.get(j) == k for j, k in enumerate(fast.positions)):
         # A new array like each input: the final check below is known to pass for a native
@@ -155,13 +216,7 @@ def _hot_function(fast):
         known = None
     call = ", ".join(names)
     likes = ", ".join(names[k] for k in fast.positions) + ("," if len(fast.positions) == 1 else "")
-    lines += ["    try:",
-              "        holds = (" + fast.guard.condition.replace("\n", "\n    ") + ")",
-              "    except Exception:   # an emptied cell, an attribute that raises",
-              "        holds = False",
-              "    if not holds:",
-              "        return DECLINED",
-              "    if grad_outputs is None:"]
+    lines = ["    if grad_outputs is None:"]
     if fresh.inlined is not None:   # the gradient's own statements: no call (analysis/fresh.py)
         lines += ["        try:"] + [f"            {line}" for line in fresh.inlined] + [
                   "            grads = result",
@@ -198,24 +253,7 @@ def _hot_function(fast):
                   f"        return {result}"]
     lines += [f"    grads = finish(grads, WRT, ({likes}), *OPTIONS)",
               f"    return {result}"]
-    source = "\n".join(lines) + "\n"
-    namespace = dict(fast.guard.namespace)
-    namespace.update(fn=fast.fn, DECLINED=DECLINED, ndarray=numpy.ndarray, F64=_F64, F32=_F32,
-                     rank_key=rank_key, KEY=fast.rank_keys, LEAVES=_LEAF_TYPES,
-                     is_node=pytree.is_node, gradient=fast.gradient,
-                     forward=fast.compiled.forward, backward=fast.compiled.backward,
-                     check_seed=_check_seed, final=_final, finish=_finish_values,
-                     WRT=fast.compiled.wrt, OPTIONS=fast.options)
-    # (not "<srcgrad ...>": that names generated gradient code, tests/test_source.py)
-    code = _CODES.get(source)
-    if code is None:   # a new GradFunction of a gradient seen before: the same text
-        if len(_CODES) >= 256:
-            _CODES.clear()
-        code = _CODES[source] = compile(source, "<hot call of a gradient>", "exec")
-    exec(code, namespace)
-    hot = namespace["hot"]
-    hot.__source__ = source
-    return hot
+    return lines
 
 
 def _fresh(fast, n, arrays):

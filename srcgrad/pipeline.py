@@ -70,6 +70,7 @@ class Compiled:
     plan: object = field(default=None, repr=False)
     shown: str = field(default=None, repr=False)
     gradient: object = field(default=None, repr=False)
+    hot_calls: dict = field(default=None, repr=False)   # fast_call.py's hot calls of it
     # The on-disk cache (disk_cache.py): what a compile records for it (the names loaded,
     # the functions, their line origins, the EntityInfos), the entry's key, the composed
     # gradient a loaded entry holds, and how a loaded gradient compiles its trees again.

@@ -282,3 +282,50 @@ def test_the_hot_call_runs_arithmetic_gradients_itself_with_float_literals_bit_f
         with pytest.raises(FloatingPointError) as info:
             g(x)
     assert any("raised by the generated code" in note for note in info.value.__notes__)
+
+
+# api.GradFunction._set_hot: a gradient with a hot call gets a class of its own whose
+# __call__ is the hot call's method (one Python call fewer); everything else is GradFunction's.
+
+W3 = np.array([1.0, -2.0, 0.5])
+
+
+def sums_a_product(x):
+    return np.sum(x[:3] * W3)
+
+
+def test_the_hot_calls_class_is_a_gradfunction_that_calls_its_method():
+    g = sg.grad(mean_square)
+    x = np.ones((2, 2))
+    _hot(g, x)
+    assert type(g) is not sg.api.GradFunction and isinstance(g, sg.api.GradFunction)
+    assert type(g).__call__ is g._hot.method and type(g).__name__ == "GradFunction"
+    assert g.__doc__.startswith("Gradient of") and g.__name__ == "grad_mean_square"
+    h = sg.grad(mean_square)   # another GradFunction of it: the same hot call and class
+    _hot(h, x)
+    assert type(h) is type(g) and h._hot is g._hot
+    v = np.ones(3)
+    for _ in range(3):   # another rank, back and forth: each call gives the first call's result
+        _same(g(v), sg.grad(workloads.rebind(mean_square))(v))
+        _same(g(x), sg.grad(workloads.rebind(mean_square))(x))
+    assert type(g).__call__ is g._hot.method
+    _same(g(x, grad_outputs=2.0), sg.grad(workloads.rebind(mean_square))(x, grad_outputs=2.0))
+    with pytest.raises(TypeError):
+        g(x, bad_keyword=1)
+
+
+def test_an_error_in_the_gradient_reads_the_same_through_the_hot_calls_method():
+    g = sg.grad(sums_a_product)
+    _hot(g, np.ones(4))
+    assert type(g).__call__ is g._hot.method
+    errors = []
+    for gradient in (g, sg.grad(workloads.rebind(sums_a_product))):
+        with pytest.raises(ValueError) as info:
+            gradient(np.ones(2))   # x[:3] has 2 items: broadcasting fails in the user's line
+        errors.append(info.value)
+    assert str(errors[0]) == str(errors[1])
+    line = f"{__file__}:{sums_a_product.__code__.co_firstlineno + 1}"   # (the composed
+    for error in errors:   # gradient's name or the forward sweep's: the same user line)
+        assert len(error.__notes__) == 1 and error.__notes__[0].endswith(f"at your line {line} "
+                                                                         "(the frame after it)")
+    assert errors[0].__cause__ is None and errors[0].__context__ is None
