@@ -126,7 +126,7 @@ def _hot_function(fast):
         a = names[k]
         if k in fast.positions:   # a float array (of the recorded rank) or a float
             rank = None if fast.rank_keys is None else fast.rank_keys[k]
-            array = f"type({a}) is ndarray and ({a}.dtype is F64 or {a}.dtype.kind == 'f')"
+            array = f"type({a}) is ndarray and ((d{k} := {a}.dtype) is F64 or d{k}.kind == 'f')"
             if rank is None:
                 checks.append(f"({array} or type({a}) is float)")
             elif type(rank) is int:
@@ -161,11 +161,16 @@ def _hot_function(fast):
         hot_lines += ["    if args:", "        return DECLINED"]
     hot_lines += [line.replace("DECLINE", "return DECLINED") for line in checked] + run
     general = "return GENERAL(self, args, grad_outputs, kwargs)"
-    call_lines = ["def call(self, *args, grad_outputs=None, **kwargs):",
-                  f"    if kwargs or GRAD_OFF[0] or len(args) != {n}:",
-                  f"        {general}"]
-    if n:
-        call_lines += [f"    {', '.join(names)}, = args"]
+    call_lines = ["def call(self, *args, grad_outputs=None, **kwargs):"]
+    if n:   # (GENERAL is not called in the except clause: what it raises has no context)
+        call_lines += ["    try:",
+                       f"        {', '.join(names)}, = args",
+                       "    except ValueError:   # another number of arguments",
+                       "        a0 = DECLINED",
+                       "    if a0 is DECLINED or kwargs or GRAD_OFF[0]:",
+                       f"        {general}"]
+    else:
+        call_lines += ["    if args or kwargs or GRAD_OFF[0]:", f"        {general}"]
     call_lines += [line.replace("DECLINE", general) for line in checked] + ["    try:"]
     call_lines += ["    " + line for line in run] + [
         "    except Exception as exc:   # what GradFunction.__call__ does with it",
@@ -210,18 +215,23 @@ def _run_lines(fast, names, arrays):
     if len(fast.positions) == len(found) and all(found.get(j) == k for j, k in enumerate(fast.positions)):
         # A new array like each input: the final check below is known to pass for a native
         # float64/float32 input (analysis/fresh.py), so it is not made.
-        known = " and ".join(f"({names[k]}.dtype is F64 or {names[k]}.dtype is F32)"
-                             for k in fast.positions)
+        known = " and ".join(f"(d{k} is F64 or d{k} is F32)" for k in fast.positions)
     else:
         known = None
     call = ", ".join(names)
     likes = ", ".join(names[k] for k in fast.positions) + ("," if len(fast.positions) == 1 else "")
     lines = ["    if grad_outputs is None:"]
     if fresh.inlined is not None:   # the gradient's own statements: no call (analysis/fresh.py)
+        returned = ", ".join(fresh.returned) + ("," if len(fresh.returned) == 1 else "")
         lines += ["        try:"] + [f"            {line}" for line in fresh.inlined] + [
-                  "            grads = result",
                   "        except Exception:   # raised again where the gradient says the user's line",
-                  f"            grads = gradient({call})"]
+                  f"            grads = gradient({call})",
+                  "        else:"]
+        if known is not None:
+            first = f"({returned})" if fast.many else fresh.returned[0]
+            lines += [f"            if {known}:   # new arrays like the inputs",
+                      f"                return {first}"]
+        lines += [f"            grads = ({returned})"]
     else:
         lines += [f"        grads = gradient({call})"]
     if known is not None:

@@ -47,12 +47,14 @@ def _weak_scalars():
 
 class Fresh:
     """``results``: {index in the returned tuple: position of the argument it is a new
-    array like}; ``inlined``: lines computing the returned tuple into ``result`` from
-    the arguments ``a0, a1, ...`` (None where the gradient reads anything else)."""
+    array like}; ``inlined``: the gradient's statements as lines reading the arguments as
+    ``a0, a1, ...``, and ``returned``, the expressions it returns in those names (None
+    where the gradient reads anything else)."""
 
-    def __init__(self, results=None, inlined=None):
+    def __init__(self, results=None, inlined=None, returned=None):
         self.results = results or {}
         self.inlined = inlined
+        self.returned = returned
 
 
 def fresh_results(source, n_args, arrays):
@@ -98,9 +100,9 @@ def fresh_results(source, n_args, arrays):
                 value = _value(e, env)
                 if isinstance(value, tuple) and value[0] == "new":
                     results[j] = value[1]
-            inlined = _inlined(kept, s.value, params, arrays) if reads_only_locals and results \
-                else None
-            return Fresh(results, inlined)
+            if not (reads_only_locals and results):
+                return Fresh(results)
+            return Fresh(results, *_inlined(kept, s.value.elts, params, arrays))
         return Fresh()
     return Fresh()
 
@@ -131,28 +133,36 @@ def _value(e, env):
 
 
 def _inlined(statements, returned, params, arrays):
-    """The lines of ``statements`` then ``result = <returned>``, with every name ``n``
-    written ``i_n`` (apart from the hot call's own names), the parameters bound from
-    ``a0, a1, ...``, and small integer literals that meet an array written as floats."""
+    """The lines of ``statements`` and the ``returned`` expressions, with a parameter
+    written ``a0, a1, ...`` (bound from them where the gradient rebinds it), every other
+    name ``n`` written ``i_n`` (apart from the hot call's own names), and small integer
+    literals that meet an array written as floats."""
     env = {p.arg: ("input", k) for k, p in enumerate(params) if k in arrays}
-    lines = [f"i_{p.arg} = a{k}" for k, p in enumerate(params)]
-    result = ast.Assign(targets=[ast.Name(id="result", ctx=ast.Store())], value=returned,
-                        lineno=0, type_comment=None)
-    for k, s in enumerate(statements + [result]):   # (the tree is this call's own)
+    stored = {s.targets[0].id for s in statements}
+    names = {p.arg: f"a{k}" for k, p in enumerate(params) if p.arg not in stored}
+    lines = [f"i_{p.arg} = a{k}" for k, p in enumerate(params) if p.arg in stored]
+    for s in statements:   # (the tree is this call's own)
         s.value = _FloatLiterals(env).visit(s.value)
-        if k < len(statements):
-            name = s.targets[0].id
-            value = _value(s.value, env)
-            if value is None:
-                env.pop(name, None)
-            else:
-                env[name] = value
-            s.targets[0].id = "i_" + name
-        for n in ast.walk(s.value):
-            if isinstance(n, ast.Name):
-                n.id = "i_" + n.id
+        name = s.targets[0].id
+        value = _value(s.value, env)
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
+        _rename(s, names)
         lines.append(ast.unparse(s))
-    return lines
+    exprs = []
+    for e in returned:
+        e = _FloatLiterals(env).visit(e)
+        _rename(e, names)
+        exprs.append(ast.unparse(e))
+    return lines, exprs
+
+
+def _rename(node, names):
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name):
+            n.id = names.get(n.id) or "i_" + n.id
 
 
 class _FloatLiterals(ast.NodeTransformer):
