@@ -21,27 +21,16 @@ from srcgrad.jit import JitFallbackWarning, hot, vmath  # noqa: E402
 from srcgrad.jit import runtime as jrt  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+import workloads  # noqa: E402
+
+_prod_positive, _double_until = workloads.w2_prod_positive, workloads.w3_double_until   # W2, W3
 
 
 def _quiet(call, *args, **kwargs):
     with warnings.catch_warnings():
         warnings.simplefilter("error", JitFallbackWarning)
         return call(*args, **kwargs)
-
-
-def _prod_positive(x):
-    result = 1
-    for ii in x:
-        if ii > 0:
-            result = ii * result
-    return result
-
-
-def _double_until(x):
-    y = x * 2
-    while np.linalg.norm(y) < 1000:
-        y = y * 2
-    return y
 
 
 def _wave(x):
