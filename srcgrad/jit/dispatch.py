@@ -27,11 +27,12 @@ from numpy import ndarray
 
 from srcgrad.analysis.ranks import rank_keys
 from srcgrad.call_values import _LEAF_TYPES, _finish_values
-from srcgrad.jit import translate
+from srcgrad.jit import hot as _hot_call, translate
 from srcgrad.jit.errors import ZeroAdjoint
 
 _SCALARS = (float, int, bool)
 _NUMPY = object()   # in JitGradFunction._fast: arguments like these run the NumPy gradient
+_DECLINED = _hot_call.DECLINED   # what a hot.py function returns for a call it does not take
 
 
 class JitFallbackWarning(UserWarning):
@@ -49,8 +50,10 @@ class JitGradFunction:
         self._declines = bool(gfn.hook_names or gfn.has_aux)   # always the NumPy gradient
         self._entries = {}   # (id(compiled), variant) -> _Entry
         self._fast = {}      # (variant, rank_keys(args)) -> _Entry
-        self._hot = {}          # rank_keys(args) -> grad's common call, compiled (see __call__)
+        self._hot = {}          # rank_keys(args) -> grad's common call (hot.py), see __call__
         self._hot_seeded = {}   # the same with grad_outputs (one gradient, no value)
+        self._last_grad = None     # the function of _hot the last such call ran
+        self._last_seeded = None   # the same of _hot_seeded
         self._fn = gfn.fn
 
     @property
@@ -68,37 +71,24 @@ class JitGradFunction:
     def __call__(self, *args, grad_outputs=None, **kwargs):
         if not kwargs:
             # The common calls (grad's, and grad's with a seed: one gradient, no value),
-            # compiled for these ranks already: one dict lookup, the guard, Numba's
-            # dispatch (which raises TypeError for types it has not compiled: compiling
-            # is off outside _Entry.call) and the check that the result is final.
-            # ``hot``: (the Numba dispatcher, the guard's holds, the wrt position, _Entry).
-            if grad_outputs is None:
-                hot = self._hot.get(rank_keys(args))
-                if hot is not None and hot[1](self._fn):
-                    try:
-                        g = hot[0](*args)[0]
-                    except Exception:
-                        return hot[3].call(self, args, None)
-                    like = args[hot[2]]
-                    if type(g) is ndarray:
-                        if type(like) is ndarray and g.shape == like.shape and \
-                                g.dtype is like.dtype and g.flags.writeable:
-                            return g
-                    elif type(g) is float and type(like) is float:
-                        return g
-                    return hot[3]._finish(self, args, None, None, (g,))
-            else:
-                hot = self._hot_seeded.get(rank_keys(args))
-                kind = type(grad_outputs)
-                if hot is not None and (kind is ndarray or kind is float) and hot[1](self._fn):
-                    try:
-                        out, grads = hot[0](*args, grad_outputs)
-                    except Exception:
-                        return hot[3].call(self, args, grad_outputs)
-                    if type(out) is kind and (kind is float or out.shape == grad_outputs.shape) \
-                            and _final(grads[0], args[hot[2]]):
-                        return grads[0]
-                    return hot[3]._finish(self, args, grad_outputs, grad_outputs, (out, grads))
+            # compiled for these ranks already: hot.py's function for the ranks of the
+            # last such call, else the one recorded for these ranks.
+            call = self._last_grad if grad_outputs is None else self._last_seeded
+            if call is not None:
+                result = call(args, grad_outputs)
+                if result is not _DECLINED:
+                    return result
+            table = self._hot if grad_outputs is None else self._hot_seeded
+            if table:
+                call = table.get(rank_keys(args))
+                if call is not None:
+                    result = call(args, grad_outputs)
+                    if result is not _DECLINED:
+                        if grad_outputs is None:
+                            self._last_grad = call
+                        else:
+                            self._last_seeded = call
+                        return result
         gfn = self.gradient
         if kwargs or self._declines:
             self._decline("keyword arguments" if kwargs else "hooks" if gfn.hook_names
@@ -199,9 +189,12 @@ class _Entry:
                 seed = numpy.asarray(seed)
             if not (type(seed) in _SCALARS or type(seed) is numpy.ndarray):
                 return owner._numpy(args, grad_outputs)
-            call_args = args + (seed,)
-        else:
-            call_args = args
+        buf = None
+        if self.variant != "value":   # translate.py's _sg_buf (and _sg_keep)
+            position = owner.gradient._plan_of(self.compiled).wrt_positions[0]
+            buf = _hot_call.buffer(None if position is None else args[position])
+        call_args = args + ((seed, buf, True) if self.variant == "seeded" else
+                            (buf,) if self.variant == "grad" else ())
         if self.failed and _signature(call_args) in self.failed:
             return owner._numpy(args, grad_outputs)
         refused = _unsupported(call_args)
@@ -238,23 +231,46 @@ class _Entry:
                 self.holds is not None:
             plan = owner.gradient._plan_of(self.compiled)
             if len(plan.wrt_positions) == 1 and not plan.many and plan.wrt_positions[0] is not None:
-                hot = owner._hot if self.variant == "grad" else owner._hot_seeded
-                hot[rank_keys(args)] = (dispatcher, self.holds, plan.wrt_positions[0], self)
-        return self._finish(owner, args, grad_outputs, seed, result)
+                self._record_hot(owner, args, plan.wrt_positions[0])
+        return self._finish(owner, args, grad_outputs, seed, result, buf)
 
     def _unhot(self, owner):
         """Calls of these types fail: the common calls no longer take this entry."""
         for name in ("_hot", "_hot_seeded"):
-            setattr(owner, name, {k: h for k, h in getattr(owner, name).items() if h[3] is not self})
+            setattr(owner, name, {k: h for k, h in getattr(owner, name).items()
+                                  if h.entry is not self})
+        for name in ("_last_grad", "_last_seeded"):
+            if getattr(getattr(owner, name), "entry", None) is self:
+                setattr(owner, name, None)
 
-    def _finish(self, owner, args, grad_outputs, seed, result):
+    def _record_hot(self, owner, args, position):
+        """hot.py's function for calls of these ranks, the one the next call tries first."""
+        seeded = self.variant == "seeded"
+        keys = rank_keys(args)
+
+        def finish(args, grad_outputs, result):
+            return self._finish(owner, args, grad_outputs, None, result, None)
+        hot = _hot_call.hot_function(self.compiled.guard, owner._fn, keys, position,
+                                     self.dispatcher, seeded, finish)
+        hot.entry = self
+        (owner._hot_seeded if seeded else owner._hot)[keys] = hot
+        if seeded:
+            owner._last_seeded = hot
+        else:
+            owner._last_grad = hot
+
+    def _finish(self, owner, args, grad_outputs, seed, result, buf):
         gfn = owner.gradient
         if self.variant == "grad":
             grads, out = result, None
+        elif self.variant == "seeded":
+            out, _, grads = result
+            if numpy.shape(out) != numpy.shape(seed):
+                return owner._numpy(args, grad_outputs)   # raises the NumPy path's error
         else:
             out, grads = result
-            if seed is not None and numpy.shape(out) != numpy.shape(seed):
-                return owner._numpy(args, grad_outputs)   # raises the NumPy path's error
+        if self.variant != "value" and grads[0] is None:   # written into buf
+            grads = (buf,) + tuple(grads[1:])
         plan = gfn._plan_of(self.compiled)
         likes = [None if k is None else args[k] for k in plan.wrt_positions]
         if not all(map(_final, grads, likes)):

@@ -33,6 +33,13 @@ from srcgrad.ast_util import reads as _all_reads, rewrite_blocks
 from srcgrad.templates import clone
 
 _ARITHMETIC = (gast.Add, gast.Sub, gast.Mult, gast.Div, gast.Pow)
+# NumPy ufuncs a loop calls as ``_jrt.vm_<name>`` (vmath.py: glibc's vector forms where
+# they can be used), with their C names
+VECTOR_UFUNCS = {"sin": "sin", "cos": "cos", "tan": "tan", "exp": "exp", "exp2": "exp2",
+                 "expm1": "expm1", "log": "log", "log2": "log2", "log10": "log10",
+                 "log1p": "log1p", "sinh": "sinh", "cosh": "cosh", "tanh": "tanh",
+                 "arcsin": "asin", "arccos": "acos", "arctan": "atan", "arcsinh": "asinh",
+                 "arccosh": "acosh", "arctanh": "atanh", "cbrt": "cbrt"}
 _MIN_ARRAY_STATEMENTS = 2
 
 
@@ -209,7 +216,7 @@ def _loop(name, params, inputs, statements, outputs):
     tree = gast.parse("\n".join(lines)).body[0]
     loop = tree.body[-2]
     at = len(inputs)
-    loop.body[at:at + 1] = [_scalar_statement(clone(s)) for s in statements]
+    loop.body[at:at + 1] = [_vector_calls(_scalar_statement(clone(s))) for s in statements]
     return tree
 
 
@@ -228,6 +235,17 @@ def _scalar_statement(s):
             self.generic_visit(node)
             return node.args[0] if _identity_target(node) is not None else node
     return Strip().visit(s)
+
+
+def _vector_calls(s):
+    """``np.sin(v)`` in ``s`` (a loop's statement on numbers) as ``_jrt.vm_sin(v)``."""
+    for node in gast.walk(s):
+        f = node.func if isinstance(node, gast.Call) else None
+        if isinstance(f, gast.Attribute) and isinstance(f.value, gast.Name) and \
+                f.value.id == "np" and f.attr in VECTOR_UFUNCS and len(node.args) == 1 \
+                and not node.keywords:
+            node.func = gast.Attribute(value=_name("_jrt"), attr="vm_" + f.attr, ctx=gast.Load())
+    return s
 
 
 def _identity_target(call):

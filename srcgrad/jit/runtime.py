@@ -12,9 +12,11 @@ Importing this module needs numba.
 import numpy as np
 from numba import njit, types
 from numba.core.errors import TypingError
-from numba.extending import overload
+from numba.core import cgutils
+from numba.extending import intrinsic, overload
 
 from srcgrad.jit.errors import ZeroAdjoint
+from srcgrad.jit.vmath import FUNCTIONS as _VECTOR_MATH
 
 JIT_OPTIONS = dict(error_model="numpy", boundscheck=True, nogil=True)
 
@@ -400,7 +402,10 @@ def elementwise_run(name, params, n_inputs, targets, deps, loop, original):
     The loop checks at run time that the arrays have one shape, and that each target
     (``params[k]`` for k in ``targets``: an array or a shape an unbroadcast sums to) has it too, else
     it runs ``original``: a result never changes."""
-    loop, original = njit(**JIT_OPTIONS)(loop), njit(**JIT_OPTIONS)(original)
+    # the loop indexes only in range (each array has the first's shape, checked first):
+    # without bounds checks LLVM vectorises it (vmath.py)
+    loop = njit(**dict(JIT_OPTIONS, boundscheck=False))(loop)
+    original = njit(**JIT_OPTIONS)(original)
     args = ", ".join(params)
     stub = _made(f"def {name}({args}):\n    pass\n", name)
 
@@ -466,3 +471,77 @@ def _item(value, i):
     if _is_number(value):
         return lambda value, i: value
     _refuse("item", value)
+
+
+def into(buf, value):
+    """The gradient ``value``, or None where it was written into ``buf`` (a float64
+    array of its shape the caller allocated: returned in its place)."""
+
+
+@overload(into)
+def _into(buf, value):
+    if isinstance(buf, types.Array) and isinstance(value, types.Array) and buf.layout == "C" \
+            and value.dtype == types.float64 and buf.dtype == types.float64 and value.ndim == buf.ndim:
+        if value.layout == "C":
+            def impl(buf, value):
+                if value.shape != buf.shape:
+                    return value
+                _copy_data(buf, value)
+                return None
+            return impl
+    return lambda buf, value: value
+
+
+@intrinsic
+def _copy_data(typingctx, to, of):
+    """memcpy of C-contiguous ``of`` into ``to`` (of its shape and dtype): ``to[...] = of``
+    took Numba 3 s to compile, a loop over ``reshape``s 0.3 s."""
+    def codegen(context, builder, signature, args):
+        dst = context.make_array(signature.args[0])(context, builder, args[0])
+        src = context.make_array(signature.args[1])(context, builder, args[1])
+        cgutils.raw_memcpy(builder, dst.data, src.data, src.nitems, src.itemsize)
+        return context.get_dummy_value()
+    return types.void(to, of), codegen
+    return lambda buf, value: value
+
+
+def out_if(keep, out):
+    """``out`` where ``keep``, else None (not boxed)."""
+
+
+@overload(out_if)
+def _out_if(keep, out):
+    return lambda keep, out: out if keep else None
+
+
+def same_shape(out, seed):
+    """Whether ``np.shape(out) == np.shape(seed)`` (the seeded call's check)."""
+
+
+@overload(same_shape)
+def _same_shape(out, seed):
+    if isinstance(out, types.Array) and isinstance(seed, types.Array) and out.ndim == seed.ndim:
+        return lambda out, seed: out.shape == seed.shape
+    if _ndim_of(out) == 0 and _ndim_of(seed) == 0:
+        return lambda out, seed: True
+    return lambda out, seed: False
+
+
+def norm(x):
+    """``np.linalg.norm(x)``: NumPy's ``sqrt(dot(x, x))`` for a float64 array (Numba's
+    own calls BLAS ``nrm2``, rounding otherwise and five times slower on W3's vectors)."""
+
+
+@overload(norm)
+def _norm(x):
+    if isinstance(x, types.Array) and x.dtype == types.float64:
+        if x.ndim == 1 and x.layout == "C":
+            return lambda x: np.sqrt(np.dot(x, x))
+        def impl(x):
+            flat = np.ascontiguousarray(x).reshape(x.size)
+            return np.sqrt(np.dot(flat, flat))
+        return impl
+    return lambda x: np.linalg.norm(x)
+
+
+globals().update({f"vm_{name}": f for name, f in _VECTOR_MATH.items()})   # _jrt.vm_sin, ...

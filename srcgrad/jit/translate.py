@@ -45,11 +45,16 @@ BUILTINS = {"range", "len", "abs", "min", "max", "float", "int", "bool", "round"
             "sum", "divmod", "pow", "enumerate", "zip", "slice"}
 SEED = "_sg_seed"
 OUT = "_sg_out"
+BUF = "_sg_buf"     # "grad", "seeded": a float64 array the first gradient is written into
+KEEP = "_sg_keep"   # "seeded": whether the output is returned (else None: not boxed)
 
 # What a variant composes: "grad" the gradient-only forward and the known seed (grad's
 # common call), "value" the whole forward and the default seed (value_and_grad), "seeded"
-# the whole forward and a seed passed in (grad_outputs=, vjp). The last two return
-# ``(out, gradients)``.
+# the whole forward and a seed passed in (grad_outputs=, vjp). "value" returns
+# ``(out, gradients)``, "seeded" ``(out or None, out's shape is the seed's, gradients)``.
+# "grad" and "seeded" write their first gradient into ``_sg_buf`` where it is a float64
+# array of that shape and return None in its place (hot.py: Numba boxes an array it
+# made through a Python call, a tenth of W2's hand-written time; an argument it does not).
 VARIANTS = ("grad", "value", "seeded")
 
 
@@ -107,9 +112,10 @@ def translate(compiled, variant):
     body = _compose(forward, backward, seed, variant)
     name = "jit_" + re.sub(r"\W", "_", backward.name[:-len("_backward")])
     args = forward.args
-    if variant == "seeded":
+    if variant != "value":
         args = clone(args)
-        args.args = args.args + [_name(SEED, gast.Param())]
+        extra = [SEED, BUF, KEEP] if variant == "seeded" else [BUF]
+        args.args = args.args + [_name(n, gast.Param()) for n in extra]
     rewrite = _Rewrite(_first_origin(compiled.trees[0]))
     body = rewrite.block(body)
     tape_lists = [_assign(key, gast.List(elts=[], ctx=gast.Load())) for key in sorted(rewrite.tapes)]
@@ -194,8 +200,15 @@ def _compose(forward, backward, seed_value, variant):
     if variant == "grad" and isinstance(seed_value, gast.Constant):
         back = pipeline._known_seed(back, seed)
     grads = gast.Tuple(elts=back[-1].value.elts, ctx=gast.Load())
-    back[-1] = gast.Return(value=grads if variant == "grad" else
-                           gast.Tuple(elts=[_name(OUT), grads], ctx=gast.Load()))
+    if variant != "value":
+        grads.elts[0] = _call("_jrt", "into", [_name(BUF), grads.elts[0]])
+    if variant == "seeded":
+        grads = gast.Tuple(elts=[_call("_jrt", "out_if", [_name(KEEP), _name(OUT)]),
+                                 _call("_jrt", "same_shape", [_name(OUT), _name(SEED)]), grads],
+                           ctx=gast.Load())
+    elif variant == "value":
+        grads = gast.Tuple(elts=[_name(OUT), grads], ctx=gast.Load())
+    back[-1] = gast.Return(value=grads)
     return body + back
 
 
@@ -319,6 +332,11 @@ class _Expressions(gast.NodeTransformer):
         self.generic_visit(node)
         if isinstance(node.func, gast.Name) and node.func.id == "reversed" and len(node.args) == 1:
             return _call("_jrt", "rev_range", node.args)
+        f = node.func
+        if isinstance(f, gast.Attribute) and f.attr == "norm" and isinstance(f.value, gast.Attribute) \
+                and f.value.attr == "linalg" and isinstance(f.value.value, gast.Name) and \
+                f.value.value.id == "np" and len(node.args) == 1 and not node.keywords:
+            return _call("_jrt", "norm", node.args)   # NumPy's formula (Numba's differs)
         return node
 
 
