@@ -73,6 +73,7 @@ def _sweeps_field(name):
                     made = compiled.sweeps()
                     for field_name in _SWEEP_FIELDS:
                         compiled.__dict__[field_name] = getattr(made, field_name)
+                    compiled.sweeps = None   # what it held (the compile's context) may go
             value = compiled.__dict__[name]
         return value
 

@@ -235,7 +235,7 @@ def _float_tree(value):
 
 def _final(g, like):
     """``g`` is already what ``_finish_values`` makes of it for input ``like``."""
-    if type(g) is numpy.ndarray:
-        return g.dtype is like.dtype and g.shape == like.shape and g.flags.writeable \
-            and type(like) is numpy.ndarray
+    if type(g) is numpy.ndarray:   # (an array's gradient for a float: not final)
+        return type(like) is numpy.ndarray and g.dtype is like.dtype and g.shape == like.shape \
+            and g.flags.writeable
     return type(g) is type(like) is float
