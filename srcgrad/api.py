@@ -520,7 +520,7 @@ def source(fn, wrt=0, fuse=False, args=None, has_aux=False, composed=False, mode
     a header comment that says which code it is.
 
     Without ``args``: the generic code, for arguments of any rank. With ``args``
-    (example arguments, a tuple): the code the cache holds for arguments like those,
+    (example arguments, a tuple): the code the cache holds for arguments like those
     (the sweeps, which ``value_and_grad``, ``vjp`` and ``grad_outputs=`` run; ``composed=True``:
     the one function ``grad(fn, wrt)(*args)`` composes from them and runs).
     ``has_aux``: as for ``grad``. ``mode="jvp"``: the tangent program of forward mode

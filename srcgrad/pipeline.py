@@ -282,9 +282,12 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None, has_aux
         (``Compiled.forward``, ``source``, ...). ``grad``'s common call runs the composed
         function only (api.py), which its first call makes with the compile: its
         first compile prints and loads one function, not the sweeps as well."""
-        source = emit.to_source(kernels + [forward] + extra + [backward])
-        names_loaded = [k.name for k in kernels] + [forward.name] + [f.name for f in extra] + [backward.name]
-        origins = functools.partial(emit.line_origins, kernels + [forward] + extra + [backward], source)
+        # Copies printed: to_source splits long releases in what it prints, and the trees
+        # are shared by now (compose_gradient clones them, maybe in another thread).
+        printed = [clone(t) for t in kernels + [forward] + extra + [backward]]
+        source = emit.to_source(printed)
+        names_loaded = [f.name for f in printed]
+        origins = functools.partial(emit.line_origins, printed, source)
         functions, _, _ = loader.load(source, names_loaded, info.globals, info.closure, bindings,
                                       hint=fn.__qualname__, origins=origins)
         fwd, bwd = functions[len(kernels)], functions[-1]
