@@ -309,6 +309,12 @@ class GradFunction:
                 for name, like in zip(compiled.wrt, likes):   # raises for the first that is not
                     _check_differentiable(name, like)
                 break
+        if grad_outputs is None and not kwargs and not self.has_aux:
+            fast = self._record_fast(compiled, plan, args)
+            if fast is not None:   # the composed function, which later calls run, runs now
+                result = fast.run(args)
+                if result is not _DECLINED:
+                    return result
         for_grad = compiled.forward_for_grad
         if for_grad is not None and grad_outputs is None and not self.preserve_result:
             # A scalar output whose value nobody sees: its seed is 1 and it need not be computed.
@@ -332,20 +338,29 @@ class GradFunction:
             result = ((out, aux), result) if self.preserve_result else (result, aux)
         elif self.preserve_result:
             return out, result
-        if not kwargs and len(args) == plan.n_positional and _FastCall.applies(self, compiled, plan):
-            fast = (_FastAuxCall if self.has_aux else _FastCall)(self, compiled, plan, rank_keys(args))
-            if not self.has_aux:   # composed now, with the compile: the second call compiles nothing
-                fast.gradient = fast._gradient()
-                if self._inner is None:
-                    self._set_hot(fast.hot)
-            if compiled.rank_free:
-                self._fast_any = fast
-            else:
-                self._fast_any = None   # it was compiled from what no longer holds, if any
-                if "_fast" not in self.__dict__:
-                    self._fast = {}
-                self._fast[rank_keys(args)] = fast
+        if not kwargs:
+            self._record_fast(compiled, plan, args)
         return result
+
+    def _record_fast(self, compiled, plan, args):
+        """The FastCall later calls like this one (positional, no ``grad_outputs``) run,
+        recorded and, without has_aux, its composed function made now, with the compile:
+        the second call compiles nothing. None where it does not apply."""
+        if len(args) != plan.n_positional or not _FastCall.applies(self, compiled, plan):
+            return None
+        fast = (_FastAuxCall if self.has_aux else _FastCall)(self, compiled, plan, rank_keys(args))
+        if not self.has_aux:
+            fast.gradient = fast._gradient()
+            if self._inner is None:
+                self._set_hot(fast.hot)
+        if compiled.rank_free:
+            self._fast_any = fast
+        else:
+            self._fast_any = None   # it was compiled from what no longer holds, if any
+            if "_fast" not in self.__dict__:
+                self._fast = {}
+            self._fast[rank_keys(args)] = fast
+        return fast
 
 
 def _raised(exc):
@@ -551,9 +566,9 @@ def source(fn, wrt=0, fuse=False, args=None, has_aux=False, composed=False, mode
     a header comment that says which code it is.
 
     Without ``args``: the generic code, for arguments of any rank. With ``args``
-    (example arguments, a tuple): the code the cache holds for arguments like those,
-    which is what ``grad(fn, wrt)(*args)`` runs (the sweeps; ``composed=True``: the
-    one function ``grad`` composes from them and runs from its second call on).
+    (example arguments, a tuple): the code the cache holds for arguments like those
+    (the sweeps, which ``value_and_grad``, ``vjp`` and ``grad_outputs=`` run; ``composed=True``:
+    the one function ``grad(fn, wrt)(*args)`` composes from them and runs).
     ``has_aux``: as for ``grad``. ``mode="jvp"``: the tangent program of forward mode
     (``sg.jvp``) for tangents of the parameters ``wrt`` names.
     """

@@ -64,8 +64,8 @@ def _parser():
     show_parser.add_argument("--dtype", default="float64",
                              help="dtype of the arrays made for --args-shapes (default float64)")
     show_parser.add_argument("--composed", action="store_true",
-                             help="with --args-shapes: the one function grad runs from its "
-                                  "second call on, instead of the two sweeps")
+                             help="with --args-shapes: the one function grad runs, "
+                                  "instead of the two sweeps")
     show_parser.add_argument("--fuse", action="store_true", help="the fused code (fuse=True)")
     show_parser.add_argument("--mode", choices=("vjp", "jvp"), default="vjp",
                              help="vjp: reverse mode (the default); jvp: the tangent program of "

@@ -2,8 +2,9 @@
 
 ``GradFunction._call`` (api.py) decides everything a call needs: which compiled gradient
 serves these arguments, how to seed it, how to finish what it returns. Its first call
-with positional float arguments records a ``FastCall``: the compiled gradient, the
-composed function that runs both sweeps, the positions differentiated. Later calls run
+with positional float arguments records a ``FastCall`` (the compiled gradient, the
+composed function that runs both sweeps, the positions differentiated) and runs it
+(``FastCall.run``: the sweeps are not loaded for it). Later calls run
 ``FastCall.hot``, one function generated for that gradient, which makes the same checks
 as ``FastCall.run`` in a line each: the argument count, the kinds and ranks of the
 arguments, the guard's condition (srcgrad/guard.py) written into it, then the gradient
@@ -190,7 +191,7 @@ def _hot_function(fast):
     namespace.update(fn=fast.fn, DECLINED=DECLINED, ndarray=numpy.ndarray, F64=_F64, F32=_F32,
                      rank_key=rank_key, KEY=fast.rank_keys, LEAVES=_LEAF_TYPES,
                      is_node=pytree.is_node, gradient=fast.gradient,
-                     forward=fast.compiled.forward, backward=fast.compiled.backward,
+                     compiled=fast.compiled,   # its sweeps loaded when grad_outputs asks
                      check_seed=_check_seed, final=_final, finish=_finish_values,
                      WRT=fast.compiled.wrt, OPTIONS=fast.options, **CALLS)
     # (not "<srcgrad ...>": that names generated gradient code, tests/test_source.py)
@@ -238,14 +239,14 @@ def _run_lines(fast, names, arrays):
         lines += [f"        if {known}:   # new arrays like the inputs",
                   f"            return {'grads' if fast.many else 'grads[0]'}"]
     lines += ["    else:",
-              f"        out, saved = forward({call})",
+              f"        out, saved = compiled.forward({call})",
               "        if type(out) is ndarray and type(grad_outputs) is ndarray and out.dtype.kind != 'c' \\",
               "                and out.shape == grad_outputs.shape:",
               "            seed = grad_outputs   # what _check_seed returns for it",
               "        else:",
               "            seed = check_seed(out, grad_outputs)",
               "        out = None   # not kept alive by the backward sweep",
-              "        grads = backward(seed, saved)"]
+              "        grads = compiled.backward(seed, saved)"]
     result = "grads" if fast.many else "grads[0]"
     if fast.only is not None:   # run's check of the one gradient, by the input's type
         like, done = names[fast.only], "grads" if fast.many else "g"
@@ -339,7 +340,7 @@ def _float_tree(value):
 
 def _final(g, like):
     """``g`` is already what ``_finish_values`` makes of it for input ``like``."""
-    if type(g) is numpy.ndarray:
-        return g.dtype is like.dtype and g.shape == like.shape and g.flags.writeable \
-            and type(like) is numpy.ndarray
+    if type(g) is numpy.ndarray:   # (an array's gradient for a float: not final)
+        return type(like) is numpy.ndarray and g.dtype is like.dtype and g.shape == like.shape \
+            and g.flags.writeable
     return type(g) is type(like) is float

@@ -3,7 +3,6 @@
 import functools
 import gc
 import inspect
-from dataclasses import dataclass, field
 
 import gast
 
@@ -11,6 +10,7 @@ from srcgrad import anno, disk_cache, grad_mode, pytree, runtime
 from srcgrad.anno import Static
 from srcgrad.analysis import activity, aliasing, kinds, ranks
 from srcgrad.codegen import emit, loader
+from srcgrad.compiled import LATER as _LATER, Compiled, Sweeps as _Sweeps
 from srcgrad.context import CompileContext, CompileOptions  # noqa: F401 (CompileOptions: tests)
 from srcgrad.custom_function import is_once_differentiable
 from srcgrad.errors import SrcgradError, UnsupportedError
@@ -39,46 +39,6 @@ def default_options(fuse=False):
 
 # Names the generated code uses for itself; a user's variable of that name is renamed.
 RESERVED = ("rt", "xp", "tape", "push", "pop", "saved", "hooks", "_")
-
-
-@dataclass
-class Compiled:
-    """A compiled gradient: the generated functions, their source, and facts about them."""
-
-    forward: object
-    backward: object
-    source: str
-    wrt: tuple
-    activity: object = field(repr=False)
-    user_locals: frozenset = frozenset()
-    guard: object = field(default=None, repr=False)   # guard.Guard: when it may be reused
-    # What the sweeps are (reverse.Reversed):
-    tuple_output: bool = False    # fn returns a tuple: the seed is a tuple of seeds
-    uses_tape: bool = False       # saved holds a tape (a backward runs once unless kept)
-    mutates_saved: bool = False   # the backward restores arrays the forward wrote into
-    functions: tuple = ()         # the custom Function classes fn applies
-    rank_free: bool = False       # nothing in the code depends on the arguments' ranks
-    forward_for_grad: object = None   # the forward sweep a gradient-only call runs, or None
-    # What compose_gradient rebuilds the code from:
-    trees: tuple = field(default=(), repr=False)   # the (forward, backward) FunctionDefs
-    # The forward FunctionDef a gradient-only call composes with the backward, and
-    # whether its seed is known to be 1; None where the sweeps run as two calls.
-    gradient_forward: tuple = field(default=None, repr=False)
-    load: tuple = field(default=None, repr=False)   # (EntityInfo, bindings) to load code with
-    scalars: frozenset = field(default=frozenset(), repr=False)   # names holding one number
-    # Made on first use: api's call plan, show's generic text, the composed gradient.
-    plan: object = field(default=None, repr=False)
-    shown: str = field(default=None, repr=False)
-    gradient: object = field(default=None, repr=False)
-    hot_calls: dict = field(default=None, repr=False)   # fast_call.py's hot calls of it
-    # The on-disk cache (disk_cache.py): what a compile records for it (the names loaded,
-    # the functions, their line origins, the EntityInfos), the entry's key, the composed
-    # gradient a loaded entry holds, and how a loaded gradient compiles its trees again.
-    record: tuple = field(default=None, repr=False)
-    disk_key: str = field(default=None, repr=False)
-    composed_part: dict = field(default=None, repr=False)
-    recompile: object = field(default=None, repr=False)
-    disk_entry: dict = field(default=None, repr=False)
 
 
 def _rename_reserved(node, info, namer, bindings):
@@ -314,25 +274,36 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None, has_aux
     if for_grad is not None:
         for_grad.body = emit.comment_blocks(for_grad.body, "", 2)
         extra = [for_grad]
-    source = emit.to_source(kernels + [forward] + extra + [backward])
     bindings.update(built.bindings)
     bindings["rt"] = runtime
-    names_loaded = [k.name for k in kernels] + [forward.name] + [f.name for f in extra] + [backward.name]
-    origins = functools.partial(emit.line_origins, kernels + [forward] + extra + [backward], source)
-    functions, _, _ = loader.load(source, names_loaded, info.globals, info.closure, bindings,
-                                  hint=fn.__qualname__, origins=origins)
-    fwd, bwd = functions[len(kernels)], functions[-1]
-    fwd_grad = functions[-2] if extra else None
-    for f in (fwd, fwd_grad):
-        if f is not None:
-            f.__defaults__ = fn.__defaults__
-            f.__kwdefaults__ = fn.__kwdefaults__
-    return Compiled(fwd, bwd, source, names, act, user_locals, Guard(fn, ctx.infos),
+
+    def sweeps():
+        """The sweeps printed and loaded: made when something first asks for them
+        (``Compiled.forward``, ``source``, ...). ``grad``'s common call runs the composed
+        function only (api.py), which its first call makes with the compile: its
+        first compile prints and loads one function, not the sweeps as well."""
+        # Copies printed: to_source splits long releases in what it prints, and the trees
+        # are shared by now (compose_gradient clones them, maybe in another thread).
+        printed = [clone(t) for t in kernels + [forward] + extra + [backward]]
+        source = emit.to_source(printed)
+        names_loaded = [f.name for f in printed]
+        origins = functools.partial(emit.line_origins, printed, source)
+        functions, _, _ = loader.load(source, names_loaded, info.globals, info.closure, bindings,
+                                      hint=fn.__qualname__, origins=origins)
+        fwd, bwd = functions[len(kernels)], functions[-1]
+        fwd_grad = functions[-2] if extra else None
+        for f in (fwd, fwd_grad):
+            if f is not None:
+                f.__defaults__ = fn.__defaults__
+                f.__kwdefaults__ = fn.__kwdefaults__
+        return _Sweeps(fwd, bwd, source, fwd_grad, (names_loaded, functions, origins, ctx.infos))
+
+    return Compiled(_LATER, _LATER, _LATER, names, act, user_locals, Guard(fn, ctx.infos),
                     tuple_output=built.tuple_output, uses_tape=built.uses_tape,
                     mutates_saved=built.mutates_saved, functions=built.functions,
-                    rank_free=rank_free, forward_for_grad=fwd_grad, trees=trees,
+                    rank_free=rank_free, forward_for_grad=_LATER, trees=trees,
                     gradient_forward=gradient_forward, load=(info, bindings),
-                    scalars=scalars, record=(names_loaded, functions, origins, ctx.infos))
+                    scalars=scalars, record=_LATER, sweeps=sweeps)
 
 
 class _Activity:

@@ -18,8 +18,8 @@ from srcgrad import pipeline, pytree
 
 def shown(compiled, args=None, composed=False):
     """``compiled``'s source under its header. ``args``: the example arguments it was
-    compiled for (None: the generic code). ``composed``: the one function ``grad``
-    runs from its second call on (``composed_function``), where there is one."""
+    compiled for (None: the generic code). ``composed``: the one function ``grad``'s
+    positional calls run (``composed_function``), where there is one."""
     if args is None:
         text = compiled.shown
         if text is None:   # kept, so that every ask returns the same str
@@ -109,7 +109,7 @@ def _sweeps_header(compiled, args, composed):
     text = f"srcgrad: the code that runs for arguments of {describe(args)} {_ranks(compiled)}. "
     text += f"grad runs {first}, then {backward}"
     if compiled.gradient_forward is not None:
-        text += " (from its second call, as one function: sg.source(f, args=..., composed=True))"
+        text += " (as one function: sg.source(f, args=..., composed=True))"
     elif composed:
         text += " (as two calls, which it does not compose: a tuple output, has_aux or fuse)"
     if first != forward:
@@ -120,6 +120,6 @@ def _sweeps_header(compiled, args, composed):
 def _composed_header(compiled, args):
     first, _, backward = _names(compiled)
     return _comment(
-        f"srcgrad: the code grad runs for arguments of {describe(args)} {_ranks(compiled)}, "
-        f"from its second call on: {first} and {backward} composed into one function. Its "
-        f"first call runs the two sweeps (sg.source(f, args=...) shows them).")
+        f"srcgrad: the code grad runs for arguments of {describe(args)} {_ranks(compiled)}: "
+        f"{first} and {backward} composed into one function (sg.source(f, args=...) shows "
+        f"the two sweeps).")

@@ -10,6 +10,8 @@ contract in srcgrad/rules/__init__.py).
 
 import builtins
 import inspect
+import keyword
+import re
 import textwrap
 
 import gast
@@ -97,12 +99,17 @@ class _Substitute(ast_util.NodeTransformer):
 _SUBSTITUTE_NAMES = _Substitute({})   # its visit_Name, given the substitutions
 
 
-def _substituted(node, subs):
+def _substituted(node, subs, renames=None):
     """``_Substitute(subs).visit(clone(node))`` in one pass: the copy is made with the
     names already substituted (templates are copied for every use; copying and then
-    visiting the copy walked each twice)."""
+    visiting the copy walked each twice). ``renames``: names whose copy only takes
+    another ``id`` (``replace``'s placeholders; the node keeps its position)."""
     cls = node.__class__
     if cls is gast.Name:
+        if renames is not None and node.id in renames:
+            new = clone(node)
+            new.id = renames[node.id]
+            return new
         return _Substitute.visit_Name(_SUBSTITUTE_NAMES, node, subs) if node.id in subs \
             else clone(node)
     if cls is gast.Expr and node.value.__class__ is gast.Name \
@@ -115,7 +122,7 @@ def _substituted(node, subs):
                 items = []
                 for item in value:
                     if isinstance(item, _AST):
-                        item = _substituted(item, subs)
+                        item = _substituted(item, subs, renames)
                         if item is None:
                             continue
                         if not isinstance(item, _AST):
@@ -124,7 +131,7 @@ def _substituted(node, subs):
                     items.append(item)
                 value = items
             elif isinstance(value, _AST):
-                value = _substituted(value, subs)
+                value = _substituted(value, subs, renames)
                 if value is None:
                     continue
         elif key == "_srcgrad_anno":
@@ -136,16 +143,81 @@ def _substituted(node, subs):
 
 
 _BLOCKS = (gast.If, gast.For, gast.While)
-_TEMPLATES = {}
+_TEMPLATES = {}       # (template, the substitutions' keys) -> (parsed shape, its renames)
+_PARSED_SHAPES = {}   # a template's shape (``_shape``) -> its statements, parsed
 
 
 def replace(template, **subs):
-    """Statements of ``template`` with names (and statement blocks) substituted."""
-    parsed = _TEMPLATES.get(template)
-    if parsed is None:
-        parsed = _TEMPLATES[template] = gast.parse(textwrap.dedent(template)).body
-    body = [_substituted(s, subs) for s in parsed]
-    return body
+    """Statements of ``template`` with names (and statement blocks) substituted.
+
+    Most templates are f-strings naming the sweep's variables (``f"{dt} = {dt} + G"``):
+    each is parsed once in the form ``_shape`` gives it, its variables' names as
+    placeholders, and the copy takes the names back."""
+    found = _TEMPLATES.get((template, tuple(subs)))
+    if found is None:
+        shaped, renames = _shape(template, subs)
+        parsed = _PARSED_SHAPES.get(shaped)
+        if parsed is None:
+            parsed = _PARSED_SHAPES[shaped] = gast.parse(textwrap.dedent(shaped)).body
+        found = _TEMPLATES[(template, tuple(subs))] = (parsed, renames or None)
+    parsed, renames = found
+    return [_substituted(s, subs, renames) for s in parsed]
+
+
+# A template's tokens, as far as ``_shape`` needs them: numbers (``1e5``: no name in
+# them), names, brackets, ``=`` (a keyword argument's) and its longer look-alikes, dots.
+_TOKENS = re.compile(r"(\d[\w.]*)|([A-Za-z_]\w*)|([(\[{])|([)\]}])|(==|!=|<=|>=|:=|=)|(\.)")
+# Keywords a template may hold around its names (others, ``lambda``, ``del``, ...: not shaped).
+_SHAPE_KEYWORDS = {"if", "else", "elif", "is", "not", "and", "or", "in", "for", "while",
+                   "None", "True", "False", "pass", "return", "break", "continue"}
+
+
+def _shape(template, subs):
+    """``template`` with each name that is a variable (not an attribute, a keyword
+    argument, a keyword or a substitution's key) written as a placeholder of the same
+    length, so that the parsed tree is the same, positions included, less the names;
+    and the placeholders' names (``{}``: none). Left as it is where quotes, comments or
+    other keywords could make a name's role unclear."""
+    if "'" in template or '"' in template or "#" in template or "\\" in template:
+        return template, None
+    tokens = list(_TOKENS.finditer(template))
+    names = {m.group(2) for m in tokens if m.group(2) is not None}
+    if any(keyword.iskeyword(n) and n not in _SHAPE_KEYWORDS for n in names):
+        return template, None
+    placeholders, renames = {}, {}
+    pieces, at, depth = [], 0, 0
+    for k, m in enumerate(tokens):
+        if m.group(3) is not None:
+            depth += 1
+        elif m.group(4) is not None:
+            depth -= 1
+        variable = m.group(2)
+        if variable is None or variable in subs or variable in _SHAPE_KEYWORDS:
+            continue
+        if k and tokens[k - 1].group(6) is not None:
+            continue   # an attribute
+        if depth and k + 1 < len(tokens) and tokens[k + 1].group(5) == "=":
+            continue   # a keyword argument
+        placeholder = placeholders.get(variable)
+        if placeholder is None:
+            placeholder = placeholders[variable] = _placeholder(len(variable), names, renames)
+            if placeholder is None:
+                return template, None
+            renames[placeholder] = variable
+        pieces += [template[at:m.start()], placeholder]
+        at = m.end()
+    pieces.append(template[at:])
+    return "".join(pieces), renames
+
+
+def _placeholder(length, taken, placeholders):
+    """A name of ``length`` characters (a capital and digits: never a keyword) that is
+    neither in ``taken`` nor in ``placeholders``, or None."""
+    if length == 1:
+        found = "QZXJKVWYUH"
+    else:
+        found = (f"{p}{j:0{length - 1}d}" for p in "QZXJ" for j in range(10 ** min(length - 1, 4)))
+    return next((c for c in found if c not in taken and c not in placeholders), None)
 
 
 def replace_as_expression(template, **subs):

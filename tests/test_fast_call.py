@@ -331,3 +331,20 @@ def test_an_error_in_the_gradient_reads_the_same_through_the_hot_calls_method():
         assert len(error.__notes__) == 1 and error.__notes__[0].endswith(f"at your line {line} "
                                                                          "(the frame after it)")
     assert errors[0].__cause__ is None and errors[0].__context__ is None
+
+
+def _append_scaled(a, b):
+    return np.sum(np.sin(np.append(a, b) * np.arange(4.0)))
+
+
+def test_a_float_whose_gradient_comes_back_as_an_array_is_finished_on_every_call():
+    # rt.append_vjp gives b's gradient as an array: the check that a gradient is final
+    # read the float's dtype (an AttributeError from the second call on, now the first).
+    g = sg.grad(_append_scaled, wrt=(0, 1))
+    a = np.array([1.0, 2.0, 3.0])
+    expected = numerical_grad(_append_scaled, (a, 4.0), wrt=(0, 1))
+    for _ in range(3):
+        da, db = g(a, 4.0)
+        assert type(db) is float and isinstance(da, np.ndarray)
+        np.testing.assert_allclose(da, expected[0], rtol=1e-6, atol=1e-8)
+        np.testing.assert_allclose(db, expected[1], rtol=1e-6, atol=1e-8)

@@ -642,6 +642,10 @@ def check_program(source, name, args, fuse=False):
     assert isinstance(grads, tuple) and len(grads) == 3
     for a, b in zip(grads, again):
         np.testing.assert_array_equal(a, b)
+    # The two sweeps (value_and_grad runs them; grad runs them composed): the same gradient.
+    swept = sg.value_and_grad(f, wrt=wrt, fuse=fuse)(*args)[1]
+    for a, b in zip(grads, swept):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
     for label, g, expected, arg in zip("xya", grads, numeric, args):
         if isinstance(arg, np.ndarray):
             assert isinstance(g, np.ndarray) and g.shape == arg.shape, (label, g)

@@ -116,8 +116,8 @@ def _disturbs(s, reads, facts):
 
 
 def _count_loads(node, t):
-    return sum(1 for n in ast_util.walk(node)
-               if isinstance(n, gast.Name) and n.id == t and isinstance(n.ctx, gast.Load))
+    Load = gast.Load
+    return sum(1 for n in ast_util.nodes_of(node, gast.Name) if n.id == t and n.ctx.__class__ is Load)
 
 
 def _substitute(node, t, value):

@@ -1,0 +1,88 @@
+"""``Compiled``, a compiled gradient (pipeline.py makes it); its sweeps, printed and loaded
+on first use."""
+
+import threading
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Compiled:
+    """A compiled gradient: the generated functions, their source, and facts about them."""
+
+    forward: object
+    backward: object
+    source: str
+    wrt: tuple
+    activity: object = field(repr=False)
+    user_locals: frozenset = frozenset()
+    guard: object = field(default=None, repr=False)   # guard.Guard: when it may be reused
+    # What the sweeps are (reverse.Reversed):
+    tuple_output: bool = False    # fn returns a tuple: the seed is a tuple of seeds
+    uses_tape: bool = False       # saved holds a tape (a backward runs once unless kept)
+    mutates_saved: bool = False   # the backward restores arrays the forward wrote into
+    functions: tuple = ()         # the custom Function classes fn applies
+    rank_free: bool = False       # nothing in the code depends on the arguments' ranks
+    forward_for_grad: object = None   # the forward sweep a gradient-only call runs, or None
+    # What compose_gradient rebuilds the code from:
+    trees: tuple = field(default=(), repr=False)   # the (forward, backward) FunctionDefs
+    # The forward FunctionDef a gradient-only call composes with the backward, and
+    # whether its seed is known to be 1; None where the sweeps run as two calls.
+    gradient_forward: tuple = field(default=None, repr=False)
+    load: tuple = field(default=None, repr=False)   # (EntityInfo, bindings) to load code with
+    scalars: frozenset = field(default=frozenset(), repr=False)   # names holding one number
+    # Made on first use: api's call plan, show's generic text, the composed gradient.
+    plan: object = field(default=None, repr=False)
+    shown: str = field(default=None, repr=False)
+    gradient: object = field(default=None, repr=False)
+    hot_calls: dict = field(default=None, repr=False)   # fast_call.py's hot calls of it
+    # The on-disk cache (disk_cache.py): what a compile records for it (the names loaded,
+    # the functions, their line origins, the EntityInfos), the entry's key, the composed
+    # gradient a loaded entry holds, and how a loaded gradient compiles its trees again.
+    record: tuple = field(default=None, repr=False)
+    disk_key: str = field(default=None, repr=False)
+    composed_part: dict = field(default=None, repr=False)
+    recompile: object = field(default=None, repr=False)
+    disk_entry: dict = field(default=None, repr=False)
+    # () -> Sweeps: the printed and loaded sweeps, where they are made on first use
+    # (``forward``, ``backward``, ``source``, ``forward_for_grad`` and ``record`` are
+    # ``LATER`` until then); None when they were given.
+    sweeps: object = field(default=None, repr=False)
+
+
+@dataclass
+class Sweeps:
+    """What ``Compiled.sweeps()`` makes: the sweeps loaded, their source, what the disk
+    cache records of them."""
+    forward: object
+    backward: object
+    source: str
+    forward_for_grad: object
+    record: tuple
+
+
+LATER = ("made on first use: Compiled.sweeps",)
+_SWEEPS_LOCK = threading.Lock()
+
+
+def _sweeps_field(name):
+    """``Compiled.<name>``, the sweeps made (printed, loaded) the first time one is read."""
+    def get(compiled):
+        value = compiled.__dict__[name]
+        if value is LATER:
+            with _SWEEPS_LOCK:
+                if compiled.__dict__[name] is LATER:
+                    made = compiled.sweeps()
+                    for field_name in _SWEEP_FIELDS:
+                        compiled.__dict__[field_name] = getattr(made, field_name)
+                    compiled.sweeps = None   # what it held (the compile's context) may go
+            value = compiled.__dict__[name]
+        return value
+
+    def set_(compiled, value):
+        compiled.__dict__[name] = value
+    return property(get, set_)
+
+
+_SWEEP_FIELDS = ("forward", "backward", "source", "forward_for_grad", "record")
+for _name in _SWEEP_FIELDS:
+    setattr(Compiled, _name, _sweeps_field(_name))
