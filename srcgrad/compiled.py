@@ -30,6 +30,7 @@ class Compiled:
     gradient_forward: tuple = field(default=None, repr=False)
     load: tuple = field(default=None, repr=False)   # (EntityInfo, bindings) to load code with
     scalars: frozenset = field(default=frozenset(), repr=False)   # names holding one number
+    floats: frozenset = field(default=frozenset(), repr=False)   # names certainly real floats
     # Made on first use: api's call plan, show's generic text, the composed gradient.
     plan: object = field(default=None, repr=False)
     shown: str = field(default=None, repr=False)

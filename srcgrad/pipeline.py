@@ -20,7 +20,7 @@ from srcgrad.parse import parse_function
 from srcgrad import templates
 from srcgrad.templates import clone
 from srcgrad import optimize
-from srcgrad.optimize import scalar_items
+from srcgrad.optimize import scalar_items, unit_seed
 from srcgrad.transform import (anf, as_array, aux, canonicalize, comprehensions, fence, inline,
                                local_functions, mutation, reverse, zero_marks)
 from srcgrad.transform import fuse as fusion
@@ -253,6 +253,8 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None, has_aux
     trees = (forward, backward)
     # Names that hold one number: a composed gradient does not release them (nothing to free).
     scalars = frozenset(n for n, r in rank_map.items() if r in (0, ranks.INT))
+    # Names certainly real floats: a composed gradient's seed of 1 is dropped where it multiplies one.
+    floats = frozenset(n for n, k in kind_map.env.items() if k == kinds.FLOAT)
     # The forward sweep a call that wants only the gradients composes with the backward
     # (fast_call.FastCall), and whether its seed is known to be 1 (a scalar output).
     gradient_forward = None
@@ -303,7 +305,7 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None, has_aux
                     mutates_saved=built.mutates_saved, functions=built.functions,
                     rank_free=rank_free, forward_for_grad=_LATER, trees=trees,
                     gradient_forward=gradient_forward, load=(info, bindings),
-                    scalars=scalars, record=_LATER, sweeps=sweeps)
+                    scalars=scalars, floats=floats, record=_LATER, sweeps=sweeps)
 
 
 class _Activity:
@@ -372,6 +374,7 @@ def with_trees(compiled):
         # The trees last: a thread that finds them finds gradient_forward in place, never
         # the placeholder COMPOSABLE (which does not unpack as (forward, seed_is_one)).
         compiled.gradient_forward, compiled.load = full.gradient_forward, full.load
+        compiled.floats = full.floats
         compiled.trees, compiled.recompile = full.trees, None
     return compiled
 
@@ -420,7 +423,7 @@ def compose_gradient(compiled, many, only_gradients=False, for_transform=False,
             return _compose(forward, backward, info, bindings, f"gradient_{name}", seed, many,
                             aux=aux, marked=compiled.wrt if check_structures else None)
         function = _compose(forward, backward, info, bindings, f"gradient_{name}", seed, True,
-                            release=compiled.scalars)
+                            release=compiled.scalars, floats=compiled.floats)
         if compiled.disk_key is not None:   # the next process loads it with the gradient
             disk_cache.store_composed(compiled, function)
         return function
@@ -553,7 +556,7 @@ def _known_seed(body, seed):
 
 
 def _compose(forward, backward, info, bindings, name, seed_value, many, release=None, aux=None,
-             marked=None):
+             marked=None, floats=frozenset()):
     """Load forward's body, ``seed = seed_value`` and backward's body as one function
     named ``name`` (the saved tuple's names are the forward's own; ``aux``: an expression
     returned beside the gradients, ``return gradients, aux``). ``release`` (the
@@ -561,7 +564,8 @@ def _compose(forward, backward, info, bindings, name, seed_value, many, release=
     code that is differentiated again, where every release would be one more
     rebinding to save). ``marked`` (the names differentiated, or None): reverse mode reads
     it again, so its adjoints start as ``rt.ZERO``, rules are skipped only on that, and a
-    gradient that reaches nothing is zeros of its variable (zero_marks.py)."""
+    gradient that reaches nothing is zeros of its variable (zero_marks.py). ``floats``:
+    the names certainly real floats, which a seed of 1.0 need not multiply (unit_seed.py)."""
     seed = backward.args.args[0].id
     if release is None:   # differentiated again
         forward.body = zero_marks.applied(forward.body)
@@ -576,6 +580,8 @@ def _compose(forward, backward, info, bindings, name, seed_value, many, release=
         zeros = {s.targets[0].id for s in back if isinstance(s, gast.Assign)
                  and isinstance(s.targets[0], gast.Name) and isinstance(s.value, gast.Constant)}
         optimize.dead.eliminate(back, zeros, set())
+        if seed_value.value == 1.0 and isinstance(seed_value.value, float):
+            unit_seed.drop_unit_factors(back, seed, floats)
     if marked is not None:
         back = zero_marks.mark(back, marked)
     results = back[-1].value.elts

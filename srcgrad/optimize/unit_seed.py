@@ -1,0 +1,64 @@
+"""A composed gradient's seed of 1: factors of it dropped where multiplying by it changes
+nothing, so no full-array pass multiplies an array by 1.0 (W6 made two per call).
+
+    dsum = 1.0                                 dsum = 1.0
+    ds = dsum                                  ds = dsum
+    dx = ds * sin_x * e * 2 * x        ->      dx = sin_x * e * 2 * x
+    dx += ds * e * xp.cos(x)                   dx += e * xp.cos(x)
+
+``1.0 * v`` is ``v``, value and type, bit for bit, where ``v`` is a real float (an array,
+a NumPy scalar or a Python float: under NumPy 2's promotion the Python float 1.0 never
+widens it; -0.0, inf and NaN stay): the kinds analysis (analysis/kinds.py) knows
+``v`` FLOAT. Not for complex values ((1+0j) times ``-0.0-1j`` is ``0-1j``) nor integers
+(``1.0 * n`` is a float). Only where the product is an operand of more arithmetic, whose
+result is a new value either way: ``dx = ds * y`` stays, so ``dx`` never aliases ``y``.
+The seed's copies (``ds = dsum``) count as the seed where each is the one binding of its
+name, at the top of the body.
+"""
+
+import gast
+
+from srcgrad import ast_util
+from srcgrad.analysis import fresh
+
+_ARITHMETIC = (gast.Add, gast.Sub, gast.Mult, gast.Div)
+
+
+def drop_unit_factors(body, seed, floats):
+    """Rewrite ``body`` (statements, after ``seed = 1.0``) in place; whether it changed."""
+    if not floats or not fresh._weak_scalars():
+        return False
+    stores = {}
+    for s in body:
+        for n in ast_util.walk(s):
+            if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load):
+                stores[n.id] = stores.get(n.id, 0) + 1
+    if stores.get(seed):
+        return False
+    units = {seed}
+    for s in body:
+        target = ast_util.assigned_name(s)
+        if target is not None and isinstance(s, gast.Assign) and isinstance(s.value, gast.Name) \
+                and s.value.id in units and stores.get(target) == 1:
+            units.add(target)
+    changed = False
+    for s in body:
+        for node in ast_util.walk(s):
+            if isinstance(node, gast.BinOp) and isinstance(node.op, _ARITHMETIC):
+                for side in ("left", "right"):
+                    kept = _without_unit(getattr(node, side), units, floats)
+                    if kept is not None:
+                        setattr(node, side, kept)
+                        changed = True
+    return changed
+
+
+def _without_unit(e, units, floats):
+    """``v`` where ``e`` is ``unit * v`` or ``v * unit`` with ``v`` a FLOAT name, else None."""
+    if not (isinstance(e, gast.BinOp) and isinstance(e.op, gast.Mult)):
+        return None
+    for unit, other in ((e.left, e.right), (e.right, e.left)):
+        if isinstance(unit, gast.Name) and unit.id in units \
+                and isinstance(other, gast.Name) and other.id in floats:
+            return other
+    return None
