@@ -253,7 +253,7 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None, has_aux
     trees = (forward, backward)
     # Names that hold one number: a composed gradient does not release them (nothing to free).
     scalars = frozenset(n for n, r in rank_map.items() if r in (0, ranks.INT))
-    # Names certainly real floats: a composed gradient's seed of 1 is dropped where it multiplies one.
+    # Names certainly real floats: a composed gradient's seed of 1 need not multiply them.
     floats = frozenset(n for n, k in kind_map.env.items() if k == kinds.FLOAT)
     # The forward sweep a call that wants only the gradients composes with the backward
     # (fast_call.FastCall), and whether its seed is known to be 1 (a scalar output).

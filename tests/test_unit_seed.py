@@ -31,7 +31,7 @@ def dropped(before, floats=("a", "b", "s", "x")):
     ("dx = dy / s * x", "dx = dy / s * x"),                              # 1 / s is no identity
     ("d = dy\nd = d * 2\ndx = d * s * x", "d = dy\nd = d * 2\ndx = d * s * x"),   # rebound
     ("dy = dy * 2\ndx = dy * s * x", "dy = dy * 2\ndx = dy * s * x"),   # the seed rebound
-    ("for i in r:\n    d = dy\ndx = d * s * x", "for i in r:\n    d = dy\ndx = d * s * x"),  # nested
+    ("for i in r:\n    d = dy\ndx = d * s * x",) * 2,   # the copy nested
 ])
 def test_unit_factors(before, after):
     assert dropped(before) == textwrap.dedent(after).strip()
