@@ -289,7 +289,7 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None, has_aux
         printed = [clone(t) for t in kernels + [forward] + extra + [backward]]
         source = emit.to_source(printed)
         names_loaded = [f.name for f in printed]
-        origins = functools.partial(emit.line_origins, printed, source)
+        origins = emit.origins_later(printed, source)
         functions, _, _ = loader.load(source, names_loaded, info.globals, info.closure, bindings,
                                       hint=fn.__qualname__, origins=origins)
         fwd, bwd = functions[len(kernels)], functions[-1]
@@ -597,7 +597,7 @@ def _compose(forward, backward, info, bindings, name, seed_value, many, release=
     source = emit.to_source([composed])
     bindings = dict(bindings)
     bindings["rt"] = runtime
-    origins = functools.partial(emit.line_origins, [composed], source)
+    origins = emit.origins_later([composed], source)
     (function,), _, _ = loader.load(source, [composed.name], info.globals, info.closure, bindings,
                                     hint=composed.name, origins=origins)
     function._srcgrad_text = (source, origins)   # what disk_cache.store_composed keeps

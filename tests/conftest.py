@@ -192,3 +192,11 @@ def isolated_rules():
     rules.VERSION[0] += 1
     rules.NONDIFFERENTIABLE.clear()
     rules.NONDIFFERENTIABLE.update(saved_nondiff)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Leave the objects alive at the end out of the interpreter's last collections: the
+    suite keeps tens of thousands of compiled gradients (api.py's cache), and the
+    collections at exit walked all of them for minutes on a 2-core machine."""
+    import gc
+    gc.freeze()

@@ -9,6 +9,8 @@ import ast
 import re
 
 import astor
+import functools
+
 import gast
 from gast.ast3 import GAstToAst3
 
@@ -184,28 +186,46 @@ def line_origins(functions, text):
     """Line of ``text`` (``to_source(functions)``) -> the Origin of the user statement
     the generated statement on it computes: the printed source parsed again, its
     statements matched in order with the tree's (comment markers left out)."""
-    import ast
+    return _lines_of(_skeletons(functions), text)
+
+
+def origins_later(functions, text):
+    """``line_origins(functions, text)`` as a call made when a traceback first asks
+    (loader.py), keeping only the statements' origins, not the trees: a compiled gradient
+    kept for the process's life would otherwise keep a copy of every printed tree."""
+    return functools.partial(_lines_of, _skeletons(functions), text)
+
+
+def _skeletons(functions):
+    """Per function, its body as [(origin, [(field, nested body)])], comment markers left out."""
+    def skeleton(body):
+        return [(anno.getanno(s, Static.ORIGIN),
+                 [(f, skeleton(getattr(s, f))) for f in ("body", "orelse", "finalbody")
+                  if isinstance(getattr(s, f, None), list)])
+                for s in body if not _is_comment(s)]
+    return [skeleton(f.body) for f in functions]
+
+
+def _lines_of(skeletons, text):
+    """``line_origins`` of the functions whose ``_skeletons`` are ``skeletons``."""
     lines = {}
 
     def match(tree_body, printed_body):
-        tree_body = [s for s in tree_body if not _is_comment(s)]
         if len(tree_body) != len(printed_body):
             return   # printed differently than expected: this block gets no lines
-        for stmt, printed in zip(tree_body, printed_body):
-            origin = anno.getanno(stmt, Static.ORIGIN)
-            nested = [f for f in ("body", "orelse", "finalbody") if isinstance(getattr(stmt, f, None), list)]
+        for (origin, nested), printed in zip(tree_body, printed_body):
             if origin is not None:
                 last = printed.end_lineno if not nested else printed.lineno
                 for line in range(printed.lineno, last + 1):
                     lines.setdefault(line, origin)
-            for field in nested:
-                match(getattr(stmt, field), getattr(printed, field, []))
+            for field, inner in nested:
+                match(inner, getattr(printed, field, []))
 
     module = ast.parse(text)
     printed_functions = [s for s in module.body if isinstance(s, ast.FunctionDef)]
-    if len(printed_functions) == len(functions):
-        for function, printed in zip(functions, printed_functions):
-            match(function.body, printed.body)
+    if len(printed_functions) == len(skeletons):
+        for skeleton, printed in zip(skeletons, printed_functions):
+            match(skeleton, printed.body)
     return lines
 
 

@@ -2,7 +2,6 @@
 batched program of ``sg.jacfwd``/``sg.hessian`` (transform/batching.py): reading the
 function, the tangents' prologue, and loading the generated function."""
 
-import functools
 from dataclasses import dataclass
 
 import gast
@@ -81,5 +80,5 @@ def load(fn, front_, body, tangent_params, function_name, finish):
     bindings["rt"] = runtime
     (function,), _, _ = loader.load(source, [tree.name], info.globals, info.closure, bindings,
                                     hint=fn.__qualname__,
-                                    origins=functools.partial(emit.line_origins, [tree], source))
+                                    origins=emit.origins_later([tree], source))
     return function, source, Guard(fn, front_.ctx.infos)
