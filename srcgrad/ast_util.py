@@ -12,6 +12,8 @@
   ``d``), ``is_rt_call`` (``rt.<helper>(...)``).
 """
 
+import os
+
 import gast
 
 
@@ -177,6 +179,16 @@ class NodeTransformer(gast.NodeTransformer):
         return node
 
 
+# SRCGRAD_CHECK_NAME_SETS=1 (tests/conftest.py sets it): every memoized name set handed
+# out is computed again and compared, so a pass that edits a node in place and forgets
+# to ``forget`` it fails loudly instead of optimizing on stale sets (a wrong derivative).
+CHECK_NAME_SETS = os.environ.get("SRCGRAD_CHECK_NAME_SETS", "") not in ("", "0")
+
+
+class StaleNameSets(AssertionError):
+    """A memoized name set no longer matches its node (a missing ``forget``)."""
+
+
 class NameSets:
     """The names each node loads and stores, memoized by node.
 
@@ -191,8 +203,10 @@ class NameSets:
     def clear(self):
         self._memo.clear()
 
-    def forget(self, node):
-        self._memo.pop(id(node), None)
+    def forget(self, *nodes):
+        """Compute the sets of ``nodes`` again when next asked (they were edited in place)."""
+        for node in nodes:
+            self._memo.pop(id(node), None)
 
     def _sets(self, node):
         found = self._memo.get(id(node))
@@ -207,6 +221,10 @@ class NameSets:
             else:
                 loads, stores = _collect(node)
             found = self._memo[id(node)] = (node, loads, stores)
+        elif CHECK_NAME_SETS and _collect(node) != found[1:]:
+            raise StaleNameSets(f"stale name sets of a {type(node).__name__} at line "
+                                f"{getattr(node, 'lineno', '?')}: {found[1:]} memoized, "
+                                f"{_collect(node)} now")
         return found
 
     def loads(self, node):
