@@ -12,6 +12,8 @@
   ``d``), ``is_rt_call`` (``rt.<helper>(...)``).
 """
 
+import os
+
 import gast
 
 
@@ -177,6 +179,16 @@ class NodeTransformer(gast.NodeTransformer):
         return node
 
 
+# SRCGRAD_CHECK_NAME_SETS=1 (tests/conftest.py sets it): every memoized name set handed
+# out is computed again and compared, so a pass that edits a node in place and forgets
+# to ``forget`` it fails loudly instead of optimizing on stale sets (a wrong derivative).
+CHECK_NAME_SETS = os.environ.get("SRCGRAD_CHECK_NAME_SETS", "") not in ("", "0")
+
+
+class StaleNameSets(AssertionError):
+    """A memoized name set no longer matches its node (a missing ``forget``)."""
+
+
 class NameSets:
     """The names each node loads and stores, memoized by node.
 
@@ -191,23 +203,49 @@ class NameSets:
     def clear(self):
         self._memo.clear()
 
-    def forget(self, node):
-        self._memo.pop(id(node), None)
+    def forget(self, *nodes):
+        """Compute the sets of ``nodes`` again when next asked (they were edited in place)."""
+        for node in nodes:
+            self._memo.pop(id(node), None)
 
     def _sets(self, node):
         found = self._memo.get(id(node))
-        if found is None or found[0] is not node:
-            if isinstance(node, _BLOCKS):
-                # A block's names are its statements' (memoized): nested loops are walked once.
-                loads, stores = set(), set()
-                for part in own_parts(node) + node.body + node.orelse:
-                    _, inner_loads, inner_stores = self._sets(part)
-                    loads |= inner_loads
-                    stores |= inner_stores
+        if found is not None and found[0] is node:
+            if len(found) == 5 and not self._same_parts(node, found):
+                found = None   # a statement added to or dropped from its blocks, or one forgotten
+            elif CHECK_NAME_SETS and _collect(node) != found[1:3]:
+                raise StaleNameSets(f"stale name sets of a {type(node).__name__} at line "
+                                    f"{getattr(node, 'lineno', '?')}: {found[1:3]} memoized, "
+                                    f"{_collect(node)} now")
             else:
-                loads, stores = _collect(node)
-            found = self._memo[id(node)] = (node, loads, stores)
+                return found
+        if isinstance(node, _BLOCKS):
+            # A block's names are its statements' (memoized): nested loops are walked once.
+            # Its entry keeps its parts and their entries, so that it is computed again
+            # when one of them is (a pass forgot it) or its blocks' statements change.
+            loads, stores = set(), set()
+            parts = own_parts(node) + node.body + node.orelse
+            entries = []
+            for part in parts:
+                entry = self._sets(part)
+                entries.append(entry)
+                loads |= entry[1]
+                stores |= entry[2]
+            found = (node, loads, stores, parts, entries)
+        else:
+            found = (node,) + _collect(node)
+        self._memo[id(node)] = found
         return found
+
+    def _same_parts(self, node, found):
+        parts, entries = found[3], found[4]
+        now = own_parts(node) + node.body + node.orelse
+        if len(now) != len(parts):
+            return False
+        for part, was, entry in zip(now, parts, entries):
+            if part is not was or self._sets(part) is not entry:
+                return False
+        return True
 
     def loads(self, node):
         return self._sets(node)[1]
@@ -216,8 +254,8 @@ class NameSets:
         return self._sets(node)[2]
 
     def refs(self, node):
-        _, loads, stores = self._sets(node)
-        return loads | stores
+        found = self._sets(node)
+        return found[1] | found[2]
 
 
 def loads(node):

@@ -28,6 +28,10 @@ if not _CACHE_DIR:
     _CACHE_DIR = tempfile.mkdtemp(prefix="srcgrad-test-cache-")
     atexit.register(shutil.rmtree, _CACHE_DIR, True)
 os.environ["SRCGRAD_CACHE_DIR"] = _CACHE_DIR
+# Every memoized name set of the optimizer is checked against its node when handed out
+# (srcgrad/ast_util.py): a pass that edits a statement in place without forgetting it
+# fails the suite instead of producing a wrong derivative.
+os.environ.setdefault("SRCGRAD_CHECK_NAME_SETS", "1")
 import srcgrad.disk_cache  # noqa: E402
 srcgrad.disk_cache.settings.directory = _CACHE_DIR
 

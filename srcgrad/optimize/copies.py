@@ -49,7 +49,7 @@ def _propagate(later_statements, a, b, facts):
             break
         if a in facts.loads(later):
             _rename_loads(later, a, b)
-            facts.names.forget(later)
+            facts.names.forget(*ast_util.walk(later))   # its nested statements and parts too
             changed = True
         if a in stores or b in stores:
             break

@@ -61,14 +61,17 @@ def _fold_at(block, k, facts, uses):
             inner = next((t for t in nxt.body if d in facts.refs(t)), None)
             if inner is not None and is_accumulation(inner, d, facts.names):
                 inner.value = inner.value.right
+                facts.names.forget(inner, nxt)
                 return True, False
             return False, False
         if _fold_into_branches(nxt, d, s, facts):
+            facts.names.forget(nxt)
             del block[k]
             return True, True
         return False, False
     if is_accumulation(nxt, d, facts.names):
         nxt.value = nxt.value.right
+        facts.names.forget(nxt)
         del block[k]
         return True, True
     return False, False
@@ -97,6 +100,7 @@ def _fold_into_branches(branch, d, zero, facts):
     for block, first in zip((branch.body, branch.orelse), firsts):
         if first is not None:
             first.value = first.value.right
+            facts.names.forget(first)
         else:
             block.insert(0, clone(zero))
     return True

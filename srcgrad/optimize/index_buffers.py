@@ -39,6 +39,7 @@ def run(body, facts):
             block[block.index(st)] = anno.copyanno(st, update, *Static)
             facts.used |= names_in(index)
         facts.used.add(x)
+        facts.invalidate()   # the zero, the updates and the statements around them changed
         changed = True
     return changed
 

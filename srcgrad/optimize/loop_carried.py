@@ -38,6 +38,7 @@ def run(body, facts):
                     or _only_zeroed_outside(body, block, d, facts)):
                 continue
             first.value = first.value.right
+            facts.names.forget(first)   # its refs stay (it still binds d): firsts, lasts hold
             changed = True
     return changed
 

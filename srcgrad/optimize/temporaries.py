@@ -36,16 +36,29 @@ def run(body, facts):
     if not facts.in_place:
         return False
     changed = False
+    # The name sets stay memoized from round to round: a fold forgets what it edits (the
+    # use, and the compound statements around its block), so only those are walked again.
+    facts.invalidate()
+    effects = _Effects()
     while True:
-        facts.invalidate()
         live = liveness.analyze(body, set(), names=facts.names, only=candidates(body, facts))
         touched = set()   # names whose liveness a fold of this round changed
         folded = False
-        for block in blocks(body):
-            folded |= _fold_block(block, live, touched, facts)
+        for block, around in _blocks_around(body):
+            folded |= _fold_block(block, around, live, touched, facts, effects)
         if not folded:
             return changed
         changed = True
+
+
+def _blocks_around(body, around=()):
+    """(block, the compound statements that hold it, outermost first) for ``body`` and
+    every non-empty statement list in it, in the order of ``ast_util.blocks``."""
+    yield body, around
+    for s in body:
+        for inner in ast_util.child_blocks(s):
+            if inner:
+                yield from _blocks_around(inner, around + (s,))
 
 
 def candidates(body, facts):
@@ -56,63 +69,96 @@ def candidates(body, facts):
             and anno.getanno(s, Static.TAPE) is None}
 
 
-def _fold_block(block, live, touched, facts):
-    """Fold the temporaries of ``block`` that may be folded; returns whether any was."""
+def _fold_block(block, around, live, touched, facts, effects):
+    """Fold the temporaries of ``block`` (inside the compound statements ``around``) that
+    may be folded; returns whether any was."""
     folded = False
     k = 0
     while k < len(block):
         s = block[k]
         t = assigned_name(s)
         if t is None or t not in facts.removable or t in facts.inplace or t in touched \
-                or anno.getanno(s, Static.TAPE) is not None or not pure(s.value):
+                or anno.getanno(s, Static.TAPE) is not None or not effects.of(s)[0]:
             k += 1
             continue
-        reads = loads(s.value)
-        use = None if t in reads else _the_use(block, k, t, reads, facts)
+        reads = facts.loads(s.value)
+        use = None if t in reads else _the_use(block, k, t, reads, facts, effects)
         if use is None or t in live.live_after(use):
             k += 1
             continue
         _substitute(use, t, s.value)
-        facts.names.forget(use)
+        facts.names.forget(*ast_util.walk(use), *around)
+        effects.forget(use)
         touched |= reads | {t}
         del block[k]
         folded = True
     return folded
 
 
-def _the_use(block, k, t, reads, facts):
+def _the_use(block, k, t, reads, facts, effects):
     """The one statement after ``block[k]`` that reads ``t``, when the expression may move
     there; else None."""
     for later in block[k + 1:]:
-        if t in facts.refs(later):
+        if t in facts.loads(later) or t in facts.stores(later):   # refs, without a union
             if not isinstance(later, _USES) or _count_loads(later, t) != 1 or t in facts.stores(later):
                 return None
             if not pure(later) and reads & facts.loads(later):
                 return None   # a call in the use could change what the expression reads
             return later
-        if _disturbs(later, reads, facts):
+        if _disturbs(later, reads, facts, effects):
             return None
     return None
 
 
-def _disturbs(s, reads, facts):
+def _disturbs(s, reads, facts, effects):
     """``s`` may change what a name in ``reads`` holds: it binds it, writes into it, or
     hands it to something that may."""
     if reads & facts.stores(s):
         return True
     if not reads & facts.loads(s):
         return False
+    written = effects.of(s)[1]
+    return written is None or bool(reads & written)
+
+
+class _Effects:
+    """A plain statement's facts, memoized across the pass's rounds (``forget`` after an
+    edit; SRCGRAD_CHECK_NAME_SETS checks each against its statement, as for name sets):
+    (its value is ``pure``, the names it writes into: ``None`` for any effect at all)."""
+
+    def __init__(self):
+        self._memo = {}   # id(statement) -> (statement, facts)
+
+    def forget(self, s):
+        self._memo.pop(id(s), None)
+
+    def of(self, s):
+        found = self._memo.get(id(s))
+        if found is None or found[0] is not s:
+            found = self._memo[id(s)] = (s, _effects(s))
+        elif ast_util.CHECK_NAME_SETS and found[1] != _effects(s):
+            raise ast_util.StaleNameSets(f"stale effects of a {type(s).__name__}: "
+                                         f"{found[1]} memoized, {_effects(s)} now")
+        return found[1]
+
+
+def _effects(s):
+    """(``s.value`` is pure, the names ``s`` writes into or None: see ``_Effects``)."""
+    value = getattr(s, "value", None)
+    pure_value = isinstance(value, gast.AST) and pure(value)
     if not isinstance(s, _PLAIN) or not pure(s):
-        return True
+        return pure_value, None
+    written = set()
     for n in ast_util.walk(s):
-        if isinstance(n, gast.AugAssign) and isinstance(n.target, gast.Name) and n.target.id in reads:
-            return True
-        if isinstance(n, gast.Subscript) and isinstance(n.ctx, gast.Store) \
-                and isinstance(n.value, gast.Name) and n.value.id in reads:
-            return True
-        if isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute) and n.func.attr in EFFECTFUL:
-            return True
-    return False
+        if isinstance(n, gast.AugAssign) and isinstance(n.target, gast.Name):
+            written.add(n.target.id)
+        elif isinstance(n, gast.Subscript) and isinstance(n.ctx, gast.Store) \
+                and isinstance(n.value, gast.Name):
+            written.add(n.value.id)
+        elif isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute) \
+                and n.func.attr in EFFECTFUL:
+            return pure_value, None
+    return pure_value, written
 
 
 def _count_loads(node, t):
