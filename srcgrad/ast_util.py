@@ -179,9 +179,10 @@ class NodeTransformer(gast.NodeTransformer):
         return node
 
 
-# SRCGRAD_CHECK_NAME_SETS=1 (tests/conftest.py sets it): every memoized name set handed
-# out is computed again and compared, so a pass that edits a node in place and forgets
-# to ``forget`` it fails loudly instead of optimizing on stale sets (a wrong derivative).
+# SRCGRAD_CHECK_NAME_SETS=1 (tests/conftest.py sets it for some test modules): every
+# memoized name set handed out is computed again and compared, so a pass that edits a
+# node in place and forgets to ``forget`` it fails loudly instead of optimizing on stale
+# sets (a wrong derivative).
 CHECK_NAME_SETS = os.environ.get("SRCGRAD_CHECK_NAME_SETS", "") not in ("", "0")
 
 

@@ -28,10 +28,6 @@ if not _CACHE_DIR:
     _CACHE_DIR = tempfile.mkdtemp(prefix="srcgrad-test-cache-")
     atexit.register(shutil.rmtree, _CACHE_DIR, True)
 os.environ["SRCGRAD_CACHE_DIR"] = _CACHE_DIR
-# Every memoized name set of the optimizer is checked against its node when handed out
-# (srcgrad/ast_util.py): a pass that edits a statement in place without forgetting it
-# fails the suite instead of producing a wrong derivative.
-os.environ.setdefault("SRCGRAD_CHECK_NAME_SETS", "1")
 import srcgrad.disk_cache  # noqa: E402
 srcgrad.disk_cache.settings.directory = _CACHE_DIR
 
@@ -196,6 +192,24 @@ def isolated_rules():
     rules.VERSION[0] += 1
     rules.NONDIFFERENTIABLE.clear()
     rules.NONDIFFERENTIABLE.update(saved_nondiff)
+
+
+# The modules whose compiles check every memoized name set of the optimizer against its
+# node when handed out (srcgrad/ast_util.py): a pass that edits a statement in place
+# without forgetting it fails them instead of producing a wrong derivative. The random
+# programs and the optimizer's own tests compile fresh functions of every shape; the
+# check costs a third more compile time, so the rest of the suite runs without it
+# (SRCGRAD_CHECK_NAME_SETS=1 in the environment checks every compile of the suite).
+_NAME_SETS_CHECKED = ("test_random_programs", "test_random_programs_higher_order", "test_optimize",
+                      "test_optimize_passes", "test_scalar_items", "test_zero_adjoints")
+
+
+@pytest.fixture(autouse=True)
+def _check_name_sets(request, monkeypatch):
+    if request.module.__name__.rpartition(".")[2] in _NAME_SETS_CHECKED:
+        import srcgrad.ast_util
+        monkeypatch.setattr(srcgrad.ast_util, "CHECK_NAME_SETS", True)
+    yield
 
 
 def pytest_sessionfinish(session, exitstatus):
