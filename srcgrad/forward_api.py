@@ -34,6 +34,7 @@ from srcgrad import call_values, entry, pipeline, pytree, rules
 from srcgrad.codegen import tracebacks
 from srcgrad.codegen.refusals import in_user_code
 from srcgrad.errors import SrcgradError
+from srcgrad.runtime.arrays import namespace
 from srcgrad.templates import name
 from srcgrad.transform import forward, forward_program
 
@@ -241,7 +242,8 @@ def run(fn, primals, tangents, values=True, jit=False, has_aux=False):
 def _as_tangent(tangent, primal):
     if isinstance(primal, float) or numpy.ndim(primal) == 0 and not hasattr(primal, "dtype"):
         return float(tangent)
-    return numpy.asarray(tangent, dtype=getattr(primal, "dtype", numpy.float64))
+    xp = namespace(primal, tangent)   # a CuPy primal's tangent stays on the device
+    return xp.asarray(tangent, dtype=getattr(primal, "dtype", numpy.float64))
 
 
 def compiled_for_source(fn, wrt=0):

@@ -677,6 +677,7 @@ add(
       r(3, 4), 1, _wrt=[0, 1]),
     C(rt.cumprod_jvp, r(5), r(5), _wrt=[0, 1]),
     C(np.polyder, r(5)), C(np.polyder, r(5), 2), C(np.polyder, r(2), 3),
+    C(rt.polyder, r(5)), C(rt.polyder, r(4), 2),
     C(rt.polyder_vjp, r(4), r(5), _wrt=[0]), C(rt.polyder_vjp, r(3), r(5), 2, _wrt=[0]),
     # dict views and get in a gradient read again (rules/closure_rules.py)
     C(rt.dict_values_vjp, [r(3), r(2)], {"a": r(3), "b": r(2)}, _wrt=[0]),

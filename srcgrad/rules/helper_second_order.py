@@ -141,7 +141,7 @@ def polyval_vjp_tangent(dy, p, x, t_dy, t_x):
 @adjoint(rt.polyval_vjp)
 def polyval_vjp_adj(dw, w, dy, p, x):
     return (rt.broadcast_like(xp.polyval(dw, x), dy), None,
-            rt.unbroadcast(dy * xp.polyval(xp.polyder(dw), x), x))
+            rt.unbroadcast(dy * xp.polyval(rt.polyder(dw), x), x))
 
 
 @tangent(rt.polyval_vjp, no_tangent=("p",))
@@ -229,12 +229,17 @@ def polyder(dy, y, p, m=1):
     return rt.polyder_vjp(dy, p, m), None
 
 
-linear(np.polyder, "p")
+@adjoint(rt.polyder)
+def polyder_rt(dy, y, p, m=1):
+    return rt.polyder_vjp(dy, p, m), None
+
+
+linear((np.polyder, rt.polyder), "p")
 
 
 @adjoint(rt.polyder_vjp)
 def polyder_vjp_adj(dw, w, dy, p, m=1):
-    return xp.polyder(dw, m), None, None
+    return rt.polyder(dw, m), None, None
 
 
 linear(rt.polyder_vjp, "dy", no_tangent=("p",))

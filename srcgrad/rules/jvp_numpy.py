@@ -141,7 +141,7 @@ def convolve(y, a, v, mode="full", *, t_a, t_v):
 
 @tangent(np.polyval)
 def polyval(y, p, x, *, t_p, t_x):
-    return xp.polyval(t_p, x) + xp.polyval(xp.polyder(p), x) * t_x
+    return xp.polyval(t_p, x) + xp.polyval(rt.polyder(p), x) * t_x
 
 
 @tangent(np.linalg.matrix_power, no_tangent=("n",))

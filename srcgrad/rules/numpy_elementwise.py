@@ -436,7 +436,22 @@ def real(dy, y, val):
 def polyval(dy, y, p, x):
     """1-D coefficients ``p``: ``x ** (n - 1 - i)`` for coefficient ``i``; the
     derivative polynomial for ``x``."""
-    return rt.polyval_vjp(dy, p, x), rt.unbroadcast(dy * xp.polyval(xp.polyder(p), x), x)
+    return rt.polyval_vjp(dy, p, x), rt.unbroadcast(dy * xp.polyval(rt.polyder(p), x), x)
+
+
+@rt.helper
+def polyder(p, m=1):
+    """``np.polyder`` of 1-D coefficients in NumPy's or another array module (CuPy has
+    none): each step multiplies coefficient ``i`` of ``n`` by its power ``n - 1 - i``."""
+    xp = namespace(p)
+    if xp is np:
+        return np.polyder(p, m)
+    p = xp.asarray(p)
+    for _ in range(m):
+        if p.shape[0] == 0:
+            break
+        p = p[:-1] * xp.arange(p.shape[0] - 1, 0, -1)
+    return p
 
 
 @rt.helper

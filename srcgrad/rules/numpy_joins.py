@@ -378,6 +378,9 @@ def index_concat(concatenator, items):
     for item in items:
         rt.refuse_dask(item, "np.r_ / np.c_ (rt.index_concat: NumPy's index tricks compute a "
                              "Dask array; use np.concatenate)")
+    xp = namespace(*items)
+    if xp is not np and (concatenator is np.r_ or concatenator is np.c_):
+        concatenator = xp.r_ if concatenator is np.r_ else xp.c_   # NumPy's would not take them
     return concatenator[tuple(items)]
 
 

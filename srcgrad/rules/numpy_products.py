@@ -128,6 +128,12 @@ def _tensordot_axes(a, b, axes):
     return [x % a.ndim for x in aa], [x % b.ndim for x in bb]
 
 
+def _tensordot(xp, a, b, a_axes, b_axes):
+    """``xp.tensordot`` over the paired axes; none is ``axes=0`` (CuPy refuses empty
+    axis lists when an operand is 0-d, where NumPy takes them)."""
+    return xp.tensordot(a, b, axes=(a_axes, b_axes) if a_axes else 0)
+
+
 @rt.helper
 def tensordot_grad_a(dy, a, b, axes=2):
     """Gradient of ``tensordot(a, b, axes)`` with respect to ``a``."""
@@ -136,7 +142,7 @@ def tensordot_grad_a(dy, a, b, axes=2):
     a_axes, b_axes = _tensordot_axes(a, b, axes)
     a_free = [i for i in range(a.ndim) if i not in a_axes]
     b_free = [i for i in range(b.ndim) if i not in b_axes]
-    g = xp.tensordot(xp.asarray(dy), b, axes=(list(range(len(a_free), len(a_free) + len(b_free))), b_free))
+    g = _tensordot(xp, xp.asarray(dy), b, list(range(len(a_free), len(a_free) + len(b_free))), b_free)
     dest = a_free + [a_axes[b_axes.index(j)] for j in sorted(b_axes)]
     return xp.transpose(g, tuple(int(i) for i in np.argsort(dest)))
 
@@ -149,7 +155,7 @@ def tensordot_grad_b(dy, a, b, axes=2):
     a_axes, b_axes = _tensordot_axes(a, b, axes)
     a_free = [i for i in range(a.ndim) if i not in a_axes]
     b_free = [i for i in range(b.ndim) if i not in b_axes]
-    g = xp.tensordot(a, xp.asarray(dy), axes=(a_free, list(range(len(a_free)))))
+    g = _tensordot(xp, a, xp.asarray(dy), a_free, list(range(len(a_free))))
     dest = [b_axes[a_axes.index(i)] for i in sorted(a_axes)] + b_free
     return xp.transpose(g, tuple(int(i) for i in np.argsort(dest)))
 

@@ -395,7 +395,7 @@ def index_concat_vjp(dw, w, dy, concatenator, items):
 @adjoint(rt.array_vjp)
 def array_vjp(dw, w, dy, obj):
     """``array_vjp`` takes ``dy`` apart in ``obj``'s nesting: its adjoint puts it back."""
-    return rt.unbroadcast(rt.as_nested_array(rt.fill_like(dw, obj)), dy), None
+    return rt.unbroadcast(rt.as_nested_array(rt.fill_like(dw, obj), dy), dy), None
 
 
 @adjoint(rt.seq_concat_vjp)
@@ -448,13 +448,14 @@ def join_fill(dw, tup, join):
 
 
 @rt.helper
-def as_nested_array(items):
-    """``np.array`` of a nested list of gradients (the join ``array_vjp`` undoes)."""
+def as_nested_array(items, like=None):
+    """``np.array`` of a nested list of gradients (the join ``array_vjp`` undoes), in the
+    array module of ``like`` (the adjoint it becomes: on the device for a CuPy ``like``)."""
     if not isinstance(items, list):
         return items
-    parts = [as_nested_array(i) for i in items]
+    parts = [as_nested_array(i, like) for i in items]
     arrays = [p for p in parts if rt.is_array(p)]
-    xp = rt.namespace(*arrays) if arrays else np
+    xp = rt.namespace(like, *arrays)
     return xp.stack([xp.asarray(p) for p in parts])
 
 
