@@ -1,5 +1,6 @@
 """The ordered stages from a user function to its compiled gradient, and nothing else."""
 
+import dataclasses
 import functools
 import gc
 import inspect
@@ -8,7 +9,7 @@ import gast
 
 from srcgrad import anno, disk_cache, grad_mode, pytree, runtime
 from srcgrad.anno import Static
-from srcgrad.analysis import activity, aliasing, kinds, ranks
+from srcgrad.analysis import activity, aliasing, kinds, ranks, shift
 from srcgrad.codegen import emit, loader
 from srcgrad.compiled import LATER as _LATER, Compiled, Sweeps as _Sweeps
 from srcgrad.context import CompileContext, CompileOptions  # noqa: F401 (CompileOptions: tests)
@@ -199,13 +200,14 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None, has_aux
                                   live_at_exit=[n for n in names if n not in params])
     # The wrt parameters hold floats: api refuses integer and complex inputs.
     kind_map = kinds.infer(node, {n: kinds.FLOAT for n in names}, info.peek)
-    act = activity.resolve(node, names, kind_map)
+    keep = set(names) | set(hook_names)
+    act = _activity(node, names, kind_map, keep if options.optimize else None)
     positional = [a.id for a in node.args.posonlyargs + node.args.args]
     structured = {p for p, key in zip(positional, arg_ranks or ()) if isinstance(key, pytree.TreeKey)}
     if as_array.as_array_arguments(node, act.sequences | structured, ctx):
         # np.mean(values) of a list is now of an array, a value of its own
         kind_map = kinds.infer(node, {n: kinds.FLOAT for n in names}, info.peek)
-        act = activity.resolve(node, names, kind_map)
+        act = _activity(node, names, kind_map, keep if options.optimize else None)
     fixed = {"xp": "xp", "rt": "rt"}
     for hooked in hook_names:
         if hooked not in user_locals:
@@ -262,8 +264,12 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None, has_aux
         gradient_forward = (for_grad or forward, optimize.scalar_output(forward, rank_map))
     # The code holds for arguments of any rank unless it relies on a fact the ranks gave.
     # Which names may hold containers decides code too (a structured argument's gradient).
+    # The backward optimizer reads shape classes, and ranks only of parameters (their
+    # gradient buffers) and of ints (indices): other names' ranks may differ.
     rank_free = not static and containers == any_containers and all(
-        (rank_map.get(n), classes.get(n)) == (any_ranks.get(n), any_classes.get(n))
+        classes.get(n) == any_classes.get(n) and (
+            rank_map.get(n) == any_ranks.get(n)
+            or n not in params and ranks.INT not in (rank_map.get(n), any_ranks.get(n)))
         for n in built.rank_facts_used)
     kernels = []
     if fuse:
@@ -528,6 +534,16 @@ class _TapeMethods(ast_util.NodeTransformer):
 
 def _load(name):
     return gast.Name(id=name, ctx=gast.Load(), annotation=None, type_comment=None)
+
+
+def _activity(node, names, kind_map, keep):
+    """activity.resolve, less the offsets whose every use cancels (analysis/shift.py: a
+    stable softmax's maximum), unless ``keep`` is None (not optimizing) or names them."""
+    act = activity.resolve(node, names, kind_map)
+    dropped = shift.cancelling_offsets(node, keep) & act.adjoint if keep is not None else ()
+    if not dropped:
+        return act
+    return dataclasses.replace(act, active=act.active - dropped, adjoint=act.adjoint - dropped)
 
 
 def _default_seed_of(forward):

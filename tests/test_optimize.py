@@ -158,13 +158,19 @@ def test_rank_inference():
         v = a
         v = b                    # bound to a scalar and a row: unknown
         g = GLOBAL_SCALE * a     # a global: unknown
-        h = u @ u                # matmul: unknown
-        return a + b + c + d + e + m + z + w + v + g + h + n
+        h = u @ u                # vector @ vector: a scalar
+        q = M @ u                # matrix @ vector: a vector
+        r = M.shape[1]           # an array's length: an int
+        s = np.sum(M, axis=0)    # a reduction over one axis
+        t = np.max(M, axis=-1, keepdims=True)  # ... that keeps it
+        o = np.sum(M, axis=GLOBAL_SCALE)       # an axis not known here: unknown
+        return a + b + c + d + e + m + z + w + v + g + h + n + q + r + s + t + o
     node, _, _ = pipeline.normalize(f)
     found = ranks.infer(node, {"u": 1, "M": 2, "n": ranks.INT, "items": None})
     expected = {"a": 0, "b": 1, "c": 0, "d": 0, "e": 0, "k": ranks.INT, "m": 0,
                 "z": ranks.UNKNOWN, "w": ranks.UNKNOWN, "v": ranks.UNKNOWN, "g": ranks.UNKNOWN,
-                "h": ranks.UNKNOWN, "n": ranks.INT}
+                "h": 0, "n": ranks.INT, "q": 1, "r": ranks.INT, "s": 1, "t": 2,
+                "o": ranks.UNKNOWN}
     assert {n: found[n] for n in expected} == expected
     assert ranks.rank_key(np.zeros((2, 3))) == 2 and ranks.rank_key(1.5) == 0
     assert ranks.rank_key(3) == ranks.INT and ranks.rank_key(object()) is None
@@ -651,3 +657,22 @@ def test_the_mean_of_an_empty_array_keeps_its_scalar_gradient_without_dividing_b
         g = sg.grad(f)(empty)
         g = sg.grad(f)(empty)    # the composed repeated call too
     assert g.shape == (0,) and g.dtype == np.float64
+
+
+def _mean_over_rows(x):
+    return -np.sum(np.tanh(x) * 2.0) / x.shape[0]
+
+
+def test_a_python_float_seed_keeps_float32_gradients_in_float32():
+    # x.shape[0] is an int: the output is a scalar and its seed the number 1.0. An
+    # adjoint spread from a number takes a float array's dtype (NumPy's promotion of a
+    # Python float), so the sweep stays in float32.
+    x = np.linspace(-1, 1, 6, dtype=np.float32).reshape(3, 2)
+    source = sg.source(_mean_over_rows, args=(x,), composed=True)
+    assert "default_seed" not in source
+    g = sg.grad(_mean_over_rows)(x)
+    assert g.dtype == np.float32
+    np.testing.assert_allclose(g, -2.0 * (1 - np.tanh(x.astype(np.float64)) ** 2) / 3, rtol=1e-6)
+    from srcgrad import runtime as rt
+    assert rt.unreduce(0.5, x).dtype == np.float32 and rt.unreduce(0.5, x.astype(int)).dtype == np.float64
+    check_grads(_mean_over_rows, (x.astype(np.float64),))

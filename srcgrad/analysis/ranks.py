@@ -235,7 +235,7 @@ def infer(node, param_ranks):
         # argument's key: infer again without any structure facts.
         return infer(node, {p: None if isinstance(r, pytree.TreeKey) else r
                             for p, r in param_ranks.items()})
-    return {n: env.get(n, UNKNOWN) for n in bound}
+    return {n: UNKNOWN if env.get(n) is _SHAPE else env.get(n, UNKNOWN) for n in bound}
 
 
 _READING_METHODS = {"get", "keys", "values", "items", "copy", "index", "count"}
@@ -256,6 +256,7 @@ def _mutated(node):
 
 
 _RANGE = object()   # marks the target of ``for i in range(...)``
+_SHAPE = "shape"    # while inferring: an array's ``.shape`` (UNKNOWN in the result)
 
 
 def _join(a, b):
@@ -327,7 +328,7 @@ def _unknown_stores(target, bindings):
 
 
 def _combine(*ranks):
-    if UNKNOWN in ranks or any(isinstance(r, pytree.TreeKey) for r in ranks):
+    if UNKNOWN in ranks or _SHAPE in ranks or any(isinstance(r, pytree.TreeKey) for r in ranks):
         return UNKNOWN
     if None in ranks:
         return None
@@ -349,6 +350,8 @@ def _rank(e, env, bound):
         if e.id not in bound:
             return UNKNOWN   # a global or closure variable: its rank is not part of the key
         return env.get(e.id)   # a structure's pytree.TreeKey too (read by subscripts)
+    if isinstance(e, gast.BinOp) and isinstance(e.op, gast.MatMult):
+        return _matmul_rank(_rank(e.left, env, bound), _rank(e.right, env, bound))
     if isinstance(e, gast.BinOp):
         if not isinstance(e.op, _ELEMENTWISE_OPS):
             return UNKNOWN
@@ -362,7 +365,7 @@ def _rank(e, env, bound):
             return UNKNOWN
         if isinstance(e.op, gast.Not):
             return UNKNOWN if r == UNKNOWN else 0 if r is not None else None
-        return r
+        return UNKNOWN if r is _SHAPE else r
     if isinstance(e, gast.Compare):
         if len(e.ops) != 1 or not isinstance(e.ops[0], (gast.Lt, gast.LtE, gast.Gt, gast.GtE,
                                                           gast.Eq, gast.NotEq)):
@@ -388,8 +391,14 @@ def _rank(e, env, bound):
             and isinstance(env.get(e.value.id), pytree.TreeKey) and e.value.id in bound:
         child = _tree_child(env[e.value.id], e.attr, attr=True)
         return UNKNOWN if child is None else child
+    if isinstance(e, gast.Attribute) and e.attr == "shape":
+        owner = _rank(e.value, env, bound)   # an array's shape: a tuple of ints
+        return None if owner is None else _SHAPE if type(owner) is int else UNKNOWN
     if isinstance(e, gast.Subscript):
         base = _rank(e.value, env, bound)
+        if base is _SHAPE:   # its length along one axis
+            index = _rank(e.slice, env, bound)
+            return None if index is None else INT if index == INT else UNKNOWN
         if isinstance(base, pytree.TreeKey):
             return UNKNOWN
         index = e.slice
@@ -406,6 +415,43 @@ def _rank(e, env, bound):
     return UNKNOWN
 
 
+def _matmul_rank(a, b):
+    """The rank of ``a @ b`` for operands of ranks ``a`` and ``b``: a 1-D operand's axis
+    is contracted away, stacks of matrices broadcast."""
+    if a is None or b is None:
+        return None if UNKNOWN not in (a, b) else UNKNOWN
+    if type(a) is not int or type(b) is not int or a < 1 or b < 1:
+        return UNKNOWN
+    if a == 1 or b == 1:
+        return a + b - 2
+    return max(a, b)
+
+
+def _axis_reduction_rank(e, env, bound):
+    """``np.sum(x, axis, keepdims=...)`` and the like: ``x``'s rank less the axes reduced
+    (all of it without ``keepdims``), for constant axes and ``keepdims``."""
+    keywords = {k.arg: k.value for k in e.keywords}
+    if len(e.args) not in (1, 2) or set(keywords) - {"axis", "keepdims", "ddof"} \
+            or (len(e.args) == 2 and "axis" in keywords):
+        return UNKNOWN
+    r = _rank(e.args[0], env, bound)
+    if type(r) is not int:
+        return None if r is None else UNKNOWN
+    keep = keywords.get("keepdims", gast.Constant(value=False, kind=None))
+    if not (isinstance(keep, gast.Constant) and type(keep.value) is bool):
+        return UNKNOWN
+    axis = e.args[1] if len(e.args) == 2 else keywords.get("axis")
+    if axis is None or isinstance(axis, gast.Constant) and axis.value is None:
+        return r if keep.value else 0
+    axes = axis.elts if isinstance(axis, gast.Tuple) else [axis]
+    axes = [a.operand if isinstance(a, gast.UnaryOp) and isinstance(a.op, gast.USub) else a
+            for a in axes]   # axis=-1
+    if not all(isinstance(a, gast.Constant) and type(a.value) is int for a in axes) \
+            or len(axes) > r:
+        return UNKNOWN
+    return r if keep.value else r - len(axes)
+
+
 def _call_rank(e, env, bound):
     primitive = anno.getanno(e, Static.PRIMITIVE)
     if primitive is None:
@@ -415,9 +461,17 @@ def _call_rank(e, env, bound):
             receiver = _rank(e.func.value, env, bound)
             return None if receiver is None else UNKNOWN if receiver == UNKNOWN else 0
         return UNKNOWN
+    try:
+        reduction = primitive in _FULL_REDUCTIONS and primitive is not numpy.linalg.norm
+    except TypeError:
+        return UNKNOWN
+    if reduction and (e.keywords or len(e.args) == 2):
+        return _axis_reduction_rank(e, env, bound)
     if e.keywords:
         return UNKNOWN
     args = [_rank(a, env, bound) for a in e.args]
+    if _SHAPE in args:
+        return INT if primitive is builtins.len and len(args) == 1 else UNKNOWN
     if isinstance(primitive, numpy.ufunc) and primitive.nout == 1 and len(args) == primitive.nin:
         r = _combine(*args)
         return 0 if r == INT else r
@@ -434,8 +488,8 @@ def _call_rank(e, env, bound):
         full_reduction = primitive in _FULL_REDUCTIONS
     except TypeError:
         return UNKNOWN
-    if full_reduction and len(args) == 1:
-        return None if args[0] is None else UNKNOWN if args[0] == UNKNOWN else 0
+    if full_reduction and len(args) == 1:   # one number, whatever the operand's rank
+        return None if args[0] is None else UNKNOWN if isinstance(args[0], pytree.TreeKey) else 0
     return UNKNOWN
 
 

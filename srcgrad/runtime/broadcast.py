@@ -56,14 +56,25 @@ def unreduce(g, x, axis=None, keepdims=False):
     elif xp is numpy:
         # A scalar spread over the shape: a read-only view of one element, as
         # broadcast_to makes, built directly (broadcast_to costs microseconds).
-        one = numpy.asarray(g)
+        one = numpy.asarray(g, dtype=_weak_dtype(g, x))
         if one.ndim == 0 and one.dtype.kind in "fc":
             return numpy.ndarray(shape, one.dtype, one.tobytes(), 0, (0,) * len(shape))
     if xp is not numpy and getattr(x, "chunks", None) is not None:
         # A Dask array or its saved shape: chunked like it, never one chunk of the whole
         # shape (a broadcast view that a worker would send whole to another).
         return _dask_forms.broadcast_to(g, shape, x)
-    return xp.broadcast_to(g if is_array(g) else xp.asarray(g), shape)
+    if not is_array(g):   # made on the device (asarray of a number copies from the host)
+        g = xp.full((), g, dtype=_weak_dtype(g, x) or (numpy.float64 if isinstance(g, float)
+                                                       else None))
+    return xp.broadcast_to(g, shape)
+
+
+def _weak_dtype(g, x):
+    """A Python float ``g``'s dtype beside a float array ``x`` (NumPy's promotion of a
+    Python number: the array's float32 stays float32), else None (``g``'s own)."""
+    if type(g) is float and getattr(getattr(x, "dtype", None), "kind", None) == "f":
+        return x.dtype
+    return None
 
 
 def unreduce_like(value, x, axis=None, keepdims=False):

@@ -230,9 +230,9 @@ def has_grad(g):
     if g is ZERO:
         return False
     if getattr(g, "ndim", 1) == 0 and not isinstance(g, (list, tuple)):
-        if isinstance(g, _HOST):
-            return bool(g != 0)
-        return _dask_forms.is_dask(g) or bool(g != 0)   # a lazy Dask zero: not computed
+        # A device (CuPy) or lazy (Dask) zero is not read: that would wait for the device
+        # or compute the graph. Its rules run, as for any array.
+        return bool(g != 0) if isinstance(g, _HOST) else True
     return True
 
 
