@@ -136,7 +136,7 @@ def skip_if_numpy_only(function, args, kwargs, expected):
     own = lambda v: v.copy() if hasattr(v, "shape") and hasattr(v, "copy") else v  # noqa: E731
     if function.__name__ in HOST_AND_DEVICE:
         pytest.skip(f"{function.__name__}: {HOST_AND_DEVICE[function.__name__]} (tested by "
-                    f"test_host_and_device_values_mixed_are_refused)")
+                    f"test_host_and_device_values_mixed_are_refused_or_right)")
     own_args, own_kwargs = [own(v) for v in args], {k: own(v) for k, v in kwargs.items()}
     try:
         out = function(*own_args, **own_kwargs)

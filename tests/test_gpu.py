@@ -425,22 +425,22 @@ def test_forward_mode_and_higher_order_on_cupy_match_numpy_and_stay_on_the_devic
 
 
 @pytest.mark.parametrize("name", sorted(HOST_AND_DEVICE))
-def test_host_and_device_values_mixed_are_refused(name, cupy):
+def test_host_and_device_values_mixed_are_refused_or_right(name, cupy):
     # A known limitation: the forward carries NumPy arrays of the function's own beside
-    # CuPy values; the adjoint's rules take one array module and refuse the mix where
-    # a gradient reaches those arrays. Where none does, the gradient is NumPy's.
-    refused = 0
+    # CuPy values; the adjoint's rules take one array module. Each gradient is NumPy's,
+    # or refused with the TypeError that says so: never another number.
     for case, wrt, pname in (c for c in ALL_WRT_CASES if c[0].function.__name__ == name):
         args, kwargs = case.fresh()
-        want = sg.grad(case.function, wrt=wrt)(*args, **kwargs)
-        dev = lambda v: cupy.asarray(v) if isinstance(v, np.ndarray) else v  # noqa: E731
-        try:
-            got = sg.grad(case.function, wrt=wrt)(*(dev(v) for v in args),
-                                                  **{k: dev(v) for k, v in kwargs.items()})
-        except TypeError as exc:
-            assert "NumPy and CuPy arrays are mixed" in str(exc), exc
-            refused += 1
-            continue
-        host = cupy.asnumpy(got) if isinstance(got, cupy.ndarray) else got
-        np.testing.assert_allclose(host, want, rtol=1e-10, atol=1e-12, err_msg=pname)
-    assert refused, f"{name}: no gradient was refused; take it off HOST_AND_DEVICE"
+        seed = case.seed()
+        dev = lambda v: cupy.asarray(v) if isinstance(v, (np.ndarray, np.floating)) else v  # noqa: E731
+        for grad_outputs in (None, seed):
+            want = sg.grad(case.function, wrt=wrt)(*args, grad_outputs=grad_outputs, **kwargs)
+            try:
+                got = sg.grad(case.function, wrt=wrt)(
+                    *(dev(v) for v in args), grad_outputs=dev(grad_outputs),
+                    **{k: dev(v) for k, v in kwargs.items()})
+            except TypeError as exc:
+                assert "NumPy and CuPy arrays are mixed" in str(exc), exc
+                continue
+            host = cupy.asnumpy(got) if isinstance(got, cupy.ndarray) else got
+            np.testing.assert_allclose(host, want, rtol=1e-10, atol=1e-12, err_msg=pname)

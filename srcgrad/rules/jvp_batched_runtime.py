@@ -35,15 +35,23 @@ def _size(t):
     raise NotBatchable(f"no batch axis in a tangent of type {type(t).__name__}")
 
 
+class BatchSize(int):
+    """B, with the array module of the tangents it was read off (``xp``): the zero
+    tangent of a Python number is made there (on the device for CuPy seeds)."""
+    xp = np
+
+
 @rt.helper
 def batch_size(*tangents):
     """B, the number of seeds, read off the first tangent that has one (None: zero)."""
     for t in tangents:
         if t is not None:
             try:
-                return _size(t)
+                size = BatchSize(_size(t))
             except NotBatchable:
                 continue
+            size.xp = namespace(*_pytree.tree_leaves(t)) if _pytree.is_node(t) else namespace(t)
+            return size
     raise NotBatchable("no tangent has a batch axis")
 
 
@@ -58,9 +66,10 @@ def batch_zero(value, size):
         return [batch_zero(v, size) for v in value]
     if isinstance(value, dict):
         return {k: batch_zero(v, size) for k, v in value.items()}
+    xp_ = getattr(size, "xp", np)
     if isinstance(value, range):
-        return [np.zeros(size) for _ in value]
-    return np.zeros(size)
+        return [xp_.zeros(size) for _ in value]
+    return xp_.zeros(size)
 
 
 @rt.helper

@@ -230,9 +230,11 @@ def has_grad(g):
     if g is ZERO:
         return False
     if getattr(g, "ndim", 1) == 0 and not isinstance(g, (list, tuple)):
-        # A device (CuPy) or lazy (Dask) zero is not read: that would wait for the device
-        # or compute the graph. Its rules run, as for any array.
-        return bool(g != 0) if isinstance(g, _HOST) else True
+        if isinstance(g, _HOST):
+            return bool(g != 0)
+        # A lazy Dask zero is not computed. A CuPy one is read (the device is waited for):
+        # the rules of an adjoint that is still a zero scaled by a number do not take one.
+        return _dask_forms.is_dask(g) or bool(g != 0)
     return True
 
 
