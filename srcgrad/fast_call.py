@@ -328,7 +328,22 @@ def _seeded(forward_result, grad_outputs):
 
 def _float_input(value):
     kind = type(value)
-    return kind is float or (kind is numpy.ndarray and value.dtype.kind == "f")
+    if kind is float or kind is numpy.ndarray:
+        return kind is float or value.dtype.kind == "f"
+    return _device_array_type(kind) and value.dtype.kind == "f"
+
+
+_DEVICE_TYPES = {}   # type -> whether it is CuPy's ndarray
+
+
+def _device_array_type(kind):
+    """CuPy's ndarray: its gradients run the composed function too (the hot call takes
+    NumPy's only; ``run`` takes these, and ``_finish_values`` makes them final)."""
+    found = _DEVICE_TYPES.get(kind)
+    if found is None:
+        found = _DEVICE_TYPES[kind] = kind.__name__ == "ndarray" and \
+            getattr(kind, "__module__", "").split(".")[0] == "cupy"
+    return found
 
 
 def _float_tree(value):

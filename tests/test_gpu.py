@@ -444,3 +444,31 @@ def test_host_and_device_values_mixed_are_refused_or_right(name, cupy):
                 continue
             host = cupy.asnumpy(got) if isinstance(got, cupy.ndarray) else got
             np.testing.assert_allclose(host, want, rtol=1e-10, atol=1e-12, err_msg=pname)
+
+
+def _softmax_loss(W, X, Y):
+    logits = X @ W
+    m = np.max(logits, axis=1, keepdims=True)
+    z = logits - m
+    return -np.sum(Y * (z - np.log(np.sum(np.exp(z), axis=1, keepdims=True)))) / X.shape[0]
+
+
+def test_repeated_cupy_calls_run_the_composed_gradient(cupy, monkeypatch):
+    # The second call of a gradient on CuPy arrays runs the one composed function: it
+    # neither records its fast path again nor runs the two sweeps (each call did, once).
+    from srcgrad import api
+    rng = np.random.default_rng(3)
+    W, X = rng.standard_normal((5, 3)), rng.standard_normal((8, 5))
+    Y = np.eye(3)[rng.integers(0, 3, 8)]
+    g = sg.grad(_softmax_loss)
+    want = g(W, X, Y)
+    dev = [cupy.asarray(v) for v in (W, X, Y)]
+    first = g(*dev)
+    general = []
+    original = api.GradFunction._call
+    monkeypatch.setattr(api.GradFunction, "_call",
+                        lambda self, *a: general.append(1) or original(self, *a))
+    got = g(*dev)
+    assert general == [] and isinstance(got, cupy.ndarray) and got.dtype == np.float64
+    np.testing.assert_allclose(cupy.asnumpy(got), want, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(cupy.asnumpy(first), want, rtol=1e-12, atol=1e-14)
