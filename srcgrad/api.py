@@ -69,6 +69,14 @@ def _closure_key(fn):
     return tuple(id(c) for c in fn.__closure__) if fn.__closure__ else ()
 
 
+def _on_device(args, kwargs):
+    """Whether a CuPy array is among the arguments (at the top level)."""
+    for value in (*args, *kwargs.values()) if kwargs else args:
+        if type(value).__module__.startswith("cupy"):
+            return True
+    return False
+
+
 def _wrt_key(wrt):
     return tuple(wrt) if isinstance(wrt, list) else wrt
 
@@ -258,6 +266,8 @@ class GradFunction:
         if _GRAD_OFF[0] and not _grad_state.enabled:
             check_grad_enabled()
         try:
+            if self.fuse is None and self._inner is None and _on_device(args, kwargs):
+                return self._fused()._general(args, grad_outputs, kwargs)
             if self._inner is not None and (_any_node(args) or _any_node(kwargs.values())
                                             or self._node_defaults()):
                 return self.through_hvp(args, kwargs, grad_outputs)
@@ -277,6 +287,16 @@ class GradFunction:
             if mapped is None:
                 raise
             raise mapped from None
+
+    def _fused(self):
+        """This gradient with ``fuse=True``: what ``fuse=None`` runs for CuPy arguments
+        (its own compiled code, caches and fast calls, apart from the NumPy ones)."""
+        twin = self.__dict__.get("_fused_twin")
+        if twin is None:
+            twin = self._fused_twin = GradFunction(
+                self.fn, self.wrt, self.allow_unused, self.materialize_grads,
+                self.preserve_result, self.hooks, fuse=True, has_aux=self.has_aux)
+        return twin
 
     def _set_hot(self, hot):
         """Run ``hot`` from the next call on: as ``self._hot``, and as the ``__call__`` of a
@@ -417,7 +437,7 @@ class _CallPlan:
 
 
 def grad(fn, wrt=0, *, allow_unused=False, materialize_grads=False, preserve_result=False,
-         hooks=None, fuse=False, has_aux=False, jit=False):
+         hooks=None, fuse=None, has_aux=False, jit=False):
     """The gradient of ``fn`` with respect to ``wrt``, as a function of ``fn``'s arguments.
 
     Args:
@@ -436,7 +456,8 @@ def grad(fn, wrt=0, *, allow_unused=False, materialize_grads=False, preserve_res
             calls its hook once per binding, last binding first.
         fuse: on CuPy, run each chain of elementwise operations (forward and
             adjoint) as one fused kernel (``cupy.fuse``); NumPy runs the same
-            code unfused. See docs/performance.md.
+            code unfused. The default, None, fuses calls with CuPy arrays and
+            not others; False never fuses. See docs/performance.md.
         has_aux: ``fn`` returns a pair ``(output, aux)`` (JAX): only ``output`` is
             differentiated (``grad_outputs`` seeds it), and the call returns
             ``(gradients, aux)`` (with ``preserve_result``, ``((output, aux), gradients)``).

@@ -472,3 +472,24 @@ def test_repeated_cupy_calls_run_the_composed_gradient(cupy, monkeypatch):
     assert general == [] and isinstance(got, cupy.ndarray) and got.dtype == np.float64
     np.testing.assert_allclose(cupy.asnumpy(got), want, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(cupy.asnumpy(first), want, rtol=1e-12, atol=1e-14)
+
+
+def _elementwise(x):
+    return np.sum(np.sin(x) * np.exp(-x ** 2) + np.log1p(x * x))
+
+
+def test_cupy_arguments_are_fused_by_default(cupy):
+    # grad's fuse=None fuses calls with CuPy arrays (its fused twin compiles them) and
+    # leaves NumPy calls unfused; fuse=False never fuses.
+    x = np.linspace(-2.0, 2.0, 1001)
+    g = sg.grad(_elementwise)
+    want = g(x)
+    assert "_fused_twin" not in g.__dict__
+    for _ in range(2):
+        got = g(cupy.asarray(x))
+        assert isinstance(got, cupy.ndarray)
+        np.testing.assert_allclose(cupy.asnumpy(got), want, rtol=1e-12, atol=1e-14)
+    twin = g.__dict__["_fused_twin"]
+    assert twin.fuse is True and "fused_kernel" in sg.source(_elementwise, fuse=True)
+    assert sg.grad(_elementwise, fuse=False)(cupy.asarray(x)) is not None
+    assert "_fused_twin" not in sg.grad(_elementwise, fuse=False).__dict__
