@@ -104,3 +104,47 @@ def test_float32_softmax_matches_float64():
     want = sg.grad(log_softmax_loss)(X, Y)
     assert got.dtype == np.float32
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+# ----- Random programs over the operations the proof follows, against finite differences -----
+
+_STEPS = [
+    "{t} = np.exp({a})", "{t} = np.log(np.abs({a}) + 0.5)", "{t} = np.log(np.sum(np.exp({a}), axis=1, keepdims=True))",
+    "{t} = np.sum({a}, axis=1, keepdims=True)", "{t} = np.sum({a}, axis=0, keepdims=True)",
+    "{t} = {a} - {b}", "{t} = {a} + {b}", "{t} = {a} * {b}", "{t} = {a} / (np.abs({b}) + 1.0)",
+    "{t} = {a} - 2.0", "{t} = 3.0 * {a}", "{t} = -{a}", "{t} = {a} - m", "{t} = m + {a}",
+    "{t} = np.max({a}, axis=1, keepdims=True)",
+]
+
+
+def _random_program(rng, k):
+    names = ["x", "z"]
+    lines = [f"def prog_{k}(x, y):", "    m = np.max(x, axis=1, keepdims=True)", "    z = x - m"]
+    for i in range(int(rng.integers(2, 6))):
+        step = _STEPS[int(rng.integers(len(_STEPS)))]
+        t = f"v{i}"
+        lines.append("    " + step.format(t=t, a=names[int(rng.integers(len(names)))],
+                                         b=names[int(rng.integers(len(names)))]))
+        names.append(t)
+    lines.append(f"    return np.sum(y * {names[-1]}) + 0.25 * np.sum(y * {names[-2]})")
+    return "\n".join(lines) + "\n"
+
+
+def test_random_programs_around_an_offset(tmp_path):
+    import importlib.util
+    rng = np.random.default_rng(2026)
+    source = "import numpy as np\n\n" + "\n\n".join(_random_program(rng, k) for k in range(60))
+    path = tmp_path / "shift_programs.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("shift_programs", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    x = RNG.standard_normal((3, 4))
+    weights = RNG.standard_normal((3, 4))
+    dropped = 0
+    for k in range(60):
+        fn = getattr(module, f"prog_{k}")
+        node, _, _ = pipeline.normalize(fn)
+        dropped += bool(shift.cancelling_offsets(node))
+        check_grads(fn, (x, weights), atol=1e-6, rtol=1e-5)
+    assert 3 <= dropped < 60   # both kinds are exercised
