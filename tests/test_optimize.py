@@ -676,3 +676,25 @@ def test_a_python_float_seed_keeps_float32_gradients_in_float32():
     from srcgrad import runtime as rt
     assert rt.unreduce(0.5, x).dtype == np.float32 and rt.unreduce(0.5, x.astype(int)).dtype == np.float64
     check_grads(_mean_over_rows, (x.astype(np.float64),))
+
+
+def _mean_loss(x, y):
+    return -np.sum(y * np.tanh(x)) / x.shape[0]
+
+
+def _python_float_loss(x):
+    q = float(np.sum(x * x))
+    return q / 0.0 + np.sum(x)
+
+
+def test_the_gradient_only_forward_drops_a_scalar_loss_but_not_what_raises():
+    # grad does not return the value: -np.sum(...) / n (NumPy-scalar arithmetic, which
+    # never raises) is not computed. A Python float's division by zero raises in the
+    # function, so it is kept, and grad raises too.
+    x, y = np.linspace(-1.0, 1.0, 6).reshape(3, 2), np.ones((3, 2))
+    source = sg.source(_mean_loss, args=(x, y), composed=True)
+    code = "\n".join(line for line in source.splitlines() if not line.strip().startswith("#"))
+    assert "np.sum" not in code and "tanh_x" in code
+    check_grads(_mean_loss, (x, y))
+    with pytest.raises(ZeroDivisionError):
+        sg.grad(_python_float_loss)(x)

@@ -4,7 +4,9 @@
 whatever the value is, so the work that only led to the output can go: the sum in
 ``np.sum(f(x))``, and every value its adjoint does not read. Only operations that
 cannot raise are dropped (elementwise operations on operands whose shapes provably
-broadcast, full reductions), so an error the function would raise is still raised.
+broadcast, full reductions, and ``+ - * /`` of a reduction's NumPy scalar, which gives
+inf or nan with a warning where a Python float raises), so an error the function would
+raise is still raised.
 A read ``a[i]`` of an array that the same block has just read at the same index,
 with neither name rebound in between, cannot raise either: the first read stays.
 
@@ -14,12 +16,16 @@ with neither name rebound in between, cannot raise either: the first read stays.
 """
 
 import gast
+import numpy
 
+from srcgrad import anno
 from srcgrad.analysis.ranks import SCALAR, UNKNOWN
 from srcgrad.ast_util import assigned_name, blocks, loads, stores
 from srcgrad.optimize import dead
 from srcgrad.optimize.effects import safe_class
 from srcgrad.templates import clone
+
+Static = anno.Static
 
 
 def scalar_output(forward, rank_map):
@@ -38,12 +44,53 @@ def forward_for_gradient(forward, rank_map, classes):
     fg.body[-1].value.elts[0] = gast.Constant(value=None, kind=None)
 
     repeats = _repeated_reads(fg.body, classes)
+    reduced = _reduction_results(fg.body, rank_map)
 
     def pure(value):
-        return id(value) in repeats or safe_class(value, classes) is not None
+        return id(value) in repeats or safe_class(value, classes) is not None \
+            or _reduction_arithmetic(value, reduced, rank_map)
 
     removed = dead.eliminate(fg.body, set(classes), set(), pure)
     return fg if removed else None
+
+
+_FULL_REDUCTIONS = (numpy.sum, numpy.mean, numpy.max, numpy.min, numpy.amax, numpy.amin, numpy.prod)
+
+
+def _reduction_arithmetic(e, reduced, rank_map):
+    """``np.sum(a)`` of an array ``a`` (a name of known rank), and ``+ - * /`` with
+    such a value or a name bound to one (``reduced``) on one side: a NumPy (or CuPy) scalar,
+    whose arithmetic gives inf or nan with a warning where a Python float raises."""
+    if isinstance(e, gast.Call):
+        return not e.keywords and len(e.args) == 1 and isinstance(e.args[0], gast.Name) \
+            and type(rank_map.get(e.args[0].id)) is int \
+            and any(anno.getanno(e, Static.PRIMITIVE) is f for f in _FULL_REDUCTIONS)
+    if isinstance(e, gast.Name):
+        return e.id in reduced
+    if isinstance(e, gast.UnaryOp) and isinstance(e.op, (gast.USub, gast.UAdd)):
+        return _reduction_arithmetic(e.operand, reduced, rank_map)
+    if isinstance(e, gast.BinOp) and isinstance(e.op, (gast.Add, gast.Sub, gast.Mult, gast.Div)):
+        sides = (e.left, e.right)
+        plain = all(isinstance(v, gast.Constant) and type(v.value) in (int, float)
+                    or isinstance(v, gast.Name) and rank_map.get(v.id) in (0, "i")
+                    or _reduction_arithmetic(v, reduced, rank_map) for v in sides)
+        return plain and any(_reduction_arithmetic(v, reduced, rank_map) for v in sides)
+    return False
+
+
+def _reduction_results(body, rank_map):
+    """Names bound once, at the top level, to ``_reduction_arithmetic`` values."""
+    counts = {}
+    for s in body:
+        for n in stores(s):
+            counts[n] = counts.get(n, 0) + 1
+    reduced = set()
+    for s in body:
+        name = assigned_name(s)
+        if name is not None and counts.get(name) == 1 \
+                and _reduction_arithmetic(s.value, reduced, rank_map):
+            reduced.add(name)
+    return reduced
 
 
 def _index_read(value, classes):

@@ -227,7 +227,8 @@ def user_origin():
     frame = sys._getframe(1)
     while frame is not None:
         code = frame.f_code
-        if code.co_name.endswith(("_forward", "_backward")) or code.co_name.startswith("gradient_"):
+        if code.co_name.endswith(("_forward", "_forward_for_grad", "_backward")) \
+                or code.co_name.startswith("gradient_"):
             # A rule's inlined lines may carry no origin of their own: the nearest line above
             # in the same function that does (the statement's guard or first line) names it.
             for line in range(frame.f_lineno, code.co_firstlineno - 1, -1):
