@@ -14,9 +14,8 @@ def run(body, facts):
     rewriter = _Rewriter()
     for s in body:
         rewriter.visit(s)
-    if rewriter.changed:
-        facts.invalidate()
-    return rewriter.changed
+    facts.names.forget_edited(*rewriter.edited)
+    return bool(rewriter.edited)
 
 
 def positive(e):
@@ -31,13 +30,11 @@ def positive(e):
     return None
 
 
-class _Rewriter(ast_util.NodeTransformer):
-    changed = False
-
+class _Rewriter(ast_util.StatementTransformer):
     def visit_BinOp(self, node):
         self.generic_visit(node)
         right = positive(node.right) if isinstance(node.op, gast.Add) else None
         if right is None:
             return node
-        self.changed = True
+        self.edit()
         return gast.BinOp(left=node.left, op=gast.Sub(), right=right)

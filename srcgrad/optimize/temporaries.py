@@ -38,7 +38,6 @@ def run(body, facts):
     changed = False
     # The name sets stay memoized from round to round: a fold forgets what it edits (the
     # use, and the compound statements around its block), so only those are walked again.
-    facts.invalidate()
     effects = _Effects()
     while True:
         live = liveness.analyze(body, set(), names=facts.names, only=candidates(body, facts))

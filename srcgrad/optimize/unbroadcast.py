@@ -31,6 +31,7 @@ def run(body, facts):
     dropper = _Dropper(*infer_sweep_classes(body, facts.classes, facts.fixed), facts.roots)
     for s in body:
         dropper.visit(s)
+    facts.names.forget_edited(*dropper.edited)
     facts.used |= dropper.relied_on()
     facts.sweep_classes = infer_sweep_classes(body, facts.classes, facts.fixed)[0]
     return dropper.changed
@@ -71,10 +72,11 @@ def infer_sweep_classes(body, classes, fixed):
     return classes, inferred
 
 
-class _Dropper(ast_util.NodeTransformer):
+class _Dropper(ast_util.StatementTransformer):
     """Rewrites the shape helpers whose answer the classes already give."""
 
     def __init__(self, classes, inferred, roots):
+        super().__init__()
         self.classes, self.inferred, self.roots = classes, inferred, roots
         self.used = set()
         self.changed = False
@@ -96,6 +98,7 @@ class _Dropper(ast_util.NodeTransformer):
             self.used.update((target, shape))
             node.args[position] = name(shape)
             self.changed = True
+            self.edit()
 
     def visit_Call(self, node):
         self.generic_visit(node)
@@ -112,6 +115,7 @@ class _Dropper(ast_util.NodeTransformer):
                 or (node.func.attr == "unreduce" and shape == SCALAR):
             self.used.update(names_in(node))
             self.changed = True
+            self.edit()
             return node.args[0]
         self._root(node, 1, target, shape)
         return node
@@ -127,6 +131,7 @@ class _Dropper(ast_util.NodeTransformer):
         if whole and shape not in (None, SCALAR, UNKNOWN):
             self.used.add(target)   # an array: its size, without the helper's axis handling
             self.changed = True
+            self.edit()
             size = gast.Attribute(value=node.args[0], attr="size", ctx=gast.Load())
             if at_least:   # a mean's divisor: 1 for an empty array, whose gradient is empty
                 return gast.BoolOp(op=gast.Or(), values=[size, gast.Constant(value=1, kind=None)])
