@@ -198,6 +198,20 @@ class StatementTransformer(NodeTransformer):
                 self.statement = outer
         return NodeTransformer.visit(self, node)
 
+    def visit_own_parts(self, s):
+        """Visit what statement ``s`` evaluates itself (``own_parts``: a compound
+        statement's header), not its blocks, whose statements are visited on their own."""
+        if not isinstance(s, _BLOCKS):
+            self.visit(s)
+            return
+        outer, self.statement = self.statement, s
+        try:
+            for field in ("test", "target", "iter"):
+                if field in s.__dict__:
+                    setattr(s, field, self.visit(s.__dict__[field]))
+        finally:
+            self.statement = outer
+
     def edit(self):
         """The statement being visited was rewritten."""
         if not self.edited or self.edited[-1] is not self.statement:

@@ -12,8 +12,10 @@ from srcgrad import ast_util
 
 def run(body, facts):
     rewriter = _Rewriter()
-    for s in body:
-        rewriter.visit(s)
+    for s in ast_util.walk_statements(body):
+        if any(n.op.__class__ is gast.USub
+               for part in ast_util.own_parts(s) for n in ast_util.nodes_of(part, gast.UnaryOp)):
+            rewriter.visit_own_parts(s)   # (no negation in ``s``: nothing to rewrite)
     facts.names.forget_edited(*rewriter.edited)
     return bool(rewriter.edited)
 

@@ -20,7 +20,7 @@ import gast
 
 from srcgrad.analysis.activity import names_in
 from srcgrad.analysis.ranks import SCALAR, UNKNOWN
-from srcgrad.ast_util import is_rt_call, name, walk_statements
+from srcgrad.ast_util import is_rt_call, name, own_parts, walk_statements
 from srcgrad.optimize.exprs import class_of, shape_helper
 from srcgrad import ast_util
 
@@ -28,13 +28,21 @@ from srcgrad import ast_util
 def run(body, facts):
     if not facts.classes:
         return False
-    dropper = _Dropper(*infer_sweep_classes(body, facts.classes, facts.fixed), facts.roots)
-    for s in body:
-        dropper.visit(s)
+    classes, inferred = infer_sweep_classes(body, facts.classes, facts.fixed)
+    dropper = _Dropper(classes, inferred, facts.roots)
+    for s in walk_statements(body):
+        if any(n.func.__class__ is gast.Attribute and n.func.attr in _HELPERS
+               for part in own_parts(s) for n in ast_util.nodes_of(part, gast.Call)):
+            dropper.visit_own_parts(s)   # (most statements hold no shape helper)
     facts.names.forget_edited(*dropper.edited)
     facts.used |= dropper.relied_on()
-    facts.sweep_classes = infer_sweep_classes(body, facts.classes, facts.fixed)[0]
+    if dropper.edited:   # (the same sweep: the same classes)
+        classes = infer_sweep_classes(body, facts.classes, facts.fixed)[0]
+    facts.sweep_classes = classes
     return dropper.changed
+
+
+_HELPERS = {"unbroadcast", "unreduce", "reduction_size"}   # the calls _Dropper rewrites
 
 
 def infer_sweep_classes(body, classes, fixed):
