@@ -170,10 +170,17 @@ def _count_loads(node, t):
 
 
 def _substitute(node, t, value):
-    class Substitute(ast_util.NodeTransformer):
-        def visit_Name(self, n):
-            if n.id == t and isinstance(n.ctx, gast.Load):
-                return value
-            return n
+    _Substitute(t, value).visit(node)
 
-    Substitute().visit(node)
+
+class _Substitute(ast_util.NodeTransformer):
+    """Reads of ``t`` replaced by ``value`` (one class for every fold: a class made per
+    fold was made, and its visitors looked up, each time)."""
+
+    def __init__(self, t, value):
+        self.t, self.value = t, value
+
+    def visit_Name(self, n):
+        if n.id == self.t and isinstance(n.ctx, gast.Load):
+            return self.value
+        return n
