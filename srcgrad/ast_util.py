@@ -179,6 +179,45 @@ class NodeTransformer(gast.NodeTransformer):
         return node
 
 
+class StatementTransformer(NodeTransformer):
+    """A ``NodeTransformer`` that knows the statement it is in (``statement``, the
+    innermost) and lists in ``edited`` those where ``edit()`` was called: what a pass
+    gives ``NameSets.forget_edited`` after rewriting expressions in place."""
+
+    statement = None
+
+    def __init__(self):
+        self.edited = []
+
+    def visit(self, node):
+        if isinstance(node, gast.stmt):
+            outer, self.statement = self.statement, node
+            try:
+                return NodeTransformer.visit(self, node)
+            finally:
+                self.statement = outer
+        return NodeTransformer.visit(self, node)
+
+    def visit_own_parts(self, s):
+        """Visit what statement ``s`` evaluates itself (``own_parts``: a compound
+        statement's header), not its blocks, whose statements are visited on their own."""
+        if not isinstance(s, _BLOCKS):
+            self.visit(s)
+            return
+        outer, self.statement = self.statement, s
+        try:
+            for field in ("test", "target", "iter"):
+                if field in s.__dict__:
+                    setattr(s, field, self.visit(s.__dict__[field]))
+        finally:
+            self.statement = outer
+
+    def edit(self):
+        """The statement being visited was rewritten."""
+        if not self.edited or self.edited[-1] is not self.statement:
+            self.edited.append(self.statement)
+
+
 # SRCGRAD_CHECK_NAME_SETS=1 (tests/conftest.py sets it for some test modules): every
 # memoized name set handed out is computed again and compared, so a pass that edits a
 # node in place and forgets to ``forget`` it fails loudly instead of optimizing on stale
@@ -208,6 +247,17 @@ class NameSets:
         """Compute the sets of ``nodes`` again when next asked (they were edited in place)."""
         for node in nodes:
             self._memo.pop(id(node), None)
+
+    def forget_edited(self, *statements):
+        """Forget what a pass rewrote inside each of ``statements`` in place: the
+        statement and every node of its own parts (a compound statement's header, not
+        its blocks, whose statements keep their sets)."""
+        memo = self._memo
+        for s in statements:
+            memo.pop(id(s), None)
+            for part in own_parts(s):
+                for node in walk(part):
+                    memo.pop(id(node), None)
 
     def _sets(self, node):
         found = self._memo.get(id(node))

@@ -590,24 +590,27 @@ def _compose(forward, backward, info, bindings, name, seed_value, many, release=
                                             value=seed_value, type_comment=None)]
     back = [s for s in backward.body if not (isinstance(s, gast.Assign) and isinstance(s.value, gast.Name)
                                             and s.value.id == "saved")]
+    # The statements' name sets, shared by the steps below (each keeps them valid).
+    names = ast_util.NameSets()
     if isinstance(seed_value, gast.Constant) and seed_value.value:
         back = _known_seed(back, seed)
         # An adjoint's ``d = 0.0`` that only a skipped ``if rt.has_grad`` could read is dead.
         zeros = {s.targets[0].id for s in back if isinstance(s, gast.Assign)
                  and isinstance(s.targets[0], gast.Name) and isinstance(s.value, gast.Constant)}
-        optimize.dead.eliminate(back, zeros, set())
+        optimize.dead.eliminate(back, zeros, set(), names=names)
         if seed_value.value == 1.0 and isinstance(seed_value.value, float):
-            unit_seed.drop_unit_factors(back, seed, floats)
+            unit_seed.drop_unit_factors(back, seed, floats, names)
     if marked is not None:
         back = zero_marks.mark(back, marked)
+        names.clear()
     results = back[-1].value.elts
     value = gast.Tuple(elts=results, ctx=gast.Load()) if many else results[0]
     back[-1] = gast.Return(value=value if aux is None else gast.Tuple(elts=[value, aux], ctx=gast.Load()))
     body += back
     if release is not None:
         params = {a.id for a in forward.args.posonlyargs + forward.args.args + forward.args.kwonlyargs}
-        made = scalar_items.run(body, params)   # float64 items read as Python floats in loops
-        body = optimize.release_dead(body, params, set(release) | made)
+        made = scalar_items.run(body, params, names)   # float64 items read as Python floats in loops
+        body = optimize.release_dead(body, params, set(release) | made, names)
     composed = gast.FunctionDef(name=name, args=forward.args, body=body, decorator_list=[],
                                 returns=None, type_comment=None, type_params=[])
     source = emit.to_source([composed])

@@ -14,12 +14,14 @@ import pytest
 from srcgrad import anno
 from srcgrad.analysis import liveness
 from srcgrad.analysis.ranks import SCALAR
-from srcgrad.ast_util import accumulation, blocks, is_rt_call, loads, stores
+from srcgrad.ast_util import (NameSets, StatementTransformer, accumulation, blocks, is_rt_call,
+                              loads, stores, walk, walk_statements)
 from srcgrad.codegen import emit
 from srcgrad.optimize import (copies, dead, first_contributions, forward, forward_temporaries,
                               in_place, index_buffers, loop_carried, loop_invariants, merge,
                               reductions, release, sink, subtract, temporaries, unbroadcast, zeros)
 from srcgrad.optimize.facts import Facts, inplace_targets
+from srcgrad.templates import clone
 
 Static = anno.Static
 
@@ -393,6 +395,52 @@ def test_name_sets_and_accumulations():
     assert found[0] == "d" and printed([gast.Expr(value=found[1])]) == "g * w"
     assert accumulation(parse("d = d + d * g")[0]) is None
     assert accumulation(parse("d = e + g")[0]) is None
+
+
+class _DropUnbroadcast(StatementTransformer):
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        if is_rt_call(node, "unbroadcast"):
+            self.edit()
+            return node.args[0]
+        return node
+
+
+def test_forget_edited_keeps_name_sets_exact():
+    # A pass that rewrites expressions in place forgets what it edited (a statement and its
+    # own parts: a compound statement's header, not its body); the sets asked before, of
+    # the statements and of their parts, are the new ones when asked again.
+    body = parse("""
+        if rt.unbroadcast(c, x):
+            d = d + rt.unbroadcast(g, x)
+            e = g
+        """)
+    branch = body[0]
+    inner, untouched = branch.body
+    names = NameSets()
+    assert names.loads(branch) == {"rt", "c", "x", "d", "g"}
+    assert names.loads(inner.value) == {"d", "rt", "g", "x"}
+    assert names.loads(branch.test) == {"rt", "c", "x"}
+    kept = names._sets(untouched)
+    dropper = _DropUnbroadcast()
+    for s in walk_statements(body):
+        dropper.visit_own_parts(s)
+    assert dropper.edited == [branch, inner]
+    names.forget_edited(*dropper.edited)
+    assert names.loads(inner.value) == {"d", "g"}
+    assert names.loads(branch.test) == {"c"}
+    assert names.loads(branch) == {"c", "d", "g"}
+    assert names._sets(untouched) is kept   # a statement not edited keeps its sets
+
+
+def test_clone_shares_only_nodes_without_fields():
+    s = parse("d = d + g * -w")[0]
+    copied = clone(s)
+    assert gast.dump(copied) == gast.dump(s)
+    for old, new in zip(walk(s), walk(copied)):
+        assert (old is new) == (not old._fields), type(old).__name__   # contexts, operators
+    anno.setanno(s.targets[0].ctx, "mark", 1)   # a context with an annotation is copied
+    assert clone(s).targets[0].ctx is not s.targets[0].ctx
 
 
 # ----- zeros -----

@@ -99,18 +99,17 @@ def transform_forward(function, generated, classes=None, passes=FORWARD):
 def run(body, facts):
     """Run every pass on ``body``; returns whether any changed it.
 
-    The fixed point's passes forget each statement they edit in place (``NameSets``
-    notices statements added to or dropped from a block by itself), so their name sets
-    are kept from pass to pass and round to round; the other passes' are cleared after
-    each that changed something. SRCGRAD_CHECK_NAME_SETS checks every kept set."""
-    changed = _run_each(PREPARE, body, facts)
-    facts.invalidate()
+    Every pass forgets each statement it edits in place (``NameSets.forget_edited``;
+    ``NameSets`` notices statements added to or dropped from a block by itself), so the
+    name sets are kept from pass to pass and round to round, each computed again only
+    where a pass changed it. SRCGRAD_CHECK_NAME_SETS checks every kept set."""
+    changed = _run_each(PREPARE, body, facts, keep=True)
     while True:
         facts.inplace = inplace_targets(body)
         if not _run_each(FIXED_POINT, body, facts, keep=True):
             break
         changed = True
-    return _run_each(FINISH, body, facts) or changed
+    return _run_each(FINISH, body, facts, keep=True) or changed
 
 
 def _run_each(passes, body, facts, keep=False):

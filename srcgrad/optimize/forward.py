@@ -20,7 +20,7 @@ import numpy
 
 from srcgrad import anno
 from srcgrad.analysis.ranks import SCALAR, UNKNOWN
-from srcgrad.ast_util import assigned_name, blocks, loads, stores
+from srcgrad.ast_util import NameSets, assigned_name, blocks, loads, stores
 from srcgrad.optimize import dead
 from srcgrad.optimize.effects import safe_class
 from srcgrad.templates import clone
@@ -43,14 +43,15 @@ def forward_for_gradient(forward, rank_map, classes):
     fg.name = forward.name + "_for_grad"
     fg.body[-1].value.elts[0] = gast.Constant(value=None, kind=None)
 
-    repeats = _repeated_reads(fg.body, classes)
+    names = NameSets()   # shared: dead code elimination asks the same statements
+    repeats = _repeated_reads(fg.body, classes, names)
     reduced = _reduction_results(fg.body, rank_map)
 
     def pure(value):
         return id(value) in repeats or safe_class(value, classes) is not None \
             or _reduction_arithmetic(value, reduced, rank_map)
 
-    removed = dead.eliminate(fg.body, set(classes), set(), pure)
+    removed = dead.eliminate(fg.body, set(classes), set(), pure, names)
     return fg if removed else None
 
 
@@ -107,9 +108,10 @@ def _index_read(value, classes):
     return loads(value)
 
 
-def _repeated_reads(body, classes):
+def _repeated_reads(body, classes, name_sets):
     """ids of the values ``a[i]`` that repeat an earlier read of their block, with no
-    statement in between binding a name they read or reading ``a`` otherwise."""
+    statement in between binding a name they read or reading ``a`` otherwise.
+    ``name_sets``: the ``NameSets`` to ask."""
     found = set()
     for block in blocks(body):
         seen = {}   # gast.dump of the read -> (array name, the names it reads)
@@ -119,7 +121,7 @@ def _repeated_reads(body, classes):
             key = gast.dump(value) if names is not None else None
             if key in seen:
                 found.add(id(value))
-            bound, read = stores(s), loads(s)
+            bound, read = name_sets.stores(s), name_sets.loads(s)
             for k, (array, its_names) in list(seen.items()):
                 if its_names & bound or (array in read and names is None):
                     del seen[k]

@@ -186,8 +186,14 @@ def _children(node):
 
 
 def _replace(statement, target, value):
-    class Replace(ast_util.NodeTransformer):
-        def visit_Name(self, n):
-            return value if n is target else n
+    _Replace(target, value).visit(statement)
 
-    Replace().visit(statement)
+
+class _Replace(ast_util.NodeTransformer):
+    """The Name node ``target`` replaced by ``value`` (one class for every fold)."""
+
+    def __init__(self, target, value):
+        self.target, self.value = target, value
+
+    def visit_Name(self, n):
+        return self.value if n is self.target else n

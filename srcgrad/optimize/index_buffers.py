@@ -33,13 +33,13 @@ def run(body, facts):
             continue
         zero, updates = found
         zero.value = replace_as_expression("rt.owned_zeros(X)", X=x)
+        facts.names.forget_edited(zero)   # the updates are new statements in their blocks
         for block, st, (_, index, g) in updates:
             update = gast.AugAssign(target=gast.Subscript(value=name(d), slice=index, ctx=gast.Store()),
                                     op=gast.Add(), value=g)
             block[block.index(st)] = anno.copyanno(st, update, *Static)
             facts.used |= names_in(index)
         facts.used.add(x)
-        facts.invalidate()   # the zero, the updates and the statements around them changed
         changed = True
     return changed
 

@@ -28,6 +28,7 @@ def run(body, facts):
                     s.value.right = doubled
                 else:
                     s.value = doubled
+                facts.names.forget_edited(s)
                 del block[k + 1]
                 changed = True
                 continue

@@ -28,9 +28,7 @@ from srcgrad import ast_util
 def run(body, facts):
     if not facts.classes or facts.returned is None:
         return False
-    facts.invalidate()
     used = keep_reductions_scalar(body, facts.sweep_classes, facts.primals, facts.returned, facts)
-    facts.invalidate()
     facts.used |= used
     return bool(used)
 
@@ -137,7 +135,8 @@ def keep_reductions_scalar(body, classes, primals, returned, facts):
                     for k, n in enumerate(value if isinstance(value, list) else [value]):
                         shape = _full_unreduce(n, classes) if isinstance(n, gast.Call) else None
                         if shape is not None:
-                            calls[id(n)] = (n, shape, parent, field, k if isinstance(value, list) else None)
+                            calls[id(n)] = (n, shape, parent, field,
+                                            k if isinstance(value, list) else None, s)
                             in_statement.setdefault(id(s), set()).add(id(n))
     enabled = {k: found[1] for k, found in calls.items()}
     while enabled:
@@ -150,12 +149,13 @@ def keep_reductions_scalar(body, classes, primals, returned, facts):
         return set()
     used = set()
     for k in enabled:
-        call, _, parent, field, index = calls[k]
+        call, _, parent, field, index, s = calls[k]
         used.update(names_in(call))
         if index is None:
             setattr(parent, field, call.args[0])
         else:
             getattr(parent, field)[index] = call.args[0]
+        facts.names.forget_edited(s)
     for s in walk_statements(body):
         target = s.targets[0] if isinstance(s, gast.Assign) else getattr(s, "target", None)
         if isinstance(target, gast.Name) and target.id in lazy:

@@ -18,14 +18,14 @@ from srcgrad.templates import replace
 _NOTHING_TO_FREE = ("tape", "push")
 
 
-def release_dead(body, keep, scalars=()):
+def release_dead(body, keep, scalars=(), names=None):
     """``body`` with ``a = b = None`` after the top-level statement that last reads
     ``a`` and ``b``: a value (a saved array, a finished temporary) is freed when it
     is dead, not when the function returns. Names in ``keep`` (parameters) stay, and
     so do ``scalars``, names known to hold one number (analysis/ranks.py: rank 0 or an
     integer), and the tape: freeing them would free nothing. Nothing is released after
-    the last statement before the return."""
-    names = NameSets()
+    the last statement before the return. ``names``: a ``NameSets`` of ``body`` to ask."""
+    names = names or NameSets()
     last = {}
     bound = set()
     for k, s in enumerate(body):

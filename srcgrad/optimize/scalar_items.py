@@ -44,10 +44,11 @@ NONE, BOOL, SCALAR, PYTHON = 0, 1, 2, 3   # what a name is known to hold (see _L
 _SAFE_OPS = (gast.Add, gast.Sub, gast.Mult)
 
 
-def run(body, params):
+def run(body, params, name_sets=None):
     """Rewrite ``body`` (a composed gradient's statements) in place; returns the names
     it made (views and flags: releasing them frees nothing). ``params``: the
-    function's parameter names."""
+    function's parameter names. ``name_sets``: a ``NameSets`` of ``body`` to ask and
+    keep valid (cleared once the loops are rewritten)."""
     found = [n for s in body for n in ast_util.nodes_of(s, gast.Name)]
     names = {n.id for n in found}
     stored = {n.id for n in found if not isinstance(n.ctx, gast.Load)}
@@ -56,7 +57,7 @@ def run(body, params):
     loops = [s for s in body if isinstance(s, gast.For)]
     if not loops:
         return set()
-    if _drop_unread(body, loops):
+    if _drop_unread(body, loops, name_sets):
         stored = _stored(body)
     levels = _Levels(body, params)
     plans = [(loop, _arrays(loop, params, stored, levels)) for loop in loops]
@@ -69,6 +70,8 @@ def run(body, params):
         plans = kept
     if not plans:
         return set()
+    if name_sets is not None:
+        name_sets.clear()   # what follows rewrites the loops
     ok = _fresh("items_ok", names)
     made = {ok}
     guarded = []
@@ -219,7 +222,7 @@ def _pure(e):
                for n in ast_util.walk(e))
 
 
-def _drop_unread(body, loops):
+def _drop_unread(body, loops, name_sets=None):
     """Drop ``a = <arithmetic of names, or an item a[i]>`` in the loops where nothing
     reads ``a`` before it is bound again (analysis/liveness.py)."""
     removable = {n.id for loop in loops for n in ast_util.nodes_of(loop, gast.Name)
@@ -231,7 +234,7 @@ def _drop_unread(body, loops):
         if isinstance(v, gast.Subscript):
             return isinstance(v.value, gast.Name) and isinstance(v.slice, gast.Name)
         return _pure(v)
-    if dead.eliminate(body, removable, set(), pure=pure):
+    if dead.eliminate(body, removable, set(), pure=pure, names=name_sets):
         for s in body:
             _fill(s)
         return True

@@ -24,8 +24,7 @@ from srcgrad.templates import clone
 
 def run(body, facts):
     changed = False
-    while True:
-        facts.invalidate()
+    while True:   # statements are moved, not edited: their name sets stay
         before = known_zeros(body, facts.adjoints - facts.inplace, facts.names)
         if not any(_sink_one(block, before, facts) for block in blocks(body)):
             return changed

@@ -12,11 +12,12 @@ from srcgrad import ast_util
 
 def run(body, facts):
     rewriter = _Rewriter()
-    for s in body:
-        rewriter.visit(s)
-    if rewriter.changed:
-        facts.invalidate()
-    return rewriter.changed
+    for s in ast_util.walk_statements(body):
+        if any(n.op.__class__ is gast.USub
+               for part in ast_util.own_parts(s) for n in ast_util.nodes_of(part, gast.UnaryOp)):
+            rewriter.visit_own_parts(s)   # (no negation in ``s``: nothing to rewrite)
+    facts.names.forget_edited(*rewriter.edited)
+    return bool(rewriter.edited)
 
 
 def positive(e):
@@ -31,13 +32,11 @@ def positive(e):
     return None
 
 
-class _Rewriter(ast_util.NodeTransformer):
-    changed = False
-
+class _Rewriter(ast_util.StatementTransformer):
     def visit_BinOp(self, node):
         self.generic_visit(node)
         right = positive(node.right) if isinstance(node.op, gast.Add) else None
         if right is None:
             return node
-        self.changed = True
+        self.edit()
         return gast.BinOp(left=node.left, op=gast.Sub(), right=right)

@@ -23,7 +23,6 @@ from srcgrad import anno
 from srcgrad.analysis import liveness
 from srcgrad.ast_util import assigned_name, blocks, loads
 from srcgrad.optimize.exprs import pure
-from srcgrad.optimize.facts import EFFECTFUL
 from srcgrad import ast_util
 
 Static = anno.Static
@@ -38,7 +37,6 @@ def run(body, facts):
     changed = False
     # The name sets stay memoized from round to round: a fold forgets what it edits (the
     # use, and the compound statements around its block), so only those are walked again.
-    facts.invalidate()
     effects = _Effects()
     while True:
         live = liveness.analyze(body, set(), names=facts.names, only=candidates(body, facts))
@@ -143,21 +141,26 @@ class _Effects:
 
 
 def _effects(s):
-    """(``s.value`` is pure, the names ``s`` writes into or None: see ``_Effects``)."""
+    """(``s.value`` is pure, the names ``s`` writes into or None: see ``_Effects``).
+
+    ``s`` is pure when its value and its targets are (``pure`` of the whole statement,
+    in parts: the value's answer is needed anyway); a pure statement calls no helper
+    that writes (``facts.EFFECTFUL``), so what it writes into is its augmented target and its
+    subscripts stored to."""
     value = getattr(s, "value", None)
     pure_value = isinstance(value, gast.AST) and pure(value)
-    if not isinstance(s, _PLAIN) or not pure(s):
+    if not isinstance(s, _PLAIN) or (value is not None and not pure_value):
+        return pure_value, None
+    targets = s.targets if isinstance(s, gast.Assign) else \
+        [s.target] if isinstance(s, gast.AugAssign) else ()
+    if not all(pure(t) for t in targets):
         return pure_value, None
     written = set()
-    for n in ast_util.walk(s):
-        if isinstance(n, gast.AugAssign) and isinstance(n.target, gast.Name):
-            written.add(n.target.id)
-        elif isinstance(n, gast.Subscript) and isinstance(n.ctx, gast.Store) \
-                and isinstance(n.value, gast.Name):
+    if isinstance(s, gast.AugAssign) and isinstance(s.target, gast.Name):
+        written.add(s.target.id)
+    for n in ast_util.nodes_of(s, gast.Subscript):
+        if isinstance(n.ctx, gast.Store) and isinstance(n.value, gast.Name):
             written.add(n.value.id)
-        elif isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute) \
-                and n.func.attr in EFFECTFUL:
-            return pure_value, None
     return pure_value, written
 
 
@@ -167,10 +170,17 @@ def _count_loads(node, t):
 
 
 def _substitute(node, t, value):
-    class Substitute(ast_util.NodeTransformer):
-        def visit_Name(self, n):
-            if n.id == t and isinstance(n.ctx, gast.Load):
-                return value
-            return n
+    _Substitute(t, value).visit(node)
 
-    Substitute().visit(node)
+
+class _Substitute(ast_util.NodeTransformer):
+    """Reads of ``t`` replaced by ``value`` (one class for every fold: a class made per
+    fold was made, and its visitors looked up, each time)."""
+
+    def __init__(self, t, value):
+        self.t, self.value = t, value
+
+    def visit_Name(self, n):
+        if n.id == self.t and isinstance(n.ctx, gast.Load):
+            return self.value
+        return n

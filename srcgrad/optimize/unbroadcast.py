@@ -20,7 +20,7 @@ import gast
 
 from srcgrad.analysis.activity import names_in
 from srcgrad.analysis.ranks import SCALAR, UNKNOWN
-from srcgrad.ast_util import is_rt_call, name, walk_statements
+from srcgrad.ast_util import is_rt_call, name, own_parts, walk_statements
 from srcgrad.optimize.exprs import class_of, shape_helper
 from srcgrad import ast_util
 
@@ -28,12 +28,21 @@ from srcgrad import ast_util
 def run(body, facts):
     if not facts.classes:
         return False
-    dropper = _Dropper(*infer_sweep_classes(body, facts.classes, facts.fixed), facts.roots)
-    for s in body:
-        dropper.visit(s)
+    classes, inferred = infer_sweep_classes(body, facts.classes, facts.fixed)
+    dropper = _Dropper(classes, inferred, facts.roots)
+    for s in walk_statements(body):
+        if any(n.func.__class__ is gast.Attribute and n.func.attr in _HELPERS
+               for part in own_parts(s) for n in ast_util.nodes_of(part, gast.Call)):
+            dropper.visit_own_parts(s)   # (most statements hold no shape helper)
+    facts.names.forget_edited(*dropper.edited)
     facts.used |= dropper.relied_on()
-    facts.sweep_classes = infer_sweep_classes(body, facts.classes, facts.fixed)[0]
+    if dropper.edited:   # (the same sweep: the same classes)
+        classes = infer_sweep_classes(body, facts.classes, facts.fixed)[0]
+    facts.sweep_classes = classes
     return dropper.changed
+
+
+_HELPERS = {"unbroadcast", "unreduce", "reduction_size"}   # the calls _Dropper rewrites
 
 
 def infer_sweep_classes(body, classes, fixed):
@@ -71,10 +80,11 @@ def infer_sweep_classes(body, classes, fixed):
     return classes, inferred
 
 
-class _Dropper(ast_util.NodeTransformer):
+class _Dropper(ast_util.StatementTransformer):
     """Rewrites the shape helpers whose answer the classes already give."""
 
     def __init__(self, classes, inferred, roots):
+        super().__init__()
         self.classes, self.inferred, self.roots = classes, inferred, roots
         self.used = set()
         self.changed = False
@@ -96,6 +106,7 @@ class _Dropper(ast_util.NodeTransformer):
             self.used.update((target, shape))
             node.args[position] = name(shape)
             self.changed = True
+            self.edit()
 
     def visit_Call(self, node):
         self.generic_visit(node)
@@ -112,6 +123,7 @@ class _Dropper(ast_util.NodeTransformer):
                 or (node.func.attr == "unreduce" and shape == SCALAR):
             self.used.update(names_in(node))
             self.changed = True
+            self.edit()
             return node.args[0]
         self._root(node, 1, target, shape)
         return node
@@ -127,6 +139,7 @@ class _Dropper(ast_util.NodeTransformer):
         if whole and shape not in (None, SCALAR, UNKNOWN):
             self.used.add(target)   # an array: its size, without the helper's axis handling
             self.changed = True
+            self.edit()
             size = gast.Attribute(value=node.args[0], attr="size", ctx=gast.Load())
             if at_least:   # a mean's divisor: 1 for an empty array, whose gradient is empty
                 return gast.BoolOp(op=gast.Or(), values=[size, gast.Constant(value=1, kind=None)])

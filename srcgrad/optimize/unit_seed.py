@@ -24,8 +24,9 @@ from srcgrad.analysis import fresh
 _ARITHMETIC = (gast.Add, gast.Sub, gast.Mult, gast.Div)
 
 
-def drop_unit_factors(body, seed, floats):
-    """Rewrite ``body`` (statements, after ``seed = 1.0``) in place; whether it changed."""
+def drop_unit_factors(body, seed, floats, names=None):
+    """Rewrite ``body`` (statements, after ``seed = 1.0``) in place; whether it changed.
+    ``names``: a ``NameSets`` to keep valid (each statement rewritten is forgotten)."""
     if not floats or not fresh._weak_scalars():
         return False
     stores = {}
@@ -43,13 +44,17 @@ def drop_unit_factors(body, seed, floats):
             units.add(target)
     changed = False
     for s in body:
+        here = False
         for node in ast_util.walk(s):
             if isinstance(node, gast.BinOp) and isinstance(node.op, _ARITHMETIC):
                 for side in ("left", "right"):
                     kept = _without_unit(getattr(node, side), units, floats)
                     if kept is not None:
                         setattr(node, side, kept)
-                        changed = True
+                        here = True
+        if here and names is not None:
+            names.forget(*ast_util.walk(s))   # its nested statements and parts too
+        changed |= here
     return changed
 
 

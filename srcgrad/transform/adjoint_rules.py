@@ -284,8 +284,8 @@ class RuleApplication:
         out = []
         if rule.builtin and templates.is_template(rule) and None not in arg_nodes.values():
             stmts, grads = templates.instantiate(rule, arg_nodes, self.namer, self.fixed)
-            stmts = [_NoDtypeCast().visit(st) for st in stmts]
-            grads = [None if g is None else _NoDtypeCast().visit(g) for g in grads]
+            stmts = [_no_dtype_cast(st) for st in stmts]
+            grads = [None if g is None else _no_dtype_cast(g) for g in grads]
             needed = [(p, g) for p, g in zip(params, grads)
                       if g is not None and self._any_needed(arg_nodes.get(p.name))]
             used = set()
@@ -345,6 +345,15 @@ class RuleApplication:
             return any(self._any_needed(e) for e in node.elts)
         return self.needs(node)
 
+
+
+def _no_dtype_cast(node):
+    """``node`` with ``_NoDtypeCast`` applied, visited only where it holds a
+    ``dtype_grad`` call (few rules cast: most of their copies have none)."""
+    for call in ast_util.nodes_of(node, gast.Call):
+        if call.func.__class__ is gast.Attribute and call.func.attr == "dtype_grad":
+            return _NoDtypeCast().visit(node)
+    return node
 
 
 class _NoDtypeCast(ast_util.NodeTransformer):
