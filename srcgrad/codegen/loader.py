@@ -83,8 +83,11 @@ def release_with(filename, functions):
 
     def dead(ref):
         refs.discard(ref)
-        if not refs and _watched.get(filename) is refs:
-            release(filename)
+        try:
+            if not refs and _watched.get(filename) is refs:
+                release(filename)
+        except Exception:   # at interpreter exit, the modules it uses may be gone
+            pass
     refs.update(weakref.ref(c, dead) for c in codes)
     _watched[filename] = refs
 
