@@ -166,7 +166,7 @@ def keep_reductions_scalar(body, classes, primals, returned, facts):
             enabled.pop(k, None)
     if not enabled:
         return set()
-    scalars = _scalar_names(body, lazy, classes, enabled, primals)
+    scalars = _scalar_names(body, lazy, classes, enabled)
     used = set()
     for k in enabled:
         call, _, parent, field, index = calls[k]
@@ -184,27 +184,55 @@ def keep_reductions_scalar(body, classes, primals, returned, facts):
     return used
 
 
-def _scalar_names(body, lazy, classes, enabled, primals):
-    """The names of ``lazy`` that hold a scalar once the calls are rewritten: each of
-    their bindings is ``name = <a kept-scalar expression>`` or ``name = <number>``."""
-    values = {}
+def _scalar_names(body, lazy, classes, enabled):
+    """The names of ``lazy`` that hold a scalar once the calls are rewritten (a lazy
+    value may also be an array that broadcasts into the class: an adjoint): every
+    binding of each is an expression of numbers, scalar-class names, these names and
+    the calls rewritten (``_scalar_valued``)."""
+    values = {}   # name -> the values bound to it (None: bound otherwise)
     for s in walk_statements(body):
-        if isinstance(s, gast.Assign) and len(s.targets) == 1 \
-                and isinstance(s.targets[0], gast.Name):
-            values.setdefault(s.targets[0].id, []).append(s.value)
-            continue
-        for n in ast_util.walk(s.targets if isinstance(s, gast.Assign) else
-                               getattr(s, "target", None) or []):
-            if isinstance(n, gast.Name):
-                values.setdefault(n.id, []).append(None)
-    scalars = set()
-    for n in lazy:
-        found = [v if isinstance(v, gast.Constant) else lazy_class(v, classes, lazy, enabled, primals)
-                 if v is not None else None for v in values.get(n, [None])]
-        if all(isinstance(f, gast.Constant) and type(f.value) in (int, float)
-               or isinstance(f, Lazy) and f.lazy for f in found):
-            scalars.add(n)
+        single = s.targets[0] if isinstance(s, gast.Assign) and len(s.targets) == 1 \
+            and isinstance(s.targets[0], gast.Name) else None
+        if single is not None:
+            values.setdefault(single.id, []).append(s.value)
+        for part in own_parts(s):
+            for n in ast_util.walk(part):
+                if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load) \
+                        and n is not single:
+                    values.setdefault(n.id, []).append(None)
+    scalars = {n for n in lazy if n in values}
+    changed = True
+    while changed:
+        changed = False
+        for n in list(scalars):
+            if not all(v is not None and _scalar_valued(v, scalars, classes, enabled)
+                       for v in values[n]):
+                scalars.discard(n)
+                changed = True
     return scalars
+
+
+def _scalar_valued(e, scalars, classes, enabled):
+    """Whether ``e`` is a scalar once the enabled calls are their scalars."""
+    if isinstance(e, gast.Constant):
+        return type(e.value) in (int, float)
+    if isinstance(e, gast.Name):
+        return e.id in scalars or classes.get(e.id) == SCALAR
+    if id(e) in enabled:
+        return True
+    if isinstance(e, gast.Attribute):
+        return e.attr == "size" and isinstance(e.value, gast.Name)
+    if isinstance(e, gast.BinOp):
+        return not isinstance(e.op, gast.MatMult) and all(
+            _scalar_valued(p, scalars, classes, enabled) for p in (e.left, e.right))
+    if isinstance(e, gast.UnaryOp):
+        return isinstance(e.op, (gast.USub, gast.UAdd)) and _scalar_valued(
+            e.operand, scalars, classes, enabled)
+    if isinstance(e, gast.BoolOp):
+        return all(_scalar_valued(v, scalars, classes, enabled) for v in e.values)
+    if isinstance(e, gast.Call) and not e.keywords and scalar_ufunc(e.func):
+        return all(_scalar_valued(a, scalars, classes, enabled) for a in e.args)
+    return False
 
 
 def _factor_out_of_sums(body, scalars, classes):
