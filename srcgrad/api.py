@@ -8,7 +8,7 @@ import numpy
 from srcgrad import runtime
 from srcgrad.runtime.saved_copy import copy_saved
 from srcgrad.grad_mode import OFF as _GRAD_OFF, _state as _grad_state, check_grad_enabled
-from srcgrad import disk_cache, pipeline, pytree, rules, show
+from srcgrad import caches, disk_cache, pipeline, pytree, rules, show
 from srcgrad.pipeline import compile_gradient
 from srcgrad.custom_function import is_once_differentiable
 from srcgrad.errors import SrcgradError
@@ -22,7 +22,7 @@ from srcgrad import fast_call as _fast_call
 from srcgrad.fast_call import DECLINED as _DECLINED, FastAuxCall as _FastAuxCall, \
     FastCall as _FastCall
 
-_cache = {}
+_cache = caches.LRU()   # the key (_compiled) -> Compiled, the most recently used kept
 _cache_lock = threading.Lock()
 
 

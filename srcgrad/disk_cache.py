@@ -62,6 +62,8 @@ import types
 
 import numpy
 
+from srcgrad import caches
+
 FORMAT = 2   # the layout of an entry; bumped when it changes
 
 
@@ -115,7 +117,7 @@ def srcgrad_key():
 # ----------------------------------------------------------------- descriptions
 
 _MISSING_NAME = "<missing>"
-_digests = {}   # id(code) -> (code, digest): the code is kept so its id stays its own
+_digests = caches.LRU()   # id(code) -> (code, digest): the code is kept so its id stays its own
 
 
 def code_digest(code):

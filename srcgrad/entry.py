@@ -24,7 +24,7 @@ import functools
 import inspect
 import sys
 
-from srcgrad import rules
+from srcgrad import caches, rules
 from srcgrad.codegen import loader
 from srcgrad.errors import NonDifferentiableError, UnsupportedError
 
@@ -33,9 +33,9 @@ from srcgrad.errors import NonDifferentiableError, UnsupportedError
 LIBRARY_ROOTS = {"numpy", "cupy", "cupyx", "scipy", "srcgrad", "math", "builtins", "operator",
                  "functools", "torch", "jax", "autograd"}
 
-_wrappers = {}                 # id(primitive) -> (primitive, its one-line function)
-_entries = {}                  # what was asked -> (rules.VERSION, what is differentiated)
-_bindings = {}                 # ids of (target, bound objects) -> (them, VERSION, function)
+_wrappers = caches.LRU()       # id(primitive) -> (primitive, its one-line function)
+_entries = caches.LRU()        # what was asked -> (rules.VERSION, what is differentiated)
+_bindings = caches.LRU()       # ids of (target, bound objects) -> (them, VERSION, function)
 _ALIASES = {"numpy": "np", "cupy": "cp"}
 _RULE_HINT = ("Register its gradient with @srcgrad.adjoint, or wrap it in a srcgrad.Function "
               "with a backward.")
@@ -261,6 +261,7 @@ def _forwarder(name, spelled, call, params, target, bound, args, hint):
     namespace = {"__name__": "srcgrad.entry"}
     exec(compile(source, filename, "exec"), namespace)
     made = namespace["__srcgrad_bind__"](target, *args)
+    loader.release_with(filename, [made])
     made.__defaults__ = tuple(p.default for p in params if p.default is not p.empty
                               and p.kind in (P.POSITIONAL_ONLY, P.POSITIONAL_OR_KEYWORD)) or None
     made.__kwdefaults__ = {p.name: p.default for p in params if p.default is not p.empty
@@ -293,6 +294,7 @@ def _primitive_function(primitive, rule):
     filename = loader.write(source, f"primitive {spelled}")
     namespace["__name__"] = "srcgrad.entry"
     exec(compile(source, filename, "exec"), namespace)
+    loader.release_with(filename, [namespace[name]])
     return namespace[name]
 
 

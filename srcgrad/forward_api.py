@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import gast
 import numpy
 
-from srcgrad import call_values, entry, pipeline, pytree, rules
+from srcgrad import caches, call_values, entry, pipeline, pytree, rules
 from srcgrad.codegen import tracebacks
 from srcgrad.codegen.refusals import in_user_code
 from srcgrad.errors import SrcgradError
@@ -51,7 +51,7 @@ class CompiledJVP:
     guard: object = field(default=None, repr=False)
 
 
-_cache = {}
+_cache = caches.LRU()   # cache_key -> CompiledJVP, the most recently used kept
 _lock = threading.Lock()
 
 

@@ -31,11 +31,11 @@ import threading
 
 import numpy
 
-from srcgrad import call_values, pytree, runtime
+from srcgrad import caches, call_values, pytree, runtime
 from srcgrad.codegen.refusals import in_user_code
 from srcgrad.errors import SrcgradError, UnsupportedError
 
-_grads = {}
+_grads = caches.LRU()   # (fn, positions, has_aux) -> its GradFunction
 _lock = threading.Lock()
 
 

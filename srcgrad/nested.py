@@ -28,7 +28,7 @@ import inspect
 
 import numpy
 
-from srcgrad import api, pytree
+from srcgrad import api, caches, pytree
 from srcgrad.codegen import loader
 from srcgrad.codegen.refusals import in_user_code
 from srcgrad.custom_function import Function
@@ -36,9 +36,9 @@ from srcgrad.errors import SrcgradError, UnsupportedError
 from srcgrad.hessians import hvp, third_refusal
 from srcgrad.jacobians import _wrt_positions
 
-_classes = {}
-_grads = {}
-_phis = {}
+_classes = caches.LRU()   # id(GradFunction) -> (it, its custom Function)
+_grads = caches.LRU()     # (fn, wrt, has_aux) -> the GradFunction grad_of made
+_phis = caches.LRU()      # id(GradFunction) -> (it, _phi's function)
 
 
 def grad_of(fn, wrt, has_aux=False):

@@ -257,6 +257,21 @@ def test_a_reduction_gradient_is_spread_where_its_shape_matters(use):
         == text(before)
 
 
+@pytest.mark.parametrize("factor, after", [
+    # A scalar times the array, summed to a scalar: the sum of the array, times it.
+    ("s", "dz = g * s\nda = dz * rt.unbroadcast(x, a)\nreturn da,"),
+    # dz may be an array (dy: an adjoint of x's class), the sum of dz * x stays.
+    ("dy", "dz = g * dy\nda = rt.unbroadcast(dz * x, a)\nreturn da,"),
+])
+def test_a_reduction_gradient_summed_to_a_scalar_is_factored_out_where_scalar(factor, after):
+    classes = {"x": "x", "dy": "x", "dz": "x", "a": SCALAR, "da": SCALAR, "s": SCALAR,
+               "g": SCALAR}
+    before = (f"dz = rt.unreduce(g, x, None, False) * {factor}\n"
+              "da = rt.unbroadcast(dz * x, a)\nreturn da,")
+    assert rewrites(reductions, before, classes=classes, fixed=set(classes) - {"dz"},
+                    adjoints={"dy", "da", "g"}, returned={0}) == text(after)
+
+
 # ----- index_buffers -----
 
 def test_an_adjoint_only_added_into_at_indices_is_an_owned_buffer():

@@ -4,7 +4,10 @@ The source gets a file of its own in a temporary directory (removed when the
 process exits), registered in ``linecache`` under that name, so tracebacks,
 ``inspect.getsource`` and pdb show the generated lines; the file is written
 when an exception first passes through it (the default excepthook reads the
-disk). Each generated line that computes a user statement is
+disk). What a file keeps here (its lines, source, origins, the file itself) is dropped
+when the last function loaded from it dies (``release_with``): a gradient evicted from
+the caches (srcgrad/caches.py) that nobody holds takes its lines with it, and a live one
+keeps them. Each generated line that computes a user statement is
 mapped to that statement's origin (``origin_at``; tracebacks.py names the
 user's line when an exception escapes a gradient). The
 functions get the user function's globals dictionary (a rebinding of a global
@@ -21,6 +24,7 @@ import os
 import shutil
 import tempfile
 import types
+import weakref
 
 _counter = itertools.count()
 _directory = None       # the temporary directory of this process's generated files
@@ -28,6 +32,7 @@ _unwritten = {}   # generated file name -> its source, not yet written to disk
 _offsets = {}   # generated file name -> the number of lines of the factory header
 _origins = {}   # generated file name -> {line: parse.Origin of the user's statement}, or
                # (line offset, the function that makes it) until first asked
+_watched = {}   # generated file name -> weak references to the code objects loaded from it
 
 
 def write(source, hint):
@@ -60,6 +65,44 @@ def on_disk(filename):
         try:
             with open(filename, "w", encoding="utf-8") as file:
                 file.write(source)
+        except OSError:
+            pass
+
+
+def release_with(filename, functions):
+    """Keep what is registered for ``filename`` (its ``linecache`` lines, unwritten
+    source, offset, origins, the file on disk) while a code object of ``functions``
+    (or one nested in it: a closure made by the code may outlive it) is alive, and drop
+    it when the last one dies."""
+    codes, todo = [], [f.__code__ for f in functions]
+    while todo:
+        code = todo.pop()
+        codes.append(code)
+        todo.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+    refs = set()
+
+    def dead(ref):
+        refs.discard(ref)
+        try:
+            if not refs and _watched.get(filename) is refs:
+                release(filename)
+        except Exception:   # at interpreter exit, the modules it uses may be gone
+            pass
+    refs.update(weakref.ref(c, dead) for c in codes)
+    _watched[filename] = refs
+
+
+def release(filename):
+    """Forget the generated file ``filename``: its lines, source, origins and file."""
+    _watched.pop(filename, None)
+    _offsets.pop(filename, None)
+    _origins.pop(filename, None)
+    entry = linecache.cache.get(filename)
+    if entry is not None and entry[1] is None:   # ours (a file read from disk has its mtime)
+        linecache.cache.pop(filename, None)
+    if _unwritten.pop(filename, None) is None and not filename.startswith("<"):
+        try:
+            os.remove(filename)
         except OSError:
             pass
 
@@ -105,13 +148,19 @@ def load(source, function_names, user_globals, user_cells, bindings, hint="f", o
     footer = f"    return ({', '.join(function_names)},)\n"
     full = header + indented + footer
     filename = write(full, hint)
-    code = compile(full, filename, "exec")
+    try:
+        code = compile(full, filename, "exec")
+    except BaseException:
+        release(filename)
+        raise
     offset = _offsets[filename] = header.count("\n")
     if origins is not None:
         _origins[filename] = (offset, origins)
     factory_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
     inner = {c.co_name: c for c in factory_code.co_consts if isinstance(c, types.CodeType)}
-    return _make(inner, function_names, free, user_globals, user_cells, bindings), full, filename
+    functions = _make(inner, function_names, free, user_globals, user_cells, bindings)
+    release_with(filename, functions)
+    return functions, full, filename
 
 
 def loaded(functions):
@@ -140,13 +189,19 @@ def load_marshalled(text, offset, codes, function_names, user_globals, user_cell
     _offsets[filename] = offset
     if origins is not None:
         _origins[filename] = (offset, origins)
-    inner = {n: _refile(marshal.loads(c), filename) for n, c in zip(function_names, codes)}
-    free = set(user_cells) | set(bindings)
-    for c in inner.values():
-        missing = set(c.co_freevars) - free - set(function_names)
-        if missing:
-            raise KeyError(f"free names {sorted(missing)} are not bound")
-    return _make(inner, function_names, free, user_globals, user_cells, bindings)
+    try:
+        inner = {n: _refile(marshal.loads(c), filename) for n, c in zip(function_names, codes)}
+        free = set(user_cells) | set(bindings)
+        for c in inner.values():
+            missing = set(c.co_freevars) - free - set(function_names)
+            if missing:
+                raise KeyError(f"free names {sorted(missing)} are not bound")
+        functions = _make(inner, function_names, free, user_globals, user_cells, bindings)
+    except BaseException:
+        release(filename)
+        raise
+    release_with(filename, functions)
+    return functions
 
 
 def _make(inner, function_names, free, user_globals, user_cells, bindings):

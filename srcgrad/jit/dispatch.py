@@ -20,6 +20,7 @@ order; NumPy's vectorised transcendental functions may round the last bit differ
 import linecache
 import re
 import time
+import types
 import warnings
 
 import numpy
@@ -27,6 +28,7 @@ from numpy import ndarray
 
 from srcgrad.analysis.ranks import rank_keys
 from srcgrad.call_values import _LEAF_TYPES, _finish_values
+from srcgrad.codegen import loader
 from srcgrad.jit import hot as _hot_call, translate
 from srcgrad.jit.errors import ZeroAdjoint
 
@@ -162,6 +164,8 @@ class _Entry:
         linecache.cache[filename] = (len(t.source), None, lines, filename)
         namespace = dict(t.namespace, _jrt=jrt)
         exec(compile(t.source, filename, "exec"), namespace)
+        loader.release_with(filename, [f for f in namespace.values() if isinstance(
+            f, types.FunctionType) and f.__code__.co_filename == filename])
         self._filename = filename
         for run in t.runs:   # the main function calls them through its globals
             namespace[run.name] = jrt.elementwise_run(

@@ -111,6 +111,24 @@ def lazy_class(e, classes, lazy, enabled, primals):
     return Lazy(shape, origins, any(f.real and f.shape == shape for f in found))
 
 
+def _summed_class(e, classes, lazy, enabled, primals):
+    """``Lazy(SCALAR)`` for ``rt.unbroadcast(E, a)``, or an elementwise expression of it and
+    plain scalars (``rt.unbroadcast(dy * n, sin_a) * xp.cos(a)``), where ``a`` is of the
+    SCALAR class and the scalars reaching ``E`` are operands of an array of its shape
+    (``E`` is real): the sum is the same either way. Else None."""
+    if is_rt_call(e, "unbroadcast") and len(e.args) == 2 and not e.keywords \
+            and isinstance(e.args[1], gast.Name) and classes.get(e.args[1].id) == SCALAR:
+        found = lazy_class(e.args[0], classes, lazy, enabled, primals)
+        return Lazy(SCALAR) if found is not None and not found.lazy else None
+    if isinstance(e, gast.BinOp) and not isinstance(e.op, gast.MatMult):
+        parts = [_summed_class(p, classes, lazy, enabled, primals)
+                 or lazy_class(p, classes, lazy, enabled, primals) for p in (e.left, e.right)]
+        if any(is_rt_call(p, "unbroadcast") for p in (e.left, e.right)) \
+                and all(_plain_scalar(p) for p in parts):
+            return Lazy(SCALAR)
+    return None
+
+
 def _origins_in(node, lazy, enabled):
     """The enabled unreduce calls whose scalar may reach ``node``'s value."""
     found = set()
@@ -147,6 +165,7 @@ def keep_reductions_scalar(body, classes, primals, returned, facts):
             enabled.pop(k, None)
     if not enabled:
         return set()
+    scalars = _scalar_names(body, lazy, classes, enabled)
     used = set()
     for k in enabled:
         call, _, parent, field, index, s = calls[k]
@@ -160,7 +179,95 @@ def keep_reductions_scalar(body, classes, primals, returned, facts):
         target = s.targets[0] if isinstance(s, gast.Assign) else getattr(s, "target", None)
         if isinstance(target, gast.Name) and target.id in lazy:
             used |= names_in(s)
+    if scalars:
+        _factor_out_of_sums(body, scalars, classes)
     return used
+
+
+def _scalar_names(body, lazy, classes, enabled):
+    """The names of ``lazy`` that hold a scalar once the calls are rewritten (a lazy
+    value may also be an array that broadcasts into the class: an adjoint): every
+    binding of each is an expression of numbers, scalar-class names, these names and
+    the calls rewritten (``_scalar_valued``)."""
+    values = {}   # name -> the values bound to it (None: bound otherwise)
+    for s in walk_statements(body):
+        single = s.targets[0] if isinstance(s, gast.Assign) and len(s.targets) == 1 \
+            and isinstance(s.targets[0], gast.Name) else None
+        if single is not None:
+            values.setdefault(single.id, []).append(s.value)
+        for part in own_parts(s):
+            for n in ast_util.walk(part):
+                if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load) \
+                        and n is not single:
+                    values.setdefault(n.id, []).append(None)
+    scalars = {n for n in lazy if n in values}
+    changed = True
+    while changed:
+        changed = False
+        for n in list(scalars):
+            if not all(v is not None and _scalar_valued(v, scalars, classes, enabled)
+                       for v in values[n]):
+                scalars.discard(n)
+                changed = True
+    return scalars
+
+
+def _scalar_valued(e, scalars, classes, enabled):
+    """Whether ``e`` is a scalar once the enabled calls are their scalars."""
+    if isinstance(e, gast.Constant):
+        return type(e.value) in (int, float)
+    if isinstance(e, gast.Name):
+        return e.id in scalars or classes.get(e.id) == SCALAR
+    if id(e) in enabled:
+        return True
+    if isinstance(e, gast.Attribute):
+        return e.attr == "size" and isinstance(e.value, gast.Name)
+    if isinstance(e, gast.BinOp):
+        return not isinstance(e.op, gast.MatMult) and all(
+            _scalar_valued(p, scalars, classes, enabled) for p in (e.left, e.right))
+    if isinstance(e, gast.UnaryOp):
+        return isinstance(e.op, (gast.USub, gast.UAdd)) and _scalar_valued(
+            e.operand, scalars, classes, enabled)
+    if isinstance(e, gast.BoolOp):
+        return all(_scalar_valued(v, scalars, classes, enabled) for v in e.values)
+    if isinstance(e, gast.Call) and not e.keywords and scalar_ufunc(e.func):
+        return all(_scalar_valued(a, scalars, classes, enabled) for a in e.args)
+    return False
+
+
+def _factor_out_of_sums(body, scalars, classes):
+    """``rt.unbroadcast(s * e, a)`` -> ``s * rt.unbroadcast(e, a)`` where ``s`` is now a
+    scalar (``_scalar_names``) and ``a`` of the SCALAR class: the sum of ``e`` times
+    ``s`` instead of a full array ``s * e`` summed (a float argument times an integer
+    array: ``da = dsum * rt.unbroadcast(n, a)``, its dtype the product's). ``e`` is
+    computed as before; only the product's order changes."""
+    for s in walk_statements(body):
+        for part in own_parts(s):
+            for parent in ast_util.walk(part):
+                for field, value in gast.iter_fields(parent):
+                    items = value if isinstance(value, list) else [value]
+                    for k, n in enumerate(items):
+                        factored = _factored(n, scalars, classes)
+                        if factored is None:
+                            continue
+                        if isinstance(value, list):
+                            value[k] = factored
+                        else:
+                            setattr(parent, field, factored)
+
+
+def _factored(node, scalars, classes):
+    if not (is_rt_call(node, "unbroadcast") and len(node.args) == 2 and not node.keywords
+            and isinstance(node.args[1], gast.Name) and classes.get(node.args[1].id) == SCALAR):
+        return None
+    product = node.args[0]
+    if not (isinstance(product, gast.BinOp) and isinstance(product.op, gast.Mult)):
+        return None
+    for factor, rest in ((product.left, product.right), (product.right, product.left)):
+        if isinstance(factor, gast.Name) and factor.id in scalars:
+            node.args[0] = rest
+            return gast.BinOp(left=factor, op=gast.Mult(), right=node)
+    return None
 
 
 def _assignment(s):
@@ -191,7 +298,8 @@ def _spread_scalars(body, classes, primals, returned, enabled, in_statement, fac
                 reached = _origins_in(value, lazy, enabled)
                 if not reached:
                     continue
-                found = lazy_class(value, classes, lazy, enabled, primals)
+                found = _summed_class(value, classes, lazy, enabled, primals) \
+                    or lazy_class(value, classes, lazy, enabled, primals)
                 known = lazy.get(target, (classes.get(target),))[0]
                 if found is None or (known is not None and known != found.shape):
                     bad |= reached

@@ -29,7 +29,7 @@ import threading
 
 import gast
 
-from srcgrad import pipeline, rules
+from srcgrad import caches, pipeline, rules
 from srcgrad.codegen import emit
 from srcgrad.guard import Guard
 from srcgrad.rules.jvp_batched_runtime import NotBatchable
@@ -244,7 +244,7 @@ def compile_batched(fn, active, options=None, has_aux=False):
     return CompiledJVP(function, source, f.params, f.names, guard)
 
 
-_programs = {}
+_programs = caches.LRU()   # cache_key -> (program or NotBatchable, guard)
 _lock = threading.Lock()
 
 
