@@ -157,7 +157,12 @@ class _Loops:
             if _target(s) not in assigned:
                 assigned.append(_target(s))
         if any(t in depends or t in assigned for t in targets):
-            return run   # an unbroadcast to a shape the run computes: left to NumPy
+            # An unbroadcast to a shape the run computes: two runs (a forward run and its
+            # adjoint's, with no full reduction between them to end the first), else NumPy.
+            first = _reads_a_computed_shape(arrays)
+            if first is not None and first is not statements[0]:
+                return self.flush_split(run, first)
+            return run
         run_ids = {id(n) for s in run for n in gast.walk(s)}
         read_elsewhere = {n.id for n in gast.walk(self.function) if isinstance(n, gast.Name)
                           and isinstance(n.ctx, gast.Load) and id(n) not in run_ids}
@@ -181,6 +186,18 @@ class _Loops:
     def flush_split(self, run, s):
         k = run.index(s)
         return self.flush(run[:k]) + self.flush(run[k:])
+
+
+def _reads_a_computed_shape(statements):
+    """The first statement whose unbroadcast (or unreduce) targets a name an earlier
+    statement of ``statements`` assigns, or None."""
+    assigned = set()
+    for s in statements:
+        for call in gast.walk(s.value):
+            if isinstance(call, gast.Call) and _identity_target(call) in assigned:
+                return s
+        assigned.add(_target(s))
+    return None
 
 
 def reads(node):
