@@ -6,6 +6,7 @@ import types
 import numpy
 
 from srcgrad import runtime
+from srcgrad.runtime.arrays import is_cupy_array_type
 from srcgrad.runtime.saved_copy import copy_saved
 from srcgrad.grad_mode import OFF as _GRAD_OFF, _state as _grad_state, check_grad_enabled
 from srcgrad import caches, disk_cache, pipeline, pytree, rules, show
@@ -72,7 +73,7 @@ def _closure_key(fn):
 def _on_device(args, kwargs):
     """Whether a CuPy array is among the arguments (at the top level)."""
     for value in (*args, *kwargs.values()) if kwargs else args:
-        if type(value).__module__.startswith("cupy"):
+        if is_cupy_array_type(type(value)):
             return True
     return False
 

@@ -19,6 +19,7 @@ from srcgrad import pytree, runtime, show
 from srcgrad.analysis import fresh as analysis_fresh
 from srcgrad.analysis.ranks import rank_key
 from srcgrad.call_values import _LEAF_TYPES, _check_seed, _finish_values
+from srcgrad.runtime.arrays import is_cupy_array_type
 
 DECLINED = object()   # the call needs the general path (checks, conversions, recompiling)
 _F64 = numpy.dtype(numpy.float64)
@@ -330,20 +331,9 @@ def _float_input(value):
     kind = type(value)
     if kind is float or kind is numpy.ndarray:
         return kind is float or value.dtype.kind == "f"
-    return _device_array_type(kind) and value.dtype.kind == "f"
-
-
-_DEVICE_TYPES = {}   # type -> whether it is CuPy's ndarray
-
-
-def _device_array_type(kind):
-    """CuPy's ndarray: its gradients run the composed function too (the hot call takes
-    NumPy's only; ``run`` takes these, and ``_finish_values`` makes them final)."""
-    found = _DEVICE_TYPES.get(kind)
-    if found is None:
-        found = _DEVICE_TYPES[kind] = kind.__name__ == "ndarray" and \
-            getattr(kind, "__module__", "").split(".")[0] == "cupy"
-    return found
+    # CuPy's arrays run the composed function too (the hot call takes NumPy's only;
+    # ``_finish_values`` makes their gradients final)
+    return is_cupy_array_type(kind) and value.dtype.kind == "f"
 
 
 def _float_tree(value):

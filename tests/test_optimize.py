@@ -723,3 +723,15 @@ def test_the_gradient_only_forward_drops_a_scalar_loss_but_not_what_raises():
     check_grads(_mean_loss, (x, y))
     with pytest.raises(ZeroDivisionError):
         sg.grad(_python_float_loss)(x)
+
+
+def _loss_beside_a_max(x, y):
+    return np.sum(x * x) + np.max(y)
+
+
+def test_the_gradient_only_forward_keeps_a_maximum_that_can_raise():
+    # np.max of an empty array raises in the function; the gradient, which needs no value
+    # of it, raises the same (only reductions that never raise are dropped).
+    np.testing.assert_allclose(sg.grad(_loss_beside_a_max)(np.ones(2), np.ones(3)), [2.0, 2.0])
+    with pytest.raises(ValueError, match="zero-size array"):
+        sg.grad(_loss_beside_a_max)(np.ones(2), np.zeros(0))

@@ -55,7 +55,8 @@ def forward_for_gradient(forward, rank_map, classes):
     return fg if removed else None
 
 
-_FULL_REDUCTIONS = (numpy.sum, numpy.mean, numpy.max, numpy.min, numpy.amax, numpy.amin, numpy.prod)
+# Full reductions that never raise (np.max of an empty array does: it is not among them)
+_FULL_REDUCTIONS = (numpy.sum, numpy.mean, numpy.prod)
 
 
 def _reduction_arithmetic(e, reduced, rank_map):

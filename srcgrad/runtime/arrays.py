@@ -148,6 +148,18 @@ def _is_basic_index(index):
     return True
 
 
+_CUPY_ARRAY_TYPES = {}   # type -> whether it is CuPy's ndarray
+
+
+def is_cupy_array_type(kind):
+    """Whether ``kind`` is CuPy's ndarray (without importing CuPy; cached per type)."""
+    found = _CUPY_ARRAY_TYPES.get(kind)
+    if found is None:
+        found = _CUPY_ARRAY_TYPES[kind] = kind.__name__ == "ndarray" and \
+            getattr(kind, "__module__", "").split(".")[0] == "cupy"
+    return found
+
+
 def _is_array_object(value):
     return isinstance(value, numpy.ndarray) or type(value).__module__.startswith("cupy")
 

@@ -64,8 +64,7 @@ def unreduce(g, x, axis=None, keepdims=False):
         # shape (a broadcast view that a worker would send whole to another).
         return _dask_forms.broadcast_to(g, shape, x)
     if not is_array(g):   # made on the device (asarray of a number copies from the host)
-        g = xp.full((), g, dtype=_weak_dtype(g, x) or (numpy.float64 if isinstance(g, float)
-                                                       else None))
+        g = xp.full((), g, dtype=_weak_dtype(g, x))
     return xp.broadcast_to(g, shape)
 
 
