@@ -201,13 +201,13 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None, has_aux
     # The wrt parameters hold floats: api refuses integer and complex inputs.
     kind_map = kinds.infer(node, {n: kinds.FLOAT for n in names}, info.peek)
     keep = set(names) | set(hook_names)
-    act = _activity(node, names, kind_map, keep if options.optimize else None)
+    act, dropped = _activity(node, names, kind_map, keep if options.optimize else None)
     positional = [a.id for a in node.args.posonlyargs + node.args.args]
     structured = {p for p, key in zip(positional, arg_ranks or ()) if isinstance(key, pytree.TreeKey)}
     if as_array.as_array_arguments(node, act.sequences | structured, ctx):
         # np.mean(values) of a list is now of an array, a value of its own
         kind_map = kinds.infer(node, {n: kinds.FLOAT for n in names}, info.peek)
-        act = _activity(node, names, kind_map, keep if options.optimize else None)
+        act, dropped = _activity(node, names, kind_map, keep if options.optimize else None)
     fixed = {"xp": "xp", "rt": "rt"}
     for hooked in hook_names:
         if hooked not in user_locals:
@@ -252,6 +252,10 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None, has_aux
                 optimize.transform_forward(sweep, made, any_rank, optimize.FORWARD_LAST)
     forward.body = emit.comment_blocks(forward.body, "", 2)
     backward.body = emit.comment_blocks(backward.body, "grad of: ", 1)
+    for offset, text in sorted(dropped.items()):
+        emit.note_after(backward.body, "grad of: " + text,
+                        f"{offset}: no gradient, the output does not depend on it (the "
+                        f"shift cancels)")
     trees = (forward, backward)
     # Names that hold one number: a composed gradient does not release them (nothing to free).
     scalars = frozenset(n for n, r in rank_map.items() if r in (0, ranks.INT))
@@ -538,12 +542,26 @@ def _load(name):
 
 def _activity(node, names, kind_map, keep):
     """activity.resolve, less the offsets whose every use cancels (analysis/shift.py: a
-    stable softmax's maximum), unless ``keep`` is None (not optimizing) or names them."""
+    stable softmax's maximum), unless ``keep`` is None (not optimizing) or names them;
+    and for each offset dropped, the name and user line of the statement that reads it."""
     act = activity.resolve(node, names, kind_map)
-    dropped = shift.cancelling_offsets(node, keep) & act.adjoint if keep is not None else ()
+    if keep is None:
+        return act, {}
+    dropped = shift.cancelling_offsets(node, keep) & act.adjoint
     if not dropped:
-        return act
-    return dataclasses.replace(act, active=act.active - dropped, adjoint=act.adjoint - dropped)
+        return act, {}
+    act = dataclasses.replace(act, active=act.active - dropped, adjoint=act.adjoint - dropped)
+    return act, {m: _first_reader(node, m) for m in dropped}
+
+
+def _first_reader(node, name):
+    """The user line of the first top-level statement of ``node`` that reads ``name``
+    (the ``z = a - m`` of an offset ``m``), or "" where none has one."""
+    for s in node.body:
+        if isinstance(s, gast.Assign) and name in ast_util.reads(s.value):
+            origin = anno.getanno(s, Static.ORIGIN)
+            return origin.source_line.strip() if origin is not None else ""
+    return ""
 
 
 def _default_seed_of(forward):

@@ -39,6 +39,8 @@ def test_the_offset_is_dropped_and_the_gradient_is_right(fn):
     assert shift.cancelling_offsets(node) == {"m"}
     source = sg.source(fn, args=(X, Y))
     assert "tie_share" not in source and "dm" not in source
+    # The reader is told why m has no adjoint, where the adjoint would have been.
+    assert "# m: no gradient, the output does not depend on it" in source
     check_grads(fn, (X, Y), atol=1e-8, rtol=1e-7)
     # Ties in the maximum change nothing: the output does not depend on it.
     tied = np.repeat(X[:, :1], 5, axis=1)

@@ -25,6 +25,16 @@ def _comment(text):
     return gast.Expr(value=gast.Constant(value=_MARK + text, kind=None))
 
 
+def note_after(body, heading, note):
+    """Insert the comment ``note`` after the comment ``heading`` in ``body`` (top level),
+    or before its last statement where no such heading was printed."""
+    marked = _MARK + heading
+    at = next((i + 1 for i, s in enumerate(body) if isinstance(s, gast.Expr)
+               and isinstance(s.value, gast.Constant) and s.value.value == marked),
+              len(body) - 1)
+    body.insert(at, _comment(note))
+
+
 def _origin_text(stmt):
     origin = anno.getanno(stmt, Static.ORIGIN)
     return origin.source_line.strip() if origin is not None else None
