@@ -39,8 +39,12 @@ from srcgrad.transform import tape as tapes
 
 Static = anno.Static
 
+# The rt helpers runtime.py has Numba forms of: any other rt.* call is refused.
 HELPERS = ("default_seed", "owned_zeros", "unbroadcast", "has_grad", "shape_of", "unreduce",
-           "reduction_size", "own", "tangent_zero", "tangent_like", "add_at")
+           "reduction_size", "own", "tangent_zero", "tangent_like", "add_at", "check_unshared",
+           "save", "written_grad", "zero_grad_at", "matmul_grad_a", "matmul_grad_b",
+           "dot_grad_a", "dot_grad_b", "sign", "log_or_zero", "cast_like", "dtype_grad", "unreduce_like",
+           "tie_share")
 BUILTINS = {"range", "len", "abs", "min", "max", "float", "int", "bool", "round", "print",
             "sum", "divmod", "pow", "enumerate", "zip", "slice"}
 SEED = "_sg_seed"
@@ -92,9 +96,8 @@ class Translation:
 def translate(compiled, variant):
     """``compiled``'s gradient as Numba source (a Translation), or raises Refused."""
     info, bindings = pipeline.with_trees(compiled).load   # trees of a gradient loaded from disk
-    if compiled.tuple_output or compiled.mutates_saved or compiled.functions:
-        what = ("a tuple output" if compiled.tuple_output else "indexed writes into arrays"
-                if compiled.mutates_saved else "a custom Function")
+    if compiled.tuple_output or compiled.functions:
+        what = "a tuple output" if compiled.tuple_output else "a custom Function"
         raise Refused(what, _first_origin(compiled.trees[0]))
     if variant == "grad":
         if compiled.gradient_forward is None:
@@ -247,13 +250,15 @@ class _Rewrite:
                     return []
                 if target == "xp" and optimize.is_rt_call(s.value, "namespace"):
                     return []
-                if isinstance(s.value, gast.Call) and isinstance(s.value.func, gast.Name) \
-                        and s.value.func.id == "pop" and not s.value.args:
-                    key = tapes.key_of(s)
-                    if key is None:
-                        self.refuse("a tape pop without its key")
-                    s.value = _call(self._tape(key), "pop", [])
-                    return [s]
+            if len(s.targets) == 1 and isinstance(s.value, gast.Call) and \
+                    isinstance(s.value.func, gast.Name) and s.value.func.id == "pop" \
+                    and not s.value.args:   # v = pop(), or x[i] = pop() restoring a write
+                key = tapes.key_of(s)
+                if key is None:
+                    self.refuse("a tape pop without its key")
+                s.targets = [self.expression(s.targets[0])]
+                s.value = _call(self._tape(key), "pop", [])
+                return [s]
         if isinstance(s, gast.Expr) and isinstance(s.value, gast.Call) and \
                 isinstance(s.value.func, gast.Name) and s.value.func.id == "push":
             key = tapes.key_of(s)
@@ -330,6 +335,9 @@ class _Expressions(gast.NodeTransformer):
 
     def visit_Call(self, node):
         self.generic_visit(node)
+        if _is_jrt(node.func, "check_unshared"):
+            node.args = node.args[:2]   # the value written and the other (not the error)
+            return node
         if isinstance(node.func, gast.Name) and node.func.id == "reversed" and len(node.args) == 1:
             return _call("_jrt", "rev_range", node.args)
         f = node.func
@@ -338,6 +346,11 @@ class _Expressions(gast.NodeTransformer):
                 f.value.value.id == "np" and len(node.args) == 1 and not node.keywords:
             return _call("_jrt", "norm", node.args)   # NumPy's formula (Numba's differs)
         return node
+
+
+def _is_jrt(func, helper):
+    return isinstance(func, gast.Attribute) and func.attr == helper and \
+        isinstance(func.value, gast.Name) and func.value.id == "_jrt"
 
 
 def _describe(node):

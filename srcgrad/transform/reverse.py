@@ -80,6 +80,7 @@ class ReverseAD(Base, RuleApplication):
         self.in_place = False
         self.bindings = {}
         self.copied_params = set()
+        self.item_writes = 0   # numbers each indexed write's tape key: one value type each
         self.flag = None
         self.functions = set()  # custom Function classes applied in the function
         # hooks= option: called at every binding of the name.
@@ -409,8 +410,10 @@ class ReverseAD(Base, RuleApplication):
             restore = gast.Assign(targets=[gast.Subscript(value=name(base, False), slice=copy.deepcopy(index),
                                                           ctx=gast.Store())],
                                   value=replace_expr("pop()"), type_comment=None)
-        fwd = [tape.push(saved_value, origin, ("item", base))] + self.alias_checks(s, base) + [s]
-        anno.setanno(restore, Static.TAPE, ("item", base))
+        self.item_writes += 1
+        key = ("item", base, self.item_writes)
+        fwd = [tape.push(saved_value, origin, key)] + self.alias_checks(s, base) + [s]
+        anno.setanno(restore, Static.TAPE, key)
         rev = []
         if base in self.act.adjoint:
             self.in_place = True

@@ -1,7 +1,7 @@
 """The tape and the saved values: what the forward sweep records for the reverse sweep.
 
 The forward sweep pushes each value a statement overwrites (``push(x)``, tagged
-with the key ``x``, or ``("item", x)`` for an indexed write) and the reverse
+with the key ``x``, or ``("item", x, n)`` for the n-th indexed write into ``x``) and the reverse
 sweep pops it back (``x = pop()``, tagged the same). Once both sweeps are built
 and optimized, this module
 

@@ -1,0 +1,145 @@
+"""jit=True compiles the loops people write first: ``s += ...`` on numbers, indexed writes
+into arrays (``a[i] = ...``, ``y[i] += ...``), matrix products, ``abs``, powers with an
+active exponent, casts and full maxima (srcgrad/jit/runtime.py's forms of rt.check_unshared,
+save, written_grad, zero_grad_at, matmul_grad_a/b, sign, log_or_zero, cast_like, tie_share).
+
+Each compiles without a JitFallbackWarning, gives the NumPy gradient (to the last bits
+BLAS may round differently) and agrees with central differences; writes that NumPy's
+gradient refuses are refused the same way. Skipped when Numba is not installed."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+pytest.importorskip("numba")
+
+import srcgrad as sg  # noqa: E402
+from srcgrad.errors import SrcgradError  # noqa: E402
+from srcgrad.jit import JitFallbackWarning  # noqa: E402
+from srcgrad.testing import numerical_grad  # noqa: E402
+
+
+def accumulates(x):   # s += ...: rt.check_unshared of a number
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += x[i] * x[i] - 0.5 * x[i]
+    return s
+
+
+def accumulates_from_int(x):
+    s = 0
+    for i in range(x.shape[0]):
+        for j in range(i):
+            s += x[i] * x[j]
+    return s * 2
+
+
+def recurrence(x):   # a[i] = f(a[i-1], a[i]): the overwritten entry saved and restored
+    a = x.copy()
+    for i in range(1, a.shape[0]):
+        a[i] = a[i - 1] * 0.5 + np.sin(a[i])
+    return np.sum(a ** 2)
+
+
+def scatter_into_zeros(x, w):   # y[i] += ...
+    y = np.zeros(x.shape[0])
+    for i in range(x.shape[0]):
+        y[i] += x[i] * w
+        y[i - 1] += 0.25 * x[i]
+    return np.sum(y * np.arange(x.shape[0]))
+
+
+def time_steps(u):   # an explicit scheme writing each step into an array
+    n = u.shape[0]
+    T = np.zeros(n + 1)
+    T[0] = 1.0
+    for t in range(n):
+        T[t + 1] = T[t] + 0.1 * (u[t] - T[t] ** 2)
+    return np.sum(T[1:] ** 2)
+
+
+def writes_a_row(x):   # a basic index of a 2-D array: a row written, then an entry
+    m = np.zeros((3, 4))
+    for k in range(3):
+        m[k] = x[k] * np.arange(1.0, 5.0)
+        m[k, 0] = m[k, 0] * x[k + 1]
+    return np.sum(m ** 3)
+
+
+def updates_its_copy(x):   # y += ...: rt.check_unshared of two arrays that do not overlap
+    y = x * 1.0
+    y += x ** 2
+    y *= 3.0
+    return np.sum(y * x)
+
+
+def products(x, w):
+    W = np.outer(w, w) + np.eye(w.shape[0])
+    h = np.tanh(W @ x)        # 2-D @ 1-D
+    v = x @ W                 # 1-D @ 2-D
+    return h @ v + np.dot(h, h) + np.sum(np.dot(W, W) @ W)
+
+
+def abs_and_powers(x, p):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += abs(x[i]) * x[i] ** p + np.abs(x[i] - 0.1)
+    return s
+
+
+def maximum_and_cast(x):
+    return np.max(x) * np.sum(x.astype(np.float64) ** 2)
+
+
+rng = np.random.default_rng(3)
+X = rng.uniform(0.3, 1.2, 6)
+CASES = [
+    (accumulates, (X,), 0),
+    (accumulates_from_int, (X,), 0),
+    (recurrence, (X,), 0),
+    (scatter_into_zeros, (X, 1.7), 0),
+    (scatter_into_zeros, (X, 1.7), 1),
+    (time_steps, (X,), 0),
+    (writes_a_row, (X,), 0),
+    (updates_its_copy, (X,), 0),
+    (products, (X[:4], X[2:]), 0),
+    (products, (X[:4], X[2:]), 1),
+    (abs_and_powers, (X - 0.6, 2.0), 0),
+    (abs_and_powers, (X, 1.5), 1),
+    (maximum_and_cast, (X,), 0),
+]
+
+
+@pytest.mark.parametrize("fn, args, wrt", CASES,
+                         ids=[f"{f.__name__}-{w}" for f, _, w in CASES])
+def test_compiles_without_a_fallback_and_gives_the_numpy_gradient(fn, args, wrt):
+    want = sg.grad(fn, wrt)(*args)
+    before = [np.copy(a) for a in args]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", JitFallbackWarning)
+        gradient = sg.grad(fn, wrt, jit=True)
+        got = gradient(*args)
+        again = gradient(*args)
+    for a, b in zip(args, before):
+        np.testing.assert_array_equal(a, b)   # no argument written
+    for g in (got, again):
+        assert type(g) is type(want) and np.shape(g) == np.shape(want)
+        np.testing.assert_allclose(g, want, rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(got, numerical_grad(fn, args, wrt), rtol=1e-6, atol=1e-8)
+
+
+def writes_through_a_view(x):   # v is a view of y: NumPy's gradient refuses, so must jit
+    y = x * 1.0
+    v = y[1:]
+    v += x[:-1]
+    return np.sum(y * x)
+
+
+def test_a_write_numpy_refuses_is_refused_with_jit_too():
+    with pytest.raises(SrcgradError) as numpy_error:
+        sg.grad(writes_through_a_view)(X)
+    with pytest.raises(SrcgradError) as jit_error:
+        sg.grad(writes_through_a_view, jit=True)(X)
+    assert str(jit_error.value) == str(numpy_error.value)
+    assert "test_jit_idioms.py" in str(jit_error.value)
