@@ -11,37 +11,20 @@ Importing this module needs numba.
 
 import numpy as np
 from numba import njit, types
-from numba.core.errors import TypingError
 from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
 from srcgrad.jit.errors import ZeroAdjoint
 from srcgrad.jit.vmath import FUNCTIONS as _VECTOR_MATH
-
-JIT_OPTIONS = dict(error_model="numpy", boundscheck=True, nogil=True)
-
-
-def _refuse(helper, *values):
-    raise TypingError(f"srcgrad jit: rt.{helper} of {', '.join(str(v) for v in values)}")
-
-
-def _is_number(t):
-    return isinstance(t, (types.Float, types.Integer, types.Boolean))
-
-
-def _is_shape(t):
-    return isinstance(t, types.UniTuple) and isinstance(t.dtype, types.Integer) or \
-        (isinstance(t, types.Tuple) and len(t.types) == 0)
-
-
-def _ndim_of(t):
-    if isinstance(t, types.Array):
-        return t.ndim
-    if _is_shape(t):
-        return len(t)
-    if _is_number(t):
-        return 0
-    return None
+from srcgrad.jit.numba_types import (JIT_OPTIONS, basic_index as _basic_index,  # noqa: F401
+                                    basic_item as _basic_item, false as _false,
+                                    is_number as _is_number, is_shape as _is_shape,
+                                    ndim_of as _ndim_of, none as _none, refuse as _refuse)
+# The forms of the helpers of indexed writes and of products, signs and casts (_jrt.*).
+from srcgrad.jit.writes import check_unshared, save, written_grad, zero_grad_at  # noqa: F401,E402
+from srcgrad.jit.products import (cast_like, dot_grad_a, dot_grad_b, dtype_grad,  # noqa: F401,E402
+                                  log_or_zero, matmul_grad_a, matmul_grad_b, sign, tie_share,
+                                  unreduce_like)
 
 
 def default_seed(out):
@@ -150,16 +133,6 @@ def _shape_of(value):
     if _is_number(value):
         return lambda value: ()
     _refuse("shape_of", value)
-
-
-def _none(t):
-    return t is None or isinstance(t, (types.NoneType, types.Omitted)) and \
-        getattr(t, "value", None) is None
-
-
-def _false(t):
-    return t is False or isinstance(t, types.Omitted) and t.value is False or \
-        isinstance(t, types.BooleanLiteral) and t.literal_value is False
 
 
 @overload(unreduce)
@@ -277,10 +250,6 @@ def add_at(dx, x, index, g):
     """See srcgrad.runtime.add_at."""
 
 
-def _basic_item(t):
-    return isinstance(t, (types.Integer, types.SliceType)) and not isinstance(t, types.Boolean)
-
-
 @overload(add_at, jit_options=JIT_OPTIONS)
 def _add_at(dx, x, index, g):
     # ``dx`` an owned float array of ``x``'s shape (the sweep made it with owned_zeros;
@@ -358,242 +327,6 @@ def _add_at(dx, x, index, g):
             return dx
         return masked
     _refuse("add_at", dx, x, index, g)
-
-
-def check_unshared(value, other):
-    """See srcgrad.runtime.check_unshared (translate.py keeps its first two arguments):
-    where the memory of the arrays ``value`` and ``other`` may overlap, ValueError, and the
-    NumPy gradient runs the call and decides (it raises the user's error where they do).
-    The check comes before the write, and a gradient writes into no argument (reverse.py
-    copies a parameter written into), so nothing has changed when it raises."""
-
-
-@overload(check_unshared, jit_options=JIT_OPTIONS)
-def _check_unshared(value, other):
-    if _is_number(value) or _none(other) or _is_number(other):
-        return lambda value, other: None   # ``s += v`` of a number rebinds it
-    if isinstance(value, types.Array) and isinstance(other, types.Array):
-        def check(value, other):
-            if value.size and other.size:
-                lo, hi = _extent(value)
-                other_lo, other_hi = _extent(other)
-                if lo < other_hi and other_lo < hi:
-                    raise ValueError("srcgrad jit: arrays that may share memory")
-        return check
-    _refuse("check_unshared", value, other)
-
-
-@njit(**JIT_OPTIONS)
-def _extent(a):
-    """The addresses ``[lo, hi)`` the elements of the non-empty array ``a`` lie in."""
-    lo = hi = a.ctypes.data
-    for k in range(a.ndim):
-        step = (a.shape[k] - 1) * a.strides[k]
-        if step < 0:
-            lo += step
-        else:
-            hi += step
-    return lo, hi + a.itemsize
-
-
-def save(value):
-    """See srcgrad.runtime.save."""
-
-
-@overload(save)
-def _save(value):
-    if isinstance(value, types.Array):
-        return lambda value: value.copy()
-    if _is_number(value):
-        return lambda value: value
-    _refuse("save", value)
-
-
-def _basic_index(index):
-    return _basic_item(index) or isinstance(index, types.BaseTuple) and len(index) > 0 and \
-        all(_basic_item(t) for t in index)
-
-
-def _gradient_of(dx, x, index):
-    """Whether ``dx`` is a float array adjoint of the float array ``x`` read at a basic
-    ``index`` (integers and slices: no position repeats)."""
-    return isinstance(x, types.Array) and isinstance(dx, types.Array) and dx.ndim == x.ndim \
-        and isinstance(dx.dtype, types.Float) and _basic_index(index)
-
-
-def written_grad(dx, x, index):
-    """See srcgrad.runtime.written_grad."""
-
-
-@overload(written_grad, jit_options=JIT_OPTIONS)
-def _written_grad(dx, x, index):
-    if _is_number(dx) and isinstance(x, types.Array) and _basic_index(index):
-        return lambda dx, x, index: dx   # a number adjoint: every position's
-    if not _gradient_of(dx, x, index):
-        _refuse("written_grad", dx, x, index)
-    def take(dx, x, index):
-        if dx.shape != x.shape:
-            raise ValueError("srcgrad jit: written_grad of another shape")
-        return _copied(dx[index])
-    return take
-
-
-def _copied(value):
-    """``value.copy()`` of an array, a number as it is."""
-
-
-@overload(_copied)
-def _copied_impl(value):
-    if isinstance(value, types.Array):
-        return lambda value: value.copy()
-    return lambda value: value
-
-
-def zero_grad_at(dx, x, index):
-    """See srcgrad.runtime.zero_grad_at."""
-
-
-@overload(zero_grad_at, jit_options=JIT_OPTIONS)
-def _zero_grad_at(dx, x, index):
-    # A number adjoint would become an array here, a type Numba cannot give one name.
-    if not (_gradient_of(dx, x, index) and dx.mutable):
-        _refuse("zero_grad_at", dx, x, index)
-
-    def zeroed(dx, x, index):
-        if dx.shape != x.shape:
-            raise ValueError("srcgrad jit: zero_grad_at of another shape")
-        dx[index] = 0
-        return dx
-    return zeroed
-
-
-
-
-# ----- Products, signs, casts, maxima: the 1-D and 2-D float cases -----
-
-def _float_array(t, ndims=(1, 2)):
-    return isinstance(t, types.Array) and isinstance(t.dtype, types.Float) and t.ndim in ndims
-
-
-def matmul_grad_a(dy, a, b):
-    """See srcgrad.rules.numpy_products.matmul_grad_a (np.dot's for 1-D and 2-D too)."""
-
-
-def matmul_grad_b(dy, a, b):
-    """See srcgrad.rules.numpy_products.matmul_grad_b."""
-
-
-def _product_grad(which):
-    """The Numba form of ``a @ b``'s gradient with respect to ``a`` (``which`` 0) or ``b``
-    (1), for float operands of 1 or 2 dimensions (np.dot's too: the same product there):
-    each case the NumPy helper's matmul written as the product it is."""
-    def typing(dy, a, b):
-        if not (_float_array(a) and _float_array(b)):
-            _refuse("matmul_grad", dy, a, b)
-        if a.ndim == 1 and b.ndim == 1:
-            if not _is_number(dy):
-                _refuse("matmul_grad", dy, a, b)
-            return (lambda dy, a, b: dy * b) if which == 0 else (lambda dy, a, b: dy * a)
-        if not _float_array(dy, (a.ndim + b.ndim - 2,)):
-            _refuse("matmul_grad", dy, a, b)
-        if a.ndim == 2 and b.ndim == 2:
-            if which == 0:
-                return lambda dy, a, b: np.dot(dy, b.T)
-            return lambda dy, a, b: np.dot(a.T, dy)
-        if a.ndim == 1:   # v @ M: dy has M's columns
-            if which == 0:
-                return lambda dy, a, b: np.dot(b, dy)
-            return lambda dy, a, b: np.outer(a, dy)
-        if which == 0:    # M @ v: dy has M's rows
-            return lambda dy, a, b: np.outer(dy, b)
-        return lambda dy, a, b: np.dot(dy, a)
-    return typing
-
-
-overload(matmul_grad_a, jit_options=JIT_OPTIONS)(_product_grad(0))
-overload(matmul_grad_b, jit_options=JIT_OPTIONS)(_product_grad(1))
-dot_grad_a, dot_grad_b = matmul_grad_a, matmul_grad_b
-
-
-def sign(x):
-    """See srcgrad.runtime.sign."""
-
-
-@overload(sign)
-def _sign(x):
-    if _is_number(x):
-        return lambda x: (1.0 if x > 0 else 0.0) - (1.0 if x < 0 else 0.0)
-    if _float_array(x, range(1, 33)):
-        return lambda x: np.sign(x)
-    _refuse("sign", x)
-
-
-def log_or_zero(a):
-    """See srcgrad.runtime.log_or_zero."""
-
-
-@overload(log_or_zero)
-def _log_or_zero(a):
-    if _is_number(a):
-        return lambda a: np.log(a) if a > 0 else 0.0
-    _refuse("log_or_zero", a)
-
-
-def cast_like(g, x):
-    """See srcgrad.runtime.cast_like."""
-
-
-@overload(cast_like)
-def _cast_like(g, x):
-    if _is_number(g) or not (isinstance(x, types.Array) and isinstance(x.dtype, types.Float)):
-        return lambda g, x: g
-    if isinstance(g, types.Array) and g.dtype == x.dtype:
-        return lambda g, x: g
-    if isinstance(g, types.Array):
-        dtype = x.dtype
-        return lambda g, x: g.astype(dtype)
-    _refuse("cast_like", g, x)
-
-
-def dtype_grad(g, dtype, x):
-    """See srcgrad.runtime.dtype_grad."""
-
-
-@overload(dtype_grad)
-def _dtype_grad(g, dtype, x):
-    named = dtype.instance_type if isinstance(dtype, types.NumberClass) else \
-        dtype.dtype if isinstance(dtype, types.DType) else None
-    if isinstance(named, (types.Float, types.Complex)):
-        return lambda g, dtype, x: g   # a cast to a float keeps the gradient
-    _refuse("dtype_grad", g, dtype, x)
-
-
-def unreduce_like(value, x, axis=None, keepdims=False):
-    """See srcgrad.runtime.unreduce_like."""
-
-
-@overload(unreduce_like)
-def _unreduce_like(value, x, axis=None, keepdims=False):
-    if _is_number(value) and (_none(axis) or _is_number(x)):
-        return lambda value, x, axis=None, keepdims=False: value   # a scalar broadcasts
-    _refuse("unreduce_like", value, x, axis, keepdims)
-
-
-def tie_share(mask, axis, x):
-    """See srcgrad.rules.numpy_reductions.tie_share."""
-
-
-@overload(tie_share)
-def _tie_share(mask, axis, x):
-    if _none(axis) and isinstance(mask, types.Array) and isinstance(mask.dtype, types.Boolean) \
-            and isinstance(x, types.Array) and isinstance(x.dtype, types.Float):
-        dtype = x.dtype
-
-        def share(mask, axis, x):
-            weights = mask.astype(dtype)
-            return weights / weights.sum()
-        return share
-    _refuse("tie_share", mask, axis, x)
 
 
 # ----- The elementwise loops of loops.py -----

@@ -1,0 +1,53 @@
+"""What the Numba forms of the runtime helpers (runtime.py, writes.py, products.py) share:
+the compile options, the refusal that sends a gradient to its NumPy code, and tests of
+Numba types. Importing this module needs numba."""
+
+from numba import types
+from numba.core.errors import TypingError
+
+JIT_OPTIONS = dict(error_model="numpy", boundscheck=True, nogil=True)
+
+
+def refuse(helper, *values):
+    raise TypingError(f"srcgrad jit: rt.{helper} of {', '.join(str(v) for v in values)}")
+
+
+def is_number(t):
+    return isinstance(t, (types.Float, types.Integer, types.Boolean))
+
+
+def is_shape(t):
+    return isinstance(t, types.UniTuple) and isinstance(t.dtype, types.Integer) or \
+        (isinstance(t, types.Tuple) and len(t.types) == 0)
+
+
+def ndim_of(t):
+    if isinstance(t, types.Array):
+        return t.ndim
+    if is_shape(t):
+        return len(t)
+    if is_number(t):
+        return 0
+    return None
+
+
+def none(t):
+    return t is None or isinstance(t, (types.NoneType, types.Omitted)) and \
+        getattr(t, "value", None) is None
+
+
+def false(t):
+    return t is False or isinstance(t, types.Omitted) and t.value is False or \
+        isinstance(t, types.BooleanLiteral) and t.literal_value is False
+
+
+def basic_item(t):
+    return isinstance(t, (types.Integer, types.SliceType)) and not isinstance(t, types.Boolean)
+
+
+
+
+def basic_index(index):
+    """An index of integers and slices only (no position repeats)."""
+    return basic_item(index) or isinstance(index, types.BaseTuple) and len(index) > 0 and \
+        all(basic_item(t) for t in index)

@@ -1,0 +1,135 @@
+"""Numba forms of the helpers of products (``a @ b``, ``np.dot``), signs, powers with an
+active exponent, casts and full maxima, for the float cases of 1 and 2 dimensions; any
+other type is refused (runtime.py's rule). Importing this module needs numba."""
+
+import numpy as np
+from numba import types
+from numba.extending import overload
+
+from srcgrad.jit.numba_types import (JIT_OPTIONS, is_number as _is_number, none as _none,
+                                    refuse as _refuse)
+
+
+def _float_array(t, ndims=(1, 2)):
+    return isinstance(t, types.Array) and isinstance(t.dtype, types.Float) and t.ndim in ndims
+
+
+def matmul_grad_a(dy, a, b):
+    """See srcgrad.rules.numpy_products.matmul_grad_a (np.dot's for 1-D and 2-D too)."""
+
+
+def matmul_grad_b(dy, a, b):
+    """See srcgrad.rules.numpy_products.matmul_grad_b."""
+
+
+def _product_grad(which):
+    """The Numba form of ``a @ b``'s gradient with respect to ``a`` (``which`` 0) or ``b``
+    (1), for float operands of 1 or 2 dimensions (np.dot's too: the same product there):
+    each case the NumPy helper's matmul written as the product it is."""
+    def typing(dy, a, b):
+        if not (_float_array(a) and _float_array(b)):
+            _refuse("matmul_grad", dy, a, b)
+        if a.ndim == 1 and b.ndim == 1:
+            if not _is_number(dy):
+                _refuse("matmul_grad", dy, a, b)
+            return (lambda dy, a, b: dy * b) if which == 0 else (lambda dy, a, b: dy * a)
+        if not _float_array(dy, (a.ndim + b.ndim - 2,)):
+            _refuse("matmul_grad", dy, a, b)
+        if a.ndim == 2 and b.ndim == 2:
+            if which == 0:
+                return lambda dy, a, b: np.dot(dy, b.T)
+            return lambda dy, a, b: np.dot(a.T, dy)
+        if a.ndim == 1:   # v @ M: dy has M's columns
+            if which == 0:
+                return lambda dy, a, b: np.dot(b, dy)
+            return lambda dy, a, b: np.outer(a, dy)
+        if which == 0:    # M @ v: dy has M's rows
+            return lambda dy, a, b: np.outer(dy, b)
+        return lambda dy, a, b: np.dot(dy, a)
+    return typing
+
+
+overload(matmul_grad_a, jit_options=JIT_OPTIONS)(_product_grad(0))
+overload(matmul_grad_b, jit_options=JIT_OPTIONS)(_product_grad(1))
+dot_grad_a, dot_grad_b = matmul_grad_a, matmul_grad_b
+
+
+def sign(x):
+    """See srcgrad.runtime.sign."""
+
+
+@overload(sign)
+def _sign(x):
+    if _is_number(x):
+        return lambda x: (1.0 if x > 0 else 0.0) - (1.0 if x < 0 else 0.0)
+    if _float_array(x, range(1, 33)):
+        return lambda x: np.sign(x)
+    _refuse("sign", x)
+
+
+def log_or_zero(a):
+    """See srcgrad.runtime.log_or_zero."""
+
+
+@overload(log_or_zero)
+def _log_or_zero(a):
+    if _is_number(a):
+        return lambda a: np.log(a) if a > 0 else 0.0
+    _refuse("log_or_zero", a)
+
+
+def cast_like(g, x):
+    """See srcgrad.runtime.cast_like."""
+
+
+@overload(cast_like)
+def _cast_like(g, x):
+    if _is_number(g) or not (isinstance(x, types.Array) and isinstance(x.dtype, types.Float)):
+        return lambda g, x: g
+    if isinstance(g, types.Array) and g.dtype == x.dtype:
+        return lambda g, x: g
+    if isinstance(g, types.Array):
+        dtype = x.dtype
+        return lambda g, x: g.astype(dtype)
+    _refuse("cast_like", g, x)
+
+
+def dtype_grad(g, dtype, x):
+    """See srcgrad.runtime.dtype_grad."""
+
+
+@overload(dtype_grad)
+def _dtype_grad(g, dtype, x):
+    named = dtype.instance_type if isinstance(dtype, types.NumberClass) else \
+        dtype.dtype if isinstance(dtype, types.DType) else None
+    if isinstance(named, (types.Float, types.Complex)):
+        return lambda g, dtype, x: g   # a cast to a float keeps the gradient
+    _refuse("dtype_grad", g, dtype, x)
+
+
+def unreduce_like(value, x, axis=None, keepdims=False):
+    """See srcgrad.runtime.unreduce_like."""
+
+
+@overload(unreduce_like)
+def _unreduce_like(value, x, axis=None, keepdims=False):
+    if _is_number(value) and (_none(axis) or _is_number(x)):
+        return lambda value, x, axis=None, keepdims=False: value   # a scalar broadcasts
+    _refuse("unreduce_like", value, x, axis, keepdims)
+
+
+def tie_share(mask, axis, x):
+    """See srcgrad.rules.numpy_reductions.tie_share."""
+
+
+@overload(tie_share)
+def _tie_share(mask, axis, x):
+    if _none(axis) and isinstance(mask, types.Array) and isinstance(mask.dtype, types.Boolean) \
+            and isinstance(x, types.Array) and isinstance(x.dtype, types.Float):
+        dtype = x.dtype
+
+        def share(mask, axis, x):
+            weights = mask.astype(dtype)
+            return weights / weights.sum()
+        return share
+    _refuse("tie_share", mask, axis, x)
