@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import gast
 
-from srcgrad import ast_util, pipeline, runtime
+from srcgrad import anno, ast_util, pipeline, runtime
 from srcgrad.analysis import activity, aliasing, kinds
 from srcgrad.codegen import emit, loader
 from srcgrad.errors import UnsupportedError
@@ -40,13 +40,49 @@ def front(fn, active, options=None, has_aux=False):
                                info.filename, info.first_lineno)
     params = tuple(a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs)
     names = tuple(n for n in params if n in active)
-    aliasing.check(node, info, namer.display, live_at_exit=())
+    param_checks = aliasing.check(node, info, namer.display, live_at_exit=())
+    alias_checks(node, ctx, param_checks)
     kind_map = kinds.infer(node, {n: kinds.FLOAT for n in names}, info.peek)
     act = activity.resolve(node, names, kind_map)
     if as_array.as_array_arguments(node, act.sequences, ctx):
         kind_map = kinds.infer(node, {n: kinds.FLOAT for n in names}, info.peek)
         act = activity.resolve(node, names, kind_map)
     return Front(node, ctx, params, names, act, kind_map, forward.written_names(node))
+
+
+def alias_checks(node, ctx, param_checks):
+    """The run-time checks of reverse mode (analysis/aliasing.py) before each ``v += y`` or
+    ``b[i] += y`` that may reach another live name, and on entry where a write may reach an
+    argument. The tangent program runs ``v = v + y`` (a new array) and keeps a tangent of
+    its own for each argument, so without them such a write changed the other name in the
+    user's program but in neither the tangent program's values nor its tangents."""
+    from srcgrad.transform.reverse import alias_checks as checks_of
+    bindings = ctx.bindings
+
+    def block(body):
+        out = []
+        for s in body:
+            for field in ("body", "orelse"):
+                if isinstance(getattr(s, field, None), list):
+                    setattr(s, field, block(getattr(s, field)))
+            if anno.getanno(s, anno.Static.AUGMENTED) and isinstance(s, gast.Assign):
+                target = s.targets[0]
+                written = target.value.id if isinstance(target, gast.Subscript) else target.id
+                out += mark(checks_of(s, written, ctx.namer, bindings))
+            out.append(s)
+        return out
+
+    def mark(stmts):
+        for stmt in stmts:
+            anno.setanno(stmt.value, anno.Static.PRIMITIVE, runtime.check_unshared)
+        return stmts
+
+    entry = []
+    for written, other, error in param_checks:
+        error_name = ctx.namer.new("aliasing_error")
+        bindings[error_name] = error
+        entry += gast.parse(f"rt.check_unshared({written}, {other}, {error_name})").body
+    node.body = mark(entry) + block(node.body)
 
 
 def prologue(front_, transformer):
