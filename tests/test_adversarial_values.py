@@ -171,6 +171,24 @@ def view_written_after_it_was_taken(x):
     return np.sum(y * y)
 
 
+@case(X, grad="refuse", jvp="refuse")
+def constant_written_through_a_view(x):
+    y = np.zeros(4)
+    v = y[:2]
+    v[0] = x[2] ** 2
+    np.copyto(v[1:], x[3:] * 3.0)
+    return np.sum(y * x)
+
+
+G = np.ones(4)
+
+
+@case(X)
+def global_array_written_into(x):
+    G[0] = x[0] * 2.0
+    return np.sum(G * x)
+
+
 def _fd(f, args, wrt=0, eps=1e-6):
     """Central differences of f's scalar output in each leaf of args[wrt], f run on copies."""
     base = args[wrt]
@@ -220,6 +238,10 @@ def test_forward_mode(f, args, expect):
     value, out = run()
     assert np.isclose(value, f(*copy.deepcopy(args)))
     np.testing.assert_allclose(out, np.sum(_fd(f, args) * tangent), rtol=1e-5, atol=1e-6)
+
+
+def test_jacfwd_of_a_global_array_written_into():
+    np.testing.assert_allclose(sg.jacfwd(global_array_written_into)(X.copy()), [4.0, 1.0, 1.0, 1.0])
 
 
 def _writes_x(x, y):

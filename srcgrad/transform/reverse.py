@@ -493,11 +493,11 @@ class Reversed:
     rank_facts_used: set = field(default_factory=set)   # names whose rank facts the code relies on
 
 
-def alias_checks(s, written, namer, bindings):
-    """The ``rt.check_unshared`` statements of ``s``'s Static.ALIAS_CHECK, their errors bound
-    in ``bindings`` (shared with forward mode: forward_program.alias_checks)."""
+def alias_checks(s, written, namer, bindings, checks=None):
+    """The ``rt.check_unshared`` statements of ``checks`` (default ``s``'s Static.ALIAS_CHECK),
+    their errors bound in ``bindings`` (shared with forward mode: forward_program.alias_checks)."""
     out = []
-    for other, index, error in anno.getanno(s, Static.ALIAS_CHECK) or ():
+    for other, index, error in anno.getanno(s, Static.ALIAS_CHECK) or () if checks is None else checks:
         error_name = namer.new("aliasing_error")
         bindings[error_name] = error
         if index is None:
