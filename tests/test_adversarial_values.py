@@ -254,3 +254,25 @@ def test_forward_mode_refuses_arguments_sharing_memory_with_one_written_into():
     value, tangent = sg.jvp(_writes_x, (a.copy(), a.copy()), (np.ones(3), np.ones(3)))
     assert (value, tangent) == (19.0, 19.0)
     _refused_here(lambda: sg.jvp(_writes_x, (a, a), (np.ones(3), np.ones(3))))
+
+
+# ----- The cache: a changed default reaches every derivative, not only sg.grad -----
+
+
+def _cubic(x, k=2.0):
+    return k * np.sum(x ** 3)
+
+
+@pytest.mark.parametrize("derivative, want", [
+    (sg.jacfwd, lambda k, x: 3 * k * x ** 2),
+    (sg.jacrev, lambda k, x: 3 * k * x ** 2),
+    (sg.hessian, lambda k, x: np.diag(6 * k * x)),
+], ids=["jacfwd", "jacrev", "hessian"])
+def test_a_changed_default_reaches_jacobians_and_hessians(derivative, want):
+    x = np.array([0.3, 0.7])
+    try:
+        for k in (2.0, 5.0):
+            _cubic.__defaults__ = (k,)
+            np.testing.assert_allclose(derivative(_cubic)(x), want(k, x))
+    finally:
+        _cubic.__defaults__ = (2.0,)
