@@ -13,6 +13,7 @@ class Static(enum.Enum):
     GRAD_FLAG = "Name of the runtime flag that enables this statement's adjoint (set_grad_enabled(flag))."
     GUARD = "An `if` the reverse sweep adds around contributions (zero adjoint, grad flag)."
     ALIAS_CHECK = "(name, index, error): this in-place write must not reach name's memory. See aliasing.py."
+    ITEM_ALIAS = "b[i] op= v: True, or the error if another item of b holds b[i]. See aliasing.py."
     AUGMENTED = "Marks `v = v + y` (or `b[i] = b[i] + y`) written as `v += y` (in place for arrays). See anf.py."
     ITERATES = "Marks a for loop canonicalize made of `for v in X`: its body binds v = X[i]."
     TAPE = "What a tape push or pop statement saves/restores (a name, or ('item', name)). See reverse.py."

@@ -74,6 +74,14 @@ def dict_holding_an_array_and_its_view(x):
     return np.sum(d["b"] * x[1:])
 
 
+@case(X, grad="refuse", jvp="refuse")
+def list_named_twice_number_item_updated(x):
+    a = [x * 1.0, x[0]]
+    b = a
+    a[1] += x[1]
+    return np.sum(b[0]) * b[1]
+
+
 @case(X)
 def list_items_of_their_own(x):
     lst = [x * 1.0, x * 2.0]

@@ -278,11 +278,14 @@ def check(node, info, display=lambda name: name, live_at_exit=()):
         for other in sorted(live - {base}):
             if objects.name(other) & mine:
                 checks.append((other, index, _error(s, info, base, other, objects, display)))
-        if index is not None and anno.getanno(s, Static.AUGMENTED) and base in live \
-                and objects.maybe_sequence(gast.Name(id=base, ctx=gast.Load(), annotation=None,
-                                                     type_comment=None)):
-            # b[i] op= v on a list: its other items must not share the item updated in place
-            checks.append((base, index, _error(s, info, base, base, objects, display)))
+        if index is not None and anno.getanno(s, Static.AUGMENTED):
+            # b[i] op= v on a list updates the item b[i] in place: its other items read
+            # later must not share it
+            anno.setanno(s, Static.ITEM_ALIAS, True)
+            if base in live and objects.maybe_sequence(gast.Name(id=base, ctx=gast.Load(),
+                                                                 annotation=None, type_comment=None)):
+                anno.setanno(s, Static.ITEM_ALIAS, _error(s, info, base, base, objects, display))
+                checks = checks or [("None", index, None)]   # the other items only
         if checks:
             anno.setanno(s, Static.ALIAS_CHECK, checks)
     # Arguments are objects of their own only if the caller passed distinct memory

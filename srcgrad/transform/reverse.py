@@ -497,13 +497,19 @@ def alias_checks(s, written, namer, bindings, checks=None):
     """The ``rt.check_unshared`` statements of ``checks`` (default ``s``'s Static.ALIAS_CHECK),
     their errors bound in ``bindings`` (shared with forward mode: forward_program.alias_checks)."""
     out = []
+    item_error = anno.getanno(s, Static.ITEM_ALIAS)
+    update = ""
+    if item_error is True:   # b[i] op= v: the item b[i] is updated in place
+        update = ", update=True"
+    elif item_error is not None:   # and b's other items, read later, must not hold it
+        update = f", update={namer.new('aliasing_error')}"
+        bindings[update[len(', update='):]] = item_error
     for other, index, error in anno.getanno(s, Static.ALIAS_CHECK) or () if checks is None else checks:
         error_name = namer.new("aliasing_error")
         bindings[error_name] = error
         if index is None:
             out += replace(f"rt.check_unshared({written}, {other}, {error_name})")
         else:
-            update = ", update=True" if anno.getanno(s, Static.AUGMENTED) else ""
             out += replace(f"rt.check_unshared({written}, {other}, {error_name}, INDEX{update})",
                            INDEX=index_value(index))
     return out
