@@ -278,6 +278,14 @@ def check(node, info, display=lambda name: name, live_at_exit=()):
         for other in sorted(live - {base}):
             if objects.name(other) & mine:
                 checks.append((other, index, _error(s, info, base, other, objects, display)))
+        if index is not None and anno.getanno(s, Static.AUGMENTED):
+            # b[i] op= v on a list updates the item b[i] in place: its other items read
+            # later must not share it
+            anno.setanno(s, Static.ITEM_ALIAS, True)
+            if base in live and objects.maybe_sequence(gast.Name(id=base, ctx=gast.Load(),
+                                                                 annotation=None, type_comment=None)):
+                anno.setanno(s, Static.ITEM_ALIAS, _error(s, info, base, base, objects, display))
+                checks = checks or [("None", index, None)]   # the other items only
         if checks:
             anno.setanno(s, Static.ALIAS_CHECK, checks)
     # Arguments are objects of their own only if the caller passed distinct memory
@@ -336,8 +344,10 @@ def _error(write, info, base, alias, objects, display):
     where = _binding_line(alias, base, objects) or _binding_line(base, alias, objects)
     origin = anno.getanno(where, Static.ORIGIN) if where is not None else None
     line = f" (line {origin.lineno}: {origin.source_line.strip()})" if origin is not None else ""
-    message = (f"this in-place update of {display(base)!r} would also change {display(alias)!r}, which "
-               f"shares its memory{line} and is read afterwards; srcgrad differentiates values, "
+    changed = f"{display(alias)!r}, which shares" if alias != base else \
+        f"another item of {display(alias)!r}, sharing"   # b[i] op= v: an item held twice
+    message = (f"this in-place update of {display(base)!r} would also change {changed} its "
+               f"memory{line} and is read afterwards; srcgrad differentiates values, "
                f"so it refuses rather than guess")
     hint = (f"Give {display(base)!r} memory of its own before writing into it, e.g. "
             f"{display(base)} = {display(base)}.copy(), or take {display(alias)!r} as a copy.")

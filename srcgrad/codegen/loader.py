@@ -117,6 +117,11 @@ def has_origins(filename):
     return filename in _origins
 
 
+def is_generated(filename):
+    """Whether ``filename`` is the file of a program srcgrad generated (and loaded)."""
+    return filename in _origins
+
+
 def origin_at(filename, lineno):
     """The origin of the user statement that generated line ``lineno`` computes, or None."""
     lines = _origins.get(filename)

@@ -29,14 +29,19 @@ def run_hook(hook, g, value):
     return result
 
 
-def check_unshared(value, other, error, index=None):
+def check_unshared(value, other, error, index=None, update=None):
     """Raise ``error`` if updating ``value`` (its part ``value[index]``) in place would
     also change ``other``.
 
     ``other`` shares with ``value`` when it is the same list, or an array (or a
     list, tuple or dict holding one, at any depth) whose memory overlaps the part
-    of ``value`` written.
+    of ``value`` written. ``update``: the write is ``value[index] op= v``, which on a
+    list or dict also updates the item itself in place (_check_item_update): True, or
+    the error to raise when another item of ``value`` holds that item.
     """
+    if update is not None and isinstance(value, (list, dict)):
+        _check_item_update(value, other, error, index, update)
+        return
     if other is None:
         return
     if isinstance(value, (list, dict)):
@@ -53,6 +58,28 @@ def check_unshared(value, other, error, index=None):
     for o in _leaves(other):
         if is_array(o) and type(o).__module__ == type(value).__module__ and _overlap(xp, region, o):
             raise error
+
+
+def _check_item_update(value, other, error, index, item_error):
+    """``lst[i] op= v`` runs ``lst[i].__iop__(v)``: an array or list item is changed in place,
+    so every name holding it (or a view of it) would change too (``error``), and every
+    other item of ``lst`` sharing its memory (``item_error``, unless True)."""
+    if isinstance(value, list) and isinstance(index, slice):
+        return check_unshared(value, other, error)   # a list slice is a new list, items kept
+    try:
+        item = value[index]
+    except (IndexError, KeyError, TypeError):
+        return   # the write itself raises Python's error
+    if not (is_array(item) or isinstance(item, (list, dict))):
+        return check_unshared(value, other, error)   # numbers and tuples are rebound
+    keys = range(len(value)) if isinstance(value, list) else list(value)
+    own = index % len(value) if isinstance(value, list) else index
+    for key in keys if item_error is not True else ():   # True: no other item is read later
+        if key != own:
+            check_unshared(item, value[key], item_error)
+    if other is not None:   # None: only the other items are checked
+        check_unshared(value, other, error)
+        check_unshared(item, other, error)
 
 
 def _leaves(value, containers=False, depth=0):

@@ -86,6 +86,8 @@ class ANF(Expressions, Base):
             value = gast.BinOp(left=load, op=s.op, right=s.value)
             tmp = self.atom(value, out, self.hint(value))
             self.emit(out, gast.Assign(targets=[store], value=tmp, type_comment=None))
+            # lst[i] += v updates an array or list item in place (aliasing.check)
+            anno.setanno(out[-1], Static.AUGMENTED, True)
         else:
             load = name(target.id)
             self.store(target, gast.BinOp(left=load, op=s.op, right=s.value), out)

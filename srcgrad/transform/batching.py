@@ -24,7 +24,6 @@ slower one.
 """
 
 import dataclasses
-import functools
 import threading
 
 import gast
@@ -270,10 +269,21 @@ def compiled(fn, active, has_aux=False):
     return found[0]
 
 
-@functools.lru_cache(maxsize=512)
+_signatures = caches.LRU()   # fn -> (its defaults when read, inspect.signature(fn))
+
+
 def _signature(fn):
+    """``inspect.signature(fn)``, kept while ``fn``'s default values are the same objects: a
+    signature holds the defaults it was read with, and ``fn.__defaults__ = (5.0,)`` after a
+    first jacobian or hessian made later calls bind the old ones."""
     import inspect
-    return inspect.signature(fn)
+    kwdefaults = getattr(fn, "__kwdefaults__", None) or {}
+    stamp = (tuple(map(id, getattr(fn, "__defaults__", None) or ())),
+             tuple((k, id(v)) for k, v in kwdefaults.items()))
+    found = _signatures.get(fn)
+    if found is None or found[0] != stamp:
+        found = _signatures[fn] = (stamp, inspect.signature(fn))
+    return found[1]
 
 
 def run(fn, args, position, seeds, has_aux=False):

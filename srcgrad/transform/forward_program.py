@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import gast
 
-from srcgrad import ast_util, pipeline, runtime
+from srcgrad import anno, ast_util, pipeline, runtime
 from srcgrad.analysis import activity, aliasing, kinds
 from srcgrad.codegen import emit, loader
 from srcgrad.errors import UnsupportedError
@@ -40,19 +40,68 @@ def front(fn, active, options=None, has_aux=False):
                                info.filename, info.first_lineno)
     params = tuple(a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs)
     names = tuple(n for n in params if n in active)
-    aliasing.check(node, info, namer.display, live_at_exit=())
+    param_checks = aliasing.check(node, info, namer.display, live_at_exit=())
     kind_map = kinds.infer(node, {n: kinds.FLOAT for n in names}, info.peek)
     act = activity.resolve(node, names, kind_map)
     if as_array.as_array_arguments(node, act.sequences, ctx):
         kind_map = kinds.infer(node, {n: kinds.FLOAT for n in names}, info.peek)
         act = activity.resolve(node, names, kind_map)
+    if not loader.is_generated(info.filename):   # a gradient read again has its own checks
+        alias_checks(node, ctx, param_checks, act.active)
     return Front(node, ctx, params, names, act, kind_map, forward.written_names(node))
 
 
+def alias_checks(node, ctx, param_checks, active):
+    """Reverse mode's run-time checks (analysis/aliasing.py) where forward mode needs them:
+    before each ``v += y`` or ``b[i] += y`` that may reach another live name (the tangent
+    program runs ``v = v + y``, a new array), before an indexed write that may reach a
+    live name without a tangent (``y = np.zeros(3); v = y[:2]; v[0] = x``: nothing would
+    carry the write's tangent to ``y``'s), and on entry where a write may reach an argument
+    (each argument's tangent is its own). An indexed write into a view of a name with a
+    tangent writes into the view of that tangent, and needs none."""
+    from srcgrad.transform.reverse import alias_checks as checks_of
+    bindings = ctx.bindings
+
+    def block(body):
+        out = []
+        for s in body:
+            for field in ("body", "orelse"):
+                if isinstance(getattr(s, field, None), list):
+                    setattr(s, field, block(getattr(s, field)))
+            checks = anno.getanno(s, anno.Static.ALIAS_CHECK) if isinstance(s, gast.Assign) else None
+            if checks:
+                target = s.targets[0]
+                if not anno.getanno(s, anno.Static.AUGMENTED):
+                    checks = [c for c in checks if c[0] not in active]
+                written = target.value.id if isinstance(target, gast.Subscript) else target.id
+                out += mark(checks_of(s, written, ctx.namer, bindings, checks))
+            out.append(s)
+        return out
+
+    def mark(stmts):
+        for stmt in stmts:
+            anno.setanno(stmt.value, anno.Static.PRIMITIVE, runtime.check_unshared)
+        return stmts
+
+    entry = []
+    for written, other, error in param_checks:
+        error_name = ctx.namer.new("aliasing_error")
+        bindings[error_name] = error
+        entry += gast.parse(f"rt.check_unshared({written}, {other}, {error_name})").body
+    node.body = mark(entry) + block(node.body)
+
+
 def prologue(front_, transformer):
-    """A parameter rebound to a value with a tangent but passed without one gets a zero
-    tangent; one written in place gets a copy of its own (the caller's tangent stays)."""
+    """A parameter rebound to a value with a tangent but passed without one, or a global
+    written into, gets a zero tangent; a parameter written in place gets a copy of its own
+    (the caller's tangent stays)."""
     body = []
+    stored = {n.id for n in ast_util.walk(front_.node) if isinstance(n, gast.Name)
+              and not isinstance(n.ctx, gast.Load)}
+    free = sorted({n.id for n in ast_util.walk(front_.node) if isinstance(n, gast.Name)
+                   and n.id in front_.act.active and n.id not in stored and n.id not in front_.params})
+    for n in free:   # a global or closure array written into (G[0] = x): zero before
+        body += gast.parse(f"{transformer.d(n)} = rt.tangent_zero({n})").body
     for n in front_.params:
         if n in front_.act.active and n not in front_.names:
             body += gast.parse(f"{transformer.d(n)} = rt.tangent_zero({n})").body

@@ -373,16 +373,7 @@ class ReverseAD(Base, RuleApplication):
 
     def alias_checks(self, s, written):
         """Run-time checks that an in-place write does not reach another name (aliasing.py)."""
-        out = []
-        for other, index, error in anno.getanno(s, Static.ALIAS_CHECK) or ():
-            error_name = self.namer.new("aliasing_error")
-            self.bindings[error_name] = error
-            if index is None:
-                out += replace(f"rt.check_unshared({written}, {other}, {error_name})")
-            else:
-                out += replace(f"rt.check_unshared({written}, {other}, {error_name}, INDEX)",
-                               INDEX=index_value(index))
-        return out
+        return alias_checks(s, written, self.namer, self.bindings)
 
     def argument_checks(self):
         """Checks on entry that arguments written in place share no memory with the others."""
@@ -503,6 +494,28 @@ class Reversed:
     mutates_saved: bool          # the reverse sweep restores arrays the forward sweep wrote into
     functions: tuple = ()        # custom Function classes applied in f
     rank_facts_used: set = field(default_factory=set)   # names whose rank facts the code relies on
+
+
+def alias_checks(s, written, namer, bindings, checks=None):
+    """The ``rt.check_unshared`` statements of ``checks`` (default ``s``'s Static.ALIAS_CHECK),
+    their errors bound in ``bindings`` (shared with forward mode: forward_program.alias_checks)."""
+    out = []
+    item_error = anno.getanno(s, Static.ITEM_ALIAS)
+    update = ""
+    if item_error is True:   # b[i] op= v: the item b[i] is updated in place
+        update = ", update=True"
+    elif item_error is not None:   # and b's other items, read later, must not hold it
+        update = f", update={namer.new('aliasing_error')}"
+        bindings[update[len(', update='):]] = item_error
+    for other, index, error in anno.getanno(s, Static.ALIAS_CHECK) or () if checks is None else checks:
+        error_name = namer.new("aliasing_error")
+        bindings[error_name] = error
+        if index is None:
+            out += replace(f"rt.check_unshared({written}, {other}, {error_name})")
+        else:
+            out += replace(f"rt.check_unshared({written}, {other}, {error_name}, INDEX{update})",
+                           INDEX=index_value(index))
+    return out
 
 
 def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), optimized=True,
