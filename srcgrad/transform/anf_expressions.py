@@ -13,6 +13,7 @@ import gast
 import numpy
 
 from srcgrad import anno, grad_mode, runtime
+from srcgrad.entry import bound_of
 from srcgrad.ast_util import name, reads
 from srcgrad.errors import UnsupportedError
 from srcgrad.rules import Attribute, Method
@@ -62,6 +63,8 @@ class Expressions:
         while isinstance(func, gast.Attribute):
             parts.append(func.attr)
             func = func.value
+        if isinstance(func, gast.Call):   # super().energy
+            return self.resolve_super(func, tuple(reversed(parts)))
         if isinstance(func, gast.Name) and func.id in self.namespaces:
             obj = numpy  # generated code's `xp`: its functions have NumPy's rules
             for part in reversed(parts):
@@ -105,6 +108,43 @@ class Expressions:
         if isinstance(node, gast.Compare):
             return "test"
         return "t"
+
+    def resolve_super(self, call, parts):
+        """``super().energy`` or ``super(Cls, self).energy`` where ``self`` is a constant
+        (a bound method's, as ``self.energy`` is): the method the MRO gives, resolved
+        now, or None (then a method call on a run-time value, refused without a rule).
+        The class that defines it is recorded, so redefining that method recompiles."""
+        if self.resolve_safe(call.func) is not builtins.super or call.keywords or not parts:
+            return None
+        if not call.args:
+            bound = bound_of(self.info.fn)
+            code = getattr(bound.target if bound is not None else self.info.fn, "__code__", None)
+            if code is None or not code.co_argcount:
+                return None
+            names = ("__class__", code.co_varnames[0])
+        elif len(call.args) == 2 and all(isinstance(a, gast.Name) for a in call.args):
+            names = tuple(a.id for a in call.args)
+        else:
+            return None
+        if any(n in self.locals for n in names):
+            return None
+        try:
+            cls, obj = (self.info.resolve(n) for n in names)
+            proxy = super(cls, obj)
+            getattr(proxy, parts[0])
+        except Exception:
+            return None
+        mro = type(obj).__mro__ if not isinstance(obj, type) else obj.__mro__
+        after = mro[mro.index(cls) + 1:] if cls in mro else ()
+        owner = next((k for k in after if parts[0] in vars(k)), None)
+        if owner is None:
+            return None
+        owner_name = self.bind(f"super_{owner.__name__}", owner)
+        self.info.reads[(owner_name, parts[0])] = getattr(owner, parts[0])
+        found = getattr(proxy, parts[0])
+        for part in parts[1:]:
+            found = getattr(found, part)
+        return found
 
     def resolve_safe(self, func):
         try:
@@ -355,6 +395,8 @@ class Expressions:
             root = root.value
         if isinstance(root, gast.Name) and root.id in self.namespaces:
             return False
+        if isinstance(root, gast.Call) and self.resolve_safe(func) is not None:
+            return False   # super().energy, resolved
         return not (isinstance(root, gast.Name) and root.id not in self.locals)
 
     def arg(self, node, out):
