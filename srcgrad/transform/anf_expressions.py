@@ -15,10 +15,11 @@ import numpy
 from srcgrad import anno, grad_mode, runtime
 from srcgrad.entry import bound_of
 from srcgrad.ast_util import name, reads
-from srcgrad.errors import UnsupportedError
+from srcgrad.errors import SrcgradError, UnsupportedError
 from srcgrad.rules import Attribute, Method
 from srcgrad.transform import as_array
 from srcgrad.transform.inline import is_inlinable
+from srcgrad.transform.local_functions import LocalFunction
 from srcgrad import ast_util
 
 Static = anno.Static
@@ -386,8 +387,18 @@ class Expressions:
             raise self.error(call, UnsupportedError, "sg.grad(f, wrt) called inside a differentiated "
                              "function needs f a global function and wrt a constant (has_aux too)",
                              "Make g = sg.grad(f, wrt) outside and call g.")
-        return grad_of(fn, gast.literal_eval(wrt[0]) if wrt else 0,
-                       bool(gast.literal_eval(aux[0])) if aux else False)
+        if isinstance(fn, LocalFunction):
+            raise self.error(call, UnsupportedError, "sg.grad of a lambda or nested def called "
+                             "inside a differentiated function is not supported",
+                             "Define the function at module level, with what it reads from "
+                             "here as parameters: sg.grad(energy)(x, k).")
+        try:
+            return grad_of(fn, gast.literal_eval(wrt[0]) if wrt else 0,
+                           bool(gast.literal_eval(aux[0])) if aux else False)
+        except SrcgradError as exc:   # said at the user's call, not in srcgrad's files
+            if exc.filename is not None and exc.lineno is not None:
+                raise
+            raise self.error(call, type(exc), exc.message, exc.hint) from None
 
     def _method_receiver(self, func):
         root = func
