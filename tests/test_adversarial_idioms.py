@@ -256,3 +256,63 @@ def test_the_second_derivative_of_a_lambda_whose_source_cannot_be_isolated_is_re
     try: sg.grad(sg.grad(lambda a: a ** 3))(0.8)  # noqa: E701
     except Exception as exc: raised = exc  # noqa: E701
     assert isinstance(raised, SrcgradError) and "lambda" in str(raised)
+
+
+# ----- Control flow -----
+
+def first_negative_or_else(x, threshold):
+    for i in range(len(x)):
+        if x[i] < threshold:
+            idx = i
+            break
+    else:
+        idx = 0
+    return x[idx] * np.sum(x ** 2)
+
+
+def while_else(x):
+    y, n = x, 0
+    while n < 5:
+        y = np.sin(y) + 0.5
+        if np.sum(y) > 3.5:
+            break
+        n += 1
+    else:
+        y = y * 10.0
+    return np.sum(y ** 2)
+
+
+def nested_for_else_with_returns(x):
+    for i in range(4):
+        for j in range(4):
+            if x[j] > 1.0:
+                break
+        else:
+            return np.sum(x) * 2.0
+        if x[i] < 0:
+            return x[i] ** 2
+    else:
+        return np.sum(x ** 3)
+    return 0.0
+
+
+@pytest.mark.parametrize("f, args", [
+    (first_negative_or_else, (X4, 0.0)),        # the break runs
+    (first_negative_or_else, (X4, -5.0)),       # the else runs
+    (while_else, (X4,)),
+    (while_else, (X4 * 0.1 - 2.0,)),
+    (nested_for_else_with_returns, (X4,)),
+    (nested_for_else_with_returns, (np.abs(X4) * 0.5,)),
+])
+def test_loops_with_an_else_clause(f, args):
+    assert_grad_matches(f, args)
+
+
+def test_the_hessian_and_jvp_of_a_loop_with_an_else_clause():
+    def f(x):
+        return first_negative_or_else(x, 0.0)
+    H = sg.hessian(f)(X4)
+    want = np.array([numerical_grad(lambda z: sg.grad(f)(z)[k], (X4,)) for k in range(4)])
+    np.testing.assert_allclose(H, want, rtol=1e-6, atol=1e-8)
+    v = np.array([1.0, -0.5, 0.25, 2.0])
+    np.testing.assert_allclose(sg.jvp(f, (X4,), (v,))[1], sg.grad(f)(X4) @ v, rtol=1e-12)
