@@ -316,3 +316,18 @@ def test_the_hessian_and_jvp_of_a_loop_with_an_else_clause():
     np.testing.assert_allclose(H, want, rtol=1e-6, atol=1e-8)
     v = np.array([1.0, -0.5, 0.25, 2.0])
     np.testing.assert_allclose(sg.jvp(f, (X4,), (v,))[1], sg.grad(f)(X4) @ v, rtol=1e-12)
+
+
+def test_redefining_a_callable_objects_call_compiles_anew():
+    class Square:
+        def __call__(self, v):
+            return v * v
+
+    square = Square()
+
+    def f(x):
+        return np.sum(square(x))
+
+    np.testing.assert_allclose(sg.grad(f)(X4), 2 * X4)
+    Square.__call__ = lambda self, v: v * v * v
+    np.testing.assert_allclose(sg.grad(f)(X4), 3 * X4 ** 2)

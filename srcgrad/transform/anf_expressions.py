@@ -13,7 +13,7 @@ import gast
 import numpy
 
 from srcgrad import anno, grad_mode, runtime
-from srcgrad.entry import bound_of
+from srcgrad.entry import bound_of, call_method
 from srcgrad.ast_util import name, reads
 from srcgrad.errors import SrcgradError, UnsupportedError
 from srcgrad.rules import Attribute, Method
@@ -332,6 +332,10 @@ class Expressions:
             obj = self.inline_gradient(func)
         else:
             obj = self.resolve(func) if not (isinstance(func, gast.Attribute) and self._method_receiver(func)) else None
+            if obj is not None and call_method(obj) is not None:
+                # layer(x): its __call__ is inlined; read through the name, so redefining
+                # the class's __call__ compiles anew (guard.py compares the bound method)
+                self.resolve(gast.Attribute(value=func, attr="__call__", ctx=gast.Load()))
         if obj is not None and type(obj).__name__ == "GradFunction":
             # A gradient called here: the custom Function whose adjoint is its hvp (nested.py).
             try:
