@@ -48,7 +48,7 @@ class CompileContext:
         bindings: name -> object srcgrad binds into the generated code itself (a
             renamed global, ``rt.as_array``, an inlined helper's free name).
         user_locals: the parameters and locals the user wrote (before any pass).
-        stack: the code objects of the functions being inlined, outermost first
+        stack: the inline.Frame of each function being inlined, outermost first
             (inline.py refuses a call back into one of them: recursion).
         infos: the EntityInfo of the function and of every helper inlined into it
             (guard.py checks what each read still holds).

@@ -33,6 +33,7 @@ from srcgrad.errors import NonDifferentiableError, UnsupportedError
 LIBRARY_ROOTS = {"numpy", "cupy", "cupyx", "scipy", "srcgrad", "math", "builtins", "operator",
                  "functools", "torch", "jax", "autograd"}
 
+_STDLIB = frozenset(getattr(sys, "stdlib_module_names", ()))
 _wrappers = caches.LRU()       # id(primitive) -> (primitive, its one-line function)
 _entries = caches.LRU()        # what was asked -> (rules.VERSION, what is differentiated)
 _bindings = caches.LRU()       # ids of (target, bound objects) -> (them, VERSION, function)
@@ -52,6 +53,9 @@ def entry_function(fn):
     """
     if inspect.ismethod(fn) or isinstance(fn, functools.partial):
         return _bound_function(fn)
+    call = call_method(fn)
+    if call is not None:   # a layer object: its __call__, self a constant
+        return _bound_function(call)
     try:
         found = _entries.get(fn)
     except TypeError:   # unhashable
@@ -79,10 +83,23 @@ def readable(fn):
     """What forward mode and the Jacobians read for ``fn``: a bound method, a partial or a
     decorator's ``*args`` wrapper as ``entry_function`` makes it (as ``sg.grad`` reads
     them), any other callable itself."""
-    if inspect.ismethod(fn) or isinstance(fn, functools.partial) \
+    if inspect.ismethod(fn) or isinstance(fn, functools.partial) or call_method(fn) is not None \
             or inspect.isfunction(fn) and getattr(fn, "__wrapped__", None) is not None:
         return entry_function(fn)
     return fn
+
+
+def call_method(obj):
+    """``obj.__call__`` for an instance of a user class that defines ``__call__`` in
+    Python (a layer, ``model(x)``), else None: it is differentiated, and inlined, as
+    the bound method, ``obj`` a constant like ``self`` of ``sg.grad(model.loss)``."""
+    if inspect.isclass(obj) or inspect.isroutine(obj) or isinstance(obj, functools.partial):
+        return None
+    method = getattr(type(obj), "__call__", None)
+    module = (getattr(method, "__module__", None) or "").split(".")[0]
+    if not inspect.isfunction(method) or is_library_module(module):
+        return None
+    return obj.__call__
 
 
 class Bound:
@@ -319,7 +336,14 @@ def _library_function(fn):
     """A NumPy/SciPy/... function written in Python: a primitive, like inside a function
     (transform/inline.py), never differentiated from its source."""
     module = (getattr(fn, "__module__", None) or "").split(".")[0]
-    return module in LIBRARY_ROOTS and module != "srcgrad"
+    return is_library_module(module) and module != "srcgrad"
+
+
+def is_library_module(module):
+    """Whether functions of the top-level package ``module`` are primitives, never user
+    code: the array libraries, srcgrad, and Python's standard library (the source of
+    ``dataclasses.replace`` is not the user's, and a refusal inside it would name it)."""
+    return module in LIBRARY_ROOTS or (module in _STDLIB and module != "__main__")
 
 
 def _identifier(text):

@@ -32,6 +32,7 @@ from srcgrad import api, caches, pytree
 from srcgrad.codegen import loader
 from srcgrad.codegen.refusals import in_user_code
 from srcgrad.custom_function import Function
+from srcgrad.entry import _identifier
 from srcgrad.errors import SrcgradError, UnsupportedError
 from srcgrad.hessians import hvp, third_refusal
 from srcgrad.jacobians import _wrt_positions
@@ -194,7 +195,7 @@ def _phi(gfn, positions, many):
     ds = [f"_sg_d{k}" for k in range(len(positions))]
     terms = [f"_sg_np.sum(_sg_g[{i}] * {d})" if many else f"_sg_np.sum(_sg_g * {d})"
              for i, d in enumerate(ds)]
-    fname = f"phi_{getattr(fn, '__name__', 'f')}"
+    fname = _identifier(f"phi_{getattr(fn, '__name__', 'f')}")
     source = (f"def {fname}({', '.join(names + ds)}):\n"
               f"    _sg_g = _sg_gradient({', '.join(names)})\n"
               f"    return {' + '.join(terms)}\n")
@@ -218,7 +219,7 @@ def gradient_function(gfn):
             f"differentiating the gradient of {fn.__qualname__} again: its tape code is "
             f"differentiated through an hvp, which takes positional parameters only", *_where(fn))
     names = [p.name for p in params]   # sg.grad(g, wrt="p") names fn's parameters
-    fname = f"grad_{getattr(fn, '__name__', 'f')}"
+    fname = _identifier(f"grad_{getattr(fn, '__name__', 'f')}")
     source = (f"def {fname}({', '.join(names)}):\n"
               f"    return _srcgrad_gradient.apply({', '.join(names)})\n")
     (function,), _, _ = loader.load(source, [fname], {}, {}, {"_srcgrad_gradient": cls},

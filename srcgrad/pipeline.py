@@ -75,7 +75,7 @@ def front_end(fn, options, stack=(), has_aux=False, static=None):
     """``(node, ctx)``: ``fn``'s tree parsed, checked, canonicalized, normalized and inlined,
     and the CompileContext its passes shared (srcgrad/context.py).
 
-    ``stack``: the code objects of the functions ``fn`` is inlined into (empty for the
+    ``stack``: the ``inline.Frame`` of each function ``fn`` is inlined into (empty for the
     function differentiated). ``has_aux``: ``fn`` returns ``(output, aux)``; the tree
     returned returns the output and binds ``aux`` to the name ``ctx.aux`` (transform/aux.py).
     ``static``: parameter name -> the callable it is known to hold (a function passed as
@@ -83,7 +83,7 @@ def front_end(fn, options, stack=(), has_aux=False, static=None):
     node, info = fn.parse() if isinstance(fn, local_functions.LocalFunction) else parse_function(fn)
     ctx = CompileContext(
         info, Namer({n.id for n in ast_util.nodes_of(node, gast.Name)} | set(RESERVED)),
-        options, user_locals=frozenset(local_names(node)), stack=stack or (fn.__code__,),
+        options, user_locals=frozenset(local_names(node)), stack=stack or (inline.Frame(fn),),
         normalize=lambda helper, helper_stack, helper_static: front_end(
             helper, options, helper_stack, static=helper_static))
     static = dict(static or {})

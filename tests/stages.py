@@ -14,13 +14,14 @@ from srcgrad.context import CompileContext
 from srcgrad.naming import Namer
 from srcgrad.parse import parse_function
 from srcgrad.pipeline import RESERVED
+from srcgrad.transform import inline
 
 
 def stages(fn, *passes):
     """(node, ctx): ``fn`` parsed, then each pass ``p(node, ctx) -> node`` applied."""
     node, info = parse_function(fn)
     names = {n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
-    ctx = CompileContext(info, Namer(names | set(RESERVED)), stack=(fn.__code__,))
+    ctx = CompileContext(info, Namer(names | set(RESERVED)), stack=(inline.Frame(fn),))
     for p in passes:
         node = p(node, ctx)
     return node, ctx

@@ -859,18 +859,31 @@ def _bound_holder():
     return Scale()
 
 
+def _opaque_callable():
+    class Opaque:   # its __call__ has no Python source
+        __call__ = math.gamma
+    return Opaque()
+
+
 @pytest.mark.parametrize("what, error, words", [
     (len, sg.NonDifferentiableError, "len is not differentiable"),
     (math.gamma, sg.NonDifferentiableError, "gamma: it is a built-in or C function"),
     (np.polyint, sg.NonDifferentiableError, "polyint: it is a numpy function with no gradient rule"),
     (functools.partial(math.gamma), sg.NonDifferentiableError, r"functools.partial\(gamma, \.\.\.\)"),
-    (_bound_holder(), sg.UnsupportedError, "callable Scale object"),
+    (_opaque_callable(), sg.UnsupportedError, "callable Opaque object"),
     (3.0, TypeError, "differentiates functions"),
 ])
 def test_what_is_neither_a_function_nor_a_primitive_is_refused_by_name(what, error, words):
     for ask in (lambda: sg.grad(what)(1.0), lambda: sg.vjp(what)(1.0), lambda: sg.source(what)):
         with pytest.raises(error, match=words):
             ask()
+
+
+def test_a_callable_object_is_differentiated_as_its_call_method():
+    # (A layer, a model: its __call__ is Python source, self a constant.)
+    scale = _bound_holder()
+    assert sg.grad(scale)(1.5) == 2.0
+    assert "2.0 * x" in sg.source(scale)
 
 
 # ----- A function that returns nothing -----

@@ -160,10 +160,31 @@ def test_break_and_continue_become_flags_and_the_loop_ends_in_its_exit():
 
 def loop_else(x):
     for v in x:
+        if v > 1.0:
+            break
         x = v
     else:
         x = 0.0
     return x
+
+
+def test_a_loops_else_runs_when_no_break_ended_it():
+    assert body(loop_else, canonicalize.transform) == (
+        "completed = True\n"
+        "seq = x\n"
+        "stop = False\n"
+        "for i in range(len(seq)):\n"
+        "    v = seq[i]\n"
+        "    if v > 1.0:\n"
+        "        completed = False\n"
+        "        stop = True\n"
+        "    if not stop:\n"
+        "        x = v\n"
+        "    if stop:\n"
+        "        break\n"
+        "if completed:\n"
+        "    x = 0.0\n"
+        "return x\n")
 
 
 def bad_zip(x, y):
@@ -173,7 +194,6 @@ def bad_zip(x, y):
 
 
 @pytest.mark.parametrize("fn, message, line", [
-    (loop_else, "a loop with an else clause is not supported", "for v in x:"),
     (bad_zip, "unpack zip(...) into one name per sequence", "for pair in zip(x, y):"),
 ])
 def test_refusals_name_the_users_line(fn, message, line):

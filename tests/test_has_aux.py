@@ -265,7 +265,7 @@ def test_aux_may_call_what_srcgrad_cannot_differentiate():
         return loss, {"median": statistics.median(list(y)), "item": loss.item()}
 
     x = randn(5)
-    with pytest.raises(sg.NonDifferentiableError, match="sorted"):
+    with pytest.raises(sg.NonDifferentiableError, match="statistics.median"):
         sg.grad(f)(x)   # as a second output it needs a gradient
     grads, aux = sg.grad(f, has_aux=True)(x)
     y = np.tanh(x)

@@ -13,6 +13,7 @@ takes that value as an extra argument, evaluated at the value the original
 computes.
 """
 
+import functools
 import threading
 
 import numpy as np
@@ -815,11 +816,15 @@ def test_retain_graph_through_a_function_in_a_loop():
 
 # ----- @sg.adjoint -----
 
-class _Opaque:
-    """A callable with no Python source srcgrad could read (like a C function)."""
+def _opaque_sin(self, x):
+    return np.sin(x) * 2.0
 
-    def __call__(self, x):
-        return np.sin(x) * 2.0
+
+class _Opaque:
+    """A callable with no Python source srcgrad could read (like a C function): its
+    __call__ is no Python function (an object whose __call__ is one is inlined)."""
+
+    __call__ = functools.partialmethod(_opaque_sin)
 
 
 opaque_sin = _Opaque()

@@ -13,11 +13,13 @@ import gast
 import numpy
 
 from srcgrad import anno, grad_mode, runtime
+from srcgrad.entry import bound_of, call_method
 from srcgrad.ast_util import name, reads
-from srcgrad.errors import UnsupportedError
+from srcgrad.errors import SrcgradError, UnsupportedError
 from srcgrad.rules import Attribute, Method
 from srcgrad.transform import as_array
 from srcgrad.transform.inline import is_inlinable
+from srcgrad.transform.local_functions import LocalFunction
 from srcgrad import ast_util
 
 Static = anno.Static
@@ -62,6 +64,8 @@ class Expressions:
         while isinstance(func, gast.Attribute):
             parts.append(func.attr)
             func = func.value
+        if isinstance(func, gast.Call):   # super().energy
+            return self.resolve_super(func, tuple(reversed(parts)))
         if isinstance(func, gast.Name) and func.id in self.namespaces:
             obj = numpy  # generated code's `xp`: its functions have NumPy's rules
             for part in reversed(parts):
@@ -105,6 +109,43 @@ class Expressions:
         if isinstance(node, gast.Compare):
             return "test"
         return "t"
+
+    def resolve_super(self, call, parts):
+        """``super().energy`` or ``super(Cls, self).energy`` where ``self`` is a constant
+        (a bound method's, as ``self.energy`` is): the method the MRO gives, resolved
+        now, or None (then a method call on a run-time value, refused without a rule).
+        The class that defines it is recorded, so redefining that method recompiles."""
+        if self.resolve_safe(call.func) is not builtins.super or call.keywords or not parts:
+            return None
+        if not call.args:
+            bound = bound_of(self.info.fn)
+            code = getattr(bound.target if bound is not None else self.info.fn, "__code__", None)
+            if code is None or not code.co_argcount:
+                return None
+            names = ("__class__", code.co_varnames[0])
+        elif len(call.args) == 2 and all(isinstance(a, gast.Name) for a in call.args):
+            names = tuple(a.id for a in call.args)
+        else:
+            return None
+        if any(n in self.locals for n in names):
+            return None
+        try:
+            cls, obj = (self.info.resolve(n) for n in names)
+            proxy = super(cls, obj)
+            getattr(proxy, parts[0])
+        except Exception:
+            return None
+        mro = type(obj).__mro__ if not isinstance(obj, type) else obj.__mro__
+        after = mro[mro.index(cls) + 1:] if cls in mro else ()
+        owner = next((k for k in after if parts[0] in vars(k)), None)
+        if owner is None:
+            return None
+        owner_name = self.bind(f"super_{owner.__name__}", owner)
+        self.info.reads[(owner_name, parts[0])] = getattr(owner, parts[0])
+        found = getattr(proxy, parts[0])
+        for part in parts[1:]:
+            found = getattr(found, part)
+        return found
 
     def resolve_safe(self, func):
         try:
@@ -291,6 +332,10 @@ class Expressions:
             obj = self.inline_gradient(func)
         else:
             obj = self.resolve(func) if not (isinstance(func, gast.Attribute) and self._method_receiver(func)) else None
+            if obj is not None and call_method(obj) is not None:
+                # layer(x): its __call__ is inlined; read through the name, so redefining
+                # the class's __call__ compiles anew (guard.py compares the bound method)
+                self.resolve(gast.Attribute(value=func, attr="__call__", ctx=gast.Load()))
         if obj is not None and type(obj).__name__ == "GradFunction":
             # A gradient called here: the custom Function whose adjoint is its hvp (nested.py).
             try:
@@ -346,8 +391,18 @@ class Expressions:
             raise self.error(call, UnsupportedError, "sg.grad(f, wrt) called inside a differentiated "
                              "function needs f a global function and wrt a constant (has_aux too)",
                              "Make g = sg.grad(f, wrt) outside and call g.")
-        return grad_of(fn, gast.literal_eval(wrt[0]) if wrt else 0,
-                       bool(gast.literal_eval(aux[0])) if aux else False)
+        if isinstance(fn, LocalFunction):
+            raise self.error(call, UnsupportedError, "sg.grad of a lambda or nested def called "
+                             "inside a differentiated function is not supported",
+                             "Define the function at module level, with what it reads from "
+                             "here as parameters: sg.grad(energy)(x, k).")
+        try:
+            return grad_of(fn, gast.literal_eval(wrt[0]) if wrt else 0,
+                           bool(gast.literal_eval(aux[0])) if aux else False)
+        except SrcgradError as exc:   # said at the user's call, not in srcgrad's files
+            if exc.filename is not None and exc.lineno is not None:
+                raise
+            raise self.error(call, type(exc), exc.message, exc.hint) from None
 
     def _method_receiver(self, func):
         root = func
@@ -355,6 +410,8 @@ class Expressions:
             root = root.value
         if isinstance(root, gast.Name) and root.id in self.namespaces:
             return False
+        if isinstance(root, gast.Call) and self.resolve_safe(func) is not None:
+            return False   # super().energy, resolved
         return not (isinstance(root, gast.Name) and root.id not in self.locals)
 
     def arg(self, node, out):

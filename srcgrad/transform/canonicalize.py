@@ -11,7 +11,8 @@ Three rewrites, each semantics-preserving on the forward run:
 * ``break`` and ``continue`` become flags; the statements after them are
   guarded, and a loop with a break ends its body with ``if brk: break``
   (annotated BREAK_EXIT), so every started iteration runs its whole body and
-  the adjoint can replay iterations by count.
+  the adjoint can replay iterations by count. A loop's ``else`` becomes
+  ``if completed:`` after it, a flag its breaks clear.
 """
 
 import gast
@@ -242,18 +243,39 @@ class Canonicalizer(Base):
 
 
 class _Loops(Canonicalizer):
-    """``for target in X`` becomes a loop over an index; a loop's ``else`` is refused."""
+    """``for target in X`` becomes a loop over an index; a loop's ``else`` a flag."""
 
     def visit_For(self, stmt):
-        self.visit_While(stmt)
-        return self._index_loop(stmt)
+        before, after = self._else(stmt)
+        return before + self._index_loop(stmt) + after
 
     def visit_While(self, stmt):
-        self.visit_children(stmt)
-        if stmt.orelse:
-            raise self.error(stmt, UnsupportedError, "a loop with an else clause is not supported",
-                             "Use a flag variable set before break.")
-        return stmt
+        before, after = self._else(stmt)
+        return before + [stmt] + after
+
+    def _else(self, loop):
+        """A loop's ``else`` runs when no ``break`` ended it: ``completed = True`` before
+        the loop, each of its breaks clears it, and ``if completed: <else>`` follows."""
+        self.visit_children(loop)
+        if not loop.orelse:
+            return [], []
+        flag = self.namer.new("completed")
+
+        def clear(body):
+            out = []
+            for s in body:
+                if isinstance(s, gast.Break):
+                    out.append(_assign(flag, _const(False), s))
+                elif isinstance(s, gast.If):
+                    s.body, s.orelse = clear(s.body), clear(s.orelse)
+                elif isinstance(s, gast.With):
+                    s.body = clear(s.body)
+                out.append(s)
+            return out
+        loop.body = clear(loop.body)
+        after = _if(name(flag), loop.orelse, origin_of=loop)
+        loop.orelse = []
+        return [_assign(flag, _const(True), loop)], [after]
 
 
 class _Jumps(Canonicalizer):

@@ -15,7 +15,7 @@ import inspect
 import gast
 
 from srcgrad import anno, pytree, rules, templates
-from srcgrad.entry import LIBRARY_ROOTS, entry_function, peel
+from srcgrad.entry import LIBRARY_ROOTS, call_method, entry_function, is_library_module, peel
 from srcgrad.errors import SrcgradError, UnsupportedError
 from srcgrad.transform.base import Base, local_names
 from srcgrad.transform.local_functions import LocalFunction
@@ -31,6 +31,8 @@ def is_inlinable(obj):
     ``functools.partial`` of one) rather than a primitive."""
     if isinstance(obj, LocalFunction):
         return True
+    if call_method(obj) is not None:
+        return rules.lookup(obj) is None
     if inspect.ismethod(obj) or isinstance(obj, functools.partial):
         target = peel(obj)[0]
         return is_inlinable(target) and rules.lookup(obj) is None
@@ -39,7 +41,7 @@ def is_inlinable(obj):
     if rules.lookup(obj) is not None or rules.is_nondifferentiable(obj):
         return False
     module = (getattr(obj, "__module__", None) or "").split(".")[0]
-    return module not in LIBRARY_ROOTS
+    return not is_library_module(module)
 
 
 _LOOP_EXAMPLE = """\
@@ -53,12 +55,39 @@ pushed on the way down, combined in a second loop), or wrap the function in a
 custom srcgrad.Function."""
 
 
+class Frame:
+    """A function being inlined, for the recursion check: its code and the objects its
+    closure holds, by identity. Code objects compare by value, and two equal ones are not
+    one function: the one-line wrappers of two objects' ``forward`` methods
+    (``self.inner.forward(x)`` in ``forward``), one decorator's wrapper around two functions."""
+
+    __slots__ = ("name", "key")
+
+    def __init__(self, fn):
+        self.name = fn.__name__
+        cells = getattr(fn, "__closure__", None) or ()
+        self.key = (id(fn.__code__),) + tuple(id(_contents(c)) for c in cells)
+
+    def __eq__(self, other):
+        return isinstance(other, Frame) and self.key == other.key
+
+    def __hash__(self):
+        return hash(self.key)
+
+
+def _contents(cell):
+    try:
+        return cell.cell_contents
+    except ValueError:   # an empty cell
+        return None
+
+
 def _recursion_error(fn, chain, origin):
     """The refusal of a call back into a function being inlined (``chain``: the code
     objects from its first call to this one): srcgrad inlines the calls it
     differentiates, and how deep a recursion goes is known only when it runs."""
     through = "" if len(chain) <= 2 else \
-        " through " + " -> ".join(code.co_name for code in chain)
+        " through " + " -> ".join(frame.name for frame in chain)
     return origin.error(
         UnsupportedError,
         f"{fn.__qualname__} calls itself (recursion{through}): "
@@ -206,15 +235,16 @@ class Inliner(Base):
                 fn = entry_function(fn)
             except SrcgradError as exc:
                 raise origin.error(type(exc), exc.message, exc.hint) from None
-        if fn.__code__ in self.stack:
-            chain = self.stack[self.stack.index(fn.__code__):] + (fn.__code__,)
+        frame = Frame(fn)
+        if frame in self.stack:
+            chain = self.stack[self.stack.index(frame):] + (frame,)
             raise _recursion_error(fn, chain, anno.getanno(call, Static.ORIGIN) or origin)
         static = self._static_arguments(fn, call, origin)
         arity = _star_arity(fn, call)
         if arity is not None:
             static[STAR_ARITY] = arity
         # The same stages the caller went through (pipeline.py gives them as ctx.normalize).
-        node, helper = self.ctx.normalize(fn, self.stack + (fn.__code__,), static)
+        node, helper = self.ctx.normalize(fn, self.stack + (frame,), static)
         info, bindings = helper.info, helper.bindings
         self.infos.extend(helper.infos)
         helper_locals = local_names(node)

@@ -449,12 +449,13 @@ class ReverseAD(Base, RuleApplication):
                 rev = []
                 if receiver in self.act.adjoint:
                     dl = self.d(receiver)
-                    item = call.args[0]
-                    if self.needs(item) and not anno.getanno(s, Static.NO_ADJOINT):
-                        last = self.namer.new(f"d{item.id}_item")
-                        di = self.d(item.id)
+                    item = call.args[0]   # a name, or a tuple/list of atoms: xs.append((a, b))
+                    if any(self.needs(n) for n in ast_util.walk(item)) \
+                            and not anno.getanno(s, Static.NO_ADJOINT):
+                        last = self.namer.new(f"d{item.id if isinstance(item, gast.Name) else 'elt'}_item")
                         rev += replace(f"{dl}, {last} = rt.seq_pop({dl})")
-                        rev += self.flagged(replace(f"{di} = {di} + {last}"))
+                        # A container appended (a dict a comprehension built) adds by entry.
+                        rev += self.flagged(self.accumulate(item, name(last)))
                     else:   # not ``_``: a loop reversed by control_flow.py counts with it
                         rev += replace(f"{dl}, {self.namer.new(f'd{receiver}_dropped')} = rt.seq_pop({dl})")
                 rev += replace(f"{receiver}.pop()")

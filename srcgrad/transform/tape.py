@@ -275,6 +275,11 @@ def prune(fwd, rev):
     Returns (fwd, rev, whether a tape is still used)."""
     reads = loads(rev, skip=lambda s: key_of(s) is not None)
     keys = {key_of(s) for s in optimize.walk_statements(fwd) if key_of(s) is not None}
+    # ``xs.pop()`` undoing an append keeps a list as the adjoint reads it: with no read
+    # of ``xs`` left it goes too (the push of the list a loop rebinds, ``elems = []``
+    # of an inner comprehension, is dropped, and the pop would empty the wrong list).
+    keys |= {key_of(s) for s in optimize.walk_statements(rev)
+             if isinstance(key_of(s), tuple) and key_of(s)[0] == "list"}
     drop = set()
     for key in keys:
         primal = key[1] if isinstance(key, tuple) else key
