@@ -143,3 +143,37 @@ def test_a_write_numpy_refuses_is_refused_with_jit_too():
         sg.grad(writes_through_a_view, jit=True)(X)
     assert str(jit_error.value) == str(numpy_error.value)
     assert "test_jit_idioms.py" in str(jit_error.value)
+
+
+def _fresh(args):
+    return [np.copy(a) if isinstance(a, np.ndarray) else a for a in args]
+
+
+def test_random_programs_give_the_numpy_gradient_or_its_error():
+    # Views, in-place calls, indexed writes and loops (test_random_programs' generator):
+    # compiled or not, jit=True returns what the NumPy gradient returns, or raises its error.
+    from hypothesis import HealthCheck, given, settings
+    from test_random_programs import inputs, load, programs
+
+    @settings(max_examples=12, deadline=None, derandomize=True, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(programs(aliasing=True), inputs)
+    def check(program, args):
+        f, _ = load(*program)
+        outcomes = []
+        for jit in (False, True):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", JitFallbackWarning)
+                try:
+                    outcomes.append(sg.grad(f, wrt=(0, 1, 2), jit=jit)(*_fresh(args)))
+                except Exception as error:   # noqa: BLE001 (compared below)
+                    outcomes.append(error)
+        want, got = outcomes
+        if isinstance(want, Exception) or isinstance(got, Exception):
+            assert type(got) is type(want) and str(got) == str(want), (program[0], want, got)
+            return
+        for a, b in zip(got, want):
+            assert np.shape(a) == np.shape(b), program[0]
+            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12, err_msg=program[0])
+
+    check()
