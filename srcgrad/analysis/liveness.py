@@ -96,4 +96,5 @@ def analyze(body, live_out, skip=None, names=None, record=True, only=None):
         return live
 
     block(body, live_out)
+    del block   # (it calls itself through a cell: a cycle the collector would have to free)
     return Liveness(after, before, skipped)

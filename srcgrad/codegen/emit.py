@@ -15,6 +15,7 @@ import gast
 from gast.ast3 import GAstToAst3
 
 from srcgrad import anno
+from srcgrad.codegen import printer
 
 Static = anno.Static
 _MARK = "__srcgrad_comment__:"
@@ -118,9 +119,20 @@ def to_source(functions):
     trees are changed in place, so ``line_origins`` reads the same statements)."""
     for function in functions:
         _chained_releases(function.body, 4)
+    text = printer.to_source(functions, _ToAst().visit)
+    return _comments(text)
+
+
+def astor_source(functions):
+    """``to_source`` printed by astor itself (what ``printer`` reproduces; tests compare)."""
+    for function in functions:
+        _chained_releases(function.body, 4)
     module = gast.Module(body=list(functions), type_ignores=[])
-    tree = _ToAst().visit(module)
-    text = astor.to_source(tree)
+    return _comments(astor.to_source(_ToAst().visit(module)))
+
+
+def _comments(text):
+    """``text`` with its comment markers turned into comments."""
     lines = []
     for line in text.splitlines():
         m = _MARK_LINE.match(line)

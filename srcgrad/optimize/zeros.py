@@ -85,6 +85,7 @@ def known_zeros(body, tracked, names):
             entry = entry & out
 
     block(body, frozenset())
+    del block, statement, loop   # (they call each other through cells: a cycle to free)
     return before
 
 

@@ -168,12 +168,14 @@ class RuleApplication:
         return [gast.If(test=replace_expr(f"rt.is_node({receiver.id})"), body=field,
                         orelse=arithmetic or [gast.Pass()])]
 
-    def accumulate(self, target, grad, sequence=False):
+    def accumulate(self, target, grad, sequence=False, fresh=False):
         """``d<target> += grad`` for each name in ``target`` that needs an adjoint.
 
         ``sequence``: ``grad`` may be a list (the gradient of a rule's parameter that
         takes a sequence, such as ``rt.seq_item``'s: a second-order sweep meets the
-        list adjoint of a tuple result), so it is added with ``rt.seq_add``."""
+        list adjoint of a tuple result), so it is added with ``rt.seq_add``.
+        ``fresh``: ``grad`` is a tree nothing else holds (a rule's instantiated
+        gradient), placed in the statement as it is instead of copied."""
         if isinstance(target, (gast.List, gast.Tuple)):
             out = []
             if not isinstance(grad, gast.Name):
@@ -191,6 +193,10 @@ class RuleApplication:
             return replace(f"{dt} = rt.seq_add({dt}, G)", G=grad)
         if target.id in self.containers:
             return replace(f"{dt} = rt.add_grad({dt}, G)", G=grad)
+        if fresh:   # the template's copy with ``G`` where it stands (what G=grad would copy)
+            added = replace(f"{dt} = {dt} + G")
+            added[0].value.right = grad
+            return added
         return replace(f"{dt} = {dt} + G", G=grad)
 
     def kind_of(self, node):
@@ -300,7 +306,7 @@ class RuleApplication:
             out += keep
             for p, g in needed:
                 out += self.accumulate(arg_nodes[p.name], self.real_part(arg_nodes[p.name], g, on_complex),
-                                       sequence=p.name in rule.sequences)
+                                       sequence=p.name in rule.sequences, fresh=True)
             return out
         # A rule that is not a template: called at run time.
         rule_name = self.namer.new(f"{rule.name}_rule")

@@ -246,12 +246,12 @@ def read_before_bound(body, bound=frozenset(), counted=None):
             if isinstance(s, gast.If):
                 bound |= body_bound & else_bound
         else:
+            found = ast_util.nodes_of(s, gast.Name)
             if counted is None or id(s) in counted:
-                reads |= {n.id for n in ast_util.nodes_of(s, gast.Name) if (
+                reads |= {n.id for n in found if (
                     isinstance(n.ctx, gast.Load) or isinstance(s, gast.AugAssign))} - bound
             if not isinstance(s, gast.AugAssign):
-                bound |= {n.id for n in ast_util.nodes_of(s, gast.Name)
-                          if isinstance(n.ctx, gast.Store)}
+                bound |= {n.id for n in found if isinstance(n.ctx, gast.Store)}
     return reads, bound
 
 
@@ -335,20 +335,23 @@ def shape_only(rev, primal_names):
     """
     shape_uses, other_uses = set(), set()
     shape_args = set()   # id() of the Name nodes read for their shape
+    # Each statement's own parts (a loop's or branch's header, not its blocks, whose
+    # statements come on their own); a pop (``key_of``) reads only ``pop``, never a primal.
     for s in optimize.walk_statements(rev):
         if key_of(s) is not None:
             continue
-        for node in ast_util.nodes_of(s, gast.Call):
-            if isinstance(node.func, gast.Attribute) \
-                    and isinstance(node.func.value, gast.Name) and node.func.value.id == "rt" \
-                    and node.func.attr in _SHAPE_READERS:
-                k = _SHAPE_READERS[node.func.attr]
-                if len(node.args) > k and isinstance(node.args[k], gast.Name):
-                    shape_uses.add(node.args[k].id)
-                    shape_args.add(id(node.args[k]))
-        for node in ast_util.nodes_of(s, gast.Name):
-            if isinstance(node.ctx, gast.Load) and id(node) not in shape_args:
-                other_uses.add(node.id)
+        for part in ast_util.own_parts(s):
+            for node in ast_util.nodes_of(part, gast.Call):
+                if isinstance(node.func, gast.Attribute) \
+                        and isinstance(node.func.value, gast.Name) and node.func.value.id == "rt" \
+                        and node.func.attr in _SHAPE_READERS:
+                    k = _SHAPE_READERS[node.func.attr]
+                    if len(node.args) > k and isinstance(node.args[k], gast.Name):
+                        shape_uses.add(node.args[k].id)
+                        shape_args.add(id(node.args[k]))
+            for node in ast_util.nodes_of(part, gast.Name):
+                if isinstance(node.ctx, gast.Load) and id(node) not in shape_args:
+                    other_uses.add(node.id)
     return (shape_uses - other_uses) & primal_names
 
 

@@ -1,0 +1,335 @@
+"""gast FunctionDefs -> the text astor prints for them, without astor.
+
+``emit.to_source`` printed by converting each tree to ``ast`` and running astor's
+``SourceGenerator`` and line wrapper: a third of a short function's first compile was
+spent there and in the conversion. This prints the same text from the gast trees
+directly, for the statements and expressions generated code is made of, with astor's
+precedence rules (``astor.op_util``; a node whose parent sets no precedence takes the
+highest, as in astor). Whatever it does not print the way astor would for certain is
+printed by astor itself, one statement at a time (or one function):
+
+* a line longer than astor's 79 characters, which astor wraps (``source_repr``);
+* a string anywhere but as an argument (astor may choose triple quotes by where the
+  string stands on its line), a string with a line break, a ``kind`` prefix;
+* any node class not handled below (comprehensions, lambdas, f-strings, ``try``, ...),
+  a decorated or annotated function.
+
+tests/test_printer.py checks the text against astor's on every generated source of the
+test catalogue.
+"""
+
+import math
+
+import gast
+from astor.code_gen import SourceGenerator
+from astor.op_util import op_data, Precedence
+from astor.source_repr import split_lines
+from astor.string_repr import pretty_string
+
+_LINE = 79
+_P = {getattr(gast, name): value for name, _, value in op_data if hasattr(gast, name)}
+_SYMBOL = {getattr(gast, name): symbol for name, symbol, _ in op_data
+           if symbol and hasattr(gast, name)}
+HIGHEST = Precedence.highest
+COMMA = Precedence.Comma
+ONE_ARG = Precedence.call_one_arg
+P_CONSTANT = _P[gast.Constant]
+P_SUBSCRIPT, P_SLICE, P_TUPLE = _P[gast.Subscript], _P[gast.Slice], _P[gast.Tuple]
+P_ASSIGN, P_AUG, P_EXPR, P_RETURN = _P[gast.Assign], _P[gast.AugAssign], _P[gast.Expr], \
+    _P[gast.Return]
+P_IF, P_FOR, P_WHILE = _P[gast.If], _P[gast.For], _P[gast.While]
+P_ASSERT = Precedence.Assert
+P_POW, P_POW_RHS, P_IFEXP = _P[gast.Pow], Precedence.PowRHS, _P[gast.IfExp]
+
+
+class _Astor(Exception):
+    """Raised where astor prints the node: its statement (or function) is printed by it."""
+
+
+def to_source(functions, to_ast):
+    """The text ``astor.to_source`` makes of ``gast.Module(body=functions)`` converted by
+    ``to_ast`` (emit._ToAst), comment markers not yet turned into comments."""
+    texts = []
+    for function in functions:
+        try:
+            if function.__class__ is not gast.FunctionDef:
+                raise _Astor
+            lines = []
+            _function(function, lines, to_ast)
+            texts.append("\n".join(lines))
+        except _Astor:
+            texts.append(_with_astor(function, 0, to_ast).lstrip("\n"))
+    return "\n\n\n".join(texts) + "\n"
+
+
+def _with_astor(node, depth, to_ast):
+    """astor's text of statement ``node`` at indentation ``depth``, its lines wrapped as
+    astor wraps them (the text starts with the line break before the statement)."""
+    generator = SourceGenerator(" " * 4, False, pretty_string)
+    generator.indentation = depth
+    generator.visit(to_ast(node))
+    generator.result.append("\n")
+    return "".join(split_lines(generator.result))[:-1]
+
+
+def _function(f, lines, to_ast):
+    if f.decorator_list or f.returns is not None:
+        raise _Astor
+    header = f"def {f.name}({_arguments(f.args)}):"
+    if len(header) > _LINE:
+        raise _Astor
+    lines.append(header)
+    _body(f.body, 1, lines, to_ast)
+
+
+def _arguments(a):
+    parts = []
+
+    def loop(args, defaults):
+        padding = [None] * (len(args) - len(defaults))
+        for arg, default in zip(args, padding + defaults):
+            if arg.__class__ is not gast.Name or arg.annotation is not None:
+                raise _Astor
+            parts.append(arg.id if default is None else arg.id + "=" + _expr(default, COMMA))
+
+    offset = 0
+    if a.posonlyargs:
+        offset = len(a.defaults) - len(a.args)
+        loop(a.posonlyargs, a.defaults[:offset])
+        parts.append("/")
+    loop(a.args, a.defaults[offset:])
+    for star, arg in (("*", a.vararg), ("**", a.kwarg)):
+        if arg is not None and (arg.__class__ is not gast.Name or arg.annotation is not None):
+            raise _Astor
+    if a.vararg is not None:
+        parts.append("*" + a.vararg.id)
+    if a.kwonlyargs:
+        if a.vararg is None:
+            parts.append("*")
+        loop(a.kwonlyargs, a.kw_defaults)
+    if a.kwarg is not None:
+        parts.append("**" + a.kwarg.id)
+    return ", ".join(parts)
+
+
+def _body(body, depth, lines, to_ast):
+    indent = "    " * depth
+    for s in body:
+        try:
+            _statement(s, depth, indent, lines, to_ast)
+        except _Astor:
+            lines.append(_with_astor(s, depth, to_ast)[1:])
+
+
+def _line(lines, text):
+    if len(text) > _LINE:
+        raise _Astor
+    lines.append(text)
+
+
+def _statement(s, depth, indent, lines, to_ast):
+    cls = s.__class__
+    if cls is gast.Assign:
+        text = " = ".join(_expr(t, P_ASSIGN) for t in s.targets)
+        _line(lines, indent + text + " = " + _expr(s.value, P_ASSIGN))
+    elif cls is gast.Expr:
+        value = s.value
+        if value.__class__ is gast.Constant and value.value.__class__ is str:
+            if value.kind:
+                raise _Astor
+            text = pretty_string(value.value, 1, indent)   # astor's: on a line of its own
+            if "\n" in text:
+                raise _Astor
+            lines.append(indent + text)   # (never wrapped: astor has nowhere to break it)
+        else:
+            _line(lines, indent + _expr(value, P_EXPR, True))
+    elif cls is gast.AugAssign:
+        _line(lines, indent + _expr(s.target, P_AUG) + " " + _SYMBOL[s.op.__class__] + "= "
+              + _expr(s.value, P_AUG))
+    elif cls is gast.Return:
+        _line(lines, indent + ("return" if s.value is None else "return " + _expr(s.value, P_RETURN)))
+    elif cls is gast.If:
+        start = len(lines)
+        _line(lines, indent + "if " + _expr(s.test, P_IF) + ":")
+        try:
+            _body(s.body, depth + 1, lines, to_ast)
+            node = s
+            while True:
+                orelse = node.orelse
+                if len(orelse) == 1 and orelse[0].__class__ is gast.If:
+                    node = orelse[0]
+                    _line(lines, indent + "elif " + _expr(node.test, P_IF) + ":")
+                    _body(node.body, depth + 1, lines, to_ast)
+                else:
+                    if orelse:
+                        lines.append(indent + "else:")
+                        _body(orelse, depth + 1, lines, to_ast)
+                    break
+        except _Astor:   # a header astor wraps: the whole statement by astor
+            del lines[start:]
+            raise
+    elif cls is gast.For:
+        start = len(lines)
+        _line(lines, indent + "for " + _expr(s.target, P_FOR) + " in " + _expr(s.iter, HIGHEST)
+              + ":")
+        _block_or_else(s, depth, indent, lines, to_ast, start)
+    elif cls is gast.While:
+        start = len(lines)
+        _line(lines, indent + "while " + _expr(s.test, P_WHILE) + ":")
+        _block_or_else(s, depth, indent, lines, to_ast, start)
+    elif cls is gast.Pass:
+        lines.append(indent + "pass")
+    elif cls is gast.Break:
+        lines.append(indent + "break")
+    elif cls is gast.Continue:
+        lines.append(indent + "continue")
+    elif cls is gast.Delete:
+        _line(lines, indent + "del " + ", ".join(_expr(t, COMMA) for t in s.targets))
+    elif cls is gast.Assert:
+        text = "assert " + _expr(s.test, P_ASSERT)
+        if s.msg is not None:
+            text += ", " + _expr(s.msg, P_ASSERT)
+        _line(lines, indent + text)
+    else:
+        raise _Astor
+
+
+def _block_or_else(s, depth, indent, lines, to_ast, start):
+    try:
+        _body(s.body, depth + 1, lines, to_ast)
+        if s.orelse:
+            lines.append(indent + "else:")
+            _body(s.orelse, depth + 1, lines, to_ast)
+    except _Astor:
+        del lines[start:]
+        raise
+
+
+def _number(x):
+    """astor's ``_handle_numeric_constant``."""
+    def part(p, imaginary):
+        s = "j" if imaginary else ""
+        try:
+            if math.isinf(p):
+                return ("-1e1000" if p < 0 else "1e1000") + s
+            if math.isnan(p):
+                return "(1e1000%s-1e1000%s)" % (s, s)
+        except OverflowError:
+            pass
+        return repr(p) + s
+
+    real = part(x.real if isinstance(x, complex) else x, imaginary=False)
+    if isinstance(x, complex):
+        imag = part(x.imag, imaginary=True)
+        if x.real == 0:
+            return imag
+        if x.imag == 0:
+            return "(%s+0j)" % real
+        return "(%s%s%s)" % (real, ["+", ""][imag.startswith("-")], imag)
+    return real
+
+
+def _paren(text, p, pp):
+    return text if p >= pp else "(" + text + ")"
+
+
+def _expr(e, pp, first=False):
+    """``e``'s text where its parent set precedence ``pp``. ``first``: nothing precedes
+    it on its line (a string there is astor's to print)."""
+    cls = e.__class__
+    if cls is gast.Name:
+        return e.id
+    if cls is gast.Attribute:
+        return _expr(e.value, HIGHEST, first) + "." + e.attr
+    if cls is gast.Call:
+        args, keywords = e.args, e.keywords
+        p = COMMA if len(args) + len(keywords) > 1 else ONE_ARG
+        parts = [_expr(a, p) for a in args]
+        for k in keywords:
+            parts.append((k.arg + "=" if k.arg else "**") + _expr(k.value, COMMA))
+        return _expr(e.func, HIGHEST, first) + "(" + ", ".join(parts) + ")"
+    if cls is gast.BinOp:
+        op = e.op.__class__
+        p = _P[op]
+        if op is gast.Pow:
+            text = _expr(e.left, P_POW + 1, first and p >= pp) + " ** " + _expr(e.right, P_POW_RHS)
+        else:
+            text = _expr(e.left, p, first and p >= pp) + " " + _SYMBOL[op] + " " \
+                + _expr(e.right, p + 1)
+        return text if p >= pp else "(" + text + ")"
+    if cls is gast.Constant:
+        value = e.value
+        vcls = value.__class__
+        if vcls is float or vcls is int or vcls is bool or vcls is complex:
+            return _paren(_number(value), P_CONSTANT, pp)
+        if vcls is str:
+            # astor: repr() unless on a line's start, with a line break or barely embedded
+            if first or e.kind or "\n" in value or (pp > P_EXPR) + (pp >= P_ASSIGN) < 1:
+                raise _Astor
+            return repr(value)
+        if value is Ellipsis:
+            return "..."
+        if isinstance(value, (int, float, complex)):   # a subclass: astor's numeric path
+            return _paren(_number(value), P_CONSTANT, pp)
+        if isinstance(value, str):
+            raise _Astor
+        return repr(value)
+    if cls is gast.UnaryOp:
+        op = e.op.__class__
+        p = _P[op]
+        symbol = _SYMBOL[op]
+        text = symbol + (" " if symbol.isalpha() else "") + _expr(e.operand, p)
+        return _paren(text, p, pp)
+    if cls is gast.Subscript:
+        return _expr(e.value, HIGHEST, first) + "[" + _expr(e.slice, P_SUBSCRIPT) + "]"
+    if cls is gast.Tuple:
+        elts = e.elts
+        if not elts:
+            return "()"
+        parens = P_TUPLE < pp
+        text = ", ".join([_expr(elts[0], COMMA, first and not parens)]
+                         + [_expr(x, COMMA) for x in elts[1:]])
+        if len(elts) == 1:
+            text += ","
+        return "(" + text + ")" if parens else text
+    if cls is gast.Compare:
+        p = _P[e.ops[0].__class__]
+        text = _expr(e.left, p + 1, first and p >= pp)
+        for op, right in zip(e.ops, e.comparators):
+            text += " " + _SYMBOL[op.__class__] + " " + _expr(right, p + 1)
+        return _paren(text, p, pp)
+    if cls is gast.Slice:
+        text = "" if e.lower is None else _expr(e.lower, P_SLICE)
+        text += ":"
+        if e.upper is not None:
+            text += _expr(e.upper, P_SLICE)
+        step = e.step
+        if step is not None:
+            text += ":"
+            if not (step.__class__ is gast.Name and step.id == "None"):
+                text += _expr(step, P_SLICE)
+        return text
+    if cls is gast.List:
+        return "[" + ", ".join([_expr(x, COMMA) for x in e.elts]) + "]"
+    if cls is gast.BoolOp:
+        p = _P[e.op.__class__]
+        symbol = " " + _SYMBOL[e.op.__class__] + " "
+        values = e.values
+        text = symbol.join([_expr(values[0], p + 1, first and p >= pp)]
+                           + [_expr(v, p + 1) for v in values[1:]])
+        return _paren(text, p, pp)
+    if cls is gast.IfExp:
+        p = P_IFEXP
+        text = _expr(e.body, p + 1, first and p >= pp) + " if " + _expr(e.test, p + 1) \
+            + " else " + _expr(e.orelse, p)
+        return _paren(text, p, pp)
+    if cls is gast.Starred:
+        return "*" + _expr(e.value, HIGHEST)
+    if cls is gast.Dict:
+        parts = []
+        for key, value in zip(e.keys, e.values):
+            parts.append(_expr(key, HIGHEST) + ": " + _expr(value, COMMA) if key is not None
+                         else "**" + _expr(value, COMMA))
+        return "{" + ", ".join(parts) + "}"
+    raise _Astor
+
