@@ -252,6 +252,41 @@ def test_second_order():
     np.testing.assert_allclose(h, want, rtol=1e-5, atol=1e-7)
 
 
+def apply_all(x, fns=FUNCS):
+    for f in fns:
+        x = f(x)
+    return x
+
+
+def copies_its_default(x, fns=FUNCS):
+    fns = list(fns)   # the parameter rebound: a run-time value, given the default
+    return x * len(fns)
+
+
+class Model:
+    def __init__(self):
+        self.layers = [Lin(), Square()]
+
+    def loss(self, x):
+        return np.sum(apply_all(x, self.layers)) + np.sum(apply_all(x))
+
+    def counted(self, x):
+        return np.sum(copies_its_default(x))
+
+
+def test_a_helper_given_a_container_or_keeping_it_as_default():
+    model = Model()
+    check(model.loss, X)
+    model.layers[0] = Lin(0.2)
+    check(model.loss, X)
+    FUNCS[0] = np.cos
+    try:
+        check(model.loss, X)
+    finally:
+        FUNCS[0] = np.sin
+    np.testing.assert_allclose(check(model.counted, X), np.full(3, 2.0))
+
+
 # ----- refused, at the user's line -----
 
 def layers_argument(x, layers):
