@@ -425,6 +425,8 @@ def resolutions(fn, infos):
             raise Uncacheable(f"the helper {getattr(helper, '__qualname__', helper)}")
         if info.extra and any(path[0] in info.extra for path in info.reads if len(path) > 1):
             raise Uncacheable("a read through a name srcgrad bound")
+        if any(not isinstance(part, str) for path in info.reads for part in path):
+            raise Uncacheable("a read of an item of a list, tuple or dict")
         if info.globals is not helper.__globals__:
             raise Uncacheable("a helper with other globals")
         functions.append(helper)

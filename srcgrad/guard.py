@@ -23,7 +23,7 @@ import builtins
 import types
 
 from srcgrad import rules
-from srcgrad.parse import MISSING, value_kind_key
+from srcgrad.parse import MISSING, Item, Keys, Length, value_kind_key
 
 
 class Guard:
@@ -36,7 +36,7 @@ class Guard:
         helper inlined into it (their ``reads`` are complete)."""
         checks, namespace = _Checks(), {"MISSING": MISSING, "BUILTINS": vars(builtins),
                                         "VERSION": rules.VERSION, "_same_items": _same_items,
-                                        "_contents": _contents,
+                                        "_contents": _contents, "_item": _item,
                                         "_kind": value_kind_key}
         code, defaults, kwdefaults, kwitems = _own(fn)
         checks.add("fn.__code__ is {} and fn.__defaults__ is {} and fn.__kwdefaults__ is {}",
@@ -57,7 +57,9 @@ class Guard:
                     attr = path[-1]
                     base = info.extra[root] if len(path) == 2 and root in info.extra \
                         else info.reads[path[:-1]]
-                    if isinstance(base, types.ModuleType) and base.__dict__.get(attr, MISSING) is obj:
+                    if isinstance(attr, (Item, Length, Keys)):
+                        _container_check(checks, base, attr, obj)
+                    elif isinstance(base, types.ModuleType) and base.__dict__.get(attr, MISSING) is obj:
                         # what getattr finds in a module, found at a fraction of the cost
                         # (a name deleted since: KeyError, so it does not hold)
                         checks.add(f"{{}}[{attr!r}] is {{}}", base.__dict__, obj)
@@ -112,6 +114,27 @@ class _Checks:
         line = template.format(*names)
         if line not in self.lines:
             self.lines.append(line)
+
+
+def _container_check(checks, base, step, obj):
+    """The check of one step into a constant list, tuple or dict (parse.Item, Length,
+    Keys): the same item (by identity), the same length, the same keys in order, so that
+    replacing ``self.layers[1]`` or ``OPS["sin"]``, or appending a layer, compiles anew."""
+    if isinstance(step, Length):
+        checks.add("len({}) == {}", base, obj)
+    elif isinstance(step, Keys):
+        checks.add("tuple({}) == {}", base, obj)
+    elif obj is MISSING:
+        checks.add("_item({}, {}) is MISSING", base, step.key)
+    else:
+        checks.add("{}[{}] is {}", base, step.key, obj)
+
+
+def _item(container, key):
+    try:
+        return container[key]
+    except LookupError:
+        return MISSING
 
 
 def _contents(cell):

@@ -33,6 +33,56 @@ class Origin:
 MISSING = object()   # in EntityInfo.reads: the name was not defined
 
 
+@dataclass(frozen=True)
+class Item:
+    """A step of a read path (EntityInfo.reads) that subscripts a list, tuple or dict held
+    by a constant (``OPS["sin"]``, ``self.layers[1]``): guard.py checks ``base[key]``."""
+
+    key: object
+
+    def get(self, obj):
+        """``obj[key]``. Raises TypeError for anything but a list, tuple or dict (an
+        array's item is a new view each time: it cannot be compared by identity)."""
+        if not isinstance(obj, (list, tuple, dict)):
+            raise TypeError(f"{type(obj).__name__} is not a list, tuple or dict")
+        return obj[self.key]
+
+
+@dataclass(frozen=True)
+class Length:
+    """The read path step ``len(base)``: a loop unrolled over a constant list or tuple."""
+
+
+@dataclass(frozen=True)
+class Keys:
+    """The read path step ``tuple(base)``: a loop unrolled over a constant dict's items,
+    in their order."""
+
+
+NO_KEY = object()   # constant_key: the subscript is not a literal
+
+
+def constant_key(node):
+    """The literal key of a subscript (``"sin"``, ``1``, ``-1``, ``(0, 1)``), else NO_KEY."""
+    try:
+        key = gast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError):
+        return NO_KEY
+    try:
+        hash(key)
+    except TypeError:
+        return NO_KEY
+    return key
+
+
+def dotted(path):
+    """``path`` as the user wrote it: ``self.layers[1]``."""
+    out = str(path[0])
+    for part in path[1:]:
+        out += f"[{part.key!r}]" if isinstance(part, Item) else f".{part}"
+    return out
+
+
 @dataclass
 class EntityInfo:
     """What srcgrad knows about a user function besides its tree."""
@@ -80,13 +130,28 @@ class EntityInfo:
             self.reads[(name,)] = obj
         path = tuple(parts)
         for i in range(1, len(path)):
+            part = path[i]
+            if isinstance(part, Item):   # raises TypeError for a non-container: not recorded
+                try:
+                    obj = part.get(obj)
+                except LookupError:
+                    self.reads[path[:i + 1]] = MISSING
+                    raise AttributeError(f"{dotted(path[:i + 1])} raises KeyError or "
+                                         f"IndexError") from None
+                self.reads[path[:i + 1]] = obj
+                continue
             try:
-                obj = getattr(obj, path[i])
+                obj = getattr(obj, part)
             except AttributeError:
                 self.reads[path[:i + 1]] = MISSING
                 raise
             self.reads[path[:i + 1]] = obj
         return obj
+
+    def record(self, path, value):
+        """Record that the read ``path`` gave ``value`` (one srcgrad made itself: an item
+        of a container unrolled, its ``Length()`` or ``Keys()``)."""
+        self.reads[tuple(path)] = value
 
     def peek(self, name):
         """The live object ``name`` denotes, for a fact that depends only on its kind.

@@ -23,7 +23,7 @@ from srcgrad.templates import clone
 from srcgrad import optimize
 from srcgrad.optimize import scalar_items, unit_seed
 from srcgrad.transform import (anf, as_array, aux, canonicalize, comprehensions, fence, inline,
-                               local_functions, mutation, reverse, zero_marks)
+                               local_functions, mutation, reverse, unroll, zero_marks)
 from srcgrad.transform import fuse as fusion
 from srcgrad.transform.base import Base, local_names
 from srcgrad import ast_util
@@ -99,6 +99,7 @@ def front_end(fn, options, stack=(), has_aux=False, static=None):
     node = _rename_reserved(node, info, ctx.namer, ctx.bindings)
     node = local_functions.transform(node, ctx)  # lambdas, nested defs: helpers
     node = comprehensions.transform(node, ctx)  # loops that build them, for canonicalize
+    node = unroll.transform(node, ctx)  # loops over self.layers: one body per layer
     ctx.aux = aux.split(node, ctx) if has_aux else None
     node = canonicalize.transform(node, ctx)  # before ANF: it introduces flags and indexing
     node = anf.transform(node, ctx)

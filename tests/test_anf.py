@@ -206,7 +206,8 @@ def calls_a_local(x):
     (nested_subscript, "assignment into a nested subscript is not supported", "x[0][1] = v"),
     (while_calls_a_helper, "this while condition calls a function srcgrad must transform",
      "while _helper(x):"),
-    (calls_a_local, "calling a local variable is not supported", "return f(x)"),
+    (calls_a_local, "calling the local variable `f` (a value known only when the function "
+                    "runs) is not supported", "return f(x)"),
 ])
 def test_refusals_name_the_users_line(fn, message, line):
     with pytest.raises(UnsupportedError) as caught:

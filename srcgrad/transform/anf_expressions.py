@@ -7,6 +7,7 @@ branch's test. Each writes the statements its operands need to ``out`` through
 ``ANF.assign``. Comparisons and boolean operators stay whole: they carry no gradient.
 """
 
+import ast
 import builtins
 
 import gast
@@ -16,6 +17,7 @@ from srcgrad import anno, grad_mode, runtime
 from srcgrad.entry import bound_of, call_method
 from srcgrad.ast_util import name, reads
 from srcgrad.errors import SrcgradError, UnsupportedError
+from srcgrad.parse import NO_KEY, Item, constant_key, dotted
 from srcgrad.rules import Attribute, Method
 from srcgrad.transform import as_array
 from srcgrad.transform.inline import is_inlinable
@@ -61,9 +63,17 @@ class Expressions:
     def resolve(self, func):
         """The live object a dotted name denotes, or None when rooted at a local."""
         parts = []
-        while isinstance(func, gast.Attribute):
-            parts.append(func.attr)
+        while isinstance(func, (gast.Attribute, gast.Subscript)):
+            if isinstance(func, gast.Subscript):   # OPS["sin"]: an item read with a constant key
+                key = constant_key(func.slice)
+                if key is NO_KEY:
+                    return None
+                parts.append(Item(key))
+            else:
+                parts.append(func.attr)
             func = func.value
+        if any(isinstance(p, Item) for p in parts) and not isinstance(func, gast.Name):
+            return None
         if isinstance(func, gast.Call):   # super().energy
             return self.resolve_super(func, tuple(reversed(parts)))
         if isinstance(func, gast.Name) and func.id in self.namespaces:
@@ -76,10 +86,12 @@ class Expressions:
         path = (func.id,) + tuple(reversed(parts))
         try:
             return self.info.resolve_path(path)
+        except TypeError:   # an item of something other than a list, tuple or dict
+            return None
         except NameError:
             raise self.error(func, NameError_, f"name {func.id!r} is not defined")
         except AttributeError as exc:   # np.trapz on a NumPy without it: refused, not a crash
-            raise self.error(func, NameError_, f"{'.'.join(path)} is not defined ({exc})") from None
+            raise self.error(func, NameError_, f"{dotted(path)} is not defined ({exc})") from None
 
     def hint(self, node):
         """A readable name for the value of ``node``."""
@@ -350,10 +362,7 @@ class Expressions:
             func = gast.Attribute(value=receiver, attr=func.attr, ctx=gast.Load())
             primitive = Method(func.attr)
         elif obj is None:
-            raise self.error(node, UnsupportedError, "calling a local variable is not supported",
-                             "Call the function by its global name; a function given as an "
-                             "argument of the function differentiated must be passed "
-                             "positionally (the gradient is compiled for that callable).")
+            raise self.error(node, UnsupportedError, *self.unknown_callee(func))
         else:
             primitive = obj
         if primitive is grad_mode.is_grad_enabled and self.modes[-1] is not True:
@@ -375,6 +384,30 @@ class Expressions:
             anno.setanno(new, Static.ORIGIN, where)
         return new
 
+
+    def unknown_callee(self, func):
+        """(message, hint) refusing a call of ``func``, which is not known when compiling."""
+        text = ast.unparse(gast.gast_to_ast(func))
+        hint = ("srcgrad compiles calls of functions known when the gradient is compiled: a "
+                "global, closure or bound (`self.`) function or callable object, an item of a "
+                "list, tuple or dict held by one of those read with a constant key "
+                "(`OPS[\"sin\"](x)`, `self.layers[0](x)`), or a loop over such a container "
+                "(`for layer in self.layers: x = layer(x)`). A function given as an argument of "
+                "the function differentiated must be passed positionally.")
+        if isinstance(func, gast.Subscript):
+            root = func
+            while isinstance(root, (gast.Attribute, gast.Subscript)):
+                root = root.value
+            if isinstance(root, gast.Name) and root.id not in self.locals and \
+                    constant_key(func.slice) is NO_KEY:
+                return (f"calling `{text}`, an item read with a key computed when the function "
+                        f"runs, is not supported", hint)
+            return (f"calling `{text}`, an item of a container that is a local variable or an "
+                    f"argument (known only when the function runs), is not supported", hint)
+        if isinstance(func, gast.Name):
+            return (f"calling the local variable `{text}` (a value known only when the function "
+                    f"runs) is not supported", hint)
+        return f"calling `{text}` (a value known only when the function runs) is not supported", hint
 
     def inline_gradient(self, call):
         """The GradFunction ``sg.grad(fn, wrt)`` denotes, for a call of it: ``fn`` a global

@@ -99,10 +99,17 @@ def bind_static(node, info, namer, static, bindings):
     """Parameters known to hold a callable (``static``: name -> object) denote it: their
     reads become a free name bound to the object, so ``deriv(y)`` is a call srcgrad
     resolves (a rule, or a helper it inlines). A parameter the function rebinds keeps
-    its run-time value (and calling it is refused, as a call of any local)."""
+    its run-time value, assigned first (and calling it is refused, as a call of any local)."""
     for param, obj in static.items():
         if any(isinstance(n, gast.Name) and n.id == param and not isinstance(n.ctx, gast.Load)
                for stmt in node.body for n in ast_util.walk(stmt)):
+            # a run-time value from here on, given the object (the call does not assign it)
+            new = namer.new(f"{param}_value")
+            info.extra[new] = bindings[new] = obj
+            first = gast.Assign(targets=[ast_util.name(param, True)], value=ast_util.name(new),
+                                type_comment=None)
+            anno.copyanno(node.body[0], first, Static.ORIGIN)
+            node.body.insert(0, first)
             continue
         captured = set(getattr(obj, "captured", ())) & {
             n.id for n in ast_util.walk(node) if isinstance(n, gast.Name)}
@@ -198,6 +205,22 @@ def _is_static_callable(obj):
     return callable(obj) and not pytree.is_node(obj) and not hasattr(obj, "shape")
 
 
+def _is_static_container(obj):
+    """A list, tuple or dict of such callables (``self.layers``, nested): a helper given
+    it loops over known functions (transform/unroll.py unrolls the loop)."""
+    if isinstance(obj, dict):
+        items = list(obj.values())
+    elif isinstance(obj, (list, tuple)):
+        items = list(obj)
+    else:
+        return False
+    return bool(items) and all(_is_static_callable(v) or _is_static_container(v) for v in items)
+
+
+def _is_static(obj):
+    return _is_static_callable(obj) or _is_static_container(obj)
+
+
 class Inliner(Base):
     """``visit_Assign``/``visit_Expr`` of a call to a user function: its statements."""
 
@@ -287,9 +310,10 @@ class Inliner(Base):
 
     def _static_arguments(self, fn, call, origin):
         """Parameters of ``fn`` this call passes a known callable (a global function, a
-        method of a global object, ``np.tanh``): the helper is inlined with them bound
-        to it, as if it were written for that callable (the rk4 idiom). The names read
-        to find it are recorded (guard.py), so rebinding them compiles anew."""
+        method of a global object, ``np.tanh``) or a container of them (``self.layers``),
+        or that keep such a default: the helper is inlined with them bound to it, as if
+        it were written for that callable (the rk4 idiom). The names read to find it are
+        recorded (guard.py), so rebinding them compiles anew."""
         try:
             bound = _signature(fn).bind(*call.args, **{k.arg: k.value for k in call.keywords})
         except TypeError:
@@ -301,6 +325,11 @@ class Inliner(Base):
             obj = self._known_object(value.id)
             if obj is not None:
                 static[param] = obj
+        for param in _signature(fn).parameters.values():   # a default: fixed by __defaults__
+            if param.name not in bound.arguments and param.kind in (
+                    param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD, param.KEYWORD_ONLY) \
+                    and param.default is not param.empty and _is_static(param.default):
+                static[param.name] = param.default
         return static
 
     def _known_object(self, name):
@@ -309,7 +338,7 @@ class Inliner(Base):
         recorded, so rebinding it needs no new compile)."""
         if name in self.bindings:
             obj = self.bindings[name]
-            return obj if _is_static_callable(obj) else None
+            return obj if _is_static(obj) else None
         path = self.attributes.get(name) if name in self.main_locals else (name,)
         if path is None:
             return None
@@ -319,7 +348,7 @@ class Inliner(Base):
                 obj = getattr(obj, attr)
         except (NameError, AttributeError):
             return None
-        if not _is_static_callable(obj):
+        if not _is_static(obj):
             return None
         return self.info.resolve_path(path)   # recorded: guard.py checks it still holds
 

@@ -1,0 +1,273 @@
+"""Loops over a constant container of callables, unrolled: ``for layer in self.layers``.
+
+A loop whose body calls its variable (``x = layer(x)``) and iterates over a list, tuple
+or dict that is a constant of the compile (an attribute of a bound ``self``, a global, a
+closure value, a helper's static parameter; also through ``enumerate``, ``reversed``,
+``.values()`` and ``.items()``) becomes one copy of its body per item, in which the loop
+variable is the item itself (a name srcgrad binds to it, or a literal). Each call is then
+of a known function, which the inliner handles as any other.
+
+What the unrolling read is recorded as reads of the container (parse.Item, Length,
+Keys), so guard.py compiles anew when an item is replaced, a layer appended, a dict's
+keys reordered. A loop that calls its variable over anything else is left alone (its
+calls are refused by anf_expressions.py, naming the line).
+"""
+
+import builtins
+import copy
+
+import gast
+
+from srcgrad import anno, ast_util
+from srcgrad.errors import UnsupportedError
+from srcgrad.parse import Item, Keys, Length, dotted
+from srcgrad.transform import as_array
+from srcgrad.transform.base import Base, local_names
+
+Static = anno.Static
+
+_LITERALS = (bool, int, float, complex, str, bytes, type(None))
+
+
+class _NotConstant(Exception):
+    """The loop's iterable is not a container known when compiling."""
+
+
+class _Pair:
+    """The read path of an item of ``enumerate(C)`` or ``C.items()``: ``key`` (a literal,
+    or an object srcgrad binds) with ``path``, the read path of the item paired with it."""
+
+    def __init__(self, key, path):
+        self.key, self.path = key, path
+
+
+class Unroller(Base):
+    """Unrolls the loops of one function (``transform``)."""
+
+
+    def __init__(self, ctx, locals_):
+        super().__init__(ctx.info)
+        self.ctx, self.locals = ctx, locals_
+
+    def visit_For(self, loop):
+        names = _names(loop.target)
+        if not names or not _calls_any(loop.body, names):
+            self.visit_children(loop)
+            return loop
+        try:
+            items = self.items(loop.iter)
+        except _NotConstant:
+            self.visit_children(loop)
+            return loop
+        self.check(loop, names)
+        out = []
+        for path, value in items:
+            body = copy.deepcopy(loop.body)
+            values = {}
+            self.bind(loop, loop.target, path, value, values)
+            for stmt in body:
+                for n in ast_util.walk(stmt):
+                    if isinstance(n, gast.Name) and n.id in values:
+                        _substitute(n, values[n.id])
+            out.extend(self.visit_block(body))   # a nested loop over an item's container
+        return out + self.visit_block(loop.orelse)
+
+    def check(self, loop, names):
+        """Refuse what unrolling would change: the loop variable rebound, read outside the
+        loops that bind it (after the loop, where Python leaves it the last item), or a
+        ``break``/``continue`` of this loop."""
+        for stmt in loop.body:
+            for n in ast_util.walk(stmt):
+                if isinstance(n, gast.Name) and n.id in names and not isinstance(n.ctx, gast.Load):
+                    raise self.at(n, stmt, f"the loop variable `{n.id}` of a loop over the "
+                                  f"callables of a constant container is assigned in the loop",
+                                  "Assign the value to another variable.")
+        for stmt in _jumps(loop.body):
+            raise self.error(stmt, UnsupportedError,
+                             f"`{type(stmt).__name__.lower()}` in a loop over the callables of a "
+                             f"constant container (srcgrad writes one copy of the body per item)",
+                             "Compute a flag and skip the rest of the body with `if`.")
+        binding = [f for f in ast_util.walk(self._function) if isinstance(f, gast.For) and
+                   names & _names(f.target)]
+        elsewhere = [n for n in ast_util.walk(self._function) if isinstance(n, gast.Name)
+                     and n.id in names and isinstance(n.ctx, gast.Load)
+                     and not any(_inside(n, f) for f in binding)]
+        if elsewhere:
+            raise self.at(elsewhere[0], loop, f"`{elsewhere[0].id}`, the variable of a loop over "
+                          f"the callables of a constant container, is used outside the loop",
+                          "Give the loop its own variable name.")
+
+    def at(self, node, statement, message, hint):
+        """The UnsupportedError at ``node``'s own line (a name: its parsed line), else at
+        ``statement``'s."""
+        where = self.info.origin(node) if getattr(node, "lineno", None) else None
+        if where is None:
+            return self.error(statement, UnsupportedError, message, hint)
+        return where.error(UnsupportedError, message, hint)
+
+    def items(self, it):
+        """``[(read path, value)]`` of each item ``it`` iterates over, or _NotConstant.
+        ``enumerate`` and a dict's ``.items()`` give a _Pair path: the index or key with
+        the item's path."""
+        if isinstance(it, gast.Call) and not it.keywords:
+            func = self.path(it.func) if isinstance(it.func, gast.Name) else None
+            if func == ("enumerate",) and len(it.args) in (1, 2) and self._builtin("enumerate"):
+                start = _literal(it.args[1]) if len(it.args) == 2 else 0
+                if not isinstance(start, int):
+                    raise _NotConstant
+                return [(_Pair(k + start, p), v) for k, (p, v) in enumerate(self.items(it.args[0]))]
+            if func == ("reversed",) and len(it.args) == 1 and self._builtin("reversed"):
+                return self.items(it.args[0])[::-1]
+            if isinstance(it.func, gast.Attribute) and it.func.attr in ("items", "values") \
+                    and not it.args:
+                path = self.path(it.func.value)
+                container = self.resolve(path)
+                if not isinstance(container, dict):
+                    raise _NotConstant
+                self.info.record(path + (Keys(),), tuple(container))
+                pairs = [(self.read(path + (Item(k),), v), v) for k, v in container.items()]
+                if it.func.attr == "values":
+                    return pairs
+                return [(_Pair(p[-1].key, p), v) for p, v in pairs]
+            raise _NotConstant
+        path = self.path(it)
+        container = self.resolve(path)
+        if not isinstance(container, (list, tuple)):
+            raise _NotConstant
+        if isinstance(container, list):   # a tuple's identity fixes its length
+            self.info.record(path + (Length(),), len(container))
+        return [(self.read(path + (Item(k),), v), v) for k, v in enumerate(container)]
+
+    def read(self, path, value):
+        """``path``, recorded as a read that gave ``value`` (guard.py checks it)."""
+        self.info.record(path, value)
+        return path
+
+    def path(self, node):
+        """The read path of a dotted name or constant subscript rooted at a name that is
+        not a local of the function (nor a module's namespace), else _NotConstant."""
+        parts = []
+        while isinstance(node, (gast.Attribute, gast.Subscript)):
+            if isinstance(node, gast.Attribute):
+                parts.append(node.attr)
+            else:
+                key = _literal(node.slice)
+                if key is _NotConstant:
+                    raise _NotConstant
+                parts.append(Item(key))
+            node = node.value
+        if not isinstance(node, gast.Name) or node.id in self.locals:
+            raise _NotConstant
+        return (node.id,) + tuple(reversed(parts))
+
+    def resolve(self, path):
+        try:
+            return self.info.resolve_path(path)
+        except (NameError, AttributeError, TypeError):
+            raise _NotConstant from None
+
+    def _builtin(self, name):
+        try:
+            return self.info.lookup(name) is getattr(builtins, name)
+        except NameError:
+            return False
+
+    def bind(self, loop, target, path, value, values):
+        """Fill ``values`` (loop variable -> the node that stands for it in this copy):
+        ``target`` takes ``value``, read at ``path`` (a _Pair: an index or key with it)."""
+        if isinstance(path, _Pair):
+            if not isinstance(target, (gast.Tuple, gast.List)) or len(target.elts) != 2:
+                raise self.error(loop, UnsupportedError, "unpack enumerate(...) or .items() into "
+                                 "two targets", "Write `for i, layer in enumerate(self.layers):`.")
+            self.bind(loop, target.elts[0], None, path.key, values)
+            self.bind(loop, target.elts[1], path.path, value, values)
+            return
+        if isinstance(target, gast.Name):
+            values[target.id] = self.stand_in(target.id, value)
+            return
+        if not isinstance(target, (gast.Tuple, gast.List)) or \
+                any(isinstance(e, gast.Starred) for e in target.elts):
+            raise self.error(loop, UnsupportedError, "this loop target over the callables of a "
+                             "constant container", "Unpack into names: `for W, act in self.blocks:`.")
+        if not isinstance(value, (tuple, list)) or len(value) != len(target.elts):
+            raise self.error(loop, UnsupportedError,
+                             f"{dotted(path) if path else 'an item'} does not unpack into "
+                             f"{len(target.elts)} names", "Make every item a tuple of that length.")
+        paths = [None] * len(value)
+        if path is not None:
+            paths = [path + (Item(k),) for k in range(len(value))]
+            if isinstance(value, list):   # its length and items can change: reads of their own
+                self.info.record(path + (Length(),), len(value))
+                for p, v in zip(paths, value):
+                    self.read(p, v)
+        for elt, p, v in zip(target.elts, paths, value):
+            self.bind(loop, elt, p, v, values)
+
+    def stand_in(self, hint, value):
+        if type(value) in _LITERALS:
+            return gast.Constant(value=value, kind=None)
+        return ast_util.name(as_array.bind(self.ctx.namer, self.info, self.ctx.bindings,
+                                           hint, value))
+
+
+def _substitute(node, by):
+    """Make the Name ``node`` the node ``by`` (a Name or Constant), in place."""
+    node.__class__ = type(by)
+    node.__dict__.clear()
+    node.__dict__.update(copy.deepcopy(by).__dict__)
+
+
+def _literal(node):
+    try:
+        value = gast.literal_eval(node)
+        hash(value)
+    except (ValueError, TypeError, SyntaxError):
+        return _NotConstant
+    return value
+
+
+def _names(node):
+    return {n.id for n in ast_util.walk(node) if isinstance(n, gast.Name)}
+
+
+def _calls_any(body, names):
+    """Whether ``body`` calls one of ``names`` (or a method or item of one), or loops over
+    a container it holds calling the items (``for layer in block.layers: layer(x)``)."""
+    for stmt in body:
+        for n in ast_util.walk(stmt):
+            if isinstance(n, gast.For) and names & _names(n.iter) and \
+                    _calls_any(n.body, _names(n.target)):
+                return True
+            if isinstance(n, gast.Call):
+                func = n.func
+                while isinstance(func, (gast.Attribute, gast.Subscript)):
+                    func = func.value
+                if isinstance(func, gast.Name) and func.id in names:
+                    return True
+    return False
+
+
+def _jumps(body):
+    """The ``break``/``continue`` statements of a loop body (not of loops nested in it)."""
+    for stmt in body:
+        if isinstance(stmt, (gast.Break, gast.Continue)):
+            yield stmt
+        elif not isinstance(stmt, (gast.For, gast.While, gast.FunctionDef)):
+            for field in ("body", "orelse", "finalbody"):
+                yield from _jumps(getattr(stmt, field, None) or [])
+        else:
+            yield from _jumps(stmt.orelse)
+
+
+def _inside(node, loop):
+    return any(n is node for n in ast_util.walk(loop))
+
+
+def transform(node, ctx):
+    """Unroll the loops of FunctionDef ``node`` over constant containers of callables."""
+    if not any(isinstance(n, gast.For) for n in ast_util.walk(node)):
+        return node
+    unroller = Unroller(ctx, local_names(node))
+    unroller._function = node
+    node.body = unroller.visit_block(node.body)
+    return node
