@@ -337,6 +337,7 @@ class _Expressions(gast.NodeTransformer):
         self.generic_visit(node)
         if _is_jrt(node.func, "check_unshared"):
             node.args = node.args[:2]   # the value written and the other (not the error)
+            node.keywords = []
             return node
         if isinstance(node.func, gast.Name) and node.func.id == "reversed" and len(node.args) == 1:
             return _call("_jrt", "rev_range", node.args)

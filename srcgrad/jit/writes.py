@@ -12,7 +12,8 @@ from srcgrad.jit.numba_types import (JIT_OPTIONS, basic_index as _basic_index,
 
 
 def check_unshared(value, other):
-    """See srcgrad.runtime.check_unshared (translate.py keeps its first two arguments):
+    """See srcgrad.runtime.check_unshared (translate.py keeps its first two arguments; its
+    ``update`` matters to a list or dict ``value`` only, which this form refuses):
     where the memory of the arrays ``value`` and ``other`` may overlap, ValueError, and the
     NumPy gradient runs the call and decides (it raises the user's error where they do).
     The check comes before the write, and a gradient writes into no argument (reverse.py
@@ -21,7 +22,7 @@ def check_unshared(value, other):
 
 @overload(check_unshared, jit_options=JIT_OPTIONS)
 def _check_unshared(value, other):
-    if _is_number(value) or _none(other) or _is_number(other):
+    if _is_number(value) or isinstance(value, types.Array) and (_none(other) or _is_number(other)):
         return lambda value, other: None   # ``s += v`` of a number rebinds it
     if isinstance(value, types.Array) and isinstance(other, types.Array):
         def check(value, other):
