@@ -92,6 +92,35 @@ def maximum_and_cast(x):
     return np.max(x) * np.sum(x.astype(np.float64) ** 2)
 
 
+def resets_in_loop(x, m):   # dh: the number 0.0 again each step, an array where a gradient arrives
+    h = np.zeros(3)
+    total = 0.0
+    for t in range(x.shape[0]):
+        h = np.tanh(m @ h + x[t])
+        total = total + np.sum(h * h) * (t + 1)
+    return total
+
+
+def returns_in_branches(x, y):   # dx: 0.0, or an array in the branch that runs
+    if np.all(x < 3.0) and np.any(y > 1.0):
+        return np.sum(x * y)
+    return np.sum(x - y)
+
+
+def over_rows(x):   # drow_pow_2: 0.0 again after each row
+    s = 0.0
+    for row in x:
+        s = s + np.sum(row ** 2) * row[0]
+    return s
+
+
+def gated_by_weights(x, w):   # a zero w[i]: NumPy skips the branch that reads 0.5 / sqrt(x)
+    s = 0.0
+    for i in range(w.shape[0]):
+        s = s + w[i] * np.sum(np.sqrt(x))
+    return s
+
+
 rng = np.random.default_rng(3)
 X = rng.uniform(0.3, 1.2, 6)
 CASES = [
@@ -108,6 +137,12 @@ CASES = [
     (abs_and_powers, (X - 0.6, 2.0), 0),
     (abs_and_powers, (X, 1.5), 1),
     (maximum_and_cast, (X,), 0),
+    (resets_in_loop, (X.reshape(2, 3), np.outer(X[:3], X[3:]) * 0.3), 0),
+    (resets_in_loop, (X.reshape(2, 3), np.outer(X[:3], X[3:]) * 0.3), 1),
+    (returns_in_branches, (X, X + 0.5), 0),
+    (returns_in_branches, (X + 3.0, X), 1),
+    (over_rows, (X.reshape(3, 2),), 0),
+    (gated_by_weights, (X, X[:3]), 0),
 ]
 
 
@@ -127,6 +162,29 @@ def test_compiles_without_a_fallback_and_gives_the_numpy_gradient(fn, args, wrt)
         assert type(g) is type(want) and np.shape(g) == np.shape(want)
         np.testing.assert_allclose(g, want, rtol=1e-12, atol=1e-13)
     np.testing.assert_allclose(got, numerical_grad(fn, args, wrt), rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("fn, args, wrt", [
+    (gated_by_weights, (np.array([0.0, 1.0, 4.0]), np.array([0.0, 2.0, 0.0])), 0),
+    (gated_by_weights, (np.array([0.0, 1.0, 4.0]), np.array([0.0, 0.0])), 0),
+    (gated_by_weights, (np.array([0.0, np.inf, 4.0]), np.array([1.0, 0.0])), 1),
+    (over_rows, (np.array([[0.0, np.inf], [1.0, 2.0], [0.0, -0.0]]),), 0),
+    (returns_in_branches, (np.array([0.0, np.inf]), np.array([2.0, np.nan])), 0),
+    (resets_in_loop, (np.array([[0.0, 0.0, np.inf], [1.0, 0.0, 0.0]]), np.zeros((3, 3))), 1),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_a_zero_number_adjoint_gives_numpy_s_result_with_inf_and_nan(fn, args, wrt):
+    """Where the NumPy gradient keeps an adjoint the number 0.0 (a zero weight: has_grad
+    skips a branch that would make nan of 0 * inf), the jit gradient gives its result
+    bit for bit, whether that call compiles or runs the NumPy gradient."""
+    with np.errstate(all="ignore"):
+        want = sg.grad(fn, wrt)(*args)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", JitFallbackWarning)
+            gradient = sg.grad(fn, wrt, jit=True)
+            got, again = gradient(*args), gradient(*args)
+    for g in (got, again):
+        assert type(g) is type(want) and np.shape(g) == np.shape(want)
+        np.testing.assert_array_equal(g, want)
 
 
 def writes_through_a_view(x):   # v is a view of y: NumPy's gradient refuses, so must jit

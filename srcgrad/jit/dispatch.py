@@ -147,12 +147,13 @@ class _Entry:
         self.refused = None        # the Refused, once the translation refused
         self.failed = set()        # signatures Numba could not compile
         self.warned = False        # the run-time fallback was warned about
+        self.optional = frozenset()   # names Numba could not unify (translate, zeros.py)
         self._translation = None
         self.holds = getattr(getattr(compiled, "guard", None), "holds", None)
 
     def translation(self):
         if self._translation is None:
-            self._translation = translate.translate(self.compiled, self.variant)
+            self._translation = translate.translate(self.compiled, self.variant, self.optional)
         return self._translation
 
     def _dispatcher(self):
@@ -210,6 +211,9 @@ class _Entry:
         try:
             compile_s = _compile(dispatcher, call_args)
         except Exception as exc:   # Numba's typing or lowering
+            if self._ununified(exc):   # translated again with that name's zero as None
+                self._unhot(owner)
+                return self.call(owner, args, grad_outputs)
             self.failed.add(_signature(call_args))
             self._unhot(owner)
             construct, file, line = self._locate(exc)
@@ -237,6 +241,29 @@ class _Entry:
             if len(plan.wrt_positions) == 1 and not plan.many and plan.wrt_positions[0] is not None:
                 self._record_hot(owner, args, plan.wrt_positions[0])
         return self._finish(owner, args, grad_outputs, seed, result, buf)
+
+    def _ununified(self, exc):
+        """Where Numba could not unify a number and an array for one name: whether a
+        translation writing that name's zero number None (zeros.py) replaced this one."""
+        text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc))
+        found = re.search(r"Cannot unify [^\n]*? for '([A-Za-z_]\w*)(?:\.\d+)*'", text)
+        name = found and found.group(1)
+        if not found and re.search(r"function i(add|sub|mul)>\) found for signature", text):
+            lines = re.findall(re.escape(self._filename) + r'", line (\d+)', text)
+            source = self.translation().source.splitlines()
+            if lines and int(lines[-1]) <= len(source):   # v += an array, v a number
+                found = re.match(r"\s*([A-Za-z_]\w*) [-+*]= ", source[int(lines[-1]) - 1])
+                name = found and found.group(1)
+        if not name or name in self.optional or len(self.optional) >= 8:
+            return False
+        optional = self.optional | {name}
+        try:
+            translation = translate.translate(self.compiled, self.variant, optional)
+        except translate.Refused:
+            return False
+        self.optional, self._translation = optional, translation
+        self.dispatcher = None
+        return True
 
     def _unhot(self, owner):
         """Calls of these types fail: the common calls no longer take this entry."""

@@ -25,6 +25,9 @@ from srcgrad.jit.writes import check_unshared, save, written_grad, zero_grad_at 
 from srcgrad.jit.products import (cast_like, dot_grad_a, dot_grad_b, dtype_grad,  # noqa: F401,E402
                                   log_or_zero, matmul_grad_a, matmul_grad_b, sign, tie_share,
                                   unreduce_like)
+# The reads of a name whose zero number is None (zeros.py).
+from srcgrad.jit.optional import (iadd, imul, isub, nz, zadd, zmul, zsub,  # noqa: F401,E402
+                                  is_zero_form as _is_zero_form)
 
 
 def default_seed(out):
@@ -103,6 +106,10 @@ def _unbroadcast(g, x):
 
 @overload(has_grad)
 def _has_grad(g):
+    if isinstance(g, types.NoneType):   # None: the zero number (zeros.py)
+        return lambda g: False
+    if _is_zero_form(g):
+        return lambda g: False if g is None else has_grad(nz(g))
     if _is_number(g):
         return lambda g: g != 0
     if isinstance(g, types.Array) and g.ndim > 0:
@@ -116,6 +123,10 @@ def need_grad(g):
 
 @overload(need_grad)
 def _need_grad(g):
+    if isinstance(g, types.NoneType):   # None: ZeroAdjoint
+        return lambda g: nz(g)
+    if _is_zero_form(g):
+        return lambda g: need_grad(nz(g))
     if _is_number(g):
         def need(g):
             if g == 0:
@@ -216,6 +227,10 @@ _FITS = (types.float64, types.int64, types.boolean)
 
 @overload(fits)
 def _fits(target, value):
+    if isinstance(target, types.NoneType):
+        return lambda target, value: False
+    if _is_zero_form(target):
+        return lambda target, value: False if target is None else fits(nz(target), value)
     if not (isinstance(target, types.Array) and target.dtype == types.float64 and target.mutable):
         return lambda target, value: False
     if isinstance(value, (types.Float, types.Integer, types.Boolean)) and value in _FITS + (
@@ -257,6 +272,11 @@ def _add_at(dx, x, index, g):
     # or a number, materialised as the NumPy helper does (zeros of x's shape plus it).
     # (Of a number ``g`` that is 0, the NumPy helper returns the number ``dx`` itself:
     # a ValueError at run time, so that the NumPy gradient runs that call.)
+    if isinstance(dx, types.NoneType):   # None: the zero number (zeros.py)
+        return lambda dx, x, index, g: add_at(0.0, x, index, g)
+    if _is_zero_form(dx):
+        return lambda dx, x, index, g: add_at(0.0, x, index, g) if dx is None else \
+            add_at(nz(dx), x, index, g)
     if isinstance(x, types.Array) and _is_number(dx) and (_is_number(g) or isinstance(g, types.Array)):
         dtype = x.dtype if isinstance(x.dtype, types.Float) else types.float64
         zero_g = _is_number(g)

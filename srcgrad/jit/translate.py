@@ -33,7 +33,7 @@ import numpy
 
 from srcgrad import anno, optimize, pipeline
 from srcgrad.codegen import emit
-from srcgrad.jit import inplace, loops
+from srcgrad.jit import inplace, loops, zeros
 from srcgrad.templates import clone
 from srcgrad.transform import tape as tapes
 
@@ -93,8 +93,9 @@ class Translation:
         return self._origins
 
 
-def translate(compiled, variant):
-    """``compiled``'s gradient as Numba source (a Translation), or raises Refused."""
+def translate(compiled, variant, optional=frozenset()):
+    """``compiled``'s gradient as Numba source (a Translation), or raises Refused.
+    ``optional``: the names whose zero number is written None (zeros.py)."""
     info, bindings = pipeline.with_trees(compiled).load   # trees of a gradient loaded from disk
     if compiled.tuple_output or compiled.functions:
         what = "a tuple output" if compiled.tuple_output else "a custom Function"
@@ -126,6 +127,11 @@ def translate(compiled, variant):
                                 returns=None, type_comment=None, type_params=[])
     function.body = _zero_adjoints_typed(function.body)
     inplace.rewrite(function, compiled.scalars)
+    if optional:
+        try:
+            zeros.optional_zeros(function, optional)
+        except zeros.Unsupported as exc:
+            raise Refused(str(exc), _first_origin(compiled.trees[0])) from None
     kernels = loops.fuse(function, compiled.scalars)
     namespace = _namespace(function, info, bindings, {k.name for k in kernels})
     trees = [t for k in kernels for t in (k.loop, k.original)]
