@@ -19,6 +19,8 @@ from srcgrad.errors import SrcgradError  # noqa: E402
 from srcgrad.jit import JitFallbackWarning  # noqa: E402
 from srcgrad.testing import numerical_grad  # noqa: E402
 
+import functions  # noqa: E402 (tests/functions.py: the catalogue)
+
 
 def accumulates(x):   # s += ...: rt.check_unshared of a number
     s = 0.0
@@ -92,13 +94,8 @@ def maximum_and_cast(x):
     return np.max(x) * np.sum(x.astype(np.float64) ** 2)
 
 
-def resets_in_loop(x, m):   # dh: the number 0.0 again each step, an array where a gradient arrives
-    h = np.zeros(3)
-    total = 0.0
-    for t in range(x.shape[0]):
-        h = np.tanh(m @ h + x[t])
-        total = total + np.sum(h * h) * (t + 1)
-    return total
+# dh: the number 0.0 again each step, an array where a gradient arrives
+resets_in_loop = functions.rnn_loop
 
 
 def returns_in_branches(x, y):   # dx: 0.0, or an array in the branch that runs

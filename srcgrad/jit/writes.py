@@ -1,6 +1,6 @@
 """Numba forms of the helpers of indexed writes (``a[i] = v``, ``y[i] += v``, ``s += v``):
-the alias check before a write, the value saved before it, and the adjoint's part read
-and zeroed after it. Each has the NumPy helper's meaning for the types it accepts
+the alias check before a write and the adjoint's part read and zeroed after it (the entry
+saved before it is runtime.py's own). Each has the NumPy helper's meaning for the types it accepts
 (runtime.py's rule); importing this module needs numba."""
 
 import numpy as np
@@ -46,19 +46,6 @@ def _extent(a):
         else:
             hi += step
     return lo, hi + a.itemsize
-
-
-def save(value):
-    """See srcgrad.runtime.save."""
-
-
-@overload(save)
-def _save(value):
-    if isinstance(value, types.Array):
-        return lambda value: value.copy()
-    if _is_number(value):
-        return lambda value: value
-    _refuse("save", value)
 
 
 def _gradient_of(dx, x, index):
