@@ -320,8 +320,25 @@ def rebinds(x):
     return np.sum(x)
 
 
+def changes_while_looping(x):   # Python's loop would stop after the first item
+    total = 0.0
+    for f in FUNCS:
+        total = total + np.sum(f(x))
+        FUNCS.pop()
+    return total
+
+
+def replaces_an_item(x):
+    for f in FUNCS:
+        x = f(x)
+    FUNCS[0] = np.cos
+    return np.sum(x)
+
+
 @pytest.mark.parametrize("fn, args, line, words", [
     (layers_argument, (X, [np.sin]), "x = layer(x)", "local variable `layer`"),
+    (changes_while_looping, (X,), "FUNCS.pop()", "changes `FUNCS`"),
+    (replaces_an_item, (X,), "FUNCS[0] = np.cos", "changes `FUNCS`"),
     (computed_key, (X, "sin"), "OPS[key](x)", "key computed"),
     (breaks, (X,), "break", "`break`"),
     (read_after, (X,), "return np.sum(f(x))", "used outside the loop"),

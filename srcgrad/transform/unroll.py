@@ -27,6 +27,8 @@ from srcgrad.transform.base import Base, local_names
 Static = anno.Static
 
 _LITERALS = (bool, int, float, complex, str, bytes, type(None))
+_MUTATORS = {"append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse",
+             "update", "setdefault", "popitem", "__setitem__", "__delitem__"}
 
 
 class _NotConstant(Exception):
@@ -125,6 +127,7 @@ class Unroller(Base):
                 if not isinstance(container, dict):
                     raise _NotConstant
                 self.info.record(path + (Keys(),), tuple(container))
+                self.unchanged(container, it)
                 pairs = [(self.read(path + (Item(k),), v), v) for k, v in container.items()]
                 if it.func.attr == "values":
                     return pairs
@@ -136,7 +139,32 @@ class Unroller(Base):
             raise _NotConstant
         if isinstance(container, list):   # a tuple's identity fixes its length
             self.info.record(path + (Length(),), len(container))
+            self.unchanged(container, it)
         return [(self.read(path + (Item(k),), v), v) for k, v in enumerate(container)]
+
+    def unchanged(self, container, it):
+        """Refuse a function that changes ``container`` itself (``FUNCS.pop()``,
+        ``self.layers[0] = f``, ``del D[k]``): the guard checked its items on entry, and the
+        copies of the body are of those items. (A change made by a helper it calls is
+        not seen here.)"""
+        for n in ast_util.walk(self._function):
+            target = None
+            if isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute) and \
+                    n.func.attr in _MUTATORS:
+                target = n.func.value
+            elif isinstance(n, gast.Subscript) and isinstance(n.ctx, (gast.Store, gast.Del)):
+                target = n.value
+            if target is None:
+                continue
+            try:
+                changed = self.resolve(self.path(target)) is container
+            except _NotConstant:
+                continue
+            if changed:
+                raise self.at(n, it, f"the function changes `{dotted(self.path(target))}`, a "
+                              f"container of callables it loops over (srcgrad writes one copy of "
+                              f"the loop body per item it held when the function was called)",
+                              "Change the container outside the differentiated function.")
 
     def read(self, path, value):
         """``path``, recorded as a read that gave ``value`` (guard.py checks it)."""
