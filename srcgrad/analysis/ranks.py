@@ -118,6 +118,20 @@ def _tree_child(key, index, attr=False):
     return None
 
 
+def _global_attribute_may_be(e, resolve):
+    """Whether ``obj.attr`` of a global object may hold a container: any attribute of an
+    object may (``c.extra`` a tuple), read when the gradient runs; a module's number or
+    array (``np.pi``) does not."""
+    try:
+        obj = resolve(e.value.id)
+    except Exception:
+        return True
+    if inspect.ismodule(obj):
+        value = inspect.getattr_static(obj, e.attr, None)
+        return not isinstance(value, (int, float, complex, numpy.ndarray, numpy.generic))
+    return True
+
+
 _CONTAINER_CALLS = (builtins.list, builtins.tuple, builtins.dict, builtins.zip, builtins.enumerate,
                     builtins.sorted, builtins.reversed)
 
@@ -162,10 +176,15 @@ def containers(node, rank_map, param_keys, resolve, specialised):
             return pytree.is_node(obj) and obj is not None
         if isinstance(e, (gast.List, gast.Tuple, gast.Dict)):
             return True
+        if isinstance(e, gast.Attribute) and isinstance(e.value, gast.Name) and e.value.id not in bound:
+            return _global_attribute_may_be(e, resolve)
         if isinstance(e, (gast.Subscript, gast.Attribute)):
             return may_be(e.value)
         if isinstance(e, gast.BinOp):
-            return isinstance(e.op, (gast.Add, gast.Mult)) and (may_be(e.left) or may_be(e.right))
+            # (as rt.container_op decides: only two lists or two tuples concatenate)
+            if isinstance(e.op, gast.Add):
+                return may_be(e.left) and may_be(e.right)
+            return isinstance(e.op, gast.Mult) and (may_be(e.left) or may_be(e.right))
         if isinstance(e, gast.IfExp):
             return may_be(e.body) or may_be(e.orelse)
         if isinstance(e, gast.BoolOp):

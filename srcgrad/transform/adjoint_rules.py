@@ -100,8 +100,11 @@ class RuleApplication:
                 return self.attribute_of_container(primitive, receiver, value, dy, y)
             return self.apply_rule(primitive, [receiver], {}, dy, y, value)
         if isinstance(value, (gast.BinOp,)):
-            if isinstance(value.op, (gast.Add, gast.Mult)) and (
-                    self.maybe_container(value.left) or self.maybe_container(value.right)):
+            # Python concatenates two lists or two tuples, and repeats one of them
+            # times a number (rt.container_op): ``x @ W + self.b`` is arithmetic.
+            left, right = self.maybe_container(value.left), self.maybe_container(value.right)
+            if (left and right) if isinstance(value.op, gast.Add) else \
+                    isinstance(value.op, gast.Mult) and (left or right):
                 return self.container_binop(primitive, value, dy, y)
             return self.apply_rule(primitive, [value.left, value.right], {}, dy, y, value)
         if isinstance(value, gast.UnaryOp):

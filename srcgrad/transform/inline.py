@@ -304,6 +304,10 @@ class Inliner(Base):
                 return name
         except NameError:
             pass
+        for bindings in (self.bindings, self.ctx.bindings):   # the caller's name for it
+            for bound_name, bound in bindings.items():
+                if bound is obj and not isinstance(obj, (int, float, complex, str, bool)):
+                    return bound_name
         new = self.namer.new(f"{fn.__name__}_{name}")
         self.bindings[new] = obj
         return new

@@ -29,6 +29,7 @@ from srcgrad.ast_util import name, rewrite_blocks
 from srcgrad.templates import replace, replace_as_expression as replace_expr
 from srcgrad import optimize
 from srcgrad import ast_util
+from srcgrad.analysis import liveness
 
 Static = anno.Static
 
@@ -285,11 +286,27 @@ def prune(fwd, rev):
         primal = key[1] if isinstance(key, tuple) else key
         if primal not in reads:
             drop.add(key)
+    drop |= _dead_restores(rev, keys - drop)
     fwd = _filter(fwd, lambda s: key_of(s) in drop)
     rev = _filter(rev, lambda s: key_of(s) in drop)
     uses_tape = any(key_of(s) is not None and not (isinstance(key_of(s), tuple) and key_of(s)[0] == "list")
                     for s in optimize.walk_statements(fwd))
     return fwd, rev, uses_tape
+
+
+def _dead_restores(rev, keys):
+    """Plain-name keys none of whose ``x = pop()`` is read before ``x`` is bound again:
+    the reverse sweep reads ``x`` only before its pops (the last value, saved), as
+    where a loop over layers unrolled at compile time rebinds ``x`` once per layer."""
+    pops = [s for s in optimize.walk_statements(rev) if isinstance(key_of(s), str) and key_of(s) in keys]
+    read = {key_of(s) for s in pops if not (isinstance(s, gast.Assign) and len(s.targets) == 1
+                                            and isinstance(s.targets[0], gast.Name))}
+    pops = [s for s in pops if key_of(s) not in read]
+    if not pops:
+        return set()
+    live = liveness.analyze(rev, set(), only={s.targets[0].id for s in pops})
+    read |= {key_of(s) for s in pops if s.targets[0].id in live.live_after(s)}
+    return {key_of(s) for s in pops} - read
 
 
 def untape_top_level(fwd, rev):
