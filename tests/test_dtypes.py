@@ -463,3 +463,24 @@ def test_a_global_array_rebound_to_another_dtype_recompiles_and_one_of_the_same_
         assert sg.gradcheck(store_into_global_copy, (x,))
     finally:
         STORE_TARGET = np.array([1, 2])
+
+
+def _cubic(x):
+    return x * x * 3.0
+
+
+def _weighted(v, w):
+    return np.sum(v * w) * 6.0
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_0d_array_gets_a_0d_array_of_its_dtype(dtype):
+    """NumPy's arithmetic on 0-d arrays gives scalars; the gradient is still shaped, typed
+    and owned like the argument (an ndarray of shape ()), on every call and API."""
+    x = np.array(2.0, dtype=dtype)
+    g = sg.grad(_cubic)
+    for got in (g(x), g(x), sg.value_and_grad(_cubic)(x)[1], sg.vjp(_cubic)(x)[1](dtype(1.0)),
+                sg.grad(_weighted, wrt=(0, 1))(x, np.ones(2, dtype))[0]):
+        assert type(got) is np.ndarray and got.shape == () and got.dtype == dtype, repr(got)
+    assert g(x) == 12.0
+    assert type(sg.grad(_cubic)(dtype(2.0))) is (dtype if dtype is np.float32 else float)

@@ -39,7 +39,8 @@ def materialize(g, x):
     if is_array(x):
         xp = namespace(x)
         dtype = float_dtype(x, xp)
-        if not is_array(g) or g.shape != x.shape:
+        if not is_array(g) or g.shape != x.shape or (type(x) is numpy.ndarray and type(g) is not numpy.ndarray):
+            # (a 0-d array's gradient is a 0-d array, not the NumPy scalar arithmetic gives)
             g = xp.broadcast_to(xp.asarray(g, dtype=dtype), x.shape).copy()
         elif g.dtype != dtype:
             g = g.astype(dtype)
