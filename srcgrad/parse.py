@@ -389,9 +389,11 @@ def _parse_lambda(fn, source, info):
         try:
             module = gast.parse("(" + source.strip().rstrip(",") + ")")
         except SyntaxError:
-            raise SourceNotFoundError(
-                "cannot isolate the source of this lambda", code.co_filename, code.co_firstlineno,
-                hint="Define the function with def.") from None
+            module = _lambda_by_positions(code, *_source_of(fn))
+            if module is None:
+                raise SourceNotFoundError(
+                    "cannot isolate the source of this lambda", code.co_filename,
+                    code.co_firstlineno, hint="Define the function with def.") from None
     params = list(code.co_varnames[: code.co_argcount])
     found = [n for n in ast_util.walk(module) if isinstance(n, gast.Lambda)
              and [a.id for a in n.args.args] == params]
@@ -406,6 +408,44 @@ def _parse_lambda(fn, source, info):
                             returns=None, type_comment=None, type_params=[])
     gast.copy_location(node, lam)
     return node
+
+
+def _lambda_by_positions(code, lines, first):
+    """The lambda cut out of its source ``lines`` (as read, the first at line ``first``)
+    by the columns Python records for its body (``co_positions``): from a ``lambda``
+    keyword on its first line to the body's end, for a lambda inside a call or display
+    that spans lines."""
+    lines = [line.encode() for line in lines]
+    ends = [(end, end_col) for _, end, _, end_col in code.co_positions()
+            if end is not None and end_col is not None]
+    if not lines or not ends:
+        return None
+    end, end_col = max(ends)
+    end -= first   # an index into lines
+    if not 0 <= end < len(lines):
+        return None
+    params = list(code.co_varnames[: code.co_argcount])
+    start = lines[0].find(b"lambda")
+    while start >= 0:
+        text = lines[0][start:] if end else lines[0][start:end_col]
+        if end:
+            text += b"".join(lines[1:end]) + lines[end][:end_col]
+        try:
+            module = gast.parse("(" + text.decode() + ")")
+        except (SyntaxError, UnicodeDecodeError):
+            module = None
+        if module is not None:
+            found = [n for n in ast_util.walk(module) if isinstance(n, gast.Lambda)]
+            if found and [a.id for a in found[0].args.args] == params:
+                shift = start - 1 - (len(lines[0]) - len(lines[0].lstrip()))
+                for node in ast_util.walk(module):   # columns as in the dedented source
+                    if getattr(node, "lineno", None) == 1:
+                        node.col_offset += shift
+                        if getattr(node, "end_lineno", None) == 1:
+                            node.end_col_offset += shift
+                return module
+        start = lines[0].find(b"lambda", start + 1)
+    return None
 
 
 def _annotate_origins(node, info):

@@ -4,6 +4,8 @@ wrong, or refused though the design says they work. Each one failed before its f
 
 import dataclasses
 
+import inspect
+
 import numpy as np
 import pytest
 
@@ -249,13 +251,37 @@ def test_grad_of_a_lambda_called_inside_is_refused_at_the_users_line():
     assert __file__ in str(info.value) and "module level" in str(info.value)
 
 
-def test_the_second_derivative_of_a_lambda_whose_source_cannot_be_isolated_is_refused():
-    # (``try:`` and the lambda on one line: the line alone does not parse.) The
-    # refusal says so; it was a SyntaxError in a generated file named grad_<lambda>.
-    raised = None
-    try: sg.grad(sg.grad(lambda a: a ** 3))(0.8)  # noqa: E701
+def test_the_second_derivative_of_a_lambda_on_a_line_that_does_not_parse_alone():
+    # (``try:`` and the lambda on one line: the line alone does not parse; it was a
+    # SyntaxError in a generated file named grad_<lambda>, then a refusal.) The lambda
+    # is cut out by the columns Python records for its body.
+    raised, got = None, None
+    try: got = sg.grad(sg.grad(lambda a: a ** 3))(0.8)  # noqa: E701
     except Exception as exc: raised = exc  # noqa: E701
-    assert isinstance(raised, SrcgradError) and "lambda" in str(raised)
+    assert raised is None and got == pytest.approx(6 * 0.8)
+
+
+def test_lambdas_inside_calls_and_displays_that_span_lines():
+    x = np.array([0.3, 1.7])
+    got = (sg.grad(lambda v: np.sum(np.sin(v)))(x),
+           sg.grad(lambda v, w: np.sum(v * w) * 6.0, wrt=(0, 1))(x, np.ones(2))[0],
+           3)
+    np.testing.assert_allclose(got[0], np.cos(x))
+    np.testing.assert_allclose(got[1], [6.0, 6.0])
+    more = [sg.grad(lambda a: np.sum(a ** 3))(x), sg.grad(
+        lambda b: np.sum(
+            b ** 2 + 1.0))(x)]
+    np.testing.assert_allclose(more[0], 3 * x ** 2)
+    np.testing.assert_allclose(more[1], 2 * x)
+
+
+def test_a_refusal_inside_a_lambda_spanning_lines_names_its_line_and_column():
+    with pytest.raises(SrcgradError) as info:
+        [sg.grad(
+            lambda b: np.sum(
+                b ** 2) + float(np.add.at(b, 0, 1.0) or 0.0))(np.ones(2))]
+    line = inspect.currentframe().f_lineno - 2   # the lambda's line
+    assert f"line {line}, column 23" in str(info.value) and "np.sum(" in str(info.value)
 
 
 # ----- Control flow -----
