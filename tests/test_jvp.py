@@ -10,6 +10,7 @@ import pytest
 
 import srcgrad as sg
 from srcgrad.errors import SrcgradError
+from srcgrad.testing import numerical_grad
 
 H = 1e-6
 
@@ -420,3 +421,29 @@ def test_a_tangent_with_another_structure_than_its_primal_is_refused():
         sg.jvp(lambda xs: xs[0] * 2.0, ([1.0, 2.0],), ([1.0],))
     with pytest.raises(ValueError, match=r"shape \(2,\) for \"d\['a'\]\""):
         sg.jvp(f, ({"a": np.ones(3)},), ({"a": np.ones(2)},))
+
+
+def _writes_into_a_new_array(x):
+    out = np.zeros(3) + x   # its tangent was x's own tangent array (rt.tangent_like)
+    out[0] = 5.0
+    return np.sum(out * x)
+
+
+def _writes_through_a_view_of_the_argument(x):
+    v = x[:2]
+    v[0] = 5.0
+    return np.sum(x * x)
+
+
+@pytest.mark.parametrize("f, want", [(_writes_into_a_new_array, 15.0),
+                                     (_writes_through_a_view_of_the_argument, 10.0)])
+def test_a_write_changes_neither_another_tangent_nor_the_callers(f, want):
+    """A tangent shared with another (or with the caller's tangent) must not see a write
+    into a new array: the tangent was 10.0 for 15.0, and the caller's tangent changed."""
+    tx = np.ones(3)
+    for _ in range(2):   # the same tangent again gives the same answer
+        _, t = sg.jvp(f, (np.array([1.0, 2.0, 3.0]),), (tx,))
+        assert t == pytest.approx(want)
+        np.testing.assert_array_equal(tx, np.ones(3))
+    x = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(sg.jacfwd(f)(x.copy()), numerical_grad(f, (x,)), rtol=1e-6)

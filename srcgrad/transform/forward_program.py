@@ -93,8 +93,8 @@ def alias_checks(node, ctx, param_checks, active):
 
 def prologue(front_, transformer):
     """A parameter rebound to a value with a tangent but passed without one, or a global
-    written into, gets a zero tangent; a parameter written in place gets a copy of its own
-    (the caller's tangent stays)."""
+    written into, gets a zero tangent; where the function writes into any array, each
+    tangent argument gets a copy of its own (the caller's tangent stays)."""
     body = []
     stored = {n.id for n in ast_util.walk(front_.node) if isinstance(n, gast.Name)
               and not isinstance(n.ctx, gast.Load)}
@@ -105,7 +105,9 @@ def prologue(front_, transformer):
     for n in front_.params:
         if n in front_.act.active and n not in front_.names:
             body += gast.parse(f"{transformer.d(n)} = rt.tangent_zero({n})").body
-        elif n in front_.names and n in front_.written:
+        elif n in front_.names and front_.written:
+            # written in place, or through a view (v = x[:2]; v[0] = ...): the caller's
+            # tangent stays as it was
             body += gast.parse(f"{transformer.d(n)} = rt.own({transformer.d(n)})").body
     return body
 
