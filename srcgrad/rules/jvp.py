@@ -165,6 +165,7 @@ linear(np.tril, "m")
 linear(np.take, "a", no_tangent=("indices",))
 linear(Method("take"), "self", call="xp.take", no_tangent=("indices",))
 linear(np.take_along_axis, "arr", no_tangent=("indices",))
+linear(rt.ufunc_add_at, "a", "values", no_tangent=("index",))
 linear(np.diff, "a")
 
 

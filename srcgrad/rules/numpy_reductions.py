@@ -478,6 +478,24 @@ def take_vjp(dy, a, indices, axis=None):
     return dx
 
 
+@rt.helper
+def ufunc_add_at(a, index, values):
+    """``np.add.at(a, index, values)`` as a value: a copy of ``a`` with ``values`` added at
+    ``index``, once per repetition of an index (transform/mutation.py writes the call as
+    ``a[...] = rt.ufunc_add_at(a, index, values)``)."""
+    if not is_array(a):
+        raise TypeError(f"np.add.at writes into an array, not a {type(a).__name__}")
+    out = a.copy()
+    scatter_add(namespace(a), out, index, values)
+    return out
+
+
+@adjoint(rt.ufunc_add_at)
+def ufunc_add_at(dy, y, a, index, values):
+    """Each repetition of an index added its values: each gets the gradient there."""
+    return dy, None, rt.unbroadcast(rt.take_grad(dy, index), values)
+
+
 @adjoint(Method("take"))
 def take_method(dy, y, self, indices, axis=None):
     """Repeated indices accumulate their gradients."""

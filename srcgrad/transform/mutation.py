@@ -41,10 +41,22 @@ def _copyto(call):
     return call.args[0], call.args[1]
 
 
+def _ufunc_at(call):
+    """``np.add.at(a, index, v)`` -> ``a[...] = rt.ufunc_add_at(a, index, v)`` (repeated
+    indices add each time); the other ufuncs' ``.at`` are refused."""
+    from srcgrad import runtime
+    owner = getattr(anno.getanno(call, Static.PRIMITIVE), "__self__", None)
+    if getattr(owner, "__name__", None) != "add" or len(call.args) != 3 or call.keywords:
+        return None
+    value = gast.Call(func=name("ufunc_add_at"), args=list(call.args), keywords=[])
+    anno.setanno(value, Static.PRIMITIVE, runtime.ufunc_add_at)
+    return call.args[0], value
+
+
 MUTATING_FUNCTIONS = {
     "copyto": _copyto,
     "put": None, "putmask": None, "place": None, "fill_diagonal": None, "shuffle": None,
-    "put_along_axis": None, "at": None,  # np.add.at(a, idx, v) and its kind
+    "put_along_axis": None, "at": _ufunc_at,  # np.add.at(a, idx, v); np.maximum.at ... refused
 }
 
 
