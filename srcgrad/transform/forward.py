@@ -253,9 +253,7 @@ class ForwardAD(ComplexStatements, Base):
         own = target.id in self.written and not self.is_view(s.value)
         if tangent is None:
             return [s, self.inherit(_assign(name(self.d(target.id), True), self.zero_of(s.value, target)))]
-        if own and not isinstance(tangent, (gast.BinOp, gast.UnaryOp, gast.Constant)):
-            # a new array written in place later: its tangent must be one too, not another
-            # tangent a rule handed back (rt.tangent_like of y = zeros + x is dx itself)
+        if own and isinstance(tangent, (gast.Name, gast.Subscript)):
             tangent = expr("rt.own(T)", T=tangent)
         reads = set().union(_names(tangent), *[_names(t) for t in stmts])
         if target.id not in reads:   # after the statement: y is the new value
