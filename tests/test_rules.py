@@ -372,6 +372,9 @@ add(
     C(np.take_along_axis, r(3, 5), np.array([[0, 0, 4], [1, 2, 1], [3, 3, 3]]), axis=1),
     C(np.take_along_axis, r(3, 5), np.array([[0, 2, 2, 1, 0]]), 0),
     C(np.take_along_axis, r(3, 5), np.array([4, 4, 14]), None),
+    C(rt.ufunc_add_at, r(5), np.array([0, 2, 0, 4, 0]), r(5), _wrt=[0, 2]),
+    C(rt.ufunc_add_at, r(3, 4), (np.array([0, 2, 0]), np.array([1, 1, 1])), r(3), _wrt=[0, 2]),
+    C(rt.ufunc_add_at, r(3, 4), np.array([1, 1]), 0.5, _wrt=[0, 2]),
     C(np.trace, r(4, 4)), C(np.trace, r(3, 5), 1), C(np.trace, r(4, 3), -1),
     C(np.trace, r(3, 4, 5), 0, 2, 0), C(M("trace"), r(4, 4)), C(M("trace"), r(2, 3, 3), axis1=1, axis2=2),
 )
