@@ -483,6 +483,7 @@ def _nested_range_loops(x):
 def _index_read_after_loop(x):
     s = 0.0
     i = 7
+    s = s + x[0] * i   # its gradient, after the reversed loop, reads the 7 again
     for i in range(len(x)):
         s = s + x[i] * i
     return s * i
@@ -528,7 +529,8 @@ def test_range_loops_replay_the_range_instead_of_taping_the_index():
         check_grads(f, (x,), atol=1e-7, rtol=1e-7)
     # A break: only the iterations that ran are replayed.
     assert "push(range_i[:n_i])" in sg.source(_range_loop_with_break, args=(x,))
-    # The index's value before the loop is read after it: that value stays on the tape.
+    # The index's value before the loop is read after it (and the backward sweep reads the
+    # value before the loop once it has replayed it): that value stays on the tape.
     assert "push(i)" in sg.source(_index_read_after_loop, args=(x,))
     # A body that rebinds the index: the index of every iteration is taped as before.
     rebound = sg.source(_index_rebound_in_body, args=(x,))
