@@ -16,7 +16,8 @@ loop's body is recomputed only if
   restores it), a name bound once outside any loop (a parameter, ``n = len(x)``),
   or a value recomputed before it in the same body;
 * ``E`` is a cheap read: a subscript ``B[I]`` of such names and constants (slices
-  included), or, for a value read only as an ``if`` test, a comparison or ``not``;
+  included), a transpose ``B.T``, or, for a value read only as an ``if`` test, a
+  comparison or ``not``;
 * ``x`` is bound only there, and read only by the statements after it in the same
   body: the reversed iteration reads it only after it was recomputed.
 """
@@ -86,6 +87,9 @@ def _in_body(body, stable, excluded, store_counts, loads, tests):
         if isinstance(value, gast.Subscript):
             cheap = _leaf(value.value, stable) and isinstance(value.value, gast.Name) \
                 and _index(value.slice, stable)
+        elif isinstance(value, gast.Attribute):   # W.T in an RNN's loop: a view, no copy
+            cheap = value.attr in ("T", "mT") and _leaf(value.value, stable) \
+                and isinstance(value.value, gast.Name)
         elif isinstance(value, gast.Compare):
             cheap = loads.get(x, 0) == tests.get(x, 0) and all(
                 _leaf(e, stable) for e in [value.left] + value.comparators)
