@@ -11,7 +11,8 @@ the clone is rewritten:
 * ``xp = rt.namespace(...)`` is dropped and ``xp.f`` becomes ``np.f``.
 * The tape (``tape = []``, ``push(v)``, ``v = pop()``) becomes one typed list per tape
   key (``_tape_v``): a pop reads the key its push wrote (transform/tape.py tags both
-  with it), so each list keeps the one type its values have.
+  with it), so each list keeps the one type its values have. A key of numbers pushed
+  in one top-level loop is a float64 array sized by its trip count (fixed_tapes.py).
 * ``reversed(range_i)`` becomes ``_jrt.rev_range(range_i)``; ``a ** b`` becomes
   ``_jrt.power(a, b)``, which Numba compiles for all but two integers (a Python int
   power does not overflow, Numba's would).
@@ -33,7 +34,7 @@ import numpy
 
 from srcgrad import anno, optimize, pipeline
 from srcgrad.codegen import emit
-from srcgrad.jit import inplace, loops, zeros
+from srcgrad.jit import fixed_tapes, inplace, loops, zeros
 from srcgrad.templates import clone
 from srcgrad.transform import tape as tapes
 
@@ -93,9 +94,11 @@ class Translation:
         return self._origins
 
 
-def translate(compiled, variant, optional=frozenset()):
+def translate(compiled, variant, optional=frozenset(), lists=frozenset()):
     """``compiled``'s gradient as Numba source (a Translation), or raises Refused.
-    ``optional``: the names whose zero number is written None (zeros.py)."""
+    ``optional``: the names whose zero number is written None (zeros.py); ``lists``:
+    the tapes (``_tape_k``) kept lists (else one of numbers in a loop is an array:
+    fixed_tapes.py)."""
     info, bindings = pipeline.with_trees(compiled).load   # trees of a gradient loaded from disk
     if compiled.tuple_output or compiled.functions:
         what = "a tuple output" if compiled.tuple_output else "a custom Function"
@@ -122,7 +125,9 @@ def translate(compiled, variant, optional=frozenset()):
         args.args = args.args + [_name(n, gast.Param()) for n in extra]
     rewrite = _Rewrite(_first_origin(compiled.trees[0]))
     body = rewrite.block(body)
-    tape_lists = [_assign(key, gast.List(elts=[], ctx=gast.Load())) for key in sorted(rewrite.tapes)]
+    arrays = fixed_tapes.fix(body, compiled.scalars, lists)
+    tape_lists = [_assign(key, gast.List(elts=[], ctx=gast.Load()))
+                  for key in sorted(rewrite.tapes - arrays)]
     function = gast.FunctionDef(name=name, args=args, body=tape_lists + body, decorator_list=[],
                                 returns=None, type_comment=None, type_params=[])
     function.body = _zero_adjoints_typed(function.body)
