@@ -209,3 +209,46 @@ def test_the_class_call_keeps_the_guard(monkeypatch):
     _same(jit, x)
     monkeypatch.setattr(sys.modules[__name__], "len", lambda v: 1, raising=False)
     _same(jit, x)   # a global shadowing a builtin the gradient reads: compiled anew
+
+
+def test_a_closure_number_is_read_anew_and_an_equal_one_compiles_nothing():
+    def make(c):
+        def f(x):
+            s = 0.0
+            for v in x:
+                s = s + v * v * c
+            return s
+        return f, f.__closure__[0]
+    f, cell = make(0.0)
+    x = np.array([0.5, -1.2, 2.0])
+    jit = sg.grad(f, jit=True)
+    _same(jit, x)
+    cell.cell_contents = -0.0   # equal, another sign: compiled anew
+    _same(jit, x)
+    cell.cell_contents = 1.5
+    _same(jit, x)
+    compiles = len(jit.compile_times)
+    cell.cell_contents = float("1.5")   # the same value, another object: nothing compiled
+    cell.cell_contents = 3.0 / 2.0
+    _same(jit, x)
+    assert len(jit.compile_times) == compiles
+    cell.cell_contents = 2   # an int: another type
+    _same(jit, x)
+
+
+def two_inputs(x, w, k):
+    s = 0.0
+    for i in range(len(x)):
+        s = s + x[i] * w[i] * k
+    return s
+
+
+def test_the_entry_point_checks_every_argument():
+    x, w = np.array([0.5, -1.2, 2.0]), np.array([1.0, 2.0, 3.0])
+    jit = sg.grad(two_inputs, jit=True)
+    want = sg.grad(two_inputs)
+    for args in ((x, w, 2.0), (x, w, 2.0), (x, w[::-1], 2.0), (x, w, True), (x, w, 3),
+                 (x, w.astype(np.int64), 2.0), (x, w, 2.0)):
+        got = jit(*args)
+        assert np.allclose(got, want(*args), rtol=1e-12, atol=1e-14)
+    assert "entry_point(a0, a1, a2, buf)" in type(jit).__call__.__source__

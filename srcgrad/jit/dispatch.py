@@ -200,9 +200,30 @@ class _Entry:
         dispatcher._can_compile = False   # compiled by _compile only, for types checked first
         return dispatcher
 
+    def stale(self):
+        """Whether a global or closure number compiled in as a constant has changed
+        (Translation.frozen): then this translation and its compiled code are dropped."""
+        t = self._translation
+        if t is None or not t.frozen:
+            return False
+        holds = t.__dict__.get("frozen_holds")
+        if holds is None:
+            lines, values = translate.frozen_checks(t.frozen)
+            namespace = dict(values)
+            exec("def holds():\n    try:\n        return (" + "\n                and ".join(lines)
+                 + ")\n    except Exception:   # an emptied cell, a deleted global\n"
+                 "        return False\n", namespace)
+            holds = t.frozen_holds = namespace["holds"]
+        if holds():
+            return False
+        self._translation, self.dispatcher = None, None
+        return True
+
     def call(self, owner, args, grad_outputs):
         if self.refused is not None:
             return owner._numpy(args, grad_outputs)
+        if self.stale():
+            self._unhot(owner)
         if self.dispatcher is None:
             try:
                 self.dispatcher = self._dispatcher()
@@ -330,8 +351,10 @@ class _Entry:
 
         def finish(args, grad_outputs, result):
             return self._finish(owner, args, grad_outputs, None, result, None)
+        numbers = translate.frozen_checks(self.translation().frozen)
         hot = _hot_call.hot_function(self.compiled.guard, owner._fn, keys, position,
-                                     self.dispatcher, seeded, finish, signature)
+                                     self.dispatcher, seeded, finish, signature,
+                                     numbers=numbers)
         hot.entry = self
         (owner._hot_seeded if seeded else owner._hot)[keys] = hot
         if seeded:
@@ -340,7 +363,7 @@ class _Entry:
             owner._last_grad = hot
             call = _hot_call.hot_function(self.compiled.guard, owner._fn, keys, position,
                                           self.dispatcher, False, finish, signature, "call",
-                                          _general)
+                                          _general, numbers)
             call.entry = self
             owner._set_call(call)
 
@@ -488,6 +511,7 @@ class _JvpEntry(_Entry):
         function = self.compiled.function
         if self.refused is not None:
             return function(*args)
+        self.stale()
         if self.dispatcher is None:
             try:
                 self.dispatcher = self._dispatcher()

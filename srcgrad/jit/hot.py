@@ -68,7 +68,7 @@ def exact_checks(names, signature, keys):
 
 
 def hot_function(guard, fn, keys, position, dispatcher, seeded, finish, signature=None,
-                 form="hot", general=None):
+                 form="hot", general=None, numbers=((), {})):
     """``hot(args, grad_outputs)`` for arguments of rank keys ``keys`` whose gradient at
     ``position`` is the compiled code's one gradient (its source: ``__source__``).
     ``finish(args, grad_outputs, grads)``: dispatch's finish of grad's gradients
@@ -76,7 +76,9 @@ def hot_function(guard, fn, keys, position, dispatcher, seeded, finish, signatur
     entry point is called where the arguments are of those types, ``exact_checks``).
     ``form="call"`` (not seeded): ``__call__(self, *args, grad_outputs=None, **kwargs)``
     itself, which runs ``general(self, args, grad_outputs, kwargs)`` for a call it does
-    not take (a JitGradFunction's class call: no call layer between the user and this)."""
+    not take (a JitGradFunction's class call: no call layer between the user and this).
+    ``numbers``: (conditions, namespace) that the numbers compiled in as constants are
+    unchanged (translate.frozen_checks), checked with the guard."""
     names = [f"a{k}" for k in range(len(keys))]
     call = ", ".join(names)
     like = names[position]
@@ -108,7 +110,8 @@ def hot_function(guard, fn, keys, position, dispatcher, seeded, finish, signatur
     lines += ["    if not (" + "\n            and ".join(checks) + "):",
               f"        {declined}",
               "    try:",
-              "        holds = (" + guard.condition.replace("\n", "\n    ") + ")",
+              "        holds = (" + "\n                and ".join(
+                  [guard.condition] + list(numbers[0])).replace("\n", "\n    ") + ")",
               "    except Exception:   # an emptied cell, an attribute that raises",
               "        holds = False",
               "    if not holds:",
@@ -136,7 +139,7 @@ def hot_function(guard, fn, keys, position, dispatcher, seeded, finish, signatur
             entry_point = dispatcher.overloads[signature].entry_point
     lines += ["    try:"]
     if exact:   # Numba's dispatcher would choose this overload: its entry point directly
-        lines += ["        if " + "\n                and ".join(exact) + ":",
+        lines += ["        if (" + "\n                and ".join(exact) + "):",
                   f"            result = entry_point({call}, buf)",
                   "        else:",
                   f"            result = dispatcher({call}, buf)"]
@@ -162,6 +165,7 @@ def hot_function(guard, fn, keys, position, dispatcher, seeded, finish, signatur
     lines += [f"    {declined}" if seeded else f"    return finish({args}, grad_outputs, result)"]
     source = "\n".join(lines) + "\n"
     namespace = dict(guard.namespace)
+    namespace.update(numbers[1])
     namespace.update(fn=fn, DECLINED=DECLINED, ndarray=numpy.ndarray, F64=_F64, SMALL=SMALL,
                      I64=numpy.dtype(numpy.int64), B1=numpy.dtype(numpy.bool_), NOARG=NOARG,
                      empty=numpy.empty, buffer=buffer, rank_key=rank_key, KEYS=keys,

@@ -82,8 +82,11 @@ class Translation:
     """The jit function's ``name``, ``source``, ``namespace``, and ``origins()``: line of
     the source -> the Origin of the user statement it computes."""
 
-    def __init__(self, name, source, namespace, function, runs=(), trees=()):
+    def __init__(self, name, source, namespace, function, runs=(), trees=(), frozen=()):
         self.name, self.source, self.namespace = name, source, namespace
+        # (dict or cell, name, value) of each global or closure number compiled in as a
+        # constant: where one changes, the translation is stale (dispatch.py, hot.py)
+        self.frozen = list(frozen)
         self.runs = list(runs)   # the elementwise runs (loops.Run), defined in the source
         self._function, self._origins = function, None
         self._kernel_trees = list(trees)
@@ -138,10 +141,11 @@ def translate(compiled, variant, optional=frozenset(), lists=frozenset()):
         except zeros.Unsupported as exc:
             raise Refused(str(exc), _first_origin(compiled.trees[0])) from None
     kernels = loops.fuse(function, compiled.scalars)
-    namespace = _namespace(function, info, bindings, {k.name for k in kernels})
+    frozen = []
+    namespace = _namespace(function, info, bindings, {k.name for k in kernels}, frozen)
     trees = [t for k in kernels for t in (k.loop, k.original)]
     return Translation(name, emit.to_source(trees + [function]), namespace, function,
-                       kernels, trees)
+                       kernels, trees, frozen)
 
 
 def _zero_adjoints_typed(body):
@@ -195,9 +199,11 @@ def translate_jvp(compiled, fn):
     loaded = compiled.function
     cells = dict(zip(loaded.__code__.co_freevars, loaded.__closure__ or ()))
     scope = types.SimpleNamespace(closure=cells, globals=loaded.__globals__)
-    namespace = _namespace(function, scope, {}, {r.name for r in runs})
+    frozen = []
+    namespace = _namespace(function, scope, {}, {r.name for r in runs}, frozen)
     trees = [t for r in runs for t in (r.loop, r.original)]
-    return Translation(name, emit.to_source(trees + [function]), namespace, function, runs, trees)
+    return Translation(name, emit.to_source(trees + [function]), namespace, function, runs, trees,
+                       frozen)
 
 
 def _compose(forward, backward, seed_value, variant):
@@ -372,8 +378,11 @@ def _describe(node):
                                                            f"a {type(node).__name__}")
 
 
-def _namespace(function, info, bindings, kernels=()):
-    """The globals the jit function reads: each free name checked (Refused otherwise)."""
+def _namespace(function, info, bindings, kernels=(), frozen=None):
+    """The globals the jit function reads: each free name checked (Refused otherwise).
+    ``frozen``: a list given the numbers read from the function's globals and closure
+    cells (``(dict or cell, name, value)``): Numba compiles a global as a constant,
+    where the NumPy code reads it at each call (``Translation.frozen``)."""
     assigned = {a.id for a in function.args.args + function.args.posonlyargs + function.args.kwonlyargs}
     for node in gast.walk(function):
         if isinstance(node, gast.Name) and not isinstance(node.ctx, gast.Load):
@@ -398,6 +407,9 @@ def _namespace(function, info, bindings, kernels=()):
             if not _numba_value(value):
                 raise Refused(f"the global {n} (a {type(value).__name__})", origin)
             namespace[n] = value
+            if frozen is not None and n not in bindings and _is_number(value):
+                frozen.append((info.closure[n], n, value) if n in info.closure else
+                              (info.globals, n, value))
     return namespace
 
 
@@ -415,6 +427,26 @@ def _resolve(n, info, bindings):
     if n in info.globals:
         return info.globals[n]
     return _MISSING
+
+
+def _is_number(value):
+    return type(value) in (int, float, bool, complex) or isinstance(value, numpy.number)
+
+
+def frozen_checks(frozen):
+    """(conditions, their namespace): each number of ``frozen`` (``Translation.frozen``)
+    is still the value compiled in. A float or an int of the same type and value holds
+    (a float 0 by identity only: its sign); anything else by identity. An emptied cell
+    or a deleted global raises: the caller treats that as not holding."""
+    lines, values = [], {}
+    for k, (where, name, value) in enumerate(frozen):
+        read = f"_fz_in{k}.cell_contents" if not isinstance(where, dict) else f"_fz_in{k}[{name!r}]"
+        values[f"_fz_in{k}"], values[f"_fz_v{k}"] = where, value
+        if type(value) in (int, bool) or (type(value) is float and value == value and value != 0):
+            lines.append(f"type({read}) is {type(value).__name__} and {read} == _fz_v{k}")
+        else:
+            lines.append(f"{read} is _fz_v{k}")
+    return lines, values
 
 
 def _numba_value(value):
