@@ -76,8 +76,11 @@ class Guard:
                         checks.add("{}.cell_contents is {}", info.closure[root], obj)
                 elif obj is not MISSING and info.globals.get(root, MISSING) is obj:
                     checks.add(f"{{}}[{root!r}] is {{}}", info.globals, obj)
-                else:   # a builtin, or a name defined nowhere
+                elif obj is MISSING:   # a name defined nowhere
                     checks.add(f"{root!r} not in {{}} and BUILTINS.get({root!r}, MISSING) is {{}}",
+                               info.globals, obj)
+                else:   # a builtin (deleted since: KeyError, so it does not hold)
+                    checks.add(f"{root!r} not in {{}} and BUILTINS[{root!r}] is {{}}",
                                info.globals, obj)
             for root, key in info.kind_reads.items():   # a number or array: its kind only
                 if root in info.closure:

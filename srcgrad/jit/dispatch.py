@@ -19,6 +19,7 @@ order; NumPy's vectorised transcendental functions may round the last bit differ
 
 import linecache
 import re
+import sys
 import time
 import types
 import warnings
@@ -29,7 +30,7 @@ from numpy import ndarray
 from srcgrad.analysis.ranks import rank_keys
 from srcgrad.call_values import _LEAF_TYPES, _finish_values
 from srcgrad.codegen import loader
-from srcgrad.jit import hot as _hot_call, translate
+from srcgrad.jit import fixed_tapes, hot as _hot_call, translate
 from srcgrad.jit.errors import ZeroAdjoint
 
 _SCALARS = (float, int, bool)
@@ -111,6 +112,22 @@ class JitGradFunction:
             self._fast[(variant, rank_keys(args))] = entry
         return entry.call(self, args, grad_outputs)
 
+    def _set_call(self, call):
+        """``call`` (hot.py's call form, or None: the general ``__call__``) as this
+        instance's call: a class of its own (made once) whose ``__call__`` it is, so
+        that ``g(x)`` runs it with no call layer of its own."""
+        cls = type(self)
+        if cls is JitGradFunction:
+            if call is None:
+                return
+            cls = type("JitGradFunction", (JitGradFunction,), {"__slots__": (),
+                                                                 "__module__": __name__})
+            self.__class__ = cls
+        if call is None:
+            cls.__call__ = JitGradFunction.__call__
+        else:
+            cls.__call__ = call
+
     def _decline(self, what):
         """One warning per construct that runs the NumPy gradient without a translation."""
         declined = self.__dict__.setdefault("_declined", set())
@@ -137,6 +154,11 @@ class JitGradFunction:
         return self.gradient(*args, grad_outputs=grad_outputs)
 
 
+def _general(self, args, grad_outputs, kwargs):
+    """A call hot.py's call form does not take: the general path."""
+    return JitGradFunction.__call__(self, *args, grad_outputs=grad_outputs, **kwargs)
+
+
 class _Entry:
     """One compiled gradient in one variant: its translation and Numba dispatcher."""
 
@@ -148,12 +170,14 @@ class _Entry:
         self.failed = set()        # signatures Numba could not compile
         self.warned = False        # the run-time fallback was warned about
         self.optional = frozenset()   # names Numba could not unify (translate, zeros.py)
+        self.lists = frozenset()   # tapes kept lists: their array refused a value (fixed_tapes.py)
         self._translation = None
         self.holds = getattr(getattr(compiled, "guard", None), "holds", None)
 
     def translation(self):
         if self._translation is None:
-            self._translation = translate.translate(self.compiled, self.variant, self.optional)
+            self._translation = translate.translate(self.compiled, self.variant, self.optional,
+                                                    self.lists)
         return self._translation
 
     def _dispatcher(self):
@@ -176,9 +200,30 @@ class _Entry:
         dispatcher._can_compile = False   # compiled by _compile only, for types checked first
         return dispatcher
 
+    def stale(self):
+        """Whether a global or closure number compiled in as a constant has changed
+        (Translation.frozen): then this translation and its compiled code are dropped."""
+        t = self._translation
+        if t is None or not t.frozen:
+            return False
+        holds = t.__dict__.get("frozen_holds")
+        if holds is None:
+            lines, values = translate.frozen_checks(t.frozen)
+            namespace = dict(values)
+            exec("def holds():\n    try:\n        return (" + "\n                and ".join(lines)
+                 + ")\n    except Exception:   # an emptied cell, a deleted global\n"
+                 "        return False\n", namespace)
+            holds = t.frozen_holds = namespace["holds"]
+        if holds():
+            return False
+        self._translation, self.dispatcher = None, None
+        return True
+
     def call(self, owner, args, grad_outputs):
         if self.refused is not None:
             return owner._numpy(args, grad_outputs)
+        if self.stale():
+            self._unhot(owner)
         if self.dispatcher is None:
             try:
                 self.dispatcher = self._dispatcher()
@@ -211,7 +256,8 @@ class _Entry:
         try:
             compile_s = _compile(dispatcher, call_args)
         except Exception as exc:   # Numba's typing or lowering
-            if self._ununified(exc):   # translated again with that name's zero as None
+            if self._ununified(exc) or self._listed(exc):   # translated again: that name's
+                # zero as None, or the tapes as lists
                 self._unhot(owner)
                 return self.call(owner, args, grad_outputs)
             self.failed.add(_signature(call_args))
@@ -239,7 +285,7 @@ class _Entry:
                 self.holds is not None:
             plan = owner.gradient._plan_of(self.compiled)
             if len(plan.wrt_positions) == 1 and not plan.many and plan.wrt_positions[0] is not None:
-                self._record_hot(owner, args, plan.wrt_positions[0])
+                self._record_hot(owner, args, plan.wrt_positions[0], call_args)
         return self._finish(owner, args, grad_outputs, seed, result, buf)
 
     def _ununified(self, exc):
@@ -258,11 +304,30 @@ class _Entry:
             return False
         optional = self.optional | {name}
         try:
-            translation = translate.translate(self.compiled, self.variant, optional)
+            translation = translate.translate(self.compiled, self.variant, optional, self.lists)
         except translate.Refused:
             return False
         self.optional, self._translation = optional, translation
         self.dispatcher = None
+        return True
+
+    def _listed(self, exc):
+        """Where an array tape refused its value's type (an int: fixed_tapes.py): whether
+        a translation with that tape a list replaced this one."""
+        text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc))
+        if fixed_tapes.TAPE_REFUSAL not in text:
+            return False
+        lines = re.findall(re.escape(self._filename) + r'", line (\d+)', text)
+        source = self.translation().source.splitlines()
+        if not lines or int(lines[-1]) > len(source):
+            return False
+        found = re.match(r"\s*_sg_tn(_tape_\w+) = _jrt\.tape_(push|new)\b", source[int(lines[-1]) - 1])
+        if not found:
+            found = re.match(r"\s*(_tape_\w+) = _jrt\.tape_new\b", source[int(lines[-1]) - 1])
+        if not found or found.group(1) in self.lists:
+            return False
+        self.lists = self.lists | {found.group(1)}
+        self._translation, self.dispatcher = None, None
         return True
 
     def _unhot(self, owner):
@@ -273,22 +338,34 @@ class _Entry:
         for name in ("_last_grad", "_last_seeded"):
             if getattr(getattr(owner, name), "entry", None) is self:
                 setattr(owner, name, None)
+        if getattr(type(owner).__dict__.get("__call__"), "entry", None) is self:
+            owner._set_call(None)
 
-    def _record_hot(self, owner, args, position):
-        """hot.py's function for calls of these ranks, the one the next call tries first."""
+    def _record_hot(self, owner, args, position, call_args):
+        """hot.py's function for calls of these ranks, the one the next call tries first;
+        for grad's common call also the class call of ``owner`` (hot.py's call form)."""
+        import numba
         seeded = self.variant == "seeded"
         keys = rank_keys(args)
+        signature = tuple(numba.typeof(a) for a in call_args)
 
         def finish(args, grad_outputs, result):
             return self._finish(owner, args, grad_outputs, None, result, None)
+        numbers = translate.frozen_checks(self.translation().frozen)
         hot = _hot_call.hot_function(self.compiled.guard, owner._fn, keys, position,
-                                     self.dispatcher, seeded, finish)
+                                     self.dispatcher, seeded, finish, signature,
+                                     numbers=numbers)
         hot.entry = self
         (owner._hot_seeded if seeded else owner._hot)[keys] = hot
         if seeded:
             owner._last_seeded = hot
         else:
             owner._last_grad = hot
+            call = _hot_call.hot_function(self.compiled.guard, owner._fn, keys, position,
+                                          self.dispatcher, False, finish, signature, "call",
+                                          _general, numbers)
+            call.entry = self
+            owner._set_call(call)
 
     def _finish(self, owner, args, grad_outputs, seed, result, buf):
         gfn = owner.gradient
@@ -397,7 +474,20 @@ def _signature(args):
 def _warn(message, filename, lineno):
     where = f"{filename}, line {lineno}: " if filename else ""
     warnings.warn(f"srcgrad jit: {where}{message}; running the NumPy gradient",
-                  JitFallbackWarning, stacklevel=4)
+                  JitFallbackWarning, stacklevel=_caller_level())
+
+
+_HERE = __file__.rsplit("/", 1)[0] if "/" in __file__ else ""
+
+
+def _caller_level():
+    """warnings.warn's stacklevel of the first frame outside this package (the call
+    of the gradient: through hot.py's call form or not)."""
+    frame, level = sys._getframe(2), 2
+    while frame is not None and (frame.f_code.co_filename.startswith(_HERE) or
+                                 frame.f_code.co_filename == "<hot call of a jit gradient>"):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 class _JvpEntry(_Entry):
@@ -421,6 +511,7 @@ class _JvpEntry(_Entry):
         function = self.compiled.function
         if self.refused is not None:
             return function(*args)
+        self.stale()
         if self.dispatcher is None:
             try:
                 self.dispatcher = self._dispatcher()

@@ -531,3 +531,45 @@ def _norm(x):
 
 
 globals().update({f"vm_{name}": f for name, f in _VECTOR_MATH.items()})   # _jrt.vm_sin, ...
+
+
+# The tapes of fixed_tapes.py: a float64 array sized by a loop's trip count, and a count.
+
+def tape_new(iterable, pushes):
+    """An empty float64 tape for ``pushes`` values a turn of a loop over ``iterable``."""
+
+
+@overload(tape_new)
+def _tape_new(iterable, pushes):
+    if isinstance(iterable, (types.RangeType, types.Array)) and isinstance(pushes, types.Integer):
+        return lambda iterable, pushes: np.empty(len(iterable) * pushes)
+    _refuse("tape_new", iterable)
+
+
+def tape_push(tape, n, value):
+    """``tape[n] = value``; ``n + 1`` (IndexError past the end: the loop ran longer)."""
+
+
+@overload(tape_push, jit_options=JIT_OPTIONS)
+def _tape_push(tape, n, value):
+    if value == types.float64:   # an int64 or a bool would come back as another number
+        def impl(tape, n, value):
+            if n >= len(tape):
+                raise IndexError("srcgrad jit: a tape past its trip count")
+            tape[n] = value
+            return n + 1
+        return impl
+    _refuse("tape_push", value)
+
+
+def tape_down(n):
+    """``n - 1``, the index of a tape's last value (IndexError where it is empty)."""
+
+
+@overload(tape_down, jit_options=JIT_OPTIONS)
+def _tape_down(n):
+    def impl(n):
+        if n <= 0:
+            raise IndexError("srcgrad jit: pop from an empty tape")
+        return n - 1
+    return impl

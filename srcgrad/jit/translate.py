@@ -11,7 +11,8 @@ the clone is rewritten:
 * ``xp = rt.namespace(...)`` is dropped and ``xp.f`` becomes ``np.f``.
 * The tape (``tape = []``, ``push(v)``, ``v = pop()``) becomes one typed list per tape
   key (``_tape_v``): a pop reads the key its push wrote (transform/tape.py tags both
-  with it), so each list keeps the one type its values have.
+  with it), so each list keeps the one type its values have. A key of numbers pushed
+  in one top-level loop is a float64 array sized by its trip count (fixed_tapes.py).
 * ``reversed(range_i)`` becomes ``_jrt.rev_range(range_i)``; ``a ** b`` becomes
   ``_jrt.power(a, b)``, which Numba compiles for all but two integers (a Python int
   power does not overflow, Numba's would).
@@ -33,7 +34,7 @@ import numpy
 
 from srcgrad import anno, optimize, pipeline
 from srcgrad.codegen import emit
-from srcgrad.jit import inplace, loops, zeros
+from srcgrad.jit import fixed_tapes, inplace, loops, zeros
 from srcgrad.templates import clone
 from srcgrad.transform import tape as tapes
 
@@ -81,8 +82,11 @@ class Translation:
     """The jit function's ``name``, ``source``, ``namespace``, and ``origins()``: line of
     the source -> the Origin of the user statement it computes."""
 
-    def __init__(self, name, source, namespace, function, runs=(), trees=()):
+    def __init__(self, name, source, namespace, function, runs=(), trees=(), frozen=()):
         self.name, self.source, self.namespace = name, source, namespace
+        # (dict or cell, name, value) of each global or closure number compiled in as a
+        # constant: where one changes, the translation is stale (dispatch.py, hot.py)
+        self.frozen = list(frozen)
         self.runs = list(runs)   # the elementwise runs (loops.Run), defined in the source
         self._function, self._origins = function, None
         self._kernel_trees = list(trees)
@@ -93,9 +97,11 @@ class Translation:
         return self._origins
 
 
-def translate(compiled, variant, optional=frozenset()):
+def translate(compiled, variant, optional=frozenset(), lists=frozenset()):
     """``compiled``'s gradient as Numba source (a Translation), or raises Refused.
-    ``optional``: the names whose zero number is written None (zeros.py)."""
+    ``optional``: the names whose zero number is written None (zeros.py); ``lists``:
+    the tapes (``_tape_k``) kept lists (else one of numbers in a loop is an array:
+    fixed_tapes.py)."""
     info, bindings = pipeline.with_trees(compiled).load   # trees of a gradient loaded from disk
     if compiled.tuple_output or compiled.functions:
         what = "a tuple output" if compiled.tuple_output else "a custom Function"
@@ -122,7 +128,9 @@ def translate(compiled, variant, optional=frozenset()):
         args.args = args.args + [_name(n, gast.Param()) for n in extra]
     rewrite = _Rewrite(_first_origin(compiled.trees[0]))
     body = rewrite.block(body)
-    tape_lists = [_assign(key, gast.List(elts=[], ctx=gast.Load())) for key in sorted(rewrite.tapes)]
+    arrays = fixed_tapes.fix(body, compiled.scalars, lists)
+    tape_lists = [_assign(key, gast.List(elts=[], ctx=gast.Load()))
+                  for key in sorted(rewrite.tapes - arrays)]
     function = gast.FunctionDef(name=name, args=args, body=tape_lists + body, decorator_list=[],
                                 returns=None, type_comment=None, type_params=[])
     function.body = _zero_adjoints_typed(function.body)
@@ -133,10 +141,11 @@ def translate(compiled, variant, optional=frozenset()):
         except zeros.Unsupported as exc:
             raise Refused(str(exc), _first_origin(compiled.trees[0])) from None
     kernels = loops.fuse(function, compiled.scalars)
-    namespace = _namespace(function, info, bindings, {k.name for k in kernels})
+    frozen = []
+    namespace = _namespace(function, info, bindings, {k.name for k in kernels}, frozen)
     trees = [t for k in kernels for t in (k.loop, k.original)]
     return Translation(name, emit.to_source(trees + [function]), namespace, function,
-                       kernels, trees)
+                       kernels, trees, frozen)
 
 
 def _zero_adjoints_typed(body):
@@ -190,9 +199,11 @@ def translate_jvp(compiled, fn):
     loaded = compiled.function
     cells = dict(zip(loaded.__code__.co_freevars, loaded.__closure__ or ()))
     scope = types.SimpleNamespace(closure=cells, globals=loaded.__globals__)
-    namespace = _namespace(function, scope, {}, {r.name for r in runs})
+    frozen = []
+    namespace = _namespace(function, scope, {}, {r.name for r in runs}, frozen)
     trees = [t for r in runs for t in (r.loop, r.original)]
-    return Translation(name, emit.to_source(trees + [function]), namespace, function, runs, trees)
+    return Translation(name, emit.to_source(trees + [function]), namespace, function, runs, trees,
+                       frozen)
 
 
 def _compose(forward, backward, seed_value, variant):
@@ -367,8 +378,11 @@ def _describe(node):
                                                            f"a {type(node).__name__}")
 
 
-def _namespace(function, info, bindings, kernels=()):
-    """The globals the jit function reads: each free name checked (Refused otherwise)."""
+def _namespace(function, info, bindings, kernels=(), frozen=None):
+    """The globals the jit function reads: each free name checked (Refused otherwise).
+    ``frozen``: a list given the numbers read from the function's globals and closure
+    cells (``(dict or cell, name, value)``): Numba compiles a global as a constant,
+    where the NumPy code reads it at each call (``Translation.frozen``)."""
     assigned = {a.id for a in function.args.args + function.args.posonlyargs + function.args.kwonlyargs}
     for node in gast.walk(function):
         if isinstance(node, gast.Name) and not isinstance(node.ctx, gast.Load):
@@ -393,6 +407,9 @@ def _namespace(function, info, bindings, kernels=()):
             if not _numba_value(value):
                 raise Refused(f"the global {n} (a {type(value).__name__})", origin)
             namespace[n] = value
+            if frozen is not None and n not in bindings and _is_number(value):
+                frozen.append((info.closure[n], n, value) if n in info.closure else
+                              (info.globals, n, value))
     return namespace
 
 
@@ -410,6 +427,26 @@ def _resolve(n, info, bindings):
     if n in info.globals:
         return info.globals[n]
     return _MISSING
+
+
+def _is_number(value):
+    return type(value) in (int, float, bool, complex) or isinstance(value, numpy.number)
+
+
+def frozen_checks(frozen):
+    """(conditions, their namespace): each number of ``frozen`` (``Translation.frozen``)
+    is still the value compiled in. A float or an int of the same type and value holds
+    (a float 0 by identity only: its sign); anything else by identity. An emptied cell
+    or a deleted global raises: the caller treats that as not holding."""
+    lines, values = [], {}
+    for k, (where, name, value) in enumerate(frozen):
+        read = f"_fz_in{k}.cell_contents" if not isinstance(where, dict) else f"_fz_in{k}[{name!r}]"
+        values[f"_fz_in{k}"], values[f"_fz_v{k}"] = where, value
+        if type(value) in (int, bool) or (type(value) is float and value == value and value != 0):
+            lines.append(f"type({read}) is {type(value).__name__} and {read} == _fz_v{k}")
+        else:
+            lines.append(f"{read} is _fz_v{k}")
+    return lines, values
 
 
 def _numba_value(value):
