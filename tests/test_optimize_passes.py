@@ -448,6 +448,34 @@ def test_forget_edited_keeps_name_sets_exact():
     assert names._sets(untouched) is kept   # a statement not edited keeps its sets
 
 
+def test_memoized_calls_are_the_nodes_calls_and_checked():
+    # NameSets.calls: the Call nodes of a statement (a loop's through its parts), kept
+    # from round to round like the names; inplace_targets reads them. A call removed in
+    # place without forgetting the statement is a stale list, which the check reports
+    # (as a stale name set) instead of the fixed point missing an in-place helper.
+    import srcgrad.ast_util as ast_util_module
+    body = parse("""
+        for i in range(n):
+            rt.add_at(dx, i, rt.unbroadcast(g, x))
+        y = a(b)
+        """)
+    names = NameSets()
+    loop, plain = body
+    assert {id(n) for n in names.calls(loop)} == {id(n) for n in walk(loop)
+                                                   if isinstance(n, gast.Call)}
+    assert len(names.calls(loop)) == 3 and len(names.calls(plain)) == 1
+    assert inplace_targets(body, names) == inplace_targets(body) == {"dx"}
+    plain.value = parse("a + b")[0].value   # the same names, no call
+    old, ast_util_module.CHECK_NAME_SETS = ast_util_module.CHECK_NAME_SETS, True
+    try:
+        with pytest.raises(ast_util_module.StaleNameSets, match="calls"):
+            names.calls(plain)   # the name sets are the same ({a, b}, {y}): only the calls differ
+        names.forget_edited(plain)
+        assert names.calls(plain) == []
+    finally:
+        ast_util_module.CHECK_NAME_SETS = old
+
+
 def test_clone_shares_only_nodes_without_fields():
     s = parse("d = d + g * -w")[0]
     copied = clone(s)
