@@ -332,7 +332,7 @@ def _unit_power(node):
     return node
 
 
-def instantiate(rule, args, namer, fixed):
+def instantiate(rule, args, namer, fixed, wanted=None):
     """Inline ``rule`` for one call.
 
     Args:
@@ -341,6 +341,8 @@ def instantiate(rule, args, namer, fixed):
             parameter of the primitive (defaults already filled in).
         namer: a Namer for the template's own locals.
         fixed: dict of fixed generated names, e.g. {"xp": "xp", "rt": "rt"}.
+        wanted: the positions (in ``rule.params``) whose gradients the caller uses, or
+            None for all; the others are None, not copied (a constant operand's).
 
     Returns:
         (statements, gradients): the statements computing shared subexpressions,
@@ -359,12 +361,13 @@ def instantiate(rule, args, namer, fixed):
         subs[loc] = namer.new(loc)
     folder = _FoldConstants()
     stmts = [folder.visit(_substituted(s, subs)) for s in body[:-1]]
-    result = folder.visit(_substituted(body[-1], subs)).value
+    result = body[-1].value
     n_params = len(rule.params)
     if isinstance(result, gast.Tuple):
-        grads = list(result.elts)
+        grads = [folder.visit(_substituted(g, subs)) if wanted is None or k in wanted else None
+                 for k, g in enumerate(result.elts)]
     else:
-        grads = [result]
+        grads = [folder.visit(_substituted(result, subs)) if wanted is None or 0 in wanted else None]
     grads += [None] * (n_params - len(grads))
     grads = [None if isinstance(g, gast.Constant) and g.value is None else g for g in grads]
     return stmts, grads

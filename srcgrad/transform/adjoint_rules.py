@@ -289,11 +289,12 @@ class RuleApplication:
                 arg_nodes[p.name] = gast.Tuple(elts=[], ctx=gast.Load())
         out = []
         if rule.builtin and templates.is_template(rule) and None not in arg_nodes.values():
-            stmts, grads = templates.instantiate(rule, arg_nodes, self.namer, self.fixed)
+            wanted = {k for k, p in enumerate(params) if self._any_needed(arg_nodes.get(p.name))}
+            stmts, grads = templates.instantiate(rule, arg_nodes, self.namer, self.fixed, wanted)
             stmts = [_no_dtype_cast(st) for st in stmts]
             grads = [None if g is None else _no_dtype_cast(g) for g in grads]
-            needed = [(p, g) for p, g in zip(params, grads)
-                      if g is not None and self._any_needed(arg_nodes.get(p.name))]
+            needed = [(p, g) for k, (p, g) in enumerate(zip(params, grads))
+                      if g is not None and k in wanted]
             used = set()
             for _, g in needed:
                 used |= names_in(g)
