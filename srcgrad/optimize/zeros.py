@@ -28,6 +28,8 @@ from srcgrad import ast_util
 
 _LOOPS = (gast.For, gast.While)
 _JUMPS = (gast.Break, gast.Continue, gast.Return, gast.Raise)
+# Statements without blocks or handlers that bind what they store (not a ``del``).
+_PLAIN = frozenset((gast.Assign, gast.AugAssign, gast.Expr, gast.Return, gast.Pass))
 
 
 def run(body, facts):
@@ -54,16 +56,19 @@ def known_zeros(body, tracked, names):
         return zero
 
     def statement(s, zero):
-        if isinstance(s, gast.If):
-            bound = _bound(s.test)
-            if not bound.isdisjoint(zero):
-                zero = zero - bound
-            return block(s.body, zero) & block(s.orelse, zero)
-        if isinstance(s, _LOOPS):
-            return loop(s, zero)
-        if any(True for _ in child_blocks(s)) or hasattr(s, "handlers"):
-            return zero - _every_binding(s)   # with, try: not followed inside
-        bound = _bound(s)
+        if s.__class__ not in _PLAIN:   # (most statements: no blocks, no delete)
+            if isinstance(s, gast.If):
+                bound = _bound(s.test)
+                if not bound.isdisjoint(zero):
+                    zero = zero - bound
+                return block(s.body, zero) & block(s.orelse, zero)
+            if isinstance(s, _LOOPS):
+                return loop(s, zero)
+            if child_blocks(s) or hasattr(s, "handlers"):
+                return zero - _every_binding(s)   # with, try: not followed inside
+            bound = _bound(s)
+        else:
+            bound = names.stores(s)
         if not bound.isdisjoint(zero):   # a new set only where it changes (the sets are
             zero = zero - bound          # shared: copying each is quadratic in a long body)
         target = assigned_name(s)
