@@ -257,3 +257,43 @@ def test_source_lines_read_from_linecache_are_inspects():
             assert "out of bounds" in str(exc)
         else:
             raise AssertionError("a start beyond the file's lines is an OSError")
+
+
+def test_rule_arguments_bound_as_inspect_binds_them():
+    # adjoint_rules._bind matches positional arguments to a rule's parameters directly
+    # where they are all positional; every rule of the table, every count of arguments:
+    # the same arguments as Signature.bind, or its TypeError.
+    from srcgrad import rules
+    from srcgrad.transform import adjoint_rules
+    rules.lookup(np.sin)   # (the table is filled on first use)
+    table = list(rules.RULES.values()) + list(rules.COMPLEX_RULES.values())
+    assert len(table) > 100
+    fast = 0
+    for rule in table:
+        n = len(rule.signature.parameters)
+        for count in range(n + 2):
+            args = tuple(f"a{k}" for k in range(count))
+            try:
+                expected = rule.signature.bind(*args).arguments
+            except TypeError:
+                expected = TypeError
+            try:
+                found = adjoint_rules._bind(rule.signature, args, {}).arguments
+            except TypeError:
+                found = TypeError
+            assert found == expected, (rule.name, count)
+            fast += isinstance(adjoint_rules._bind(rule.signature, args, {}), adjoint_rules._Bound) \
+                if expected is not TypeError else 0
+        every = {p: 1 for p in rule.signature.parameters}   # keywords go to bind
+        try:
+            expected = rule.signature.bind(**every).arguments
+        except TypeError:
+            expected = TypeError
+        try:
+            found = adjoint_rules._bind(rule.signature, (), every)
+            assert not isinstance(found, adjoint_rules._Bound)
+            found = found.arguments
+        except TypeError:
+            found = TypeError
+        assert found == expected, rule.name
+    assert fast > 100   # the direct path is taken
