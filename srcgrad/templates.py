@@ -41,12 +41,24 @@ def clone(node):
                 for item in node]
     if not isinstance(node, _AST):
         return node
-    if node.__class__ in _SHARED and not node.__dict__:
+    cls = node.__class__
+    if cls in _SHARED and not node.__dict__:
         return node
-    new, state, fields = _new_like(node)
+    fields = _FIELD_SETS.get(cls)
+    if fields is None:
+        fields = _FIELD_SETS[cls] = frozenset(cls._fields)
+    new = cls.__new__(cls)
+    state = new.__dict__
     for key, value in node.__dict__.items():
         if key in fields:
-            if isinstance(value, _AST) or value.__class__ is list:
+            kind = value.__class__
+            if kind is list:
+                value = [clone(item) if isinstance(item, _AST) or item.__class__ is list
+                         else item for item in value]
+            elif kind in _SHARED:   # a context or an operator: shared unless annotated
+                if value.__dict__:
+                    value = clone(value)
+            elif isinstance(value, _AST):
                 value = clone(value)
         elif key == "_srcgrad_anno":
             value = dict(value)
