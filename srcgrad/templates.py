@@ -152,6 +152,8 @@ def _substituted(node, subs, renames=None):
                             continue
                     items.append(item)
                 value = items
+            elif value.__class__ in _SHARED and not value.__dict__:
+                pass   # a context or an operator, shared (as below)
             elif isinstance(value, _AST):
                 value = _substituted(value, subs, renames)
                 if value is None:
