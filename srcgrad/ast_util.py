@@ -102,6 +102,39 @@ def _collect(node):
     return loads, stores
 
 
+def _names_and_calls(node):
+    """(names loaded, names stored, the ``gast.Call`` nodes) of ``node``: ``_collect`` and
+    ``nodes_of(node, gast.Call)`` (the same calls in the same order) in one walk, for
+    ``NameSets``."""
+    loads, stores, calls = set(), set(), []
+    load, store, call = loads.add, stores.add, calls.append
+    Name, Call, Store = gast.Name, gast.Call, gast.Store
+    stack = [node]
+    pop, push, extend = stack.pop, stack.append, stack.extend
+    AST = gast.AST
+    fields_of = _INNER
+    while stack:
+        n = pop()
+        c = n.__class__
+        if c is Name:
+            (store if n.ctx.__class__ is Store else load)(n.id)
+        elif c is Call:
+            call(n)
+        fields = fields_of.get(c)
+        if fields is None:
+            fields = _inner(c)
+        if fields is _NOT_A_NODE:
+            continue
+        state = n.__dict__
+        for field in fields:
+            value = state.get(field)
+            if value.__class__ is list:
+                extend(value)
+            elif isinstance(value, AST):
+                push(value)
+    return loads, stores, calls
+
+
 def nodes_of(node, cls):
     """The nodes of class ``cls`` (exactly: ``gast.Name``, ``gast.Call``; not a context,
     ``gast.Load``) in ``node``, itself included, in no particular order: what a set built
@@ -230,7 +263,7 @@ class StaleNameSets(AssertionError):
 
 
 class NameSets:
-    """The names each node loads and stores, memoized by node.
+    """The names each node loads and stores, and the calls it makes, memoized by node.
 
     A pass that rewrites a node in place calls ``forget(node)`` (or ``clear()``) so
     that its sets are computed again; the memo holds the node, so a new node at a
@@ -262,19 +295,21 @@ class NameSets:
     def _sets(self, node):
         found = self._memo.get(id(node))
         if found is not None and found[0] is node:
-            if len(found) == 5 and not self._same_parts(node, found):
+            if len(found) == 6 and not self._same_parts(node, found):
                 found = None   # a statement added to or dropped from its blocks, or one forgotten
-            elif CHECK_NAME_SETS and _collect(node) != found[1:3]:
-                raise StaleNameSets(f"stale name sets of a {type(node).__name__} at line "
-                                    f"{getattr(node, 'lineno', '?')}: {found[1:3]} memoized, "
-                                    f"{_collect(node)} now")
+            elif CHECK_NAME_SETS and (_collect(node) != found[1:3] or not _same_nodes(
+                    nodes_of(node, gast.Call), found[3])):
+                raise StaleNameSets(f"stale name sets or calls of a {type(node).__name__} at "
+                                    f"line {getattr(node, 'lineno', '?')}: {found[1:3]} and "
+                                    f"{len(found[3])} calls memoized, {_collect(node)} and "
+                                    f"{len(nodes_of(node, gast.Call))} calls now")
             else:
                 return found
         if isinstance(node, _BLOCKS):
             # A block's names are its statements' (memoized): nested loops are walked once.
             # Its entry keeps its parts and their entries, so that it is computed again
             # when one of them is (a pass forgot it) or its blocks' statements change.
-            loads, stores = set(), set()
+            loads, stores, calls = set(), set(), []
             parts = own_parts(node) + node.body + node.orelse
             entries = []
             for part in parts:
@@ -282,14 +317,15 @@ class NameSets:
                 entries.append(entry)
                 loads |= entry[1]
                 stores |= entry[2]
-            found = (node, loads, stores, parts, entries)
+                calls += entry[3]
+            found = (node, loads, stores, calls, parts, entries)
         else:
-            found = (node,) + _collect(node)
+            found = (node,) + _names_and_calls(node)
         self._memo[id(node)] = found
         return found
 
     def _same_parts(self, node, found):
-        parts, entries = found[3], found[4]
+        parts, entries = found[4], found[5]
         now = own_parts(node) + node.body + node.orelse
         if len(now) != len(parts):
             return False
@@ -307,6 +343,17 @@ class NameSets:
     def refs(self, node):
         found = self._sets(node)
         return found[1] | found[2]
+
+    def calls(self, node):
+        """The ``gast.Call`` nodes in ``node`` (nested blocks included), in no particular
+        order: a list the caller must not change. Which calls a node holds is memoized,
+        not what they are: their function and arguments are read from the nodes."""
+        return self._sets(node)[3]
+
+
+def _same_nodes(found, kept):
+    """The same nodes, in any order (by identity)."""
+    return len(found) == len(kept) and {id(n) for n in found} == {id(n) for n in kept}
 
 
 def loads(node):

@@ -5,9 +5,12 @@ so later passes can name the user's line in comments and errors.
 """
 
 import builtins
+import importlib.machinery
 import inspect
 import linecache
+import re
 import textwrap
+import types
 from dataclasses import dataclass, field
 
 import gast
@@ -208,10 +211,38 @@ _NO_SOURCE = {"<string>": "typed at `python -c`", "<stdin>": "typed at the inter
               "or piped to python through stdin"}
 
 
+# ``inspect.findsource``'s pattern of the line a code object's source starts at.
+_DEF_LINE = re.compile(r'^(\s*def\s)|(\s*async\s+def\s)|(.*(?<!\w)lambda(:|\s))|^(\s*@)')
+_COMPILED_SUFFIXES = tuple(importlib.machinery.DEBUG_BYTECODE_SUFFIXES
+                           + importlib.machinery.OPTIMIZED_BYTECODE_SUFFIXES
+                           + importlib.machinery.EXTENSION_SUFFIXES)
+
+
+def _sourcelines(code):
+    """``inspect.getsourcelines(code)``. A file linecache holds without a time to check
+    it against (a notebook cell, ``exec`` of a string given a name, srcgrad's generated
+    code) is read from there directly, as inspect would read it: inspect first asks
+    ``getmodule``, which scans every module in ``sys.modules`` twice for a file that
+    does not exist (about 1% of a compile)."""
+    entry = linecache.cache.get(getattr(code, "co_filename", None))
+    if code.__class__ is not types.CodeType or entry is None or len(entry) != 4 \
+            or entry[1] is not None or not entry[2] or code.co_filename.endswith(_COMPILED_SUFFIXES):
+        return inspect.getsourcelines(code)
+    lines = entry[2]
+    lnum = code.co_firstlineno - 1
+    while lnum > 0:
+        if lnum >= len(lines):
+            raise OSError('lineno is out of bounds')
+        if _DEF_LINE.match(lines[lnum]):
+            break
+        lnum -= 1
+    return inspect.getblock(lines[lnum:]), lnum + 1
+
+
 def _source_of(fn):
     try:
         # of the code object: inspect would read the function a decorator wraps
-        lines, first = inspect.getsourcelines(getattr(fn, "__code__", fn))
+        lines, first = _sourcelines(getattr(fn, "__code__", fn))
     except (OSError, TypeError) as exc:
         code = getattr(fn, "__code__", None)
         where = _NO_SOURCE.get(getattr(code, "co_filename", None))

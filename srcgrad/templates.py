@@ -41,12 +41,24 @@ def clone(node):
                 for item in node]
     if not isinstance(node, _AST):
         return node
-    if node.__class__ in _SHARED and not node.__dict__:
+    cls = node.__class__
+    if cls in _SHARED and not node.__dict__:
         return node
-    new, state, fields = _new_like(node)
+    fields = _FIELD_SETS.get(cls)
+    if fields is None:
+        fields = _FIELD_SETS[cls] = frozenset(cls._fields)
+    new = cls.__new__(cls)
+    state = new.__dict__
     for key, value in node.__dict__.items():
         if key in fields:
-            if isinstance(value, _AST) or value.__class__ is list:
+            kind = value.__class__
+            if kind is list:
+                value = [clone(item) if isinstance(item, _AST) or item.__class__ is list
+                         else item for item in value]
+            elif kind in _SHARED:   # a context or an operator: shared unless annotated
+                if value.__dict__:
+                    value = clone(value)
+            elif isinstance(value, _AST):
                 value = clone(value)
         elif key == "_srcgrad_anno":
             value = dict(value)
@@ -140,6 +152,8 @@ def _substituted(node, subs, renames=None):
                             continue
                     items.append(item)
                 value = items
+            elif value.__class__ in _SHARED and not value.__dict__:
+                pass   # a context or an operator, shared (as below)
             elif isinstance(value, _AST):
                 value = _substituted(value, subs, renames)
                 if value is None:
@@ -332,7 +346,7 @@ def _unit_power(node):
     return node
 
 
-def instantiate(rule, args, namer, fixed):
+def instantiate(rule, args, namer, fixed, wanted=None):
     """Inline ``rule`` for one call.
 
     Args:
@@ -341,6 +355,8 @@ def instantiate(rule, args, namer, fixed):
             parameter of the primitive (defaults already filled in).
         namer: a Namer for the template's own locals.
         fixed: dict of fixed generated names, e.g. {"xp": "xp", "rt": "rt"}.
+        wanted: the positions (in ``rule.params``) whose gradients the caller uses, or
+            None for all; the others are None, not copied (a constant operand's).
 
     Returns:
         (statements, gradients): the statements computing shared subexpressions,
@@ -359,12 +375,13 @@ def instantiate(rule, args, namer, fixed):
         subs[loc] = namer.new(loc)
     folder = _FoldConstants()
     stmts = [folder.visit(_substituted(s, subs)) for s in body[:-1]]
-    result = folder.visit(_substituted(body[-1], subs)).value
+    result = body[-1].value
     n_params = len(rule.params)
     if isinstance(result, gast.Tuple):
-        grads = list(result.elts)
+        grads = [folder.visit(_substituted(g, subs)) if wanted is None or k in wanted else None
+                 for k, g in enumerate(result.elts)]
     else:
-        grads = [result]
+        grads = [folder.visit(_substituted(result, subs)) if wanted is None or 0 in wanted else None]
     grads += [None] * (n_params - len(grads))
     grads = [None if isinstance(g, gast.Constant) and g.value is None else g for g in grads]
     return stmts, grads

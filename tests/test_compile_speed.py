@@ -212,3 +212,88 @@ def test_generated_sources_print_as_astor_prints_them():
     finally:
         emit.to_source = to_source
     assert len(printed) > 50 and all(printed)
+
+
+def test_source_lines_read_from_linecache_are_inspects():
+    # parse._sourcelines reads a file linecache holds without a time (a notebook cell)
+    # directly, skipping inspect.getmodule's scans of sys.modules: the same lines and start.
+    import linecache
+    from srcgrad import parse
+    source = textwrap.dedent('''
+        import numpy as np
+
+        @staticmethod
+        def decorated(x):
+            return x * 2
+
+        def plain(x,
+                  y):
+            z = x + y
+            return z
+
+        square = lambda x: x * x
+        async def waits(x):
+            return x
+        class K:
+            def method(self, x):
+                return x
+    ''')
+    codes = []
+    for k, filename in enumerate(("<srcgrad-test-cell-1>", "/nonexistent/cell_2.py")):
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+        namespace = {}
+        exec(compile(source, filename, "exec"), namespace)
+        codes += [namespace["decorated"].__func__.__code__, namespace["plain"].__code__,
+                  namespace["square"].__code__, namespace["waits"].__code__,
+                  namespace["K"].method.__code__]
+    codes.append(test_source_lines_read_from_linecache_are_inspects.__code__)   # a real file
+    for code in codes:
+        assert parse._sourcelines(code) == inspect.getsourcelines(code)
+    beyond = codes[1].replace(co_firstlineno=999)
+    for read in (parse._sourcelines, inspect.getsourcelines):
+        try:
+            read(beyond)
+        except OSError as exc:
+            assert "out of bounds" in str(exc)
+        else:
+            raise AssertionError("a start beyond the file's lines is an OSError")
+
+
+def test_rule_arguments_bound_as_inspect_binds_them():
+    # adjoint_rules._bind matches positional arguments to a rule's parameters directly
+    # where they are all positional; every rule of the table, every count of arguments:
+    # the same arguments as Signature.bind, or its TypeError.
+    from srcgrad import rules
+    from srcgrad.transform import adjoint_rules
+    rules.lookup(np.sin)   # (the table is filled on first use)
+    table = list(rules.RULES.values()) + list(rules.COMPLEX_RULES.values())
+    assert len(table) > 100
+    fast = 0
+    for rule in table:
+        n = len(rule.signature.parameters)
+        for count in range(n + 2):
+            args = tuple(f"a{k}" for k in range(count))
+            try:
+                expected = rule.signature.bind(*args).arguments
+            except TypeError:
+                expected = TypeError
+            try:
+                found = adjoint_rules._bind(rule.signature, args, {}).arguments
+            except TypeError:
+                found = TypeError
+            assert found == expected, (rule.name, count)
+            fast += isinstance(adjoint_rules._bind(rule.signature, args, {}), adjoint_rules._Bound) \
+                if expected is not TypeError else 0
+        every = {p: 1 for p in rule.signature.parameters}   # keywords go to bind
+        try:
+            expected = rule.signature.bind(**every).arguments
+        except TypeError:
+            expected = TypeError
+        try:
+            found = adjoint_rules._bind(rule.signature, (), every)
+            assert not isinstance(found, adjoint_rules._Bound)
+            found = found.arguments
+        except TypeError:
+            found = TypeError
+        assert found == expected, rule.name
+    assert fast > 100   # the direct path is taken

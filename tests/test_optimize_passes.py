@@ -448,6 +448,34 @@ def test_forget_edited_keeps_name_sets_exact():
     assert names._sets(untouched) is kept   # a statement not edited keeps its sets
 
 
+def test_memoized_calls_are_the_nodes_calls_and_checked():
+    # NameSets.calls: the Call nodes of a statement (a loop's through its parts), kept
+    # from round to round like the names; inplace_targets reads them. A call removed in
+    # place without forgetting the statement is a stale list, which the check reports
+    # (as a stale name set) instead of the fixed point missing an in-place helper.
+    import srcgrad.ast_util as ast_util_module
+    body = parse("""
+        for i in range(n):
+            rt.add_at(dx, i, rt.unbroadcast(g, x))
+        y = a(b)
+        """)
+    names = NameSets()
+    loop, plain = body
+    assert {id(n) for n in names.calls(loop)} == {id(n) for n in walk(loop)
+                                                   if isinstance(n, gast.Call)}
+    assert len(names.calls(loop)) == 3 and len(names.calls(plain)) == 1
+    assert inplace_targets(body, names) == inplace_targets(body) == {"dx"}
+    plain.value = parse("a + b")[0].value   # the same names, no call
+    old, ast_util_module.CHECK_NAME_SETS = ast_util_module.CHECK_NAME_SETS, True
+    try:
+        with pytest.raises(ast_util_module.StaleNameSets, match="calls"):
+            names.calls(plain)   # the name sets are the same ({a, b}, {y}): only the calls differ
+        names.forget_edited(plain)
+        assert names.calls(plain) == []
+    finally:
+        ast_util_module.CHECK_NAME_SETS = old
+
+
 def test_clone_shares_only_nodes_without_fields():
     s = parse("d = d + g * -w")[0]
     copied = clone(s)
@@ -848,3 +876,90 @@ def test_a_chained_release_longer_than_a_line_is_printed_as_several():
             value_number_4 = value_number_5 = value_number_6 = value_number_7 = None
             return x
         """) + "\n"
+
+
+def _reference_known_zeros(body, tracked, names):
+    """known_zeros as it was (a frozenset per statement): the reference of the test below."""
+    from srcgrad.optimize.zeros import _LOOPS, _every_binding, _jumps
+    from srcgrad.ast_util import assigned_name, child_blocks, is_zero
+    before = {}
+
+    def bound_by(node):
+        return names.refs(node) if isinstance(node, gast.Delete) else names.stores(node)
+
+    def block(stmts, zero):
+        for s in stmts:
+            before[id(s)] = zero
+            zero = statement(s, zero)
+        return zero
+
+    def statement(s, zero):
+        if isinstance(s, gast.If):
+            zero = zero - bound_by(s.test)
+            return block(s.body, zero) & block(s.orelse, zero)
+        if isinstance(s, _LOOPS):
+            return loop(s, zero)
+        if child_blocks(s) or hasattr(s, "handlers"):
+            return zero - _every_binding(s)
+        zero = zero - bound_by(s)
+        target = assigned_name(s)
+        if target in tracked and target not in zero and is_zero(s.value):
+            zero = zero | {target}
+        return zero
+
+    def loop(s, zero):
+        target = bound_by(s.target if isinstance(s, gast.For) else s.test)
+        if s.orelse or _jumps(s.body):
+            entry = zero - _every_binding(s) - target
+            block(s.body, entry)
+            return entry
+        entry = zero - target
+        while True:
+            out = block(s.body, entry) - target
+            if entry <= out:
+                return entry
+            entry = entry & out
+
+    block(body, frozenset())
+    return before
+
+
+def test_known_zeros_without_a_set_per_statement_answers_as_sets_do(monkeypatch):
+    # zeros.known_zeros steps runs of plain statements with one set changed in place
+    # (_Run); what it records before each statement answers `in` and truth as the frozenset
+    # per statement did, for every name, in every sweep of the catalogue and of long loops.
+    import sys
+    import os
+    import srcgrad as sg
+    from srcgrad.errors import SrcgradError
+    from srcgrad.optimize import sink, zeros
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "benchmarks"))
+    import compile_time
+    real = zeros.known_zeros
+    checked = []
+
+    def compared(body, tracked, names):
+        found = real(body, tracked, names)
+        expected = _reference_known_zeros(body, tracked, names)
+        assert found.keys() == expected.keys()
+        every = set(tracked) | {n.id for s in body for n in walk(s) if isinstance(n, gast.Name)}
+        for key, zero in expected.items():
+            assert bool(found[key]) == bool(zero)
+            assert {n for n in every if n in found[key]} == zero & every
+        checked.append(len(expected))
+        return found
+
+    monkeypatch.setattr(zeros, "known_zeros", compared)
+    monkeypatch.setattr(sink, "known_zeros", compared)
+    from tests import functions as catalogue
+    import inspect as inspect_module
+    for name, fn in inspect_module.getmembers(catalogue, inspect_module.isfunction):
+        if fn.__module__ != catalogue.__name__ or name.startswith("_") or name == "inputs":
+            continue
+        try:
+            sg.source(fn, 0)
+        except (SrcgradError, ValueError, TypeError):
+            pass   # (refusals, functions without a parameter 0: not the point here)
+    for shape in ("loop", "straight"):
+        sg.source(compile_time.make_function(compile_time.make_source(60, shape)), (0, 1))
+    assert len(checked) > 200 and max(checked) > 300

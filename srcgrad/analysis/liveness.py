@@ -61,6 +61,8 @@ def analyze(body, live_out, skip=None, names=None, record=True, only=None):
         def reads(node):
             return names.loads(node) & only
 
+    Assign, Name = gast.Assign, gast.Name
+
     def block(stmts, live):
         live = set(live)
         for s in reversed(stmts):
@@ -72,7 +74,15 @@ def analyze(body, live_out, skip=None, names=None, record=True, only=None):
                     before[id(s)] = set(live)
                 continue
             skipped.pop(id(s), None)
-            if isinstance(s, gast.If):
+            if s.__class__ is Assign:   # (most statements)
+                targets = s.targets
+                if len(targets) == 1:
+                    if targets[0].__class__ is Name:
+                        live.discard(targets[0].id)
+                else:
+                    live -= {t.id for t in targets if isinstance(t, gast.Name)}
+                live |= reads(s)
+            elif isinstance(s, gast.If):
                 body_live = block(s.body, live)
                 else_live = block(s.orelse, live) if s.orelse else set(live)
                 live = body_live | else_live | reads(s.test)

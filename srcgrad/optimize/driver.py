@@ -105,7 +105,7 @@ def run(body, facts):
     where a pass changed it. SRCGRAD_CHECK_NAME_SETS checks every kept set."""
     changed = _run_each(PREPARE, body, facts, keep=True)
     while True:
-        facts.inplace = inplace_targets(body)
+        facts.inplace = inplace_targets(body, facts.names)
         if not _run_each(FIXED_POINT, body, facts, keep=True):
             break
         changed = True

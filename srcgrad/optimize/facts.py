@@ -59,11 +59,13 @@ class Facts:
         return self.names.refs(node)
 
 
-def inplace_targets(body):
-    """Adjoints updated in place by runtime helpers: they must own their memory."""
+def inplace_targets(body, names=None):
+    """Adjoints updated in place by runtime helpers: they must own their memory.
+    ``names``: a ``NameSets`` whose memo of each statement's calls to read (the fixed
+    point asks every round, and most statements are as the last round left them)."""
     found = set()
     for s in body:
-        for n in ast_util.nodes_of(s, gast.Call):
+        for n in (ast_util.nodes_of(s, gast.Call) if names is None else names.calls(s)):
             if isinstance(n.func, gast.Attribute) \
                     and n.func.attr in EFFECTFUL and n.args and isinstance(n.args[0], gast.Name):
                 found.add(n.args[0].id)

@@ -146,7 +146,7 @@ def keep_reductions_scalar(body, classes, primals, returned, facts):
     in_statement = {}   # id(statement) -> the candidate calls in it, nested blocks included
     for s in walk_statements(body):
         for part in own_parts(s):
-            if not any(is_rt_call(n, "unreduce") for n in ast_util.nodes_of(part, gast.Call)):
+            if not any(is_rt_call(n, "unreduce") for n in facts.names.calls(part)):
                 continue   # most statements: no candidate, no search for parents
             for parent in ast_util.walk(part):
                 for field, value in gast.iter_fields(parent):

@@ -49,13 +49,13 @@ def run(body, params, name_sets=None):
     it made (views and flags: releasing them frees nothing). ``params``: the
     function's parameter names. ``name_sets``: a ``NameSets`` of ``body`` to ask and
     keep valid (cleared once the loops are rewritten)."""
+    loops = [s for s in body if isinstance(s, gast.For)]
+    if not loops:   # (before the walk: straight-line code has nothing to rewrite)
+        return set()
     found = [n for s in body for n in ast_util.nodes_of(s, gast.Name)]
     names = {n.id for n in found}
     stored = {n.id for n in found if not isinstance(n.ctx, gast.Load)}
     if "range" in stored:
-        return set()
-    loops = [s for s in body if isinstance(s, gast.For)]
-    if not loops:
         return set()
     if _drop_unread(body, loops, name_sets):
         stored = _stored(body)

@@ -32,7 +32,7 @@ def run(body, facts):
     dropper = _Dropper(classes, inferred, facts.roots)
     for s in walk_statements(body):
         if any(n.func.__class__ is gast.Attribute and n.func.attr in _HELPERS
-               for part in own_parts(s) for n in ast_util.nodes_of(part, gast.Call)):
+               for part in own_parts(s) for n in facts.names.calls(part)):
             dropper.visit_own_parts(s)   # (most statements hold no shape helper)
     facts.names.forget_edited(*dropper.edited)
     facts.used |= dropper.relied_on()

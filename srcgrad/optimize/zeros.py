@@ -28,6 +28,8 @@ from srcgrad import ast_util
 
 _LOOPS = (gast.For, gast.While)
 _JUMPS = (gast.Break, gast.Continue, gast.Return, gast.Raise)
+# Statements without blocks or handlers that bind what they store (not a ``del``).
+_PLAIN = frozenset((gast.Assign, gast.AugAssign, gast.Expr, gast.Return, gast.Pass))
 
 
 def run(body, facts):
@@ -48,12 +50,21 @@ def known_zeros(body, tracked, names):
         return names.stores(node)
 
     def block(stmts, zero):
+        run = None   # the run of plain statements being walked (``_Run``)
         for s in stmts:
+            if s.__class__ in _PLAIN:
+                if run is None:
+                    run = _Run(zero)
+                before[id(s)] = run.step(s, names.stores(s), tracked)
+                continue
+            if run is not None:
+                zero, run = run.after(), None
             before[id(s)] = zero
             zero = statement(s, zero)
-        return zero
+        return zero if run is None else run.after()
 
     def statement(s, zero):
+        """The known zeros after ``s`` (``block`` steps plain statements itself: ``_Run``)."""
         if isinstance(s, gast.If):
             bound = _bound(s.test)
             if not bound.isdisjoint(zero):
@@ -61,7 +72,7 @@ def known_zeros(body, tracked, names):
             return block(s.body, zero) & block(s.orelse, zero)
         if isinstance(s, _LOOPS):
             return loop(s, zero)
-        if any(True for _ in child_blocks(s)) or hasattr(s, "handlers"):
+        if child_blocks(s) or hasattr(s, "handlers"):
             return zero - _every_binding(s)   # with, try: not followed inside
         bound = _bound(s)
         if not bound.isdisjoint(zero):   # a new set only where it changes (the sets are
@@ -87,6 +98,70 @@ def known_zeros(body, tracked, names):
     block(body, frozenset())
     del block, statement, loop   # (they call each other through cells: a cycle to free)
     return before
+
+
+class _Run:
+    """The known zeros through a run of plain statements, as ``statement`` computes them,
+    without a new set per statement: a statement binding a known zero made one of the
+    size of the set (quadratic in a long loop body whose adjoints all start at zero).
+    The set is changed in place, each change logged by name; what ``step`` returns
+    answers ``in`` and truth for the set before its statement (all ``_rewrite`` asks)."""
+
+    __slots__ = ("base", "current", "changes", "sizes")
+
+    def __init__(self, zero):
+        self.base = zero      # the set before the run's first statement
+        self.current = zero   # the set after the statements stepped through (a copy
+        self.changes = {}     # once it changes); name -> [(statement number, in it after)]
+        self.sizes = []       # statement number -> the set's size before it
+
+    def step(self, s, bound, tracked):
+        """The set before ``s`` (a ``_Before``); then ``s``'s effect, as ``statement``'s."""
+        k = len(self.sizes)
+        current = self.current
+        self.sizes.append(len(current))
+        found = _Before(self, k)
+        if not bound.isdisjoint(current):
+            if current is self.base:
+                current = self.current = set(current)
+            for n in bound:
+                if n in current:
+                    current.discard(n)
+                    self.changes.setdefault(n, []).append((k, False))
+        target = assigned_name(s)
+        if target in tracked and target not in current and is_zero(s.value):
+            if current is self.base:
+                current = self.current = set(current)
+            current.add(target)
+            self.changes.setdefault(target, []).append((k, True))
+        return found
+
+    def after(self):
+        """The set after the run (a frozenset, as ``statement`` makes them)."""
+        return self.base if self.current is self.base else frozenset(self.current)
+
+
+class _Before:
+    """The known zeros before the ``k``-th statement of a ``_Run``: ``in`` and truth."""
+
+    __slots__ = ("run", "k")
+
+    def __init__(self, run, k):
+        self.run, self.k = run, k
+
+    def __contains__(self, name):
+        changes = self.run.changes.get(name)
+        if changes is not None:
+            for at, present in reversed(changes):
+                if at < self.k:
+                    return present
+        return name in self.run.base
+
+    def __bool__(self):
+        return self.run.sizes[self.k] > 0
+
+    def __len__(self):
+        return self.run.sizes[self.k]
 
 
 def _jumps(stmts):

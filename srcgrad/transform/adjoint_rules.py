@@ -271,7 +271,7 @@ class RuleApplication:
                 "Register one with @srcgrad.adjoint, wrap the computation in a custom "
                 "srcgrad.Function, or use srcgrad.detach if no gradient should flow through it.")
         try:
-            bound = rule.signature.bind(dy, y, *args, **kwargs)
+            bound = _bind(rule.signature, (dy, y, *args), kwargs)
         except TypeError as exc:
             raise self.error(value, UnsupportedError,
                              f"this call to {_describe(primitive, value)} is not supported by "
@@ -292,11 +292,12 @@ class RuleApplication:
                 arg_nodes[p.name] = gast.Tuple(elts=[], ctx=gast.Load())
         out = []
         if rule.builtin and templates.is_template(rule) and None not in arg_nodes.values():
-            stmts, grads = templates.instantiate(rule, arg_nodes, self.namer, self.fixed)
+            wanted = {k for k, p in enumerate(params) if self._any_needed(arg_nodes.get(p.name))}
+            stmts, grads = templates.instantiate(rule, arg_nodes, self.namer, self.fixed, wanted)
             stmts = [_no_dtype_cast(st) for st in stmts]
             grads = [None if g is None else _no_dtype_cast(g) for g in grads]
-            needed = [(p, g) for p, g in zip(params, grads)
-                      if g is not None and self._any_needed(arg_nodes.get(p.name))]
+            needed = [(p, g) for k, (p, g) in enumerate(zip(params, grads))
+                      if g is not None and k in wanted]
             used = set()
             for _, g in needed:
                 used |= names_in(g)
@@ -354,6 +355,38 @@ class RuleApplication:
             return any(self._any_needed(e) for e in node.elts)
         return self.needs(node)
 
+
+
+class _Bound:
+    """What ``_bind`` returns: ``arguments``, as ``inspect.BoundArguments`` has them."""
+
+    __slots__ = ("arguments",)
+
+    def __init__(self, arguments):
+        self.arguments = arguments
+
+
+_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+_SIMPLE = {}   # id(signature) -> (it, (parameter names, how many have no default) or None)
+
+
+def _bind(signature, args, kwargs):
+    """``signature.bind(*args, **kwargs)``: positional arguments alone, for a rule whose
+    parameters are all positional, are matched to the parameters' names directly (bind
+    was a visible part of each rule's application); anything else goes to ``bind``, which
+    also raises its TypeError."""
+    found = _SIMPLE.get(id(signature))
+    if found is not None and found[0] is signature:
+        simple = found[1]
+    else:
+        parameters = list(signature.parameters.values())
+        required = sum(1 for p in parameters if p.default is inspect.Parameter.empty)
+        simple = (tuple(p.name for p in parameters), required) \
+            if all(p.kind in _POSITIONAL for p in parameters) else None
+        _SIMPLE[id(signature)] = (signature, simple)   # (held: its id is not reused)
+    if simple is None or kwargs or not simple[1] <= len(args) <= len(simple[0]):
+        return signature.bind(*args, **kwargs)
+    return _Bound(dict(zip(simple[0], args)))
 
 
 def _no_dtype_cast(node):
