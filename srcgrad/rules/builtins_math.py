@@ -412,3 +412,64 @@ def dict_get_vjp(dy, d, key):
 def dict_default_vjp(dy, d, key):
     """Adjoint of ``d.get(key, default)`` with respect to ``default``."""
     return 0.0 if key in d else dy
+
+
+# ----- The helpers container methods are written with (transform/methods.py) -----
+
+@rt.helper
+def seq_without(c, key):
+    """A new list without item ``key`` (``xs.pop(i)``'s list after it), or a new dict
+    without ``key`` (``d.pop(k)``'s; a missing key is no error: ``d.pop(k, default)``)."""
+    if isinstance(c, list):
+        k = range(len(c))[key]   # IndexError as list.pop gives it; a negative key counted back
+        return c[:k] + c[k + 1:]
+    if isinstance(c, dict):
+        return {k: v for k, v in c.items() if k != key}
+    raise TypeError(f"srcgrad: .pop() is differentiated on a list or a dict, not a {type(c).__name__}")
+
+
+@adjoint(rt.seq_without, sequences=("c",))
+def seq_without_rule(dy, y, c, key):
+    return rt.seq_without_vjp(dy, c, key), None
+
+
+@rt.helper
+def seq_without_vjp(dy, c, key):
+    """Adjoint of ``seq_without(c, key)`` with respect to ``c``: ``dy`` with a zero put
+    back where the item was (a dict's adjoint: its other keys' entries)."""
+    if is_zero_grad(dy):
+        return 0.0
+    if isinstance(c, list):
+        k = range(len(c))[key]
+        dy = list(dy)
+        return dy[:k] + [0.0] + dy[k:]
+    return {k: v for k, v in dy.items() if k != key}
+
+
+@rt.helper
+def dict_merge(a, b):
+    """``{**a, **b}``: a new dict with ``a``'s keys in their places, ``b``'s values winning,
+    ``b``'s new keys after (``d.update(b)`` on a copy). Both must be dicts."""
+    if not isinstance(a, dict) or not isinstance(b, dict):
+        bad = a if not isinstance(a, dict) else b
+        raise TypeError(f"srcgrad: ** unpacking and .update() are differentiated on dicts, "
+                        f"not on a {type(bad).__name__}")
+    out = dict(a)
+    out.update(b)
+    return out
+
+
+@adjoint(rt.dict_merge, sequences=("a", "b"))
+def dict_merge_rule(dy, y, a, b):
+    return rt.dict_merge_vjp(dy, a, b, False), rt.dict_merge_vjp(dy, a, b, True)
+
+
+@rt.helper
+def dict_merge_vjp(dy, a, b, second):
+    """Adjoint of ``dict_merge(a, b)`` with respect to ``b`` (``second``) or ``a``: the
+    entries of ``dy`` whose value came from it (``b``'s where both have the key)."""
+    if is_zero_grad(dy):
+        return 0.0
+    if second:
+        return {k: dy[k] for k in b if k in dy}
+    return {k: dy[k] for k in a if k in dy and k not in b}

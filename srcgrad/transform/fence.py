@@ -57,6 +57,9 @@ def check(node, info, allowed_with=lambda item: False, helper=False):
         # A helper's are bound to displays of the arguments of its call (inline.py).
         _refuse(node, info, "*args/**kwargs parameters of the function differentiated",
                 "Give the function explicit parameters (a helper it calls may take *args).")
+    # `[*a, *b]`: transform/methods.py joins a display's starred items (list(a) + list(b))
+    displayed = {id(e) for n in ast_util.walk(node) if isinstance(n, (gast.List, gast.Tuple))
+                 and isinstance(n.ctx, gast.Load) for e in n.elts if isinstance(e, gast.Starred)}
     for stmt in node.body:
         for child in ast_util.walk(stmt):
             if isinstance(child, gast.With) and all(allowed_with(i) for i in child.items):
@@ -64,6 +67,8 @@ def check(node, info, allowed_with=lambda item: False, helper=False):
             entry = _REFUSED.get(type(child))
             if isinstance(child, gast.Starred) and isinstance(child.ctx, gast.Store):
                 entry = None   # `first, *rest = seq`: anf.py unpacks it by indexing
+            if id(child) in displayed:
+                entry = None
             if entry is not None:
                 _refuse(child, info, *entry)
             if isinstance(child, gast.Assign) or isinstance(child, gast.AugAssign):

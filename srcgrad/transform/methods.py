@@ -1,0 +1,235 @@
+"""List and dict methods that change their receiver, written as the rebindings srcgrad
+differentiates, and ``*``/``**`` unpacking in displays written as joins.
+
+Runs before the comprehensions and canonicalize stages. A statement ``xs.pop()``,
+``v = xs.pop(i)``, ``xs.extend(e)``, ``xs.insert(i, v)``, ``xs.reverse()``,
+``d.update(e, k=v)``, ``v = d.setdefault(k, v)`` or ``v = d.pop(k[, default])`` on a
+local name (or a parameter) becomes reads of the old value and one assignment of the new
+one, ``xs = xs[:-1]``, marked ``Static.AUGMENTED`` like ``xs += [v]``: an in-place write
+of ``xs``, so the alias analysis (analysis/aliasing.py) refuses it, or checks it when it
+runs, where another live name may hold the same list (``other = xs``, or the caller's
+argument). The values are then ordinary slices, concatenations and the two helpers
+``rt.seq_without`` and ``rt.dict_merge`` (rules in rules/builtins_math.py and jvp.py),
+so each method is differentiated by the shared rules of those. ``[*a, *b]`` becomes
+``list(a) + list(b)`` and ``{**d, "k": v}`` ``rt.dict_merge(d, {"k": v})``.
+
+A method call inside a larger expression (``y = xs.pop() * 2``) or on something other
+than a name (``self.xs.pop()``) is left alone: transform/mutation.py refuses it at its line.
+"""
+
+import builtins
+
+import gast
+
+from srcgrad import anno
+from srcgrad import runtime
+from srcgrad.ast_util import name
+from srcgrad.transform import as_array
+from srcgrad.transform.base import Base, local_names
+
+Static = anno.Static
+
+_METHODS = {"pop", "extend", "insert", "reverse", "update", "setdefault"}
+
+
+def _const(value):
+    return gast.Constant(value=value, kind=None)
+
+
+def _slice(lower=None, upper=None, step=None):
+    return gast.Slice(lower=lower, upper=upper, step=step)
+
+
+def _sub(base, index):
+    return gast.Subscript(value=name(base), slice=index, ctx=gast.Load())
+
+
+def _simple(node):
+    """A value that reading twice gives twice the same (no call, no side effect)."""
+    return isinstance(node, (gast.Name, gast.Constant)) or (
+        isinstance(node, gast.UnaryOp) and isinstance(node.operand, gast.Constant))
+
+
+class Desugar(Base):
+    """Rewrites container-method statements and starred displays of one function body."""
+
+    def __init__(self, info, namer, bindings, locals_):
+        super().__init__(info)
+        self.namer = namer
+        self.bindings = bindings
+        self.locals = locals_
+
+    def helper(self, obj):
+        return name(as_array.bind(self.namer, self.info, self.bindings, obj.__name__, obj))
+
+    def call(self, obj, *args):
+        node = gast.Call(func=self.helper(obj), args=list(args), keywords=[])
+        return node
+
+    def stmt(self, origin, target, value, augmented=False):
+        node = gast.Assign(targets=[name(target, True) if isinstance(target, str) else target],
+                           value=value, type_comment=None)
+        anno.copyanno(origin, node, Static.ORIGIN)
+        if augmented:
+            anno.setanno(node, Static.AUGMENTED, True)
+        return node
+
+    def temp(self, origin, value, out, hint):
+        """``value`` as something safe to read twice (a new name bound to it when needed)."""
+        if _simple(value):
+            return value
+        tmp = self.namer.new(hint)
+        out.append(self.stmt(origin, tmp, value))
+        return name(tmp)
+
+    # ----- statements -----
+
+    def visit_Expr(self, s):
+        return self.method(s, s.value, None) or s
+
+    def visit_Assign(self, s):
+        if len(s.targets) == 1:
+            return self.method(s, s.value, s.targets[0]) or s
+        return s
+
+    def method(self, s, call, target):
+        """The statements that replace ``[target =] receiver.method(...)``, or None."""
+        if not (isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute)
+                and isinstance(call.func.value, gast.Name) and call.func.attr in _METHODS
+                and call.func.value.id in self.locals):
+            return None
+        if any(isinstance(a, gast.Starred) for a in call.args) \
+                or any(k.arg is None for k in call.keywords):
+            return None
+        r = call.func.value.id
+        args, keywords, what = call.args, call.keywords, call.func.attr
+        out = []
+        result = None   # the value the call returns (None for extend/insert/reverse/update)
+        if what == "pop" and not keywords and len(args) <= 2:
+            if not args:
+                result = _sub(r, _const(-1))
+                new = _sub(r, _slice(upper=_const(-1)))
+            else:
+                key = self.temp(s, args[0], out, "key")
+                if len(args) == 2:   # d.pop(k, default): a dict's
+                    default = self.temp(s, args[1], out, "default")
+                    result = gast.Call(func=gast.Attribute(value=name(r), attr="get", ctx=gast.Load()),
+                                       args=[key, default], keywords=[])
+                else:
+                    result = _sub(r, key)
+                new = self.call(runtime.seq_without, name(r), key)
+        elif what == "extend" and len(args) == 1 and not keywords:
+            more = args[0] if isinstance(args[0], gast.List) else self.call(builtins.list, args[0])
+            new = gast.BinOp(left=name(r), op=gast.Add(), right=more)
+        elif what == "insert" and len(args) == 2 and not keywords:
+            key = self.temp(s, args[0], out, "key")
+            item = gast.List(elts=[args[1]], ctx=gast.Load())
+            new = gast.BinOp(left=gast.BinOp(left=_sub(r, _slice(upper=key)), op=gast.Add(), right=item),
+                             op=gast.Add(), right=_sub(r, _slice(lower=key)))
+        elif what == "reverse" and not args and not keywords:
+            new = _sub(r, _slice(step=_const(-1)))
+        elif what == "update" and len(args) <= 1 and (args or keywords):
+            new = name(r)
+            if args:
+                new = self.call(runtime.dict_merge, new, args[0])
+            if keywords:
+                new = self.call(runtime.dict_merge, new, gast.Dict(
+                    keys=[_const(k.arg) for k in keywords], values=[k.value for k in keywords]))
+        elif what == "setdefault" and len(args) == 2 and not keywords:
+            key = self.temp(s, args[0], out, "key")
+            default = self.temp(s, args[1], out, "default")
+            # merge(d, merge({k: v}, d)): d's values where it has k, else v, placed last
+            new = self.call(runtime.dict_merge, name(r), self.call(
+                runtime.dict_merge, gast.Dict(keys=[key], values=[default]), name(r)))
+            result = _sub(r, key)
+        else:
+            return None
+        if result is not None and target is not None and what != "setdefault":
+            out.append(self.stmt(s, target, result))
+        out.append(self.stmt(s, r, new, augmented=True))
+        if target is not None:
+            if what == "setdefault":
+                out.append(self.stmt(s, target, result))
+            elif result is None:
+                out.append(self.stmt(s, target, _const(None)))
+        return out
+
+
+
+class Displays(gast.NodeTransformer):
+    """``*``/``**`` in list, tuple and dict displays, as joins (see the module docstring)."""
+
+    def __init__(self, desugar):
+        self.call = desugar.call
+        self.helper = desugar.helper
+
+    def visit_List(self, node):
+        self.generic_visit(node)
+        return self.starred(node, list)
+
+    def visit_Tuple(self, node):
+        self.generic_visit(node)
+        if isinstance(node.ctx, gast.Load):
+            return self.starred(node, tuple)
+        return node
+
+    def starred(self, node, kind):
+        """``[a, *b, c]`` -> ``[a] + list(b) + [c]`` (a tuple display: ``tuple(...)`` of that)."""
+        if not any(isinstance(e, gast.Starred) for e in node.elts) or not isinstance(node.ctx, gast.Load):
+            return node
+        parts, run = [], []
+        for e in node.elts:
+            if isinstance(e, gast.Starred):
+                if run:
+                    parts.append(gast.List(elts=run, ctx=gast.Load()))
+                    run = []
+                parts.append(self.call(builtins.list, e.value))
+            else:
+                run.append(e)
+        if run:
+            parts.append(gast.List(elts=run, ctx=gast.Load()))
+        value = parts[0]
+        for p in parts[1:]:
+            value = gast.BinOp(left=value, op=gast.Add(), right=p)
+        if kind is tuple:
+            value = self.call(builtins.tuple, value)
+        return value
+
+    def visit_Dict(self, node):
+        """``{**d, "k": v}`` -> ``rt.dict_merge(d, {"k": v})`` (later keys win, first places stay)."""
+        self.generic_visit(node)
+        if all(k is not None for k in node.keys):
+            return node
+        value, keys, values = None, [], []
+
+        def flush(value):
+            if keys:
+                part = gast.Dict(keys=list(keys), values=list(values))
+                keys.clear()
+                values.clear()
+                return part if value is None else self.call(runtime.dict_merge, value, part)
+            return value
+
+        for k, v in zip(node.keys, node.values):
+            if k is None:
+                value = flush(value)
+                value = self.call(runtime.dict_merge, value if value is not None else gast.Dict(
+                    keys=[], values=[]), v)
+            else:
+                keys.append(k)
+                values.append(v)
+        return flush(value)
+
+
+def transform(node, ctx):
+    """Rewrite the container-method statements and starred displays of FunctionDef ``node``."""
+    wanted = any((isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute) and n.func.attr in _METHODS)
+                 or (isinstance(n, (gast.List, gast.Tuple)) and any(isinstance(e, gast.Starred) for e in n.elts))
+                 or (isinstance(n, gast.Dict) and any(k is None for k in n.keys))
+                 for n in gast.walk(node))
+    if not wanted:
+        return node
+    desugar = Desugar(ctx.info, ctx.namer, ctx.bindings, local_names(node))
+    node.body = [Displays(desugar).visit(s) for s in node.body]
+    node.body = desugar.visit_block(node.body)
+    return node
