@@ -473,3 +473,8 @@ def dict_merge_vjp(dy, a, b, second):
     if second:
         return {k: dy[k] for k in b if k in dy}
     return {k: dy[k] for k in a if k in dy and k not in b}
+
+
+# forward over reverse (a Hessian through xs.pop(i), d.update(e), {**d}): the adjoints are linear in dy
+linear(rt.seq_without_vjp, "dy", no_tangent=("c", "key"))
+linear(rt.dict_merge_vjp, "dy", no_tangent=("a", "b", "second"))

@@ -1,0 +1,267 @@
+"""Idioms JAX/PyTorch users write first (round 3): container methods inside the function
+differentiated, ``*``/``**`` in displays, and their refusals. Each supported idiom is checked
+against central finite differences in float64 (reverse mode, and forward mode / Hessians
+where they apply); each refusal names the user's line and construct."""
+
+import numpy as np
+import pytest
+
+import srcgrad as sg
+from srcgrad.errors import UnsupportedError
+from srcgrad.testing import check_grads
+
+RNG = np.random.default_rng(3)
+X = np.array([0.3, -0.7, 1.1])
+
+
+# ----- list and dict methods on a list or dict f builds -----
+
+def list_pop(x):
+    lst = [x, 2 * x, np.sin(x)]
+    last = lst.pop()
+    return np.sum(last * lst[0] + lst[-1]) + len(lst)
+
+
+def list_pop_index(x, i=0):
+    lst = [x, 2 * x, np.sin(x)]
+    first = lst.pop(i)
+    return np.sum(first * lst[0] + lst[1] ** 2)
+
+
+def list_pop_negative(x):
+    lst = [x, np.cos(x), np.sin(x)]
+    middle = lst.pop(-2)
+    return np.sum(middle * lst[0] + lst[1] ** 3)
+
+
+def list_extend(x):
+    lst = [x]
+    lst.extend([np.sin(x), x * x])
+    lst.extend((np.exp(x),))
+    return np.sum(lst[0] * lst[1] + lst[2] * lst[3])
+
+
+def list_insert(x):
+    lst = [x, x * x]
+    lst.insert(1, np.sin(x))
+    lst.insert(-1, np.cos(x))
+    lst.insert(10, 3.0 * x)    # past the end: appended, as Python does
+    return np.sum(lst[0] * lst[1] + lst[2] * lst[3] + lst[4] ** 2)
+
+
+def list_iadd(x):
+    lst = [x]
+    lst += [np.sin(x)]
+    return np.sum(lst[0] * lst[1])
+
+
+def list_reverse(x):
+    lst = [x, np.sin(x), x * 3]
+    lst.reverse()
+    return np.sum(lst[0] * lst[1] + lst[2] ** 2)
+
+
+def list_methods_in_a_loop(x):
+    stack = [x]
+    for k in range(3):
+        stack.append(np.sin(stack[-1]) * (k + 1))
+    total = 0.0
+    while len(stack) > 1:
+        top = stack.pop()
+        total = total + np.sum(top * stack[0])
+    return total
+
+
+def dict_update(x):
+    d = {"a": x}
+    d.update({"b": np.sin(x)})
+    d.update(a=x * 2, c=np.cos(x))
+    return np.sum(d["a"] * d["b"] + d["c"])
+
+
+def dict_setdefault(x):
+    d = {"a": x}
+    v = d.setdefault("b", np.sin(x))
+    w = d.setdefault("a", np.cos(x))     # present: the default is not used
+    return np.sum(v * w + d["b"]) + len(d)
+
+
+def dict_pop(x):
+    d = {"a": x, "b": np.sin(x)}
+    v = d.pop("a")
+    missing = d.pop("z", np.cos(x))
+    return np.sum(v * d["b"] + missing) + len(d)
+
+
+def dict_get(x):
+    d = {"a": x}
+    return np.sum(d.get("a", 0.0) * d.get("b", np.cos(x)))
+
+
+def dict_double_star(x):
+    d = {"a": x, "b": x}
+    e = {"z": 2 * x, **d, "b": np.sin(x)}
+    return np.sum(e["a"] * e["b"] + e["z"]) + len(e)
+
+
+def list_star_display(x):
+    a = [x, 2 * x]
+    b = (np.sin(x),)
+    c = [*a, *b, x ** 2]
+    t = (*c, np.cos(x))
+    return np.sum(c[0] * c[2] + c[1] + t[-1] * t[3])
+
+
+def starred_assignment(x):
+    xs = [x, np.sin(x), x * x]
+    a, *rest = xs
+    *init, last = rest
+    return np.sum(a * rest[0] + last + init[0])
+
+
+SUPPORTED = [list_pop, list_pop_index, list_pop_negative, list_extend, list_insert, list_iadd,
+             list_reverse, list_methods_in_a_loop, dict_update, dict_setdefault, dict_pop,
+             dict_get, dict_double_star, list_star_display, starred_assignment]
+
+
+@pytest.mark.parametrize("f", SUPPORTED, ids=lambda f: f.__name__)
+def test_container_methods_match_finite_differences(f):
+    assert check_grads(f, (X,))
+
+
+@pytest.mark.parametrize("f", SUPPORTED, ids=lambda f: f.__name__)
+def test_container_methods_in_forward_mode_match_finite_differences(f):
+    t = RNG.standard_normal(3)
+    out, dout = sg.jvp(f, (X,), (t,))
+    h = 1e-6
+    want = (f(X + h * t) - f(X - h * t)) / (2 * h)
+    np.testing.assert_allclose(out, f(X), rtol=1e-12)
+    np.testing.assert_allclose(dout, want, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("f", [list_pop_negative, list_insert, dict_update, dict_double_star,
+                               list_star_display], ids=lambda f: f.__name__)
+def test_container_methods_have_hessians_matching_finite_differences_of_the_gradient(f):
+    hess = sg.hessian(f)(X)
+    grad, h = sg.grad(f), 1e-6
+    want = np.stack([(grad(X + h * e) - grad(X - h * e)) / (2 * h) for e in np.eye(3)], axis=1)
+    np.testing.assert_allclose(hess, want, rtol=1e-5, atol=1e-7)
+
+
+def test_pop_with_a_key_computed_when_f_runs_pops_that_item():
+    for i in (0, 1, -1, -3):
+        assert check_grads(list_pop_index, (X,), kwargs={"i": i})
+
+
+# ----- an argument's list or dict: the caller's object is not changed by the gradient -----
+
+def pops_an_argument(xs):
+    last = xs.pop()
+    return np.sum(last * xs[0])
+
+
+def updates_an_argument(d, x):
+    d.update(b=x * 2)
+    return np.sum(d["a"] * d["b"])
+
+
+def test_a_method_on_an_argument_list_differentiates_the_list_the_caller_passed():
+    a, b = RNG.standard_normal(3), RNG.standard_normal(3)
+    xs = [a, b]
+    da, db = sg.grad(pops_an_argument)(xs)
+    # By hand: last = b, xs[0] = a after the pop.
+    np.testing.assert_allclose(da, b, rtol=1e-12)
+    np.testing.assert_allclose(db, a, rtol=1e-12)
+    assert len(xs) == 2   # the gradient leaves the caller's list as it was (docs/language.md)
+
+
+def test_update_of_an_argument_dict():
+    a, x = RNG.standard_normal(3), RNG.standard_normal(3)
+    dd, dx = sg.grad(updates_an_argument, wrt=(0, 1))({"a": a}, x)
+    np.testing.assert_allclose(dd["a"], 2 * x, rtol=1e-12)
+    np.testing.assert_allclose(dx, 2 * a, rtol=1e-12)
+
+
+# ----- aliasing: a list another live name holds is never changed behind its back -----
+
+def pop_of_a_shared_list(x):
+    lst = [x, np.sin(x)]
+    other = lst
+    lst.pop()
+    return np.sum(other[-1])
+
+
+def update_of_a_shared_dict(x):
+    d = {"a": x}
+    e = d
+    d.update(a=np.sin(x))
+    return np.sum(e["a"])
+
+
+def reverse_of_a_list_maybe_shared(xs, share):
+    other = xs if share else [xs[0]]
+    xs.reverse()
+    return np.sum(other[0] * 2.0)
+
+
+@pytest.mark.parametrize("f, line, what", [
+    (pop_of_a_shared_list, "lst.pop()", "'other'"),
+    (update_of_a_shared_dict, "d.update(a=np.sin(x))", "'e'"),
+], ids=["pop", "update"])
+def test_a_method_on_a_list_another_name_holds_is_refused_at_its_line(f, line, what):
+    with pytest.raises(UnsupportedError) as info:
+        sg.grad(f)(X)
+    message = str(info.value)
+    assert "test_idioms_round3.py" in message and line in message and what in message
+
+
+def test_a_list_shared_only_on_one_path_is_checked_when_f_runs():
+    a, b = RNG.standard_normal(3), RNG.standard_normal(3)
+    da, db = sg.grad(reverse_of_a_list_maybe_shared)([a, b], False)
+    np.testing.assert_allclose(da, 2.0, rtol=1e-12)
+    np.testing.assert_allclose(db, 0.0, atol=0)
+    with pytest.raises(UnsupportedError, match=r"xs\.reverse\(\)"):
+        sg.grad(reverse_of_a_list_maybe_shared)([a, b], True)
+
+
+# ----- what stays refused -----
+
+class Holder:
+    def __init__(self):
+        self.items = []
+
+    def grows(self, x):
+        self.items.extend([np.sin(x)])
+        return np.sum(self.items[-1] * x)
+
+    def appends(self, x):
+        self.items.append(np.sin(x))
+        return np.sum(self.items[-1] * x)
+
+    def grows_a_copy(self, x):
+        items = list(self.items)
+        items.extend([np.sin(x)])
+        return np.sum(items[-1] * x)
+
+
+def pop_inside_an_expression(x):
+    lst = [x, np.sin(x)]
+    return np.sum(lst.pop() * 2.0)
+
+
+@pytest.mark.parametrize("method", ["grows", "appends"])
+def test_a_method_on_an_attribute_list_is_refused_at_its_line(method):
+    # Found here: self.items.extend([np.sin(x)]) ran unseen, so the later read of
+    # self.items[-1] was a constant and the gradient lost the np.sin(x) path.
+    with pytest.raises(UnsupportedError, match=r"(?s)test_idioms_round3.py.*not a local variable"
+                                               r".*self\.items\.(extend|append).*statement of its own"):
+        sg.grad(getattr(Holder(), method))(X)
+
+
+def test_a_method_on_a_local_copy_of_an_attribute_list_is_differentiated():
+    assert check_grads(Holder().grows_a_copy, (X,))
+
+
+def test_a_method_whose_result_is_used_inside_a_larger_expression_is_refused_at_its_line():
+    with pytest.raises(UnsupportedError, match=r"(?s)test_idioms_round3.py.*\.pop\(\).*lst\.pop\(\) \* 2\.0.*statement of its own"):
+        sg.grad(pop_inside_an_expression)(X)
