@@ -478,3 +478,43 @@ def dict_merge_vjp(dy, a, b, second):
 # forward over reverse (a Hessian through xs.pop(i), d.update(e), {**d}): the adjoints are linear in dy
 linear(rt.seq_without_vjp, "dy", no_tangent=("c", "key"))
 linear(rt.dict_merge_vjp, "dy", no_tangent=("a", "b", "second"))
+
+
+# ----- sorted(xs, key=...), max(xs, key=...), xs.sort(key=...): an order, then item reads -----
+# transform/methods.py writes them as [xs[i] for i in rt.sort_order(xs, key, reverse)] and
+# xs[rt.argbest(xs, key, largest)]: the order is a decision (no gradient, like np.argsort),
+# and the items read are differentiated as any index read.
+
+def _ordered_items(items, what):
+    if isinstance(items, (list, tuple)) or is_array(items):
+        return items
+    raise TypeError(f"srcgrad: {what} is differentiated on a list, tuple or array, not on a "
+                    f"{type(items).__name__}; write list(...) of it first")
+
+
+@rt.helper
+def sort_order(items, key, reverse):
+    """The positions of ``items`` in ``sorted(items, key=key, reverse=reverse)`` (stable)."""
+    items = _ordered_items(items, "sorted()")
+    pick = key if key is not None else (lambda v: v)
+    return builtins.sorted(range(len(items)), key=lambda i: pick(items[i]), reverse=reverse)
+
+
+@rt.helper
+def argbest(items, key, largest):
+    """The position of ``max(items, key=key)`` (``min`` when not ``largest``): the first best."""
+    items = _ordered_items(items, "max()/min() with key=")
+    if not len(items):
+        raise ValueError(f"{'max' if largest else 'min'}() arg is an empty sequence")
+    best = builtins.max if largest else builtins.min
+    return best(range(len(items)), key=lambda i: key(items[i]))
+
+
+@rt.helper
+def bind_key(function, **captured):
+    """A key function (a lambda of f given to sorted/max/min) with the values of f's
+    variables it reads bound: it decides an order, so it carries no gradient."""
+    return lambda *args: function(*args, **captured)
+
+
+nondifferentiable(rt.sort_order, rt.argbest, rt.bind_key)

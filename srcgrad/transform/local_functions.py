@@ -322,6 +322,9 @@ class Lifting:
         if _is_hook_argument(parent, lam, self.info):
             self.hook(lam, parent)
             return
+        if _is_key_argument(parent, lam, self.info):
+            self.key_function(lam, parent)
+            return
         called = isinstance(parent, gast.Call) and parent.func is lam
         passed = isinstance(parent, gast.Call) and (lam in parent.args or any(
             k.value is lam for k in parent.keywords))
@@ -383,6 +386,36 @@ class Lifting:
         self.info.extra[value.global_name] = self.bindings[value.global_name] = value
         return value
 
+    def key_function(self, lam, parent):
+        """A key lambda: a real function, called by sorted/max/min when ``f`` runs; it picks
+        an order (no gradient), so the variables of ``f`` it reads are bound as values."""
+        self.check_defaults(self.lambda_def(lam, "key", self.stmt), self.stmt)
+        read = reads(lam) - _own_locals(lam)
+        if read & set(self.named):
+            raise self.error(lam, "a key function that calls a local function is not supported",
+                             "Define the key function at module level.")
+        free = sorted(read & (self.outer_locals | set(self.info.closure)))
+        lam = templates.clone(lam)
+        lam.args.kwonlyargs = list(lam.args.kwonlyargs) + [
+            gast.Name(id=v, ctx=gast.Param(), annotation=None, type_comment=None) for v in free]
+        lam.args.kw_defaults = list(lam.args.kw_defaults) + [None] * len(free)
+        expr = ast.Expression(body=gast.gast_to_ast(lam))
+        origin = anno.getanno(self.stmt, Static.ORIGIN)
+        ast.fix_missing_locations(expr)
+        if origin is not None:
+            ast.increment_lineno(expr, origin.lineno - expr.body.lineno)
+        fn = eval(compile(expr, self.info.filename, "eval"), self.info.globals)
+        key_name = self.namer.new("key_fn")
+        self.info.extra[key_name] = self.bindings[key_name] = fn
+        value = name(key_name)
+        if free:
+            from srcgrad import runtime
+            bind = self.namer.new("bind_key")
+            self.info.extra[bind] = self.bindings[bind] = runtime.bind_key
+            value = gast.Call(func=name(bind), args=[value],
+                              keywords=[gast.keyword(arg=v, value=name(v)) for v in free])
+        parent.args[1] = value
+
     def hook(self, lam, parent):
         """A hook lambda: a real function of the globals, called by the reverse sweep."""
         read = reads(lam) - _own_locals(lam)
@@ -401,6 +434,15 @@ class Lifting:
         hook_name = self.namer.new("hook_fn")
         self.info.extra[hook_name] = self.bindings[hook_name] = fn
         parent.args[parent.args.index(lam)] = name(hook_name)
+
+
+def _is_key_argument(parent, lam, info):
+    """Whether ``lam`` is the key of ``sorted``/``max``/``min`` (methods.py made the call
+    ``rt.sort_order(xs, key, reverse)`` or ``rt.argbest(xs, key, largest)``)."""
+    from srcgrad import runtime
+    return isinstance(parent, gast.Call) and isinstance(parent.func, gast.Name) \
+        and lam in parent.args[1:2] \
+        and info.extra.get(parent.func.id) in (runtime.sort_order, runtime.argbest)
 
 
 def _parent_in(root, target):

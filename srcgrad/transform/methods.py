@@ -29,7 +29,7 @@ from srcgrad.transform.base import Base, local_names
 
 Static = anno.Static
 
-_METHODS = {"pop", "extend", "insert", "reverse", "update", "setdefault"}
+_METHODS = {"pop", "extend", "insert", "reverse", "update", "setdefault", "sort"}
 
 
 def _const(value):
@@ -42,6 +42,12 @@ def _slice(lower=None, upper=None, step=None):
 
 def _sub(base, index):
     return gast.Subscript(value=name(base), slice=index, ctx=gast.Load())
+
+
+def _with_first(call, first):
+    """``call`` with ``first`` as its first argument (a fresh copy of the name)."""
+    call.args[0] = name(first.id) if isinstance(first, gast.Name) else first
+    return call
 
 
 def _simple(node):
@@ -81,6 +87,40 @@ class Desugar(Base):
         tmp = self.namer.new(hint)
         out.append(self.stmt(origin, tmp, value))
         return name(tmp)
+
+    def sorted_items(self, items, keywords):
+        """``[items[i] for i in rt.sort_order(items, key, reverse)]`` (``items`` read once)."""
+        options = {k.arg: k.value for k in keywords}
+        order = self.call(runtime.sort_order, None, options.get("key", _const(None)),
+                          options.get("reverse", _const(False)))
+        return self.each_once(items, lambda seq: gast.ListComp(
+            elt=gast.Subscript(value=seq, slice=name("sorted_index"), ctx=gast.Load()),
+            generators=[gast.comprehension(target=name("sorted_index", True), iter=_with_first(order, seq),
+                                           ifs=[], is_async=0)]))
+
+    def best_item(self, items, key, largest):
+        """``items[rt.argbest(items, key, largest)]`` (``items`` read once)."""
+        return self.each_once(items, lambda seq: gast.Subscript(
+            value=seq, slice=self.call(runtime.argbest, seq, key, _const(largest)), ctx=gast.Load()))
+
+    def each_once(self, items, build):
+        """``build(items)`` where ``items`` is a name; else ``[build(t) for t in [items]][0]``,
+        so that the expression is evaluated once, where the call stood."""
+        if isinstance(items, gast.Name):
+            return build(name(items.id))
+        return gast.Subscript(value=gast.ListComp(
+            elt=build(name("sorted_items")),
+            generators=[gast.comprehension(target=name("sorted_items", True),
+                                           iter=gast.List(elts=[items], ctx=gast.Load()), ifs=[],
+                                           is_async=0)]), slice=_const(0), ctx=gast.Load())
+
+    def resolves_to(self, func, obj):
+        if isinstance(func, gast.Name) and func.id not in self.locals:
+            try:
+                return self.info.resolve(func.id) is obj
+            except NameError:
+                return False
+        return False
 
     # ----- statements -----
 
@@ -142,6 +182,10 @@ class Desugar(Base):
             new = self.call(runtime.dict_merge, name(r), self.call(
                 runtime.dict_merge, gast.Dict(keys=[key], values=[default]), name(r)))
             result = _sub(r, key)
+        elif what == "sort" and not args and any(k.arg == "key" for k in keywords) \
+                and {k.arg for k in keywords} <= {"key", "reverse"}:
+            # a list's sort (an array's takes no key=: transform/mutation.py rewrites that one)
+            new = self.sorted_items(name(r), keywords)
         else:
             return None
         if result is not None and target is not None and what != "setdefault":
@@ -160,8 +204,26 @@ class Displays(gast.NodeTransformer):
     """``*``/``**`` in list, tuple and dict displays, as joins (see the module docstring)."""
 
     def __init__(self, desugar):
+        self.desugar = desugar
         self.call = desugar.call
         self.helper = desugar.helper
+
+    def visit_Call(self, node):
+        """``sorted(xs, key=k)`` and ``max(xs, key=k)`` / ``min``: an order, then item reads."""
+        self.generic_visit(node)
+        d = self.desugar
+        keys = {k.arg for k in node.keywords}
+        if None in keys or any(isinstance(a, gast.Starred) for a in node.args) or len(node.args) != 1:
+            return node
+        if d.resolves_to(node.func, builtins.sorted) and keys <= {"key", "reverse"}:
+            return d.sorted_items(node.args[0], node.keywords)
+        for best, largest in ((builtins.max, True), (builtins.min, False)):
+            if d.resolves_to(node.func, best) and keys == {"key"}:
+                key = node.keywords[0].value
+                if isinstance(key, gast.Constant) and key.value is None:
+                    return node
+                return d.best_item(node.args[0], key, largest)
+        return node
 
     def visit_List(self, node):
         self.generic_visit(node)
@@ -224,6 +286,8 @@ class Displays(gast.NodeTransformer):
 def transform(node, ctx):
     """Rewrite the container-method statements and starred displays of FunctionDef ``node``."""
     wanted = any((isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute) and n.func.attr in _METHODS)
+                 or (isinstance(n, gast.Call) and isinstance(n.func, gast.Name)
+                     and n.func.id in ("sorted", "max", "min") or isinstance(n, gast.Name) and n.id == "sorted")
                  or (isinstance(n, (gast.List, gast.Tuple)) and any(isinstance(e, gast.Starred) for e in n.elts))
                  or (isinstance(n, gast.Dict) and any(k is None for k in n.keys))
                  for n in gast.walk(node))
