@@ -3,6 +3,8 @@ differentiated, ``*``/``**`` in displays, and their refusals. Each supported idi
 against central finite differences in float64 (reverse mode, and forward mode / Hessians
 where they apply); each refusal names the user's line and construct."""
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -265,3 +267,143 @@ def test_a_method_on_a_local_copy_of_an_attribute_list_is_differentiated():
 def test_a_method_whose_result_is_used_inside_a_larger_expression_is_refused_at_its_line():
     with pytest.raises(UnsupportedError, match=r"(?s)test_idioms_round3.py.*\.pop\(\).*lst\.pop\(\) \* 2\.0.*statement of its own"):
         sg.grad(pop_inside_an_expression)(X)
+
+
+# ----- sorted / max / min with key=: the order is a decision, the items carry the gradient -----
+
+def first(t):
+    return t[0]
+
+
+def sorted_by_a_lambda(x, w):
+    items = [(2, x), (1, np.sin(x)), (3, x * x)]
+    s = sorted(items, key=lambda t: t[0] * w, reverse=True)   # reads w, a variable of f
+    return np.sum(s[0][1] * 2.0 + s[1][1] * s[2][1])
+
+
+def sorted_by_a_module_function(x):
+    items = [(2, x), (1, np.sin(x)), (3, x * x)]
+    return np.sum(sorted(items, key=first)[0][1] * x)
+
+
+def sorted_values(x):
+    vals = [np.sum(x), np.sum(np.sin(x)), np.sum(x * x)]
+    s = sorted(vals)
+    return s[0] * 2.0 + s[2]
+
+
+def max_and_min_by_key(x):
+    lst = [x, np.sin(x), x * 3]
+    a = max(lst, key=lambda v: float(np.sum(v)))
+    b = min(lst, key=lambda v: float(np.sum(v)))
+    return np.sum(a * b)
+
+
+def max_of_pairs_by_constant_key(x):
+    items = [(2, x), (1, np.sin(x)), (3, x * x)]
+    return np.sum(max(items, key=first)[1] + min(items, key=lambda t: t[0])[1])
+
+
+def list_sort_with_key(x):
+    lst = [x, np.sin(x), x * 3]
+    lst.sort(key=lambda v: float(v[0]), reverse=False)
+    return np.sum(lst[0] * lst[1] ** 2 + lst[2])
+
+
+def sorted_of_an_expression(x):
+    return np.sum(sorted([x * 2, np.sin(x)], key=lambda v: float(v[1]))[0] * x)
+
+
+ORDERED = [sorted_by_a_module_function, sorted_values, max_and_min_by_key,
+           max_of_pairs_by_constant_key, list_sort_with_key, sorted_of_an_expression]
+
+
+@pytest.mark.parametrize("f", ORDERED, ids=lambda f: f.__name__)
+def test_sorted_max_min_with_key_match_finite_differences(f):
+    assert check_grads(f, (X,))
+    t = RNG.standard_normal(3)
+    _, dout = sg.jvp(f, (X,), (t,))
+    h = 1e-6
+    np.testing.assert_allclose(dout, (f(X + h * t) - f(X - h * t)) / (2 * h), rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("w", [1.0, -1.0])
+def test_a_key_lambda_reading_a_variable_of_f_uses_its_value(w):
+    assert check_grads(sorted_by_a_lambda, (X, w))
+
+
+def sorted_of_a_dict(x):
+    d = {"b": x, "a": np.sin(x)}
+    return np.sum(sorted(d, key=lambda k: k)[0] == "a") * np.sum(x)
+
+
+def test_sorted_of_a_dict_is_refused_when_it_runs():
+    with pytest.raises(TypeError, match=r"sorted\(\) is differentiated on a list, tuple or array"):
+        sg.grad(sorted_of_a_dict)(X)
+
+
+# ----- lambdas in a local dict or list, functools.partial made inside f -----
+
+def act_table(x, name="relu"):
+    acts = {"relu": lambda v: np.maximum(v, 0), "tanh": lambda v: np.tanh(v), "sq": square}
+    return np.sum(acts[name](x) + acts["tanh"](x) * 2.0)
+
+
+def square(v):
+    return v * v
+
+
+def lambda_list(x, i=0):
+    scale = 3.0
+    fs = [lambda v: np.sin(v) * scale, lambda v: v * v]
+    return np.sum(fs[0](x) * fs[-1](x) + fs[i](x))
+
+
+def helper(v, a=1.0, b=0.0):
+    return np.sin(v) * a + b
+
+
+def partial_of_a_helper(x, y):
+    h = functools.partial(helper, a=2.0, b=y)
+    g = functools.partial(helper, x * 3)
+    return np.sum(h(x) + h(x, a=-1.0) * g(b=y))
+
+
+@pytest.mark.parametrize("name", ["relu", "tanh", "sq"])
+def test_a_dict_of_lambdas_called_by_a_key_matches_finite_differences(name):
+    assert check_grads(act_table, (X,), kwargs={"name": name})
+    t = RNG.standard_normal(3)
+    _, dout = sg.jvp(act_table, (X, name), (t, None))
+    h = 1e-6
+    want = (act_table(X + h * t, name) - act_table(X - h * t, name)) / (2 * h)
+    np.testing.assert_allclose(dout, want, rtol=1e-6, atol=1e-8)
+
+
+def test_a_key_not_in_the_table_raises_as_python_does():
+    with pytest.raises(KeyError, match="gelu"):
+        sg.grad(act_table)(X, "gelu")
+    with pytest.raises(IndexError):
+        sg.grad(lambda_list)(X, 5)
+
+
+@pytest.mark.parametrize("i", [0, 1, -1, -2])
+def test_a_list_of_lambdas_called_by_index_matches_finite_differences(i):
+    assert check_grads(lambda_list, (X,), kwargs={"i": i})
+
+
+def test_a_partial_made_inside_f_matches_finite_differences():
+    y = RNG.standard_normal(3)
+    assert check_grads(partial_of_a_helper, (X, y), wrt=(0, 1))
+
+
+def loop_of_lambdas_with_defaults(x):
+    fs = []
+    for i in range(3):
+        fs.append(lambda v, i=i: v * (i + 1))
+    return np.sum(fs[0](x))
+
+
+def test_lambdas_with_a_loop_variable_default_stay_refused_at_their_line():
+    with pytest.raises(UnsupportedError, match=r"(?s)test_idioms_round3.py.*default value of a local "
+                                               r"function that is not a constant.*lambda v, i=i"):
+        sg.grad(loop_of_lambdas_with_defaults)(X)

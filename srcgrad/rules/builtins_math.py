@@ -518,3 +518,15 @@ def bind_key(function, **captured):
 
 
 nondifferentiable(rt.sort_order, rt.argbest, rt.bind_key)
+
+
+@rt.helper
+def missing_item(keys, key):
+    """Raise what ``table[key]`` raises for a key not in a table of local functions
+    (transform/local_functions.py): IndexError (``keys`` a length) or KeyError."""
+    if isinstance(keys, int):
+        raise IndexError(f"list index {key!r} out of range")
+    raise KeyError(key)
+
+
+nondifferentiable(rt.missing_item)

@@ -22,7 +22,7 @@ import builtins
 import gast
 
 from srcgrad import anno
-from srcgrad import runtime
+from srcgrad import runtime, templates
 from srcgrad.ast_util import name
 from srcgrad.transform import as_array
 from srcgrad.transform.base import Base, local_names
@@ -283,6 +283,75 @@ class Displays(gast.NodeTransformer):
         return flush(value)
 
 
+def _partials(node, desugar):
+    """``h = functools.partial(g, a, k=v)`` bound once at the top level of ``f``, ``h`` read
+    only as ``h(...)`` calls, ``g`` a function known when compiling (not a local variable):
+    the partial's arguments are bound to names of their own where it was made (their values
+    then, as the partial keeps them), and each ``h(x, k=w)`` is the call ``g(a_, x, k=w)``
+    (the call's keywords replacing the partial's, as ``functools.partial`` does)."""
+    import functools
+    counts = {}
+    for n in gast.walk(node):
+        if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store):
+            counts[n.id] = counts.get(n.id, 0) + 1
+    local_functions = {s.name for s in node.body if isinstance(s, gast.FunctionDef)} | {
+        s.targets[0].id for s in node.body if isinstance(s, gast.Assign) and len(s.targets) == 1
+        and isinstance(s.targets[0], gast.Name) and isinstance(s.value, gast.Lambda)}
+    parents = {c: n for n in gast.walk(node) for c in gast.iter_child_nodes(n)}
+    body = []
+    for stmt in node.body:
+        call = stmt.value if isinstance(stmt, gast.Assign) else None
+        if not (isinstance(call, gast.Call) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], gast.Name)
+                and counts.get(stmt.targets[0].id) == 1 and call.args
+                and _resolves_path(desugar, call.func) is functools.partial
+                and not any(isinstance(a, gast.Starred) for a in call.args)
+                and all(k.arg is not None for k in call.keywords)):
+            body.append(stmt)
+            continue
+        target, g = stmt.targets[0].id, call.args[0]
+        root = g
+        while isinstance(root, gast.Attribute):
+            root = root.value
+        known = isinstance(root, gast.Name) and (root.id not in desugar.locals or (
+            root.id in local_functions and root is g))
+        uses = [n for n in gast.walk(node) if isinstance(n, gast.Name) and n.id == target
+                and isinstance(n.ctx, gast.Load)]
+        if not known or not all(isinstance(parents.get(n), gast.Call) and parents[n].func is n
+                                and not any(isinstance(a, gast.Starred) for a in parents[n].args)
+                                and all(k.arg is not None for k in parents[n].keywords) for n in uses):
+            body.append(stmt)
+            continue
+        bound = []
+        for k, value in [(None, a) for a in call.args[1:]] + [(kw.arg, kw.value) for kw in call.keywords]:
+            if isinstance(value, gast.Constant):
+                bound.append((k, value))
+                continue
+            temp = desugar.namer.new(f"{target}_{k or 'arg'}")
+            body.append(desugar.stmt(stmt, temp, value))
+            bound.append((k, name(temp)))
+        for n in uses:
+            use = parents[n]
+            given = {kw.arg for kw in use.keywords}
+            use.func = templates.clone(g)
+            use.args = [templates.clone(v) for k, v in bound if k is None] + use.args
+            use.keywords = [gast.keyword(arg=k, value=templates.clone(v)) for k, v in bound
+                            if k is not None and k not in given] + use.keywords
+    node.body = body
+
+
+def _resolves_path(desugar, func):
+    parts = []
+    while isinstance(func, gast.Attribute):
+        parts.append(func.attr)
+        func = func.value
+    if not isinstance(func, gast.Name) or func.id in desugar.locals:
+        return None
+    try:
+        return desugar.info.resolve_path((func.id,) + tuple(reversed(parts)))
+    except (NameError, AttributeError):
+        return None
+
+
 def transform(node, ctx):
     """Rewrite the container-method statements and starred displays of FunctionDef ``node``."""
     wanted = any((isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute) and n.func.attr in _METHODS)
@@ -291,9 +360,12 @@ def transform(node, ctx):
                  or (isinstance(n, (gast.List, gast.Tuple)) and any(isinstance(e, gast.Starred) for e in n.elts))
                  or (isinstance(n, gast.Dict) and any(k is None for k in n.keys))
                  for n in gast.walk(node))
+    wanted = wanted or any(isinstance(n, (gast.Name, gast.Attribute)) and getattr(n, "id", getattr(
+        n, "attr", None)) == "partial" for n in gast.walk(node))
     if not wanted:
         return node
     desugar = Desugar(ctx.info, ctx.namer, ctx.bindings, local_names(node))
+    _partials(node, desugar)
     node.body = [Displays(desugar).visit(s) for s in node.body]
     node.body = desugar.visit_block(node.body)
     return node
