@@ -88,6 +88,7 @@ def front_end(fn, options, stack=(), has_aux=False, static=None):
             helper, options, helper_stack, static=helper_static))
     static = dict(static or {})
     arity = static.pop(inline.STAR_ARITY, None)
+    ctx.classes = methods.unbound_classes(node, static.pop(inline.PARAM_CLASSES, None) or {})
     if arity is not None:   # a helper's *args/**kwargs passed on: g(*args, **kwargs)
         inline.expand_star_calls(node, arity)
     fence.check(node, info, allowed_with=lambda item: anf.grad_mode_of(item, info) is not None,
@@ -97,6 +98,7 @@ def front_end(fn, options, stack=(), has_aux=False, static=None):
     if static:
         inline.bind_static(node, info, ctx.namer, static, ctx.bindings)
     node = _rename_reserved(node, info, ctx.namer, ctx.bindings)
+    node = methods.bind_methods(node, ctx)  # p.energy(x) for a dataclass argument p
     node = methods.transform(node, ctx)  # xs.pop(), d.update(), [*a, *b]: rebindings, joins
     node = local_functions.transform(node, ctx)  # lambdas, nested defs: helpers
     node = comprehensions.transform(node, ctx)  # loops that build them, for canonicalize
@@ -185,6 +187,10 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None, has_aux
               if isinstance(key, ranks.StaticKey)}
     if static:   # a callable argument: the code is compiled for that object (its rank key)
         arg_ranks = tuple(None if isinstance(key, ranks.StaticKey) else key for key in arg_ranks)
+    classes = {p: key[0] for p, key in zip(positional, arg_ranks or ())
+               if isinstance(key, pytree.TreeKey) and methods.has_methods(key[0])}
+    if classes:   # a dataclass argument: the code is compiled for its class (its tree key)
+        static[inline.PARAM_CLASSES] = classes
     if options is None:
         options = default_options(fuse)
     fuse = options.fuse

@@ -3,6 +3,7 @@ differentiated, ``*``/``**`` in displays, and their refusals. Each supported idi
 against central finite differences in float64 (reverse mode, and forward mode / Hessians
 where they apply); each refusal names the user's line and construct."""
 
+import dataclasses
 import functools
 
 import numpy as np
@@ -407,3 +408,83 @@ def test_lambdas_with_a_loop_variable_default_stay_refused_at_their_line():
     with pytest.raises(UnsupportedError, match=r"(?s)test_idioms_round3.py.*default value of a local "
                                                r"function that is not a constant.*lambda v, i=i"):
         sg.grad(loop_of_lambdas_with_defaults)(X)
+
+
+# ----- methods of a dataclass argument -----
+
+@dataclasses.dataclass
+class Params:
+    w: np.ndarray
+    c: float = 1.5
+
+    def energy(self, x):
+        return np.sum(self.w * np.sin(x)) * self.c + self.penalty()
+
+    def penalty(self):
+        return 0.1 * np.sum(self.w ** 2)
+
+    @classmethod
+    def scale(cls, x):
+        return 3.0 * x
+
+    @staticmethod
+    def sq(x):
+        return x * x
+
+    def through_type(self, x):
+        return type(self).scale(x) * self.c
+
+
+def calls_a_method(x, p):
+    return p.energy(x)
+
+
+def calls_a_method_wrt_the_instance(p, x):
+    return p.energy(x) + np.sum(p.w * x)
+
+
+def class_and_static_methods(x, p):
+    return np.sum(p.scale(x) + p.sq(x) + type(p).scale(x) + p.through_type(x))
+
+
+def test_a_method_of_a_dataclass_argument_matches_finite_differences():
+    p = Params(RNG.standard_normal(3), 0.7)
+    assert check_grads(calls_a_method, (X, p))
+    assert check_grads(class_and_static_methods, (X, p))
+
+
+def test_the_gradient_with_respect_to_the_instance_is_a_dataclass():
+    p = Params(RNG.standard_normal(3), 0.7)
+    dp = sg.grad(calls_a_method_wrt_the_instance)(p, X)
+    assert isinstance(dp, Params)
+    # By hand: d/dw = c sin(x) + 0.2 w + x; d/dc = sum(w sin(x)).
+    np.testing.assert_allclose(dp.w, 0.7 * np.sin(X) + 0.2 * p.w + X, rtol=1e-12)
+    np.testing.assert_allclose(dp.c, np.sum(p.w * np.sin(X)), rtol=1e-12)
+    assert check_grads(calls_a_method_wrt_the_instance, (p, X))
+
+
+@dataclasses.dataclass
+class Other:
+    w: np.ndarray
+    c: float = 1.5
+
+    def energy(self, x):
+        return np.sum(self.w * x * x)
+
+    def penalty(self):
+        return 0.0
+
+
+def test_another_class_or_a_redefined_method_compiles_anew():
+    g = sg.grad(calls_a_method)
+    w = RNG.standard_normal(3)
+    np.testing.assert_allclose(g(X, Other(w)), 2 * w * X, rtol=1e-12)
+    p = Params(w, 0.7)
+    np.testing.assert_allclose(g(X, p), 0.7 * w * np.cos(X), rtol=1e-12)
+    original = Params.energy
+    try:
+        Params.energy = Other.energy
+        np.testing.assert_allclose(g(X, p), 2 * w * X, rtol=1e-12)
+    finally:
+        Params.energy = original
+    np.testing.assert_allclose(g(X, p), 0.7 * w * np.cos(X), rtol=1e-12)

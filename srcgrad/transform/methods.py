@@ -283,6 +283,82 @@ class Displays(gast.NodeTransformer):
         return flush(value)
 
 
+def has_methods(cls):
+    """Whether a structure of class ``cls`` may have methods srcgrad binds (a dataclass or
+    a registered class; lists, tuples, namedtuples and dicts are not)."""
+    return isinstance(cls, type) and not issubclass(cls, (list, tuple, dict))
+
+
+def unbound_classes(node, classes):
+    """``classes`` (parameter -> class) less the parameters ``node`` rebinds."""
+    stored = {n.id for n in gast.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
+    return {p: c for p, c in classes.items() if p not in stored}
+
+
+def _class_attribute(cls, attr):
+    """``(function, bound)`` for the method ``attr`` of ``cls``: ``bound`` True for a plain
+    function (called with the instance first), False for a class or static method (what
+    ``getattr(cls, attr)`` gives is called as it is). None for anything else (a field)."""
+    import inspect
+    try:
+        raw = inspect.getattr_static(cls, attr)
+    except AttributeError:
+        return None
+    if isinstance(raw, (classmethod, staticmethod)):
+        return getattr(cls, attr), False
+    if inspect.isfunction(raw):
+        return raw, True
+    return None
+
+
+def bind_methods(node, ctx):
+    """``p.energy(x)``, ``p.scale(x)`` (a classmethod or staticmethod through the instance)
+    and ``type(p).scale(x)``, for a parameter ``p`` whose class is known when compiling
+    (ctx.classes: the gradient is specialised on it), become calls of the class's function,
+    ``Params.energy(p, x)``, which transform/inline.py inlines as any helper (its ``self``
+    knows the class too, so ``self.other(x)`` inside works the same way)."""
+    if not ctx.classes:
+        return node
+
+    class Bind(gast.NodeTransformer):
+        def visit_Call(self, call):
+            self.generic_visit(call)
+            func = call.func
+            if not isinstance(func, gast.Attribute):
+                return call
+            owner, instance = func.value, True
+            if isinstance(owner, gast.Call) and isinstance(owner.func, gast.Name) and owner.func.id == "type" \
+                    and len(owner.args) == 1 and not owner.keywords and _builtin_type(ctx, owner.func):
+                owner, instance = owner.args[0], False
+            if not (isinstance(owner, gast.Name) and owner.id in ctx.classes):
+                return call
+            found = _class_attribute(ctx.classes[owner.id], func.attr)
+            if found is None:
+                return call
+            _, bound = found
+            if bound and not instance:
+                return call   # type(p).energy(p, x): the caller passes self (left as written)
+            cls = ctx.classes[owner.id]
+            # Cls.energy, read through the class bound in the generated code: the compile
+            # holds while getattr(Cls, "energy") is the same function (guard.py)
+            call.func = gast.Attribute(value=name(as_array.bind(ctx.namer, ctx.info, ctx.bindings,
+                                                                cls.__name__, cls)),
+                                       attr=func.attr, ctx=gast.Load())
+            if bound:
+                call.args = [name(owner.id)] + list(call.args)
+            return call
+
+    node.body = [Bind().visit(s) for s in node.body]
+    return node
+
+
+def _builtin_type(ctx, func):
+    try:
+        return ctx.info.resolve(func.id) is builtins.type
+    except NameError:
+        return False
+
+
 def _partials(node, desugar):
     """``h = functools.partial(g, a, k=v)`` bound once at the top level of ``f``, ``h`` read
     only as ``h(...)`` calls, ``g`` a function known when compiling (not a local variable):
