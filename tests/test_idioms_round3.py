@@ -488,3 +488,109 @@ def test_another_class_or_a_redefined_method_compiles_anew():
     finally:
         Params.energy = original
     np.testing.assert_allclose(g(X, p), 0.7 * w * np.cos(X), rtol=1e-12)
+
+
+# ----- unrolled loops over containers of callables -----
+
+class Net:
+    def __init__(self):
+        self.layers = [np.sin, np.tanh, lambda v: v * 2.0, np.cos]
+        self.acts = (np.cos, np.exp, np.tanh)
+        self.scales = [1.0, -2.0, 0.5, 3.0]
+
+    def by_index(self, x):
+        for i in range(len(self.layers)):
+            x = self.layers[i](x) * self.scales[i]
+        return np.sum(x)
+
+    def by_zip(self, x):
+        for layer, act in zip(self.layers, self.acts):   # the shorter one: three pairs
+            x = act(layer(x))
+        return np.sum(x)
+
+    def by_enumerated_zip(self, x):
+        for k, (layer, act) in enumerate(zip(self.layers, self.acts), 1):
+            x = act(layer(x)) * k
+        return np.sum(x)
+
+    def by_slice(self, x):
+        x = self.layers[0](x) * 2
+        for layer in self.layers[1:3]:
+            x = layer(x)
+        for layer in self.layers[::-2]:
+            x = x + layer(x)
+        return np.sum(x)
+
+    def with_break(self, x, limit):
+        for layer in self.layers:
+            x = layer(x)
+            if np.sum(x) > limit:
+                break
+        else:
+            x = x * 10.0
+        return np.sum(x * x)
+
+    def with_continue(self, x):
+        for i, layer in enumerate(self.layers):
+            if i % 2 == 1:
+                continue
+            x = layer(x) + x
+        return np.sum(x)
+
+    def with_a_data_dependent_continue(self, x):
+        for layer in self.layers:
+            y = layer(x)
+            if np.sum(y) < 0.0:
+                continue
+            x = y
+        return np.sum(x)
+
+    def changes_the_layers(self, x):
+        for i in range(len(self.layers)):
+            x = self.layers[i](x)
+            self.layers[i] = np.sin
+        return np.sum(x)
+
+
+NET = Net()
+
+
+@pytest.mark.parametrize("method", ["by_index", "by_zip", "by_enumerated_zip", "by_slice", "with_continue",
+                                    "with_a_data_dependent_continue"])
+def test_unrolled_loops_match_finite_differences(method):
+    f = getattr(NET, method)
+    assert check_grads(f, (X,))
+    t = RNG.standard_normal(3)
+    _, dout = sg.jvp(f, (X,), (t,))
+    h = 1e-6
+    np.testing.assert_allclose(dout, (f(X + h * t) - f(X - h * t)) / (2 * h), rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("limit", [-100.0, 0.5, 100.0])   # breaks after the first item, later, never
+def test_break_in_an_unrolled_loop_matches_finite_differences(limit):
+    assert check_grads(NET.with_break, (X, limit))
+
+
+def test_a_break_stops_at_the_item_python_stops_at():
+    g = sg.grad(NET.with_break)
+    # limit -100: the loop breaks right after sin: f = sum(sin(x)^2), no else clause
+    np.testing.assert_allclose(g(X, -100.0), 2 * np.sin(X) * np.cos(X), rtol=1e-12)
+
+
+def test_a_loop_by_index_that_changes_the_container_is_refused_at_its_line():
+    with pytest.raises(UnsupportedError, match=r"(?s)test_idioms_round3.py.*changes `self.layers`"):
+        sg.grad(Net().changes_the_layers)(X)
+
+
+def test_a_container_replaced_compiles_anew():
+    net = Net()
+    g = sg.grad(net.by_index)
+    first = g(X)
+    net.layers[3] = np.sin
+    want = numerical_grad_of(net.by_index, X)
+    np.testing.assert_allclose(g(X), want, rtol=1e-6, atol=1e-8)
+    assert not np.allclose(first, want)
+
+
+def numerical_grad_of(f, x, h=1e-6):
+    return np.array([(f(x + h * e) - f(x - h * e)) / (2 * h) for e in np.eye(len(x))])
