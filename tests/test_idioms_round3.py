@@ -3,6 +3,7 @@ differentiated, ``*``/``**`` in displays, and their refusals. Each supported idi
 against central finite differences in float64 (reverse mode, and forward mode / Hessians
 where they apply); each refusal names the user's line and construct."""
 
+import collections
 import dataclasses
 import functools
 
@@ -594,3 +595,41 @@ def test_a_container_replaced_compiles_anew():
 
 def numerical_grad_of(f, x, h=1e-6):
     return np.array([(f(x + h * e) - f(x - h * e)) / (2 * h) for e in np.eye(len(x))])
+
+
+# ----- namedtuples built inside f -----
+
+Point = collections.namedtuple("Point", ["x", "y", "w"], defaults=[2.0])
+
+
+def builds_a_namedtuple(x, y):
+    p = Point(x, y=np.sin(y))
+    q = p._replace(x=np.cos(p.x), w=p.w * x)
+    return np.sum(q.x * q.y + p.x * q.w + q[1])
+
+
+def returns_a_namedtuple(x, y):
+    return Point(x * y, np.sin(y), w=x)
+
+
+def test_a_namedtuple_built_inside_f_matches_finite_differences():
+    y = RNG.standard_normal(3)
+    assert check_grads(builds_a_namedtuple, (X, y), wrt=(0, 1))
+    t, s = RNG.standard_normal(3), RNG.standard_normal(3)
+    _, dout = sg.jvp(builds_a_namedtuple, (X, y), (t, s))
+    h = 1e-6
+    want = (builds_a_namedtuple(X + h * t, y + h * s) - builds_a_namedtuple(X - h * t, y - h * s)) / (2 * h)
+    np.testing.assert_allclose(dout, want, rtol=1e-6, atol=1e-8)
+
+
+def test_a_returned_namedtuple_takes_a_namedtuple_seed():
+    y = RNG.standard_normal(3)
+    seed = Point(RNG.standard_normal(3), RNG.standard_normal(3), RNG.standard_normal(3))
+    dx, dy = sg.grad(returns_a_namedtuple, wrt=(0, 1))(X, y, grad_outputs=seed)
+    # By hand: x*y -> (y, x); sin(y) -> cos(y); w = x -> 1.
+    np.testing.assert_allclose(dx, seed.x * y + seed.w, rtol=1e-12)
+    np.testing.assert_allclose(dy, seed.x * X + seed.y * np.cos(y), rtol=1e-12)
+    out, tangent = sg.jvp(returns_a_namedtuple, (X, y), (np.ones(3), np.zeros(3)))
+    assert isinstance(out, Point) and isinstance(tangent, Point)
+    np.testing.assert_allclose(tangent.x, y, rtol=1e-12)
+    np.testing.assert_allclose(tangent.w, 1.0, rtol=1e-12)

@@ -21,7 +21,7 @@ import math
 import numpy as np
 
 from srcgrad import runtime as rt
-from srcgrad.rules import Method, adjoint, linear, nondifferentiable, tangent
+from srcgrad.rules import Method, adjoint, linear, nondifferentiable, returns_sequence, tangent
 from srcgrad.runtime.arrays import float_dtype, is_array, log, namespace
 from srcgrad.runtime.broadcast import unbroadcast
 from srcgrad.runtime.containers import is_zero_grad, seq_item
@@ -530,3 +530,58 @@ def missing_item(keys, key):
 
 
 nondifferentiable(rt.missing_item)
+
+
+# ----- namedtuples built inside f (transform/methods.py): Point(x, y), p._replace(x=v) -----
+
+@rt.helper
+def namedtuple_new(cls, items):
+    """``cls(*items)``: the namedtuple ``Point(x, y)`` builds (its fields in order)."""
+    return cls(*items)
+
+
+@adjoint(rt.namedtuple_new, sequences=("items",))
+def namedtuple_new_rule(dy, y, cls, items):
+    return None, rt.namedtuple_items_vjp(dy, items)
+
+
+@rt.helper
+def namedtuple_items_vjp(dy, items):
+    """Adjoint of the fields a namedtuple was built from: its adjoint's items (a list)."""
+    if is_zero_grad(dy):
+        return 0.0
+    return [seq_item(dy, k) for k in range(len(items))]
+
+
+linear(rt.namedtuple_items_vjp, "dy", no_tangent=("items",))
+
+
+@rt.helper
+def namedtuple_replace(value, fields, items):
+    """``value._replace(**dict(zip(fields, items)))``."""
+    return value._replace(**dict(zip(fields, items)))
+
+
+@adjoint(rt.namedtuple_replace, sequences=("value", "items"))
+def namedtuple_replace_rule(dy, y, value, fields, items):
+    return (rt.namedtuple_replace_vjp(dy, value, fields, None), None,
+            rt.namedtuple_replace_vjp(dy, value, fields, True))
+
+
+@rt.helper
+def namedtuple_replace_vjp(dy, value, fields, of_items):
+    """Adjoint of ``value._replace(...)`` with respect to the new items (``of_items``), or to
+    ``value`` (its adjoint with the replaced fields' entries zero)."""
+    if is_zero_grad(dy):
+        return 0.0
+    positions = [type(value)._fields.index(f) for f in fields]
+    if of_items:
+        return [seq_item(dy, k) for k in positions]
+    return [0.0 if k in positions else seq_item(dy, k) for k in range(len(value))]
+
+
+linear(rt.namedtuple_replace_vjp, "dy", no_tangent=("value", "fields", "of_items"))
+
+
+# The containers the helpers above return (analysis/ranks.py, analysis/activity.py).
+returns_sequence(rt.seq_without, rt.dict_merge, rt.namedtuple_new, rt.namedtuple_replace)

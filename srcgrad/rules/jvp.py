@@ -423,6 +423,37 @@ def seq_without_jvp(t, c, key):
     return rt.seq_without(t, key)
 
 
+@tangent(rt.namedtuple_new, no_tangent=("cls",))
+def namedtuple_new(y, cls, items, *, t_items):
+    return rt.namedtuple_new_jvp(t_items, y)
+
+
+@rt.helper
+def namedtuple_new_jvp(t_items, y):
+    """The tangent of ``cls(*items)``: the namedtuple of the items' tangents."""
+    if not isinstance(t_items, (list, tuple)):
+        t_items = [t_items] * len(y)
+    return type(y)(*t_items)
+
+
+@tangent(rt.namedtuple_replace, no_tangent=("fields",))
+def namedtuple_replace(y, value, fields, items, *, t_value, t_items):
+    return rt.namedtuple_replace_jvp(t_value, t_items, y, fields)
+
+
+@rt.helper
+def namedtuple_replace_jvp(t_value, t_items, y, fields):
+    """The tangent of ``value._replace(...)``: ``value``'s tangent with the new items'."""
+    if not isinstance(t_value, tuple):
+        t_value = [t_value] * len(y)
+    if not isinstance(t_items, (list, tuple)):
+        t_items = [t_items] * len(fields)
+    out = list(t_value)
+    for f, t in zip(fields, t_items):
+        out[type(y)._fields.index(f)] = t
+    return type(y)(*out)
+
+
 @tangent(rt.dict_merge)
 def dict_merge(y, a, b, *, t_a, t_b):
     return rt.dict_merge_jvp(t_a, t_b, a, b)

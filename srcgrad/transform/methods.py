@@ -209,9 +209,13 @@ class Displays(gast.NodeTransformer):
         self.helper = desugar.helper
 
     def visit_Call(self, node):
-        """``sorted(xs, key=k)`` and ``max(xs, key=k)`` / ``min``: an order, then item reads."""
+        """``sorted(xs, key=k)`` and ``max(xs, key=k)`` / ``min``: an order, then item reads;
+        ``Point(x, y)`` of a namedtuple class and ``p._replace(x=v)``: two helpers with rules."""
         self.generic_visit(node)
         d = self.desugar
+        built = self.namedtuple(node)
+        if built is not None:
+            return built
         keys = {k.arg for k in node.keywords}
         if None in keys or any(isinstance(a, gast.Starred) for a in node.args) or len(node.args) != 1:
             return node
@@ -224,6 +228,36 @@ class Displays(gast.NodeTransformer):
                     return node
                 return d.best_item(node.args[0], key, largest)
         return node
+
+    def namedtuple(self, node):
+        d = self.desugar
+        if any(isinstance(a, gast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+            return None
+        if isinstance(node.func, gast.Attribute) and node.func.attr == "_replace" and not node.args \
+                and node.keywords:
+            fields = gast.Constant(value=tuple(k.arg for k in node.keywords), kind=None)
+            return self.call(runtime.namedtuple_replace, node.func.value, fields,
+                             gast.List(elts=[k.value for k in node.keywords], ctx=gast.Load()))
+        cls = _resolves_path(d, node.func)
+        if not (isinstance(cls, type) and issubclass(cls, tuple) and hasattr(cls, "_fields")):
+            return None
+        given = {k.arg: k.value for k in node.keywords}
+        fields = cls._fields
+        if len(node.args) > len(fields) or set(given) - set(fields) \
+                or set(given) & set(fields[:len(node.args)]):
+            return None   # Python's TypeError, when it runs
+        items = list(node.args)
+        for f in fields[len(node.args):]:
+            if f in given:
+                items.append(given[f])
+            elif f in cls._field_defaults:
+                default = cls._field_defaults[f]
+                items.append(gast.Constant(value=default, kind=None) if templates.is_literal(default)
+                             else name(as_array.bind(d.namer, d.info, d.bindings, f, default)))
+            else:
+                return None
+        return self.call(runtime.namedtuple_new, templates.clone(node.func),
+                         gast.List(elts=items, ctx=gast.Load()))
 
     def visit_List(self, node):
         self.generic_visit(node)
@@ -433,6 +467,7 @@ def transform(node, ctx):
     wanted = any((isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute) and n.func.attr in _METHODS)
                  or (isinstance(n, gast.Call) and isinstance(n.func, gast.Name)
                      and n.func.id in ("sorted", "max", "min") or isinstance(n, gast.Name) and n.id == "sorted")
+                 or isinstance(n, gast.Call)
                  or (isinstance(n, (gast.List, gast.Tuple)) and any(isinstance(e, gast.Starred) for e in n.elts))
                  or (isinstance(n, gast.Dict) and any(k is None for k in n.keys))
                  for n in gast.walk(node))
