@@ -633,3 +633,34 @@ def test_a_returned_namedtuple_takes_a_namedtuple_seed():
     assert isinstance(out, Point) and isinstance(tangent, Point)
     np.testing.assert_allclose(tangent.x, y, rtol=1e-12)
     np.testing.assert_allclose(tangent.w, 1.0, rtol=1e-12)
+
+
+# ----- g(*args) and g(**kw) of a display bound once -----
+
+def three(u, v, w=1.0):
+    return u * v + w
+
+
+def star_of_a_tuple(x):
+    args = (x, np.sin(x))
+    kw = {"w": x * x}
+    return np.sum(three(*args) + three(x, **kw, v=2.0) + three(*args, **kw))
+
+
+def star_of_a_list_read_by_index(x):
+    parts = [np.cos(x), x]
+    return np.sum(three(*parts, w=parts[0]) * len(parts))
+
+
+def star_of_a_runtime_list(x, xs):
+    return np.sum(three(*xs))
+
+
+def test_star_calls_of_displays_match_finite_differences():
+    assert check_grads(star_of_a_tuple, (X,))
+    assert check_grads(star_of_a_list_read_by_index, (X,))
+
+
+def test_a_star_call_of_a_value_of_unknown_length_is_refused_at_its_line():
+    with pytest.raises(UnsupportedError, match=r"(?s)\*-unpacking in a call.*three\(\*xs\)"):
+        sg.grad(star_of_a_runtime_list)(X, [X, X])

@@ -24,6 +24,7 @@ import gast
 from srcgrad import anno
 from srcgrad import runtime, templates
 from srcgrad.ast_util import name
+from srcgrad.errors import UnsupportedError
 from srcgrad.transform import as_array
 from srcgrad.transform.base import Base, local_names
 
@@ -449,6 +450,80 @@ def _partials(node, desugar):
     node.body = body
 
 
+def _star_calls(node):
+    """``g(*args)`` and ``g(**kw)`` where ``args`` is bound once in ``f``, to a tuple display,
+    or to a list display that ``f`` only indexes, ``len``s or unpacks (so its length is that
+    of the display), and ``kw`` once to a dict display with string keys that ``f`` only reads
+    by key or unpacks: ``g(args[0], args[1])`` and ``g(a=kw["a"])``, calls srcgrad binds
+    to ``g``'s parameters as any other."""
+    counts, displays = {}, {}
+    for n in gast.walk(node):
+        if isinstance(n, gast.Name) and isinstance(n.ctx, (gast.Store, gast.Del)):
+            counts[n.id] = counts.get(n.id, 0) + 1
+        if isinstance(n, gast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], gast.Name):
+            displays[n.targets[0].id] = n.value
+    parents = {c: n for n in gast.walk(node) for c in gast.iter_child_nodes(n)}
+
+    def length(ident):
+        value = displays.get(ident)
+        if counts.get(ident) != 1 or not isinstance(value, (gast.Tuple, gast.List)) \
+                or any(isinstance(e, gast.Starred) for e in value.elts):
+            return None
+        if isinstance(value, gast.List):
+            for n in gast.walk(node):
+                if isinstance(n, gast.Name) and n.id == ident and isinstance(n.ctx, gast.Load):
+                    parent = parents.get(n)
+                    if isinstance(parent, gast.Starred) or (
+                            isinstance(parent, gast.Subscript) and parent.value is n
+                            and isinstance(parent.ctx, gast.Load)) or (
+                            isinstance(parent, gast.Call) and isinstance(parent.func, gast.Name)
+                            and parent.func.id == "len") or isinstance(parent, gast.For):
+                        continue
+                    return None
+        return len(value.elts)
+
+    def keys(ident):
+        value = displays.get(ident)
+        if counts.get(ident) != 1 or not isinstance(value, gast.Dict) or not all(
+                isinstance(k, gast.Constant) and isinstance(k.value, str) for k in value.keys):
+            return None
+        for n in gast.walk(node):
+            if isinstance(n, gast.Name) and n.id == ident and isinstance(n.ctx, gast.Load):
+                parent = parents.get(n)
+                if isinstance(parent, gast.keyword) and parent.arg is None or (
+                        isinstance(parent, gast.Subscript) and parent.value is n
+                        and isinstance(parent.ctx, gast.Load)):
+                    continue
+                return None
+        return [k.value for k in value.keys]
+
+    calls = [n for n in gast.walk(node) if isinstance(n, gast.Call)]
+    # decided before any call is rewritten (the reads it adds are not in ``parents``)
+    lengths = {a.value.id: length(a.value.id) for c in calls for a in c.args
+               if isinstance(a, gast.Starred) and isinstance(a.value, gast.Name)}
+    known_keys = {k.value.id: keys(k.value.id) for c in calls for k in c.keywords
+                  if k.arg is None and isinstance(k.value, gast.Name)}
+    length, keys = lengths.get, known_keys.get
+    for call in calls:
+        args = []
+        for a in call.args:
+            n = length(a.value.id) if isinstance(a, gast.Starred) and isinstance(a.value, gast.Name) else None
+            if n is None:
+                args.append(a)
+                continue
+            args += [gast.Subscript(value=name(a.value.id), slice=_const(k), ctx=gast.Load())
+                     for k in range(n)]
+        keywords = []
+        for k in call.keywords:
+            ks = keys(k.value.id) if k.arg is None and isinstance(k.value, gast.Name) else None
+            if ks is None:
+                keywords.append(k)
+                continue
+            keywords += [gast.keyword(arg=key, value=gast.Subscript(value=name(k.value.id), slice=_const(key),
+                                                                   ctx=gast.Load())) for key in ks]
+        call.args, call.keywords = args, keywords
+
+
 def _resolves_path(desugar, func):
     parts = []
     while isinstance(func, gast.Attribute):
@@ -464,18 +539,22 @@ def _resolves_path(desugar, func):
 
 def transform(node, ctx):
     """Rewrite the container-method statements and starred displays of FunctionDef ``node``."""
-    wanted = any((isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute) and n.func.attr in _METHODS)
-                 or (isinstance(n, gast.Call) and isinstance(n.func, gast.Name)
-                     and n.func.id in ("sorted", "max", "min") or isinstance(n, gast.Name) and n.id == "sorted")
-                 or isinstance(n, gast.Call)
+    wanted = any(isinstance(n, gast.Call)
                  or (isinstance(n, (gast.List, gast.Tuple)) and any(isinstance(e, gast.Starred) for e in n.elts))
                  or (isinstance(n, gast.Dict) and any(k is None for k in n.keys))
                  for n in gast.walk(node))
-    wanted = wanted or any(isinstance(n, (gast.Name, gast.Attribute)) and getattr(n, "id", getattr(
-        n, "attr", None)) == "partial" for n in gast.walk(node))
     if not wanted:
         return node
     desugar = Desugar(ctx.info, ctx.namer, ctx.bindings, local_names(node))
+    _star_calls(node)
+    for n in gast.walk(node):
+        if isinstance(n, gast.Call) and any(isinstance(a, gast.Starred) for a in n.args):
+            star = next(a for a in n.args if isinstance(a, gast.Starred))
+            raise desugar.error(star, UnsupportedError,
+                                "*-unpacking in a call of a value whose length is known only when "
+                                "the function runs is not supported in a function srcgrad differentiates",
+                                "Pass the arguments one by one, or bind the name once to a tuple "
+                                "display (args = (a, b)) and call g(*args).")
     _partials(node, desugar)
     node.body = [Displays(desugar).visit(s) for s in node.body]
     node.body = desugar.visit_block(node.body)
