@@ -98,8 +98,7 @@ def front_end(fn, options, stack=(), has_aux=False, static=None):
     if static:
         inline.bind_static(node, info, ctx.namer, static, ctx.bindings)
     node = _rename_reserved(node, info, ctx.namer, ctx.bindings)
-    node = methods.bind_methods(node, ctx)  # p.energy(x) for a dataclass argument p
-    node = methods.transform(node, ctx)  # xs.pop(), d.update(), [*a, *b]: rebindings, joins
+    node = methods.transform(node, ctx)  # p.energy(x), xs.pop(), d.update(), [*a, *b]: calls, joins
     node = local_functions.transform(node, ctx)  # lambdas, nested defs: helpers
     node = comprehensions.transform(node, ctx)  # loops that build them, for canonicalize
     node = unroll.transform(node, ctx)  # loops over self.layers: one body per layer
@@ -187,10 +186,7 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None, has_aux
               if isinstance(key, ranks.StaticKey)}
     if static:   # a callable argument: the code is compiled for that object (its rank key)
         arg_ranks = tuple(None if isinstance(key, ranks.StaticKey) else key for key in arg_ranks)
-    classes = {p: key[0] for p, key in zip(positional, arg_ranks or ())
-               if isinstance(key, pytree.TreeKey) and methods.has_methods(key[0])}
-    if classes:   # a dataclass argument: the code is compiled for its class (its tree key)
-        static[inline.PARAM_CLASSES] = classes
+    static.update(methods.argument_classes(positional, arg_ranks))   # a dataclass's, for p.energy(x)
     if options is None:
         options = default_options(fuse)
     fuse = options.fuse

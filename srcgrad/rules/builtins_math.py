@@ -481,21 +481,13 @@ linear(rt.dict_merge_vjp, "dy", no_tangent=("a", "b", "second"))
 
 
 # ----- sorted(xs, key=...), max(xs, key=...), xs.sort(key=...): an order, then item reads -----
-# transform/methods.py writes them as [xs[i] for i in rt.sort_order(xs, key, reverse)] and
-# xs[rt.argbest(xs, key, largest)]: the order is a decision (no gradient, like np.argsort),
+# transform/methods.py writes them, with xs = list(...) of what was sorted, as
+# [xs[i] for i in rt.sort_order(xs, key, reverse)] and xs[rt.argbest(xs, key, largest)]: the order is a decision (no gradient, like np.argsort),
 # and the items read are differentiated as any index read.
-
-def _ordered_items(items, what):
-    if isinstance(items, (list, tuple)) or is_array(items):
-        return items
-    raise TypeError(f"srcgrad: {what} is differentiated on a list, tuple or array, not on a "
-                    f"{type(items).__name__}; write list(...) of it first")
-
 
 @rt.helper
 def sort_order(items, key, reverse):
     """The positions of ``items`` in ``sorted(items, key=key, reverse=reverse)`` (stable)."""
-    items = _ordered_items(items, "sorted()")
     pick = key if key is not None else (lambda v: v)
     return builtins.sorted(range(len(items)), key=lambda i: pick(items[i]), reverse=reverse)
 
@@ -503,7 +495,6 @@ def sort_order(items, key, reverse):
 @rt.helper
 def argbest(items, key, largest):
     """The position of ``max(items, key=key)`` (``min`` when not ``largest``): the first best."""
-    items = _ordered_items(items, "max()/min() with key=")
     if not len(items):
         raise ValueError(f"{'max' if largest else 'min'}() arg is an empty sequence")
     best = builtins.max if largest else builtins.min

@@ -45,6 +45,10 @@ def _sub(base, index):
     return gast.Subscript(value=name(base), slice=index, ctx=gast.Load())
 
 
+def _is_namedtuple_class(obj):
+    return isinstance(obj, type) and issubclass(obj, tuple) and hasattr(obj, "_fields")
+
+
 def _with_first(call, first):
     """``call`` with ``first`` as its first argument (a fresh copy of the name)."""
     call.args[0] = name(first.id) if isinstance(first, gast.Name) else first
@@ -105,10 +109,9 @@ class Desugar(Base):
             value=seq, slice=self.call(runtime.argbest, seq, key, _const(largest)), ctx=gast.Load()))
 
     def each_once(self, items, build):
-        """``build(items)`` where ``items`` is a name; else ``[build(t) for t in [items]][0]``,
-        so that the expression is evaluated once, where the call stood."""
-        if isinstance(items, gast.Name):
-            return build(name(items.id))
+        """``[build(t) for t in [list(items)]][0]``: ``items`` evaluated once, where the call
+        stood, and as the list Python's sorted/max iterate (a dict's keys, an array's rows)."""
+        items = self.call(builtins.list, items)
         return gast.Subscript(value=gast.ListComp(
             elt=build(name("sorted_items")),
             generators=[gast.comprehension(target=name("sorted_items", True),
@@ -239,8 +242,8 @@ class Displays(gast.NodeTransformer):
             fields = gast.Constant(value=tuple(k.arg for k in node.keywords), kind=None)
             return self.call(runtime.namedtuple_replace, node.func.value, fields,
                              gast.List(elts=[k.value for k in node.keywords], ctx=gast.Load()))
-        cls = _resolves_path(d, node.func)
-        if not (isinstance(cls, type) and issubclass(cls, tuple) and hasattr(cls, "_fields")):
+        cls = _resolves_path(d, node.func, _is_namedtuple_class)
+        if cls is None:
             return None
         given = {k.arg: k.value for k in node.keywords}
         fields = cls._fields
@@ -316,6 +319,16 @@ class Displays(gast.NodeTransformer):
                 keys.append(k)
                 values.append(v)
         return flush(value)
+
+
+def argument_classes(positional, arg_ranks):
+    """``{inline.PARAM_CLASSES: {parameter: class}}`` for the dataclass (or registered class)
+    arguments a gradient is specialised on (their tree key names the class), else ``{}``."""
+    from srcgrad import pytree
+    from srcgrad.transform import inline
+    classes = {p: key[0] for p, key in zip(positional, arg_ranks or ())
+               if isinstance(key, pytree.TreeKey) and has_methods(key[0])}
+    return {inline.PARAM_CLASSES: classes} if classes else {}
 
 
 def has_methods(cls):
@@ -414,7 +427,7 @@ def _partials(node, desugar):
         call = stmt.value if isinstance(stmt, gast.Assign) else None
         if not (isinstance(call, gast.Call) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], gast.Name)
                 and counts.get(stmt.targets[0].id) == 1 and call.args
-                and _resolves_path(desugar, call.func) is functools.partial
+                and _resolves_path(desugar, call.func, lambda obj: obj is functools.partial) is not None
                 and not any(isinstance(a, gast.Starred) for a in call.args)
                 and all(k.arg is not None for k in call.keywords)):
             body.append(stmt)
@@ -524,21 +537,32 @@ def _star_calls(node):
         call.args, call.keywords = args, keywords
 
 
-def _resolves_path(desugar, func):
+def _resolves_path(desugar, func, wanted=lambda obj: True):
+    """The object the dotted name ``func`` (rooted outside ``f``'s locals) denotes, when
+    ``wanted(obj)``: then resolved again as a read the compile depends on (guard.py);
+    else None, and nothing recorded."""
     parts = []
     while isinstance(func, gast.Attribute):
         parts.append(func.attr)
         func = func.value
     if not isinstance(func, gast.Name) or func.id in desugar.locals:
         return None
+    path = (func.id,) + tuple(reversed(parts))
     try:
-        return desugar.info.resolve_path((func.id,) + tuple(reversed(parts)))
+        obj = desugar.info.lookup(path[0])
+        for part in path[1:]:
+            obj = getattr(obj, part)
     except (NameError, AttributeError):
         return None
+    if not wanted(obj):
+        return None
+    return desugar.info.resolve_path(path)
 
 
 def transform(node, ctx):
-    """Rewrite the container-method statements and starred displays of FunctionDef ``node``."""
+    """Rewrite the container-method statements and starred displays of FunctionDef ``node``
+    (after bind_methods: ``p.energy(x)`` of a dataclass argument)."""
+    node = bind_methods(node, ctx)
     wanted = any(isinstance(n, gast.Call)
                  or (isinstance(n, (gast.List, gast.Tuple)) and any(isinstance(e, gast.Starred) for e in n.elts))
                  or (isinstance(n, gast.Dict) and any(k is None for k in n.keys))
