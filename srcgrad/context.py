@@ -55,6 +55,9 @@ class CompileContext:
         aux: with has_aux, the name the aux value is bound to (transform/aux.py).
         normalize: ``normalize(fn, stack, static) -> (node, context)``: a helper
             through the same stages (inline.py calls it).
+        classes: parameter -> the class of the structure it holds (a dataclass or
+            registered class; the gradient is specialised on it), never rebound in the
+            function: ``p.energy(x)`` is a call of that class's method (methods.bind_methods).
     """
 
     info: object
@@ -66,3 +69,4 @@ class CompileContext:
     infos: list = field(default_factory=list)
     aux: str = None
     normalize: object = field(default=None, repr=False)
+    classes: dict = field(default_factory=dict)   # parameter -> its class, known when compiling

@@ -22,7 +22,7 @@ from srcgrad import templates
 from srcgrad.templates import clone
 from srcgrad import optimize
 from srcgrad.optimize import scalar_items, unit_seed
-from srcgrad.transform import (anf, as_array, aux, canonicalize, comprehensions, fence, inline,
+from srcgrad.transform import (anf, as_array, aux, canonicalize, comprehensions, fence, inline, methods,
                                local_functions, mutation, reverse, unroll, zero_marks)
 from srcgrad.transform import fuse as fusion
 from srcgrad.transform.base import Base, local_names
@@ -88,6 +88,7 @@ def front_end(fn, options, stack=(), has_aux=False, static=None):
             helper, options, helper_stack, static=helper_static))
     static = dict(static or {})
     arity = static.pop(inline.STAR_ARITY, None)
+    ctx.classes = methods.unbound_classes(node, static.pop(inline.PARAM_CLASSES, None) or {})
     if arity is not None:   # a helper's *args/**kwargs passed on: g(*args, **kwargs)
         inline.expand_star_calls(node, arity)
     fence.check(node, info, allowed_with=lambda item: anf.grad_mode_of(item, info) is not None,
@@ -97,6 +98,7 @@ def front_end(fn, options, stack=(), has_aux=False, static=None):
     if static:
         inline.bind_static(node, info, ctx.namer, static, ctx.bindings)
     node = _rename_reserved(node, info, ctx.namer, ctx.bindings)
+    node = methods.transform(node, ctx)  # p.energy(x), xs.pop(), d.update(), [*a, *b]: calls, joins
     node = local_functions.transform(node, ctx)  # lambdas, nested defs: helpers
     node = comprehensions.transform(node, ctx)  # loops that build them, for canonicalize
     node = unroll.transform(node, ctx)  # loops over self.layers: one body per layer
@@ -184,6 +186,7 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None, has_aux
               if isinstance(key, ranks.StaticKey)}
     if static:   # a callable argument: the code is compiled for that object (its rank key)
         arg_ranks = tuple(None if isinstance(key, ranks.StaticKey) else key for key in arg_ranks)
+    static.update(methods.argument_classes(positional, arg_ranks))   # a dataclass's, for p.energy(x)
     if options is None:
         options = default_options(fuse)
     fuse = options.fuse

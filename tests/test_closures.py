@@ -260,7 +260,9 @@ def returns_a_lambda(x):
 
 def stores_a_lambda(x):
     fs = [lambda v: v * 2]
-    return np.sum(fs[0](x))
+    # fs[0](x) alone is a call of the item (local_functions._function_tables); len(fs)
+    # reads the list as a value
+    return np.sum(fs[0](x)) + len(fs)
 
 
 def rebinds_a_lambda(x):

@@ -944,7 +944,7 @@ def _refuse_out_where(x):
 
 def _refuse_list_pop(x):
     xs = [x, x * 2.0]
-    v = xs.pop()
+    v = xs.pop() * 2.0   # a statement of its own, v = xs.pop(), is rewritten (methods.py)
     return np.sum(v)
 
 

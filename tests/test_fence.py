@@ -44,7 +44,8 @@ def uses_walrus(x):
 
 
 def starred_call(x, shape):
-    return np.reshape(x, (*shape,))
+    # (*shape,) is a join now (methods.py), and g(*name) of a display is passed item by item
+    return np.full(*np.shape(shape), x)
 
 
 def other_with(x):
@@ -63,7 +64,7 @@ def generator(x):
     (uses_del, "del", "del y"),
     (sets_an_attribute, "assignment to an attribute", "box.value = x"),
     (uses_walrus, "the walrus operator :=", "return (y := x * 2.0) + y"),
-    (starred_call, "*-unpacking", "return np.reshape(x, (*shape,))"),
+    (starred_call, "*-unpacking", "return np.full(*np.shape(shape), x)"),
     (other_with, "a with block", 'with open("f") as handle:'),
     (generator, "yield", "yield x"),
 ])

@@ -16,6 +16,7 @@ only ``xp``, ``rt``, builtins, parameters and locals.
 
 import ast
 import builtins
+import collections
 import inspect
 import math
 import operator
@@ -34,6 +35,9 @@ from srcgrad.rules import Attribute, Method
 R._load_builtin_rules()
 
 RNG = np.random.default_rng(20240611)
+
+
+_PAIR = collections.namedtuple("_PAIR", ["x", "y"])   # built by rt.namedtuple_new
 
 
 def r(*shape):
@@ -539,6 +543,12 @@ add(
     C(Method("values"), {"a": r(3), "b": 0.5}, _fn=lambda d: list(d.values())),
     C(Method("items"), {"a": r(3), "b": 0.5}, _fn=lambda d: list(d.items())),
     C(Method("get"), {"a": r(3), "b": 0.5}, "a"),
+    # the helpers of list/dict methods and namedtuples built in f (transform/methods.py)
+    C(rt.seq_without, [r(3), r(2), 1.5], 1, _wrt=[0]), C(rt.seq_without, [r(3), r(2)], -1, _wrt=[0]),
+    C(rt.seq_without, {"a": r(3), "b": 0.5}, "a", _wrt=[0]),
+    C(rt.dict_merge, {"a": r(3), "b": 0.5}, {"b": r(2), "c": 1.5}, _wrt=[0, 1]),
+    C(rt.namedtuple_new, _PAIR, [r(3), 0.5], _wrt=[1]),
+    C(rt.namedtuple_replace, _PAIR(r(3), 0.5), ("y",), [r(2)], _wrt=[2]),   # (the harness cannot move a namedtuple)
 )
 for f in (math.exp, math.expm1, math.sin, math.cos, math.tan, math.atan, math.sinh, math.cosh,
           math.tanh, math.asinh, math.degrees, math.radians, math.fabs, math.erf, math.erfc):

@@ -201,6 +201,14 @@ TANGENT_ONLY = [
     C(rt.expand_to, r(3), r(3, 4), 1, _wrt=[0]),
     C(rt.tangent_like, r(3, 1), r(3, 4), _wrt=[0]),
     C(rt.list_vjp, [r(3), r(3)], r(2, 3), _wrt=[0]),   # list(a)'s adjoint: the rows stacked
+    # the adjoints of the helpers of list/dict methods and namedtuples (transform/methods.py)
+    C(rt.seq_without_vjp, [r(3), r(2)], [r(3), r(4), r(2)], 1, _wrt=[0]),
+    C(rt.seq_without_vjp, {"a": r(3), "b": r(2)}, {"a": r(3), "b": r(2), "c": 0.5}, "c", _wrt=[0]),
+    C(rt.dict_merge_vjp, {"a": r(3), "b": r(2)}, {"a": r(3), "b": 0.5}, {"b": r(2)}, False, _wrt=[0]),
+    C(rt.dict_merge_vjp, {"a": r(3), "b": r(2)}, {"a": r(3), "b": 0.5}, {"b": r(2)}, True, _wrt=[0]),
+    C(rt.namedtuple_items_vjp, [r(3), r(2)], [r(3), r(2)], _wrt=[0]),
+    C(rt.namedtuple_replace_vjp, [r(3), r(2)], T._PAIR(r(3), r(2)), ("y",), True, _wrt=[0]),
+    C(rt.namedtuple_replace_vjp, [r(3), r(2)], T._PAIR(r(3), r(2)), ("y",), None, _wrt=[0]),
     C(rt.fft_vjp, r(4), r(4), None, -1, False, _wrt=[0]), C(rt.fft_vjp, r(2, 3), r(2, 3), None, 0, True, _wrt=[0]),
 ]
 

@@ -198,6 +198,9 @@ def containers(node, rank_map, param_keys, resolve, specialised):
             try:
                 if primitive in _CONTAINER_CALLS:
                     return True
+                from srcgrad import rules
+                if rules.is_sequence_result(primitive):   # np.split, rt.dict_merge ...
+                    return True
                 if primitive in (grad_mode.detach, grad_mode.stop_gradient):
                     return any(may_be(a) for a in e.args)
             except TypeError:   # an unhashable primitive

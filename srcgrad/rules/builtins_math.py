@@ -21,7 +21,7 @@ import math
 import numpy as np
 
 from srcgrad import runtime as rt
-from srcgrad.rules import Method, adjoint, linear, nondifferentiable, tangent
+from srcgrad.rules import Method, adjoint, linear, nondifferentiable, returns_sequence, tangent
 from srcgrad.runtime.arrays import float_dtype, is_array, log, namespace
 from srcgrad.runtime.broadcast import unbroadcast
 from srcgrad.runtime.containers import is_zero_grad, seq_item
@@ -412,3 +412,167 @@ def dict_get_vjp(dy, d, key):
 def dict_default_vjp(dy, d, key):
     """Adjoint of ``d.get(key, default)`` with respect to ``default``."""
     return 0.0 if key in d else dy
+
+
+# ----- The helpers container methods are written with (transform/methods.py) -----
+
+@rt.helper
+def seq_without(c, key):
+    """A new list without item ``key`` (``xs.pop(i)``'s list after it), or a new dict
+    without ``key`` (``d.pop(k)``'s; a missing key is no error: ``d.pop(k, default)``)."""
+    if isinstance(c, list):
+        k = range(len(c))[key]   # IndexError as list.pop gives it; a negative key counted back
+        return c[:k] + c[k + 1:]
+    if isinstance(c, dict):
+        return {k: v for k, v in c.items() if k != key}
+    raise TypeError(f"srcgrad: .pop() is differentiated on a list or a dict, not a {type(c).__name__}")
+
+
+@adjoint(rt.seq_without, sequences=("c",))
+def seq_without_rule(dy, y, c, key):
+    return rt.seq_without_vjp(dy, c, key), None
+
+
+@rt.helper
+def seq_without_vjp(dy, c, key):
+    """Adjoint of ``seq_without(c, key)`` with respect to ``c``: ``dy`` with a zero put
+    back where the item was (a dict's adjoint: its other keys' entries)."""
+    if is_zero_grad(dy):
+        return 0.0
+    if isinstance(c, list):
+        k = range(len(c))[key]
+        dy = list(dy)
+        return dy[:k] + [0.0] + dy[k:]
+    return {k: v for k, v in dy.items() if k != key}
+
+
+@rt.helper
+def dict_merge(a, b):
+    """``{**a, **b}``: a new dict with ``a``'s keys in their places, ``b``'s values winning,
+    ``b``'s new keys after (``d.update(b)`` on a copy). Both must be dicts."""
+    if not isinstance(a, dict) or not isinstance(b, dict):
+        bad = a if not isinstance(a, dict) else b
+        raise TypeError(f"srcgrad: ** unpacking and .update() are differentiated on dicts, "
+                        f"not on a {type(bad).__name__}")
+    out = dict(a)
+    out.update(b)
+    return out
+
+
+@adjoint(rt.dict_merge, sequences=("a", "b"))
+def dict_merge_rule(dy, y, a, b):
+    return rt.dict_merge_vjp(dy, a, b, False), rt.dict_merge_vjp(dy, a, b, True)
+
+
+@rt.helper
+def dict_merge_vjp(dy, a, b, second):
+    """Adjoint of ``dict_merge(a, b)`` with respect to ``b`` (``second``) or ``a``: the
+    entries of ``dy`` whose value came from it (``b``'s where both have the key)."""
+    if is_zero_grad(dy):
+        return 0.0
+    if second:
+        return {k: dy[k] for k in b if k in dy}
+    return {k: dy[k] for k in a if k in dy and k not in b}
+
+
+# forward over reverse (a Hessian through xs.pop(i), d.update(e), {**d}): the adjoints are linear in dy
+linear(rt.seq_without_vjp, "dy", no_tangent=("c", "key"))
+linear(rt.dict_merge_vjp, "dy", no_tangent=("a", "b", "second"))
+
+
+# ----- sorted(xs, key=...), max(xs, key=...), xs.sort(key=...): an order, then item reads -----
+# transform/methods.py writes them, with xs = list(...) of what was sorted, as
+# [xs[i] for i in rt.sort_order(xs, key, reverse)] and xs[rt.argbest(xs, key, largest)]: the order is a decision (no gradient, like np.argsort),
+# and the items read are differentiated as any index read.
+
+@rt.helper
+def sort_order(items, key, reverse):
+    """The positions of ``items`` in ``sorted(items, key=key, reverse=reverse)`` (stable)."""
+    pick = key if key is not None else (lambda v: v)
+    return builtins.sorted(range(len(items)), key=lambda i: pick(items[i]), reverse=reverse)
+
+
+@rt.helper
+def argbest(items, key, largest):
+    """The position of ``max(items, key=key)`` (``min`` when not ``largest``): the first best."""
+    if not len(items):
+        raise ValueError(f"{'max' if largest else 'min'}() arg is an empty sequence")
+    best = builtins.max if largest else builtins.min
+    return best(range(len(items)), key=lambda i: key(items[i]))
+
+
+@rt.helper
+def bind_key(function, **captured):
+    """A key function (a lambda of f given to sorted/max/min) with the values of f's
+    variables it reads bound: it decides an order, so it carries no gradient."""
+    return lambda *args: function(*args, **captured)
+
+
+nondifferentiable(rt.sort_order, rt.argbest, rt.bind_key)
+
+
+@rt.helper
+def missing_item(keys, key):
+    """Raise what ``table[key]`` raises for a key not in a table of local functions
+    (transform/local_functions.py): IndexError (``keys`` a length) or KeyError."""
+    if isinstance(keys, int):
+        raise IndexError(f"list index {key!r} out of range")
+    raise KeyError(key)
+
+
+nondifferentiable(rt.missing_item)
+
+
+# ----- namedtuples built inside f (transform/methods.py): Point(x, y), p._replace(x=v) -----
+
+@rt.helper
+def namedtuple_new(cls, items):
+    """``cls(*items)``: the namedtuple ``Point(x, y)`` builds (its fields in order)."""
+    return cls(*items)
+
+
+@adjoint(rt.namedtuple_new, sequences=("items",))
+def namedtuple_new_rule(dy, y, cls, items):
+    return None, rt.namedtuple_items_vjp(dy, items)
+
+
+@rt.helper
+def namedtuple_items_vjp(dy, items):
+    """Adjoint of the fields a namedtuple was built from: its adjoint's items (a list)."""
+    if is_zero_grad(dy):
+        return 0.0
+    return [seq_item(dy, k) for k in range(len(items))]
+
+
+linear(rt.namedtuple_items_vjp, "dy", no_tangent=("items",))
+
+
+@rt.helper
+def namedtuple_replace(value, fields, items):
+    """``value._replace(**dict(zip(fields, items)))``."""
+    return value._replace(**dict(zip(fields, items)))
+
+
+@adjoint(rt.namedtuple_replace, sequences=("value", "items"))
+def namedtuple_replace_rule(dy, y, value, fields, items):
+    return (rt.namedtuple_replace_vjp(dy, value, fields, None), None,
+            rt.namedtuple_replace_vjp(dy, value, fields, True))
+
+
+@rt.helper
+def namedtuple_replace_vjp(dy, value, fields, of_items):
+    """Adjoint of ``value._replace(...)`` with respect to the new items (``of_items``), or to
+    ``value`` (its adjoint with the replaced fields' entries zero)."""
+    if is_zero_grad(dy):
+        return 0.0
+    positions = [type(value)._fields.index(f) for f in fields]
+    if of_items:
+        return [seq_item(dy, k) for k in positions]
+    return [0.0 if k in positions else seq_item(dy, k) for k in range(len(value))]
+
+
+linear(rt.namedtuple_replace_vjp, "dy", no_tangent=("value", "fields", "of_items"))
+
+
+# The containers the helpers above return (analysis/ranks.py, analysis/activity.py).
+returns_sequence(rt.seq_without, rt.dict_merge, rt.namedtuple_new, rt.namedtuple_replace)

@@ -411,6 +411,66 @@ def dict_get(y, self, key, default=None, *, t_self, t_default):
     return rt.dict_get_jvp(t_self, self, key, t_default, y)
 
 
+@tangent(rt.seq_without, no_tangent=("key",))
+def seq_without(y, c, key, *, t_c):
+    return rt.seq_without_jvp(t_c, c, key)
+
+
+@rt.helper
+def seq_without_jvp(t, c, key):
+    """The tangent of ``seq_without(c, key)``: ``t`` without the item (a zero stays one)."""
+    if not isinstance(t, (list, dict)):
+        return t
+    return rt.seq_without(t, key)
+
+
+@tangent(rt.namedtuple_new, no_tangent=("cls",))
+def namedtuple_new(y, cls, items, *, t_items):
+    return rt.namedtuple_new_jvp(t_items, y)
+
+
+@rt.helper
+def namedtuple_new_jvp(t_items, y):
+    """The tangent of ``cls(*items)``: the namedtuple of the items' tangents."""
+    if not isinstance(t_items, (list, tuple)):
+        t_items = [t_items] * len(y)
+    return type(y)(*t_items)
+
+
+@tangent(rt.namedtuple_replace, no_tangent=("fields",))
+def namedtuple_replace(y, value, fields, items, *, t_value, t_items):
+    return rt.namedtuple_replace_jvp(t_value, t_items, y, fields)
+
+
+@rt.helper
+def namedtuple_replace_jvp(t_value, t_items, y, fields):
+    """The tangent of ``value._replace(...)``: ``value``'s tangent with the new items'."""
+    if not isinstance(t_value, tuple):
+        t_value = [t_value] * len(y)
+    if not isinstance(t_items, (list, tuple)):
+        t_items = [t_items] * len(fields)
+    out = list(t_value)
+    for f, t in zip(fields, t_items):
+        out[type(y)._fields.index(f)] = t
+    return type(y)(*out)
+
+
+@tangent(rt.dict_merge)
+def dict_merge(y, a, b, *, t_a, t_b):
+    return rt.dict_merge_jvp(t_a, t_b, a, b)
+
+
+@rt.helper
+def dict_merge_jvp(t_a, t_b, a, b):
+    """The tangent of ``dict_merge(a, b)``: each key's tangent from the dict its value came
+    from (a zero tangent of a whole dict is zero for each of its keys)."""
+    out = {}
+    for t, d in ((t_a, a), (t_b, b)):
+        for k in d:
+            out[k] = t[k] if isinstance(t, dict) else t
+    return out
+
+
 @rt.helper
 def list_jvp(t, iterable, y):
     """The tangent of ``y = list(iterable)`` (or ``tuple``) from ``iterable``'s tangent

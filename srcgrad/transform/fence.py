@@ -57,6 +57,13 @@ def check(node, info, allowed_with=lambda item: False, helper=False):
         # A helper's are bound to displays of the arguments of its call (inline.py).
         _refuse(node, info, "*args/**kwargs parameters of the function differentiated",
                 "Give the function explicit parameters (a helper it calls may take *args).")
+    # `[*a, *b]`: transform/methods.py joins a display's starred items (list(a) + list(b))
+    displayed = {id(e) for n in ast_util.walk(node) if isinstance(n, (gast.List, gast.Tuple))
+                 and isinstance(n.ctx, gast.Load) for e in n.elts if isinstance(e, gast.Starred)}
+    # `g(*args)` of a name bound to a display: methods.py passes its items one by one;
+    # any other is refused later, where the call is compiled (anf_expressions.py)
+    displayed |= {id(a) for n in ast_util.walk(node) if isinstance(n, gast.Call)
+                  for a in n.args if isinstance(a, gast.Starred) and isinstance(a.value, gast.Name)}
     for stmt in node.body:
         for child in ast_util.walk(stmt):
             if isinstance(child, gast.With) and all(allowed_with(i) for i in child.items):
@@ -64,6 +71,8 @@ def check(node, info, allowed_with=lambda item: False, helper=False):
             entry = _REFUSED.get(type(child))
             if isinstance(child, gast.Starred) and isinstance(child.ctx, gast.Store):
                 entry = None   # `first, *rest = seq`: anf.py unpacks it by indexing
+            if id(child) in displayed:
+                entry = None
             if entry is not None:
                 _refuse(child, info, *entry)
             if isinstance(child, gast.Assign) or isinstance(child, gast.AugAssign):

@@ -126,6 +126,7 @@ def bind_static(node, info, namer, static, bindings):
 
 
 STAR_ARITY = "*"   # key of ``static``: (count of *args, keys of **kwargs) at this call
+PARAM_CLASSES = "classes"   # key of ``static``: parameter -> the class of the structure it holds
 
 
 def expand_star_calls(node, arity):
@@ -323,6 +324,10 @@ class Inliner(Base):
         except TypeError:
             return {}   # _bind_params says what is wrong
         static = {}
+        classes = {param: self.ctx.classes[value.id] for param, value in bound.arguments.items()
+                   if isinstance(value, gast.Name) and value.id in self.ctx.classes}
+        if classes:   # Cls.energy(p, x): its self holds an instance of Cls too
+            static[PARAM_CLASSES] = classes
         for param, value in bound.arguments.items():
             if not isinstance(value, gast.Name):
                 continue

@@ -322,6 +322,9 @@ class Lifting:
         if _is_hook_argument(parent, lam, self.info):
             self.hook(lam, parent)
             return
+        if _is_key_argument(parent, lam, self.info):
+            self.key_function(lam, parent)
+            return
         called = isinstance(parent, gast.Call) and parent.func is lam
         passed = isinstance(parent, gast.Call) and (lam in parent.args or any(
             k.value is lam for k in parent.keywords))
@@ -383,6 +386,36 @@ class Lifting:
         self.info.extra[value.global_name] = self.bindings[value.global_name] = value
         return value
 
+    def key_function(self, lam, parent):
+        """A key lambda: a real function, called by sorted/max/min when ``f`` runs; it picks
+        an order (no gradient), so the variables of ``f`` it reads are bound as values."""
+        self.check_defaults(self.lambda_def(lam, "key", self.stmt), self.stmt)
+        read = reads(lam) - _own_locals(lam)
+        if read & set(self.named):
+            raise self.error(lam, "a key function that calls a local function is not supported",
+                             "Define the key function at module level.")
+        free = sorted(read & (self.outer_locals | set(self.info.closure)))
+        lam = templates.clone(lam)
+        lam.args.kwonlyargs = list(lam.args.kwonlyargs) + [
+            gast.Name(id=v, ctx=gast.Param(), annotation=None, type_comment=None) for v in free]
+        lam.args.kw_defaults = list(lam.args.kw_defaults) + [None] * len(free)
+        expr = ast.Expression(body=gast.gast_to_ast(lam))
+        origin = anno.getanno(self.stmt, Static.ORIGIN)
+        ast.fix_missing_locations(expr)
+        if origin is not None:
+            ast.increment_lineno(expr, origin.lineno - expr.body.lineno)
+        fn = eval(compile(expr, self.info.filename, "eval"), self.info.globals)
+        key_name = self.namer.new("key_fn")
+        self.info.extra[key_name] = self.bindings[key_name] = fn
+        value = name(key_name)
+        if free:
+            from srcgrad import runtime
+            bind = self.namer.new("bind_key")
+            self.info.extra[bind] = self.bindings[bind] = runtime.bind_key
+            value = gast.Call(func=name(bind), args=[value],
+                              keywords=[gast.keyword(arg=v, value=name(v)) for v in free])
+        parent.args[1] = value
+
     def hook(self, lam, parent):
         """A hook lambda: a real function of the globals, called by the reverse sweep."""
         read = reads(lam) - _own_locals(lam)
@@ -401,6 +434,15 @@ class Lifting:
         hook_name = self.namer.new("hook_fn")
         self.info.extra[hook_name] = self.bindings[hook_name] = fn
         parent.args[parent.args.index(lam)] = name(hook_name)
+
+
+def _is_key_argument(parent, lam, info):
+    """Whether ``lam`` is the key of ``sorted``/``max``/``min`` (methods.py made the call
+    ``rt.sort_order(xs, key, reverse)`` or ``rt.argbest(xs, key, largest)``)."""
+    from srcgrad import runtime
+    return isinstance(parent, gast.Call) and isinstance(parent.func, gast.Name) \
+        and lam in parent.args[1:2] \
+        and info.extra.get(parent.func.id) in (runtime.sort_order, runtime.argbest)
 
 
 def _parent_in(root, target):
@@ -425,11 +467,140 @@ def _is_hook_argument(parent, lam, info):
         return False
 
 
+def _function_tables(node, info, namer, bindings):
+    """``acts = {"relu": lambda v: ..., "tanh": tanh}`` (or a list or tuple of them) bound
+    once at the top level of ``f``, and read only as ``acts[key](...)``: each item becomes a
+    local function of its own, ``acts["relu"](x)`` a call of it, and ``acts[name](x)`` with a
+    key known only when ``f`` runs the call of the item it picks (``a(x) if name == "relu"
+    else b(x) if ...``, a key found nowhere raising KeyError or IndexError as Python does).
+    Any other read of ``acts`` leaves it alone (its lambdas are then refused as escaping)."""
+    from srcgrad import runtime
+    counts = _stores(node)
+    named = {n.name for n in node.body if isinstance(n, gast.FunctionDef)} | {
+        s.targets[0].id for s in node.body if isinstance(s, gast.Assign) and len(s.targets) == 1
+        and isinstance(s.targets[0], gast.Name) and isinstance(s.value, gast.Lambda)}
+    parents = {c: n for n in _scope_walk(node) for c in gast.iter_child_nodes(n)}
+    new_body = []
+    for stmt in node.body:
+        table = _table_of(stmt, counts, named)
+        if table is None:
+            new_body.append(stmt)
+            continue
+        target, keys, items = table
+        uses = [n for n in _scope_walk(node) if isinstance(n, gast.Name) and n.id == target
+                and isinstance(n.ctx, gast.Load)]
+        calls = []
+        for n in uses:
+            sub = parents.get(n)
+            call = parents.get(sub)
+            if not (isinstance(sub, gast.Subscript) and sub.value is n and isinstance(call, gast.Call)
+                    and call.func is sub):
+                calls = None
+                break
+            calls.append((sub, call))
+        if calls is None:
+            new_body.append(stmt)
+            continue
+        names = []
+        for k, item in zip(keys, items):
+            if not isinstance(item, gast.Lambda):   # a local function, or a global one
+                names.append(item)
+                continue
+            fn_name = namer.new(f"{target}_{k if isinstance(k, str) and k.isidentifier() else 'item'}")
+            assign = gast.Assign(targets=[name(fn_name, True)], value=item, type_comment=None)
+            gast.copy_location(assign, stmt)
+            anno.copyanno(stmt, assign, Static.ORIGIN)
+            new_body.append(assign)
+            names.append(name(fn_name))
+        sequence = not isinstance(stmt.value, gast.Dict)
+        for sub, call in calls:
+            key = sub.slice
+            if isinstance(key, gast.Constant) or (isinstance(key, gast.UnaryOp) and isinstance(
+                    key.operand, gast.Constant) and isinstance(key.op, gast.USub)):
+                value = key.value if isinstance(key, gast.Constant) else -key.operand.value
+                if sequence and isinstance(value, int) and -len(names) <= value < len(names):
+                    call.func = templates.clone(names[value])
+                    continue
+                if not sequence and value in keys:
+                    call.func = templates.clone(names[keys.index(value)])
+                    continue
+            if not isinstance(key, (gast.Name, gast.Constant)):
+                continue   # left as it is: the lambdas are refused as escaping
+            missing = gast.Call(func=name(_bound(info, bindings, namer, runtime.missing_item)),
+                                args=[gast.Constant(value=len(keys) if sequence else tuple(keys), kind=None),
+                                      name(key.id) if isinstance(key, gast.Name) else key],
+                                keywords=[])
+            choice = missing
+            for k, fn_name in reversed(list(zip(keys, names))):
+                picks = [gast.Constant(value=k, kind=None)]
+                if sequence:
+                    picks.append(gast.Constant(value=k - len(keys), kind=None))
+                test = gast.Compare(left=name(key.id) if isinstance(key, gast.Name) else key,
+                                    ops=[gast.In()], comparators=[gast.Tuple(elts=picks, ctx=gast.Load())])
+                branch = gast.Call(func=templates.clone(fn_name), args=[templates.clone(a) for a in call.args],
+                                   keywords=[templates.clone(k_) for k_ in call.keywords])
+                choice = gast.IfExp(test=test, body=branch, orelse=choice)
+            call.func, call.args, call.keywords = choice, [], []
+    node.body = new_body
+    _inline_calls_of_choices(node)
+
+
+def _inline_calls_of_choices(node):
+    """``(a(x) if c else b(x))()`` made above: the choice itself stands for the call."""
+    class Unwrap(gast.NodeTransformer):
+        def visit_Call(self, call):
+            self.generic_visit(call)
+            if isinstance(call.func, gast.IfExp) and not call.args and not call.keywords:
+                return call.func
+            return call
+    Unwrap().visit(node)
+
+
+def _bound(info, bindings, namer, obj):
+    for bound_name, bound in bindings.items():
+        if bound is obj:
+            return bound_name
+    bound_name = namer.new(obj.__name__)
+    info.extra[bound_name] = bindings[bound_name] = obj
+    return bound_name
+
+
+def _table_of(stmt, counts, named):
+    """``(target, keys, items)`` when ``stmt`` binds a name once to a dict with constant
+    keys, or a list or tuple, of lambdas and local functions; else None."""
+    if not (isinstance(stmt, gast.Assign) and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], gast.Name) and counts.get(stmt.targets[0].id) == 1):
+        return None
+    value = stmt.value
+    if isinstance(value, gast.Dict):
+        if not value.keys or any(not isinstance(k, gast.Constant) for k in value.keys):
+            return None
+        keys, items = [k.value for k in value.keys], list(value.values)
+        if len(set(keys)) != len(keys):
+            return None
+    elif isinstance(value, (gast.List, gast.Tuple)) and value.elts:
+        keys, items = list(range(len(value.elts))), list(value.elts)
+    else:
+        return None
+    def known(item):   # a lambda, a local function, or a function of the globals
+        root = item
+        while isinstance(root, gast.Attribute):
+            root = root.value
+        return isinstance(item, gast.Lambda) or (isinstance(item, gast.Name) and item.id in named) or (
+            isinstance(root, gast.Name) and root.id not in counts)
+    if not all(known(i) for i in items):
+        return None
+    if not any(isinstance(i, gast.Lambda) for i in items):
+        return None
+    return stmt.targets[0].id, keys, items
+
+
 def transform(node, ctx):
     """Lift the lambdas and nested defs of FunctionDef ``node``; returns ``node``.
     (``ctx``: the CompileContext; the helpers are bound in ``ctx.bindings``.)"""
     if not any(isinstance(n, _SCOPES) for n in ast_util.walk(node) if n is not node):
         return node
+    _function_tables(node, ctx.info, ctx.namer, ctx.bindings)
     lifting = Lifting(node, ctx.info, ctx.namer, ctx.bindings)
     lifting.collect()
     lifting.lift_all()

@@ -90,8 +90,14 @@ MUTATING_METHODS = {
 
 _HINTS = {
     "sort": "Write y = np.sort(y, axis) (a new array) instead.",
-    "pop": "Build a new list instead (xs = xs[:-1]).",
 }
+# The methods transform/methods.py rewrites where they are a statement of their own on a
+# local name: anywhere else (inside an expression, on self.xs) they land here.
+_OWN_STATEMENT = ("Call it as a statement of its own on a local list or dict (`v = xs.pop()`, "
+                  "`xs.extend(ys)`; `xs = self.xs.copy()` first for an attribute): srcgrad "
+                  "rewrites that form.")
+for _method in ("pop", "extend", "insert", "reverse", "update", "setdefault", "append"):
+    _HINTS[_method] = _OWN_STATEMENT
 
 
 def _ellipsis():
@@ -136,6 +142,12 @@ class Lowering(Base):
                 what, rewrite = f"the in-place method .{prim}()", MUTATING_METHODS[str(prim)]
         elif prim is not None and _is_numpy(prim) and getattr(prim, "__name__", None) in MUTATING_FUNCTIONS:
             what, rewrite = _describe(prim), MUTATING_FUNCTIONS[prim.__name__]
+        elif isinstance(getattr(prim, "__self__", None), (list, dict)) \
+                and (prim.__name__ in MUTATING_METHODS or prim.__name__ == "append"):
+            # self.items.extend([y]): a list f did not make (an attribute, a global), changed
+            # behind the code's back: later reads of it would miss the gradient
+            what, rewrite = f"the in-place method .{prim.__name__}() of a " \
+                            f"{type(prim.__self__).__name__} that is not a local variable", None
         if what is None:
             return [s]
         written = rewrite(call) if rewrite is not None else None

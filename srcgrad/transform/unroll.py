@@ -53,16 +53,19 @@ class Unroller(Base):
 
     def visit_For(self, loop):
         names = _names(loop.target)
-        if not names or not _calls_any(loop.body, names):
+        indexed = self.indexed_container(loop)
+        if not names or not (_calls_any(loop.body, names) or indexed is not None):
             self.visit_children(loop)
             return loop
         try:
-            items = self.items(loop.iter)
+            items = self.items(loop.iter) if indexed is None else indexed
         except _NotConstant:
             self.visit_children(loop)
             return loop
         self.check(loop, names)
-        out = []
+        jumps = list(_jumps(loop.body))
+        broke = self.ctx.namer.new("unrolled_break") if any(isinstance(j, gast.Break) for j in jumps) else None
+        out = [self.inherit(_assign(broke, False), loop)] if broke else []
         for path, value in items:
             body = copy.deepcopy(loop.body)
             values = {}
@@ -71,8 +74,66 @@ class Unroller(Base):
                 for n in ast_util.walk(stmt):
                     if isinstance(n, gast.Name) and n.id in values:
                         _substitute(n, values[n.id])
-            out.extend(self.visit_block(body))   # a nested loop over an item's container
-        return out + self.visit_block(loop.orelse)
+            body = self.visit_block(body)   # a nested loop over an item's container
+            if jumps:
+                body = self.jumping(loop, body, broke)
+            out.extend(body)
+        orelse = self.visit_block(loop.orelse)
+        if broke and orelse:
+            orelse = [self.inherit(gast.If(test=_not(broke), body=orelse, orelse=[]), loop)]
+        return out + orelse
+
+    def jumping(self, loop, body, broke):
+        """One copy of a body with ``break``/``continue``: inside a loop of one trip
+        (``continue`` ends the copy, as it ends an iteration; ``break`` ends it too and sets
+        ``broke``, which skips the copies after it), which canonicalize.py lowers as any loop."""
+        for jump in list(_jumps(body)):
+            if isinstance(jump, gast.Break):
+                _replace_statement(body, jump, [self.inherit(_assign(broke, True), jump), jump])
+        once = gast.For(target=ast_util.name(self.ctx.namer.new("unrolled_once"), True),
+                        iter=gast.Call(func=ast_util.name(as_array.bind(
+                            self.ctx.namer, self.info, self.ctx.bindings, "range", builtins.range)),
+                            args=[gast.Constant(value=1, kind=None)], keywords=[]),
+                        body=body, orelse=[], type_comment=None)
+        self.inherit(once, loop)
+        if broke is None:
+            return [once]
+        return [self.inherit(gast.If(test=_not(broke), body=[once], orelse=[]), loop)]
+
+    def indexed_container(self, loop):
+        """``for i in range(len(C))`` whose body calls ``C[i](...)``, ``C`` a constant list
+        or tuple of the compile: ``[(None, k)]`` for each index (the copies read ``C[k]``,
+        a constant item), else None."""
+        it = loop.iter
+        if not (isinstance(loop.target, gast.Name) and isinstance(it, gast.Call) and not it.keywords
+                and isinstance(it.func, gast.Name) and it.func.id == "range" and self._builtin("range")
+                and len(it.args) == 1 and isinstance(it.args[0], gast.Call)
+                and isinstance(it.args[0].func, gast.Name) and it.args[0].func.id == "len"
+                and self._builtin("len") and len(it.args[0].args) == 1 and not it.args[0].keywords):
+            return None
+        i = loop.target.id
+        try:
+            path = self.path(it.args[0].args[0])
+            container = self.resolve(path)
+        except _NotConstant:
+            return None
+        if not isinstance(container, (list, tuple)):
+            return None
+        called = False
+        for stmt in loop.body:
+            for n in ast_util.walk(stmt):
+                if isinstance(n, gast.Call) and isinstance(n.func, gast.Subscript) \
+                        and isinstance(n.func.slice, gast.Name) and n.func.slice.id == i:
+                    try:
+                        called = called or self.path(n.func.value) == path
+                    except _NotConstant:
+                        pass
+        if not called:
+            return None
+        self.info.record(path + (Length(),), len(container))
+        if isinstance(container, list):
+            self.unchanged(container, it)
+        return [(None, k) for k in range(len(container))]
 
     def check(self, loop, names):
         """Refuse what unrolling would change: the loop variable rebound, read outside the
@@ -84,11 +145,6 @@ class Unroller(Base):
                     raise self.at(n, stmt, f"the loop variable `{n.id}` of a loop over the "
                                   f"callables of a constant container is assigned in the loop",
                                   "Assign the value to another variable.")
-        for stmt in _jumps(loop.body):
-            raise self.error(stmt, UnsupportedError,
-                             f"`{type(stmt).__name__.lower()}` in a loop over the callables of a "
-                             f"constant container (srcgrad writes one copy of the body per item)",
-                             "Compute a flag and skip the rest of the body with `if`.")
         binding = [f for f in ast_util.walk(self._function) if isinstance(f, gast.For) and
                    names & _names(f.target)]
         elsewhere = [n for n in ast_util.walk(self._function) if isinstance(n, gast.Name)
@@ -120,6 +176,10 @@ class Unroller(Base):
                 return [(_Pair(k + start, p), v) for k, (p, v) in enumerate(self.items(it.args[0]))]
             if func == ("reversed",) and len(it.args) == 1 and self._builtin("reversed"):
                 return self.items(it.args[0])[::-1]
+            if func == ("zip",) and it.args and self._builtin("zip"):
+                # zip(self.layers, self.acts): the items side by side, as many as the shortest
+                columns = [self.items(a) for a in it.args]
+                return [(_Zip([p for p, _ in row]), tuple(v for _, v in row)) for row in zip(*columns)]
             if isinstance(it.func, gast.Attribute) and it.func.attr in ("items", "values") \
                     and not it.args:
                 path = self.path(it.func.value)
@@ -133,10 +193,24 @@ class Unroller(Base):
                     return pairs
                 return [(_Pair(p[-1].key, p), v) for p, v in pairs]
             raise _NotConstant
+        window = None
+        if isinstance(it, gast.Subscript) and isinstance(it.slice, gast.Slice):
+            # self.layers[1:]: the items of that slice (their own paths, the length recorded)
+            window = tuple(None if b is None else _literal(b)
+                           for b in (it.slice.lower, it.slice.upper, it.slice.step))
+            if any(b is not None and not isinstance(b, int) for b in window):
+                raise _NotConstant
+            it = it.value
         path = self.path(it)
         container = self.resolve(path)
         if not isinstance(container, (list, tuple)):
             raise _NotConstant
+        if window is not None:
+            self.info.record(path + (Length(),), len(container))
+            if isinstance(container, list):
+                self.unchanged(container, it)
+            return [(self.read(path + (Item(k),), container[k]), container[k])
+                    for k in range(len(container))[slice(*window)]]
         if isinstance(container, list):   # a tuple's identity fixes its length
             self.info.record(path + (Length(),), len(container))
             self.unchanged(container, it)
@@ -210,6 +284,13 @@ class Unroller(Base):
             self.bind(loop, target.elts[0], None, path.key, values)
             self.bind(loop, target.elts[1], path.path, value, values)
             return
+        if isinstance(path, _Zip):
+            if not isinstance(target, (gast.Tuple, gast.List)) or len(target.elts) != len(path.paths):
+                raise self.error(loop, UnsupportedError, f"unpack zip(...) into {len(path.paths)} "
+                                 f"targets", "Write `for layer, act in zip(self.layers, self.acts):`.")
+            for elt, p, v in zip(target.elts, path.paths, value):
+                self.bind(loop, elt, p, v, values)
+            return
         if isinstance(target, gast.Name):
             values[target.id] = self.stand_in(target.id, value)
             return
@@ -236,6 +317,37 @@ class Unroller(Base):
             return gast.Constant(value=value, kind=None)
         return ast_util.name(as_array.bind(self.ctx.namer, self.info, self.ctx.bindings,
                                            hint, value))
+
+
+class _Zip:
+    """The read paths of the items of ``zip(A, B, ...)`` at one position, one per container."""
+
+    def __init__(self, paths):
+        self.paths = paths
+
+
+def _assign(target, value):
+    return gast.Assign(targets=[ast_util.name(target, True)], value=gast.Constant(value=value, kind=None),
+                       type_comment=None)
+
+
+def _not(flag):
+    return gast.UnaryOp(op=gast.Not(), operand=ast_util.name(flag))
+
+
+def _replace_statement(body, old, new):
+    """Replace the statement ``old`` (anywhere in ``body``'s blocks) by the list ``new``."""
+    for i, stmt in enumerate(body):
+        if stmt is old:
+            body[i:i + 1] = new
+            return True
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(stmt, field, None)
+            if isinstance(block, list) and not isinstance(stmt, (gast.For, gast.While)) \
+                    or field == "orelse" and isinstance(block, list):
+                if _replace_statement(block, old, new):
+                    return True
+    return False
 
 
 def _substitute(node, by):

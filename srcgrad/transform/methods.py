@@ -1,0 +1,585 @@
+"""List and dict methods that change their receiver, written as the rebindings srcgrad
+differentiates, and ``*``/``**`` unpacking in displays written as joins.
+
+Runs before the comprehensions and canonicalize stages. A statement ``xs.pop()``,
+``v = xs.pop(i)``, ``xs.extend(e)``, ``xs.insert(i, v)``, ``xs.reverse()``,
+``d.update(e, k=v)``, ``v = d.setdefault(k, v)`` or ``v = d.pop(k[, default])`` on a
+local name (or a parameter) becomes reads of the old value and one assignment of the new
+one, ``xs = xs[:-1]``, marked ``Static.AUGMENTED`` like ``xs += [v]``: an in-place write
+of ``xs``, so the alias analysis (analysis/aliasing.py) refuses it, or checks it when it
+runs, where another live name may hold the same list (``other = xs``, or the caller's
+argument). The values are then ordinary slices, concatenations and the two helpers
+``rt.seq_without`` and ``rt.dict_merge`` (rules in rules/builtins_math.py and jvp.py),
+so each method is differentiated by the shared rules of those. ``[*a, *b]`` becomes
+``list(a) + list(b)`` and ``{**d, "k": v}`` ``rt.dict_merge(d, {"k": v})``.
+
+A method call inside a larger expression (``y = xs.pop() * 2``) or on something other
+than a name (``self.xs.pop()``) is left alone: transform/mutation.py refuses it at its line.
+"""
+
+import builtins
+
+import gast
+
+from srcgrad import anno
+from srcgrad import runtime, templates
+from srcgrad.ast_util import name
+from srcgrad.errors import UnsupportedError
+from srcgrad.transform import as_array
+from srcgrad.transform.base import Base, local_names
+
+Static = anno.Static
+
+_METHODS = {"pop", "extend", "insert", "reverse", "update", "setdefault", "sort"}
+
+
+def _const(value):
+    return gast.Constant(value=value, kind=None)
+
+
+def _slice(lower=None, upper=None, step=None):
+    return gast.Slice(lower=lower, upper=upper, step=step)
+
+
+def _sub(base, index):
+    return gast.Subscript(value=name(base), slice=index, ctx=gast.Load())
+
+
+def _is_namedtuple_class(obj):
+    return isinstance(obj, type) and issubclass(obj, tuple) and hasattr(obj, "_fields")
+
+
+def _with_first(call, first):
+    """``call`` with ``first`` as its first argument (a fresh copy of the name)."""
+    call.args[0] = name(first.id) if isinstance(first, gast.Name) else first
+    return call
+
+
+def _simple(node):
+    """A value that reading twice gives twice the same (no call, no side effect)."""
+    return isinstance(node, (gast.Name, gast.Constant)) or (
+        isinstance(node, gast.UnaryOp) and isinstance(node.operand, gast.Constant))
+
+
+class Desugar(Base):
+    """Rewrites container-method statements and starred displays of one function body."""
+
+    def __init__(self, info, namer, bindings, locals_):
+        super().__init__(info)
+        self.namer = namer
+        self.bindings = bindings
+        self.locals = locals_
+
+    def helper(self, obj):
+        return name(as_array.bind(self.namer, self.info, self.bindings, obj.__name__, obj))
+
+    def call(self, obj, *args):
+        node = gast.Call(func=self.helper(obj), args=list(args), keywords=[])
+        return node
+
+    def stmt(self, origin, target, value, augmented=False):
+        node = gast.Assign(targets=[name(target, True) if isinstance(target, str) else target],
+                           value=value, type_comment=None)
+        anno.copyanno(origin, node, Static.ORIGIN)
+        if augmented:
+            anno.setanno(node, Static.AUGMENTED, True)
+        return node
+
+    def temp(self, origin, value, out, hint):
+        """``value`` as something safe to read twice (a new name bound to it when needed)."""
+        if _simple(value):
+            return value
+        tmp = self.namer.new(hint)
+        out.append(self.stmt(origin, tmp, value))
+        return name(tmp)
+
+    def sorted_items(self, items, keywords):
+        """``[items[i] for i in rt.sort_order(items, key, reverse)]`` (``items`` read once)."""
+        options = {k.arg: k.value for k in keywords}
+        order = self.call(runtime.sort_order, None, options.get("key", _const(None)),
+                          options.get("reverse", _const(False)))
+        return self.each_once(items, lambda seq: gast.ListComp(
+            elt=gast.Subscript(value=seq, slice=name("sorted_index"), ctx=gast.Load()),
+            generators=[gast.comprehension(target=name("sorted_index", True), iter=_with_first(order, seq),
+                                           ifs=[], is_async=0)]))
+
+    def best_item(self, items, key, largest):
+        """``items[rt.argbest(items, key, largest)]`` (``items`` read once)."""
+        return self.each_once(items, lambda seq: gast.Subscript(
+            value=seq, slice=self.call(runtime.argbest, seq, key, _const(largest)), ctx=gast.Load()))
+
+    def each_once(self, items, build):
+        """``[build(t) for t in [list(items)]][0]``: ``items`` evaluated once, where the call
+        stood, and as the list Python's sorted/max iterate (a dict's keys, an array's rows)."""
+        items = self.call(builtins.list, items)
+        return gast.Subscript(value=gast.ListComp(
+            elt=build(name("sorted_items")),
+            generators=[gast.comprehension(target=name("sorted_items", True),
+                                           iter=gast.List(elts=[items], ctx=gast.Load()), ifs=[],
+                                           is_async=0)]), slice=_const(0), ctx=gast.Load())
+
+    def resolves_to(self, func, obj):
+        if isinstance(func, gast.Name) and func.id not in self.locals:
+            try:
+                return self.info.resolve(func.id) is obj
+            except NameError:
+                return False
+        return False
+
+    # ----- statements -----
+
+    def visit_Expr(self, s):
+        return self.method(s, s.value, None) or s
+
+    def visit_Assign(self, s):
+        if len(s.targets) == 1:
+            return self.method(s, s.value, s.targets[0]) or s
+        return s
+
+    def method(self, s, call, target):
+        """The statements that replace ``[target =] receiver.method(...)``, or None."""
+        if not (isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute)
+                and isinstance(call.func.value, gast.Name) and call.func.attr in _METHODS
+                and call.func.value.id in self.locals):
+            return None
+        if any(isinstance(a, gast.Starred) for a in call.args) \
+                or any(k.arg is None for k in call.keywords):
+            return None
+        r = call.func.value.id
+        args, keywords, what = call.args, call.keywords, call.func.attr
+        out = []
+        result = None   # the value the call returns (None for extend/insert/reverse/update)
+        if what == "pop" and not keywords and len(args) <= 2:
+            if not args:
+                result = _sub(r, _const(-1))
+                new = _sub(r, _slice(upper=_const(-1)))
+            else:
+                key = self.temp(s, args[0], out, "key")
+                if len(args) == 2:   # d.pop(k, default): a dict's
+                    default = self.temp(s, args[1], out, "default")
+                    result = gast.Call(func=gast.Attribute(value=name(r), attr="get", ctx=gast.Load()),
+                                       args=[key, default], keywords=[])
+                else:
+                    result = _sub(r, key)
+                new = self.call(runtime.seq_without, name(r), key)
+        elif what == "extend" and len(args) == 1 and not keywords:
+            more = args[0] if isinstance(args[0], gast.List) else self.call(builtins.list, args[0])
+            new = gast.BinOp(left=name(r), op=gast.Add(), right=more)
+        elif what == "insert" and len(args) == 2 and not keywords:
+            key = self.temp(s, args[0], out, "key")
+            item = gast.List(elts=[args[1]], ctx=gast.Load())
+            new = gast.BinOp(left=gast.BinOp(left=_sub(r, _slice(upper=key)), op=gast.Add(), right=item),
+                             op=gast.Add(), right=_sub(r, _slice(lower=key)))
+        elif what == "reverse" and not args and not keywords:
+            new = _sub(r, _slice(step=_const(-1)))
+        elif what == "update" and len(args) <= 1 and (args or keywords):
+            new = name(r)
+            if args:
+                new = self.call(runtime.dict_merge, new, args[0])
+            if keywords:
+                new = self.call(runtime.dict_merge, new, gast.Dict(
+                    keys=[_const(k.arg) for k in keywords], values=[k.value for k in keywords]))
+        elif what == "setdefault" and len(args) == 2 and not keywords:
+            key = self.temp(s, args[0], out, "key")
+            default = self.temp(s, args[1], out, "default")
+            # merge(d, merge({k: v}, d)): d's values where it has k, else v, placed last
+            new = self.call(runtime.dict_merge, name(r), self.call(
+                runtime.dict_merge, gast.Dict(keys=[key], values=[default]), name(r)))
+            result = _sub(r, key)
+        elif what == "sort" and not args and any(k.arg == "key" for k in keywords) \
+                and {k.arg for k in keywords} <= {"key", "reverse"}:
+            # a list's sort (an array's takes no key=: transform/mutation.py rewrites that one)
+            new = self.sorted_items(name(r), keywords)
+        else:
+            return None
+        if result is not None and target is not None and what != "setdefault":
+            out.append(self.stmt(s, target, result))
+        out.append(self.stmt(s, r, new, augmented=True))
+        if target is not None:
+            if what == "setdefault":
+                out.append(self.stmt(s, target, result))
+            elif result is None:
+                out.append(self.stmt(s, target, _const(None)))
+        return out
+
+
+
+class Displays(gast.NodeTransformer):
+    """``*``/``**`` in list, tuple and dict displays, as joins (see the module docstring)."""
+
+    def __init__(self, desugar):
+        self.desugar = desugar
+        self.call = desugar.call
+        self.helper = desugar.helper
+
+    def visit_Call(self, node):
+        """``sorted(xs, key=k)`` and ``max(xs, key=k)`` / ``min``: an order, then item reads;
+        ``Point(x, y)`` of a namedtuple class and ``p._replace(x=v)``: two helpers with rules."""
+        self.generic_visit(node)
+        d = self.desugar
+        built = self.namedtuple(node)
+        if built is not None:
+            return built
+        keys = {k.arg for k in node.keywords}
+        if None in keys or any(isinstance(a, gast.Starred) for a in node.args) or len(node.args) != 1:
+            return node
+        if d.resolves_to(node.func, builtins.sorted) and keys <= {"key", "reverse"}:
+            return d.sorted_items(node.args[0], node.keywords)
+        for best, largest in ((builtins.max, True), (builtins.min, False)):
+            if d.resolves_to(node.func, best) and keys == {"key"}:
+                key = node.keywords[0].value
+                if isinstance(key, gast.Constant) and key.value is None:
+                    return node
+                return d.best_item(node.args[0], key, largest)
+        return node
+
+    def namedtuple(self, node):
+        d = self.desugar
+        if any(isinstance(a, gast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+            return None
+        if isinstance(node.func, gast.Attribute) and node.func.attr == "_replace" and not node.args \
+                and node.keywords:
+            fields = gast.Constant(value=tuple(k.arg for k in node.keywords), kind=None)
+            return self.call(runtime.namedtuple_replace, node.func.value, fields,
+                             gast.List(elts=[k.value for k in node.keywords], ctx=gast.Load()))
+        cls = _resolves_path(d, node.func, _is_namedtuple_class)
+        if cls is None:
+            return None
+        given = {k.arg: k.value for k in node.keywords}
+        fields = cls._fields
+        if len(node.args) > len(fields) or set(given) - set(fields) \
+                or set(given) & set(fields[:len(node.args)]):
+            return None   # Python's TypeError, when it runs
+        items = list(node.args)
+        for f in fields[len(node.args):]:
+            if f in given:
+                items.append(given[f])
+            elif f in cls._field_defaults:
+                default = cls._field_defaults[f]
+                items.append(gast.Constant(value=default, kind=None) if templates.is_literal(default)
+                             else name(as_array.bind(d.namer, d.info, d.bindings, f, default)))
+            else:
+                return None
+        return self.call(runtime.namedtuple_new, templates.clone(node.func),
+                         gast.List(elts=items, ctx=gast.Load()))
+
+    def visit_List(self, node):
+        self.generic_visit(node)
+        return self.starred(node, list)
+
+    def visit_Tuple(self, node):
+        self.generic_visit(node)
+        if isinstance(node.ctx, gast.Load):
+            return self.starred(node, tuple)
+        return node
+
+    def starred(self, node, kind):
+        """``[a, *b, c]`` -> ``[a] + list(b) + [c]`` (a tuple display: ``tuple(...)`` of that)."""
+        if not any(isinstance(e, gast.Starred) for e in node.elts) or not isinstance(node.ctx, gast.Load):
+            return node
+        parts, run = [], []
+        for e in node.elts:
+            if isinstance(e, gast.Starred):
+                if run:
+                    parts.append(gast.List(elts=run, ctx=gast.Load()))
+                    run = []
+                parts.append(self.call(builtins.list, e.value))
+            else:
+                run.append(e)
+        if run:
+            parts.append(gast.List(elts=run, ctx=gast.Load()))
+        value = parts[0]
+        for p in parts[1:]:
+            value = gast.BinOp(left=value, op=gast.Add(), right=p)
+        if kind is tuple:
+            value = self.call(builtins.tuple, value)
+        return value
+
+    def visit_Dict(self, node):
+        """``{**d, "k": v}`` -> ``rt.dict_merge(d, {"k": v})`` (later keys win, first places stay)."""
+        self.generic_visit(node)
+        if all(k is not None for k in node.keys):
+            return node
+        value, keys, values = None, [], []
+
+        def flush(value):
+            if keys:
+                part = gast.Dict(keys=list(keys), values=list(values))
+                keys.clear()
+                values.clear()
+                return part if value is None else self.call(runtime.dict_merge, value, part)
+            return value
+
+        for k, v in zip(node.keys, node.values):
+            if k is None:
+                value = flush(value)
+                value = self.call(runtime.dict_merge, value if value is not None else gast.Dict(
+                    keys=[], values=[]), v)
+            else:
+                keys.append(k)
+                values.append(v)
+        return flush(value)
+
+
+def argument_classes(positional, arg_ranks):
+    """``{inline.PARAM_CLASSES: {parameter: class}}`` for the dataclass (or registered class)
+    arguments a gradient is specialised on (their tree key names the class), else ``{}``."""
+    from srcgrad import pytree
+    from srcgrad.transform import inline
+    classes = {p: key[0] for p, key in zip(positional, arg_ranks or ())
+               if isinstance(key, pytree.TreeKey) and has_methods(key[0])}
+    return {inline.PARAM_CLASSES: classes} if classes else {}
+
+
+def has_methods(cls):
+    """Whether a structure of class ``cls`` may have methods srcgrad binds (a dataclass or
+    a registered class; lists, tuples, namedtuples and dicts are not)."""
+    return isinstance(cls, type) and not issubclass(cls, (list, tuple, dict))
+
+
+def unbound_classes(node, classes):
+    """``classes`` (parameter -> class) less the parameters ``node`` rebinds."""
+    stored = {n.id for n in gast.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
+    return {p: c for p, c in classes.items() if p not in stored}
+
+
+def _class_attribute(cls, attr):
+    """``(function, bound)`` for the method ``attr`` of ``cls``: ``bound`` True for a plain
+    function (called with the instance first), False for a class or static method (what
+    ``getattr(cls, attr)`` gives is called as it is). None for anything else (a field)."""
+    import inspect
+    try:
+        raw = inspect.getattr_static(cls, attr)
+    except AttributeError:
+        return None
+    if isinstance(raw, (classmethod, staticmethod)):
+        return getattr(cls, attr), False
+    if inspect.isfunction(raw):
+        return raw, True
+    return None
+
+
+def bind_methods(node, ctx):
+    """``p.energy(x)``, ``p.scale(x)`` (a classmethod or staticmethod through the instance)
+    and ``type(p).scale(x)``, for a parameter ``p`` whose class is known when compiling
+    (ctx.classes: the gradient is specialised on it), become calls of the class's function,
+    ``Params.energy(p, x)``, which transform/inline.py inlines as any helper (its ``self``
+    knows the class too, so ``self.other(x)`` inside works the same way)."""
+    if not ctx.classes:
+        return node
+
+    class Bind(gast.NodeTransformer):
+        def visit_Call(self, call):
+            self.generic_visit(call)
+            func = call.func
+            if not isinstance(func, gast.Attribute):
+                return call
+            owner, instance = func.value, True
+            if isinstance(owner, gast.Call) and isinstance(owner.func, gast.Name) and owner.func.id == "type" \
+                    and len(owner.args) == 1 and not owner.keywords and _builtin_type(ctx, owner.func):
+                owner, instance = owner.args[0], False
+            if not (isinstance(owner, gast.Name) and owner.id in ctx.classes):
+                return call
+            found = _class_attribute(ctx.classes[owner.id], func.attr)
+            if found is None:
+                return call
+            _, bound = found
+            if bound and not instance:
+                return call   # type(p).energy(p, x): the caller passes self (left as written)
+            cls = ctx.classes[owner.id]
+            # Cls.energy, read through the class bound in the generated code: the compile
+            # holds while getattr(Cls, "energy") is the same function (guard.py)
+            call.func = gast.Attribute(value=name(as_array.bind(ctx.namer, ctx.info, ctx.bindings,
+                                                                cls.__name__, cls)),
+                                       attr=func.attr, ctx=gast.Load())
+            if bound:
+                call.args = [name(owner.id)] + list(call.args)
+            return call
+
+    node.body = [Bind().visit(s) for s in node.body]
+    return node
+
+
+def _builtin_type(ctx, func):
+    try:
+        return ctx.info.resolve(func.id) is builtins.type
+    except NameError:
+        return False
+
+
+def _partials(node, desugar):
+    """``h = functools.partial(g, a, k=v)`` bound once at the top level of ``f``, ``h`` read
+    only as ``h(...)`` calls, ``g`` a function known when compiling (not a local variable):
+    the partial's arguments are bound to names of their own where it was made (their values
+    then, as the partial keeps them), and each ``h(x, k=w)`` is the call ``g(a_, x, k=w)``
+    (the call's keywords replacing the partial's, as ``functools.partial`` does)."""
+    import functools
+    counts = {}
+    for n in gast.walk(node):
+        if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store):
+            counts[n.id] = counts.get(n.id, 0) + 1
+    local_functions = {s.name for s in node.body if isinstance(s, gast.FunctionDef)} | {
+        s.targets[0].id for s in node.body if isinstance(s, gast.Assign) and len(s.targets) == 1
+        and isinstance(s.targets[0], gast.Name) and isinstance(s.value, gast.Lambda)}
+    parents = {c: n for n in gast.walk(node) for c in gast.iter_child_nodes(n)}
+    body = []
+    for stmt in node.body:
+        call = stmt.value if isinstance(stmt, gast.Assign) else None
+        if not (isinstance(call, gast.Call) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], gast.Name)
+                and counts.get(stmt.targets[0].id) == 1 and call.args
+                and _resolves_path(desugar, call.func, lambda obj: obj is functools.partial) is not None
+                and not any(isinstance(a, gast.Starred) for a in call.args)
+                and all(k.arg is not None for k in call.keywords)):
+            body.append(stmt)
+            continue
+        target, g = stmt.targets[0].id, call.args[0]
+        root = g
+        while isinstance(root, gast.Attribute):
+            root = root.value
+        known = isinstance(root, gast.Name) and (root.id not in desugar.locals or (
+            root.id in local_functions and root is g))
+        uses = [n for n in gast.walk(node) if isinstance(n, gast.Name) and n.id == target
+                and isinstance(n.ctx, gast.Load)]
+        if not known or not all(isinstance(parents.get(n), gast.Call) and parents[n].func is n
+                                and not any(isinstance(a, gast.Starred) for a in parents[n].args)
+                                and all(k.arg is not None for k in parents[n].keywords) for n in uses):
+            body.append(stmt)
+            continue
+        bound = []
+        for k, value in [(None, a) for a in call.args[1:]] + [(kw.arg, kw.value) for kw in call.keywords]:
+            if isinstance(value, gast.Constant):
+                bound.append((k, value))
+                continue
+            temp = desugar.namer.new(f"{target}_{k or 'arg'}")
+            body.append(desugar.stmt(stmt, temp, value))
+            bound.append((k, name(temp)))
+        for n in uses:
+            use = parents[n]
+            given = {kw.arg for kw in use.keywords}
+            use.func = templates.clone(g)
+            use.args = [templates.clone(v) for k, v in bound if k is None] + use.args
+            use.keywords = [gast.keyword(arg=k, value=templates.clone(v)) for k, v in bound
+                            if k is not None and k not in given] + use.keywords
+    node.body = body
+
+
+def _star_calls(node):
+    """``g(*args)`` and ``g(**kw)`` where ``args`` is bound once in ``f``, to a tuple display,
+    or to a list display that ``f`` only indexes, ``len``s or unpacks (so its length is that
+    of the display), and ``kw`` once to a dict display with string keys that ``f`` only reads
+    by key or unpacks: ``g(args[0], args[1])`` and ``g(a=kw["a"])``, calls srcgrad binds
+    to ``g``'s parameters as any other."""
+    counts, displays = {}, {}
+    for n in gast.walk(node):
+        if isinstance(n, gast.Name) and isinstance(n.ctx, (gast.Store, gast.Del)):
+            counts[n.id] = counts.get(n.id, 0) + 1
+        if isinstance(n, gast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], gast.Name):
+            displays[n.targets[0].id] = n.value
+    parents = {c: n for n in gast.walk(node) for c in gast.iter_child_nodes(n)}
+
+    def length(ident):
+        value = displays.get(ident)
+        if counts.get(ident) != 1 or not isinstance(value, (gast.Tuple, gast.List)) \
+                or any(isinstance(e, gast.Starred) for e in value.elts):
+            return None
+        if isinstance(value, gast.List):
+            for n in gast.walk(node):
+                if isinstance(n, gast.Name) and n.id == ident and isinstance(n.ctx, gast.Load):
+                    parent = parents.get(n)
+                    if isinstance(parent, gast.Starred) or (
+                            isinstance(parent, gast.Subscript) and parent.value is n
+                            and isinstance(parent.ctx, gast.Load)) or (
+                            isinstance(parent, gast.Call) and isinstance(parent.func, gast.Name)
+                            and parent.func.id == "len") or isinstance(parent, gast.For):
+                        continue
+                    return None
+        return len(value.elts)
+
+    def keys(ident):
+        value = displays.get(ident)
+        if counts.get(ident) != 1 or not isinstance(value, gast.Dict) or not all(
+                isinstance(k, gast.Constant) and isinstance(k.value, str) for k in value.keys):
+            return None
+        for n in gast.walk(node):
+            if isinstance(n, gast.Name) and n.id == ident and isinstance(n.ctx, gast.Load):
+                parent = parents.get(n)
+                if isinstance(parent, gast.keyword) and parent.arg is None or (
+                        isinstance(parent, gast.Subscript) and parent.value is n
+                        and isinstance(parent.ctx, gast.Load)):
+                    continue
+                return None
+        return [k.value for k in value.keys]
+
+    calls = [n for n in gast.walk(node) if isinstance(n, gast.Call)]
+    # decided before any call is rewritten (the reads it adds are not in ``parents``)
+    lengths = {a.value.id: length(a.value.id) for c in calls for a in c.args
+               if isinstance(a, gast.Starred) and isinstance(a.value, gast.Name)}
+    known_keys = {k.value.id: keys(k.value.id) for c in calls for k in c.keywords
+                  if k.arg is None and isinstance(k.value, gast.Name)}
+    length, keys = lengths.get, known_keys.get
+    for call in calls:
+        args = []
+        for a in call.args:
+            n = length(a.value.id) if isinstance(a, gast.Starred) and isinstance(a.value, gast.Name) else None
+            if n is None:
+                args.append(a)
+                continue
+            args += [gast.Subscript(value=name(a.value.id), slice=_const(k), ctx=gast.Load())
+                     for k in range(n)]
+        keywords = []
+        for k in call.keywords:
+            ks = keys(k.value.id) if k.arg is None and isinstance(k.value, gast.Name) else None
+            if ks is None:
+                keywords.append(k)
+                continue
+            keywords += [gast.keyword(arg=key, value=gast.Subscript(value=name(k.value.id), slice=_const(key),
+                                                                   ctx=gast.Load())) for key in ks]
+        call.args, call.keywords = args, keywords
+
+
+def _resolves_path(desugar, func, wanted=lambda obj: True):
+    """The object the dotted name ``func`` (rooted outside ``f``'s locals) denotes, when
+    ``wanted(obj)``: then resolved again as a read the compile depends on (guard.py);
+    else None, and nothing recorded."""
+    parts = []
+    while isinstance(func, gast.Attribute):
+        parts.append(func.attr)
+        func = func.value
+    if not isinstance(func, gast.Name) or func.id in desugar.locals:
+        return None
+    path = (func.id,) + tuple(reversed(parts))
+    try:
+        obj = desugar.info.lookup(path[0])
+        for part in path[1:]:
+            obj = getattr(obj, part)
+    except (NameError, AttributeError):
+        return None
+    if not wanted(obj):
+        return None
+    return desugar.info.resolve_path(path)
+
+
+def transform(node, ctx):
+    """Rewrite the container-method statements and starred displays of FunctionDef ``node``
+    (after bind_methods: ``p.energy(x)`` of a dataclass argument)."""
+    node = bind_methods(node, ctx)
+    wanted = any(isinstance(n, gast.Call)
+                 or (isinstance(n, (gast.List, gast.Tuple)) and any(isinstance(e, gast.Starred) for e in n.elts))
+                 or (isinstance(n, gast.Dict) and any(k is None for k in n.keys))
+                 for n in gast.walk(node))
+    if not wanted:
+        return node
+    desugar = Desugar(ctx.info, ctx.namer, ctx.bindings, local_names(node))
+    _star_calls(node)
+    for n in gast.walk(node):
+        if isinstance(n, gast.Call) and any(isinstance(a, gast.Starred) for a in n.args):
+            star = next(a for a in n.args if isinstance(a, gast.Starred))
+            raise desugar.error(star, UnsupportedError,
+                                "*-unpacking in a call of a value whose length is known only when "
+                                "the function runs is not supported in a function srcgrad differentiates",
+                                "Pass the arguments one by one, or bind the name once to a tuple "
+                                "display (args = (a, b)) and call g(*args).")
+    _partials(node, desugar)
+    node.body = [Displays(desugar).visit(s) for s in node.body]
+    node.body = desugar.visit_block(node.body)
+    return node
