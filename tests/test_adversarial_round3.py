@@ -1,0 +1,100 @@
+"""Third adversarial round: programs that srcgrad got silently wrong (or failed on with
+an error that was not a located refusal) before their fix. Each gradient or tangent is
+checked against central differences in float64; each refusal must name this file and
+the user's line."""
+
+import copy
+import re
+
+import numpy as np
+import pytest
+
+import srcgrad as sg
+from srcgrad import pytree
+from srcgrad.testing import numerical_grad
+
+X = np.array([0.3, -0.5, 1.2, 0.4])
+V = np.array([0.7, -1.1, 0.4, 2.0])
+
+
+def _flat(tree):
+    leaves = pytree.tree_leaves(tree) if pytree.is_node(tree) else [tree]
+    return np.concatenate([np.ravel(np.asarray(leaf, dtype=float)) for leaf in leaves])
+
+
+def _fd(f, args, wrt=0):
+    return numerical_grad(lambda *a: f(*copy.deepcopy(a)), args, wrt=wrt)
+
+
+def assert_grad_and_jvp(f, args, wrt=0):
+    """sg.grad and sg.jvp of ``f`` at ``args`` (run on copies) agree with central differences."""
+    want = _flat(_fd(f, args, wrt))
+    got = sg.grad(f, wrt=wrt)(*copy.deepcopy(args))
+    np.testing.assert_allclose(_flat(got), want, rtol=1e-6, atol=1e-8)
+    tangents = tuple(np.reshape(V[:np.size(a)], np.shape(a)) if k == wrt else np.zeros_like(a)
+                     for k, a in enumerate(args))
+    value, out = sg.jvp(f, copy.deepcopy(tuple(args)), tangents)
+    np.testing.assert_allclose(value, f(*copy.deepcopy(args)), rtol=1e-12)
+    np.testing.assert_allclose(out, want @ _flat(tangents[wrt]), rtol=1e-6, atol=1e-8)
+
+
+def assert_refused_here(run, *words):
+    with pytest.raises(sg.SrcgradError) as info:
+        run()
+    message = str(info.value)
+    assert __file__ in message and re.search(r"line \d+", message), message
+    for word in words:
+        assert word in message, message
+
+
+# ----- Casts that return their argument: a write into the result reaches it -----
+# Forward mode gave np.array(y, copy=False), np.array(y, copy=None) and np.float64(y)
+# (which return y itself) a tangent of their own, so a write into the result changed y
+# but not y's tangent. Reverse mode refuses these writes (y is read afterwards).
+
+def array_no_copy_written(x):
+    y = x * 1.0
+    z = np.array(y, copy=False)
+    z[0] = 0.0
+    return np.sum(y * x)
+
+
+def array_copy_if_needed_written(x):
+    y = x * 1.0
+    z = np.array(y, copy=None)
+    z[1] = 0.0
+    return np.sum(y * x)
+
+
+def float64_of_an_array_written(x):
+    y = x * 1.0
+    z = np.float64(y)
+    z[2] = x[0]
+    return np.sum(y * x)
+
+
+def astype_without_copy_written(x):
+    y = x * 1.0
+    z = y.astype(np.float64, copy=False)
+    z[3] = 2.0
+    return np.sum(y * x)
+
+
+def array_copy_written(x):
+    y = x * 1.0
+    z = np.array(y)
+    z[0] = 5.0
+    return np.sum(y * x) + np.sum(z * x)
+
+
+@pytest.mark.parametrize("f", [array_no_copy_written, array_copy_if_needed_written,
+                               float64_of_an_array_written, astype_without_copy_written,
+                               array_copy_written])
+def test_forward_mode_follows_a_cast_that_returns_its_argument(f):
+    want = _fd(f, (X,))
+    _, out = sg.jvp(f, (X.copy(),), (V,))
+    np.testing.assert_allclose(out, want @ V, rtol=1e-6)
+    if f is not array_copy_written:
+        assert_refused_here(lambda: sg.grad(f)(X.copy()), "shares its memory")
+    else:
+        np.testing.assert_allclose(sg.grad(f)(X.copy()), want, rtol=1e-6)
