@@ -98,3 +98,66 @@ def test_forward_mode_follows_a_cast_that_returns_its_argument(f):
         assert_refused_here(lambda: sg.grad(f)(X.copy()), "shares its memory")
     else:
         np.testing.assert_allclose(sg.grad(f)(X.copy()), want, rtol=1e-6)
+
+
+# ----- Forward mode: a value written into later shares its operand's tangent exactly
+# when it shares the operand's memory. y.flatten() (a copy) had the tangent ravel(dy), a
+# view, so z[0] = ... changed dy; y.conj() of a real y (y itself) and a value built as
+# a + y (dz = dy) had tangents that did not follow the write. -----
+
+def flatten_written(x):
+    y = x * 1.0
+    z = y.flatten()
+    z[0] = x[1] * 3.0
+    return np.sum(y * x) + np.sum(z * x)
+
+
+def sum_with_a_constant_written(x):
+    y = x * 1.0
+    z = np.fix(y) * 0.0 + y
+    z[0] = x[1] * 3.0
+    return np.sum(y * x) + np.sum(z * x)
+
+
+def conj_of_real_written(x):
+    y = x * 1.0
+    z = y.conj()
+    z[0] = x[1] * 3.0
+    return np.sum(y * x) + np.sum(z * x)
+
+
+def conj_of_complex_written(x):
+    y = x + 1j * x[::-1]
+    z = y.conj()
+    z[0] = x[1] * 3.0
+    return np.sum(np.abs(y) ** 2 * x) + np.sum(np.real(z) * x)
+
+
+def reshape_of_a_transpose_written(x):
+    y = (x.reshape(2, 2) * 1.0).T
+    z = y.reshape(4)        # a copy (y is not contiguous); its tangent too
+    z[1] = x[0] ** 2
+    return np.sum(y.ravel() * x) + np.sum(z * x)
+
+
+@pytest.mark.parametrize("f", [flatten_written, sum_with_a_constant_written,
+                               conj_of_real_written, conj_of_complex_written,
+                               reshape_of_a_transpose_written])
+def test_forward_mode_tangent_memory_follows_the_values(f):
+    want = _fd(f, (X,))
+    _, out = sg.jvp(f, (X.copy(),), (V,))
+    np.testing.assert_allclose(out, want @ V, rtol=1e-6)
+    np.testing.assert_allclose(sg.jacfwd(f)(X.copy()), want, rtol=1e-6, atol=1e-9)
+
+
+def einsum_view_written(x):
+    y = x * 1.0
+    z = np.einsum("i->i", y)   # a view of y; einsum's tangent is a new array
+    z[0] = x[1] * 3.0
+    return np.sum(y * x) + np.sum(z * x)
+
+
+def test_forward_mode_refuses_a_view_whose_tangent_is_not_one():
+    assert_refused_here(lambda: sg.jvp(einsum_view_written, (X.copy(),), (V,)),
+                        "np.einsum", "shares memory")
+    assert_refused_here(lambda: sg.jacfwd(einsum_view_written)(X.copy()), "np.einsum")

@@ -327,6 +327,27 @@ def tangent_array(t, y, obj=None):
     return out.copy() if out is t or getattr(out, "base", None) is not None else out
 
 
+@rt.helper
+def tangent_memory(t, y, primals, tangents, error):
+    """The tangent ``t`` of ``y``, an array written in place later, sharing memory with the
+    tangents of ``primals`` exactly as ``y`` shares theirs: a copy where ``y`` has memory of
+    its own (``y.flatten()`` whose rule gives ``ravel(dx)``); ``error`` raised where ``y`` is
+    a view of an operand with a tangent and ``t`` is not (``np.einsum('i->i', x)``)."""
+    if not is_array(y) or not is_array(t):
+        return t
+    shared = False
+    for p, d in zip(primals, tangents):
+        if d is not None and is_array(p) and (p is y or _shares(y, p)):
+            shared = True
+            if not (is_array(d) and (d is t or _shares(t, d))):
+                raise error
+    if shared:
+        return t
+    if any(is_array(d) and (d is t or _shares(t, d)) for d in tangents):
+        return t.copy()
+    return t
+
+
 def _shares(a, b):
     """Whether arrays ``a`` and ``b`` may share memory (False where the module cannot say)."""
     try:

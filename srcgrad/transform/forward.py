@@ -80,8 +80,9 @@ class ForwardAD(ComplexStatements, Base):
     """
 
     def __init__(self, info, active, namer, written, sequences=frozenset(), kinds=None,
-                 wrt=None, values=True, aux=None):
+                 wrt=None, values=True, aux=None, bindings=None):
         super().__init__(info)
+        self.bindings = {} if bindings is None else bindings   # names the program reads (errors)
         self.aux = aux         # has_aux: the name of the aux, returned third, with no tangent
         self.at_zero_tests = None   # names an ``if`` tests whose block calls a rules.run_at_zero helper
         self.kinds = kinds
@@ -250,11 +251,10 @@ class ForwardAD(ComplexStatements, Base):
             return s
         self.check_real(s.value)
         stmts, tangent = self.tangent(s.value, name(_Y))
-        own = target.id in self.written and not self.is_view(s.value)
         if tangent is None:
             return [s, self.inherit(_assign(name(self.d(target.id), True), self.zero_of(s.value, target)))]
-        if own and isinstance(tangent, (gast.Name, gast.Subscript)):
-            tangent = expr("rt.own(T)", T=tangent)
+        if target.id in self.written and not isinstance(s.value, (gast.Name, gast.Subscript)):
+            tangent = self.memory_of(s, tangent)
         reads = set().union(_names(tangent), *[_names(t) for t in stmts])
         if target.id not in reads:   # after the statement: y is the new value
             new = self._set_y(stmts + [_assign(name(self.d(target.id), True), tangent)], target.id)
@@ -267,6 +267,37 @@ class ForwardAD(ComplexStatements, Base):
         new += [_assign(name(self.d(target.id), True), self._set_y([tangent], fresh)[0]),
                 _assign(name(target.id, True), name(fresh))]
         return self.tag(new)
+
+    def memory_of(self, s, tangent):
+        """The tangent of ``y = value`` where ``y`` is written in place later: it must share
+        an operand's tangent's memory exactly when ``y`` shares that operand's (a write into
+        ``y`` reaches the operand, and its tangent must too), checked at run time
+        (``rt.tangent_memory``: copied where ``y`` owns its memory, refused where ``y`` is a
+        view the tangent rule does not mirror)."""
+        value = s.value
+        parts = list(getattr(value, "args", ())) + [k.value for k in getattr(value, "keywords", ())]
+        if isinstance(value, gast.Call) and isinstance(primitive_of(value), Method):
+            parts.append(value.func.value)
+        parts += [getattr(value, f) for f in ("left", "right", "operand", "value")
+                  if isinstance(getattr(value, f, None), gast.AST) and not isinstance(value, gast.Call)]
+        operands = [p for p in parts if isinstance(p, gast.Name) and p.id != _Y]
+        operands = list({p.id: p for p in operands}.values())
+        if not operands:
+            return expr("rt.tangent_memory(T, Y, (), (), None)", T=tangent, Y=name(_Y))
+        error = self.namer.new("aliasing_error")
+        shown = emit._origin_text(s) or "this statement"
+        self.bindings[error] = self.error(
+            s, UnsupportedError,
+            f"forward mode: the value of `{shown.strip()}` shares memory with an argument of the "
+            f"call while its tangent would not, so a later write into it would be lost from the "
+            f"tangent", "Take a copy (.copy()) before writing into it, or write into the "
+            f"original array.")
+        primals = gast.Tuple(elts=[name(p.id) for p in operands], ctx=gast.Load())
+        tangents = gast.Tuple(elts=[name(self.d(p.id)) if p.id in self.active
+                                    else gast.Constant(value=None, kind=None) for p in operands],
+                              ctx=gast.Load())
+        return expr(f"rt.tangent_memory(T, Y, P, D, {error})", T=tangent, Y=name(_Y), P=primals,
+                    D=tangents)
 
     @staticmethod
     def _set_y(nodes, to):
