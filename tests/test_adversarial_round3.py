@@ -161,3 +161,107 @@ def test_forward_mode_refuses_a_view_whose_tangent_is_not_one():
     assert_refused_here(lambda: sg.jvp(einsum_view_written, (X.copy(),), (V,)),
                         "np.einsum", "shares memory")
     assert_refused_here(lambda: sg.jacfwd(einsum_view_written)(X.copy()), "np.einsum")
+
+
+# ----- A method of an object reached through a global or closure name, called for its
+# effect with a value that carries a gradient, on an object read again: the name was
+# resolved when compiled, no rule saw the change, and reverse mode dropped its gradient
+# (HISTORY.append(x * 2); HISTORY[-1] * x gave half the gradient; G.fill(x[0]) none). -----
+
+HISTORY = []
+TABLE = {}
+BUFFER = np.ones(4)
+
+
+class Recorder:
+    def __init__(self):
+        self.items = []
+
+    def add(self, v):
+        self.items.append(v)
+
+
+RECORDER = Recorder()
+
+
+def appends_to_a_global_list_read_again(x):
+    HISTORY.append(x * 2.0)
+    return np.sum(HISTORY[-1] * x)
+
+
+def updates_a_global_dict_read_again(x):
+    TABLE.update(a=x * 2.0)
+    return np.sum(TABLE["a"] * x)
+
+
+def fills_a_global_array_read_again(x):
+    BUFFER.fill(x[0])
+    return np.sum(BUFFER * x)
+
+
+def sorts_a_global_array_written_before(x):
+    BUFFER[:] = x * 2.0
+    BUFFER.sort()
+    return np.sum(BUFFER * x)
+
+
+def a_method_appends_to_its_object(x):
+    RECORDER.add(x ** 2)
+    return np.sum(RECORDER.items[-1])
+
+
+def _closure_appender():
+    seen = []
+
+    def f(x):
+        seen.append(x * 2.0)
+        return np.sum(seen[-1] * x)
+    return f
+
+
+@pytest.mark.parametrize("f", [appends_to_a_global_list_read_again, updates_a_global_dict_read_again,
+                               fills_a_global_array_read_again, sorts_a_global_array_written_before,
+                               a_method_appends_to_its_object, _closure_appender()],
+                         ids=lambda f: f.__name__)
+def test_an_outside_object_changed_in_place_is_refused_at_its_line(f):
+    assert_refused_here(lambda: sg.grad(f)(X.copy()), "changes in place")
+    assert_refused_here(lambda: sg.grad(f, materialize_grads=True)(X.copy()), "changes in place")
+
+
+LOSSES = []
+
+
+def logs_its_loss(x):
+    loss = np.sum(x ** 3)
+    LOSSES.append(loss)   # never read by the function: its gradient is untouched
+    return loss
+
+
+def test_logging_into_a_global_list_never_read_again_still_differentiates():
+    np.testing.assert_allclose(sg.grad(logs_its_loss)(X), 3 * X ** 2, rtol=1e-12)
+    assert len(LOSSES) >= 1
+
+
+def test_forward_mode_appending_to_a_global_list_follows_it():
+    _, out = sg.jvp(appends_to_a_global_list_read_again, (X,), (V,))
+    np.testing.assert_allclose(out, 4 * X @ V, rtol=1e-12)
+
+
+# ----- Forward mode: a helper appending to a list of its caller's (inlined: ``lst_2 =
+# lst; lst_2.append(v)``) gave the appended values a tangent on a list nothing read, so
+# the jvp was 0. The append is checked for other names holding the list, as reverse
+# mode checks it. -----
+
+def helper_appends_to_the_callers_list(x):
+    lst = []
+
+    def add(v):
+        lst.append(v)
+    add(x ** 2)
+    add(x)
+    return np.sum(lst[0] * lst[1])
+
+
+def test_a_helper_appending_to_the_callers_list_is_refused_in_both_modes():
+    assert_refused_here(lambda: sg.jvp(helper_appends_to_the_callers_list, (X,), (V,)), "lst")
+    assert_refused_here(lambda: sg.grad(helper_appends_to_the_callers_list)(X), "lst")

@@ -26,11 +26,12 @@ transform/seeds.py writes the backward sweep's seed, zero adjoints and results.
 
 import builtins
 import copy
+import types
 from dataclasses import dataclass, field
 
 import gast
 
-from srcgrad import anno, grad_mode, runtime
+from srcgrad import anno, grad_mode, rules, runtime
 from srcgrad.analysis import kinds as kinds_
 from srcgrad.analysis.activity import names_in
 from srcgrad.analysis.ranks import INT, UNKNOWN
@@ -79,6 +80,7 @@ class ReverseAD(Base, RuleApplication):
         self.captures = {}
         self.in_place = False
         self.bindings = {}
+        self.bound = {}   # names the front end bound to objects (an inlined method's self)
         self.copied_params = set()
         self.item_writes = 0   # numbers each indexed write's tape key: one value type each
         self.flag = None
@@ -461,7 +463,57 @@ class ReverseAD(Base, RuleApplication):
                 rev += replace(f"{receiver}.pop()")
                 anno.setanno(rev[-1], Static.TAPE, ("list", receiver))
                 return _tag(self.alias_checks(s, receiver) + [s], self.origin), _tag(rev, self.origin)
+        self.check_outside_effect(s, call, prim)
         return [s], []
+
+    def _free_object(self, name, stored):
+        """The object the global or closure name ``name`` (or a name an inlined helper
+        bound, ``add_self``) denotes, or None for a local or a plain value."""
+        if name in stored:
+            return None
+        try:
+            obj = self.bound[name] if name in self.bound else self.info.resolve(name)
+        except (NameError, AttributeError):
+            return None
+        return None if obj is None or isinstance(obj, (bool, int, float, str, types.ModuleType)) else obj
+
+    def check_outside_effect(self, s, call, prim):
+        """Refuse ``L.append(v)``, ``G.fill(v)``, ``D.update(...)``, ``H.sort()``: a method of
+        an object the function reaches through a global or closure name (resolved when
+        compiled, so no rule of srcgrad's sees it), called for its effect on a value that
+        carries a gradient, on an object the function reads again: the change is invisible
+        to the adjoint, which would drop its gradient. (On a local, mutation.py rewrites
+        or refuses the call; ``LOG.append(loss)`` on a list never read again is fine.)"""
+        owner = getattr(prim, "__self__", None)
+        if isinstance(prim, Method) or owner is None or isinstance(owner, (type, types.ModuleType)) \
+                or rules.lookup(prim) is not None or rules.is_nondifferentiable(prim) \
+                or getattr(prim, "__module__", None) == runtime.__name__:
+            return
+        root = call.func.value if isinstance(call.func, gast.Attribute) else None
+        while isinstance(root, (gast.Attribute, gast.Subscript)):
+            root = root.value
+        if not isinstance(root, gast.Name):
+            return
+        parts = [call.func.value] + list(call.args) + [k.value for k in call.keywords]
+        if not any(isinstance(n, gast.Name) and n.id in self.act.active
+                   for p in parts for n in ast_util.walk(p)):
+            return
+        here = {id(n) for n in ast_util.walk(call)}
+        stored = {n.id for n in ast_util.walk(self.node)
+                  if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load)}
+        target = self._free_object(root.id, stored)
+        if not any(isinstance(n, gast.Name) and id(n) not in here and (
+                n.id == root.id or target is not None and self._free_object(n.id, stored) is target)
+                for n in ast_util.walk(self.node)):
+            return
+        what = getattr(prim, "__name__", "a method")
+        raise self.error(s, UnsupportedError,
+                         f"this call to .{what}() changes in place an object that the function "
+                         f"reaches through a global or closure name (or self) and reads again, "
+                         f"with a value that carries a gradient: srcgrad cannot follow the "
+                         f"gradient through that change",
+                         "Build the value in a local (items = []; items.append(v)) and read "
+                         "that, or pass the object as an argument.")
 
 
 
@@ -521,7 +573,7 @@ def alias_checks(s, written, namer, bindings, checks=None):
 
 def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), optimized=True,
           ranks=None, classes=None, scalar_reductions=False, fused=False, kinds=None,
-          containers=frozenset(), aux=None, param_checks=()):
+          containers=frozenset(), aux=None, param_checks=(), bound=None):
     """The forward and backward FunctionDefs for FunctionDef ``node``, as a ``Reversed``.
 
     ``aux``: the name of the value returned beside the output (has_aux, transform/aux.py):
@@ -536,6 +588,7 @@ def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), o
     taken_before = set(namer.taken)
     ad = ReverseAD(node, info, activity, namer, wrt, fixed, hook_names, kinds, containers,
                    param_checks)
+    ad.bound = bound or {}
     ret = node.body[-1]
     fwd, rev = ad.block(node.body[:-1])
 
