@@ -492,10 +492,47 @@ def value_and_grad(fn, wrt=0, **options):
     return grad(fn, wrt, **options)
 
 
+def _memory_root(a):
+    """The array whose memory ``a`` views (``a`` itself when it owns its memory)."""
+    while runtime.is_array(getattr(a, "base", None)):
+        a = a.base
+    return a
+
+
+def _watch(saved, visible):
+    """``(array, snapshot)`` for each array the forward sweep saved that shares memory with
+    an array the caller holds (``visible``: the arguments, the outputs): the caller may
+    change it in place before calling ``backward``, as PyTorch's version counters detect."""
+    roots = {id(_memory_root(a)) for a in pytree.tree_leaves(visible) if runtime.is_array(a)
+             and hasattr(a, "base")}
+    if not roots:
+        return ()
+    watched, seen, todo = [], set(), [saved]
+    while todo:
+        value = todo.pop()
+        if isinstance(value, (tuple, list)):
+            todo.extend(value)
+        elif isinstance(value, dict):
+            todo.extend(value.values())
+        elif runtime.is_array(value) and hasattr(value, "base") and id(value) not in seen \
+                and id(_memory_root(value)) in roots:
+            seen.add(id(value))
+            watched.append((value, value.copy()))
+    return tuple(watched)
+
+
+def _unchanged(value, snapshot):
+    xp = runtime.namespace(value)
+    try:
+        return bool(xp.array_equal(value, snapshot, equal_nan=True))
+    except TypeError:   # equal_nan: not for integer arrays, nor older CuPy
+        return bool(xp.array_equal(value, snapshot))
+
+
 class _Backward:
     """The reverse sweep of one forward run, callable once (or more with retain_graph)."""
 
-    def __init__(self, gfn, compiled, saved, out, inputs, options):
+    def __init__(self, gfn, compiled, saved, out, inputs, options, watched=()):
         self.gfn = gfn
         self.compiled = compiled
         self.saved = saved
@@ -503,6 +540,7 @@ class _Backward:
         self.inputs = inputs
         self.options = options
         self.consumed = False
+        self.watched = watched   # _watch: saved arrays the caller could change in place
 
     def __call__(self, grad_outputs=None, retain_graph=False):
         if self.consumed:
@@ -510,6 +548,14 @@ class _Backward:
                 "Trying to backward through the graph a second time: the values saved by the "
                 "forward sweep were consumed by the first backward call. Pass retain_graph=True "
                 "to the first backward call if you need to call it again.")
+        for value, snapshot in self.watched:
+            if value.shape != snapshot.shape or not _unchanged(value, snapshot):
+                raise RuntimeError(
+                    "srcgrad: one of the arrays needed for gradient computation has been "
+                    f"modified by an inplace operation: an array of shape {tuple(value.shape)} "
+                    "that the forward sweep saved (an argument passed to the function, an "
+                    "output it returned, or a view of one) was changed after vjp ran. Call "
+                    "vjp again after the change, or change a copy (out = out.copy()).")
         compiled = self.compiled
         seed = _seed(self.out, grad_outputs, compiled.tuple_output)
         saved = self.saved
@@ -571,10 +617,11 @@ def vjp(fn, wrt=0, *, allow_unused=False, materialize_grads=False, hooks=None, f
                 raise _of_user(exc, fn) from None
             raise
         options = (allow_unused, materialize_grads, isinstance(wrt, (tuple, list)))
+        watched = _watch(saved, (args, kwargs, out))
         if has_aux:
             out, aux = out
-            return out, _Backward(gfn, compiled, saved, out, inputs, options), aux
-        return out, _Backward(gfn, compiled, saved, out, inputs, options)
+            return out, _Backward(gfn, compiled, saved, out, inputs, options, watched), aux
+        return out, _Backward(gfn, compiled, saved, out, inputs, options, watched)
 
     run.__name__ = f"vjp_{getattr(fn, '__name__', 'f')}"
     if jit:

@@ -265,3 +265,67 @@ def helper_appends_to_the_callers_list(x):
 def test_a_helper_appending_to_the_callers_list_is_refused_in_both_modes():
     assert_refused_here(lambda: sg.jvp(helper_appends_to_the_callers_list, (X,), (V,)), "lst")
     assert_refused_here(lambda: sg.grad(helper_appends_to_the_callers_list)(X), "lst")
+
+
+# ----- sg.vjp: an argument or output changed in place between the forward sweep and
+# backward. The sweep saved references to them, and backward silently gave the gradient
+# of the changed values; it now raises PyTorch's "modified by an inplace operation". -----
+
+def _exp(x):
+    return np.exp(x)
+
+
+def _sin_of_a_view(x):
+    return np.sin(x[1:]) * 1.0
+
+
+def _pair(x):
+    y = x * 2.0
+    return y, np.sum(y ** 2)
+
+
+def _dict_cube(p):
+    return np.sum(p["w"] ** 3)
+
+
+def _change_output():
+    out, backward = sg.vjp(_exp)(X.copy())
+    out[0] = 100.0
+    return backward(np.ones(4))
+
+
+def _change_argument():
+    x = X.copy()
+    _, backward = sg.vjp(_sin_of_a_view)(x)
+    x[2] = 7.0
+    return backward(np.ones(3))
+
+
+def _change_one_output_of_two():
+    (y, _), backward = sg.vjp(_pair)(X.copy())
+    y[:] = 0.0
+    return backward((None, 1.0))
+
+
+def _change_a_leaf_of_a_structure():
+    p = {"w": X.copy()}
+    _, backward = sg.vjp(_dict_cube)(p)
+    p["w"][0] = 9.0
+    return backward()
+
+
+@pytest.mark.parametrize("run", [_change_output, _change_argument, _change_one_output_of_two,
+                                 _change_a_leaf_of_a_structure], ids=lambda r: r.__name__)
+def test_vjp_backward_refuses_a_saved_array_changed_in_place(run):
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        run()
+
+
+def test_vjp_backward_after_no_change_or_the_same_values_written_back():
+    x = X.copy()
+    out, backward = sg.vjp(_exp)(x)
+    x[0] = x[0]
+    np.testing.assert_allclose(backward(np.ones(4), retain_graph=True), np.exp(X), rtol=1e-12)
+    np.testing.assert_allclose(backward(V), np.exp(X) * V, rtol=1e-12)
+    out2, backward2 = sg.vjp(_exp)(np.array([np.nan, 0.0]))
+    np.testing.assert_array_equal(np.isnan(backward2(np.ones(2))), [True, False])
