@@ -329,3 +329,48 @@ def test_vjp_backward_after_no_change_or_the_same_values_written_back():
     np.testing.assert_allclose(backward(V), np.exp(X) * V, rtol=1e-12)
     out2, backward2 = sg.vjp(_exp)(np.array([np.nan, 0.0]))
     np.testing.assert_array_equal(np.isnan(backward2(np.ones(2))), [True, False])
+
+
+# ----- What the reverse sweep restores must not reach the caller's output or aux. The
+# sweep undoes indexed writes (y[0] = ... is restored to the old y[0]) on arrays it
+# saved; an aux holding y, or an output dict holding y, came back with the old values
+# (only a returned name written into was copied). -----
+
+def aux_written_into(x):
+    y = x * 1.0
+    y[0] = x[1] * 5.0
+    return np.sum(y ** 2), y
+
+
+def aux_written_in_a_loop(x):
+    y = x * 1.0
+    for i in range(3):
+        y[i + 1] = y[i] * 2.0
+    return np.sum(y), {"y": y, "tail": y[1:]}
+
+
+def output_dict_holding_an_array_written_into(x):
+    y = x * 1.0
+    y[0] = 7.0
+    return {"loss": np.sum(y * x), "y": y}
+
+
+@pytest.mark.parametrize("f", [aux_written_into, aux_written_in_a_loop], ids=lambda f: f.__name__)
+def test_the_aux_keeps_the_values_the_function_returned(f):
+    _, want = f(X.copy())
+    for run in (lambda: sg.grad(f, has_aux=True)(X.copy())[1],
+                lambda: sg.value_and_grad(f, has_aux=True)(X.copy())[0][1],
+                lambda: sg.vjp(f, has_aux=True)(X.copy())[2]):
+        np.testing.assert_allclose(_flat(run()), _flat(want), rtol=1e-12)
+    np.testing.assert_allclose(sg.grad(f, has_aux=True)(X.copy())[0],
+                               _fd(lambda x: f(x)[0], (X,)), rtol=1e-6)
+
+
+def test_an_output_dict_keeps_its_values_after_backward():
+    want = output_dict_holding_an_array_written_into(X.copy())
+    out, backward = sg.vjp(output_dict_holding_an_array_written_into)(X.copy())
+    grads = backward({"loss": 1.0, "y": V})
+    np.testing.assert_allclose(out["y"], want["y"], rtol=1e-12)
+    seeded = lambda x: np.sum(output_dict_holding_an_array_written_into(x)["y"] * V) + \
+        output_dict_holding_an_array_written_into(x)["loss"]
+    np.testing.assert_allclose(grads, _fd(seeded, (X,)), rtol=1e-6)

@@ -632,9 +632,10 @@ def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), o
     copies = ad.argument_checks() + [s for p in sorted(ad.copied_params) for s in replace(f"{p} = rt.save({p})")]
 
     # The reverse sweep restores arrays and lists it wrote into; the caller gets its own copy.
-    out_expr = tape.copy_mutated(ret.value, saved.mutated)
+    out_expr = tape.copy_mutated(ret.value, saved.mutated, saved.names)
     if aux is not None:
-        out_expr = gast.Tuple(elts=[out_expr, tape.copy_mutated(name(aux), saved.mutated)], ctx=gast.Load())
+        out_expr = gast.Tuple(elts=[out_expr, tape.copy_mutated(name(aux), saved.mutated, saved.names)],
+                              ctx=gast.Load())
     fwd_return = gast.Return(value=gast.Tuple(elts=[out_expr, saved.packed], ctx=gast.Load()))
     init = tape.initial_values(copies + fwd + [fwd_return], activity.params)
     forward = _function(f"{name_prefix}_forward", copy.deepcopy(node.args),
