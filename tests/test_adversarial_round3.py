@@ -219,9 +219,16 @@ def _closure_appender():
     return f
 
 
+def setdefault_assigned_from_a_global_dict(x):
+    TABLE.clear()
+    y = TABLE.setdefault("b", x * 2.0)
+    return np.sum(TABLE["b"] * x) + np.sum(y)
+
+
 @pytest.mark.parametrize("f", [appends_to_a_global_list_read_again, updates_a_global_dict_read_again,
                                fills_a_global_array_read_again, sorts_a_global_array_written_before,
-                               a_method_appends_to_its_object, _closure_appender()],
+                               a_method_appends_to_its_object, _closure_appender(),
+                               setdefault_assigned_from_a_global_dict],
                          ids=lambda f: f.__name__)
 def test_an_outside_object_changed_in_place_is_refused_at_its_line(f):
     assert_refused_here(lambda: sg.grad(f)(X.copy()), "changes in place")
@@ -235,6 +242,21 @@ def logs_its_loss(x):
     loss = np.sum(x ** 3)
     LOSSES.append(loss)   # never read by the function: its gradient is untouched
     return loss
+
+
+GLOBAL_W = np.arange(8.0).reshape(2, 4)
+
+
+def a_method_of_a_global_array(x):
+    y = GLOBAL_W.dot(x)
+    return np.sum(y ** 2) + np.sum(GLOBAL_W)
+
+
+def test_a_pure_method_of_a_global_array_keeps_its_own_refusal():
+    assert_refused_here(lambda: sg.grad(a_method_of_a_global_array)(X), "dot")
+    with pytest.raises(sg.SrcgradError) as info:
+        sg.grad(a_method_of_a_global_array)(X)
+    assert "changes in place" not in str(info.value)
 
 
 def test_logging_into_a_global_list_never_read_again_still_differentiates():

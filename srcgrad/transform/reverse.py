@@ -41,7 +41,7 @@ from srcgrad.ast_util import name
 from srcgrad.templates import replace, replace_as_expression as replace_expr
 from srcgrad import optimize
 from srcgrad.optimize import powers
-from srcgrad.transform import control_flow, recompute, seeds, tape
+from srcgrad.transform import control_flow, mutation, recompute, seeds, tape
 from srcgrad.transform.adjoint_rules import RuleApplication
 from srcgrad.transform.base import Base
 from srcgrad.transform.control_flow import tag as _tag
@@ -52,6 +52,12 @@ Static = anno.Static
 
 # Calls that change their receiver or an out= array are rewritten or refused
 # before this pass, from one table (transform/mutation.py).
+
+
+# Methods that change their receiver (transform/mutation.py's table, and a list's append,
+# a set's add): assigned from a bound method of an outside object (y = D.setdefault(k, v)),
+# checked by ReverseAD.check_outside_effect as a call made for its effect is.
+_OUTSIDE_MUTATORS = frozenset(mutation.MUTATING_METHODS) | {"append", "add", "discard"}
 
 
 class ReverseAD(Base, RuleApplication):
@@ -172,6 +178,10 @@ class ReverseAD(Base, RuleApplication):
 
     def visit_Assign(self, s):
         target = s.targets[0]
+        if isinstance(s.value, gast.Call):   # y = D.setdefault(k, v): changes D too
+            prim = anno.getanno(s.value, Static.PRIMITIVE)
+            if getattr(prim, "__name__", None) in _OUTSIDE_MUTATORS:
+                self.check_outside_effect(s, s.value, prim)
         if isinstance(target, gast.Name):
             return self.assign(s, target.id)
         return self.assign_item(s, target)
