@@ -20,6 +20,7 @@ from srcgrad.entry import entry_function
 from srcgrad.call_values import (_LEAF_TYPES, _check_differentiable, _finish,
                                   _finish_values, _seed)
 from srcgrad import fast_call as _fast_call
+from srcgrad.saved_watch import unchanged as _unchanged, watch as _watch
 from srcgrad.fast_call import DECLINED as _DECLINED, FastAuxCall as _FastAuxCall, \
     FastCall as _FastCall
 
@@ -490,43 +491,6 @@ def value_and_grad(fn, wrt=0, **options):
     ``has_aux=True`` ``((value, aux), gradients)``."""
     options["preserve_result"] = True
     return grad(fn, wrt, **options)
-
-
-def _memory_root(a):
-    """The array whose memory ``a`` views (``a`` itself when it owns its memory)."""
-    while runtime.is_array(getattr(a, "base", None)):
-        a = a.base
-    return a
-
-
-def _watch(saved, visible):
-    """``(array, snapshot)`` for each array the forward sweep saved that shares memory with
-    an array the caller holds (``visible``: the arguments, the outputs): the caller may
-    change it in place before calling ``backward``, as PyTorch's version counters detect."""
-    roots = {id(_memory_root(a)) for a in pytree.tree_leaves(visible) if runtime.is_array(a)
-             and hasattr(a, "base")}
-    if not roots:
-        return ()
-    watched, seen, todo = [], set(), [saved]
-    while todo:
-        value = todo.pop()
-        if isinstance(value, (tuple, list)):
-            todo.extend(value)
-        elif isinstance(value, dict):
-            todo.extend(value.values())
-        elif runtime.is_array(value) and hasattr(value, "base") and id(value) not in seen \
-                and id(_memory_root(value)) in roots:
-            seen.add(id(value))
-            watched.append((value, value.copy()))
-    return tuple(watched)
-
-
-def _unchanged(value, snapshot):
-    xp = runtime.namespace(value)
-    try:
-        return bool(xp.array_equal(value, snapshot, equal_nan=True))
-    except TypeError:   # equal_nan: not for integer arrays, nor older CuPy
-        return bool(xp.array_equal(value, snapshot))
 
 
 class _Backward:

@@ -174,6 +174,8 @@ def copy_restored(value, written):
         if id(v) in lists:
             v = save(v)
         if is_array(v):
+            if _dask_forms.is_dask(v):   # a Dask array is never written in place
+                return v
             xp = namespace(v)
             return v.copy() if any(w is v or _shares_memory(xp, v, w) for w in arrays) else v
         if isinstance(v, tuple):

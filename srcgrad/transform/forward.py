@@ -39,7 +39,7 @@ from srcgrad.codegen import emit
 from srcgrad.errors import NonDifferentiableError, UnsupportedError
 from srcgrad.rules import Method
 from srcgrad.templates import clone, name, replace_as_expression as expr
-from srcgrad.transform import tangent_rules
+from srcgrad.transform import forward_memory, tangent_rules
 from srcgrad.transform.adjoint_rules import _describe
 from srcgrad.transform.as_array import is_runtime_helper
 from srcgrad.transform.base import Base
@@ -269,35 +269,8 @@ class ForwardAD(ComplexStatements, Base):
         return self.tag(new)
 
     def memory_of(self, s, tangent):
-        """The tangent of ``y = value`` where ``y`` is written in place later: it must share
-        an operand's tangent's memory exactly when ``y`` shares that operand's (a write into
-        ``y`` reaches the operand, and its tangent must too), checked at run time
-        (``rt.tangent_memory``: copied where ``y`` owns its memory, refused where ``y`` is a
-        view the tangent rule does not mirror)."""
-        value = s.value
-        parts = list(getattr(value, "args", ())) + [k.value for k in getattr(value, "keywords", ())]
-        if isinstance(value, gast.Call) and isinstance(primitive_of(value), Method):
-            parts.append(value.func.value)
-        parts += [getattr(value, f) for f in ("left", "right", "operand", "value")
-                  if isinstance(getattr(value, f, None), gast.AST) and not isinstance(value, gast.Call)]
-        operands = [p for p in parts if isinstance(p, gast.Name) and p.id != _Y]
-        operands = list({p.id: p for p in operands}.values())
-        if not operands:
-            return expr("rt.tangent_memory(T, Y, (), (), None)", T=tangent, Y=name(_Y))
-        error = self.namer.new("aliasing_error")
-        shown = emit._origin_text(s) or "this statement"
-        self.bindings[error] = self.error(
-            s, UnsupportedError,
-            f"forward mode: the value of `{shown.strip()}` shares memory with an argument of the "
-            f"call while its tangent would not, so a later write into it would be lost from the "
-            f"tangent", "Take a copy (.copy()) before writing into it, or write into the "
-            f"original array.")
-        primals = gast.Tuple(elts=[name(p.id) for p in operands], ctx=gast.Load())
-        tangents = gast.Tuple(elts=[name(self.d(p.id)) if p.id in self.active
-                                    else gast.Constant(value=None, kind=None) for p in operands],
-                              ctx=gast.Load())
-        return expr(f"rt.tangent_memory(T, Y, P, D, {error})", T=tangent, Y=name(_Y), P=primals,
-                    D=tangents)
+        """The tangent of ``y = value``, ``y`` written into later (forward_memory.py)."""
+        return forward_memory.memory_of(self, s, tangent, _Y)
 
     @staticmethod
     def _set_y(nodes, to):

@@ -47,11 +47,11 @@ def front(fn, active, options=None, has_aux=False):
         kind_map = kinds.infer(node, {n: kinds.FLOAT for n in names}, info.peek)
         act = activity.resolve(node, names, kind_map)
     if not loader.is_generated(info.filename):   # a gradient read again has its own checks
-        alias_checks(node, ctx, param_checks, act.active)
+        alias_checks(node, ctx, param_checks, act.active, act.sequences)
     return Front(node, ctx, params, names, act, kind_map, forward.written_names(node))
 
 
-def alias_checks(node, ctx, param_checks, active):
+def alias_checks(node, ctx, param_checks, active, sequences=frozenset()):
     """Reverse mode's run-time checks (analysis/aliasing.py) where forward mode needs them:
     before each ``v += y`` or ``b[i] += y`` that may reach another live name (the tangent
     program runs ``v = v + y``, a new array), before an indexed write or an append that may
@@ -73,7 +73,7 @@ def alias_checks(node, ctx, param_checks, active):
             if checks:
                 if isinstance(s, gast.Expr):   # L.append(v): L and the lists sharing it grow
                     written = s.value.func.value.id
-                    checks = [c for c in checks if c[0] not in active]
+                    checks = [c for c in checks if c[0] not in active and c[0] in sequences]
                 else:
                     target = s.targets[0]
                     if not anno.getanno(s, anno.Static.AUGMENTED):

@@ -26,12 +26,11 @@ transform/seeds.py writes the backward sweep's seed, zero adjoints and results.
 
 import builtins
 import copy
-import types
 from dataclasses import dataclass, field
 
 import gast
 
-from srcgrad import anno, grad_mode, rules, runtime
+from srcgrad import anno, grad_mode, runtime
 from srcgrad.analysis import kinds as kinds_
 from srcgrad.analysis.activity import names_in
 from srcgrad.analysis.ranks import INT, UNKNOWN
@@ -41,7 +40,7 @@ from srcgrad.ast_util import name
 from srcgrad.templates import replace, replace_as_expression as replace_expr
 from srcgrad import optimize
 from srcgrad.optimize import powers
-from srcgrad.transform import control_flow, mutation, recompute, seeds, tape
+from srcgrad.transform import control_flow, outside_effects, recompute, seeds, tape
 from srcgrad.transform.adjoint_rules import RuleApplication
 from srcgrad.transform.base import Base
 from srcgrad.transform.control_flow import tag as _tag
@@ -52,12 +51,6 @@ Static = anno.Static
 
 # Calls that change their receiver or an out= array are rewritten or refused
 # before this pass, from one table (transform/mutation.py).
-
-
-# Methods that change their receiver (transform/mutation.py's table, and a list's append,
-# a set's add): assigned from a bound method of an outside object (y = D.setdefault(k, v)),
-# checked by ReverseAD.check_outside_effect as a call made for its effect is.
-_OUTSIDE_MUTATORS = frozenset(mutation.MUTATING_METHODS) | {"append", "add", "discard"}
 
 
 class ReverseAD(Base, RuleApplication):
@@ -180,7 +173,7 @@ class ReverseAD(Base, RuleApplication):
         target = s.targets[0]
         if isinstance(s.value, gast.Call):   # y = D.setdefault(k, v): changes D too
             prim = anno.getanno(s.value, Static.PRIMITIVE)
-            if getattr(prim, "__name__", None) in _OUTSIDE_MUTATORS:
+            if getattr(prim, "__name__", None) in outside_effects.MUTATORS:
                 self.check_outside_effect(s, s.value, prim)
         if isinstance(target, gast.Name):
             return self.assign(s, target.id)
@@ -476,54 +469,9 @@ class ReverseAD(Base, RuleApplication):
         self.check_outside_effect(s, call, prim)
         return [s], []
 
-    def _free_object(self, name, stored):
-        """The object the global or closure name ``name`` (or a name an inlined helper
-        bound, ``add_self``) denotes, or None for a local or a plain value."""
-        if name in stored:
-            return None
-        try:
-            obj = self.bound[name] if name in self.bound else self.info.resolve(name)
-        except (NameError, AttributeError):
-            return None
-        return None if obj is None or isinstance(obj, (bool, int, float, str, types.ModuleType)) else obj
-
     def check_outside_effect(self, s, call, prim):
-        """Refuse ``L.append(v)``, ``G.fill(v)``, ``D.update(...)``, ``H.sort()``: a method of
-        an object the function reaches through a global or closure name (resolved when
-        compiled, so no rule of srcgrad's sees it), called for its effect on a value that
-        carries a gradient, on an object the function reads again: the change is invisible
-        to the adjoint, which would drop its gradient. (On a local, mutation.py rewrites
-        or refuses the call; ``LOG.append(loss)`` on a list never read again is fine.)"""
-        owner = getattr(prim, "__self__", None)
-        if isinstance(prim, Method) or owner is None or isinstance(owner, (type, types.ModuleType)) \
-                or rules.lookup(prim) is not None or rules.is_nondifferentiable(prim) \
-                or getattr(prim, "__module__", None) == runtime.__name__:
-            return
-        root = call.func.value if isinstance(call.func, gast.Attribute) else None
-        while isinstance(root, (gast.Attribute, gast.Subscript)):
-            root = root.value
-        if not isinstance(root, gast.Name):
-            return
-        parts = [call.func.value] + list(call.args) + [k.value for k in call.keywords]
-        if not any(isinstance(n, gast.Name) and n.id in self.act.active
-                   for p in parts for n in ast_util.walk(p)):
-            return
-        here = {id(n) for n in ast_util.walk(call)}
-        stored = {n.id for n in ast_util.walk(self.node)
-                  if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load)}
-        target = self._free_object(root.id, stored)
-        if not any(isinstance(n, gast.Name) and id(n) not in here and (
-                n.id == root.id or target is not None and self._free_object(n.id, stored) is target)
-                for n in ast_util.walk(self.node)):
-            return
-        what = getattr(prim, "__name__", "a method")
-        raise self.error(s, UnsupportedError,
-                         f"this call to .{what}() changes in place an object that the function "
-                         f"reaches through a global or closure name (or self) and reads again, "
-                         f"with a value that carries a gradient: srcgrad cannot follow the "
-                         f"gradient through that change",
-                         "Build the value in a local (items = []; items.append(v)) and read "
-                         "that, or pass the object as an argument.")
+        outside_effects.check(self, s, call, prim)
+
 
 
 
