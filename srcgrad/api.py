@@ -20,6 +20,7 @@ from srcgrad.entry import entry_function
 from srcgrad.call_values import (_LEAF_TYPES, _check_differentiable, _finish,
                                   _finish_values, _seed)
 from srcgrad import fast_call as _fast_call
+from srcgrad.saved_watch import unchanged as _unchanged, watch as _watch
 from srcgrad.fast_call import DECLINED as _DECLINED, FastAuxCall as _FastAuxCall, \
     FastCall as _FastCall
 
@@ -495,7 +496,7 @@ def value_and_grad(fn, wrt=0, **options):
 class _Backward:
     """The reverse sweep of one forward run, callable once (or more with retain_graph)."""
 
-    def __init__(self, gfn, compiled, saved, out, inputs, options):
+    def __init__(self, gfn, compiled, saved, out, inputs, options, watched=()):
         self.gfn = gfn
         self.compiled = compiled
         self.saved = saved
@@ -503,6 +504,7 @@ class _Backward:
         self.inputs = inputs
         self.options = options
         self.consumed = False
+        self.watched = watched   # _watch: saved arrays the caller could change in place
 
     def __call__(self, grad_outputs=None, retain_graph=False):
         if self.consumed:
@@ -510,6 +512,14 @@ class _Backward:
                 "Trying to backward through the graph a second time: the values saved by the "
                 "forward sweep were consumed by the first backward call. Pass retain_graph=True "
                 "to the first backward call if you need to call it again.")
+        for value, snapshot in self.watched:
+            if value.shape != snapshot.shape or not _unchanged(value, snapshot):
+                raise RuntimeError(
+                    "srcgrad: one of the arrays needed for gradient computation has been "
+                    f"modified by an inplace operation: an array of shape {tuple(value.shape)} "
+                    "that the forward sweep saved (an argument passed to the function, an "
+                    "output it returned, or a view of one) was changed after vjp ran. Call "
+                    "vjp again after the change, or change a copy (out = out.copy()).")
         compiled = self.compiled
         seed = _seed(self.out, grad_outputs, compiled.tuple_output)
         saved = self.saved
@@ -571,10 +581,11 @@ def vjp(fn, wrt=0, *, allow_unused=False, materialize_grads=False, hooks=None, f
                 raise _of_user(exc, fn) from None
             raise
         options = (allow_unused, materialize_grads, isinstance(wrt, (tuple, list)))
+        watched = _watch(saved, (args, kwargs, out))
         if has_aux:
             out, aux = out
-            return out, _Backward(gfn, compiled, saved, out, inputs, options), aux
-        return out, _Backward(gfn, compiled, saved, out, inputs, options)
+            return out, _Backward(gfn, compiled, saved, out, inputs, options, watched), aux
+        return out, _Backward(gfn, compiled, saved, out, inputs, options, watched)
 
     run.__name__ = f"vjp_{getattr(fn, '__name__', 'f')}"
     if jit:

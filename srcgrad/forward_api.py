@@ -63,7 +63,7 @@ def compile_jvp(fn, active, options=None, values=True, has_aux=False):
     f = forward_program.front(fn, active, options, has_aux)
     transformer = forward.ForwardAD(f.ctx.info, f.act.active, f.ctx.namer, f.written,
                                     f.act.sequences, f.kind_map, wrt=f.names, values=values,
-                                    aux=f.ctx.aux)
+                                    aux=f.ctx.aux, bindings=f.ctx.bindings)
     tangent_params = [transformer.d(n) for n in f.names]
     body = forward_program.prologue(f, transformer) + transformer.visit_block(f.node.body)
     function, source, guard = forward_program.load(

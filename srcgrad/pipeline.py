@@ -232,7 +232,7 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None, has_aux
                           ranks=rank_map, classes=classes,
                           scalar_reductions=bool(arg_ranks) and not fuse,
                           fused=fuse, kinds=kind_map, containers=containers,
-                          aux=ctx.aux, param_checks=param_checks)
+                          aux=ctx.aux, param_checks=param_checks, bound=ctx.bindings)
     forward, backward = built.forward, built.backward
     for_grad = None
     # A complex output has no default seed (rt.default_seed refuses it): never assume 1.

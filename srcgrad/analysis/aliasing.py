@@ -317,6 +317,10 @@ def _private_tapes(node):
         elif isinstance(n, gast.Call) and n.args and isinstance(n.args[-1], gast.Name) \
                 and anno.getanno(n, Static.PRIMITIVE) in (runtime.tape_pop, runtime.tape_unpop):
             allowed.add(id(n.args[-1]))   # tape_unpop(dtape, dv, L) reads L's length only
+        elif isinstance(n, gast.Call) and len(n.args) == 2 and isinstance(n.args[1], gast.Tuple) \
+                and anno.getanno(n, Static.PRIMITIVE) is runtime.copy_restored:
+            # copy_restored(out, (L, ...)) compares L's identity with what is returned
+            allowed.update(id(e) for e in n.args[1].elts if isinstance(e, gast.Name))
     private = {name for name, count in bound.items() if count == 1}
     for n in ast_util.walk(node):
         if isinstance(n, gast.Name) and n.id in private and id(n) not in allowed \

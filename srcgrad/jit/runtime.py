@@ -186,6 +186,21 @@ def _own(value):
 save = own   # rt.save's form: the entry an indexed write overwrites, copied where an array
 
 
+def copy_restored(value, written):
+    """See srcgrad.runtime.copy_restored."""
+
+
+@overload(copy_restored)
+def _copy_restored(value, written):
+    # What the sweep restores is an array written into: a returned array is copied (it
+    # may be one of them, or a view), a number is its own value.
+    if isinstance(value, types.Array):
+        return lambda value, written: value.copy()
+    if _is_number(value):
+        return lambda value, written: value
+    _refuse("copy_restored", value)
+
+
 def tangent_zero(value):
     """See srcgrad.rules.jvp.tangent_zero."""
 

@@ -45,7 +45,7 @@ HELPERS = ("default_seed", "owned_zeros", "unbroadcast", "has_grad", "shape_of",
            "reduction_size", "own", "tangent_zero", "tangent_like", "add_at", "check_unshared",
            "save", "written_grad", "zero_grad_at", "matmul_grad_a", "matmul_grad_b",
            "dot_grad_a", "dot_grad_b", "sign", "log_or_zero", "cast_like", "dtype_grad", "unreduce_like",
-           "tie_share")
+           "tie_share", "copy_restored")
 BUILTINS = {"range", "len", "abs", "min", "max", "float", "int", "bool", "round", "print",
             "sum", "divmod", "pow", "enumerate", "zip", "slice"}
 SEED = "_sg_seed"

@@ -129,22 +129,22 @@ linear(np.roll, "a")
 
 @tangent(np.array)
 def array(y, object, dtype=None, *, copy=True, t_object):
-    return rt.tangent_array(t_object, y)
+    return rt.tangent_array(t_object, y, object)
 
 
 @tangent(np.asarray, np.asanyarray, np.ascontiguousarray)
 def asarray(y, a, dtype=None, *, t_a):
-    return rt.tangent_array(t_a, y, False)
+    return rt.tangent_array(t_a, y, a)
 
 
 @tangent(Method("astype"))
-def astype_method(y, self, dtype, *, t_self):
-    return rt.tangent_array(t_self, y)
+def astype_method(y, self, dtype, order="K", casting="unsafe", subok=True, copy=True, *, t_self):
+    return rt.tangent_array(t_self, y, self)
 
 
 @tangent(np.float64, np.float32, builtins.float)
 def float_cast(y, x=0.0, *, t_x):
-    return rt.tangent_array(t_x, y)
+    return rt.tangent_array(t_x, y, x)
 
 
 @tangent(Method("copy"))
@@ -312,16 +312,49 @@ linear(rt.tangent_like, "t", no_tangent=("y",))
 
 
 @rt.helper
-def tangent_array(t, y, copy=True):
+def tangent_array(t, y, obj=None):
     """The tangent of ``y = np.array(obj)`` (or a cast, a copy) given ``obj``'s tangent
-    ``t``: an array of ``y``'s shape and float dtype, of its own memory as ``y`` is
-    (``copy``; ``np.asarray``'s may share ``t``'s, as ``y`` may share ``obj``'s)."""
+    ``t``: an array of ``y``'s shape and float dtype that shares ``t``'s memory exactly
+    when ``y`` shares ``obj``'s (``np.asarray``, ``np.array(copy=False)``,
+    ``np.float64(a)``, ``.astype(copy=False)`` may return ``obj`` itself), so a later
+    write into ``y`` reaches ``obj``'s tangent as it reaches ``obj``."""
     if not is_array(y):
         return float(t) if isinstance(y, float) else t
     xp = namespace(y)
     dtype = y.dtype if y.dtype.kind in "fc" else xp.float64
     out = xp.asarray(t, dtype=dtype).reshape(y.shape)
-    return out.copy() if copy and (out is t or getattr(out, "base", None) is not None) else out
+    if is_array(obj) and (y is obj or getattr(y, "base", None) is not None and _shares(y, obj)):
+        return out
+    return out.copy() if out is t or getattr(out, "base", None) is not None else out
+
+
+@rt.helper
+def tangent_memory(t, y, primals, tangents, error):
+    """The tangent ``t`` of ``y``, an array written in place later, sharing memory with the
+    tangents of ``primals`` exactly as ``y`` shares theirs: a copy where ``y`` has memory of
+    its own (``y.flatten()`` whose rule gives ``ravel(dx)``); ``error`` raised where ``y`` is
+    a view of an operand with a tangent and ``t`` is not (``np.einsum('i->i', x)``)."""
+    if not is_array(y) or not is_array(t):
+        return t
+    shared = False
+    for p, d in zip(primals, tangents):
+        if d is not None and is_array(p) and (p is y or _shares(y, p)):
+            shared = True
+            if not (is_array(d) and (d is t or _shares(t, d))):
+                raise error
+    if shared:
+        return t
+    if any(is_array(d) and (d is t or _shares(t, d)) for d in tangents):
+        return t.copy()
+    return t
+
+
+def _shares(a, b):
+    """Whether arrays ``a`` and ``b`` may share memory (False where the module cannot say)."""
+    try:
+        return bool(namespace(a).may_share_memory(a, b))
+    except (AttributeError, TypeError, NotImplementedError):
+        return False
 
 
 @rt.helper

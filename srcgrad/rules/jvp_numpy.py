@@ -17,7 +17,7 @@ import numpy as np
 from srcgrad import runtime as rt
 from srcgrad.rules import Attribute, Method, linear, tangent
 from srcgrad.rules.numpy_linalg import power_terms
-from srcgrad.runtime.arrays import namespace
+from srcgrad.runtime.arrays import is_array, namespace
 
 xp = None  # placeholder: the array namespace, bound in generated code
 
@@ -79,7 +79,14 @@ def average(y, a, axis=None, weights=None, *, keepdims=False, t_a, t_weights):
 linear(np.real, "val")
 linear(np.real_if_close, "a", no_tangent=("tol",))
 linear((np.conjugate, np.conj), "x", call="xp.conj")
-linear((Method("conj"), Method("conjugate")), "self", call="xp.conj")
+linear((Method("conj"), Method("conjugate")), "self", call="rt.conj_method")
+
+
+@rt.helper
+def conj_method(a):
+    """``a.conj()``: a real array's is ``a`` itself (no copy), as the primal's is, so a
+    write into ``y = x.conj()`` reaches ``x``'s tangent as it reaches ``x``."""
+    return a.conj() if is_array(a) else np.conj(a)
 
 
 @tangent(np.full)

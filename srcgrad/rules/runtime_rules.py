@@ -117,6 +117,11 @@ def own(dw, w, value):
     return dw
 
 
+@adjoint(rt.copy_restored, sequences=("value",))
+def copy_restored(dw, w, value, written):
+    return dw, None
+
+
 # ----- Products -----
 
 

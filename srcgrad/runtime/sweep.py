@@ -162,6 +162,44 @@ def save(value):
     return value
 
 
+def copy_restored(value, written):
+    """``value``, returned to the caller, with each array or list in it (at any depth of
+    tuples, lists and dicts) that the reverse sweep will write into (``written``: the
+    arrays and lists it restores, and their views) copied: the sweep restores what indexed
+    writes overwrote, and the caller's output and aux must keep the values returned."""
+    arrays = [w for w in written if is_array(w)]
+    lists = {id(w) for w in written if isinstance(w, (list, dict))}
+
+    def fresh(v):
+        if id(v) in lists:
+            v = save(v)
+        if is_array(v):
+            if _dask_forms.is_dask(v):   # a Dask array is never written in place
+                return v
+            xp = namespace(v)
+            return v.copy() if any(w is v or _shares_memory(xp, v, w) for w in arrays) else v
+        if isinstance(v, tuple):
+            items = [fresh(e) for e in v]
+            if all(a is b for a, b in zip(items, v)):
+                return v
+            return type(v)(*items) if hasattr(v, "_fields") else tuple(items)
+        if isinstance(v, list):
+            items = [fresh(e) for e in v]
+            return v if all(a is b for a, b in zip(items, v)) else type(v)(items)
+        if type(v) is dict:
+            items = {k: fresh(e) for k, e in v.items()}
+            return v if all(items[k] is e for k, e in v.items()) else items
+        return v
+    return fresh(value)
+
+
+def _shares_memory(xp, a, b):
+    try:
+        return bool(xp.may_share_memory(a, b))
+    except (AttributeError, TypeError, NotImplementedError):
+        return a is b
+
+
 def own(value):
     """A copy of a gradient handed in from outside, so the adjoint may update it in place."""
     if is_array(value):

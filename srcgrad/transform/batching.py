@@ -229,7 +229,7 @@ def compile_batched(fn, active, options=None, has_aux=False):
     forward_api.py, with BatchedForwardAD and the rewrites above.)"""
     f = forward_program.front(fn, active, options, has_aux)
     transformer = BatchedForwardAD(f.ctx.info, f.act.active, f.ctx.namer, f.written,
-                                   f.act.sequences, f.kind_map, aux=f.ctx.aux)
+                                   f.act.sequences, f.kind_map, aux=f.ctx.aux, bindings=f.ctx.bindings)
     tangent_params = [transformer.d(n) for n in f.names]
     size = f.ctx.namer.new("batch")
     body = gast.parse(f"{size} = rt.batch_size({', '.join(tangent_params)})").body

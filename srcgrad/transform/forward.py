@@ -39,7 +39,7 @@ from srcgrad.codegen import emit
 from srcgrad.errors import NonDifferentiableError, UnsupportedError
 from srcgrad.rules import Method
 from srcgrad.templates import clone, name, replace_as_expression as expr
-from srcgrad.transform import tangent_rules
+from srcgrad.transform import forward_memory, tangent_rules
 from srcgrad.transform.adjoint_rules import _describe
 from srcgrad.transform.as_array import is_runtime_helper
 from srcgrad.transform.base import Base
@@ -80,8 +80,9 @@ class ForwardAD(ComplexStatements, Base):
     """
 
     def __init__(self, info, active, namer, written, sequences=frozenset(), kinds=None,
-                 wrt=None, values=True, aux=None):
+                 wrt=None, values=True, aux=None, bindings=None):
         super().__init__(info)
+        self.bindings = {} if bindings is None else bindings   # names the program reads (errors)
         self.aux = aux         # has_aux: the name of the aux, returned third, with no tangent
         self.at_zero_tests = None   # names an ``if`` tests whose block calls a rules.run_at_zero helper
         self.kinds = kinds
@@ -250,11 +251,10 @@ class ForwardAD(ComplexStatements, Base):
             return s
         self.check_real(s.value)
         stmts, tangent = self.tangent(s.value, name(_Y))
-        own = target.id in self.written and not self.is_view(s.value)
         if tangent is None:
             return [s, self.inherit(_assign(name(self.d(target.id), True), self.zero_of(s.value, target)))]
-        if own and isinstance(tangent, (gast.Name, gast.Subscript)):
-            tangent = expr("rt.own(T)", T=tangent)
+        if target.id in self.written and not isinstance(s.value, (gast.Name, gast.Subscript)):
+            tangent = self.memory_of(s, tangent)
         reads = set().union(_names(tangent), *[_names(t) for t in stmts])
         if target.id not in reads:   # after the statement: y is the new value
             new = self._set_y(stmts + [_assign(name(self.d(target.id), True), tangent)], target.id)
@@ -267,6 +267,10 @@ class ForwardAD(ComplexStatements, Base):
         new += [_assign(name(self.d(target.id), True), self._set_y([tangent], fresh)[0]),
                 _assign(name(target.id, True), name(fresh))]
         return self.tag(new)
+
+    def memory_of(self, s, tangent):
+        """The tangent of ``y = value``, ``y`` written into later (forward_memory.py)."""
+        return forward_memory.memory_of(self, s, tangent, _Y)
 
     @staticmethod
     def _set_y(nodes, to):

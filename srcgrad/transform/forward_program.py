@@ -47,15 +47,15 @@ def front(fn, active, options=None, has_aux=False):
         kind_map = kinds.infer(node, {n: kinds.FLOAT for n in names}, info.peek)
         act = activity.resolve(node, names, kind_map)
     if not loader.is_generated(info.filename):   # a gradient read again has its own checks
-        alias_checks(node, ctx, param_checks, act.active)
+        alias_checks(node, ctx, param_checks, act.active, act.sequences)
     return Front(node, ctx, params, names, act, kind_map, forward.written_names(node))
 
 
-def alias_checks(node, ctx, param_checks, active):
+def alias_checks(node, ctx, param_checks, active, sequences=frozenset()):
     """Reverse mode's run-time checks (analysis/aliasing.py) where forward mode needs them:
     before each ``v += y`` or ``b[i] += y`` that may reach another live name (the tangent
-    program runs ``v = v + y``, a new array), before an indexed write that may reach a
-    live name without a tangent (``y = np.zeros(3); v = y[:2]; v[0] = x``: nothing would
+    program runs ``v = v + y``, a new array), before an indexed write or an append that may
+    reach a live name without a tangent (``y = np.zeros(3); v = y[:2]; v[0] = x``: nothing would
     carry the write's tangent to ``y``'s), and on entry where a write may reach an argument
     (each argument's tangent is its own). An indexed write into a view of a name with a
     tangent writes into the view of that tangent, and needs none."""
@@ -68,12 +68,17 @@ def alias_checks(node, ctx, param_checks, active):
             for field in ("body", "orelse"):
                 if isinstance(getattr(s, field, None), list):
                     setattr(s, field, block(getattr(s, field)))
-            checks = anno.getanno(s, anno.Static.ALIAS_CHECK) if isinstance(s, gast.Assign) else None
+            checks = anno.getanno(s, anno.Static.ALIAS_CHECK) \
+                if isinstance(s, (gast.Assign, gast.Expr)) else None
             if checks:
-                target = s.targets[0]
-                if not anno.getanno(s, anno.Static.AUGMENTED):
-                    checks = [c for c in checks if c[0] not in active]
-                written = target.value.id if isinstance(target, gast.Subscript) else target.id
+                if isinstance(s, gast.Expr):   # L.append(v): L and the lists sharing it grow
+                    written = s.value.func.value.id
+                    checks = [c for c in checks if c[0] not in active and c[0] in sequences]
+                else:
+                    target = s.targets[0]
+                    if not anno.getanno(s, anno.Static.AUGMENTED):
+                        checks = [c for c in checks if c[0] not in active]
+                    written = target.value.id if isinstance(target, gast.Subscript) else target.id
                 out += mark(checks_of(s, written, ctx.namer, bindings, checks))
             out.append(s)
         return out

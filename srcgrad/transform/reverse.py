@@ -40,7 +40,7 @@ from srcgrad.ast_util import name
 from srcgrad.templates import replace, replace_as_expression as replace_expr
 from srcgrad import optimize
 from srcgrad.optimize import powers
-from srcgrad.transform import control_flow, recompute, seeds, tape
+from srcgrad.transform import control_flow, outside_effects, recompute, seeds, tape
 from srcgrad.transform.adjoint_rules import RuleApplication
 from srcgrad.transform.base import Base
 from srcgrad.transform.control_flow import tag as _tag
@@ -79,6 +79,7 @@ class ReverseAD(Base, RuleApplication):
         self.captures = {}
         self.in_place = False
         self.bindings = {}
+        self.bound = {}   # names the front end bound to objects (an inlined method's self)
         self.copied_params = set()
         self.item_writes = 0   # numbers each indexed write's tape key: one value type each
         self.flag = None
@@ -170,6 +171,10 @@ class ReverseAD(Base, RuleApplication):
 
     def visit_Assign(self, s):
         target = s.targets[0]
+        if isinstance(s.value, gast.Call):   # y = D.setdefault(k, v): changes D too
+            prim = anno.getanno(s.value, Static.PRIMITIVE)
+            if getattr(prim, "__name__", None) in outside_effects.MUTATORS:
+                self.check_outside_effect(s, s.value, prim)
         if isinstance(target, gast.Name):
             return self.assign(s, target.id)
         return self.assign_item(s, target)
@@ -461,7 +466,12 @@ class ReverseAD(Base, RuleApplication):
                 rev += replace(f"{receiver}.pop()")
                 anno.setanno(rev[-1], Static.TAPE, ("list", receiver))
                 return _tag(self.alias_checks(s, receiver) + [s], self.origin), _tag(rev, self.origin)
+        self.check_outside_effect(s, call, prim)
         return [s], []
+
+    def check_outside_effect(self, s, call, prim):
+        outside_effects.check(self, s, call, prim)
+
 
 
 
@@ -521,7 +531,7 @@ def alias_checks(s, written, namer, bindings, checks=None):
 
 def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), optimized=True,
           ranks=None, classes=None, scalar_reductions=False, fused=False, kinds=None,
-          containers=frozenset(), aux=None, param_checks=()):
+          containers=frozenset(), aux=None, param_checks=(), bound=None):
     """The forward and backward FunctionDefs for FunctionDef ``node``, as a ``Reversed``.
 
     ``aux``: the name of the value returned beside the output (has_aux, transform/aux.py):
@@ -536,6 +546,7 @@ def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), o
     taken_before = set(namer.taken)
     ad = ReverseAD(node, info, activity, namer, wrt, fixed, hook_names, kinds, containers,
                    param_checks)
+    ad.bound = bound or {}
     ret = node.body[-1]
     fwd, rev = ad.block(node.body[:-1])
 
@@ -579,9 +590,10 @@ def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), o
     copies = ad.argument_checks() + [s for p in sorted(ad.copied_params) for s in replace(f"{p} = rt.save({p})")]
 
     # The reverse sweep restores arrays and lists it wrote into; the caller gets its own copy.
-    out_expr = tape.copy_mutated(ret.value, saved.mutated)
+    out_expr = tape.copy_mutated(ret.value, saved.mutated, saved.names)
     if aux is not None:
-        out_expr = gast.Tuple(elts=[out_expr, tape.copy_mutated(name(aux), saved.mutated)], ctx=gast.Load())
+        out_expr = gast.Tuple(elts=[out_expr, tape.copy_mutated(name(aux), saved.mutated, saved.names)],
+                              ctx=gast.Load())
     fwd_return = gast.Return(value=gast.Tuple(elts=[out_expr, saved.packed], ctx=gast.Load()))
     init = tape.initial_values(copies + fwd + [fwd_return], activity.params)
     forward = _function(f"{name_prefix}_forward", copy.deepcopy(node.args),

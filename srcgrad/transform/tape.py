@@ -416,14 +416,16 @@ def pack(rev, primal_names, uses_tape, shapes):
     return Saved(saved_names, uses_tape, tape_setup, packed, unpack, mutated)
 
 
-def copy_mutated(value, mutated):
-    """``value`` (a returned name or tuple) with each name the reverse sweep writes into copied:
-    the caller gets its own copy."""
-    if isinstance(value, gast.Name) and value.id in mutated:
-        return replace_expr("rt.save(V)", V=value.id)
-    if isinstance(value, gast.Tuple):
-        return gast.Tuple(elts=[copy_mutated(e, mutated) for e in value.elts], ctx=gast.Load())
-    return value
+def copy_mutated(value, mutated, saved_names=None):
+    """``value`` (the returned expression) as the caller gets it: where the reverse sweep
+    writes into arrays or lists (``mutated``, restoring what indexed writes overwrote),
+    ``rt.copy_restored`` copies each one in it that shares their memory, at any depth (a
+    view of one, an entry of a returned dict, the aux). ``saved_names``: the names bound
+    when the forward sweep returns (the mutated ones it may read)."""
+    written = sorted(n for n in mutated if saved_names is None or n in saved_names)
+    if not written:
+        return value
+    return replace_expr(f"rt.copy_restored(V, ({', '.join(written)},))", V=value)
 
 
 def index_value(index):

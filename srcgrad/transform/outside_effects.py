@@ -1,0 +1,70 @@
+"""A method of an object outside the function (reached through a global or closure name,
+or an inlined method's ``self``), called for its effect on a value that carries a gradient:
+its change is invisible to the adjoint, so reverse mode refuses it where the function reads
+that object again (``HISTORY.append(v); HISTORY[-1]``)."""
+
+import types
+
+import gast
+
+from srcgrad import rules, runtime
+from srcgrad import ast_util
+from srcgrad.errors import UnsupportedError
+from srcgrad.rules import Method
+from srcgrad.transform import mutation
+
+# Methods that change their receiver (transform/mutation.py's table, and a list's append,
+# a set's add): assigned from a bound method of an outside object (y = D.setdefault(k, v)),
+# checked as a call made for its effect is.
+MUTATORS = frozenset(mutation.MUTATING_METHODS) | {"append", "add", "discard"}
+
+
+def _free_object(ad, name, stored):
+    """The object the global or closure name ``name`` (or a name an inlined helper
+    bound, ``add_self``) denotes, or None for a local or a plain value."""
+    if name in stored:
+        return None
+    try:
+        obj = ad.bound[name] if name in ad.bound else ad.info.resolve(name)
+    except (NameError, AttributeError):
+        return None
+    return None if obj is None or isinstance(obj, (bool, int, float, str, types.ModuleType)) else obj
+
+
+def check(ad, s, call, prim):
+    """Refuse ``L.append(v)``, ``G.fill(v)``, ``D.update(...)``, ``H.sort()``: a method of
+    an object the function reaches through a global or closure name (resolved when
+    compiled, so no rule of srcgrad's sees it), called for its effect on a value that
+    carries a gradient, on an object the function reads again: the change is invisible
+    to the adjoint, which would drop its gradient. (On a local, mutation.py rewrites
+    or refuses the call; ``LOG.append(loss)`` on a list never read again is fine.)"""
+    owner = getattr(prim, "__self__", None)
+    if isinstance(prim, Method) or owner is None or isinstance(owner, (type, types.ModuleType)) \
+            or rules.lookup(prim) is not None or rules.is_nondifferentiable(prim) \
+            or getattr(prim, "__module__", None) == runtime.__name__:
+        return
+    root = call.func.value if isinstance(call.func, gast.Attribute) else None
+    while isinstance(root, (gast.Attribute, gast.Subscript)):
+        root = root.value
+    if not isinstance(root, gast.Name):
+        return
+    parts = [call.func.value] + list(call.args) + [k.value for k in call.keywords]
+    if not any(isinstance(n, gast.Name) and n.id in ad.act.active
+               for p in parts for n in ast_util.walk(p)):
+        return
+    here = {id(n) for n in ast_util.walk(call)}
+    stored = {n.id for n in ast_util.walk(ad.node)
+              if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load)}
+    target = _free_object(ad, root.id, stored)
+    if not any(isinstance(n, gast.Name) and id(n) not in here and (
+            n.id == root.id or target is not None and _free_object(ad, n.id, stored) is target)
+            for n in ast_util.walk(ad.node)):
+        return
+    what = getattr(prim, "__name__", "a method")
+    raise ad.error(s, UnsupportedError,
+                   f"this call to .{what}() changes in place an object that the function "
+                   f"reaches through a global or closure name (or self) and reads again, "
+                   f"with a value that carries a gradient: srcgrad cannot follow the "
+                   f"gradient through that change",
+                   "Build the value in a local (items = []; items.append(v)) and read "
+                   "that, or pass the object as an argument.")
