@@ -312,12 +312,20 @@ def list_sort_with_key(x):
     return np.sum(lst[0] * lst[1] ** 2 + lst[2])
 
 
+def list_sort_without_key(x):
+    lst = [x[2], x[0], x[1]]   # a list every binding makes: .sort() is a list's
+    lst.sort()
+    lst.sort(reverse=True)
+    return lst[0] * 2.0 + lst[2] ** 2
+
+
 def sorted_of_an_expression(x):
     return np.sum(sorted([x * 2, np.sin(x)], key=lambda v: float(v[1]))[0] * x)
 
 
 ORDERED = [sorted_by_a_module_function, sorted_values, max_and_min_by_key,
-           max_of_pairs_by_constant_key, list_sort_with_key, sorted_of_an_expression]
+           max_of_pairs_by_constant_key, list_sort_with_key, list_sort_without_key,
+           sorted_of_an_expression]
 
 
 @pytest.mark.parametrize("f", ORDERED, ids=lambda f: f.__name__)

@@ -69,6 +69,7 @@ class Desugar(Base):
         self.namer = namer
         self.bindings = bindings
         self.locals = locals_
+        self.lists = frozenset()   # local names that always hold a list (_list_names)
 
     def helper(self, obj):
         return name(as_array.bind(self.namer, self.info, self.bindings, obj.__name__, obj))
@@ -186,9 +187,10 @@ class Desugar(Base):
             new = self.call(runtime.dict_merge, name(r), self.call(
                 runtime.dict_merge, gast.Dict(keys=[key], values=[default]), name(r)))
             result = _sub(r, key)
-        elif what == "sort" and not args and any(k.arg == "key" for k in keywords) \
-                and {k.arg for k in keywords} <= {"key", "reverse"}:
-            # a list's sort (an array's takes no key=: transform/mutation.py rewrites that one)
+        elif what == "sort" and not args and {k.arg for k in keywords} <= {"key", "reverse"} \
+                and (any(k.arg == "key" for k in keywords) or r in self.lists):
+            # a list's sort (an array's takes no key=: transform/mutation.py rewrites that one,
+            # and a name every binding of which makes a list is no array)
             new = self.sorted_items(name(r), keywords)
         else:
             return None
@@ -559,6 +561,33 @@ def _resolves_path(desugar, func, wanted=lambda obj: True):
     return desugar.info.resolve_path(path)
 
 
+def _list_names(node, desugar):
+    """Local names every binding of which makes a list (a display, a comprehension,
+    ``list(...)``, ``sorted(...)`` or a concatenation of such): ``xs.sort()`` sorts a list."""
+    bindings = {}
+    params = {a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
+    for n in gast.walk(node):
+        if isinstance(n, gast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], gast.Name):
+            bindings.setdefault(n.targets[0].id, []).append(n.value)
+        elif isinstance(n, (gast.Assign, gast.AugAssign, gast.AnnAssign, gast.For, gast.comprehension,
+                            gast.With)):
+            targets = [i.optional_vars for i in n.items if i.optional_vars is not None] \
+                if isinstance(n, gast.With) else n.targets if isinstance(n, gast.Assign) else [n.target]
+            for t in (t for target in targets for t in gast.walk(target)):
+                if isinstance(t, gast.Name) and isinstance(t.ctx, gast.Store):
+                    bindings.setdefault(t.id, []).append(None)
+
+    def makes_list(e):
+        if isinstance(e, (gast.List, gast.ListComp)):
+            return True
+        if isinstance(e, gast.BinOp) and isinstance(e.op, gast.Add):
+            return makes_list(e.left) and makes_list(e.right)
+        return isinstance(e, gast.Call) and (desugar.resolves_to(e.func, builtins.list)
+                                             or desugar.resolves_to(e.func, builtins.sorted))
+
+    return {n for n, values in bindings.items() if n not in params and all(v is not None and makes_list(v) for v in values)}
+
+
 def transform(node, ctx):
     """Rewrite the container-method statements and starred displays of FunctionDef ``node``
     (after bind_methods: ``p.energy(x)`` of a dataclass argument)."""
@@ -570,6 +599,7 @@ def transform(node, ctx):
     if not wanted:
         return node
     desugar = Desugar(ctx.info, ctx.namer, ctx.bindings, local_names(node))
+    desugar.lists = _list_names(node, desugar)
     _star_calls(node)
     for n in gast.walk(node):
         if isinstance(n, gast.Call) and any(isinstance(a, gast.Starred) for a in n.args):
