@@ -142,12 +142,6 @@ class Lowering(Base):
                 what, rewrite = f"the in-place method .{prim}()", MUTATING_METHODS[str(prim)]
         elif prim is not None and _is_numpy(prim) and getattr(prim, "__name__", None) in MUTATING_FUNCTIONS:
             what, rewrite = _describe(prim), MUTATING_FUNCTIONS[prim.__name__]
-        elif isinstance(getattr(prim, "__self__", None), (list, dict)) \
-                and (prim.__name__ in MUTATING_METHODS or prim.__name__ == "append"):
-            # self.items.extend([y]): a list f did not make (an attribute, a global), changed
-            # behind the code's back: later reads of it would miss the gradient
-            what, rewrite = f"the in-place method .{prim.__name__}() of a " \
-                            f"{type(prim.__self__).__name__} that is not a local variable", None
         if what is None:
             return [s]
         written = rewrite(call) if rewrite is not None else None
