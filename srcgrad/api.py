@@ -512,8 +512,8 @@ class _Backward:
                 "Trying to backward through the graph a second time: the values saved by the "
                 "forward sweep were consumed by the first backward call. Pass retain_graph=True "
                 "to the first backward call if you need to call it again.")
-        for value, snapshot in self.watched:
-            if value.shape != snapshot.shape or not _unchanged(value, snapshot):
+        for value, shape, snapshot in self.watched:
+            if not _unchanged(value, shape, snapshot):
                 raise RuntimeError(
                     "srcgrad: one of the arrays needed for gradient computation has been "
                     f"modified by an inplace operation: an array of shape {tuple(value.shape)} "
