@@ -264,6 +264,35 @@ def test_logging_into_a_global_list_never_read_again_still_differentiates():
     assert len(LOSSES) >= 1
 
 
+class LoggingModel:
+    def __init__(self):
+        self.W = np.linspace(-1.0, 1.0, len(X) ** 2).reshape(len(X), len(X))
+        self.losses = []
+        self.shared = self.losses   # the same list under a second attribute
+
+    def loss(self, x):
+        value = np.sum(np.tanh(self.W @ x) ** 2)
+        self.losses.append(value)   # logged; the function reads self.W, never self.losses
+        return value
+
+    def loss_reading_the_log_by_another_name(self, x):
+        self.losses.append(np.sum(x ** 2))
+        return np.sum(self.W @ x) + self.shared[-1]
+
+
+def test_a_method_logging_into_an_attribute_it_never_reads_differentiates():
+    """``self.losses.append(value)`` beside reads of ``self.W``: the read of another
+    attribute (an array) cannot reach the list, so it is not refused (it was: the check
+    compared only the root name ``self``)."""
+    model = LoggingModel()
+    got = sg.grad(model.loss)(X)
+    y = np.tanh(model.W @ X)
+    np.testing.assert_allclose(got, model.W.T @ (2 * y * (1 - y * y)), rtol=1e-12)
+    assert len(model.losses) >= 1
+    with pytest.raises(sg.SrcgradError, match="reads again"):   # the same list, another name
+        sg.grad(model.loss_reading_the_log_by_another_name)(X)
+
+
 def test_forward_mode_appending_to_a_global_list_follows_it():
     _, out = sg.jvp(appends_to_a_global_list_read_again, (X,), (V,))
     np.testing.assert_allclose(out, 4 * X @ V, rtol=1e-12)

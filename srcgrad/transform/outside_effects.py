@@ -3,9 +3,11 @@ or an inlined method's ``self``), called for its effect on a value that carries 
 its change is invisible to the adjoint, so reverse mode refuses it where the function reads
 that object again (``HISTORY.append(v); HISTORY[-1]``)."""
 
+import inspect
 import types
 
 import gast
+import numpy
 
 from srcgrad import rules, runtime
 from srcgrad import ast_util
@@ -29,6 +31,31 @@ def _free_object(ad, name, stored):
     except (NameError, AttributeError):
         return None
     return None if obj is None or isinstance(obj, (bool, int, float, str, types.ModuleType)) else obj
+
+
+_HOLDS_NOTHING = (bool, int, float, complex, str, bytes, type(None), numpy.ndarray, numpy.generic)
+
+
+def _may_reach(n, parents, target, owner):
+    """Whether the read ``n`` of the outside object ``target`` may reach ``owner``, the
+    object the method changes: ``self.W`` does not reach ``self.log`` (an array attribute
+    holds no list), ``self.log[-1]``, ``self`` passed whole or a property may. Unknown
+    objects (a local, a name bound when the function runs) may."""
+    if target is None:
+        return True
+    obj, node = target, n
+    while True:
+        parent = parents.get(id(node))
+        if not (isinstance(parent, gast.Attribute) and parent.value is node):
+            break
+        try:
+            obj = inspect.getattr_static(obj, parent.attr)
+        except AttributeError:
+            return True
+        if obj is owner or hasattr(type(obj), "__get__"):   # the list itself, or code runs
+            return True
+        node = parent
+    return obj is target or not isinstance(obj, _HOLDS_NOTHING)
 
 
 def check(ad, s, call, prim):
@@ -56,8 +83,11 @@ def check(ad, s, call, prim):
     stored = {n.id for n in ast_util.walk(ad.node)
               if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load)}
     target = _free_object(ad, root.id, stored)
+    parents = {id(child): node for node in ast_util.walk(ad.node)
+               for child in gast.iter_child_nodes(node)}
     if not any(isinstance(n, gast.Name) and id(n) not in here and (
             n.id == root.id or target is not None and _free_object(ad, n.id, stored) is target)
+            and _may_reach(n, parents, target, owner)
             for n in ast_util.walk(ad.node)):
         return
     what = getattr(prim, "__name__", "a method")
