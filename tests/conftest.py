@@ -24,6 +24,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # 93 s against 163 s), and gives the same numbers (no fast-math, so no reordering or
 # contraction at any level). NUMBA_OPT=3 in the environment tests what users run.
 os.environ.setdefault("NUMBA_OPT", "0")
+# jit=True keeps the NumPy gradient where it ran faster on the first call (dispatch.py's
+# _numpy_faster): timings on a shared machine, at -O0, would make the tests of what the
+# compiled code computes depend on load. test_jit_entry.py tests the choice itself.
+os.environ.setdefault("SRCGRAD_JIT_RACE", "0")
 
 # The on-disk cache of gradients (srcgrad/disk_cache.py) stays on, as for users, but in a
 # directory of this run's own: the suite neither reads nor fills the user's cache.

@@ -8,6 +8,7 @@ srcgrad.testing where the function is new here). Skipped when Numba is not insta
 """
 
 import sys
+import time
 import warnings
 
 import numpy as np
@@ -256,3 +257,54 @@ def test_the_entry_point_checks_every_argument():
             got = jit(*args)
         assert np.allclose(got, want(*args), rtol=1e-12, atol=1e-14)
     assert "entry_point(a0, a1, a2, buf)" in type(jit).__call__.__source__
+
+
+# ----- the faster of the two gradients is kept (dispatch._numpy_faster) -----
+
+class _Sleeper:
+    def __init__(self, seconds):
+        self.seconds, self.calls = seconds, 0
+
+    def __call__(self, *args, **kwargs):
+        self.calls += 1
+        time.sleep(self.seconds)
+
+
+class _Owner:
+    def __init__(self, numpy_gradient):
+        self._numpy = numpy_gradient
+
+
+@pytest.mark.parametrize("compiled_s, numpy_s, faster", [(0.03, 0.001, True), (0.001, 0.03, False)])
+def test_the_numpy_gradient_is_kept_only_where_it_ran_clearly_faster(monkeypatch, compiled_s,
+                                                                       numpy_s, faster):
+    from srcgrad.jit import dispatch
+    monkeypatch.setenv("SRCGRAD_JIT_RACE", "1")
+    compiled, numpy_gradient = _Sleeper(compiled_s), _Sleeper(numpy_s)
+    assert dispatch._numpy_faster(compiled, (), _Owner(lambda a, g: numpy_gradient()), (), None) \
+        is faster
+    assert 1 <= compiled.calls <= 3 and compiled.calls == numpy_gradient.calls
+    monkeypatch.setenv("SRCGRAD_JIT_RACE", "0")
+    assert dispatch._numpy_faster(compiled, (), _Owner(lambda a, g: numpy_gradient()), (), None) \
+        is False
+
+
+def _rnn_like(W, h0, xs):
+    h = h0
+    for i in range(xs.shape[0]):
+        h = np.tanh(h @ W.T + xs[i])
+    return np.sum(h)
+
+
+def test_a_gradient_slower_compiled_runs_the_numpy_gradient_from_its_first_call(monkeypatch):
+    from srcgrad.jit import dispatch
+    monkeypatch.setenv("SRCGRAD_JIT_RACE", "1")
+    monkeypatch.setattr(dispatch, "_numpy_faster", lambda *a: True)
+    rng = np.random.default_rng(3)
+    args = (rng.standard_normal((4, 4)) * 0.5, rng.standard_normal(4), rng.standard_normal((3, 4)))
+    g = sg.grad(_rnn_like, jit=True)
+    want = sg.grad(_rnn_like)(*args)
+    for _ in range(3):
+        np.testing.assert_allclose(g(*args), want, rtol=1e-12)
+    entries = list(g._entries.values())
+    assert entries and all(e.slower for e in entries) and g._last_grad is None

@@ -18,6 +18,7 @@ order; NumPy's vectorised transcendental functions may round the last bit differ
 """
 
 import linecache
+import os
 import re
 import sys
 import time
@@ -171,6 +172,7 @@ class _Entry:
         self.warned = False        # the run-time fallback was warned about
         self.optional = frozenset()   # names Numba could not unify (translate, zeros.py)
         self.lists = frozenset()   # tapes kept lists: their array refused a value (fixed_tapes.py)
+        self.slower = False        # the NumPy gradient ran faster on the first call (_numpy_faster)
         self._translation = None
         self.holds = getattr(getattr(compiled, "guard", None), "holds", None)
 
@@ -220,7 +222,7 @@ class _Entry:
         return True
 
     def call(self, owner, args, grad_outputs):
-        if self.refused is not None:
+        if self.refused is not None or self.slower:
             return owner._numpy(args, grad_outputs)
         if self.stale():
             self._unhot(owner)
@@ -267,6 +269,10 @@ class _Entry:
             return owner._numpy(args, grad_outputs)
         if compile_s is not None:
             owner.compile_times.append((_signature(call_args), compile_s))
+            if _numpy_faster(dispatcher, call_args, owner, args, grad_outputs):
+                self.slower = True
+                self._unhot(owner)
+                return owner._numpy(args, grad_outputs)
         try:
             result = dispatcher(*call_args)
         except ZeroAdjoint:
@@ -415,6 +421,31 @@ class _Entry:
 
 
 _DTYPES = (numpy.dtype(numpy.float64), numpy.dtype(numpy.int64), numpy.dtype(numpy.bool_))
+
+
+def _numpy_faster(dispatcher, call_args, owner, args, grad_outputs):
+    """Whether the NumPy gradient runs clearly faster (under 0.8x) than the one just
+    compiled, on this first call's arguments: fastest of up to three runs each, alternating,
+    at most about half a second. The two give the same result, so the faster is kept:
+    W7's loop of BLAS products and strided adjoint sums runs slower in Numba. Off with
+    SRCGRAD_JIT_RACE=0 (the test suite, whose LLVM runs at -O0, sets it)."""
+    if os.environ.get("SRCGRAD_JIT_RACE", "1") == "0":
+        return False
+    clock = time.perf_counter
+    compiled = numpy_time = float("inf")
+    try:
+        for _ in range(3):
+            start = clock()
+            dispatcher(*call_args)
+            compiled = min(compiled, clock() - start)
+            start = clock()
+            owner._numpy(args, grad_outputs)
+            numpy_time = min(numpy_time, clock() - start)
+            if compiled + numpy_time > 0.25:
+                break
+    except Exception:   # the call below meets it again and decides
+        return False
+    return numpy_time < 0.8 * compiled
 
 
 def _unsupported(args):
