@@ -45,7 +45,8 @@ class JitFallbackWarning(UserWarning):
 
 class JitGradFunction:
     """``sg.grad(f, jit=True)``: the gradient ``gfn`` computes, compiled with Numba where
-    the function allows it. Attributes: ``gradient`` (the NumPy GradFunction),
+    the function allows it, and where that runs faster than the NumPy gradient on the first
+    call (``_numpy_faster``). Attributes: ``gradient`` (the NumPy GradFunction),
     ``compile_times`` (a list of ``(signature, seconds)``, one per Numba compile)."""
 
     def __init__(self, gfn):
