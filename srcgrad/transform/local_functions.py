@@ -399,12 +399,7 @@ class Lifting:
         lam.args.kwonlyargs = list(lam.args.kwonlyargs) + [
             gast.Name(id=v, ctx=gast.Param(), annotation=None, type_comment=None) for v in free]
         lam.args.kw_defaults = list(lam.args.kw_defaults) + [None] * len(free)
-        expr = ast.Expression(body=gast.gast_to_ast(lam))
-        origin = anno.getanno(self.stmt, Static.ORIGIN)
-        ast.fix_missing_locations(expr)
-        if origin is not None:
-            ast.increment_lineno(expr, origin.lineno - expr.body.lineno)
-        fn = eval(compile(expr, self.info.filename, "eval"), self.info.globals)
+        fn = self._module_level(lam)
         key_name = self.namer.new("key_fn")
         self.info.extra[key_name] = self.bindings[key_name] = fn
         value = name(key_name)
@@ -416,6 +411,16 @@ class Lifting:
                               keywords=[gast.keyword(arg=v, value=name(v)) for v in free])
         parent.args[1] = value
 
+    def _module_level(self, lam):
+        """The lambda ``lam`` made a real function of the module's globals, its line numbers
+        those of the statement it stands in (tracebacks name the user's line)."""
+        expr = ast.Expression(body=gast.gast_to_ast(lam))
+        origin = anno.getanno(self.stmt, Static.ORIGIN)
+        ast.fix_missing_locations(expr)
+        if origin is not None:
+            ast.increment_lineno(expr, origin.lineno - expr.body.lineno)
+        return eval(compile(expr, self.info.filename, "eval"), self.info.globals)
+
     def hook(self, lam, parent):
         """A hook lambda: a real function of the globals, called by the reverse sweep."""
         read = reads(lam) - _own_locals(lam)
@@ -425,12 +430,7 @@ class Lifting:
                                   f"function, is not supported (it runs in the reverse sweep)",
                              "Read only the gradient it is given and module-level names, or "
                              "use a module-level function.")
-        expr = ast.Expression(body=gast.gast_to_ast(templates.clone(lam)))
-        origin = anno.getanno(self.stmt, Static.ORIGIN)
-        ast.fix_missing_locations(expr)
-        if origin is not None:
-            ast.increment_lineno(expr, origin.lineno - expr.body.lineno)
-        fn = eval(compile(expr, self.info.filename, "eval"), self.info.globals)
+        fn = self._module_level(templates.clone(lam))
         hook_name = self.namer.new("hook_fn")
         self.info.extra[hook_name] = self.bindings[hook_name] = fn
         parent.args[parent.args.index(lam)] = name(hook_name)
