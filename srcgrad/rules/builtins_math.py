@@ -555,7 +555,7 @@ def namedtuple_replace(value, fields, items):
 
 @adjoint(rt.namedtuple_replace, sequences=("value", "items"))
 def namedtuple_replace_rule(dy, y, value, fields, items):
-    return (rt.namedtuple_replace_vjp(dy, value, fields, None), None,
+    return (rt.namedtuple_replace_vjp(dy, value, fields, False), None,
             rt.namedtuple_replace_vjp(dy, value, fields, True))
 
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from srcgrad import runtime as rt
 from srcgrad.rules import Attribute, Method, linear, tangent
-from srcgrad.runtime.arrays import is_array, namespace
+from srcgrad.runtime.arrays import is_array, may_share_memory, namespace
 from srcgrad.runtime.containers import concat_tangent
 
 xp = None  # placeholder: the array namespace, bound in generated code
@@ -323,7 +323,7 @@ def tangent_array(t, y, obj=None):
     xp = namespace(y)
     dtype = y.dtype if y.dtype.kind in "fc" else xp.float64
     out = xp.asarray(t, dtype=dtype).reshape(y.shape)
-    if is_array(obj) and (y is obj or getattr(y, "base", None) is not None and _shares(y, obj)):
+    if is_array(obj) and (y is obj or getattr(y, "base", None) is not None and may_share_memory(y, obj)):
         return out
     return out.copy() if out is t or getattr(out, "base", None) is not None else out
 
@@ -338,23 +338,17 @@ def tangent_memory(t, y, primals, tangents, error):
         return t
     shared = False
     for p, d in zip(primals, tangents):
-        if d is not None and is_array(p) and (p is y or _shares(y, p)):
+        if d is not None and is_array(p) and may_share_memory(y, p):
             shared = True
-            if not (is_array(d) and (d is t or _shares(t, d))):
+            if not (is_array(d) and may_share_memory(t, d)):
                 raise error
     if shared:
         return t
-    if any(is_array(d) and (d is t or _shares(t, d)) for d in tangents):
+    if any(is_array(d) and may_share_memory(t, d) for d in tangents):
         return t.copy()
     return t
 
 
-def _shares(a, b):
-    """Whether arrays ``a`` and ``b`` may share memory (False where the module cannot say)."""
-    try:
-        return bool(namespace(a).may_share_memory(a, b))
-    except (AttributeError, TypeError, NotImplementedError):
-        return False
 
 
 @rt.helper

@@ -76,6 +76,17 @@ def is_array(value):
     return hasattr(value, "shape") and hasattr(value, "dtype") and not isinstance(value, (int, float))
 
 
+def may_share_memory(a, b):
+    """Whether arrays ``a`` and ``b`` may share memory (their namespace's bounds test; only
+    identity where it cannot say, as for Dask)."""
+    if a is b:
+        return True
+    try:
+        return bool(namespace(a).may_share_memory(a, b))
+    except (AttributeError, TypeError, NotImplementedError):
+        return False
+
+
 class DeviceShape(tuple):
     """The shape of a CuPy array saved in place of the array: it keeps the namespace,
     so a scalar adjoint broadcast to it (``rt.unreduce``) lands on the device."""

@@ -9,7 +9,8 @@ import numpy
 
 from srcgrad import pytree as _pytree
 from srcgrad.runtime import dask_forms as _dask_forms
-from srcgrad.runtime.arrays import _is_basic_index, _writeable, float_dtype, is_array, namespace, shape_of
+from srcgrad.runtime.arrays import (_is_basic_index, _writeable, float_dtype, is_array,
+                                    may_share_memory, namespace, shape_of)
 from srcgrad.runtime.containers import (ZERO, _array_into_container, add_grad, is_node,
                                         is_zero_grad, seq_item)
 
@@ -176,8 +177,7 @@ def copy_restored(value, written):
         if is_array(v):
             if _dask_forms.is_dask(v):   # a Dask array is never written in place
                 return v
-            xp = namespace(v)
-            return v.copy() if any(w is v or _shares_memory(xp, v, w) for w in arrays) else v
+            return v.copy() if any(may_share_memory(v, w) for w in arrays) else v
         if isinstance(v, tuple):
             items = [fresh(e) for e in v]
             if all(a is b for a, b in zip(items, v)):
@@ -191,13 +191,6 @@ def copy_restored(value, written):
             return v if all(items[k] is e for k, e in v.items()) else items
         return v
     return fresh(value)
-
-
-def _shares_memory(xp, a, b):
-    try:
-        return bool(xp.may_share_memory(a, b))
-    except (AttributeError, TypeError, NotImplementedError):
-        return a is b
 
 
 def own(value):

@@ -174,7 +174,7 @@ class ReverseAD(Base, RuleApplication):
         if isinstance(s.value, gast.Call):   # y = D.setdefault(k, v): changes D too
             prim = anno.getanno(s.value, Static.PRIMITIVE)
             if getattr(prim, "__name__", None) in outside_effects.MUTATORS:
-                self.check_outside_effect(s, s.value, prim)
+                outside_effects.check(self, s, s.value, prim)
         if isinstance(target, gast.Name):
             return self.assign(s, target.id)
         return self.assign_item(s, target)
@@ -466,13 +466,8 @@ class ReverseAD(Base, RuleApplication):
                 rev += replace(f"{receiver}.pop()")
                 anno.setanno(rev[-1], Static.TAPE, ("list", receiver))
                 return _tag(self.alias_checks(s, receiver) + [s], self.origin), _tag(rev, self.origin)
-        self.check_outside_effect(s, call, prim)
-        return [s], []
-
-    def check_outside_effect(self, s, call, prim):
         outside_effects.check(self, s, call, prim)
-
-
+        return [s], []
 
 
 def _register_hook_call(stmt):
