@@ -209,6 +209,7 @@ def _shape(template, subs):
     if any(keyword.iskeyword(n) and n not in _SHAPE_KEYWORDS for n in names):
         return template, None
     placeholders, renames = {}, {}
+    candidates = {}   # a length -> the placeholders of that length not handed out yet
     pieces, at, depth = [], 0, 0
     for k, m in enumerate(tokens):
         if m.group(3) is not None:
@@ -224,7 +225,10 @@ def _shape(template, subs):
             continue   # a keyword argument
         placeholder = placeholders.get(variable)
         if placeholder is None:
-            placeholder = placeholders[variable] = _placeholder(len(variable), names, renames)
+            free = candidates.get(len(variable))
+            if free is None:
+                free = candidates[len(variable)] = _placeholders(len(variable), names)
+            placeholder = placeholders[variable] = next(free, None)
             if placeholder is None:
                 return template, None
             renames[placeholder] = variable
@@ -234,14 +238,16 @@ def _shape(template, subs):
     return "".join(pieces), renames
 
 
-def _placeholder(length, taken, placeholders):
-    """A name of ``length`` characters (a capital and digits: never a keyword) that is
-    neither in ``taken`` nor in ``placeholders``, or None."""
+def _placeholders(length, taken):
+    """The names of ``length`` characters (a capital and digits: never a keyword) not in
+    ``taken``, in order, as an iterator: a template's variables of one length take the
+    next one each (a search from the first for each was quadratic in a template of many
+    names, as a tape's push of a long loop's values)."""
     if length == 1:
         found = "QZXJKVWYUH"
     else:
         found = (f"{p}{j:0{length - 1}d}" for p in "QZXJ" for j in range(10 ** min(length - 1, 4)))
-    return next((c for c in found if c not in taken and c not in placeholders), None)
+    return (c for c in found if c not in taken)
 
 
 def replace_as_expression(template, **subs):

@@ -51,6 +51,65 @@ def test_liveness_restricted_to_some_names_is_exact_for_them():
             assert part.live_before(s) == full.live_before(s) & only
 
 
+def _copying_liveness(body, live_out, skip=lambda s, live: False):
+    """The walk liveness.analyze made before round eight: a copy of the live set after
+    and before each statement (quadratic in a long body; the reference here)."""
+    after, before = {}, {}
+
+    def block(stmts, live):
+        live = set(live)
+        for s in reversed(stmts):
+            after[id(s)] = set(live)
+            if skip(s, live):
+                before[id(s)] = set(live)
+                continue
+            if isinstance(s, gast.If):
+                live = block(s.body, live) | (block(s.orelse, live) if s.orelse else set(live)) \
+                    | ast_util.loads(s.test)
+            elif isinstance(s, (gast.For, gast.While)):
+                head = ast_util.loads(s.iter if isinstance(s, gast.For) else s.test)
+                loop_live = set(live) | head
+                while True:
+                    grown = loop_live | block(s.body, loop_live)
+                    if grown == loop_live:
+                        break
+                    loop_live = grown
+                live = loop_live
+                if isinstance(s, gast.For):
+                    live = live - ast_util.stores(s.target) | head
+            else:
+                if isinstance(s, gast.Assign):
+                    live -= {t.id for t in s.targets if isinstance(t, gast.Name)}
+                live |= ast_util.loads(s)
+            before[id(s)] = set(live)
+        return live
+
+    block(body, live_out)
+    return after, before
+
+
+def test_liveness_logged_per_run_is_the_copying_walks():
+    # The sets are logged per run of statements (liveness._Run), not copied at each one.
+    long_loop = "def g(x, n):\n    h0 = x\n    for i in range(n):\n" + "".join(
+        f"        h{k} = h{k - 1} * h{k // 2} + x\n" + (f"        if h{k} > 0:\n            b = h{k}\n"
+                                                     if k % 7 == 0 else "")
+        for k in range(1, 40)) + "        h0 = h39\n    return h0 + b\n"
+    for source in (SOURCE, long_loop, "def g(x):\n    a = b = x\n    a = a + b\n    return a\n"):
+        body = gast.parse(textwrap.dedent(source)).body[0].body
+        after, before = _copying_liveness(body, {"t"})
+        skipper = {id(s) for s in statements(body)
+                   if isinstance(s, gast.Assign) and len(s.targets) == 1 and s.targets[0].id in "bd"}
+        for skip in (None, lambda s, live: id(s) in skipper):
+            if skip is not None:
+                after, before = _copying_liveness(body, {"t"}, skip)
+            found = liveness.analyze(body, {"t"}, skip)
+            for s in statements(body):
+                assert found.live_after(s) == after[id(s)]
+                assert set(found.live_before(s)) == before[id(s)]
+                assert len(found.live_after(s)) == len(after[id(s)])
+                assert all(n in found.live_after(s) for n in after[id(s)])
+
+
 ODD_LISTS = textwrap.dedent('''
     def g(x, *, c, d=1.0, **kw):
         global h
@@ -297,3 +356,16 @@ def test_rule_arguments_bound_as_inspect_binds_them():
             found = TypeError
         assert found == expected, rule.name
     assert fast > 100   # the direct path is taken
+
+
+def test_templates_of_many_names_parse_as_written():
+    # A template's variables of one length take the next free placeholder each
+    # (templates._placeholders); past the placeholders of that length it is parsed as is.
+    from srcgrad import templates
+    for count, width in ((5, 2), (30, 2), (60, 2), (300, 4), (20, 1)):
+        names = [f"{chr(97 + k % 26)}{k:0{width - 1}d}"[:width] if width > 1 else chr(97 + k)
+                 for k in range(count)]
+        text = f"rt.push(tape, {', '.join(names)})\nQ0 = ({', '.join(names)},)"
+        got = templates.replace(text)
+        assert gast.dump(gast.Module(body=got, type_ignores=[]), include_attributes=True) == \
+            gast.dump(gast.parse(text), include_attributes=True)

@@ -11,6 +11,9 @@ assignment, so that one walk finds a whole chain of dead statements (``a = x``
 then ``b = a`` with ``b`` unread: both go).
 """
 
+import bisect
+import collections.abc
+
 import gast
 
 from srcgrad.ast_util import NameSets
@@ -65,27 +68,40 @@ def analyze(body, live_out, skip=None, names=None, record=True, only=None):
 
     def block(stmts, live):
         live = set(live)
+        run = None   # the changes of ``live`` logged since its last copy (``_Run``)
         for s in reversed(stmts):
             if record:
-                after[id(s)] = set(live)
+                if run is None:
+                    run = _Run(live)
+                after[id(s)] = _Live(run, run.step)
             if skip(s, live):
                 skipped[id(s)] = s
                 if record:
-                    before[id(s)] = set(live)
+                    run.step += 1
+                    before[id(s)] = _Live(run, run.step)
                 continue
             skipped.pop(id(s), None)
             if s.__class__ is Assign:   # (most statements)
                 targets = s.targets
                 if len(targets) == 1:
                     if targets[0].__class__ is Name:
-                        live.discard(targets[0].id)
+                        target = targets[0].id
+                        if target in live:
+                            live.discard(target)
+                            if record:
+                                run.log(target)
                 else:
-                    live -= {t.id for t in targets if isinstance(t, gast.Name)}
-                live |= reads(s)
+                    for t in targets:
+                        if isinstance(t, gast.Name) and t.id in live:
+                            live.discard(t.id)
+                            if record:
+                                run.log(t.id)
+                _add(live, reads(s), run if record else None)
             elif isinstance(s, gast.If):
                 body_live = block(s.body, live)
                 else_live = block(s.orelse, live) if s.orelse else set(live)
                 live = body_live | else_live | reads(s.test)
+                run = None
             elif isinstance(s, (gast.For, gast.While)):
                 head = reads(s.iter) if isinstance(s, gast.For) else reads(s.test)
                 loop_live = set(live) | head
@@ -97,14 +113,87 @@ def analyze(body, live_out, skip=None, names=None, record=True, only=None):
                 live = loop_live
                 if isinstance(s, gast.For):
                     live = live - names.stores(s.target) | head
+                run = None
             else:
-                if isinstance(s, gast.Assign):
-                    live -= {t.id for t in s.targets if isinstance(t, gast.Name)}
-                live |= reads(s)
+                _add(live, reads(s), run if record else None)
             if record:
-                before[id(s)] = set(live)
+                if run is None:
+                    run = _Run(live)
+                else:
+                    run.step += 1
+                before[id(s)] = _Live(run, run.step)
         return live
 
     block(body, live_out)
     del block   # (it calls itself through a cell: a cycle the collector would have to free)
     return Liveness(after, before, skipped)
+
+
+def _add(live, names, run):
+    """``live |= names``, each name added logged in ``run`` (when recording)."""
+    if run is None:
+        live |= names
+        return
+    for n in names:
+        if n not in live:
+            live.add(n)
+            run.log(n)
+
+
+class _Run:
+    """A walk's live set through a run of statements of one block, without a copy per
+    statement (copying it at each was quadratic in a long body whose values stay live,
+    as a forward sweep's saved values): the set when the run started and each later
+    change, by name, numbered by the statement that made it."""
+
+    __slots__ = ("base", "changes", "step")
+
+    def __init__(self, live):
+        self.base = frozenset(live)
+        self.changes = {}   # name -> the steps that added or removed it, in order
+        self.step = 0       # the statements walked
+
+    def log(self, name):
+        found = self.changes.get(name)
+        if found is None:
+            self.changes[name] = [self.step]
+        else:
+            found.append(self.step)
+
+
+class _Live(collections.abc.Set):
+    """The live set of one point of a ``_Run`` (a read-only set: ``in``, ``len``,
+    iteration, comparisons and set operations, which give plain sets)."""
+
+    __slots__ = ("run", "step")
+
+    def __init__(self, run, step):
+        self.run, self.step = run, step
+
+    def __contains__(self, name):
+        run = self.run
+        steps = run.changes.get(name)
+        if steps is None:
+            return name in run.base
+        # Each change flips the name; those of the statements walked before this point count.
+        flips = bisect.bisect_left(steps, self.step)
+        return (name in run.base) ^ bool(flips & 1)
+
+    def _names(self):
+        run = self.run
+        return {n for n in run.base.union(run.changes) if n in self}
+
+    def __iter__(self):
+        return iter(self._names())
+
+    def __len__(self):
+        return len(self._names())
+
+    def __repr__(self):
+        return repr(self._names())
+
+    @classmethod
+    def _from_iterable(cls, iterable):
+        return set(iterable)
+
+    __hash__ = None

@@ -55,12 +55,13 @@ def run(body, facts):
     facts.invalidate()
     live = liveness.analyze(body, set(), names=facts.names, only=candidates(body, facts))
     folded = False
+    added = {}   # id(statement) -> names a fold made live after it (read later now)
     for block in blocks(body):
-        folded |= _fold_block(block, live, facts)
+        folded |= _fold_block(block, live, added, facts)
     return folded
 
 
-def _fold_block(block, live, facts):
+def _fold_block(block, live, added, facts):
     folded = False
     for k in range(len(block) - 1, -1, -1):
         s = block[k]
@@ -77,12 +78,16 @@ def _fold_block(block, live, facts):
         j, target = found
         use = block[j]
         after = live.after.get(id(use))
-        if after is None or t in after:   # (a block liveness does not enter: ``with``)
-            continue
+        if after is None or t in after or t in added.get(id(use), ()):
+            continue   # (no liveness: a block it does not enter, ``with``)
         _replace(use, target, s.value)
         facts.names.forget(use)
         for between in block[k + 1:j]:   # E's names are now read up to the use
-            live.after[id(between)] = live.after[id(between)] | reads
+            found = added.get(id(between))
+            if found is None:
+                added[id(between)] = set(reads)
+            else:
+                found |= reads
         del block[k]
         folded = True
     return folded
