@@ -21,7 +21,7 @@ import builtins
 
 import gast
 
-from srcgrad import anno
+from srcgrad import anno, ast_util
 from srcgrad import runtime, templates
 from srcgrad.ast_util import name
 from srcgrad.errors import UnsupportedError
@@ -417,13 +417,10 @@ def _partials(node, desugar):
     (the call's keywords replacing the partial's, as ``functools.partial`` does)."""
     import functools
     counts = {}
-    for n in gast.walk(node):
-        if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store):
+    for n in ast_util.nodes_of(node, gast.Name):
+        if isinstance(n.ctx, gast.Store):
             counts[n.id] = counts.get(n.id, 0) + 1
-    local_functions = {s.name for s in node.body if isinstance(s, gast.FunctionDef)} | {
-        s.targets[0].id for s in node.body if isinstance(s, gast.Assign) and len(s.targets) == 1
-        and isinstance(s.targets[0], gast.Name) and isinstance(s.value, gast.Lambda)}
-    parents = {c: n for n in gast.walk(node) for c in gast.iter_child_nodes(n)}
+    local_functions = parents = None   # made at the first partial (most functions have none)
     body = []
     for stmt in node.body:
         call = stmt.value if isinstance(stmt, gast.Assign) else None
@@ -434,6 +431,11 @@ def _partials(node, desugar):
                 and all(k.arg is not None for k in call.keywords)):
             body.append(stmt)
             continue
+        if parents is None:
+            local_functions = {s.name for s in node.body if isinstance(s, gast.FunctionDef)} | {
+                s.targets[0].id for s in node.body if isinstance(s, gast.Assign) and len(s.targets) == 1
+                and isinstance(s.targets[0], gast.Name) and isinstance(s.value, gast.Lambda)}
+            parents = {c: n for n in gast.walk(node) for c in gast.iter_child_nodes(n)}
         target, g = stmt.targets[0].id, call.args[0]
         root = g
         while isinstance(root, gast.Attribute):
@@ -561,19 +563,20 @@ def _resolves_path(desugar, func, wanted=lambda obj: True):
     return desugar.info.resolve_path(path)
 
 
-def _list_names(node, desugar):
+def _list_names(node, desugar, nodes):
     """Local names every binding of which makes a list (a display, a comprehension,
-    ``list(...)``, ``sorted(...)`` or a concatenation of such): ``xs.sort()`` sorts a list."""
+    ``list(...)``, ``sorted(...)`` or a concatenation of such): ``xs.sort()`` sorts a list.
+    ``nodes``: ``node``'s nodes (``ast_util.walk``)."""
     bindings = {}
     params = {a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
-    for n in gast.walk(node):
+    for n in nodes:
         if isinstance(n, gast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], gast.Name):
             bindings.setdefault(n.targets[0].id, []).append(n.value)
         elif isinstance(n, (gast.Assign, gast.AugAssign, gast.AnnAssign, gast.For, gast.comprehension,
                             gast.With)):
             targets = [i.optional_vars for i in n.items if i.optional_vars is not None] \
                 if isinstance(n, gast.With) else n.targets if isinstance(n, gast.Assign) else [n.target]
-            for t in (t for target in targets for t in gast.walk(target)):
+            for t in (t for target in targets for t in ast_util.walk(target)):
                 if isinstance(t, gast.Name) and isinstance(t.ctx, gast.Store):
                     bindings.setdefault(t.id, []).append(None)
 
@@ -592,16 +595,20 @@ def transform(node, ctx):
     """Rewrite the container-method statements and starred displays of FunctionDef ``node``
     (after bind_methods: ``p.energy(x)`` of a dataclass argument)."""
     node = bind_methods(node, ctx)
+    nodes = list(ast_util.walk(node))   # (gast.walk's nodes, in its order)
     wanted = any(isinstance(n, gast.Call)
                  or (isinstance(n, (gast.List, gast.Tuple)) and any(isinstance(e, gast.Starred) for e in n.elts))
                  or (isinstance(n, gast.Dict) and any(k is None for k in n.keys))
-                 for n in gast.walk(node))
+                 for n in nodes)
     if not wanted:
         return node
     desugar = Desugar(ctx.info, ctx.namer, ctx.bindings, local_names(node))
-    desugar.lists = _list_names(node, desugar)
-    _star_calls(node)
-    for n in gast.walk(node):
+    desugar.lists = _list_names(node, desugar, nodes)
+    # ``g(*args)``, ``g(**kw)``: rewritten or refused (nothing to do for a function without)
+    if any(n.__class__ is gast.Call and (any(isinstance(a, gast.Starred) for a in n.args)
+                                         or any(k.arg is None for k in n.keywords)) for n in nodes):
+        _star_calls(node)
+    for n in (ast_util.walk(node) if any(isinstance(n, gast.Starred) for n in nodes) else ()):
         if isinstance(n, gast.Call) and any(isinstance(a, gast.Starred) for a in n.args):
             star = next(a for a in n.args if isinstance(a, gast.Starred))
             raise desugar.error(star, UnsupportedError,
