@@ -96,7 +96,8 @@ def _fold_block(block, around, live, touched, facts, effects):
 def _the_use(block, k, t, reads, facts, effects):
     """The one statement after ``block[k]`` that reads ``t``, when the expression may move
     there; else None."""
-    for later in block[k + 1:]:
+    for j in range(k + 1, len(block)):   # (not a copy of the rest of the block per temporary)
+        later = block[j]
         if t in facts.loads(later) or t in facts.stores(later):   # refs, without a union
             if not isinstance(later, _USES) or _count_loads(later, t) != 1 or t in facts.stores(later):
                 return None
