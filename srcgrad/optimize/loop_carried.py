@@ -27,6 +27,7 @@ def run(body, facts):
                 firsts.setdefault(n, s)
                 lasts[n] = s
         before_loop = None   # name -> the last statement before the loop that holds it
+        not_only_zeroed = None   # names something outside the block does more than zero
         for d in sorted((facts.adjoints - facts.inplace) & set(firsts)):
             first, last = firsts[d], lasts[d]
             if first is last or not is_accumulation(first, d, facts.names) \
@@ -34,9 +35,11 @@ def run(body, facts):
                 continue
             if before_loop is None:
                 before_loop = _before_loop(body, block, facts)
-            if not (is_zero_assign(before_loop.get(d), d)
-                    or _only_zeroed_outside(body, block, d, facts)):
-                continue
+            if not is_zero_assign(before_loop.get(d), d):
+                if not_only_zeroed is None:   # (its rewrites are inside the block)
+                    not_only_zeroed = _not_only_zeroed_outside(body, block, facts)
+                if d in not_only_zeroed:
+                    continue
             first.value = first.value.right
             facts.names.forget(first)   # its refs stay (it still binds d): firsts, lasts hold
             changed = True
@@ -59,17 +62,20 @@ def _before_loop(body, block, facts):
     return {}
 
 
-def _only_zeroed_outside(body, block, d, facts):
-    """Every statement outside ``block`` that refers to ``d`` assigns it zero (compound
-    statements around it only through their blocks)."""
+def _not_only_zeroed_outside(body, block, facts):
+    """The names some statement outside ``block`` refers to other than by assigning them
+    zero (compound statements around it only through their blocks): ``d`` is only ever
+    zeroed outside when it is not among them. (One walk for all names: a walk per name
+    was quadratic in a long loop body.)"""
     inside = {id(s) for s in walk_statements(block)}
+    found = set()
     for s in walk_statements(body):
         if id(s) in inside:
             continue
         if isinstance(s, (gast.If, gast.For, gast.While)):
-            if any(d in facts.refs(part) for part in own_parts(s)):
-                return False
-        elif d in facts.refs(s) and not (isinstance(s, gast.Assign) and len(s.targets) == 1
-                                         and is_zero_assign(s, d)):
-            return False
-    return True
+            for part in own_parts(s):
+                found |= facts.refs(part)
+        else:
+            zeroing = isinstance(s, gast.Assign) and len(s.targets) == 1
+            found.update(d for d in facts.refs(s) if not (zeroing and is_zero_assign(s, d)))
+    return found
