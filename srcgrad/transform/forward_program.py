@@ -40,7 +40,8 @@ def front(fn, active, options=None, has_aux=False):
                                info.filename, info.first_lineno)
     params = tuple(a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs)
     names = tuple(n for n in params if n in active)
-    param_checks = aliasing.check(node, info, namer.display, live_at_exit=())
+    param_checks = aliasing.check(node, info, namer.display, live_at_exit=(),
+                                  bindings=ctx.bindings)
     kind_map = kinds.infer(node, {n: kinds.FLOAT for n in names}, info.peek)
     act = activity.resolve(node, names, kind_map)
     if as_array.as_array_arguments(node, act.sequences, ctx):
@@ -107,6 +108,9 @@ def prologue(front_, transformer):
                    and n.id in front_.act.active and n.id not in stored and n.id not in front_.params})
     for n in free:   # a global or closure array written into (G[0] = x): zero before
         body += gast.parse(f"{transformer.d(n)} = rt.tangent_zero({n})").body
+    for k, n in enumerate(free):   # each zero is its own: the arrays must be too (B = A)
+        for other in free[k + 1:]:
+            body += _unshared(front_, n, other)
     for n in front_.params:
         if n in front_.act.active and n not in front_.names:
             body += gast.parse(f"{transformer.d(n)} = rt.tangent_zero({n})").body
@@ -115,6 +119,23 @@ def prologue(front_, transformer):
             # tangent stays as it was
             body += gast.parse(f"{transformer.d(n)} = rt.own({transformer.d(n)})").body
     return body
+
+
+def _unshared(front_, written, other):
+    """``rt.check_unshared(written, other, error)``: two global (or closure) arrays
+    written into, each given a tangent of its own, must not share memory."""
+    error = front_.ctx.namer.new("aliasing_error")
+    info = front_.ctx.info
+    origin = info.origin(front_.node)
+    message = (f"forward mode: the global (or closure) arrays {written!r} and {other!r} share "
+               f"memory, and {info.fn.__qualname__} writes into them in place; each gets a "
+               f"tangent of its own, which would not share it")
+    hint = "Give each array memory of its own (a copy), or write through one name."
+    front_.ctx.bindings[error] = origin.error(UnsupportedError, message, hint) \
+        if origin is not None else UnsupportedError(message, info.filename, hint=hint)
+    stmts = gast.parse(f"rt.check_unshared({written}, {other}, {error})").body
+    anno.setanno(stmts[0].value, anno.Static.PRIMITIVE, runtime.check_unshared)
+    return stmts
 
 
 def load(fn, front_, body, tangent_params, function_name, finish):

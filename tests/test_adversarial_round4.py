@@ -1,0 +1,169 @@
+"""Fourth adversarial round: programs that srcgrad got silently wrong (or failed on with
+an error that was not a located refusal) before their fix. Each gradient or tangent is
+checked against central differences in float64 or a hand-derived answer; each refusal
+must name this file and the user's line."""
+
+import copy
+import re
+
+import numpy as np
+import pytest
+
+import srcgrad as sg
+from srcgrad import pytree
+from srcgrad.testing import numerical_grad
+
+X = np.array([0.3, -0.5, 1.2, 0.4])
+V = np.array([0.7, -1.1, 0.4, 2.0])
+
+
+def _flat(tree):
+    leaves = pytree.tree_leaves(tree) if pytree.is_node(tree) else [tree]
+    return np.concatenate([np.ravel(np.asarray(leaf, dtype=float)) for leaf in leaves])
+
+
+def _fd(f, args, wrt=0):
+    return numerical_grad(lambda *a: f(*copy.deepcopy(a)), args, wrt=wrt)
+
+
+def assert_grad_and_jvp(f, args, wrt=0):
+    """sg.grad and sg.jvp of ``f`` at ``args`` (run on copies) agree with central differences."""
+    want = _flat(_fd(f, args, wrt))
+    got = sg.grad(f, wrt=wrt)(*copy.deepcopy(args))
+    np.testing.assert_allclose(_flat(got), want, rtol=1e-6, atol=1e-8)
+    tangents = tuple(np.reshape(V[:np.size(a)], np.shape(a)) if k == wrt else np.zeros_like(a)
+                     for k, a in enumerate(args))
+    value, out = sg.jvp(f, copy.deepcopy(tuple(args)), tangents)
+    np.testing.assert_allclose(value, f(*copy.deepcopy(args)), rtol=1e-12)
+    np.testing.assert_allclose(out, want @ _flat(tangents[wrt]), rtol=1e-6, atol=1e-8)
+
+
+def assert_refused_here(run, *words):
+    with pytest.raises(sg.SrcgradError) as info:
+        run()
+    message = str(info.value)
+    assert __file__ in message and re.search(r"line \d+", message), message
+    for word in words:
+        assert word in message, message
+
+
+# ----- Free names (globals, closure cells, a helper's default) sharing memory -----
+# The alias analysis took each free name for an object of its own, and a write straight
+# into a global (G[0] = v) for one reaching nothing: a write through one name changed an
+# array another name read afterwards, and both modes dropped that gradient.
+
+GA = np.zeros(4)
+GB = GA                 # one array, two global names
+GC = np.zeros(4)
+GC_TAIL = GC[1:]        # a global view of another global
+GD = np.zeros(4)
+SCRATCH = np.zeros(4)
+
+
+def two_globals_one_array(x):
+    GA[0] = x[0] ** 2
+    return np.sum(GB * x)
+
+
+def global_view_written(x):
+    GC_TAIL[0] = x[0] ** 2
+    return np.sum(GC * x)
+
+
+def global_written_under_a_local_view(x):
+    tail = GD[1:]
+    GD[1] = x[0] ** 2
+    return np.sum(tail * x[1:])
+
+
+def _fill(a, buf=np.zeros(4)):
+    buf[:] = a
+    return buf
+
+
+def default_buffer_filled_twice(x):
+    first = _fill(x * 2.0)
+    second = _fill(x ** 2)
+    return np.sum(first * second)
+
+
+def _fill_scratch(a):
+    SCRATCH[:] = a
+    return SCRATCH
+
+
+def global_buffer_filled_twice(x):
+    first = _fill_scratch(x * 2.0)
+    second = _fill_scratch(x ** 2)
+    return np.sum(first * second)
+
+
+@pytest.mark.parametrize("f", [two_globals_one_array, global_view_written,
+                               global_written_under_a_local_view, default_buffer_filled_twice,
+                               global_buffer_filled_twice], ids=lambda f: f.__name__)
+def test_a_write_into_memory_another_free_name_reads_is_refused(f):
+    assert_refused_here(lambda: sg.grad(f)(X.copy()), "shares its memory")
+
+
+def test_the_same_writes_in_forward_mode():
+    for f in (two_globals_one_array, global_view_written, default_buffer_filled_twice):
+        assert_refused_here(lambda: sg.jvp(f, (X.copy(),), (V.copy(),)), "share")
+    # a local view of a written global: forward mode's tangent is a view of the global's
+    assert_grad_and_jvp_forward_only(global_written_under_a_local_view)
+
+
+def assert_grad_and_jvp_forward_only(f):
+    want = _flat(_fd(f, (X,)))
+    value, out = sg.jvp(f, (X.copy(),), (V.copy(),))
+    np.testing.assert_allclose(out, want @ V, rtol=1e-6, atol=1e-8)
+    # the hand-derived gradient: tail[0] is x[0] ** 2, so d/dx0 = 2 x0 x1
+    np.testing.assert_allclose(want, [2 * X[0] * X[1], X[0] ** 2, 0.0, 0.0], atol=1e-7)
+
+
+GE = np.zeros(4)
+GF = GE
+
+
+def two_globals_both_written(x):
+    GE[0] = x[0] ** 2
+    GF[1] = x[1] * 3.0
+    return np.sum(GE * x)
+
+
+def test_forward_mode_refuses_two_written_globals_sharing_memory():
+    # each written global gets a zero tangent of its own, which would not share memory
+    assert_refused_here(lambda: sg.jvp(two_globals_both_written, (X.copy(),), (V.copy(),)),
+                        "'GE' and 'GF' share memory")
+    assert_refused_here(lambda: sg.grad(two_globals_both_written)(X.copy()), "shares its memory")
+
+
+GH = np.zeros(4)
+
+
+def writes_a_global_it_was_passed(x):
+    GH[0] = x[1] ** 2
+    return np.sum(GH * x) + np.sum(x * x)
+
+
+def test_a_global_written_into_must_not_be_an_argument():
+    assert_refused_here(lambda: sg.grad(writes_a_global_it_was_passed)(GH), "'GH' and the argument")
+    # a distinct argument differentiates: d/dx sum(GH * x) + |x|^2 with GH = [x1^2, 0, 0, 0]
+    GH[:] = 0.0
+    got = sg.grad(writes_a_global_it_was_passed)(X.copy())
+    np.testing.assert_allclose(got, [X[1] ** 2 + 2 * X[0], 2 * X[0] * X[1] + 2 * X[1],
+                                     2 * X[2], 2 * X[3]])
+
+
+GK = np.zeros(4)
+GK_VIEW = GK[:2]
+
+
+def distinct_globals_written(x):
+    GK_VIEW[0] = x[0] ** 2       # the memory of GK, which is not read again
+    return np.sum(GA * x) + GK_VIEW[0]
+
+
+def test_writes_into_globals_that_share_nothing_read_later_still_differentiate():
+    want = _fd(distinct_globals_written, (X,))
+    np.testing.assert_allclose(sg.grad(distinct_globals_written)(X.copy()), want, rtol=1e-6, atol=1e-8)
+
