@@ -354,7 +354,8 @@ class GradFunction:
             grads = compiled.backward(seed, saved, self.hooks)
         else:
             grads = compiled.backward(seed, saved)
-        grads = _finish_values(grads, compiled.wrt, likes, self.allow_unused, self.materialize_grads)
+        grads = _finish_values(grads, compiled.wrt, likes, self.allow_unused, self.materialize_grads,
+                               seed)
         result = grads if plan.many else grads[0]
         if self.has_aux:
             result = ((out, aux), result) if self.preserve_result else (result, aux)
@@ -538,7 +539,7 @@ class _Backward:
             tracebacks.locate(exc)
             raise
         allow_unused, materialize, many = self.options
-        grads = _finish(compiled, grads, self.inputs, self.out, allow_unused, materialize)
+        grads = _finish(compiled, grads, self.inputs, self.out, allow_unused, materialize, seed)
         return grads if many else grads[0]
 
 

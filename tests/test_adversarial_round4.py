@@ -167,3 +167,89 @@ def test_writes_into_globals_that_share_nothing_read_later_still_differentiate()
     want = _fd(distinct_globals_written, (X,))
     np.testing.assert_allclose(sg.grad(distinct_globals_written)(X.copy()), want, rtol=1e-6, atol=1e-8)
 
+
+# ----- Gradients handed back in memory the caller's seed or another gradient holds -----
+# The adjoint of x + y is the seed itself for both x and y (rt.unbroadcast returns it when
+# the shapes match): sg.grad(f, wrt=(0, 1)) returned one array twice, and with grad_outputs
+# (or a vjp's cotangent) the caller's own seed. Clipping or scaling the gradients in place
+# (g *= c for each g) then scaled one of them twice, or changed the seed.
+
+Y = np.array([1.1, 0.2, -0.7, 0.9])
+SEED = np.array([1.0, 2.0, 3.0, 4.0])
+
+
+def squared_sum_of_a_sum(x, y):
+    return np.sum((x + y) ** 2)
+
+
+def sum_of_two(x, y):
+    return x + y
+
+
+def difference(x, y):
+    return x - y
+
+
+def reshaped(x):
+    return x.reshape(2, 2)
+
+
+def returned_as_is(x):
+    return x
+
+
+def pair_of_inputs(x, y):
+    return x, y
+
+
+def list_of_two(params):
+    return np.sum((params[0] + params[1]) ** 2)
+
+
+def _scale_in_place(grads, c):
+    for g in pytree.tree_leaves(grads):
+        g *= c
+    return grads
+
+
+def test_gradients_of_two_inputs_are_arrays_of_their_own():
+    twice = 2 * (X + Y)
+    for call in range(2):   # the first call, and the fast call after it
+        gx, gy = _scale_in_place(sg.grad(squared_sum_of_a_sum, wrt=(0, 1))(X, Y), 0.5)
+        np.testing.assert_allclose(gx, twice * 0.5)
+        np.testing.assert_allclose(gy, twice * 0.5)
+    value, (gx, gy) = sg.value_and_grad(squared_sum_of_a_sum, wrt=(0, 1))(X, Y)
+    assert not np.shares_memory(gx, gy)
+    _, backward = sg.vjp(squared_sum_of_a_sum, wrt=(0, 1))(X, Y)
+    gx, gy = _scale_in_place(backward(1.0), 0.5)
+    np.testing.assert_allclose(gy, twice * 0.5)
+    grads = _scale_in_place(sg.grad(list_of_two)([X.copy(), Y.copy()]), 0.5)
+    np.testing.assert_allclose(grads[1], twice * 0.5)
+
+
+@pytest.mark.parametrize("f, args, wrt, seed", [
+    (sum_of_two, (X, Y), (0, 1), SEED), (difference, (X, Y), (0, 1), SEED),
+    (reshaped, (X,), 0, SEED.reshape(2, 2)), (returned_as_is, (X,), 0, SEED),
+    (pair_of_inputs, (X, Y), (0, 1), (SEED, 2 * SEED))], ids=lambda v: getattr(v, "__name__", ""))
+def test_no_gradient_is_the_callers_seed(f, args, wrt, seed):
+    want = [np.reshape(np.asarray(g, dtype=float), np.shape(a)) for g, a in zip(
+        [_fd_seeded(f, args, k, seed) for k in (wrt if isinstance(wrt, tuple) else (wrt,))], args)]
+    for run in ("grad", "grad again", "vjp"):
+        seeds = copy.deepcopy(seed)
+        if run == "vjp":
+            grads = sg.vjp(f, wrt=wrt)(*args)[1](seeds)
+        else:
+            g = sg.grad(f, wrt=wrt)
+            if run == "grad again":
+                g(*args, grad_outputs=seeds)
+            grads = g(*args, grad_outputs=seeds)
+        grads = grads if isinstance(grads, tuple) else (grads,)
+        _scale_in_place(grads, 0.5)
+        for leaf, original in zip(pytree.tree_leaves(seeds), pytree.tree_leaves(seed)):
+            np.testing.assert_array_equal(leaf, original)   # the seed stays as it was
+        for got, expected in zip(grads, want):
+            np.testing.assert_allclose(got, expected * 0.5, rtol=1e-6, atol=1e-8)
+
+
+def _fd_seeded(f, args, wrt, seed):
+    return numerical_grad(lambda *a: f(*copy.deepcopy(a)), args, wrt=wrt, grad_outputs=seed)
