@@ -253,3 +253,66 @@ def test_no_gradient_is_the_callers_seed(f, args, wrt, seed):
 
 def _fd_seeded(f, args, wrt, seed):
     return numerical_grad(lambda *a: f(*copy.deepcopy(a)), args, wrt=wrt, grad_outputs=seed)
+
+
+# ----- A dict's keys computed with in forward mode -----
+# The tangent of d.items(), list(d) and max(d, key=...) gave each key the tangent None,
+# so v * k crashed in sg.jvp, sg.jacfwd and sg.hessian with a TypeError (reverse mode was
+# right). ``for k in d`` read d[0], d[1], ... in forward mode (the values, not the keys);
+# reverse mode refused it at run time, and forward mode now does too.
+
+def weights_times_keys(x):
+    d = {i: x[i] ** 2 for i in range(4)}
+    return sum(v * k for k, v in d.items())
+
+
+def float_keys(x):
+    d = {0.5: x[0], 1.5: x[1] ** 2}
+    return sum(k * v for k, v in d.items())
+
+
+def tuple_keys(x):
+    d = {(0, 1): x[0] * x[1], (2, 3): x[2] * x[3]}
+    return sum((k[0] + k[1]) * v for k, v in d.items())
+
+
+def sorted_items_by_key(x):
+    d = {3 - i: x[i] ** 2 for i in range(4)}
+    return sum(k * v for k, v in sorted(d.items()))
+
+
+def key_of_the_largest(x):
+    d = {i: x[i] for i in range(4)}
+    k = max(d, key=lambda j: d[j])
+    return d[k] * k
+
+
+def items_listed(x):
+    d = {i: x[i] ** 2 for i in range(4)}
+    items = list(d.items())
+    return items[1][1] * items[2][0]
+
+
+@pytest.mark.parametrize("f", [weights_times_keys, float_keys, tuple_keys, sorted_items_by_key,
+                               key_of_the_largest, items_listed], ids=lambda f: f.__name__)
+def test_dict_keys_carry_a_zero_tangent(f):
+    assert_grad_and_jvp(f, (X,))
+    want = _fd(f, (X,))
+    np.testing.assert_allclose(sg.jacfwd(f)(X.copy()), want, rtol=1e-6, atol=1e-8)
+    grad = sg.grad(f)
+    hess_fd = np.array([(grad(X + e) - grad(X - e)) / 2e-6 for e in np.eye(4) * 1e-6])
+    np.testing.assert_allclose(sg.hessian(f)(X.copy()), hess_fd, rtol=1e-5, atol=1e-6)
+
+
+def loops_over_a_dict(x):
+    d = {i: x[i] ** 2 for i in range(4)}
+    total = 0.0
+    for k in d:
+        total = total + d[k] * k
+    return total
+
+
+def test_a_loop_over_a_dict_is_refused_in_both_modes():
+    assert_refused_here(lambda: sg.grad(loops_over_a_dict)(X.copy()), "for loop over 'd'")
+    assert_refused_here(lambda: sg.jvp(loops_over_a_dict, (X.copy(),), (V.copy(),)),
+                        "for loop over 'd'")
