@@ -94,6 +94,7 @@ class _Objects:
         self.locals = set(params) | {n.id for st in stmts for n in ast_util.walk(st)
                                      if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
         assigns = [s for s in stmts if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)]
+        stores = [s for s in stmts if _stored_into(s) is not None]
         changed = True
         while changed:
             changed = False
@@ -101,6 +102,16 @@ class _Objects:
                 target = s.targets[0].id
                 new = self.value(s.value, s)
                 old = self.pts.setdefault(target, set())
+                if not new <= old:
+                    old |= new
+                    changed = True
+            for s in stores:   # L.append(v), L[i] = v: L's objects take v's
+                target, values = _stored_into(s)
+                if target not in self.pts or not isinstance(s, gast.Expr) and not \
+                        self.pts[target] & self.sequences:   # b[i] = v copies into an array
+                    continue
+                new = set().union(*[self.value(v, s) for v in values]) - {("new", id(s))}
+                old = self.pts[target]
                 if not new <= old:
                     old |= new
                     changed = True
@@ -180,6 +191,25 @@ class _Objects:
             return {fresh} | self.of(value)
         self.sequences.add(fresh)
         return {fresh} | self.of(value)
+
+
+# Methods that store their arguments in the list, dict or set they are called on.
+_STORING_METHODS = {"append", "extend", "insert", "add", "update", "setdefault", "appendleft",
+                    "extendleft"}
+
+
+def _stored_into(s):
+    """``(name, [values])`` where statement ``s`` stores values in the container a local
+    name holds (``L.append(v)``, ``L.insert(0, v)``, ``L[i] = v``), else None."""
+    if isinstance(s, gast.Expr) and isinstance(s.value, gast.Call):
+        func = s.value.func
+        if isinstance(func, gast.Attribute) and func.attr in _STORING_METHODS \
+                and isinstance(func.value, gast.Name) and (s.value.args or s.value.keywords):
+            return func.value.id, list(s.value.args) + [k.value for k in s.value.keywords]
+    if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Subscript) \
+            and isinstance(s.targets[0].value, gast.Name) and not anno.getanno(s, Static.AUGMENTED):
+        return s.targets[0].value.id, [s.value]
+    return None
 
 
 def _returns_fresh(call):
