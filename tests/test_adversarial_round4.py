@@ -401,3 +401,33 @@ def stores_fresh_arrays(x):
 
 def test_stores_of_fresh_values_still_differentiate():
     assert_grad_and_jvp(stores_fresh_arrays, (X,))
+
+
+# ----- Forward mode: a value that is its argument, written through a view later -----
+# np.linalg.matrix_power(a, 1) returns a itself; its tangent was a new array, and the
+# check that a tangent mirrors its value's memory looked only at the value written into
+# (v = mp.ravel()), not at the values it is a view of. Every value that may share a
+# written array's memory is checked now, and matrix_power's tangent for n == 1 is t.
+
+def matrix_power_one_written(x):
+    y = np.reshape(x * 1.0, (2, 2))
+    v = np.linalg.matrix_power(y, 1)
+    v[0, 0] = x[1] ** 2
+    return np.sum(y * y)
+
+
+def matrix_power_one_written_through_a_view(x):
+    y = x * 1.0
+    v = np.linalg.matrix_power(y.reshape(2, 2), 1).ravel()
+    v[0] = x[1] ** 2
+    return np.sum(y * x) + np.sum(v)
+
+
+@pytest.mark.parametrize("f", [matrix_power_one_written, matrix_power_one_written_through_a_view],
+                         ids=lambda f: f.__name__)
+def test_forward_mode_follows_a_write_into_a_value_that_is_its_argument(f):
+    want = _fd(f, (X,))
+    _, out = sg.jvp(f, (X.copy(),), (V.copy(),))
+    np.testing.assert_allclose(out, want @ V, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(sg.jacfwd(f)(X.copy()), want, rtol=1e-6, atol=1e-8)
+    assert_refused_here(lambda: sg.grad(f)(X.copy()), "shares its memory")

@@ -360,6 +360,26 @@ def check(node, info, display=lambda name: name, live_at_exit=(), bindings=None)
     return param_checks
 
 
+def sharing(node, names, info=None, bindings=None):
+    """The locals that may share memory with any of ``names`` (a view, a helper's result
+    that is its argument: ``np.linalg.matrix_power(a, 1)`` is ``a``), ``names`` included."""
+    names = set(names)
+    if not names:
+        return names
+    bindings = bindings or {}
+
+    def lookup(name):
+        if name in bindings:
+            return bindings[name]
+        if info is None:
+            raise NameError(name)
+        return info.lookup(name)
+
+    objects = _Objects(node, list(walk_statements(node.body)), lookup)
+    theirs = set().union(*[objects.pts.get(n, set()) for n in names]) - {FREE_MEMORY}
+    return names | {n for n, mine in objects.pts.items() if mine & theirs}
+
+
 def _private_tapes(node):
     """Lists no other name can hold: bound once, to ``[]``, and read only to append to
     (``L.append(v)``) or pop from (``rt.tape_pop(L)``, which gives an item; ``rt.tape_unpop``

@@ -49,7 +49,12 @@ def front(fn, active, options=None, has_aux=False):
         act = activity.resolve(node, names, kind_map)
     if not loader.is_generated(info.filename):   # a gradient read again has its own checks
         alias_checks(node, ctx, param_checks, act.active, act.sequences)
-    return Front(node, ctx, params, names, act, kind_map, forward.written_names(node))
+    # a tangent mirrors its value's memory wherever the value shares a written array's
+    # (a gradient read again writes into adjoints it owns)
+    written = forward.written_names(node)
+    if not loader.is_generated(info.filename):
+        written = aliasing.sharing(node, written, info, ctx.bindings)
+    return Front(node, ctx, params, names, act, kind_map, written)
 
 
 def alias_checks(node, ctx, param_checks, active, sequences=frozenset()):
