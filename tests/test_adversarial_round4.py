@@ -431,3 +431,88 @@ def test_forward_mode_follows_a_write_into_a_value_that_is_its_argument(f):
     np.testing.assert_allclose(out, want @ V, rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(sg.jacfwd(f)(X.copy()), want, rtol=1e-6, atol=1e-8)
     assert_refused_here(lambda: sg.grad(f)(X.copy()), "shares its memory")
+
+
+# ----- vjp: what the function reads by a global or closure name, changed before backward -----
+# The forward sweep's watch covered the arguments and outputs only. A global weight, a
+# closure's array or self.W changed in place between vjp and backward (or a global the
+# backward sweep reads by name rebound) gave the gradient of the changed function,
+# silently; PyTorch raises here, and srcgrad does now too (with jit=True as well).
+
+WEIGHT = np.ones(4)
+
+
+def weighted_square(x):
+    return np.sum(WEIGHT * x ** 2)
+
+
+def _closure_weighted(w):
+    def weighted(x):
+        return np.sum(w * x ** 2)
+    return weighted
+
+
+class Weighted:
+    def __init__(self):
+        self.W = np.ones(4)
+
+    def loss(self, x):
+        return np.sum(np.sin(self.W * x))
+
+
+GLOBAL_ROWS = [np.ones(4)]
+
+
+def first_row_weighted(x):
+    return np.sum(GLOBAL_ROWS[0] * x ** 2)
+
+
+def _changed_in_place(jit):
+    w = np.ones(4)
+    model = Weighted()
+    cases = [(weighted_square, WEIGHT), (_closure_weighted(w), w), (model.loss, model.W),
+             (first_row_weighted, GLOBAL_ROWS[0])]
+    for f, array in cases:
+        out, backward = sg.vjp(f, jit=jit)(X.copy())
+        array[:] = 5.0
+        try:
+            with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+                backward(1.0)
+        finally:
+            array[:] = 1.0
+        out, backward = sg.vjp(f, jit=jit)(X.copy())   # unchanged: the gradient, no error
+        np.testing.assert_allclose(backward(1.0), _fd(f, (X,)), rtol=1e-6, atol=1e-8)
+
+
+def test_vjp_refuses_a_backward_after_an_array_read_by_name_changed():
+    _changed_in_place(jit=False)
+
+
+def test_vjp_with_jit_refuses_a_backward_after_an_array_read_by_name_changed():
+    pytest.importorskip("numba")
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _changed_in_place(jit=True)
+
+
+def test_vjp_refuses_a_backward_after_a_global_it_reads_was_rebound():
+    global WEIGHT
+    out, backward = sg.vjp(weighted_square)(X.copy())
+    before = WEIGHT
+    WEIGHT = np.full(4, 5.0)
+    try:
+        with pytest.raises(RuntimeError, match="'WEIGHT'.*bound to another object"):
+            backward(1.0)
+    finally:
+        WEIGHT = before
+
+
+def test_updating_the_weights_after_backward_is_fine():
+    w = np.ones(4)
+    f = _closure_weighted(w)
+    for _ in range(3):
+        out, backward = sg.vjp(f)(X.copy())
+        g = backward(1.0)
+        np.testing.assert_allclose(g, 2 * w * X)
+        w -= 0.1 * g   # after backward: nothing is watched any more
