@@ -516,3 +516,30 @@ def test_updating_the_weights_after_backward_is_fine():
         g = backward(1.0)
         np.testing.assert_allclose(g, 2 * w * X)
         w -= 0.1 * g   # after backward: nothing is watched any more
+
+
+# ----- Forward mode: a write through a name that carries no tangent (sg.detach) -----
+# d = sg.detach(y) is y's memory without y's tangent; d[0] = c made y[0] a constant, but
+# forward mode skipped the alias check for a write whose other name has a tangent,
+# assuming the write went through a view of that tangent: y[0] kept its old tangent.
+
+def detached_then_written(x):
+    y = x * 2.0
+    d = sg.detach(y)
+    d[0] = 100.0
+    return np.sum(y * x)
+
+
+def sliced_without_gradient_then_written(x):
+    y = x * 2.0
+    with sg.no_grad():
+        head = y[:2]
+    head[1] = 3.0
+    return np.sum(y * x)
+
+
+@pytest.mark.parametrize("f", [detached_then_written, sliced_without_gradient_then_written],
+                         ids=lambda f: f.__name__)
+def test_a_write_through_a_name_without_a_tangent_is_refused_in_both_modes(f):
+    assert_refused_here(lambda: sg.jvp(f, (X.copy(),), (V.copy(),)), "shares its memory")
+    assert_refused_here(lambda: sg.grad(f)(X.copy()), "shares its memory")

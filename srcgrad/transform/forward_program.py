@@ -62,7 +62,8 @@ def alias_checks(node, ctx, param_checks, active, sequences=frozenset()):
     before each ``v += y`` or ``b[i] += y`` that may reach another live name (the tangent
     program runs ``v = v + y``, a new array), before an indexed write or an append that may
     reach a live name without a tangent (``y = np.zeros(3); v = y[:2]; v[0] = x``: nothing would
-    carry the write's tangent to ``y``'s), and on entry where a write may reach an argument
+    carry the write's tangent to ``y``'s) or is made through a name without one (``d =
+    sg.detach(y); d[0] = c``), and on entry where a write may reach an argument
     (each argument's tangent is its own). An indexed write into a view of a name with a
     tangent writes into the view of that tangent, and needs none."""
     from srcgrad.transform.reverse import alias_checks as checks_of
@@ -82,9 +83,10 @@ def alias_checks(node, ctx, param_checks, active, sequences=frozenset()):
                     checks = [c for c in checks if c[0] not in active and c[0] in sequences]
                 else:
                     target = s.targets[0]
-                    if not anno.getanno(s, anno.Static.AUGMENTED):
-                        checks = [c for c in checks if c[0] not in active]
                     written = target.value.id if isinstance(target, gast.Subscript) else target.id
+                    if not anno.getanno(s, anno.Static.AUGMENTED) and written in active:
+                        # (a name without a tangent, sg.detach(y), carries no write to y's)
+                        checks = [c for c in checks if c[0] not in active]
                 out += mark(checks_of(s, written, ctx.namer, bindings, checks))
             out.append(s)
         return out
