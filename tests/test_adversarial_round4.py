@@ -543,3 +543,33 @@ def sliced_without_gradient_then_written(x):
 def test_a_write_through_a_name_without_a_tangent_is_refused_in_both_modes(f):
     assert_refused_here(lambda: sg.jvp(f, (X.copy(),), (V.copy(),)), "shares its memory")
     assert_refused_here(lambda: sg.grad(f)(X.copy()), "shares its memory")
+
+
+# ----- A hook that changes its gradient in place -----
+# The adjoint of x + w is one array for x and w: a hook on x that scaled its gradient in
+# place (g *= 2) scaled w's too; on a broadcast adjoint (np.sum(a) gives a read-only
+# view) it raised "output array is read-only". Each hook now gets an array of its own.
+
+def _double_in_place(g):
+    g *= 2.0
+
+
+def squared_sum_of_a_sum_of_two(x, w):
+    y = x + w
+    return np.sum(y * y)
+
+
+def sum_of_a_shifted_copy(x):
+    y = x * 2.0
+    a = y + 0.0
+    b = y - 0.0
+    return np.sum(a) + np.sum(b * b)
+
+
+def test_a_hook_changing_its_gradient_in_place_changes_only_that_one():
+    W = X + 1.0
+    gx, gw = sg.grad(squared_sum_of_a_sum_of_two, wrt=(0, 1), hooks={"x": _double_in_place})(X, W)
+    np.testing.assert_allclose(gx, 2 * 2 * (X + W))
+    np.testing.assert_allclose(gw, 2 * (X + W))
+    got = sg.grad(sum_of_a_shifted_copy, hooks={"a": _double_in_place})(X.copy())
+    np.testing.assert_allclose(got, 2 * (2 * 1.0 + 2 * 2 * X))   # da = 1 doubled, db = 2b
