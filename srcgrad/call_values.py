@@ -6,6 +6,7 @@ import dataclasses
 import numpy
 
 from srcgrad import pytree, runtime
+from srcgrad.runtime.dask_forms import is_dask
 
 _LEAF_TYPES = (float, numpy.ndarray, int)
 
@@ -132,10 +133,10 @@ def distinct(grads, seed=None):
         else:
             return grads
     taken = [leaf for leaf in (pytree.tree_leaves(seed) if pytree.is_node(seed) else (seed,))
-             if runtime.is_array(leaf)]
+             if runtime.is_array(leaf) and not is_dask(leaf)]
 
     def own(leaf):
-        if runtime.is_array(leaf):
+        if runtime.is_array(leaf) and not is_dask(leaf):   # (a Dask array has no memory)
             if any(type(leaf) is type(t) and runtime.may_share_memory(leaf, t) for t in taken):
                 leaf = leaf.copy()
             taken.append(leaf)
