@@ -20,6 +20,7 @@ from srcgrad.entry import entry_function
 from srcgrad.call_values import (_LEAF_TYPES, _check_differentiable, _finish,
                                   _finish_values, _seed)
 from srcgrad import fast_call as _fast_call
+from srcgrad import saved_watch as _saved_watch
 from srcgrad.saved_watch import unchanged as _unchanged, watch as _watch
 from srcgrad.fast_call import DECLINED as _DECLINED, FastAuxCall as _FastAuxCall, \
     FastCall as _FastCall
@@ -354,7 +355,8 @@ class GradFunction:
             grads = compiled.backward(seed, saved, self.hooks)
         else:
             grads = compiled.backward(seed, saved)
-        grads = _finish_values(grads, compiled.wrt, likes, self.allow_unused, self.materialize_grads)
+        grads = _finish_values(grads, compiled.wrt, likes, self.allow_unused, self.materialize_grads,
+                               seed)
         result = grads if plan.many else grads[0]
         if self.has_aux:
             result = ((out, aux), result) if self.preserve_result else (result, aux)
@@ -496,7 +498,7 @@ def value_and_grad(fn, wrt=0, **options):
 class _Backward:
     """The reverse sweep of one forward run, callable once (or more with retain_graph)."""
 
-    def __init__(self, gfn, compiled, saved, out, inputs, options, watched=()):
+    def __init__(self, gfn, compiled, saved, out, inputs, options, watched=(), free=()):
         self.gfn = gfn
         self.compiled = compiled
         self.saved = saved
@@ -505,6 +507,26 @@ class _Backward:
         self.options = options
         self.consumed = False
         self.watched = watched   # _watch: saved arrays the caller could change in place
+        self.free = free   # saved_watch.free_objects of the backward sweep: not rebound
+
+    def check_unchanged(self):
+        """Raise where what the forward sweep saved, or what the backward sweep reads by a
+        global or closure name, changed after vjp ran (PyTorch's version counters)."""
+        name = _saved_watch.rebound(self.free) if self.free else None
+        if name is not None:
+            raise RuntimeError(
+                f"srcgrad: {name!r}, which the backward sweep reads by its global (or closure) "
+                "name, was bound to another object after vjp ran; the backward sweep would "
+                "read the new one. Call vjp again after the change.")
+        for value, shape, snapshot in self.watched:
+            if not _unchanged(value, shape, snapshot):
+                raise RuntimeError(
+                    "srcgrad: one of the arrays needed for gradient computation has been "
+                    f"modified by an inplace operation: an array of shape {tuple(value.shape)} "
+                    "that the forward sweep saved (an argument passed to the function, an "
+                    "output it returned, an array it reads through a global or closure "
+                    "name, or a view of one) was changed after vjp ran. Call "
+                    "vjp again after the change, or change a copy (out = out.copy()).")
 
     def __call__(self, grad_outputs=None, retain_graph=False):
         if self.consumed:
@@ -512,14 +534,7 @@ class _Backward:
                 "Trying to backward through the graph a second time: the values saved by the "
                 "forward sweep were consumed by the first backward call. Pass retain_graph=True "
                 "to the first backward call if you need to call it again.")
-        for value, shape, snapshot in self.watched:
-            if not _unchanged(value, shape, snapshot):
-                raise RuntimeError(
-                    "srcgrad: one of the arrays needed for gradient computation has been "
-                    f"modified by an inplace operation: an array of shape {tuple(value.shape)} "
-                    "that the forward sweep saved (an argument passed to the function, an "
-                    "output it returned, or a view of one) was changed after vjp ran. Call "
-                    "vjp again after the change, or change a copy (out = out.copy()).")
+        self.check_unchanged()
         compiled = self.compiled
         seed = _seed(self.out, grad_outputs, compiled.tuple_output)
         saved = self.saved
@@ -538,7 +553,7 @@ class _Backward:
             tracebacks.locate(exc)
             raise
         allow_unused, materialize, many = self.options
-        grads = _finish(compiled, grads, self.inputs, self.out, allow_unused, materialize)
+        grads = _finish(compiled, grads, self.inputs, self.out, allow_unused, materialize, seed)
         return grads if many else grads[0]
 
 
@@ -581,11 +596,17 @@ def vjp(fn, wrt=0, *, allow_unused=False, materialize_grads=False, hooks=None, f
                 raise _of_user(exc, fn) from None
             raise
         options = (allow_unused, materialize_grads, isinstance(wrt, (tuple, list)))
-        watched = _watch(saved, (args, kwargs, out))
+        # what backward reads by a global or closure name, and the arrays reachable from
+        # what both sweeps read so, must not change before it runs either
+        # read by name when backward runs (with jit, both sweeps run again from the arguments)
+        free = _saved_watch.free_objects((compiled.backward,) + ((compiled.forward,) if jit else ()))
+        objects = [o for _, _, o in free + _saved_watch.free_objects((compiled.forward,))]
+        watched = _watch((saved, [o for _, _, o in free if runtime.is_array(o)]),
+                         (args, kwargs, out, _saved_watch.reachable(objects)))
         if has_aux:
             out, aux = out
-            return out, _Backward(gfn, compiled, saved, out, inputs, options, watched), aux
-        return out, _Backward(gfn, compiled, saved, out, inputs, options, watched)
+            return out, _Backward(gfn, compiled, saved, out, inputs, options, watched, free), aux
+        return out, _Backward(gfn, compiled, saved, out, inputs, options, watched, free)
 
     run.__name__ = f"vjp_{getattr(fn, '__name__', 'f')}"
     if jit:

@@ -6,6 +6,7 @@ import dataclasses
 import numpy
 
 from srcgrad import pytree, runtime
+from srcgrad.runtime.dask_forms import is_dask
 
 _LEAF_TYPES = (float, numpy.ndarray, int)
 
@@ -109,13 +110,43 @@ def _tree_seed(out, g, path):
                     f"a dict, list, tuple or dataclass")
 
 
-def _finish(compiled, grads, inputs, out, allow_unused, materialize_grads):
+def _finish(compiled, grads, inputs, out, allow_unused, materialize_grads, seed=None):
     likes = [inputs.get(name) for name in compiled.wrt]
-    return _finish_values(grads, compiled.wrt, likes, allow_unused, materialize_grads)
+    return _finish_values(grads, compiled.wrt, likes, allow_unused, materialize_grads, seed)
 
 
-def _finish_values(grads, names, likes, allow_unused, materialize_grads):
-    """Each gradient with the type, shape and dtype of its input, in memory the caller owns."""
+def distinct(grads, seed=None):
+    """``grads`` (a tuple) with each array leaf in memory of its own: not the seed's (the
+    caller's ``grad_outputs`` or cotangent, which the sweep may hand through: the adjoint of
+    ``x + y`` is the seed itself) nor an earlier gradient's (``x + y`` gives ``x`` and ``y``
+    one adjoint), so that changing one gradient in place (clipping, scaling) changes no other."""
+    ndarray = numpy.ndarray
+    if seed is None or type(seed) is float or type(seed) is ndarray:   # the common call:
+        owners = set() if type(seed) is not ndarray else {id(seed if seed.base is None else seed.base)}
+        for g in grads:   # NumPy arrays whose owners (``base``) are distinct arrays
+            if type(g) is not ndarray:
+                break
+            owner = g if g.base is None else g.base
+            if type(owner) is not ndarray or id(owner) in owners:
+                break
+            owners.add(id(owner))
+        else:
+            return grads
+    taken = [leaf for leaf in (pytree.tree_leaves(seed) if pytree.is_node(seed) else (seed,))
+             if runtime.is_array(leaf) and not is_dask(leaf)]
+
+    def own(leaf):
+        if runtime.is_array(leaf) and not is_dask(leaf):   # (a Dask array has no memory)
+            if any(type(leaf) is type(t) and runtime.may_share_memory(leaf, t) for t in taken):
+                leaf = leaf.copy()
+            taken.append(leaf)
+        return leaf
+    return tuple(pytree.tree_map(own, g) if pytree.is_node(g) else own(g) for g in grads)
+
+
+def _finish_values(grads, names, likes, allow_unused, materialize_grads, seed=None):
+    """Each gradient with the type, shape and dtype of its input, in memory the caller owns
+    (``distinct``: none of the seed's ``seed``, none another gradient's)."""
     finished = []
     for name, g, like in zip(names, grads, likes):
         if g is None:
@@ -135,4 +166,7 @@ def _finish_values(grads, names, likes, allow_unused, materialize_grads):
         elif type(g) is numpy.ndarray and not g.flags.writeable:
             g = g.copy()  # the seed, or a broadcast view of it: the caller gets an array of its own
         finished.append(g)
-    return tuple(finished)
+    if len(finished) == 1 and type(finished[0]) is numpy.ndarray and not runtime.is_array(seed) \
+            and not pytree.is_node(seed):
+        return tuple(finished)   # one array, no array seed: nothing to share
+    return distinct(tuple(finished), seed)

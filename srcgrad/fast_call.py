@@ -18,7 +18,7 @@ import numpy
 from srcgrad import pytree, runtime, show
 from srcgrad.analysis import fresh as analysis_fresh
 from srcgrad.analysis.ranks import rank_key
-from srcgrad.call_values import _LEAF_TYPES, _check_seed, _finish_values
+from srcgrad.call_values import _LEAF_TYPES, _check_seed, _finish_values, distinct
 from srcgrad.runtime.arrays import is_cupy_array_type
 
 DECLINED = object()   # the call needs the general path (checks, conversions, recompiling)
@@ -101,16 +101,17 @@ class FastCall:
             if gradient is None:
                 gradient = self.gradient = self._gradient()
             grads = gradient(*args)
-        else:
-            grads = self.compiled.backward(*_seeded(self.compiled.forward(*args), grad_outputs))
+        else:   # no gradient the caller's seed (call_values.distinct)
+            grads = distinct(self.compiled.backward(*_seeded(self.compiled.forward(*args),
+                                                             grad_outputs)), grad_outputs)
         if k is not None:
             g = grads[0]
             if type(g) is numpy.ndarray and g.dtype is getattr(like, "dtype", None) and g.shape == like.shape \
                     and g.flags.writeable or type(g) is type(like) is float:
                 return grads if self.many else g
             likes = (like,)
-        elif all(map(_final, grads, likes)):
-            return grads if self.many else grads[0]
+        elif all(map(_final, grads, likes)):   # two or more: none another's memory
+            return distinct(grads) if self.many else grads[0]
         grads = _finish_values(grads, self.compiled.wrt, likes, *self.options)
         return grads if self.many else grads[0]
 
@@ -194,6 +195,7 @@ def _hot_function(fast):
                      is_node=pytree.is_node, gradient=fast.gradient,
                      compiled=fast.compiled,   # its sweeps loaded when grad_outputs asks
                      check_seed=_check_seed, final=_final, finish=_finish_values,
+                     distinct=distinct,
                      WRT=fast.compiled.wrt, OPTIONS=fast.options, **CALLS)
     # (not "<srcgrad ...>": that names generated gradient code, tests/test_source.py)
     code = _CODES.get(source)
@@ -230,7 +232,7 @@ def _run_lines(fast, names, arrays):
                   f"            grads = gradient({call})",
                   "        else:"]
         if known is not None:
-            first = f"({returned})" if fast.many else fresh.returned[0]
+            first = f"distinct(({returned}))" if fast.many else fresh.returned[0]
             lines += [f"            if {known}:   # new arrays like the inputs",
                       f"                return {first}"]
         lines += [f"            grads = ({returned})"]
@@ -238,7 +240,7 @@ def _run_lines(fast, names, arrays):
         lines += [f"        grads = gradient({call})"]
     if known is not None:
         lines += [f"        if {known}:   # new arrays like the inputs",
-                  f"            return {'grads' if fast.many else 'grads[0]'}"]
+                  f"            return {'distinct(grads)' if fast.many else 'grads[0]'}"]
     lines += ["    else:",
               f"        out, saved = compiled.forward({call})",
               "        if type(out) is ndarray and type(grad_outputs) is ndarray and out.dtype.kind != 'c' \\",
@@ -247,7 +249,7 @@ def _run_lines(fast, names, arrays):
               "        else:",
               "            seed = check_seed(out, grad_outputs)",
               "        out = None   # not kept alive by the backward sweep",
-              "        grads = compiled.backward(seed, saved)"]
+              "        grads = distinct(compiled.backward(seed, saved), grad_outputs)"]
     result = "grads" if fast.many else "grads[0]"
     if fast.only is not None:   # run's check of the one gradient, by the input's type
         like, done = names[fast.only], "grads" if fast.many else "g"
@@ -262,7 +264,7 @@ def _run_lines(fast, names, arrays):
                       f"        return {done}"]
     else:
         lines += [f"    if all(map(final, grads, ({likes}))):",
-                  f"        return {result}"]
+                  f"        return {'distinct(grads)' if fast.many else result}"]
     lines += [f"    grads = finish(grads, WRT, ({likes}), *OPTIONS)",
               f"    return {result}"]
     return lines
@@ -317,7 +319,9 @@ class FastAuxCall(FastCall):
         seed = runtime.default_seed(out) if grad_outputs is None else _check_seed(out, grad_outputs)
         grads = self.compiled.backward(seed, saved)
         if not all(map(_final, grads, likes)):
-            grads = _finish_values(grads, self.compiled.wrt, likes, *self.options)
+            grads = _finish_values(grads, self.compiled.wrt, likes, *self.options, grad_outputs)
+        elif grad_outputs is not None or self.many:
+            grads = distinct(grads, grad_outputs)
         return (grads if self.many else grads[0]), aux
 
 

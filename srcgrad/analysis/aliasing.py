@@ -25,6 +25,8 @@ may reach a parameter's memory, the forward sweep first checks that the
 arguments do not share memory with each other (``f(x, x)``).
 """
 
+import types
+
 import gast
 import numpy
 
@@ -66,6 +68,11 @@ FRESH_METHODS = {
 }
 # Attributes that are never arrays sharing the receiver's memory.
 SCALAR_ATTRIBUTES = {"shape", "ndim", "size", "dtype", "nbytes", "itemsize", "strides", "flags"}
+# The memory every free name that may hold an array or container may share (_Objects.name).
+FREE_MEMORY = ("free", "*")
+# What a free name denotes that holds no memory a write could reach.
+_NO_MEMORY = (types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.MethodType,
+              type, numpy.ufunc, bool, int, float, complex, str, bytes, type(None))
 # Binary operators that concatenate or repeat sequences (their result holds the operands' items).
 _SEQUENCE_OPS = (gast.Add, gast.Mult)
 
@@ -73,7 +80,8 @@ _SEQUENCE_OPS = (gast.Add, gast.Mult)
 class _Objects:
     """Points-to sets: name -> the abstract objects its value may share memory with."""
 
-    def __init__(self, node, stmts):
+    def __init__(self, node, stmts, lookup=None):
+        self.lookup = lookup   # a free name -> its object now (NameError: unknown)
         params = [a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs]
         if node.args.vararg is not None:
             params.append(node.args.vararg.id)
@@ -86,6 +94,7 @@ class _Objects:
         self.locals = set(params) | {n.id for st in stmts for n in ast_util.walk(st)
                                      if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
         assigns = [s for s in stmts if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)]
+        stores = [s for s in stmts if _stored_into(s) is not None]
         changed = True
         while changed:
             changed = False
@@ -96,18 +105,40 @@ class _Objects:
                 if not new <= old:
                     old |= new
                     changed = True
+            for s in stores:   # L.append(v), L[i] = v: L's objects take v's
+                target, values = _stored_into(s)
+                if target not in self.pts or not isinstance(s, gast.Expr) and not \
+                        self.pts[target] & self.sequences:   # b[i] = v copies into an array
+                    continue
+                new = set().union(*[self.value(v, s) for v in values]) - {("new", id(s))}
+                old = self.pts[target]
+                if not new <= old:
+                    old |= new
+                    changed = True
         for s in assigns:
             if self.value(s.value, s) - {("new", id(s))}:
                 self.bindings.setdefault(s.targets[0].id, []).append(s)
 
     def name(self, name):
-        """A local's objects; a free name (a global or closure array) is an object of its own."""
+        """A local's objects; a free name (a global or closure array) is an object of its
+        own, which may also be another free name's memory (FREE_MEMORY)."""
         if name in self.pts:
             return self.pts[name]
         if name in self.locals:
             return set()
         self.sequences.add(("free", name))
-        return {("free", name)}
+        return {("free", name), FREE_MEMORY} if self.may_hold_memory(name) else {("free", name)}
+
+    def may_hold_memory(self, name):
+        """Whether the free name ``name`` may denote an array, or a container or object
+        holding one (not a module, function, class or number); unknown names may."""
+        if self.lookup is None:
+            return True
+        try:
+            obj = self.lookup(name)
+        except (NameError, AttributeError):
+            return True
+        return not isinstance(obj, _NO_MEMORY)
 
     def of(self, node):
         if isinstance(node, gast.Name):
@@ -160,6 +191,25 @@ class _Objects:
             return {fresh} | self.of(value)
         self.sequences.add(fresh)
         return {fresh} | self.of(value)
+
+
+# Methods that store their arguments in the list, dict or set they are called on.
+_STORING_METHODS = {"append", "extend", "insert", "add", "update", "setdefault", "appendleft",
+                    "extendleft"}
+
+
+def _stored_into(s):
+    """``(name, [values])`` where statement ``s`` stores values in the container a local
+    name holds (``L.append(v)``, ``L.insert(0, v)``, ``L[i] = v``), else None."""
+    if isinstance(s, gast.Expr) and isinstance(s.value, gast.Call):
+        func = s.value.func
+        if isinstance(func, gast.Attribute) and func.attr in _STORING_METHODS \
+                and isinstance(func.value, gast.Name) and (s.value.args or s.value.keywords):
+            return func.value.id, list(s.value.args) + [k.value for k in s.value.keywords]
+    if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Subscript) \
+            and isinstance(s.targets[0].value, gast.Name) and not anno.getanno(s, Static.AUGMENTED):
+        return s.targets[0].value.id, [s.value]
+    return None
 
 
 def _returns_fresh(call):
@@ -251,12 +301,13 @@ def _written(s):
     return None
 
 
-def check(node, info, display=lambda name: name, live_at_exit=()):
+def check(node, info, display=lambda name: name, live_at_exit=(), bindings=None):
     """Annotate each in-place write with the run-time alias checks it needs (Static.ALIAS_CHECK);
     returns the argument pairs to check on entry, ``[(written, other, error)]``
     (reverse.build's ``param_checks``).
 
     ``live_at_exit``: names read after the function body (wrt names of locals).
+    ``bindings``: the names srcgrad bound to objects itself (an inlined helper's default).
     """
     param_checks = []
     stmts = list(walk_statements(node.body))
@@ -264,15 +315,21 @@ def check(node, info, display=lambda name: name, live_at_exit=()):
     writes = [(s, w) for s, w in writes if w is not None]
     if not writes:
         return param_checks
-    objects = _Objects(node, stmts)
+    bindings = bindings or {}
+
+    def lookup(name):
+        return bindings[name] if name in bindings else info.lookup(name)
+
+    objects = _Objects(node, stmts, lookup)
     liveness = _Liveness(node, live_at_exit)
-    reaches_params = set()
+    reaches_params, reaches_free = set(), set()
     private = _private_tapes(node)
     for s, (base, index) in writes:
         if base in private:   # no other name can hold this list: an append reaches no one
             continue
-        mine = objects.pts.get(base, set())
+        mine = objects.name(base)   # a local's objects, or a global's (G[0] = v)
         reaches_params |= {o[1] for o in mine if o[0] == "param"}
+        reaches_free |= {o[1] for o in mine if o[0] == "free" and o != FREE_MEMORY}
         live = liveness.after.get(id(s), set())
         checks = []
         for other in sorted(live - {base}):
@@ -297,7 +354,30 @@ def check(node, info, display=lambda name: name, live_at_exit=()):
         for q in objects.params + free:
             if q != p:
                 param_checks.append((p, q, _argument_error(node, info, p, q, display)))
+    for g in sorted(reaches_free - reaches_params):   # G[0] = v must not reach an argument
+        for q in objects.params:
+            param_checks.append((g, q, _argument_error(node, info, g, q, display, free=True)))
     return param_checks
+
+
+def sharing(node, names, info=None, bindings=None):
+    """The locals that may share memory with any of ``names`` (a view, a helper's result
+    that is its argument: ``np.linalg.matrix_power(a, 1)`` is ``a``), ``names`` included."""
+    names = set(names)
+    if not names:
+        return names
+    bindings = bindings or {}
+
+    def lookup(name):
+        if name in bindings:
+            return bindings[name]
+        if info is None:
+            raise NameError(name)
+        return info.lookup(name)
+
+    objects = _Objects(node, list(walk_statements(node.body)), lookup)
+    theirs = set().union(*[objects.pts.get(n, set()) for n in names]) - {FREE_MEMORY}
+    return names | {n for n, mine in objects.pts.items() if mine & theirs}
 
 
 def _private_tapes(node):
@@ -361,12 +441,17 @@ def _error(write, info, base, alias, objects, display):
     return origin.error(UnsupportedError, message, hint)
 
 
-def _argument_error(node, info, written, other, display):
+def _argument_error(node, info, written, other, display, free=False):
+    """The error of an argument sharing memory with a value ``written`` in place; ``free``:
+    ``written`` is a global (or closure) array and ``other`` the argument."""
     kind = "argument" if other in objects_params(node) else "global (or closure) array"
-    message = (f"the argument {display(written)!r} and the {kind} {display(other)!r} share memory, and "
+    first = f"the global (or closure) array {display(written)!r} and the argument" if free \
+        else f"the argument {display(written)!r} and the {kind}"
+    message = (f"{first} {display(other)!r} share memory, and "
                f"{info.fn.__qualname__} writes into {display(written)!r} in place (directly or "
                f"through a view); srcgrad differentiates values, so it refuses rather than guess")
-    hint = f"Pass a copy, e.g. {info.fn.__qualname__}(..., {display(written)}.copy(), ...)."
+    copied = other if free else written
+    hint = f"Pass a copy, e.g. {info.fn.__qualname__}(..., {display(copied)}.copy(), ...)."
     origin = info.origin(node)
     if origin is None:
         return UnsupportedError(message, info.filename, info.first_lineno, hint=hint)

@@ -68,6 +68,7 @@ class _JitBackward:
         backward = self.backward
         if backward.consumed:
             return backward(grad_outputs, retain_graph)   # raises: consumed already
+        backward.check_unchanged()   # the globals it reads again: as the forward sweep saw them
         grads = self.jitted(*self.args, grad_outputs=grad_outputs)
         if not retain_graph:
             backward.consumed, backward.saved = True, None

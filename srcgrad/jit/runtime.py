@@ -21,7 +21,8 @@ from srcgrad.jit.numba_types import (JIT_OPTIONS, basic_index as _basic_index,  
                                     is_number as _is_number, is_shape as _is_shape,
                                     ndim_of as _ndim_of, none as _none, refuse as _refuse)
 # The forms of the helpers of indexed writes and of products, signs and casts (_jrt.*).
-from srcgrad.jit.writes import check_unshared, written_grad, zero_grad_at  # noqa: F401,E402
+from srcgrad.jit.writes import (check_sequence, check_unshared, written_grad,  # noqa: F401,E402
+                                  zero_grad_at)
 from srcgrad.jit.products import (cast_like, dot_grad_a, dot_grad_b, dtype_grad,  # noqa: F401,E402
                                   log_or_zero, matmul_grad_a, matmul_grad_b, sign, tie_share,
                                   unreduce_like)

@@ -45,7 +45,7 @@ HELPERS = ("default_seed", "owned_zeros", "unbroadcast", "has_grad", "shape_of",
            "reduction_size", "own", "tangent_zero", "tangent_like", "add_at", "check_unshared",
            "save", "written_grad", "zero_grad_at", "matmul_grad_a", "matmul_grad_b",
            "dot_grad_a", "dot_grad_b", "sign", "log_or_zero", "cast_like", "dtype_grad", "unreduce_like",
-           "tie_share", "copy_restored")
+           "tie_share", "copy_restored", "check_sequence")
 BUILTINS = {"range", "len", "abs", "min", "max", "float", "int", "bool", "round", "print",
             "sum", "divmod", "pow", "enumerate", "zip", "slice"}
 SEED = "_sg_seed"
@@ -355,6 +355,9 @@ class _Expressions(gast.NodeTransformer):
         if _is_jrt(node.func, "check_unshared"):
             node.args = node.args[:2]   # the value written and the other (not the error)
             node.keywords = []
+            return node
+        if _is_jrt(node.func, "check_sequence"):
+            node.args = node.args[:1]   # the value looped over (not the error)
             return node
         if isinstance(node.func, gast.Name) and node.func.id == "reversed" and len(node.args) == 1:
             return _call("_jrt", "rev_range", node.args)

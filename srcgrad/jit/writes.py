@@ -35,6 +35,18 @@ def _check_unshared(value, other):
     _refuse("check_unshared", value, other)
 
 
+def check_sequence(value):
+    """See srcgrad.runtime.check_sequence (translate.py drops its error): a list, tuple or
+    array passes; anything else (a dict) is refused, and the NumPy gradient raises."""
+
+
+@overload(check_sequence, jit_options=JIT_OPTIONS)
+def _check_sequence(value):
+    if isinstance(value, (types.List, types.ListType, types.BaseTuple, types.Array)):
+        return lambda value: None
+    _refuse("check_sequence", value)
+
+
 @njit(**JIT_OPTIONS)
 def _extent(a):
     """The addresses ``[lo, hi)`` the elements of the non-empty array ``a`` lie in."""

@@ -255,22 +255,6 @@ def builtin_max(y, *args, t_args):
     return rt.minmax_jvp(y, args, t_args)
 
 
-@tangent(builtins.list, builtins.tuple)
-def builtin_list(y, iterable, *, t_iterable):
-    return rt.list_jvp(t_iterable, iterable)
-
-
-@rt.helper
-def list_jvp(t, iterable):
-    """Tangent of ``list(iterable)`` (or ``tuple``): the list of the items' tangents (a
-    list's, or an array's rows); a dict's list is its keys, which carry none."""
-    if isinstance(iterable, dict):
-        return [0.0] * len(iterable)
-    if not isinstance(t, (list, tuple)) and not is_array(t):   # a scalar zero: each item's
-        return [t] * len(iterable)
-    return list(t)
-
-
 # ----- Run-time helpers of the tangent program -----
 
 
@@ -501,10 +485,22 @@ def dict_merge_jvp(t_a, t_b, a, b):
 @rt.helper
 def list_jvp(t, iterable, y):
     """The tangent of ``y = list(iterable)`` (or ``tuple``) from ``iterable``'s tangent
-    ``t``: its items' tangents (an array's rows), None for a dict's keys."""
+    ``t``: its items' tangents (an array's rows), a dict's keys' (key_tangent)."""
     if isinstance(iterable, dict):
-        return [None] * len(y)
+        return [key_tangent(k) for k in y]
+    if not isinstance(t, (list, tuple)) and not is_array(t):   # a scalar zero: each item's
+        return [t] * len(y)
     return list(t)
+
+
+@rt.helper
+def key_tangent(key):
+    """The tangent of a dict's key: none (None), but a zero for a number or a tuple of
+    numbers, which the program may compute with (``v * k`` for ``k, v in d.items()``)."""
+    if isinstance(key, (int, float)) or isinstance(key, tuple) and all(
+            isinstance(k, (int, float)) for k in key):
+        return tangent_zero(key)
+    return None
 
 
 @rt.helper
@@ -517,8 +513,8 @@ def dict_values_jvp(t, d):
 
 @rt.helper
 def dict_items_jvp(t, d):
-    """The tangent of ``d.items()``: ``(None, tangent of the value)`` per key."""
-    return [(None, t[k]) for k in d]
+    """The tangent of ``d.items()``: ``(key_tangent(key), tangent of the value)`` per key."""
+    return [(key_tangent(k), t[k]) for k in d]
 
 
 @rt.helper

@@ -128,6 +128,8 @@ def batch_fit(t, y, right=False):
     if isinstance(y, (list, tuple)):
         return concat_tangent(t, y, right, lambda v: batch_zero(v, batch_size(t)))
     t = batch_align(t, y)
+    if not is_array(t):   # a zero (a dict key's, rules/jvp.py key_tangent): B is unknown here
+        raise NotBatchable("a zero tangent without its batch axis")
     shape = y.shape if type(y) is np.ndarray else () if type(y) is float else tuple(np.shape(y))
     if t.shape[1:] == shape:
         return t

@@ -161,6 +161,8 @@ def matrix_power_jvp(t, a, n):
     """The tangent of ``matrix_power(a, n)``: ``sum_i B^i dB B^(k-1-i)`` for ``B = a``
     (``n > 0``) or ``B = inv(a)``, ``dB = -B t B`` (``n < 0``), ``k = |n|``."""
     xp_ = namespace(t, a)
+    if n == 1 and is_array(t) and t.shape == a.shape:
+        return t   # NumPy returns a itself: a write into the result reaches a, and t
     t = xp_.broadcast_to(xp_.asarray(t), a.shape)
     if n == 0:
         return xp_.zeros(a.shape, dtype=np.result_type(a.dtype, np.float64))

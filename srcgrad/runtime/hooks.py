@@ -15,9 +15,13 @@ from srcgrad.runtime.boundary import zeros_like
 
 
 def run_hook(hook, g, value):
-    """Call ``hook`` with the complete gradient of ``value``; a returned array replaces it."""
+    """Call ``hook`` with the complete gradient of ``value``; a returned array replaces it.
+    The hook gets an array of its own (the sweep may hold it as another adjoint too, or
+    as a read-only broadcast), so one that changes it in place changes only this one."""
     if not has_grad(g) and is_array(value):
         g = zeros_like(value)
+    elif is_array(g) and not _dask_forms.is_dask(g):
+        g = g.copy()
     result = hook(g)
     if result is None:
         return g

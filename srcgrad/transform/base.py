@@ -125,6 +125,31 @@ class Base:
             return cls(message, self.info.filename, None, hint=hint)
         return origin.error(cls, message, hint)
 
+    def sequence_checks(self, s, containers=None):
+        """``for v in X`` over a name that may hold a container reads ``X[i]``: a run-time
+        check that X is a list, tuple or array (a dict's items are not its keys), for
+        each such X of loop ``s`` (among ``containers``, None: any name). Uses
+        ``self.namer`` and ``self.bindings``."""
+        from srcgrad.errors import UnsupportedError
+        from srcgrad.templates import replace
+        if not anno.getanno(s, Static.ITERATES):
+            return []
+        bases = []
+        for st in s.body:
+            if isinstance(st, gast.Assign) and isinstance(st.value, gast.Subscript) \
+                    and isinstance(st.value.value, gast.Name) and isinstance(st.value.slice, gast.Name) \
+                    and st.value.slice.id == s.target.id and st.value.value.id not in bases \
+                    and (containers is None or st.value.value.id in containers):
+                bases.append(st.value.value.id)
+        checks = []
+        for b in bases:
+            error_name = self.namer.new("loop_error")
+            self.bindings[error_name] = self.error(
+                s, UnsupportedError, f"a for loop over {b!r}, which holds a dict (or another "
+                f"structure that is not a sequence), is not supported",
+                "Iterate over list(d) (the keys), list(d.values()) or list(d.items()).")
+            checks += replace(f"rt.check_sequence({b}, {error_name})")
+        return [self.inherit(c) for c in checks]
 
 
 def local_names(node):

@@ -410,7 +410,7 @@ class ForwardAD(ComplexStatements, Base):
             raise self.error(s, UnsupportedError,
                              "forward mode: a for loop whose items carry a tangent is not supported",
                              "Loop over an index: for i in range(len(xs)): x = xs[i]")
-        return self.generic_visit(s)
+        return self.sequence_checks(s) + [self.generic_visit(s)]   # not over a dict (base.py)
 
     def visit_Return(self, s):
         value = s.value

@@ -40,7 +40,8 @@ def front(fn, active, options=None, has_aux=False):
                                info.filename, info.first_lineno)
     params = tuple(a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs)
     names = tuple(n for n in params if n in active)
-    param_checks = aliasing.check(node, info, namer.display, live_at_exit=())
+    param_checks = aliasing.check(node, info, namer.display, live_at_exit=(),
+                                  bindings=ctx.bindings)
     kind_map = kinds.infer(node, {n: kinds.FLOAT for n in names}, info.peek)
     act = activity.resolve(node, names, kind_map)
     if as_array.as_array_arguments(node, act.sequences, ctx):
@@ -48,7 +49,12 @@ def front(fn, active, options=None, has_aux=False):
         act = activity.resolve(node, names, kind_map)
     if not loader.is_generated(info.filename):   # a gradient read again has its own checks
         alias_checks(node, ctx, param_checks, act.active, act.sequences)
-    return Front(node, ctx, params, names, act, kind_map, forward.written_names(node))
+    # a tangent mirrors its value's memory wherever the value shares a written array's
+    # (a gradient read again writes into adjoints it owns)
+    written = forward.written_names(node)
+    if not loader.is_generated(info.filename):
+        written = aliasing.sharing(node, written, info, ctx.bindings)
+    return Front(node, ctx, params, names, act, kind_map, written)
 
 
 def alias_checks(node, ctx, param_checks, active, sequences=frozenset()):
@@ -56,7 +62,8 @@ def alias_checks(node, ctx, param_checks, active, sequences=frozenset()):
     before each ``v += y`` or ``b[i] += y`` that may reach another live name (the tangent
     program runs ``v = v + y``, a new array), before an indexed write or an append that may
     reach a live name without a tangent (``y = np.zeros(3); v = y[:2]; v[0] = x``: nothing would
-    carry the write's tangent to ``y``'s), and on entry where a write may reach an argument
+    carry the write's tangent to ``y``'s) or is made through a name without one (``d =
+    sg.detach(y); d[0] = c``), and on entry where a write may reach an argument
     (each argument's tangent is its own). An indexed write into a view of a name with a
     tangent writes into the view of that tangent, and needs none."""
     from srcgrad.transform.reverse import alias_checks as checks_of
@@ -76,9 +83,10 @@ def alias_checks(node, ctx, param_checks, active, sequences=frozenset()):
                     checks = [c for c in checks if c[0] not in active and c[0] in sequences]
                 else:
                     target = s.targets[0]
-                    if not anno.getanno(s, anno.Static.AUGMENTED):
-                        checks = [c for c in checks if c[0] not in active]
                     written = target.value.id if isinstance(target, gast.Subscript) else target.id
+                    if not anno.getanno(s, anno.Static.AUGMENTED) and written in active:
+                        # (a name without a tangent, sg.detach(y), carries no write to y's)
+                        checks = [c for c in checks if c[0] not in active]
                 out += mark(checks_of(s, written, ctx.namer, bindings, checks))
             out.append(s)
         return out
@@ -107,6 +115,9 @@ def prologue(front_, transformer):
                    and n.id in front_.act.active and n.id not in stored and n.id not in front_.params})
     for n in free:   # a global or closure array written into (G[0] = x): zero before
         body += gast.parse(f"{transformer.d(n)} = rt.tangent_zero({n})").body
+    for k, n in enumerate(free):   # each zero is its own: the arrays must be too (B = A)
+        for other in free[k + 1:]:
+            body += _unshared(front_, n, other)
     for n in front_.params:
         if n in front_.act.active and n not in front_.names:
             body += gast.parse(f"{transformer.d(n)} = rt.tangent_zero({n})").body
@@ -115,6 +126,23 @@ def prologue(front_, transformer):
             # tangent stays as it was
             body += gast.parse(f"{transformer.d(n)} = rt.own({transformer.d(n)})").body
     return body
+
+
+def _unshared(front_, written, other):
+    """``rt.check_unshared(written, other, error)``: two global (or closure) arrays
+    written into, each given a tangent of its own, must not share memory."""
+    error = front_.ctx.namer.new("aliasing_error")
+    info = front_.ctx.info
+    origin = info.origin(front_.node)
+    message = (f"forward mode: the global (or closure) arrays {written!r} and {other!r} share "
+               f"memory, and {info.fn.__qualname__} writes into them in place; each gets a "
+               f"tangent of its own, which would not share it")
+    hint = "Give each array memory of its own (a copy), or write through one name."
+    front_.ctx.bindings[error] = origin.error(UnsupportedError, message, hint) \
+        if origin is not None else UnsupportedError(message, info.filename, hint=hint)
+    stmts = gast.parse(f"rt.check_unshared({written}, {other}, {error})").body
+    anno.setanno(stmts[0].value, anno.Static.PRIMITIVE, runtime.check_unshared)
+    return stmts
 
 
 def load(fn, front_, body, tangent_params, function_name, finish):

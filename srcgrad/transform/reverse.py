@@ -202,32 +202,10 @@ class ReverseAD(Base, RuleApplication):
             return body[:-1], [body[-1]]
         return body, []
 
-    def sequence_checks(self, s):
-        """``for v in X`` over a name that may hold a container reads ``X[i]``: a run-time
-        check that X is a list, tuple or array (a dict's items are not its keys)."""
-        if not anno.getanno(s, Static.ITERATES):
-            return []
-        bases = []
-        for st in s.body:
-            if isinstance(st, gast.Assign) and isinstance(st.value, gast.Subscript) \
-                    and isinstance(st.value.value, gast.Name) and isinstance(st.value.slice, gast.Name) \
-                    and st.value.slice.id == s.target.id and st.value.value.id in self.containers \
-                    and st.value.value.id not in bases:
-                bases.append(st.value.value.id)
-        checks = []
-        for b in bases:
-            error_name = self.namer.new("loop_error")
-            self.bindings[error_name] = self.error(
-                s, UnsupportedError, f"a for loop over {b!r}, which holds a dict (or another "
-                f"structure that is not a sequence), is not supported",
-                "Iterate over list(d) (the keys), list(d.values()) or list(d.items()).")
-            checks += replace(f"rt.check_sequence({b}, {error_name})")
-        return _tag(checks, self.origin)
-
     def visit_For(self, s):
         index = s.target.id
         body, exit_ = self._loop_body(s.body)
-        checks = self.sequence_checks(s)
+        checks = _tag(self.sequence_checks(s, self.containers), self.origin)
         if anno.getanno(s.iter, Static.PRIMITIVE) is builtins.range and not any(
                 isinstance(n, gast.Name) and n.id == index and not isinstance(n.ctx, gast.Load)
                 for st in body for n in ast_util.walk(st)):
