@@ -19,6 +19,7 @@ from srcgrad.entry import LIBRARY_ROOTS, call_method, entry_function, is_library
 from srcgrad.errors import SrcgradError, UnsupportedError
 from srcgrad.transform.base import Base, local_names
 from srcgrad.transform.local_functions import LocalFunction
+from srcgrad.transform import methods
 from srcgrad import ast_util
 
 Static = anno.Static
@@ -234,6 +235,7 @@ class Inliner(Base):
         self.bindings = {}   # the names this pass binds (merged into ctx.bindings at the end)
         self.stack = ctx.stack
         self.infos = []  # the EntityInfo of each helper inlined, at any depth (guard.py reads them)
+        self.lists = frozenset()   # locals that always hold a list: a helper's xs.sort() is a list's
 
     def visit_Assign(self, stmt):
         if isinstance(stmt.value, gast.Call):
@@ -324,8 +326,11 @@ class Inliner(Base):
         except TypeError:
             return {}   # _bind_params says what is wrong
         static = {}
-        classes = {param: self.ctx.classes[value.id] for param, value in bound.arguments.items()
-                   if isinstance(value, gast.Name) and value.id in self.ctx.classes}
+        classes = {param: self.ctx.classes[value.id] if value.id in self.ctx.classes else list
+                   for param, value in bound.arguments.items()
+                   if isinstance(value, gast.Name) and (value.id in self.ctx.classes or value.id in self.lists)}
+        classes.update((param, list) for param, value in bound.arguments.items()
+                       if isinstance(value, (gast.List, gast.ListComp)))   # g([a, b]): a list there
         if classes:   # Cls.energy(p, x): its self holds an instance of Cls too
             static[PARAM_CLASSES] = classes
         for param, value in bound.arguments.items():
@@ -396,6 +401,18 @@ class Inliner(Base):
         return out
 
 
+def _denotes(ctx, locals_, func, obj):
+    """Whether the callee ``func`` (a name not local to the caller) denotes ``obj``."""
+    if not isinstance(func, gast.Name) or func.id in locals_:
+        return False
+    if func.id in ctx.bindings:
+        return ctx.bindings[func.id] is obj
+    try:
+        return ctx.info.lookup(func.id) is obj
+    except NameError:
+        return False
+
+
 def _global_attributes(node, locals_):
     """Locals assigned once, from a dotted name rooted at a global (``tanh = np.tanh``,
     what A-normal form makes of an argument ``np.tanh``): local -> the dotted path."""
@@ -420,6 +437,7 @@ def transform(node, ctx):
     helper inlined (guard.py)."""
     locals_ = local_names(node)
     inliner = Inliner(ctx, locals_, _global_attributes(node, locals_))
+    inliner.lists = frozenset(methods.list_names(node, lambda func, obj: _denotes(ctx, locals_, func, obj)))
     node.body = inliner.visit_block(node.body)
     ctx.infos = [ctx.info] + inliner.infos
     ctx.bindings.update(inliner.bindings)

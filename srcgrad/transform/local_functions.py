@@ -499,7 +499,9 @@ def _function_tables(node, info, namer, bindings):
                 break
             calls.append((sub, call))
         if calls is None:
-            new_body.append(stmt)
+            constant = _constant_table(node, stmt, target, keys, items, uses, parents, info, namer,
+                                       bindings)
+            new_body.append(stmt if constant is None else constant)
             continue
         names = []
         for k, item in zip(keys, items):
@@ -543,6 +545,139 @@ def _function_tables(node, info, namer, bindings):
             call.func, call.args, call.keywords = choice, [], []
     node.body = new_body
     _inline_calls_of_choices(node)
+
+
+_ITERATING = ("enumerate", "zip", "reversed", "len")
+
+
+def _constant_table(node, stmt, target, keys, items, uses, parents, info, namer, bindings):
+    """``fs = [lambda v: v * 2, np.sin]`` (a list, tuple or dict of lambdas and global
+    functions) that ``f`` iterates (``for fn in fs``, ``enumerate(fs)``, ``zip``,
+    ``fs.items()``, a comprehension) or indexes, its lambdas reading no variable of ``f``:
+    a constant of the compile, as a global table would be (its lambdas LocalFunctions),
+    so that unroll.py writes one copy of a loop over it per item, and calls of
+    ``fs[i](x)`` pick the item ``i`` names. Returns the statement that replaces ``stmt``
+    (None: left alone, its lambdas then refused as escaping)."""
+    outer = set(_stores(node)) | {a.id for a in node.args.posonlyargs + node.args.args
+                                  + node.args.kwonlyargs}
+    for n in uses:
+        parent = parents.get(n)
+        if isinstance(parent, gast.Subscript) and parent.value is n and isinstance(parent.ctx, gast.Load):
+            continue
+        if isinstance(parent, (gast.For, gast.comprehension)) and parent.iter is n:
+            continue
+        if isinstance(parent, gast.Call) and n in parent.args and isinstance(parent.func, gast.Name) \
+                and parent.func.id in _ITERATING and parent.func.id not in outer \
+                and _builtin(info, parent.func.id):
+            continue
+        if isinstance(parent, gast.Attribute) and parent.attr in ("items", "values", "keys") \
+                and isinstance(parents.get(parent), gast.Call) and parents[parent].func is parent \
+                and not parents[parent].args:
+            continue
+        return None
+    lifting = Lifting(node, info, namer, bindings)
+    values = []
+    for item in items:
+        if isinstance(item, gast.Lambda):
+            fn = lifting.lambda_def(templates.clone(item), "<lambda>", stmt)
+            if (reads(fn) & outer) - _own_locals(fn):
+                return None   # it reads a variable of f: only calls of it pass that
+            lifting.check_defaults(fn, stmt)
+            values.append(LocalFunction(fn, info, "<lambda>", f"{info.name}.<locals>.<lambda>"))
+            continue
+        path, part = [], item
+        while isinstance(part, gast.Attribute):
+            path.append(part.attr)
+            part = part.value
+        if not isinstance(part, gast.Name) or part.id in outer:
+            return None   # a nested def (its free locals are passed at each call)
+        try:
+            values.append(info.resolve_path((part.id,) + tuple(reversed(path))))
+        except (NameError, AttributeError):
+            return None
+    table = dict(zip(keys, values)) if isinstance(stmt.value, gast.Dict) else tuple(values)
+    table_name = namer.new(f"{target}_table")
+    info.extra[table_name] = bindings[table_name] = table
+    assign = gast.Assign(targets=[name(target, True)], value=name(table_name), type_comment=None)
+    gast.copy_location(assign, stmt)
+    anno.copyanno(stmt, assign, Static.ORIGIN)
+    for n in uses:
+        n.id = table_name
+    return assign
+
+
+def _builtin(info, ident):
+    import builtins
+    try:
+        return info.lookup(ident) is getattr(builtins, ident)
+    except NameError:
+        return False
+
+
+def _unrolled_lambda_comprehensions(node, info):
+    """``fs = [lambda v, i=i: v * i for i in range(3)]`` at the top level of ``f``, over a
+    ``range`` of constants or a display of literals: the list display of one lambda per
+    item, each default that reads the comprehension's variable that item
+    (``[lambda v, i=0: v * i, lambda v, i=1: v * i, ...]``), which _function_tables then
+    reads as any table of lambdas. A lambda whose body reads the variable itself (not
+    through a default) is refused: Python's lambdas all see its last value there."""
+    for stmt in node.body:
+        comp = stmt.value if isinstance(stmt, gast.Assign) else None
+        if not (isinstance(comp, gast.ListComp) and isinstance(comp.elt, gast.Lambda)
+                and len(comp.generators) == 1 and not comp.generators[0].ifs
+                and isinstance(comp.generators[0].target, gast.Name)):
+            continue
+        gen, lam = comp.generators[0], comp.elt
+        values = _literal_items(gen.iter, info)
+        if values is None or len(values) > 256:
+            continue
+        var = gen.target.id
+        own = {a.id for a in lam.args.posonlyargs + lam.args.args + lam.args.kwonlyargs}
+        if var not in own and any(isinstance(n, gast.Name) and n.id == var for n in gast.walk(lam.body)):
+            origin = anno.getanno(stmt, Static.ORIGIN) or info.origin(lam)
+            message = (f"a lambda made in a comprehension that reads its variable `{var}` "
+                       f"in its body (Python's lambdas all see the last value of `{var}`)")
+            hint = f"Bind the value as a default: `lambda v, {var}={var}: ...`."
+            if origin is None:
+                raise UnsupportedError(message, info.filename, hint=hint)
+            raise origin.error(UnsupportedError, message, hint)
+        copies = []
+        for value in values:
+            copy = templates.clone(lam)
+            for d in list(copy.args.defaults) + [d for d in copy.args.kw_defaults if d is not None]:
+                for n in list(gast.walk(d)):
+                    for field, child in gast.iter_fields(n):
+                        if isinstance(child, gast.Name) and child.id == var:
+                            setattr(n, field, gast.Constant(value=value, kind=None))
+            copy.args.defaults = [gast.Constant(value=value, kind=None)
+                                  if isinstance(d, gast.Name) and d.id == var else d
+                                  for d in copy.args.defaults]
+            copy.args.kw_defaults = [gast.Constant(value=value, kind=None)
+                                     if isinstance(d, gast.Name) and d.id == var else d
+                                     for d in copy.args.kw_defaults]
+            copies.append(copy)
+        stmt.value = gast.copy_location(gast.List(elts=copies, ctx=gast.Load()), comp)
+
+
+def _literal_items(it, info):
+    """The values ``range(<int literals>)`` or a list/tuple display of literals gives, or None."""
+    if isinstance(it, gast.Call) and isinstance(it.func, gast.Name) and it.func.id == "range" \
+            and not it.keywords and 1 <= len(it.args) <= 3 and _builtin(info, "range"):
+        try:
+            bounds = [gast.literal_eval(a) for a in it.args]
+        except (ValueError, TypeError, SyntaxError):
+            return None
+        if not all(type(b) is int for b in bounds):
+            return None
+        return list(range(*bounds))
+    if isinstance(it, (gast.List, gast.Tuple)):
+        try:
+            values = [gast.literal_eval(e) for e in it.elts]
+        except (ValueError, TypeError, SyntaxError):
+            return None
+        if all(templates.is_literal(v) for v in values):
+            return values
+    return None
 
 
 def _inline_calls_of_choices(node):
@@ -600,6 +735,7 @@ def transform(node, ctx):
     (``ctx``: the CompileContext; the helpers are bound in ``ctx.bindings``.)"""
     if not any(isinstance(n, _SCOPES) for n in ast_util.walk(node) if n is not node):
         return node
+    _unrolled_lambda_comprehensions(node, ctx.info)
     _function_tables(node, ctx.info, ctx.namer, ctx.bindings)
     lifting = Lifting(node, ctx.info, ctx.namer, ctx.bindings)
     lifting.collect()

@@ -70,6 +70,7 @@ class Desugar(Base):
         self.bindings = bindings
         self.locals = locals_
         self.lists = frozenset()   # local names that always hold a list (_list_names)
+        self.closed_over = frozenset()   # names a nested def or lambda reads (hoist)
 
     def helper(self, obj):
         return name(as_array.bind(self.namer, self.info, self.bindings, obj.__name__, obj))
@@ -130,12 +131,70 @@ class Desugar(Base):
     # ----- statements -----
 
     def visit_Expr(self, s):
-        return self.method(s, s.value, None) or s
+        before = self.hoist(s, [s.value], whole=s.value)
+        return before + (self.method(s, s.value, None) or [s])
 
     def visit_Assign(self, s):
+        before = self.hoist(s, [s.value] + s.targets, whole=s.value)
         if len(s.targets) == 1:
-            return self.method(s, s.value, s.targets[0]) or s
-        return s
+            return before + (self.method(s, s.value, s.targets[0]) or [s])
+        return before + [s]
+
+    def visit_AugAssign(self, s):
+        return self.hoist(s, [s.target, s.value]) + [s]
+
+    def visit_Return(self, s):
+        return self.hoist(s, [s.value] if s.value is not None else []) + [s]
+
+    def visit_If(self, s):
+        before = self.hoist(s, [s.test])
+        self.visit_children(s)
+        return before + [s]
+
+    def visit_For(self, s):
+        before = self.hoist(s, [s.iter])
+        self.visit_children(s)
+        return before + [s]
+
+    def hoist(self, s, parts, whole=None):
+        """``y = np.sum(xs.pop() * 2)`` -> ``popped = xs.pop()``, ``y = np.sum(popped * 2)``:
+        each ``pop``/``setdefault`` call (it returns a value and changes its receiver) that
+        ``parts`` evaluate unconditionally, other than ``whole`` (a statement of its own
+        already), bound first to a name of its own, then rewritten as that statement is.
+        Left in place (mutation.py refuses it at its line) where moving it first would
+        change what the statement reads: its receiver read before it in the statement,
+        read where it is evaluated only sometimes or later (a lambda, a comprehension, a
+        branch of ``a if c else b``, right of ``and``/``or``), or held by a nested function
+        that a call before it may run."""
+        order, deferred = [], []
+        for part in parts:
+            _evaluation_order(part, order, deferred)
+        calls = [n for n in order if n is not whole and _returning_method(n, self.locals)]
+        hoisted = {id(c) for c in calls}
+        if not calls:
+            return []
+        receivers = {c.func.value.id for c in calls}
+        inside = {id(n) for c in calls for n in gast.walk(c)}
+        if receivers & {n.id for d in deferred for n in gast.walk(d) if isinstance(n, gast.Name)} \
+                or receivers & self.closed_over:
+            return []
+        last = {r: max(i for i, n in enumerate(order) if id(n) in hoisted and n.func.value.id == r)
+                for r in receivers}
+        for i, n in enumerate(order):
+            if isinstance(n, gast.Name) and n.id in receivers and id(n) not in inside \
+                    and i < last[n.id]:
+                return []   # read before its last pop: moving the pop first would change it
+        out, replaced = [], {}
+        for call in calls:   # innermost first: the evaluation order is post-order
+            tmp = self.namer.new(f"{call.func.value.id}_{call.func.attr}")
+            stmt = self.stmt(s, tmp, _clone_replacing(call, replaced))
+            out.extend(self.method(stmt, stmt.value, stmt.targets[0]) or [stmt])
+            replaced[id(call)] = tmp
+        for part in parts:
+            _replace_in(part, replaced)
+        if isinstance(s, gast.Assign) and isinstance(s.value, gast.Call) and id(s.value) in replaced:
+            s.value = name(replaced[id(s.value)])
+        return out
 
     def method(self, s, call, target):
         """The statements that replace ``[target =] receiver.method(...)``, or None."""
@@ -204,6 +263,71 @@ class Desugar(Base):
                 out.append(self.stmt(s, target, _const(None)))
         return out
 
+
+
+_RETURNING = {"pop", "setdefault"}   # the _METHODS that change their receiver and return a value
+_DEFERRED = (gast.Lambda, gast.ListComp, gast.SetComp, gast.DictComp, gast.GeneratorExp)
+
+
+def _returning_method(node, locals_):
+    return isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) \
+        and isinstance(node.func.value, gast.Name) and node.func.value.id in locals_ \
+        and node.func.attr in _RETURNING
+
+
+def _evaluation_order(node, order, deferred):
+    """Append the nodes of the expression ``node`` that Python evaluates every time, in the
+    order it finishes them (operands before the operation, left to right), to ``order``; the
+    parts evaluated only sometimes, or later, to ``deferred``."""
+    if isinstance(node, _DEFERRED):
+        deferred.append(node)
+        return
+    if isinstance(node, gast.IfExp):
+        _evaluation_order(node.test, order, deferred)
+        deferred.extend([node.body, node.orelse])
+        order.append(node)
+        return
+    if isinstance(node, gast.BoolOp):
+        _evaluation_order(node.values[0], order, deferred)
+        deferred.extend(node.values[1:])
+        order.append(node)
+        return
+    if isinstance(node, gast.Dict):
+        for k, v in zip(node.keys, node.values):
+            if k is not None:
+                _evaluation_order(k, order, deferred)
+            _evaluation_order(v, order, deferred)
+        order.append(node)
+        return
+    for child in gast.iter_child_nodes(node):
+        if isinstance(child, (gast.expr_context, gast.operator, gast.unaryop, gast.cmpop, gast.boolop)):
+            continue
+        _evaluation_order(child, order, deferred)
+    order.append(node)
+
+
+def _clone_replacing(call, replaced):
+    """A copy of ``call`` in which the calls already hoisted (``replaced``: id -> name) are
+    read from their names."""
+    copy = templates.clone(call)
+    originals = [n for n in gast.walk(call)]
+    copies = [n for n in gast.walk(copy)]
+    mapping = {id(c): replaced[id(o)] for o, c in zip(originals, copies) if id(o) in replaced}
+    _replace_in(copy, mapping)
+    return copy
+
+
+def _replace_in(node, replaced):
+    """Replace, in place, each child of ``node`` whose id is in ``replaced`` by a read of
+    the name it maps to."""
+    for parent in gast.walk(node):
+        for field, value in gast.iter_fields(parent):
+            if isinstance(value, list):
+                for i, item in enumerate(value):
+                    if id(item) in replaced:
+                        value[i] = name(replaced[id(item)])
+            elif id(value) in replaced:
+                setattr(parent, field, name(replaced[id(value)]))
 
 
 class Displays(gast.NodeTransformer):
@@ -329,8 +453,28 @@ def argument_classes(positional, arg_ranks):
     from srcgrad import pytree
     from srcgrad.transform import inline
     classes = {p: key[0] for p, key in zip(positional, arg_ranks or ())
-               if isinstance(key, pytree.TreeKey) and has_methods(key[0])}
+               if isinstance(key, pytree.TreeKey) and _class_known(key[0])}
     return {inline.PARAM_CLASSES: classes} if classes else {}
+
+
+def classes_of(arguments):
+    """Parameter -> class of each argument value (parameter -> value) whose class the
+    compile is specialised on, as ``argument_classes`` (forward mode's, from the values)."""
+    from srcgrad import pytree
+    return {p: type(v) for p, v in arguments.items()
+            if v is not None and pytree.is_node(v) and _class_known(type(v))}
+
+
+def value_classes_of(classes):
+    """``classes`` (parameter -> class) as ``front_end``'s ``static``."""
+    from srcgrad.transform import inline
+    return {inline.PARAM_CLASSES: dict(classes)} if classes else {}
+
+
+def _class_known(cls):
+    """A class worth knowing while compiling: one with methods srcgrad binds, or a list
+    (whose ``xs.sort()`` is a list's, not an array's)."""
+    return has_methods(cls) or isinstance(cls, type) and issubclass(cls, list)
 
 
 def has_methods(cls):
@@ -564,6 +708,12 @@ def _resolves_path(desugar, func, wanted=lambda obj: True):
 def _list_names(node, desugar):
     """Local names every binding of which makes a list (a display, a comprehension,
     ``list(...)``, ``sorted(...)`` or a concatenation of such): ``xs.sort()`` sorts a list."""
+    return list_names(node, desugar.resolves_to)
+
+
+def list_names(node, resolves_to):
+    """``_list_names``, ``resolves_to(func, obj)`` telling whether a callee is ``obj``
+    (inline.py asks it of a caller: a list it passes to a helper is known as a list there)."""
     bindings = {}
     params = {a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
     for n in gast.walk(node):
@@ -582,8 +732,8 @@ def _list_names(node, desugar):
             return True
         if isinstance(e, gast.BinOp) and isinstance(e.op, gast.Add):
             return makes_list(e.left) and makes_list(e.right)
-        return isinstance(e, gast.Call) and (desugar.resolves_to(e.func, builtins.list)
-                                             or desugar.resolves_to(e.func, builtins.sorted))
+        return isinstance(e, gast.Call) and (resolves_to(e.func, builtins.list)
+                                             or resolves_to(e.func, builtins.sorted))
 
     return {n for n, values in bindings.items() if n not in params and all(v is not None and makes_list(v) for v in values)}
 
@@ -599,7 +749,11 @@ def transform(node, ctx):
     if not wanted:
         return node
     desugar = Desugar(ctx.info, ctx.namer, ctx.bindings, local_names(node))
-    desugar.lists = _list_names(node, desugar)
+    desugar.lists = _list_names(node, desugar) | {
+        p for p, cls in ctx.classes.items() if issubclass(cls, list)}   # a list argument
+    desugar.closed_over = frozenset(
+        n.id for scope in gast.walk(node) if isinstance(scope, (gast.FunctionDef, gast.Lambda))
+        and scope is not node for n in gast.walk(scope) if isinstance(n, gast.Name))
     _star_calls(node)
     for n in gast.walk(node):
         if isinstance(n, gast.Call) and any(isinstance(a, gast.Starred) for a in n.args):

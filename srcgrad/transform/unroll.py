@@ -403,11 +403,73 @@ def _inside(node, loop):
     return any(n is node for n in ast_util.walk(loop))
 
 
+def _dispatch(unroller, node):
+    """``ACTS[name](x)``: a call of an item of a constant list, tuple or dict of callables
+    (a global, closure or bound ``self.`` container: what a loop above unrolls over) read
+    with a key known only when ``f`` runs (a variable, after the loops are unrolled),
+    becomes the call of the item the key picks, ``ACTS["tanh"](x) if name in ("tanh",)
+    else ACTS["relu"](x) if ... else rt.missing_item(...)`` (KeyError or IndexError, as
+    Python raises), each a call with a constant key that anf_expressions.py resolves as
+    any other. The keys (a dict's) or the length (a list's) are recorded as reads, so a
+    table that gains or loses an item compiles anew (guard.py)."""
+    from srcgrad import runtime
+
+    class Dispatch(gast.NodeTransformer):
+        def visit_Call(self, call):
+            self.generic_visit(call)
+            func = call.func
+            if not (isinstance(func, gast.Subscript) and isinstance(func.slice, gast.Name)
+                    and func.slice.id in unroller.locals):
+                return call
+            try:
+                path = unroller.path(func.value)
+                container = unroller.resolve(path)
+            except _NotConstant:
+                return call
+            if not isinstance(container, (list, tuple, dict)) or not container \
+                    or not all(callable(v) for v in (container.values() if isinstance(container, dict)
+                                                     else container)) \
+                    or isinstance(container, dict) and not all(type(k) in _LITERALS for k in container):
+                return call
+            sequence = not isinstance(container, dict)
+            keys = list(range(len(container))) if sequence else list(container)
+            if sequence:
+                if isinstance(container, list):
+                    unroller.info.record(path + (Length(),), len(container))
+            else:
+                unroller.info.record(path + (Keys(),), tuple(container))
+            unroller.unchanged(container, func)
+            key = func.slice.id
+            choice = gast.Call(func=ast_util.name(as_array.bind(
+                unroller.ctx.namer, unroller.info, unroller.ctx.bindings, "missing_item",
+                runtime.missing_item)), args=[
+                    gast.Constant(value=len(keys) if sequence else tuple(keys), kind=None),
+                    ast_util.name(key)], keywords=[])
+            for k in reversed(keys):
+                picks = [gast.Constant(value=k, kind=None)]
+                if sequence:
+                    picks.append(gast.Constant(value=k - len(keys), kind=None))
+                item = gast.Subscript(value=copy.deepcopy(func.value),
+                                      slice=gast.Constant(value=k, kind=None), ctx=gast.Load())
+                gast.copy_location(item, func)
+                branch = gast.Call(func=item, args=copy.deepcopy(call.args),
+                                   keywords=copy.deepcopy(call.keywords))
+                gast.copy_location(branch, call)
+                choice = gast.IfExp(test=gast.Compare(left=ast_util.name(key), ops=[gast.In()],
+                                                      comparators=[gast.Tuple(elts=picks, ctx=gast.Load())]),
+                                    body=branch, orelse=choice)
+            return gast.copy_location(choice, call)
+
+    node.body = [Dispatch().visit(s) for s in node.body]
+
+
 def transform(node, ctx):
-    """Unroll the loops of FunctionDef ``node`` over constant containers of callables."""
-    if not any(isinstance(n, gast.For) for n in ast_util.walk(node)):
-        return node
+    """Unroll the loops of FunctionDef ``node`` over constant containers of callables,
+    then dispatch the calls of their items by a key known only when it runs (_dispatch)."""
     unroller = Unroller(ctx, local_names(node))
     unroller._function = node
-    node.body = unroller.visit_block(node.body)
+    if any(isinstance(n, gast.For) for n in ast_util.walk(node)):
+        node.body = unroller.visit_block(node.body)
+    if any(isinstance(n, gast.Call) and isinstance(n.func, gast.Subscript) for n in ast_util.walk(node)):
+        _dispatch(unroller, node)
     return node
