@@ -448,6 +448,8 @@ class Expressions:
         return not (isinstance(root, gast.Name) and root.id not in self.locals)
 
     def arg(self, node, out):
+        if isinstance(node, gast.Starred):   # g(a, *xs) into g's *vs (methods.py allowed it)
+            return gast.Starred(value=self.atom(node.value, out, self.hint(node.value)), ctx=gast.Load())
         if isinstance(node, (gast.List, gast.Tuple)) and not is_atom(node):
             return type(node)(elts=[self.atom(e, out, self.hint(e)) for e in node.elts], ctx=gast.Load())
         return self.atom(node, out, self.hint(node))

@@ -9,6 +9,7 @@ scope is bound under a new name (returned in ``bindings``). Recursion is
 refused: it cannot be inlined.
 """
 
+import builtins
 import functools
 import inspect
 
@@ -368,15 +369,23 @@ class Inliner(Base):
 
     def _bind_params(self, fn, node, call, rename, origin, static=()):
         sig = _signature(fn)
+        star = call.args[-1] if call.args and isinstance(call.args[-1], gast.Starred) else None
         try:
-            bound = sig.bind(*call.args, **{k.arg: k.value for k in call.keywords})
+            bound = sig.bind(*call.args[:-1] if star is not None else call.args,
+                             **{k.arg: k.value for k in call.keywords})
         except TypeError as exc:
             raise origin.error(UnsupportedError, f"cannot call {fn.__qualname__} this way: {exc}")
         out = []
         for param in sig.parameters.values():
             if param.name in static:
                 continue   # the helper's body names the object itself
-            if param.kind is param.VAR_POSITIONAL:   # *vs: the tuple of the rest
+            if param.kind is param.VAR_POSITIONAL and star is not None:
+                # g(a, *xs), its plain arguments filling g's others (methods._star_into_varargs)
+                value = gast.Call(func=gast.Name(id=self._bound_builtin("tuple"), ctx=gast.Load(),
+                                                 annotation=None, type_comment=None),
+                                  args=[star.value], keywords=[])
+                anno.setanno(value, Static.PRIMITIVE, builtins.tuple)
+            elif param.kind is param.VAR_POSITIONAL:   # *vs: the tuple of the rest
                 value = gast.Tuple(elts=list(bound.arguments.get(param.name, ())), ctx=gast.Load())
             elif param.kind is param.VAR_KEYWORD:    # **kw: the dict of the other keywords
                 extra = bound.arguments.get(param.name, {})
@@ -399,6 +408,21 @@ class Inliner(Base):
             anno.setanno(assign, Static.ORIGIN, origin)
             out.append(assign)
         return out
+
+
+def _builtin_name(inliner, ident):
+    """A name bound to the builtin ``ident`` in the generated code."""
+    import builtins as _builtins
+    obj = getattr(_builtins, ident)
+    for bound_name, bound in list(inliner.bindings.items()) + list(inliner.ctx.bindings.items()):
+        if bound is obj:
+            return bound_name
+    bound_name = inliner.namer.new(ident)
+    inliner.bindings[bound_name] = obj
+    return bound_name
+
+
+Inliner._bound_builtin = _builtin_name
 
 
 def _denotes(ctx, locals_, func, obj):

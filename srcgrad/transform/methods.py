@@ -683,6 +683,38 @@ def _star_calls(node):
         call.args, call.keywords = args, keywords
 
 
+def _star_into_varargs(call, node, desugar):
+    """Whether ``g(a, *xs)`` unpacks ``xs`` exactly into ``g``'s ``*vs`` (``g`` a nested def
+    of ``f`` or a function known when compiling whose positional parameters the plain
+    arguments before it fill, none of them with a keyword): transform/inline.py binds
+    ``vs = tuple(xs)``, whatever the length of ``xs`` when ``f`` runs."""
+    import inspect
+    args = call.args
+    if not isinstance(args[-1], gast.Starred) or any(isinstance(a, gast.Starred) for a in args[:-1]) \
+            or any(k.arg is None for k in call.keywords):
+        return False
+    func = call.func
+    defs = [s for s in node.body if isinstance(s, gast.FunctionDef)]
+    if isinstance(func, gast.Name) and (func.id in desugar.locals or func.id in {d.name for d in defs}):
+        found = [d for d in defs if d.name == func.id]
+        if len(found) != 1 or func.id in desugar.locals:
+            return False
+        a = found[0].args
+        if a.vararg is None or a.posonlyargs:
+            return False
+        positional = [p.id for p in a.args]
+    else:
+        fn = _resolves_path(desugar, func, inspect.isfunction)
+        if fn is None:
+            return False
+        params = list(inspect.signature(fn, follow_wrapped=False).parameters.values())
+        if not any(p.kind is p.VAR_POSITIONAL for p in params):
+            return False
+        positional = [p.name for p in params
+                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(args) - 1 == len(positional) and not {k.arg for k in call.keywords} & set(positional)
+
+
 def _resolves_path(desugar, func, wanted=lambda obj: True):
     """The object the dotted name ``func`` (rooted outside ``f``'s locals) denotes, when
     ``wanted(obj)``: then resolved again as a read the compile depends on (guard.py);
@@ -756,13 +788,15 @@ def transform(node, ctx):
         and scope is not node for n in gast.walk(scope) if isinstance(n, gast.Name))
     _star_calls(node)
     for n in gast.walk(node):
-        if isinstance(n, gast.Call) and any(isinstance(a, gast.Starred) for a in n.args):
+        if isinstance(n, gast.Call) and any(isinstance(a, gast.Starred) for a in n.args) \
+                and not _star_into_varargs(n, node, desugar):
             star = next(a for a in n.args if isinstance(a, gast.Starred))
             raise desugar.error(star, UnsupportedError,
                                 "*-unpacking in a call of a value whose length is known only when "
                                 "the function runs is not supported in a function srcgrad differentiates",
-                                "Pass the arguments one by one, or bind the name once to a tuple "
-                                "display (args = (a, b)) and call g(*args).")
+                                "Pass the arguments one by one, bind the name once to a tuple "
+                                "display (args = (a, b)) and call g(*args), or give the function "
+                                "a *args parameter the unpacked values fill (def g(*vs)).")
     _partials(node, desugar)
     node.body = [Displays(desugar).visit(s) for s in node.body]
     node.body = desugar.visit_block(node.body)
