@@ -561,6 +561,7 @@ add(
     C(math.acosh, 1.7), C(math.log, 1.7, 3.5), C(math.pow, 1.7, 2.3), C(math.atan2, 0.3, -1.2),
     C(math.hypot, 0.3, -1.2), C(math.hypot, 0.3, -1.2, 2.0), C(math.copysign, 1.5, -2.0, _wrt=[0]),
     C(math.fsum, [0.5, 1.5, -2.0]),
+    C(math.prod, [0.5, 1.5, -2.0]), C(math.prod, [0.5, 0.0, -2.0], start=1.5),
     C(math.fmod, 2.3, 0.9), C(math.fmod, -2.3, 0.9), C(math.remainder, 2.3, 0.7), C(math.remainder, -2.3, 0.9),
     C(builtins.divmod, 2.3, 0.7), C(builtins.divmod, -2.3, 0.9), C(np.divmod, p(3, 1) * 3.1 + 0.05, p(4)),
 )

@@ -333,6 +333,30 @@ def math_fsum(dy, y, seq):
     return rt.builtin_sum_vjp(dy, seq)
 
 
+@adjoint(math.prod, sequences=("iterable",))
+def math_prod(dy, y, iterable, *, start=1):
+    return rt.prod_vjp(dy, iterable, start), rt.unbroadcast(dy * rt.prod_of_others(iterable, 1, None), start)
+
+
+@rt.helper
+def prod_of_others(items, start, skip):
+    """``start`` times every item of ``items`` but the one at ``skip`` (None: all of
+    them), multiplied out without dividing (an item may be zero)."""
+    out = start
+    for k, item in enumerate(items):
+        if k != skip:
+            out = out * item
+    return out
+
+
+@rt.helper
+def prod_vjp(dy, items, start):
+    """Gradient of ``math.prod(items, start=start)``: for each item, ``dy`` times the
+    product of the others (and ``start``), in the item's shape."""
+    items = list(items)
+    return [unbroadcast(dy * prod_of_others(items, start, k), item) for k, item in enumerate(items)]
+
+
 if hasattr(math, "exp2"):
     @adjoint(math.exp2)
     def math_exp2(dy, y, x):

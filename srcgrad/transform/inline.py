@@ -42,6 +42,8 @@ def is_inlinable(obj):
         return False
     if rules.lookup(obj) is not None or rules.is_nondifferentiable(obj):
         return False
+    if getattr(obj, "_srcgrad_inline", False):   # srcgrad/inlined.py: functools.reduce's
+        return True
     module = (getattr(obj, "__module__", None) or "").split(".")[0]
     return not is_library_module(module)
 

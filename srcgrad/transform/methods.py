@@ -18,11 +18,12 @@ than a name (``self.xs.pop()``) is left alone: transform/mutation.py refuses it 
 """
 
 import builtins
+import functools
 
 import gast
 
 from srcgrad import anno
-from srcgrad import runtime, templates
+from srcgrad import inlined, runtime, templates
 from srcgrad.ast_util import name
 from srcgrad.errors import UnsupportedError
 from srcgrad.transform import as_array
@@ -347,6 +348,11 @@ class Displays(gast.NodeTransformer):
         if built is not None:
             return built
         keys = {k.arg for k in node.keywords}
+        if not keys and len(node.args) in (2, 3) and not any(isinstance(a, gast.Starred) for a in node.args) \
+                and _resolves_path(d, node.func, lambda obj: obj is functools.reduce) is not None:
+            # functools.reduce(fn, xs[, init]): a Python loop srcgrad inlines (srcgrad/inlined.py)
+            node.func = self.helper(inlined.reduce if len(node.args) == 2 else inlined.reduce_from)
+            return node
         if None in keys or any(isinstance(a, gast.Starred) for a in node.args) or len(node.args) != 1:
             return node
         if d.resolves_to(node.func, builtins.sorted) and keys <= {"key", "reverse"}:
@@ -472,9 +478,9 @@ def value_classes_of(classes):
 
 
 def _class_known(cls):
-    """A class worth knowing while compiling: one with methods srcgrad binds, or a list
-    (whose ``xs.sort()`` is a list's, not an array's)."""
-    return has_methods(cls) or isinstance(cls, type) and issubclass(cls, list)
+    """A class worth knowing while compiling: one with methods srcgrad binds, a list
+    (whose ``xs.sort()`` is a list's, not an array's) or a dict (``for k in d``: its keys)."""
+    return has_methods(cls) or isinstance(cls, type) and issubclass(cls, (list, dict))
 
 
 def has_methods(cls):
@@ -715,6 +721,18 @@ def _star_into_varargs(call, node, desugar):
     return len(args) - 1 == len(positional) and not {k.arg for k in call.keywords} & set(positional)
 
 
+def _dict_loops(node, dicts, desugar):
+    """``for k in d`` and ``[... for k in d]`` over a name that always holds a dict (a
+    display, ``dict(...)``, or a dict argument the compile is specialised on) iterate
+    ``list(d)``, its keys, as Python does (a loop over a name reads its items by position)."""
+    if not dicts:
+        return
+    for n in gast.walk(node):
+        if isinstance(n, (gast.For, gast.comprehension)) and isinstance(n.iter, gast.Name) \
+                and n.iter.id in dicts:
+            n.iter = desugar.call(builtins.list, n.iter)
+
+
 def _resolves_path(desugar, func, wanted=lambda obj: True):
     """The object the dotted name ``func`` (rooted outside ``f``'s locals) denotes, when
     ``wanted(obj)``: then resolved again as a read the compile depends on (guard.py);
@@ -743,9 +761,10 @@ def _list_names(node, desugar):
     return list_names(node, desugar.resolves_to)
 
 
-def list_names(node, resolves_to):
+def list_names(node, resolves_to, kind=list):
     """``_list_names``, ``resolves_to(func, obj)`` telling whether a callee is ``obj``
-    (inline.py asks it of a caller: a list it passes to a helper is known as a list there)."""
+    (inline.py asks it of a caller: a list it passes to a helper is known as a list there).
+    ``kind=dict``: the names every binding of which makes a dict instead."""
     bindings = {}
     params = {a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
     for n in gast.walk(node):
@@ -760,6 +779,9 @@ def list_names(node, resolves_to):
                     bindings.setdefault(t.id, []).append(None)
 
     def makes_list(e):
+        if kind is dict:
+            return isinstance(e, (gast.Dict, gast.DictComp)) or (
+                isinstance(e, gast.Call) and resolves_to(e.func, builtins.dict))
         if isinstance(e, (gast.List, gast.ListComp)):
             return True
         if isinstance(e, gast.BinOp) and isinstance(e.op, gast.Add):
@@ -783,6 +805,8 @@ def transform(node, ctx):
     desugar = Desugar(ctx.info, ctx.namer, ctx.bindings, local_names(node))
     desugar.lists = _list_names(node, desugar) | {
         p for p, cls in ctx.classes.items() if issubclass(cls, list)}   # a list argument
+    _dict_loops(node, list_names(node, desugar.resolves_to, dict) | {
+        p for p, cls in ctx.classes.items() if issubclass(cls, dict)}, desugar)
     desugar.closed_over = frozenset(
         n.id for scope in gast.walk(node) if isinstance(scope, (gast.FunctionDef, gast.Lambda))
         and scope is not node for n in gast.walk(scope) if isinstance(n, gast.Name))
