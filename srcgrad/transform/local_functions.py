@@ -580,8 +580,14 @@ def _constant_table(node, stmt, target, keys, items, uses, parents, info, namer,
     for item in items:
         if isinstance(item, gast.Lambda):
             fn = lifting.lambda_def(templates.clone(item), "<lambda>", stmt)
-            if (reads(fn) & outer) - _own_locals(fn):
-                return None   # it reads a variable of f: only calls of it pass that
+            free = sorted((reads(fn) & outer) - _own_locals(fn))
+            if free:   # only a call written fs[k](...) passes a variable of f to it
+                raise lifting.error(item, f"a lambda of the table `{target}`, which the function "
+                                          f"loops over or reads as a value, reads the function's "
+                                          f"variable {free[0]!r}",
+                                    f"Pass it as an argument (`lambda v, {free[0]}: ...`, called "
+                                    f"as `fn(x, {free[0]})`), or call the items as "
+                                    f"`{target}[k](...)` only.")
             lifting.check_defaults(fn, stmt)
             values.append(LocalFunction(fn, info, "<lambda>", f"{info.name}.<locals>.<lambda>"))
             continue
