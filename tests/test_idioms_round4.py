@@ -325,6 +325,57 @@ def lambda_free_method_call(x, p):
     return p.loss(x) * 2.0
 
 
+# ----- dataclasses built inside f, dataclasses.replace -----
+
+def builds_a_dataclass(x):
+    p = Model(w=x, b=1.0)
+    q = dataclasses.replace(p, b=np.sum(x) * 2.0)
+    return np.sum(q.w * q.b + p.w * p.b)
+
+
+def builds_one_and_calls_its_method(x):
+    m = Model(np.cos(x), b=0.2)    # b's default and a positional w
+    return m.loss(x) + np.sum(Model(np.sin(x)).w * Model(x).b)
+
+
+def replaces_a_field_of_an_argument(p, x):
+    q = dataclasses.replace(p, w=p.w * x)
+    return np.sum(q.w ** 2 * q.b)
+
+
+@pytest.mark.parametrize("f", [builds_a_dataclass, builds_one_and_calls_its_method],
+                         ids=lambda f: f.__name__)
+def test_a_dataclass_built_inside_f_matches_finite_differences(f):
+    assert check_grads(f, (X,))
+    jvp_matches_finite_differences(f, (X,))
+    np.testing.assert_allclose(sg.hessian(f)(X), fd_jacobian(sg.grad(f), X), rtol=1e-5, atol=1e-7)
+
+
+def test_replace_of_a_dataclass_argument_matches_finite_differences():
+    p = Model(X + 1.0, 0.5)
+    assert check_grads(replaces_a_field_of_an_argument, (p, X), wrt=(0, 1))
+    jvp_matches_finite_differences(replaces_a_field_of_an_argument, (p, X), k=1)
+    dp, _ = sg.grad(replaces_a_field_of_an_argument, wrt=(0, 1))(p, X)
+    assert isinstance(dp, Model)
+
+
+@dataclasses.dataclass
+class WithPostInit:
+    w: np.ndarray
+
+    def __post_init__(self):
+        self.w = self.w * 2.0
+
+
+def builds_one_with_post_init(x):
+    return np.sum(WithPostInit(x).w)
+
+
+def test_a_dataclass_with_its_own_init_steps_is_refused_at_its_line():
+    assert_refused(builds_one_with_post_init, (X,), "return np.sum(WithPostInit(x).w)",
+                   "WithPostInit", error=SrcgradError)
+
+
 # ----- 6. a dict of global functions called with a run-time key -----
 
 def relu(v):

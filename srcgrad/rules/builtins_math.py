@@ -598,5 +598,60 @@ def namedtuple_replace_vjp(dy, value, fields, of_items):
 linear(rt.namedtuple_replace_vjp, "dy", no_tangent=("value", "fields", "of_items"))
 
 
+
+# ----- dataclasses built inside f (transform/methods.py): P(w=x), dataclasses.replace -----
+
+@rt.helper
+def dataclass_new(cls, fields, items):
+    """``cls(**dict(zip(fields, items)))``: the dataclass ``P(x, b=v)`` builds."""
+    return cls(**dict(zip(fields, items)))
+
+
+@adjoint(rt.dataclass_new, sequences=("items",))
+def dataclass_new_rule(dy, y, cls, fields, items):
+    return None, None, rt.dataclass_items_vjp(dy, fields)
+
+
+@rt.helper
+def dataclass_items_vjp(dy, fields):
+    """Adjoint of the fields a dataclass was built from, or replaced with: each field's
+    entry of its adjoint (a ``pytree.Fields``, or an instance handed in as a seed)."""
+    if is_zero_grad(dy):
+        return 0.0
+    if isinstance(dy, dict):
+        return [dy.get(f, 0.0) for f in fields]
+    return [getattr(dy, f) for f in fields]
+
+
+linear(rt.dataclass_items_vjp, "dy", no_tangent=("fields",))
+
+
+@rt.helper
+def dataclass_replace(value, fields, items):
+    """``dataclasses.replace(value, **dict(zip(fields, items)))``."""
+    import dataclasses
+    return dataclasses.replace(value, **dict(zip(fields, items)))
+
+
+@adjoint(rt.dataclass_replace, sequences=("items",))
+def dataclass_replace_rule(dy, y, value, fields, items):
+    return rt.dataclass_kept_vjp(dy, fields), None, rt.dataclass_items_vjp(dy, fields)
+
+
+@rt.helper
+def dataclass_kept_vjp(dy, fields):
+    """Adjoint of ``dataclasses.replace(value, ...)`` with respect to ``value``: its
+    adjoint less the replaced fields."""
+    if is_zero_grad(dy):
+        return 0.0
+    import dataclasses
+    entries = dy if isinstance(dy, dict) else {f.name: getattr(dy, f.name) for f in dataclasses.fields(dy)}
+    from srcgrad.pytree import Fields
+    return Fields({k: v for k, v in entries.items() if k not in fields})
+
+
+linear(rt.dataclass_kept_vjp, "dy", no_tangent=("fields",))
+
 # The containers the helpers above return (analysis/ranks.py, analysis/activity.py).
-returns_sequence(rt.seq_without, rt.dict_merge, rt.namedtuple_new, rt.namedtuple_replace)
+returns_sequence(rt.seq_without, rt.dict_merge, rt.namedtuple_new, rt.namedtuple_replace,
+                 rt.dataclass_new, rt.dataclass_replace)

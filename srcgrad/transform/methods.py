@@ -18,6 +18,7 @@ than a name (``self.xs.pop()``) is left alone: transform/mutation.py refuses it 
 """
 
 import builtins
+import dataclasses
 import functools
 
 import gast
@@ -48,6 +49,15 @@ def _sub(base, index):
 
 def _is_namedtuple_class(obj):
     return isinstance(obj, type) and issubclass(obj, tuple) and hasattr(obj, "_fields")
+
+
+def _is_plain_dataclass(obj):
+    """A dataclass class whose ``__init__`` is the one ``@dataclass`` generated (it only
+    stores its arguments) and that has no ``__post_init__``."""
+    init = getattr(obj, "__init__", None)
+    return isinstance(obj, type) and dataclasses.is_dataclass(obj) \
+        and not hasattr(obj, "__post_init__") \
+        and getattr(getattr(init, "__code__", None), "co_filename", None) == "<string>"
 
 
 def _with_first(call, first):
@@ -374,6 +384,14 @@ class Displays(gast.NodeTransformer):
             fields = gast.Constant(value=tuple(k.arg for k in node.keywords), kind=None)
             return self.call(runtime.namedtuple_replace, node.func.value, fields,
                              gast.List(elts=[k.value for k in node.keywords], ctx=gast.Load()))
+        if _resolves_path(d, node.func, lambda obj: obj is dataclasses.replace) is not None \
+                and len(node.args) == 1 and node.keywords:
+            fields = gast.Constant(value=tuple(k.arg for k in node.keywords), kind=None)
+            return self.call(runtime.dataclass_replace, node.args[0], fields,
+                             gast.List(elts=[k.value for k in node.keywords], ctx=gast.Load()))
+        cls = _resolves_path(d, node.func, _is_plain_dataclass)
+        if cls is not None:
+            return self.dataclass(node, cls)
         cls = _resolves_path(d, node.func, _is_namedtuple_class)
         if cls is None:
             return None
@@ -393,6 +411,34 @@ class Displays(gast.NodeTransformer):
             else:
                 return None
         return self.call(runtime.namedtuple_new, templates.clone(node.func),
+                         gast.List(elts=items, ctx=gast.Load()))
+
+    def dataclass(self, node, cls):
+        """``P(x, b=v)`` of a dataclass whose ``__init__`` is the one ``@dataclass`` wrote:
+        ``rt.dataclass_new(P, ("w", "b"), [x, v])`` (its defaults filled in), None where the
+        arguments do not bind (Python's TypeError when it runs) or a default is a factory."""
+        d = self.desugar
+        fields = [f for f in dataclasses.fields(cls) if f.init]
+        positional = [f for f in fields if not f.kw_only]
+        given = {k.arg: k.value for k in node.keywords}
+        if len(node.args) > len(positional) or set(given) - {f.name for f in fields} \
+                or set(given) & {f.name for f in positional[:len(node.args)]}:
+            return None
+        names, items = [], []
+        for k, f in enumerate(fields):
+            if f in positional and k < len(node.args) and positional.index(f) < len(node.args):
+                value = node.args[positional.index(f)]
+            elif f.name in given:
+                value = given[f.name]
+            elif f.default is not dataclasses.MISSING:
+                value = gast.Constant(value=f.default, kind=None) if templates.is_literal(f.default) \
+                    else name(as_array.bind(d.namer, d.info, d.bindings, f.name, f.default))
+            else:
+                return None   # a default_factory, or a missing argument
+            names.append(f.name)
+            items.append(value)
+        return self.call(runtime.dataclass_new, templates.clone(node.func),
+                         gast.Constant(value=tuple(names), kind=None),
                          gast.List(elts=items, ctx=gast.Load()))
 
     def visit_List(self, node):
@@ -517,7 +563,11 @@ def bind_methods(node, ctx):
     (ctx.classes: the gradient is specialised on it), become calls of the class's function,
     ``Params.energy(p, x)``, which transform/inline.py inlines as any helper (its ``self``
     knows the class too, so ``self.other(x)`` inside works the same way)."""
-    if not ctx.classes:
+    built = _built_classes(node, ctx)
+    if built:   # known to helpers too: Model.loss(p, x) calling self.penalty()
+        ctx.classes = {**ctx.classes, **built}
+    classes = ctx.classes
+    if not classes:
         return node
 
     class Bind(gast.NodeTransformer):
@@ -530,15 +580,15 @@ def bind_methods(node, ctx):
             if isinstance(owner, gast.Call) and isinstance(owner.func, gast.Name) and owner.func.id == "type" \
                     and len(owner.args) == 1 and not owner.keywords and _builtin_type(ctx, owner.func):
                 owner, instance = owner.args[0], False
-            if not (isinstance(owner, gast.Name) and owner.id in ctx.classes):
+            if not (isinstance(owner, gast.Name) and owner.id in classes):
                 return call
-            found = _class_attribute(ctx.classes[owner.id], func.attr)
+            found = _class_attribute(classes[owner.id], func.attr)
             if found is None:
                 return call
             _, bound = found
             if bound and not instance:
                 return call   # type(p).energy(p, x): the caller passes self (left as written)
-            cls = ctx.classes[owner.id]
+            cls = classes[owner.id]
             # Cls.energy, read through the class bound in the generated code: the compile
             # holds while getattr(Cls, "energy") is the same function (guard.py)
             call.func = gast.Attribute(value=name(as_array.bind(ctx.namer, ctx.info, ctx.bindings,
@@ -550,6 +600,36 @@ def bind_methods(node, ctx):
 
     node.body = [Bind().visit(s) for s in node.body]
     return node
+
+
+def _built_classes(node, ctx):
+    """Local names bound once, to a dataclass ``P(...)`` built in ``f`` (the class a global,
+    closure or attribute name known when compiling): name -> that class, so that
+    ``p.loss(x)`` is ``P.loss(p, x)`` as for an argument."""
+    counts, built = {}, {}
+    for n in gast.walk(node):
+        if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load):
+            counts[n.id] = counts.get(n.id, 0) + 1
+    locals_ = local_names(node)
+    for n in gast.walk(node):
+        if isinstance(n, gast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], gast.Name) \
+                and isinstance(n.value, gast.Call):
+            parts, func = [], n.value.func
+            while isinstance(func, gast.Attribute):
+                parts.append(func.attr)
+                func = func.value
+            if not isinstance(func, gast.Name) or func.id in locals_:
+                continue
+            try:
+                obj = ctx.info.lookup(func.id)
+                for part in reversed(parts):
+                    obj = getattr(obj, part)
+            except (NameError, AttributeError):
+                continue
+            if _is_plain_dataclass(obj):
+                ctx.info.resolve_path((func.id,) + tuple(reversed(parts)))   # a read the compile depends on
+                built[n.targets[0].id] = obj
+    return {k: cls for k, cls in built.items() if counts.get(k) == 1}
 
 
 def _builtin_type(ctx, func):
