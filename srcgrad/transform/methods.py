@@ -51,6 +51,13 @@ def _is_namedtuple_class(obj):
     return isinstance(obj, type) and issubclass(obj, tuple) and hasattr(obj, "_fields")
 
 
+def _hashable_in(obj, table):
+    try:
+        return obj in table
+    except TypeError:   # an unhashable object
+        return False
+
+
 def _is_plain_dataclass(obj):
     """A dataclass class whose ``__init__`` is the one ``@dataclass`` generated (it only
     stores its arguments) and that has no ``__post_init__``."""
@@ -358,11 +365,14 @@ class Displays(gast.NodeTransformer):
         if built is not None:
             return built
         keys = {k.arg for k in node.keywords}
-        if not keys and len(node.args) in (2, 3) and not any(isinstance(a, gast.Starred) for a in node.args) \
-                and _resolves_path(d, node.func, lambda obj: obj is functools.reduce) is not None:
-            # functools.reduce(fn, xs[, init]): a Python loop srcgrad inlines (srcgrad/inlined.py)
-            node.func = self.helper(inlined.reduce if len(node.args) == 2 else inlined.reduce_from)
-            return node
+        if not keys and not any(isinstance(a, gast.Starred) for a in node.args):
+            # functools.reduce(fn, xs[, init]), itertools.chain(a, b): Python loops srcgrad
+            # inlines (srcgrad/inlined.py)
+            library = _resolves_path(d, node.func, lambda obj: _hashable_in(obj, inlined.INLINED)
+                                     and len(node.args) in inlined.INLINED[obj])
+            if library is not None:
+                node.func = self.helper(inlined.INLINED[library][len(node.args)])
+                return node
         if None in keys or any(isinstance(a, gast.Starred) for a in node.args) or len(node.args) != 1:
             return node
         if d.resolves_to(node.func, builtins.sorted) and keys <= {"key", "reverse"}:
@@ -752,6 +762,10 @@ def _star_calls(node):
     for call in calls:
         args = []
         for a in call.args:
+            if isinstance(a, gast.Starred) and isinstance(a.value, (gast.List, gast.Tuple)) \
+                    and not any(isinstance(e, gast.Starred) for e in a.value.elts):
+                args += a.value.elts   # zip(*[a, b]): the display's items, one by one
+                continue
             n = length(a.value.id) if isinstance(a, gast.Starred) and isinstance(a.value, gast.Name) else None
             if n is None:
                 args.append(a)
