@@ -714,6 +714,36 @@ def while_to_tolerance(a):
     return y
 
 
+def print_assert_and_raise(x):
+    assert x.shape == (3,), "bad shape"
+    if x.ndim != 1:
+        raise ValueError(f"expected a vector, got {x.ndim} dims")
+    print("debug", x.shape)
+    return np.sum(x ** 3)
+
+
+def stacks_a_comprehension(xs):
+    return np.sum(np.stack([np.sin(xi) * xi for xi in xs]) ** 2)
+
+
+def scan_with_a_carry(x):
+    carry = 0.0
+    outs = []
+    for v in x:
+        carry = carry * 0.9 + v
+        outs.append(carry)
+    return np.sum(np.array(outs) ** 2)
+
+
+def nested_dict_params(params, x):
+    h = np.tanh(params["enc"]["w"] @ x)
+    return np.sum((params["dec"]["w"] @ h) ** 2)
+
+
+def ternary_in_a_generator(x):
+    return sum(v if v > 0 else -v * 0.5 for v in x)
+
+
 def logistic_regression(w, xs, ys):
     p = 1.0 / (1.0 + np.exp(-(xs @ w)))
     return -np.mean(ys * np.log(p) + (1 - ys) * np.log(1 - p))
@@ -746,6 +776,9 @@ PROGRAMS = [
     (flatten_params, ({"a": A, "b": X},), 0), (method_chain, (X,), 0), (append_then_array, (X,), 0),
     (kwargs_passed_through, (X,), 0), (while_to_tolerance, (2.0,), 0),
     (logistic_regression, (X, A, np.array([1.0, 0.0, 1.0])), 0),
+    (print_assert_and_raise, (X,), 0), (stacks_a_comprehension, (A,), 0), (scan_with_a_carry, (X,), 0),
+    (nested_dict_params, ({"enc": {"w": A}, "dec": {"w": A.T.copy()}}, X), 0),
+    (ternary_in_a_generator, (X,), 0),
 ] + ([(itertools_pairwise, (X,), 0)] if hasattr(itertools, "pairwise") else [])
 
 
@@ -797,6 +830,26 @@ def test_a_class_made_inside_the_function_is_refused_at_its_line():
 
 def zip_of_array_rows(m):
     return sum(a * b for a, b in list(zip(*[m[0], m[1]])))
+
+
+def make_act(alpha):
+    return lambda v: np.maximum(v, alpha * v)
+
+
+def calls_what_a_factory_returns(x):
+    act = make_act(0.1)   # evaluated when f runs: srcgrad does not run user code to compile
+    return np.sum(act(x) ** 2)
+
+
+def calls_getattr_of_a_module(x, name):
+    return np.sum(getattr(np, name)(x))
+
+
+def test_a_function_made_when_f_runs_is_refused_at_the_call():
+    assert_refused(calls_what_a_factory_returns, (X,), "return np.sum(act(x) ** 2)",
+                   "calling the local variable `act`")
+    assert_refused(calls_getattr_of_a_module, (X, "tanh"), "return np.sum(getattr(np, name)(x))",
+                   "calling the result of a call, `getattr(np, name)(...)`")
 
 
 def test_zip_of_arrays_made_a_list_is_refused_at_its_line():
