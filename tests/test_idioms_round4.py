@@ -423,6 +423,46 @@ def test_a_key_not_in_the_global_table_raises_as_python_does_and_a_new_key_compi
         sg.grad(act_by_name)(X, "gelu")
 
 
+# ----- a constant table zipped with a variable of f -----
+
+ACT_LIST = [np.tanh, relu]
+
+
+def mlp_zipping_activations_with_params(params, x):
+    for act, (W, b) in zip(ACT_LIST, params):
+        x = act(W @ x + b)
+    return np.sum(x ** 2)
+
+
+def lambdas_zipped_with_weights(x):
+    fs = [lambda v: np.sin(v), lambda v: v ** 3]
+    ws = [0.5, -2.0, 7.0]   # longer: zip stops at the table's end, as Python's does
+    return sum(w * np.sum(fn(x)) for fn, w in zip(fs, ws))
+
+
+def zips_a_dict(d, x):
+    total = 0.0
+    for act, k in zip(ACT_LIST, d):
+        total = total + np.sum(act(x)) * k
+    return total
+
+
+def test_a_constant_table_zipped_with_a_variable_matches_finite_differences():
+    params = [(A, X), (A.T.copy(), -X)]
+    assert check_grads(mlp_zipping_activations_with_params, (params, X), wrt=(0, 1))
+    assert check_grads(lambdas_zipped_with_weights, (X,))
+    jvp_matches_finite_differences(lambdas_zipped_with_weights, (X,))
+
+
+def test_a_variable_too_short_or_not_a_sequence_for_the_zip_is_refused_at_the_loop():
+    with pytest.raises(UnsupportedError) as info:
+        sg.grad(mlp_zipping_activations_with_params, wrt=1)([(A, X)], X)
+    assert info.value.filename == __file__ and "zip(ACT_LIST, params)" in info.value.source_line
+    assert "at least the 2 items" in str(info.value)
+    with pytest.raises(UnsupportedError, match="not a list, tuple or array"):   # Python: its keys
+        sg.grad(zips_a_dict, wrt=1)({0: 1.0, 1: 2.0}, X)
+
+
 # ----- programs the way a new user writes them -----
 
 def mlp_dict(params, x):

@@ -547,6 +547,18 @@ def missing_item(keys, key):
 nondifferentiable(rt.missing_item)
 
 
+@rt.helper
+def zip_covers(seq, n, error):
+    """Raise ``error`` unless ``seq``, zipped with a constant container of ``n`` callables in
+    a loop srcgrad unrolled (transform/unroll.py), is a list, tuple or array of at least ``n``
+    items (each copy of the body reads ``seq[k]``: a dict's would not be its keys)."""
+    if not (isinstance(seq, (list, tuple)) or getattr(seq, "ndim", 0) >= 1) or len(seq) < n:
+        raise error
+
+
+nondifferentiable(rt.zip_covers)
+
+
 # ----- namedtuples built inside f (transform/methods.py): Point(x, y), p._replace(x=v) -----
 
 @rt.helper
