@@ -636,6 +636,13 @@ def logsumexp(x):
     return m + np.log(np.sum(np.exp(x - m)))
 
 
+def partial_of_a_lambda(x):
+    w = 2.0
+    scale = functools.partial(lambda v, s: v * s * w, s=3.0)
+    w = 0.5   # the lambda reads w when called, as a closure does
+    return np.sum(scale(x) * scale(x, s=-1.0))
+
+
 def partial_of_numpy(x):
     f = functools.partial(np.power, x)
     return np.sum(f(2) + f(3))
@@ -807,7 +814,7 @@ PROGRAMS = [
     (mse, (X, A, X * 3), 0), (clip_times_norm, (X,), 0), (stack_and_concatenate, (X,), 0),
     (sorted_dict_items, (X,), 0), (max_of_scalars, (X,), 0), (abs_and_sign, (X,), 0),
     (reshape_and_ravel, (A,), 0), (moments, (X,), 0), (logsumexp, (X,), 0),
-    (partial_of_numpy, (np.abs(X) + 0.5,), 0), (map_of_a_lambda, (X,), 0),
+    (partial_of_numpy, (np.abs(X) + 0.5,), 0), (partial_of_a_lambda, (X,), 0), (map_of_a_lambda, (X,), 0),
     (all_of_a_generator, (X,), 0), (dict_get_with_default, ({"w": X, "b": 0.5}, X), (0, 1)),
     (reversed_horner, (X,), 0), (quadratic_form_chain, (A, X), (0, 1)),
     (itertools_chain_and_accumulate, (X,), 0), (ordered_dict_built_up, (X,), 0),

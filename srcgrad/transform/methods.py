@@ -675,10 +675,14 @@ def _partials(node, desugar):
             body.append(stmt)
             continue
         target, g = stmt.targets[0].id, call.args[0]
+        lifted = None
+        if isinstance(g, gast.Lambda):   # partial(lambda v, s: v * s, s=3.0): the lambda named first
+            lifted = desugar.stmt(stmt, desugar.namer.new(f"{target}_fn"), g)
+            g = name(lifted.targets[0].id)
         root = g
         while isinstance(root, gast.Attribute):
             root = root.value
-        known = isinstance(root, gast.Name) and (root.id not in desugar.locals or (
+        known = lifted is not None or isinstance(root, gast.Name) and (root.id not in desugar.locals or (
             root.id in local_functions and root is g))
         uses = [n for n in gast.walk(node) if isinstance(n, gast.Name) and n.id == target
                 and isinstance(n.ctx, gast.Load)]
@@ -687,6 +691,8 @@ def _partials(node, desugar):
                                 and all(k.arg is not None for k in parents[n].keywords) for n in uses):
             body.append(stmt)
             continue
+        if lifted is not None:
+            body.append(lifted)
         bound = []
         for k, value in [(None, a) for a in call.args[1:]] + [(kw.arg, kw.value) for kw in call.keywords]:
             if isinstance(value, gast.Constant):
