@@ -297,6 +297,16 @@ class Inliner(Base):
             out.append(assign)
         return out
 
+    def _bound_builtin(self, ident):
+        """A name bound to the builtin ``ident`` in the generated code."""
+        obj = getattr(builtins, ident)
+        for bound_name, bound in list(self.bindings.items()) + list(self.ctx.bindings.items()):
+            if bound is obj:
+                return bound_name
+        bound_name = self.namer.new(ident)
+        self.bindings[bound_name] = obj
+        return bound_name
+
     def _free_name(self, name, info, bindings, fn):
         if name in bindings:
             obj = bindings[name]
@@ -410,21 +420,6 @@ class Inliner(Base):
             anno.setanno(assign, Static.ORIGIN, origin)
             out.append(assign)
         return out
-
-
-def _builtin_name(inliner, ident):
-    """A name bound to the builtin ``ident`` in the generated code."""
-    import builtins as _builtins
-    obj = getattr(_builtins, ident)
-    for bound_name, bound in list(inliner.bindings.items()) + list(inliner.ctx.bindings.items()):
-        if bound is obj:
-            return bound_name
-    bound_name = inliner.namer.new(ident)
-    inliner.bindings[bound_name] = obj
-    return bound_name
-
-
-Inliner._bound_builtin = _builtin_name
 
 
 def _denotes(ctx, locals_, func, obj):

@@ -13,8 +13,16 @@ argument). The values are then ordinary slices, concatenations and the two helpe
 so each method is differentiated by the shared rules of those. ``[*a, *b]`` becomes
 ``list(a) + list(b)`` and ``{**d, "k": v}`` ``rt.dict_merge(d, {"k": v})``.
 
-A method call inside a larger expression (``y = xs.pop() * 2``) or on something other
-than a name (``self.xs.pop()``) is left alone: transform/mutation.py refuses it at its line.
+A ``pop``/``setdefault`` inside a larger expression (``y = np.sum(xs.pop() * 2)``) is first
+moved to a statement of its own (``Desugar.hoist``) where that keeps what the statement
+reads; one it cannot move, or a method on something other than a name (``self.xs.pop()``),
+is left alone: transform/mutation.py refuses it at its line.
+
+Calls whose form this pass settles too: ``sorted``/``max``/``min`` with ``key=``,
+namedtuples and dataclasses built or updated in ``f`` (two helpers with rules each),
+``functools.reduce`` and some itertools (srcgrad/inlined.py's Python versions, inlined),
+``functools.partial`` bound once, ``g(*args)`` of a display or into ``g``'s ``*vs``, and
+``for k in d`` over a name that always holds a dict (``list(d)``).
 """
 
 import builtins
@@ -655,7 +663,6 @@ def _partials(node, desugar):
     the partial's arguments are bound to names of their own where it was made (their values
     then, as the partial keeps them), and each ``h(x, k=w)`` is the call ``g(a_, x, k=w)``
     (the call's keywords replacing the partial's, as ``functools.partial`` does)."""
-    import functools
     counts = {}
     for n in gast.walk(node):
         if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store):
