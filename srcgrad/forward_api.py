@@ -86,7 +86,7 @@ def cache_key(fn, active, *extra):
 def _compiled(fn, active, values=True, has_aux=False, classes=None):
     options = pipeline.DEFAULT_OPTIONS
     classes = classes or {}
-    key = cache_key(fn, active, values, has_aux, tuple(sorted(classes.items())))
+    key = cache_key(fn, active, tuple(sorted(classes.items())), values, has_aux)
     found = _cache.get(key)
     if found is None or not found.guard.holds(fn):
         with _lock:

@@ -260,7 +260,7 @@ def returns_a_lambda(x):
 
 def stores_a_lambda(x):
     fs = [lambda v: v * 2]
-    # fs[0](x) alone is a call of the item (local_functions._function_tables); len(fs), a
+    # fs[0](x) alone is a call of the item (function_tables._function_tables); len(fs), a
     # loop over fs or a read of an item are of a constant table (round 4); another name
     # bound to the list reads it as a value
     other = fs

@@ -254,7 +254,7 @@ def compiled(fn, active, has_aux=False, classes=None):
     from srcgrad.forward_api import cache_key
     options = pipeline.DEFAULT_OPTIONS
     classes = classes or {}
-    key = cache_key(fn, active, has_aux, tuple(sorted(classes.items())))
+    key = cache_key(fn, active, tuple(sorted(classes.items())), has_aux)
     found = _programs.get(key)
     if found is None or not found[1].holds(fn):
         with _lock:

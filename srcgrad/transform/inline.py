@@ -20,7 +20,7 @@ from srcgrad.entry import LIBRARY_ROOTS, call_method, entry_function, is_library
 from srcgrad.errors import SrcgradError, UnsupportedError
 from srcgrad.transform.base import Base, local_names
 from srcgrad.transform.local_functions import LocalFunction
-from srcgrad.transform import methods
+from srcgrad.transform import call_forms
 from srcgrad import ast_util
 
 Static = anno.Static
@@ -392,7 +392,7 @@ class Inliner(Base):
             if param.name in static:
                 continue   # the helper's body names the object itself
             if param.kind is param.VAR_POSITIONAL and star is not None:
-                # g(a, *xs), its plain arguments filling g's others (methods._star_into_varargs)
+                # g(a, *xs), its plain arguments filling g's others (call_forms._star_into_varargs)
                 value = gast.Call(func=gast.Name(id=self._bound_builtin("tuple"), ctx=gast.Load(),
                                                  annotation=None, type_comment=None),
                                   args=[star.value], keywords=[])
@@ -458,7 +458,7 @@ def transform(node, ctx):
     helper inlined (guard.py)."""
     locals_ = local_names(node)
     inliner = Inliner(ctx, locals_, _global_attributes(node, locals_))
-    inliner.lists = frozenset(methods.list_names(node, lambda func, obj: _denotes(ctx, locals_, func, obj)))
+    inliner.lists = frozenset(call_forms.list_names(node, lambda func, obj: _denotes(ctx, locals_, func, obj)))
     node.body = inliner.visit_block(node.body)
     ctx.infos = [ctx.info] + inliner.infos
     ctx.bindings.update(inliner.bindings)
