@@ -36,7 +36,7 @@ from srcgrad.codegen.refusals import in_user_code
 from srcgrad.errors import SrcgradError
 from srcgrad.runtime.arrays import namespace
 from srcgrad.templates import name
-from srcgrad.transform import forward, forward_program
+from srcgrad.transform import forward, forward_program, methods
 
 
 @dataclass
@@ -55,12 +55,15 @@ _cache = caches.LRU()   # cache_key -> CompiledJVP, the most recently used kept
 _lock = threading.Lock()
 
 
-def compile_jvp(fn, active, options=None, values=True, has_aux=False):
+def compile_jvp(fn, active, options=None, values=True, has_aux=False, classes=None):
     """The tangent program of ``fn`` for tangents of the parameters named in ``active``
     (``values=False``: it returns None for the value, and computes only what the
     tangent needs; hessians.py's hvp). ``has_aux``: ``fn`` returns ``(output, aux)``
-    and the program ``(output, tangent, aux)``; the aux carries no tangent."""
-    f = forward_program.front(fn, active, options, has_aux)
+    and the program ``(output, tangent, aux)``; the aux carries no tangent. ``classes``:
+    parameter -> the class of the dataclass or list it holds (``p.loss(x)`` is that class's
+    method, as in reverse mode: methods.argument_classes)."""
+    static = methods.value_classes_of(classes or {})
+    f = forward_program.front(fn, active, options, has_aux, static=static)
     transformer = forward.ForwardAD(f.ctx.info, f.act.active, f.ctx.namer, f.written,
                                     f.act.sequences, f.kind_map, wrt=f.names, values=values,
                                     aux=f.ctx.aux, bindings=f.ctx.bindings)
@@ -80,9 +83,10 @@ def cache_key(fn, active, *extra):
             pipeline.DEFAULT_OPTIONS, rules.VERSION[0]) + extra
 
 
-def _compiled(fn, active, values=True, has_aux=False):
+def _compiled(fn, active, values=True, has_aux=False, classes=None):
     options = pipeline.DEFAULT_OPTIONS
-    key = cache_key(fn, active, values, has_aux)
+    classes = classes or {}
+    key = cache_key(fn, active, tuple(sorted(classes.items())), values, has_aux)
     found = _cache.get(key)
     if found is None or not found.guard.holds(fn):
         with _lock:
@@ -90,7 +94,7 @@ def _compiled(fn, active, values=True, has_aux=False):
             if found is None or not found.guard.holds(fn):
                 try:
                     found = _cache[key] = compile_jvp(fn, active, options, values=values,
-                                                      has_aux=has_aux)
+                                                      has_aux=has_aux, classes=classes)
                 except SrcgradError as exc:   # in a gradient srcgrad generated: the user's line
                     raise in_user_code(exc, "jvp of a gradient: ") from None
     return found
@@ -219,7 +223,8 @@ def run(fn, primals, tangents, values=True, jit=False, has_aux=False):
     given = dict.fromkeys(params)   # a default's parameter carries no tangent
     given.update((p, _tangent_for(p, primal, tangent))
                  for p, primal, tangent in zip(params, primals, tangents))
-    compiled = _compiled(fn, [p for p in params if given[p] is not None], values, has_aux)
+    compiled = _compiled(fn, [p for p in params if given[p] is not None], values, has_aux,
+                         methods.classes_of(bound.arguments))
     args = [bound.arguments[p] for p in compiled.params]
     args += [given[p] for p in compiled.active]
     if jit:

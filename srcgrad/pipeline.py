@@ -22,8 +22,8 @@ from srcgrad import templates
 from srcgrad.templates import clone
 from srcgrad import optimize
 from srcgrad.optimize import scalar_items, unit_seed
-from srcgrad.transform import (anf, as_array, aux, canonicalize, comprehensions, fence, inline, methods,
-                               local_functions, mutation, reverse, unroll, zero_marks)
+from srcgrad.transform import (anf, as_array, aux, canonicalize, comprehensions, fence, function_tables,
+                               inline, methods, local_functions, mutation, reverse, unroll, zero_marks)
 from srcgrad.transform import fuse as fusion
 from srcgrad.transform.base import Base, local_names
 from srcgrad import ast_util
@@ -99,6 +99,7 @@ def front_end(fn, options, stack=(), has_aux=False, static=None):
         inline.bind_static(node, info, ctx.namer, static, ctx.bindings)
     node = _rename_reserved(node, info, ctx.namer, ctx.bindings)
     node = methods.transform(node, ctx)  # p.energy(x), xs.pop(), d.update(), [*a, *b]: calls, joins
+    node = function_tables.transform(node, ctx)  # acts[name](x), [lambda v, i=i: ... for i in ...]
     node = local_functions.transform(node, ctx)  # lambdas, nested defs: helpers
     node = comprehensions.transform(node, ctx)  # loops that build them, for canonicalize
     node = unroll.transform(node, ctx)  # loops over self.layers: one body per layer

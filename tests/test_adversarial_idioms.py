@@ -2,6 +2,7 @@
 programs an outside tester wrote against DESIGN.md (sections 2 and 4) that srcgrad got
 wrong, or refused though the design says they work. Each one failed before its fix."""
 
+import copy
 import dataclasses
 
 import inspect
@@ -11,7 +12,7 @@ import pytest
 
 import srcgrad as sg
 from srcgrad.errors import SrcgradError
-from srcgrad.testing import numerical_grad
+from srcgrad.testing import check_grads, numerical_grad
 from srcgrad import pytree
 
 RNG = np.random.default_rng(2024)
@@ -231,11 +232,21 @@ def replaces_a_field(p, x):
     return np.sum((x @ q.W + q.b) ** 2)
 
 
+def deep_copies(p, x):
+    q = copy.deepcopy(p)
+    return np.sum((x @ q.W + q.b) ** 2)
+
+
+def test_dataclasses_replace_is_differentiated():   # round 4: rt.dataclass_replace's rule
+    p = Params(RNG.standard_normal((3, 2)), RNG.standard_normal(2))
+    assert check_grads(replaces_a_field, (p, RNG.standard_normal((4, 3))), wrt=(0, 1))
+
+
 def test_a_standard_library_function_is_refused_at_the_users_line():
     p = Params(RNG.standard_normal((3, 2)), RNG.standard_normal(2))
     with pytest.raises(SrcgradError) as info:
-        sg.grad(replaces_a_field)(p, RNG.standard_normal((4, 3)))
-    assert __file__ in str(info.value) and "dataclasses.replace" in str(info.value)
+        sg.grad(deep_copies)(p, RNG.standard_normal((4, 3)))
+    assert __file__ in str(info.value) and "copy.deepcopy" in str(info.value)
 
 
 # ----- Higher order -----

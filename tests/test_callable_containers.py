@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import srcgrad as sg
-from srcgrad.testing import numerical_grad
+from srcgrad.testing import check_grads, numerical_grad
 
 RNG = np.random.default_rng(7)
 X = RNG.normal(size=3)
@@ -350,6 +350,17 @@ def computed_key(x, key):
     return np.sum(OPS[key](x))
 
 
+def computed_key_expression(x, key):
+    return np.sum(OPS[key + "n"](x))
+
+
+@pytest.mark.parametrize("key", ["sin", "sq"])
+def test_a_key_known_only_when_f_runs_calls_the_item_it_picks(key):
+    assert check_grads(computed_key, (X, key))
+    with pytest.raises(KeyError, match="cos"):
+        sg.grad(computed_key)(X, "cos")
+
+
 def read_after(x):
     for f in FUNCS:
         x = f(x)
@@ -382,7 +393,7 @@ def replaces_an_item(x):
     (layers_argument, (X, [np.sin]), "x = layer(x)", "local variable `layer`"),
     (changes_while_looping, (X,), "FUNCS.pop()", "changes `FUNCS`"),
     (replaces_an_item, (X,), "FUNCS[0] = np.cos", "changes `FUNCS`"),
-    (computed_key, (X, "sin"), "OPS[key](x)", "key computed"),
+    (computed_key_expression, (X, "si"), 'OPS[key + "n"](x)', "key computed"),
     (read_after, (X,), "return np.sum(f(x))", "used outside the loop"),
     (rebinds, (X,), "f = np.cos", "is assigned in the loop"),
 ])

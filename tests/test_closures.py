@@ -260,9 +260,20 @@ def returns_a_lambda(x):
 
 def stores_a_lambda(x):
     fs = [lambda v: v * 2]
-    # fs[0](x) alone is a call of the item (local_functions._function_tables); len(fs)
-    # reads the list as a value
-    return np.sum(fs[0](x)) + len(fs)
+    # fs[0](x) alone is a call of the item (function_tables._function_tables); len(fs), a
+    # loop over fs or a read of an item are of a constant table (round 4); another name
+    # bound to the list reads it as a value
+    other = fs
+    return np.sum(other[0](x))
+
+
+def a_table_of_lambdas_read_by_len(x):
+    fs = [lambda v: v * 2, lambda v: np.sin(v)]
+    return np.sum(fs[0](x) * fs[-1](x)) * len(fs)
+
+
+def test_a_table_of_lambdas_read_by_len_is_a_constant():
+    assert check_grads(a_table_of_lambdas_read_by_len, (np.array([0.3, -0.7, 1.1]),))
 
 
 def rebinds_a_lambda(x):

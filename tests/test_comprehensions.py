@@ -332,11 +332,19 @@ def test_a_comprehension_after_a_helper_that_writes_into_what_it_reads_is_refuse
     assert info.value.lineno == _line_of(after_a_helper_that_appends, "return _append_one(lst)")
 
 
-def test_iterating_a_dict_itself_is_refused_at_the_comprehensions_line():
+def test_iterating_a_dict_argument_iterates_its_keys():
     def over_keys(p):
         return sum(p[k] * p[k] for k in p)
+    g = sg.grad(over_keys)({"a": 1.0, "b": 2.0})   # round 4: p's class is known, list(p) read
+    assert g == {"a": 2.0, "b": 4.0}
+
+
+def test_iterating_a_dict_srcgrad_cannot_tell_is_one_is_refused_at_the_comprehensions_line():
+    def over_keys(ps):
+        p = ps[0]
+        return sum(p[k] * p[k] for k in p)
     with pytest.raises(sg.UnsupportedError) as info:
-        sg.grad(over_keys)({"a": 1.0, "b": 2.0})
+        sg.grad(over_keys)([{"a": 1.0, "b": 2.0}])
     assert info.value.lineno == _line_of(over_keys, "return sum(p[k] * p[k]")
     assert "list(d.items())" in str(info.value)
 

@@ -944,7 +944,9 @@ def _refuse_out_where(x):
 
 def _refuse_list_pop(x):
     xs = [x, x * 2.0]
-    v = xs.pop() * 2.0   # a statement of its own, v = xs.pop(), is rewritten (methods.py)
+    # a pop inside an expression is moved to a statement of its own (methods.hoist); here
+    # xs is read before it in the same statement, so moving it would change that read
+    v = xs[0] + xs.pop() * 2.0
     return np.sum(v)
 
 

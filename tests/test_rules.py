@@ -17,6 +17,7 @@ only ``xp``, ``rt``, builtins, parameters and locals.
 import ast
 import builtins
 import collections
+import dataclasses
 import inspect
 import math
 import operator
@@ -31,6 +32,7 @@ import srcgrad as sg
 import srcgrad.rules as R
 from srcgrad import runtime as rt
 from srcgrad.rules import Attribute, Method
+from srcgrad.pytree import Fields
 
 R._load_builtin_rules()
 
@@ -38,6 +40,12 @@ RNG = np.random.default_rng(20240611)
 
 
 _PAIR = collections.namedtuple("_PAIR", ["x", "y"])   # built by rt.namedtuple_new
+
+
+@dataclasses.dataclass
+class _FIELDS:   # built by rt.dataclass_new
+    x: np.ndarray
+    y: float = 0.0
 
 
 def r(*shape):
@@ -125,6 +133,8 @@ def is_floaty(v):
 def random_like(v):
     if v is None:
         return None   # a dict key's adjoint in an items() adjoint: none
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):   # its adjoint: pytree.Fields
+        return Fields({f.name: random_like(getattr(v, f.name)) for f in dataclasses.fields(v)})
     if isinstance(v, dict):
         return {k: random_like(x) for k, x in v.items()}
     if isinstance(v, str):
@@ -152,6 +162,8 @@ def shifted(v, d, t):
 
 
 def inner(a, b):
+    if dataclasses.is_dataclass(a) and not isinstance(a, type):   # a value paired with Fields
+        a = {f.name: getattr(a, f.name) for f in dataclasses.fields(a)}
     if isinstance(b, dict):   # a dict's gradient holds the keys a gradient reached (or is 0.0)
         return sum(inner(a.get(k, 0.0), x) for k, x in b.items()) if isinstance(a, dict) else 0.0
     if isinstance(a, (list, tuple)):
@@ -549,6 +561,8 @@ add(
     C(rt.dict_merge, {"a": r(3), "b": 0.5}, {"b": r(2), "c": 1.5}, _wrt=[0, 1]),
     C(rt.namedtuple_new, _PAIR, [r(3), 0.5], _wrt=[1]),
     C(rt.namedtuple_replace, _PAIR(r(3), 0.5), ("y",), [r(2)], _wrt=[2]),   # (the harness cannot move a namedtuple)
+    C(rt.dataclass_new, _FIELDS, ("x", "y"), [r(3), 0.5], _wrt=[2]),
+    C(rt.dataclass_replace, _FIELDS(r(3), 0.5), ("y",), [r(2)], _wrt=[2]),
 )
 for f in (math.exp, math.expm1, math.sin, math.cos, math.tan, math.atan, math.sinh, math.cosh,
           math.tanh, math.asinh, math.degrees, math.radians, math.fabs, math.erf, math.erfc):
@@ -561,6 +575,7 @@ add(
     C(math.acosh, 1.7), C(math.log, 1.7, 3.5), C(math.pow, 1.7, 2.3), C(math.atan2, 0.3, -1.2),
     C(math.hypot, 0.3, -1.2), C(math.hypot, 0.3, -1.2, 2.0), C(math.copysign, 1.5, -2.0, _wrt=[0]),
     C(math.fsum, [0.5, 1.5, -2.0]),
+    C(math.prod, [0.5, 1.5, -2.0]), C(math.prod, [0.5, 0.0, -2.0], start=1.5),
     C(math.fmod, 2.3, 0.9), C(math.fmod, -2.3, 0.9), C(math.remainder, 2.3, 0.7), C(math.remainder, -2.3, 0.9),
     C(builtins.divmod, 2.3, 0.7), C(builtins.divmod, -2.3, 0.9), C(np.divmod, p(3, 1) * 3.1 + 0.05, p(4)),
 )

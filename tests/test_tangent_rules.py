@@ -8,6 +8,7 @@ random tangents of its float arguments, in float64. A rule that declines an argu
 tangent (``no_tangent``: a shape or an index) gets none for it.
 """
 
+import dataclasses
 import warnings
 import zlib
 
@@ -18,6 +19,7 @@ import pytest
 import srcgrad.rules as R
 from srcgrad import runtime as rt
 from srcgrad.naming import Namer
+from srcgrad.pytree import Fields
 from srcgrad.rules import Method
 from srcgrad.transform import tangent_rules
 
@@ -94,8 +96,16 @@ def _param_of(template, args, kwargs):
     return out
 
 
+def _fields_of(v):
+    """A dataclass instance as the dict of its fields (its tangent is another instance)."""
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        return {f.name: getattr(v, f.name) for f in dataclasses.fields(v)}
+    return v
+
+
 def _flat_like(v, like):
     """``v`` flattened as ``like`` is, zeros where ``v`` has None (a tangent that is zero)."""
+    v, like = _fields_of(v), _fields_of(like)
     if isinstance(like, (list, tuple)):
         items = list(v) if isinstance(v, (list, tuple)) else [None] * len(like)
         return [x for item, ref in zip(items, like) for x in _flat_like(item, ref)]
@@ -112,6 +122,7 @@ def _flat_like(v, like):
 
 
 def _flat(v):
+    v = _fields_of(v)
     if isinstance(v, (list, tuple)):
         return [x for item in v for x in _flat(item)]
     if isinstance(v, dict):
@@ -125,6 +136,8 @@ def _flat(v):
 
 
 def _random_like(v, rng):
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        return type(v)(**{k: _random_like(x, rng) for k, x in _fields_of(v).items()})
     if isinstance(v, (list, tuple)):
         return type(v)(_random_like(x, rng) for x in v) if not hasattr(v, "_fields") else tuple(
             _random_like(x, rng) for x in v)
@@ -209,6 +222,8 @@ TANGENT_ONLY = [
     C(rt.namedtuple_items_vjp, [r(3), r(2)], [r(3), r(2)], _wrt=[0]),
     C(rt.namedtuple_replace_vjp, [r(3), r(2)], T._PAIR(r(3), r(2)), ("y",), True, _wrt=[0]),
     C(rt.namedtuple_replace_vjp, [r(3), r(2)], T._PAIR(r(3), r(2)), ("y",), None, _wrt=[0]),
+    C(rt.dataclass_items_vjp, Fields({"x": r(3), "y": r(2)}), ("x", "y"), _wrt=[0]),
+    C(rt.dataclass_kept_vjp, Fields({"x": r(3), "y": r(2)}), ("y",), _wrt=[0]),
     C(rt.fft_vjp, r(4), r(4), None, -1, False, _wrt=[0]), C(rt.fft_vjp, r(2, 3), r(2, 3), None, 0, True, _wrt=[0]),
 ]
 

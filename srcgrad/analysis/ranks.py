@@ -196,7 +196,8 @@ def containers(node, rank_map, param_keys, resolve, specialised):
             if primitive is None or is_apply(primitive) is not None:
                 return True   # unknown, or a custom Function (its outputs may be a tuple)
             try:
-                if primitive in _CONTAINER_CALLS:
+                if primitive in _CONTAINER_CALLS or isinstance(primitive, type) and issubclass(
+                        primitive, (list, tuple, dict)):   # OrderedDict(), defaultdict(float)
                     return True
                 from srcgrad import rules
                 if rules.is_sequence_result(primitive):   # np.split, rt.dict_merge ...

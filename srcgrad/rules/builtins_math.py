@@ -333,6 +333,30 @@ def math_fsum(dy, y, seq):
     return rt.builtin_sum_vjp(dy, seq)
 
 
+@adjoint(math.prod, sequences=("iterable",))
+def math_prod(dy, y, iterable, *, start=1):
+    return rt.prod_vjp(dy, iterable, start), rt.unbroadcast(dy * rt.prod_of_others(iterable, 1, None), start)
+
+
+@rt.helper
+def prod_of_others(items, start, skip):
+    """``start`` times every item of ``items`` but the one at ``skip`` (None: all of
+    them), multiplied out without dividing (an item may be zero)."""
+    out = start
+    for k, item in enumerate(items):
+        if k != skip:
+            out = out * item
+    return out
+
+
+@rt.helper
+def prod_vjp(dy, items, start):
+    """Gradient of ``math.prod(items, start=start)``: for each item, ``dy`` times the
+    product of the others (and ``start``), in the item's shape."""
+    items = list(items)
+    return [unbroadcast(dy * prod_of_others(items, start, k), item) for k, item in enumerate(items)]
+
+
 if hasattr(math, "exp2"):
     @adjoint(math.exp2)
     def math_exp2(dy, y, x):
@@ -523,56 +547,17 @@ def missing_item(keys, key):
 nondifferentiable(rt.missing_item)
 
 
-# ----- namedtuples built inside f (transform/methods.py): Point(x, y), p._replace(x=v) -----
-
 @rt.helper
-def namedtuple_new(cls, items):
-    """``cls(*items)``: the namedtuple ``Point(x, y)`` builds (its fields in order)."""
-    return cls(*items)
+def zip_covers(seq, n, error):
+    """Raise ``error`` unless ``seq``, zipped with a constant container of ``n`` callables in
+    a loop srcgrad unrolled (transform/unroll.py), is a list, tuple or array of at least ``n``
+    items (each copy of the body reads ``seq[k]``: a dict's would not be its keys)."""
+    if not (isinstance(seq, (list, tuple)) or getattr(seq, "ndim", 0) >= 1) or len(seq) < n:
+        raise error
 
 
-@adjoint(rt.namedtuple_new, sequences=("items",))
-def namedtuple_new_rule(dy, y, cls, items):
-    return None, rt.namedtuple_items_vjp(dy, items)
-
-
-@rt.helper
-def namedtuple_items_vjp(dy, items):
-    """Adjoint of the fields a namedtuple was built from: its adjoint's items (a list)."""
-    if is_zero_grad(dy):
-        return 0.0
-    return [seq_item(dy, k) for k in range(len(items))]
-
-
-linear(rt.namedtuple_items_vjp, "dy", no_tangent=("items",))
-
-
-@rt.helper
-def namedtuple_replace(value, fields, items):
-    """``value._replace(**dict(zip(fields, items)))``."""
-    return value._replace(**dict(zip(fields, items)))
-
-
-@adjoint(rt.namedtuple_replace, sequences=("value", "items"))
-def namedtuple_replace_rule(dy, y, value, fields, items):
-    return (rt.namedtuple_replace_vjp(dy, value, fields, False), None,
-            rt.namedtuple_replace_vjp(dy, value, fields, True))
-
-
-@rt.helper
-def namedtuple_replace_vjp(dy, value, fields, of_items):
-    """Adjoint of ``value._replace(...)`` with respect to the new items (``of_items``), or to
-    ``value`` (its adjoint with the replaced fields' entries zero)."""
-    if is_zero_grad(dy):
-        return 0.0
-    positions = [type(value)._fields.index(f) for f in fields]
-    if of_items:
-        return [seq_item(dy, k) for k in positions]
-    return [0.0 if k in positions else seq_item(dy, k) for k in range(len(value))]
-
-
-linear(rt.namedtuple_replace_vjp, "dy", no_tangent=("value", "fields", "of_items"))
+nondifferentiable(rt.zip_covers)
 
 
 # The containers the helpers above return (analysis/ranks.py, analysis/activity.py).
-returns_sequence(rt.seq_without, rt.dict_merge, rt.namedtuple_new, rt.namedtuple_replace)
+returns_sequence(rt.seq_without, rt.dict_merge)

@@ -466,6 +466,39 @@ def namedtuple_replace_jvp(t_value, t_items, y, fields):
     return type(y)(*out)
 
 
+@tangent(rt.dataclass_new, no_tangent=("cls", "fields"))
+def dataclass_new(y, cls, fields, items, *, t_items):
+    return rt.dataclass_new_jvp(t_items, y, fields)
+
+
+@rt.helper
+def dataclass_new_jvp(t_items, y, fields):
+    """The tangent of ``cls(**fields)``: the dataclass of the items' tangents."""
+    if not isinstance(t_items, (list, tuple)):
+        t_items = [t_items] * len(fields)
+    return type(y)(**{f: rt.tangent_zero(getattr(y, f)) if t is None else t
+                      for f, t in zip(fields, t_items)})
+
+
+@tangent(rt.dataclass_replace, no_tangent=("fields",))
+def dataclass_replace(y, value, fields, items, *, t_value, t_items):
+    return rt.dataclass_replace_jvp(t_value, t_items, y, fields)
+
+
+@rt.helper
+def dataclass_replace_jvp(t_value, t_items, y, fields):
+    """The tangent of ``dataclasses.replace(value, ...)``: ``value``'s tangent with the
+    new items' in the replaced fields."""
+    import dataclasses
+    if not isinstance(t_items, (list, tuple)):
+        t_items = [t_items] * len(fields)
+    new = dict(zip(fields, t_items))
+    out = {f.name: new[f.name] if f.name in new else
+           getattr(t_value, f.name) if dataclasses.is_dataclass(t_value) else t_value
+           for f in dataclasses.fields(y) if f.init}
+    return type(y)(**{f: rt.tangent_zero(getattr(y, f)) if t is None else t for f, t in out.items()})
+
+
 @tangent(rt.dict_merge)
 def dict_merge(y, a, b, *, t_a, t_b):
     return rt.dict_merge_jvp(t_a, t_b, a, b)

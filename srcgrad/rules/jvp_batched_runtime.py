@@ -247,6 +247,14 @@ def batch_stack(items, y):
                                    for k in keys})
         return [batch_stack([i[k] if isinstance(i, (list, tuple)) else 0.0 for i in items], v)
                 for k, v in enumerate(like)]
+    if builtins.any(_pytree.is_dataclass_instance(i) for i in items):
+        # a dataclass built in f (rt.dataclass_new's tangent): its fields stacked
+        kind = type(y)
+        if not builtins.all(type(i) is kind for i in items):
+            raise NotBatchable(f"per-seed tangents of a {kind.__name__} of different kinds")
+        import dataclasses
+        return kind(**{f.name: batch_stack([getattr(i, f.name) for i in items], getattr(y, f.name))
+                       for f in dataclasses.fields(y) if f.init})
     arrays = [i for i in items if is_array(i)]
     # a scalar zero ``y`` (an adjoint nothing reached, or rt.add_at of a computed 0) may have
     # a tangent of an array's shape: the stack takes the items' shape

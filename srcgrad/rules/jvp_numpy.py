@@ -259,6 +259,22 @@ def math_fsum(y, seq, *, t_seq):
     return rt.tangent_sum(t_seq)
 
 
+@tangent(math.prod)
+def math_prod(y, iterable, *, start=1, t_iterable, t_start):
+    return rt.prod_jvp(iterable, start, t_iterable, t_start)
+
+
+@rt.helper
+def prod_jvp(items, start, tangents, t_start):
+    """``sum_k t_k * prod(others) + t_start * prod(items)``, for ``math.prod``."""
+    items = list(items)
+    out = 0.0 if t_start is None else t_start * rt.prod_of_others(items, 1, None)
+    for k, t in enumerate(tangents if tangents is not None else ()):
+        if t is not None:
+            out = out + t * rt.prod_of_others(items, start, k)
+    return out
+
+
 @tangent(math.hypot)
 def math_hypot(y, *coordinates, t_coordinates):
     return rt.hypot_jvp(y, coordinates, t_coordinates)

@@ -413,7 +413,13 @@ class Expressions:
         """The GradFunction ``sg.grad(fn, wrt)`` denotes, for a call of it: ``fn`` a global
         name and ``wrt`` a constant."""
         grad_of = getattr(self.resolve_safe(call.func), "srcgrad_grad_of", None)  # sg.grad's
-        if grad_of is None or not call.args or len(call.args) > 2 \
+        if grad_of is None:   # getattr(np, name)(x), make_act(0.1)(x)
+            text = ast.unparse(gast.gast_to_ast(call))
+            raise self.error(call, UnsupportedError, f"calling the result of a call, `{text}(...)`, "
+                             f"a function known only when the function runs, is not supported",
+                             "Call the function by its name (np.tanh(x)), or pick it from a "
+                             "module-level dict of functions by a key (ACTS[name](x)).")
+        if not call.args or len(call.args) > 2 \
                 or any(k.arg not in ("wrt", "has_aux") for k in call.keywords):
             raise self.error(call, UnsupportedError, "calling the result of a call is not supported",
                              "Bind the function to a global name first (g = sg.grad(f)).")
@@ -448,6 +454,8 @@ class Expressions:
         return not (isinstance(root, gast.Name) and root.id not in self.locals)
 
     def arg(self, node, out):
+        if isinstance(node, gast.Starred):   # g(a, *xs) into g's *vs (methods.py allowed it)
+            return gast.Starred(value=self.atom(node.value, out, self.hint(node.value)), ctx=gast.Load())
         if isinstance(node, (gast.List, gast.Tuple)) and not is_atom(node):
             return type(node)(elts=[self.atom(e, out, self.hint(e)) for e in node.elts], ctx=gast.Load())
         return self.atom(node, out, self.hint(node))

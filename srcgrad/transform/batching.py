@@ -221,13 +221,14 @@ class _Rewrite(ast_util.NodeTransformer):
         return node
 
 
-def compile_batched(fn, active, options=None, has_aux=False):
+def compile_batched(fn, active, options=None, has_aux=False, classes=None):
     """The batched tangent program of ``fn`` for tangents of the parameters in ``active``:
     ``function(*params, *batched tangents)`` returns ``(out, batched tangent of out)``
     (``has_aux``: ``fn`` returns ``(out, aux)``, the program ``(out, tangent, aux)``).
     Raises NotBatchable where a statement has no batched form. (compile_jvp's steps,
     forward_api.py, with BatchedForwardAD and the rewrites above.)"""
-    f = forward_program.front(fn, active, options, has_aux)
+    from srcgrad.transform import methods
+    f = forward_program.front(fn, active, options, has_aux, static=methods.value_classes_of(classes or {}))
     transformer = BatchedForwardAD(f.ctx.info, f.act.active, f.ctx.namer, f.written,
                                    f.act.sequences, f.kind_map, aux=f.ctx.aux, bindings=f.ctx.bindings)
     tangent_params = [transformer.d(n) for n in f.names]
@@ -247,19 +248,20 @@ _programs = caches.LRU()   # cache_key -> (program or NotBatchable, guard)
 _lock = threading.Lock()
 
 
-def compiled(fn, active, has_aux=False):
+def compiled(fn, active, has_aux=False, classes=None):
     """The batched tangent program of ``fn`` (kept like forward_api's), or raises
     NotBatchable (remembered too: the program is not compiled again to learn it)."""
     from srcgrad.forward_api import cache_key
     options = pipeline.DEFAULT_OPTIONS
-    key = cache_key(fn, active, has_aux)
+    classes = classes or {}
+    key = cache_key(fn, active, tuple(sorted(classes.items())), has_aux)
     found = _programs.get(key)
     if found is None or not found[1].holds(fn):
         with _lock:
             found = _programs.get(key)
             if found is None or not found[1].holds(fn):
                 try:
-                    program = compile_batched(fn, active, options, has_aux)
+                    program = compile_batched(fn, active, options, has_aux, classes)
                     found = (program, program.guard)
                 except NotBatchable as exc:
                     found = (exc, Guard(fn, ()))
@@ -294,7 +296,8 @@ def run(fn, args, position, seeds, has_aux=False):
     bound = _signature(fn).bind(*args)
     bound.apply_defaults()
     params = list(bound.arguments)
-    program = compiled(fn, [params[position]], has_aux)
+    from srcgrad.transform import methods
+    program = compiled(fn, [params[position]], has_aux, methods.classes_of(bound.arguments))
     if not program.active:
         raise NotBatchable("the argument carries no tangent")
     call = [bound.arguments[p] for p in program.params] + [seeds]

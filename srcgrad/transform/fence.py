@@ -60,10 +60,10 @@ def check(node, info, allowed_with=lambda item: False, helper=False):
     # `[*a, *b]`: transform/methods.py joins a display's starred items (list(a) + list(b))
     displayed = {id(e) for n in ast_util.walk(node) if isinstance(n, (gast.List, gast.Tuple))
                  and isinstance(n.ctx, gast.Load) for e in n.elts if isinstance(e, gast.Starred)}
-    # `g(*args)` of a name bound to a display: methods.py passes its items one by one;
-    # any other is refused later, where the call is compiled (anf_expressions.py)
+    # `g(*args)`, `zip(*[a, b])`: methods.py passes the items of a display one by one, binds
+    # g's *vs to the rest, and refuses any other at its line
     displayed |= {id(a) for n in ast_util.walk(node) if isinstance(n, gast.Call)
-                  for a in n.args if isinstance(a, gast.Starred) and isinstance(a.value, gast.Name)}
+                  for a in n.args if isinstance(a, gast.Starred)}
     for stmt in node.body:
         for child in ast_util.walk(stmt):
             if isinstance(child, gast.With) and all(allowed_with(i) for i in child.items):

@@ -28,12 +28,13 @@ class Front:
     written: set
 
 
-def front(fn, active, options=None, has_aux=False):
+def front(fn, active, options=None, has_aux=False, static=None):
     """Read ``fn`` for a tangent program with tangents of the parameters in ``active``.
     ``has_aux``: ``fn`` returns ``(output, aux)``; ``ctx.aux`` names the aux, which
-    carries no tangent (transform/aux.py, as for ``sg.grad``)."""
+    carries no tangent (transform/aux.py, as for ``sg.grad``). ``static``: as
+    ``pipeline.front_end``'s (the classes of dataclass arguments: p.loss(x))."""
     options = options or pipeline.DEFAULT_OPTIONS
-    node, ctx = pipeline.front_end(fn, options, has_aux=has_aux)
+    node, ctx = pipeline.front_end(fn, options, has_aux=has_aux, static=static)
     info, namer = ctx.info, ctx.namer
     if node.args.vararg or node.args.kwarg:
         raise UnsupportedError(f"forward mode: {fn.__qualname__} takes *args or **kwargs",

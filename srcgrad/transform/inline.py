@@ -9,6 +9,7 @@ scope is bound under a new name (returned in ``bindings``). Recursion is
 refused: it cannot be inlined.
 """
 
+import builtins
 import functools
 import inspect
 
@@ -19,6 +20,7 @@ from srcgrad.entry import LIBRARY_ROOTS, call_method, entry_function, is_library
 from srcgrad.errors import SrcgradError, UnsupportedError
 from srcgrad.transform.base import Base, local_names
 from srcgrad.transform.local_functions import LocalFunction
+from srcgrad.transform import call_forms
 from srcgrad import ast_util
 
 Static = anno.Static
@@ -40,6 +42,8 @@ def is_inlinable(obj):
         return False
     if rules.lookup(obj) is not None or rules.is_nondifferentiable(obj):
         return False
+    if getattr(obj, "_srcgrad_inline", False):   # srcgrad/inlined.py: functools.reduce's
+        return True
     module = (getattr(obj, "__module__", None) or "").split(".")[0]
     return not is_library_module(module)
 
@@ -234,6 +238,7 @@ class Inliner(Base):
         self.bindings = {}   # the names this pass binds (merged into ctx.bindings at the end)
         self.stack = ctx.stack
         self.infos = []  # the EntityInfo of each helper inlined, at any depth (guard.py reads them)
+        self.lists = frozenset()   # locals that always hold a list: a helper's xs.sort() is a list's
 
     def visit_Assign(self, stmt):
         if isinstance(stmt.value, gast.Call):
@@ -292,6 +297,16 @@ class Inliner(Base):
             out.append(assign)
         return out
 
+    def _bound_builtin(self, ident):
+        """A name bound to the builtin ``ident`` in the generated code."""
+        obj = getattr(builtins, ident)
+        for bound_name, bound in list(self.bindings.items()) + list(self.ctx.bindings.items()):
+            if bound is obj:
+                return bound_name
+        bound_name = self.namer.new(ident)
+        self.bindings[bound_name] = obj
+        return bound_name
+
     def _free_name(self, name, info, bindings, fn):
         if name in bindings:
             obj = bindings[name]
@@ -324,8 +339,11 @@ class Inliner(Base):
         except TypeError:
             return {}   # _bind_params says what is wrong
         static = {}
-        classes = {param: self.ctx.classes[value.id] for param, value in bound.arguments.items()
-                   if isinstance(value, gast.Name) and value.id in self.ctx.classes}
+        classes = {param: self.ctx.classes[value.id] if value.id in self.ctx.classes else list
+                   for param, value in bound.arguments.items()
+                   if isinstance(value, gast.Name) and (value.id in self.ctx.classes or value.id in self.lists)}
+        classes.update((param, list) for param, value in bound.arguments.items()
+                       if isinstance(value, (gast.List, gast.ListComp)))   # g([a, b]): a list there
         if classes:   # Cls.energy(p, x): its self holds an instance of Cls too
             static[PARAM_CLASSES] = classes
         for param, value in bound.arguments.items():
@@ -363,15 +381,23 @@ class Inliner(Base):
 
     def _bind_params(self, fn, node, call, rename, origin, static=()):
         sig = _signature(fn)
+        star = call.args[-1] if call.args and isinstance(call.args[-1], gast.Starred) else None
         try:
-            bound = sig.bind(*call.args, **{k.arg: k.value for k in call.keywords})
+            bound = sig.bind(*call.args[:-1] if star is not None else call.args,
+                             **{k.arg: k.value for k in call.keywords})
         except TypeError as exc:
             raise origin.error(UnsupportedError, f"cannot call {fn.__qualname__} this way: {exc}")
         out = []
         for param in sig.parameters.values():
             if param.name in static:
                 continue   # the helper's body names the object itself
-            if param.kind is param.VAR_POSITIONAL:   # *vs: the tuple of the rest
+            if param.kind is param.VAR_POSITIONAL and star is not None:
+                # g(a, *xs), its plain arguments filling g's others (call_forms._star_into_varargs)
+                value = gast.Call(func=gast.Name(id=self._bound_builtin("tuple"), ctx=gast.Load(),
+                                                 annotation=None, type_comment=None),
+                                  args=[star.value], keywords=[])
+                anno.setanno(value, Static.PRIMITIVE, builtins.tuple)
+            elif param.kind is param.VAR_POSITIONAL:   # *vs: the tuple of the rest
                 value = gast.Tuple(elts=list(bound.arguments.get(param.name, ())), ctx=gast.Load())
             elif param.kind is param.VAR_KEYWORD:    # **kw: the dict of the other keywords
                 extra = bound.arguments.get(param.name, {})
@@ -394,6 +420,18 @@ class Inliner(Base):
             anno.setanno(assign, Static.ORIGIN, origin)
             out.append(assign)
         return out
+
+
+def _denotes(ctx, locals_, func, obj):
+    """Whether the callee ``func`` (a name not local to the caller) denotes ``obj``."""
+    if not isinstance(func, gast.Name) or func.id in locals_:
+        return False
+    if func.id in ctx.bindings:
+        return ctx.bindings[func.id] is obj
+    try:
+        return ctx.info.lookup(func.id) is obj
+    except NameError:
+        return False
 
 
 def _global_attributes(node, locals_):
@@ -420,6 +458,7 @@ def transform(node, ctx):
     helper inlined (guard.py)."""
     locals_ = local_names(node)
     inliner = Inliner(ctx, locals_, _global_attributes(node, locals_))
+    inliner.lists = frozenset(call_forms.list_names(node, lambda func, obj: _denotes(ctx, locals_, func, obj)))
     node.body = inliner.visit_block(node.body)
     ctx.infos = [ctx.info] + inliner.infos
     ctx.bindings.update(inliner.bindings)

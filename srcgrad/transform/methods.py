@@ -13,20 +13,32 @@ argument). The values are then ordinary slices, concatenations and the two helpe
 so each method is differentiated by the shared rules of those. ``[*a, *b]`` becomes
 ``list(a) + list(b)`` and ``{**d, "k": v}`` ``rt.dict_merge(d, {"k": v})``.
 
-A method call inside a larger expression (``y = xs.pop() * 2``) or on something other
-than a name (``self.xs.pop()``) is left alone: transform/mutation.py refuses it at its line.
+A ``pop``/``setdefault`` inside a larger expression (``y = np.sum(xs.pop() * 2)``) is first
+moved to a statement of its own (``Desugar.hoist``) where that keeps what the statement
+reads; one it cannot move, or a method on something other than a name (``self.xs.pop()``),
+is left alone: transform/mutation.py refuses it at its line.
+
+Calls whose form this pass settles too: ``sorted``/``max``/``min`` with ``key=``,
+namedtuples and dataclasses built or updated in ``f`` (two helpers with rules each),
+``functools.reduce`` and some itertools (srcgrad/inlined.py's Python versions, inlined),
+``functools.partial`` bound once, ``g(*args)`` of a display or into ``g``'s ``*vs``, and
+``for k in d`` over a name that always holds a dict (``list(d)``).
 """
 
 import builtins
+import dataclasses
 
 import gast
 
 from srcgrad import anno, ast_util
-from srcgrad import runtime, templates
+from srcgrad import inlined, runtime, templates
 from srcgrad.ast_util import name
 from srcgrad.errors import UnsupportedError
 from srcgrad.transform import as_array
 from srcgrad.transform.base import Base, local_names
+from srcgrad.transform.call_forms import (_clone_replacing, _dict_loops, _evaluation_order, _list_names,
+                                          _partials, _replace_in, _resolves_path, _returning_method,
+                                          _star_calls, _star_into_varargs, list_names)
 
 Static = anno.Static
 
@@ -47,6 +59,22 @@ def _sub(base, index):
 
 def _is_namedtuple_class(obj):
     return isinstance(obj, type) and issubclass(obj, tuple) and hasattr(obj, "_fields")
+
+
+def _hashable_in(obj, table):
+    try:
+        return obj in table
+    except TypeError:   # an unhashable object
+        return False
+
+
+def _is_plain_dataclass(obj):
+    """A dataclass class whose ``__init__`` is the one ``@dataclass`` generated (it only
+    stores its arguments) and that has no ``__post_init__``."""
+    init = getattr(obj, "__init__", None)
+    return isinstance(obj, type) and dataclasses.is_dataclass(obj) \
+        and not hasattr(obj, "__post_init__") \
+        and getattr(getattr(init, "__code__", None), "co_filename", None) == "<string>"
 
 
 def _with_first(call, first):
@@ -70,6 +98,7 @@ class Desugar(Base):
         self.bindings = bindings
         self.locals = locals_
         self.lists = frozenset()   # local names that always hold a list (_list_names)
+        self.closed_over = frozenset()   # names a nested def or lambda reads (hoist)
 
     def helper(self, obj):
         return name(as_array.bind(self.namer, self.info, self.bindings, obj.__name__, obj))
@@ -130,12 +159,70 @@ class Desugar(Base):
     # ----- statements -----
 
     def visit_Expr(self, s):
-        return self.method(s, s.value, None) or s
+        before = self.hoist(s, [s.value], whole=s.value)
+        return before + (self.method(s, s.value, None) or [s])
 
     def visit_Assign(self, s):
+        before = self.hoist(s, [s.value] + s.targets, whole=s.value)
         if len(s.targets) == 1:
-            return self.method(s, s.value, s.targets[0]) or s
-        return s
+            return before + (self.method(s, s.value, s.targets[0]) or [s])
+        return before + [s]
+
+    def visit_AugAssign(self, s):
+        return self.hoist(s, [s.target, s.value]) + [s]
+
+    def visit_Return(self, s):
+        return self.hoist(s, [s.value] if s.value is not None else []) + [s]
+
+    def visit_If(self, s):
+        before = self.hoist(s, [s.test])
+        self.visit_children(s)
+        return before + [s]
+
+    def visit_For(self, s):
+        before = self.hoist(s, [s.iter])
+        self.visit_children(s)
+        return before + [s]
+
+    def hoist(self, s, parts, whole=None):
+        """``y = np.sum(xs.pop() * 2)`` -> ``popped = xs.pop()``, ``y = np.sum(popped * 2)``:
+        each ``pop``/``setdefault`` call (it returns a value and changes its receiver) that
+        ``parts`` evaluate unconditionally, other than ``whole`` (a statement of its own
+        already), bound first to a name of its own, then rewritten as that statement is.
+        Left in place (mutation.py refuses it at its line) where moving it first would
+        change what the statement reads: its receiver read before it in the statement,
+        read where it is evaluated only sometimes or later (a lambda, a comprehension, a
+        branch of ``a if c else b``, right of ``and``/``or``), or held by a nested function
+        that a call before it may run."""
+        order, deferred = [], []
+        for part in parts:
+            _evaluation_order(part, order, deferred)
+        calls = [n for n in order if n is not whole and _returning_method(n, self.locals)]
+        hoisted = {id(c) for c in calls}
+        if not calls:
+            return []
+        receivers = {c.func.value.id for c in calls}
+        inside = {id(n) for c in calls for n in gast.walk(c)}
+        if receivers & {n.id for d in deferred for n in gast.walk(d) if isinstance(n, gast.Name)} \
+                or receivers & self.closed_over:
+            return []
+        last = {r: max(i for i, n in enumerate(order) if id(n) in hoisted and n.func.value.id == r)
+                for r in receivers}
+        for i, n in enumerate(order):
+            if isinstance(n, gast.Name) and n.id in receivers and id(n) not in inside \
+                    and i < last[n.id]:
+                return []   # read before its last pop: moving the pop first would change it
+        out, replaced = [], {}
+        for call in calls:   # innermost first: the evaluation order is post-order
+            tmp = self.namer.new(f"{call.func.value.id}_{call.func.attr}")
+            stmt = self.stmt(s, tmp, _clone_replacing(call, replaced))
+            out.extend(self.method(stmt, stmt.value, stmt.targets[0]) or [stmt])
+            replaced[id(call)] = tmp
+        for part in parts:
+            _replace_in(part, replaced)
+        if isinstance(s, gast.Assign) and isinstance(s.value, gast.Call) and id(s.value) in replaced:
+            s.value = name(replaced[id(s.value)])
+        return out
 
     def method(self, s, call, target):
         """The statements that replace ``[target =] receiver.method(...)``, or None."""
@@ -223,6 +310,14 @@ class Displays(gast.NodeTransformer):
         if built is not None:
             return built
         keys = {k.arg for k in node.keywords}
+        if not keys and not any(isinstance(a, gast.Starred) for a in node.args):
+            # functools.reduce(fn, xs[, init]), itertools.chain(a, b): Python loops srcgrad
+            # inlines (srcgrad/inlined.py)
+            library = _resolves_path(d, node.func, lambda obj: _hashable_in(obj, inlined.INLINED)
+                                     and len(node.args) in inlined.INLINED[obj])
+            if library is not None:
+                node.func = self.helper(inlined.INLINED[library][len(node.args)])
+                return node
         if None in keys or any(isinstance(a, gast.Starred) for a in node.args) or len(node.args) != 1:
             return node
         if d.resolves_to(node.func, builtins.sorted) and keys <= {"key", "reverse"}:
@@ -244,6 +339,14 @@ class Displays(gast.NodeTransformer):
             fields = gast.Constant(value=tuple(k.arg for k in node.keywords), kind=None)
             return self.call(runtime.namedtuple_replace, node.func.value, fields,
                              gast.List(elts=[k.value for k in node.keywords], ctx=gast.Load()))
+        if _resolves_path(d, node.func, lambda obj: obj is dataclasses.replace) is not None \
+                and len(node.args) == 1 and node.keywords:
+            fields = gast.Constant(value=tuple(k.arg for k in node.keywords), kind=None)
+            return self.call(runtime.dataclass_replace, node.args[0], fields,
+                             gast.List(elts=[k.value for k in node.keywords], ctx=gast.Load()))
+        cls = _resolves_path(d, node.func, _is_plain_dataclass)
+        if cls is not None:
+            return self.dataclass(node, cls)
         cls = _resolves_path(d, node.func, _is_namedtuple_class)
         if cls is None:
             return None
@@ -263,6 +366,34 @@ class Displays(gast.NodeTransformer):
             else:
                 return None
         return self.call(runtime.namedtuple_new, templates.clone(node.func),
+                         gast.List(elts=items, ctx=gast.Load()))
+
+    def dataclass(self, node, cls):
+        """``P(x, b=v)`` of a dataclass whose ``__init__`` is the one ``@dataclass`` wrote:
+        ``rt.dataclass_new(P, ("w", "b"), [x, v])`` (its defaults filled in), None where the
+        arguments do not bind (Python's TypeError when it runs) or a default is a factory."""
+        d = self.desugar
+        fields = [f for f in dataclasses.fields(cls) if f.init]
+        positional = [f for f in fields if not f.kw_only]
+        given = {k.arg: k.value for k in node.keywords}
+        if len(node.args) > len(positional) or set(given) - {f.name for f in fields} \
+                or set(given) & {f.name for f in positional[:len(node.args)]}:
+            return None
+        names, items = [], []
+        for k, f in enumerate(fields):
+            if f in positional and k < len(node.args) and positional.index(f) < len(node.args):
+                value = node.args[positional.index(f)]
+            elif f.name in given:
+                value = given[f.name]
+            elif f.default is not dataclasses.MISSING:
+                value = gast.Constant(value=f.default, kind=None) if templates.is_literal(f.default) \
+                    else name(as_array.bind(d.namer, d.info, d.bindings, f.name, f.default))
+            else:
+                return None   # a default_factory, or a missing argument
+            names.append(f.name)
+            items.append(value)
+        return self.call(runtime.dataclass_new, templates.clone(node.func),
+                         gast.Constant(value=tuple(names), kind=None),
                          gast.List(elts=items, ctx=gast.Load()))
 
     def visit_List(self, node):
@@ -329,8 +460,28 @@ def argument_classes(positional, arg_ranks):
     from srcgrad import pytree
     from srcgrad.transform import inline
     classes = {p: key[0] for p, key in zip(positional, arg_ranks or ())
-               if isinstance(key, pytree.TreeKey) and has_methods(key[0])}
+               if isinstance(key, pytree.TreeKey) and _class_known(key[0])}
     return {inline.PARAM_CLASSES: classes} if classes else {}
+
+
+def classes_of(arguments):
+    """Parameter -> class of each argument value (parameter -> value) whose class the
+    compile is specialised on, as ``argument_classes`` (forward mode's, from the values)."""
+    from srcgrad import pytree
+    return {p: type(v) for p, v in arguments.items()
+            if v is not None and pytree.is_node(v) and _class_known(type(v))}
+
+
+def value_classes_of(classes):
+    """``classes`` (parameter -> class) as ``front_end``'s ``static``."""
+    from srcgrad.transform import inline
+    return {inline.PARAM_CLASSES: dict(classes)} if classes else {}
+
+
+def _class_known(cls):
+    """A class worth knowing while compiling: one with methods srcgrad binds, a list
+    (whose ``xs.sort()`` is a list's, not an array's) or a dict (``for k in d``: its keys)."""
+    return has_methods(cls) or isinstance(cls, type) and issubclass(cls, (list, dict))
 
 
 def has_methods(cls):
@@ -367,7 +518,11 @@ def bind_methods(node, ctx):
     (ctx.classes: the gradient is specialised on it), become calls of the class's function,
     ``Params.energy(p, x)``, which transform/inline.py inlines as any helper (its ``self``
     knows the class too, so ``self.other(x)`` inside works the same way)."""
-    if not ctx.classes:
+    built = _built_classes(node, ctx)
+    if built:   # known to helpers too: Model.loss(p, x) calling self.penalty()
+        ctx.classes = {**ctx.classes, **built}
+    classes = ctx.classes
+    if not classes:
         return node
 
     class Bind(gast.NodeTransformer):
@@ -380,15 +535,15 @@ def bind_methods(node, ctx):
             if isinstance(owner, gast.Call) and isinstance(owner.func, gast.Name) and owner.func.id == "type" \
                     and len(owner.args) == 1 and not owner.keywords and _builtin_type(ctx, owner.func):
                 owner, instance = owner.args[0], False
-            if not (isinstance(owner, gast.Name) and owner.id in ctx.classes):
+            if not (isinstance(owner, gast.Name) and owner.id in classes):
                 return call
-            found = _class_attribute(ctx.classes[owner.id], func.attr)
+            found = _class_attribute(classes[owner.id], func.attr)
             if found is None:
                 return call
             _, bound = found
             if bound and not instance:
                 return call   # type(p).energy(p, x): the caller passes self (left as written)
-            cls = ctx.classes[owner.id]
+            cls = classes[owner.id]
             # Cls.energy, read through the class bound in the generated code: the compile
             # holds while getattr(Cls, "energy") is the same function (guard.py)
             call.func = gast.Attribute(value=name(as_array.bind(ctx.namer, ctx.info, ctx.bindings,
@@ -402,193 +557,41 @@ def bind_methods(node, ctx):
     return node
 
 
+def _built_classes(node, ctx):
+    """Local names bound once, to a dataclass ``P(...)`` built in ``f`` (the class a global,
+    closure or attribute name known when compiling): name -> that class, so that
+    ``p.loss(x)`` is ``P.loss(p, x)`` as for an argument."""
+    counts, built = {}, {}
+    for n in gast.walk(node):
+        if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load):
+            counts[n.id] = counts.get(n.id, 0) + 1
+    locals_ = local_names(node)
+    for n in gast.walk(node):
+        if isinstance(n, gast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], gast.Name) \
+                and isinstance(n.value, gast.Call):
+            parts, func = [], n.value.func
+            while isinstance(func, gast.Attribute):
+                parts.append(func.attr)
+                func = func.value
+            if not isinstance(func, gast.Name) or func.id in locals_:
+                continue
+            try:
+                obj = ctx.info.lookup(func.id)
+                for part in reversed(parts):
+                    obj = getattr(obj, part)
+            except (NameError, AttributeError):
+                continue
+            if _is_plain_dataclass(obj):
+                ctx.info.resolve_path((func.id,) + tuple(reversed(parts)))   # a read the compile depends on
+                built[n.targets[0].id] = obj
+    return {k: cls for k, cls in built.items() if counts.get(k) == 1}
+
+
 def _builtin_type(ctx, func):
     try:
         return ctx.info.resolve(func.id) is builtins.type
     except NameError:
         return False
-
-
-def _partials(node, desugar):
-    """``h = functools.partial(g, a, k=v)`` bound once at the top level of ``f``, ``h`` read
-    only as ``h(...)`` calls, ``g`` a function known when compiling (not a local variable):
-    the partial's arguments are bound to names of their own where it was made (their values
-    then, as the partial keeps them), and each ``h(x, k=w)`` is the call ``g(a_, x, k=w)``
-    (the call's keywords replacing the partial's, as ``functools.partial`` does)."""
-    import functools
-    counts = {}
-    for n in ast_util.nodes_of(node, gast.Name):
-        if isinstance(n.ctx, gast.Store):
-            counts[n.id] = counts.get(n.id, 0) + 1
-    local_functions = parents = None   # made at the first partial (most functions have none)
-    body = []
-    for stmt in node.body:
-        call = stmt.value if isinstance(stmt, gast.Assign) else None
-        if not (isinstance(call, gast.Call) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], gast.Name)
-                and counts.get(stmt.targets[0].id) == 1 and call.args
-                and _resolves_path(desugar, call.func, lambda obj: obj is functools.partial) is not None
-                and not any(isinstance(a, gast.Starred) for a in call.args)
-                and all(k.arg is not None for k in call.keywords)):
-            body.append(stmt)
-            continue
-        if parents is None:
-            local_functions = {s.name for s in node.body if isinstance(s, gast.FunctionDef)} | {
-                s.targets[0].id for s in node.body if isinstance(s, gast.Assign) and len(s.targets) == 1
-                and isinstance(s.targets[0], gast.Name) and isinstance(s.value, gast.Lambda)}
-            parents = {c: n for n in gast.walk(node) for c in gast.iter_child_nodes(n)}
-        target, g = stmt.targets[0].id, call.args[0]
-        root = g
-        while isinstance(root, gast.Attribute):
-            root = root.value
-        known = isinstance(root, gast.Name) and (root.id not in desugar.locals or (
-            root.id in local_functions and root is g))
-        uses = [n for n in gast.walk(node) if isinstance(n, gast.Name) and n.id == target
-                and isinstance(n.ctx, gast.Load)]
-        if not known or not all(isinstance(parents.get(n), gast.Call) and parents[n].func is n
-                                and not any(isinstance(a, gast.Starred) for a in parents[n].args)
-                                and all(k.arg is not None for k in parents[n].keywords) for n in uses):
-            body.append(stmt)
-            continue
-        bound = []
-        for k, value in [(None, a) for a in call.args[1:]] + [(kw.arg, kw.value) for kw in call.keywords]:
-            if isinstance(value, gast.Constant):
-                bound.append((k, value))
-                continue
-            temp = desugar.namer.new(f"{target}_{k or 'arg'}")
-            body.append(desugar.stmt(stmt, temp, value))
-            bound.append((k, name(temp)))
-        for n in uses:
-            use = parents[n]
-            given = {kw.arg for kw in use.keywords}
-            use.func = templates.clone(g)
-            use.args = [templates.clone(v) for k, v in bound if k is None] + use.args
-            use.keywords = [gast.keyword(arg=k, value=templates.clone(v)) for k, v in bound
-                            if k is not None and k not in given] + use.keywords
-    node.body = body
-
-
-def _star_calls(node):
-    """``g(*args)`` and ``g(**kw)`` where ``args`` is bound once in ``f``, to a tuple display,
-    or to a list display that ``f`` only indexes, ``len``s or unpacks (so its length is that
-    of the display), and ``kw`` once to a dict display with string keys that ``f`` only reads
-    by key or unpacks: ``g(args[0], args[1])`` and ``g(a=kw["a"])``, calls srcgrad binds
-    to ``g``'s parameters as any other."""
-    counts, displays = {}, {}
-    for n in gast.walk(node):
-        if isinstance(n, gast.Name) and isinstance(n.ctx, (gast.Store, gast.Del)):
-            counts[n.id] = counts.get(n.id, 0) + 1
-        if isinstance(n, gast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], gast.Name):
-            displays[n.targets[0].id] = n.value
-    parents = {c: n for n in gast.walk(node) for c in gast.iter_child_nodes(n)}
-
-    def length(ident):
-        value = displays.get(ident)
-        if counts.get(ident) != 1 or not isinstance(value, (gast.Tuple, gast.List)) \
-                or any(isinstance(e, gast.Starred) for e in value.elts):
-            return None
-        if isinstance(value, gast.List):
-            for n in gast.walk(node):
-                if isinstance(n, gast.Name) and n.id == ident and isinstance(n.ctx, gast.Load):
-                    parent = parents.get(n)
-                    if isinstance(parent, gast.Starred) or (
-                            isinstance(parent, gast.Subscript) and parent.value is n
-                            and isinstance(parent.ctx, gast.Load)) or (
-                            isinstance(parent, gast.Call) and isinstance(parent.func, gast.Name)
-                            and parent.func.id == "len") or isinstance(parent, gast.For):
-                        continue
-                    return None
-        return len(value.elts)
-
-    def keys(ident):
-        value = displays.get(ident)
-        if counts.get(ident) != 1 or not isinstance(value, gast.Dict) or not all(
-                isinstance(k, gast.Constant) and isinstance(k.value, str) for k in value.keys):
-            return None
-        for n in gast.walk(node):
-            if isinstance(n, gast.Name) and n.id == ident and isinstance(n.ctx, gast.Load):
-                parent = parents.get(n)
-                if isinstance(parent, gast.keyword) and parent.arg is None or (
-                        isinstance(parent, gast.Subscript) and parent.value is n
-                        and isinstance(parent.ctx, gast.Load)):
-                    continue
-                return None
-        return [k.value for k in value.keys]
-
-    calls = [n for n in gast.walk(node) if isinstance(n, gast.Call)]
-    # decided before any call is rewritten (the reads it adds are not in ``parents``)
-    lengths = {a.value.id: length(a.value.id) for c in calls for a in c.args
-               if isinstance(a, gast.Starred) and isinstance(a.value, gast.Name)}
-    known_keys = {k.value.id: keys(k.value.id) for c in calls for k in c.keywords
-                  if k.arg is None and isinstance(k.value, gast.Name)}
-    length, keys = lengths.get, known_keys.get
-    for call in calls:
-        args = []
-        for a in call.args:
-            n = length(a.value.id) if isinstance(a, gast.Starred) and isinstance(a.value, gast.Name) else None
-            if n is None:
-                args.append(a)
-                continue
-            args += [gast.Subscript(value=name(a.value.id), slice=_const(k), ctx=gast.Load())
-                     for k in range(n)]
-        keywords = []
-        for k in call.keywords:
-            ks = keys(k.value.id) if k.arg is None and isinstance(k.value, gast.Name) else None
-            if ks is None:
-                keywords.append(k)
-                continue
-            keywords += [gast.keyword(arg=key, value=gast.Subscript(value=name(k.value.id), slice=_const(key),
-                                                                   ctx=gast.Load())) for key in ks]
-        call.args, call.keywords = args, keywords
-
-
-def _resolves_path(desugar, func, wanted=lambda obj: True):
-    """The object the dotted name ``func`` (rooted outside ``f``'s locals) denotes, when
-    ``wanted(obj)``: then resolved again as a read the compile depends on (guard.py);
-    else None, and nothing recorded."""
-    parts = []
-    while isinstance(func, gast.Attribute):
-        parts.append(func.attr)
-        func = func.value
-    if not isinstance(func, gast.Name) or func.id in desugar.locals:
-        return None
-    path = (func.id,) + tuple(reversed(parts))
-    try:
-        obj = desugar.info.lookup(path[0])
-        for part in path[1:]:
-            obj = getattr(obj, part)
-    except (NameError, AttributeError):
-        return None
-    if not wanted(obj):
-        return None
-    return desugar.info.resolve_path(path)
-
-
-def _list_names(node, desugar, nodes):
-    """Local names every binding of which makes a list (a display, a comprehension,
-    ``list(...)``, ``sorted(...)`` or a concatenation of such): ``xs.sort()`` sorts a list.
-    ``nodes``: ``node``'s nodes (``ast_util.walk``)."""
-    bindings = {}
-    params = {a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
-    for n in nodes:
-        if isinstance(n, gast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], gast.Name):
-            bindings.setdefault(n.targets[0].id, []).append(n.value)
-        elif isinstance(n, (gast.Assign, gast.AugAssign, gast.AnnAssign, gast.For, gast.comprehension,
-                            gast.With)):
-            targets = [i.optional_vars for i in n.items if i.optional_vars is not None] \
-                if isinstance(n, gast.With) else n.targets if isinstance(n, gast.Assign) else [n.target]
-            for t in (t for target in targets for t in ast_util.walk(target)):
-                if isinstance(t, gast.Name) and isinstance(t.ctx, gast.Store):
-                    bindings.setdefault(t.id, []).append(None)
-
-    def makes_list(e):
-        if isinstance(e, (gast.List, gast.ListComp)):
-            return True
-        if isinstance(e, gast.BinOp) and isinstance(e.op, gast.Add):
-            return makes_list(e.left) and makes_list(e.right)
-        return isinstance(e, gast.Call) and (desugar.resolves_to(e.func, builtins.list)
-                                             or desugar.resolves_to(e.func, builtins.sorted))
-
-    return {n for n, values in bindings.items() if n not in params and all(v is not None and makes_list(v) for v in values)}
 
 
 def transform(node, ctx):
@@ -603,19 +606,27 @@ def transform(node, ctx):
     if not wanted:
         return node
     desugar = Desugar(ctx.info, ctx.namer, ctx.bindings, local_names(node))
-    desugar.lists = _list_names(node, desugar, nodes)
+    desugar.lists = _list_names(node, desugar) | {
+        p for p, cls in ctx.classes.items() if issubclass(cls, list)}   # a list argument
+    _dict_loops(node, list_names(node, desugar.resolves_to, dict) | {
+        p for p, cls in ctx.classes.items() if issubclass(cls, dict)}, desugar)
+    desugar.closed_over = frozenset(
+        n.id for scope in gast.walk(node) if isinstance(scope, (gast.FunctionDef, gast.Lambda))
+        and scope is not node for n in gast.walk(scope) if isinstance(n, gast.Name))
     # ``g(*args)``, ``g(**kw)``: rewritten or refused (nothing to do for a function without)
     if any(n.__class__ is gast.Call and (any(isinstance(a, gast.Starred) for a in n.args)
                                          or any(k.arg is None for k in n.keywords)) for n in nodes):
         _star_calls(node)
-    for n in (ast_util.walk(node) if any(isinstance(n, gast.Starred) for n in nodes) else ()):
-        if isinstance(n, gast.Call) and any(isinstance(a, gast.Starred) for a in n.args):
+    for n in gast.walk(node):
+        if isinstance(n, gast.Call) and any(isinstance(a, gast.Starred) for a in n.args) \
+                and not _star_into_varargs(n, node, desugar):
             star = next(a for a in n.args if isinstance(a, gast.Starred))
             raise desugar.error(star, UnsupportedError,
                                 "*-unpacking in a call of a value whose length is known only when "
                                 "the function runs is not supported in a function srcgrad differentiates",
-                                "Pass the arguments one by one, or bind the name once to a tuple "
-                                "display (args = (a, b)) and call g(*args).")
+                                "Pass the arguments one by one, bind the name once to a tuple "
+                                "display (args = (a, b)) and call g(*args), or give the function "
+                                "a *args parameter the unpacked values fill (def g(*vs)).")
     _partials(node, desugar)
     node.body = [Displays(desugar).visit(s) for s in node.body]
     node.body = desugar.visit_block(node.body)

@@ -95,7 +95,10 @@ _HINTS = {
 # local name: anywhere else (inside an expression, on self.xs) they land here.
 _OWN_STATEMENT = ("Call it as a statement of its own on a local list or dict (`v = xs.pop()`, "
                   "`xs.extend(ys)`; `xs = self.xs.copy()` first for an attribute): srcgrad "
-                  "rewrites that form.")
+                  "rewrites that form. (A pop() or setdefault() inside an expression is moved "
+                  "to one of its own, except where the statement reads the list before it, or "
+                  "evaluates it only sometimes: a branch of `a if c else b`, right of "
+                  "`and`/`or`, in a lambda or comprehension.)")
 for _method in ("pop", "extend", "insert", "reverse", "update", "setdefault", "append"):
     _HINTS[_method] = _OWN_STATEMENT
 

@@ -18,7 +18,7 @@ import copy
 
 import gast
 
-from srcgrad import anno, ast_util
+from srcgrad import anno, ast_util, runtime
 from srcgrad.errors import UnsupportedError
 from srcgrad.parse import Item, Keys, Length, dotted
 from srcgrad.transform import as_array
@@ -50,6 +50,8 @@ class Unroller(Base):
     def __init__(self, ctx, locals_):
         super().__init__(ctx.info)
         self.ctx, self.locals = ctx, locals_
+        self.zipped = []   # (variable of f, count): zipped with a constant container (items)
+        self.prelude = []  # statements first in a copy of the body: unpacking such an item
 
     def visit_For(self, loop):
         names = _names(loop.target)
@@ -57,19 +59,42 @@ class Unroller(Base):
         if not names or not (_calls_any(loop.body, names) or indexed is not None):
             self.visit_children(loop)
             return loop
+        self.zipped = []
         try:
             items = self.items(loop.iter) if indexed is None else indexed
         except _NotConstant:
             self.visit_children(loop)
             return loop
+        zipped = self.zipped
+        if any(n.id == seq and not isinstance(n.ctx, gast.Load)
+               for stmt in loop.body for n in ast_util.walk(stmt) if isinstance(n, gast.Name)
+               for seq, _ in zipped):
+            self.visit_children(loop)   # zip read it once, before the body rebinds it
+            return loop
         self.check(loop, names)
         jumps = list(_jumps(loop.body))
         broke = self.ctx.namer.new("unrolled_break") if any(isinstance(j, gast.Break) for j in jumps) else None
         out = [self.inherit(_assign(broke, False), loop)] if broke else []
+        for seq, n in zipped:   # a variable zipped with a constant container: at least n items
+            error = self.error(loop, UnsupportedError, f"`{seq}` is not a list, tuple or array of "
+                               f"at least the {n} items of the constant container it is zipped with "
+                               f"(srcgrad writes one copy of the loop body per item of that "
+                               f"container, reading `{seq}[k]`)",
+                               f"Give `{seq}` at least {n} items, zip it with a slice of the "
+                               f"container, or zip with list({seq}) for a dict's keys.")
+            check = gast.Expr(value=gast.Call(
+                func=ast_util.name(as_array.bind(self.ctx.namer, self.info, self.ctx.bindings,
+                                                 "zip_covers", runtime.zip_covers)),
+                args=[ast_util.name(seq), gast.Constant(value=n, kind=None), ast_util.name(
+                    as_array.bind(self.ctx.namer, self.info, self.ctx.bindings, "zip_error", error))],
+                keywords=[]))
+            out.append(self.inherit(check, loop))
         for path, value in items:
             body = copy.deepcopy(loop.body)
             values = {}
+            self.prelude = []
             self.bind(loop, loop.target, path, value, values)
+            body = self.prelude + body
             for stmt in body:
                 for n in ast_util.walk(stmt):
                     if isinstance(n, gast.Name) and n.id in values:
@@ -177,9 +202,24 @@ class Unroller(Base):
             if func == ("reversed",) and len(it.args) == 1 and self._builtin("reversed"):
                 return self.items(it.args[0])[::-1]
             if func == ("zip",) and it.args and self._builtin("zip"):
-                # zip(self.layers, self.acts): the items side by side, as many as the shortest
-                columns = [self.items(a) for a in it.args]
-                return [(_Zip([p for p, _ in row]), tuple(v for _, v in row)) for row in zip(*columns)]
+                # zip(self.layers, self.acts): the items side by side, as many as the shortest;
+                # zip(LAYERS, params) with params a variable of f: its items read by index
+                columns = []
+                for a in it.args:
+                    try:
+                        columns.append(self.items(a))
+                    except _NotConstant:
+                        if not (isinstance(a, gast.Name) and a.id in self.locals):
+                            raise
+                        columns.append(a.id)
+                known = [c for c in columns if not isinstance(c, str)]
+                if not known:
+                    raise _NotConstant
+                n = min(len(c) for c in known)
+                self.zipped.extend((c, n) for c in columns if isinstance(c, str))
+                return [(_Zip([_Runtime(c, k) if isinstance(c, str) else c[k][0] for c in columns]),
+                         tuple(None if isinstance(c, str) else c[k][1] for c in columns))
+                        for k in range(n)]
             if isinstance(it.func, gast.Attribute) and it.func.attr in ("items", "values") \
                     and not it.args:
                 path = self.path(it.func.value)
@@ -284,6 +324,15 @@ class Unroller(Base):
             self.bind(loop, target.elts[0], None, path.key, values)
             self.bind(loop, target.elts[1], path.path, value, values)
             return
+        if isinstance(path, _Runtime):   # an item of a variable zipped with a constant container
+            item = gast.Subscript(value=ast_util.name(path.name),
+                                  slice=gast.Constant(value=path.k, kind=None), ctx=gast.Load())
+            if isinstance(target, gast.Name):
+                values[target.id] = item
+            else:   # for act, (W, b) in zip(ACTS, params): `(W, b) = params[k]` first in the copy
+                self.prelude.append(self.inherit(gast.Assign(targets=[copy.deepcopy(target)], value=item,
+                                                             type_comment=None), loop))
+            return
         if isinstance(path, _Zip):
             if not isinstance(target, (gast.Tuple, gast.List)) or len(target.elts) != len(path.paths):
                 raise self.error(loop, UnsupportedError, f"unpack zip(...) into {len(path.paths)} "
@@ -317,6 +366,13 @@ class Unroller(Base):
             return gast.Constant(value=value, kind=None)
         return ast_util.name(as_array.bind(self.ctx.namer, self.info, self.ctx.bindings,
                                            hint, value))
+
+
+class _Runtime:
+    """The read ``name[k]`` of the k-th item of a variable of ``f`` zipped with a constant."""
+
+    def __init__(self, name, k):
+        self.name, self.k = name, k
 
 
 class _Zip:
@@ -403,11 +459,73 @@ def _inside(node, loop):
     return any(n is node for n in ast_util.walk(loop))
 
 
+def _dispatch(unroller, node):
+    """``ACTS[name](x)``: a call of an item of a constant list, tuple or dict of callables
+    (a global, closure or bound ``self.`` container: what a loop above unrolls over) read
+    with a key known only when ``f`` runs (a variable, after the loops are unrolled),
+    becomes the call of the item the key picks, ``ACTS["tanh"](x) if name in ("tanh",)
+    else ACTS["relu"](x) if ... else rt.missing_item(...)`` (KeyError or IndexError, as
+    Python raises), each a call with a constant key that anf_expressions.py resolves as
+    any other. The keys (a dict's) or the length (a list's) are recorded as reads, so a
+    table that gains or loses an item compiles anew (guard.py)."""
+    from srcgrad import runtime
+
+    class Dispatch(gast.NodeTransformer):
+        def visit_Call(self, call):
+            self.generic_visit(call)
+            func = call.func
+            if not (isinstance(func, gast.Subscript) and isinstance(func.slice, gast.Name)
+                    and func.slice.id in unroller.locals):
+                return call
+            try:
+                path = unroller.path(func.value)
+                container = unroller.resolve(path)
+            except _NotConstant:
+                return call
+            if not isinstance(container, (list, tuple, dict)) or not container \
+                    or not all(callable(v) for v in (container.values() if isinstance(container, dict)
+                                                     else container)) \
+                    or isinstance(container, dict) and not all(type(k) in _LITERALS for k in container):
+                return call
+            sequence = not isinstance(container, dict)
+            keys = list(range(len(container))) if sequence else list(container)
+            if sequence:
+                if isinstance(container, list):
+                    unroller.info.record(path + (Length(),), len(container))
+            else:
+                unroller.info.record(path + (Keys(),), tuple(container))
+            unroller.unchanged(container, func)
+            key = func.slice.id
+            choice = gast.Call(func=ast_util.name(as_array.bind(
+                unroller.ctx.namer, unroller.info, unroller.ctx.bindings, "missing_item",
+                runtime.missing_item)), args=[
+                    gast.Constant(value=len(keys) if sequence else tuple(keys), kind=None),
+                    ast_util.name(key)], keywords=[])
+            for k in reversed(keys):
+                picks = [gast.Constant(value=k, kind=None)]
+                if sequence:
+                    picks.append(gast.Constant(value=k - len(keys), kind=None))
+                item = gast.Subscript(value=copy.deepcopy(func.value),
+                                      slice=gast.Constant(value=k, kind=None), ctx=gast.Load())
+                gast.copy_location(item, func)
+                branch = gast.Call(func=item, args=copy.deepcopy(call.args),
+                                   keywords=copy.deepcopy(call.keywords))
+                gast.copy_location(branch, call)
+                choice = gast.IfExp(test=gast.Compare(left=ast_util.name(key), ops=[gast.In()],
+                                                      comparators=[gast.Tuple(elts=picks, ctx=gast.Load())]),
+                                    body=branch, orelse=choice)
+            return gast.copy_location(choice, call)
+
+    node.body = [Dispatch().visit(s) for s in node.body]
+
+
 def transform(node, ctx):
-    """Unroll the loops of FunctionDef ``node`` over constant containers of callables."""
-    if not any(isinstance(n, gast.For) for n in ast_util.walk(node)):
-        return node
+    """Unroll the loops of FunctionDef ``node`` over constant containers of callables,
+    then dispatch the calls of their items by a key known only when it runs (_dispatch)."""
     unroller = Unroller(ctx, local_names(node))
     unroller._function = node
-    node.body = unroller.visit_block(node.body)
+    if any(isinstance(n, gast.For) for n in ast_util.walk(node)):
+        node.body = unroller.visit_block(node.body)
+    if any(isinstance(n, gast.Call) and isinstance(n.func, gast.Subscript) for n in ast_util.walk(node)):
+        _dispatch(unroller, node)
     return node

@@ -1,0 +1,118 @@
+"""Rules of the helpers that build and update structures inside ``f``
+(transform/methods.py): a namedtuple ``Point(x, y)`` and ``p._replace(x=v)``, a dataclass
+``Params(w=x, b=v)`` and ``dataclasses.replace(p, b=v)``. A namedtuple's adjoint is a list
+of its items'; a dataclass's a ``pytree.Fields`` (field name -> adjoint)."""
+
+from srcgrad import runtime as rt
+from srcgrad.rules import adjoint, linear, returns_sequence
+from srcgrad.runtime.containers import is_zero_grad, seq_item
+
+
+# ----- namedtuples built inside f (transform/methods.py): Point(x, y), p._replace(x=v) -----
+
+@rt.helper
+def namedtuple_new(cls, items):
+    """``cls(*items)``: the namedtuple ``Point(x, y)`` builds (its fields in order)."""
+    return cls(*items)
+
+
+@adjoint(rt.namedtuple_new, sequences=("items",))
+def namedtuple_new_rule(dy, y, cls, items):
+    return None, rt.namedtuple_items_vjp(dy, items)
+
+
+@rt.helper
+def namedtuple_items_vjp(dy, items):
+    """Adjoint of the fields a namedtuple was built from: its adjoint's items (a list)."""
+    if is_zero_grad(dy):
+        return 0.0
+    return [seq_item(dy, k) for k in range(len(items))]
+
+
+linear(rt.namedtuple_items_vjp, "dy", no_tangent=("items",))
+
+
+@rt.helper
+def namedtuple_replace(value, fields, items):
+    """``value._replace(**dict(zip(fields, items)))``."""
+    return value._replace(**dict(zip(fields, items)))
+
+
+@adjoint(rt.namedtuple_replace, sequences=("value", "items"))
+def namedtuple_replace_rule(dy, y, value, fields, items):
+    return (rt.namedtuple_replace_vjp(dy, value, fields, False), None,
+            rt.namedtuple_replace_vjp(dy, value, fields, True))
+
+
+@rt.helper
+def namedtuple_replace_vjp(dy, value, fields, of_items):
+    """Adjoint of ``value._replace(...)`` with respect to the new items (``of_items``), or to
+    ``value`` (its adjoint with the replaced fields' entries zero)."""
+    if is_zero_grad(dy):
+        return 0.0
+    positions = [type(value)._fields.index(f) for f in fields]
+    if of_items:
+        return [seq_item(dy, k) for k in positions]
+    return [0.0 if k in positions else seq_item(dy, k) for k in range(len(value))]
+
+
+linear(rt.namedtuple_replace_vjp, "dy", no_tangent=("value", "fields", "of_items"))
+
+
+
+# ----- dataclasses built inside f (transform/methods.py): P(w=x), dataclasses.replace -----
+
+@rt.helper
+def dataclass_new(cls, fields, items):
+    """``cls(**dict(zip(fields, items)))``: the dataclass ``P(x, b=v)`` builds."""
+    return cls(**dict(zip(fields, items)))
+
+
+@adjoint(rt.dataclass_new, sequences=("items",))
+def dataclass_new_rule(dy, y, cls, fields, items):
+    return None, None, rt.dataclass_items_vjp(dy, fields)
+
+
+@rt.helper
+def dataclass_items_vjp(dy, fields):
+    """Adjoint of the fields a dataclass was built from, or replaced with: each field's
+    entry of its adjoint (a ``pytree.Fields``, or an instance handed in as a seed)."""
+    if is_zero_grad(dy):
+        return 0.0
+    if isinstance(dy, dict):
+        return [dy.get(f, 0.0) for f in fields]
+    return [getattr(dy, f) for f in fields]
+
+
+linear(rt.dataclass_items_vjp, "dy", no_tangent=("fields",))
+
+
+@rt.helper
+def dataclass_replace(value, fields, items):
+    """``dataclasses.replace(value, **dict(zip(fields, items)))``."""
+    import dataclasses
+    return dataclasses.replace(value, **dict(zip(fields, items)))
+
+
+@adjoint(rt.dataclass_replace, sequences=("items",))
+def dataclass_replace_rule(dy, y, value, fields, items):
+    return rt.dataclass_kept_vjp(dy, fields), None, rt.dataclass_items_vjp(dy, fields)
+
+
+@rt.helper
+def dataclass_kept_vjp(dy, fields):
+    """Adjoint of ``dataclasses.replace(value, ...)`` with respect to ``value``: its
+    adjoint less the replaced fields."""
+    if is_zero_grad(dy):
+        return 0.0
+    import dataclasses
+    entries = dy if isinstance(dy, dict) else {f.name: getattr(dy, f.name) for f in dataclasses.fields(dy)}
+    from srcgrad.pytree import Fields
+    return Fields({k: v for k, v in entries.items() if k not in fields})
+
+
+linear(rt.dataclass_kept_vjp, "dy", no_tangent=("fields",))
+
+
+# The containers the helpers above return (analysis/ranks.py, analysis/activity.py).
+returns_sequence(rt.namedtuple_new, rt.namedtuple_replace, rt.dataclass_new, rt.dataclass_replace)

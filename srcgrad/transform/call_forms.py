@@ -1,0 +1,327 @@
+"""Call forms transform/methods.py settles, kept apart from its rewrites: the order in
+which a statement evaluates its parts (what ``Desugar.hoist`` may move first),
+``functools.partial`` bound once, ``g(*args)`` spelled out or bound into ``g``'s ``*vs``,
+which local names always hold a list or a dict, and ``for k in d`` over a dict.
+Each function takes the ``methods.Desugar`` of the function rewritten (``desugar``) where
+it needs names, bindings or lookups."""
+
+import builtins
+import functools
+import inspect
+
+import gast
+
+from srcgrad import templates
+from srcgrad.ast_util import name
+
+
+def _const(value):
+    return gast.Constant(value=value, kind=None)
+
+
+_RETURNING = {"pop", "setdefault"}   # the _METHODS that change their receiver and return a value
+_DEFERRED = (gast.Lambda, gast.ListComp, gast.SetComp, gast.DictComp, gast.GeneratorExp)
+
+
+def _returning_method(node, locals_):
+    return isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) \
+        and isinstance(node.func.value, gast.Name) and node.func.value.id in locals_ \
+        and node.func.attr in _RETURNING
+
+
+def _evaluation_order(node, order, deferred):
+    """Append the nodes of the expression ``node`` that Python evaluates every time, in the
+    order it finishes them (operands before the operation, left to right), to ``order``; the
+    parts evaluated only sometimes, or later, to ``deferred``."""
+    if isinstance(node, _DEFERRED):
+        deferred.append(node)
+        return
+    if isinstance(node, gast.IfExp):
+        _evaluation_order(node.test, order, deferred)
+        deferred.extend([node.body, node.orelse])
+        order.append(node)
+        return
+    if isinstance(node, gast.BoolOp):
+        _evaluation_order(node.values[0], order, deferred)
+        deferred.extend(node.values[1:])
+        order.append(node)
+        return
+    if isinstance(node, gast.Dict):
+        for k, v in zip(node.keys, node.values):
+            if k is not None:
+                _evaluation_order(k, order, deferred)
+            _evaluation_order(v, order, deferred)
+        order.append(node)
+        return
+    for child in gast.iter_child_nodes(node):
+        if isinstance(child, (gast.expr_context, gast.operator, gast.unaryop, gast.cmpop, gast.boolop)):
+            continue
+        _evaluation_order(child, order, deferred)
+    order.append(node)
+
+
+def _clone_replacing(call, replaced):
+    """A copy of ``call`` in which the calls already hoisted (``replaced``: id -> name) are
+    read from their names."""
+    copy = templates.clone(call)
+    originals = [n for n in gast.walk(call)]
+    copies = [n for n in gast.walk(copy)]
+    mapping = {id(c): replaced[id(o)] for o, c in zip(originals, copies) if id(o) in replaced}
+    _replace_in(copy, mapping)
+    return copy
+
+
+def _replace_in(node, replaced):
+    """Replace, in place, each child of ``node`` whose id is in ``replaced`` by a read of
+    the name it maps to."""
+    for parent in gast.walk(node):
+        for field, value in gast.iter_fields(parent):
+            if isinstance(value, list):
+                for i, item in enumerate(value):
+                    if id(item) in replaced:
+                        value[i] = name(replaced[id(item)])
+            elif id(value) in replaced:
+                setattr(parent, field, name(replaced[id(value)]))
+
+
+def _partials(node, desugar):
+    """``h = functools.partial(g, a, k=v)`` bound once at the top level of ``f``, ``h`` read
+    only as ``h(...)`` calls, ``g`` a function known when compiling (not a local variable):
+    the partial's arguments are bound to names of their own where it was made (their values
+    then, as the partial keeps them), and each ``h(x, k=w)`` is the call ``g(a_, x, k=w)``
+    (the call's keywords replacing the partial's, as ``functools.partial`` does)."""
+    counts = {}
+    for n in gast.walk(node):
+        if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store):
+            counts[n.id] = counts.get(n.id, 0) + 1
+    local_functions = {s.name for s in node.body if isinstance(s, gast.FunctionDef)} | {
+        s.targets[0].id for s in node.body if isinstance(s, gast.Assign) and len(s.targets) == 1
+        and isinstance(s.targets[0], gast.Name) and isinstance(s.value, gast.Lambda)}
+    parents = {c: n for n in gast.walk(node) for c in gast.iter_child_nodes(n)}
+    body = []
+    for stmt in node.body:
+        call = stmt.value if isinstance(stmt, gast.Assign) else None
+        if not (isinstance(call, gast.Call) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], gast.Name)
+                and counts.get(stmt.targets[0].id) == 1 and call.args
+                and _resolves_path(desugar, call.func, lambda obj: obj is functools.partial) is not None
+                and not any(isinstance(a, gast.Starred) for a in call.args)
+                and all(k.arg is not None for k in call.keywords)):
+            body.append(stmt)
+            continue
+        target, g = stmt.targets[0].id, call.args[0]
+        lifted = None
+        if isinstance(g, gast.Lambda):   # partial(lambda v, s: v * s, s=3.0): the lambda named first
+            lifted = desugar.stmt(stmt, desugar.namer.new(f"{target}_fn"), g)
+            g = name(lifted.targets[0].id)
+        root = g
+        while isinstance(root, gast.Attribute):
+            root = root.value
+        known = lifted is not None or isinstance(root, gast.Name) and (root.id not in desugar.locals or (
+            root.id in local_functions and root is g))
+        uses = [n for n in gast.walk(node) if isinstance(n, gast.Name) and n.id == target
+                and isinstance(n.ctx, gast.Load)]
+        if not known or not all(isinstance(parents.get(n), gast.Call) and parents[n].func is n
+                                and not any(isinstance(a, gast.Starred) for a in parents[n].args)
+                                and all(k.arg is not None for k in parents[n].keywords) for n in uses):
+            body.append(stmt)
+            continue
+        if lifted is not None:
+            body.append(lifted)
+        bound = []
+        for k, value in [(None, a) for a in call.args[1:]] + [(kw.arg, kw.value) for kw in call.keywords]:
+            if isinstance(value, gast.Constant):
+                bound.append((k, value))
+                continue
+            temp = desugar.namer.new(f"{target}_{k or 'arg'}")
+            body.append(desugar.stmt(stmt, temp, value))
+            bound.append((k, name(temp)))
+        for n in uses:
+            use = parents[n]
+            given = {kw.arg for kw in use.keywords}
+            use.func = templates.clone(g)
+            use.args = [templates.clone(v) for k, v in bound if k is None] + use.args
+            use.keywords = [gast.keyword(arg=k, value=templates.clone(v)) for k, v in bound
+                            if k is not None and k not in given] + use.keywords
+    node.body = body
+
+
+def _star_calls(node):
+    """``g(*args)`` and ``g(**kw)`` where ``args`` is bound once in ``f``, to a tuple display,
+    or to a list display that ``f`` only indexes, ``len``s or unpacks (so its length is that
+    of the display), and ``kw`` once to a dict display with string keys that ``f`` only reads
+    by key or unpacks: ``g(args[0], args[1])`` and ``g(a=kw["a"])``, calls srcgrad binds
+    to ``g``'s parameters as any other."""
+    counts, displays = {}, {}
+    for n in gast.walk(node):
+        if isinstance(n, gast.Name) and isinstance(n.ctx, (gast.Store, gast.Del)):
+            counts[n.id] = counts.get(n.id, 0) + 1
+        if isinstance(n, gast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], gast.Name):
+            displays[n.targets[0].id] = n.value
+    parents = {c: n for n in gast.walk(node) for c in gast.iter_child_nodes(n)}
+
+    def length(ident):
+        value = displays.get(ident)
+        if counts.get(ident) != 1 or not isinstance(value, (gast.Tuple, gast.List)) \
+                or any(isinstance(e, gast.Starred) for e in value.elts):
+            return None
+        if isinstance(value, gast.List):
+            for n in gast.walk(node):
+                if isinstance(n, gast.Name) and n.id == ident and isinstance(n.ctx, gast.Load):
+                    parent = parents.get(n)
+                    if isinstance(parent, gast.Starred) or (
+                            isinstance(parent, gast.Subscript) and parent.value is n
+                            and isinstance(parent.ctx, gast.Load)) or (
+                            isinstance(parent, gast.Call) and isinstance(parent.func, gast.Name)
+                            and parent.func.id == "len") or isinstance(parent, gast.For):
+                        continue
+                    return None
+        return len(value.elts)
+
+    def keys(ident):
+        value = displays.get(ident)
+        if counts.get(ident) != 1 or not isinstance(value, gast.Dict) or not all(
+                isinstance(k, gast.Constant) and isinstance(k.value, str) for k in value.keys):
+            return None
+        for n in gast.walk(node):
+            if isinstance(n, gast.Name) and n.id == ident and isinstance(n.ctx, gast.Load):
+                parent = parents.get(n)
+                if isinstance(parent, gast.keyword) and parent.arg is None or (
+                        isinstance(parent, gast.Subscript) and parent.value is n
+                        and isinstance(parent.ctx, gast.Load)):
+                    continue
+                return None
+        return [k.value for k in value.keys]
+
+    calls = [n for n in gast.walk(node) if isinstance(n, gast.Call)]
+    # decided before any call is rewritten (the reads it adds are not in ``parents``)
+    lengths = {a.value.id: length(a.value.id) for c in calls for a in c.args
+               if isinstance(a, gast.Starred) and isinstance(a.value, gast.Name)}
+    known_keys = {k.value.id: keys(k.value.id) for c in calls for k in c.keywords
+                  if k.arg is None and isinstance(k.value, gast.Name)}
+    length, keys = lengths.get, known_keys.get
+    for call in calls:
+        args = []
+        for a in call.args:
+            if isinstance(a, gast.Starred) and isinstance(a.value, (gast.List, gast.Tuple)) \
+                    and not any(isinstance(e, gast.Starred) for e in a.value.elts):
+                args += a.value.elts   # zip(*[a, b]): the display's items, one by one
+                continue
+            n = length(a.value.id) if isinstance(a, gast.Starred) and isinstance(a.value, gast.Name) else None
+            if n is None:
+                args.append(a)
+                continue
+            args += [gast.Subscript(value=name(a.value.id), slice=_const(k), ctx=gast.Load())
+                     for k in range(n)]
+        keywords = []
+        for k in call.keywords:
+            ks = keys(k.value.id) if k.arg is None and isinstance(k.value, gast.Name) else None
+            if ks is None:
+                keywords.append(k)
+                continue
+            keywords += [gast.keyword(arg=key, value=gast.Subscript(value=name(k.value.id), slice=_const(key),
+                                                                   ctx=gast.Load())) for key in ks]
+        call.args, call.keywords = args, keywords
+
+
+def _star_into_varargs(call, node, desugar):
+    """Whether ``g(a, *xs)`` unpacks ``xs`` exactly into ``g``'s ``*vs`` (``g`` a nested def
+    of ``f`` or a function known when compiling whose positional parameters the plain
+    arguments before it fill, none of them with a keyword): transform/inline.py binds
+    ``vs = tuple(xs)``, whatever the length of ``xs`` when ``f`` runs."""
+    args = call.args
+    if not isinstance(args[-1], gast.Starred) or any(isinstance(a, gast.Starred) for a in args[:-1]) \
+            or any(k.arg is None for k in call.keywords):
+        return False
+    func = call.func
+    defs = [s for s in node.body if isinstance(s, gast.FunctionDef)]
+    if isinstance(func, gast.Name) and (func.id in desugar.locals or func.id in {d.name for d in defs}):
+        found = [d for d in defs if d.name == func.id]
+        if len(found) != 1 or func.id in desugar.locals:
+            return False
+        a = found[0].args
+        if a.vararg is None or a.posonlyargs:
+            return False
+        positional = [p.id for p in a.args]
+    else:
+        fn = _resolves_path(desugar, func, inspect.isfunction)
+        if fn is None:
+            return False
+        params = list(inspect.signature(fn, follow_wrapped=False).parameters.values())
+        if not any(p.kind is p.VAR_POSITIONAL for p in params):
+            return False
+        positional = [p.name for p in params
+                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(args) - 1 == len(positional) and not {k.arg for k in call.keywords} & set(positional)
+
+
+def _dict_loops(node, dicts, desugar):
+    """``for k in d`` and ``[... for k in d]`` over a name that always holds a dict (a
+    display, ``dict(...)``, or a dict argument the compile is specialised on) iterate
+    ``list(d)``, its keys, as Python does (a loop over a name reads its items by position)."""
+    if not dicts:
+        return
+    for n in gast.walk(node):
+        if isinstance(n, (gast.For, gast.comprehension)) and isinstance(n.iter, gast.Name) \
+                and n.iter.id in dicts:
+            n.iter = desugar.call(builtins.list, n.iter)
+
+
+def _resolves_path(desugar, func, wanted=lambda obj: True):
+    """The object the dotted name ``func`` (rooted outside ``f``'s locals) denotes, when
+    ``wanted(obj)``: then resolved again as a read the compile depends on (guard.py);
+    else None, and nothing recorded."""
+    parts = []
+    while isinstance(func, gast.Attribute):
+        parts.append(func.attr)
+        func = func.value
+    if not isinstance(func, gast.Name) or func.id in desugar.locals:
+        return None
+    path = (func.id,) + tuple(reversed(parts))
+    try:
+        obj = desugar.info.lookup(path[0])
+        for part in path[1:]:
+            obj = getattr(obj, part)
+    except (NameError, AttributeError):
+        return None
+    if not wanted(obj):
+        return None
+    return desugar.info.resolve_path(path)
+
+
+def _list_names(node, desugar):
+    """Local names every binding of which makes a list (a display, a comprehension,
+    ``list(...)``, ``sorted(...)`` or a concatenation of such): ``xs.sort()`` sorts a list."""
+    return list_names(node, desugar.resolves_to)
+
+
+def list_names(node, resolves_to, kind=list):
+    """``_list_names``, ``resolves_to(func, obj)`` telling whether a callee is ``obj``
+    (inline.py asks it of a caller: a list it passes to a helper is known as a list there).
+    ``kind=dict``: the names every binding of which makes a dict instead."""
+    bindings = {}
+    params = {a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
+    for n in gast.walk(node):
+        if isinstance(n, gast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], gast.Name):
+            bindings.setdefault(n.targets[0].id, []).append(n.value)
+        elif isinstance(n, (gast.Assign, gast.AugAssign, gast.AnnAssign, gast.For, gast.comprehension,
+                            gast.With)):
+            targets = [i.optional_vars for i in n.items if i.optional_vars is not None] \
+                if isinstance(n, gast.With) else n.targets if isinstance(n, gast.Assign) else [n.target]
+            for t in (t for target in targets for t in gast.walk(target)):
+                if isinstance(t, gast.Name) and isinstance(t.ctx, gast.Store):
+                    bindings.setdefault(t.id, []).append(None)
+
+    def makes_list(e):
+        if kind is dict:
+            return isinstance(e, (gast.Dict, gast.DictComp)) or (
+                isinstance(e, gast.Call) and resolves_to(e.func, builtins.dict))
+        if isinstance(e, (gast.List, gast.ListComp)):
+            return True
+        if isinstance(e, gast.BinOp) and isinstance(e.op, gast.Add):
+            return makes_list(e.left) and makes_list(e.right)
+        return isinstance(e, gast.Call) and (resolves_to(e.func, builtins.list)
+                                             or resolves_to(e.func, builtins.sorted))
+
+    return {n for n, values in bindings.items() if n not in params and all(v is not None and makes_list(v) for v in values)}
+
+
