@@ -25,6 +25,10 @@ from srcgrad.jit.writes import check_unshared, written_grad, zero_grad_at  # noq
 from srcgrad.jit.products import (cast_like, dot_grad_a, dot_grad_b, dtype_grad,  # noqa: F401,E402
                                   log_or_zero, matmul_grad_a, matmul_grad_b, sign, tie_share,
                                   unreduce_like)
+# The checks of values that might be lists or tuples (never, in compiled code).
+from srcgrad.jit.containers import (add_grad, array_vjp, check_array_operand,  # noqa: F401,E402
+                                    concatenate_vjp, container_op, seq_add, seq_item, stack_vjp,
+                                    unreached)
 # The reads of a name whose zero number is None (zeros.py).
 from srcgrad.jit.optional import (iadd, imul, isub, nz, zadd, zmul, zsub,  # noqa: F401,E402
                                   is_zero_form as _is_zero_form)
@@ -277,6 +281,25 @@ def rev_range(r):
     """``reversed(r)`` of a range: the same values, last first."""
     n = len(r)
     return range(r.start + (n - 1) * r.step, r.start - r.step, -r.step)
+
+
+def range_head(r, n):
+    """``r[:n]`` of a range ``r`` (Numba does not slice ranges): the iterations a loop ended
+    by a break ran (control_flow.RANGE_BREAK_FORWARD), with Python's slice rules."""
+
+
+@overload(range_head, jit_options=JIT_OPTIONS)
+def _range_head(r, n):
+    if not (isinstance(r, types.RangeType) and isinstance(n, types.Integer)):
+        _refuse("range_head", r, n)
+
+    def head(r, n):
+        size = len(r)
+        if n < 0:
+            n += size
+        n = min(max(n, 0), size)
+        return range(r.start, r.start + n * r.step, r.step)
+    return head
 
 
 def add_at(dx, x, index, g):
