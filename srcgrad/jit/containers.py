@@ -2,7 +2,9 @@
 (srcgrad/runtime/containers.py): on arrays and numbers, the only values the compiled
 code's arguments can be, they decide "not a container", which is what the NumPy helpers
 decide for them. A list or tuple reaching one is refused in typing, so the gradient runs
-its NumPy code, which raises or takes the container path. Importing this module needs numba.
+its NumPy code, which raises or takes the container path. Then the list gradients of
+``np.stack``, ``np.concatenate`` and ``np.array`` (runtime.py has array_vjp's form, which
+calls its unbroadcast). Importing this module needs numba.
 """
 
 import numpy as np
@@ -83,8 +85,8 @@ def _add_grad(a, b):
 # ----- Lists of gradients: one per item of a list NumPy made an array of -----
 
 
-def _items(t):
-    """A list or tuple of one type (Numba's List or UniTuple), or None."""
+def items(t):
+    """Whether ``t`` is a list or tuple of one type (Numba's List or UniTuple)."""
     return isinstance(t, (types.List, types.UniTuple))
 
 
@@ -97,48 +99,11 @@ def seq_item(dseq, index):
 def _seq_item(dseq, index):
     if not isinstance(index, types.Integer):
         _refuse("seq_item", dseq, index)
-    if _items(dseq) or isinstance(dseq, types.Array) and dseq.ndim > 0:
+    if items(dseq) or isinstance(dseq, types.Array) and dseq.ndim > 0:
         return lambda dseq, index: dseq[index]
     if _is_number(dseq) and not isinstance(dseq, types.Boolean):
         return lambda dseq, index: dseq
     _refuse("seq_item", dseq, index)
-
-
-def array_vjp(dy, obj):
-    """See srcgrad.rules.numpy_shape.array_vjp (``np.array(obj)``'s gradient): of an array
-    or a number, ``dy`` cast and unbroadcast as that helper does; of a list or tuple of
-    numbers or of arrays, a list, entry ``i`` of ``dy`` for item ``i`` (a number ``dy``
-    for each: a scalar adjoint stands for itself everywhere)."""
-
-
-@overload(array_vjp, jit_options=JIT_OPTIONS)
-def _array_vjp(dy, obj):
-    from srcgrad.jit.runtime import cast_like, unbroadcast
-    if isinstance(obj, types.Array):   # np.asarray(x) of an array
-        return lambda dy, obj: cast_like(unbroadcast(dy, obj), obj)
-    if _is_number(obj) and not isinstance(obj, types.Boolean):
-        return lambda dy, obj: dy
-    if not _items(obj) or not (_is_number(obj.dtype) or isinstance(obj.dtype, types.Array)) \
-            or isinstance(obj.dtype, types.Boolean):
-        _refuse("array_vjp", dy, obj)
-    if _is_number(dy) and not isinstance(dy, types.Boolean):
-        def each_gets_dy(dy, obj):
-            out = []
-            for item in obj:
-                out.append(cast_like(unbroadcast(dy, item), item))
-            return out
-        return each_gets_dy
-    if not (isinstance(dy, types.Array) and dy.ndim >= 1):
-        _refuse("array_vjp", dy, obj)   # a 0-d array: the NumPy gradient
-
-    def entries(dy, obj):
-        if len(dy) != len(obj):
-            raise ValueError("srcgrad jit: array_vjp of another length")
-        out = []
-        for i in range(len(obj)):
-            out.append(cast_like(unbroadcast(dy[i], obj[i]), obj[i]))
-        return out
-    return entries
 
 
 def stack_vjp(dy, arrays, axis=0):
@@ -149,7 +114,7 @@ def stack_vjp(dy, arrays, axis=0):
 
 @overload(stack_vjp, jit_options=JIT_OPTIONS)
 def _stack_vjp(dy, arrays, axis=0):
-    if not _items(arrays) or not (_is_number(arrays.dtype) or isinstance(arrays.dtype, types.Array)) \
+    if not items(arrays) or not (_is_number(arrays.dtype) or isinstance(arrays.dtype, types.Array)) \
             or not isinstance(axis, (types.Integer, types.Omitted, int)):
         _refuse("stack_vjp", dy, arrays, axis)
     if _is_number(dy):   # a zero adjoint nothing reads (NumPy's helper fails on it)
@@ -179,7 +144,7 @@ def concatenate_vjp(dy, arrays, axis=0):
 
 @overload(concatenate_vjp, jit_options=JIT_OPTIONS)
 def _concatenate_vjp(dy, arrays, axis=0):
-    if not _items(arrays) or not isinstance(arrays.dtype, types.Array) or \
+    if not items(arrays) or not isinstance(arrays.dtype, types.Array) or \
             not isinstance(axis, (types.Integer, types.Omitted, int)):
         _refuse("concatenate_vjp", dy, arrays, axis)
     if _is_number(dy) and not isinstance(dy, types.Boolean):

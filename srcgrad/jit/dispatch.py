@@ -68,8 +68,7 @@ class JitGradFunction:
     def __reduce__(self):
         """Pickled as its NumPy gradient (GradFunction.__reduce__: what it was made of),
         wrapped again when loaded: compiled code is not pickled, the first call compiles."""
-        from srcgrad.jit import wrap
-        return wrap, (self.gradient,)
+        return _loaded, (self.gradient,)
 
     @property
     def source(self):
@@ -160,6 +159,18 @@ class JitGradFunction:
 
     def _numpy(self, args, grad_outputs):
         return self.gradient(*args, grad_outputs=grad_outputs)
+
+
+def _loaded(gfn):
+    """A pickled JitGradFunction loaded: ``gfn`` wrapped again, or ``gfn`` itself, with one
+    warning, where Numba is not installed (as jit.wrap)."""
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        warnings.warn("srcgrad jit: numba is not installed (pip install \"srcgrad[jit]\"); "
+                      "running the NumPy gradient", JitFallbackWarning, stacklevel=2)
+        return gfn
+    return JitGradFunction(gfn)
 
 
 def _general(self, args, grad_outputs, kwargs):
