@@ -106,6 +106,8 @@ class GradFunction:
 
     def __init__(self, fn, wrt=0, allow_unused=False, materialize_grads=False,
                  preserve_result=False, hooks=None, fuse=False, has_aux=False):
+        self._made_of = (fn, wrt, allow_unused, materialize_grads, preserve_result, hooks, fuse,
+                         has_aux)   # what __reduce__ pickles
         if isinstance(fn, GradFunction):
             fn = self.differentiable_gradient(fn, has_aux)
         self.fn = entry_function(fn)
@@ -126,6 +128,16 @@ class GradFunction:
     @property
     def __name__(self):
         return f"grad_{getattr(self.fn, '__name__', 'f')}"
+
+    def __reduce__(self):
+        """Pickled as what it was made of (the function, pickled by reference, and the
+        options), not its compiled code and caches: loaded, it compiles again on its first
+        call (or reads the on-disk cache). A function pickle cannot find by name (a
+        lambda, a local function) raises pickle's error naming it."""
+        cls = type(self)
+        while "_srcgrad_hot" in cls.__dict__:   # the class of a hot call (_set_hot)
+            cls = cls.__bases__[0]
+        return cls, self._made_of
 
     @property
     def __doc__(self):

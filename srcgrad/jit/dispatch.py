@@ -65,6 +65,11 @@ class JitGradFunction:
     def __name__(self):
         return self.gradient.__name__
 
+    def __reduce__(self):
+        """Pickled as its NumPy gradient (GradFunction.__reduce__: what it was made of),
+        wrapped again when loaded: compiled code is not pickled, the first call compiles."""
+        return _loaded, (self.gradient,)
+
     @property
     def source(self):
         return self.gradient.source
@@ -156,6 +161,18 @@ class JitGradFunction:
         return self.gradient(*args, grad_outputs=grad_outputs)
 
 
+def _loaded(gfn):
+    """A pickled JitGradFunction loaded: ``gfn`` wrapped again, or ``gfn`` itself, with one
+    warning, where Numba is not installed (as jit.wrap)."""
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        warnings.warn("srcgrad jit: numba is not installed (pip install \"srcgrad[jit]\"); "
+                      "running the NumPy gradient", JitFallbackWarning, stacklevel=2)
+        return gfn
+    return JitGradFunction(gfn)
+
+
 def _general(self, args, grad_outputs, kwargs):
     """A call hot.py's call form does not take: the general path."""
     return JitGradFunction.__call__(self, *args, grad_outputs=grad_outputs, **kwargs)
@@ -242,11 +259,12 @@ class _Entry:
                 seed = numpy.asarray(seed)
             if not (type(seed) in _SCALARS or type(seed) is numpy.ndarray):
                 return owner._numpy(args, grad_outputs)
+        full = self._with_defaults(owner, args)
         buf = None
         if self.variant != "value":   # translate.py's _sg_buf (and _sg_keep)
             position = owner.gradient._plan_of(self.compiled).wrt_positions[0]
-            buf = _hot_call.buffer(None if position is None else args[position])
-        call_args = args + ((seed, buf, True) if self.variant == "seeded" else
+            buf = _hot_call.buffer(None if position is None else full[position])
+        call_args = full + ((seed, buf, True) if self.variant == "seeded" else
                             (buf,) if self.variant == "grad" else ())
         if self.failed and _signature(call_args) in self.failed:
             return owner._numpy(args, grad_outputs)
@@ -287,13 +305,22 @@ class _Entry:
                 _warn(f"the compiled gradient raised {type(exc).__name__}: {exc}",
                       *self._where())
             return value
-        if self.variant in ("grad", "seeded") and not self.failed and \
+        if self.variant in ("grad", "seeded") and not self.failed and full is args and \
                 not owner.gradient.preserve_result and not owner._declines and \
                 self.holds is not None:
             plan = owner.gradient._plan_of(self.compiled)
             if len(plan.wrt_positions) == 1 and not plan.many and plan.wrt_positions[0] is not None:
                 self._record_hot(owner, args, plan.wrt_positions[0], call_args)
         return self._finish(owner, args, grad_outputs, seed, result, buf)
+
+    def _with_defaults(self, owner, args):
+        """``args`` and the default of each parameter the call leaves out (the compiled
+        function takes every parameter, keyword-only ones included, positionally)."""
+        params = self.translation().params
+        if len(args) >= len(params):
+            return args
+        inputs = owner.gradient._plan_of(self.compiled).inputs(args, {})
+        return tuple(inputs[n] for n in params)
 
     def _ununified(self, exc):
         """Where Numba could not unify a number and an array for one name: whether a

@@ -26,6 +26,10 @@ from srcgrad.jit.writes import (check_sequence, check_unshared, written_grad,  #
 from srcgrad.jit.products import (cast_like, dot_grad_a, dot_grad_b, dtype_grad,  # noqa: F401,E402
                                   log_or_zero, matmul_grad_a, matmul_grad_b, sign, tie_share,
                                   unreduce_like)
+# The checks of values that might be lists or tuples (never, in compiled code).
+from srcgrad.jit.containers import (add_grad, check_array_operand,  # noqa: F401,E402
+                                    concatenate_vjp, container_op, items as _items, seq_add,
+                                    seq_item, stack_vjp, unreached)
 # The reads of a name whose zero number is None (zeros.py).
 from srcgrad.jit.optional import (iadd, imul, isub, nz, zadd, zmul, zsub,  # noqa: F401,E402
                                   is_zero_form as _is_zero_form)
@@ -278,6 +282,61 @@ def rev_range(r):
     """``reversed(r)`` of a range: the same values, last first."""
     n = len(r)
     return range(r.start + (n - 1) * r.step, r.start - r.step, -r.step)
+
+
+def range_head(r, n):
+    """``r[:n]`` of a range ``r`` (Numba does not slice ranges): the iterations a loop ended
+    by a break ran (control_flow.RANGE_BREAK_FORWARD), with Python's slice rules."""
+
+
+@overload(range_head, jit_options=JIT_OPTIONS)
+def _range_head(r, n):
+    if not (isinstance(r, types.RangeType) and isinstance(n, types.Integer)):
+        _refuse("range_head", r, n)
+
+    def head(r, n):
+        size = len(r)
+        if n < 0:
+            n += size
+        n = min(max(n, 0), size)
+        return range(r.start, r.start + n * r.step, r.step)
+    return head
+
+
+def array_vjp(dy, obj):
+    """See srcgrad.rules.numpy_shape.array_vjp (``np.array(obj)``'s gradient): of an array
+    or a number, ``dy`` cast and unbroadcast as that helper does; of a list or tuple of
+    numbers or of arrays, a list, entry ``i`` of ``dy`` for item ``i`` (a number ``dy``
+    for each: a scalar adjoint stands for itself everywhere)."""
+
+
+@overload(array_vjp, jit_options=JIT_OPTIONS)
+def _array_vjp(dy, obj):
+    if isinstance(obj, types.Array):   # np.asarray(x) of an array
+        return lambda dy, obj: cast_like(unbroadcast(dy, obj), obj)
+    if _is_number(obj) and not isinstance(obj, types.Boolean):
+        return lambda dy, obj: dy
+    if not _items(obj) or not (_is_number(obj.dtype) or isinstance(obj.dtype, types.Array)) \
+            or isinstance(obj.dtype, types.Boolean):
+        _refuse("array_vjp", dy, obj)
+    if _is_number(dy) and not isinstance(dy, types.Boolean):
+        def each_gets_dy(dy, obj):
+            out = []
+            for item in obj:
+                out.append(cast_like(unbroadcast(dy, item), item))
+            return out
+        return each_gets_dy
+    if not (isinstance(dy, types.Array) and dy.ndim >= 1):
+        _refuse("array_vjp", dy, obj)   # a 0-d array: the NumPy gradient
+
+    def entries(dy, obj):
+        if len(dy) != len(obj):
+            raise ValueError("srcgrad jit: array_vjp of another length")
+        out = []
+        for i in range(len(obj)):
+            out.append(cast_like(unbroadcast(dy[i], obj[i]), obj[i]))
+        return out
+    return entries
 
 
 def add_at(dx, x, index, g):

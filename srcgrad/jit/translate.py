@@ -17,7 +17,18 @@ the clone is rewritten:
   ``_jrt.power(a, b)``, which Numba compiles for all but two integers (a Python int
   power does not overflow, Numba's would).
 * An ``is`` comparison is refused (the releases ``x = None`` are dropped).
-* A release ``x = None`` is dropped (a name keeps one type in compiled code).
+* A release ``x = None`` is dropped (a name keeps one type in compiled code). An
+  initial value ``x = None`` (tape.initial_values: a loop pushes ``x`` before binding
+  it) is not a release, since ``x`` is read after it: a flag (``skip``, ``stop``: bound
+  only to True, False or its tape's pops, read only as a condition or pushed) starts
+  ``False``, which its reads take as they take None; any other name keeps ``None``
+  (Numba types it "None or ...", and reading the None raises: that call runs NumPy).
+* ``if rt.container_op(a, b):`` (whether ``+`` or ``*`` joins lists or tuples) keeps
+  its test, False on arrays and numbers, and its body becomes ``_jrt.unreached()``;
+  ``rt.check_array_operand(v, error)`` keeps ``v`` (containers.py).
+* ``np.stack([a, b])`` (and the other joins) of a list display joins the tuple ``(a, b)``.
+* ``push(steps[:count])`` of a loop ended by a break (control_flow.RANGE_BREAK_FORWARD)
+  becomes ``_jrt.range_head(steps, count)`` (Numba does not slice a range).
 * Free names must be numbers, NumPy or math (or a NumPy function), or the builtins
   Numba knows; anything else (a user function, an array global, a class) is refused.
 
@@ -45,7 +56,8 @@ HELPERS = ("default_seed", "owned_zeros", "unbroadcast", "has_grad", "shape_of",
            "reduction_size", "own", "tangent_zero", "tangent_like", "add_at", "check_unshared",
            "save", "written_grad", "zero_grad_at", "matmul_grad_a", "matmul_grad_b",
            "dot_grad_a", "dot_grad_b", "sign", "log_or_zero", "cast_like", "dtype_grad", "unreduce_like",
-           "tie_share", "copy_restored", "check_sequence")
+           "tie_share", "copy_restored", "check_sequence", "check_array_operand", "container_op",
+           "add_grad", "seq_item", "array_vjp", "stack_vjp", "concatenate_vjp", "seq_add")
 BUILTINS = {"range", "len", "abs", "min", "max", "float", "int", "bool", "round", "print",
             "sum", "divmod", "pow", "enumerate", "zip", "slice"}
 SEED = "_sg_seed"
@@ -89,6 +101,8 @@ class Translation:
         self.frozen = list(frozen)
         self.runs = list(runs)   # the elementwise runs (loops.Run), defined in the source
         self._function, self._origins = function, None
+        # the parameters of the user's function it takes, in order (then its own)
+        self.params = [a.id for a in function.args.args if a.id not in (SEED, BUF, KEEP)]
         self._kernel_trees = list(trees)
 
     def origins(self):
@@ -121,12 +135,13 @@ def translate(compiled, variant, optional=frozenset(), lists=frozenset()):
     backward = clone(compiled.trees[1])
     body = _compose(forward, backward, seed, variant)
     name = "jit_" + re.sub(r"\W", "_", backward.name[:-len("_backward")])
-    args = forward.args
+    args = clone(forward.args)   # every parameter positional (dispatch.py passes defaults)
+    args.args = args.posonlyargs + args.args + args.kwonlyargs
+    args.posonlyargs, args.kwonlyargs, args.kw_defaults, args.defaults = [], [], [], []
     if variant != "value":
-        args = clone(args)
         extra = [SEED, BUF, KEEP] if variant == "seeded" else [BUF]
         args.args = args.args + [_name(n, gast.Param()) for n in extra]
-    rewrite = _Rewrite(_first_origin(compiled.trees[0]))
+    rewrite = _Rewrite(_first_origin(compiled.trees[0]), _initial_values(body))
     body = rewrite.block(body)
     arrays = fixed_tapes.fix(body, compiled.scalars, lists)
     tape_lists = [_assign(key, gast.List(elts=[], ctx=gast.Load()))
@@ -146,6 +161,79 @@ def translate(compiled, variant, optional=frozenset(), lists=frozenset()):
     trees = [t for k in kernels for t in (k.loop, k.original)]
     return Translation(name, emit.to_source(trees + [function]), namespace, function,
                        kernels, trees, frozen)
+
+
+def _initial_values(body):
+    """id -> value of each top-level ``x = None`` that must stay: the first appearance of
+    ``x`` after it, in source order, reads it (tape.initial_values: a loop pushes ``x``
+    before binding it; Numba refuses a name read in a loop before any binding). A release
+    (release.py: after the name's last appearance) and an initial value bound before it
+    is read are dropped, as before. The value is False for a flag (``_is_flag``), else None."""
+    found = {}
+    for k, s in enumerate(body):
+        if not (isinstance(s, gast.Assign) and isinstance(s.value, gast.Constant) and
+                s.value.value is None and len(s.targets) == 1 and
+                isinstance(s.targets[0], gast.Name)):
+            continue
+        n = s.targets[0].id
+        updated = {id(a.target) for t in body[k + 1:] for a in gast.walk(t)
+                   if isinstance(a, gast.AugAssign)}   # ``x += v`` reads x
+        first = next((node for t in body[k + 1:] for node in _in_order(t)
+                      if isinstance(node, gast.Name) and node.id == n), None)
+        if first is not None and (isinstance(first.ctx, gast.Load) or id(first) in updated):
+            found[id(s)] = False if _is_flag(n, body, s) else None
+    return found
+
+
+def _in_order(node):
+    """The nodes of ``node`` in source order (an assignment's value before its targets)."""
+    if isinstance(node, gast.AugAssign):
+        yield node
+        yield from _in_order(node.target)
+        yield from _in_order(node.value)
+        return
+    if isinstance(node, (gast.Assign, gast.AnnAssign)):
+        yield node
+        if node.value is not None:
+            yield from _in_order(node.value)
+        for t in getattr(node, "targets", None) or [node.target]:
+            yield from _in_order(t)
+        return
+    if isinstance(node, gast.For):
+        yield node
+        yield from _in_order(node.iter)
+        yield from _in_order(node.target)
+        for s in node.body + node.orelse:
+            yield from _in_order(s)
+        return
+    yield node
+    for child in gast.iter_child_nodes(node):
+        yield from _in_order(child)
+
+
+def _is_flag(n, body, initial):
+    """Whether name ``n`` is a loop's flag: every other binding of it ``n = True``,
+    ``n = False`` or ``n = pop()``, every read a condition (``if n``, ``while n``,
+    ``not n``) or a push. Then None and False read alike wherever it is read."""
+    tree = gast.Module(body=body, type_ignores=[])
+    allowed = set()   # the Name nodes of n a read or binding of the kinds above may be
+    for node in gast.walk(tree):
+        if isinstance(node, (gast.If, gast.While)):
+            allowed.add(id(node.test))
+        elif isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.Not):
+            allowed.add(id(node.operand))
+        elif isinstance(node, gast.Call) and isinstance(node.func, gast.Name) and \
+                node.func.id == "push" and len(node.args) == 1:
+            allowed.add(id(node.args[0]))
+        elif isinstance(node, gast.Assign) and len(node.targets) == 1 and \
+                isinstance(node.targets[0], gast.Name) and (
+                    node is initial or
+                    (isinstance(node.value, gast.Constant) and type(node.value.value) is bool) or
+                    (isinstance(node.value, gast.Call) and isinstance(node.value.func, gast.Name)
+                     and node.value.func.id == "pop" and not node.value.args)):
+            allowed.add(id(node.targets[0]))
+    return all(id(node) in allowed for node in gast.walk(tree)
+               if isinstance(node, gast.Name) and node.id == n)
 
 
 def _zero_adjoints_typed(body):
@@ -235,9 +323,10 @@ def _compose(forward, backward, seed_value, variant):
 class _Rewrite:
     """The statement rewrites of the module docstring, with the user's line of each."""
 
-    def __init__(self, origin):
+    def __init__(self, origin, initials=None):
         self.tapes = set()
         self.origin = origin   # the user's statement, else the function's first
+        self.initials = initials or {}   # id of an initial ``x = None`` -> its value (_initial_values)
 
     def block(self, body):
         out = []
@@ -257,6 +346,9 @@ class _Rewrite:
         if isinstance(s, gast.Assign):
             if isinstance(s.value, gast.Constant) and s.value.value is None and \
                     all(isinstance(t, gast.Name) for t in s.targets):
+                if id(s) in self.initials:
+                    s.value = gast.Constant(value=self.initials[id(s)], kind=None)
+                    return [s]
                 return []   # a release
             if len(s.targets) == 1 and isinstance(s.targets[0], gast.Name):
                 target = s.targets[0].id
@@ -281,13 +373,26 @@ class _Rewrite:
             key = tapes.key_of(s)
             if key is None or len(s.value.args) != 1:
                 self.refuse("a tape push without its key")
-            s.value = _call(self._tape(key), "append", [self.expression(s.value.args[0])])
+            value = s.value.args[0]
+            if isinstance(value, gast.Subscript) and isinstance(value.value, gast.Name) and \
+                    isinstance(value.slice, gast.Slice) and value.slice.lower is None and \
+                    value.slice.step is None and value.slice.upper is not None:
+                value = _call("_jrt", "range_head", [value.value, value.slice.upper])
+            s.value = _call(self._tape(key), "append", [self.expression(value)])
             return [s]
         if isinstance(s, (gast.With, gast.AsyncWith, gast.Try, gast.Raise, gast.Global,
                           gast.Nonlocal, gast.Delete, gast.ClassDef, gast.FunctionDef,
                           gast.AsyncFunctionDef, gast.AsyncFor, gast.Assert, gast.Import,
                           gast.ImportFrom)):
             self.refuse(f"a {type(s).__name__.lower()} statement")
+        if isinstance(s, gast.If) and optimize.is_rt_call(s.test, "container_op"):
+            # ``a + b`` of two lists concatenates, ``a * b`` of a list repeats: on the
+            # arrays and numbers compiled code holds container_op is False (containers.py),
+            # and the container branch (rt.seq_repeat_vjp, ...) is never typed
+            s.test = self.expression(s.test)
+            s.body = [gast.Expr(value=_call("_jrt", "unreached", []))]
+            s.orelse = self.block(s.orelse)
+            return [s]
         if isinstance(s, (gast.For, gast.While, gast.If)):
             if isinstance(s, gast.For):
                 s.target = self.expression(s.target)
@@ -358,6 +463,17 @@ class _Expressions(gast.NodeTransformer):
             return node
         if _is_jrt(node.func, "check_sequence"):
             node.args = node.args[:1]   # the value looped over (not the error)
+            node.keywords = []
+            return node
+        if _is_jrt(node.func, "check_array_operand"):
+            node.args = node.args[:1]   # the value (the error is a structure's)
+            node.keywords = []
+            return node
+        if isinstance(node.func, gast.Attribute) and node.func.attr in _JOINS and \
+                isinstance(node.func.value, gast.Name) and node.func.value.id == "np" and \
+                node.args and isinstance(node.args[0], gast.List):
+            # Numba joins a tuple of arrays, not a list: the same values to NumPy
+            node.args[0] = gast.Tuple(elts=node.args[0].elts, ctx=gast.Load())
             return node
         if isinstance(node.func, gast.Name) and node.func.id == "reversed" and len(node.args) == 1:
             return _call("_jrt", "rev_range", node.args)
@@ -367,6 +483,9 @@ class _Expressions(gast.NodeTransformer):
                 f.value.value.id == "np" and len(node.args) == 1 and not node.keywords:
             return _call("_jrt", "norm", node.args)   # NumPy's formula (Numba's differs)
         return node
+
+
+_JOINS = ("stack", "concatenate", "hstack", "vstack", "dstack", "column_stack")
 
 
 def _is_jrt(func, helper):
