@@ -268,3 +268,116 @@ def hypot_jvp(y, coordinates, tangents):
     if y == 0:
         return 0.0
     return builtins.sum(c * t for c, t in zip(coordinates, tangents) if t is not None) / y
+
+
+# ----- Order statistics, NaN-ignoring scans, integrals, interpolation (numpy_statistics.py) -----
+
+
+@tangent(np.median)
+def median(y, a, axis=None, *, keepdims=False, t_a):
+    return rt.quantile_jvp(t_a, a, 0.5, axis, keepdims, False)
+
+
+@tangent(np.nanmedian)
+def nanmedian(y, a, axis=None, *, keepdims=False, t_a):
+    return rt.quantile_jvp(t_a, a, 0.5, axis, keepdims, True)
+
+
+@tangent(np.quantile)
+def quantile(y, a, q, axis=None, *, method="linear", keepdims=False, t_a):
+    """A ``q`` that carries a tangent is refused (no ``t_q``)."""
+    return rt.quantile_jvp(t_a, a, q, axis, keepdims, False)
+
+
+@tangent(np.nanquantile)
+def nanquantile(y, a, q, axis=None, *, method="linear", keepdims=False, t_a):
+    return rt.quantile_jvp(t_a, a, q, axis, keepdims, True)
+
+
+@tangent(np.percentile)
+def percentile(y, a, q, axis=None, *, method="linear", keepdims=False, t_a):
+    return rt.quantile_jvp(t_a, a, q, axis, keepdims, False, 100)
+
+
+@tangent(np.nanpercentile)
+def nanpercentile(y, a, q, axis=None, *, method="linear", keepdims=False, t_a):
+    return rt.quantile_jvp(t_a, a, q, axis, keepdims, True, 100)
+
+
+@tangent(np.partition)
+def partition(y, a, kth, axis=-1, kind="introselect", *, t_a):
+    return rt.partition_jvp(t_a, a, kth, axis)
+
+
+@tangent(np.nancumsum)
+def nancumsum(y, a, axis=None, *, t_a):
+    return xp.cumsum(xp.where(xp.isnan(a), 0.0, t_a), axis)
+
+
+@tangent(np.trapezoid)
+def trapezoid(y, a, x=None, dx=1.0, axis=-1, *, t_a, t_x, t_dx):
+    """Bilinear in (``a``, ``x``) and in (``a``, ``dx``): one term per tangent."""
+    return (xp.trapezoid(t_a, x, dx, axis) + xp.trapezoid(a, t_x, 1.0, axis)
+            + xp.trapezoid(a, None, t_dx, axis))
+
+
+@tangent(np.interp, no_tangent=("xp_points",))
+def interp(y, x, xp_points, fp, left=None, right=None, period=None, *, t_x, t_fp, t_left, t_right):
+    """A tangent of the sample points ``xp`` is refused (no ``t_xp_points``)."""
+    return rt.interp_jvp(x, xp_points, fp, left, right, t_x, t_fp, t_left, t_right)
+
+
+@tangent(np.linalg.multi_dot)
+def multi_dot(y, arrays, *, out=None, t_arrays):
+    return rt.multi_dot_jvp(arrays, t_arrays)
+
+
+@rt.helper
+def multi_dot_jvp(arrays, tangents):
+    """One ``multi_dot`` per factor carrying a tangent, the tangent in its place."""
+    total = None
+    for i, t in enumerate(tangents):
+        if t is None:
+            continue
+        term = np.linalg.multi_dot(list(arrays[:i]) + [t] + list(arrays[i + 1:])) \
+            if len(arrays) > 2 else (t @ arrays[1] if i == 0 else arrays[0] @ t)
+        total = term if total is None else total + term
+    return 0.0 if total is None else total
+
+
+@tangent(math.prod)
+def math_prod(y, iterable, *, start=1, t_iterable):
+    return rt.math_prod_jvp(iterable, start, t_iterable)
+
+
+@rt.helper
+def math_prod_jvp(factors, start, tangents):
+    """The product rule: each factor's tangent times ``start`` and the other factors."""
+    total = 0.0
+    for i, t in enumerate(tangents):
+        if t is None:
+            continue
+        others = start
+        for j, f in enumerate(factors):
+            if j != i:
+                others = others * f
+        total = total + t * others
+    return total
+
+
+@tangent(math.dist)
+def math_dist(y, p, q, *, t_p, t_q):
+    return rt.math_dist_jvp(y, p, q, t_p, t_q)
+
+
+@rt.helper
+def math_dist_jvp(y, p, q, t_p, t_q):
+    """``sum((p - q) * (dp - dq)) / y`` (0 where the points coincide, as the adjoint)."""
+    if y == 0:
+        return 0.0
+    t_p = t_p if t_p is not None else [None] * len(p)
+    t_q = t_q if t_q is not None else [None] * len(q)
+    total = 0.0
+    for a, b, ta, tb in zip(p, q, t_p, t_q):
+        total = total + (a - b) * ((0.0 if ta is None else ta) - (0.0 if tb is None else tb))
+    return total / y

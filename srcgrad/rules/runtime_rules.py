@@ -34,6 +34,7 @@ from srcgrad.rules import (builtins_math, numpy_elementwise, numpy_joins, numpy_
 xp = None  # placeholder: the array namespace, bound in generated code
 
 nondifferentiable(
+    rt.take_indices, rt.where_size, rt.initial_weight,
     rt.namespace, rt.is_array, rt.shape_of, rt.normalize_axis, rt.reduction_size,
     rt.zeros_like, rt.owned_zeros, rt.sign, rt.clip_below, rt.clip_above, rt.inverse_axes,
     rt.method_axes, rt.method_shape, rt.inner_axes, rt.linspace_weights,
@@ -221,8 +222,29 @@ def diagonal_vjp(dw, w, dy, a, offset=0, axis1=0, axis2=1):
 
 
 @adjoint(rt.diff_vjp)
-def diff_vjp(dw, w, dy, a, n=1, axis=-1):
-    return xp.diff(dw, n=n, axis=axis), None, None, None
+def diff_vjp(dw, w, dy, a, n=1, axis=-1, prepend=None, append=None):
+    """``diff`` of ``dw`` between zeros where ``prepend``/``append`` were."""
+    return rt.diff_zero_ends(dw, n, axis, prepend, append), None, None, None, None, None
+
+
+@rt.helper
+def diff_zero_ends(g, n, axis, prepend, append):
+    """``diff(g, n, axis)`` with zeros of ``prepend``'s and ``append``'s shapes (None:
+    none) joined to ``g`` first."""
+    xp = rt.namespace(g)
+    zeros = [None if end is None else xp.zeros(np.shape(end)) for end in (prepend, append)]
+    keywords = {k: z for k, z in zip(("prepend", "append"), zeros) if z is not None}
+    return xp.diff(g, n=n, axis=axis, **keywords)
+
+
+@adjoint(rt.where_mask)
+def where_mask(dw, w, g, where):
+    return rt.where_mask(dw, where), None
+
+
+@adjoint(rt.reduction_cast)
+def reduction_cast(dw, w, g, dtype, a):
+    return rt.cast_like(rt.dtype_grad(dw, dtype, a), g), None, None
 
 
 @adjoint(rt.pad_vjp)
