@@ -431,6 +431,17 @@ add(
     C(np.linalg.multi_dot, [r(3), r(3, 4), r(4, 2)]), C(np.linalg.multi_dot, [r(2, 3), r(3, 4), r(4)]),
     C(math.prod, [1.5, -0.5, 2.0]), C(math.prod, [1.5, 0.0, 2.0]), C(math.prod, [0.7, 1.3], start=2.5),
     C(math.dist, [0.5, 1.5, -0.2], [1.0, -0.3, 0.4]),
+    C(np.cov, r(3, 6)), C(np.cov, r(6, 3), rowvar=False), C(np.cov, r(7)), C(np.cov, r(3, 6), bias=True),
+    C(np.cov, r(3, 6), ddof=2), C(np.corrcoef, r(3, 6)), C(np.corrcoef, r(6, 2), rowvar=False),
+    C(np.correlate, r(7), r(3)), C(np.correlate, r(7), r(4), "same"), C(np.correlate, r(5), r(3), mode="full"),
+    C(np.add.reduce, A), C(np.add.reduce, A, 2, keepdims=True), C(np.add.reduce, A, axis=None),
+    C(np.multiply.reduce, A * 0.5 + 1), C(np.multiply.reduce, A * 0.5 + 1, axis=(0, 2)),
+    C(np.add.accumulate, A), C(np.add.accumulate, A, 1),
+    C(np.add.outer, r(3), r(4)), C(np.add.outer, r(2, 3), r(4)), C(np.add.outer, 0.5, r(4)),
+    C(np.multiply.outer, r(3), r(4)), C(np.multiply.outer, r(2, 3), r(2, 2)),
+    C(np.linalg.svd, r(4, 3), compute_uv=False), C(np.linalg.svd, r(3, 5), False, False),
+    C(np.linalg.svd, r(2, 4, 3), full_matrices=False), C(np.linalg.svd, r(3, 5), full_matrices=False),
+    C(np.linalg.svd, r(4, 4)), C(np.linalg.pinv, r(4, 3)), C(np.linalg.pinv, r(3, 5)), C(np.linalg.pinv, r(2, 3, 3)),
 )
 
 # Shape functions
@@ -668,6 +679,7 @@ add(
     C(rt.where_mask, r(3, 4), r(3, 4) > 0, _wrt=[0]), C(rt.where_mask, r(3, 4), True, _wrt=[0]),
     C(rt.reduction_cast, r(3, 4).astype(np.float32), np.float32, r(3, 4), _wrt=[0], _eps=1e-2, _rtol=1e-3),
     C(rt.reduction_cast, r(3, 4), None, r(3, 4), _wrt=[0]),
+    C(rt.reversed_array, r(5)),
     C(rt.pad_vjp, r(5, 6), r(3, 4), 1, "constant", _wrt=[0]),
     C(rt.pad_vjp, r(7, 8), r(3, 4), 2, "reflect", _wrt=[0]),
     C(rt.pad_vjp, r(5, 6), r(3, 4), 1, "empty", _wrt=[0]),

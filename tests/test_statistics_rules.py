@@ -79,11 +79,36 @@ def scalars(v):
     return math.prod([v[0], v[1], 2.0]) + math.dist([v[0], v[1]], [v[2], 0.5])
 
 
+def singular_values(x):
+    u, s, vh = np.linalg.svd(x, full_matrices=False)
+    return np.sum(s ** 2) + np.sum(u[:, 0] * np.arange(4.0)) ** 2 + np.sum(vh[0] ** 3) * 0.0 \
+        + np.sum(np.linalg.svd(x, compute_uv=False))
+
+
+def pseudo_inverse(x):
+    return np.sum(np.linalg.pinv(x) ** 2)
+
+
+def covariances(x):
+    return np.sum(np.cov(x) * np.arange(16.0).reshape(4, 4)) + np.sum(np.corrcoef(x, rowvar=False) ** 2)
+
+
+def correlations(v):
+    return np.sum(np.correlate(v, v[:3] * 2.0, "same") ** 2)
+
+
+def ufunc_methods(x):
+    return (np.sum(np.add.reduce(x * x, axis=1)) + np.sum(np.multiply.reduce(1.0 + 0.1 * x))
+            + np.sum(np.add.accumulate(x) ** 2) + np.sum(np.multiply.outer(x[0], x[1]) ** 2)
+            + np.sum(np.add.outer(x[2], x[3]) ** 2))
+
+
 CASES = [
     (sum_where, X), (mean_where_dtype, X), (max_initial, X), (min_method_where, X),
     (median_quantile, X), (percentile_nan, X), (nan_reductions, X), (diff_ends, X),
     (take_modes, X), (integral, X), (interpolated, V), (chained, X), (partitioned, V),
-    (scalars, V),
+    (scalars, V), (singular_values, X), (pseudo_inverse, X), (covariances, X),
+    (correlations, V), (ufunc_methods, X),
 ]
 
 
@@ -155,3 +180,12 @@ def test_median_ties_split_evenly():
 
     np.testing.assert_allclose(sg.grad(f)(np.array([1.0, 2.0, 2.0])), [0.0, 0.5, 0.5])
     np.testing.assert_allclose(sg.grad(f)(np.array([4.0, 1.0, 3.0, 2.0])), [0.0, 0.0, 0.5, 0.5])
+
+
+def test_svd_full_matrices_of_a_non_square_matrix_is_refused():
+    def f(x):
+        u, s, vh = np.linalg.svd(x)
+        return np.sum(u) + np.sum(s)
+
+    with pytest.raises(sg.SrcgradError, match="full_matrices"):
+        sg.grad(f)(X)

@@ -1,7 +1,9 @@
-"""Adjoint rules of NumPy's order statistics, NaN-ignoring reductions, integrals and
-interpolation: ``median``/``quantile``/``percentile`` (and their ``nan`` forms),
-``partition``, ``nanvar``/``nanstd``/``nanprod``/``nancumsum``, ``trapezoid``,
-``interp``, ``linalg.multi_dot``, ``math.prod`` and ``math.dist``.
+"""Adjoint rules of NumPy's order statistics, NaN-ignoring reductions, integrals,
+interpolation, covariances and ufunc methods: ``median``/``quantile``/``percentile``
+(and their ``nan`` forms), ``partition``, ``nanvar``/``nanstd``/``nanprod``/``nancumsum``,
+``trapezoid``, ``interp``, ``linalg.multi_dot``, ``math.prod``, ``math.dist``, ``cov``,
+``corrcoef``, ``correlate``, ``add.reduce``/``multiply.reduce``/``add.accumulate`` and
+``add.outer``/``multiply.outer``.
 
 Order statistics follow ``max``'s convention for ties: an order statistic's weight is
 split evenly among the entries equal to it (the mean of the tied entries' subgradients).
@@ -13,7 +15,7 @@ import math
 import numpy as np
 
 from srcgrad import runtime as rt
-from srcgrad.rules import adjoint
+from srcgrad.rules import adjoint, returns_sequence
 from srcgrad.runtime.arrays import float_dtype, namespace, normalize_axis
 
 xp = None  # placeholder: the array namespace, bound in generated code
@@ -432,3 +434,134 @@ def math_dist_vjp(dy, y, p, q):
     if y == 0:
         return [0.0 * dy for _ in p]
     return [dy * (a - b) / y for a, b in zip(p, q)]
+
+
+# ----- Covariance, correlation -----
+
+
+@adjoint(np.cov)
+def cov(dy, y, m, y_observations=None, rowvar=True, bias=False, ddof=None):
+    """``(dC + dC^T) Xc / (N - ddof)``, ``Xc`` the centred observations (weights refused)."""
+    return rt.cov_vjp(dy, m, y_observations, rowvar, bias, ddof)
+
+
+def _cov_layout(xp, m, rowvar):
+    """``m`` as (variables, observations) and whether it was one variable (1-D)."""
+    x = xp.asarray(m)
+    one = x.ndim == 1
+    x = x[None, :] if one else x
+    return (x if rowvar or one else x.T), one
+
+
+@rt.helper
+def cov_vjp(dy, m, y=None, rowvar=True, bias=False, ddof=None):
+    """Gradient of ``cov(m, rowvar=, bias=, ddof=)`` for ``m``."""
+    if y is not None:
+        from srcgrad.errors import UnsupportedError
+        raise UnsupportedError("srcgrad: the gradient of np.cov with a second argument y is not "
+                               "supported", hint="Stack the variables: np.cov(np.vstack([m, y])).")
+    xp = namespace(dy, m)
+    x, one = _cov_layout(xp, m, rowvar)
+    n = x.shape[1]
+    ddof = (0 if bias else 1) if ddof is None else ddof
+    centred = x - xp.mean(x, axis=1, keepdims=True)
+    g = xp.reshape(xp.asarray(dy), (x.shape[0], x.shape[0]))
+    grad = ((g + g.T) @ centred) / (n - ddof)
+    if one:
+        return grad[0]
+    return grad if rowvar else grad.T
+
+
+@adjoint(np.corrcoef)
+def corrcoef(dy, y, x, y_observations=None, rowvar=True):
+    """``R = D^-1/2 C D^-1/2`` with ``D = diag(C)``: through ``cov``'s gradient."""
+    return rt.corrcoef_vjp(dy, x, y_observations, rowvar)
+
+
+@rt.helper
+def corrcoef_vjp(dy, x, y=None, rowvar=True):
+    """Gradient of ``corrcoef(x, rowvar=)`` for ``x``."""
+    xp = namespace(dy, x)
+    c = xp.atleast_2d(xp.cov(x, y, rowvar=rowvar))
+    d = xp.sqrt(xp.diagonal(c))
+    r = c / d[:, None] / d[None, :]
+    g = xp.reshape(xp.asarray(dy), r.shape)
+    gc = g / d[:, None] / d[None, :]
+    diagonal = -0.5 * (xp.sum(g * r, axis=1) + xp.sum(g * r, axis=0)) / xp.diagonal(c)
+    gc = gc + xp.diag(diagonal)
+    return cov_vjp(gc, x, y, rowvar)
+
+
+@adjoint(np.correlate)
+def correlate(dy, y, a, v, mode="valid"):
+    """``convolve(a, v[::-1])`` (real values): through ``convolve``'s gradient."""
+    g = rt.convolve_vjp(dy, a, rt.reversed_array(v), mode)
+    return g[0], rt.reversed_array(g[1]), None
+
+
+@rt.helper
+def reversed_array(v):
+    """``v`` as an array, reversed along its (only) axis."""
+    xp = namespace(v)
+    return xp.flip(xp.asarray(v), 0)
+
+
+# ----- ufunc methods: add / multiply reductions, scans and outer products -----
+
+
+@adjoint(np.add.reduce)
+def add_reduce(dy, y, array, axis=0, dtype=None, *, keepdims=False, where=True):
+    """``sum`` over ``axis`` (0 by default, as ufunc reductions)."""
+    return rt.reduction_cast(rt.where_mask(rt.unreduce(dy, array, axis, keepdims), where), dtype, array)
+
+
+@adjoint(np.multiply.reduce)
+def multiply_reduce(dy, y, array, axis=0, dtype=None, *, keepdims=False):
+    """``prod`` over ``axis``: exact with zeros."""
+    return rt.reduction_cast(rt.unreduce(dy, array, axis, keepdims) * rt.prod_others(array, axis), dtype, array)
+
+
+@adjoint(np.add.accumulate)
+def add_accumulate(dy, y, array, axis=0, dtype=None):
+    """``cumsum`` along ``axis`` (0 by default)."""
+    g = xp.flip(xp.cumsum(xp.flip(dy, axis), axis), axis)
+    return rt.reduction_cast(g, dtype, array)
+
+
+@adjoint(np.add.outer)
+def add_outer(dy, y, A, B):
+    """Each operand gets ``dy`` summed over the other's axes."""
+    g = rt.outer_vjp(dy, A, B, False)
+    return g[0], g[1]
+
+
+@adjoint(np.multiply.outer)
+def multiply_outer(dy, y, A, B):
+    """Each operand gets ``dy`` times the other, summed over the other's axes."""
+    g = rt.outer_vjp(dy, A, B, True)
+    return g[0], g[1]
+
+
+@rt.helper
+def outer_vjp(dy, A, B, product):
+    """Gradients of ``add.outer(A, B)`` / ``multiply.outer(A, B)`` (``product``)."""
+    xp = namespace(dy, A, B)
+    a_shape, b_shape = np.shape(A), np.shape(B)
+    g = xp.asarray(dy)
+    a_axes = tuple(range(len(a_shape)))
+    b_axes = tuple(range(len(a_shape), g.ndim))
+    if product:
+        b = xp.asarray(B)
+        a = xp.asarray(A)
+        ga = xp.sum(g * b, axis=b_axes) if b_axes else g * b
+        gb = xp.sum(g * a.reshape(a_shape + (1,) * len(b_shape)), axis=a_axes) if a_axes else g * a
+    else:
+        ga = xp.sum(g, axis=b_axes) if b_axes else g
+        gb = xp.sum(g, axis=a_axes) if a_axes else g
+    ga = ga if a_shape else float(ga)
+    gb = gb if b_shape else float(gb)
+    return ga, gb
+
+
+returns_sequence(rt.quantile_vjp, rt.trapezoid_vjp, rt.interp_vjp, rt.multi_dot_vjp,
+                 rt.math_prod_vjp, rt.math_dist_vjp, rt.outer_vjp)

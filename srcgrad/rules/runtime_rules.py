@@ -29,7 +29,7 @@ from srcgrad import runtime as rt
 from srcgrad.rules import adjoint, nondifferentiable, returns_sequence
 # The modules whose run-time helpers (rt.<name>, registered by @rt.helper) get rules here:
 from srcgrad.rules import (builtins_math, numpy_elementwise, numpy_joins, numpy_linalg,  # noqa: F401
-                           numpy_products, numpy_reductions, numpy_shape)
+                           numpy_products, numpy_reductions, numpy_shape, numpy_statistics)
 
 xp = None  # placeholder: the array namespace, bound in generated code
 
@@ -235,6 +235,11 @@ def diff_zero_ends(g, n, axis, prepend, append):
     zeros = [None if end is None else xp.zeros(np.shape(end)) for end in (prepend, append)]
     keywords = {k: z for k, z in zip(("prepend", "append"), zeros) if z is not None}
     return xp.diff(g, n=n, axis=axis, **keywords)
+
+
+@adjoint(rt.reversed_array)
+def reversed_array(dw, w, v):
+    return rt.reversed_array(dw)
 
 
 @adjoint(rt.where_mask)
