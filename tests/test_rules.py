@@ -441,6 +441,11 @@ add(
     C(np.multiply.outer, r(3), r(4)), C(np.multiply.outer, r(2, 3), r(2, 2)),
     C(np.linalg.svd, r(4, 3), compute_uv=False), C(np.linalg.svd, r(3, 5), False, False),
     C(np.linalg.svd, r(2, 4, 3), full_matrices=False), C(np.linalg.svd, r(3, 5), full_matrices=False),
+    C(np.gradient, r(7)), C(np.gradient, r(7), 0.5), C(np.gradient, r(4, 5)),
+    C(np.gradient, r(4, 5), 0.3, 2.0, edge_order=2), C(np.gradient, r(4, 5, 3), axis=(0, 2)),
+    C(np.gradient, r(6), edge_order=2), C(np.gradient, r(4, 5), axis=-1),
+    C(math.gamma, 1.7), C(math.gamma, 0.4), C(math.gamma, -1.3), C(math.lgamma, 2.6), C(math.lgamma, 7.5),
+    C(math.lgamma, 0.05), C(M("tolist"), r(3)), C(M("tolist"), r(2, 3)),
     C(np.linalg.svd, r(4, 4)), C(np.linalg.pinv, r(4, 3)), C(np.linalg.pinv, r(3, 5)), C(np.linalg.pinv, r(2, 3, 3)),
 )
 

@@ -103,12 +103,21 @@ def ufunc_methods(x):
             + np.sum(np.add.outer(x[2], x[3]) ** 2))
 
 
+def finite_differences(x):
+    gy, gx = np.gradient(np.sin(x), 0.5, x[0, 0] ** 2 + 1.0)
+    return np.sum(gy ** 2) + np.sum(gx * np.gradient(x[1], edge_order=2))
+
+
+def gamma_functions(v):
+    return math.gamma(v[0] ** 2 + 0.5) + math.lgamma(abs(v[1]) + 0.2) + sum(v.tolist()[2:5]) ** 2
+
+
 CASES = [
     (sum_where, X), (mean_where_dtype, X), (max_initial, X), (min_method_where, X),
     (median_quantile, X), (percentile_nan, X), (nan_reductions, X), (diff_ends, X),
     (take_modes, X), (integral, X), (interpolated, V), (chained, X), (partitioned, V),
     (scalars, V), (singular_values, X), (pseudo_inverse, X), (covariances, X),
-    (correlations, V), (ufunc_methods, X),
+    (correlations, V), (ufunc_methods, X), (finite_differences, X), (gamma_functions, V),
 ]
 
 

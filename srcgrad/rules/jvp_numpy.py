@@ -17,7 +17,7 @@ import numpy as np
 from srcgrad import runtime as rt
 from srcgrad.rules import Attribute, Method, linear, tangent
 from srcgrad.rules.numpy_linalg import power_terms
-from srcgrad.runtime.arrays import is_array, namespace
+from srcgrad.runtime.arrays import float_dtype, is_array, namespace, shape_tuple
 
 xp = None  # placeholder: the array namespace, bound in generated code
 
@@ -321,7 +321,7 @@ def trapezoid(y, a, x=None, dx=1.0, axis=-1, *, t_a, t_x, t_dx):
             + xp.trapezoid(a, None, t_dx, axis))
 
 
-@tangent(np.interp, no_tangent=("xp_points",))
+@tangent(np.interp)
 def interp(y, x, xp_points, fp, left=None, right=None, period=None, *, t_x, t_fp, t_left, t_right):
     """A tangent of the sample points ``xp`` is refused (no ``t_xp_points``)."""
     return rt.interp_jvp(x, xp_points, fp, left, right, t_x, t_fp, t_left, t_right)
@@ -504,3 +504,18 @@ def pinv_jvp(t, a, p):
     right = xp_.eye(n, dtype=a.dtype) - xp_.matmul(p, a)
     return (-xp_.matmul(p, xp_.matmul(t, p)) + xp_.matmul(xp_.matmul(p, tr(p)), xp_.matmul(tr(t), left))
             + xp_.matmul(right, xp_.matmul(tr(t), xp_.matmul(tr(p), p))))
+
+
+@tangent(Method("tolist"))
+def tolist_method(y, self, *, t_self):
+    return rt.tolist_jvp(t_self, self)
+
+
+@rt.helper
+def tolist_jvp(t, a):
+    """The tangent of ``x.tolist()``: the tangent as the same nested list."""
+    xp_ = namespace(a)
+    return xp_.broadcast_to(xp_.asarray(t, dtype=float_dtype(a, xp_)), shape_tuple(a)).tolist()
+
+
+linear(np.gradient, "f")

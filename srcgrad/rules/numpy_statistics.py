@@ -10,6 +10,7 @@ split evenly among the entries equal to it (the mean of the tied entries' subgra
 Quantiles support NumPy's default ``method="linear"``; another method is refused.
 """
 
+import builtins
 import math
 
 import numpy as np
@@ -312,7 +313,7 @@ def interp_vjp(dy, x, xp_points, fp, left=None, right=None, period=None):
     if right is None:
         gfp[-1] += g[above].sum()
     gxp = None
-    if getattr(xp_points, "dtype", None) is not None and np.asarray(xp_points).dtype.kind == "f":
+    if np.asarray(xp_points).dtype.kind == "f":
         gxp = np.zeros(n)
         with np.errstate(invalid="ignore", divide="ignore"):
             d_lo = np.where(inside & (width > 0), g * slope * (t - 1), 0.0)
@@ -322,7 +323,12 @@ def interp_vjp(dy, x, xp_points, fp, left=None, right=None, period=None):
     gleft = None if left is None else float(g[below].sum())
     gright = None if right is None else float(g[above].sum())
     gx_out = gx if np.ndim(x) else float(gx)
-    return gx_out, gxp, gfp.reshape(np.shape(fp)), gleft, gright
+    gfp = gfp.reshape(np.shape(fp))
+    if isinstance(fp, (list, tuple)):
+        gfp = gfp.tolist()
+    if gxp is not None and isinstance(xp_points, (list, tuple)):
+        gxp = gxp.tolist()
+    return gx_out, gxp, gfp, gleft, gright
 
 
 @rt.helper
@@ -563,5 +569,69 @@ def outer_vjp(dy, A, B, product):
     return ga, gb
 
 
-returns_sequence(rt.quantile_vjp, rt.trapezoid_vjp, rt.interp_vjp, rt.multi_dot_vjp,
+# ----- Finite differences: np.gradient -----
+
+
+@adjoint(np.gradient)
+def gradient(dy, y, f, *varargs, axis=None, edge_order=1):
+    """The transpose of ``gradient``'s stencils (central inside, one-sided at the edges),
+    for uniform spacings (a number per axis); coordinate arrays are refused."""
+    parts = rt.gradient_vjp(dy, y, f, varargs, axis, edge_order)
+    return parts[0], parts[1], None, None
+
+
+def _gradient_axes(ndim, axis):
+    if axis is None:
+        return tuple(range(ndim))
+    return tuple(a % ndim for a in (axis if isinstance(axis, (tuple, list)) else (axis,)))
+
+
+@rt.helper
+def gradient_vjp(dy, y, f, spacings, axis=None, edge_order=1):
+    """Gradients of ``y = np.gradient(f, *spacings, axis=, edge_order=)``: for ``f``, each
+    axis's cotangent (one array, or a list of them) sent back through its stencil; for
+    the spacings (a list), ``-<dy, y> / h`` of the axes each one spaces."""
+    from srcgrad.errors import UnsupportedError
+    xp = namespace(f)
+    f = xp.asarray(f)
+    axes = _gradient_axes(f.ndim, axis)
+    if len(spacings) == 0:
+        steps = [1.0] * len(axes)
+    elif len(spacings) == 1 and np.ndim(spacings[0]) == 0:
+        steps = [spacings[0]] * len(axes)
+    else:
+        steps = list(spacings)
+    if len(steps) != len(axes) or any(np.ndim(h) != 0 for h in steps):
+        raise UnsupportedError("srcgrad: the gradient of np.gradient with coordinate arrays is not "
+                               "supported (uniform spacings only: a number per axis)")
+    parts = list(dy) if isinstance(dy, (list, tuple)) else [dy]
+    results = list(y) if isinstance(y, (list, tuple)) else [y]
+    grad = xp.zeros(f.shape, dtype=float_dtype(f, xp))
+    by_step = [0.0] * len(axes)
+    for k, (d, ax, h) in enumerate(zip(parts, axes, steps)):
+        if d is None:
+            continue
+        by_step[k] = -float(xp.sum(xp.asarray(d) * results[k])) / h
+        d = xp.moveaxis(xp.broadcast_to(xp.asarray(d), f.shape), ax, 0) / h
+        g = xp.moveaxis(grad, ax, 0)    # a view: written in place
+        g[2:] += d[1:-1] / 2
+        g[:-2] -= d[1:-1] / 2
+        if edge_order == 1:
+            g[1] += d[0]
+            g[0] -= d[0]
+            g[-1] += d[-1]
+            g[-2] -= d[-1]
+        else:
+            g[0] -= 1.5 * d[0]
+            g[1] += 2.0 * d[0]
+            g[2] -= 0.5 * d[0]
+            g[-1] += 1.5 * d[-1]
+            g[-2] -= 2.0 * d[-1]
+            g[-3] += 0.5 * d[-1]
+    if len(spacings) == 1 and len(axes) > 1:
+        by_step = [builtins.sum(by_step)]
+    return grad, by_step[:len(spacings)]
+
+
+returns_sequence(rt.gradient_vjp, rt.quantile_vjp, rt.trapezoid_vjp, rt.interp_vjp, rt.multi_dot_vjp,
                  rt.math_prod_vjp, rt.math_dist_vjp, rt.outer_vjp)
