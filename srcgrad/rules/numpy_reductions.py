@@ -525,7 +525,14 @@ def diff_vjp(dy, a, n=1, axis=-1, prepend=None, append=None):
         return _diff_full_vjp(xp, g, axis % g.ndim, n).reshape(shape_tuple(a))
     sizes, _, ax = _diff_parts(xp, a, axis, prepend, append)
     g = _diff_full_vjp(xp, g, ax, n)
-    return xp.take(g, xp.arange(sizes[0], sizes[0] + sizes[1]), axis=ax)
+    return g[_along(g.ndim, ax, sizes[0], sizes[0] + sizes[1])]
+
+
+def _along(ndim, ax, start, stop):
+    """The index of entries ``start:stop`` along axis ``ax`` (a slice: lazy on Dask)."""
+    index = [slice(None)] * ndim
+    index[ax] = slice(start, stop)
+    return tuple(index)
 
 
 @rt.helper
@@ -538,7 +545,7 @@ def diff_end_vjp(dy, a, n, axis, prepend, append, end):
     sizes, _, ax = _diff_parts(xp, a, axis, prepend, append)
     g = _diff_full_vjp(xp, xp.asarray(dy), ax, n)
     start = 0 if end == 0 else sizes[0] + sizes[1]
-    part = xp.take(g, xp.arange(start, start + sizes[2 * end]), axis=ax)
+    part = g[_along(g.ndim, ax, start, start + sizes[2 * end])]
     if not xp.asarray(target).ndim:
         return part.sum()
     return rt.unbroadcast(part, target)

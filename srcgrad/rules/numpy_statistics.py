@@ -564,8 +564,6 @@ def outer_vjp(dy, A, B, product):
     else:
         ga = xp.sum(g, axis=b_axes) if b_axes else g
         gb = xp.sum(g, axis=a_axes) if a_axes else g
-    ga = ga if a_shape else float(ga)
-    gb = gb if b_shape else float(gb)
     return ga, gb
 
 

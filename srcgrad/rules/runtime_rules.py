@@ -232,9 +232,16 @@ def diff_zero_ends(g, n, axis, prepend, append):
     """``diff(g, n, axis)`` with zeros of ``prepend``'s and ``append``'s shapes (None:
     none) joined to ``g`` first."""
     xp = rt.namespace(g)
-    zeros = [None if end is None else xp.zeros(np.shape(end)) for end in (prepend, append)]
-    keywords = {k: z for k, z in zip(("prepend", "append"), zeros) if z is not None}
-    return xp.diff(g, n=n, axis=axis, **keywords)
+    ax = axis % g.ndim
+
+    def zeros(end):   # joined by hand: Dask's diff computes a prepend= or append= array
+        shape = list(g.shape)
+        shape[ax] = np.shape(end)[ax] if np.ndim(end) else 1
+        return xp.zeros(tuple(shape), dtype=g.dtype)
+
+    parts = [zeros(prepend)] if prepend is not None else []
+    parts += [g] + ([zeros(append)] if append is not None else [])
+    return xp.diff(xp.concatenate(parts, axis=ax) if len(parts) > 1 else g, n=n, axis=axis)
 
 
 @adjoint(rt.reversed_array)
