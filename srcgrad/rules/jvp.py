@@ -283,9 +283,7 @@ def tangent_zero(value):
     """The zero tangent of ``value``: 0.0 for a number, float zeros of an array's shape
     (its own dtype when it is a float array), a list of zeros for a list (or a range:
     a loop's iterable, which a gradient read again may keep on its tape), a dict of
-    zeros for a dict; None for None (an argument left out: ``np.diff``'s ``prepend``)."""
-    if value is None:
-        return None
+    zeros for a dict."""
     if is_array(value):
         xp = namespace(value)
         dtype = value.dtype if value.dtype.kind in "fc" else xp.float64
