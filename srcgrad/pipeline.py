@@ -201,9 +201,8 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None, has_aux
     params = {a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
     # wrt of a local means the value it holds at the return: read then. wrt of a
     # parameter means the value passed in, which later writes do not change.
-    param_checks = aliasing.check(node, info, namer.display,
-                                  live_at_exit=[n for n in names if n not in params],
-                                  bindings=bindings)
+    param_checks = aliasing.check(node, info, namer.display, bindings=bindings,
+                                  live_at_exit=[n for n in names if n not in params])
     # The wrt parameters hold floats: api refuses integer and complex inputs.
     kind_map = kinds.infer(node, {n: kinds.FLOAT for n in names}, info.peek)
     keep = set(names) | set(hook_names)

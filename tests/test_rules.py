@@ -395,6 +395,71 @@ add(
     C(np.trace, r(3, 4, 5), 0, 2, 0), C(M("trace"), r(4, 4)), C(M("trace"), r(2, 3, 3), axis1=1, axis2=2),
 )
 
+# Reduction keywords (where=, initial=, dtype=), order statistics and NaN-ignoring
+# reductions (rules/numpy_statistics.py). Random entries have no ties; the tied cases
+# are written out.
+MASK = r(3, 4, 5) > -0.3
+MASK[:, 0, :] = MASK[0, :, :] = True   # no group left empty
+# Ties that are the two middle order statistics, or the median of an odd count: central
+# differences are then the even split.
+TIES = np.array([[1.0, 3.0, 3.0, 5.0], [2.0, 0.5, 2.0, 4.0], [0.25, 0.5, 0.5, 0.75]])
+add(
+    C(np.sum, A, axis=1, where=MASK), C(np.sum, A, where=MASK[0, 0]),
+    C(np.sum, A, 2, np.float64), C(np.sum, A.astype(np.float32), dtype=np.float64, _eps=1e-2, _rtol=1e-3),
+    C(M("sum"), A, axis=(0, 2), where=MASK, keepdims=True),
+    C(np.mean, A, axis=1, where=MASK), C(np.mean, A, where=MASK[:, :, 0:1]),
+    C(np.mean, A, 0, np.float64), C(M("mean"), A, axis=2, where=MASK, keepdims=True),
+    C(np.max, A, axis=1, where=MASK, initial=-5.0), C(np.min, A, axis=(0, 2), initial=-0.2, _wrt=[0, "initial"]),
+    C(np.max, A, initial=0.4, _wrt=[0, "initial"]), C(np.max, A, axis=2, initial=9.0, _wrt=[0, "initial"]),
+    C(M("max"), A, axis=0, initial=0.1, _wrt=[0, "initial"]), C(M("min"), A, 1, where=MASK, initial=3.0),
+    C(np.nanmax, NAN, axis=0, initial=-0.3),
+    C(np.cumsum, A, 1, np.float64), C(np.cumsum, A.astype(np.float32), dtype=np.float64, _eps=1e-2, _rtol=1e-3),
+    C(np.diff, r(3, 6), prepend=r(3, 1), _wrt=[0, "prepend"]),
+    C(np.diff, r(3, 6), axis=0, append=0.5, _wrt=[0, "append"]),
+    C(np.diff, r(3, 6), 2, prepend=r(3, 2), append=r(3, 1), _wrt=[0, "prepend", "append"]),
+    C(np.take, r(5, 4), np.array([0, 7, -9, 3]), axis=0, mode="wrap"),
+    C(np.take, r(5, 4), np.array([0, 21, -3, 6]), mode="clip"),
+    C(M("take"), r(5, 4), np.array([1, 9, 9]), 1, mode="wrap"),
+    C(np.median, r(5)), C(np.median, r(6)), C(np.median, A, axis=1), C(np.median, A, axis=(0, 2), keepdims=True),
+    C(np.median, TIES, axis=1), C(np.median, np.array([1.0, 2.0, 2.0])),
+    C(np.nanmedian, NAN, axis=1), C(np.nanmedian, NAN),
+    C(np.quantile, A, 0.3, axis=2), C(np.quantile, r(7), np.array([0.1, 0.45, 0.95])),
+    C(np.quantile, A, [0.25, 0.75], axis=0, keepdims=True), C(np.quantile, r(9), 0.37, _wrt=[0, 1]),
+    C(np.nanquantile, NAN, 0.4, axis=0), C(np.percentile, A, 30.0, axis=1),
+    C(np.percentile, r(8), [10.0, 90.0]), C(np.percentile, r(9), 42.0, _wrt=[0, 1]),
+    C(np.nanpercentile, NAN, 75.0),
+    C(np.partition, r(7), 3), C(np.partition, r(3, 6), 2, axis=1), C(np.partition, r(4, 3), (0, 2), axis=0),
+    C(np.partition, r(3, 4), 5, axis=None),
+    C(np.nanvar, NAN, axis=1), C(np.nanvar, NAN, ddof=1), C(np.nanstd, NAN, axis=0, keepdims=True),
+    C(np.nanstd, NAN), C(np.nanprod, NAN * 0.5 + 1.5, axis=1), C(np.nanprod, np.array([1.5, np.nan, 0.0, 2.0])),
+    C(np.nancumsum, NAN, axis=1), C(np.nancumsum, NAN),
+    C(np.trapezoid, r(6)), C(np.trapezoid, r(3, 5), dx=0.3, _wrt=[0, "dx"]),
+    C(np.trapezoid, r(3, 5), np.sort(r(5)), axis=1, _wrt=[0, 1]),
+    C(np.trapezoid, r(4, 3), np.sort(r(4, 3), axis=0), axis=0, _wrt=[0, 1]),
+    C(np.interp, np.array([-0.7, 0.1, 0.33, 1.4, 2.6]), np.array([-0.5, 0.0, 0.5, 1.0, 2.0]), r(5), _wrt=[0, 1, 2]),
+    C(np.interp, np.array([-0.7, 0.1, 2.6]), np.array([-0.5, 0.5, 2.0]), r(3), -1.5, 3.5, _wrt=[0, 2, 3, 4]),
+    C(np.interp, 0.3, np.array([0.0, 1.0]), r(2), _wrt=[0, 2]),
+    C(np.linalg.multi_dot, [r(2, 3), r(3, 4), r(4, 2)]), C(np.linalg.multi_dot, [r(3), r(3, 4), r(4)]),
+    C(np.linalg.multi_dot, [r(3), r(3, 4), r(4, 2)]), C(np.linalg.multi_dot, [r(2, 3), r(3, 4), r(4)]),
+    C(math.dist, [0.5, 1.5, -0.2], [1.0, -0.3, 0.4]),
+    C(np.cov, r(3, 6)), C(np.cov, r(6, 3), rowvar=False), C(np.cov, r(7)), C(np.cov, r(3, 6), bias=True),
+    C(np.cov, r(3, 6), ddof=2), C(np.corrcoef, r(3, 6)), C(np.corrcoef, r(6, 2), rowvar=False),
+    C(np.correlate, r(7), r(3)), C(np.correlate, r(7), r(4), "same"), C(np.correlate, r(5), r(3), mode="full"),
+    C(np.add.reduce, A), C(np.add.reduce, A, 2, keepdims=True), C(np.add.reduce, A, axis=None),
+    C(np.multiply.reduce, A * 0.5 + 1), C(np.multiply.reduce, A * 0.5 + 1, axis=(0, 2)),
+    C(np.add.accumulate, A), C(np.add.accumulate, A, 1),
+    C(np.add.outer, r(3), r(4)), C(np.add.outer, r(2, 3), r(4)), C(np.add.outer, 0.5, r(4)),
+    C(np.multiply.outer, r(3), r(4)), C(np.multiply.outer, r(2, 3), r(2, 2)),
+    C(np.linalg.svd, r(4, 3), compute_uv=False), C(np.linalg.svd, r(3, 5), False, False),
+    C(np.linalg.svd, r(2, 4, 3), full_matrices=False), C(np.linalg.svd, r(3, 5), full_matrices=False),
+    C(np.gradient, r(7)), C(np.gradient, r(7), 0.5), C(np.gradient, r(4, 5)),
+    C(np.gradient, r(4, 5), 0.3, 2.0, edge_order=2), C(np.gradient, r(4, 5, 3), axis=(0, 2)),
+    C(np.gradient, r(6), edge_order=2), C(np.gradient, r(4, 5), axis=-1),
+    C(math.gamma, 1.7), C(math.gamma, 0.4), C(math.gamma, -1.3), C(math.lgamma, 2.6), C(math.lgamma, 7.5),
+    C(math.lgamma, 0.05), C(M("tolist"), r(3)), C(M("tolist"), r(2, 3)),
+    C(np.linalg.svd, r(4, 4)), C(np.linalg.pinv, r(4, 3)), C(np.linalg.pinv, r(3, 5)), C(np.linalg.pinv, r(2, 3, 3)),
+)
+
 # Shape functions
 add(
     C(np.reshape, r(3, 4), (2, 6)), C(np.reshape, r(3, 4), shape=(4, 3), order="F"),
@@ -629,6 +694,11 @@ add(
     C(rt.diag_vjp, r(4, 4), r(3), 1, _wrt=[0]), C(rt.diag_vjp, r(2), r(3, 4), 2, _wrt=[0]),
     C(rt.diagonal_vjp, r(2, 3), r(2, 4, 3), 0, 1, 2, _wrt=[0]),
     C(rt.diff_vjp, r(3, 4), r(3, 6), 2, 1, _wrt=[0]),
+    C(rt.diff_vjp, r(3, 8), r(3, 6), 1, 1, r(3, 2), 0.5, _wrt=[0]),
+    C(rt.where_mask, r(3, 4), r(3, 4) > 0, _wrt=[0]), C(rt.where_mask, r(3, 4), True, _wrt=[0]),
+    C(rt.reduction_cast, r(3, 4).astype(np.float32), np.float32, r(3, 4), _wrt=[0], _eps=1e-2, _rtol=1e-3),
+    C(rt.reduction_cast, r(3, 4), None, r(3, 4), _wrt=[0]),
+    C(rt.reversed_array, r(5)),
     C(rt.pad_vjp, r(5, 6), r(3, 4), 1, "constant", _wrt=[0]),
     C(rt.pad_vjp, r(7, 8), r(3, 4), 2, "reflect", _wrt=[0]),
     C(rt.pad_vjp, r(5, 6), r(3, 4), 1, "empty", _wrt=[0]),
@@ -950,10 +1020,14 @@ def test_rule_parameters_mirror_the_output_convention():
 def test_max_ties_split_evenly():
     a = np.array([[1.0, 3.0, 3.0], [2.0, 2.0, 2.0]])
     rule = R.lookup(np.max)
-    g = call_rule(rule, np.array([1.0, 3.0]), np.max(a, axis=1), a, axis=1)
+    g = call_rule(rule, np.array([1.0, 3.0]), np.max(a, axis=1), a, axis=1)[0]
     np.testing.assert_allclose(g, [[0, 0.5, 0.5], [1.0, 1.0, 1.0]])
-    g = call_rule(rule, 6.0, np.max(a), a)
+    g = call_rule(rule, 6.0, np.max(a), a)[0]
     np.testing.assert_allclose(g, [[0, 3.0, 3.0], [0, 0, 0]])
+    g, _, _, g_initial, _ = call_rule(rule, np.array([1.0, 3.0]), np.max(a, axis=1, initial=3.0), a,
+                                      axis=1, initial=3.0)
+    np.testing.assert_allclose(g, [[0, 1 / 3, 1 / 3], [0, 0, 0]])   # 3.0 is tied with initial
+    np.testing.assert_allclose(g_initial, 1 / 3 + 3.0)
     rule = R.lookup(np.maximum)
     ga, gb = call_rule(rule, np.ones(2), np.maximum([1.0, 2.0], [1.0, 3.0]),
                        np.array([1.0, 2.0]), np.array([1.0, 3.0]))

@@ -47,6 +47,7 @@ def run_tangent(primitive, args, kwargs, tangents, y):
     instantiated and executed as forward mode inlines it."""
     template = tangent_rules.lookup(primitive)
     bound = template.signature.bind(*args, **kwargs)
+    passed = set(bound.arguments)
     bound.apply_defaults()
     env = {"xp": np, "rt": rt, "__y": y}
     subs = {template.output: _name("__y")}
@@ -63,8 +64,11 @@ def run_tangent(primitive, args, kwargs, tangents, y):
             else:
                 subs["t_" + p.name] = None
             continue
-        env[f"__a{k}"] = value
-        subs[p.name] = _name(f"__a{k}")
+        if p.name not in passed and p.kind is not p.VAR_KEYWORD:
+            subs[p.name] = tangent_rules.default_value(value)   # as forward mode writes a default
+        else:
+            env[f"__a{k}"] = value
+            subs[p.name] = _name(f"__a{k}")
         if tangent is not None:
             env[f"__t{k}"] = tangent
             subs["t_" + p.name] = _name(f"__t{k}")

@@ -59,7 +59,7 @@ def _copy(value):
 
 
 class _JitBackward:
-    """api._Backward's contract (once, or again with retain_graph), computed by the jit gradient."""
+    """backward_call.Backward's contract (once, or again with retain_graph), computed by the jit gradient."""
 
     def __init__(self, backward, jitted, args):
         self.backward, self.jitted, self.args = backward, jitted, args

@@ -328,6 +328,36 @@ def math_erfc(dy, y, x):
     return -dy * 1.1283791670955126 * rt.exp(-x * x)
 
 
+@adjoint(math.gamma)
+def math_gamma(dy, y, x):
+    """``gamma(x) * digamma(x)``."""
+    return dy * y * rt.digamma(x)
+
+
+@adjoint(math.lgamma)
+def math_lgamma(dy, y, x):
+    """``digamma(x)`` (the sign of ``gamma`` is piecewise constant)."""
+    return dy * rt.digamma(x)
+
+
+@rt.helper
+def digamma(x):
+    """The digamma function of a float: the recurrence up to 6, then the asymptotic series
+    (error below 1e-13); reflection for negative ``x``."""
+    x = float(x)
+    if x <= 0 and x == math.floor(x):
+        return math.nan
+    if x < 0:
+        return digamma(1 - x) - math.pi / math.tan(math.pi * x)
+    total = 0.0
+    while x < 6:
+        total -= 1 / x
+        x += 1
+    inv2 = 1 / (x * x)
+    series = inv2 * (1 / 12 - inv2 * (1 / 120 - inv2 * (1 / 252 - inv2 * (1 / 240 - inv2 / 132))))
+    return total + math.log(x) - 0.5 / x - series
+
+
 @adjoint(math.fsum, sequences=("seq",))
 def math_fsum(dy, y, seq):
     return rt.builtin_sum_vjp(dy, seq)

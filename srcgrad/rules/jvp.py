@@ -68,14 +68,18 @@ def prod_method(y, self, axis=None, *, keepdims=False, t_self):
 
 
 @tangent(np.max, np.amax, np.min, np.amin)
-def max(y, a, axis=None, *, keepdims=False, t_a):
-    share = rt.tie_share(a == rt.unreduce_like(y, a, axis, keepdims), axis, a)
+def max(y, a, axis=None, *, keepdims=False, initial=None, where=True, t_a):
+    """An ``initial`` that carries a tangent is refused (no ``t_initial``)."""
+    share = rt.tie_share(rt.where_mask(a == rt.unreduce_like(y, a, axis, keepdims), where),
+                         axis, a, initial, y, keepdims)
     return xp.sum(t_a * share, axis=axis, keepdims=keepdims)
 
 
 @tangent(Method("max"), Method("min"))
-def max_method(y, self, axis=None, *, keepdims=False, t_self):
-    share = rt.tie_share(self == rt.unreduce_like(y, self, axis, keepdims), axis, self)
+def max_method(y, self, axis=None, *, keepdims=False, initial=None, where=True, t_self):
+    """An ``initial`` that carries a tangent is refused (no ``t_initial``)."""
+    share = rt.tie_share(rt.where_mask(self == rt.unreduce_like(y, self, axis, keepdims), where),
+                         axis, self, initial, y, keepdims)
     return xp.sum(t_self * share, axis=axis, keepdims=keepdims)
 
 
@@ -166,7 +170,7 @@ linear(np.take, "a", no_tangent=("indices",))
 linear(Method("take"), "self", call="xp.take", no_tangent=("indices",))
 linear(np.take_along_axis, "arr", no_tangent=("indices",))
 linear(rt.ufunc_add_at, "a", "values", no_tangent=("index",))
-linear(np.diff, "a")
+linear(np.diff, "a", "prepend", "append")
 
 
 @tangent(np.pad)

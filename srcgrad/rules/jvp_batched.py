@@ -103,14 +103,16 @@ def prod_method(y, self, axis=None, *, keepdims=False, t_self):
 
 
 @batched_tangent(np.max, np.amax, np.min, np.amin)
-def max(y, a, axis=None, *, keepdims=False, t_a):
-    share = rt.tie_share(a == rt.unreduce_like(y, a, axis, keepdims), axis, a)
+def max(y, a, axis=None, *, keepdims=False, initial=None, where=True, t_a):
+    share = rt.tie_share(rt.where_mask(a == rt.unreduce_like(y, a, axis, keepdims), where),
+                         axis, a, initial, y, keepdims)
     return rt.batch_sum(rt.batch_array(t_a) * share, axis, keepdims)
 
 
 @batched_tangent(Method("max"), Method("min"))
-def max_method(y, self, axis=None, *, keepdims=False, t_self):
-    share = rt.tie_share(self == rt.unreduce_like(y, self, axis, keepdims), axis, self)
+def max_method(y, self, axis=None, *, keepdims=False, initial=None, where=True, t_self):
+    share = rt.tie_share(rt.where_mask(self == rt.unreduce_like(y, self, axis, keepdims), where),
+                         axis, self, initial, y, keepdims)
     return rt.batch_sum(rt.batch_array(t_self) * share, axis, keepdims)
 
 

@@ -17,7 +17,7 @@ import numpy as np
 from srcgrad import runtime as rt
 from srcgrad.rules import Attribute, Method, linear, tangent
 from srcgrad.rules.numpy_linalg import power_terms
-from srcgrad.runtime.arrays import is_array, namespace
+from srcgrad.runtime.arrays import float_dtype, is_array, namespace, shape_tuple
 
 xp = None  # placeholder: the array namespace, bound in generated code
 
@@ -286,3 +286,234 @@ def hypot_jvp(y, coordinates, tangents):
     if y == 0:
         return 0.0
     return builtins.sum(c * t for c, t in zip(coordinates, tangents) if t is not None) / y
+
+
+# ----- Order statistics, NaN-ignoring scans, integrals, interpolation (numpy_statistics.py) -----
+
+
+@tangent(np.median)
+def median(y, a, axis=None, *, keepdims=False, t_a):
+    return rt.quantile_jvp(t_a, a, 0.5, axis, keepdims, False)
+
+
+@tangent(np.nanmedian)
+def nanmedian(y, a, axis=None, *, keepdims=False, t_a):
+    return rt.quantile_jvp(t_a, a, 0.5, axis, keepdims, True)
+
+
+@tangent(np.quantile)
+def quantile(y, a, q, axis=None, *, method="linear", keepdims=False, t_a):
+    """A ``q`` that carries a tangent is refused (no ``t_q``)."""
+    return rt.quantile_jvp(t_a, a, q, axis, keepdims, False)
+
+
+@tangent(np.nanquantile)
+def nanquantile(y, a, q, axis=None, *, method="linear", keepdims=False, t_a):
+    return rt.quantile_jvp(t_a, a, q, axis, keepdims, True)
+
+
+@tangent(np.percentile)
+def percentile(y, a, q, axis=None, *, method="linear", keepdims=False, t_a):
+    return rt.quantile_jvp(t_a, a, q, axis, keepdims, False, 100)
+
+
+@tangent(np.nanpercentile)
+def nanpercentile(y, a, q, axis=None, *, method="linear", keepdims=False, t_a):
+    return rt.quantile_jvp(t_a, a, q, axis, keepdims, True, 100)
+
+
+@tangent(np.partition)
+def partition(y, a, kth, axis=-1, kind="introselect", *, t_a):
+    return rt.partition_jvp(t_a, a, kth, axis)
+
+
+@tangent(np.nancumsum)
+def nancumsum(y, a, axis=None, *, t_a):
+    return xp.cumsum(xp.where(xp.isnan(a), 0.0, t_a), axis)
+
+
+@tangent(np.trapezoid)
+def trapezoid(y, a, x=None, dx=1.0, axis=-1, *, t_a, t_x, t_dx):
+    """Bilinear in (``a``, ``x``) and in (``a``, ``dx``): one term per tangent."""
+    return (xp.trapezoid(t_a, x, dx, axis) + xp.trapezoid(a, t_x, 1.0, axis)
+            + xp.trapezoid(a, None, t_dx, axis))
+
+
+@tangent(np.interp)
+def interp(y, x, xp_points, fp, left=None, right=None, period=None, *, t_x, t_fp, t_left, t_right):
+    """A tangent of the sample points ``xp`` is refused (no ``t_xp_points``)."""
+    return rt.interp_jvp(x, xp_points, fp, left, right, t_x, t_fp, t_left, t_right)
+
+
+@tangent(np.linalg.multi_dot)
+def multi_dot(y, arrays, *, out=None, t_arrays):
+    return rt.multi_dot_jvp(arrays, t_arrays)
+
+
+@rt.helper
+def multi_dot_jvp(arrays, tangents):
+    """One ``multi_dot`` per factor carrying a tangent, the tangent in its place."""
+    total = None
+    for i, t in enumerate(tangents):
+        if t is None:
+            continue
+        term = np.linalg.multi_dot(list(arrays[:i]) + [t] + list(arrays[i + 1:])) \
+            if len(arrays) > 2 else (t @ arrays[1] if i == 0 else arrays[0] @ t)
+        total = term if total is None else total + term
+    return 0.0 if total is None else total
+
+
+@tangent(math.dist)
+def math_dist(y, p, q, *, t_p, t_q):
+    return rt.math_dist_jvp(y, p, q, t_p, t_q)
+
+
+@rt.helper
+def math_dist_jvp(y, p, q, t_p, t_q):
+    """``sum((p - q) * (dp - dq)) / y`` (0 where the points coincide, as the adjoint)."""
+    if y == 0:
+        return 0.0
+    t_p = t_p if t_p is not None else [None] * len(p)
+    t_q = t_q if t_q is not None else [None] * len(q)
+    total = 0.0
+    for a, b, ta, tb in zip(p, q, t_p, t_q):
+        total = total + (a - b) * ((0.0 if ta is None else ta) - (0.0 if tb is None else tb))
+    return total / y
+
+
+@tangent(np.cov)
+def cov(y, m, y_observations=None, rowvar=True, bias=False, ddof=None, *, t_m):
+    return rt.cov_jvp(t_m, m, rowvar, bias, ddof)
+
+
+@rt.helper
+def cov_jvp(t, m, rowvar=True, bias=False, ddof=None):
+    """``(T Xc^T + Xc T^T) / (N - ddof)`` with ``T`` the centred tangent."""
+    xp_ = namespace(t, m)
+    x = xp_.asarray(m)
+    t = xp_.broadcast_to(xp_.asarray(t), x.shape)
+    if x.ndim == 1:
+        x, t = x[None, :], t[None, :]
+    elif not rowvar:
+        x, t = x.T, t.T
+    ddof = (0 if bias else 1) if ddof is None else ddof
+    xc = x - xp_.mean(x, axis=1, keepdims=True)
+    tc = t - xp_.mean(t, axis=1, keepdims=True)
+    out = (tc @ xc.T + xc @ tc.T) / (x.shape[1] - ddof)
+    return out[0, 0] if np.ndim(m) == 1 else out
+
+
+@tangent(np.corrcoef)
+def corrcoef(y, x, y_observations=None, rowvar=True, *, t_x):
+    return rt.corrcoef_jvp(t_x, x, y, rowvar)
+
+
+@rt.helper
+def corrcoef_jvp(t, x, r, rowvar=True):
+    """``dC / (d_i d_j) - R (dC_ii / C_ii + dC_jj / C_jj) / 2``."""
+    xp_ = namespace(t, x)
+    c = xp_.atleast_2d(xp_.cov(x, rowvar=rowvar))
+    dc = xp_.atleast_2d(cov_jvp(t, x, rowvar))
+    d = xp_.sqrt(xp_.diagonal(c))
+    ratio = xp_.diagonal(dc) / xp_.diagonal(c)
+    out = dc / d[:, None] / d[None, :] - 0.5 * xp_.atleast_2d(r) * (ratio[:, None] + ratio[None, :])
+    return xp_.reshape(out, np.shape(r))
+
+
+@tangent(np.correlate)
+def correlate(y, a, v, mode="valid", *, t_a, t_v):
+    return xp.correlate(t_a, v, mode) + xp.correlate(a, t_v, mode)
+
+
+linear(np.add.reduce, "array", call="xp.add.reduce")
+linear(np.add.accumulate, "array", call="xp.add.accumulate")
+linear(np.add.outer, "A", "B", call="xp.add.outer")
+
+
+@tangent(np.multiply.reduce)
+def multiply_reduce(y, array, axis=0, dtype=None, *, keepdims=False, t_array):
+    return xp.sum(t_array * rt.prod_others(array, axis), axis=axis, keepdims=keepdims)
+
+
+@tangent(np.multiply.outer)
+def multiply_outer(y, A, B, *, t_A, t_B):
+    return xp.multiply.outer(t_A, B) + xp.multiply.outer(A, t_B)
+
+
+@tangent(np.linalg.svd, no_tangent=("full_matrices", "compute_uv", "hermitian"))
+def svd(y, a, full_matrices=True, compute_uv=True, hermitian=False, *, t_a):
+    return rt.svd_jvp(t_a, a, y, full_matrices, compute_uv)
+
+
+@rt.helper
+def svd_jvp(t, a, y, full_matrices=True, compute_uv=True):
+    """``dS = diag(J)``, ``dU = U (F * (J S + S J^T)) + (I - U U^T) dA V / S``,
+    ``dV = V (F * (S J + J^T S)) + (I - V V^T) dA^T U / S`` (``J = U^T dA V``,
+    ``F_ij = 1 / (s_j^2 - s_i^2)``); real ``a``."""
+    xp_ = namespace(t, a)
+    a = xp_.asarray(a)
+    m, n = a.shape[-2:]
+    if compute_uv and full_matrices and m != n:
+        from srcgrad.errors import UnsupportedError
+        raise UnsupportedError(
+            "srcgrad: the tangent of np.linalg.svd with full_matrices=True of a non-square "
+            "matrix is not supported (the extra singular vectors are not unique)",
+            hint="Pass full_matrices=False, or compute_uv=False for the singular values alone.")
+    u, s, vh = xp_.linalg.svd(a, full_matrices=False)
+    t = xp_.broadcast_to(xp_.asarray(t), a.shape)
+
+    def tr(x):
+        return xp_.swapaxes(x, -1, -2)
+
+    v = tr(vh)
+    j = xp_.matmul(tr(u), xp_.matmul(t, v))
+    ds = xp_.diagonal(j, axis1=-2, axis2=-1)
+    if not compute_uv:
+        return ds
+    k = s.shape[-1]
+    eye = xp_.eye(k, dtype=bool)
+    f = xp_.where(eye, 0.0, 1.0 / xp_.where(eye, 1.0, s[..., None, :] ** 2 - s[..., :, None] ** 2))
+    sj = s[..., :, None] * j            # S J
+    js = j * s[..., None, :]            # J S
+    du = xp_.matmul(u, f * (js + tr(js))) + xp_.matmul(
+        t - xp_.matmul(u, xp_.matmul(tr(u), t)), v) / s[..., None, :]
+    dv = xp_.matmul(v, f * (sj + tr(sj))) + xp_.matmul(
+        tr(t) - xp_.matmul(v, xp_.matmul(vh, tr(t))), u) / s[..., None, :]
+    return (du, ds, tr(dv))
+
+
+@tangent(np.linalg.pinv, no_tangent=("rcond", "hermitian"))
+def pinv(y, a, rcond=None, hermitian=False, *, t_a):
+    return rt.pinv_jvp(t_a, a, y)
+
+
+@rt.helper
+def pinv_jvp(t, a, p):
+    """``-P dA P + P P^T dA^T (I - A P) + (I - P A) dA^T P^T P`` (constant rank)."""
+    xp_ = namespace(t, a)
+    a = xp_.asarray(a)
+    t = xp_.broadcast_to(xp_.asarray(t), a.shape)
+
+    def tr(x):
+        return xp_.swapaxes(x, -1, -2)
+
+    m, n = a.shape[-2:]
+    left = xp_.eye(m, dtype=a.dtype) - xp_.matmul(a, p)
+    right = xp_.eye(n, dtype=a.dtype) - xp_.matmul(p, a)
+    return (-xp_.matmul(p, xp_.matmul(t, p)) + xp_.matmul(xp_.matmul(p, tr(p)), xp_.matmul(tr(t), left))
+            + xp_.matmul(right, xp_.matmul(tr(t), xp_.matmul(tr(p), p))))
+
+
+@tangent(Method("tolist"))
+def tolist_method(y, self, *, t_self):
+    return rt.tolist_jvp(t_self, self)
+
+
+@rt.helper
+def tolist_jvp(t, a):
+    """The tangent of ``x.tolist()``: the tangent as the same nested list."""
+    xp_ = namespace(a)
+    return xp_.broadcast_to(xp_.asarray(t, dtype=float_dtype(a, xp_)), shape_tuple(a)).tolist()
+
+
+linear(np.gradient, "f")

@@ -347,6 +347,83 @@ def eigh_vjp(dy, y):
     return 0.5 * (g + xp.swapaxes(g, -1, -2))
 
 
+@adjoint(np.linalg.svd)
+def svd(dy, y, a, full_matrices=True, compute_uv=True, hermitian=False):
+    """Distinct non-zero singular values assumed. ``U`` and ``Vh`` are differentiated for
+    ``full_matrices=False`` (or a square matrix): the extra columns of full ones are not
+    unique, and a gradient through them is refused."""
+    return rt.svd_vjp(dy, y, a, full_matrices, compute_uv), None, None, None
+
+
+@rt.helper
+def svd_vjp(dy, y, a, full_matrices=True, compute_uv=True):
+    """Gradient of ``svd(a)`` (real ``a``, batched over leading axes): ``U (sym parts) V^T``
+    plus the parts of ``dU``, ``dV`` outside the spans of ``U``, ``V``."""
+    xp = namespace(a, dy)
+    a = xp.asarray(a)
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    if not compute_uv:
+        u, s, vh = xp.linalg.svd(a, full_matrices=False)
+        return xp.matmul(u * xp.asarray(dy)[..., None, :], vh)
+    if full_matrices and m != n:
+        from srcgrad.errors import UnsupportedError
+        raise UnsupportedError(
+            "srcgrad: the gradient of np.linalg.svd with full_matrices=True of a non-square "
+            "matrix is not supported (the extra singular vectors are not unique)",
+            hint="Pass full_matrices=False, or compute_uv=False for the singular values alone.")
+    u, s, vh = y[0], y[1], y[2]
+    gu, gs, gvh = seq_item(dy, 0), seq_item(dy, 1), seq_item(dy, 2)
+    v = xp.swapaxes(vh, -1, -2)
+    ut = xp.swapaxes(u, -1, -2)
+    eye = xp.eye(k, dtype=bool)
+    with np.errstate(divide="ignore"):
+        f = xp.where(eye, 0.0, 1.0 / xp.where(eye, 1.0, s[..., None, :] ** 2 - s[..., :, None] ** 2))
+    middle = xp.zeros(s.shape + (k,), dtype=a.dtype)
+    if gs is not None and not (isinstance(gs, (int, float)) and gs == 0):
+        middle = middle + xp.eye(k, dtype=a.dtype) * xp.asarray(gs)[..., None, :]
+    grad = 0.0
+    if gu is not None and not (isinstance(gu, (int, float)) and gu == 0):
+        gu = xp.asarray(gu)
+        j = xp.matmul(ut, gu)
+        middle = middle + (f * (j - xp.swapaxes(j, -1, -2))) * s[..., None, :]
+        outside = gu - xp.matmul(u, j)
+        grad = grad + xp.matmul(outside / s[..., None, :], vh)
+    if gvh is not None and not (isinstance(gvh, (int, float)) and gvh == 0):
+        gv = xp.swapaxes(xp.asarray(gvh), -1, -2)
+        j = xp.matmul(vh, gv)
+        middle = middle + s[..., :, None] * (f * (j - xp.swapaxes(j, -1, -2)))
+        outside = gv - xp.matmul(v, j)
+        grad = grad + xp.matmul(u / s[..., None, :], xp.swapaxes(outside, -1, -2))
+    return grad + xp.matmul(u, xp.matmul(middle, vh))
+
+
+@adjoint(np.linalg.pinv)
+def pinv(dy, y, a, rcond=None, hermitian=False):
+    """Constant rank assumed: ``-P^T G P^T + (I - A P)^T ... `` (the derivative of the
+    pseudo-inverse where its rank does not change)."""
+    return rt.pinv_vjp(dy, y, a), None, None
+
+
+@rt.helper
+def pinv_vjp(dy, p, a):
+    """Gradient of ``P = pinv(a)``: ``-P^T G P^T + (I - A P) G^T P P^T + P^T P G^T (I - P A)``
+    (transposes over the last two axes)."""
+    xp = namespace(dy, a)
+    a = xp.asarray(a)
+    g = xp.asarray(dy)
+
+    def t(x):
+        return xp.swapaxes(x, -1, -2)
+
+    m, n = a.shape[-2:]
+    left = xp.eye(m, dtype=a.dtype) - xp.matmul(a, p)
+    right = xp.eye(n, dtype=a.dtype) - xp.matmul(p, a)
+    return (-xp.matmul(t(p), xp.matmul(g, t(p)))
+            + xp.matmul(left, xp.matmul(t(g), xp.matmul(p, t(p))))
+            + xp.matmul(xp.matmul(t(p), p), xp.matmul(t(g), right)))
+
+
 # ----- The array-API spellings in numpy.linalg (NumPy 2) -----
 
 

@@ -46,13 +46,42 @@ nondifferentiable(
 
 
 @adjoint(np.sum)
-def sum(dy, y, a, axis=None, *, keepdims=False):
-    return rt.unreduce(dy, a, axis, keepdims)
+def sum(dy, y, a, axis=None, dtype=None, *, keepdims=False, where=True):
+    """``where=`` leaves entries out (no gradient)."""
+    return rt.reduction_cast(rt.where_mask(rt.unreduce(dy, a, axis, keepdims), where), dtype, a)
 
 
 @adjoint(Method("sum"))
-def sum_method(dy, y, self, axis=None, *, keepdims=False):
-    return rt.unreduce(dy, self, axis, keepdims)
+def sum_method(dy, y, self, axis=None, dtype=None, *, keepdims=False, where=True):
+    """``where=`` leaves entries out (no gradient)."""
+    return rt.reduction_cast(rt.where_mask(rt.unreduce(dy, self, axis, keepdims), where), dtype, self)
+
+
+@rt.helper
+def where_mask(g, where):
+    """A reduction's gradient ``g`` kept where its ``where=`` mask is True, else 0."""
+    if where is True:
+        return g
+    return g * namespace(g, where).asarray(where)
+
+
+@rt.helper
+def reduction_cast(g, dtype, a):
+    """A reduction's gradient back in ``a``'s dtype when ``dtype=`` computed it in another
+    (0 through an integer dtype: the cast's derivative, as ``astype``)."""
+    if dtype is None:
+        return g
+    return rt.cast_like(rt.dtype_grad(g, dtype, a), a)
+
+
+@rt.helper
+def where_size(a, axis, where):
+    """How many entries a ``mean(a, axis, where=where)`` averages, broadcast against ``a``."""
+    if where is True:
+        return rt.reduction_size(a, axis, 1)
+    xp = namespace(a, where)
+    count = xp.sum(xp.broadcast_to(xp.asarray(where), shape_tuple(a)), axis=axis, keepdims=True)
+    return xp.maximum(count, 1)
 
 
 @adjoint(np.nansum)
@@ -62,15 +91,17 @@ def nansum(dy, y, a, axis=None, *, keepdims=False):
 
 
 @adjoint(np.mean)
-def mean(dy, y, a, axis=None, *, keepdims=False):
+def mean(dy, y, a, axis=None, dtype=None, *, keepdims=False, where=True):
     """An empty reduction (a NaN mean) gives its empty input an empty gradient."""
-    return rt.unreduce(dy, a, axis, keepdims) / rt.reduction_size(a, axis, 1)
+    g = rt.where_mask(rt.unreduce(dy, a, axis, keepdims), where) / rt.where_size(a, axis, where)
+    return rt.reduction_cast(g, dtype, a)
 
 
 @adjoint(Method("mean"))
-def mean_method(dy, y, self, axis=None, *, keepdims=False):
+def mean_method(dy, y, self, axis=None, dtype=None, *, keepdims=False, where=True):
     """An empty reduction (a NaN mean) gives its empty input an empty gradient."""
-    return rt.unreduce(dy, self, axis, keepdims) / rt.reduction_size(self, axis, 1)
+    g = rt.where_mask(rt.unreduce(dy, self, axis, keepdims), where) / rt.where_size(self, axis, where)
+    return rt.reduction_cast(g, dtype, self)
 
 
 @adjoint(np.nanmean)
@@ -215,43 +246,66 @@ def prod_method(dy, y, self, axis=None, *, keepdims=False):
 
 
 @adjoint(np.max, np.amax, np.nanmax)
-def max(dy, y, a, axis=None, *, keepdims=False):
-    """Ties: the gradient is split evenly among the entries equal to the maximum."""
-    m = a == rt.unreduce_like(y, a, axis, keepdims)
-    return rt.unreduce(dy, a, axis, keepdims) * rt.tie_share(m, axis, a)
+def max(dy, y, a, axis=None, *, keepdims=False, initial=None, where=True):
+    """Ties: the gradient is split evenly among the entries equal to the maximum
+    (``initial`` counting as one of them)."""
+    m = rt.where_mask(a == rt.unreduce_like(y, a, axis, keepdims), where)
+    return (rt.unreduce(dy, a, axis, keepdims) * rt.tie_share(m, axis, a, initial, y, keepdims),
+            None, None, rt.unbroadcast(dy * rt.initial_weight(y, m, axis, keepdims, initial), initial), None)
 
 
 @rt.helper
-def tie_share(mask, axis, x):
+def tie_share(mask, axis, x, initial=None, y=None, keepdims=False):
     """Each maximum's share of a max/min gradient (ties split evenly), in ``x``'s float dtype.
 
-    A boolean count would promote a float32 gradient to float64.
+    A boolean count would promote a float32 gradient to float64. An ``initial`` equal to
+    the extremum ``y`` takes a share too; a group where it alone is the extremum gives
+    its entries none.
     """
     xp = namespace(x)
     weights = mask.astype(float_dtype(x, xp))
-    weights /= weights.sum(axis=axis, keepdims=True)
+    count = weights.sum(axis=axis, keepdims=True)
+    if initial is not None:
+        count = xp.maximum(count + (rt.unreduce_like(y, x, axis, keepdims) == initial), 1)
+    weights /= count
     return weights
 
 
+@rt.helper
+def initial_weight(y, mask, axis, keepdims, initial):
+    """A max/min's ``initial``'s share of each result: 0 where it is not the extremum,
+    1 / the number of tied entries (itself counted) where it is."""
+    xp = namespace(y, mask)
+    hit = xp.asarray(y) == initial
+    count = xp.sum(mask, axis=axis, keepdims=keepdims) + hit
+    return hit / xp.maximum(count, 1)
+
+
 @adjoint(np.min, np.amin, np.nanmin)
-def min(dy, y, a, axis=None, *, keepdims=False):
-    """Ties: the gradient is split evenly among the entries equal to the minimum."""
-    m = a == rt.unreduce_like(y, a, axis, keepdims)
-    return rt.unreduce(dy, a, axis, keepdims) * rt.tie_share(m, axis, a)
+def min(dy, y, a, axis=None, *, keepdims=False, initial=None, where=True):
+    """Ties: the gradient is split evenly among the entries equal to the minimum
+    (``initial`` counting as one of them)."""
+    m = rt.where_mask(a == rt.unreduce_like(y, a, axis, keepdims), where)
+    return (rt.unreduce(dy, a, axis, keepdims) * rt.tie_share(m, axis, a, initial, y, keepdims),
+            None, None, rt.unbroadcast(dy * rt.initial_weight(y, m, axis, keepdims, initial), initial), None)
 
 
 @adjoint(Method("max"))
-def max_method(dy, y, self, axis=None, *, keepdims=False):
-    """Ties: the gradient is split evenly among the entries equal to the maximum."""
-    m = self == rt.unreduce_like(y, self, axis, keepdims)
-    return rt.unreduce(dy, self, axis, keepdims) * rt.tie_share(m, axis, self)
+def max_method(dy, y, self, axis=None, *, keepdims=False, initial=None, where=True):
+    """Ties: the gradient is split evenly among the entries equal to the maximum
+    (``initial`` counting as one of them)."""
+    m = rt.where_mask(self == rt.unreduce_like(y, self, axis, keepdims), where)
+    return (rt.unreduce(dy, self, axis, keepdims) * rt.tie_share(m, axis, self, initial, y, keepdims),
+            None, None, rt.unbroadcast(dy * rt.initial_weight(y, m, axis, keepdims, initial), initial), None)
 
 
 @adjoint(Method("min"))
-def min_method(dy, y, self, axis=None, *, keepdims=False):
-    """Ties: the gradient is split evenly among the entries equal to the minimum."""
-    m = self == rt.unreduce_like(y, self, axis, keepdims)
-    return rt.unreduce(dy, self, axis, keepdims) * rt.tie_share(m, axis, self)
+def min_method(dy, y, self, axis=None, *, keepdims=False, initial=None, where=True):
+    """Ties: the gradient is split evenly among the entries equal to the minimum
+    (``initial`` counting as one of them)."""
+    m = rt.where_mask(self == rt.unreduce_like(y, self, axis, keepdims), where)
+    return (rt.unreduce(dy, self, axis, keepdims) * rt.tie_share(m, axis, self, initial, y, keepdims),
+            None, None, rt.unbroadcast(dy * rt.initial_weight(y, m, axis, keepdims, initial), initial), None)
 
 
 @adjoint(np.ptp)
@@ -303,9 +357,10 @@ def std_method(dy, y, self, axis=None, *, ddof=0, keepdims=False):
 
 
 @adjoint(np.cumsum)
-def cumsum(dy, y, a, axis=None):
+def cumsum(dy, y, a, axis=None, dtype=None):
     """A reversed cumulative sum; ``axis=None`` scans the flattened array."""
-    return xp.reshape(xp.flip(xp.cumsum(xp.flip(dy, axis), axis), axis), rt.shape_of(a))
+    g = xp.reshape(xp.flip(xp.cumsum(xp.flip(dy, axis), axis), axis), rt.shape_of(a))
+    return rt.reduction_cast(g, dtype, a)
 
 
 @adjoint(Method("cumsum"))
@@ -423,27 +478,6 @@ def cumprod_vjp_a(dy, a, t, axis=None):
     return xp.moveaxis(out, -1, ax)
 
 
-@adjoint(np.diff)
-def diff(dy, y, a, n=1, axis=-1):
-    return rt.diff_vjp(dy, a, n, axis)
-
-
-@rt.helper
-def diff_vjp(dy, a, n=1, axis=-1):
-    """Gradient of ``diff(a, n, axis)``."""
-    xp = namespace(a, dy)
-    g = xp.asarray(dy)
-    ax = axis % g.ndim
-    for _ in range(n):
-        pad = [(0, 0)] * g.ndim
-        pad[ax] = (1, 0)
-        before = xp.pad(g, pad)
-        pad[ax] = (0, 1)
-        after = xp.pad(g, pad)
-        g = before - after
-    return g.reshape(shape_tuple(a))
-
-
 # ----- Sorting and gathering -----
 
 
@@ -454,10 +488,21 @@ def sort(dy, y, a, axis=-1, kind=None):
     return xp.reshape(xp.take_along_axis(dy, inv, axis=axis), rt.shape_of(a))
 
 
-@adjoint(np.take)
-def take(dy, y, a, indices, axis=None):
+@adjoint(np.take, literals={"mode": ("raise", "wrap", "clip")})
+def take(dy, y, a, indices, axis=None, *, mode="raise"):
     """Repeated indices accumulate their gradients."""
-    return rt.take_vjp(dy, a, indices, axis)
+    return rt.take_vjp(dy, a, rt.take_indices(indices, a, axis, mode), axis)
+
+
+@rt.helper
+def take_indices(indices, a, axis, mode):
+    """``take``'s indices as ``mode`` "wrap" or "clip" reads them (in range)."""
+    if mode == "raise":
+        return indices
+    xp = namespace(a)
+    n = xp.asarray(a).size if axis is None else shape_tuple(a)[axis]
+    indices = xp.asarray(indices)
+    return indices % n if mode == "wrap" else xp.clip(indices, 0, n - 1)
 
 
 @rt.helper
@@ -496,10 +541,10 @@ def ufunc_add_at(dy, y, a, index, values):
     return dy, None, rt.unbroadcast(rt.take_grad(dy, index), values)
 
 
-@adjoint(Method("take"))
-def take_method(dy, y, self, indices, axis=None):
+@adjoint(Method("take"), literals={"mode": ("raise", "wrap", "clip")})
+def take_method(dy, y, self, indices, axis=None, *, mode="raise"):
     """Repeated indices accumulate their gradients."""
-    return rt.take_vjp(dy, self, indices, axis)
+    return rt.take_vjp(dy, self, rt.take_indices(indices, self, axis, mode), axis)
 
 
 @adjoint(np.take_along_axis)

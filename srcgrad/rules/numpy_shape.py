@@ -12,7 +12,7 @@ import numpy as np
 
 from srcgrad import runtime as rt
 from srcgrad.rules import Attribute, Method, adjoint, nondifferentiable
-from srcgrad.runtime.arrays import grad_zeros, is_array, namespace, shape_tuple
+from srcgrad.runtime.arrays import float_dtype, grad_zeros, is_array, namespace, shape_tuple
 from srcgrad.runtime.broadcast import cast_like, unbroadcast
 
 xp = None  # placeholder: the array namespace, bound in generated code
@@ -74,6 +74,23 @@ def atleast_nd(dy, y, ary):
 @adjoint(np.broadcast_to)
 def broadcast_to(dy, y, array, shape):
     return rt.unbroadcast(dy, array)
+
+
+@adjoint(Method("tolist"))
+def tolist_method(dy, y, self):
+    """``x.tolist()``: the (nested) list's gradient back as an array of ``x``'s shape."""
+    return rt.tolist_vjp(dy, self)
+
+
+@rt.helper
+def tolist_vjp(dy, a):
+    """A nested list of gradients (None: zero) as an array shaped like ``a``."""
+    def filled(g):
+        if isinstance(g, (list, tuple)):
+            return [filled(v) for v in g]
+        return 0.0 if g is None else g
+    xp = namespace(a)
+    return xp.reshape(xp.asarray(filled(dy), dtype=float_dtype(a, xp)), shape_tuple(a))
 
 
 @adjoint(Method("item"))

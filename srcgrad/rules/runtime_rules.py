@@ -29,11 +29,13 @@ from srcgrad import runtime as rt
 from srcgrad.rules import adjoint, nondifferentiable, returns_sequence
 # The modules whose run-time helpers (rt.<name>, registered by @rt.helper) get rules here:
 from srcgrad.rules import (builtins_math, numpy_elementwise, numpy_joins, numpy_linalg,  # noqa: F401
-                           numpy_products, numpy_reductions, numpy_shape)
+                           numpy_products, numpy_reductions, numpy_shape, numpy_statistics,
+                           numpy_differences)
 
 xp = None  # placeholder: the array namespace, bound in generated code
 
 nondifferentiable(
+    rt.take_indices, rt.where_size, rt.initial_weight,
     rt.namespace, rt.is_array, rt.shape_of, rt.normalize_axis, rt.reduction_size,
     rt.zeros_like, rt.owned_zeros, rt.sign, rt.clip_below, rt.clip_above, rt.inverse_axes,
     rt.method_axes, rt.method_shape, rt.inner_axes, rt.linspace_weights,
@@ -221,8 +223,41 @@ def diagonal_vjp(dw, w, dy, a, offset=0, axis1=0, axis2=1):
 
 
 @adjoint(rt.diff_vjp)
-def diff_vjp(dw, w, dy, a, n=1, axis=-1):
-    return xp.diff(dw, n=n, axis=axis), None, None, None
+def diff_vjp(dw, w, dy, a, n=1, axis=-1, prepend=None, append=None):
+    """``diff`` of ``dw`` between zeros where ``prepend``/``append`` were."""
+    return rt.diff_zero_ends(dw, n, axis, prepend, append), None, None, None, None, None
+
+
+@rt.helper
+def diff_zero_ends(g, n, axis, prepend, append):
+    """``diff(g, n, axis)`` with zeros of ``prepend``'s and ``append``'s shapes (None:
+    none) joined to ``g`` first."""
+    xp = rt.namespace(g)
+    ax = axis % g.ndim
+
+    def zeros(end):   # joined by hand: Dask's diff computes a prepend= or append= array
+        shape = list(g.shape)
+        shape[ax] = np.shape(end)[ax] if np.ndim(end) else 1
+        return xp.zeros(tuple(shape), dtype=g.dtype)
+
+    parts = [zeros(prepend)] if prepend is not None else []
+    parts += [g] + ([zeros(append)] if append is not None else [])
+    return xp.diff(xp.concatenate(parts, axis=ax) if len(parts) > 1 else g, n=n, axis=axis)
+
+
+@adjoint(rt.reversed_array)
+def reversed_array(dw, w, v):
+    return rt.reversed_array(dw)
+
+
+@adjoint(rt.where_mask)
+def where_mask(dw, w, g, where):
+    return rt.where_mask(dw, where), None
+
+
+@adjoint(rt.reduction_cast)
+def reduction_cast(dw, w, g, dtype, a):
+    return rt.cast_like(rt.dtype_grad(dw, dtype, a), g), None, None
 
 
 @adjoint(rt.pad_vjp)

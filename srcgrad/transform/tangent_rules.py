@@ -154,11 +154,12 @@ def _linear_template(primitive, declared):
     if missing:
         raise TypeError(f"linear({primitive!r}): no parameter {missing[0]!r} in {names}")
     args, keywords = [], []
+    positional = _positional(params)
     for p in params:
         value = templates.name("t_" + p.name if p.name in declared.params else p.name)
         if p.kind == p.VAR_POSITIONAL:
             args.append(gast.Starred(value=value, ctx=gast.Load()))
-        elif p.kind == p.KEYWORD_ONLY or (p.name in _KEYWORDS and p.default is not p.empty):
+        elif p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name not in positional:
             keywords.append(gast.keyword(arg=p.name, value=value))
         elif p.kind == p.VAR_KEYWORD:
             raise TypeError(f"linear({primitive!r}): **{p.name} is not supported")
@@ -167,6 +168,19 @@ def _linear_template(primitive, declared):
     call = gast.Call(func=_spelling(primitive, declared), args=args, keywords=keywords)
     return TangentTemplate(params, [], call, frozenset(), "__output__",
                            no_tangent=declared.no_tangent, linear=tuple(declared.params))
+
+
+def _positional(params):
+    """The parameters a linear tangent's call passes by position: those before the first
+    one spelled as a keyword (``axis`` and ``keepdims`` with a default, keyword-only ones),
+    so that ``cumsum(a, axis=None, dtype=None)`` is called ``cumsum(t, axis=axis, dtype=dtype)``."""
+    names = []
+    for p in params:
+        if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) \
+                or (p.name in _KEYWORDS and p.default is not p.empty):
+            break
+        names.append(p.name)
+    return names
 
 
 def _trim_defaults(call, params):
@@ -183,8 +197,7 @@ def _trim_defaults(call, params):
             and node.value == defaults[param]
 
     call.keywords = [k for k in call.keywords if not is_default(k.value, k.arg)]
-    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-                  and not (p.name in _KEYWORDS and p.default is not p.empty)]
+    positional = _positional(params)
     args = list(call.args)
     while args and len(args) <= len(positional) and not isinstance(args[-1], gast.Starred) \
             and is_default(args[-1], positional[len(args) - 1]):
@@ -463,11 +476,16 @@ def _zero_shaped(template, subs):
         return subs
     subs = dict(subs)
     for p in template.linear:
-        if subs.get("t_" + p) is None:
+        if subs.get("t_" + p) is None and not _is_none(subs.get(p)):
             subs["t_" + p] = gast.Call(
                 func=gast.Attribute(value=templates.name("rt"), attr="tangent_zero", ctx=gast.Load()),
                 args=[clone(subs[p])], keywords=[])
     return subs
+
+
+def _is_none(node):
+    """An argument left at None (``np.diff``'s ``prepend``): no tangent, and it stays None."""
+    return isinstance(node, gast.Constant) and node.value is None
 
 
 def instantiate(template, subs, namer):
@@ -479,7 +497,9 @@ def instantiate(template, subs, namer):
         subs = _zero_shaped(template, subs)
     zeros = {k: _none() for k, v in subs.items() if v is None}
     for k in zeros:   # the zero tangent of a literal number: a sum with it keeps its shape
-        if k.startswith("t_") and isinstance(subs.get(k[2:]), gast.Constant):
+        if template.linear and k.startswith("t_") and _is_none(subs.get(k[2:])):
+            zeros[k] = _constant_none()   # a linear argument left at None stays None
+        elif k.startswith("t_") and isinstance(subs.get(k[2:]), gast.Constant):
             zeros[k] = gast.Name(id=_SCALAR_ZERO_MARK, ctx=gast.Load(), annotation=None, type_comment=None)
     tangents = {k for k in subs if k.startswith("t_") and subs[k] is not None}
     marked = templates._Substitute(zeros)
@@ -497,14 +517,15 @@ def instantiate(template, subs, namer):
     result = _DropZeros(tangents, template.output).visit(marked.visit(clone(template.result)))
     if _is_zero(result):
         return [], None
+    from srcgrad.transform.adjoint_rules import rule_defaults_folded as at_default
     table = {"xp": "xp", "rt": "rt"}
     table.update({k: v for k, v in subs.items() if v is not None})
     for loc in sorted(template.locals):
         table[loc] = namer.new(loc)
     substitute = templates._Substitute(table)
     folder = templates._FoldConstants()
-    stmts = [folder.visit(substitute.visit(s)) for s in body]
-    result = _Defaults().visit(folder.visit(substitute.visit(result)))
+    stmts = [at_default(folder.visit(substitute.visit(s))) for s in body]
+    result = at_default(_Defaults().visit(folder.visit(substitute.visit(result))))
     if template.linear:
         result = _trim_defaults(result, template.params)
     used = {n.id for n in ast_util.walk(result) if isinstance(n, gast.Name)}
