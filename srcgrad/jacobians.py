@@ -245,6 +245,51 @@ def _readable(fn, has_aux):
     return entry.readable(fn)
 
 
+def _readable_or_refusal(fn, has_aux):
+    """``(readable, refusal)``: ``_readable(fn)``, or for a gradient whose code cannot be
+    read again for arrays (it reads a dataclass's fields) the gradient's function and
+    the refusal, raised when the call is not one ``_gradient_of_structures`` answers."""
+    from srcgrad.api import GradFunction
+    from srcgrad.errors import SrcgradError
+    try:
+        return _readable(fn, has_aux), None
+    except SrcgradError as exc:
+        if not isinstance(fn, GradFunction):
+            raise
+        return fn.fn, exc
+
+
+def _gradient_of_structures(gradient, wrt, args, kwargs, api):
+    """The Jacobian of ``gradient`` (``sg.grad(f, wrt=a)``) along ``wrt`` (``b``) at arguments
+    where one of ``a`` or ``b`` is a structure (a dict of parameters: JAX's
+    ``jacfwd(grad(f))(params)``): the Hessian blocks ``H[a][b]`` of ``f`` by ``sg.hessian``,
+    which reads structures where a gradient's own code (``as_function``) takes arrays
+    and floats; the layout is the Jacobian's, the gradient's structure outside. None
+    where that does not apply (``fn`` is no plain gradient, or no structure is involved)."""
+    from srcgrad.api import GradFunction
+    from srcgrad.hessians import hessian
+    if not isinstance(gradient, GradFunction) or gradient.has_aux or gradient.preserve_result \
+            or gradient.hooks or gradient._inner is not None \
+            or getattr(gradient.fn, "_srcgrad_is_gradient", False):
+        return None
+    f = gradient.fn
+    outer, outer_many = _wrt_positions(f, gradient.wrt)
+    inner, inner_many = _wrt_positions(f, wrt)
+    args = positional_arguments(f, args, kwargs, api)
+    if not any(pytree.is_node(args[k]) for k in set(outer) | set(inner)):
+        return None
+    positions = tuple(sorted(set(outer) | set(inner)))
+    blocks = hessian(f, wrt=positions)(*args)
+
+    def block(i, j):
+        return blocks[positions.index(i)][positions.index(j)]
+
+    def row(i):
+        return tuple(block(i, j) for j in inner) if inner_many else block(i, inner[0])
+
+    return tuple(row(i) for i in outer) if outer_many else row(outer[0])
+
+
 def jacfwd(fn, wrt=0, *, has_aux=False, chunk_size=None):
     """``jacfwd(fn, wrt)(*args)``: the Jacobian of ``fn`` by forward mode, every input
     entry (column) at once: the tangents carry a leading batch axis of basis vectors,
@@ -256,10 +301,17 @@ def jacfwd(fn, wrt=0, *, has_aux=False, chunk_size=None):
     once. A structured output (tuple, list, dict of arrays) gives its structure of
     Jacobians, outermost. ``has_aux=True``: ``fn`` returns ``(output, aux)``; the result
     is ``(jacobian, aux)``, the aux ``fn``'s own value, carrying no derivative."""
-    fn = _readable(fn, has_aux)
+    original = fn
+    fn, refusal = _readable_or_refusal(fn, has_aux)
 
     @functools.wraps(fn)
     def jacobian_fn(*args, **kwargs):
+        if not has_aux:
+            found = _gradient_of_structures(original, wrt, args, kwargs, "srcgrad.jacfwd")
+            if found is not None:
+                return found
+        if refusal is not None:
+            raise refusal
         positions, many = _wrt_positions(fn, wrt)
         args = positional_arguments(fn, args, kwargs, "srcgrad.jacfwd")
         per_position, out, aux = [], None, None
@@ -331,10 +383,17 @@ def jacobian(fn, wrt=0, *, has_aux=False):
     dict of arrays) its structure of Jacobians, outermost. ``has_aux=True``: ``fn``
     returns ``(output, aux)``; the result is ``(jacobian, aux)``, the aux ``fn``'s own
     value, carrying no derivative."""
-    fn = _readable(fn, has_aux)
+    original = fn
+    fn, refusal = _readable_or_refusal(fn, has_aux)
 
     @functools.wraps(fn)
     def jacobian_fn(*args, **kwargs):
+        if not has_aux:
+            found = _gradient_of_structures(original, wrt, args, kwargs, "srcgrad.jacrev")
+            if found is not None:
+                return found
+        if refusal is not None:
+            raise refusal
         positions, many = _wrt_positions(fn, wrt)
         args = positional_arguments(fn, args, kwargs, "srcgrad.jacrev")
         result = vjp(fn, wrt=tuple(positions), materialize_grads=True, allow_unused=True,

@@ -348,6 +348,8 @@ def batch_add_at(t_dx, x, index, t_g, y):
     by ``sg.hessian``) the entry's batched tangent is added at its key or position;
     anything else seed by seed, as the tangent rule does it."""
     zero = t_dx is None or is_array(t_dx) and not t_dx.any()
+    if t_g is None and (zero or isinstance(t_dx, (list, tuple, dict))):
+        return t_dx   # nothing added carries a tangent: the adjoint's own, as it is
     if isinstance(x, dict) and isinstance(y, dict) and t_g is not None and (
             zero or isinstance(t_dx, dict)):
         out = dict(t_dx) if isinstance(t_dx, dict) else {}
