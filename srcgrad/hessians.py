@@ -31,7 +31,7 @@ import threading
 
 import numpy
 
-from srcgrad import caches, call_values, pytree, runtime
+from srcgrad import caches, call_values, jacobians, pytree, runtime
 from srcgrad.codegen.refusals import in_user_code
 from srcgrad.errors import SrcgradError, UnsupportedError
 
@@ -294,3 +294,6 @@ def _batched_leaves(t, x, size):
                                    for leaf in pytree.tree_leaves(x)]))
     return [xp.moveaxis(xp.asarray(leaf), -1, 0)
             for leaf in pytree.tree_leaves(runtime.materialize(last, like))]
+
+
+jacobians.HESSIAN[0] = hessian   # jacfwd(grad(f)) at structures is f's Hessian (jacobians.py)

@@ -245,6 +245,15 @@ def _readable(fn, has_aux):
     return entry.readable(fn)
 
 
+def _as_hessian(original, refusal, wrt, args, kwargs, has_aux, api):
+    """A Jacobian of ``sg.grad(f)`` at structures: ``_gradient_of_structures``; None where
+    that does not apply, or the refusal ``_readable_or_refusal`` kept, raised."""
+    found = None if has_aux else _gradient_of_structures(original, wrt, args, kwargs, api)
+    if found is None and refusal is not None:
+        raise refusal
+    return found
+
+
 def _readable_or_refusal(fn, has_aux):
     """``(readable, refusal)``: ``_readable(fn)``, or for a gradient whose code cannot be
     read again for arrays (it reads a dataclass's fields) the gradient's function and
@@ -259,6 +268,9 @@ def _readable_or_refusal(fn, has_aux):
         return fn.fn, exc
 
 
+HESSIAN = [None]   # sg.hessian, set by srcgrad.hessians (which imports this module)
+
+
 def _gradient_of_structures(gradient, wrt, args, kwargs, api):
     """The Jacobian of ``gradient`` (``sg.grad(f, wrt=a)``) along ``wrt`` (``b``) at arguments
     where one of ``a`` or ``b`` is a structure (a dict of parameters: JAX's
@@ -267,7 +279,6 @@ def _gradient_of_structures(gradient, wrt, args, kwargs, api):
     and floats; the layout is the Jacobian's, the gradient's structure outside. None
     where that does not apply (``fn`` is no plain gradient, or no structure is involved)."""
     from srcgrad.api import GradFunction
-    from srcgrad.hessians import hessian
     if not isinstance(gradient, GradFunction) or gradient.has_aux or gradient.preserve_result \
             or gradient.hooks or gradient._inner is not None \
             or getattr(gradient.fn, "_srcgrad_is_gradient", False):
@@ -279,7 +290,7 @@ def _gradient_of_structures(gradient, wrt, args, kwargs, api):
     if not any(pytree.is_node(args[k]) for k in set(outer) | set(inner)):
         return None
     positions = tuple(sorted(set(outer) | set(inner)))
-    blocks = hessian(f, wrt=positions)(*args)
+    blocks = HESSIAN[0](f, wrt=positions)(*args)
 
     def block(i, j):
         return blocks[positions.index(i)][positions.index(j)]
@@ -306,12 +317,9 @@ def jacfwd(fn, wrt=0, *, has_aux=False, chunk_size=None):
 
     @functools.wraps(fn)
     def jacobian_fn(*args, **kwargs):
-        if not has_aux:
-            found = _gradient_of_structures(original, wrt, args, kwargs, "srcgrad.jacfwd")
-            if found is not None:
-                return found
-        if refusal is not None:
-            raise refusal
+        found = _as_hessian(original, refusal, wrt, args, kwargs, has_aux, "srcgrad.jacfwd")
+        if found is not None:
+            return found
         positions, many = _wrt_positions(fn, wrt)
         args = positional_arguments(fn, args, kwargs, "srcgrad.jacfwd")
         per_position, out, aux = [], None, None
@@ -388,12 +396,9 @@ def jacobian(fn, wrt=0, *, has_aux=False):
 
     @functools.wraps(fn)
     def jacobian_fn(*args, **kwargs):
-        if not has_aux:
-            found = _gradient_of_structures(original, wrt, args, kwargs, "srcgrad.jacrev")
-            if found is not None:
-                return found
-        if refusal is not None:
-            raise refusal
+        found = _as_hessian(original, refusal, wrt, args, kwargs, has_aux, "srcgrad.jacrev")
+        if found is not None:
+            return found
         positions, many = _wrt_positions(fn, wrt)
         args = positional_arguments(fn, args, kwargs, "srcgrad.jacrev")
         result = vjp(fn, wrt=tuple(positions), materialize_grads=True, allow_unused=True,

@@ -4,7 +4,6 @@ checked against central differences in float64 or a hand-derived answer; each re
 must name this file and the user's line."""
 
 import copy
-import re
 
 import numpy as np
 import pytest
@@ -12,39 +11,11 @@ import pytest
 import srcgrad as sg
 from srcgrad import pytree
 from srcgrad.testing import numerical_grad
-
-X = np.array([0.3, -0.5, 1.2, 0.4])
-V = np.array([0.7, -1.1, 0.4, 2.0])
-
-
-def _flat(tree):
-    leaves = pytree.tree_leaves(tree) if pytree.is_node(tree) else [tree]
-    return np.concatenate([np.ravel(np.asarray(leaf, dtype=float)) for leaf in leaves])
-
-
-def _fd(f, args, wrt=0):
-    return numerical_grad(lambda *a: f(*copy.deepcopy(a)), args, wrt=wrt)
-
-
-def assert_grad_and_jvp(f, args, wrt=0):
-    """sg.grad and sg.jvp of ``f`` at ``args`` (run on copies) agree with central differences."""
-    want = _flat(_fd(f, args, wrt))
-    got = sg.grad(f, wrt=wrt)(*copy.deepcopy(args))
-    np.testing.assert_allclose(_flat(got), want, rtol=1e-6, atol=1e-8)
-    tangents = tuple(np.reshape(V[:np.size(a)], np.shape(a)) if k == wrt else np.zeros_like(a)
-                     for k, a in enumerate(args))
-    value, out = sg.jvp(f, copy.deepcopy(tuple(args)), tangents)
-    np.testing.assert_allclose(value, f(*copy.deepcopy(args)), rtol=1e-12)
-    np.testing.assert_allclose(out, want @ _flat(tangents[wrt]), rtol=1e-6, atol=1e-8)
+from adversarial_checks import V, X, _fd, _flat, assert_grad_and_jvp, assert_refused_in
 
 
 def assert_refused_here(run, *words):
-    with pytest.raises(sg.SrcgradError) as info:
-        run()
-    message = str(info.value)
-    assert __file__ in message and re.search(r"line \d+", message), message
-    for word in words:
-        assert word in message, message
+    assert_refused_in(__file__, run, *words)
 
 
 # ----- Free names (globals, closure cells, a helper's default) sharing memory -----

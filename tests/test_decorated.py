@@ -164,11 +164,18 @@ def dict_loss(p, x):
 
 def test_a_refusal_of_a_decorated_function_names_the_users_file_not_srcgrads():
     """The function entry.py writes to call a decorator's wrapper is srcgrad's; what is
-    said of it (a structure where the gradient's code takes arrays) is said at the
-    user's decorated function."""
+    said of it (a structure where the gradient's code, as_function, takes arrays) is said
+    at the user's decorated function. (sg.jacfwd(sg.grad(f)) at a dict is the Hessian.)"""
     p = {"w": np.array([0.5, -1.0])}
     with pytest.raises(sg.SrcgradError) as info:
-        sg.jacfwd(sg.grad(dict_loss))(p, np.array([1.0, 2.0]))
+        sg.grad(dict_loss).as_function()(p, np.array([1.0, 2.0]))
     assert info.value.filename == __file__
     assert info.value.lineno == dict_loss.__wrapped__.__code__.co_firstlineno
     assert "is a dict" in str(info.value)
+
+
+def test_jacfwd_of_the_gradient_of_a_decorated_function_at_a_dict_is_its_hessian():
+    p = {"w": np.array([0.5, -1.0])}
+    x = np.array([1.0, 2.0])
+    got = sg.jacfwd(sg.grad(dict_loss))(p, x)
+    np.testing.assert_allclose(got["w"]["w"], np.diag(-3.0 * np.sin(p["w"] * x) * x * x), rtol=1e-12)   # the wrapper: 3 f

@@ -48,22 +48,8 @@ def _compiles_and_matches(f, *args, wrt=0):
     return jit
 
 
-def stops_at_a_negative(x):
-    s = 0.0
-    for v in x:
-        if v < 0:
-            break
-        s = s + v * v
-    return s + x[2]
-
-
-def skips_negatives(x):
-    s = 0.0
-    for v in x:
-        if v < 0:
-            continue
-        s = s + v ** 3
-    return s
+stops_at_a_negative = functions.for_break   # the catalogue's loops with break and continue
+skips_negatives = functions.for_continue
 
 
 def counts_from_one(x):   # k and u pushed in the loop before it binds them
