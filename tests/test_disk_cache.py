@@ -147,8 +147,10 @@ def test_a_second_process_pays_a_few_milliseconds_for_a_gradient_it_has_seen(tmp
     cold = _run(tmp_path)
     warm = [_run(tmp_path, "--no-compile") for _ in range(3)]
     best = min(w["times"]["loop"] for w in warm)
-    # 5 ms on a quiet machine (docs/performance.md); the bound leaves room for a busy one.
-    assert best < 0.05 and best < cold["times"]["loop"] / 2, (best, cold["times"]["loop"])
+    # A ratio within one run, not a time: a machine's load stretches both processes
+    # (5 ms on a quiet machine: benchmarks/compile_time.py --disk, docs/performance.md;
+    # a 50 ms bound failed twice at load average 10).
+    assert best < cold["times"]["loop"] / 2, (best, cold["times"]["loop"])
 
 
 def test_the_cache_directory_is_private_to_the_user(tmp_path):
