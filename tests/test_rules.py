@@ -448,6 +448,10 @@ add(
     C(np.add.reduce, A), C(np.add.reduce, A, 2, keepdims=True), C(np.add.reduce, A, axis=None),
     C(np.multiply.reduce, A * 0.5 + 1), C(np.multiply.reduce, A * 0.5 + 1, axis=(0, 2)),
     C(np.add.accumulate, A), C(np.add.accumulate, A, 1),
+    C(np.maximum.accumulate, r(7)), C(np.maximum.accumulate, A, 1), C(np.minimum.accumulate, A),
+    # ties: 3.0 twice (the second result's group), -1.0 and 4.0 from the start
+    C(np.maximum.accumulate, np.array([1.0, 3.0, 2.0, 3.0, 0.5, 4.0])),
+    C(np.minimum.accumulate, np.array([[-1.0, 2.0], [0.5, -3.0], [-1.0, -3.0]]), axis=0),
     C(np.add.outer, r(3), r(4)), C(np.add.outer, r(2, 3), r(4)), C(np.add.outer, 0.5, r(4)),
     C(np.multiply.outer, r(3), r(4)), C(np.multiply.outer, r(2, 3), r(2, 2)),
     C(np.linalg.svd, r(4, 3), compute_uv=False), C(np.linalg.svd, r(3, 5), False, False),

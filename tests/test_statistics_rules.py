@@ -112,12 +112,18 @@ def gamma_functions(v):
     return math.gamma(v[0] ** 2 + 0.5) + math.lgamma(abs(v[1]) + 0.2) + sum(v.tolist()[2:5]) ** 2
 
 
+def drawdown(v):
+    wealth = np.cumsum(v)
+    peak = np.maximum.accumulate(wealth)
+    return np.sum((peak - wealth) ** 2) + np.sum(np.minimum.accumulate(v * v))
+
+
 CASES = [
     (sum_where, X), (mean_where_dtype, X), (max_initial, X), (min_method_where, X),
     (median_quantile, X), (percentile_nan, X), (nan_reductions, X), (diff_ends, X),
     (take_modes, X), (integral, X), (interpolated, V), (chained, X), (partitioned, V),
     (scalars, V), (singular_values, X), (pseudo_inverse, X), (covariances, X),
-    (correlations, V), (ufunc_methods, X), (finite_differences, X), (gamma_functions, V),
+    (correlations, V), (ufunc_methods, X), (finite_differences, X), (gamma_functions, V), (drawdown, V),
 ]
 
 

@@ -418,7 +418,7 @@ def is_nondifferentiable(primitive):
 
 BUILTIN_RULE_MODULES = ("operators", "autograd", "numpy_elementwise", "numpy_reductions", "numpy_shape",
                         "numpy_joins", "numpy_products", "numpy_linalg", "numpy_statistics",
-                        "numpy_differences",
+                        "numpy_differences", "numpy_ufunc_methods",
                         "builtins_math", "structure_rules", "runtime_rules",
                         "complex_rules", "jvp", "jvp_numpy", "jvp_runtime", "tape_rules",
                         "closure_rules", "helper_second_order", "linalg_second_order",

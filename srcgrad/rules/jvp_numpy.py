@@ -427,6 +427,12 @@ def correlate(y, a, v, mode="valid", *, t_a, t_v):
 
 linear(np.add.reduce, "array", call="xp.add.reduce")
 linear(np.add.accumulate, "array", call="xp.add.accumulate")
+
+
+@tangent(np.maximum.accumulate, np.minimum.accumulate)
+def extremum_accumulate(y, array, axis=0, dtype=None, *, t_array):
+    return rt.running_extremum_jvp(t_array, array, y, axis)
+
 linear(np.add.outer, "A", "B", call="xp.add.outer")
 
 

@@ -2,8 +2,8 @@
 interpolation, covariances and ufunc methods: ``median``/``quantile``/``percentile``
 (and their ``nan`` forms), ``partition``, ``nanvar``/``nanstd``/``nanprod``/``nancumsum``,
 ``trapezoid``, ``interp``, ``linalg.multi_dot``, ``math.dist``, ``cov``,
-``corrcoef``, ``correlate``, ``add.reduce``/``multiply.reduce``/``add.accumulate`` and
-``add.outer``/``multiply.outer``.
+``corrcoef``, ``correlate`` and ``np.gradient`` (the ufunc methods are in
+numpy_ufunc_methods.py).
 
 Order statistics follow ``max``'s convention for ties: an order statistic's weight is
 split evenly among the entries equal to it (the mean of the tied entries' subgradients).
@@ -492,61 +492,6 @@ def reversed_array(v):
     return xp.flip(xp.asarray(v), 0)
 
 
-# ----- ufunc methods: add / multiply reductions, scans and outer products -----
-
-
-@adjoint(np.add.reduce)
-def add_reduce(dy, y, array, axis=0, dtype=None, *, keepdims=False, where=True):
-    """``sum`` over ``axis`` (0 by default, as ufunc reductions)."""
-    return rt.reduction_cast(rt.where_mask(rt.unreduce(dy, array, axis, keepdims), where), dtype, array)
-
-
-@adjoint(np.multiply.reduce)
-def multiply_reduce(dy, y, array, axis=0, dtype=None, *, keepdims=False):
-    """``prod`` over ``axis``: exact with zeros."""
-    return rt.reduction_cast(rt.unreduce(dy, array, axis, keepdims) * rt.prod_others(array, axis), dtype, array)
-
-
-@adjoint(np.add.accumulate)
-def add_accumulate(dy, y, array, axis=0, dtype=None):
-    """``cumsum`` along ``axis`` (0 by default)."""
-    g = xp.flip(xp.cumsum(xp.flip(dy, axis), axis), axis)
-    return rt.reduction_cast(g, dtype, array)
-
-
-@adjoint(np.add.outer)
-def add_outer(dy, y, A, B):
-    """Each operand gets ``dy`` summed over the other's axes."""
-    g = rt.outer_vjp(dy, A, B, False)
-    return g[0], g[1]
-
-
-@adjoint(np.multiply.outer)
-def multiply_outer(dy, y, A, B):
-    """Each operand gets ``dy`` times the other, summed over the other's axes."""
-    g = rt.outer_vjp(dy, A, B, True)
-    return g[0], g[1]
-
-
-@rt.helper
-def outer_vjp(dy, A, B, product):
-    """Gradients of ``add.outer(A, B)`` / ``multiply.outer(A, B)`` (``product``)."""
-    xp = namespace(dy, A, B)
-    a_shape, b_shape = np.shape(A), np.shape(B)
-    g = xp.asarray(dy)
-    a_axes = tuple(range(len(a_shape)))
-    b_axes = tuple(range(len(a_shape), g.ndim))
-    if product:
-        b = xp.asarray(B)
-        a = xp.asarray(A)
-        ga = xp.sum(g * b, axis=b_axes) if b_axes else g * b
-        gb = xp.sum(g * a.reshape(a_shape + (1,) * len(b_shape)), axis=a_axes) if a_axes else g * a
-    else:
-        ga = xp.sum(g, axis=b_axes) if b_axes else g
-        gb = xp.sum(g, axis=a_axes) if a_axes else g
-    return ga, gb
-
-
 # ----- Finite differences: np.gradient -----
 
 
@@ -612,4 +557,4 @@ def gradient_vjp(dy, y, f, spacings, axis=None, edge_order=1):
 
 
 returns_sequence(rt.gradient_vjp, rt.quantile_vjp, rt.trapezoid_vjp, rt.interp_vjp, rt.multi_dot_vjp,
-                 rt.math_dist_vjp, rt.outer_vjp)
+                 rt.math_dist_vjp)

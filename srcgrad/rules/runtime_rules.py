@@ -30,7 +30,7 @@ from srcgrad.rules import adjoint, nondifferentiable, returns_sequence
 # The modules whose run-time helpers (rt.<name>, registered by @rt.helper) get rules here:
 from srcgrad.rules import (builtins_math, numpy_elementwise, numpy_joins, numpy_linalg,  # noqa: F401
                            numpy_products, numpy_reductions, numpy_shape, numpy_statistics,
-                           numpy_differences)
+                           numpy_differences, numpy_ufunc_methods)
 
 xp = None  # placeholder: the array namespace, bound in generated code
 
