@@ -296,4 +296,4 @@ def _batched_leaves(t, x, size):
             for leaf in pytree.tree_leaves(runtime.materialize(last, like))]
 
 
-jacobians.HESSIAN[0] = hessian   # jacfwd(grad(f)) at structures is f's Hessian (jacobians.py)
+jacobians.HESSIAN = hessian   # jacfwd(grad(f)) at structures is f's Hessian (jacobians.py)

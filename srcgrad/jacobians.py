@@ -268,7 +268,7 @@ def _readable_or_refusal(fn, has_aux):
         return fn.fn, exc
 
 
-HESSIAN = [None]   # sg.hessian, set by srcgrad.hessians (which imports this module)
+HESSIAN = None   # sg.hessian, set by srcgrad.hessians (which imports this module)
 
 
 def _gradient_of_structures(gradient, wrt, args, kwargs, api):
@@ -290,7 +290,7 @@ def _gradient_of_structures(gradient, wrt, args, kwargs, api):
     if not any(pytree.is_node(args[k]) for k in set(outer) | set(inner)):
         return None
     positions = tuple(sorted(set(outer) | set(inner)))
-    blocks = HESSIAN[0](f, wrt=positions)(*args)
+    blocks = HESSIAN(f, wrt=positions)(*args)
 
     def block(i, j):
         return blocks[positions.index(i)][positions.index(j)]

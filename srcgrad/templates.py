@@ -322,9 +322,57 @@ def _number(node):
     return isinstance(node, gast.Constant) and type(node.value) in (int, float)
 
 
+def _operand(node):
+    return node.args[0]
+
+
+def _first(count):
+    def shortened(node):
+        node.args = node.args[:count]
+        return node
+    return shortened
+
+
+def _where_size(node):
+    """``rt.where_size(a, axis, True)`` is ``rt.reduction_size(a, axis, 1)``."""
+    node.args[2] = gast.Constant(value=1, kind=None)
+    node.func.attr = "reduction_size"
+    return node
+
+
+def _plain_diff(node):
+    """``rt.diff_zero_ends(g, n, axis, None, None)`` is ``xp.diff(g, n=n, axis=axis)``."""
+    g, n, axis = node.args[:3]
+    return gast.Call(func=gast.Attribute(value=name("xp"), attr="diff", ctx=gast.Load()),
+                     args=[g], keywords=[gast.keyword(arg="n", value=n),
+                                         gast.keyword(arg="axis", value=axis)])
+
+
+# A rule's helper call with a keyword of its primitive left at the default, written as the
+# call it then is: (positions of the arguments, their default, the rewrite).
+# ``dtype_grad(g, None, x)`` is ``g``; ``tie_share(m, axis, a, None, y, keepdims)`` is
+# ``tie_share(m, axis, a)``; ``where_size(a, axis, True)`` is ``reduction_size(a, axis, 1)``.
+_AT_DEFAULT = {
+    "dtype_grad": ((1,), None, _operand),
+    "reduction_cast": ((1,), None, _operand),
+    "where_mask": ((1,), True, _operand),
+    "take_indices": ((3,), "raise", _operand),
+    "tie_share": ((3,), None, _first(3)),
+    "diff_vjp": ((4, 5), None, _first(4)),
+    "where_size": ((2,), True, _where_size),
+    "diff_zero_ends": ((3, 4), None, _plain_diff),
+}
+
+
+def _is_literal(node, value):
+    return node.__class__ is gast.Constant and type(node.value) is type(value) \
+        and node.value == value
+
+
 class _FoldConstants(ast_util.NodeTransformer):
     """Arithmetic on literal numbers a rule's parameters became, done once at compile time:
-    ``x ** (2 - 1)`` in the power rule for ``x ** 2`` is written ``x``."""
+    ``x ** (2 - 1)`` in the power rule for ``x ** 2`` is written ``x``; helpers at their
+    defaults (``_AT_DEFAULT``) too."""
 
     def visit_BinOp(self, node):
         self.generic_visit(node)
@@ -334,6 +382,18 @@ class _FoldConstants(ast_util.NodeTransformer):
         # ``e ** 1`` inside a larger product is ``e``: the outer operation still
         # makes a new array, so nothing is aliased.
         node.left, node.right = _unit_power(node.left), _unit_power(node.right)
+        return node
+
+    def visit_Call(self, node):
+        """A helper given its primitive's default (``_AT_DEFAULT``) is the call it then is:
+        the generated code of a call without the keyword is what it was before it."""
+        self.generic_visit(node)
+        func = node.func
+        found = _AT_DEFAULT.get(func.attr) if func.__class__ is gast.Attribute else None
+        if found is not None and ast_util.is_rt_call(node, func.attr):
+            positions, default, rewrite = found
+            if all(len(node.args) > k and _is_literal(node.args[k], default) for k in positions):
+                return rewrite(node)
         return node
 
     def visit_Compare(self, node):

@@ -702,7 +702,6 @@ add(
     C(rt.where_mask, r(3, 4), r(3, 4) > 0, _wrt=[0]), C(rt.where_mask, r(3, 4), True, _wrt=[0]),
     C(rt.reduction_cast, r(3, 4).astype(np.float32), np.float32, r(3, 4), _wrt=[0], _eps=1e-2, _rtol=1e-3),
     C(rt.reduction_cast, r(3, 4), None, r(3, 4), _wrt=[0]),
-    C(rt.reversed_array, r(5)),
     C(rt.pad_vjp, r(5, 6), r(3, 4), 1, "constant", _wrt=[0]),
     C(rt.pad_vjp, r(7, 8), r(3, 4), 2, "reflect", _wrt=[0]),
     C(rt.pad_vjp, r(5, 6), r(3, 4), 1, "empty", _wrt=[0]),

@@ -357,8 +357,7 @@ def multi_dot_jvp(arrays, tangents):
     for i, t in enumerate(tangents):
         if t is None:
             continue
-        term = np.linalg.multi_dot(list(arrays[:i]) + [t] + list(arrays[i + 1:])) \
-            if len(arrays) > 2 else (t @ arrays[1] if i == 0 else arrays[0] @ t)
+        term = np.linalg.multi_dot(list(arrays[:i]) + [t] + list(arrays[i + 1:]))
         total = term if total is None else total + term
     return 0.0 if total is None else total
 

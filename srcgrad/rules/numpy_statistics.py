@@ -481,15 +481,8 @@ def corrcoef_vjp(dy, x, y=None, rowvar=True):
 @adjoint(np.correlate)
 def correlate(dy, y, a, v, mode="valid"):
     """``convolve(a, v[::-1])`` (real values): through ``convolve``'s gradient."""
-    g = rt.convolve_vjp(dy, a, rt.reversed_array(v), mode)
-    return g[0], rt.reversed_array(g[1]), None
-
-
-@rt.helper
-def reversed_array(v):
-    """``v`` as an array, reversed along its (only) axis."""
-    xp = namespace(v)
-    return xp.flip(xp.asarray(v), 0)
+    g = rt.convolve_vjp(dy, a, xp.flip(xp.asarray(v), 0), mode)
+    return g[0], xp.flip(g[1], 0), None
 
 
 # ----- Finite differences: np.gradient -----

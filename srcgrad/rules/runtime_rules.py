@@ -245,11 +245,6 @@ def diff_zero_ends(g, n, axis, prepend, append):
     return xp.diff(xp.concatenate(parts, axis=ax) if len(parts) > 1 else g, n=n, axis=axis)
 
 
-@adjoint(rt.reversed_array)
-def reversed_array(dw, w, v):
-    return rt.reversed_array(dw)
-
-
 @adjoint(rt.where_mask)
 def where_mask(dw, w, g, where):
     return rt.where_mask(dw, where), None

@@ -13,14 +13,13 @@ import operator
 
 import gast
 
-from srcgrad import anno, ast_util, rules, templates
+from srcgrad import anno, rules, templates
 from srcgrad.analysis import kinds as kinds_
 from srcgrad.analysis.activity import names_in, primitive_of
 from srcgrad.errors import NonDifferentiableError, UnsupportedError
 from srcgrad.rules import Attribute, Method
 from srcgrad.ast_util import name
 from srcgrad.templates import replace, replace_as_expression as replace_expr
-from srcgrad import optimize
 from srcgrad.transform.as_array import is_runtime_helper
 from srcgrad.transform.tape import index_value
 
@@ -294,8 +293,6 @@ class RuleApplication:
         if rule.builtin and templates.is_template(rule) and None not in arg_nodes.values():
             wanted = {k for k, p in enumerate(params) if self._any_needed(arg_nodes.get(p.name))}
             stmts, grads = templates.instantiate(rule, arg_nodes, self.namer, self.fixed, wanted)
-            stmts = [rule_defaults_folded(st) for st in stmts]
-            grads = [None if g is None else rule_defaults_folded(g) for g in grads]
             needed = [(p, g) for k, (p, g) in enumerate(zip(params, grads))
                       if g is not None and k in wanted]
             used = set()
@@ -387,82 +384,6 @@ def _bind(signature, args, kwargs):
     if simple is None or kwargs or not simple[1] <= len(args) <= len(simple[0]):
         return signature.bind(*args, **kwargs)
     return _Bound(dict(zip(simple[0], args)))
-
-
-def _operand(node):
-    return node.args[0]
-
-
-def _first(count, rename=None):
-    def shortened(node):
-        node.args = node.args[:count]
-        if rename is not None:
-            node.func.attr = rename
-        return node
-    return shortened
-
-
-# A rule's helper call with a keyword of its primitive left at the default, written as the
-# call it then is: (position of the argument, its default, the rewrite). ``dtype_grad(g,
-# None, x)`` is ``g``; ``tie_share(m, axis, a, None, y, keepdims)`` is ``tie_share(m,
-# axis, a)``; ``where_size(a, axis, True)`` is ``reduction_size(a, axis, 1)``.
-_AT_DEFAULT = {
-    "dtype_grad": (1, None, _operand),
-    "reduction_cast": (1, None, _operand),
-    "where_mask": (1, True, _operand),
-    "take_indices": (3, "raise", _operand),
-    "tie_share": (3, None, _first(3)),
-    "diff_vjp": ((4, 5), None, _first(4)),
-}
-
-
-def _where_size(node):
-    node.args[2] = gast.Constant(value=1, kind=None)
-    node.func.attr = "reduction_size"
-    return node
-
-
-_AT_DEFAULT["where_size"] = (2, True, _where_size)
-
-
-def _plain_diff(node):
-    """``rt.diff_zero_ends(g, n, axis, None, None)`` is ``xp.diff(g, n=n, axis=axis)``."""
-    g, n, axis = node.args[:3]
-    return gast.Call(func=gast.Attribute(value=ast_util.name("xp"), attr="diff", ctx=gast.Load()),
-                     args=[g], keywords=[gast.keyword(arg="n", value=n),
-                                         gast.keyword(arg="axis", value=axis)])
-
-
-_AT_DEFAULT["diff_zero_ends"] = ((3, 4), None, _plain_diff)
-
-
-def rule_defaults_folded(node):
-    """``node`` with ``_AtDefault`` applied, visited only where it holds one of the
-    calls of ``_AT_DEFAULT`` (few rules cast or mask: most of their copies have none)."""
-    for call in ast_util.nodes_of(node, gast.Call):
-        if call.func.__class__ is gast.Attribute and call.func.attr in _AT_DEFAULT:
-            return _AtDefault().visit(node)
-    return node
-
-
-def _is_literal(node, value):
-    return isinstance(node, gast.Constant) and type(node.value) is type(value) \
-        and node.value == value
-
-
-class _AtDefault(ast_util.NodeTransformer):
-    """A rule's helper call with its primitive's keyword at the default (``_AT_DEFAULT``)."""
-
-    def visit_Call(self, node):
-        self.generic_visit(node)
-        func = node.func
-        if func.__class__ is gast.Attribute and func.attr in _AT_DEFAULT \
-                and optimize.is_rt_call(node, func.attr):
-            positions, default, rewrite = _AT_DEFAULT[func.attr]
-            positions = positions if isinstance(positions, tuple) else (positions,)
-            if all(len(node.args) > k and _is_literal(node.args[k], default) for k in positions):
-                return rewrite(node)
-        return node
 
 
 def _show(node):

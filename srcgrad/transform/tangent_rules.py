@@ -517,15 +517,14 @@ def instantiate(template, subs, namer):
     result = _DropZeros(tangents, template.output).visit(marked.visit(clone(template.result)))
     if _is_zero(result):
         return [], None
-    from srcgrad.transform.adjoint_rules import rule_defaults_folded as at_default
     table = {"xp": "xp", "rt": "rt"}
     table.update({k: v for k, v in subs.items() if v is not None})
     for loc in sorted(template.locals):
         table[loc] = namer.new(loc)
     substitute = templates._Substitute(table)
     folder = templates._FoldConstants()
-    stmts = [at_default(folder.visit(substitute.visit(s))) for s in body]
-    result = at_default(_Defaults().visit(folder.visit(substitute.visit(result))))
+    stmts = [folder.visit(substitute.visit(s)) for s in body]
+    result = _Defaults().visit(folder.visit(substitute.visit(result)))
     if template.linear:
         result = _trim_defaults(result, template.params)
     used = {n.id for n in ast_util.walk(result) if isinstance(n, gast.Name)}
