@@ -60,6 +60,9 @@ def u(*shape):
     return RNG.uniform(-0.8, 0.8, shape)
 
 
+_RUN = np.array([0.3, 1.2, -0.4, 1.5, 0.8, 2.1])   # running extrema change along it
+
+
 def spd(n, batch=()):
     a = RNG.standard_normal(batch + (n, n))
     return a @ np.swapaxes(a, -1, -2) + n * np.eye(n)
@@ -780,6 +783,48 @@ add(
     C(np.polyder, r(5)), C(np.polyder, r(5), 2), C(np.polyder, r(2), 3),
     C(rt.polyder, r(5)), C(rt.polyder, r(4), 2),
     C(rt.polyder_vjp, r(4), r(5), _wrt=[0]), C(rt.polyder_vjp, r(3), r(5), 2, _wrt=[0]),
+    # helpers of the statistics rules one order up (rules/statistics_second_order.py)
+    C(rt.quantile_vjp, r(), r(7), 0.3, _wrt=[0, 2]),
+    C(rt.quantile_vjp, r(2, 3), r(3, 5), [0.2, 0.7], 1, _wrt=[0, 2]),
+    C(rt.quantile_vjp, r(3, 1), r(3, 5), 0.45, 1, True, _wrt=[0, 2]),
+    C(rt.quantile_jvp, r(3, 5), r(3, 5), 0.4, 1, _wrt=[0, 2]),
+    C(rt.quantile_jvp, r(4, 5), r(4, 5), np.array([25.0, 60.0]), 0, False, False, 100, _wrt=[0, 2]),
+    C(rt.partition_vjp, r(6), r(6), 2, _wrt=[0]), C(rt.partition_vjp, r(3, 4), r(3, 4), 1, 0, _wrt=[0]),
+    C(rt.partition_jvp, r(6), r(6), 2, _wrt=[0]), C(rt.partition_jvp, r(3, 4), r(3, 4), 2, None, _wrt=[0]),
+    C(rt.running_extremum_vjp, r(6), _RUN, np.maximum.accumulate(_RUN), _wrt=[0]),
+    C(rt.running_extremum_jvp, r(6), _RUN, np.minimum.accumulate(_RUN), _wrt=[0]),
+    C(rt.gradient_vjp, r(6), r(6), [0.5], _wrt=[0, 2]),
+    C(rt.gradient_vjp, [r(3, 4), r(3, 4)], r(3, 4), [], None, 2, _wrt=[0]),
+    C(rt.gradient_vjp, [r(3, 4), r(3, 4)], r(3, 4), [0.7, 1.3], None, 2, _wrt=[0, 2]),
+    C(rt.gradient_vjp, [r(3, 4), r(3, 4)], r(3, 4), [0.7], _wrt=[0, 2]),
+    C(rt.gradient_vjp, r(3, 4), r(3, 4), [2.0], -1, _wrt=[0, 2]),
+    C(rt.outer_vjp, r(3, 4), r(3), r(4), True, _wrt=[0, 1, 2]),
+    C(rt.outer_vjp, r(2, 3, 4), r(2, 3), r(4), True, _wrt=[0, 1, 2]),
+    C(rt.outer_vjp, r(2, 3, 4), r(2), r(3, 4), False, _wrt=[0, 1, 2]),
+    C(rt.cov_vjp, r(2, 2), r(2, 5), _wrt=[0, 1]), C(rt.cov_vjp, r(), r(5), _wrt=[0, 1]),
+    C(rt.cov_vjp, r(3, 3), r(5, 3), None, False, True, _wrt=[0, 1]),
+    C(rt.trapezoid_vjp, r(3), r(3, 4), r(4), _wrt=[0, 1, 2]),
+    C(rt.trapezoid_vjp, r(4), r(3, 4), r(3, 4), 1.0, 0, _wrt=[0, 1, 2]),
+    C(rt.trapezoid_vjp, r(), r(5), None, 0.3, _wrt=[0, 1, 3]),
+    C(rt.multi_dot_vjp, r(3), [r(3, 4), r(4, 2), r(2)], _wrt=[0, 1]),
+    C(rt.multi_dot_vjp, r(), [r(3), r(3, 4), r(4)], _wrt=[0, 1]),
+    C(rt.interp_vjp, r(5), np.array([-0.3, 0.1, 0.45, 0.8, 1.5]), np.array([0.0, 0.2, 0.5, 0.7, 1.0]), r(5),
+      _wrt=[0, 1, 2, 3]),
+    C(rt.interp_vjp, r(5), np.array([-0.3, 0.1, 0.45, 0.8, 1.5]), np.array([0.0, 0.2, 0.5, 0.7, 1.0]), r(5),
+      -0.5, 2.0, _wrt=[0, 1, 2, 3]),
+    C(rt.interp_vjp, 0.7, 0.33, [0.0, 0.25, 0.6, 1.0], [0.3, -0.2, 0.9, 0.1], _wrt=[0, 1, 2, 3]),
+    C(rt.diff_end_vjp, r(3, 4), r(3, 2), 2, -1, r(3, 3), 0.5, 0, _wrt=[0]),
+    C(rt.diff_end_vjp, r(3, 4), r(3, 2), 2, -1, r(3, 3), 0.5, 1, _wrt=[0]),
+    C(rt.diff_end_vjp, r(4, 2), r(3, 2), 1, 0, None, r(2, 2), 1, _wrt=[0]),
+    C(rt.tolist_vjp, [[0.5, -1.0], [2.0, 0.25]], r(2, 2), _wrt=[0]), C(rt.tolist_vjp, [0.5, 1.5, -0.5], r(3), _wrt=[0]),
+    C(rt.gradient_step_vjp, r(6), r(6), [0.5], _wrt=[0, 1, 2]),
+    C(rt.gradient_step_vjp, [r(3, 4), r(3, 4)], [r(3, 4), r(3, 4)], [0.7, 1.3], _wrt=[0, 1, 2]),
+    C(rt.gradient_step_vjp, [r(3, 4), r(3, 4)], [r(3, 4), r(3, 4)], [0.7], _wrt=[0, 1, 2]),
+    # helpers of math.dist's, math.prod's and lgamma's gradients one order up (rules/math_second_order.py)
+    C(rt.math_dist_vjp, 0.7, 1.3, [0.5, 1.5], [-0.2, 0.4], _wrt=[0, 1, 2, 3]),
+    C(rt.prod_vjp, 0.7, [0.5, 1.5, -2.0], 1.2, _wrt=[0, 1, 2]),
+    C(rt.prod_vjp, r(3), [r(3), 0.5, r(1)], 1, _wrt=[0, 1]),
+    C(rt.digamma, 0.7), C(rt.digamma, 7.5), C(rt.digamma, -1.3),
     # dict views and get in a gradient read again (rules/closure_rules.py)
     C(rt.dict_values_vjp, [r(3), r(2)], {"a": r(3), "b": r(2)}, _wrt=[0]),
     C(rt.dict_items_vjp, [(None, r(3)), (None, r(2))], {"a": r(3), "b": r(2)}, _wrt=[0]),

@@ -153,6 +153,11 @@ def test_forward_mode(f, x):
     np.testing.assert_allclose(tangent, expected, rtol=1e-6, atol=1e-7)
 
 
+# svd_vjp, pinv_vjp and corrcoef_vjp have no rules one order up (the rest:
+# rules/statistics_second_order.py, math_second_order.py)
+STILL_REFUSED_ONE_ORDER_UP = {"singular_values", "pseudo_inverse", "covariances"}
+
+
 @pytest.mark.parametrize("f, x", CASES, ids=[f.__name__ for f, _ in CASES])
 def test_second_derivative_is_right_or_refused(f, x):
     """Grad of grad: the Hessian-vector product of central differences of the gradient,
@@ -166,8 +171,10 @@ def test_second_derivative_is_right_or_refused(f, x):
     try:
         hv = sg.grad(directional)(x)
     except sg.SrcgradError as error:
+        assert f.__name__ in STILL_REFUSED_ONE_ORDER_UP, error
         assert "line" in str(error)
         return
+    assert f.__name__ not in STILL_REFUSED_ONE_ORDER_UP, "works now: take it off the list"
     gradient = sg.grad(f)
     expected = (gradient(x + 1e-5 * v) - gradient(x - 1e-5 * v)) / 2e-5
     np.testing.assert_allclose(hv, expected, rtol=1e-4, atol=1e-5)

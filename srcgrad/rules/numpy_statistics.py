@@ -29,41 +29,41 @@ _LINEAR = {"method": ("linear",)}
 @adjoint(np.median)
 def median(dy, y, a, axis=None, *, keepdims=False):
     """Even lengths average the two middle entries; ties split evenly (as ``max``)."""
-    return rt.quantile_vjp(dy, a, 0.5, axis, keepdims, False)[0]
+    return rt.quantile_vjp(dy, a, 0.5, axis, keepdims, False)
 
 
 @adjoint(np.nanmedian)
 def nanmedian(dy, y, a, axis=None, *, keepdims=False):
     """The median of the non-NaN entries: NaN entries get no gradient."""
-    return rt.quantile_vjp(dy, a, 0.5, axis, keepdims, True)[0]
+    return rt.quantile_vjp(dy, a, 0.5, axis, keepdims, True)
 
 
 @adjoint(np.quantile, literals=_LINEAR)
 def quantile(dy, y, a, q, axis=None, *, method="linear", keepdims=False):
     """Linear interpolation between two order statistics (NumPy's default method)."""
-    parts = rt.quantile_vjp(dy, a, q, axis, keepdims, False)
-    return parts[0], parts[1], None, None, None
+    return (rt.quantile_vjp(dy, a, q, axis, keepdims, False),
+            rt.quantile_q_vjp(dy, a, q, axis, keepdims, False), None, None, None)
 
 
 @adjoint(np.nanquantile, literals=_LINEAR)
 def nanquantile(dy, y, a, q, axis=None, *, method="linear", keepdims=False):
     """The quantile of the non-NaN entries: NaN entries get no gradient."""
-    parts = rt.quantile_vjp(dy, a, q, axis, keepdims, True)
-    return parts[0], parts[1], None, None, None
+    return (rt.quantile_vjp(dy, a, q, axis, keepdims, True),
+            rt.quantile_q_vjp(dy, a, q, axis, keepdims, True), None, None, None)
 
 
 @adjoint(np.percentile, literals=_LINEAR)
 def percentile(dy, y, a, q, axis=None, *, method="linear", keepdims=False):
     """``quantile(a, q / 100)``."""
-    parts = rt.quantile_vjp(dy, a, q, axis, keepdims, False, 100)
-    return parts[0], parts[1], None, None, None
+    return (rt.quantile_vjp(dy, a, q, axis, keepdims, False, 100),
+            rt.quantile_q_vjp(dy, a, q, axis, keepdims, False, 100), None, None, None)
 
 
 @adjoint(np.nanpercentile, literals=_LINEAR)
 def nanpercentile(dy, y, a, q, axis=None, *, method="linear", keepdims=False):
     """``nanquantile(a, q / 100)``."""
-    parts = rt.quantile_vjp(dy, a, q, axis, keepdims, True, 100)
-    return parts[0], parts[1], None, None, None
+    return (rt.quantile_vjp(dy, a, q, axis, keepdims, True, 100),
+            rt.quantile_q_vjp(dy, a, q, axis, keepdims, True, 100), None, None, None)
 
 
 def _reduced_last(xp, a, axis):
@@ -81,7 +81,8 @@ def _order_statistic_weights(xp, a, q, axis, skip_nan, scale):
     derivative of the result by ``q``, shaped (kept...)), with ``a`` reshaped as
     ``_reduced_last`` does. Each of the two order statistics ``floor`` and ``floor + 1`` of
     ``q * (count - 1)`` weighs ``1 - frac`` and ``frac``, split evenly among the entries
-    equal to it (``count``: the group's non-NaN entries with ``skip_nan``)."""
+    equal to it (``count``: the group's non-NaN entries with ``skip_nan``); and the
+    derivative of the weights by ``q``."""
     flat, _ = _reduced_last(xp, a, axis)
     q_array = xp.asarray(q, dtype=np.float64) / scale
     ordered = xp.sort(flat, axis=-1)
@@ -97,33 +98,60 @@ def _order_statistic_weights(xp, a, q, axis, skip_nan, scale):
         frac = position - lo
         v_lo = xp.take_along_axis(ordered, lo[..., None], axis=-1)
         v_hi = xp.take_along_axis(ordered, hi[..., None], axis=-1)
-        weights = 0.0
-        for value, weight in ((v_lo, 1 - frac), (v_hi, frac)):
-            tied = flat == value
-            with np.errstate(invalid="ignore", divide="ignore"):
-                weights = weights + weight[..., None] * tied / xp.sum(tied, axis=-1, keepdims=True)
-        yield j, weights, (v_hi - v_lo)[..., 0] * last / scale
+        with np.errstate(invalid="ignore", divide="ignore"):
+            share_lo, share_hi = ((flat == v) / xp.sum(flat == v, axis=-1, keepdims=True) for v in (v_lo, v_hi))
+        weights = (1 - frac)[..., None] * share_lo + frac[..., None] * share_hi
+        yield j, weights, (v_hi - v_lo)[..., 0] * last / scale, (share_hi - share_lo) * (last / scale)[..., None]
 
 
 @rt.helper
 def quantile_vjp(dy, a, q, axis=None, keepdims=False, skip_nan=False, scale=1):
-    """(gradient of ``a``, gradient of ``q``) of ``quantile(a, q / scale, axis)``, method
-    "linear" (``scale`` 100: ``percentile``); ties split evenly (as ``max``)."""
+    """Gradient of ``quantile(a, q / scale, axis)`` for ``a``, method "linear" (``scale``
+    100: ``percentile``); ties split evenly (as ``max``). Linear in ``dy``, and constant
+    in ``a`` between ties (rules one order up: statistics_second_order.py)."""
     xp = namespace(a, dy)
     a = xp.asarray(a)
-    q_shape = np.shape(q)
     flat, order = _reduced_last(xp, a, axis)
     dy = xp.reshape(xp.asarray(dy), (-1,) + flat.shape[:-1])
     grad = xp.zeros(flat.shape, dtype=float_dtype(a, xp))
-    dq = np.zeros(q_shape).reshape(-1)
-    for j, weights, by_q in _order_statistic_weights(xp, a, q, axis, skip_nan, scale):
+    for j, weights, _, _ in _order_statistic_weights(xp, a, q, axis, skip_nan, scale):
         grad += dy[j][..., None] * weights
-        dq[j] = float(xp.sum(dy[j] * by_q))
     moved_shape = tuple(a.shape[i] for i in order)
-    grad = xp.transpose(grad.reshape(moved_shape), np.argsort(order))
+    return xp.transpose(grad.reshape(moved_shape), np.argsort(order))
+
+
+@rt.helper
+def quantile_q_vjp(dy, a, q, axis=None, keepdims=False, skip_nan=False, scale=1):
+    """Gradient of ``quantile(a, q / scale, axis)`` for ``q``: each quantile's slope
+    between its two order statistics, times its cotangent (a list for a list ``q``)."""
+    xp = namespace(a, dy)
+    a = xp.asarray(a)
+    q_shape = np.shape(q)
+    flat, _ = _reduced_last(xp, a, axis)
+    dy = xp.reshape(xp.asarray(dy), (-1,) + flat.shape[:-1])
+    dq = np.zeros(q_shape).reshape(-1)
+    for j, _, by_q, _ in _order_statistic_weights(xp, a, q, axis, skip_nan, scale):
+        dq[j] = float(xp.sum(dy[j] * by_q))
     if isinstance(q, (list, tuple)):
-        return grad, [float(v) for v in dq]
-    return grad, (float(dq[0]) if not q_shape else dq.reshape(q_shape))
+        return [float(v) for v in dq]
+    return float(dq[0]) if not q_shape else dq.reshape(q_shape)
+
+
+@rt.helper
+def quantile_q_pair(c, v, a, q, axis=None, skip_nan=False, scale=1):
+    """``d/dq <c, W(q) v>`` for the weights ``W`` of ``quantile(a, q / scale, axis)``,
+    ``c`` shaped as the quantiles, ``v`` as ``a``: the derivative by ``q`` of
+    ``quantile_vjp``'s and ``quantile_jvp``'s pairings (their adjoints in ``q``)."""
+    xp = namespace(a, c, v)
+    a = xp.asarray(a)
+    flat, _ = _reduced_last(xp, a, axis)
+    v_flat, _ = _reduced_last(xp, xp.broadcast_to(xp.asarray(v), a.shape), axis)
+    c = xp.reshape(xp.asarray(c), (-1,) + flat.shape[:-1])
+    dq = [xp.sum(xp.where(by_q != 0, c[j][..., None] * by_q * v_flat, 0.0))
+          for j, _, _, by_q in _order_statistic_weights(xp, a, q, axis, skip_nan, scale)]
+    if isinstance(q, (list, tuple)):
+        return dq
+    return dq[0] if not np.shape(q) else xp.reshape(xp.stack(dq), np.shape(q))
 
 
 @rt.helper
@@ -133,8 +161,8 @@ def quantile_jvp(t, a, q, axis=None, keepdims=False, skip_nan=False, scale=1):
     xp = namespace(a, t)
     a = xp.asarray(a)
     t_flat, _ = _reduced_last(xp, xp.broadcast_to(xp.asarray(t), a.shape), axis)
-    out = [xp.sum(weights * t_flat, axis=-1)
-           for _, weights, _ in _order_statistic_weights(xp, a, q, axis, skip_nan, scale)]
+    out = [xp.sum(xp.where(weights != 0, weights * t_flat, 0.0), axis=-1)   # NaN entries: weight 0
+           for _, weights, _, _ in _order_statistic_weights(xp, a, q, axis, skip_nan, scale)]
     out = xp.stack(out).reshape(np.shape(q) + t_flat.shape[:-1])
     if keepdims:
         shape = list(a.shape)
@@ -492,8 +520,8 @@ def correlate(dy, y, a, v, mode="valid"):
 def gradient(dy, y, f, *varargs, axis=None, edge_order=1):
     """The transpose of ``gradient``'s stencils (central inside, one-sided at the edges),
     for uniform spacings (a number per axis); coordinate arrays are refused."""
-    parts = rt.gradient_vjp(dy, y, f, varargs, axis, edge_order)
-    return parts[0], parts[1], None, None
+    return (rt.gradient_vjp(dy, f, varargs, axis, edge_order),
+            rt.gradient_step_vjp(dy, y, varargs, axis), None, None)
 
 
 def _gradient_axes(ndim, axis):
@@ -502,15 +530,10 @@ def _gradient_axes(ndim, axis):
     return tuple(a % ndim for a in (axis if isinstance(axis, (tuple, list)) else (axis,)))
 
 
-@rt.helper
-def gradient_vjp(dy, y, f, spacings, axis=None, edge_order=1):
-    """Gradients of ``y = np.gradient(f, *spacings, axis=, edge_order=)``: for ``f``, each
-    axis's cotangent (one array, or a list of them) sent back through its stencil; for
-    the spacings (a list), ``-<dy, y> / h`` of the axes each one spaces."""
+def _gradient_steps(ndim, spacings, axis):
+    """The axes ``np.gradient`` differentiates along and each one's spacing (a number)."""
     from srcgrad.errors import UnsupportedError
-    xp = namespace(f)
-    f = xp.asarray(f)
-    axes = _gradient_axes(f.ndim, axis)
+    axes = _gradient_axes(ndim, axis)
     if len(spacings) == 0:
         steps = [1.0] * len(axes)
     elif len(spacings) == 1 and np.ndim(spacings[0]) == 0:
@@ -520,34 +543,64 @@ def gradient_vjp(dy, y, f, spacings, axis=None, edge_order=1):
     if len(steps) != len(axes) or any(np.ndim(h) != 0 for h in steps):
         raise UnsupportedError("srcgrad: the gradient of np.gradient with coordinate arrays is not "
                                "supported (uniform spacings only: a number per axis)")
-    parts = list(dy) if isinstance(dy, (list, tuple)) else [dy]
-    results = list(y) if isinstance(y, (list, tuple)) else [y]
+    return axes, steps
+
+
+def _per_axis(values):
+    """``np.gradient``'s result or cotangent as a list (one array per axis)."""
+    return list(values) if isinstance(values, (list, tuple)) else [values]
+
+
+@rt.helper
+def gradient_vjp(dy, f, spacings, axis=None, edge_order=1):
+    """Gradient of ``np.gradient(f, *spacings, axis=, edge_order=)`` for ``f``: each axis's
+    cotangent (one array, or a list of them) sent back through its stencil. Linear in
+    ``dy``; ``f`` gives only its shape."""
+    xp = namespace(f)
+    f = xp.asarray(f)
+    axes, steps = _gradient_steps(f.ndim, spacings, axis)
     grad = xp.zeros(f.shape, dtype=float_dtype(f, xp))
+    for d, ax, h in zip(_per_axis(dy), axes, steps):
+        if d is not None:
+            d = xp.moveaxis(xp.broadcast_to(xp.asarray(d), f.shape), ax, 0) / h
+            grad = grad + xp.moveaxis(_stencil_transposed(xp, d, edge_order), 0, ax)
+    return grad
+
+
+def _stencil_transposed(xp, d, edge_order):
+    """``np.gradient``'s stencil along axis 0, transposed, applied to ``d``: built from
+    shifted copies (no writes through a view: Dask's would not reach the result)."""
+    n = d.shape[0]
+
+    def placed(values, start):
+        """``values`` (along axis 0) at rows ``start...``, zeros elsewhere."""
+        widths = [(start, n - start - values.shape[0])] + [(0, 0)] * (d.ndim - 1)
+        return xp.pad(values, widths)
+
+    inner = d[1:-1] / 2
+    out = placed(inner, 2) - placed(inner, 0)
+    first, last = d[:1], d[-1:]
+    if edge_order == 1:
+        return out + placed(first, 1) - placed(first, 0) + placed(last, n - 1) - placed(last, n - 2)
+    return (out - 1.5 * placed(first, 0) + 2.0 * placed(first, 1) - 0.5 * placed(first, 2)
+            + 1.5 * placed(last, n - 1) - 2.0 * placed(last, n - 2) + 0.5 * placed(last, n - 3))
+
+
+@rt.helper
+def gradient_step_vjp(dy, y, spacings, axis=None):
+    """Gradients of ``y = np.gradient(f, *spacings, axis=)`` for the spacings (a list):
+    ``-<dy, y> / h`` of the axes each one spaces."""
+    xp = namespace(*_per_axis(y))
+    results = _per_axis(y)
+    axes, steps = _gradient_steps(xp.ndim(results[0]), spacings, axis)
     by_step = [0.0] * len(axes)
-    for k, (d, ax, h) in enumerate(zip(parts, axes, steps)):
-        if d is None:
-            continue
-        by_step[k] = -float(xp.sum(xp.asarray(d) * results[k])) / h
-        d = xp.moveaxis(xp.broadcast_to(xp.asarray(d), f.shape), ax, 0) / h
-        g = xp.moveaxis(grad, ax, 0)    # a view: written in place
-        g[2:] += d[1:-1] / 2
-        g[:-2] -= d[1:-1] / 2
-        if edge_order == 1:
-            g[1] += d[0]
-            g[0] -= d[0]
-            g[-1] += d[-1]
-            g[-2] -= d[-1]
-        else:
-            g[0] -= 1.5 * d[0]
-            g[1] += 2.0 * d[0]
-            g[2] -= 0.5 * d[0]
-            g[-1] += 1.5 * d[-1]
-            g[-2] -= 2.0 * d[-1]
-            g[-3] += 0.5 * d[-1]
+    for k, (d, h) in enumerate(zip(_per_axis(dy), steps)):
+        if d is not None:
+            by_step[k] = -xp.sum(xp.asarray(d) * results[k]) / h
     if len(spacings) == 1 and len(axes) > 1:
         by_step = [builtins.sum(by_step)]
-    return grad, by_step[:len(spacings)]
+    return by_step[:len(spacings)]
 
 
-returns_sequence(rt.gradient_vjp, rt.quantile_vjp, rt.trapezoid_vjp, rt.interp_vjp, rt.multi_dot_vjp,
+returns_sequence(rt.gradient_step_vjp, rt.trapezoid_vjp, rt.interp_vjp, rt.multi_dot_vjp,
                  rt.math_dist_vjp)
