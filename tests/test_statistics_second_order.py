@@ -108,6 +108,14 @@ def covariance_columns(m):
     return np.sum(np.cov(m ** 2, rowvar=False, bias=True) * np.arange(16.0).reshape(4, 4) ** 0.5)
 
 
+def pseudo_inverse(m):
+    return np.sum(np.linalg.pinv(m * m + 0.5) ** 2) + np.sum(np.linalg.pinv(np.stack([m, 2 * m])) * 0.3)
+
+
+def correlation(m):
+    return np.sum(np.corrcoef(np.sin(m)) ** 3) + np.sum(np.corrcoef(m, rowvar=False)[0] ** 2)
+
+
 def partition(y):
     return np.sum(np.partition(y ** 2, 3)[:3] ** 3)
 
@@ -122,7 +130,8 @@ CASES = [(f, Y0) for f in (trapezoid_y, trapezoid_x, trapezoid_dx, quantile, per
                            multi_dot_vectors, multi_dot_matrices, covariance, covariance_1d,
                            partition, drawdown)]
 CASES += [(f, M0) for f in (trapezoid_rows, trapezoid_axis0, median_rows, nanquantile_axes, gradient_2d,
-                            gradient_axis, outer_matrices, covariance_columns)]
+                            gradient_axis, outer_matrices, covariance_columns, pseudo_inverse,
+                            correlation)]
 def hessian_by_differences(f, x, h=1e-6):
     gradient = sg.grad(f)
     rows = []
@@ -175,22 +184,40 @@ def test_a_quantile_of_a_differentiated_q_is_refused_one_order_up():
         sg.grad(sg.grad(lambda s: f(Y0 + s)))(0.0)
 
 
-def test_differentiated_spacings_and_sample_points_one_order_up():
-    """Their gradients (reverse mode) are differentiated again in reverse mode; their
-    tangents (forward mode: sg.hessian) are refused at the line, never dropped."""
-    def spaced(v):
-        return np.sum(np.gradient(v ** 2, v[0] + 1.0) ** 2)
+def spaced(v):
+    return np.sum(np.gradient(v ** 2, v[0] + 1.0) ** 2)
 
+
+def spaced_2d(m):
+    gy, gx = np.gradient(np.sin(m), 0.5, m[0, 0] ** 2 + 1.0)
+    return np.sum(gy ** 2) + np.sum(gx ** 3)
+
+
+@pytest.mark.parametrize("f, x", [(spaced, Y0), (spaced_2d, M0)], ids=["spaced", "spaced_2d"])
+def test_differentiated_spacings_of_np_gradient(f, x):
+    """A spacing computed from the input: first order, sg.hessian and grad of grad."""
+    flat = x.reshape(-1)
+    np.testing.assert_allclose(sg.grad(f)(x).reshape(-1), _numeric_gradient(lambda v: f(v.reshape(x.shape)), flat),
+                               rtol=1e-6, atol=1e-8)
+    expected = hessian_by_differences(f, x)
+    np.testing.assert_allclose(sg.hessian(f)(x).reshape(x.size, x.size), expected, rtol=1e-5, atol=1e-6)
+    v = RNG.standard_normal(x.shape)
+    np.testing.assert_allclose(sg.grad(sg.grad(lambda s: f(x + s * v)))(0.0),
+                               v.reshape(-1) @ expected @ v.reshape(-1), rtol=1e-5, atol=1e-6)
+
+
+def test_differentiated_sample_points_of_interp_one_order_up():
+    """Their gradient (reverse mode) is differentiated again in reverse mode; their
+    tangent (forward mode: sg.hessian) is refused at the line, never dropped."""
     def sampled(v):
         return np.sum(np.interp(np.array([0.2, 0.5]), np.cumsum(v ** 2), GRID) ** 2)
 
     v = RNG.standard_normal(Y0.shape)
-    for f in (spaced, sampled):
-        np.testing.assert_allclose(sg.grad(f)(Y0), _numeric_gradient(f, Y0), rtol=1e-6, atol=1e-8)
-        with pytest.raises(sg.SrcgradError, match="line"):
-            sg.hessian(f)(Y0)
-        expected = v @ hessian_by_differences(f, Y0) @ v
-        np.testing.assert_allclose(sg.grad(sg.grad(lambda s: f(Y0 + s * v)))(0.0), expected, rtol=1e-5)
+    np.testing.assert_allclose(sg.grad(sampled)(Y0), _numeric_gradient(sampled, Y0), rtol=1e-6, atol=1e-8)
+    with pytest.raises(sg.SrcgradError, match="line"):
+        sg.hessian(sampled)(Y0)
+    expected = v @ hessian_by_differences(sampled, Y0) @ v
+    np.testing.assert_allclose(sg.grad(sg.grad(lambda s: sampled(Y0 + s * v)))(0.0), expected, rtol=1e-5)
 
 
 def test_nan_entries_tangents_stay_out_of_a_nanquantile():

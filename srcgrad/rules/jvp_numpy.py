@@ -521,4 +521,26 @@ def tolist_jvp(t, a):
     return xp_.broadcast_to(xp_.asarray(t, dtype=float_dtype(a, xp_)), shape_tuple(a)).tolist()
 
 
-linear(np.gradient, "f")
+@tangent(np.gradient)
+def gradient(y, f, *varargs, axis=None, edge_order=1, t_f, t_varargs):
+    return rt.gradient_jvp(y, f, varargs, axis, edge_order, t_f, t_varargs)
+
+
+@rt.helper
+def gradient_jvp(y, f, spacings, axis, edge_order, t_f, t_spacings):
+    """The tangent of ``y = np.gradient(f, *spacings, axis=, edge_order=)``: linear in
+    ``f``, and each axis's result ``S f / h`` moves by ``-y * t_h / h`` with its (uniform)
+    spacing ``h``; coordinate arrays carrying a tangent are refused."""
+    from srcgrad.rules.numpy_statistics import _gradient_steps, _per_axis
+    xp_ = namespace(f)
+    results = _per_axis(y)
+    if t_f is not None:
+        out = _per_axis(xp_.gradient(xp_.asarray(t_f), *spacings, axis=axis, edge_order=edge_order))
+    else:
+        out = [xp_.zeros(xp_.shape(r)) for r in results]
+    moving = [t for t in (t_spacings if isinstance(t_spacings, (list, tuple)) else ())]
+    if any(t is not None and not rt.is_zero_grad(t) for t in moving):
+        _, steps = _gradient_steps(xp_.ndim(f), spacings, axis)
+        per_axis = [moving[0 if len(spacings) == 1 else k] for k in range(len(steps))]
+        out = [o if t is None else o - r * t / h for o, r, t, h in zip(out, results, per_axis, steps)]
+    return out if isinstance(y, (list, tuple)) else out[0]

@@ -400,28 +400,15 @@ def svd_vjp(dy, y, a, full_matrices=True, compute_uv=True):
 
 @adjoint(np.linalg.pinv)
 def pinv(dy, y, a, rcond=None, hermitian=False):
-    """Constant rank assumed: ``-P^T G P^T + (I - A P)^T ... `` (the derivative of the
-    pseudo-inverse where its rank does not change)."""
-    return rt.pinv_vjp(dy, y, a), None, None
-
-
-@rt.helper
-def pinv_vjp(dy, p, a):
-    """Gradient of ``P = pinv(a)``: ``-P^T G P^T + (I - A P) G^T P P^T + P^T P G^T (I - P A)``
-    (transposes over the last two axes)."""
-    xp = namespace(dy, a)
-    a = xp.asarray(a)
-    g = xp.asarray(dy)
-
-    def t(x):
-        return xp.swapaxes(x, -1, -2)
-
-    m, n = a.shape[-2:]
-    left = xp.eye(m, dtype=a.dtype) - xp.matmul(a, p)
-    right = xp.eye(n, dtype=a.dtype) - xp.matmul(p, a)
-    return (-xp.matmul(t(p), xp.matmul(g, t(p)))
-            + xp.matmul(left, xp.matmul(t(g), xp.matmul(p, t(p))))
-            + xp.matmul(xp.matmul(t(p), p), xp.matmul(t(g), right)))
+    """Constant rank assumed (the derivative of the pseudo-inverse where its rank does not
+    change): ``-P^T G P^T + (I - A P) G^T P P^T + P^T P G^T (I - P A)``, transposes over
+    the last two axes; written with primitives, so it is differentiated again."""
+    pt = xp.swapaxes(y, -1, -2)
+    gt = xp.swapaxes(dy, -1, -2)
+    left = xp.eye(a.shape[-2], dtype=y.dtype) - xp.matmul(a, y)
+    right = xp.eye(a.shape[-1], dtype=y.dtype) - xp.matmul(y, a)
+    return (xp.matmul(left, xp.matmul(gt, xp.matmul(y, pt))) + xp.matmul(xp.matmul(pt, y), xp.matmul(gt, right))
+            - xp.matmul(pt, xp.matmul(dy, pt))), None, None
 
 
 # ----- The array-API spellings in numpy.linalg (NumPy 2) -----

@@ -488,22 +488,15 @@ def cov_vjp(dy, m, y=None, rowvar=True, bias=False, ddof=None):
 
 @adjoint(np.corrcoef)
 def corrcoef(dy, y, x, y_observations=None, rowvar=True):
-    """``R = D^-1/2 C D^-1/2`` with ``D = diag(C)``: through ``cov``'s gradient."""
-    return rt.corrcoef_vjp(dy, x, y_observations, rowvar)
-
-
-@rt.helper
-def corrcoef_vjp(dy, x, y=None, rowvar=True):
-    """Gradient of ``corrcoef(x, rowvar=)`` for ``x``."""
-    xp = namespace(dy, x)
-    c = xp.atleast_2d(xp.cov(x, y, rowvar=rowvar))
+    """``R = D^-1/2 C D^-1/2`` with ``D = diag(C)``: through ``cov``'s gradient; written
+    with primitives, so it is differentiated again."""
+    c = xp.atleast_2d(xp.cov(x, y_observations, rowvar=rowvar))
     d = xp.sqrt(xp.diagonal(c))
-    r = c / d[:, None] / d[None, :]
-    g = xp.reshape(xp.asarray(dy), r.shape)
-    gc = g / d[:, None] / d[None, :]
-    diagonal = -0.5 * (xp.sum(g * r, axis=1) + xp.sum(g * r, axis=0)) / xp.diagonal(c)
-    gc = gc + xp.diag(diagonal)
-    return cov_vjp(gc, x, y, rowvar)
+    scale = d[:, None] * d[None, :]
+    g = xp.reshape(dy, c.shape)
+    r = c / scale
+    gc = g / scale - xp.diag(0.5 * (xp.sum(g * r, axis=1) + xp.sum(g * r, axis=0)) / xp.diagonal(c))
+    return rt.cov_vjp(gc, x, y_observations, rowvar), None, None
 
 
 @adjoint(np.correlate)

@@ -4,20 +4,21 @@ so that ``sg.hessian``, ``sg.hvp`` and ``sg.jacfwd(sg.grad(f))`` (tangent rules)
 ``sg.grad`` of a gradient (adjoint rules) go through them.
 
 * **Linear in the cotangent, constant in the values between ties**: the order
-  statistics (``quantile_vjp``, ``partition_vjp``, ``running_extremum_vjp``), ``np.gradient``'s
-  stencil (``gradient_vjp``, where ``f`` gives only a shape), ``diff``'s ends and
-  ``tolist``. Their tangent is the helper applied to the cotangent's tangent (``linear``);
-  their adjoint is the transposed map: the matching tangent helper (and the other way round).
+  statistics (``quantile_vjp``, ``partition_vjp``, ``running_extremum_vjp``), ``diff``'s
+  ends and ``tolist``. Their tangent is the helper applied to the cotangent's tangent
+  (``linear``); their adjoint is the transposed map: the matching tangent helper (and the
+  other way round).
 * **Bilinear**: ``outer_vjp`` (``multiply.outer``), ``cov_vjp``, ``trapezoid_vjp``,
-  ``gradient_step_vjp`` and ``multi_dot_vjp`` (multilinear): each part is linear in the
-  cotangent and in the other operands, so a tangent is the helper again with one tangent
-  in its operand's place.
+  ``gradient_vjp`` and ``gradient_step_vjp`` (``np.gradient``'s stencil and spacings) and
+  ``multi_dot_vjp`` (multilinear): each part is linear in the cotangent and in the other
+  operands, so a tangent is the helper again with one tangent in its operand's place.
 * ``interp_vjp``: linear in the cotangent and in ``fp``, piecewise linear in ``x``.
 
-A tangent whose rule is not written here (a quantile's ``q``, np.gradient's spacings,
-interp's sample points) is refused when compiled, by ``linear`` or a tangent rule
-without its ``t_`` parameter; the adjoints cover every argument.
+A tangent whose rule is not written here (a quantile's ``q``, interp's sample points)
+is refused when compiled, by ``linear`` or a tangent rule without its ``t_`` parameter;
+the adjoints cover every argument.
 """
+
 import numpy as np
 
 from srcgrad import runtime as rt
@@ -39,7 +40,6 @@ linear(rt.partition_vjp, "dy", no_tangent=("a",))
 linear(rt.partition_jvp, "t", no_tangent=("a",))
 linear(rt.running_extremum_vjp, "dy", no_tangent=("a", "y"))
 linear(rt.running_extremum_jvp, "t", no_tangent=("a", "y"))
-linear(rt.gradient_vjp, "dy", no_tangent=("f",))
 
 
 @adjoint(rt.quantile_vjp)
@@ -96,6 +96,31 @@ def gradient_vjp_by_steps(dw, dy, f, spacings, axis=None, edge_order=1):
     if len(spacings) == 1 and len(axes) > 1:
         by_step = [sum(by_step)]
     return by_step[:len(spacings)]
+
+
+@rt.helper
+def gradient_vjp_tangent(dy, f, spacings, axis, edge_order, t_dy, t_spacings):
+    """The tangent of ``gradient_vjp(dy, f, spacings)``: linear in ``dy``; axis ``k``'s
+    part ``S_k^T dy_k / h_k`` moves by ``-part_k * t_h / h_k`` with its spacing."""
+    xp = namespace(f)
+    out = xp.zeros(np.shape(f)) if t_dy is None else gradient_vjp(t_dy, f, spacings, axis, edge_order)
+    moving = list(t_spacings) if isinstance(t_spacings, (list, tuple)) else []
+    if any(t is not None and not rt.is_zero_grad(t) for t in moving):
+        _, steps = _gradient_steps(xp.ndim(f), spacings, axis)
+        cotangents = _per_axis(dy)
+        for k, h in enumerate(steps):
+            t = moving[0 if len(spacings) == 1 else k]
+            if t is None or rt.is_zero_grad(t):
+                continue
+            alone = [d if i == k else None for i, d in enumerate(cotangents)]
+            part = gradient_vjp(alone if isinstance(dy, (list, tuple)) else alone[0], f, spacings, axis, edge_order)
+            out = out - part * t / h
+    return out
+
+
+@tangent(rt.gradient_vjp, no_tangent=("f", "axis", "edge_order"))
+def gradient_vjp_tan(w, dy, f, spacings, axis=None, edge_order=1, *, t_dy, t_spacings):
+    return rt.gradient_vjp_tangent(dy, f, spacings, axis, edge_order, t_dy, t_spacings)
 
 
 @rt.helper
