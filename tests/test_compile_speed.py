@@ -369,3 +369,46 @@ def test_templates_of_many_names_parse_as_written():
         got = templates.replace(text)
         assert gast.dump(gast.Module(body=got, type_ignores=[]), include_attributes=True) == \
             gast.dump(gast.parse(text), include_attributes=True)
+
+
+def test_settled_passes_skipped_give_the_code_of_every_pass_run():
+    """optimize/driver.run skips a pass whose last run changed nothing when no pass changed
+    anything since (the fixed point's last round, ``FINISH``'s ``dead``): the backward sweep
+    of every catalogue function, optimized both ways, is the same tree, relying on the same
+    facts; and skipping happens (``dead`` runs fewer times)."""
+    import conftest
+    from srcgrad import optimize
+    from srcgrad.optimize import dead, driver
+    from srcgrad.templates import clone
+    transform, dead_run = driver.transform, dead.run
+    compared, runs = [], {True: 0, False: 0}
+    skipping = [True]
+
+    def counted(body, facts):
+        runs[skipping[0]] += 1
+        return dead_run(body, facts)
+
+    def both(body, *args, **kwargs):
+        full = [clone(s) for s in body]
+        skipping[0] = False
+        used_full = transform(full, *args, skip_settled=False, **kwargs)
+        skipping[0] = True
+        used = transform(body, *args, **kwargs)
+        compared.append(([gast.dump(s) for s in full] == [gast.dump(s) for s in body]
+                         and used_full == used))
+        return used
+
+    optimize.transform, dead.run = both, counted
+    try:
+        for case in conftest.ALL_CASES:
+            args, kwargs = case.fresh()
+            for wrt, _ in case.targets:
+                for show in (dict(), dict(args=args)) if not kwargs else (dict(),):
+                    try:
+                        sg.source(case.function, wrt, **show)
+                    except sg.SrcgradError:
+                        pass
+    finally:
+        optimize.transform, dead.run = transform, dead_run
+    assert len(compared) > 100 and all(compared)
+    assert runs[True] < runs[False]
