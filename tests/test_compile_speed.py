@@ -138,9 +138,16 @@ def test_the_quick_walk_yields_what_ast_walk_yields_in_the_same_order():
     for source in _sources():   # lists holding strings and None included (ODD_LISTS)
         tree = gast.parse(source)
         assert [id(n) for n in ast_util.walk(tree)] == [id(n) for n in ast.walk(tree)]
-        for cls in (gast.Name, gast.Call, gast.For, gast.Attribute):
+        # (nodes_of skips contexts and operators: never asked for, never holding a node)
+        for cls in (gast.Name, gast.Call, gast.For, gast.Attribute, gast.UnaryOp, gast.Subscript,
+                    gast.Assign, gast.BinOp, gast.Compare, gast.BoolOp, gast.AugAssign):
             assert sorted(map(id, ast_util.nodes_of(tree, cls))) == \
                 sorted(id(n) for n in ast.walk(tree) if isinstance(n, cls))
+        loads, stores, calls = ast_util._names_and_calls(tree)
+        assert sorted(map(id, calls)) == sorted(id(n) for n in ast.walk(tree) if isinstance(n, gast.Call))
+        every = [n for n in ast.walk(tree) if isinstance(n, gast.Name)]
+        assert loads == {n.id for n in every if not isinstance(n.ctx, gast.Store)}
+        assert stores == {n.id for n in every if isinstance(n.ctx, gast.Store)}
         for s in ast.walk(tree):
             if isinstance(s, gast.stmt):
                 names = [n for n in ast.walk(s) if isinstance(n, gast.Name)]
