@@ -42,7 +42,10 @@ def own_parts(s):
 # field may hold what is not a node (the ``None`` of a keyword-only parameter without a
 # default): its class maps to ``_NOT_A_NODE``, skipped when taken from the queue.
 _FIELDS = {}
-_INNER = {}   # the same less ``ctx``: nodes_of and _collect never look for contexts
+# The same less ``ctx`` and the operators (``op``, ``ops``: nodes without fields):
+# nodes_of and _names_and_calls never look for a context or an operator.
+_INNER = {}
+_NOT_INNER = {"ctx", "op", "ops"}
 _NOT_A_NODE = ("not a node",)
 _LEAVES = {"id", "attr", "kind", "type_comment", "conversion", "is_async", "simple", "level",
            "module", "asname", "tag", "arg"}
@@ -58,7 +61,7 @@ def _fields(cls):
         return fields
     leaves = _LEAVES | _CLASS_LEAVES.get(cls.__name__, set())
     fields = _FIELDS[cls] = tuple(f for f in cls._fields if f not in leaves)
-    _INNER[cls] = tuple(f for f in fields if f != "ctx")
+    _INNER[cls] = tuple(f for f in fields if f not in _NOT_INNER)
     return fields
 
 
@@ -137,7 +140,7 @@ def _names_and_calls(node):
 
 def nodes_of(node, cls):
     """The nodes of class ``cls`` (exactly: ``gast.Name``, ``gast.Call``; not a context,
-    ``gast.Load``) in ``node``, itself included, in no particular order: what a set built
+    ``gast.Load``, nor an operator, ``gast.Add``) in ``node``, itself included, in no particular order: what a set built
     from ``walk`` needs, in a fraction of its time (no generator, no test of the other
     nodes' classes)."""
     found = []

@@ -138,9 +138,16 @@ def test_the_quick_walk_yields_what_ast_walk_yields_in_the_same_order():
     for source in _sources():   # lists holding strings and None included (ODD_LISTS)
         tree = gast.parse(source)
         assert [id(n) for n in ast_util.walk(tree)] == [id(n) for n in ast.walk(tree)]
-        for cls in (gast.Name, gast.Call, gast.For, gast.Attribute):
+        # (nodes_of skips contexts and operators: never asked for, never holding a node)
+        for cls in (gast.Name, gast.Call, gast.For, gast.Attribute, gast.UnaryOp, gast.Subscript,
+                    gast.Assign, gast.BinOp, gast.Compare, gast.BoolOp, gast.AugAssign):
             assert sorted(map(id, ast_util.nodes_of(tree, cls))) == \
                 sorted(id(n) for n in ast.walk(tree) if isinstance(n, cls))
+        loads, stores, calls = ast_util._names_and_calls(tree)
+        assert sorted(map(id, calls)) == sorted(id(n) for n in ast.walk(tree) if isinstance(n, gast.Call))
+        every = [n for n in ast.walk(tree) if isinstance(n, gast.Name)]
+        assert loads == {n.id for n in every if not isinstance(n.ctx, gast.Store)}
+        assert stores == {n.id for n in every if isinstance(n.ctx, gast.Store)}
         for s in ast.walk(tree):
             if isinstance(s, gast.stmt):
                 names = [n for n in ast.walk(s) if isinstance(n, gast.Name)]
@@ -369,3 +376,46 @@ def test_templates_of_many_names_parse_as_written():
         got = templates.replace(text)
         assert gast.dump(gast.Module(body=got, type_ignores=[]), include_attributes=True) == \
             gast.dump(gast.parse(text), include_attributes=True)
+
+
+def test_settled_passes_skipped_give_the_code_of_every_pass_run():
+    """optimize/driver.run skips a pass whose last run changed nothing when no pass changed
+    anything since (the fixed point's last round, ``FINISH``'s ``dead``): the backward sweep
+    of every catalogue function, optimized both ways, is the same tree, relying on the same
+    facts; and skipping happens (``dead`` runs fewer times)."""
+    import conftest
+    from srcgrad import optimize
+    from srcgrad.optimize import dead, driver
+    from srcgrad.templates import clone
+    transform, dead_run = driver.transform, dead.run
+    compared, runs = [], {True: 0, False: 0}
+    skipping = [True]
+
+    def counted(body, facts):
+        runs[skipping[0]] += 1
+        return dead_run(body, facts)
+
+    def both(body, *args, **kwargs):
+        full = [clone(s) for s in body]
+        skipping[0] = False
+        used_full = transform(full, *args, skip_settled=False, **kwargs)
+        skipping[0] = True
+        used = transform(body, *args, **kwargs)
+        compared.append(([gast.dump(s) for s in full] == [gast.dump(s) for s in body]
+                         and used_full == used))
+        return used
+
+    optimize.transform, dead.run = both, counted
+    try:
+        for case in conftest.ALL_CASES:
+            args, kwargs = case.fresh()
+            for wrt, _ in case.targets:
+                for show in (dict(), dict(args=args)) if not kwargs else (dict(),):
+                    try:
+                        sg.source(case.function, wrt, **show)
+                    except sg.SrcgradError:
+                        pass
+    finally:
+        optimize.transform, dead.run = transform, dead_run
+    assert len(compared) > 100 and all(compared)
+    assert runs[True] < runs[False]

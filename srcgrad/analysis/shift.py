@@ -18,7 +18,7 @@ loop, a second binding, the return) ends the proof: then nothing is dropped.
 import gast
 import numpy
 
-from srcgrad import anno
+from srcgrad import anno, ast_util
 from srcgrad.ast_util import reads
 from srcgrad.rules import Method
 
@@ -33,8 +33,8 @@ def cancelling_offsets(node, keep=()):
     that its output does not depend on; ``keep``: names that must keep their adjoint
     (``wrt`` locals, hooked names)."""
     stores = {}
-    for n in gast.walk(node):
-        if isinstance(n, gast.Name) and isinstance(n.ctx, (gast.Store, gast.Del, gast.Param)):
+    for n in ast_util.nodes_of(node, gast.Name):
+        if isinstance(n.ctx, (gast.Store, gast.Del, gast.Param)):
             stores[n.id] = stores.get(n.id, 0) + 1
     found = set()
     for i, s in enumerate(node.body):

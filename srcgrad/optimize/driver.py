@@ -68,17 +68,18 @@ FORWARD_LAST = [forward_temporaries]
 
 
 def transform(body, adjoint_names, generated, classes=None, fixed=(), roots=(), buffers=None,
-              indices=(), returned=None, in_place=True):
+              indices=(), returned=None, in_place=True, skip_settled=True):
     """Optimize the backward sweep's statements ``body`` in place, to a fixed point.
 
     ``classes``, ``fixed``, ``roots``: shape facts (see ``unbroadcast``); ``buffers``
     and ``indices``: see ``index_buffers``; ``returned``: see ``reductions`` (None:
-    reduction gradients are spread as they are); ``in_place``: run ``in_place``.
-    Returns the names whose ranks or shape classes the optimized sweep relies on.
+    reduction gradients are spread as they are); ``in_place``: run ``in_place``;
+    ``skip_settled``: see ``run``. Returns the names whose ranks or shape classes the
+    optimized sweep relies on.
     """
     facts = Facts(adjoint_names, generated, classes, fixed, roots, buffers, indices, returned,
                   in_place)
-    run(body, facts)
+    run(body, facts, skip_settled)
     return facts.used
 
 
@@ -96,20 +97,45 @@ def transform_forward(function, generated, classes=None, passes=FORWARD):
     return _run_each(passes, function.body, facts)
 
 
-def run(body, facts):
+def run(body, facts, skip_settled=True):
     """Run every pass on ``body``; returns whether any changed it.
 
     Every pass forgets each statement it edits in place (``NameSets.forget_edited``;
     ``NameSets`` notices statements added to or dropped from a block by itself), so the
     name sets are kept from pass to pass and round to round, each computed again only
-    where a pass changed it. SRCGRAD_CHECK_NAME_SETS checks every kept set."""
-    changed = _run_each(PREPARE, body, facts, keep=True)
+    where a pass changed it. SRCGRAD_CHECK_NAME_SETS checks every kept set.
+
+    A pass is a function of the sweep and the facts: one whose last run changed nothing,
+    no pass having changed anything since, would change nothing again, and is skipped
+    (``skip_settled``; False runs every pass as listed, for the tests that compare).
+    The last round of the fixed point then runs only the passes up to the one that
+    changed the round before, and ``FINISH``'s ``dead`` is skipped when the passes
+    before it changed nothing."""
+    settled = set() if skip_settled else None
+    changed = _run_settled(PREPARE, body, facts, settled)
     while True:
         facts.inplace = inplace_targets(body, facts.names)
-        if not _run_each(FIXED_POINT, body, facts, keep=True):
+        if not _run_settled(FIXED_POINT, body, facts, settled):
             break
         changed = True
-    return _run_each(FINISH, body, facts, keep=True) or changed
+    return _run_settled(FINISH, body, facts, settled) or changed
+
+
+def _run_settled(passes, body, facts, settled):
+    """Run ``passes`` in order, less those in ``settled`` (None: none skipped), which
+    holds the passes that changed nothing since the last change; returns whether any
+    changed ``body``."""
+    changed = False
+    for module in passes:
+        if settled is None:
+            changed = bool(module.run(body, facts)) or changed
+        elif module not in settled:
+            if module.run(body, facts):
+                settled.clear()
+                changed = True
+            else:
+                settled.add(module)
+    return changed
 
 
 def _run_each(passes, body, facts, keep=False):

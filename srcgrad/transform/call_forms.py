@@ -11,7 +11,7 @@ import inspect
 
 import gast
 
-from srcgrad import templates
+from srcgrad import ast_util, templates
 from srcgrad.ast_util import name
 
 
@@ -91,13 +91,14 @@ def _partials(node, desugar):
     then, as the partial keeps them), and each ``h(x, k=w)`` is the call ``g(a_, x, k=w)``
     (the call's keywords replacing the partial's, as ``functools.partial`` does)."""
     counts = {}
-    for n in gast.walk(node):
-        if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store):
+    Store = gast.Store
+    for n in ast_util.nodes_of(node, gast.Name):
+        if n.ctx.__class__ is Store:
             counts[n.id] = counts.get(n.id, 0) + 1
     local_functions = {s.name for s in node.body if isinstance(s, gast.FunctionDef)} | {
         s.targets[0].id for s in node.body if isinstance(s, gast.Assign) and len(s.targets) == 1
         and isinstance(s.targets[0], gast.Name) and isinstance(s.value, gast.Lambda)}
-    parents = {c: n for n in gast.walk(node) for c in gast.iter_child_nodes(n)}
+    parents = None   # made at the first partial (most functions have none)
     body = []
     for stmt in node.body:
         call = stmt.value if isinstance(stmt, gast.Assign) else None
@@ -118,6 +119,8 @@ def _partials(node, desugar):
             root = root.value
         known = lifted is not None or isinstance(root, gast.Name) and (root.id not in desugar.locals or (
             root.id in local_functions and root is g))
+        if parents is None:
+            parents = {c: n for n in gast.walk(node) for c in gast.iter_child_nodes(n)}
         uses = [n for n in gast.walk(node) if isinstance(n, gast.Name) and n.id == target
                 and isinstance(n.ctx, gast.Load)]
         if not known or not all(isinstance(parents.get(n), gast.Call) and parents[n].func is n
@@ -300,14 +303,14 @@ def list_names(node, resolves_to, kind=list):
     ``kind=dict``: the names every binding of which makes a dict instead."""
     bindings = {}
     params = {a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
-    for n in gast.walk(node):
+    for n in ast_util.walk(node):   # (gast.walk's nodes, in its order)
         if isinstance(n, gast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], gast.Name):
             bindings.setdefault(n.targets[0].id, []).append(n.value)
         elif isinstance(n, (gast.Assign, gast.AugAssign, gast.AnnAssign, gast.For, gast.comprehension,
                             gast.With)):
             targets = [i.optional_vars for i in n.items if i.optional_vars is not None] \
                 if isinstance(n, gast.With) else n.targets if isinstance(n, gast.Assign) else [n.target]
-            for t in (t for target in targets for t in gast.walk(target)):
+            for t in (t for target in targets for t in ast_util.walk(target)):
                 if isinstance(t, gast.Name) and isinstance(t.ctx, gast.Store):
                     bindings.setdefault(t.id, []).append(None)
 

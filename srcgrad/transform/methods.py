@@ -492,7 +492,7 @@ def has_methods(cls):
 
 def unbound_classes(node, classes):
     """``classes`` (parameter -> class) less the parameters ``node`` rebinds."""
-    stored = {n.id for n in gast.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
+    stored = {n.id for n in ast_util.nodes_of(node, gast.Name) if isinstance(n.ctx, gast.Store)}
     return {p: c for p, c in classes.items() if p not in stored}
 
 
@@ -562,11 +562,11 @@ def _built_classes(node, ctx):
     closure or attribute name known when compiling): name -> that class, so that
     ``p.loss(x)`` is ``P.loss(p, x)`` as for an argument."""
     counts, built = {}, {}
-    for n in gast.walk(node):
-        if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load):
+    for n in ast_util.nodes_of(node, gast.Name):
+        if not isinstance(n.ctx, gast.Load):
             counts[n.id] = counts.get(n.id, 0) + 1
     locals_ = local_names(node)
-    for n in gast.walk(node):
+    for n in ast_util.walk(node):   # (gast.walk's nodes, in its order)
         if isinstance(n, gast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], gast.Name) \
                 and isinstance(n.value, gast.Call):
             parts, func = [], n.value.func
@@ -611,13 +611,13 @@ def transform(node, ctx):
     _dict_loops(node, list_names(node, desugar.resolves_to, dict) | {
         p for p, cls in ctx.classes.items() if issubclass(cls, dict)}, desugar)
     desugar.closed_over = frozenset(
-        n.id for scope in gast.walk(node) if isinstance(scope, (gast.FunctionDef, gast.Lambda))
-        and scope is not node for n in gast.walk(scope) if isinstance(n, gast.Name))
+        n.id for scope in ast_util.walk(node) if isinstance(scope, (gast.FunctionDef, gast.Lambda))
+        and scope is not node for n in ast_util.nodes_of(scope, gast.Name))
     # ``g(*args)``, ``g(**kw)``: rewritten or refused (nothing to do for a function without)
     if any(n.__class__ is gast.Call and (any(isinstance(a, gast.Starred) for a in n.args)
                                          or any(k.arg is None for k in n.keywords)) for n in nodes):
         _star_calls(node)
-    for n in gast.walk(node):
+    for n in ast_util.walk(node):   # (gast.walk's nodes, in its order)
         if isinstance(n, gast.Call) and any(isinstance(a, gast.Starred) for a in n.args) \
                 and not _star_into_varargs(n, node, desugar):
             star = next(a for a in n.args if isinstance(a, gast.Starred))

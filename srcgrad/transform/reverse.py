@@ -109,9 +109,9 @@ class ReverseAD(Base, RuleApplication):
             if w not in activity.params and (w in activity.saved or w in written):
                 self.captures[w] = namer.new(f"grad_{w}")
         special = set(wrt) | set(self.hook_lists) | set(hook_names)
-        self.constants = tape.constant_names(node, special)
-        self.first_bindings = tape.first_bindings(node, special)
         self.store_counts = tape.store_counts(node)
+        self.constants = tape.constant_names(node, special, self.store_counts)
+        self.first_bindings = tape.first_bindings(node, special)
         # Loop id -> the bindings its reversed body recomputes instead of popping.
         self.recomputed = recompute.find(node, special, self.store_counts)
         self.recomputed_ids = {id(b) for bindings in self.recomputed.values() for b in bindings}

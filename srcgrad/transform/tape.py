@@ -88,11 +88,12 @@ def store_counts(node):
     return counts
 
 
-def constant_names(node, excluded):
+def constant_names(node, excluded, counts=None):
     """Names bound once, to arithmetic on number literals and other such names: every
     execution of the binding gives the same number, so it needs no tape (``dt / C`` in
-    a loop, with ``dt = 0.25`` and ``C = 10.0`` bound before it)."""
-    counts = store_counts(node)
+    a loop, with ``dt = 0.25`` and ``C = 10.0`` bound before it). ``counts``: ``node``'s
+    ``store_counts``, when the caller has them."""
+    counts = store_counts(node) if counts is None else counts
     values = {}
     for s in optimize.walk_statements(node.body):
         if isinstance(s, gast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], gast.Name):
@@ -354,20 +355,25 @@ def shape_only(rev, primal_names):
     shape_args = set()   # id() of the Name nodes read for their shape
     # Each statement's own parts (a loop's or branch's header, not its blocks, whose
     # statements come on their own); a pop (``key_of``) reads only ``pop``, never a primal.
+    Call, Name, Attribute, Load = gast.Call, gast.Name, gast.Attribute, gast.Load
     for s in optimize.walk_statements(rev):
         if key_of(s) is not None:
             continue
         for part in ast_util.own_parts(s):
-            for node in ast_util.nodes_of(part, gast.Call):
-                if isinstance(node.func, gast.Attribute) \
-                        and isinstance(node.func.value, gast.Name) and node.func.value.id == "rt" \
-                        and node.func.attr in _SHAPE_READERS:
+            names = []   # the part's Names and Calls in one walk (no order needed)
+            for node in ast_util.walk(part):
+                cls = node.__class__
+                if cls is Name:
+                    names.append(node)
+                elif cls is Call and node.func.__class__ is Attribute \
+                        and node.func.attr in _SHAPE_READERS \
+                        and isinstance(node.func.value, Name) and node.func.value.id == "rt":
                     k = _SHAPE_READERS[node.func.attr]
-                    if len(node.args) > k and isinstance(node.args[k], gast.Name):
+                    if len(node.args) > k and isinstance(node.args[k], Name):
                         shape_uses.add(node.args[k].id)
                         shape_args.add(id(node.args[k]))
-            for node in ast_util.nodes_of(part, gast.Name):
-                if isinstance(node.ctx, gast.Load) and id(node) not in shape_args:
+            for node in names:
+                if node.ctx.__class__ is Load and id(node) not in shape_args:
                     other_uses.add(node.id)
     return (shape_uses - other_uses) & primal_names
 
