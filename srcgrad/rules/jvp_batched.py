@@ -72,9 +72,16 @@ def add_at(y, dx, x, index, g, *, t_dx, t_g):
 # ----- Reductions -----
 
 
-@batched_tangent(np.sum, np.nansum)
+@batched_tangent(np.sum)
 def sum(y, a, axis=None, *, keepdims=False, t_a):
     return rt.batch_sum(t_a, axis, keepdims)
+
+
+@batched_tangent(np.nansum)
+def nansum(y, a, axis=None, *, keepdims=False, t_a):
+    """NaN entries add nothing, nor their tangents (finite where ``log`` made the NaN)."""
+    return rt.batch_sum(xp.where(xp.isnan(a), 0.0, rt.batch_fit(t_a, xp.asarray(a))), axis,
+                        keepdims)
 
 
 @batched_tangent(Method("sum"))

@@ -1,0 +1,87 @@
+"""Fifth adversarial round: programs that srcgrad got silently wrong (or failed on with
+an error that was not a located refusal) before their fix. Each gradient, Jacobian or
+Hessian is checked against central differences in float64 or a hand-derived answer."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import srcgrad as sg
+from adversarial_checks import _fd
+
+A = np.array([[0.3, -0.5, 1.2, 0.4], [2.0, 0.1, -0.7, 0.9], [0.5, 0.6, -1.3, 1.7]])
+
+
+def _fd_hessian(f, a, eps=1e-5):
+    """Central differences of ``sg.grad(f)`` (itself checked against differences of ``f``)."""
+    g = sg.grad(f)
+    flat = a.reshape(-1)
+    columns = []
+    for i in range(flat.size):
+        step = np.zeros_like(flat)
+        step[i] = eps
+        plus, minus = (flat + step).reshape(a.shape), (flat - step).reshape(a.shape)
+        columns.append((np.ravel(g(plus)) - np.ravel(g(minus))) / (2 * eps))
+    return np.stack(columns, axis=1).reshape(a.shape + a.shape)
+
+
+def assert_jacfwd_and_hessian(f, a):
+    """sg.grad, sg.jvp, sg.jacfwd (seeds batched) and sg.hessian against differences."""
+    want = _fd(f, (a.copy(),))
+    np.testing.assert_allclose(sg.grad(f)(a.copy()), want, rtol=1e-6, atol=1e-8)
+    t = np.cos(np.arange(a.size)).reshape(a.shape)
+    np.testing.assert_allclose(sg.jvp(f, (a.copy(),), (t,))[1], np.sum(want * t), rtol=1e-6)
+    np.testing.assert_allclose(sg.jacfwd(f)(a.copy()), want, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(sg.hessian(f)(a.copy()), _fd_hessian(f, a.copy()),
+                               rtol=1e-5, atol=1e-6)
+
+
+# ----- A linear tangent run seed by seed: arguments left at None -----
+# sg.jacfwd and sg.hessian run a linear primitive's tangent once per seed
+# (rt.batch_stack([np.diff(t, ...) for seed ...])). The batched template lost the record
+# of which parameters it is linear in, so np.diff's unset append= got the tangent 0.0
+# (appending a column: "shape mismatch"), and then, spelled rt.batch_slice(None, seed),
+# was passed as append=None (np.diff joined a None: "NoneType - float"). sg.grad and
+# sg.jvp were right.
+
+def diff_prepend_scalar(a):
+    return np.sum(np.diff(a, prepend=0.5, axis=1) ** 2)
+
+
+def diff_append_slice(a):
+    return np.sum(np.diff(a, append=a[:, :1]) ** 2)
+
+
+def diff_twice_prepend_list(a):
+    return np.sum(np.diff(a[0], n=2, prepend=[0.1, 0.2]) ** 3)
+
+
+@pytest.mark.parametrize("f", [diff_prepend_scalar, diff_append_slice, diff_twice_prepend_list],
+                         ids=lambda f: f.__name__)
+def test_linear_tangents_seed_by_seed_keep_arguments_left_at_none(f):
+    assert_jacfwd_and_hessian(f, A)
+
+
+# ----- np.nansum's batched tangent: the tangents of NaN entries -----
+# sg.jacfwd (and sg.hessian's forward sweep) summed every entry's tangent; a NaN made by
+# np.log of a negative entry has the finite tangent t / x, which went into the Jacobian
+# (sg.jvp's rule and the adjoint leave NaN entries out).
+
+def nansum_of_logs(a):
+    return np.sum(np.nansum(np.log(a), axis=1) ** 2)
+
+
+def nansum_of_all_logs(a):
+    return np.nansum(np.log(a)) ** 2
+
+
+@pytest.mark.parametrize("f", [nansum_of_logs, nansum_of_all_logs], ids=lambda f: f.__name__)
+def test_nansum_leaves_out_the_tangents_of_nan_entries(f):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = _fd(f, (A.copy(),))
+        assert np.all(want[A < 0] == 0)
+        np.testing.assert_allclose(sg.jacfwd(f)(A.copy()), want, rtol=1e-6, atol=1e-8)
+        np.testing.assert_allclose(sg.jacrev(f)(A.copy()), want, rtol=1e-6, atol=1e-8)
+        np.testing.assert_allclose(sg.grad(f)(A.copy()), want, rtol=1e-6, atol=1e-8)
