@@ -85,3 +85,104 @@ def test_nansum_leaves_out_the_tangents_of_nan_entries(f):
         np.testing.assert_allclose(sg.jacfwd(f)(A.copy()), want, rtol=1e-6, atol=1e-8)
         np.testing.assert_allclose(sg.jacrev(f)(A.copy()), want, rtol=1e-6, atol=1e-8)
         np.testing.assert_allclose(sg.grad(f)(A.copy()), want, rtol=1e-6, atol=1e-8)
+
+
+# ----- Reshapes in another index order -----
+# sg.jacfwd and sg.hessian reshaped each seed's tangent in C order whatever ``order=`` the
+# reshape, ravel or flatten had: order="F" gave a wrong Jacobian and Hessian, silently.
+# order="A" and "K" read the operand in its memory's order: the gradient was reshaped in
+# C order ("A": wrong for a transposed array; "K": NumPy refuses it in a reshape, so
+# sg.grad crashed), and the tangent in its own memory's order, which need not be the
+# operand's. Both now read the order off the operand (rt.index_order).
+
+W = np.arange(12.0) / 7 - 0.4
+
+
+def reshape_f(a):
+    return np.sum(np.reshape(a, (4, 3), order="F") ** 2 * W.reshape(4, 3))
+
+
+def reshape_method_f(a):
+    return np.sum(a.reshape((2, 6), order="F") ** 2 * W.reshape(2, 6))
+
+
+def ravel_f(a):
+    return np.sum(np.ravel(a, order="F") ** 3 * W)
+
+
+def flatten_f(a):
+    return np.sum(a.flatten("F") ** 2 * W) + np.sum(a.ravel(order="F") * W)
+
+
+@pytest.mark.parametrize("f", [reshape_f, reshape_method_f, ravel_f, flatten_f],
+                         ids=lambda f: f.__name__)
+def test_jacobians_and_hessians_of_reshapes_in_fortran_order(f):
+    assert_jacfwd_and_hessian(f, A)
+
+
+def transposed_ravel_k(a):
+    return np.sum(np.ravel(a.T, order="K") ** 2 * W)
+
+
+def transposed_flatten_a(a):
+    return np.sum(np.sin(a.T).flatten("A") ** 2 * W)
+
+
+def transposed_reshape_a(a):
+    return np.sum(a.T.reshape(-1, order="A") ** 3 * W)
+
+
+def strided_ravel_k(a):
+    return np.sum((a * 2.0)[:, ::2].ravel("K") ** 2 * W[:6])
+
+
+def _fd_keeping_layout(f, a, eps=1e-6):
+    """Central differences of ``f`` with ``a``'s memory layout kept (``ravel(order="K")``
+    reads it): each step is added in place to a copy of the same layout."""
+    g = np.zeros(a.shape)
+    for index in np.ndindex(a.shape):
+        plus, minus = a.copy(order="K"), a.copy(order="K")
+        plus[index] += eps
+        minus[index] -= eps
+        g[index] = (f(plus) - f(minus)) / (2 * eps)
+    return g
+
+
+@pytest.mark.parametrize("f", [transposed_ravel_k, transposed_flatten_a, transposed_reshape_a,
+                               strided_ravel_k], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("layout", ["C", "F"])
+def test_orders_a_and_k_follow_the_operands_memory(f, layout):
+    a = np.asarray(A, order=layout)
+    want = _fd_keeping_layout(f, a)
+    for got in (sg.grad(f)(a.copy(order="K")), sg.jacrev(f)(a.copy(order="K")),
+                sg.jacfwd(f)(a.copy(order="K"))):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8)
+    t = np.cos(np.arange(12.0)).reshape(3, 4)
+    for tangent in (t, np.asfortranarray(t)):   # a tangent laid out unlike the operand
+        _, out = sg.jvp(f, (a.copy(order="K"),), (tangent,))
+        np.testing.assert_allclose(out, np.sum(want * t), rtol=1e-6)
+
+
+def reversed_ravel_k(a):
+    return np.sum(a[::-1].ravel("K") ** 2)
+
+
+def test_order_k_of_negative_strides_is_refused():
+    for run in (lambda: sg.grad(reversed_ravel_k)(A.copy()),
+                lambda: sg.jvp(reversed_ravel_k, (A.copy(),), (A.copy(),))):
+        with pytest.raises(sg.SrcgradError, match="order='K'.*strides"):
+            run()
+
+
+def complex_ravel_f(a):
+    return np.sum(np.abs((a * (1 + 2j)).ravel("F")) ** 2 * W)
+
+
+def complex_flatten(a):
+    return np.sum(np.abs(np.ravel(a * (1 - 1j)) + (a * 1j).flatten()) ** 2 * W)
+
+
+@pytest.mark.parametrize("f", [complex_ravel_f, complex_flatten], ids=lambda f: f.__name__)
+def test_ravel_and_flatten_of_complex_values(f):
+    """A reshape's rules hold on complex values (they were refused in both modes)."""
+    assert_jacfwd_and_hessian(f, A)

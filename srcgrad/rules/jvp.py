@@ -92,16 +92,28 @@ linear(np.linspace, "start", "stop")
 # ----- Shapes (linear: the primitive applied to the tangent) -----
 
 
-linear(np.reshape, "a")
+# A reshape reads its tangent in the order it read its operand (rt.index_order: "A" and
+# "K" follow the operand's memory, which the tangent's need not share).
+
+
+@tangent(np.reshape)
+def reshape(y, a, shape=None, order="C", *, t_a):
+    return xp.reshape(t_a, rt.shape_of(y), order=rt.index_order(a, order))
 
 
 @tangent(Method("reshape"))
 def reshape_method(y, self, *shape, order="C", t_self):
-    return xp.reshape(t_self, rt.shape_of(y), order=order)
+    return xp.reshape(t_self, rt.shape_of(y), order=rt.index_order(self, order))
 
 
-linear(np.ravel, "a")
-linear((Method("ravel"), Method("flatten")), "self", call="xp.ravel")
+@tangent(np.ravel)
+def ravel(y, a, order="C", *, t_a):
+    return xp.reshape(t_a, rt.shape_of(y), order=rt.index_order(a, order))
+
+
+@tangent(Method("ravel"), Method("flatten"))
+def ravel_method(y, self, order="C", *, t_self):
+    return xp.reshape(t_self, rt.shape_of(y), order=rt.index_order(self, order))
 linear(np.squeeze, "a")
 linear(Method("squeeze"), "self", call="xp.squeeze")
 linear(np.expand_dims, "a")

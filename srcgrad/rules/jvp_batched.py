@@ -138,17 +138,17 @@ def cumsum_method(y, self, axis=None, *, t_self):
 
 @batched_tangent(np.reshape)
 def reshape(y, a, shape=None, order="C", *, t_a):
-    return rt.batch_reshape(t_a, y)
+    return rt.batch_reshape(t_a, y, rt.index_order(a, order))
 
 
 @batched_tangent(Method("reshape"))
 def reshape_method(y, self, *shape, order="C", t_self):
-    return rt.batch_reshape(t_self, y)
+    return rt.batch_reshape(t_self, y, rt.index_order(self, order))
 
 
 @batched_tangent(np.ravel, Method("ravel"), Method("flatten"))
 def ravel(y, a, order="C", *, t_a):
-    return rt.batch_reshape(t_a, y)
+    return rt.batch_reshape(t_a, y, rt.index_order(a, order))
 
 
 @batched_tangent(np.squeeze, Method("squeeze"))
