@@ -186,3 +186,52 @@ def complex_flatten(a):
 def test_ravel_and_flatten_of_complex_values(f):
     """A reshape's rules hold on complex values (they were refused in both modes)."""
     assert_jacfwd_and_hessian(f, A)
+
+
+# ----- Empty arrays and differences of nothing -----
+# A reduction over no entries has a gradient of the input's (empty) shape, all zeros.
+# prod's rule built (n + 1) exclusive products for n = 0 entries, the order statistics
+# reshaped a group of no entries with -1, einsum took an axis of length 0 for one of 1
+# to broadcast, and np.diff with n at least the length (no differences) expanded its
+# empty cotangent to n entries: each crashed in a reshape or a broadcast.
+
+EMPTY = np.zeros((0, 3))
+
+
+def prod_of_nothing(v):
+    return np.prod(v) + np.sum(np.prod(v, axis=0, keepdims=True) * 2.0)
+
+
+def median_of_empty_rows(v):
+    return np.sum(np.median(v, axis=1))
+
+
+def einsum_over_an_empty_axis(v):
+    return np.sum(np.einsum("ij->j", v) ** 2)
+
+
+def diff_of_an_empty_axis(v):
+    return np.sum(np.diff(v, axis=0) ** 2)
+
+
+@pytest.mark.parametrize("f", [prod_of_nothing, median_of_empty_rows, einsum_over_an_empty_axis,
+                               diff_of_an_empty_axis], ids=lambda f: f.__name__)
+def test_gradients_of_empty_arrays_are_empty(f):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for got in (sg.grad(f)(EMPTY.copy()), sg.jacfwd(f)(EMPTY.copy()),
+                    sg.jacrev(f)(EMPTY.copy())):
+            assert np.shape(got) == EMPTY.shape
+        _, t = sg.jvp(f, (EMPTY.copy(),), (EMPTY.copy(),))
+        assert np.all(np.asarray(t) == 0) or np.all(np.isnan(t))
+
+
+def diff_longer_than_its_input(x):
+    return np.sum(np.diff(x, n=3)) + np.sum(np.diff(x, n=4, append=x[:1])) + np.sum(x ** 2)
+
+
+def test_differences_of_order_at_least_the_length_have_no_gradient():
+    x = np.array([0.3, -0.5])
+    np.testing.assert_allclose(sg.grad(diff_longer_than_its_input)(x), 2 * x)
+    np.testing.assert_allclose(sg.jacfwd(diff_longer_than_its_input)(x), 2 * x)
+    np.testing.assert_allclose(sg.hessian(diff_longer_than_its_input)(x), 2 * np.eye(2))

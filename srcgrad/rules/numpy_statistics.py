@@ -72,7 +72,7 @@ def _reduced_last(xp, a, axis):
     kept = [i for i in range(a.ndim) if i not in axes]
     order = kept + list(axes)
     moved = xp.transpose(a, order)
-    return moved.reshape(moved.shape[:len(kept)] + (-1,)), order
+    return moved.reshape(moved.shape[:len(kept)] + (math.prod(a.shape[i] for i in axes),)), order
 
 
 def _order_statistic_weights(xp, a, q, axis, skip_nan, scale):
@@ -113,7 +113,7 @@ def quantile_vjp(dy, a, q, axis=None, keepdims=False, skip_nan=False, scale=1):
     a = xp.asarray(a)
     q_shape = np.shape(q)
     flat, order = _reduced_last(xp, a, axis)
-    dy = xp.reshape(xp.asarray(dy), (-1,) + flat.shape[:-1])
+    dy = xp.reshape(xp.asarray(dy), (int(np.size(q)),) + flat.shape[:-1])
     grad = xp.zeros(flat.shape, dtype=float_dtype(a, xp))
     dq = np.zeros(q_shape).reshape(-1)
     for j, weights, by_q in _order_statistic_weights(xp, a, q, axis, skip_nan, scale):
