@@ -235,3 +235,26 @@ def test_differences_of_order_at_least_the_length_have_no_gradient():
     np.testing.assert_allclose(sg.grad(diff_longer_than_its_input)(x), 2 * x)
     np.testing.assert_allclose(sg.jacfwd(diff_longer_than_its_input)(x), 2 * x)
     np.testing.assert_allclose(sg.hessian(diff_longer_than_its_input)(x), 2 * np.eye(2))
+
+
+# ----- print() in the function: forward mode refused it -----
+# Reverse mode keeps a statement called for its effect; forward mode (sg.jvp, sg.jacfwd,
+# sg.hessian's forward sweep) refused every one whose arguments carry a tangent, so a
+# first script printing its loss had no Hessian. print changes no value: it is kept.
+
+def loss_printed(x):
+    print("loss at", x[0])
+    loss = np.sum(np.sin(x) * x)
+    print(f"loss={loss:.3f}")
+    return loss
+
+
+def test_print_inside_the_function_in_every_mode(capsys):
+    x = np.array([0.3, -0.5, 1.2, 0.4])
+    want_g = np.cos(x) * x + np.sin(x)
+    np.testing.assert_allclose(sg.grad(loss_printed)(x), want_g)
+    np.testing.assert_allclose(sg.jvp(loss_printed, (x,), (np.ones(4),))[1], np.sum(want_g))
+    np.testing.assert_allclose(sg.jacfwd(loss_printed)(x), want_g)
+    np.testing.assert_allclose(sg.hessian(loss_printed)(x),
+                               np.diag(2 * np.cos(x) - x * np.sin(x)), atol=1e-12)
+    assert "loss=" in capsys.readouterr().out
