@@ -67,9 +67,10 @@ def prod_method(y, self, axis=None, *, keepdims=False, t_self):
     return xp.sum(t_self * rt.prod_others(self, axis), axis=axis, keepdims=keepdims)
 
 
-@tangent(np.max, np.amax, np.min, np.amin)
+@tangent(np.max, np.amax, np.min, np.amin, np.nanmax, np.nanmin)
 def max(y, a, axis=None, *, keepdims=False, initial=None, where=True, t_a):
-    """An ``initial`` that carries a tangent is refused (no ``t_initial``)."""
+    """An ``initial`` that carries a tangent is refused (no ``t_initial``); the NaN entries
+    of ``nanmax``/``nanmin`` equal no extremum, so their tangents are left out."""
     share = rt.tie_share(rt.where_mask(a == rt.unreduce_like(y, a, axis, keepdims), where),
                          axis, a, initial, y, keepdims)
     return xp.sum(t_a * share, axis=axis, keepdims=keepdims)
@@ -77,7 +78,8 @@ def max(y, a, axis=None, *, keepdims=False, initial=None, where=True, t_a):
 
 @tangent(Method("max"), Method("min"))
 def max_method(y, self, axis=None, *, keepdims=False, initial=None, where=True, t_self):
-    """An ``initial`` that carries a tangent is refused (no ``t_initial``)."""
+    """An ``initial`` that carries a tangent is refused (no ``t_initial``); the NaN entries
+    of ``nanmax``/``nanmin`` equal no extremum, so their tangents are left out."""
     share = rt.tie_share(rt.where_mask(self == rt.unreduce_like(y, self, axis, keepdims), where),
                          axis, self, initial, y, keepdims)
     return xp.sum(t_self * share, axis=axis, keepdims=keepdims)

@@ -109,7 +109,7 @@ def prod_method(y, self, axis=None, *, keepdims=False, t_self):
     return rt.batch_sum(rt.batch_array(t_self) * rt.prod_others(self, axis), axis, keepdims)
 
 
-@batched_tangent(np.max, np.amax, np.min, np.amin)
+@batched_tangent(np.max, np.amax, np.min, np.amin, np.nanmax, np.nanmin)
 def max(y, a, axis=None, *, keepdims=False, initial=None, where=True, t_a):
     share = rt.tie_share(rt.where_mask(a == rt.unreduce_like(y, a, axis, keepdims), where),
                          axis, a, initial, y, keepdims)
