@@ -278,3 +278,29 @@ def test_nanmax_and_nanmin_in_forward_mode(f):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         assert_jacfwd_and_hessian(f, A)
+
+
+# ----- Hessians of loops over slices and of .tolist() -----
+# The gradient of ``x[2 * i:2 * i + 2]`` in a loop pops its bounds off the tape, a list
+# that carries a tangent in the Hessian's forward sweep, so ``slice(k, k_2)`` was taken for
+# a call that needed a tangent rule (refused); a slice is an index: it has none.
+# ``a.tolist()``'s adjoint is linear in its gradient and had no tangent (refused).
+
+def pairs_in_a_loop(x):
+    s = np.zeros(2)
+    for i in range(3):
+        s = s + x[2 * i:2 * i + 2] * (i + 1)
+        s = s * s[::-1]
+    return np.sum(s)
+
+
+def sum_of_tolist(x):
+    items = x.tolist()
+    return items[0] * items[1] + sum(items) ** 2
+
+
+@pytest.mark.parametrize("f", [pairs_in_a_loop, sum_of_tolist], ids=lambda f: f.__name__)
+def test_hessians_of_slices_in_loops_and_tolist(f):
+    x = np.array([0.3, -0.5, 1.2, 0.4, 0.9, -1.1])
+    np.testing.assert_allclose(sg.hessian(f)(x.copy()), _fd_hessian(f, x.copy()),
+                               rtol=1e-5, atol=1e-6)
