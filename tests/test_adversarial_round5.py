@@ -304,3 +304,21 @@ def test_hessians_of_slices_in_loops_and_tolist(f):
     x = np.array([0.3, -0.5, 1.2, 0.4, 0.9, -1.1])
     np.testing.assert_allclose(sg.hessian(f)(x.copy()), _fd_hessian(f, x.copy()),
                                rtol=1e-5, atol=1e-6)
+
+
+# ----- np.where with a NaN branch (docs/language.md) -----
+# Reverse mode gives NaN where the branch not taken has an infinite or NaN derivative,
+# as JAX and PyTorch do; the double where the docs advise gives the derivative.
+
+def safe_sqrt(x):
+    return np.sum(np.where(x > 0, np.sqrt(np.where(x > 0, x, 1.0)), 0.0) * np.arange(4.0))
+
+
+def test_the_double_where_of_the_docs_differentiates_a_nan_branch():
+    x = np.array([0.3, -0.5, 1.2, -0.4])
+    want = np.where(x > 0, 0.5 / np.sqrt(np.abs(x)), 0.0) * np.arange(4.0)
+    np.testing.assert_allclose(sg.grad(safe_sqrt)(x), want)
+    np.testing.assert_allclose(sg.jacfwd(safe_sqrt)(x), want)
+    np.testing.assert_allclose(sg.jvp(safe_sqrt, (x,), (np.ones(4),))[1], want.sum())
+    np.testing.assert_allclose(sg.hessian(safe_sqrt)(x),
+                               np.diag(np.where(x > 0, -0.25 * np.abs(x) ** -1.5, 0.0) * np.arange(4.0)))
