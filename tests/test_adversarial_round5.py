@@ -322,3 +322,24 @@ def test_the_double_where_of_the_docs_differentiates_a_nan_branch():
     np.testing.assert_allclose(sg.jvp(safe_sqrt, (x,), (np.ones(4),))[1], want.sum())
     np.testing.assert_allclose(sg.hessian(safe_sqrt)(x),
                                np.diag(np.where(x > 0, -0.25 * np.abs(x) ** -1.5, 0.0) * np.arange(4.0)))
+
+
+# ----- Run-time refusals are SrcgradErrors -----
+# A few rules refused an argument they cannot differentiate at run time with a
+# NotImplementedError (np.interp's period=, np.pad's other modes, a matrix norm's ord),
+# which the user could not tell from a bug; they raise UnsupportedError now.
+
+def interp_periodic(a):
+    return np.sum(np.interp(np.array([0.2, 1.5, 7.0]), np.array([0.0, 0.5, 1.7, 3.0]), a,
+                            period=4.0) ** 2)
+
+
+def pad_maximum(a):
+    return np.sum(np.pad(a, 1, mode="maximum") ** 2)
+
+
+def test_run_time_refusals_are_srcgrad_errors():
+    x = np.array([0.3, -0.5, 1.2, 0.4])
+    for f, words in ((interp_periodic, "period="), (pad_maximum, "mode=.maximum.")):
+        with pytest.raises(sg.UnsupportedError, match=words):
+            sg.grad(f)(x.copy())

@@ -285,7 +285,9 @@ def interp(dy, y, x, xp_points, fp, left=None, right=None, period=None):
 def interp_vjp(dy, x, xp_points, fp, left=None, right=None, period=None):
     """Gradients of ``interp(x, xp, fp, left, right)`` for x, xp, fp, left and right."""
     if period is not None:
-        raise NotImplementedError("srcgrad: the gradient of np.interp with period= is not supported")
+        from srcgrad.errors import UnsupportedError
+        raise UnsupportedError("srcgrad: the gradient of np.interp with period= is not supported",
+                               hint="Reduce x to one period (np.mod) and pass points that cover it, without period=.")
     x_array = np.asarray(x, dtype=np.float64)
     points = np.asarray(xp_points, dtype=np.float64)
     values = np.asarray(fp, dtype=np.float64)
