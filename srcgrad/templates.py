@@ -361,6 +361,7 @@ _AT_DEFAULT = {
     "diff_vjp": ((4, 5), None, _first(4)),
     "where_size": ((2,), True, _where_size),
     "diff_zero_ends": ((3, 4), None, _plain_diff),
+    "index_order": ((1,), "C", lambda node: node.args[1]),
 }
 
 

@@ -30,7 +30,7 @@ xp = None  # placeholder: the array namespace, bound in generated code
 
 nondifferentiable(
     builtins.int, builtins.bool, builtins.len, builtins.round, builtins.range,
-    builtins.isinstance, builtins.hash, builtins.id,
+    builtins.isinstance, builtins.hash, builtins.id, builtins.slice,
     math.floor, math.ceil, math.trunc, math.isnan, math.isinf, math.isfinite,
     math.isclose, math.factorial, math.gcd, math.comb, math.perm,
 )

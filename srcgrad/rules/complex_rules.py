@@ -38,6 +38,7 @@ complex_safe(
     operator.add, operator.sub, operator.mul, operator.truediv, operator.neg, operator.pos,
     np.add, np.subtract, np.multiply, np.divide, np.true_divide, np.negative, np.positive,
     np.exp, np.sum, Method("sum"), np.mean, Method("mean"), np.reshape, Method("reshape"),
+    np.ravel, Method("ravel"), Method("flatten"),
     np.matmul, operator.matmul, np.real, Attribute("real"),
     np.conj, np.conjugate, Method("conj"), Method("conjugate"),
     np.copy, Method("copy"), np.array, np.asarray,

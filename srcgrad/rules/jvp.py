@@ -67,9 +67,10 @@ def prod_method(y, self, axis=None, *, keepdims=False, t_self):
     return xp.sum(t_self * rt.prod_others(self, axis), axis=axis, keepdims=keepdims)
 
 
-@tangent(np.max, np.amax, np.min, np.amin)
+@tangent(np.max, np.amax, np.min, np.amin, np.nanmax, np.nanmin)
 def max(y, a, axis=None, *, keepdims=False, initial=None, where=True, t_a):
-    """An ``initial`` that carries a tangent is refused (no ``t_initial``)."""
+    """An ``initial`` that carries a tangent is refused (no ``t_initial``); the NaN entries
+    of ``nanmax``/``nanmin`` equal no extremum, so their tangents are left out."""
     share = rt.tie_share(rt.where_mask(a == rt.unreduce_like(y, a, axis, keepdims), where),
                          axis, a, initial, y, keepdims)
     return xp.sum(t_a * share, axis=axis, keepdims=keepdims)
@@ -77,7 +78,8 @@ def max(y, a, axis=None, *, keepdims=False, initial=None, where=True, t_a):
 
 @tangent(Method("max"), Method("min"))
 def max_method(y, self, axis=None, *, keepdims=False, initial=None, where=True, t_self):
-    """An ``initial`` that carries a tangent is refused (no ``t_initial``)."""
+    """An ``initial`` that carries a tangent is refused (no ``t_initial``); the NaN entries
+    of ``nanmax``/``nanmin`` equal no extremum, so their tangents are left out."""
     share = rt.tie_share(rt.where_mask(self == rt.unreduce_like(y, self, axis, keepdims), where),
                          axis, self, initial, y, keepdims)
     return xp.sum(t_self * share, axis=axis, keepdims=keepdims)
@@ -92,16 +94,28 @@ linear(np.linspace, "start", "stop")
 # ----- Shapes (linear: the primitive applied to the tangent) -----
 
 
-linear(np.reshape, "a")
+# A reshape reads its tangent in the order it read its operand (rt.index_order: "A" and
+# "K" follow the operand's memory, which the tangent's need not share).
+
+
+@tangent(np.reshape)
+def reshape(y, a, shape=None, order="C", *, t_a):
+    return xp.reshape(t_a, rt.shape_of(y), order=rt.index_order(a, order))
 
 
 @tangent(Method("reshape"))
 def reshape_method(y, self, *shape, order="C", t_self):
-    return xp.reshape(t_self, rt.shape_of(y), order=order)
+    return xp.reshape(t_self, rt.shape_of(y), order=rt.index_order(self, order))
 
 
-linear(np.ravel, "a")
-linear((Method("ravel"), Method("flatten")), "self", call="xp.ravel")
+@tangent(np.ravel)
+def ravel(y, a, order="C", *, t_a):
+    return xp.reshape(t_a, rt.shape_of(y), order=rt.index_order(a, order))
+
+
+@tangent(Method("ravel"), Method("flatten"))
+def ravel_method(y, self, order="C", *, t_self):
+    return xp.reshape(t_self, rt.shape_of(y), order=rt.index_order(self, order))
 linear(np.squeeze, "a")
 linear(Method("squeeze"), "self", call="xp.squeeze")
 linear(np.expand_dims, "a")

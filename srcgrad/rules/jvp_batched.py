@@ -72,9 +72,16 @@ def add_at(y, dx, x, index, g, *, t_dx, t_g):
 # ----- Reductions -----
 
 
-@batched_tangent(np.sum, np.nansum)
+@batched_tangent(np.sum)
 def sum(y, a, axis=None, *, keepdims=False, t_a):
     return rt.batch_sum(t_a, axis, keepdims)
+
+
+@batched_tangent(np.nansum)
+def nansum(y, a, axis=None, *, keepdims=False, t_a):
+    """NaN entries add nothing, nor their tangents (finite where ``log`` made the NaN)."""
+    return rt.batch_sum(xp.where(xp.isnan(a), 0.0, rt.batch_fit(t_a, xp.asarray(a))), axis,
+                        keepdims)
 
 
 @batched_tangent(Method("sum"))
@@ -102,7 +109,7 @@ def prod_method(y, self, axis=None, *, keepdims=False, t_self):
     return rt.batch_sum(rt.batch_array(t_self) * rt.prod_others(self, axis), axis, keepdims)
 
 
-@batched_tangent(np.max, np.amax, np.min, np.amin)
+@batched_tangent(np.max, np.amax, np.min, np.amin, np.nanmax, np.nanmin)
 def max(y, a, axis=None, *, keepdims=False, initial=None, where=True, t_a):
     share = rt.tie_share(rt.where_mask(a == rt.unreduce_like(y, a, axis, keepdims), where),
                          axis, a, initial, y, keepdims)
@@ -131,17 +138,17 @@ def cumsum_method(y, self, axis=None, *, t_self):
 
 @batched_tangent(np.reshape)
 def reshape(y, a, shape=None, order="C", *, t_a):
-    return rt.batch_reshape(t_a, y)
+    return rt.batch_reshape(t_a, y, rt.index_order(a, order))
 
 
 @batched_tangent(Method("reshape"))
 def reshape_method(y, self, *shape, order="C", t_self):
-    return rt.batch_reshape(t_self, y)
+    return rt.batch_reshape(t_self, y, rt.index_order(self, order))
 
 
 @batched_tangent(np.ravel, Method("ravel"), Method("flatten"))
 def ravel(y, a, order="C", *, t_a):
-    return rt.batch_reshape(t_a, y)
+    return rt.batch_reshape(t_a, y, rt.index_order(a, order))
 
 
 @batched_tangent(np.squeeze, Method("squeeze"))

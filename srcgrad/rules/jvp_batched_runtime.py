@@ -165,8 +165,14 @@ def batch_cumsum(t, axis=None):
 
 
 @rt.helper
-def batch_reshape(t, y):
+def batch_reshape(t, y, order="C"):
+    """Each seed's tangent reshaped to ``y``'s shape in ``order`` ("C" or "F"; in "F"
+    with the batch axis last, where it varies slowest)."""
     t = batch_array(t)
+    if order == "F":
+        xp_ = namespace(t)
+        moved = xp_.moveaxis(t, 0, -1).reshape(tuple(np.shape(y)) + (t.shape[0],), order="F")
+        return xp_.moveaxis(moved, -1, 0)
     return t.reshape((t.shape[0],) + tuple(np.shape(y)))
 
 

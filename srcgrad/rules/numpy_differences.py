@@ -57,6 +57,8 @@ def diff_vjp(dy, a, n=1, axis=-1, prepend=None, append=None):
     """Gradient of ``diff(a, n, axis, prepend=, append=)`` for ``a``."""
     xp = namespace(a, dy)
     g = xp.asarray(dy)
+    if g.size == 0:   # no differences (n at least the length): nothing depends on ``a``
+        return xp.zeros(shape_tuple(a), dtype=g.dtype)
     if prepend is None and append is None:
         return _diff_full_vjp(xp, g, axis % g.ndim, n).reshape(shape_tuple(a))
     sizes, _, ax = _diff_parts(xp, a, axis, prepend, append)
@@ -78,6 +80,9 @@ def diff_end_vjp(dy, a, n, axis, prepend, append, end):
     if target is None:
         return None
     xp = namespace(a, dy)
+    if xp.asarray(dy).size == 0:
+        return xp.zeros_like(xp.asarray(target), dtype=xp.asarray(dy).dtype) \
+            if xp.asarray(target).ndim else 0.0
     sizes, _, ax = _diff_parts(xp, a, axis, prepend, append)
     g = _diff_full_vjp(xp, xp.asarray(dy), ax, n)
     start = 0 if end == 0 else sizes[0] + sizes[1]

@@ -280,9 +280,10 @@ def _pad_source_index(array, pad_width, mode):
     size = int(np.prod(shape))
     index = np.arange(size).reshape(shape)
     if mode not in PAD_GATHER_MODES:
-        raise NotImplementedError(
+        from srcgrad.errors import UnsupportedError
+        raise UnsupportedError(
             f"srcgrad: the gradient of np.pad with mode={mode!r} is not supported "
-            f"(supported: {', '.join(PAD_GATHER_MODES)}); write a custom sg.Function.")
+            f"(supported: {', '.join(PAD_GATHER_MODES)})", hint="Write a custom sg.Function.")
     if mode in ("constant", "empty"):
         return np.pad(index, pad_width, mode="constant", constant_values=-1)
     return np.pad(index, pad_width, mode=mode)
@@ -304,9 +305,10 @@ def pad_vjp(dy, array, pad_width, mode="constant"):
 def pad_constant_vjp(dy, array, pad_width, constant_values=0):
     """Gradient of ``pad(..., mode='constant', constant_values=c)`` with respect to a scalar ``c``."""
     if np.ndim(constant_values) != 0:
-        raise NotImplementedError(
+        from srcgrad.errors import UnsupportedError
+        raise UnsupportedError(
             "srcgrad: the gradient with respect to per-axis constant_values of np.pad is not "
-            "supported; pass a scalar.")
+            "supported", hint="Pass a scalar.")
     xp = namespace(array, dy)
     source = xp.asarray(_pad_source_index(array, pad_width, "constant"))
     return xp.sum(xp.where(source < 0, dy, 0))

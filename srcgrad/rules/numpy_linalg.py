@@ -127,7 +127,9 @@ def norm_vjp(dy, x, y, ord=None, axis=None, keepdims=False, kind="norm"):
         sums = xp.sum(xp.abs(x), axis=c, keepdims=True)
         best = (xp.max if ord > 0 else xp.min)(sums, axis=r, keepdims=True)
         return dyf * xp.sign(x) * _tie_weights(xp, sums == best, r)
-    raise NotImplementedError(f"srcgrad: the gradient of a matrix norm with ord={ord!r}")
+    from srcgrad.errors import UnsupportedError
+    raise UnsupportedError(f"srcgrad: the gradient of a matrix norm with ord={ord!r} is not "
+                           "supported")
 
 
 if hasattr(np.linalg, "vector_norm"):

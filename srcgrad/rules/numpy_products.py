@@ -325,7 +325,7 @@ def _einsum_grads(dy, subscripts, operands):
     sizes = {}
     for spec, o in zip(specs, ops):
         for c, n in zip(spec, o.shape):
-            sizes[c] = max(sizes.get(c, 1), n)
+            sizes[c] = n if sizes.get(c, 1) == 1 else sizes[c]   # 1 broadcasts (0 too is a size)
     full = [xp.broadcast_to(o, tuple(sizes[c] for c in spec)) for spec, o in zip(specs, ops)]
     dy = xp.asarray(dy)
     grads = []

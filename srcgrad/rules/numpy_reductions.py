@@ -193,7 +193,7 @@ def prod_others(a, axis=None):
     if not is_array(a):
         return 1.0
     xp = namespace(a)
-    if a.ndim == 0:
+    if a.ndim == 0 or a.size == 0:   # empty: no entries, a gradient of a's (empty) shape
         return xp.ones_like(a)
     t, perm, lead, n = _move_reduced_last(xp, a, axis)
     tshape = t.shape
@@ -214,7 +214,7 @@ def prod_others_jvp(a, t, axis=None):
         return 0.0 * t
     xp = namespace(a, t)
     t = xp.broadcast_to(xp.asarray(t), a.shape)
-    if a.ndim == 0:
+    if a.ndim == 0 or a.size == 0:
         return xp.zeros(a.shape, np.result_type(a.dtype, t.dtype, np.float16))
     ta, perm, lead, n = _move_reduced_last(xp, a, axis)
     tshape = ta.shape

@@ -27,27 +27,56 @@ nondifferentiable(
 
 @adjoint(np.reshape)
 def reshape(dy, y, a, shape=None, order="C"):
-    return xp.reshape(dy, rt.shape_of(a), order=order)
+    return xp.reshape(dy, rt.shape_of(a), order=rt.index_order(a, order))
 
 
 @adjoint(Method("reshape"))
 def reshape_method(dy, y, self, *shape, order="C"):
-    return xp.reshape(dy, self.shape, order=order)
+    return xp.reshape(dy, self.shape, order=rt.index_order(self, order))
 
 
 @adjoint(np.ravel)
 def ravel(dy, y, a, order="C"):
-    return xp.reshape(dy, rt.shape_of(a), order=order)
+    return xp.reshape(dy, rt.shape_of(a), order=rt.index_order(a, order))
 
 
 @adjoint(Method("ravel"))
 def ravel_method(dy, y, self, order="C"):
-    return xp.reshape(dy, self.shape, order=order)
+    return xp.reshape(dy, self.shape, order=rt.index_order(self, order))
 
 
 @adjoint(Method("flatten"))
 def flatten_method(dy, y, self, order="C"):
-    return xp.reshape(dy, self.shape, order=order)
+    return xp.reshape(dy, self.shape, order=rt.index_order(self, order))
+
+
+@rt.helper
+def index_order(a, order="C"):
+    """"C" or "F": the index order in which ``reshape``/``ravel``/``flatten`` with ``order``
+    read ``a``, so that its gradient and tangent are read back in it (another array, as a
+    tangent or a gradient, may lie in memory otherwise). "A" is "F" for an array that is
+    Fortran-contiguous only; "K" is the order of ``a``'s strides."""
+    order = "C" if order is None else str(order).upper()
+    if order in ("C", "F"):
+        return order
+    flags = getattr(a, "flags", None)
+    if flags is None or flags.c_contiguous:
+        return "C"
+    if flags.f_contiguous:
+        return "F"
+    if order == "A":
+        return "C"
+    strides = [s for s, n in zip(a.strides, a.shape) if n > 1]
+    if all(s > 0 for s in strides) and strides in (sorted(strides, reverse=True), sorted(strides)):
+        return "C" if strides == sorted(strides, reverse=True) else "F"
+    from srcgrad.errors import UnsupportedError
+    raise UnsupportedError(
+        f"srcgrad: order='K' of an array with strides {a.strides} reads it in neither C "
+        "nor Fortran order; its gradient is not supported",
+        hint="Pass order='C' or order='F', or copy the array first (np.ascontiguousarray).")
+
+
+nondifferentiable(rt.index_order)
 
 
 @adjoint(np.squeeze)

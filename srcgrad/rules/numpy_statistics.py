@@ -72,7 +72,7 @@ def _reduced_last(xp, a, axis):
     kept = [i for i in range(a.ndim) if i not in axes]
     order = kept + list(axes)
     moved = xp.transpose(a, order)
-    return moved.reshape(moved.shape[:len(kept)] + (-1,)), order
+    return moved.reshape(moved.shape[:len(kept)] + (math.prod(a.shape[i] for i in axes),)), order
 
 
 def _order_statistic_weights(xp, a, q, axis, skip_nan, scale):
@@ -112,7 +112,7 @@ def quantile_vjp(dy, a, q, axis=None, keepdims=False, skip_nan=False, scale=1):
     xp = namespace(a, dy)
     a = xp.asarray(a)
     flat, order = _reduced_last(xp, a, axis)
-    dy = xp.reshape(xp.asarray(dy), (-1,) + flat.shape[:-1])
+    dy = xp.reshape(xp.asarray(dy), (int(np.size(q)),) + flat.shape[:-1])
     grad = xp.zeros(flat.shape, dtype=float_dtype(a, xp))
     for j, weights, _, _ in _order_statistic_weights(xp, a, q, axis, skip_nan, scale):
         grad += dy[j][..., None] * weights
@@ -313,7 +313,9 @@ def interp(dy, y, x, xp_points, fp, left=None, right=None, period=None):
 def interp_vjp(dy, x, xp_points, fp, left=None, right=None, period=None):
     """Gradients of ``interp(x, xp, fp, left, right)`` for x, xp, fp, left and right."""
     if period is not None:
-        raise NotImplementedError("srcgrad: the gradient of np.interp with period= is not supported")
+        from srcgrad.errors import UnsupportedError
+        raise UnsupportedError("srcgrad: the gradient of np.interp with period= is not supported",
+                               hint="Reduce x to one period (np.mod) and pass points that cover it, without period=.")
     x_array = np.asarray(x, dtype=np.float64)
     points = np.asarray(xp_points, dtype=np.float64)
     values = np.asarray(fp, dtype=np.float64)

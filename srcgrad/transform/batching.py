@@ -65,9 +65,10 @@ class _Wrap(ast_util.NodeTransformer):
 
 
 def _replace(template, body, result, local=()):
-    return tangent_rules.TangentTemplate(template.params, body, result,
-                                         template.locals | frozenset(local), template.output,
-                                         template.derived, template.no_tangent)
+    """``template`` with a new body and result: every other field (its ``linear``
+    parameters among them: a None ``append=`` stays None) kept."""
+    return dataclasses.replace(template, body=body, result=result,
+                               locals=template.locals | frozenset(local))
 
 
 def _elementwise(template):
@@ -177,7 +178,32 @@ class BatchedForwardAD(forward.ForwardAD):
         if result is not None and any(tangent_rules.known_zero(n) for n in ast_util.walk(result)
                                       if isinstance(n, gast.Name)):
             return [], None   # a per-seed rule whose every tangent is zero
+        template = self.lookup(primitive)
+        if result is not None and template.linear:
+            _trim_per_seed(result, template.params)
         return stmts, result
+
+
+def _trim_per_seed(result, params):
+    """A linear tangent run seed by seed (``rt.batch_stack([f(...) for seed ...])``) spells
+    its call as sg.jvp does: an argument left at None (``np.diff``'s ``append``) is not
+    passed, where ``append=None`` would join a None to the tangent."""
+    if not (isinstance(result, gast.Call) and result.args and
+            isinstance(result.args[0], gast.ListComp) and isinstance(result.args[0].elt, gast.Call)):
+        return
+    call = result.args[0].elt
+
+    def constant(node):   # rt.batch_slice(None, seed) is None
+        if isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) and \
+                node.func.attr == "batch_slice" and isinstance(node.args[0], gast.Constant) \
+                and node.args[0].value is None:
+            return node.args[0]
+        return node
+
+    call.args = [constant(a) for a in call.args]
+    for k in call.keywords:
+        k.value = constant(k.value)
+    result.args[0].elt = tangent_rules.trim_defaults(call, params)
 
 
 class _Rewrite(ast_util.NodeTransformer):

@@ -432,7 +432,8 @@ class ForwardAD(ComplexStatements, Base):
             return s
         if isinstance(call, gast.Call):
             primitive = anno.getanno(call, Static.PRIMITIVE)
-            if is_runtime_helper(primitive) and primitive.__name__.startswith("check"):
+            if is_runtime_helper(primitive) and primitive.__name__.startswith("check") \
+                    or primitive is print:   # changes no value (kept as in reverse mode)
                 return s
             if primitive is runtime.restore_item and self.is_active(call.args[0]):
                 # a gradient read again undoes a dict write: its tangent's too

@@ -183,7 +183,7 @@ def _positional(params):
     return names
 
 
-def _trim_defaults(call, params):
+def trim_defaults(call, params):
     """``f(t, None, axis=None)`` written ``f(t)``: in a linear tangent's call, keywords and
     trailing positional arguments left at their parameter's default are not spelled out;
     ``*(a, b)`` is written ``a, b``."""
@@ -526,7 +526,7 @@ def instantiate(template, subs, namer):
     stmts = [folder.visit(substitute.visit(s)) for s in body]
     result = _Defaults().visit(folder.visit(substitute.visit(result)))
     if template.linear:
-        result = _trim_defaults(result, template.params)
+        result = trim_defaults(result, template.params)
     used = {n.id for n in ast_util.walk(result) if isinstance(n, gast.Name)}
     for s in reversed(stmts):
         used |= {n.id for n in ast_util.walk(s.value) if isinstance(n, gast.Name)}
