@@ -816,6 +816,8 @@ add(
     C(rt.diff_end_vjp, r(3, 4), r(3, 2), 2, -1, r(3, 3), 0.5, 0, _wrt=[0]),
     C(rt.diff_end_vjp, r(3, 4), r(3, 2), 2, -1, r(3, 3), 0.5, 1, _wrt=[0]),
     C(rt.diff_end_vjp, r(4, 2), r(3, 2), 1, 0, None, r(2, 2), 1, _wrt=[0]),
+    C(rt.diff_end_vjp, r(3, 8), r(3, 6), 1, 1, r(3, 2), r(3, 1), 1, _wrt=[0]),
+    C(rt.tolist_vjp, [r(2), r(2)], r(2, 2), _wrt=[0]),
     C(rt.tolist_vjp, [[0.5, -1.0], [2.0, 0.25]], r(2, 2), _wrt=[0]), C(rt.tolist_vjp, [0.5, 1.5, -0.5], r(3), _wrt=[0]),
     C(rt.gradient_step_vjp, r(6), r(6), [0.5], _wrt=[0, 1, 2]),
     C(rt.gradient_step_vjp, [r(3, 4), r(3, 4)], [r(3, 4), r(3, 4)], [0.7, 1.3], _wrt=[0, 1, 2]),

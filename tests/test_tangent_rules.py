@@ -215,9 +215,6 @@ C = T.C
 TANGENT_ONLY = [
     C(rt.append_vjp, r(7), r(4), r(3), _wrt=[0]), C(rt.append_vjp, r(2, 5), r(2, 3), r(2, 2), 1, _wrt=[0]),
     C(rt.pad_constant_vjp, r(5, 6), r(3, 4), 1, 0.5, _wrt=[0]),
-    C(rt.tolist_vjp, [r(2), r(2)], r(2, 2), _wrt=[0]),   # a.tolist()'s adjoint
-    C(rt.diff_end_vjp, r(3, 8), r(3, 6), 1, 1, r(3, 2), 0.5, 0, _wrt=[0]),   # prepend's
-    C(rt.diff_end_vjp, r(3, 8), r(3, 6), 1, 1, r(3, 2), r(3, 1), 1, _wrt=[0]),   # append's
     C(rt.expand_to, r(3), r(3, 4), 1, _wrt=[0]),
     C(rt.tangent_like, r(3, 1), r(3, 4), _wrt=[0]),
     C(rt.list_vjp, [r(3), r(3)], r(2, 3), _wrt=[0]),   # list(a)'s adjoint: the rows stacked

@@ -128,7 +128,7 @@ def quantile_q_vjp(dy, a, q, axis=None, keepdims=False, skip_nan=False, scale=1)
     a = xp.asarray(a)
     q_shape = np.shape(q)
     flat, _ = _reduced_last(xp, a, axis)
-    dy = xp.reshape(xp.asarray(dy), (-1,) + flat.shape[:-1])
+    dy = xp.reshape(xp.asarray(dy), (int(np.size(q)),) + flat.shape[:-1])
     dq = np.zeros(q_shape).reshape(-1)
     for j, _, by_q, _ in _order_statistic_weights(xp, a, q, axis, skip_nan, scale):
         dq[j] = float(xp.sum(dy[j] * by_q))
@@ -146,7 +146,7 @@ def quantile_q_pair(c, v, a, q, axis=None, skip_nan=False, scale=1):
     a = xp.asarray(a)
     flat, _ = _reduced_last(xp, a, axis)
     v_flat, _ = _reduced_last(xp, xp.broadcast_to(xp.asarray(v), a.shape), axis)
-    c = xp.reshape(xp.asarray(c), (-1,) + flat.shape[:-1])
+    c = xp.reshape(xp.asarray(c), (int(np.size(q)),) + flat.shape[:-1])
     dq = [xp.sum(xp.where(by_q != 0, c[j][..., None] * by_q * v_flat, 0.0))
           for j, _, _, by_q in _order_statistic_weights(xp, a, q, axis, skip_nan, scale)]
     if isinstance(q, (list, tuple)):

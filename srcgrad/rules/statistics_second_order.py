@@ -450,8 +450,7 @@ def interp_vjp_tan(w, dy, x, xp_points, fp, left=None, right=None, period=None, 
 
 # ----- diff's ends and .tolist(): linear in the cotangent -----
 
-linear(rt.diff_end_vjp, "dy", no_tangent=("a", "prepend", "append"))
-linear(rt.tolist_vjp, "dy", no_tangent=("a",))
+# (their tangents: linear, rules/jvp_runtime.py)
 
 
 @rt.helper
