@@ -217,8 +217,15 @@ def reshapes(m):
     return np.sum(t[1] * np.reshape(m, (-1,))[:6]) + np.sum(m.reshape(4, 3) ** 3)
 
 
-def test_reshapes_compile():
+def running_total(m):
+    return np.sum(np.cumsum(m) * np.arange(12.0)) + np.sum(np.flip(m, None) * m)
+
+
+def test_reshapes_and_whole_array_flips_compile():
     _compiles_and_matches(reshapes, M)
+    jit = _compiles_and_matches(running_total, M)   # cumsum's gradient: np.flip(g, None)
+    code = [line for line in jit.jit_source(M).splitlines() if not line.strip().startswith("#")]
+    assert any("np.flip(" in line for line in code) and not any(", None)" in line for line in code)
 
 
 # ----- an adjoint added into an indexed array while it may be the zero number -----

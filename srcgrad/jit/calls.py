@@ -3,7 +3,8 @@
 ``np.reshape(a, shape, order='C')`` and ``a.reshape(3, 2)`` become ``_jrt.reshape`` (Numba's
 takes no order and reshapes only contiguous arrays); reductions given an axis or keepdims
 (``np.mean(x, axis=1)``, ``x.max(axis=(0, 2), keepdims=True)``, ``x.var(axis=0, ddof=1)``)
-become ``_jrt.reduce_mean(x, axis, keepdims, ddof)`` and the like (reductions.py). A call
+become ``_jrt.reduce_mean(x, axis, keepdims, ddof)`` and the like (reductions.py);
+``np.flip(a, None)`` drops its None axis. A call
 with other arguments stays as it is (Numba's typing decides).
 """
 
@@ -12,7 +13,25 @@ import gast
 
 def numba_form(node):
     """The ``_jrt`` call that replaces the Call ``node``, or None."""
-    return _reshape(node) or _reduction(node)
+    return _reshape(node) or _reduction(node) or _without_none_axis(node)
+
+
+_WHOLE = ("flip", "cumsum", "cumprod")   # axis=None: every axis, as with no axis given
+
+
+def _without_none_axis(node):
+    """``np.flip(a, None)`` (``np.cumsum``, ``np.cumprod``; axis=None) as ``np.flip(a)``:
+    Numba takes these without an axis only."""
+    f = node.func
+    if not (isinstance(f, gast.Attribute) and f.attr in _WHOLE and isinstance(f.value, gast.Name)
+            and f.value.id == "np" and node.args):
+        return None
+    axis = node.args[1:] or [k.value for k in node.keywords if k.arg == "axis"]
+    if len(node.args) > 2 or len(axis) != 1 or len(node.keywords) != (len(node.args) == 1) or \
+            not (isinstance(axis[0], gast.Constant) and axis[0].value is None):
+        return None
+    node.args, node.keywords = node.args[:1], []
+    return node
 
 
 def _jrt_call(attr, args):
