@@ -104,6 +104,9 @@ def _form(op):
         kind, keep = axis_kind(axis), literal_flag(keepdims)
         if keep is None and isinstance(keepdims, types.Boolean):
             return None   # Numba types the call again with the constant
+        if op == "sum" and axis_kind(axis) == "int" and keep is False and \
+                isinstance(x, types.Array):   # what Numba's np.sum compiles itself, as before
+            return lambda x, axis=None, keepdims=False, ddof=0: np.sum(x, axis=axis)
         if not (isinstance(x, types.Array) and x.dtype == types.float64 and x.ndim > 0 and
                 kind is not None and keep is not None and isinstance(ddof, (types.Integer, int,
                                                                             types.Omitted))):
