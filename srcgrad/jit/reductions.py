@@ -2,8 +2,9 @@
 ``var`` and ``std`` of a float64 array with ``axis`` (an int or a tuple of ints) or
 ``keepdims`` (translate.py writes ``np.mean(x, axis=1)`` and ``x.mean(axis=1)`` as
 ``_jrt.reduce_mean(x, 1, False, 0)``; Numba has no ``keepdims``, and of these only
-``sum`` takes an ``axis``). NumPy's formulas: the mean is the sum divided by the count,
-the variance the mean of squared deviations from the mean (``max(count - ddof, 0)`` its
+``sum`` takes an ``axis``: a sum over one int axis without keepdims stays Numba's own).
+NumPy's formulas: the mean is the sum divided by the count, the variance the mean of
+squared deviations from the mean (``max(count - ddof, 0)`` its
 divisor), ``max``/``min`` propagate NaN and refuse an empty reduction (ValueError, as
 NumPy: that call runs the NumPy gradient). Sums run in index order, where NumPy sums a
 contiguous axis pairwise: the same values to rounding. Importing this module needs numba.
