@@ -59,7 +59,7 @@ def test_jit_gradient_equals_the_numpy_gradient_on_the_whole_catalogue():
             wrong.append((case.id, got, want))
     assert not wrong, wrong
     # Scalar loops, branches, indexing (rt.add_at), indexed writes, products and
-    # elementwise code compile (165 of 198 today, test_jit_families.py; 133 before tuple
+    # elementwise code compile (167 of 198 today, test_jit_families.py; 134 before tuple
     # gradients, reductions along axes, broadcasts and reshapes; 115 before break/continue, the container
     # checks and list gradients of test_jit_coverage.py, 103 before a zero number and an
     # array in one name (jit/zeros.py), 70 before indexed writes and the helpers of
