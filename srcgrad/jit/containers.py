@@ -99,6 +99,13 @@ def seq_item(dseq, index):
 def _seq_item(dseq, index):
     if not isinstance(index, types.Integer):
         _refuse("seq_item", dseq, index)
+    if isinstance(dseq, types.BaseTuple) and not items(dseq):   # of items of several types:
+        if not isinstance(index, types.IntegerLiteral):   # typed again with the constant
+            return None
+        k = index.literal_value
+        if not -len(dseq) <= k < len(dseq):
+            _refuse("seq_item", dseq, index)
+        return eval(f"lambda dseq, index: dseq[{k}]")
     if items(dseq) or isinstance(dseq, types.Array) and dseq.ndim > 0:
         return lambda dseq, index: dseq[index]
     if _is_number(dseq) and not isinstance(dseq, types.Boolean):

@@ -15,7 +15,8 @@ argument). Each such update becomes::
         v = v op _sg_tK
         _own_v = True
 
-The same operation on the same elements in the same order: a result never changes.
+The same operation on the same elements in the same order: a result never changes. A
+transposed ``e`` (``dW = dW + dW_T.T``) is copied C-contiguous first (``_is_transpose``).
 """
 
 import gast
@@ -127,8 +128,22 @@ class _InPlace:
         again = gast.Assign(targets=[_name(n, gast.Store())], value=gast.BinOp(
             left=operands[0], op=type(op)(), right=operands[1]), type_comment=None)
         in_place = gast.AugAssign(target=_name(n, gast.Store()), op=type(op)(), value=_name(temp))
+        if _is_transpose(other):   # read once, in v's order: a strided read costs more
+            other = gast.Call(func=gast.Attribute(value=_name("np"), attr="ascontiguousarray",
+                                                  ctx=gast.Load()), args=[other], keywords=[])
         return [_assign(temp, other),
                 gast.If(test=test, body=[in_place], orelse=[again, _assign(_flag(n), True)])]
+
+
+def _is_transpose(e):
+    """``np.transpose(a)`` or ``a.T``: W7's ``dW = dW + dW_T.T``, an F-ordered operand added
+    into a C-ordered accumulator (Numba's loop over it was 3x NumPy's; a contiguous copy
+    first, then a contiguous add: the same values)."""
+    if isinstance(e, gast.Attribute) and e.attr == "T":
+        return True
+    return isinstance(e, gast.Call) and isinstance(e.func, gast.Attribute) and \
+        e.func.attr == "transpose" and isinstance(e.func.value, gast.Name) and \
+        e.func.value.id == "np" and len(e.args) == 1 and not e.keywords
 
 
 def _passes(e):

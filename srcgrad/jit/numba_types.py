@@ -42,12 +42,23 @@ def false(t):
 
 
 def basic_item(t):
-    return isinstance(t, (types.Integer, types.SliceType)) and not isinstance(t, types.Boolean)
-
-
+    """An integer, a slice, None or Ellipsis: srcgrad.runtime.arrays._is_basic_index's items."""
+    return isinstance(t, (types.Integer, types.SliceType, types.NoneType, types.EllipsisType)) \
+        and not isinstance(t, types.Boolean)
 
 
 def basic_index(index):
-    """An index of integers and slices only (no position repeats)."""
+    """An index of integers, slices, None and Ellipsis only (no position repeats)."""
     return basic_item(index) or isinstance(index, types.BaseTuple) and len(index) > 0 and \
         all(basic_item(t) for t in index)
+
+
+def mask_index(index):
+    """A 1-D boolean array, alone or in a tuple of integers and slices (no position repeats)."""
+    def mask(t):
+        return isinstance(t, types.Array) and t.ndim == 1 and isinstance(t.dtype, types.Boolean)
+    if mask(index):
+        return True
+    return isinstance(index, types.BaseTuple) and sum(map(mask, index)) == 1 and all(
+        mask(t) or isinstance(t, (types.Integer, types.SliceType)) and
+        not isinstance(t, types.Boolean) for t in index)

@@ -133,6 +133,36 @@ def _inplace(name, apply):
     return stub
 
 
+def _inplace_at(name, apply):
+    """``t[i] op= v`` where ``v`` may be None: ``t[i] op= 0.0`` then (the NumPy code's)."""
+    def stub(t, i, v):
+        pass
+    stub.__name__ = name
+
+    def typing(t, i, v):
+        if not isinstance(t, types.Array) or (_inner(v) is not None and _kind(_inner(v)) is None):
+            raise TypingError(f"srcgrad jit: {name} of {t}, {i}, {v}")
+        if isinstance(v, types.NoneType):
+            return lambda t, i, v: apply(t, i, 0.0)
+        if isinstance(v, types.Optional):
+            return lambda t, i, v: apply(t, i, 0.0) if v is None else apply(t, i, _unwrap(v))
+        return lambda t, i, v: apply(t, i, v)
+    overload(stub, jit_options=JIT_OPTIONS)(typing)
+    return stub
+
+
+def _add_at(t, i, v):
+    t[i] += v
+
+
+def _sub_at(t, i, v):
+    t[i] -= v
+
+
+def _mul_at(t, i, v):
+    t[i] *= v
+
+
 def _add(a, b):
     return a + b
 
@@ -171,3 +201,6 @@ zmul = _binary("zmul", _jitted(_mul))
 iadd = _inplace("iadd", _jitted(_iadd))
 isub = _inplace("isub", _jitted(_isub))
 imul = _inplace("imul", _jitted(_imul))
+iadd_at = _inplace_at("iadd_at", _jitted(_add_at))
+isub_at = _inplace_at("isub_at", _jitted(_sub_at))
+imul_at = _inplace_at("imul_at", _jitted(_mul_at))

@@ -8,6 +8,7 @@ from numba.extending import overload
 
 from srcgrad.jit.numba_types import (JIT_OPTIONS, is_number as _is_number, none as _none,
                                     refuse as _refuse)
+from srcgrad.jit.shapes import axis_kind, kept_offset, kept_size, reduced_axes
 
 
 def _float_array(t, ndims=(1, 2)):
@@ -107,29 +108,32 @@ def _dtype_grad(g, dtype, x):
     _refuse("dtype_grad", g, dtype, x)
 
 
-def unreduce_like(value, x, axis=None, keepdims=False):
-    """See srcgrad.runtime.unreduce_like."""
-
-
-@overload(unreduce_like)
-def _unreduce_like(value, x, axis=None, keepdims=False):
-    if _is_number(value) and (_none(axis) or _is_number(x)):
-        return lambda value, x, axis=None, keepdims=False: value   # a scalar broadcasts
-    _refuse("unreduce_like", value, x, axis, keepdims)
-
-
 def tie_share(mask, axis, x):
     """See srcgrad.rules.numpy_reductions.tie_share."""
 
 
 @overload(tie_share)
 def _tie_share(mask, axis, x):
-    if _none(axis) and isinstance(mask, types.Array) and isinstance(mask.dtype, types.Boolean) \
-            and isinstance(x, types.Array) and isinstance(x.dtype, types.Float):
-        dtype = x.dtype
-
+    if not (isinstance(mask, types.Array) and isinstance(mask.dtype, types.Boolean)
+            and isinstance(x, types.Array) and isinstance(x.dtype, types.Float)):
+        _refuse("tie_share", mask, axis, x)
+    dtype = x.dtype
+    if _none(axis):
         def share(mask, axis, x):
             weights = mask.astype(dtype)
             return weights / weights.sum()
         return share
-    _refuse("tie_share", mask, axis, x)
+    if axis_kind(axis) is None or mask.ndim != x.ndim:
+        _refuse("tie_share", mask, axis, x)
+    n = x.ndim
+
+    def shares(mask, axis, x):   # each group's weights over its count (keepdims=True)
+        reduced = reduced_axes(axis, n)
+        weights = mask.astype(dtype)
+        counts = np.zeros(kept_size(mask.shape, reduced))
+        for idx in np.ndindex(mask.shape):
+            counts[kept_offset(idx, mask.shape, reduced)] += weights[idx]
+        for idx in np.ndindex(mask.shape):
+            weights[idx] /= counts[kept_offset(idx, mask.shape, reduced)]
+        return weights
+    return shares

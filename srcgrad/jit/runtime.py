@@ -24,15 +24,21 @@ from srcgrad.jit.numba_types import (JIT_OPTIONS, basic_index as _basic_index,  
 from srcgrad.jit.writes import (check_sequence, check_unshared, written_grad,  # noqa: F401,E402
                                   zero_grad_at)
 from srcgrad.jit.products import (cast_like, dot_grad_a, dot_grad_b, dtype_grad,  # noqa: F401,E402
-                                  log_or_zero, matmul_grad_a, matmul_grad_b, sign, tie_share,
-                                  unreduce_like)
+                                  log_or_zero, matmul_grad_a, matmul_grad_b, sign, tie_share)
 # The checks of values that might be lists or tuples (never, in compiled code).
 from srcgrad.jit.containers import (add_grad, check_array_operand,  # noqa: F401,E402
                                     concatenate_vjp, container_op, items as _items, seq_add,
                                     seq_item, stack_vjp, unreached)
+# Gradients moved between shapes: broadcasts, reductions along axes, reshapes.
+from srcgrad.jit.shapes import (reduction_size, reshape, unbroadcast,  # noqa: F401,E402
+                                unreduce, unreduce_like)
+from srcgrad.jit.reductions import (reduce_max, reduce_mean, reduce_min,  # noqa: F401,E402
+                                    reduce_std, reduce_sum, reduce_var)
+# The adjoint of indexing (rt.add_at): arrays, and the tuples a function unpacks.
+from srcgrad.jit.indexing import add_at  # noqa: F401,E402
 # The reads of a name whose zero number is None (zeros.py).
 from srcgrad.jit.optional import (iadd, imul, isub, nz, zadd, zmul, zsub,  # noqa: F401,E402
-                                  is_zero_form as _is_zero_form)
+                                  iadd_at, isub_at, imul_at, is_zero_form as _is_zero_form)
 
 
 def default_seed(out):
@@ -43,24 +49,12 @@ def owned_zeros(x):
     """See srcgrad.runtime.owned_zeros."""
 
 
-def unbroadcast(g, x):
-    """See srcgrad.runtime.unbroadcast."""
-
-
 def has_grad(g):
     """See srcgrad.runtime.has_grad."""
 
 
 def shape_of(value):
     """See srcgrad.runtime.shape_of."""
-
-
-def unreduce(g, x, axis=None, keepdims=False):
-    """See srcgrad.runtime.unreduce."""
-
-
-def reduction_size(x, axis=None, at_least=0):
-    """See srcgrad.runtime.reduction_size."""
 
 
 @overload(default_seed)
@@ -84,31 +78,6 @@ def _owned_zeros(x):
     _refuse("owned_zeros", x)
 
 
-@overload(unbroadcast)
-def _unbroadcast(g, x):
-    if _is_number(g):
-        return lambda g, x: g
-    if not isinstance(g, types.Array):
-        _refuse("unbroadcast", g, x)
-    target = _ndim_of(x)
-    if target == 0:
-        return lambda g, x: np.sum(g)   # summed down to a scalar's shape ()
-    if target != g.ndim:
-        _refuse("unbroadcast", g, x)   # other ranks: the NumPy gradient sums
-    if isinstance(x, types.Array):
-        def same(g, x):
-            if g.shape != x.shape:
-                raise ValueError("srcgrad jit: unbroadcast of another shape")
-            return g
-        return same
-
-    def same_shape(g, x):
-        if g.shape != x:
-            raise ValueError("srcgrad jit: unbroadcast of another shape")
-        return g
-    return same_shape
-
-
 @overload(has_grad)
 def _has_grad(g):
     if isinstance(g, types.NoneType):   # None: the zero number (zeros.py)
@@ -117,8 +86,8 @@ def _has_grad(g):
         return lambda g: False if g is None else has_grad(nz(g))
     if _is_number(g):
         return lambda g: g != 0
-    if isinstance(g, types.Array) and g.ndim > 0:
-        return lambda g: True
+    if isinstance(g, types.Array) and g.ndim > 0 or isinstance(g, types.BaseTuple):
+        return lambda g: True   # a tuple: the gradient of one (indexing.py), as a list is
     _refuse("has_grad", g)
 
 
@@ -137,7 +106,7 @@ def _need_grad(g):
             if g == 0:
                 raise ZeroAdjoint("srcgrad jit: a zero adjoint stays a number here")
         return need
-    if isinstance(g, types.Array) and g.ndim > 0:
+    if isinstance(g, types.Array) and g.ndim > 0 or isinstance(g, types.BaseTuple):
         return lambda g: None
     _refuse("need_grad", g)
 
@@ -149,30 +118,6 @@ def _shape_of(value):
     if _is_number(value):
         return lambda value: ()
     _refuse("shape_of", value)
-
-
-@overload(unreduce)
-def _unreduce(g, x, axis=None, keepdims=False):
-    # A full reduction's scalar gradient spread over x's shape (np.full: a writable copy
-    # of what the NumPy helper returns as a read-only view).
-    if _is_number(g) and _none(axis) and _false(keepdims):
-        if isinstance(x, types.Array):
-            return lambda g, x, axis=None, keepdims=False: np.full(x.shape, g)
-        if _is_shape(x):
-            return lambda g, x, axis=None, keepdims=False: np.full(x, g)
-        if _is_number(x):
-            return lambda g, x, axis=None, keepdims=False: g
-    _refuse("unreduce", g, x, axis, keepdims)
-
-
-@overload(reduction_size)
-def _reduction_size(x, axis=None, at_least=0):
-    if isinstance(x, types.Array) and _none(axis):
-        def size(x, axis=None, at_least=0):
-            n = x.size
-            return n if n >= at_least else at_least
-        return size
-    _refuse("reduction_size", x, axis)
 
 
 def own(value):
@@ -337,94 +282,6 @@ def _array_vjp(dy, obj):
             out.append(cast_like(unbroadcast(dy[i], obj[i]), obj[i]))
         return out
     return entries
-
-
-def add_at(dx, x, index, g):
-    """See srcgrad.runtime.add_at."""
-
-
-@overload(add_at, jit_options=JIT_OPTIONS)
-def _add_at(dx, x, index, g):
-    # ``dx`` an owned float array of ``x``'s shape (the sweep made it with owned_zeros;
-    # another shape raises ValueError at run time: the NumPy gradient materialises it),
-    # or a number, materialised as the NumPy helper does (zeros of x's shape plus it).
-    # (Of a number ``g`` that is 0, the NumPy helper returns the number ``dx`` itself:
-    # a ValueError at run time, so that the NumPy gradient runs that call.)
-    if isinstance(dx, types.NoneType):   # None: the zero number (zeros.py)
-        return lambda dx, x, index, g: add_at(0.0, x, index, g)
-    if _is_zero_form(dx):
-        return lambda dx, x, index, g: add_at(0.0, x, index, g) if dx is None else \
-            add_at(nz(dx), x, index, g)
-    if isinstance(x, types.Array) and _is_number(dx) and (_is_number(g) or isinstance(g, types.Array)):
-        dtype = x.dtype if isinstance(x.dtype, types.Float) else types.float64
-        zero_g = _is_number(g)
-
-        def materialised(dx, x, index, g):
-            if zero_g and g == 0:
-                raise ValueError("srcgrad jit: add_at of a zero number keeps a number")
-            base = np.zeros(x.shape, dtype)
-            if dx != 0:
-                base += dx
-            return add_at(base, x, index, g)
-        return materialised
-    if not (isinstance(x, types.Array) and isinstance(dx, types.Array) and dx.ndim == x.ndim
-            and dx.mutable and isinstance(dx.dtype, types.Float)
-            and (_is_number(g) or isinstance(g, types.Array))):
-        _refuse("add_at", dx, x, index, g)
-    zero = _is_number(g)   # a number zero adds nothing (not even to the sign of a zero)
-    if _basic_index(index):
-        def basic(dx, x, index, g):
-            if dx.shape != x.shape:
-                raise ValueError("srcgrad jit: add_at into another shape")
-            if zero and g == 0:
-                return dx
-            dx[index] += g
-            return dx
-        return basic
-    if isinstance(index, types.Array) and index.ndim == 1 and x.ndim == 1 and \
-            isinstance(index.dtype, types.Integer) and not isinstance(index.dtype, types.Boolean) \
-            and (zero or g.ndim == 1):
-        def fancy(dx, x, index, g):   # np.add.at: repeated indices add up, in index order
-            if dx.shape != x.shape:
-                raise ValueError("srcgrad jit: add_at into another shape")
-            if zero:
-                if g == 0:
-                    return dx
-                for k in range(index.size):
-                    dx[index[k]] += g
-            else:
-                if g.size != index.size:
-                    raise ValueError("srcgrad jit: add_at of another length")
-                for k in range(index.size):
-                    dx[index[k]] += g[k]
-            return dx
-        return fancy
-    if isinstance(index, types.Array) and isinstance(index.dtype, types.Boolean) and \
-            index.ndim == x.ndim == 1 and (zero or g.ndim == 1):
-        def masked(dx, x, index, g):   # no repeats: dx[mask] += g, element by element
-            if dx.shape != x.shape or index.shape != x.shape:
-                raise ValueError("srcgrad jit: add_at into another shape")
-            if zero:
-                if g == 0:
-                    return dx
-                for k in range(index.size):
-                    if index[k]:
-                        dx[k] += g
-                return dx
-            j = 0
-            for k in range(index.size):
-                if index[k]:
-                    j += 1
-            if j != g.size:
-                raise ValueError("srcgrad jit: add_at of another length")
-            j = 0
-            for k in range(index.size):
-                if index[k]:
-                    dx[k] += g[j]
-                    j += 1
-            return dx
-        return masked
-    _refuse("add_at", dx, x, index, g)
 
 
 # ----- The elementwise loops of loops.py -----

@@ -26,7 +26,10 @@ the clone is rewritten:
 * ``if rt.container_op(a, b):`` (whether ``+`` or ``*`` joins lists or tuples) keeps
   its test, False on arrays and numbers, and its body becomes ``_jrt.unreached()``;
   ``rt.check_array_operand(v, error)`` keeps ``v`` (containers.py).
-* ``np.stack([a, b])`` (and the other joins) of a list display joins the tuple ``(a, b)``.
+* ``np.stack([a, b])`` (and the other joins) of a list display joins the tuple ``(a, b)``;
+  a list display read only at constant positions is a tuple (displays.py).
+* ``np.reshape`` and ``.reshape`` become ``_jrt.reshape``; reductions with an axis or
+  keepdims (``x.mean(axis=1)``) become ``_jrt.reduce_mean(...)`` and the like (calls.py).
 * ``push(steps[:count])`` of a loop ended by a break (control_flow.RANGE_BREAK_FORWARD)
   becomes ``_jrt.range_head(steps, count)`` (Numba does not slice a range).
 * Free names must be numbers, NumPy or math (or a NumPy function), or the builtins
@@ -45,7 +48,7 @@ import numpy
 
 from srcgrad import anno, optimize, pipeline
 from srcgrad.codegen import emit
-from srcgrad.jit import fixed_tapes, inplace, loops, zeros
+from srcgrad.jit import calls, displays, fixed_tapes, inplace, loops, zeros
 from srcgrad.templates import clone
 from srcgrad.transform import tape as tapes
 
@@ -149,6 +152,7 @@ def translate(compiled, variant, optional=frozenset(), lists=frozenset()):
     function = gast.FunctionDef(name=name, args=args, body=tape_lists + body, decorator_list=[],
                                 returns=None, type_comment=None, type_params=[])
     function.body = _zero_adjoints_typed(function.body)
+    displays.as_tuples(function)
     inplace.rewrite(function, compiled.scalars)
     if optional:
         try:
@@ -475,6 +479,9 @@ class _Expressions(gast.NodeTransformer):
             # Numba joins a tuple of arrays, not a list: the same values to NumPy
             node.args[0] = gast.Tuple(elts=node.args[0].elts, ctx=gast.Load())
             return node
+        numba_form = calls.numba_form(node)
+        if numba_form is not None:
+            return numba_form
         if isinstance(node.func, gast.Name) and node.func.id == "reversed" and len(node.args) == 1:
             return _call("_jrt", "rev_range", node.args)
         f = node.func

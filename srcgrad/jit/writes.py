@@ -8,6 +8,7 @@ from numba import njit, types
 from numba.extending import overload
 
 from srcgrad.jit.numba_types import (JIT_OPTIONS, basic_index as _basic_index,
+                                    mask_index as _mask_index,
                                     is_number as _is_number, none as _none, refuse as _refuse)
 
 
@@ -61,10 +62,18 @@ def _extent(a):
 
 
 def _gradient_of(dx, x, index):
-    """Whether ``dx`` is a float array adjoint of the float array ``x`` read at a basic
-    ``index`` (integers and slices: no position repeats)."""
+    """Whether ``dx`` is a float array adjoint of the float array ``x`` read at an index
+    that repeats no position: basic (integers, slices, None, Ellipsis) or a boolean mask
+    (the NumPy helper's keep_written changes nothing there)."""
     return isinstance(x, types.Array) and isinstance(dx, types.Array) and dx.ndim == x.ndim \
-        and isinstance(dx.dtype, types.Float) and _basic_index(index)
+        and isinstance(dx.dtype, types.Float) and (_basic_index(index) or _mask_index(index)
+                                                   or _positions(x, index))
+
+
+def _positions(x, index):
+    """A 1-D integer array indexing a 1-D array (positions may repeat)."""
+    return isinstance(index, types.Array) and index.ndim == 1 and x.ndim == 1 and \
+        isinstance(index.dtype, types.Integer) and not isinstance(index.dtype, types.Boolean)
 
 
 def written_grad(dx, x, index):
@@ -77,6 +86,19 @@ def _written_grad(dx, x, index):
         return lambda dx, x, index: dx   # a number adjoint: every position's
     if not _gradient_of(dx, x, index):
         _refuse("written_grad", dx, x, index)
+    if _positions(x, index):
+        def kept(dx, x, index):   # keep_written: a position written again later gets nothing
+            if dx.shape != x.shape:
+                raise ValueError("srcgrad jit: written_grad of another shape")
+            last = np.full(x.shape, -1, np.intp)
+            g = np.empty(index.size, dx.dtype)
+            for k in range(index.size):
+                last[index[k]] = k   # bounds checked: an IndexError runs NumPy, which raises
+            for k in range(index.size):
+                g[k] = dx[index[k]] if last[index[k]] == k else 0.0
+            return g
+        return kept
+
     def take(dx, x, index):
         if dx.shape != x.shape:
             raise ValueError("srcgrad jit: written_grad of another shape")

@@ -16,6 +16,10 @@ computes with 0.0 in its place, or hands the call to the NumPy gradient:
   raises ZeroAdjoint (that call runs the NumPy gradient);
 * ``v += g`` (``-=``, ``*=``: inplace.py writes them only where ``fits`` held, so ``v``
   is an array then) becomes ``v = _jrt.iadd(v, g)``;
+* ``t[i] += v`` (``-=``, ``*=``) becomes ``_jrt.iadd_at(t, i, v)``: ``t[i] += 0.0`` where
+  ``v`` is None, as the NumPy code computes (no ZeroAdjoint). Numba's typing of an
+  in-place array operator crashes (an AttributeError, not a TypingError it would retry)
+  on the ``none`` type ``nz(v)`` has before ``v``'s type is complete;
 * any other read is ``_jrt.nz(v)``: ``v``, or ZeroAdjoint where it is None.
 
 So a value computed from ``v`` is the NumPy code's value, or the call runs the NumPy
@@ -30,6 +34,7 @@ from srcgrad import anno
 
 _OPS = {gast.Add: "zadd", gast.Sub: "zsub", gast.Mult: "zmul"}
 _INPLACE = {gast.Add: "iadd", gast.Sub: "isub", gast.Mult: "imul"}
+_INPLACE_AT = {gast.Add: "iadd_at", gast.Sub: "isub_at", gast.Mult: "imul_at"}
 _ZERO_AWARE = ("has_grad", "need_grad", "fits", "add_at")
 
 
@@ -68,6 +73,13 @@ def _statement(s, names):
             _name(s.target.id), _Reads(names).visit(s.value)]), type_comment=None)
         anno.setanno(new, anno.Static.ORIGIN, anno.getanno(s, anno.Static.ORIGIN))
         return new
+    if isinstance(s, gast.AugAssign) and isinstance(s.target, gast.Subscript) and \
+            isinstance(s.value, gast.Name) and s.value.id in names and type(s.op) in _INPLACE_AT:
+        target = _subscript_target(s.target, names)
+        new = gast.Expr(value=_call(_INPLACE_AT[type(s.op)], [
+            target.value, _as_value(target.slice), _name(s.value.id)]))
+        anno.setanno(new, anno.Static.ORIGIN, anno.getanno(s, anno.Static.ORIGIN))
+        return new
     if isinstance(s, (gast.For, gast.While, gast.If)):
         if isinstance(s, gast.For):
             s.iter = _Reads(names).visit(s.iter)
@@ -102,6 +114,18 @@ def _subscript_target(t, names):
     t.value = _Reads(names).visit(t.value)
     t.slice = _Reads(names).visit(t.slice)
     return t
+
+
+def _as_value(index):
+    """An index as a call argument: a slice ``a:b:c`` as ``slice(a, b, c)``."""
+    if isinstance(index, gast.Slice):
+        parts = [p or gast.Constant(value=None, kind=None)
+                 for p in (index.lower, index.upper, index.step)]
+        return gast.Call(func=gast.Name(id="slice", ctx=gast.Load(), annotation=None,
+                                        type_comment=None), args=parts, keywords=[])
+    if isinstance(index, gast.Tuple):
+        index.elts = [_as_value(e) for e in index.elts]
+    return index
 
 
 class _Reads(gast.NodeTransformer):

@@ -1,0 +1,91 @@
+"""NumPy calls Numba does not compile as written, as calls of their Numba forms (``_jrt.*``).
+
+``np.reshape(a, shape, order='C')`` and ``a.reshape(3, 2)`` become ``_jrt.reshape`` (Numba's
+takes no order and reshapes only contiguous arrays); reductions given an axis or keepdims
+(``np.mean(x, axis=1)``, ``x.max(axis=(0, 2), keepdims=True)``, ``x.var(axis=0, ddof=1)``)
+become ``_jrt.reduce_mean(x, axis, keepdims, ddof)`` and the like (reductions.py);
+``np.flip(a, None)`` drops its None axis. A call
+with other arguments stays as it is (Numba's typing decides).
+"""
+
+import gast
+
+
+def numba_form(node):
+    """The ``_jrt`` call that replaces the Call ``node``, or None."""
+    return _reshape(node) or _reduction(node) or _without_none_axis(node)
+
+
+_WHOLE = ("flip", "cumsum", "cumprod")   # axis=None: every axis, as with no axis given
+
+
+def _without_none_axis(node):
+    """``np.flip(a, None)`` (``np.cumsum``, ``np.cumprod``; axis=None) as ``np.flip(a)``:
+    Numba takes these without an axis only."""
+    f = node.func
+    if not (isinstance(f, gast.Attribute) and f.attr in _WHOLE and isinstance(f.value, gast.Name)
+            and f.value.id == "np" and node.args):
+        return None
+    axis = node.args[1:] or [k.value for k in node.keywords if k.arg == "axis"]
+    if len(node.args) > 2 or len(axis) != 1 or len(node.keywords) != (len(node.args) == 1) or \
+            not (isinstance(axis[0], gast.Constant) and axis[0].value is None):
+        return None
+    node.args, node.keywords = node.args[:1], []
+    return node
+
+
+def _jrt_call(attr, args):
+    return gast.Call(func=gast.Attribute(value=gast.Name(id="_jrt", ctx=gast.Load(), annotation=None,
+                                                         type_comment=None),
+                                         attr=attr, ctx=gast.Load()), args=list(args), keywords=[])
+
+
+_REDUCTIONS = {"sum": "sum", "mean": "mean", "max": "max", "min": "min", "amax": "max",
+               "amin": "min", "var": "var", "std": "std"}
+
+
+def _reduction(node):
+    """``np.mean(x, axis=1)``, ``x.mean(axis=1, keepdims=True)`` and the other reductions
+    of ``_REDUCTIONS`` given an axis or keepdims as ``_jrt.reduce_mean(x, axis, keepdims,
+    ddof)`` (reductions.py: Numba has no keepdims, and only sum takes an axis), else None."""
+    f = node.func
+    if not isinstance(f, gast.Attribute) or f.attr not in _REDUCTIONS:
+        return None
+    if isinstance(f.value, gast.Name) and f.value.id == "np":
+        if not node.args:
+            return None
+        x, rest = node.args[0], node.args[1:]
+    elif isinstance(f.value, gast.Name) and f.value.id in ("_jrt", "math"):
+        return None
+    else:
+        x, rest = f.value, node.args
+    given = {k.arg: k.value for k in node.keywords}
+    op = _REDUCTIONS[f.attr]
+    if len(rest) > 1 or set(given) - {"axis", "keepdims", "ddof"} or rest and "axis" in given \
+            or "ddof" in given and op not in ("var", "std"):
+        return None
+    axis = rest[0] if rest else given.get("axis")
+    if axis is None and "keepdims" not in given:
+        return None
+    none, false = gast.Constant(value=None, kind=None), gast.Constant(value=False, kind=None)
+    return _jrt_call("reduce_" + op, [x, axis or none, given.get("keepdims", false),
+                                          given.get("ddof", gast.Constant(value=0, kind=None))])
+
+
+def _reshape(node):
+    """``np.reshape(a, shape[, order='C'])`` and ``a.reshape(*shape)`` as
+    ``_jrt.reshape(a, shape)`` (shapes.py: Numba's reshape takes no ``order`` and only a
+    contiguous array), else None."""
+    f = node.func
+    if not (isinstance(f, gast.Attribute) and f.attr == "reshape") or any(
+            k.arg != "order" or not (isinstance(k.value, gast.Constant) and k.value.value == "C")
+            for k in node.keywords):
+        return None
+    if isinstance(f.value, gast.Name) and f.value.id == "np":
+        if len(node.args) != 2:
+            return None
+        return _jrt_call("reshape", node.args)
+    if isinstance(f.value, gast.Name) and f.value.id in ("_jrt", "math") or not node.args:
+        return None
+    shape = node.args[0] if len(node.args) == 1 else gast.Tuple(elts=node.args, ctx=gast.Load())
+    return _jrt_call("reshape", [f.value, shape])
