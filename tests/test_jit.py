@@ -35,9 +35,17 @@ def _jit_warnings(record):
     return [w for w in record if issubclass(w.category, JitFallbackWarning)]
 
 
-def test_jit_gradient_equals_the_numpy_gradient_on_the_whole_catalogue():
+# The catalogue in four shards (every fourth case), so that pytest-xdist spreads its Numba
+# compiles over the workers; each shard's minimum count of compiled cases is its count today
+# (40, 41, 45, 41: 167 of 198) less two.
+SHARDS = 4
+COMPILED_AT_LEAST = {0: 38, 1: 39, 2: 43, 3: 39}
+
+
+@pytest.mark.parametrize("shard", range(SHARDS))
+def test_jit_gradient_equals_the_numpy_gradient_on_the_whole_catalogue(shard):
     compiled, fell_back, wrong = [], [], []
-    for case in ALL_CASES:
+    for case in ALL_CASES[shard::SHARDS]:
         if not case.targets:
             continue
         wrt = tuple(w for w, _ in case.targets)
@@ -65,7 +73,7 @@ def test_jit_gradient_equals_the_numpy_gradient_on_the_whole_catalogue():
     # array in one name (jit/zeros.py), 70 before indexed writes and the helpers of
     # test_jit_idioms.py, 47 before add_at, slice and need_grad). .dev/jit_coverage.py
     # groups the others by reason.
-    assert len(compiled) >= 160, compiled
+    assert len(compiled) >= COMPILED_AT_LEAST[shard], compiled
 
 
 def _thermal(u, T_out, price):   # W8's shape: a scalar loop with a branch
