@@ -9,8 +9,6 @@ nested loop with a break that crashed Numba's typing). Each function compiles wi
 JitFallbackWarning, gives the NumPy gradient twice and agrees with central differences;
 the Numba forms are also compared with NumPy directly. Skipped without Numba."""
 
-import warnings
-
 import numpy as np
 import pytest
 
@@ -18,28 +16,7 @@ pytest.importorskip("numba")
 
 import srcgrad as sg  # noqa: E402
 from srcgrad import runtime as rt  # noqa: E402
-from srcgrad.jit import JitFallbackWarning  # noqa: E402
-from srcgrad.testing import numerical_grad  # noqa: E402
-
-
-def _compiles_and_matches(f, *args, wrt=0):
-    """The jit gradient of ``f`` compiles (no warning), twice gives the NumPy gradient,
-    and agrees with central differences."""
-    want = sg.grad(f, wrt)(*args)
-    jit = sg.grad(f, wrt, jit=True)
-    for _ in range(2):   # the first call compiles, the second runs the common call
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", JitFallbackWarning)
-            got = jit(*args)
-        got_t, want_t = (got, want) if isinstance(wrt, tuple) else ((got,), (want,))
-        for g, w in zip(got_t, want_t):
-            assert type(g) is type(w)
-            np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-14)
-    numeric = numerical_grad(f, args, wrt)
-    for g, n in zip(got_t, numeric if isinstance(wrt, tuple) else (numeric,)):
-        np.testing.assert_allclose(g, n, rtol=1e-6, atol=1e-8)
-    assert len(jit.compile_times) == 1, jit.compile_times
-    return jit
+from test_jit_coverage import _compiles_and_matches  # noqa: E402
 
 
 rng = np.random.default_rng(8)

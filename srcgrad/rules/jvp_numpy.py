@@ -538,7 +538,7 @@ def gradient_jvp(y, f, spacings, axis, edge_order, t_f, t_spacings):
         out = _per_axis(xp_.gradient(xp_.asarray(t_f), *spacings, axis=axis, edge_order=edge_order))
     else:
         out = [xp_.zeros(xp_.shape(r)) for r in results]
-    moving = [t for t in (t_spacings if isinstance(t_spacings, (list, tuple)) else ())]
+    moving = list(t_spacings) if isinstance(t_spacings, (list, tuple)) else []
     if any(t is not None and not rt.is_zero_grad(t) for t in moving):
         _, steps = _gradient_steps(xp_.ndim(f), spacings, axis)
         per_axis = [moving[0 if len(spacings) == 1 else k] for k in range(len(steps))]

@@ -77,12 +77,11 @@ def _reduced_last(xp, a, axis):
 
 def _order_statistic_weights(xp, a, q, axis, skip_nan, scale):
     """For each quantile ``q / scale`` of ``a`` over ``axis`` (method "linear"): yield
-    (its index in ``q``, the weights of ``a``'s entries, shaped (kept..., n), and the
-    derivative of the result by ``q``, shaped (kept...)), with ``a`` reshaped as
-    ``_reduced_last`` does. Each of the two order statistics ``floor`` and ``floor + 1`` of
-    ``q * (count - 1)`` weighs ``1 - frac`` and ``frac``, split evenly among the entries
-    equal to it (``count``: the group's non-NaN entries with ``skip_nan``); and the
-    derivative of the weights by ``q``."""
+    (its index in ``q``, the weights of ``a``'s entries and their derivative by ``q``, both
+    shaped (kept..., n)), with ``a`` reshaped as ``_reduced_last`` does. Each of the two
+    order statistics ``floor`` and ``floor + 1`` of ``q * (count - 1)`` weighs ``1 - frac``
+    and ``frac``, split evenly among the entries equal to it (``count``: the group's
+    non-NaN entries with ``skip_nan``)."""
     flat, _ = _reduced_last(xp, a, axis)
     q_array = xp.asarray(q, dtype=np.float64) / scale
     ordered = xp.sort(flat, axis=-1)
@@ -101,7 +100,7 @@ def _order_statistic_weights(xp, a, q, axis, skip_nan, scale):
         with np.errstate(invalid="ignore", divide="ignore"):
             share_lo, share_hi = ((flat == v) / xp.sum(flat == v, axis=-1, keepdims=True) for v in (v_lo, v_hi))
         weights = (1 - frac)[..., None] * share_lo + frac[..., None] * share_hi
-        yield j, weights, (v_hi - v_lo)[..., 0] * last / scale, (share_hi - share_lo) * (last / scale)[..., None]
+        yield j, weights, (share_hi - share_lo) * (last / scale)[..., None]
 
 
 @rt.helper
@@ -114,7 +113,7 @@ def quantile_vjp(dy, a, q, axis=None, keepdims=False, skip_nan=False, scale=1):
     flat, order = _reduced_last(xp, a, axis)
     dy = xp.reshape(xp.asarray(dy), (int(np.size(q)),) + flat.shape[:-1])
     grad = xp.zeros(flat.shape, dtype=float_dtype(a, xp))
-    for j, weights, _, _ in _order_statistic_weights(xp, a, q, axis, skip_nan, scale):
+    for j, weights, _ in _order_statistic_weights(xp, a, q, axis, skip_nan, scale):
         grad += dy[j][..., None] * weights
     moved_shape = tuple(a.shape[i] for i in order)
     return xp.transpose(grad.reshape(moved_shape), np.argsort(order))
@@ -123,18 +122,14 @@ def quantile_vjp(dy, a, q, axis=None, keepdims=False, skip_nan=False, scale=1):
 @rt.helper
 def quantile_q_vjp(dy, a, q, axis=None, keepdims=False, skip_nan=False, scale=1):
     """Gradient of ``quantile(a, q / scale, axis)`` for ``q``: each quantile's slope
-    between its two order statistics, times its cotangent (a list for a list ``q``)."""
-    xp = namespace(a, dy)
-    a = xp.asarray(a)
-    q_shape = np.shape(q)
-    flat, _ = _reduced_last(xp, a, axis)
-    dy = xp.reshape(xp.asarray(dy), (int(np.size(q)),) + flat.shape[:-1])
-    dq = np.zeros(q_shape).reshape(-1)
-    for j, _, by_q, _ in _order_statistic_weights(xp, a, q, axis, skip_nan, scale):
-        dq[j] = float(xp.sum(dy[j] * by_q))
+    between its two order statistics, times its cotangent (a list for a list ``q``); the
+    pairing ``quantile_q_pair`` takes with ``a`` itself (a weight's derivative by ``q``
+    times ``a`` is that slope)."""
+    dq = quantile_q_pair(dy, a, a, q, axis, skip_nan, scale)
+    values = [float(v) for v in (dq if isinstance(dq, list) else namespace(dq).reshape(dq, (-1,)))]
     if isinstance(q, (list, tuple)):
-        return [float(v) for v in dq]
-    return float(dq[0]) if not q_shape else dq.reshape(q_shape)
+        return values
+    return values[0] if not np.shape(q) else np.array(values).reshape(np.shape(q))
 
 
 @rt.helper
@@ -148,7 +143,7 @@ def quantile_q_pair(c, v, a, q, axis=None, skip_nan=False, scale=1):
     v_flat, _ = _reduced_last(xp, xp.broadcast_to(xp.asarray(v), a.shape), axis)
     c = xp.reshape(xp.asarray(c), (int(np.size(q)),) + flat.shape[:-1])
     dq = [xp.sum(xp.where(by_q != 0, c[j][..., None] * by_q * v_flat, 0.0))
-          for j, _, _, by_q in _order_statistic_weights(xp, a, q, axis, skip_nan, scale)]
+          for j, _, by_q in _order_statistic_weights(xp, a, q, axis, skip_nan, scale)]
     if isinstance(q, (list, tuple)):
         return dq
     return dq[0] if not np.shape(q) else xp.reshape(xp.stack(dq), np.shape(q))
@@ -162,7 +157,7 @@ def quantile_jvp(t, a, q, axis=None, keepdims=False, skip_nan=False, scale=1):
     a = xp.asarray(a)
     t_flat, _ = _reduced_last(xp, xp.broadcast_to(xp.asarray(t), a.shape), axis)
     out = [xp.sum(xp.where(weights != 0, weights * t_flat, 0.0), axis=-1)   # NaN entries: weight 0
-           for _, weights, _, _ in _order_statistic_weights(xp, a, q, axis, skip_nan, scale)]
+           for _, weights, _ in _order_statistic_weights(xp, a, q, axis, skip_nan, scale)]
     out = xp.stack(out).reshape(np.shape(q) + t_flat.shape[:-1])
     if keepdims:
         shape = list(a.shape)

@@ -81,19 +81,22 @@ def gradient_vjp_adj(dw, w, dy, f, spacings, axis=None, edge_order=1):
             rt.gradient_vjp_by_steps(dw, dy, f, spacings, axis, edge_order), None, None)
 
 
-@rt.helper
-def gradient_vjp_by_steps(dw, dy, f, spacings, axis=None, edge_order=1):
-    """``d/dh <dw, gradient_vjp(dy, f, spacings)>`` for each spacing (a list): axis
-    ``k``'s part is ``S_k^T dy_k / h_k``, so its derivative is ``-<dw, part_k> / h_k``."""
-    xp = namespace(f, dw)
-    axes, steps = _gradient_steps(xp.ndim(f), spacings, axis)
+def _parts_by_axis(dy, f, spacings, axis, edge_order):
+    """Each axis's spacing ``h_k`` and part ``S_k^T dy_k / h_k`` of ``gradient_vjp``."""
+    steps = _gradient_steps(np.ndim(f), spacings, axis)[1]
     cotangents = _per_axis(dy)
-    by_step = []
     for k, h in enumerate(steps):
         alone = [d if i == k else None for i, d in enumerate(cotangents)]
-        part = gradient_vjp(alone if isinstance(dy, (list, tuple)) else alone[0], f, spacings, axis, edge_order)
-        by_step.append(-xp.sum(xp.asarray(dw) * part) / h)
-    if len(spacings) == 1 and len(axes) > 1:
+        yield h, gradient_vjp(alone if isinstance(dy, (list, tuple)) else alone[0], f, spacings, axis, edge_order)
+
+
+@rt.helper
+def gradient_vjp_by_steps(dw, dy, f, spacings, axis=None, edge_order=1):
+    """``d/dh <dw, gradient_vjp(dy, f, spacings)>`` for each spacing (a list): axis ``k``'s
+    part is ``S_k^T dy_k / h_k``, so its derivative is ``-<dw, part_k> / h_k``."""
+    xp = namespace(f, dw)
+    by_step = [-xp.sum(xp.asarray(dw) * part) / h for h, part in _parts_by_axis(dy, f, spacings, axis, edge_order)]
+    if len(spacings) == 1 and len(by_step) > 1:
         by_step = [sum(by_step)]
     return by_step[:len(spacings)]
 
@@ -106,15 +109,10 @@ def gradient_vjp_tangent(dy, f, spacings, axis, edge_order, t_dy, t_spacings):
     out = xp.zeros(np.shape(f)) if t_dy is None else gradient_vjp(t_dy, f, spacings, axis, edge_order)
     moving = list(t_spacings) if isinstance(t_spacings, (list, tuple)) else []
     if any(t is not None and not rt.is_zero_grad(t) for t in moving):
-        _, steps = _gradient_steps(xp.ndim(f), spacings, axis)
-        cotangents = _per_axis(dy)
-        for k, h in enumerate(steps):
+        for k, (h, part) in enumerate(_parts_by_axis(dy, f, spacings, axis, edge_order)):
             t = moving[0 if len(spacings) == 1 else k]
-            if t is None or rt.is_zero_grad(t):
-                continue
-            alone = [d if i == k else None for i, d in enumerate(cotangents)]
-            part = gradient_vjp(alone if isinstance(dy, (list, tuple)) else alone[0], f, spacings, axis, edge_order)
-            out = out - part * t / h
+            if t is not None and not rt.is_zero_grad(t):
+                out = out - part * t / h
     return out
 
 
@@ -214,13 +212,6 @@ def cov_vjp_adj(dw, w, dy, m, y=None, rowvar=True, bias=False, ddof=None):
             None, None, None, None)
 
 
-def _add(total, part):
-    """``total + part`` where either may be None (no gradient)."""
-    if part is None:
-        return total
-    return part if total is None else total + part
-
-
 @rt.helper
 def trapezoid_vjp_tangent(dy, y, x, dx, axis, t_dy, t_y, t_x, t_dx):
     """The tangent of ``trapezoid_vjp(dy, y, x, dx, axis) -> [d y, d x, d dx]``: ``d y`` is
@@ -228,14 +219,14 @@ def trapezoid_vjp_tangent(dy, y, x, dx, axis, t_dy, t_y, t_x, t_dx):
     and ``y``."""
     out = [None, None, None]
     if t_dy is not None:
-        out = [_add(o, p) for o, p in zip(out, trapezoid_vjp(t_dy, y, x, dx, axis))]
+        out = [rt.add_grad(o, p) for o, p in zip(out, trapezoid_vjp(t_dy, y, x, dx, axis))]
     if t_y is not None:
         parts = trapezoid_vjp(dy, t_y, x, dx, axis)
-        out[1], out[2] = _add(out[1], parts[1]), _add(out[2], parts[2])
+        out[1], out[2] = rt.add_grad(out[1], parts[1]), rt.add_grad(out[2], parts[2])
     if x is not None and t_x is not None:
-        out[0] = _add(out[0], trapezoid_vjp(dy, y, t_x, dx, axis)[0])
+        out[0] = rt.add_grad(out[0], trapezoid_vjp(dy, y, t_x, dx, axis)[0])
     if x is None and t_dx is not None:
-        out[0] = _add(out[0], trapezoid_vjp(dy, y, None, t_dx, axis)[0])
+        out[0] = rt.add_grad(out[0], trapezoid_vjp(dy, y, None, t_dx, axis)[0])
     xp = namespace(y, dy)
     if out[0] is None:
         out[0] = xp.zeros(np.shape(y))
@@ -257,17 +248,17 @@ def trapezoid_vjp_adjoint(dw, dy, y, x, dx, axis):
     xp = namespace(y, dy)
     d_dy, d_y, d_x, d_dx = None, None, None, None
     if w_y is not None:
-        d_dy = _add(d_dy, xp.trapezoid(w_y, x, dx, axis=axis))
+        d_dy = rt.add_grad(d_dy, xp.trapezoid(w_y, x, dx, axis=axis))
         if x is not None:
             d_x = trapezoid_vjp(dy, w_y, x, dx, axis)[1]
         else:
             d_dx = trapezoid_vjp(dy, w_y, None, dx, axis)[2]
     if w_x is not None and x is not None:
-        d_dy = _add(d_dy, xp.trapezoid(y, w_x, axis=axis))
-        d_y = _add(d_y, trapezoid_vjp(dy, y, w_x, dx, axis)[0])
+        d_dy = rt.add_grad(d_dy, xp.trapezoid(y, w_x, axis=axis))
+        d_y = rt.add_grad(d_y, trapezoid_vjp(dy, y, w_x, dx, axis)[0])
     if w_dx is not None and x is None:
-        d_dy = _add(d_dy, xp.trapezoid(y, None, w_dx, axis=axis))
-        d_y = _add(d_y, trapezoid_vjp(dy, y, None, w_dx, axis)[0])
+        d_dy = rt.add_grad(d_dy, xp.trapezoid(y, None, w_dx, axis=axis))
+        d_y = rt.add_grad(d_y, trapezoid_vjp(dy, y, None, w_dx, axis)[0])
     return [0.0 if d is None else d for d in (d_dy, d_y, d_x, d_dx)]
 
 
@@ -283,14 +274,14 @@ def multi_dot_vjp_tangent(dy, arrays, t_dy, t_arrays):
     ``dy`` and in every other factor (not its own)."""
     out = [None] * len(arrays)
     if t_dy is not None:
-        out = [_add(o, p) for o, p in zip(out, multi_dot_vjp(t_dy, arrays))]
+        out = [rt.add_grad(o, p) for o, p in zip(out, multi_dot_vjp(t_dy, arrays))]
     for j, t in enumerate(t_arrays if isinstance(t_arrays, (list, tuple)) else ()):
         if t is None or rt.is_zero_grad(t):
             continue
         swapped = list(arrays)
         swapped[j] = t
         parts = multi_dot_vjp(dy, swapped)
-        out = [o if i == j else _add(o, p) for i, (o, p) in enumerate(zip(out, parts))]
+        out = [o if i == j else rt.add_grad(o, p) for i, (o, p) in enumerate(zip(out, parts))]
     xp = namespace(dy, *arrays)
     return [xp.zeros(np.shape(a)) if o is None else o for o, a in zip(out, arrays)]
 
@@ -332,14 +323,14 @@ def interp_vjp_tangent(dy, x, xp_points, fp, left, right, t_dy, t_x, t_fp):
     parts = list(interp_vjp(dy, x, xp_points, fp, left, right))
     out = [None] * 5
     if t_dy is not None:
-        out = [_add(o, p) for o, p in zip(out, interp_vjp(t_dy, x, xp_points, fp, left, right))]
+        out = [rt.add_grad(o, p) for o, p in zip(out, interp_vjp(t_dy, x, xp_points, fp, left, right))]
     if t_fp is not None:
         by_fp = interp_vjp(dy, x, xp_points, t_fp, left, right)
-        out[0], out[1] = _add(out[0], by_fp[0]), _add(out[1], by_fp[1])
+        out[0], out[1] = rt.add_grad(out[0], by_fp[0]), rt.add_grad(out[1], by_fp[1])
     if t_x is not None:
         by_x = _interp_moves(dy, x, xp_points, fp, t_x)
-        out[1] = _add(out[1], None if parts[1] is None else by_x[0])
-        out[2] = _add(out[2], by_x[1])
+        out[1] = rt.add_grad(out[1], None if parts[1] is None else by_x[0])
+        out[2] = rt.add_grad(out[2], by_x[1])
     return [_shaped_like(o, p) for o, p in zip(out, parts)]
 
 
@@ -479,15 +470,16 @@ def diff_end_vjp_adj(dw, w, dy, a, n, axis, prepend, append, end):
 
 
 @rt.helper
-def tolist_adjoint(dw):
-    """The transpose of ``tolist_vjp``: the array's cotangent as the nested list."""
+def tolist_adjoint(dw, a):
+    """The transpose of ``tolist_vjp``: the array's cotangent as the nested list, as
+    ``.tolist()``'s tangent makes it (refused on Dask, where it would compute)."""
     rt.refuse_dask(dw, "rt.tolist_adjoint (.tolist() of a gradient computes it)")
-    return namespace(dw).asarray(dw).tolist()
+    return rt.tolist_jvp(dw, a)
 
 
 @adjoint(rt.tolist_vjp)
 def tolist_vjp_adj(dw, w, dy, a):
-    return rt.tolist_adjoint(dw), None
+    return rt.tolist_adjoint(dw, a), None
 
 
 # ----- np.gradient's spacings: -<dy, y> / h per axis -----
