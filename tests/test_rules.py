@@ -663,6 +663,7 @@ add(
     C(rt.unbroadcast, r(3, 4), r(3, 4), _wrt=[0]),
     C(rt.broadcast_like, r(4), r(3, 4), _wrt=[0]), C(rt.broadcast_like, r(3, 4), r(4), _wrt=[0]),
     C(rt.broadcast_like, r(3, 4), 0.5, _wrt=[0]),
+    C(rt.share, r(3, 4), np.array([0.0, 0.5, 1.0, 0.25]), _wrt=[0]), C(rt.share, r(4), r(3, 4), _wrt=[0]),
     C(rt.unreduce, r(4), r(3, 4), 0, _wrt=[0]), C(rt.unreduce, r(3, 1), r(3, 4), 1, True, _wrt=[0]),
     C(rt.unreduce, np.float64(1.5), r(3, 4), _wrt=[0]), C(rt.unreduce, r(3), r(3, 4, 5), (1, 2), _wrt=[0]),
     C(rt.reduce_to, r(3, 4), r(4), 0, _wrt=[0]), C(rt.reduce_to, r(3, 4), r(3, 1), 1, True, _wrt=[0]),

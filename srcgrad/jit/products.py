@@ -68,6 +68,21 @@ def _sign(x):
     _refuse("sign", x)
 
 
+def share(g, weights):
+    """See srcgrad.rules.numpy_elementwise.share (here always the select: compiled, it
+    costs no more than the product)."""
+
+
+@overload(share)
+def _share(g, weights):
+    if _is_number(g) and _is_number(weights):
+        return lambda g, weights: g * weights if weights != 0 else 0.0 * weights
+    if (isinstance(g, types.Array) or _is_number(g)) and isinstance(weights, types.Array) \
+            or isinstance(g, types.Array) and _is_number(weights):
+        return lambda g, weights: np.where(weights == 0, 0.0, g * weights)
+    _refuse("share", g, weights)
+
+
 def log_or_zero(a):
     """See srcgrad.runtime.log_or_zero."""
 

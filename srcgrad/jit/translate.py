@@ -60,7 +60,8 @@ HELPERS = ("default_seed", "owned_zeros", "unbroadcast", "has_grad", "shape_of",
            "save", "written_grad", "zero_grad_at", "matmul_grad_a", "matmul_grad_b",
            "dot_grad_a", "dot_grad_b", "sign", "log_or_zero", "cast_like", "dtype_grad", "unreduce_like",
            "tie_share", "copy_restored", "check_sequence", "check_array_operand", "container_op",
-           "add_grad", "seq_item", "array_vjp", "stack_vjp", "concatenate_vjp", "seq_add")
+           "add_grad", "seq_item", "array_vjp", "stack_vjp", "concatenate_vjp", "seq_add",
+           "share")
 BUILTINS = {"range", "len", "abs", "min", "max", "float", "int", "bool", "round", "print",
             "sum", "divmod", "pow", "enumerate", "zip", "slice"}
 SEED = "_sg_seed"

@@ -11,7 +11,8 @@ a NumPy scalar or a Python float: under NumPy 2's promotion the Python float 1.0
 widens it; -0.0, inf and NaN stay): the kinds analysis (analysis/kinds.py) knows
 ``v`` FLOAT. Not for complex values ((1+0j) times ``-0.0-1j`` is ``0-1j``) nor integers
 (``1.0 * n`` is a float). Only where the product is an operand of more arithmetic, whose
-result is a new value either way: ``dx = ds * y`` stays, so ``dx`` never aliases ``y``.
+result is a new value either way (or the gradient argument of ``rt.share``, a product
+too): ``dx = ds * y`` stays, so ``dx`` never aliases ``y``.
 The seed's copies (``ds = dsum``) count as the seed where each is the one binding of its
 name, at the top of the body.
 """
@@ -52,10 +53,21 @@ def drop_unit_factors(body, seed, floats, names=None):
                     if kept is not None:
                         setattr(node, side, kept)
                         here = True
+            elif _is_share(node):   # rt.share(g, w) multiplies g too: a new value either way
+                kept = _without_unit(node.args[0], units, floats)
+                if kept is not None:
+                    node.args[0] = kept
+                    here = True
         if here and names is not None:
             names.forget(*ast_util.walk(s))   # its nested statements and parts too
         changed |= here
     return changed
+
+
+def _is_share(node):
+    return isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) \
+        and node.func.attr == "share" and isinstance(node.func.value, gast.Name) \
+        and node.func.value.id == "rt" and len(node.args) == 2 and not node.keywords
 
 
 def _without_unit(e, units, floats):

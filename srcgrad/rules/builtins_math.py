@@ -98,10 +98,10 @@ def minmax_vjp(dy, y, args):
     if is_array(items):
         xp = namespace(items, dy)
         mask = items == y
-        return [dy * mask / mask.sum()]
+        return [rt.share(dy, mask / mask.sum())]
     hits = [1.0 if item == y else 0.0 for item in items]
     count = sum(hits)
-    grads = [dy * h / count for h in hits]
+    grads = [rt.share(dy, h / count) for h in hits]
     return [grads] if len(args) == 1 else grads
 
 

@@ -6,6 +6,8 @@ Binary rules sum their gradients back to each operand's shape with
 * ``abs``/``fabs``: ``sign(x)``, so 0 at 0.
 * ``maximum``/``minimum``/``fmax``/``fmin``: where both operands are equal the
   gradient is split evenly (0.5 each), like the ties of ``np.max``.
+* These and ``clip`` give the operand not chosen exactly 0 (``rt.share``), also where the
+  gradient arriving is infinite.
 * ``clip``: an entry exactly on a bound counts as inside (its gradient goes to
   ``a``, not to the bound); where ``a_min > a_max`` the result, and the
   gradient, is ``a_max``'s (NumPy's ``minimum(maximum(a, a_min), a_max)``).
@@ -19,7 +21,7 @@ import numpy as np
 
 from srcgrad import runtime as rt
 from srcgrad.rules import Attribute, Method, adjoint, nondifferentiable, tangent
-from srcgrad.runtime.arrays import namespace
+from srcgrad.runtime.arrays import is_array, namespace
 
 xp = None  # placeholder: the array namespace, bound in generated code
 
@@ -324,28 +326,28 @@ def fmod(dy, y, x1, x2):
 def maximum(dy, y, x1, x2):
     """Ties (``x1 == x2``) split the gradient evenly."""
     w = (x1 > x2) + 0.5 * (x1 == x2)
-    return rt.unbroadcast(dy * w, x1), rt.unbroadcast(dy * (1 - w), x2)
+    return rt.unbroadcast(rt.share(dy, w), x1), rt.unbroadcast(rt.share(dy, 1 - w), x2)
 
 
 @adjoint(np.minimum)
 def minimum(dy, y, x1, x2):
     """Ties (``x1 == x2``) split the gradient evenly."""
     w = (x1 < x2) + 0.5 * (x1 == x2)
-    return rt.unbroadcast(dy * w, x1), rt.unbroadcast(dy * (1 - w), x2)
+    return rt.unbroadcast(rt.share(dy, w), x1), rt.unbroadcast(rt.share(dy, 1 - w), x2)
 
 
 @adjoint(np.fmax)
 def fmax(dy, y, x1, x2):
     """Like ``maximum``; a NaN operand passes the gradient to the other one."""
     w = (x1 > x2) + 0.5 * (x1 == x2) + xp.isnan(x2)
-    return rt.unbroadcast(dy * w, x1), rt.unbroadcast(dy * (1 - w), x2)
+    return rt.unbroadcast(rt.share(dy, w), x1), rt.unbroadcast(rt.share(dy, 1 - w), x2)
 
 
 @adjoint(np.fmin)
 def fmin(dy, y, x1, x2):
     """Like ``minimum``; a NaN operand passes the gradient to the other one."""
     w = (x1 < x2) + 0.5 * (x1 == x2) + xp.isnan(x2)
-    return rt.unbroadcast(dy * w, x1), rt.unbroadcast(dy * (1 - w), x2)
+    return rt.unbroadcast(rt.share(dy, w), x1), rt.unbroadcast(rt.share(dy, 1 - w), x2)
 
 
 @adjoint(np.clip)
@@ -357,11 +359,27 @@ def clip(dy, y, a, a_min=None, a_max=None, *, min=None, max=None):
     """
     lo = rt.clip_below(a, rt.either(a_min, min), rt.either(a_max, max))
     hi = rt.clip_above(a, rt.either(a_max, max), rt.either(a_min, min))
-    return (rt.unbroadcast(dy * (1 - lo - hi), a),
-            rt.unbroadcast(dy * lo, a_min),
-            rt.unbroadcast(dy * hi, a_max),
-            rt.unbroadcast(dy * lo, min),
-            rt.unbroadcast(dy * hi, max))
+    return (rt.unbroadcast(rt.share(dy, 1 - lo - hi), a),
+            rt.unbroadcast(rt.share(dy, lo), a_min),
+            rt.unbroadcast(rt.share(dy, hi), a_max),
+            rt.unbroadcast(rt.share(dy, lo), min),
+            rt.unbroadcast(rt.share(dy, hi), max))
+
+
+@rt.helper
+def share(g, weights):
+    """``g * weights``, but exactly 0 where a weight is 0 even where ``g`` is infinite or
+    NaN: the operand a maximum, minimum or clip did not choose gets no gradient (as in
+    PyTorch), not ``0 * inf = nan`` (``np.sqrt(np.clip(x, 0, None))`` at ``x < 0``).
+    NumPy checks the product's sum first, as a masked select is several times slower
+    than the product on unsorted masks."""
+    product = g * weights
+    if not is_array(product):
+        return product if weights != 0 else type(product)(0)
+    if type(product) is np.ndarray and product.dtype.kind in "fc" and np.isfinite(product.sum()):
+        return product
+    xp = namespace(product)
+    return xp.where(weights == 0, xp.zeros((), dtype=product.dtype), product)
 
 
 @rt.helper
@@ -402,9 +420,9 @@ def clip_method(dy, y, self, min=None, max=None):
     """An entry on a bound counts as inside: its gradient goes to ``self``."""
     lo = rt.clip_below(self, min, max)
     hi = rt.clip_above(self, max, min)
-    return (rt.unbroadcast(dy * (1 - lo - hi), self),
-            rt.unbroadcast(dy * lo, min),
-            rt.unbroadcast(dy * hi, max))
+    return (rt.unbroadcast(rt.share(dy, 1 - lo - hi), self),
+            rt.unbroadcast(rt.share(dy, lo), min),
+            rt.unbroadcast(rt.share(dy, hi), max))
 
 
 @adjoint(np.where)

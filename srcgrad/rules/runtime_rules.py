@@ -26,7 +26,7 @@ derivative of ``a ** b`` needs it.
 import numpy as np
 
 from srcgrad import runtime as rt
-from srcgrad.rules import adjoint, nondifferentiable, returns_sequence
+from srcgrad.rules import adjoint, linear, nondifferentiable, returns_sequence
 # The modules whose run-time helpers (rt.<name>, registered by @rt.helper) get rules here:
 from srcgrad.rules import (builtins_math, numpy_elementwise, numpy_joins, numpy_linalg,  # noqa: F401
                            numpy_products, numpy_reductions, numpy_shape, numpy_statistics,
@@ -62,6 +62,15 @@ returns_sequence(rt.concatenate_vjp, rt.stack_vjp, rt.meshgrid_vjp, rt.einsum_vj
 @adjoint(rt.unbroadcast)
 def unbroadcast(dw, w, g, x):
     return rt.broadcast_like(dw, g), None
+
+
+@adjoint(rt.share)
+def share(dw, w, g, weights):
+    """Linear in ``g`` and diagonal: the same weights, summed back to ``g``'s shape."""
+    return rt.unbroadcast(rt.share(dw, weights), g), None
+
+
+linear(rt.share, "g", no_tangent=("weights",))
 
 
 @adjoint(rt.broadcast_like)
