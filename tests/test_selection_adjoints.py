@@ -110,3 +110,19 @@ def test_dask_arrays_select_too():
         got = sg.grad(sqrt_maximum)(x)
         got = got.compute() if hasattr(got, "compute") else got
     np.testing.assert_allclose(got, WANT)
+
+
+
+def angle_from_cosines(c):
+    return np.sum(np.arccos(np.clip(c, -1.0, 1.0)) * np.arange(1.0, 5.0))
+
+
+def test_the_clipped_arccos_idiom_is_zero_outside_the_bounds_not_nan():
+    # a cosine computed from parallel vectors rounds to 1 + 2e-16: clipped, and arccos'
+    # is -inf at 1
+    c = np.array([1.0 + 2.0 ** -52, -1.5, 0.3, -0.6])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        got = sg.grad(angle_from_cosines)(c)
+    np.testing.assert_allclose(got, [0.0, 0.0, -3.0 / np.sqrt(1 - 0.09), -4.0 / np.sqrt(1 - 0.36)])
+    assert got[0] == 0.0 and got[1] == 0.0
