@@ -152,3 +152,21 @@ def _env():
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
     return env
+
+
+def cov_of_two(x):
+    a = np.cov(x[:3], x[3:])   # its gradient refuses a second argument when it runs
+    b = np.sin(a) * 2
+    return np.sum(b ** 2)
+
+
+@pytest.mark.parametrize("call", ["grad", "grad twice", "value_and_grad"])
+def test_a_refusal_raised_while_the_gradient_runs_names_the_users_line(call):
+    x = np.array([0.3, -0.5, 1.2, 0.4, 0.9, -1.1])
+    g = sg.value_and_grad(cov_of_two) if call == "value_and_grad" else sg.grad(cov_of_two)
+    for _ in range(2 if call == "grad twice" else 1):   # the second call runs the hot path
+        with pytest.raises(sg.errors.UnsupportedError) as info:
+            g(x)
+        assert info.value.filename == __file__
+        assert info.value.lineno == line_of(cov_of_two, "a = np.cov(")
+        assert str(info.value).startswith(f'File "{__file__}", line {info.value.lineno}: ')

@@ -30,7 +30,7 @@ def locate(exc):
     """Insert the user's frame after each generated frame of ``exc``'s traceback."""
     try:
         tb = exc.__traceback__
-        found = []
+        found, generated = [], []
         while tb is not None:
             nxt = tb.tb_next
             filename = tb.tb_frame.f_code.co_filename
@@ -38,6 +38,7 @@ def locate(exc):
             origin = loader.origin_at(filename, tb.tb_lineno)
             if loader.has_origins(filename):
                 _place(exc, filename, tb.tb_lineno)
+                generated.append((filename, tb.tb_lineno))
             if origin is not None and not (nxt is not None and _MARK in nxt.tb_frame.f_globals):
                 user = _user_frame(exc, origin)
                 if user is not None:
@@ -45,6 +46,8 @@ def locate(exc):
                     tb.tb_next = user
                     found.append((tb.tb_frame.f_code.co_name, origin))
             tb = nxt
+        if generated and isinstance(exc, SrcgradError) and exc.filename is None:
+            _at_user_line(exc, *generated[-1])
         if found and hasattr(exc, "add_note"):
             name, origin = found[-1]
             exc.add_note(f"srcgrad: raised by the generated code {name} at your line "
@@ -60,11 +63,25 @@ def _place(exc, filename, lineno):
     ``in_user_code`` then says it of the user's line."""
     if not isinstance(exc, SrcgradError) or exc.filename is not None and not getattr(exc, "_placed", False):
         return
-    origin = next((o for o in (loader.origin_at(filename, k) for k in range(lineno, 0, -1))
-                   if o is not None), None)
+    origin = _nearest_origin(filename, lineno)
     if origin is not None and loader.has_origins(origin.filename):
         exc.filename, exc.lineno, exc._placed = filename, lineno, True
         exc.args = (exc._format(),)
+
+
+def _at_user_line(exc, filename, lineno):
+    """A refusal a run-time helper raised without a location (``np.cov(m, y)``'s gradient)
+    names the user's line of the generated statement that called it (innermost; a
+    statement of a backward sweep has the origin of the forward one it follows)."""
+    origin = _nearest_origin(filename, lineno)
+    if origin is not None and not loader.has_origins(origin.filename):
+        exc.filename, exc.lineno, exc.source_line = origin.filename, origin.lineno, origin.source_line
+        exc.args = (exc._format(),)
+
+
+def _nearest_origin(filename, lineno):
+    return next((o for o in (loader.origin_at(filename, k) for k in range(lineno, 0, -1))
+                 if o is not None), None)
 
 
 def _user_frame(exc, origin):
