@@ -456,6 +456,7 @@ add(
     C(np.maximum.accumulate, np.array([1.0, 3.0, 2.0, 3.0, 0.5, 4.0])),
     C(np.minimum.accumulate, np.array([[-1.0, 2.0], [0.5, -3.0], [-1.0, -3.0]]), axis=0),
     C(np.add.outer, r(3), r(4)), C(np.add.outer, r(2, 3), r(4)), C(np.add.outer, 0.5, r(4)),
+    C(np.subtract.outer, r(3), r(4)), C(np.subtract.outer, r(2, 3), r(4)), C(np.subtract.outer, 0.5, r(4)),
     C(np.multiply.outer, r(3), r(4)), C(np.multiply.outer, r(2, 3), r(2, 2)),
     C(np.linalg.svd, r(4, 3), compute_uv=False), C(np.linalg.svd, r(3, 5), False, False),
     C(np.linalg.svd, r(2, 4, 3), full_matrices=False), C(np.linalg.svd, r(3, 5), full_matrices=False),

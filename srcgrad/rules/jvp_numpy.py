@@ -433,6 +433,7 @@ def extremum_accumulate(y, array, axis=0, dtype=None, *, t_array):
     return rt.running_extremum_jvp(t_array, array, y, axis)
 
 linear(np.add.outer, "A", "B", call="xp.add.outer")
+linear(np.subtract.outer, "A", "B", call="xp.subtract.outer")
 
 
 @tangent(np.multiply.reduce)

@@ -1,7 +1,7 @@
 """Adjoint rules of ufunc methods: ``add.reduce``/``multiply.reduce`` (``sum``/``prod``
 over axis 0 by default), ``add.accumulate`` (``cumsum``), ``maximum.accumulate``/
 ``minimum.accumulate`` (running extrema; ties split evenly, as ``max``) and
-``add.outer``/``multiply.outer``.
+``add.outer``/``subtract.outer``/``multiply.outer``.
 """
 
 import numpy as np
@@ -92,6 +92,13 @@ def add_outer(dy, y, A, B):
     """Each operand gets ``dy`` summed over the other's axes."""
     g = rt.outer_vjp(dy, A, B, False)
     return g[0], g[1]
+
+
+@adjoint(np.subtract.outer)
+def subtract_outer(dy, y, A, B):
+    """``add.outer(A, -B)``: ``B``'s gradient is negated."""
+    g = rt.outer_vjp(dy, A, B, False)
+    return g[0], -g[1]
 
 
 @adjoint(np.multiply.outer)
