@@ -822,6 +822,30 @@ def copyto_broadcast(x):
     return np.sum(y * x)
 
 
+def copyto_where(x):
+    y = x * x[0]
+    np.copyto(y, x[::-1] ** 2, where=x > 0.0)
+    return np.sum(y * x)
+
+
+def copyto_where_broadcast(x):
+    y = np.outer(x, x)
+    np.copyto(y, x ** 3, "same_kind", np.eye(3) > 0)
+    return np.sum(np.sin(y))
+
+
+def fill_diagonal_scalar(x):
+    y = np.outer(x, x[::-1])
+    np.fill_diagonal(y, x[0] * x[1])
+    return np.sum(y * y)
+
+
+def fill_diagonal_cyclic(x):
+    y = np.zeros((5, 2)) + x[2]
+    np.fill_diagonal(y, x[:2] ** 2, wrap=True)   # rows 0, 1, 3, 4 of the tall matrix
+    return np.sum(np.cos(y) * np.arange(10.0).reshape(5, 2))
+
+
 def fill_method(x):
     y = x * 1.0
     y.fill(x[1])
@@ -871,7 +895,8 @@ def sort_method_axis(x):
 
 
 WRITING_CALLS = [out_unary, out_positional, out_result_assigned, out_binary, out_clip_function,
-                 out_clip_method, out_reduction, out_positional_library_function, copyto_array, copyto_broadcast, fill_method,
+                 out_clip_method, out_reduction, out_positional_library_function, copyto_array, copyto_broadcast, copyto_where,
+                 copyto_where_broadcast, fill_diagonal_scalar, fill_diagonal_cyclic, fill_method,
                  repeated_fancy_write, repeated_fancy_write_array, repeated_fancy_write_2d,
                  mask_write, repeated_fancy_augassign, sort_method, sort_method_axis]
 
@@ -880,6 +905,24 @@ WRITING_CALLS = [out_unary, out_positional, out_result_assigned, out_binary, out
 def test_calls_writing_into_an_array_are_differentiated(f):
     from srcgrad.testing import check_grads
     check_grads(f, (X.copy(),), atol=1e-7, rtol=1e-7)
+
+
+@pytest.mark.parametrize("f", [copyto_where, copyto_where_broadcast, fill_diagonal_scalar,
+                               fill_diagonal_cyclic], ids=lambda f: f.__name__)
+def test_second_derivatives_of_the_rewritten_writes(f):
+    from srcgrad.testing import numerical_grad
+    g = sg.grad(f)
+    want = np.stack([numerical_grad(lambda v: g(v)[k], (X.copy(),)) for k in range(3)])
+    np.testing.assert_allclose(sg.hessian(f)(X.copy()), want, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(sg.jacfwd(f)(X.copy()), g(X.copy()), rtol=1e-10)
+
+
+def test_fill_diagonal_keeps_an_integer_arrays_truncation():
+    def into_integers(x):
+        y = np.zeros((2, 2), dtype=np.int64)
+        np.fill_diagonal(y, x[0] * 3.0)   # truncated to an integer: no gradient
+        return np.sum(y * x[1])
+    np.testing.assert_array_equal(sg.grad(into_integers)(X.copy()), [0.0, into_integers(X.copy()) / X[1], 0.0])
 
 
 def test_repeated_fancy_write_keeps_the_last_write_as_numpy_does():
@@ -910,12 +953,6 @@ def _refuse_ufunc_at(x):   # (np.add.at is differentiated: test_value_model.py)
     y = np.zeros(3)
     np.maximum.at(y, [0, 0], x[:2])
     return np.sum(y * y)
-
-
-def _refuse_fill_diagonal(x):
-    y = np.zeros((3, 3))
-    np.fill_diagonal(y, x[0])
-    return np.sum(y)
 
 
 def _refuse_shuffle(x):
@@ -955,7 +992,6 @@ IN_PLACE_REFUSED = [
     (_refuse_put, "np.put(", "put"),
     (_refuse_put_method, "y.put(", ".put()"),
     (_refuse_ufunc_at, "np.maximum.at(", "maximum.at"),
-    (_refuse_fill_diagonal, "np.fill_diagonal(", "fill_diagonal"),
     (_refuse_shuffle, "np.random.shuffle(", "shuffle"),
     (_refuse_sort_method, "y.sort(", ".sort()"),
     (_refuse_resize, "y.resize(", ".resize()"),

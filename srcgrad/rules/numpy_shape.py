@@ -322,3 +322,72 @@ def method_shape(shape):
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         return tuple(shape[0])
     return tuple(shape)
+
+
+# ----- np.fill_diagonal, as a value (transform/mutation.py writes it as an indexed write) -----
+
+
+def _diagonal_positions(xp, shape, wrap):
+    """The flat positions ``np.fill_diagonal`` writes in an array of ``shape``."""
+    if len(shape) < 2:
+        raise ValueError("np.fill_diagonal: array must be at least 2-d")
+    if len(shape) == 2:
+        step, end = shape[1] + 1, None if wrap else shape[1] * shape[1]
+    else:
+        if any(d != shape[0] for d in shape):
+            raise ValueError("np.fill_diagonal: all dimensions of input must be of equal length")
+        step, end = 1 + int(np.sum(np.cumprod(shape[:-1]))), None
+    return xp.arange(int(np.prod(shape)))[:end:step]
+
+
+@rt.helper
+def fill_diagonal_value(a, val, wrap=False):
+    """``np.fill_diagonal(a, val, wrap)`` as a value: a copy of ``a`` (its dtype) whose
+    diagonal holds ``val``, repeated cyclically (``a[...] = rt.fill_diagonal_value(a, val)``)."""
+    xp = namespace(a, val)
+    out = xp.array(a, copy=True)
+    flat = out.reshape(-1)
+    positions = _diagonal_positions(xp, out.shape, wrap)
+    values = xp.asarray(val).reshape(-1)
+    flat[positions] = values[xp.arange(positions.shape[0]) % values.shape[0]]
+    return out
+
+
+@adjoint(rt.fill_diagonal_value)
+def fill_diagonal(dy, y, a, val, wrap=False):
+    """The entries written over get no gradient; ``val`` gets the diagonal's, summed over
+    its repetitions (none where ``a`` is an integer array: the write truncated it)."""
+    return rt.fill_diagonal_value(dy, 0.0, wrap), rt.diagonal_grad(dy, val, a, wrap), None
+
+
+@rt.helper
+def diagonal_grad(dy, val, a, wrap=False):
+    """The entries of ``dy`` that ``fill_diagonal_value(a, val, wrap)`` wrote from ``val``,
+    summed into ``val``'s shape (each of its entries over its cyclic repetitions)."""
+    xp = namespace(dy, val)
+    dy = xp.asarray(dy)
+    if xp.asarray(a).dtype.kind not in "fc":
+        return grad_zeros(xp, val) if is_array(val) else 0.0
+    picked = dy.reshape(-1)[_diagonal_positions(xp, dy.shape, wrap)]
+    size, count = int(np.size(val)), picked.shape[0]
+    rows = max(-(-count // size), 1)
+    padded = xp.zeros(rows * size, dtype=picked.dtype)
+    padded[:count] = picked
+    out = xp.sum(padded.reshape(rows, size), axis=0)
+    return out.reshape(np.shape(val)) if is_array(val) else out[0]
+
+
+@rt.helper
+def diagonal_grad_adjoint(dw, dy, a, wrap=False):
+    """The adjoint of ``diagonal_grad(dy, val, a, wrap)`` in ``dy``: ``dw`` (``val``'s shape)
+    written cyclically on the diagonal of zeros shaped like ``dy``."""
+    xp = namespace(dy, dw)
+    zeros = grad_zeros(xp, dy, dw)
+    if xp.asarray(a).dtype.kind not in "fc":
+        return zeros
+    return fill_diagonal_value(zeros, dw, wrap)
+
+
+@adjoint(rt.diagonal_grad_adjoint)
+def diagonal_grad_adjoint_rule(dv, v, dw, dy, a, wrap=False):
+    return rt.diagonal_grad(dv, dw, a, wrap), None, None, None

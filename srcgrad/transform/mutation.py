@@ -35,10 +35,22 @@ Static = anno.Static
 
 
 def _copyto(call):
-    keywords = {k.arg for k in call.keywords}
-    if len(call.args) != 2 or keywords - {"casting"}:
+    """``np.copyto(y, x)`` -> ``y[...] = x``; with ``where=m``: ``y[...] = np.where(m, x, y)``."""
+    keywords = {k.arg: k.value for k in call.keywords}
+    args = list(call.args)
+    if len(args) == 4 and "where" not in keywords:   # np.copyto(y, x, casting, where)
+        keywords["where"] = args.pop()
+    if len(args) == 3 and "casting" not in keywords:
+        keywords["casting"] = args.pop()
+    if len(args) != 2 or set(keywords) - {"casting", "where"}:
         return None
-    return call.args[0], call.args[1]
+    where = keywords.get("where")
+    if where is None or isinstance(where, gast.Constant) and where.value is True:
+        return args[0], args[1]
+    value = gast.Call(func=name("np_where"), args=[where, args[1], gast.Name(
+        id=args[0].id, ctx=gast.Load(), annotation=None, type_comment=None)], keywords=[])
+    anno.setanno(value, Static.PRIMITIVE, numpy.where)
+    return args[0], value
 
 
 def _ufunc_at(call):
@@ -53,9 +65,26 @@ def _ufunc_at(call):
     return call.args[0], value
 
 
+def _fill_diagonal(call):
+    """``np.fill_diagonal(a, val, wrap)`` -> ``a[...] = rt.fill_diagonal_value(a, val, wrap)``."""
+    from srcgrad import runtime
+    names = ("a", "val", "wrap")
+    args = dict(zip(names, call.args))
+    for k in call.keywords:
+        if k.arg not in names or k.arg in args:
+            return None
+        args[k.arg] = k.value
+    if "a" not in args or "val" not in args or len(call.args) > 3:
+        return None
+    value = gast.Call(func=name("fill_diagonal_value"), args=[args[n] for n in names if n in args],
+                      keywords=[])
+    anno.setanno(value, Static.PRIMITIVE, runtime.fill_diagonal_value)
+    return args["a"], value
+
+
 MUTATING_FUNCTIONS = {
-    "copyto": _copyto,
-    "put": None, "putmask": None, "place": None, "fill_diagonal": None, "shuffle": None,
+    "copyto": _copyto, "fill_diagonal": _fill_diagonal,
+    "put": None, "putmask": None, "place": None, "shuffle": None,
     "put_along_axis": None, "at": _ufunc_at,  # np.add.at(a, idx, v); np.maximum.at ... refused
 }
 
