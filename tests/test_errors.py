@@ -846,6 +846,30 @@ def fill_diagonal_cyclic(x):
     return np.sum(np.cos(y) * np.arange(10.0).reshape(5, 2))
 
 
+def put_repeated(x):
+    y = x * 1.0
+    np.put(y, [0, 2, 0], x[::-1] ** 2)   # position 0 keeps its last write
+    return np.sum(np.sin(y) * x)
+
+
+def put_method_wrap(x):
+    y = np.outer(x, x)
+    y.put([1, 13], x[0] * x[2], mode="wrap")
+    return np.sum(y ** 2)
+
+
+def putmask_cyclic(x):
+    y = x * 2.0
+    np.putmask(y, x < 1.0, x[:2] ** 3)   # values[n % 2] at each masked position n
+    return np.sum(y * x)
+
+
+def place_compressed(x):
+    y = np.outer(x, x[::-1])
+    np.place(y, y > 0.0, x ** 2)   # the values in the masked entries' order, cyclically
+    return np.sum(np.cos(y))
+
+
 def fill_method(x):
     y = x * 1.0
     y.fill(x[1])
@@ -896,7 +920,8 @@ def sort_method_axis(x):
 
 WRITING_CALLS = [out_unary, out_positional, out_result_assigned, out_binary, out_clip_function,
                  out_clip_method, out_reduction, out_positional_library_function, copyto_array, copyto_broadcast, copyto_where,
-                 copyto_where_broadcast, fill_diagonal_scalar, fill_diagonal_cyclic, fill_method,
+                 copyto_where_broadcast, fill_diagonal_scalar, fill_diagonal_cyclic, put_repeated,
+                 put_method_wrap, putmask_cyclic, place_compressed, fill_method,
                  repeated_fancy_write, repeated_fancy_write_array, repeated_fancy_write_2d,
                  mask_write, repeated_fancy_augassign, sort_method, sort_method_axis]
 
@@ -908,7 +933,8 @@ def test_calls_writing_into_an_array_are_differentiated(f):
 
 
 @pytest.mark.parametrize("f", [copyto_where, copyto_where_broadcast, fill_diagonal_scalar,
-                               fill_diagonal_cyclic], ids=lambda f: f.__name__)
+                               fill_diagonal_cyclic, put_repeated, put_method_wrap, putmask_cyclic,
+                               place_compressed], ids=lambda f: f.__name__)
 def test_second_derivatives_of_the_rewritten_writes(f):
     from srcgrad.testing import numerical_grad
     g = sg.grad(f)
@@ -925,28 +951,19 @@ def test_fill_diagonal_keeps_an_integer_arrays_truncation():
     np.testing.assert_array_equal(sg.grad(into_integers)(X.copy()), [0.0, into_integers(X.copy()) / X[1], 0.0])
 
 
+def test_put_keeps_the_last_write_to_a_repeated_position():
+    # y = [x2**2, x1, x1**2] (position 0 written with x2**2, then x0**2: the last wins)
+    def last_write(x):
+        y = x * 1.0
+        np.put(y, [0, 2, 0], x ** 2)
+        return np.sum(y * np.array([1.0, 10.0, 100.0]))
+    np.testing.assert_allclose(sg.grad(last_write)(X.copy()), [0.0, 10.0 + 200.0 * X[1], 2.0 * X[2]])
+
+
 def test_repeated_fancy_write_keeps_the_last_write_as_numpy_does():
     # y[[0, 0, 1]] = x: y is [x1, x2, 0], so the gradient of sum(y) is [0, 1, 1].
     np.testing.assert_allclose(sg.grad(repeated_fancy_write)(X.copy()), [0.0, 1.0, 1.0])
     np.testing.assert_allclose(sg.grad(out_unary)(X.copy()), [-1.0, -1.0, -1.0])
-
-
-def _refuse_putmask(x):
-    y = x * 1.0
-    np.putmask(y, y > 0.0, 0.0)
-    return np.sum(y)
-
-
-def _refuse_put(x):
-    y = x * 1.0
-    np.put(y, [0], x[1])
-    return np.sum(y)
-
-
-def _refuse_put_method(x):
-    y = x * 1.0
-    y.put([0], x[1])
-    return np.sum(y)
 
 
 def _refuse_ufunc_at(x):   # (np.add.at is differentiated: test_value_model.py)
@@ -988,9 +1005,6 @@ def _refuse_list_pop(x):
 
 
 IN_PLACE_REFUSED = [
-    (_refuse_putmask, "np.putmask(", "putmask"),
-    (_refuse_put, "np.put(", "put"),
-    (_refuse_put_method, "y.put(", ".put()"),
     (_refuse_ufunc_at, "np.maximum.at(", "maximum.at"),
     (_refuse_shuffle, "np.random.shuffle(", "shuffle"),
     (_refuse_sort_method, "y.sort(", ".sort()"),

@@ -11,8 +11,8 @@ the varargs are not differentiable).
 import numpy as np
 
 from srcgrad import runtime as rt
-from srcgrad.rules import Attribute, Method, adjoint, nondifferentiable
-from srcgrad.runtime.arrays import float_dtype, grad_zeros, is_array, namespace, shape_tuple
+from srcgrad.rules import Attribute, Method, adjoint, linear, nondifferentiable
+from srcgrad.runtime.arrays import float_dtype, grad_zeros, is_array, namespace, scatter_add, shape_tuple
 from srcgrad.runtime.broadcast import cast_like, unbroadcast
 
 xp = None  # placeholder: the array namespace, bound in generated code
@@ -324,7 +324,39 @@ def method_shape(shape):
     return tuple(shape)
 
 
-# ----- np.fill_diagonal, as a value (transform/mutation.py writes it as an indexed write) -----
+
+# ----- Flat writes as values: np.fill_diagonal, np.put, np.putmask, np.place -----
+# transform/mutation.py writes ``np.put(a, ind, v)`` as ``a[...] = rt.flat_write(a, "put",
+# ind, v)``. Each writes ``values`` (repeated cyclically, as NumPy does) at flat positions
+# of a copy of ``a``; ``_flat_targets`` says which positions take which entry.
+
+
+def _flat_targets(xp, shape, how, key, size, mode="raise"):
+    """``(positions, entries)``: the flat positions written and the index into the
+    flattened values each takes (the last of a repeated ``put`` position only)."""
+    total = int(np.prod(shape))
+    if how == "diagonal":
+        positions = _diagonal_positions(xp, shape, key)
+        return positions, xp.arange(positions.shape[0]) % size
+    if how == "put":
+        index = xp.asarray(key).reshape(-1)
+        if mode == "wrap":
+            index = index % total
+        elif mode == "clip":
+            index = xp.clip(index, 0, total - 1)
+        elif index.size and (int(index.max()) >= total or int(index.min()) < -total):
+            raise IndexError(f"np.put: index out of bounds for an array of size {total}")
+        index = index % total if total else index
+        _, first = xp.unique(index[::-1], return_index=True)
+        kept = index.shape[0] - 1 - first   # the last write to a repeated position wins
+        return index[kept], kept % size
+    mask = xp.asarray(key).reshape(-1)
+    if mask.shape[0] != total:
+        raise ValueError(f"np.{how}: the mask has {mask.shape[0]} entries, the array {total}")
+    positions = xp.flatnonzero(mask)
+    if how == "putmask":   # values[n % size] at each position n where the mask holds
+        return positions, positions % size
+    return positions, xp.arange(positions.shape[0]) % size   # place: in the masked order
 
 
 def _diagonal_positions(xp, shape, wrap):
@@ -341,53 +373,62 @@ def _diagonal_positions(xp, shape, wrap):
 
 
 @rt.helper
-def fill_diagonal_value(a, val, wrap=False):
-    """``np.fill_diagonal(a, val, wrap)`` as a value: a copy of ``a`` (its dtype) whose
-    diagonal holds ``val``, repeated cyclically (``a[...] = rt.fill_diagonal_value(a, val)``)."""
-    xp = namespace(a, val)
+def flat_write(a, how, key, values, mode="raise"):
+    """A copy of ``a`` (its dtype) with ``values`` written as ``np.fill_diagonal(a, values,
+    key)``, ``np.put(a, key, values, mode)``, ``np.putmask(a, key, values)`` or
+    ``np.place(a, key, values)`` would write them (``how``: diagonal, put, putmask, place)."""
+    xp = namespace(a, values)
     out = xp.array(a, copy=True)
-    flat = out.reshape(-1)
-    positions = _diagonal_positions(xp, out.shape, wrap)
-    values = xp.asarray(val).reshape(-1)
-    flat[positions] = values[xp.arange(positions.shape[0]) % values.shape[0]]
+    entries = xp.asarray(values).reshape(-1)
+    positions, taken = _flat_targets(xp, out.shape, how, key, max(entries.shape[0], 1), mode)
+    out.reshape(-1)[positions] = entries[taken]
     return out
 
 
-@adjoint(rt.fill_diagonal_value)
-def fill_diagonal(dy, y, a, val, wrap=False):
-    """The entries written over get no gradient; ``val`` gets the diagonal's, summed over
-    its repetitions (none where ``a`` is an integer array: the write truncated it)."""
-    return rt.fill_diagonal_value(dy, 0.0, wrap), rt.diagonal_grad(dy, val, a, wrap), None
+@adjoint(rt.flat_write)
+def flat_write_rule(dy, y, a, how, key, values, mode="raise"):
+    """The entries written over get no gradient; ``values`` gets the written entries',
+    each summed over its repetitions (none where ``a`` is an integer array: it truncated)."""
+    return (rt.flat_write(dy, how, key, 0.0, mode), None, None,
+            rt.flat_write_grad(dy, how, key, values, a, mode), None)
 
 
 @rt.helper
-def diagonal_grad(dy, val, a, wrap=False):
-    """The entries of ``dy`` that ``fill_diagonal_value(a, val, wrap)`` wrote from ``val``,
-    summed into ``val``'s shape (each of its entries over its cyclic repetitions)."""
-    xp = namespace(dy, val)
+def flat_write_grad(dy, how, key, values, a, mode="raise"):
+    """The gradient of ``flat_write``'s ``values``: ``dy`` at the positions written, summed
+    into ``values``' shape."""
+    xp = namespace(dy, values)
     dy = xp.asarray(dy)
+    size = max(int(np.size(values)), 1)
     if xp.asarray(a).dtype.kind not in "fc":
-        return grad_zeros(xp, val) if is_array(val) else 0.0
-    picked = dy.reshape(-1)[_diagonal_positions(xp, dy.shape, wrap)]
-    size, count = int(np.size(val)), picked.shape[0]
-    rows = max(-(-count // size), 1)
-    padded = xp.zeros(rows * size, dtype=picked.dtype)
-    padded[:count] = picked
-    out = xp.sum(padded.reshape(rows, size), axis=0)
-    return out.reshape(np.shape(val)) if is_array(val) else out[0]
+        return grad_zeros(xp, values) if is_array(values) else 0.0
+    positions, taken = _flat_targets(xp, dy.shape, how, key, size, mode)
+    out = xp.zeros(size, dtype=dy.dtype)
+    scatter_add(xp, out, taken, dy.reshape(-1)[positions])
+    return out.reshape(np.shape(values)) if is_array(values) else out[0]
 
 
 @rt.helper
-def diagonal_grad_adjoint(dw, dy, a, wrap=False):
-    """The adjoint of ``diagonal_grad(dy, val, a, wrap)`` in ``dy``: ``dw`` (``val``'s shape)
-    written cyclically on the diagonal of zeros shaped like ``dy``."""
+def flat_write_grad_adjoint(dw, dy, how, key, a, mode="raise"):
+    """The adjoint of ``flat_write_grad`` in ``dy``: ``dw`` written as the values would be,
+    into zeros shaped like ``dy``."""
     xp = namespace(dy, dw)
     zeros = grad_zeros(xp, dy, dw)
     if xp.asarray(a).dtype.kind not in "fc":
         return zeros
-    return fill_diagonal_value(zeros, dw, wrap)
+    return flat_write(zeros, how, key, dw, mode)
 
 
-@adjoint(rt.diagonal_grad_adjoint)
-def diagonal_grad_adjoint_rule(dv, v, dw, dy, a, wrap=False):
-    return rt.diagonal_grad(dv, dw, a, wrap), None, None, None
+@adjoint(rt.flat_write_grad)
+def flat_write_grad_rule(dw, w, dy, how, key, values, a, mode="raise"):
+    return rt.flat_write_grad_adjoint(dw, dy, how, key, a, mode), None, None, None, None, None
+
+
+@adjoint(rt.flat_write_grad_adjoint)
+def flat_write_grad_adjoint_rule(dv, v, dw, dy, how, key, a, mode="raise"):
+    return rt.flat_write_grad(dv, how, key, dw, a, mode), None, None, None, None, None
+
+
+linear(rt.flat_write, "a", "values", no_tangent=("how", "key", "mode"))
+linear(rt.flat_write_grad, "dy", no_tangent=("how", "key", "values", "a", "mode"))
+linear(rt.flat_write_grad_adjoint, "dw", no_tangent=("dy", "how", "key", "a", "mode"))

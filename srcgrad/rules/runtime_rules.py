@@ -73,17 +73,6 @@ def share(dw, w, g, weights):
 linear(rt.share, "g", no_tangent=("weights",))
 
 
-@adjoint(rt.diagonal_grad)
-def diagonal_grad(dw, w, dy, val, a, wrap=False):
-    """Linear in ``dy``: ``dw`` written back on the diagonal of zeros, cyclically."""
-    return rt.diagonal_grad_adjoint(dw, dy, a, wrap), None, None, None
-
-
-linear(rt.fill_diagonal_value, "a", "val", no_tangent=("wrap",))
-linear(rt.diagonal_grad, "dy", no_tangent=("val", "a", "wrap"))
-linear(rt.diagonal_grad_adjoint, "dw", no_tangent=("dy", "a", "wrap"))
-
-
 @adjoint(rt.broadcast_like)
 def broadcast_like(dw, w, dz, g):
     return rt.broadcast_like(dw, dz), None

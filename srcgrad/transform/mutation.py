@@ -65,26 +65,40 @@ def _ufunc_at(call):
     return call.args[0], value
 
 
-def _fill_diagonal(call):
-    """``np.fill_diagonal(a, val, wrap)`` -> ``a[...] = rt.fill_diagonal_value(a, val, wrap)``."""
+def _flat_write(how, names, key, values, mode=None, method=False):
+    """A rewrite of ``np.fill_diagonal`` / ``np.put`` / ``np.putmask`` / ``np.place`` (or
+    ``a.put``: ``method``) as ``a[...] = rt.flat_write(a, how, key, values, mode)``;
+    ``names``: the call's parameters in order, ``key``/``values``/``mode`` among them."""
     from srcgrad import runtime
-    names = ("a", "val", "wrap")
-    args = dict(zip(names, call.args))
-    for k in call.keywords:
-        if k.arg not in names or k.arg in args:
+
+    def rewrite(call):
+        given = dict(zip(names, ([call.func.value] if method else []) + list(call.args)))
+        if len(given) < len(([call.func.value] if method else []) + list(call.args)):
             return None
-        args[k.arg] = k.value
-    if "a" not in args or "val" not in args or len(call.args) > 3:
-        return None
-    value = gast.Call(func=name("fill_diagonal_value"), args=[args[n] for n in names if n in args],
-                      keywords=[])
-    anno.setanno(value, Static.PRIMITIVE, runtime.fill_diagonal_value)
-    return args["a"], value
+        for k in call.keywords:
+            if k.arg not in names or k.arg in given:
+                return None
+            given[k.arg] = k.value
+        if not isinstance(given.get(names[0]), gast.Name) or key not in given and how != "diagonal" \
+                or values not in given:
+            return None
+        args = [given[names[0]], gast.Constant(value=how, kind=None),
+                given.get(key, gast.Constant(value=False, kind=None)), given[values]]
+        if mode in given:
+            args.append(given[mode])
+        value = gast.Call(func=name("flat_write"), args=args, keywords=[])
+        anno.setanno(value, Static.PRIMITIVE, runtime.flat_write)
+        return given[names[0]], value
+    return rewrite
 
 
 MUTATING_FUNCTIONS = {
-    "copyto": _copyto, "fill_diagonal": _fill_diagonal,
-    "put": None, "putmask": None, "place": None, "shuffle": None,
+    "copyto": _copyto,
+    "fill_diagonal": _flat_write("diagonal", ("a", "val", "wrap"), "wrap", "val"),
+    "put": _flat_write("put", ("a", "ind", "v", "mode"), "ind", "v", "mode"),
+    "putmask": _flat_write("putmask", ("a", "mask", "values"), "mask", "values"),
+    "place": _flat_write("place", ("arr", "mask", "vals"), "mask", "vals"),
+    "shuffle": None,
     "put_along_axis": None, "at": _ufunc_at,  # np.add.at(a, idx, v); np.maximum.at ... refused
 }
 
@@ -109,7 +123,8 @@ def _sort(call):
 # by reverse mode itself (a list grows), so it is not listed.
 MUTATING_METHODS = {
     "fill": _fill,
-    "sort": _sort, "partition": None, "put": None, "resize": None, "itemset": None,
+    "sort": _sort, "partition": None,
+    "put": _flat_write("put", ("a", "ind", "v", "mode"), "ind", "v", "mode", method=True), "resize": None, "itemset": None,
     "setfield": None, "byteswap": None, "setflags": None,
     "extend": None, "insert": None, "remove": None, "pop": None, "clear": None, "reverse": None,
     "update": None, "setdefault": None, "popitem": None, "shuffle": None,
