@@ -436,6 +436,7 @@ add(
     C(np.nanvar, NAN, axis=1), C(np.nanvar, NAN, ddof=1), C(np.nanstd, NAN, axis=0, keepdims=True),
     C(np.nanstd, NAN), C(np.nanprod, NAN * 0.5 + 1.5, axis=1), C(np.nanprod, np.array([1.5, np.nan, 0.0, 2.0])),
     C(np.nancumsum, NAN, axis=1), C(np.nancumsum, NAN),
+    C(np.nancumprod, NAN * 0.5 + 1.5, axis=1), C(np.nancumprod, np.array([1.5, np.nan, 0.0, 2.0])),
     C(np.trapezoid, r(6)), C(np.trapezoid, r(3, 5), dx=0.3, _wrt=[0, "dx"]),
     C(np.trapezoid, r(3, 5), np.sort(r(5)), axis=1, _wrt=[0, 1]),
     C(np.trapezoid, r(4, 3), np.sort(r(4, 3), axis=0), axis=0, _wrt=[0, 1]),

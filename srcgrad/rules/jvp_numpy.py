@@ -332,6 +332,11 @@ def nancumsum(y, a, axis=None, *, t_a):
     return xp.cumsum(xp.where(xp.isnan(a), 0.0, t_a), axis)
 
 
+@tangent(np.nancumprod)
+def nancumprod(y, a, axis=None, *, t_a):
+    return rt.cumprod_jvp(xp.where(xp.isnan(a), 1.0, a), xp.where(xp.isnan(a), 0.0, t_a), axis)
+
+
 @tangent(np.trapezoid)
 def trapezoid(y, a, x=None, dx=1.0, axis=-1, *, t_a, t_x, t_dx):
     """Bilinear in (``a``, ``x``) and in (``a``, ``dx``): one term per tangent."""

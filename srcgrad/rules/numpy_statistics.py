@@ -240,6 +240,12 @@ def nancumsum(dy, y, a, axis=None):
     return g * xp.logical_not(xp.isnan(a))
 
 
+@adjoint(np.nancumprod)
+def nancumprod(dy, y, a, axis=None):
+    """NaN entries count as ones: ``cumprod`` of the cleaned array; they get no gradient."""
+    return xp.where(xp.isnan(a), 0.0, rt.cumprod_vjp(dy, xp.where(xp.isnan(a), 1.0, a), axis))
+
+
 # ----- Integrals and interpolation -----
 
 
