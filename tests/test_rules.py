@@ -466,6 +466,10 @@ add(
     C(np.gradient, r(6), edge_order=2), C(np.gradient, r(4, 5), axis=-1),
     C(math.gamma, 1.7), C(math.gamma, 0.4), C(math.gamma, -1.3), C(math.lgamma, 2.6), C(math.lgamma, 7.5),
     C(math.lgamma, 0.05), C(M("tolist"), r(3)), C(M("tolist"), r(2, 3)),
+    C(np.linalg.qr, r(5, 3)), C(np.linalg.qr, r(4, 4)), C(np.linalg.qr, r(2, 4, 3)),
+    C(np.linalg.qr, r(5, 3), "r"), C(np.linalg.qr, r(3, 3), "complete"),
+    C(np.linalg.qr, r(4, 3), _dy=lambda y: (0.0, RNG.standard_normal(y[1].shape))),
+    C(np.linalg.qr, r(4, 3), _dy=lambda y: (RNG.standard_normal(y[0].shape), None)),
     C(np.linalg.svd, r(4, 4)), C(np.linalg.pinv, r(4, 3)), C(np.linalg.pinv, r(3, 5)), C(np.linalg.pinv, r(2, 3, 3)),
 )
 

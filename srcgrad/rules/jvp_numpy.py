@@ -232,6 +232,31 @@ def eigh_jvp(t, a, UPLO="L"):
     return (dw, xp_.matmul(v, f * m))
 
 
+@tangent(np.linalg.qr, no_tangent=("mode",))
+def qr(y, a, mode="reduced", *, t_a):
+    return rt.qr_jvp(t_a, a, mode)
+
+
+@rt.helper
+def qr_jvp(t, a, mode="reduced"):
+    """``(dQ, dR)`` of ``Q, R = qr(a)`` along ``t`` (``dR`` for mode "r"): with
+    ``C = Q^T t R^-1`` and ``W = tril(C, -1) - tril(C, -1)^T``, ``dQ = Q (W - C) + t R^-1``
+    and ``dR = (C - W) R``."""
+    from srcgrad.rules.numpy_linalg import _qr_parts
+    xp_ = namespace(t, a)
+    a = xp_.asarray(a)
+    q, r = _qr_parts(xp_, a, mode)
+    t = xp_.broadcast_to(xp_.asarray(t), a.shape)
+    t_rinv = xp_.swapaxes(xp_.linalg.solve(xp_.swapaxes(r, -1, -2), xp_.swapaxes(t, -1, -2)), -1, -2)
+    c = xp_.matmul(xp_.swapaxes(q, -1, -2), t_rinv)
+    lower = xp_.tril(c, -1)
+    w = lower - xp_.swapaxes(lower, -1, -2)
+    dr = xp_.matmul(c - w, r)
+    if mode == "r":
+        return dr
+    return (xp_.matmul(q, w - c) + t_rinv, dr)
+
+
 # ----- Python's builtins -----
 
 

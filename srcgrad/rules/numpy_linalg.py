@@ -11,12 +11,14 @@
 * ``cholesky``, ``eigh`` and ``eigvalsh`` read one triangle of a matrix assumed
   symmetric: their gradients are symmetric (the PyTorch/JAX convention).
 * ``solve`` follows NumPy 2: ``b`` is a vector exactly when it is 1-D.
+* ``qr``: modes "reduced" and "r" of a matrix with at least as many rows as columns and
+  an invertible ``R`` (JAX's cases); wide matrices are refused.
 """
 
 import numpy as np
 
 from srcgrad import runtime as rt
-from srcgrad.rules import adjoint, nondifferentiable, tangent
+from srcgrad.rules import adjoint, nondifferentiable, returns_sequence, tangent
 from srcgrad.runtime.arrays import namespace, shape_tuple
 from srcgrad.runtime.broadcast import unbroadcast, unreduce, unreduce_like
 from srcgrad.runtime.containers import seq_item
@@ -26,6 +28,9 @@ xp = None  # placeholder: the array namespace, bound in generated code
 # (np.linalg.cond is a smooth function of the matrix, a ratio of singular values:
 # it has no rule and is refused where it needs a gradient, never a silent zero.)
 nondifferentiable(np.linalg.matrix_rank)
+# NumPy 2's named results (``np.linalg.svd(a).S``, ``.eigenvalues``, ``.logabsdet``, ``.R``):
+# a name bound to one is a tuple, its fields read as a namedtuple's.
+returns_sequence(np.linalg.svd, np.linalg.eigh, np.linalg.slogdet, np.linalg.qr)
 
 # ----- Norms -----
 
@@ -347,6 +352,45 @@ def eigh_vjp(dy, y):
         middle = middle + f * xp.matmul(vt, xp.asarray(dv))
     g = xp.matmul(v, xp.matmul(middle, vt))
     return 0.5 * (g + xp.swapaxes(g, -1, -2))
+
+
+@adjoint(np.linalg.qr)
+def qr(dy, y, a, mode="reduced"):
+    """``mode`` "reduced" or "r" (or "complete" of a square matrix), of a matrix with at
+    least as many rows as columns and ``R`` invertible, as JAX supports; ``dy`` is
+    ``(dQ, dR)`` (``dR`` alone for "r")."""
+    return rt.qr_vjp(dy, y, a, mode), None
+
+
+def _qr_parts(xp, a, mode):
+    """``(Q, R)`` of ``a`` (real, batched), refusing the cases without a unique derivative."""
+    m, n = a.shape[-2:]
+    if m < n or mode not in ("reduced", "r", "complete") or mode == "complete" and m != n:
+        from srcgrad.errors import UnsupportedError
+        raise UnsupportedError(
+            f"srcgrad: the derivative of np.linalg.qr is supported for mode 'reduced' or 'r' "
+            f"of a matrix with at least as many rows as columns, not mode={mode!r} of a "
+            f"{m}x{n} matrix", hint="Differentiate the QR of the transpose, or of a square block.")
+    return xp.linalg.qr(a, mode="reduced")
+
+
+@rt.helper
+def qr_vjp(dy, y, a, mode="reduced"):
+    """Gradient of ``Q, R = qr(a)``: ``(dQ + Q copyltu(M)) R^-T`` with
+    ``M = R dR^T - dQ^T Q`` and ``copyltu(M) = tril(M) + tril(M, -1)^T``."""
+    xp = namespace(a, dy)
+    a = xp.asarray(a)
+    q, r = _qr_parts(xp, a, mode)
+    if mode == "r":
+        dq, dr = None, dy
+    else:
+        dq, dr = seq_item(dy, 0), seq_item(dy, 1)
+    dq = xp.zeros(q.shape, dtype=q.dtype) if dq is None or np.ndim(dq) == 0 and dq == 0 else xp.asarray(dq)
+    dr = xp.zeros(r.shape, dtype=r.dtype) if dr is None or np.ndim(dr) == 0 and dr == 0 else xp.asarray(dr)
+    m = xp.matmul(r, xp.swapaxes(dr, -1, -2)) - xp.matmul(xp.swapaxes(dq, -1, -2), q)
+    lower = xp.tril(m, -1)
+    b = dq + xp.matmul(q, xp.tril(m) + xp.swapaxes(lower, -1, -2))
+    return xp.swapaxes(xp.linalg.solve(r, xp.swapaxes(b, -1, -2)), -1, -2)
 
 
 @adjoint(np.linalg.svd)

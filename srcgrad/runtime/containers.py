@@ -246,6 +246,8 @@ def field_tangent(x, dx, attr):
             f"srcgrad: forward mode needs a jvp for the attribute .{attr} of a "
             f"{type(x).__name__}, which carries a tangent and is not a structure srcgrad knows; "
             f"make its class a dataclass, or register it with srcgrad.register_pytree_node")
+    if _pytree.is_namedtuple(x) and isinstance(dx, (list, tuple)) and not hasattr(dx, attr):
+        return dx[type(x)._fields.index(attr)]   # a rule's tangent of a named result: a tuple
     return getattr(dx, attr)
 
 
