@@ -194,7 +194,10 @@ def isolated_rules():
     saved = dict(rules.RULES)
     saved_tangents = dict(rules.TANGENTS)
     saved_nondiff = set(rules.NONDIFFERENTIABLE)
+    saved_libraries = set(rules._LIBRARIES_LOADED)
     yield
+    rules._LIBRARIES_LOADED.clear()
+    rules._LIBRARIES_LOADED.update(saved_libraries)
     rules.RULES.clear()
     rules.RULES.update(saved)
     rules.TANGENTS.clear()

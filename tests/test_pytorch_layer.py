@@ -866,19 +866,20 @@ def test_adjoint_with_two_arguments(isolated_rules):
     assert check_grads(uses_opaque_two, (X, W), wrt=(0, 1))
 
 
-def test_adjoint_for_scipy_erf(isolated_rules):
+def test_adjoint_for_scipy_erf_replaces_the_builtin_rule(isolated_rules):
     special = pytest.importorskip("scipy.special")
-    if rules.lookup(special.erf) is not None:
-        pytest.skip("srcgrad already has a rule for scipy.special.erf")
 
     def uses_erf(x):
         return np.sum(special.erf(x) * x)
 
-    @sg.adjoint(special.erf)
-    def erf_rule(grad_output, output, x):
-        return grad_output * 2.0 / np.sqrt(np.pi) * np.exp(-x * x)
+    assert check_grads(uses_erf, (X,))   # srcgrad's own rule (rules/scipy_special.py)
 
-    assert check_grads(uses_erf, (X,))
+    @sg.adjoint(special.erf)
+    def doubled(grad_output, output, x):   # the user's rule wins, even a wrong one
+        return grad_output * 4.0 / np.sqrt(np.pi) * np.exp(-x * x)
+
+    want = special.erf(X) + X * 4.0 / np.sqrt(np.pi) * np.exp(-X * X)
+    assert_allclose(sg.grad(uses_erf)(X), want)
 
 
 def uses_opaque_again(x):

@@ -662,6 +662,29 @@ if hasattr(math, "exp2"):
 if hasattr(math, "cbrt"):
     add(C(math.cbrt, 1.7), C(math.cbrt, -0.7))
 
+# scipy.special (rules/scipy_special.py, loaded when a lookup misses with SciPy imported)
+try:
+    import scipy.special as sp
+    import srcgrad.rules.scipy_special  # noqa: F401 (rt.weight_or_one)
+except ImportError:   # pragma: no cover - scipy is in the test extra
+    sp = None
+if sp is not None:
+    add(
+        C(sp.expit, r(4)), C(sp.log_expit, r(4)), C(sp.logit, u(4) * 0.5 + 0.5), C(sp.erf, r(4)),
+        C(sp.erfc, r(4)), C(sp.erfcx, r(4)), C(sp.erfinv, u(4)), C(sp.erfcinv, u(4) + 1.0),
+        C(sp.ndtr, r(4)), C(sp.log_ndtr, r(4) * 3), C(sp.ndtri, u(4) * 0.5 + 0.5),
+        C(sp.gammaln, p(4)), C(sp.loggamma, p(4)), C(sp.gamma, p(4)), C(sp.rgamma, p(4)),
+        C(sp.digamma, p(4)), C(sp.polygamma, 2, p(4), _wrt=[1]), C(sp.betaln, p(3, 1), p(4)),
+        C(sp.beta, p(4), 1.5), C(sp.xlogy, r(4), p(4)), C(sp.xlog1py, r(3, 1), p(4)),
+        C(sp.entr, p(4)), C(sp.rel_entr, p(4), p(4)), C(sp.kl_div, p(4), p(3, 1)),
+        C(sp.expm1, r(4)), C(sp.log1p, p(4)), C(sp.exp2, r(4)), C(sp.exp10, r(4)), C(sp.cbrt, p(4)),
+        C(sp.logsumexp, r(5)), C(sp.logsumexp, r(3, 4), axis=1), C(sp.logsumexp, r(3, 4), 0, keepdims=True),
+        C(sp.logsumexp, r(3, 4), b=p(3, 4), _wrt=[0, "b"]), C(sp.logsumexp, r(3, 4), axis=1, b=p(4), _wrt=[0, "b"]),
+        C(sp.softmax, r(5)), C(sp.softmax, r(3, 4), axis=1), C(sp.log_softmax, r(3, 4), axis=0),
+        C(sp.log_softmax, r(5)),
+        C(rt.weight_or_one, r(3)),
+    )
+
 # Runtime helpers (their rules make generated code differentiable again)
 G = r(3, 4)
 add(

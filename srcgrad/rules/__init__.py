@@ -252,9 +252,12 @@ def lookup_tangent(primitive):
     """The hand-written tangent rule of ``primitive``, or None (forward.py may derive one
     from its adjoint)."""
     try:
-        return TANGENTS.get(_key(primitive))
+        found = TANGENTS.get(_key(primitive))
     except TypeError:
         return None
+    if found is None and _load_library_rules():
+        return TANGENTS.get(_key(primitive))
+    return found
 
 
 RUN_AT_ZERO = set()   # keys of rt helpers whose block forward mode runs at a computed zero adjoint
@@ -402,9 +405,38 @@ def is_sequence_result(primitive):
 def lookup(primitive):
     """The Rule for ``primitive``, or None."""
     try:
-        return RULES.get(_key(primitive))
+        found = RULES.get(_key(primitive))
     except TypeError:
         return None
+    if found is None and _load_library_rules():
+        return RULES.get(_key(primitive))
+    return found
+
+
+# Rule modules of optional libraries, loaded the first time a lookup misses while the
+# library is imported (importing SciPy with srcgrad would double srcgrad's import time).
+LIBRARY_RULE_MODULES = {"scipy.special": "scipy_special"}
+_LIBRARIES_LOADED = set()
+
+
+def _load_library_rules():
+    """Load the rules of each optional library the program has imported, once; whether
+    any were loaded now."""
+    import sys
+    loaded = False
+    for library, module in LIBRARY_RULE_MODULES.items():
+        if library not in _LIBRARIES_LOADED and library in sys.modules:
+            _LIBRARIES_LOADED.add(library)
+            import importlib
+            users = {key: rule for key, rule in RULES.items() if not rule.builtin}
+            name = f"srcgrad.rules.{module}"
+            if name in sys.modules:   # registered before, and the table restored since
+                importlib.reload(sys.modules[name])
+            else:
+                importlib.import_module(name)
+            RULES.update(users)   # a rule the user registered before stays theirs
+            loaded = True
+    return loaded
 
 
 def is_nondifferentiable(primitive):
