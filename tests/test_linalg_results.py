@@ -95,3 +95,46 @@ def test_qr_one_order_up_is_refused_at_its_line():
     with pytest.raises(sg.SrcgradError) as info:
         sg.hessian(qr_unpacked)(A.copy())
     assert "qr_vjp" in str(info.value) and __file__ in str(info.value)
+
+
+B = RNG.standard_normal(5)
+B2 = RNG.standard_normal((5, 2))
+
+
+def least_squares_solution(a):
+    return np.sum(np.linalg.lstsq(a, B, rcond=None)[0] ** 2)
+
+
+def least_squares_everything(a):
+    x, residuals, rank, s = np.linalg.lstsq(a, B2 + a[:, :2], rcond=None)
+    return np.sum(x * W[:3, :2]) + np.sum(residuals) + np.sum(s ** 2)
+
+
+def least_squares_of_the_data(b):
+    return np.sum(np.linalg.lstsq(A, b, rcond=None)[0] ** 3)
+
+
+@pytest.mark.parametrize("f, arg", [(least_squares_solution, A), (least_squares_everything, A),
+                                    (least_squares_of_the_data, B)], ids=lambda v: getattr(v, "__name__", ""))
+def test_least_squares_gradient_and_tangent(f, arg):
+    want = numerical_grad(f, (arg.copy(),))
+    np.testing.assert_allclose(sg.grad(f)(arg.copy()), want, rtol=1e-6, atol=1e-8)
+    t = np.cos(np.arange(arg.size, dtype=float)).reshape(arg.shape)
+    np.testing.assert_allclose(sg.jvp(f, (arg.copy(),), (t,))[1], np.sum(want * t), rtol=1e-6, atol=1e-8)
+
+
+def test_the_least_squares_gradient_is_the_normal_equations_one():
+    # x = (A^T A)^-1 A^T b, so d sum(x) / db = A (A^T A)^-1 1
+    def total(b):
+        return np.sum(np.linalg.lstsq(A, b, rcond=None)[0])
+    np.testing.assert_allclose(sg.grad(total)(B.copy()), A @ np.linalg.solve(A.T @ A, np.ones(3)), rtol=1e-10)
+
+
+def rank_deficient(a):
+    return np.sum(np.linalg.lstsq(np.stack([a[:, 0], a[:, 0]], axis=1), B, rcond=None)[0])
+
+
+def test_a_rank_deficient_least_squares_is_refused_at_its_line():
+    with pytest.raises(sg.errors.UnsupportedError) as info:
+        sg.grad(rank_deficient)(A.copy())
+    assert info.value.filename == __file__ and "full column rank" in str(info.value)

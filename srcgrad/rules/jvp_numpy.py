@@ -257,6 +257,28 @@ def qr_jvp(t, a, mode="reduced"):
     return (xp_.matmul(q, w - c) + t_rinv, dr)
 
 
+@tangent(np.linalg.lstsq, no_tangent=("rcond",))
+def lstsq(y, a, b, rcond=None, *, t_a, t_b):
+    return rt.lstsq_jvp(t_a, t_b, a, b, y)
+
+
+@rt.helper
+def lstsq_jvp(t_a, t_b, a, b, y):
+    """``(dx, dresiduals, None, ds)``: ``dx = (a^T a)^-1 (t_a^T r + a^T (t_b - t_a x))``,
+    ``dresiduals = 2 r . (t_b - t_a x)`` per column (``r = b - a x``)."""
+    from srcgrad.rules.numpy_linalg import _lstsq_parts
+    xp_ = namespace(a, b)
+    x, r, solve = _lstsq_parts(xp_, a, b, y)
+    a = xp_.asarray(a)
+    t_a = xp_.zeros(a.shape) if t_a is None else xp_.asarray(t_a)
+    t_b = xp_.zeros(np.shape(b)) if t_b is None else xp_.asarray(t_b)
+    moved = t_b - xp_.matmul(t_a, x)
+    dx = solve(xp_.matmul(t_a.T, r) + xp_.matmul(a.T, moved))
+    dres = xp_.reshape(2 * xp_.sum(r * moved, axis=0), np.shape(y[1])) if np.size(y[1]) \
+        else xp_.zeros(np.shape(y[1]))
+    return (dx, dres, None, rt.svd_jvp(t_a, a, None, False, False))
+
+
 # ----- Python's builtins -----
 
 

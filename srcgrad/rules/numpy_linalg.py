@@ -11,6 +11,7 @@
 * ``cholesky``, ``eigh`` and ``eigvalsh`` read one triangle of a matrix assumed
   symmetric: their gradients are symmetric (the PyTorch/JAX convention).
 * ``solve`` follows NumPy 2: ``b`` is a vector exactly when it is 1-D.
+* ``lstsq``: a matrix of full column rank (the solution unique); rank-deficient refused.
 * ``qr``: modes "reduced" and "r" of a matrix with at least as many rows as columns and
   an invertible ``R`` (JAX's cases); wide matrices are refused.
 """
@@ -21,7 +22,7 @@ from srcgrad import runtime as rt
 from srcgrad.rules import adjoint, nondifferentiable, returns_sequence, tangent
 from srcgrad.runtime.arrays import namespace, shape_tuple
 from srcgrad.runtime.broadcast import unbroadcast, unreduce, unreduce_like
-from srcgrad.runtime.containers import seq_item
+from srcgrad.runtime.containers import is_zero_grad, seq_item
 
 xp = None  # placeholder: the array namespace, bound in generated code
 
@@ -30,7 +31,7 @@ xp = None  # placeholder: the array namespace, bound in generated code
 nondifferentiable(np.linalg.matrix_rank)
 # NumPy 2's named results (``np.linalg.svd(a).S``, ``.eigenvalues``, ``.logabsdet``, ``.R``):
 # a name bound to one is a tuple, its fields read as a namedtuple's.
-returns_sequence(np.linalg.svd, np.linalg.eigh, np.linalg.slogdet, np.linalg.qr)
+returns_sequence(np.linalg.svd, np.linalg.eigh, np.linalg.slogdet, np.linalg.qr, np.linalg.lstsq)
 
 # ----- Norms -----
 
@@ -391,6 +392,62 @@ def qr_vjp(dy, y, a, mode="reduced"):
     lower = xp.tril(m, -1)
     b = dq + xp.matmul(q, xp.tril(m) + xp.swapaxes(lower, -1, -2))
     return xp.swapaxes(xp.linalg.solve(r, xp.swapaxes(b, -1, -2)), -1, -2)
+
+
+@adjoint(np.linalg.lstsq)
+def lstsq(dy, y, a, b, rcond=None):
+    """``(x, residuals, rank, s)`` of a matrix of full column rank (the unique solution);
+    ``dy`` their cotangents (the rank's is none)."""
+    g = rt.lstsq_vjp(dy, y, a, b)
+    return g[0], g[1], None
+
+
+def _lstsq_parts(xp, a, b, y):
+    """``(x, r, solve)``: the solution, the residual ``b - a x`` and a solver of
+    ``a^T a``; a matrix without full column rank is refused (its solution is not unique)."""
+    a, b = xp.asarray(a), xp.asarray(b)
+    if a.shape[0] < a.shape[1] or int(y[2]) < a.shape[1]:
+        from srcgrad.errors import UnsupportedError
+        raise UnsupportedError(
+            f"srcgrad: the derivative of np.linalg.lstsq needs a matrix of full column rank "
+            f"(rank {int(y[2])} of a {a.shape[0]}x{a.shape[1]} matrix here): the least-norm "
+            f"solution of a rank-deficient system is not differentiable",
+            hint="Add a ridge term (solve (A^T A + lambda I) x = A^T b) or use np.linalg.pinv.")
+    x = xp.asarray(y[0])
+    gram = xp.matmul(a.T, a)
+    return x, b - xp.matmul(a, x), lambda v: xp.linalg.solve(gram, v)
+
+
+@rt.helper
+def lstsq_vjp(dy, y, a, b):
+    """``z = (a^T a)^-1 dx``: ``a`` gets ``r z^T - (a z) x^T`` and ``b`` gets ``a z``; the
+    residuals ``|r|^2`` (per column of ``b``) give ``-2 r x^T`` and ``2 r``; the singular
+    values' gradient is ``svd``'s."""
+    xp = namespace(a, b)
+    x, r, solve = _lstsq_parts(xp, a, b, y)
+    a = xp.asarray(a)
+    ga, gb = xp.zeros(a.shape, dtype=x.dtype), xp.zeros(np.shape(b), dtype=x.dtype)
+    dx, dres, ds = seq_item(dy, 0), seq_item(dy, 1), seq_item(dy, 3)
+    if not is_zero_grad(dx):
+        z = solve(xp.asarray(dx))
+        az = xp.matmul(a, z)
+        ga = ga + _outer_sum(xp, r, z) - _outer_sum(xp, az, x)
+        gb = gb + az
+    if not is_zero_grad(dres) and np.size(y[1]):
+        w = 2 * xp.asarray(dres) * r
+        ga = ga - _outer_sum(xp, w, x)
+        gb = gb + w
+    if not is_zero_grad(ds):
+        ga = ga + rt.svd_vjp(ds, None, a, False, False)
+    return ga, gb
+
+
+def _outer_sum(xp, u, v):
+    """``sum_k u[:, k] v[:, k]^T`` (``u v^T`` for vectors)."""
+    return xp.outer(u, v) if u.ndim == 1 else xp.matmul(u, v.T)
+
+
+returns_sequence(rt.lstsq_vjp)
 
 
 @adjoint(np.linalg.svd)

@@ -10,7 +10,7 @@ which have rules here too, so second derivatives go through (``gammaln`` -> ``di
 
 import scipy.special as sp
 
-from srcgrad import runtime as rt
+from srcgrad import rules, runtime as rt
 from srcgrad.rules import adjoint, linear, tangent
 
 xp = None  # placeholder: the array namespace, bound in generated code
@@ -242,3 +242,5 @@ def log_softmax(dz, z, x, axis=None):
 def log_softmax_tangent(z, x, axis=None, *, t_x):
     return t_x - xp.sum(xp.exp(z) * t_x, axis=axis, keepdims=True)
 
+
+rules._LIBRARIES_LOADED.add("scipy.special")   # imported directly too: loaded, not again
