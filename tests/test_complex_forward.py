@@ -35,7 +35,11 @@ def through_a_loop(x):
     return np.sum(np.abs(z))
 
 
-FUNCTIONS = [rotated, spectrum, round_trip, phase, through_a_loop]
+def real_spectrum(x):
+    return np.sum(np.abs(np.fft.rfft(x * x[::-1])) ** 2 * np.arange(3.0)) + np.sum(np.fft.rfft(x).imag)
+
+
+FUNCTIONS = [rotated, spectrum, round_trip, phase, through_a_loop, real_spectrum]
 X = np.array([0.3, -0.7, 1.2, 0.9])
 V = np.array([1.0, 0.5, -2.0, 0.25])
 

@@ -228,6 +228,7 @@ TANGENT_ONLY = [
     C(rt.namedtuple_replace_vjp, [r(3), r(2)], T._PAIR(r(3), r(2)), ("y",), None, _wrt=[0]),
     C(rt.dataclass_items_vjp, Fields({"x": r(3), "y": r(2)}), ("x", "y"), _wrt=[0]),
     C(rt.dataclass_kept_vjp, Fields({"x": r(3), "y": r(2)}), ("y",), _wrt=[0]),
+    C(rt.rfft_vjp, r(3), r(5), None, -1, _wrt=[0]), C(rt.rfft_vjp, r(2, 3), r(4, 3), None, 0, _wrt=[0]),
     C(rt.fft_vjp, r(4), r(4), None, -1, False, _wrt=[0]), C(rt.fft_vjp, r(2, 3), r(2, 3), None, 0, True, _wrt=[0]),
 ]
 

@@ -12,7 +12,8 @@ arithmetic (``z = 1j * x``), the reverse sweep keeps the real part of its cotang
 * ``real(z)``: ``dy``; ``imag(z)``: ``-1j * dy``; ``conj(z)``: ``conj(dy)``.
 * ``imag`` and ``angle`` of a real operand: the real part of the above, 0.
 * ``np.fft.fft``/``ifft`` (no ``n``, no ``norm``): the DFT matrix is symmetric, so
-  the cotangent is the same transform of ``dy``.
+  the cotangent is the same transform of ``dy``; ``rfft``'s is ``fft`` of ``dy`` padded
+  with zeros to the input's length.
 
 Tangents (forward mode, ``@complex_tangent``; a complex-safe primitive keeps its own):
 ``abs``: ``Re(conj(z) t) / |z|``; ``angle``: ``Im(conj(z) t) / |z|**2``; ``imag``:
@@ -113,6 +114,29 @@ def ifft(dy, y, a, n=None, axis=-1):
     return rt.fft_vjp(dy, a, n, axis, True)
 
 
+@complex_adjoint(np.fft.rfft)
+def rfft(dy, y, a, n=None, axis=-1):
+    """``fft(a)``'s first ``len // 2 + 1`` entries: ``fft`` of ``dy`` padded with zeros to
+    ``a``'s length (JAX's transpose); a real ``a`` keeps the real part."""
+    return rt.real_like(rt.rfft_vjp(dy, a, n, axis), a)
+
+
+@rt.helper
+def rfft_vjp(dy, a, n, axis):
+    """``fft`` of ``dy`` padded with zeros along ``axis`` to ``a``'s length."""
+    length = shape_tuple(a)[axis]
+    if n is not None and n != length:
+        from srcgrad.errors import UnsupportedError
+        raise UnsupportedError(
+            f"srcgrad: the gradient of np.fft.rfft with n={n} (padding or cropping the input) "
+            f"is not supported", hint="Pad or crop the input with np.pad or slicing first.")
+    xp = namespace(dy, a)
+    dy = xp.asarray(dy)
+    widths = [(0, 0)] * dy.ndim
+    widths[axis] = (0, length - dy.shape[axis])
+    return xp.fft.fft(xp.pad(dy, widths), axis=axis)
+
+
 # ----- tangents (forward mode) on complex values -----
 
 @complex_tangent(np.absolute, np.abs, builtins.abs)
@@ -138,6 +162,11 @@ def imag_attribute_tangent(y, self, *, t_self):
 @complex_tangent(np.fft.fft)
 def fft_tangent(y, a, n=None, axis=-1, *, t_a):
     return xp.fft.fft(t_a, n, axis)
+
+
+@complex_tangent(np.fft.rfft)
+def rfft_tangent(y, a, n=None, axis=-1, *, t_a):
+    return xp.fft.rfft(t_a, n, axis)
 
 
 @complex_tangent(np.fft.ifft)
@@ -174,3 +203,4 @@ def abs2_tangent(w, z, *, t_z):
 
 complex_safe(rt.add_grad)   # a sum: its adjoint and tangent hold on complex values
 linear(rt.fft_vjp, "dy", no_tangent=("a", "n", "axis", "inverse"))
+linear(rt.rfft_vjp, "dy", no_tangent=("a", "n", "axis"))
