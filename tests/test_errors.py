@@ -870,6 +870,18 @@ def place_compressed(x):
     return np.sum(np.cos(y))
 
 
+def put_a_list(x):
+    y = np.zeros(4)
+    np.put(y, [0, 2], [x[0] * 2.0, x[1] ** 2])   # a list display of values
+    return np.sum(y * np.arange(1.0, 5.0))
+
+
+def fill_diagonal_a_list(x):
+    y = np.ones((2, 2))
+    np.fill_diagonal(y, [x[0], x[2]])
+    return np.sum(y ** 2 * x[1])
+
+
 def fill_method(x):
     y = x * 1.0
     y.fill(x[1])
@@ -921,7 +933,7 @@ def sort_method_axis(x):
 WRITING_CALLS = [out_unary, out_positional, out_result_assigned, out_binary, out_clip_function,
                  out_clip_method, out_reduction, out_positional_library_function, copyto_array, copyto_broadcast, copyto_where,
                  copyto_where_broadcast, fill_diagonal_scalar, fill_diagonal_cyclic, put_repeated,
-                 put_method_wrap, putmask_cyclic, place_compressed, fill_method,
+                 put_method_wrap, putmask_cyclic, place_compressed, put_a_list, fill_diagonal_a_list, fill_method,
                  repeated_fancy_write, repeated_fancy_write_array, repeated_fancy_write_2d,
                  mask_write, repeated_fancy_augassign, sort_method, sort_method_axis]
 
@@ -934,7 +946,8 @@ def test_calls_writing_into_an_array_are_differentiated(f):
 
 @pytest.mark.parametrize("f", [copyto_where, copyto_where_broadcast, fill_diagonal_scalar,
                                fill_diagonal_cyclic, put_repeated, put_method_wrap, putmask_cyclic,
-                               place_compressed], ids=lambda f: f.__name__)
+                               place_compressed, put_a_list, fill_diagonal_a_list],
+                         ids=lambda f: f.__name__)
 def test_second_derivatives_of_the_rewritten_writes(f):
     from srcgrad.testing import numerical_grad
     g = sg.grad(f)

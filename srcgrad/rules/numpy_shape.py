@@ -401,11 +401,11 @@ def flat_write_grad(dy, how, key, values, a, mode="raise"):
     dy = xp.asarray(dy)
     size = max(int(np.size(values)), 1)
     if xp.asarray(a).dtype.kind not in "fc":
-        return grad_zeros(xp, values) if is_array(values) else 0.0
+        return xp.zeros(np.shape(values), dtype=dy.dtype) if np.ndim(values) else 0.0
     positions, taken = _flat_targets(xp, dy.shape, how, key, size, mode)
     out = xp.zeros(size, dtype=dy.dtype)
     scatter_add(xp, out, taken, dy.reshape(-1)[positions])
-    return out.reshape(np.shape(values)) if is_array(values) else out[0]
+    return out.reshape(np.shape(values)) if np.ndim(values) else out[0]   # a list: an array
 
 
 @rt.helper
