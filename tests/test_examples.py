@@ -42,6 +42,12 @@ EXPECTED = {
         ("landing point", [12.0, 2.0]),
         ("replays rk4's loop backwards", []),
     ],
+    "logistic_regression_scipy.py": [
+        ("converged: True", []),
+        ("fitted weights:", [-0.419, 1.972, -0.782]),
+        ("Hessian matches X^T diag(p (1 - p)) X / n + 2 ridge I: True", []),
+        ("Generated gradient of negative_log_likelihood:", []),
+    ],
     "mlp_dict_params.py": [
         ("gradcheck on the parameter dict: passed", []),
         ("Generated gradient of MLP.loss:", []),
