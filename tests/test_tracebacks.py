@@ -170,3 +170,21 @@ def test_a_refusal_raised_while_the_gradient_runs_names_the_users_line(call):
         assert info.value.filename == __file__
         assert info.value.lineno == line_of(cov_of_two, "a = np.cov(")
         assert str(info.value).startswith(f'File "{__file__}", line {info.value.lineno}: ')
+
+
+def corrcoef_of_two(x):
+    return np.sum(np.corrcoef(x[:3], x[3:]) * np.arange(4.0).reshape(2, 2))
+
+
+@pytest.mark.parametrize("f", [cov_of_two, corrcoef_of_two], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("mode", ["jvp", "jacfwd", "hessian"])
+def test_a_second_argument_of_cov_is_refused_in_forward_mode_too(f, mode):
+    # forward mode computed cov's tangent of the first argument alone: a silently wrong
+    # number of the wrong shape's entries
+    x = np.array([0.3, -0.5, 1.2, 0.4, 0.9, -1.1])
+    with pytest.raises(sg.SrcgradError) as info:
+        if mode == "jvp":
+            sg.jvp(f, (x,), (np.ones(6),))
+        else:
+            getattr(sg, mode)(f)(x)
+    assert info.value.filename == __file__, str(info.value)

@@ -434,12 +434,14 @@ def math_dist_jvp(y, p, q, t_p, t_q):
 
 @tangent(np.cov)
 def cov(y, m, y_observations=None, rowvar=True, bias=False, ddof=None, *, t_m):
-    return rt.cov_jvp(t_m, m, rowvar, bias, ddof)
+    return rt.cov_jvp(t_m, m, rowvar, bias, ddof, y_observations)
 
 
 @rt.helper
-def cov_jvp(t, m, rowvar=True, bias=False, ddof=None):
-    """``(T Xc^T + Xc T^T) / (N - ddof)`` with ``T`` the centred tangent."""
+def cov_jvp(t, m, rowvar=True, bias=False, ddof=None, y=None):
+    """``(T Xc^T + Xc T^T) / (N - ddof)`` with ``T`` the centred tangent (a second
+    argument ``y`` refused, as in reverse mode)."""
+    _refuse_second_variables("cov", y)
     xp_ = namespace(t, m)
     x = xp_.asarray(m)
     t = xp_.broadcast_to(xp_.asarray(t), x.shape)
@@ -456,12 +458,21 @@ def cov_jvp(t, m, rowvar=True, bias=False, ddof=None):
 
 @tangent(np.corrcoef)
 def corrcoef(y, x, y_observations=None, rowvar=True, *, t_x):
-    return rt.corrcoef_jvp(t_x, x, y, rowvar)
+    return rt.corrcoef_jvp(t_x, x, y, rowvar, y_observations)
+
+
+def _refuse_second_variables(name, y):
+    if y is not None:
+        from srcgrad.errors import UnsupportedError
+        raise UnsupportedError(f"srcgrad: the derivative of np.{name} with a second argument y "
+                               f"is not supported", hint="Stack the variables: "
+                               f"np.{name}(np.vstack([m, y])).")
 
 
 @rt.helper
-def corrcoef_jvp(t, x, r, rowvar=True):
+def corrcoef_jvp(t, x, r, rowvar=True, y=None):
     """``dC / (d_i d_j) - R (dC_ii / C_ii + dC_jj / C_jj) / 2``."""
+    _refuse_second_variables("corrcoef", y)
     xp_ = namespace(t, x)
     c = xp_.atleast_2d(xp_.cov(x, rowvar=rowvar))
     dc = xp_.atleast_2d(cov_jvp(t, x, rowvar))
