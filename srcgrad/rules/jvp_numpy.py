@@ -394,7 +394,7 @@ def trapezoid(y, a, x=None, dx=1.0, axis=-1, *, t_a, t_x, t_dx):
 @tangent(np.interp)
 def interp(y, x, xp_points, fp, left=None, right=None, period=None, *, t_x, t_fp, t_left, t_right):
     """A tangent of the sample points ``xp`` is refused (no ``t_xp_points``)."""
-    return rt.interp_jvp(x, xp_points, fp, left, right, t_x, t_fp, t_left, t_right)
+    return rt.interp_jvp(x, xp_points, fp, left, right, t_x, t_fp, t_left, t_right, period)
 
 
 @tangent(np.linalg.multi_dot)
@@ -528,7 +528,10 @@ def svd_jvp(t, a, y, full_matrices=True, compute_uv=True):
             "srcgrad: the tangent of np.linalg.svd with full_matrices=True of a non-square "
             "matrix is not supported (the extra singular vectors are not unique)",
             hint="Pass full_matrices=False, or compute_uv=False for the singular values alone.")
-    u, s, vh = xp_.linalg.svd(a, full_matrices=False)
+    if compute_uv and y is not None:   # the primal's own vectors (hermitian=True flips signs)
+        u, s, vh = y[0], y[1], y[2]
+    else:
+        u, s, vh = xp_.linalg.svd(a, full_matrices=False)
     t = xp_.broadcast_to(xp_.asarray(t), a.shape)
 
     def tr(x):

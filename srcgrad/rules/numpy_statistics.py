@@ -310,13 +310,17 @@ def interp(dy, y, x, xp_points, fp, left=None, right=None, period=None):
     return parts[0], parts[1], parts[2], parts[3], parts[4], None
 
 
+def _refuse_period(period):
+    if period is not None:
+        from srcgrad.errors import UnsupportedError
+        raise UnsupportedError("srcgrad: the derivative of np.interp with period= is not supported",
+                               hint="Reduce x to one period (np.mod) and pass points that cover it, without period=.")
+
+
 @rt.helper
 def interp_vjp(dy, x, xp_points, fp, left=None, right=None, period=None):
     """Gradients of ``interp(x, xp, fp, left, right)`` for x, xp, fp, left and right."""
-    if period is not None:
-        from srcgrad.errors import UnsupportedError
-        raise UnsupportedError("srcgrad: the gradient of np.interp with period= is not supported",
-                               hint="Reduce x to one period (np.mod) and pass points that cover it, without period=.")
+    _refuse_period(period)
     x_array = np.asarray(x, dtype=np.float64)
     points = np.asarray(xp_points, dtype=np.float64)
     values = np.asarray(fp, dtype=np.float64)
@@ -363,9 +367,10 @@ def interp_vjp(dy, x, xp_points, fp, left=None, right=None, period=None):
 
 
 @rt.helper
-def interp_jvp(x, xp_points, fp, left, right, t_x, t_fp, t_left, t_right):
+def interp_jvp(x, xp_points, fp, left, right, t_x, t_fp, t_left, t_right, period=None):
     """The tangent of ``interp(x, xp, fp, left, right)`` along the tangents of ``x``,
     ``fp``, ``left`` and ``right`` (None: zero); ``xp``'s tangent is refused by the rule."""
+    _refuse_period(period)
     x_array = np.asarray(x, dtype=np.float64)
     points = np.asarray(xp_points, dtype=np.float64)
     out = np.zeros(x_array.shape)
