@@ -687,7 +687,7 @@ if sp is not None:
         C(sp.logsumexp, r(3, 4), b=p(3, 4), _wrt=[0, "b"]), C(sp.logsumexp, r(3, 4), axis=1, b=p(4), _wrt=[0, "b"]),
         C(sp.softmax, r(5)), C(sp.softmax, r(3, 4), axis=1), C(sp.log_softmax, r(3, 4), axis=0),
         C(sp.log_softmax, r(5)),
-        C(rt.weight_or_one, r(3)),
+        C(rt.weight_or_one, r(3)), C(rt.special_polygamma, 1, p(4), _wrt=[1]),
     )
 
 # Runtime helpers (their rules make generated code differentiable again)

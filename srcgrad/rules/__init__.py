@@ -402,6 +402,18 @@ def is_sequence_result(primitive):
         return False
 
 
+def unsupported_literal(rule, arguments):
+    """``(parameter, value, allowed)`` of the first literal option among a call's bound
+    ``arguments`` (gast nodes) that ``rule``'s ``literals`` do not list, else None: both
+    modes refuse such a call at its line."""
+    import gast
+    for param, allowed in (rule.literals.items() if rule is not None else ()):
+        arg = arguments.get(param)
+        if isinstance(arg, gast.Constant) and arg.value not in allowed:
+            return param, arg.value, allowed
+    return None
+
+
 def lookup(primitive):
     """The Rule for ``primitive``, or None."""
     try:

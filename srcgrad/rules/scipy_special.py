@@ -8,16 +8,28 @@ which have rules here too, so second derivatives go through (``gammaln`` -> ``di
 ``logsumexp`` ``b``, ``keepdims``); ``logsumexp(..., return_sign=True)`` is refused.
 """
 
+import numpy as np
 import scipy.special as sp
 
 from srcgrad import rules, runtime as rt
 from srcgrad.rules import adjoint, linear, tangent
+from srcgrad.runtime.arrays import float_dtype
+from srcgrad.runtime.dask_forms import is_dask
 
 xp = None  # placeholder: the array namespace, bound in generated code
 
 # The SciPy functions the gradients below call, by their names in generated code.
-for _name in ("expit", "digamma", "polygamma"):
+for _name in ("expit", "digamma"):
     setattr(rt, f"special_{_name}", getattr(sp, _name))
+
+
+@rt.helper
+def special_polygamma(n, x):
+    """``scipy.special.polygamma``, blockwise on a Dask array (SciPy's, a Python function
+    rather than a ufunc, would compute it)."""
+    if is_dask(x):
+        return x.map_blocks(lambda block: sp.polygamma(n, block), dtype=float_dtype(x, np))
+    return sp.polygamma(n, x)
 
 # ----- Logistic, error and normal functions -----
 
@@ -106,13 +118,13 @@ def digamma(dz, z, x):
     return dz * rt.special_polygamma(1, x)
 
 
-@adjoint(sp.polygamma)
+@adjoint(sp.polygamma, rt.special_polygamma)
 def polygamma(dz, z, n, x):
     """The order ``n`` (an integer) gets no gradient."""
     return None, dz * rt.special_polygamma(n + 1, x)
 
 
-@tangent(sp.polygamma, no_tangent=("n",))
+@tangent(sp.polygamma, rt.special_polygamma, no_tangent=("n",))
 def polygamma_tangent(z, n, x, *, t_x):
     return t_x * rt.special_polygamma(n + 1, x)
 

@@ -336,14 +336,14 @@ class RuleApplication:
     def check_literals(self, rule, bound, primitive, value):
         """A literal option the rule does not support (``np.pad(x, 1, mode="mean")``)
         is refused here, at its line, rather than when the reverse sweep runs."""
-        for param, allowed in rule.literals.items():
-            arg = bound.arguments.get(param)
-            if isinstance(arg, gast.Constant) and arg.value not in allowed:
-                raise self.error(
-                    value, UnsupportedError,
-                    f"srcgrad's gradient of {_describe(primitive, value)} does not support "
-                    f"{param}={arg.value!r} (supported: {', '.join(map(repr, allowed))})",
-                    "Write a custom srcgrad.Function, or register your own rule with @srcgrad.adjoint.")
+        unsupported = rules.unsupported_literal(rule, bound.arguments)
+        if unsupported is not None:
+            param, literal, allowed = unsupported
+            raise self.error(
+                value, UnsupportedError,
+                f"srcgrad's gradient of {_describe(primitive, value)} does not support "
+                f"{param}={literal!r} (supported: {', '.join(map(repr, allowed))})",
+                "Write a custom srcgrad.Function, or register your own rule with @srcgrad.adjoint.")
 
     def _any_needed(self, node):
         if node is None:

@@ -563,15 +563,10 @@ class ForwardAD(ComplexStatements, Base):
         except TypeError as exc:
             raise self.error(value, UnsupportedError,
                              f"forward mode: this call to {what} is not supported ({exc})")
-        rule = rules.lookup(primitive)
-        for param, allowed in (rule.literals.items() if rule is not None else ()):
-            arg = bound.arguments.get(param)   # the options the adjoint supports, as reverse mode
-            if isinstance(arg, gast.Constant) and arg.value not in allowed:
-                raise self.error(
-                    value, UnsupportedError,
-                    f"forward mode: srcgrad's derivative of {what} does not support "
-                    f"{param}={arg.value!r} (supported: {', '.join(map(repr, allowed))})",
-                    "Write a custom srcgrad.Function, or register your own rule with @srcgrad.adjoint.")
+        unsupported = rules.unsupported_literal(rules.lookup(primitive), bound.arguments)
+        if unsupported is not None:   # an option the adjoint refuses: refused here too
+            raise self.error(value, UnsupportedError, "forward mode: srcgrad's derivative of "
+                             f"{what} does not support %s=%r (supported: %r)" % unsupported)
         subs = {template.output: y}
         for p in template.params:
             v = bound.arguments[p.name]
