@@ -517,6 +517,19 @@ def dataclass_replace_jvp(t_value, t_items, y, fields):
     return type(y)(**{f: rt.tangent_zero(getattr(y, f)) if t is None else t for f, t in out.items()})
 
 
+@tangent(operator.or_)
+def or_(y, a, b, *, t_a, t_b):
+    return rt.or_jvp(y, t_a, t_b, a, b)
+
+
+@rt.helper
+def or_jvp(y, t_a, t_b, a, b):
+    """The tangent of ``a | b``: ``dict_merge``'s on two dicts, else zero (bits and sets)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return dict_merge_jvp(t_a, t_b, a, b)
+    return rt.tangent_zero(y)
+
+
 @tangent(rt.dict_merge)
 def dict_merge(y, a, b, *, t_a, t_b):
     return rt.dict_merge_jvp(t_a, t_b, a, b)
