@@ -16,6 +16,7 @@ only ``xp``, ``rt``, builtins, parameters and locals.
 
 import ast
 import builtins
+import copy
 import collections
 import dataclasses
 import inspect
@@ -631,6 +632,10 @@ add(
     C(rt.seq_without, [r(3), r(2), 1.5], 1, _wrt=[0]), C(rt.seq_without, [r(3), r(2)], -1, _wrt=[0]),
     C(rt.seq_without, {"a": r(3), "b": 0.5}, "a", _wrt=[0]),
     C(rt.dict_merge, {"a": r(3), "b": 0.5}, {"b": r(2), "c": 1.5}, _wrt=[0, 1]),
+    # a | b: a dict merge on dicts; copy.copy / copy.deepcopy of arrays and containers
+    C(operator.or_, {"a": r(3), "b": 0.5}, {"b": r(2), "c": 1.5}, _wrt=[0, 1]),
+    C(copy.copy, r(3)), C(copy.copy, {"a": r(3), "b": 0.5}), C(copy.copy, [r(2), 1.5]),
+    C(copy.deepcopy, r(3)), C(copy.deepcopy, {"a": r(3), "b": [r(2), 0.5]}),
     C(rt.namedtuple_new, _PAIR, [r(3), 0.5], _wrt=[1]),
     C(rt.namedtuple_replace, _PAIR(r(3), 0.5), ("y",), [r(2)], _wrt=[2]),   # (the harness cannot move a namedtuple)
     C(rt.dataclass_new, _FIELDS, ("x", "y"), [r(3), 0.5], _wrt=[2]),

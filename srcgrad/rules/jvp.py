@@ -321,6 +321,8 @@ def tangent_array(t, y, obj=None):
     ``np.float64(a)``, ``.astype(copy=False)`` may return ``obj`` itself), so a later
     write into ``y`` reaches ``obj``'s tangent as it reaches ``obj``."""
     if not is_array(y):
+        if isinstance(y, (list, dict)) and isinstance(t, (list, dict)) and y is not obj:
+            return type(t)(t)   # q = p.copy() of a list or dict: a new one, items shared
         return float(t) if isinstance(y, float) else t
     xp = namespace(y)
     dtype = y.dtype if y.dtype.kind in "fc" else xp.float64

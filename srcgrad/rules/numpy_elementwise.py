@@ -581,6 +581,8 @@ def copy(dy, y, a, order="K"):
     return dy
 
 
-@adjoint(Method("copy"))
+@adjoint(Method("copy"), sequences=("self",))
 def copy_method(dy, y, self, order="C"):
+    """An array's copy, or a list's or dict's (a new one holding the same items): the
+    adjoint of each is the copy's, of the same structure."""
     return dy
