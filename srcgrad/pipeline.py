@@ -57,6 +57,12 @@ def _rename_reserved(node, info, namer, bindings):
                     except NameError:
                         pass
             child.id = rename[child.id]
+    for child in ast_util.walk(node):   # a nested def's name is no Name node: def push(...)
+        if child is not node and isinstance(child, gast.FunctionDef) and child.name in RESERVED:
+            if child.name not in rename:
+                rename[child.name] = namer.new(child.name + "_")
+                namer.original[rename[child.name]] = child.name
+            child.name = rename[child.name]
     for arg in node.args.args + node.args.kwonlyargs + node.args.posonlyargs:
         if arg.id in rename:
             raise ValueError(f"srcgrad: rename the parameter {arg.id!r}: the name is reserved")
