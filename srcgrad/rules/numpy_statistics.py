@@ -455,7 +455,7 @@ def cov(dy, y, m, y_observations=None, rowvar=True, bias=False, ddof=None):
     """``(dC + dC^T) Xc / (N - ddof)``, ``Xc`` the centred observations of ``m``'s variables
     and ``y``'s after them, as NumPy stacks them (weights refused)."""
     return (rt.cov_vjp(dy, m, y_observations, rowvar, bias, ddof),
-            rt.cov_vjp(dy, m, y_observations, rowvar, bias, ddof, True))
+            rt.cov_vjp(dy, m, y_observations, rowvar, bias, ddof, True), None, None, None)
 
 
 def cov_rows(xp, v, rowvar, is_y=False):
@@ -463,7 +463,7 @@ def cov_rows(xp, v, rowvar, is_y=False):
     (NumPy's rule: ``m`` unless 1-D, ``y`` unless a single row)."""
     x = xp.asarray(v)
     one = x.ndim < 2
-    x = x[None, :] if one else x
+    x = xp.reshape(x, (1, -1)) if one else x   # array(v, ndmin=2)
     flip = not rowvar and (x.shape[0] != 1 if is_y else not one)
     return (x.T if flip else x), flip
 
@@ -491,6 +491,8 @@ def cov_stacked(xp, m, y, rowvar, t_m=None, t_y=None):
 @rt.helper
 def cov_vjp(dy, m, y=None, rowvar=True, bias=False, ddof=None, of_y=False):
     """Gradient of ``cov(m, y, rowvar=, bias=, ddof=)`` for ``m`` (for ``y`` where ``of_y``)."""
+    if of_y and y is None:
+        return None
     xp = namespace(dy, m)
     x, _, k = cov_stacked(xp, m, y, rowvar)
     n = x.shape[1]
