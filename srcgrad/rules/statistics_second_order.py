@@ -342,16 +342,21 @@ def interp_vjp_tangent(dy, x, xp_points, fp, left, right, t_dy, t_x, t_fp):
     refused by the rule."""
     parts = list(interp_vjp(dy, x, xp_points, fp, left, right))
     out = [None] * 5
-    if t_dy is not None:
-        out = [rt.add_grad(o, p) for o, p in zip(out, interp_vjp(t_dy, x, xp_points, fp, left, right))]
+    if t_dy is not None:   # (a list of points or values has a list as its part: as an array here)
+        out = [rt.add_grad(o, _as_array(p))
+               for o, p in zip(out, interp_vjp(t_dy, x, xp_points, fp, left, right))]
     if t_fp is not None:
-        by_fp = interp_vjp(dy, x, xp_points, t_fp, left, right)
+        by_fp = [_as_array(p) for p in interp_vjp(dy, x, xp_points, t_fp, left, right)]
         out[0], out[1] = rt.add_grad(out[0], by_fp[0]), rt.add_grad(out[1], by_fp[1])
     if t_x is not None:
         by_x = _interp_moves(dy, x, xp_points, fp, t_x)
         out[1] = rt.add_grad(out[1], None if parts[1] is None else by_x[0])
         out[2] = rt.add_grad(out[2], by_x[1])
     return [_shaped_like(o, p) for o, p in zip(out, parts)]
+
+
+def _as_array(part):
+    return np.asarray(part, dtype=np.float64) if isinstance(part, (list, tuple)) else part
 
 
 def _shaped_like(value, like):
