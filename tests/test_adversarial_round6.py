@@ -102,6 +102,30 @@ def test_or_hessian():
                                    rtol=1e-5, atol=1e-6)
 
 
+# ----- dict(d, k=v) and x.astype(dtype, copy=False): refused, though cheap -----
+# dict(...) took keywords only or one mapping; .astype's rule had no copy= parameter.
+
+def dict_with_keywords(p):
+    q = dict(p, c=p["a"] * 2, b=p["b"] ** 2)
+    return np.sum(q["a"] * q["c"] * q["b"])
+
+
+def test_dict_of_mapping_and_keywords():
+    assert_tree_grad_and_jvp(dict_with_keywords, {"a": X.copy(), "b": V.copy()})
+
+
+def astype_no_copy(x):
+    y = (x * 2).astype(np.float64, copy=False)
+    y[0] = 0.0
+    return np.sum(y * x) + np.sum(x.astype(np.float64, copy=False) ** 3)
+
+
+def test_astype_copy_false():
+    assert_grad_and_jvp(astype_no_copy, (X.copy(),))
+    np.testing.assert_allclose(sg.hessian(astype_no_copy)(X.copy()), _fd_hessian(astype_no_copy, X.copy()),
+                               rtol=1e-5, atol=1e-6)
+
+
 # ----- .copy() of a list or dict -----
 # Forward mode gave q = p.copy() the caller's tangent list itself, so q[0] = v changed
 # p's tangent too (a jvp off by p[0]'s term); reverse mode refused it. A shallow copy's

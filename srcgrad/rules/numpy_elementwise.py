@@ -566,7 +566,7 @@ def geomspace(dy, y, start, stop, num=50, endpoint=True, *, axis=0):
 
 
 @adjoint(Method("astype"))
-def astype_method(dy, y, self, dtype):
+def astype_method(dy, y, self, dtype, order="K", casting="unsafe", subok=True, copy=True):
     """Float to float casts back to ``self``'s dtype; a cast to an integer dtype: zero."""
     return rt.cast_like(rt.dtype_grad(dy, dtype, self), self)
 
