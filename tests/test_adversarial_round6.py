@@ -401,7 +401,18 @@ def star_args(*xs):
     return sum(np.sum(x ** 2) for x in xs)
 
 
+_NAMESPACE = {}
+exec("def no_source(v):\n    return v * 2\n", _NAMESPACE)
+no_source = _NAMESPACE["no_source"]
+
+
+def calls_function_without_source(x):
+    return np.sum(no_source(x) ** 2)
+
+
 def test_refusals_are_located():
+    # a callee whose source Python keeps nowhere (exec) was named at its own "<string>"
+    assert_refused_here(lambda: sg.grad(calls_function_without_source)(X.copy()), "no_source")
     # forward mode read .flat as a structure's field and raised at run time without a file
     assert_refused_here(lambda: sg.jvp(flat_attribute, (X.copy(),), (V.copy(),)), ".flat")
     # jacfwd/hessian of a function taking *args raised a ValueError about positions

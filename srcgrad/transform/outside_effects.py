@@ -15,7 +15,7 @@ import gast
 import numpy
 
 from srcgrad import rules, runtime
-from srcgrad import ast_util
+from srcgrad import anno, ast_util
 from srcgrad.errors import UnsupportedError
 from srcgrad.rules import Method
 from srcgrad.transform import mutation
@@ -90,19 +90,44 @@ def _opaque(prim):
         and not module.startswith("srcgrad") and callable(prim)
 
 
-def _passed(call):
-    """The names a call hands its callee: its receiver's root (``a`` of ``a.items.add(v)``)
-    and its arguments' (``h`` of ``heappush(h, v)``)."""
-    parts = list(call.args) + [k.value for k in call.keywords]
-    if isinstance(call.func, gast.Attribute):
-        parts.append(call.func.value)
+def _root(node):
+    while isinstance(node, (gast.Attribute, gast.Subscript, gast.Starred)):
+        node = node.value
+    return node.id if isinstance(node, gast.Name) else None
+
+
+def _containers(ad):
+    """The function's names that may hold a list, dict, set or object (what a call may
+    change), not only numbers and arrays: bound to a display, a comprehension or a class
+    instance built in it, or holding a sequence (activity analysis)."""
+    out = set(ad.act.sequences)
+    displays = (gast.List, gast.Dict, gast.Set, gast.ListComp, gast.DictComp, gast.SetComp)
+    for a in ast_util.walk(ad.node):
+        if not isinstance(a, gast.Assign):
+            continue
+        value = a.value
+        built = isinstance(value, displays) or isinstance(value, gast.Call) and isinstance(
+            anno.getanno(value, anno.Static.PRIMITIVE), type) and not issubclass(
+            anno.getanno(value, anno.Static.PRIMITIVE), (numpy.ndarray, numpy.generic, float, int))
+        if built:
+            out |= {n.id for t in a.targets for n in ast_util.walk(t) if isinstance(n, gast.Name)}
+    return out
+
+
+def _passed(ad, call, prim):
+    """The names whose objects a call may change: its receiver's root (``a`` of
+    ``a.items.add(v)``), ``setattr``'s object, and the arguments that may hold a container
+    or object (``h`` of ``heappush(h, v)``; a number or array logged is read only)."""
     roots = set()
-    for part in parts:
-        while isinstance(part, (gast.Attribute, gast.Subscript, gast.Starred)):
-            part = part.value
-        if isinstance(part, gast.Name):
-            roots.add(part.id)
-    return roots
+    if isinstance(call.func, gast.Attribute):
+        roots.add(_root(call.func.value))
+    if prim in (builtins.setattr, builtins.delattr) and call.args:
+        roots.add(_root(call.args[0]))
+    containers = _containers(ad)
+    for part in list(call.args) + [k.value for k in call.keywords]:
+        if _root(part) in containers:
+            roots.add(_root(part))
+    return roots - {None}
 
 
 def check_opaque(ad, s, call, prim):
@@ -118,7 +143,7 @@ def check_opaque(ad, s, call, prim):
                for p in parts for n in ast_util.walk(p)):
         return
     here = {id(n) for n in ast_util.walk(call)}
-    reached = _passed(call)
+    reached = _passed(ad, call, prim)
     assigns = [n for n in ast_util.walk(ad.node) if isinstance(n, gast.Assign)]
     grown = True
     while grown:   # b = a, items = a.items: names bound from a passed object hold it too
