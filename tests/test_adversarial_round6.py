@@ -418,3 +418,11 @@ def test_refusals_are_located():
     # jacfwd/hessian of a function taking *args raised a ValueError about positions
     assert_refused_here(lambda: sg.hessian(star_args)(X.copy(), V.copy()), "*args")
     assert_refused_here(lambda: sg.jacfwd(star_args)(X.copy()), "*args")
+
+
+# ----- sg.source(sg.grad(f), mode="jvp"): the tangent program of a gradient -----
+# sg.jvp(sg.grad(f)) runs it (sg.hvp), but sg.source read fn.__code__: AttributeError.
+
+def test_source_of_gradient_tangent_program():
+    text = sg.source(sg.grad(gram_entry), mode="jvp")
+    assert "tangent program of grad_gram_entry" in text and "def " in text
