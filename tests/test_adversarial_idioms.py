@@ -2,7 +2,6 @@
 programs an outside tester wrote against DESIGN.md (sections 2 and 4) that srcgrad got
 wrong, or refused though the design says they work. Each one failed before its fix."""
 
-import copy
 import dataclasses
 
 import inspect
