@@ -510,17 +510,7 @@ class ForwardAD(ComplexStatements, Base):
             if tangent_rules.lookup(primitive) is None and not complex_rule and self.is_active(value.value):
                 # a field of a structure (dataclass, namedtuple, registered class): the
                 # tangent's field (pytree.py), else refused at run time
-                error = self.namer.new("attribute_error")
-                self.bindings[error] = self.error(
-                    value, NonDifferentiableError,
-                    f"forward mode needs a jvp for the attribute .{value.attr} of "
-                    f"{value.value.id!r}, which carries a tangent and is not a structure "
-                    f"srcgrad knows (a dataclass, namedtuple or registered class)",
-                    "Make its class a dataclass, or register it with "
-                    "srcgrad.register_pytree_node; for an array, use a function srcgrad "
-                    "differentiates (x.ravel() for x.flat).")
-                return [], expr(f"rt.field_tangent(X, DX, {value.attr!r}, {error})",
-                                X=clone(value.value), DX=name(self.d(value.value.id)))
+                return [], forward_memory.field_tangent(self, value)
             return self.apply(primitive, [value.value], {}, y, value)
         if isinstance(value, gast.BinOp):
             return self.apply(primitive, [value.left, value.right], {}, y, value)
