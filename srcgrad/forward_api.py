@@ -253,8 +253,12 @@ def _as_tangent(tangent, primal):
 
 def compiled_for_source(fn, wrt=0):
     """The CompiledJVP ``sg.source(fn, wrt, mode="jvp")`` shows: tangents of the parameters
-    ``wrt`` names (positions or names, as in ``sg.grad``); a bound method's as ``jvp``'s."""
-    fn = entry.readable(fn)
+    ``wrt`` names (positions or names, as in ``sg.grad``); a bound method's, or a
+    gradient's (sg.grad(f): its code read again), as ``jvp``'s."""
+    if callable(getattr(fn, "as_function", None)):
+        fn = fn.as_function()
+    else:
+        fn = entry.readable(fn)
     params = [p.name for p in inspect.signature(fn).parameters.values()]
     names, _, _ = pipeline.wrt_names(_Params(params), wrt)
     for n in names:

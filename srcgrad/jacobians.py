@@ -39,9 +39,23 @@ def _wrt_positions(fn, wrt):
                                  f"{fn.__qualname__}")
             item = params.index(item)
         if not -len(params) <= item < len(params):
+            _refuse_star_args(fn)
             raise ValueError(f"srcgrad: wrt={item} but the function has {len(params)} positional parameters")
         positions.append(item % len(params))
     return positions, many
+
+
+def _refuse_star_args(fn):
+    """A position past the named parameters of a function taking ``*args``: refused at its
+    ``def``, as sg.grad refuses it (the differentiated function's parameters are named)."""
+    from srcgrad.errors import UnsupportedError
+    from srcgrad.transform.batching import _signature
+    if any(p.kind is p.VAR_POSITIONAL for p in _signature(fn).parameters.values()):
+        code = getattr(inspect.unwrap(fn), "__code__", None)
+        raise UnsupportedError(
+            f"{fn.__qualname__} takes *args: srcgrad differentiates with respect to named "
+            f"parameters", getattr(code, "co_filename", None), getattr(code, "co_firstlineno", None),
+            hint="Name the parameters (def f(x, y)), or take one tuple or list (def f(xs)).")
 
 
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)

@@ -25,7 +25,7 @@ from srcgrad.optimize import scalar_items, unit_seed
 from srcgrad.transform import (anf, as_array, aux, canonicalize, comprehensions, fence, function_tables,
                                inline, methods, local_functions, mutation, reverse, unroll, zero_marks)
 from srcgrad.transform import fuse as fusion
-from srcgrad.transform.base import Base, local_names
+from srcgrad.transform.base import Base, local_names, rename_reserved
 from srcgrad import ast_util
 
 # The options a compile obeys unless told others (api.py: ``default_options``). Tests that
@@ -40,27 +40,6 @@ def default_options(fuse=False):
 
 # Names the generated code uses for itself; a user's variable of that name is renamed.
 RESERVED = ("rt", "xp", "tape", "push", "pop", "saved", "hooks", "_")
-
-
-def _rename_reserved(node, info, namer, bindings):
-    """Rename user names that collide with the generated code's own names."""
-    locals_ = local_names(node)
-    rename = {}
-    for child in ast_util.walk(node):
-        if isinstance(child, gast.Name) and child.id in RESERVED:
-            if child.id not in rename:
-                rename[child.id] = namer.new(child.id + "_")
-                namer.original[rename[child.id]] = child.id   # a user's variable still
-                if child.id not in locals_:
-                    try:
-                        bindings[rename[child.id]] = info.extra[rename[child.id]] = info.resolve(child.id)
-                    except NameError:
-                        pass
-            child.id = rename[child.id]
-    for arg in node.args.args + node.args.kwonlyargs + node.args.posonlyargs:
-        if arg.id in rename:
-            raise ValueError(f"srcgrad: rename the parameter {arg.id!r}: the name is reserved")
-    return node
 
 
 def normalize(fn, stack=(), has_aux=False, static=None, options=None):
@@ -97,7 +76,7 @@ def front_end(fn, options, stack=(), has_aux=False, static=None):
         _check_returns_a_value(node, info)
     if static:
         inline.bind_static(node, info, ctx.namer, static, ctx.bindings)
-    node = _rename_reserved(node, info, ctx.namer, ctx.bindings)
+    node = rename_reserved(node, info, ctx.namer, ctx.bindings, RESERVED)
     node = methods.transform(node, ctx)  # p.energy(x), xs.pop(), d.update(), [*a, *b]: calls, joins
     node = function_tables.transform(node, ctx)  # acts[name](x), [lambda v, i=i: ... for i in ...]
     node = local_functions.transform(node, ctx)  # lambdas, nested defs: helpers

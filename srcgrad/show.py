@@ -35,7 +35,7 @@ def tangent_program(fn, wrt):
     """``sg.source(fn, wrt, mode="jvp")``: the tangent program (forward_api.py) under its header."""
     from srcgrad import forward_api
     compiled = forward_api.compiled_for_source(fn, wrt)
-    header = _comment(f"The tangent program of {getattr(fn, '__qualname__', fn)} (forward mode, "
+    header = _comment(f"The tangent program of {getattr(fn, '__qualname__', None) or getattr(fn, '__name__', fn)} (forward mode, "
                       f"sg.jvp) for tangents of {', '.join(compiled.active)}: each statement is "
                       f"followed by its tangent; d{compiled.active[0]} is the tangent of "
                       f"{compiled.active[0]}.")

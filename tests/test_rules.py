@@ -16,6 +16,7 @@ only ``xp``, ``rt``, builtins, parameters and locals.
 
 import ast
 import builtins
+import copy
 import collections
 import dataclasses
 import inspect
@@ -448,6 +449,9 @@ add(
     C(math.dist, [0.5, 1.5, -0.2], [1.0, -0.3, 0.4]),
     C(np.cov, r(3, 6)), C(np.cov, r(6, 3), rowvar=False), C(np.cov, r(7)), C(np.cov, r(3, 6), bias=True),
     C(np.cov, r(3, 6), ddof=2), C(np.corrcoef, r(3, 6)), C(np.corrcoef, r(6, 2), rowvar=False),
+    C(np.cov, r(6), r(6), _wrt=[0, 1]), C(np.cov, r(2, 5), r(5), _wrt=[0, 1]),
+    C(np.cov, r(6, 2), r(6, 3), rowvar=False, _wrt=[0, 1]), C(np.cov, r(4, 1), r(1, 4), rowvar=False, _wrt=[0, 1]),
+    C(np.corrcoef, r(6), r(6), _wrt=[0, 1]), C(np.corrcoef, r(5, 2), r(5), rowvar=False, _wrt=[0, 1]),
     C(np.correlate, r(7), r(3)), C(np.correlate, r(7), r(4), "same"), C(np.correlate, r(5), r(3), mode="full"),
     C(np.add.reduce, A), C(np.add.reduce, A, 2, keepdims=True), C(np.add.reduce, A, axis=None),
     C(np.multiply.reduce, A * 0.5 + 1), C(np.multiply.reduce, A * 0.5 + 1, axis=(0, 2)),
@@ -642,6 +646,10 @@ add(
     C(rt.seq_without, [r(3), r(2), 1.5], 1, _wrt=[0]), C(rt.seq_without, [r(3), r(2)], -1, _wrt=[0]),
     C(rt.seq_without, {"a": r(3), "b": 0.5}, "a", _wrt=[0]),
     C(rt.dict_merge, {"a": r(3), "b": 0.5}, {"b": r(2), "c": 1.5}, _wrt=[0, 1]),
+    # a | b: a dict merge on dicts; copy.copy / copy.deepcopy of arrays and containers
+    C(operator.or_, {"a": r(3), "b": 0.5}, {"b": r(2), "c": 1.5}, _wrt=[0, 1]),
+    C(copy.copy, r(3)), C(copy.copy, {"a": r(3), "b": 0.5}), C(copy.copy, [r(2), 1.5]),
+    C(copy.deepcopy, r(3)), C(copy.deepcopy, {"a": r(3), "b": [r(2), 0.5]}),
     C(rt.namedtuple_new, _PAIR, [r(3), 0.5], _wrt=[1]),
     C(rt.namedtuple_replace, _PAIR(r(3), 0.5), ("y",), [r(2)], _wrt=[2]),   # (the harness cannot move a namedtuple)
     C(rt.dataclass_new, _FIELDS, ("x", "y"), [r(3), 0.5], _wrt=[2]),
@@ -850,6 +858,8 @@ add(
     C(rt.outer_vjp, r(2, 3, 4), r(2), r(3, 4), False, _wrt=[0, 1, 2]),
     C(rt.cov_vjp, r(2, 2), r(2, 5), _wrt=[0, 1]), C(rt.cov_vjp, r(), r(5), _wrt=[0, 1]),
     C(rt.cov_vjp, r(3, 3), r(5, 3), None, False, True, _wrt=[0, 1]),
+    C(rt.cov_vjp, r(2, 2), r(5), r(5), _wrt=[0, 1, 2]),
+    C(rt.cov_vjp, r(3, 3), r(2, 5), r(5), True, False, None, True, _wrt=[0, 1, 2]),
     C(rt.trapezoid_vjp, r(3), r(3, 4), r(4), _wrt=[0, 1, 2]),
     C(rt.trapezoid_vjp, r(4), r(3, 4), r(3, 4), 1.0, 0, _wrt=[0, 1, 2]),
     C(rt.trapezoid_vjp, r(), r(5), None, 0.3, _wrt=[0, 1, 3]),

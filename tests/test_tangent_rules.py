@@ -223,6 +223,7 @@ TANGENT_ONLY = [
     C(rt.seq_without_vjp, {"a": r(3), "b": r(2)}, {"a": r(3), "b": r(2), "c": 0.5}, "c", _wrt=[0]),
     C(rt.dict_merge_vjp, {"a": r(3), "b": r(2)}, {"a": r(3), "b": 0.5}, {"b": r(2)}, False, _wrt=[0]),
     C(rt.dict_merge_vjp, {"a": r(3), "b": r(2)}, {"a": r(3), "b": 0.5}, {"b": r(2)}, True, _wrt=[0]),
+    C(rt.or_vjp, {"a": r(3), "b": r(2)}, {"a": r(3), "b": 0.5}, {"b": r(2)}, True, _wrt=[0]),
     C(rt.namedtuple_items_vjp, [r(3), r(2)], [r(3), r(2)], _wrt=[0]),
     C(rt.namedtuple_replace_vjp, [r(3), r(2)], T._PAIR(r(3), r(2)), ("y",), True, _wrt=[0]),
     C(rt.namedtuple_replace_vjp, [r(3), r(2)], T._PAIR(r(3), r(2)), ("y",), None, _wrt=[0]),

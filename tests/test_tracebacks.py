@@ -154,8 +154,9 @@ def _env():
     return env
 
 
-def cov_of_two(x):
-    a = np.cov(x[:3], x[3:])   # its gradient refuses a second argument when it runs
+def interp_with_a_computed_period(x):
+    period = x.shape[0] * 0.5   # not a literal: the gradient refuses it when it runs
+    a = np.interp(x, [0.0, 1.0, 2.0], [0.0, 2.0, 1.0], period=period)
     b = np.sin(a) * 2
     return np.sum(b ** 2)
 
@@ -163,28 +164,25 @@ def cov_of_two(x):
 @pytest.mark.parametrize("call", ["grad", "grad twice", "value_and_grad"])
 def test_a_refusal_raised_while_the_gradient_runs_names_the_users_line(call):
     x = np.array([0.3, -0.5, 1.2, 0.4, 0.9, -1.1])
-    g = sg.value_and_grad(cov_of_two) if call == "value_and_grad" else sg.grad(cov_of_two)
+    f = interp_with_a_computed_period
+    g = sg.value_and_grad(f) if call == "value_and_grad" else sg.grad(f)
     for _ in range(2 if call == "grad twice" else 1):   # the second call runs the hot path
         with pytest.raises(sg.errors.UnsupportedError) as info:
             g(x)
         assert info.value.filename == __file__
-        assert info.value.lineno == line_of(cov_of_two, "a = np.cov(")
+        assert info.value.lineno == line_of(f, "a = np.interp(")
         assert str(info.value).startswith(f'File "{__file__}", line {info.value.lineno}: ')
 
 
-def corrcoef_of_two(x):
-    return np.sum(np.corrcoef(x[:3], x[3:]) * np.arange(4.0).reshape(2, 2))
 
-
-@pytest.mark.parametrize("f", [cov_of_two, corrcoef_of_two], ids=lambda f: f.__name__)
 @pytest.mark.parametrize("mode", ["jvp", "jacfwd", "hessian"])
-def test_a_second_argument_of_cov_is_refused_in_forward_mode_too(f, mode):
-    # forward mode computed cov's tangent of the first argument alone: a silently wrong
-    # number of the wrong shape's entries
+def test_a_refusal_raised_while_a_tangent_runs_names_the_users_line(mode):
     x = np.array([0.3, -0.5, 1.2, 0.4, 0.9, -1.1])
-    with pytest.raises(sg.SrcgradError) as info:
+    f = interp_with_a_computed_period
+    with pytest.raises(sg.errors.UnsupportedError) as info:
         if mode == "jvp":
             sg.jvp(f, (x,), (np.ones(6),))
         else:
             getattr(sg, mode)(f)(x)
     assert info.value.filename == __file__, str(info.value)
+    assert info.value.lineno == line_of(f, "a = np.interp(")

@@ -157,6 +157,14 @@ class _Objects:
     def maybe_sequence(self, node):
         return bool(self.of(node) & self.sequences)
 
+    def shallow_copy(self, call):
+        """Whether ``call`` is ``v.copy()`` of what may be a list or dict (one, or an argument
+        or free name): a new container holding ``v``'s items, not memory of its own."""
+        prim = anno.getanno(call, Static.PRIMITIVE)
+        if not (isinstance(prim, Method) and str(prim) == "copy" and isinstance(call.func, gast.Attribute)):
+            return False
+        return any(o in self.sequences or o[0] != "new" for o in self.of(call.func.value))
+
     def value(self, value, s):
         """The objects the value bound by ``s`` may share: a fresh one of its own, plus
         those of every operand it may be a view, copy or container of."""
@@ -185,7 +193,7 @@ class _Objects:
                 return {fresh}
             return {fresh} | self.of(value.value)
         if isinstance(value, gast.Call):
-            if _returns_fresh(value):
+            if _returns_fresh(value) and not self.shallow_copy(value):
                 return {fresh}
             self.sequences.add(fresh)  # np.split gives a list of views
             return {fresh} | self.of(value)

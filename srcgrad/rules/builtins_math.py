@@ -17,6 +17,7 @@ a host float into a device array under CuPy).
 
 import builtins
 import math
+import operator
 
 import numpy as np
 
@@ -529,9 +530,28 @@ def dict_merge_vjp(dy, a, b, second):
     return {k: dy[k] for k in a if k in dy and k not in b}
 
 
+# ----- a | b, a |= b: a dict merge ({**a, **b}) on two dicts, a bitwise or (no gradient)
+# on anything else. The operator was declared nondifferentiable, so the merged dict's values
+# lost their gradient (and tangent) silently. -----
+
+
+@adjoint(operator.or_, sequences=("a", "b"))
+def or_(dy, y, a, b):
+    return rt.or_vjp(dy, a, b, False), rt.or_vjp(dy, a, b, True)
+
+
+@rt.helper
+def or_vjp(dy, a, b, second):
+    """Adjoint of ``a | b``: ``dict_merge``'s where both are dicts, else none (bits and sets)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return dict_merge_vjp(dy, a, b, second)
+    return 0.0
+
+
 # forward over reverse (a Hessian through xs.pop(i), d.update(e), {**d}): the adjoints are linear in dy
 linear(rt.seq_without_vjp, "dy", no_tangent=("c", "key"))
 linear(rt.dict_merge_vjp, "dy", no_tangent=("a", "b", "second"))
+linear(rt.or_vjp, "dy", no_tangent=("a", "b", "second"))
 
 
 # ----- sorted(xs, key=...), max(xs, key=...), xs.sort(key=...): an order, then item reads -----

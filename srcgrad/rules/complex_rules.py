@@ -85,7 +85,7 @@ def imag_attribute(dy, y, self):
 
 
 @complex_adjoint(Method("astype"))
-def astype_method(dy, y, self, dtype):
+def astype_method(dy, y, self, dtype, order="K", casting="unsafe", subok=True, copy=True):
     """A cast from real to complex keeps the real part; complex to real: ``dy``."""
     return rt.cast_like(rt.real_like(rt.dtype_grad(dy, dtype, self), self), self)
 

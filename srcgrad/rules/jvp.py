@@ -321,6 +321,8 @@ def tangent_array(t, y, obj=None):
     ``np.float64(a)``, ``.astype(copy=False)`` may return ``obj`` itself), so a later
     write into ``y`` reaches ``obj``'s tangent as it reaches ``obj``."""
     if not is_array(y):
+        if isinstance(y, (list, dict)) and isinstance(t, (list, dict)) and y is not obj:
+            return type(t)(t)   # q = p.copy() of a list or dict: a new one, items shared
         return float(t) if isinstance(y, float) else t
     xp = namespace(y)
     dtype = y.dtype if y.dtype.kind in "fc" else xp.float64
@@ -515,6 +517,19 @@ def dataclass_replace_jvp(t_value, t_items, y, fields):
            getattr(t_value, f.name) if dataclasses.is_dataclass(t_value) else t_value
            for f in dataclasses.fields(y) if f.init}
     return type(y)(**{f: rt.tangent_zero(getattr(y, f)) if t is None else t for f, t in out.items()})
+
+
+@tangent(operator.or_)
+def or_(y, a, b, *, t_a, t_b):
+    return rt.or_jvp(y, t_a, t_b, a, b)
+
+
+@rt.helper
+def or_jvp(y, t_a, t_b, a, b):
+    """The tangent of ``a | b``: ``dict_merge``'s on two dicts, else zero (bits and sets)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return dict_merge_jvp(t_a, t_b, a, b)
+    return rt.tangent_zero(y)
 
 
 @tangent(rt.dict_merge)

@@ -212,7 +212,7 @@ def asarray(y, a, dtype=None, *, t_a):
 
 
 @batched_tangent(Method("astype"))
-def astype_method(y, self, dtype, *, t_self):
+def astype_method(y, self, dtype, order="K", casting="unsafe", subok=True, copy=True, *, t_self):
     return rt.batch_cast(t_self, y)
 
 

@@ -353,8 +353,11 @@ def batch_add_at(t_dx, x, index, t_g, y):
     dict or list (its mirror, pytree.py: a structured argument's gradient, read again
     by ``sg.hessian``) the entry's batched tangent is added at its key or position;
     anything else seed by seed, as the tangent rule does it."""
-    zero = t_dx is None or is_array(t_dx) and not t_dx.any()
+    zero = t_dx is None or rt.is_zero_grad(t_dx) or is_array(t_dx) and not t_dx.any()
     if t_g is None and (zero or isinstance(t_dx, (list, tuple, dict))):
+        if zero and is_array(t_dx) and t_dx.ndim and is_array(y) and t_dx.shape[1:] != y.shape:
+            # a scalar zero adjoint's tangent, into an array's: zeros of its shape per seed
+            return namespace(t_dx).zeros((t_dx.shape[0],) + y.shape, dtype=t_dx.dtype)
         return t_dx   # nothing added carries a tangent: the adjoint's own, as it is
     if isinstance(x, dict) and isinstance(y, dict) and t_g is not None and (
             zero or isinstance(t_dx, dict)):
@@ -431,8 +434,9 @@ def batch_matmul_grad(t, p, q, which, y):
     """The batched tangents of ``rt.matmul_grad_a(dy, a, b)`` (``which`` 0: ``dy``
     batched, 1: ``b``; ``p, q`` are ``a, b`` and ``a, dy``) and ``rt.matmul_grad_b``
     (2: ``dy`` batched with ``p, q = a, b``; 3: ``a``, with ``p, q = dy, b``). Fast
-    paths for operands of rank 1 and 2, else one call per seed."""
-    if t is None:
+    paths for operands of rank 1 and 2, else one call per seed. None or a scalar zero
+    (an adjoint nothing with a tangent was added into) is a zero tangent."""
+    if t is None or rt.is_zero_grad(t):
         return 0.0
     t = batch_array(t)
     a, b = p, q

@@ -433,49 +433,37 @@ def math_dist_jvp(y, p, q, t_p, t_q):
 
 
 @tangent(np.cov)
-def cov(y, m, y_observations=None, rowvar=True, bias=False, ddof=None, *, t_m):
-    return rt.cov_jvp(t_m, m, rowvar, bias, ddof, y_observations)
+def cov(y, m, y_observations=None, rowvar=True, bias=False, ddof=None, *, t_m, t_y_observations):
+    return rt.cov_jvp(t_m, m, rowvar, bias, ddof, y_observations, t_y_observations)
 
 
 @rt.helper
-def cov_jvp(t, m, rowvar=True, bias=False, ddof=None, y=None):
-    """``(T Xc^T + Xc T^T) / (N - ddof)`` with ``T`` the centred tangent (a second
-    argument ``y`` refused, as in reverse mode)."""
-    _refuse_second_variables("cov", y)
-    xp_ = namespace(t, m)
-    x = xp_.asarray(m)
-    t = xp_.broadcast_to(xp_.asarray(t), x.shape)
-    if x.ndim == 1:
-        x, t = x[None, :], t[None, :]
-    elif not rowvar:
-        x, t = x.T, t.T
+def cov_jvp(t, m, rowvar=True, bias=False, ddof=None, y=None, t_y=None):
+    """``(T Xc^T + Xc T^T) / (N - ddof)`` with ``T`` the centred tangent of the observations
+    (``m``'s variables, then ``y``'s); None is a zero tangent."""
+    from srcgrad.rules.numpy_statistics import cov_stacked
+    xp_ = namespace(*[v for v in (t, m, t_y, y) if v is not None])
+    x, t, _ = cov_stacked(xp_, m, y, rowvar, t, t_y)
+    if t is None:
+        t = xp_.zeros(x.shape)
     ddof = (0 if bias else 1) if ddof is None else ddof
     xc = x - xp_.mean(x, axis=1, keepdims=True)
     tc = t - xp_.mean(t, axis=1, keepdims=True)
     out = (tc @ xc.T + xc @ tc.T) / (x.shape[1] - ddof)
-    return out[0, 0] if np.ndim(m) == 1 else out
+    return out[0, 0] if out.shape == (1, 1) else out
 
 
 @tangent(np.corrcoef)
-def corrcoef(y, x, y_observations=None, rowvar=True, *, t_x):
-    return rt.corrcoef_jvp(t_x, x, y, rowvar, y_observations)
-
-
-def _refuse_second_variables(name, y):
-    if y is not None:
-        from srcgrad.errors import UnsupportedError
-        raise UnsupportedError(f"srcgrad: the derivative of np.{name} with a second argument y "
-                               f"is not supported", hint="Stack the variables: "
-                               f"np.{name}(np.vstack([m, y])).")
+def corrcoef(y, x, y_observations=None, rowvar=True, *, t_x, t_y_observations):
+    return rt.corrcoef_jvp(t_x, x, y, rowvar, y_observations, t_y_observations)
 
 
 @rt.helper
-def corrcoef_jvp(t, x, r, rowvar=True, y=None):
+def corrcoef_jvp(t, x, r, rowvar=True, obs=None, t_obs=None):
     """``dC / (d_i d_j) - R (dC_ii / C_ii + dC_jj / C_jj) / 2``."""
-    _refuse_second_variables("corrcoef", y)
-    xp_ = namespace(t, x)
-    c = xp_.atleast_2d(xp_.cov(x, rowvar=rowvar))
-    dc = xp_.atleast_2d(cov_jvp(t, x, rowvar))
+    xp_ = namespace(*[v for v in (t, x, t_obs, obs) if v is not None])
+    c = xp_.atleast_2d(xp_.cov(x, obs, rowvar=rowvar))
+    dc = xp_.atleast_2d(cov_jvp(t, x, rowvar, False, None, obs, t_obs))
     d = xp_.sqrt(xp_.diagonal(c))
     ratio = xp_.diagonal(dc) / xp_.diagonal(c)
     out = dc / d[:, None] / d[None, :] - 0.5 * xp_.atleast_2d(r) * (ratio[:, None] + ratio[None, :])

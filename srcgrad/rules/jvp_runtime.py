@@ -36,10 +36,14 @@ def has_grad_jvp(g, t, at_zero=False):
 
 
 @rt.helper
-def add_at_tangent(t_dx, x, index, t_g):
-    """The tangent of ``rt.add_at(dx, x, index, g)``, in a copy (``t_dx`` may be shared
-    with another tangent where the values are not); None is a zero tangent."""
+def add_at_tangent(t_dx, x, index, t_g, y=None):
+    """The tangent of ``y = rt.add_at(dx, x, index, g)``, in a copy (``t_dx`` may be shared
+    with another tangent where the values are not); None is a zero tangent. Where nothing
+    added carries a tangent and ``dx`` was a scalar zero, the tangent is zeros of ``y``'s
+    shape (a scalar 0.0 met shape-checking rules after it: rt.matmul_grad_a)."""
     if t_g is None:
+        if (t_dx is None or rt.is_zero_grad(t_dx)) and is_array(y) and is_array(x):
+            return rt.tangent_zero(y)
         return 0.0 if t_dx is None else t_dx
     if t_dx is None:
         t_dx = 0.0
@@ -113,7 +117,7 @@ def add_grad(y, a, b, *, t_a, t_b):
 
 @tangent(rt.add_at, no_tangent=("x", "index"))
 def add_at(y, dx, x, index, g, *, t_dx, t_g):
-    return rt.add_at_tangent(t_dx, x, index, t_g)
+    return rt.add_at_tangent(t_dx, x, index, t_g, y)
 
 
 @tangent(rt.zero_grad_at, no_tangent=("x", "index"))

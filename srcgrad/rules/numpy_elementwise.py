@@ -584,7 +584,7 @@ def geomspace(dy, y, start, stop, num=50, endpoint=True, *, axis=0):
 
 
 @adjoint(Method("astype"))
-def astype_method(dy, y, self, dtype):
+def astype_method(dy, y, self, dtype, order="K", casting="unsafe", subok=True, copy=True):
     """Float to float casts back to ``self``'s dtype; a cast to an integer dtype: zero."""
     return rt.cast_like(rt.dtype_grad(dy, dtype, self), self)
 
@@ -599,6 +599,8 @@ def copy(dy, y, a, order="K"):
     return dy
 
 
-@adjoint(Method("copy"))
+@adjoint(Method("copy"), sequences=("self",))
 def copy_method(dy, y, self, order="C"):
+    """An array's copy, or a list's or dict's (a new one holding the same items): the
+    adjoint of each is the copy's, of the same structure."""
     return dy

@@ -463,35 +463,56 @@ def math_dist_vjp(dy, y, p, q):
 
 @adjoint(np.cov)
 def cov(dy, y, m, y_observations=None, rowvar=True, bias=False, ddof=None):
-    """``(dC + dC^T) Xc / (N - ddof)``, ``Xc`` the centred observations (weights refused)."""
-    return rt.cov_vjp(dy, m, y_observations, rowvar, bias, ddof)
+    """``(dC + dC^T) Xc / (N - ddof)``, ``Xc`` the centred observations of ``m``'s variables
+    and ``y``'s after them, as NumPy stacks them (weights refused)."""
+    return (rt.cov_vjp(dy, m, y_observations, rowvar, bias, ddof),
+            rt.cov_vjp(dy, m, y_observations, rowvar, bias, ddof, True), None, None, None)
 
 
-def _cov_layout(xp, m, rowvar):
-    """``m`` as (variables, observations) and whether it was one variable (1-D)."""
-    x = xp.asarray(m)
-    one = x.ndim == 1
-    x = x[None, :] if one else x
-    return (x if rowvar or one else x.T), one
+def cov_rows(xp, v, rowvar, is_y=False):
+    """``v`` as ``np.cov`` lays it out, variables in rows, and whether it was transposed
+    (NumPy's rule: ``m`` unless 1-D, ``y`` unless a single row)."""
+    x = xp.asarray(v)
+    one = x.ndim < 2
+    x = xp.reshape(x, (1, -1)) if one else x   # array(v, ndmin=2)
+    flip = not rowvar and (x.shape[0] != 1 if is_y else not one)
+    return (x.T if flip else x), flip
+
+
+def cov_stacked(xp, m, y, rowvar, t_m=None, t_y=None):
+    """``np.cov``'s observations: ``m``'s variables (rows), then ``y``'s; with the rows of
+    the tangents ``t_m``, ``t_y`` stacked alike (None: zero). Returns the stack, the tangents'
+    stack (None where both are None) and the count of ``m``'s rows."""
+    x, _ = cov_rows(xp, m, rowvar)
+    k = x.shape[0]
+    parts, tangents = [x], [None if t_m is None else cov_rows(xp, xp.broadcast_to(
+        xp.asarray(t_m), np.shape(m)), rowvar)[0]]
+    if y is not None:
+        parts.append(cov_rows(xp, y, rowvar, True)[0])
+        tangents.append(None if t_y is None else cov_rows(xp, xp.broadcast_to(
+            xp.asarray(t_y), np.shape(y)), rowvar, True)[0])
+    stacked = xp.concatenate(parts, axis=0) if len(parts) > 1 else x
+    if all(t is None for t in tangents):
+        return stacked, None, k
+    tangents = [xp.zeros(p.shape, dtype=np.result_type(p.dtype, np.float64)) if t is None else t
+                for p, t in zip(parts, tangents)]
+    return stacked, xp.concatenate(tangents, axis=0) if len(tangents) > 1 else tangents[0], k
 
 
 @rt.helper
-def cov_vjp(dy, m, y=None, rowvar=True, bias=False, ddof=None):
-    """Gradient of ``cov(m, rowvar=, bias=, ddof=)`` for ``m``."""
-    if y is not None:
-        from srcgrad.errors import UnsupportedError
-        raise UnsupportedError("srcgrad: the gradient of np.cov with a second argument y is not "
-                               "supported", hint="Stack the variables: np.cov(np.vstack([m, y])).")
+def cov_vjp(dy, m, y=None, rowvar=True, bias=False, ddof=None, of_y=False):
+    """Gradient of ``cov(m, y, rowvar=, bias=, ddof=)`` for ``m`` (for ``y`` where ``of_y``)."""
+    if of_y and y is None:
+        return None
     xp = namespace(dy, m)
-    x, one = _cov_layout(xp, m, rowvar)
+    x, _, k = cov_stacked(xp, m, y, rowvar)
     n = x.shape[1]
     ddof = (0 if bias else 1) if ddof is None else ddof
     centred = x - xp.mean(x, axis=1, keepdims=True)
     g = xp.reshape(xp.asarray(dy), (x.shape[0], x.shape[0]))
     grad = ((g + g.T) @ centred) / (n - ddof)
-    if one:
-        return grad[0]
-    return grad if rowvar else grad.T
+    v, part = (y, grad[k:]) if of_y else (m, grad[:k])
+    return xp.reshape(part.T if cov_rows(xp, v, rowvar, of_y)[1] else part, np.shape(v))
 
 
 @adjoint(np.corrcoef)
@@ -504,7 +525,8 @@ def corrcoef(dy, y, x, y_observations=None, rowvar=True):
     g = xp.reshape(dy, c.shape)
     r = c / scale
     gc = g / scale - xp.diag(0.5 * (xp.sum(g * r, axis=1) + xp.sum(g * r, axis=0)) / xp.diagonal(c))
-    return rt.cov_vjp(gc, x, y_observations, rowvar), None, None
+    return (rt.cov_vjp(gc, x, y_observations, rowvar),
+            rt.cov_vjp(gc, x, y_observations, rowvar, False, None, True), None)
 
 
 @adjoint(np.correlate)

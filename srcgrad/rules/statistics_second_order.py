@@ -27,6 +27,7 @@ from srcgrad.rules.helper_second_order import _bilinear_tangent, _pair
 from srcgrad.rules.numpy_statistics import (_gradient_steps, _per_axis, cov_vjp, gradient_step_vjp, gradient_vjp,
                                            interp_vjp, multi_dot_vjp, trapezoid_vjp)
 from srcgrad.rules.numpy_ufunc_methods import outer_vjp
+from srcgrad.rules.jvp_numpy import cov_jvp
 from srcgrad.runtime.arrays import namespace
 
 xp = None  # placeholder: the array namespace, bound in generated code
@@ -187,29 +188,48 @@ def outer_vjp_adj(dw, w, dy, A, B, product):
 
 
 @rt.helper
-def cov_vjp_tangent(dy, m, rowvar, bias, ddof, t_dy, t_m):
-    """The tangent of ``cov_vjp(dy, m)``: linear in ``dy`` and in ``m`` (centred)."""
+def cov_vjp_tangent(dy, m, y, rowvar, bias, ddof, of_y, t_dy, t_m, t_y):
+    """The tangent of ``cov_vjp(dy, m, y)``: linear in ``dy``, and in ``m`` and ``y``
+    jointly (the stacked observations, centred)."""
     xp = namespace(dy, m)
-    out = xp.zeros(np.shape(m), dtype=np.result_type(xp.asarray(m).dtype, np.float64))
+    v = y if of_y else m
+    out = xp.zeros(np.shape(v), dtype=np.result_type(xp.asarray(v).dtype, np.float64))
     if t_dy is not None:
-        out = out + cov_vjp(t_dy, m, None, rowvar, bias, ddof)
-    if t_m is not None:
-        out = out + cov_vjp(dy, t_m, None, rowvar, bias, ddof)
+        out = out + cov_vjp(t_dy, m, y, rowvar, bias, ddof, of_y)
+    if t_m is not None or t_y is not None:
+        out = out + cov_vjp(dy, _or_zeros(xp, t_m, m), None if y is None else _or_zeros(xp, t_y, y),
+                            rowvar, bias, ddof, of_y)
     return out
 
 
-@tangent(rt.cov_vjp, no_tangent=("rowvar", "bias", "ddof"))
-def cov_vjp_tan(w, dy, m, y=None, rowvar=True, bias=False, ddof=None, *, t_dy, t_m):
-    return rt.cov_vjp_tangent(dy, m, rowvar, bias, ddof, t_dy, t_m)
+def _or_zeros(xp, t, v):
+    return xp.zeros(np.shape(v)) if t is None else xp.broadcast_to(xp.asarray(t), np.shape(v))
+
+
+@tangent(rt.cov_vjp, no_tangent=("rowvar", "bias", "ddof", "of_y"))
+def cov_vjp_tan(w, dy, m, y=None, rowvar=True, bias=False, ddof=None, of_y=False, *, t_dy, t_m, t_y):
+    return rt.cov_vjp_tangent(dy, m, y, rowvar, bias, ddof, of_y, t_dy, t_m, t_y)
 
 
 @adjoint(rt.cov_vjp)
-def cov_vjp_adj(dw, w, dy, m, y=None, rowvar=True, bias=False, ddof=None):
-    """``cov_vjp(dy, m) = J(m)^T dy``: in ``dy`` its adjoint is ``J(m)``, ``cov``'s
-    tangent; in ``m`` it is linear and its own transpose (centring commutes with the
-    symmetric ``dy + dy^T`` on the left)."""
-    return (rt.cov_jvp(dw, m, rowvar, bias, ddof), rt.cov_vjp(dy, dw, None, rowvar, bias, ddof),
-            None, None, None, None)
+def cov_vjp_adj(dw, w, dy, m, y=None, rowvar=True, bias=False, ddof=None, of_y=False):
+    """``cov_vjp(dy, m, y) = J^T dy``: in ``dy`` its adjoint is ``J``, ``cov``'s tangent
+    (``dw`` in the rows of ``m``, or of ``y`` where ``of_y``); in ``m`` and ``y`` it is linear
+    and its own transpose (centring commutes with the symmetric ``dy + dy^T`` on the left)."""
+    g = rt.cov_vjp_adjoint(dw, dy, m, y, rowvar, bias, ddof, of_y)
+    return rt.seq_item(g, 0), rt.seq_item(g, 1), rt.seq_item(g, 2), None, None, None, None
+
+
+@rt.helper
+def cov_vjp_adjoint(dw, dy, m, y, rowvar, bias, ddof, of_y):
+    """``[d dy, d m, d y]`` of ``cov_vjp_adj``."""
+    xp = namespace(dw, m)
+    t_m, t_y = (None, dw) if of_y else (dw, None)
+    d_dy = cov_jvp(t_m, m, rowvar, bias, ddof, y, t_y)
+    e_m, e_y = _or_zeros(xp, t_m, m), None if y is None else _or_zeros(xp, t_y, y)
+    d_m = cov_vjp(dy, e_m, e_y, rowvar, bias, ddof)
+    d_y = None if y is None else cov_vjp(dy, e_m, e_y, rowvar, bias, ddof, True)
+    return [d_dy, d_m, d_y]
 
 
 @rt.helper
@@ -322,16 +342,21 @@ def interp_vjp_tangent(dy, x, xp_points, fp, left, right, t_dy, t_x, t_fp):
     refused by the rule."""
     parts = list(interp_vjp(dy, x, xp_points, fp, left, right))
     out = [None] * 5
-    if t_dy is not None:
-        out = [rt.add_grad(o, p) for o, p in zip(out, interp_vjp(t_dy, x, xp_points, fp, left, right))]
+    if t_dy is not None:   # (a list of points or values has a list as its part: as an array here)
+        out = [rt.add_grad(o, _as_array(p))
+               for o, p in zip(out, interp_vjp(t_dy, x, xp_points, fp, left, right))]
     if t_fp is not None:
-        by_fp = interp_vjp(dy, x, xp_points, t_fp, left, right)
+        by_fp = [_as_array(p) for p in interp_vjp(dy, x, xp_points, t_fp, left, right)]
         out[0], out[1] = rt.add_grad(out[0], by_fp[0]), rt.add_grad(out[1], by_fp[1])
     if t_x is not None:
         by_x = _interp_moves(dy, x, xp_points, fp, t_x)
         out[1] = rt.add_grad(out[1], None if parts[1] is None else by_x[0])
         out[2] = rt.add_grad(out[2], by_x[1])
     return [_shaped_like(o, p) for o, p in zip(out, parts)]
+
+
+def _as_array(part):
+    return np.asarray(part, dtype=np.float64) if isinstance(part, (list, tuple)) else part
 
 
 def _shaped_like(value, like):

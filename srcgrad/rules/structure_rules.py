@@ -3,8 +3,10 @@
 ``Params(w=x, b=v)`` and ``dataclasses.replace(p, b=v)``. A namedtuple's adjoint is a list
 of its items'; a dataclass's a ``pytree.Fields`` (field name -> adjoint)."""
 
+import copy
+
 from srcgrad import runtime as rt
-from srcgrad.rules import adjoint, linear, returns_sequence
+from srcgrad.rules import adjoint, linear, returns_sequence, tangent
 from srcgrad.runtime.containers import is_zero_grad, seq_item
 
 
@@ -116,3 +118,33 @@ linear(rt.dataclass_kept_vjp, "dy", no_tangent=("fields",))
 
 # The containers the helpers above return (analysis/ranks.py, analysis/activity.py).
 returns_sequence(rt.namedtuple_new, rt.namedtuple_replace, rt.dataclass_new, rt.dataclass_replace)
+
+
+# ----- copy.copy(v), copy.deepcopy(v): a new value of v's structure and numbers -----
+# (an array's copy; a list's or dict's, holding the same items or copies of them). The
+# adjoint of each is the copy's; the tangent a copy of v's, as deep as the value's.
+
+@adjoint(copy.copy, sequences=("x",))
+def copy_copy(dy, y, x):
+    return dy
+
+
+@adjoint(copy.deepcopy, sequences=("x",))
+def copy_deepcopy(dy, y, x, memo=None, _nil=None):
+    return dy
+
+
+@tangent(copy.copy)
+def copy_copy_tangent(y, x, *, t_x):
+    return rt.tangent_array(t_x, y)
+
+
+@tangent(copy.deepcopy)
+def copy_deepcopy_tangent(y, x, memo=None, _nil=None, *, t_x):
+    return rt.deepcopy_tangent(t_x)
+
+
+@rt.helper
+def deepcopy_tangent(t):
+    """The tangent of ``copy.deepcopy(v)`` from ``v``'s: a copy of it, as deep."""
+    return copy.deepcopy(t)

@@ -236,11 +236,14 @@ def seq_unpop(dz, popped=None):
     return rest + [last]
 
 
-def field_tangent(x, dx, attr):
+def field_tangent(x, dx, attr, error=None):
     """The tangent of ``x.attr`` for a structure ``x`` (a dataclass, namedtuple or
-    registered class) whose tangent ``dx`` has its structure (forward mode)."""
+    registered class) whose tangent ``dx`` has its structure (forward mode); ``error``
+    (located at the user's line) raised for anything else."""
     if not is_node(x) or isinstance(x, (list, dict)) or isinstance(x, tuple) \
             and not _pytree.is_namedtuple(x):
+        if error is not None:
+            raise error
         from srcgrad.errors import NonDifferentiableError
         raise NonDifferentiableError(
             f"srcgrad: forward mode needs a jvp for the attribute .{attr} of a "

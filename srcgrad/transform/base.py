@@ -29,7 +29,7 @@ names the user's file and line.
 
 The interface is deliberately small: ``visit_block``, ``visit``, ``generic_visit``,
 ``visit_children``, ``inherit``, ``origin_of`` and ``error`` (and ``local_names``, the
-scope every pass asks about). Expressions are not dispatched: a pass handles them
+scope every pass asks about; ``rename_reserved``, the first pass's renaming). Expressions are not dispatched: a pass handles them
 in its own helpers (A-normal form, the adjoint rules), since what an expression
 becomes depends on the statement around it.
 """
@@ -160,3 +160,27 @@ def local_names(node):
         if isinstance(child.ctx, (gast.Store, gast.Del)):
             names.add(child.id)
     return names
+
+
+def rename_reserved(node, info, namer, bindings, reserved):
+    """Rename user names that collide with the generated code's own names ``reserved``
+    (pipeline.RESERVED; a nested def's name too: it is no Name node, def push(...))."""
+    locals_ = local_names(node)
+    rename = {}
+    for child in ast_util.walk(node):
+        nested = child is not node and isinstance(child, gast.FunctionDef)
+        text = child.name if nested else child.id if isinstance(child, gast.Name) else None
+        if text in reserved:
+            if text not in rename:
+                rename[text] = namer.new(text + "_")
+                namer.original[rename[text]] = text   # a user's variable still
+                if text not in locals_:
+                    try:
+                        bindings[rename[text]] = info.extra[rename[text]] = info.resolve(text)
+                    except NameError:
+                        pass
+            setattr(child, "name" if nested else "id", rename[text])
+    for arg in node.args.args + node.args.kwonlyargs + node.args.posonlyargs:
+        if arg.id in rename:
+            raise ValueError(f"srcgrad: rename the parameter {arg.id!r}: the name is reserved")
+    return node

@@ -510,8 +510,7 @@ class ForwardAD(ComplexStatements, Base):
             if tangent_rules.lookup(primitive) is None and not complex_rule and self.is_active(value.value):
                 # a field of a structure (dataclass, namedtuple, registered class): the
                 # tangent's field (pytree.py), else refused at run time
-                return [], expr(f"rt.field_tangent(X, DX, {value.attr!r})", X=clone(value.value),
-                                DX=name(self.d(value.value.id)))
+                return [], forward_memory.field_tangent(self, value)
             return self.apply(primitive, [value.value], {}, y, value)
         if isinstance(value, gast.BinOp):
             return self.apply(primitive, [value.left, value.right], {}, y, value)

@@ -1,13 +1,14 @@
 """Forward mode: the tangent of a value written into later shares memory with its
-operand's tangent exactly when the value shares the operand's (forward.py's assign_name)."""
+operand's tangent exactly when the value shares the operand's (forward.py's assign_name);
+and a structure's field read (``p.w``), whose tangent is the tangent's field."""
 
 import gast
 
 from srcgrad.analysis.activity import primitive_of
 from srcgrad.codegen import emit
-from srcgrad.errors import UnsupportedError
+from srcgrad.errors import NonDifferentiableError, UnsupportedError
 from srcgrad.rules import Method
-from srcgrad.templates import name, replace_as_expression as expr
+from srcgrad.templates import clone, name, replace_as_expression as expr
 
 
 def memory_of(ad, s, tangent, output):
@@ -40,3 +41,19 @@ def memory_of(ad, s, tangent, output):
                           ctx=gast.Load())
     return expr(f"rt.tangent_memory(T, Y, P, D, {error})", T=tangent, Y=name(output), P=primals,
                 D=tangents)
+
+
+def field_tangent(ad, value):
+    """``rt.field_tangent(x, dx, attr, error)``: the tangent of ``x.attr`` for a structure
+    ``x`` (dataclass, namedtuple, registered class), else ``error``, raised at the user's
+    line (an array's ``x.flat``, an object of another class)."""
+    error = ad.namer.new("attribute_error")
+    ad.bindings[error] = ad.error(
+        value, NonDifferentiableError,
+        f"forward mode needs a jvp for the attribute .{value.attr} of {value.value.id!r}, "
+        f"which carries a tangent and is not a structure srcgrad knows (a dataclass, "
+        f"namedtuple or registered class)",
+        "Make its class a dataclass, or register it with srcgrad.register_pytree_node; for "
+        "an array, use a function srcgrad differentiates (x.ravel() for x.flat).")
+    return expr(f"rt.field_tangent(X, DX, {value.attr!r}, {error})", X=clone(value.value),
+                DX=name(ad.d(value.value.id)))

@@ -81,7 +81,7 @@ def alias_checks(node, ctx, param_checks, active, sequences=frozenset()):
             if checks:
                 if isinstance(s, gast.Expr):   # L.append(v): L and the lists sharing it grow
                     written = s.value.func.value.id
-                    checks = [c for c in checks if c[0] not in active and c[0] in sequences]
+                    checks = [c for c in checks if c[0] not in active]
                 else:
                     target = s.targets[0]
                     written = target.value.id if isinstance(target, gast.Subscript) else target.id

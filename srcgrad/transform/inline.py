@@ -17,7 +17,7 @@ import gast
 
 from srcgrad import anno, pytree, rules, templates
 from srcgrad.entry import LIBRARY_ROOTS, call_method, entry_function, is_library_module, peel
-from srcgrad.errors import SrcgradError, UnsupportedError
+from srcgrad.errors import SourceNotFoundError, SrcgradError, UnsupportedError
 from srcgrad.transform.base import Base, local_names
 from srcgrad.transform.local_functions import LocalFunction
 from srcgrad.transform import call_forms
@@ -273,7 +273,14 @@ class Inliner(Base):
         if arity is not None:
             static[STAR_ARITY] = arity
         # The same stages the caller went through (pipeline.py gives them as ctx.normalize).
-        node, helper = self.ctx.normalize(fn, self.stack + (frame,), static)
+        try:
+            node, helper = self.ctx.normalize(fn, self.stack + (frame,), static)
+        except SourceNotFoundError as exc:   # named at the call, in the user's code
+            if exc.filename not in (None, getattr(getattr(fn, "__code__", None), "co_filename", None)):
+                raise   # located already, at a call inside a helper
+            raise origin.error(SourceNotFoundError, exc.message, exc.hint or (
+                "Define it in a .py file, register a rule with @srcgrad.adjoint, or call it "
+                "under srcgrad.no_grad() if no gradient flows through it.")) from None
         info, bindings = helper.info, helper.bindings
         self.infos.extend(helper.infos)
         helper_locals = local_names(node)

@@ -322,6 +322,11 @@ class Displays(gast.NodeTransformer):
             return node
         if d.resolves_to(node.func, builtins.sorted) and keys <= {"key", "reverse"}:
             return d.sorted_items(node.args[0], node.keywords)
+        if d.resolves_to(node.func, builtins.dict) and keys:
+            # dict(d, k=v): a copy of d, then the keywords ({**d, "k": v})
+            return self.call(runtime.dict_merge, gast.Call(func=node.func, args=node.args, keywords=[]),
+                             gast.Dict(keys=[_const(k.arg) for k in node.keywords],
+                                       values=[k.value for k in node.keywords]))
         for best, largest in ((builtins.max, True), (builtins.min, False)):
             if d.resolves_to(node.func, best) and keys == {"key"}:
                 key = node.keywords[0].value
