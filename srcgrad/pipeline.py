@@ -25,7 +25,7 @@ from srcgrad.optimize import scalar_items, unit_seed
 from srcgrad.transform import (anf, as_array, aux, canonicalize, comprehensions, fence, function_tables,
                                inline, methods, local_functions, mutation, reverse, unroll, zero_marks)
 from srcgrad.transform import fuse as fusion
-from srcgrad.transform.base import Base, local_names
+from srcgrad.transform.base import BLOCK_FIELDS, local_names
 from srcgrad import ast_util
 
 # The options a compile obeys unless told others (api.py: ``default_options``). Tests that
@@ -599,15 +599,25 @@ def _known_seed(body, seed, names=None):
             isinstance(n, gast.Name) and n.id == seed and not isinstance(n.ctx, gast.Load)
             for n in ast_util.walk(s)) for s in body):
         return body
+    return _unwrapped(body, seed)
 
-    class Unwrap(Base):
-        def visit_If(self, s):
-            if not s.orelse and optimize.is_rt_call(s.test, "has_grad") \
-                    and isinstance(s.test.args[0], gast.Name) and s.test.args[0].id == seed:
-                return self.visit_block(s.body)
-            return self.generic_visit(s)
 
-    return Unwrap(None).visit_block(body)
+def _unwrapped(body, seed):
+    """A new list of ``body``'s statements, each ``if rt.has_grad(seed):`` without an
+    ``else`` replaced by its own (nested blocks too, rebuilt in place): what a
+    ``transform.base.Base`` visiting every statement did, without its dispatch."""
+    out = []
+    for s in body:
+        if s.__class__ is gast.If and not s.orelse and optimize.is_rt_call(s.test, "has_grad") \
+                and isinstance(s.test.args[0], gast.Name) and s.test.args[0].id == seed:
+            out.extend(_unwrapped(s.body, seed))
+            continue
+        for field in BLOCK_FIELDS:
+            block = getattr(s, field, None)
+            if isinstance(block, list):
+                setattr(s, field, _unwrapped(block, seed))
+        out.append(s)
+    return out
 
 
 def _compose(forward, backward, info, bindings, name, seed_value, many, release=None, aux=None,
