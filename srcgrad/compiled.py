@@ -24,7 +24,9 @@ class Compiled:
     rank_free: bool = False       # nothing in the code depends on the arguments' ranks
     forward_for_grad: object = None   # the forward sweep a gradient-only call runs, or None
     # What compose_gradient rebuilds the code from:
-    trees: tuple = field(default=(), repr=False)   # the (forward, backward) FunctionDefs
+    # The (forward, backward) FunctionDefs; where the forward sweep's last tidying is left
+    # for later (``Unfinished``), reading ``trees`` finishes it, ``backward_tree`` does not.
+    trees: tuple = field(default=(), repr=False)
     # The forward FunctionDef a gradient-only call composes with the backward, and
     # whether its seed is known to be 1; None where the sweeps run as two calls.
     gradient_forward: tuple = field(default=None, repr=False)
@@ -63,6 +65,57 @@ class Sweeps:
 
 LATER = ("made on first use: Compiled.sweeps",)
 _SWEEPS_LOCK = threading.Lock()
+_TREES_LOCK = threading.Lock()
+
+
+class Unfinished:
+    """``Compiled.trees`` whose forward sweep is finished (its last passes run, its
+    comments placed) by ``finish()`` when something first reads it: ``grad``'s first
+    call composes the gradient-only copy of the forward sweep with the backward sweep,
+    and never reads the full forward sweep (the sweeps printed, ``value_and_grad``,
+    a composed gradient read again, the jit do)."""
+
+    def __init__(self, backward, finish):
+        self.backward = backward
+        self._finish = finish
+        self._trees = None
+
+    def trees(self):
+        """(forward, backward), the forward finished once (the first reader runs it)."""
+        if self._trees is None:
+            with _TREES_LOCK:
+                if self._trees is None:
+                    self._trees = self._finish()
+                    self._finish = None
+        return self._trees
+
+
+def _get_trees(compiled):
+    value = compiled.__dict__["trees"]
+    if value.__class__ is Unfinished:
+        value = compiled.__dict__["trees"] = value.trees()
+    return value
+
+
+def _set_trees(compiled, value):
+    compiled.__dict__["trees"] = value
+
+
+def _backward_tree(compiled):
+    """The backward FunctionDef, without finishing the forward sweep (``Unfinished``)."""
+    value = compiled.__dict__["trees"]
+    return value.backward if value.__class__ is Unfinished else value[1]
+
+
+def _has_trees(compiled):
+    """Whether ``compiled`` holds its trees (finished or not): not a gradient loaded from
+    the on-disk cache without them."""
+    return bool(compiled.__dict__["trees"])
+
+
+Compiled.trees = property(_get_trees, _set_trees)
+Compiled.backward_tree = property(_backward_tree)
+Compiled.has_trees = property(_has_trees)
 
 
 def _sweeps_field(name):

@@ -11,7 +11,7 @@ from srcgrad import anno, disk_cache, grad_mode, pytree, runtime
 from srcgrad.anno import Static
 from srcgrad.analysis import activity, aliasing, kinds, ranks, shift
 from srcgrad.codegen import emit, loader
-from srcgrad.compiled import LATER as _LATER, Compiled, Sweeps as _Sweeps
+from srcgrad.compiled import LATER as _LATER, Compiled, Sweeps as _Sweeps, Unfinished
 from srcgrad.context import CompileContext, CompileOptions  # noqa: F401 (CompileOptions: tests)
 from srcgrad.custom_function import is_once_differentiable
 from srcgrad.errors import SrcgradError, UnsupportedError
@@ -25,7 +25,7 @@ from srcgrad.optimize import scalar_items, unit_seed
 from srcgrad.transform import (anf, as_array, aux, canonicalize, comprehensions, fence, function_tables,
                                inline, methods, local_functions, mutation, reverse, unroll, zero_marks)
 from srcgrad.transform import fuse as fusion
-from srcgrad.transform.base import Base, local_names, rename_reserved
+from srcgrad.transform.base import BLOCK_FIELDS, local_names, rename_reserved
 from srcgrad import ast_util
 
 # The options a compile obeys unless told others (api.py: ``default_options``). Tests that
@@ -227,20 +227,32 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None, has_aux
         optimize.transform_forward(forward, made)
     if options.optimize and not fuse and not built.tuple_output and real_output and not has_aux:
         for_grad = optimize.forward_for_gradient(forward, rank_map, classes)
+    any_rank = None
     if tidy:
         # Only shape facts that hold for arguments of any rank: the code stays rank free.
         any_rank = {n: c for n, c in classes.items()
                     if (rank_map.get(n), c) == (any_ranks.get(n), any_classes.get(n))}
-        for sweep in (forward, for_grad):
-            if sweep is not None:
-                optimize.transform_forward(sweep, made, any_rank, optimize.FORWARD_LAST)
-    forward.body = emit.comment_blocks(forward.body, "", 2)
+        if for_grad is not None:
+            optimize.transform_forward(for_grad, made, any_rank, optimize.FORWARD_LAST)
+
+    def finish_forward(forward=forward, backward=backward):
+        """The full forward sweep's last passes and comments. Where a gradient-only copy
+        exists, grad's first call composes that copy and this waits for a reader of the
+        full sweep (compiled.Unfinished); the copy was made before, so the order of the
+        two changes nothing."""
+        if tidy:
+            optimize.transform_forward(forward, made, any_rank, optimize.FORWARD_LAST)
+        forward.body = emit.comment_blocks(forward.body, "", 2)
+        return forward, backward
+
+    if for_grad is None:
+        finish_forward()
     backward.body = emit.comment_blocks(backward.body, "grad of: ", 1)
     for offset, text in sorted(dropped.items()):
         emit.note_after(backward.body, "grad of: " + text,
                         f"{offset}: no gradient, the output does not depend on it (the "
                         f"shift cancels)")
-    trees = (forward, backward)
+    trees = (forward, backward) if for_grad is None else Unfinished(backward, finish_forward)
     # Names that hold one number: a composed gradient does not release them (nothing to free).
     scalars = frozenset(n for n, r in rank_map.items() if r in (0, ranks.INT))
     # Names certainly real floats: a composed gradient's seed of 1 need not multiply them.
@@ -278,6 +290,8 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None, has_aux
         (``Compiled.forward``, ``source``, ...). ``grad``'s common call runs the composed
         function only (api.py), which its first call makes with the compile: its
         first compile prints and loads one function, not the sweeps as well."""
+        if trees.__class__ is Unfinished:
+            trees.trees()   # the full forward sweep finished
         # Copies printed: to_source splits long releases in what it prints, and the trees
         # are shared by now (compose_gradient clones them, maybe in another thread).
         printed = [clone(t) for t in kernels + [forward] + extra + [backward]]
@@ -363,13 +377,13 @@ def with_trees(compiled):
     """``compiled``, its trees (and ``gradient_forward``) compiled again if it was loaded
     from the on-disk cache without them: what reads the trees (composing, the jit's
     translation) calls this first."""
-    if compiled.recompile is not None and not compiled.trees:   # loaded from disk
+    if compiled.recompile is not None and not compiled.has_trees:   # loaded from disk
         full = compiled.recompile()
         # The trees last: a thread that finds them finds gradient_forward in place, never
         # the placeholder COMPOSABLE (which does not unpack as (forward, seed_is_one)).
         compiled.gradient_forward, compiled.load = full.gradient_forward, full.load
         compiled.floats = full.floats
-        compiled.trees, compiled.recompile = full.trees, None
+        compiled.trees, compiled.recompile = full.__dict__["trees"], None   # (unfinished or not)
     return compiled
 
 
@@ -404,7 +418,7 @@ def compose_gradient(compiled, many, only_gradients=False, for_transform=False,
     info, bindings = compiled.load
     if only_gradients:
         forward, seed_is_one = compiled.gradient_forward if not aux else (compiled.trees[0], False)
-        forward, backward = clone(forward), clone(compiled.trees[1])
+        forward, backward = clone(forward), clone(compiled.backward_tree)
         aux = _split_aux(forward) if aux else None
         name = backward.name[:-len("_backward")]
         seed = gast.Constant(value=1.0, kind=None) if seed_is_one else _default_seed_of(forward)
@@ -556,21 +570,33 @@ def _default_seed_of(forward):
                      args=[forward.body[-1].value.elts[0]], keywords=[])
 
 
-def _known_seed(body, seed):
+def _known_seed(body, seed, names=None):
     """``body`` with ``if rt.has_grad(seed): ...`` unwrapped: the seed is a nonzero
-    constant that ``body`` never rebinds."""
-    if any(isinstance(n, gast.Name) and n.id == seed and not isinstance(n.ctx, gast.Load)
-           for s in body for n in ast_util.walk(s)):
+    constant that ``body`` never rebinds. ``names``: the statements' ``NameSets``, if
+    any (then only a statement that names the seed is walked)."""
+    if any((names is None or seed in names.refs(s)) and any(
+            isinstance(n, gast.Name) and n.id == seed and not isinstance(n.ctx, gast.Load)
+            for n in ast_util.walk(s)) for s in body):
         return body
+    return _unwrapped(body, seed)
 
-    class Unwrap(Base):
-        def visit_If(self, s):
-            if not s.orelse and optimize.is_rt_call(s.test, "has_grad") \
-                    and isinstance(s.test.args[0], gast.Name) and s.test.args[0].id == seed:
-                return self.visit_block(s.body)
-            return self.generic_visit(s)
 
-    return Unwrap(None).visit_block(body)
+def _unwrapped(body, seed):
+    """A new list of ``body``'s statements, each ``if rt.has_grad(seed):`` without an
+    ``else`` replaced by its own (nested blocks too, rebuilt in place): what a
+    ``transform.base.Base`` visiting every statement did, without its dispatch."""
+    out = []
+    for s in body:
+        if s.__class__ is gast.If and not s.orelse and optimize.is_rt_call(s.test, "has_grad") \
+                and isinstance(s.test.args[0], gast.Name) and s.test.args[0].id == seed:
+            out.extend(_unwrapped(s.body, seed))
+            continue
+        for field in BLOCK_FIELDS:
+            block = getattr(s, field, None)
+            if isinstance(block, list):
+                setattr(s, field, _unwrapped(block, seed))
+        out.append(s)
+    return out
 
 
 def _compose(forward, backward, info, bindings, name, seed_value, many, release=None, aux=None,
@@ -595,7 +621,7 @@ def _compose(forward, backward, info, bindings, name, seed_value, many, release=
     # The statements' name sets, shared by the steps below (each keeps them valid).
     names = ast_util.NameSets()
     if isinstance(seed_value, gast.Constant) and seed_value.value:
-        back = _known_seed(back, seed)
+        back = _known_seed(back, seed, names)
         # An adjoint's ``d = 0.0`` that only a skipped ``if rt.has_grad`` could read is dead.
         zeros = {s.targets[0].id for s in back if isinstance(s, gast.Assign)
                  and isinstance(s.targets[0], gast.Name) and isinstance(s.value, gast.Constant)}

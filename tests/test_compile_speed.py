@@ -419,3 +419,48 @@ def test_settled_passes_skipped_give_the_code_of_every_pass_run():
         optimize.transform, dead.run = transform, dead_run
     assert len(compared) > 100 and all(compared)
     assert runs[True] < runs[False]
+
+
+def test_the_full_forward_sweep_is_finished_by_its_first_reader_in_either_order(monkeypatch):
+    """compile_gradient leaves the full forward sweep's last passes and comments to the first
+    reader of the sweeps (compiled.Unfinished) where grad composes its gradient-only copy:
+    composing runs them on the copy only, and the sweeps and trees read after composing are
+    those read before it (a non-scalar output has no copy: finished at once)."""
+    from srcgrad import compiled as compiled_module, pipeline
+    from srcgrad.optimize import forward_temporaries
+
+    runs = []
+    tidy = forward_temporaries.run
+    monkeypatch.setattr(forward_temporaries, "run", lambda body, facts: runs.append(1) or tidy(body, facts))
+
+    def f(x, w):
+        h = np.tanh(x * w + 1.0)
+        a = h * h
+        b = np.exp(-a) * w
+        return np.sum(np.sin(b) * a)
+
+    def dump(trees):
+        return [gast.dump(t) for t in trees]
+
+    composed_first = pipeline.compile_gradient(f, (0, 1), arg_ranks=(1, 1))
+    assert composed_first.__dict__["trees"].__class__ is compiled_module.Unfinished
+    assert len(runs) == 1   # the gradient-only copy's
+    pipeline.compose_gradient(composed_first, True, only_gradients=True)
+    assert len(runs) == 1 and composed_first.__dict__["trees"].__class__ is compiled_module.Unfinished
+    source_after = composed_first.source
+    assert len(runs) == 2   # finished once: reading the trees now runs nothing
+    assert composed_first.trees[0] is composed_first.trees[0] and len(runs) == 2
+
+    read_first = pipeline.compile_gradient(f, (0, 1), arg_ranks=(1, 1))
+    trees_first = dump(read_first.trees)
+    assert read_first.source == source_after
+    assert trees_first == dump(read_first.trees) == dump(composed_first.trees) and len(runs) == 4
+    x, w = np.linspace(-1.0, 1.0, 5), np.linspace(0.5, 1.5, 5)
+    assert all(np.allclose(a, b) for a, b in zip(
+        pipeline.compose_gradient(read_first, True, only_gradients=True)(x, w),
+        pipeline.compose_gradient(composed_first, True, only_gradients=True)(x, w)))
+
+    def g(x):   # an array output: no gradient-only copy, the trees finished by the compile
+        return np.sin(x) * x
+
+    assert pipeline.compile_gradient(g, 0, arg_ranks=(1,)).__dict__["trees"].__class__ is tuple

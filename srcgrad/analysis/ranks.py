@@ -253,7 +253,8 @@ def infer(node, param_ranks):
             if new != old:
                 env[target] = new
                 changed = True
-    if any(isinstance(env.get(n), pytree.TreeKey) for n in _mutated(node)):
+    if any(isinstance(r, pytree.TreeKey) for r in env.values()) \
+            and any(isinstance(env.get(n), pytree.TreeKey) for n in _mutated(node)):
         # A structure changed in place (d["k"] = v, lst.append(v)) no longer has its
         # argument's key: infer again without any structure facts.
         return infer(node, {p: None if isinstance(r, pytree.TreeKey) else r

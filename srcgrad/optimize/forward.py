@@ -45,7 +45,7 @@ def forward_for_gradient(forward, rank_map, classes):
 
     names = NameSets()   # shared: dead code elimination asks the same statements
     repeats = _repeated_reads(fg.body, classes, names)
-    reduced = _reduction_results(fg.body, rank_map)
+    reduced = _reduction_results(fg.body, rank_map, names)
 
     def pure(value):
         return id(value) in repeats or safe_class(value, classes) is not None \
@@ -80,11 +80,12 @@ def _reduction_arithmetic(e, reduced, rank_map):
     return False
 
 
-def _reduction_results(body, rank_map):
-    """Names bound once, at the top level, to ``_reduction_arithmetic`` values."""
+def _reduction_results(body, rank_map, name_sets=None):
+    """Names bound once, at the top level, to ``_reduction_arithmetic`` values.
+    ``name_sets``: a ``NameSets`` to ask (the one dead code elimination asks next)."""
     counts = {}
     for s in body:
-        for n in stores(s):
+        for n in stores(s) if name_sets is None else name_sets.stores(s):
             counts[n] = counts.get(n, 0) + 1
     reduced = set()
     for s in body:

@@ -52,13 +52,21 @@ def run(body, params, name_sets=None):
     loops = [s for s in body if isinstance(s, gast.For)]
     if not loops:   # (before the walk: straight-line code has nothing to rewrite)
         return set()
-    found = [n for s in body for n in ast_util.nodes_of(s, gast.Name)]
-    names = {n.id for n in found}
-    stored = {n.id for n in found if not isinstance(n.ctx, gast.Load)}
-    if "range" in stored:
+    if name_sets is None:
+        names = {n.id for s in body for n in ast_util.nodes_of(s, gast.Name)}
+    else:   # (the statements' sets, kept for release_dead after)
+        names = set()
+        for s in body:
+            names |= name_sets.refs(s)
+    if "range" in names and "range" in _stored(body):
         return set()
-    if _drop_unread(body, loops, name_sets):
-        stored = _stored(body)
+    _drop_unread(body, loops, name_sets)
+    # A loop is rewritten only where it reads or writes an item of a named array
+    # (``_arrays``): where none does, nothing else is asked of the function.
+    if not any(n.value.__class__ is gast.Name for loop in loops
+               for n in ast_util.nodes_of(loop, gast.Subscript)):
+        return set()
+    stored = _stored(body)
     levels = _Levels(body, params)
     plans = [(loop, _arrays(loop, params, stored, levels)) for loop in loops]
     plans = [(loop, plan) for loop, plan in plans if plan is not None]

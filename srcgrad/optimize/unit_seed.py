@@ -30,8 +30,14 @@ def drop_unit_factors(body, seed, floats, names=None):
     ``names``: a ``NameSets`` to keep valid (each statement rewritten is forgotten)."""
     if not floats or not fresh._weak_scalars():
         return False
+    # The bindings (any context but Load) of the seed and of the names a copy may bind:
+    # with ``names``, only the statements that name one of them are walked.
+    copies = {t for s in body if isinstance(s, gast.Assign) and isinstance(s.value, gast.Name)
+              and (t := ast_util.assigned_name(s)) is not None} | {seed}
     stores = {}
     for s in body:
+        if names is not None and copies.isdisjoint(names.refs(s)):
+            continue
         for n in ast_util.walk(s):
             if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load):
                 stores[n.id] = stores.get(n.id, 0) + 1
@@ -45,6 +51,8 @@ def drop_unit_factors(body, seed, floats, names=None):
             units.add(target)
     changed = False
     for s in body:
+        if names is not None and units.isdisjoint(names.loads(s)):
+            continue   # no unit read: no factor to drop
         here = False
         for node in ast_util.walk(s):
             if isinstance(node, gast.BinOp) and isinstance(node.op, _ARITHMETIC):
