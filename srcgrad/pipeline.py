@@ -25,7 +25,7 @@ from srcgrad.optimize import scalar_items, unit_seed
 from srcgrad.transform import (anf, as_array, aux, canonicalize, comprehensions, fence, function_tables,
                                inline, methods, local_functions, mutation, reverse, unroll, zero_marks)
 from srcgrad.transform import fuse as fusion
-from srcgrad.transform.base import BLOCK_FIELDS, local_names, rename_reserved
+from srcgrad.transform.base import local_names, rename_reserved
 from srcgrad import ast_util
 
 # The options a compile obeys unless told others (api.py: ``default_options``). Tests that
@@ -570,35 +570,6 @@ def _default_seed_of(forward):
                      args=[forward.body[-1].value.elts[0]], keywords=[])
 
 
-def _known_seed(body, seed, names=None):
-    """``body`` with ``if rt.has_grad(seed): ...`` unwrapped: the seed is a nonzero
-    constant that ``body`` never rebinds. ``names``: the statements' ``NameSets``, if
-    any (then only a statement that names the seed is walked)."""
-    if any((names is None or seed in names.refs(s)) and any(
-            isinstance(n, gast.Name) and n.id == seed and not isinstance(n.ctx, gast.Load)
-            for n in ast_util.walk(s)) for s in body):
-        return body
-    return _unwrapped(body, seed)
-
-
-def _unwrapped(body, seed):
-    """A new list of ``body``'s statements, each ``if rt.has_grad(seed):`` without an
-    ``else`` replaced by its own (nested blocks too, rebuilt in place): what a
-    ``transform.base.Base`` visiting every statement did, without its dispatch."""
-    out = []
-    for s in body:
-        if s.__class__ is gast.If and not s.orelse and optimize.is_rt_call(s.test, "has_grad") \
-                and isinstance(s.test.args[0], gast.Name) and s.test.args[0].id == seed:
-            out.extend(_unwrapped(s.body, seed))
-            continue
-        for field in BLOCK_FIELDS:
-            block = getattr(s, field, None)
-            if isinstance(block, list):
-                setattr(s, field, _unwrapped(block, seed))
-        out.append(s)
-    return out
-
-
 def _compose(forward, backward, info, bindings, name, seed_value, many, release=None, aux=None,
              marked=None, floats=frozenset()):
     """Load forward's body, ``seed = seed_value`` and backward's body as one function
@@ -621,7 +592,7 @@ def _compose(forward, backward, info, bindings, name, seed_value, many, release=
     # The statements' name sets, shared by the steps below (each keeps them valid).
     names = ast_util.NameSets()
     if isinstance(seed_value, gast.Constant) and seed_value.value:
-        back = _known_seed(back, seed, names)
+        back = unit_seed.known_seed(back, seed, names)
         # An adjoint's ``d = 0.0`` that only a skipped ``if rt.has_grad`` could read is dead.
         zeros = {s.targets[0].id for s in back if isinstance(s, gast.Assign)
                  and isinstance(s.targets[0], gast.Name) and isinstance(s.value, gast.Constant)}

@@ -49,6 +49,7 @@ import numpy
 from srcgrad import anno, optimize, pipeline
 from srcgrad.codegen import emit
 from srcgrad.jit import calls, displays, fixed_tapes, inplace, loops, zeros
+from srcgrad.optimize import unit_seed
 from srcgrad.templates import clone
 from srcgrad.transform import tape as tapes
 
@@ -311,7 +312,7 @@ def _compose(forward, backward, seed_value, variant):
     back = [s for s in backward.body if not (isinstance(s, gast.Assign) and isinstance(s.value, gast.Name)
                                             and s.value.id == "saved")]
     if variant == "grad" and isinstance(seed_value, gast.Constant):
-        back = pipeline._known_seed(back, seed)
+        back = unit_seed.known_seed(back, seed)
     grads = gast.Tuple(elts=back[-1].value.elts, ctx=gast.Load())
     if variant != "value":
         grads.elts[0] = _call("_jrt", "into", [_name(BUF), grads.elts[0]])

@@ -21,6 +21,7 @@ import gast
 
 from srcgrad import ast_util
 from srcgrad.analysis import fresh
+from srcgrad.transform.base import BLOCK_FIELDS
 
 _ARITHMETIC = (gast.Add, gast.Sub, gast.Mult, gast.Div)
 
@@ -87,3 +88,32 @@ def _without_unit(e, units, floats):
                 and isinstance(other, gast.Name) and other.id in floats:
             return other
     return None
+
+
+def known_seed(body, seed, names=None):
+    """``body`` with ``if rt.has_grad(seed): ...`` unwrapped: the seed is a nonzero
+    constant that ``body`` never rebinds. ``names``: the statements' ``NameSets``, if
+    any (then only a statement that names the seed is walked)."""
+    if any((names is None or seed in names.refs(s)) and any(
+            isinstance(n, gast.Name) and n.id == seed and not isinstance(n.ctx, gast.Load)
+            for n in ast_util.walk(s)) for s in body):
+        return body
+    return _unwrapped(body, seed)
+
+
+def _unwrapped(body, seed):
+    """A new list of ``body``'s statements, each ``if rt.has_grad(seed):`` without an
+    ``else`` replaced by its own (nested blocks too, rebuilt in place): what a
+    ``transform.base.Base`` visiting every statement did, without its dispatch."""
+    out = []
+    for s in body:
+        if s.__class__ is gast.If and not s.orelse and ast_util.is_rt_call(s.test, "has_grad") \
+                and isinstance(s.test.args[0], gast.Name) and s.test.args[0].id == seed:
+            out.extend(_unwrapped(s.body, seed))
+            continue
+        for field in BLOCK_FIELDS:
+            block = getattr(s, field, None)
+            if isinstance(block, list):
+                setattr(s, field, _unwrapped(block, seed))
+        out.append(s)
+    return out
