@@ -196,3 +196,30 @@ def _seq_add(dseq, g):
     if isinstance(dseq, types.Array):
         return lambda dseq, g: dseq if g == 0 else dseq + g
     return lambda dseq, g: dseq if g == 0 else dseq + g
+
+
+def array_of(values):
+    """``np.array([a, b, ...])`` of the tuple ``values`` (calls.py): arrays of one dtype and
+    rank stacked (ValueError where their shapes differ: NumPy refuses them too), numbers as
+    Numba's ``np.array`` makes them of a list display (what compiled before calls.py)."""
+
+
+@overload(array_of, jit_options=JIT_OPTIONS)
+def _array_of(values):
+    if not isinstance(values, types.BaseTuple) or not len(values):
+        _refuse("array_of", values)
+    n = len(values)
+    if all(isinstance(t, types.Array) for t in values) and \
+            len({(t.dtype, t.ndim) for t in values}) == 1:
+        checks = "".join(f"    if values[{k}].shape != values[0].shape:\n"
+                         "        raise ValueError('srcgrad jit: np.array of arrays of several "
+                         "shapes')\n" for k in range(1, n))
+        code = f"def stacked(values):\n{checks}    return np.stack(values)\n"
+    elif all(_is_number(t) for t in values):   # the list display Numba's np.array takes
+        items = ", ".join(f"values[{k}]" for k in range(n))
+        code = f"def stacked(values):\n    return np.array([{items}])\n"
+    else:
+        _refuse("array_of", values)
+    namespace = {"np": np}
+    exec(code, namespace)
+    return namespace["stacked"]

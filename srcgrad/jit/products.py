@@ -76,6 +76,9 @@ def log_or_zero(a):
 def _log_or_zero(a):
     if _is_number(a):
         return lambda a: np.log(a) if a > 0 else 0.0
+    if isinstance(a, types.Array) and isinstance(a.dtype, (types.Float, types.Integer)) and \
+            not isinstance(a.dtype, types.Boolean):   # the NumPy helper's formula
+        return lambda a: np.where(a > 0, np.log(np.where(a > 0, a, 1)), 0)
     _refuse("log_or_zero", a)
 
 

@@ -60,7 +60,10 @@ HELPERS = ("default_seed", "owned_zeros", "unbroadcast", "has_grad", "shape_of",
            "save", "written_grad", "zero_grad_at", "matmul_grad_a", "matmul_grad_b",
            "dot_grad_a", "dot_grad_b", "sign", "log_or_zero", "cast_like", "dtype_grad", "unreduce_like",
            "tie_share", "copy_restored", "check_sequence", "check_array_operand", "container_op",
-           "add_grad", "seq_item", "array_vjp", "stack_vjp", "concatenate_vjp", "seq_add")
+           "add_grad", "seq_item", "array_vjp", "stack_vjp", "concatenate_vjp", "seq_add",
+           "prod_others", "builtin_sum_vjp", "minmax_vjp", "log_base", "log_base_grad", "sin",
+           "cos", "exp", "sinh", "cosh", "log", "clip_below", "clip_above", "either",
+           "inverse_axes", "method_axes")
 BUILTINS = {"range", "len", "abs", "min", "max", "float", "int", "bool", "round", "print",
             "sum", "divmod", "pow", "enumerate", "zip", "slice"}
 SEED = "_sg_seed"
@@ -144,7 +147,8 @@ def translate(compiled, variant, optional=frozenset(), lists=frozenset()):
     if variant != "value":
         extra = [SEED, BUF, KEEP] if variant == "seeded" else [BUF]
         args.args = args.args + [_name(n, gast.Param()) for n in extra]
-    rewrite = _Rewrite(_first_origin(compiled.trees[0]), _initial_values(body))
+    rewrite = _Rewrite(_first_origin(compiled.trees[0]), _initial_values(body),
+                       _is_builtin("abs", body, info, bindings))
     body = rewrite.block(body)
     arrays = fixed_tapes.fix(body, compiled.scalars, lists)
     tape_lists = [_assign(key, gast.List(elts=[], ctx=gast.Load()))
@@ -153,6 +157,7 @@ def translate(compiled, variant, optional=frozenset(), lists=frozenset()):
                                 returns=None, type_comment=None, type_params=[])
     function.body = _zero_adjoints_typed(function.body)
     displays.as_tuples(function)
+    calls.scalar_methods(function)
     inplace.rewrite(function, compiled.scalars)
     if optional:
         try:
@@ -165,6 +170,16 @@ def translate(compiled, variant, optional=frozenset(), lists=frozenset()):
     trees = [t for k in kernels for t in (k.loop, k.original)]
     return Translation(name, emit.to_source(trees + [function]), namespace, function,
                        kernels, trees, frozen)
+
+
+def _is_builtin(n, body, info, bindings):
+    """Whether the name ``n`` read in ``body`` is Python's builtin of that name: bound
+    nowhere in it, and not a global, a closure cell or a binding of the function."""
+    if any(isinstance(node, gast.Name) and node.id == n and not isinstance(node.ctx, gast.Load)
+           for s in body for node in gast.walk(s)):
+        return False
+    value = _resolve(n, info, bindings)
+    return value is _MISSING or value is getattr(builtins, n)
 
 
 def _initial_values(body):
@@ -327,8 +342,9 @@ def _compose(forward, backward, seed_value, variant):
 class _Rewrite:
     """The statement rewrites of the module docstring, with the user's line of each."""
 
-    def __init__(self, origin, initials=None):
+    def __init__(self, origin, initials=None, builtin_abs=False):
         self.tapes = set()
+        self.builtin_abs = builtin_abs   # ``abs`` is Python's: ``abs(v)`` is _jrt.builtin_abs
         self.origin = origin   # the user's statement, else the function's first
         self.initials = initials or {}   # id of an initial ``x = None`` -> its value (_initial_values)
 
@@ -484,6 +500,9 @@ class _Expressions(gast.NodeTransformer):
             return numba_form
         if isinstance(node.func, gast.Name) and node.func.id == "reversed" and len(node.args) == 1:
             return _call("_jrt", "rev_range", node.args)
+        if isinstance(node.func, gast.Name) and node.func.id == "abs" and len(node.args) == 1 \
+                and not node.keywords and self.rewrite.builtin_abs:
+            return _call("_jrt", "builtin_abs", node.args)   # Numba's abs takes no array
         f = node.func
         if isinstance(f, gast.Attribute) and f.attr == "norm" and isinstance(f.value, gast.Attribute) \
                 and f.value.attr == "linalg" and isinstance(f.value.value, gast.Name) and \
