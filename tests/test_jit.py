@@ -198,9 +198,9 @@ def _reads_a_global_array(x):
     return np.sum(x * WEIGHTS)   # line named by the warning
 
 
-def _numba_rejects_array_of_arrays(x):
-    m = np.array([x, x * x])   # Numba's np.array takes no list of arrays
-    return np.sum((x - m) ** 2)
+def _numba_rejects_squeeze(x):
+    m = x[None, :].squeeze()   # Numba's arrays have no squeeze (np.array of arrays compiles now)
+    return np.sum((x - m * m) ** 2)
 
 
 def _line_of(function, text):
@@ -218,7 +218,7 @@ def _seed_becomes_an_array_in_a_loop(x):   # (a zero number that does compiles: 
 
 @pytest.mark.parametrize("function, text, construct", [
     (_reads_a_global_array, "line named", "the global WEIGHTS"),
-    (_numba_rejects_array_of_arrays, "Numba's np.array", "Numba cannot compile"),
+    (_numba_rejects_squeeze, "Numba's arrays have no squeeze", "Numba cannot compile"),
     (_seed_becomes_an_array_in_a_loop, "becomes an array", "Cannot unify float64 and array"),
 ])
 def test_what_numba_cannot_compile_falls_back_with_one_warning_naming_file_and_line(

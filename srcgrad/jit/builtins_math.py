@@ -195,3 +195,56 @@ def _builtin_abs(x):
             not isinstance(x.dtype, types.Boolean):
         return lambda x: np.abs(x)
     _refuse("builtin_abs", x)
+
+
+_CHECKED = {}
+
+
+def checked_math(f):
+    """A Numba-compiled call of the ``math`` function ``f`` (translate.py binds it where
+    the source calls ``math.f`` or a name bound to ``f``) that raises ValueError where
+    Python's raises ValueError or OverflowError: a NaN from no NaN argument (a domain
+    error: ``math.log(-1.0)``, ``math.sin(inf)``), an infinity from finite arguments (a
+    pole or an overflow: ``math.log(0.0)``, ``math.exp(1e3)``). Numba's libm calls give
+    those NaNs and infinities; the call then runs the NumPy gradient, which raises."""
+    found = _CHECKED.get(f)
+    if found is None:
+        def stub(*args):
+            pass
+        stub.__name__ = f"checked_{f.__name__}"
+
+        def typing(*args):
+            if len(args) == 1 and isinstance(args[0], types.StarArgTuple):
+                args = args[0].types
+            if not all(_is_number(t) for t in args):
+                _refuse(f"math.{f.__name__}", *args)
+            names = [f"a{k}" for k in range(len(args))]
+            nan = " or ".join(f"{n} != {n}" for n in names)
+            finite = " and ".join(f"_finite({n})" for n in names)
+            namespace = {"f": f, "_finite": _finite, "_wrong": _wrong}
+            exec(f"def call(*args):\n    {', '.join(names)}, = args\n"
+                 f"    y = f({', '.join(names)})\n"
+                 f"    if _wrong(y, {nan}, {finite}):\n"
+                 f"        raise ValueError('srcgrad jit: a math domain or range error')\n"
+                 f"    return y\n", namespace)
+            return namespace["call"]
+        overload(stub, jit_options=JIT_OPTIONS)(typing)
+        found = _CHECKED[f] = stub
+    return found
+
+
+@njit(**JIT_OPTIONS)
+def _finite(a):
+    return not (math.isinf(a) or a != a)
+
+
+def _wrong(y, any_nan, all_finite):
+    """A NaN ``y`` from no NaN argument, or an infinite one from finite arguments."""
+
+
+@overload(_wrong, jit_options=JIT_OPTIONS)
+def _wrong_form(y, any_nan, all_finite):
+    if isinstance(y, types.Float):
+        return lambda y, any_nan, all_finite: (y != y and not any_nan) or \
+            (math.isinf(y) and all_finite)
+    return lambda y, any_nan, all_finite: False   # an int or a bool: no NaN, no infinity

@@ -117,6 +117,11 @@ def tie_share(mask, axis, x):
 
 @overload(tie_share)
 def _tie_share(mask, axis, x):
+    if isinstance(mask, types.Boolean) and isinstance(x, types.Float) and _none(axis):
+        def one(mask, axis, x):   # a NumPy scalar's max: 1.0 (NaN where x is NaN: 0 / 0)
+            weight = 1.0 if mask else 0.0
+            return weight / weight
+        return one
     if not (isinstance(mask, types.Array) and isinstance(mask.dtype, types.Boolean)
             and isinstance(x, types.Array) and isinstance(x.dtype, types.Float)):
         _refuse("tie_share", mask, axis, x)

@@ -117,11 +117,12 @@ class Translation:
         return self._origins
 
 
-def translate(compiled, variant, optional=frozenset(), lists=frozenset()):
+def translate(compiled, variant, optional=frozenset(), lists=frozenset(), predict=False):
     """``compiled``'s gradient as Numba source (a Translation), or raises Refused.
-    ``optional``: the names whose zero number is written None (zeros.py); ``lists``:
-    the tapes (``_tape_k``) kept lists (else one of numbers in a loop is an array:
-    fixed_tapes.py)."""
+    ``optional``: the names whose zero number is written None (zeros.py), with
+    ``predict`` also those zeros.predicted finds (``Translation.optional``: all of them);
+    ``lists``: the tapes (``_tape_k``) kept lists (else one of numbers in a loop is an
+    array: fixed_tapes.py)."""
     info, bindings = pipeline.with_trees(compiled).load   # trees of a gradient loaded from disk
     if compiled.tuple_output or compiled.functions:
         what = "a tuple output" if compiled.tuple_output else "a custom Function"
@@ -159,6 +160,8 @@ def translate(compiled, variant, optional=frozenset(), lists=frozenset()):
     displays.as_tuples(function)
     calls.scalar_methods(function)
     inplace.rewrite(function, compiled.scalars)
+    if predict:
+        optional = frozenset(optional) | zeros.predicted(function)
     if optional:
         try:
             zeros.optional_zeros(function, optional)
@@ -168,8 +171,30 @@ def translate(compiled, variant, optional=frozenset(), lists=frozenset()):
     frozen = []
     namespace = _namespace(function, info, bindings, {k.name for k in kernels}, frozen)
     trees = [t for k in kernels for t in (k.loop, k.original)]
-    return Translation(name, emit.to_source(trees + [function]), namespace, function,
-                       kernels, trees, frozen)
+    _checked_math(trees + [function], namespace)
+    translation = Translation(name, emit.to_source(trees + [function]), namespace, function,
+                              kernels, trees, frozen)
+    translation.optional = frozenset(optional)
+    return translation
+
+
+def _checked_math(trees, namespace):
+    """Each call of a ``math`` function (``math.log(c)``, or ``log(c)`` of a name bound to
+    it) calls builtins_math.checked_math's form instead, which raises where Python's
+    raises (Numba's gives NaN or inf): the NumPy gradient then runs that call."""
+    from srcgrad.jit.builtins_math import checked_math   # imports numba
+    modules = {n for n, v in namespace.items() if v is math}
+    for n, v in list(namespace.items()):
+        if callable(v) and getattr(v, "__module__", None) == "math":
+            namespace[n] = checked_math(v)
+    for tree in trees:
+        for node in gast.walk(tree):
+            f = getattr(node, "func", None) if isinstance(node, gast.Call) else None
+            if isinstance(f, gast.Attribute) and isinstance(f.value, gast.Name) and \
+                    f.value.id in modules and callable(getattr(math, f.attr, None)):
+                name = "_sg_math_" + f.attr
+                namespace[name] = checked_math(getattr(math, f.attr))
+                node.func = _name(name)
 
 
 def _is_builtin(n, body, info, bindings):
@@ -309,6 +334,7 @@ def translate_jvp(compiled, fn):
     frozen = []
     namespace = _namespace(function, scope, {}, {r.name for r in runs}, frozen)
     trees = [t for r in runs for t in (r.loop, r.original)]
+    _checked_math(trees + [function], namespace)
     return Translation(name, emit.to_source(trees + [function]), namespace, function, runs, trees,
                        frozen)
 
