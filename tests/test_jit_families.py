@@ -499,3 +499,38 @@ def test_a_prediction_numba_refuses_is_dropped(monkeypatch):
     assert dropped[0] == {"dx", "dx_T"}   # typed again without them, as before: it fails alike
     entry, = jit._entries.values()
     assert not entry.predicted and not entry.optional
+
+
+# ----- global and closure arrays: parameters, read at each call -----
+
+SCALES = np.array([0.5, -1.5, 2.0, 1.0])
+
+
+def reads_a_global_array(x):
+    return np.sum(np.tanh(x * SCALES) * SCALES)
+
+
+def _closure_over(w):
+    def reads_a_closure_array(x):
+        return np.sum(x * w * x)
+    return reads_a_closure_array
+
+
+def test_global_and_closure_arrays_are_read_at_each_call(monkeypatch):
+    x = np.array([0.3, -0.2, 0.9, 1.1])
+    jit = _compiles_and_matches(reads_a_global_array, x)
+    assert "def jit_reads_a_global_array(x, SCALES, _sg_buf):" in jit.jit_source(x)
+    SCALES[1] = 4.0   # changed in place: the compiled code reads the new values
+    try:
+        np.testing.assert_allclose(_quiet(jit, x), sg.grad(reads_a_global_array)(x), rtol=1e-13)
+        np.testing.assert_allclose(_quiet(jit, x), (1 - np.tanh(x * SCALES) ** 2) * SCALES ** 2,
+                                   rtol=1e-13)   # by hand
+    finally:
+        SCALES[1] = -1.5
+    monkeypatch.setitem(globals(), "SCALES", np.arange(4.0))   # rebound
+    np.testing.assert_allclose(_quiet(jit, x), sg.grad(reads_a_global_array)(x), rtol=1e-13)
+    w = np.array([1.0, 2.0, 3.0, -1.0])
+    f = _closure_over(w)
+    jit = _compiles_and_matches(f, x)
+    w *= 2.0
+    np.testing.assert_allclose(_quiet(jit, x), 2 * w * x, rtol=1e-15)   # by hand

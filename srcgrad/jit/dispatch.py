@@ -288,6 +288,12 @@ class _Entry:
         if self.variant != "value":   # translate.py's _sg_buf (and _sg_keep)
             position = owner.gradient._plan_of(self.compiled).wrt_positions[0]
             buf = _hot_call.buffer(None if position is None else full[position])
+        arrays = self.translation().arrays
+        if arrays:   # the global and closure arrays it reads, as the NumPy code reads them now
+            try:
+                full = full + translate.global_values(arrays)
+            except (KeyError, ValueError):   # deleted: the NumPy code raises its NameError
+                return owner._numpy(args, grad_outputs)
         call_args = full + ((seed, buf, True) if self.variant == "seeded" else
                             (buf,) if self.variant == "grad" else ())
         if self.failed and _signature(call_args) in self.failed:

@@ -33,7 +33,8 @@ the clone is rewritten:
 * ``push(steps[:count])`` of a loop ended by a break (control_flow.RANGE_BREAK_FORWARD)
   becomes ``_jrt.range_head(steps, count)`` (Numba does not slice a range).
 * Free names must be numbers, NumPy or math (or a NumPy function), or the builtins
-  Numba knows; anything else (a user function, an array global, a class) is refused.
+  Numba knows; a global or closure array is a parameter, passed at each call; anything
+  else (a user function, a class) is refused.
 
 A refusal is a ``Refused`` naming the construct and the user's statement (its Origin).
 Whatever Numba's typing then rejects is found when it compiles (dispatch.py).
@@ -100,15 +101,20 @@ class Translation:
     """The jit function's ``name``, ``source``, ``namespace``, and ``origins()``: line of
     the source -> the Origin of the user statement it computes."""
 
-    def __init__(self, name, source, namespace, function, runs=(), trees=(), frozen=()):
+    def __init__(self, name, source, namespace, function, runs=(), trees=(), frozen=(),
+                 arrays=()):
         self.name, self.source, self.namespace = name, source, namespace
+        # (where, name, value) of each global or closure array, a parameter after the
+        # user's: dispatch.py passes its value at each call (_global_arrays)
+        self.arrays = list(arrays)
         # (dict or cell, name, value) of each global or closure number compiled in as a
         # constant: where one changes, the translation is stale (dispatch.py, hot.py)
         self.frozen = list(frozen)
         self.runs = list(runs)   # the elementwise runs (loops.Run), defined in the source
         self._function, self._origins = function, None
         # the parameters of the user's function it takes, in order (then its own)
-        self.params = [a.id for a in function.args.args if a.id not in (SEED, BUF, KEEP)]
+        self.params = [a.id for a in function.args.args if a.id not in (SEED, BUF, KEEP) and
+                       a.id not in {n for _, n, _ in self.arrays}]
         self._kernel_trees = list(trees)
 
     def origins(self):
@@ -167,15 +173,49 @@ def translate(compiled, variant, optional=frozenset(), lists=frozenset(), predic
             zeros.optional_zeros(function, optional)
         except zeros.Unsupported as exc:
             raise Refused(str(exc), _first_origin(compiled.trees[0])) from None
+    arrays = _global_arrays(function, info, bindings)
+    if arrays:   # parameters after the user's (before _sg_seed, _sg_buf, _sg_keep)
+        at = next((k for k, a in enumerate(function.args.args) if a.id in (SEED, BUF, KEEP)),
+                  len(function.args.args))
+        function.args.args[at:at] = [_name(n, gast.Param()) for _, n, _ in arrays]
     kernels = loops.fuse(function, compiled.scalars)
     frozen = []
     namespace = _namespace(function, info, bindings, {k.name for k in kernels}, frozen)
     trees = [t for k in kernels for t in (k.loop, k.original)]
     _checked_math(trees + [function], namespace)
     translation = Translation(name, emit.to_source(trees + [function]), namespace, function,
-                              kernels, trees, frozen)
+                              kernels, trees, frozen, arrays)
     translation.optional = frozenset(optional)
     return translation
+
+
+def _global_arrays(function, info, bindings):
+    """``(where, name, value)`` of each global or closure NumPy array ``function`` reads
+    (``where``: the globals dict, the closure cell, or None for a binding of the function):
+    the jit function takes each as a parameter, passed at each call as the NumPy code reads
+    it then (Numba would compile a global array in as a constant, its values frozen)."""
+    assigned = {a.id for a in function.args.args + function.args.posonlyargs +
+                function.args.kwonlyargs}
+    assigned |= {node.id for node in gast.walk(function) if isinstance(node, gast.Name) and
+                 not isinstance(node.ctx, gast.Load)}
+    found = {}
+    for node in gast.walk(function):
+        if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Load) and \
+                node.id not in assigned and node.id not in found:
+            value = _resolve(node.id, info, bindings)
+            if type(value) is numpy.ndarray:
+                where = None if node.id in bindings else info.closure.get(node.id) or info.globals
+                found[node.id] = (where, node.id, value)
+    return sorted(found.values(), key=lambda t: t[1])
+
+
+def global_values(arrays):
+    """The values of ``Translation.arrays`` now (KeyError or ValueError where one is gone)."""
+    out = []
+    for where, name, value in arrays:
+        out.append(value if where is None else where[name] if isinstance(where, dict)
+                   else where.cell_contents)
+    return tuple(out)
 
 
 def _checked_math(trees, namespace):
