@@ -534,3 +534,21 @@ def test_global_and_closure_arrays_are_read_at_each_call(monkeypatch):
     jit = _compiles_and_matches(f, x)
     w *= 2.0
     np.testing.assert_allclose(_quiet(jit, x), 2 * w * x, rtol=1e-15)   # by hand
+
+
+# ----- batched matrix products -----
+
+def batched_products(x, y):
+    return np.sum(np.matmul(x, y) ** 2) + np.sum(x @ y * 0.5) + np.sum((x[0] @ y[1]) ** 3)
+
+
+def test_batched_matmul_compiles():
+    x, y = rng.normal(size=(2, 2, 3)), rng.normal(size=(2, 3, 4))
+    _compiles_and_matches(batched_products, x, y, wrt=(0, 1))
+    # by hand: d/dx sum(x @ y) is ones @ y^T per batch entry
+    g = _compiles_and_matches(lambda x, y: np.sum(x @ y), x, y)
+    np.testing.assert_allclose(g(x, y), np.ones((2, 2, 4)) @ np.swapaxes(y, -1, -2), rtol=1e-14)
+    jit = sg.grad(lambda x, y: np.sum(x @ y), jit=True)
+    with pytest.warns(JitFallbackWarning):   # other batch shapes: NumPy broadcasts them
+        got = jit(x, rng.normal(size=(1, 3, 4)))
+    assert got.shape == x.shape

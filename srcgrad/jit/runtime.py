@@ -24,7 +24,8 @@ from srcgrad.jit.numba_types import (JIT_OPTIONS, basic_index as _basic_index,  
 from srcgrad.jit.writes import (check_sequence, check_unshared, written_grad,  # noqa: F401,E402
                                   zero_grad_at)
 from srcgrad.jit.products import (cast_like, dot_grad_a, dot_grad_b, dtype_grad,  # noqa: F401,E402
-                                  log_or_zero, matmul_grad_a, matmul_grad_b, sign, tie_share)
+                                  log_or_zero, matmul, matmul_grad_a, matmul_grad_b, sign,
+                                  tie_share)
 # The checks of values that might be lists or tuples (never, in compiled code).
 from srcgrad.jit.containers import (add_grad, array_of, check_array_operand,  # noqa: F401,E402
                                     concatenate_vjp, container_op, items as _items, seq_add,

@@ -539,6 +539,8 @@ class _Expressions(gast.NodeTransformer):
         self.generic_visit(node)
         if isinstance(node.op, gast.Pow):   # Python's int ** int does not overflow; Numba's does
             return _call("_jrt", "power", [node.left, node.right])
+        if isinstance(node.op, gast.MatMult):   # Numba's takes no batch (products.py)
+            return _call("_jrt", "matmul", [node.left, node.right])
         return node
 
     def visit_Call(self, node):
@@ -561,6 +563,10 @@ class _Expressions(gast.NodeTransformer):
             # Numba joins a tuple of arrays, not a list: the same values to NumPy
             node.args[0] = gast.Tuple(elts=node.args[0].elts, ctx=gast.Load())
             return node
+        f = node.func
+        if isinstance(f, gast.Attribute) and f.attr == "matmul" and isinstance(f.value, gast.Name) \
+                and f.value.id == "np" and len(node.args) == 2 and not node.keywords:
+            return _call("_jrt", "matmul", node.args)   # Numba has no np.matmul
         numba_form = calls.numba_form(node)
         if numba_form is not None:
             return numba_form
