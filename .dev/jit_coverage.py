@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 import conftest  # noqa: E402  (sets NUMBA_OPT=0, SRCGRAD_JIT_RACE=0, the cache directory)
 import srcgrad as sg  # noqa: E402
-from srcgrad.jit import JitFallbackWarning, JitGradFunction  # noqa: E402
+from srcgrad.jit import JitFallbackWarning, JitGradFunction, dispatch  # noqa: E402
 from test_jit import _same  # noqa: E402
 
 
@@ -66,6 +66,16 @@ def main():
         numpy_runs.append(1)
         return numpy_call(self, args, grad_outputs)
     JitGradFunction._numpy = counted
+    failed_typings = []   # Numba typings that raised (each a translation again or a fallback)
+    compile_ = dispatch._compile
+
+    def compile_counted(dispatcher, args):
+        try:
+            return compile_(dispatcher, args)
+        except Exception:
+            failed_typings.append(1)
+            raise
+    dispatch._compile = compile_counted
     for case in conftest.ALL_CASES:
         if not case.targets or (only and case.name not in only):
             continue
@@ -93,7 +103,8 @@ def main():
     counts = collections.Counter(outcome.values())
     total = len(outcome)
     print(f"{counts['compiled']} of {total} cases compile; {total - counts['compiled']} fall back"
-          + (f"; {counts['WRONG']} WRONG" if counts["WRONG"] else ""))
+          + (f"; {counts['WRONG']} WRONG" if counts["WRONG"] else "")
+          + f"; {len(failed_typings)} Numba typings failed in all")
     print()
     print("| cases | reason |")
     print("|---:|---|")
