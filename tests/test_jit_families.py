@@ -552,3 +552,25 @@ def test_batched_matmul_compiles():
     with pytest.warns(JitFallbackWarning):   # other batch shapes: NumPy broadcasts them
         got = jit(x, rng.normal(size=(1, 3, 4)))
     assert got.shape == x.shape
+
+
+# ----- calls that ran the NumPy gradient silently (ZeroAdjoint) now run compiled -----
+
+def test_a_dead_stores_branch_is_dropped_and_add_grad_takes_a_none_zero(monkeypatch):
+    from srcgrad.jit import JitGradFunction
+    numpy_runs = []
+    numpy_call = JitGradFunction._numpy
+
+    def counted(self, args, grad_outputs):
+        numpy_runs.append(1)
+        return numpy_call(self, args, grad_outputs)
+    monkeypatch.setattr(JitGradFunction, "_numpy", counted)
+    x = np.array([0.4, -1.2, 0.9])
+    for f in (functions.dead_store_reshape, functions.keyword_only_defaults):
+        jit = _compiles_and_matches(f, x)
+        np.testing.assert_allclose(jit(x), sg.grad(f)(x), rtol=1e-14)
+    assert not numpy_runs   # before: need_grad of a certain zero, nz() inside add_grad
+    # by hand: the dead store's branch is gone from the source, the gradient is 8 x[0] e_0
+    np.testing.assert_allclose(sg.grad(functions.dead_store_reshape, jit=True)(x),
+                               [8 * x[0], 0.0, 0.0], rtol=1e-15)
+    assert "dv)" not in sg.grad(functions.dead_store_reshape, jit=True).jit_source(x)

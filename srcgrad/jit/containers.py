@@ -67,12 +67,20 @@ def _summand(t):
 
 @overload(add_grad, jit_options=JIT_OPTIONS)
 def _add_grad(a, b):
+    if isinstance(a, types.NoneType) or isinstance(b, types.NoneType):   # the other, as it is
+        return (lambda a, b: b) if isinstance(a, types.NoneType) else (lambda a, b: a)
+    if isinstance(a, types.Optional) or isinstance(b, types.Optional):   # a None zero (zeros.py)
+        from srcgrad.jit.optional import nz
+        if isinstance(a, types.Optional) and isinstance(a.type, types.Array) and \
+                isinstance(b, types.Array):
+            return lambda a, b: b if a is None else add_grad(nz(a), b)
+        if isinstance(b, types.Optional) and isinstance(b.type, types.Array) and \
+                isinstance(a, types.Array):
+            return lambda a, b: a if b is None else add_grad(a, nz(b))
+        # the zero's result and the other's would differ in type: ZeroAdjoint at None
+        return lambda a, b: add_grad(nz(a), nz(b))
     if not (_summand(a) and _summand(b)):
         _refuse("add_grad", a, b)
-    if isinstance(b, types.NoneType):
-        return lambda a, b: a
-    if isinstance(a, types.NoneType):
-        return lambda a, b: b
     if isinstance(a, types.Array) and isinstance(b, types.Array):
         return lambda a, b: a + b
     if isinstance(a, types.Array):

@@ -251,13 +251,24 @@ def _zero_adjoints_typed(body):
     number and becomes an array where ``s`` is not zero: Numba types one name one way)
     at the function's top level becomes ``_jrt.need_grad(s)`` and the branch's body:
     need_grad raises ZeroAdjoint where ``s`` is a zero number, and that call runs the
-    NumPy gradient (dispatch.py), so the result is the NumPy gradient's either way."""
-    zeros, out = set(), []
+    NumPy gradient (dispatch.py), so the result is the NumPy gradient's either way.
+    Where ``s`` is that zero for certain (its last binding, at the top level, is ``s = 0``:
+    a dead store's adjoint), the branch, which the NumPy code never runs, is dropped (else
+    need_grad would hand every call to the NumPy gradient)."""
+    zeros, certain, out = set(), set(), []
     for s in body:
-        if isinstance(s, gast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], gast.Name):
-            if isinstance(s.value, gast.Constant) and s.value.value == 0 and \
-                    type(s.value.value) in (int, float):
-                zeros.add(s.targets[0].id)
+        zero = isinstance(s, gast.Assign) and len(s.targets) == 1 and \
+            isinstance(s.targets[0], gast.Name) and isinstance(s.value, gast.Constant) and \
+            s.value.value == 0 and type(s.value.value) in (int, float)
+        if zero:
+            zeros.add(s.targets[0].id)
+        if isinstance(s, gast.If) and not s.orelse and _is_has_grad(s.test) and \
+                s.test.args[0].id in certain:
+            continue
+        certain -= {n.id for n in gast.walk(s) if isinstance(n, gast.Name) and
+                    not isinstance(n.ctx, gast.Load)}
+        if zero:
+            certain.add(s.targets[0].id)
         if isinstance(s, gast.If) and not s.orelse and _is_has_grad(s.test) and any(
                 isinstance(t, gast.Assign) and any(isinstance(n, gast.Name) and n.id in zeros
                                                    for n in t.targets) for t in s.body):

@@ -9,7 +9,8 @@ computes with 0.0 in its place, or hands the call to the NumPy gradient:
 
 * ``v = 0.0`` becomes ``v = None`` (only +0.0: another constant keeps its type);
 * ``_jrt.has_grad(v)``, ``_jrt.need_grad(v)``, ``_jrt.fits(v, g)``, ``_jrt.add_at(v, ...)``
-  take None as the zero number (False, ZeroAdjoint, False, add_at of 0.0);
+  take None as the zero number (False, ZeroAdjoint, False, add_at of 0.0), and
+  ``_jrt.add_grad(a, b)`` in either place (the other, as the NumPy helper returns it);
 * ``a + b``, ``a - b``, ``a * b`` with ``v`` an operand become ``_jrt.zadd(a, b)`` etc.:
   ``0.0 op other`` where ``v`` is None, exactly NumPy's (0.0 * inf is nan there too);
   where the zero's result would be a number and the other branch's an array, None
@@ -207,6 +208,11 @@ class _Reads(gast.NodeTransformer):
 
     def visit_Call(self, node):
         f = node.func
+        if isinstance(f, gast.Attribute) and isinstance(f.value, gast.Name) and \
+                f.value.id == "_jrt" and f.attr == "add_grad" and len(node.args) == 2 and \
+                not node.keywords:   # None in either place: the other as it is (containers.py)
+            node.args = [a if self._mine(a) else self.visit(a) for a in node.args]
+            return node
         if isinstance(f, gast.Attribute) and isinstance(f.value, gast.Name) and \
                 f.value.id == "_jrt" and f.attr in _ZERO_AWARE and node.args and \
                 self._mine(node.args[0]):
