@@ -3,7 +3,10 @@
 Runs the loop of tests/test_jit.py's whole-catalogue comparison (same cases, same calls,
 the test suite's NUMBA_OPT=0 and SRCGRAD_JIT_RACE=0 from tests/conftest.py) and groups
 the fallbacks by the construct their JitFallbackWarning names (file and line removed).
-A case whose result differs from the NumPy gradient is listed as WRONG (the test fails).
+A case whose result differs from the NumPy gradient is listed as WRONG (the test fails). A
+case with no warning whose calls ran the NumPy gradient all the same (a compiled call that
+raised ZeroAdjoint: dispatch.py runs NumPy for it without a warning) is listed as
+"ran NumPy silently", not as compiled.
 
     PYTHONPATH=$PWD python3 .dev/jit_coverage.py [-v] [--json out.json] [--only NAME,...]
 """
@@ -21,7 +24,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 import conftest  # noqa: E402  (sets NUMBA_OPT=0, SRCGRAD_JIT_RACE=0, the cache directory)
 import srcgrad as sg  # noqa: E402
-from srcgrad.jit import JitFallbackWarning  # noqa: E402
+from srcgrad.jit import JitFallbackWarning, JitGradFunction, dispatch  # noqa: E402
 from test_jit import _same  # noqa: E402
 
 
@@ -56,6 +59,23 @@ def main():
     opts = parser.parse_args()
     only = set(opts.only.split(",")) if opts.only else None
     outcome, raw = {}, {}
+    numpy_runs = []
+    numpy_call = JitGradFunction._numpy
+
+    def counted(self, args, grad_outputs):
+        numpy_runs.append(1)
+        return numpy_call(self, args, grad_outputs)
+    JitGradFunction._numpy = counted
+    failed_typings = []   # Numba typings that raised (each a translation again or a fallback)
+    compile_ = dispatch._compile
+
+    def compile_counted(dispatcher, args):
+        try:
+            return compile_(dispatcher, args)
+        except Exception:
+            failed_typings.append(1)
+            raise
+    dispatch._compile = compile_counted
     for case in conftest.ALL_CASES:
         if not case.targets or (only and case.name not in only):
             continue
@@ -65,6 +85,7 @@ def main():
         want = sg.grad(case.function, wrt)(*args, grad_outputs=seed, **kwargs)
         args, kwargs = case.fresh()
         gradient = sg.grad(case.function, wrt, jit=True)
+        numpy_runs.clear()
         with warnings.catch_warnings(record=True) as record:
             warnings.simplefilter("always")
             got = gradient(*args, grad_outputs=seed, **kwargs)
@@ -75,12 +96,15 @@ def main():
         elif found:
             outcome[case.id] = reason(found[0])
             raw[case.id] = found[0]
+        elif numpy_runs:
+            outcome[case.id] = "ran NumPy silently (a compiled call raised ZeroAdjoint)"
         else:
             outcome[case.id] = "compiled"
     counts = collections.Counter(outcome.values())
     total = len(outcome)
     print(f"{counts['compiled']} of {total} cases compile; {total - counts['compiled']} fall back"
-          + (f"; {counts['WRONG']} WRONG" if counts["WRONG"] else ""))
+          + (f"; {counts['WRONG']} WRONG" if counts["WRONG"] else "")
+          + f"; {len(failed_typings)} Numba typings failed in all")
     print()
     print("| cases | reason |")
     print("|---:|---|")

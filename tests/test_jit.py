@@ -37,14 +37,22 @@ def _jit_warnings(record):
 
 # The catalogue in four shards (every fourth case), so that pytest-xdist spreads its Numba
 # compiles over the workers; each shard's minimum count of compiled cases is its count today
-# (40, 41, 45, 41: 167 of 198) less two.
+# (44, 44, 46, 45: 179 of 198; a case whose calls ran the NumPy gradient without a warning,
+# a compiled call raising ZeroAdjoint, is not counted) less two.
 SHARDS = 4
-COMPILED_AT_LEAST = {0: 38, 1: 39, 2: 43, 3: 39}
+COMPILED_AT_LEAST = {0: 42, 1: 42, 2: 44, 3: 43}
 
 
 @pytest.mark.parametrize("shard", range(SHARDS))
-def test_jit_gradient_equals_the_numpy_gradient_on_the_whole_catalogue(shard):
+def test_jit_gradient_equals_the_numpy_gradient_on_the_whole_catalogue(shard, monkeypatch):
     compiled, fell_back, wrong = [], [], []
+    numpy_runs = []   # a compiled call that raised ZeroAdjoint runs NumPy without a warning
+    numpy_call = JitGradFunction._numpy
+
+    def counted(self, args, grad_outputs):
+        numpy_runs.append(1)
+        return numpy_call(self, args, grad_outputs)
+    monkeypatch.setattr(JitGradFunction, "_numpy", counted)
     for case in ALL_CASES[shard::SHARDS]:
         if not case.targets:
             continue
@@ -54,20 +62,23 @@ def test_jit_gradient_equals_the_numpy_gradient_on_the_whole_catalogue(shard):
         want = sg.grad(case.function, wrt)(*args, grad_outputs=seed, **kwargs)
         args, kwargs = case.fresh()
         gradient = sg.grad(case.function, wrt, jit=True)
+        numpy_runs.clear()
         with warnings.catch_warnings(record=True) as record:
             warnings.simplefilter("always")
             got = gradient(*args, grad_outputs=seed, **kwargs)
             again = gradient(*case.fresh()[0], grad_outputs=seed, **case.fresh()[1])
         found = _jit_warnings(record)
         assert len(found) <= 1, (case.id, [str(w.message) for w in found])
-        (fell_back if found else compiled).append(case.id)
+        (fell_back if found or numpy_runs else compiled).append(case.id)
         if found:
             assert "line" in str(found[0].message), (case.id, str(found[0].message))
         if not (_same(got, want) and _same(again, want)):
             wrong.append((case.id, got, want))
     assert not wrong, wrong
     # Scalar loops, branches, indexing (rt.add_at), indexed writes, products and
-    # elementwise code compile (167 of 198 today, test_jit_families.py; 134 before tuple
+    # elementwise code compile (179 of 198 today, test_jit_families.py; 155 before round 9's
+    # helpers, typing gaps, global arrays and dead stores, of the 167 then without a warning,
+    # 12 running NumPy silently; 134 before tuple
     # gradients, reductions along axes, broadcasts and reshapes; 115 before break/continue, the container
     # checks and list gradients of test_jit_coverage.py, 103 before a zero number and an
     # array in one name (jit/zeros.py), 70 before indexed writes and the helpers of
@@ -195,12 +206,19 @@ WEIGHTS = np.array([0.5, -1.0, 2.0])
 
 
 def _reads_a_global_array(x):
-    return np.sum(x * WEIGHTS)   # line named by the warning
+    return np.sum(x * WEIGHTS)   # line named by the warning (jvp; grad passes it: round 9)
 
 
-def _numba_rejects_array_of_arrays(x):
-    m = np.array([x, x * x])   # Numba's np.array takes no list of arrays
-    return np.sum((x - m) ** 2)
+OFFSETS = [0.5, -1.0, 2.0]
+
+
+def _reads_a_global_list(x):
+    return np.sum(x * np.array(OFFSETS))   # line named by the warning
+
+
+def _numba_rejects_squeeze(x):
+    m = x[None, :].squeeze()   # Numba's arrays have no squeeze (np.array of arrays compiles now)
+    return np.sum((x - m * m) ** 2)
 
 
 def _line_of(function, text):
@@ -217,8 +235,8 @@ def _seed_becomes_an_array_in_a_loop(x):   # (a zero number that does compiles: 
 
 
 @pytest.mark.parametrize("function, text, construct", [
-    (_reads_a_global_array, "line named", "the global WEIGHTS"),
-    (_numba_rejects_array_of_arrays, "Numba's np.array", "Numba cannot compile"),
+    (_reads_a_global_list, "line named", "the global OFFSETS"),
+    (_numba_rejects_squeeze, "Numba's arrays have no squeeze", "Numba cannot compile"),
     (_seed_becomes_an_array_in_a_loop, "becomes an array", "Cannot unify float64 and array"),
 ])
 def test_what_numba_cannot_compile_falls_back_with_one_warning_naming_file_and_line(

@@ -4,7 +4,10 @@
 takes no order and reshapes only contiguous arrays); reductions given an axis or keepdims
 (``np.mean(x, axis=1)``, ``x.max(axis=(0, 2), keepdims=True)``, ``x.var(axis=0, ddof=1)``)
 become ``_jrt.reduce_mean(x, axis, keepdims, ddof)`` and the like (reductions.py);
-``np.flip(a, None)`` drops its None axis. A call
+``np.flip(a, None)`` drops its None axis; ``np.array([a, b])`` of a display that is not all
+constants becomes ``_jrt.array_of((a, b))`` (Numba's ``np.array`` takes no list of arrays),
+and ``s.sum()`` of a name bound once to a full reduction (a NumPy scalar, whose methods
+Numba's float has not) becomes ``np.sum(s)`` (``scalar_methods``). A call
 with other arguments stays as it is (Numba's typing decides).
 """
 
@@ -13,7 +16,64 @@ import gast
 
 def numba_form(node):
     """The ``_jrt`` call that replaces the Call ``node``, or None."""
-    return _reshape(node) or _reduction(node) or _without_none_axis(node)
+    return _reshape(node) or _reduction(node) or _without_none_axis(node) or _array_of(node)
+
+
+def _array_of(node):
+    """``np.array([a, b])`` (one list display, not all constants, no keywords) as
+    ``_jrt.array_of((a, b))`` (runtime.py: the arrays stacked, as np.array stacks arrays of
+    one shape), else None."""
+    f = node.func
+    if not (isinstance(f, gast.Attribute) and f.attr == "array" and isinstance(f.value, gast.Name)
+            and f.value.id == "np" and len(node.args) == 1 and not node.keywords and
+            isinstance(node.args[0], gast.List) and node.args[0].elts) or \
+            all(isinstance(e, gast.Constant) for e in node.args[0].elts):
+        return None
+    return _jrt_call("array_of", [gast.Tuple(elts=node.args[0].elts, ctx=gast.Load())])
+
+
+_FULL = ("sum", "mean", "max", "min", "prod")   # full reductions: a NumPy scalar
+
+
+def scalar_methods(function):
+    """``s.sum()`` (``mean``, ``max``, ``min``, ``prod``; no arguments) where ``s`` is bound
+    once, to a full reduction (``x.sum()``, ``np.sum(x)``: always a NumPy scalar, whose
+    ``.sum()`` is itself), as ``np.sum(s)``: Numba types a NumPy scalar as a float, which has
+    no such method. Any other receiver keeps its method call (Numba's typing decides)."""
+    stores, full = {}, set()
+    for node in gast.walk(function):
+        if isinstance(node, gast.Name) and not isinstance(node.ctx, gast.Load):
+            stores[node.id] = stores.get(node.id, 0) + 1
+        if isinstance(node, gast.Assign) and len(node.targets) == 1 and \
+                isinstance(node.targets[0], gast.Name) and _full_reduction(node.value):
+            full.add(node.targets[0].id)
+    params = {a.id for a in function.args.args + function.args.posonlyargs +
+              function.args.kwonlyargs}
+    for node in gast.walk(function):
+        if isinstance(node, gast.Call) and _method_of_nothing(node) and \
+                isinstance(node.func.value, gast.Name) and node.func.value.id in full and \
+                stores.get(node.func.value.id) == 1 and node.func.value.id not in params:
+            receiver = node.func.value
+            node.func = gast.Attribute(value=gast.Name(id="np", ctx=gast.Load(), annotation=None,
+                                                       type_comment=None),
+                                       attr=node.func.attr, ctx=gast.Load())
+            node.args = [receiver]
+
+
+def _method_of_nothing(node):
+    return isinstance(node.func, gast.Attribute) and node.func.attr in _FULL and \
+        not node.args and not node.keywords
+
+
+def _full_reduction(value):
+    if not isinstance(value, gast.Call):
+        return False
+    f = value.func
+    if _method_of_nothing(value):
+        return not (isinstance(f.value, gast.Name) and f.value.id in ("np", "_jrt", "math"))
+    return isinstance(f, gast.Attribute) and f.attr in _FULL + ("amax", "amin") and \
+        isinstance(f.value, gast.Name) and f.value.id == "np" and len(value.args) == 1 and \
+        not value.keywords
 
 
 _WHOLE = ("flip", "cumsum", "cumprod")   # axis=None: every axis, as with no axis given
@@ -41,7 +101,7 @@ def _jrt_call(attr, args):
 
 
 _REDUCTIONS = {"sum": "sum", "mean": "mean", "max": "max", "min": "min", "amax": "max",
-               "amin": "min", "var": "var", "std": "std"}
+               "amin": "min", "var": "var", "std": "std", "prod": "prod"}
 
 
 def _reduction(node):

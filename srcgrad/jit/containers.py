@@ -67,12 +67,20 @@ def _summand(t):
 
 @overload(add_grad, jit_options=JIT_OPTIONS)
 def _add_grad(a, b):
+    if isinstance(a, types.NoneType) or isinstance(b, types.NoneType):   # the other, as it is
+        return (lambda a, b: b) if isinstance(a, types.NoneType) else (lambda a, b: a)
+    if isinstance(a, types.Optional) or isinstance(b, types.Optional):   # a None zero (zeros.py)
+        from srcgrad.jit.optional import nz
+        if isinstance(a, types.Optional) and isinstance(a.type, types.Array) and \
+                isinstance(b, types.Array):
+            return lambda a, b: b if a is None else add_grad(nz(a), b)
+        if isinstance(b, types.Optional) and isinstance(b.type, types.Array) and \
+                isinstance(a, types.Array):
+            return lambda a, b: a if b is None else add_grad(a, nz(b))
+        # the zero's result and the other's would differ in type: ZeroAdjoint at None
+        return lambda a, b: add_grad(nz(a), nz(b))
     if not (_summand(a) and _summand(b)):
         _refuse("add_grad", a, b)
-    if isinstance(b, types.NoneType):
-        return lambda a, b: a
-    if isinstance(a, types.NoneType):
-        return lambda a, b: b
     if isinstance(a, types.Array) and isinstance(b, types.Array):
         return lambda a, b: a + b
     if isinstance(a, types.Array):
@@ -196,3 +204,30 @@ def _seq_add(dseq, g):
     if isinstance(dseq, types.Array):
         return lambda dseq, g: dseq if g == 0 else dseq + g
     return lambda dseq, g: dseq if g == 0 else dseq + g
+
+
+def array_of(values):
+    """``np.array([a, b, ...])`` of the tuple ``values`` (calls.py): arrays of one dtype and
+    rank stacked (ValueError where their shapes differ: NumPy refuses them too), numbers as
+    Numba's ``np.array`` makes them of a list display (what compiled before calls.py)."""
+
+
+@overload(array_of, jit_options=JIT_OPTIONS)
+def _array_of(values):
+    if not isinstance(values, types.BaseTuple) or not len(values):
+        _refuse("array_of", values)
+    n = len(values)
+    if all(isinstance(t, types.Array) for t in values) and \
+            len({(t.dtype, t.ndim) for t in values}) == 1:
+        checks = "".join(f"    if values[{k}].shape != values[0].shape:\n"
+                         "        raise ValueError('srcgrad jit: np.array of arrays of several "
+                         "shapes')\n" for k in range(1, n))
+        code = f"def stacked(values):\n{checks}    return np.stack(values)\n"
+    elif all(_is_number(t) for t in values):   # the list display Numba's np.array takes
+        items = ", ".join(f"values[{k}]" for k in range(n))
+        code = f"def stacked(values):\n    return np.array([{items}])\n"
+    else:
+        _refuse("array_of", values)
+    namespace = {"np": np}
+    exec(code, namespace)
+    return namespace["stacked"]

@@ -191,14 +191,38 @@ class _Entry:
         self.optional = frozenset()   # names Numba could not unify (translate, zeros.py)
         self.lists = frozenset()   # tapes kept lists: their array refused a value (fixed_tapes.py)
         self.slower = False        # the NumPy gradient ran faster on the first call (_numpy_faster)
+        # the names of optional that zeros.predicted found before Numba typed anything (one
+        # typing instead of one per name); emptied where a translation with them fails
+        self.predicted = None
         self._translation = None
         self.holds = getattr(getattr(compiled, "guard", None), "holds", None)
 
     def translation(self):
         if self._translation is None:
+            if self.predicted is None:   # the first translation: with the predicted names
+                self.predicted = frozenset()
+                try:
+                    t = translate.translate(self.compiled, self.variant, self.optional,
+                                            self.lists, predict=True)
+                    self.predicted = t.optional - self.optional
+                    self.optional = t.optional
+                    self._translation = t
+                    return t
+                except translate.Refused:   # zeros.py does not take a read: as before
+                    pass
             self._translation = translate.translate(self.compiled, self.variant, self.optional,
                                                     self.lists)
         return self._translation
+
+    def _unpredict(self):
+        """A translation with predicted names failed in Numba for another reason than a
+        name it cannot unify: translated again without them (and found one by one, as
+        before), so that a prediction never makes a gradient fall back."""
+        if not self.predicted:
+            return False
+        self.optional, self.predicted = frozenset(), frozenset()
+        self._translation, self.dispatcher = None, None
+        return True
 
     def _dispatcher(self):
         from srcgrad.jit import runtime as jrt
@@ -264,6 +288,12 @@ class _Entry:
         if self.variant != "value":   # translate.py's _sg_buf (and _sg_keep)
             position = owner.gradient._plan_of(self.compiled).wrt_positions[0]
             buf = _hot_call.buffer(None if position is None else full[position])
+        arrays = self.translation().arrays
+        if arrays:   # the global and closure arrays it reads, as the NumPy code reads them now
+            try:
+                full = full + translate.global_values(arrays)
+            except (KeyError, ValueError):   # deleted: the NumPy code raises its NameError
+                return owner._numpy(args, grad_outputs)
         call_args = full + ((seed, buf, True) if self.variant == "seeded" else
                             (buf,) if self.variant == "grad" else ())
         if self.failed and _signature(call_args) in self.failed:
@@ -277,8 +307,8 @@ class _Entry:
         try:
             compile_s = _compile(dispatcher, call_args)
         except Exception as exc:   # Numba's typing or lowering
-            if self._ununified(exc) or self._listed(exc):   # translated again: that name's
-                # zero as None, or the tapes as lists
+            if self._ununified(exc) or self._listed(exc) or self._unpredict():   # translated
+                # again: that name's zero as None, the tapes as lists, or no predicted names
                 self._unhot(owner)
                 return self.call(owner, args, grad_outputs)
             self.failed.add(_signature(call_args))
@@ -334,7 +364,7 @@ class _Entry:
             if lines and int(lines[-1]) <= len(source):   # v += an array, v a number
                 found = re.match(r"\s*([A-Za-z_]\w*) [-+*]= ", source[int(lines[-1]) - 1])
                 name = found and found.group(1)
-        if not name or name in self.optional or len(self.optional) >= 8:
+        if not name or name in self.optional or len(self.optional - self.predicted) >= 8:
             return False
         optional = self.optional | {name}
         try:

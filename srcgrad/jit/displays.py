@@ -6,6 +6,10 @@ holds the same values as the tuple ``(x, y, x * y)``. Numba types a list's items
 type and a tuple's each its own, and indexing.py's add_at gives a tuple's gradient item
 by item, so the display becomes a tuple display. Any other use (an append, a runtime
 index, a call, a tape push, a second binding) keeps the list.
+
+``k = [1, 1, 2]`` of integer constants, bound once and read only as an index (``x[k]``, the
+index of ``rt.add_at``) indexes as the array ``np.array([1, 1, 2])`` does (NumPy takes such
+a list as that array; Numba takes no list index), so it becomes that array.
 """
 
 import gast
@@ -29,6 +33,13 @@ def as_tuples(function):
                  node.id == n and isinstance(node.ctx, gast.Load)]
         if all(_record_read(node, parents) for node in reads):
             assign.value = gast.Tuple(elts=assign.value.elts, ctx=gast.Load())
+        elif assign.value.elts and all(_constant_int(e) for e in assign.value.elts) and \
+                all(_index_read(node, parents) for node in reads):
+            assign.value = gast.Call(
+                func=gast.Attribute(value=gast.Name(id="np", ctx=gast.Load(), annotation=None,
+                                                    type_comment=None),
+                                    attr="array", ctx=gast.Load()),
+                args=[assign.value], keywords=[])
 
 
 def _params(function):
@@ -48,6 +59,17 @@ def _record_read(node, parents):
             isinstance(f.value, gast.Name) and f.value.id == "_jrt" and \
             len(parent.args) == 4 and parent.args[1] is node and _constant_int(parent.args[2])
     return False
+
+
+def _index_read(node, parents):
+    """``x[k]`` (read or written) or ``_jrt.add_at(dx, x, k, g)``: ``k`` only an index."""
+    parent = parents.get(id(node))
+    if isinstance(parent, gast.Subscript):
+        return parent.slice is node
+    return isinstance(parent, gast.Call) and isinstance(parent.func, gast.Attribute) and \
+        parent.func.attr == "add_at" and isinstance(parent.func.value, gast.Name) and \
+        parent.func.value.id == "_jrt" and len(parent.args) == 4 and parent.args[2] is node \
+        and node not in parent.args[:2] + parent.args[3:]
 
 
 def _constant_int(index):

@@ -1,5 +1,5 @@
 """Numba forms of NumPy's reductions along axes: ``sum``, ``mean``, ``max``, ``min``,
-``var`` and ``std`` of a float64 array with ``axis`` (an int or a tuple of ints) or
+``prod``, ``var`` and ``std`` of a float64 array with ``axis`` (an int or a tuple of ints) or
 ``keepdims`` (translate.py writes ``np.mean(x, axis=1)`` and ``x.mean(axis=1)`` as
 ``_jrt.reduce_mean(x, 1, False, 0)``; Numba has no ``keepdims``, and of these only
 ``sum`` takes an ``axis``: a sum over one int axis without keepdims stays Numba's own).
@@ -15,7 +15,7 @@ from numba import njit, types
 from numba.extending import overload
 from numba.np.unsafe.ndarray import to_fixed_tuple
 
-from srcgrad.jit.numba_types import JIT_OPTIONS, refuse as _refuse
+from srcgrad.jit.numba_types import JIT_OPTIONS, is_number as _is_number, refuse as _refuse
 from srcgrad.jit.shapes import (axis_count, axis_kind, kept_offset, kept_size, literal_flag,
                                 reduced_axes)
 
@@ -27,6 +27,15 @@ def _sums(x, reduced):
     for idx in np.ndindex(x.shape):
         out[kept_offset(idx, x.shape, reduced)] += x[idx]
     return out, _count(x.shape, reduced)
+
+
+@njit(**JIT_OPTIONS)
+def _prod(x, reduced, ddof):
+    """The products over the reduced axes (1 for none), flat in C order of the kept ones."""
+    out = np.ones(kept_size(x.shape, reduced))
+    for idx in np.ndindex(x.shape):
+        out[kept_offset(idx, x.shape, reduced)] *= x[idx]
+    return out
 
 
 @njit(**JIT_OPTIONS)
@@ -93,7 +102,8 @@ def _std(x, reduced, ddof):
 
 
 # each reduction's values, flat in C order of the kept axes
-_FLAT = {"sum": _sum, "mean": _mean, "max": _max, "min": _min, "var": _variances, "std": _std}
+_FLAT = {"sum": _sum, "mean": _mean, "max": _max, "min": _min, "prod": _prod,
+         "var": _variances, "std": _std}
 
 
 def _form(op):
@@ -136,5 +146,45 @@ def _form(op):
     return stub
 
 
-reduce_sum, reduce_mean, reduce_max, reduce_min, reduce_var, reduce_std = (
-    _form(op) for op in ("sum", "mean", "max", "min", "var", "std"))
+reduce_sum, reduce_mean, reduce_max, reduce_min, reduce_prod, reduce_var, reduce_std = (
+    _form(op) for op in ("sum", "mean", "max", "min", "prod", "var", "std"))
+
+
+def prod_others(a, axis=None):
+    """See srcgrad.rules.numpy_reductions.prod_others: each entry's product of the other
+    entries of its reduction group (1.0 for a number), no division. The NumPy helper's
+    order: the product of the entries before it (in C order of the group) times that of
+    the entries after it, multiplied from the last one back."""
+
+
+@overload(prod_others, jit_options=JIT_OPTIONS)
+def _prod_others(a, axis=None):
+    kind = axis_kind(axis)
+    if _is_number(a) and kind is not None:
+        return lambda a, axis=None: 1.0
+    if not (isinstance(a, types.Array) and a.dtype == types.float64 and a.ndim > 0 and
+            kind is not None):
+        _refuse("prod_others", a, axis)
+    n = a.ndim
+
+    def others(a, axis=None):
+        reduced = reduced_axes(axis, n)
+        size = kept_size(a.shape, reduced)
+        flat = np.ascontiguousarray(a).reshape(a.size)
+        groups = np.empty(a.size, np.intp)
+        out = np.empty(a.size)
+        before = np.ones(size)
+        f = 0
+        for idx in np.ndindex(a.shape):   # C order: each group's entries in order
+            k = kept_offset(idx, a.shape, reduced)
+            groups[f] = k
+            out[f] = before[k]
+            before[k] *= flat[f]
+            f += 1
+        after = np.ones(size)
+        for f in range(a.size - 1, -1, -1):
+            k = groups[f]
+            out[f] = out[f] * after[k]
+            after[k] *= flat[f]
+        return out.reshape(a.shape)
+    return others

@@ -24,17 +24,24 @@ from srcgrad.jit.numba_types import (JIT_OPTIONS, basic_index as _basic_index,  
 from srcgrad.jit.writes import (check_sequence, check_unshared, written_grad,  # noqa: F401,E402
                                   zero_grad_at)
 from srcgrad.jit.products import (cast_like, dot_grad_a, dot_grad_b, dtype_grad,  # noqa: F401,E402
-                                  log_or_zero, matmul_grad_a, matmul_grad_b, share, sign,
+                                  log_or_zero, matmul, matmul_grad_a, matmul_grad_b, share,
+                                  sign,
                                   tie_share)
 # The checks of values that might be lists or tuples (never, in compiled code).
-from srcgrad.jit.containers import (add_grad, check_array_operand,  # noqa: F401,E402
+from srcgrad.jit.containers import (add_grad, array_of, check_array_operand,  # noqa: F401,E402
                                     concatenate_vjp, container_op, items as _items, seq_add,
                                     seq_item, stack_vjp, unreached)
 # Gradients moved between shapes: broadcasts, reductions along axes, reshapes.
 from srcgrad.jit.shapes import (reduction_size, reshape, unbroadcast,  # noqa: F401,E402
                                 unreduce, unreduce_like)
-from srcgrad.jit.reductions import (reduce_max, reduce_mean, reduce_min,  # noqa: F401,E402
-                                    reduce_std, reduce_sum, reduce_var)
+from srcgrad.jit.reductions import (prod_others, reduce_max, reduce_mean,  # noqa: F401,E402
+                                    reduce_min, reduce_prod, reduce_std, reduce_sum, reduce_var)
+# The helpers of Python's builtins and math, of np.clip and of transposes.
+from srcgrad.jit.builtins_math import (builtin_abs, builtin_sum_vjp, cos,  # noqa: F401,E402
+                                       cosh, exp, log, log_base, log_base_grad, minmax_vjp,
+                                       sin, sinh)
+from srcgrad.jit.elementwise import (clip_above, clip_below, either,  # noqa: F401,E402
+                                     inverse_axes, method_axes)
 # The adjoint of indexing (rt.add_at): arrays, and the tuples a function unpacks.
 from srcgrad.jit.indexing import add_at  # noqa: F401,E402
 # The reads of a name whose zero number is None (zeros.py).

@@ -33,23 +33,25 @@ the clone is rewritten:
 * ``push(steps[:count])`` of a loop ended by a break (control_flow.RANGE_BREAK_FORWARD)
   becomes ``_jrt.range_head(steps, count)`` (Numba does not slice a range).
 * Free names must be numbers, NumPy or math (or a NumPy function), or the builtins
-  Numba knows; anything else (a user function, an array global, a class) is refused.
+  Numba knows; a global or closure array is a parameter, passed at each call; anything
+  else (a user function, a class) is refused.
 
 A refusal is a ``Refused`` naming the construct and the user's statement (its Origin).
 Whatever Numba's typing then rejects is found when it compiles (dispatch.py).
 """
 
-import builtins
-import math
 import re
 
 import gast
-import numpy
 
 from srcgrad import anno, optimize, pipeline
 from srcgrad.codegen import emit
 from srcgrad.jit import calls, displays, fixed_tapes, inplace, loops, zeros
 from srcgrad.optimize import unit_seed
+from srcgrad.jit.errors import Refused
+from srcgrad.jit.names import (BUILTINS, checked_math as _checked_math,  # noqa: F401
+                               frozen_checks, global_arrays as _global_arrays, global_values,
+                               is_builtin as _is_builtin, namespace as _namespace)
 from srcgrad.templates import clone
 from srcgrad.transform import tape as tapes
 
@@ -62,9 +64,9 @@ HELPERS = ("default_seed", "owned_zeros", "unbroadcast", "has_grad", "shape_of",
            "dot_grad_a", "dot_grad_b", "sign", "log_or_zero", "cast_like", "dtype_grad", "unreduce_like",
            "tie_share", "copy_restored", "check_sequence", "check_array_operand", "container_op",
            "add_grad", "seq_item", "array_vjp", "stack_vjp", "concatenate_vjp", "seq_add",
-           "share")
-BUILTINS = {"range", "len", "abs", "min", "max", "float", "int", "bool", "round", "print",
-            "sum", "divmod", "pow", "enumerate", "zip", "slice"}
+           "prod_others", "builtin_sum_vjp", "minmax_vjp", "log_base", "log_base_grad", "sin",
+           "cos", "exp", "sinh", "cosh", "log", "clip_below", "clip_above", "either",
+           "inverse_axes", "method_axes", "share")
 SEED = "_sg_seed"
 OUT = "_sg_out"
 BUF = "_sg_buf"     # "grad", "seeded": a float64 array the first gradient is written into
@@ -80,34 +82,24 @@ KEEP = "_sg_keep"   # "seeded": whether the output is returned (else None: not b
 VARIANTS = ("grad", "value", "seeded")
 
 
-class Refused(Exception):
-    """A construct the translation does not take: ``construct`` in words, ``origin``
-    the user's statement (parse.Origin) or None."""
-
-    def __init__(self, construct, origin=None):
-        self.construct = construct
-        self.origin = origin
-        super().__init__(construct)
-
-    def where(self):
-        if self.origin is None:
-            return None, None
-        return self.origin.filename, self.origin.lineno
-
-
 class Translation:
     """The jit function's ``name``, ``source``, ``namespace``, and ``origins()``: line of
     the source -> the Origin of the user statement it computes."""
 
-    def __init__(self, name, source, namespace, function, runs=(), trees=(), frozen=()):
+    def __init__(self, name, source, namespace, function, runs=(), trees=(), frozen=(),
+                 arrays=()):
         self.name, self.source, self.namespace = name, source, namespace
+        # (where, name, value) of each global or closure array, a parameter after the
+        # user's: dispatch.py passes its value at each call (_global_arrays)
+        self.arrays = list(arrays)
         # (dict or cell, name, value) of each global or closure number compiled in as a
         # constant: where one changes, the translation is stale (dispatch.py, hot.py)
         self.frozen = list(frozen)
         self.runs = list(runs)   # the elementwise runs (loops.Run), defined in the source
         self._function, self._origins = function, None
         # the parameters of the user's function it takes, in order (then its own)
-        self.params = [a.id for a in function.args.args if a.id not in (SEED, BUF, KEEP)]
+        self.params = [a.id for a in function.args.args if a.id not in (SEED, BUF, KEEP) and
+                       a.id not in {n for _, n, _ in self.arrays}]
         self._kernel_trees = list(trees)
 
     def origins(self):
@@ -116,11 +108,12 @@ class Translation:
         return self._origins
 
 
-def translate(compiled, variant, optional=frozenset(), lists=frozenset()):
+def translate(compiled, variant, optional=frozenset(), lists=frozenset(), predict=False):
     """``compiled``'s gradient as Numba source (a Translation), or raises Refused.
-    ``optional``: the names whose zero number is written None (zeros.py); ``lists``:
-    the tapes (``_tape_k``) kept lists (else one of numbers in a loop is an array:
-    fixed_tapes.py)."""
+    ``optional``: the names whose zero number is written None (zeros.py), with
+    ``predict`` also those zeros.predicted finds (``Translation.optional``: all of them);
+    ``lists``: the tapes (``_tape_k``) kept lists (else one of numbers in a loop is an
+    array: fixed_tapes.py)."""
     info, bindings = pipeline.with_trees(compiled).load   # trees of a gradient loaded from disk
     if compiled.tuple_output or compiled.functions:
         what = "a tuple output" if compiled.tuple_output else "a custom Function"
@@ -146,7 +139,8 @@ def translate(compiled, variant, optional=frozenset(), lists=frozenset()):
     if variant != "value":
         extra = [SEED, BUF, KEEP] if variant == "seeded" else [BUF]
         args.args = args.args + [_name(n, gast.Param()) for n in extra]
-    rewrite = _Rewrite(_first_origin(compiled.trees[0]), _initial_values(body))
+    rewrite = _Rewrite(_first_origin(compiled.trees[0]), _initial_values(body),
+                       _is_builtin("abs", body, info, bindings))
     body = rewrite.block(body)
     arrays = fixed_tapes.fix(body, compiled.scalars, lists)
     tape_lists = [_assign(key, gast.List(elts=[], ctx=gast.Load()))
@@ -155,18 +149,29 @@ def translate(compiled, variant, optional=frozenset(), lists=frozenset()):
                                 returns=None, type_comment=None, type_params=[])
     function.body = _zero_adjoints_typed(function.body)
     displays.as_tuples(function)
+    calls.scalar_methods(function)
     inplace.rewrite(function, compiled.scalars)
+    if predict:
+        optional = frozenset(optional) | zeros.predicted(function)
     if optional:
         try:
             zeros.optional_zeros(function, optional)
         except zeros.Unsupported as exc:
             raise Refused(str(exc), _first_origin(compiled.trees[0])) from None
+    arrays = _global_arrays(function, info, bindings)
+    if arrays:   # parameters after the user's (before _sg_seed, _sg_buf, _sg_keep)
+        at = next((k for k, a in enumerate(function.args.args) if a.id in (SEED, BUF, KEEP)),
+                  len(function.args.args))
+        function.args.args[at:at] = [_name(n, gast.Param()) for _, n, _ in arrays]
     kernels = loops.fuse(function, compiled.scalars)
     frozen = []
     namespace = _namespace(function, info, bindings, {k.name for k in kernels}, frozen)
     trees = [t for k in kernels for t in (k.loop, k.original)]
-    return Translation(name, emit.to_source(trees + [function]), namespace, function,
-                       kernels, trees, frozen)
+    _checked_math(trees + [function], namespace)
+    translation = Translation(name, emit.to_source(trees + [function]), namespace, function,
+                              kernels, trees, frozen, arrays)
+    translation.optional = frozenset(optional)
+    return translation
 
 
 def _initial_values(body):
@@ -247,13 +252,24 @@ def _zero_adjoints_typed(body):
     number and becomes an array where ``s`` is not zero: Numba types one name one way)
     at the function's top level becomes ``_jrt.need_grad(s)`` and the branch's body:
     need_grad raises ZeroAdjoint where ``s`` is a zero number, and that call runs the
-    NumPy gradient (dispatch.py), so the result is the NumPy gradient's either way."""
-    zeros, out = set(), []
+    NumPy gradient (dispatch.py), so the result is the NumPy gradient's either way.
+    Where ``s`` is that zero for certain (its last binding, at the top level, is ``s = 0``:
+    a dead store's adjoint), the branch, which the NumPy code never runs, is dropped (else
+    need_grad would hand every call to the NumPy gradient)."""
+    zeros, certain, out = set(), set(), []
     for s in body:
-        if isinstance(s, gast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], gast.Name):
-            if isinstance(s.value, gast.Constant) and s.value.value == 0 and \
-                    type(s.value.value) in (int, float):
-                zeros.add(s.targets[0].id)
+        zero = isinstance(s, gast.Assign) and len(s.targets) == 1 and \
+            isinstance(s.targets[0], gast.Name) and isinstance(s.value, gast.Constant) and \
+            s.value.value == 0 and type(s.value.value) in (int, float)
+        if zero:
+            zeros.add(s.targets[0].id)
+        if isinstance(s, gast.If) and not s.orelse and _is_has_grad(s.test) and \
+                s.test.args[0].id in certain:
+            continue
+        certain -= {n.id for n in gast.walk(s) if isinstance(n, gast.Name) and
+                    not isinstance(n.ctx, gast.Load)}
+        if zero:
+            certain.add(s.targets[0].id)
         if isinstance(s, gast.If) and not s.orelse and _is_has_grad(s.test) and any(
                 isinstance(t, gast.Assign) and any(isinstance(n, gast.Name) and n.id in zeros
                                                    for n in t.targets) for t in s.body):
@@ -296,6 +312,7 @@ def translate_jvp(compiled, fn):
     frozen = []
     namespace = _namespace(function, scope, {}, {r.name for r in runs}, frozen)
     trees = [t for r in runs for t in (r.loop, r.original)]
+    _checked_math(trees + [function], namespace)
     return Translation(name, emit.to_source(trees + [function]), namespace, function, runs, trees,
                        frozen)
 
@@ -329,8 +346,9 @@ def _compose(forward, backward, seed_value, variant):
 class _Rewrite:
     """The statement rewrites of the module docstring, with the user's line of each."""
 
-    def __init__(self, origin, initials=None):
+    def __init__(self, origin, initials=None, builtin_abs=False):
         self.tapes = set()
+        self.builtin_abs = builtin_abs   # ``abs`` is Python's: ``abs(v)`` is _jrt.builtin_abs
         self.origin = origin   # the user's statement, else the function's first
         self.initials = initials or {}   # id of an initial ``x = None`` -> its value (_initial_values)
 
@@ -459,6 +477,8 @@ class _Expressions(gast.NodeTransformer):
         self.generic_visit(node)
         if isinstance(node.op, gast.Pow):   # Python's int ** int does not overflow; Numba's does
             return _call("_jrt", "power", [node.left, node.right])
+        if isinstance(node.op, gast.MatMult):   # Numba's takes no batch (products.py)
+            return _call("_jrt", "matmul", [node.left, node.right])
         return node
 
     def visit_Call(self, node):
@@ -481,11 +501,18 @@ class _Expressions(gast.NodeTransformer):
             # Numba joins a tuple of arrays, not a list: the same values to NumPy
             node.args[0] = gast.Tuple(elts=node.args[0].elts, ctx=gast.Load())
             return node
+        f = node.func
+        if isinstance(f, gast.Attribute) and f.attr == "matmul" and isinstance(f.value, gast.Name) \
+                and f.value.id == "np" and len(node.args) == 2 and not node.keywords:
+            return _call("_jrt", "matmul", node.args)   # Numba has no np.matmul
         numba_form = calls.numba_form(node)
         if numba_form is not None:
             return numba_form
         if isinstance(node.func, gast.Name) and node.func.id == "reversed" and len(node.args) == 1:
             return _call("_jrt", "rev_range", node.args)
+        if isinstance(node.func, gast.Name) and node.func.id == "abs" and len(node.args) == 1 \
+                and not node.keywords and self.rewrite.builtin_abs:
+            return _call("_jrt", "builtin_abs", node.args)   # Numba's abs takes no array
         f = node.func
         if isinstance(f, gast.Attribute) and f.attr == "norm" and isinstance(f.value, gast.Attribute) \
                 and f.value.attr == "linalg" and isinstance(f.value.value, gast.Name) and \
@@ -507,88 +534,6 @@ def _describe(node):
             "Set": "a set", "JoinedStr": "an f-string", "Starred": "a starred expression",
             "GeneratorExp": "a generator expression"}.get(type(node).__name__,
                                                            f"a {type(node).__name__}")
-
-
-def _namespace(function, info, bindings, kernels=(), frozen=None):
-    """The globals the jit function reads: each free name checked (Refused otherwise).
-    ``frozen``: a list given the numbers read from the function's globals and closure
-    cells (``(dict or cell, name, value)``): Numba compiles a global as a constant,
-    where the NumPy code reads it at each call (``Translation.frozen``)."""
-    assigned = {a.id for a in function.args.args + function.args.posonlyargs + function.args.kwonlyargs}
-    for node in gast.walk(function):
-        if isinstance(node, gast.Name) and not isinstance(node.ctx, gast.Load):
-            assigned.add(node.id)
-    namespace = {"np": numpy}
-    origin = None
-    for stmt in optimize.walk_statements(function.body):
-        origin = anno.getanno(stmt, Static.ORIGIN) or origin
-        for node in gast.walk(stmt):
-            if not (isinstance(node, gast.Name) and isinstance(node.ctx, gast.Load)):
-                continue
-            n = node.id
-            if n in assigned or n in namespace or n == "_jrt" or n in kernels:
-                continue
-            value = _resolve(n, info, bindings)
-            if value is _MISSING:
-                if n in BUILTINS:
-                    continue
-                raise Refused(f"the name {n}", origin)
-            if n in BUILTINS and value is getattr(builtins, n, None):
-                continue
-            if not _numba_value(value):
-                raise Refused(f"the global {n} (a {type(value).__name__})", origin)
-            namespace[n] = value
-            if frozen is not None and n not in bindings and _is_number(value):
-                frozen.append((info.closure[n], n, value) if n in info.closure else
-                              (info.globals, n, value))
-    return namespace
-
-
-_MISSING = object()
-
-
-def _resolve(n, info, bindings):
-    if n in bindings:
-        return bindings[n]
-    if n in info.closure:
-        try:
-            return info.closure[n].cell_contents
-        except ValueError:
-            return _MISSING
-    if n in info.globals:
-        return info.globals[n]
-    return _MISSING
-
-
-def _is_number(value):
-    return type(value) in (int, float, bool, complex) or isinstance(value, numpy.number)
-
-
-def frozen_checks(frozen):
-    """(conditions, their namespace): each number of ``frozen`` (``Translation.frozen``)
-    is still the value compiled in. A float or an int of the same type and value holds
-    (a float 0 by identity only: its sign); anything else by identity. An emptied cell
-    or a deleted global raises: the caller treats that as not holding."""
-    lines, values = [], {}
-    for k, (where, name, value) in enumerate(frozen):
-        read = f"_fz_in{k}.cell_contents" if not isinstance(where, dict) else f"_fz_in{k}[{name!r}]"
-        values[f"_fz_in{k}"], values[f"_fz_v{k}"] = where, value
-        if type(value) in (int, bool) or (type(value) is float and value == value and value != 0):
-            lines.append(f"type({read}) is {type(value).__name__} and {read} == _fz_v{k}")
-        else:
-            lines.append(f"{read} is _fz_v{k}")
-    return lines, values
-
-
-def _numba_value(value):
-    if value is numpy or value is math:
-        return True
-    if type(value) in (int, float, bool, complex) or isinstance(value, numpy.number):
-        return True
-    if isinstance(value, numpy.ufunc):
-        return True
-    return callable(value) and getattr(value, "__module__", "") and (
-        value.__module__.startswith("numpy") or value.__module__ == "math")
 
 
 def _first_origin(tree):

@@ -9,7 +9,8 @@ computes with 0.0 in its place, or hands the call to the NumPy gradient:
 
 * ``v = 0.0`` becomes ``v = None`` (only +0.0: another constant keeps its type);
 * ``_jrt.has_grad(v)``, ``_jrt.need_grad(v)``, ``_jrt.fits(v, g)``, ``_jrt.add_at(v, ...)``
-  take None as the zero number (False, ZeroAdjoint, False, add_at of 0.0);
+  take None as the zero number (False, ZeroAdjoint, False, add_at of 0.0), and
+  ``_jrt.add_grad(a, b)`` in either place (the other, as the NumPy helper returns it);
 * ``a + b``, ``a - b``, ``a * b`` with ``v`` an operand become ``_jrt.zadd(a, b)`` etc.:
   ``0.0 op other`` where ``v`` is None, exactly NumPy's (0.0 * inf is nan there too);
   where the zero's result would be a number and the other branch's an array, None
@@ -36,6 +37,66 @@ _OPS = {gast.Add: "zadd", gast.Sub: "zsub", gast.Mult: "zmul"}
 _INPLACE = {gast.Add: "iadd", gast.Sub: "isub", gast.Mult: "imul"}
 _INPLACE_AT = {gast.Add: "iadd_at", gast.Sub: "isub_at", gast.Mult: "imul_at"}
 _ZERO_AWARE = ("has_grad", "need_grad", "fits", "add_at")
+
+
+def predicted(function):
+    """The names Numba would report one at a time (each report a failed typing and a
+    translation again: W7's first call took five): those bound to the zero ``0.0`` and,
+    elsewhere, to a value that is an array whichever values run (``_SURELY``), one of the
+    two bindings inside a loop or a branch (where the two reach one read, Numba cannot
+    unify them; in straight code it types each binding apart). Writing a name's zero None
+    never changes a result (the module docstring), so a prediction costs at most a call
+    that reads a zero the rewrite does not take, which runs the NumPy gradient."""
+    zero, array, nested = set(), set(), set()
+    arrays = _array_names(function)
+
+    def visit(body, depth):
+        for s in body:
+            if isinstance(s, gast.Assign) and len(s.targets) == 1 and \
+                    isinstance(s.targets[0], gast.Name):
+                n = s.targets[0].id
+                kind = zero if is_zero(s.value) else array if _surely_array(s.value, arrays) \
+                    else None
+                if kind is not None:
+                    kind.add(n)
+                    if depth:
+                        nested.add(n)
+            if isinstance(s, (gast.For, gast.While, gast.If)):
+                visit(s.body, depth + 1)
+                visit(s.orelse, depth + 1)
+    visit(function.body, 0)
+    return frozenset(zero & array & nested)
+
+
+# calls whose value is an array for every value they are compiled for (the Numba forms
+# refuse anything else, and NumPy's transpose of a number is a 0-d array too)
+_SURELY = {("_jrt", "matmul_grad_a"), ("_jrt", "matmul_grad_b"), ("_jrt", "dot_grad_a"),
+           ("_jrt", "dot_grad_b"), ("_jrt", "owned_zeros"), ("np", "transpose"),
+           ("np", "ascontiguousarray"), ("np", "zeros"), ("np", "ones"), ("np", "empty")}
+
+
+def _surely_array(value, arrays):
+    if isinstance(value, gast.Name):
+        return value.id in arrays
+    if isinstance(value, gast.BinOp) and type(value.op) in _OPS:
+        return _surely_array(value.left, arrays) or _surely_array(value.right, arrays)
+    if isinstance(value, gast.UnaryOp) and isinstance(value.op, gast.USub):
+        return _surely_array(value.operand, arrays)
+    f = getattr(value, "func", None)
+    return isinstance(value, gast.Call) and isinstance(f, gast.Attribute) and \
+        isinstance(f.value, gast.Name) and (f.value.id, f.attr) in _SURELY
+
+
+def _array_names(function):
+    """The names every binding of which is a surely-array call (``_sg_t0 = np.transpose(g)``)."""
+    stores, surely = {}, {}
+    for node in gast.walk(function):
+        if isinstance(node, gast.Name) and not isinstance(node.ctx, gast.Load):
+            stores[node.id] = stores.get(node.id, 0) + 1
+        if isinstance(node, gast.Assign) and len(node.targets) == 1 and \
+                isinstance(node.targets[0], gast.Name) and _surely_array(node.value, ()):
+            surely[node.targets[0].id] = surely.get(node.targets[0].id, 0) + 1
+    return {n for n, k in surely.items() if stores.get(n) == k}
 
 
 class Unsupported(Exception):
@@ -147,6 +208,11 @@ class _Reads(gast.NodeTransformer):
 
     def visit_Call(self, node):
         f = node.func
+        if isinstance(f, gast.Attribute) and isinstance(f.value, gast.Name) and \
+                f.value.id == "_jrt" and f.attr == "add_grad" and len(node.args) == 2 and \
+                not node.keywords:   # None in either place: the other as it is (containers.py)
+            node.args = [a if self._mine(a) else self.visit(a) for a in node.args]
+            return node
         if isinstance(f, gast.Attribute) and isinstance(f.value, gast.Name) and \
                 f.value.id == "_jrt" and f.attr in _ZERO_AWARE and node.args and \
                 self._mine(node.args[0]):
