@@ -265,8 +265,14 @@ def _tangent_dtypes(result, values):
 
 
 def _in_dtype_of(tangent, value):
-    vtype, ttype = getattr(value, "dtype", None), getattr(tangent, "dtype", None)
-    if vtype is None or ttype is None or vtype == ttype or vtype.kind != "f" or ttype.kind != "f":
+    vtype = getattr(value, "dtype", None)
+    if vtype is None or vtype.kind != "f":
+        return tangent
+    if type(tangent) is float:   # a NumPy scalar's or 0-d array's tangent computed as a float
+        return vtype.type(tangent) if isinstance(value, numpy.generic) else \
+            namespace(value).asarray(tangent, dtype=vtype)
+    ttype = getattr(tangent, "dtype", None)
+    if ttype is None or ttype == vtype or ttype.kind != "f":
         return tangent
     return tangent.astype(vtype)
 

@@ -30,8 +30,23 @@ reverse). Each case runs in float64 and, where JAX runs it, float32: a float32
 input's gradient and tangent must be float32 (as JAX and PyTorch give), and match the
 float64 differences to float32 accuracy.
 
+Conventions where JAX's answer is one: ``x ** y`` at ``(0, 0)`` has gradient 0 in
+``x`` (JAX gives NaN; 0 is the finite differences' and PyTorch's), ``abs``/``maximum``
+ties as in srcgrad's rules (never at a tie here: JAX's records avoid them too). The
+logistic written ``1 / (1 + exp(-x))`` is NaN at ``x = -800`` in JAX as here (0 times
+the overflowed ``exp``), so it is checked at ``-30``; ``lax.logistic``, a primitive,
+has no NumPy spelling.
+
+What srcgrad refuses here, each at the user's line: in-place ``np.maximum.at``; ``np.
+broadcast_arrays``, ``sliding_window_view``, ``np.ediff1d``, ``np.linalg.qr``/``lstsq``,
+``ufunc.reduce`` and ``x.__pow__`` (no rule); pad modes ``maximum``/``linear_ramp``;
+second derivatives through ``meshgrid``, ``svd`` and ``norm(ord=2)``; the tangent of
+``np.average``'s gradient (``rt.average_weights``); and a Jacobian of a Jacobian
+(``jacfwd(jacrev(f))``: the inner one is assembled from runs, not source; ``sg.hessian``
+or ``jacfwd(sg.grad(f))`` give it).
+
 Run this file as a script for the table of outcomes and the counts
-(OK / REFUSED / WRONG / CRASH).
+(OK / REFUSED / WRONG / CRASH); words given select the cases whose names hold one.
 """
 
 import collections
@@ -924,6 +939,100 @@ add_grads("window_sum", window_sum, R(4, 6))
 add_grads("window_max_loop", window_max_loop, unique(4, 6))
 add_grads("window_strided", window_strided, R(4, 6))
 add_grads("window_view_sum", window_view_sum, R(4, 6))
+# ===== lax_numpy_test.py / linalg_test.py: jnp functions whose gradients JAX checks =====
+
+def pad_reflect(x): return np.pad(x, ((2, 1), (1, 2)), mode="reflect")
+def pad_symmetric(x): return np.pad(x, ((2, 1), (1, 2)), mode="symmetric")
+def pad_wrap(x): return np.pad(x, ((2, 1), (1, 2)), mode="wrap")
+def pad_linear_ramp(x): return np.pad(x, ((1, 1), (2, 0)), mode="linear_ramp", end_values=0.5)
+def pad_maximum(x): return np.pad(x, 1, mode="maximum")
+def roll_axis(x): return np.roll(x, 2, axis=1) * np.roll(x, -1)
+def diff_twice(x): return np.diff(x, n=2, axis=-1)
+def ediff(x): return np.ediff1d(x)
+def trapezoid(x): return np.trapezoid(x, dx=0.5, axis=0)
+def interp_fp(fp): return np.interp(np.array([0.2, 1.7, 2.5]), np.array([0.0, 1.0, 2.0, 3.0]), fp)
+def interp_x(x): return np.interp(x, np.array([0.0, 1.0, 2.0, 3.0]), np.array([1.0, -2.0, 0.5, 3.0]))
+def var_ddof(x): return np.var(x, axis=0, ddof=1) + np.std(x, axis=0)
+def average_weights(x, w): return np.average(x, axis=1, weights=w)
+def median_odd(x): return np.median(x, axis=-1)
+def percentile_mid(x): return np.percentile(x, 30.0, axis=0)
+def ptp_rows(x): return np.ptp(x, axis=1)
+def polyval_coeffs(c, x): return np.polyval(c, x)
+def convolve_full(x, k): return np.convolve(x, k)
+def convolve_valid(x, k): return np.convolve(x, k, mode="valid")
+def correlate_same(x, k): return np.correlate(x, k, mode="same")
+def cross3(a, b): return np.cross(a, b)
+def kron_mat(a, b): return np.kron(a, b)
+def trace_offset(x): return np.trace(x, offset=1) + np.trace(x, offset=-1)
+def diagonal_3d(x): return np.diagonal(x, axis1=0, axis2=2)
+def rot90_tile(x): return np.tile(np.rot90(x), (2, 1))
+def repeat_axis(x): return np.repeat(x, [1, 2, 3], axis=0)
+def logsumexp_stable(x):
+    m = np.max(x, axis=-1, keepdims=True)
+    return np.log(np.sum(np.exp(x - m), axis=-1)) + m[..., 0]
+def softmax(x):
+    e = np.exp(x - np.max(x, axis=-1, keepdims=True))
+    return e / np.sum(e, axis=-1, keepdims=True)
+def log_softmax(x): return x - logsumexp_stable(x)[..., None]
+def logaddexp_reduce(x): return np.logaddexp.reduce(x, axis=0)
+def cumsum_dtype(x): return np.cumsum(x, axis=1, dtype=x.dtype)
+def nanmean_rows(x): return np.nanmean(x, axis=1) + np.nansum(x * x)
+def meshgrid_xy(x, y):
+    a, b = np.meshgrid(x, y)
+    return np.sin(a) * b
+def outer_trace(x): return np.trace(np.outer(x, x) @ np.outer(x, np.cos(x)))
+def einsum_ellipsis(x, y): return np.einsum("...ij,...jk->...ik", x, y)
+def tensordot_int(x, y): return np.tensordot(x, y, 2)
+def take_along_argmax(x):
+    i = np.argmax(x, axis=1)
+    return np.take_along_axis(x, i[:, None], axis=1)[:, 0]
+def where_one_sided(x): return np.where(x > 0.0, x, 0.01 * x)
+def clip_scalar_bounds(x): return np.clip(x, -0.5, 0.5) * x
+def linalg_det(a): return np.linalg.det(a)
+def linalg_slogdet(a): return np.linalg.slogdet(a)[1]
+def linalg_inv(a): return np.linalg.inv(a)
+def linalg_solve(a, b): return np.linalg.solve(a, b)
+def linalg_eigh_values(a): return np.linalg.eigh(a + a.T)[0]
+def linalg_svd_values(a): return np.linalg.svd(a, compute_uv=False)
+def linalg_qr_r(a): return np.linalg.qr(a)[1]
+def linalg_cholesky(a): return np.linalg.cholesky(a @ a.T + 3.0 * np.eye(a.shape[0]))
+def linalg_pinv(a): return np.linalg.pinv(a)
+def linalg_norm_fro(a): return np.linalg.norm(a) + np.linalg.norm(a, ord=2) + np.linalg.norm(a, ord="nuc")
+def linalg_norm_vec(x): return np.linalg.norm(x, ord=3) + np.linalg.norm(x, ord=np.inf)
+def linalg_matrix_power(a): return np.linalg.matrix_power(a, 3) + np.linalg.matrix_power(a, -2)
+def linalg_lstsq(a, b): return np.linalg.lstsq(a, b, rcond=None)[0]
+def linalg_eigvalsh(a): return np.linalg.eigvalsh(a @ a.T)
+
+
+SPD = R(3, 3) + 3.0 * np.eye(3)
+for _fn, _args, _wrt in [
+        (pad_reflect, (R(3, 4),), 0), (pad_symmetric, (R(3, 4),), 0), (pad_wrap, (R(3, 4),), 0),
+        (pad_linear_ramp, (R(3, 4),), 0), (pad_maximum, (unique(3, 4),), 0),
+        (roll_axis, (R(3, 4),), 0), (diff_twice, (R(3, 5),), 0), (ediff, (R(5),), 0),
+        (trapezoid, (R(4, 3),), 0), (interp_fp, (R(4),), 0), (interp_x, (U(0.1, 2.9, 5),), 0),
+        (var_ddof, (R(4, 3),), 0), (average_weights, (R(3, 4), U(0.5, 1.5, 4)), (0, 1)),
+        (median_odd, (unique(3, 5),), 0), (percentile_mid, (unique(6, 3),), 0),
+        (ptp_rows, (unique(3, 4),), 0), (polyval_coeffs, (R(4), R(5)), (0, 1)),
+        (convolve_full, (R(5), R(3)), (0, 1)), (convolve_valid, (R(5), R(3)), (0, 1)),
+        (correlate_same, (R(5), R(3)), (0, 1)), (cross3, (R(4, 3), R(4, 3)), (0, 1)),
+        (kron_mat, (R(2, 2), R(2, 3)), (0, 1)), (trace_offset, (R(4, 4),), 0),
+        (diagonal_3d, (R(3, 2, 3),), 0), (rot90_tile, (R(2, 3),), 0),
+        (repeat_axis, (R(3, 2),), 0), (logsumexp_stable, (unique(3, 4),), 0),
+        (softmax, (unique(3, 4),), 0), (log_softmax, (unique(3, 4),), 0),
+        (logaddexp_reduce, (R(3, 4),), 0), (cumsum_dtype, (R(3, 4),), 0),
+        (nanmean_rows, (R(3, 4),), 0), (meshgrid_xy, (R(3), R(2)), (0, 1)),
+        (outer_trace, (R(3),), 0), (einsum_ellipsis, (R(2, 3, 4), R(2, 4, 2)), (0, 1)),
+        (tensordot_int, (R(2, 3, 4), R(3, 4, 2)), (0, 1)), (take_along_argmax, (unique(3, 4),), 0),
+        (where_one_sided, (not_small(3, 4),), 0), (clip_scalar_bounds, (U(-1, 1, 7) + 0.01,), 0),
+        (linalg_det, (SPD,), 0), (linalg_slogdet, (SPD,), 0), (linalg_inv, (SPD,), 0),
+        (linalg_solve, (SPD, R(3, 2)), (0, 1)), (linalg_eigh_values, (R(3, 3),), 0),
+        (linalg_svd_values, (R(4, 3),), 0), (linalg_qr_r, (R(4, 3),), 0),
+        (linalg_cholesky, (R(3, 3),), 0), (linalg_pinv, (R(4, 3),), 0),
+        (linalg_norm_fro, (R(3, 4),), 0), (linalg_norm_vec, (not_small(5),), 0),
+        (linalg_matrix_power, (SPD,), 0), (linalg_lstsq, (R(5, 3), R(5)), (0, 1)),
+        (linalg_eigvalsh, (R(3, 3),), 0)]:
+    add_grads(_fn.__name__, _fn, *_args, wrt=_wrt)
+
 
 # ===== api_test.py: grad, value_and_grad, jacfwd, jacrev, hessian, jvp, vjp, hvp =====
 
@@ -1260,15 +1369,6 @@ def api_float32_value_and_grad():
 
 # Failures found by this corpus and not fixed yet (strict: a fix must remove them).
 KNOWN = {}
-# maximum/minimum/clip weigh the gradient by float64 masks (``0.5 * (x1 == x2)``,
-# ``1 - lo - hi``): their gradient of a float32 input, read again as code for a second
-# derivative, is float64 (sg.grad's own result is cast back to float32). The lead's
-# branch rewrites these three rules (rt.share); these entries go when it lands.
-_F64_WEIGHTS = ("maximum/minimum/clip adjoint weights are float64: the gradient read again "
-                "(jvp of sg.grad(f).as_function()) of a float32 input is float64")
-for _c in CASES:
-    if _c.name.endswith("/float32") and _c.name.startswith(("op_maximum", "op_minimum", "clamp_")):
-        KNOWN[_c.name] = _F64_WEIGHTS
 
 _OUTCOMES = {}
 
