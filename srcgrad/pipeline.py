@@ -627,13 +627,6 @@ def _compose(forward, backward, info, bindings, name, seed_value, many, release=
         back = zero_marks.mark(back, marked)
         names.clear()
     results = back[-1].value.elts
-    if marked is not None and len(marked) == len(results):
-        # each gradient in its variable's float dtype, as sg.grad returns it: a rule's
-        # float64 weights (0.5 * (x1 == x2)) would make a float32 input's gradient, and so
-        # its derivatives (jvp, hessian), float64
-        results[:] = [templates.replace_as_expression(f"rt.cast_like(__g, {var})", __g=r)
-                      if not (isinstance(r, gast.Constant) and r.value is None) else r
-                      for r, var in zip(results, marked)]
     value = gast.Tuple(elts=results, ctx=gast.Load()) if many else results[0]
     back[-1] = gast.Return(value=value if aux is None else gast.Tuple(elts=[value, aux], ctx=gast.Load()))
     body += back
