@@ -234,7 +234,7 @@ def run(fn, primals, tangents, values=True, jit=False, has_aux=False):
         warnings.warn(f"srcgrad jit: jvp with has_aux=True of {fn.__qualname__} is not compiled; "
                       f"running the NumPy tangent program", _jit.JitFallbackWarning, stacklevel=3)
     try:   # free until something raises
-        return compiled.function(*args)
+        return _tangent_dtypes(compiled.function(*args), values)
     except Exception as exc:
         tracebacks.locate(exc)   # the user's line after each generated frame
         if isinstance(exc, SrcgradError):   # refused by a gradient srcgrad generated: its line
@@ -242,6 +242,39 @@ def run(fn, primals, tangents, values=True, jit=False, has_aux=False):
             if mapped is not exc:
                 raise mapped from None
         raise
+
+
+def _tangent_dtypes(result, values):
+    """``(value, tangent, ...)`` with each float array tangent in its value's float dtype, as
+    a gradient is in its input's (call_values.py): a rule's weights in float64 (``0.5 *
+    (x1 == x2)``) would otherwise make a float32 function's tangent float64."""
+    if not values or type(result) is not tuple or len(result) < 2:
+        return result
+    value, tangent = result[0], result[1]
+    if pytree.is_node(value) or pytree.is_node(tangent):
+        values_, tangents = pytree.tree_leaves(value), pytree.tree_leaves(tangent)
+        if len(values_) != len(tangents) or not pytree.is_node(tangent):
+            return result
+        cast = [_in_dtype_of(t, v) for t, v in zip(tangents, values_)]
+        if all(c is t for c, t in zip(cast, tangents)):
+            return result
+        fixed = pytree.rebuild(tangent, iter(cast))
+    else:
+        fixed = _in_dtype_of(tangent, value)
+    return result if fixed is tangent else (value, fixed) + result[2:]
+
+
+def _in_dtype_of(tangent, value):
+    vtype = getattr(value, "dtype", None)
+    if vtype is None or vtype.kind != "f":
+        return tangent
+    if type(tangent) is float:   # a NumPy scalar's or 0-d array's tangent computed as a float
+        return vtype.type(tangent) if isinstance(value, numpy.generic) else \
+            namespace(value).asarray(tangent, dtype=vtype)
+    ttype = getattr(tangent, "dtype", None)
+    if ttype is None or ttype == vtype or ttype.kind != "f":
+        return tangent
+    return tangent.astype(vtype)
 
 
 def _as_tangent(tangent, primal):

@@ -380,8 +380,14 @@ class _FoldConstants(ast_util.NodeTransformer):
         fold = _FOLDABLE.get(type(node.op))
         if fold is not None and _number(node.left) and _number(node.right):
             return gast.Constant(value=fold(node.left.value, node.right.value), kind=None)
+        if isinstance(node.op, gast.BitAnd) and (_is_false(node.left) or _is_false(node.right)):
+            # ``(2 == 0) & (x == 0)``, the mask of the power rule for ``x ** 2``, is never set
+            folded = gast.Constant(value=0, kind=None)
+            folded.never_set = True
+            return folded
         # ``e ** 1`` inside a larger product is ``e``: the outer operation still
-        # makes a new array, so nothing is aliased.
+        # makes a new array, so nothing is aliased; so is ``e + mask`` where the mask
+        # is never set (the power rule's base).
         node.left, node.right = _unit_power(node.left), _unit_power(node.right)
         return node
 
@@ -409,8 +415,16 @@ class _FoldConstants(ast_util.NodeTransformer):
 def _unit_power(node):
     if isinstance(node, gast.BinOp) and isinstance(node.op, gast.Pow) and _number(node.right) \
             and node.right.value == 1 and type(node.right.value) is int:
+        return _unit_power(node.left)
+    if isinstance(node, gast.BinOp) and isinstance(node.op, gast.Add) \
+            and getattr(node.right, "never_set", False):
         return node.left
     return node
+
+
+def _is_false(node):
+    """A literal 0 that a folded comparison (``2 == 0``) left."""
+    return isinstance(node, gast.Constant) and type(node.value) is int and node.value == 0
 
 
 def instantiate(rule, args, namer, fixed, wanted=None):

@@ -763,6 +763,7 @@ add(
     C(rt.pad_vjp, r(5, 6), r(3, 4), 1, "constant", _wrt=[0]),
     C(rt.pad_vjp, r(7, 8), r(3, 4), 2, "reflect", _wrt=[0]),
     C(rt.pad_vjp, r(5, 6), r(3, 4), 1, "empty", _wrt=[0]),
+    C(rt.pad_constant_vjp, r(5, 6), r(3, 4), 1, 0.5, _wrt=[0]),
     C(rt.tile_vjp, r(4, 9), r(2, 3), (2, 3), _wrt=[0]),
     C(rt.repeat_vjp, r(2, 6), r(2, 3), 2, 1, _wrt=[0]), C(rt.repeat_vjp, r(12), r(2, 3), 2, _wrt=[0]),
     C(rt.concatenate_vjp, r(5, 3), [r(2, 3), r(3, 3)], 0, _wrt=[0]),

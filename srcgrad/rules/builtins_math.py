@@ -52,7 +52,7 @@ def builtin_float(dy, y, x=0.0):
 @adjoint(builtins.pow)
 def builtin_pow(dy, y, base, exp, mod=None):
     """Exactly 0 in ``base`` where ``exp == 0`` (even at base 0), as for ``np.power``."""
-    return (rt.unbroadcast(dy * exp * base ** (exp - 1 + (exp == 0)), base),
+    return (rt.unbroadcast(dy * exp * (base + ((exp == 0) & (base == 0))) ** (exp - 1), base),
             rt.unbroadcast(dy * y * rt.log_or_zero(base), exp), None)
 
 
@@ -196,7 +196,7 @@ def math_sqrt(dy, y, x):
 @adjoint(math.pow)
 def math_pow(dy, y, x1, x2):
     """Exactly 0 in ``x1`` where ``x2 == 0`` (even at ``x1 == 0``), as for ``np.power``."""
-    return dy * x2 * x1 ** (x2 - 1 + (x2 == 0)), dy * y * rt.log_or_zero(x1)
+    return dy * x2 * (x1 + ((x2 == 0) & (x1 == 0))) ** (x2 - 1), dy * y * rt.log_or_zero(x1)
 
 
 # ----- math: trigonometric and hyperbolic -----
@@ -219,12 +219,12 @@ def math_tan(dy, y, x):
 
 @adjoint(math.asin)
 def math_asin(dy, y, x):
-    return dy * (1 - x * x) ** -0.5
+    return dy * ((1 - x) * (1 + x)) ** -0.5
 
 
 @adjoint(math.acos)
 def math_acos(dy, y, x):
-    return -dy * (1 - x * x) ** -0.5
+    return -dy * ((1 - x) * (1 + x)) ** -0.5
 
 
 @adjoint(math.atan)
@@ -261,12 +261,12 @@ def math_asinh(dy, y, x):
 
 @adjoint(math.acosh)
 def math_acosh(dy, y, x):
-    return dy * (x * x - 1) ** -0.5
+    return dy * ((x - 1) * (x + 1)) ** -0.5
 
 
 @adjoint(math.atanh)
 def math_atanh(dy, y, x):
-    return dy / (1 - x * x)
+    return dy / ((1 - x) * (1 + x))
 
 
 @adjoint(math.hypot, sequences=("coordinates",))

@@ -284,7 +284,8 @@ def lstsq_jvp(t_a, t_b, a, b, y):
 
 @tangent(builtins.pow)
 def builtin_pow(y, base, exp, mod=None, *, t_base, t_exp):
-    return t_base * exp * base ** (exp - 1 + (exp == 0)) + t_exp * y * rt.log_or_zero(base)
+    return (t_base * exp * (base + ((exp == 0) & (base == 0))) ** (exp - 1)
+            + t_exp * y * rt.log_or_zero(base))
 
 
 @tangent(builtins.divmod, np.divmod)

@@ -107,7 +107,7 @@ linear(rt.tile_vjp, "dy", no_tangent=("A",))
 linear(rt.repeat_vjp, "dy", no_tangent=("a",))
 linear(rt.append_vjp, "dy", no_tangent=("arr", "values"))
 linear(rt.select_vjp, "dy", no_tangent=("condlist", "choicelist"))
-linear(rt.pad_constant_vjp, "dy", no_tangent=("array",))
+linear(rt.pad_constant_vjp, "dy", no_tangent=("array", "constant_values"))
 
 
 @tangent(rt.add_grad)

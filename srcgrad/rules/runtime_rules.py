@@ -8,7 +8,7 @@ their gradient argument; their adjoints are the "transposed" helpers
 (``unbroadcast`` <-> ``broadcast_like``, ``unreduce`` <-> ``reduce_to``,
 ``concatenate_vjp`` <-> ``split_vjp``, ``take_vjp`` <-> ``take`` ...).
 
-Helpers without a rule (``append_vjp``, ``hypot_vjp``, ``pad_constant_vjp``,
+Helpers without a rule (``append_vjp``, ``hypot_vjp``,
 ``meshgrid_vjp``, and the helpers of second derivatives: ``prod_others_jvp``,
 ``cumprod_vjp_a``, ``einsum_vjp_adjoint``, ``sinc_grad3``, ``solve_vjp_tangent``...) make a
 derivative one order higher through those primitives a compile-time error, never a wrong
@@ -267,6 +267,12 @@ def reduction_cast(dw, w, g, dtype, a):
 @adjoint(rt.pad_vjp)
 def pad_vjp(dw, w, dy, array, pad_width, mode="constant"):
     return xp.pad(dw, pad_width, mode=rt.pad_adjoint_mode(mode)), None, None, None
+
+
+@adjoint(rt.pad_constant_vjp)
+def pad_constant_vjp(dw, w, dy, array, pad_width, constant_values=0):
+    """The padding's entries summed: its transpose puts ``dw`` in each of them."""
+    return xp.pad(rt.zeros_like(array), pad_width, constant_values=dw), None, None, None
 
 
 @adjoint(rt.tile_vjp)

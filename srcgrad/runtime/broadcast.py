@@ -144,9 +144,10 @@ def reduce_to(dz, g, axis=None, keepdims=False):
 
 
 def cast_like(g, x):
-    """Gradient ``g`` cast back to ``x``'s floating dtype (adjoint of a dtype cast)."""
+    """Gradient ``g`` cast back to ``x``'s floating dtype (adjoint of a dtype cast); a NumPy
+    float64 scalar too (a 0-d float32 ``x``'s), not a Python float."""
     dtype = getattr(x, "dtype", None)
-    if dtype is None or dtype.kind not in "fc" or not is_array(g):
+    if dtype is None or dtype.kind not in "fc" or not (is_array(g) or isinstance(g, numpy.floating)):
         return g
     if g.dtype != dtype:
         return g.astype(dtype)
