@@ -58,25 +58,9 @@ import numpy as np
 import pytest
 
 import srcgrad as sg
+from corpus_trees import leaves as _leaves, rebuild as _rebuild
 
 # ----- Structures -----
-
-
-def _leaves(tree):
-    if isinstance(tree, dict):
-        return [leaf for key in sorted(tree) for leaf in _leaves(tree[key])]
-    if isinstance(tree, (list, tuple)):
-        return [leaf for item in tree for leaf in _leaves(item)]
-    return [tree]
-
-
-def _rebuild(tree, values):
-    """``tree`` with its leaves replaced, in order, by ``values`` (an iterator)."""
-    if isinstance(tree, dict):
-        return {key: _rebuild(tree[key], values) for key in sorted(tree)}
-    if isinstance(tree, (list, tuple)):
-        return type(tree)(_rebuild(item, values) for item in tree)
-    return next(values)
 
 
 def _map(fn, tree):
