@@ -14,7 +14,7 @@ from numba import njit, types
 from numba.extending import overload
 from numba.np.unsafe.ndarray import to_fixed_tuple
 
-from srcgrad.jit.numba_types import (JIT_OPTIONS, false as _false, is_number as _is_number,
+from srcgrad.jit.numba_types import (JIT_OPTIONS, is_number as _is_number,
                                     is_shape as _is_shape, ndim_of as _ndim_of, none as _none,
                                     refuse as _refuse)
 

@@ -62,7 +62,7 @@ def drop_unit_factors(body, seed, floats, names=None):
                     if kept is not None:
                         setattr(node, side, kept)
                         here = True
-            elif _is_share(node):   # rt.share(g, w) multiplies g too: a new value either way
+            elif ast_util.is_rt_call(node, "share") and len(node.args) == 2:   # a product too
                 kept = _without_unit(node.args[0], units, floats)
                 if kept is not None:
                     node.args[0] = kept
@@ -71,12 +71,6 @@ def drop_unit_factors(body, seed, floats, names=None):
             names.forget(*ast_util.walk(s))   # its nested statements and parts too
         changed |= here
     return changed
-
-
-def _is_share(node):
-    return isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) \
-        and node.func.attr == "share" and isinstance(node.func.value, gast.Name) \
-        and node.func.value.id == "rt" and len(node.args) == 2 and not node.keywords
 
 
 def _without_unit(e, units, floats):

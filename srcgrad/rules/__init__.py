@@ -96,7 +96,9 @@ is known only at run time. Functions whose results never carry a gradient
 their results are constants.
 """
 
+import importlib
 import inspect
+import sys
 from dataclasses import dataclass, field
 
 
@@ -433,13 +435,11 @@ _LIBRARIES_LOADED = set()
 
 def _load_library_rules():
     """Load the rules of each optional library the program has imported, once; whether
-    any were loaded now."""
-    import sys
+    any were loaded now (a lookup's miss asks: cheap until a library is imported)."""
     loaded = False
     for library, module in LIBRARY_RULE_MODULES.items():
         if library not in _LIBRARIES_LOADED and library in sys.modules:
             _LIBRARIES_LOADED.add(library)
-            import importlib
             users = {key: rule for key, rule in RULES.items() if not rule.builtin}
             name = f"srcgrad.rules.{module}"
             if name in sys.modules:   # registered before, and the table restored since
