@@ -1895,6 +1895,28 @@ def cross_moved_axes(a, b): return to_scalar(np.cross(a, b, axisa=0))
 # Failures found by this corpus and not fixed yet (strict: a fix must remove them).
 KNOWN = {}
 
+# The cases refused today, each with a located SrcgradError (run this file as a script for
+# the reasons). Any other case must differentiate: a refusal there is a regression. A
+# case here that starts to differentiate passes; take it off the list.
+REFUSED_TODAY = frozenset({
+    'r_slicing',
+    'linalg_nuclear_norm/grad',
+    'list_sin_cos/grad',
+    'tuple_sin_cos/grad',
+    'dict_sin_cos/grad',
+    'average_returned',
+    'unique',
+    'missing_numpy_function_in_a_dead_branch',
+    'pad_linear_ramp',
+    'pad_mean',
+    'unique_is_refused_not_zero',
+    'cond_is_refused_not_zero',
+    'nextafter_is_refused_not_zero',
+    'histogram_edges_are_refused_not_zero',
+    'helper_recursive',
+    'flat_index',
+})
+
 _OUTCOMES = {}
 
 
@@ -1914,14 +1936,18 @@ def test_gradient_matches_finite_differences_or_is_refused_with_a_location(c, re
     if c.name in KNOWN:
         request.applymarker(pytest.mark.xfail(reason=KNOWN[c.name], strict=True))
     status, message = outcome(c)
-    assert status in ("OK", "REFUSED"), f"{status}: {message}"
+    allowed = ("OK", "REFUSED") if c.name in REFUSED_TODAY else ("OK",)
+    assert status in allowed, f"{status}: {message}"
 
 
 def test_most_of_the_corpus_is_differentiated_not_refused():
     # One refusal is acceptable, but a corpus that srcgrad mostly refuses
     # tests nothing: nine programs in ten must differentiate.
-    statuses = collections.Counter(outcome(c)[0] for c in CASES)
-    assert statuses["OK"] >= 0.9 * len(CASES), statuses
+    # (counted from REFUSED_TODAY, which the test above holds each case to, rather than
+    # by running the corpus again in each pytest-xdist worker)
+    names = {c.name for c in CASES}
+    assert REFUSED_TODAY <= names, sorted(REFUSED_TODAY - names)
+    assert len(REFUSED_TODAY) <= 0.1 * len(CASES), len(REFUSED_TODAY)
 
 
 def main():

@@ -1354,6 +1354,45 @@ def api_float32_value_and_grad():
 # Failures found by this corpus and not fixed yet (strict: a fix must remove them).
 KNOWN = {}
 
+# The cases refused today, each with a located SrcgradError (run this file as a script for
+# the reasons). Any other case must differentiate: a refusal there is a regression. A
+# case here that starts to differentiate passes; take it off the list.
+REFUSED_TODAY = frozenset({
+    'scatter_max_at/float64',
+    'scatter_max_at/float32',
+    'broadcast_arrays/float64',
+    'broadcast_arrays/float32',
+    'square_method/float64',
+    'square_method/float32',
+    'pow_jacfwd_jacfwd_at_4_0',
+    'pow_jacrev_jacrev_at_4_0',
+    'window_view_sum/float64',
+    'window_view_sum/float32',
+    'pad_linear_ramp/float64',
+    'pad_linear_ramp/float32',
+    'pad_maximum/float64',
+    'pad_maximum/float32',
+    'ediff/float64',
+    'ediff/float32',
+    'average_weights/float64',
+    'average_weights/float32',
+    'logaddexp_reduce/float64',
+    'logaddexp_reduce/float32',
+    'meshgrid_xy/float64',
+    'meshgrid_xy/float32',
+    'linalg_svd_values/float64',
+    'linalg_svd_values/float32',
+    'linalg_qr_r/float64',
+    'linalg_qr_r/float32',
+    'linalg_norm_fro/float64',
+    'linalg_norm_fro/float32',
+    'linalg_lstsq/float64',
+    'linalg_lstsq/float32',
+    'api_jacfwd_of_jacrev',
+    'api_jacrev_of_jacrev',
+    'api_jacfwd_of_jacfwd',
+})
+
 _OUTCOMES = {}
 
 
@@ -1391,12 +1430,16 @@ def test_derivatives_match_finite_differences_or_are_refused_with_a_location(c, 
     if c.name in KNOWN:
         request.applymarker(pytest.mark.xfail(reason=KNOWN[c.name], strict=True))
     status, message = outcome(c)
-    assert status in ("OK", "REFUSED"), f"{status}: {message}"
+    allowed = ("OK", "REFUSED") if c.name in REFUSED_TODAY else ("OK",)
+    assert status in allowed, f"{status}: {message}"
 
 
 def test_most_of_the_corpus_is_differentiated_not_refused():
-    statuses = collections.Counter(outcome(c)[0] for c in CASES)
-    assert statuses["OK"] >= 0.9 * len(CASES), statuses
+    # (counted from REFUSED_TODAY, which the test above holds each case to, rather than
+    # by running the corpus again in each pytest-xdist worker)
+    names = {c.name for c in CASES}
+    assert REFUSED_TODAY <= names, sorted(REFUSED_TODAY - names)
+    assert len(REFUSED_TODAY) <= 0.1 * len(CASES), len(REFUSED_TODAY)
 
 
 def main():
