@@ -27,11 +27,12 @@ backward is ``once_differentiable`` is refused as such.
 """
 
 import functools
+import inspect
 import threading
 
 import numpy
 
-from srcgrad import caches, call_values, jacobians, pytree, runtime
+from srcgrad import caches, call_values, entry, jacobians, pytree, runtime
 from srcgrad.codegen.refusals import in_user_code
 from srcgrad.errors import SrcgradError, UnsupportedError
 
@@ -171,12 +172,26 @@ def hessian(fn, wrt=0, *, has_aux=False, chunk_size=None):
     dict; its seeds are the basis over all its leaves at once, batched as an array's.
     ``has_aux=True``: ``fn`` returns ``(output, aux)``; the result is ``(hessian, aux)``,
     the aux ``fn``'s own value, carrying no derivative."""
-    from srcgrad.jacobians import _wrt_positions, cut_columns, positional_arguments
+    from srcgrad.jacobians import _of_derivative, _wrt_positions, cut_columns, positional_arguments
+    _of_derivative(fn, wrt, has_aux, "sg.hessian")   # of a Jacobian or Hessian: a third, refused
+    user = fn
     if callable(getattr(fn, "as_function", None)):   # a gradient (sg.grad): its code read again
         fn = fn.as_function(has_aux=has_aux and getattr(fn, "has_aux", False))
+    elif not (inspect.isroutine(fn) and not inspect.isbuiltin(fn) or isinstance(fn, functools.partial)
+              or entry.call_method(fn) is not None):
+        fn = entry.entry_function(fn)   # a primitive (np.sin) as its one-line function, or refused
 
     @functools.wraps(fn)
     def hessian_fn(*args, **kwargs):
+        try:
+            return scalar_hessian(*args, **kwargs)
+        except ValueError:   # the gradient's seed: no scalar output. JAX's jacfwd(jacrev(fn))
+            out = fn(*args, **kwargs)
+            if _scalar(out[0] if has_aux else out):
+                raise
+            return jacobians.VECTOR_HESSIAN(user, wrt, args, kwargs, has_aux)
+
+    def scalar_hessian(*args, **kwargs):
         positions, many = _wrt_positions(fn, wrt)
         args = positional_arguments(fn, args, kwargs, "srcgrad.hessian")
         trees = {k: pytree.is_node(args[k]) for k in positions}
@@ -203,7 +218,14 @@ def hessian(fn, wrt=0, *, has_aux=False, chunk_size=None):
         return (result, aux) if has_aux else result
 
     hessian_fn.__srcgrad_derivative__ = "sg.hessian"   # not read again as source (parse.py)
+    hessian_fn.__srcgrad_jacobian__ = jacobians.Derivative(hessian_fn, user, wrt, has_aux,
+                                                           "sg.hessian", order=2)
     return hessian_fn
+
+
+def _scalar(out):
+    """Whether ``out`` is one number, which the gradient seeds with 1 (runtime.default_seed)."""
+    return not pytree.is_node(out) and numpy.size(out) == 1
 
 
 def _entries(args, positions):

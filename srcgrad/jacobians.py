@@ -283,6 +283,31 @@ def _readable_or_refusal(fn, has_aux):
 
 
 HESSIAN = None   # sg.hessian, set by srcgrad.hessians (which imports this module)
+SECOND = None    # a Jacobian of a Jacobian, set by srcgrad.nested_jacobians
+VECTOR_HESSIAN = None   # sg.hessian of a non-scalar output, set by srcgrad.nested_jacobians
+
+
+class Derivative:
+    """What a function ``sg.jacfwd``/``jacrev``/``hessian`` made differentiates, kept on it
+    as ``__srcgrad_jacobian__``: a Jacobian of it is read off this (nested_jacobians.py),
+    never off its name. ``made``: the function it describes (a wrapper that
+    ``functools.wraps`` copied the attribute onto computes something else: not read so).
+    ``order``: 1 for a Jacobian, 2 for a Hessian or a Jacobian of one."""
+
+    __slots__ = ("made", "original", "wrt", "has_aux", "api", "order")
+
+    def __init__(self, made, original, wrt, has_aux, api, order=1):
+        self.made, self.original, self.wrt, self.has_aux, self.api, self.order = \
+            made, original, wrt, has_aux, api, order
+
+
+def _of_derivative(fn, wrt, has_aux, api):
+    """``api(fn, wrt)`` for ``fn`` a function a Jacobian or Hessian made: the second
+    derivative (or the refusal of a third), else None."""
+    made = getattr(fn, "__srcgrad_jacobian__", None)
+    if not isinstance(made, Derivative) or made.made is not fn:
+        return None
+    return SECOND(made, wrt, has_aux, api)
 
 
 def _gradient_of_structures(gradient, wrt, args, kwargs, api):
@@ -326,6 +351,9 @@ def jacfwd(fn, wrt=0, *, has_aux=False, chunk_size=None):
     once. A structured output (tuple, list, dict of arrays) gives its structure of
     Jacobians, outermost. ``has_aux=True``: ``fn`` returns ``(output, aux)``; the result
     is ``(jacobian, aux)``, the aux ``fn``'s own value, carrying no derivative."""
+    second = _of_derivative(fn, wrt, has_aux, "sg.jacfwd")
+    if second is not None:
+        return second
     original = fn
     fn, refusal = _readable_or_refusal(fn, has_aux)
 
@@ -346,6 +374,7 @@ def jacfwd(fn, wrt=0, *, has_aux=False, chunk_size=None):
         return (jac, aux) if has_aux else jac
 
     jacobian_fn.__srcgrad_derivative__ = "sg.jacfwd"   # not read again as source (parse.py)
+    jacobian_fn.__srcgrad_jacobian__ = Derivative(jacobian_fn, original, wrt, has_aux, "sg.jacfwd")
     return jacobian_fn
 
 
@@ -405,6 +434,9 @@ def jacobian(fn, wrt=0, *, has_aux=False):
     dict of arrays) its structure of Jacobians, outermost. ``has_aux=True``: ``fn``
     returns ``(output, aux)``; the result is ``(jacobian, aux)``, the aux ``fn``'s own
     value, carrying no derivative."""
+    second = _of_derivative(fn, wrt, has_aux, "sg.jacrev")
+    if second is not None:
+        return second
     original = fn
     fn, refusal = _readable_or_refusal(fn, has_aux)
 
@@ -453,6 +485,7 @@ def jacobian(fn, wrt=0, *, has_aux=False):
         return (jac, result[2]) if has_aux else jac
 
     jacobian_fn.__srcgrad_derivative__ = "sg.jacrev"   # not read again as source (parse.py)
+    jacobian_fn.__srcgrad_jacobian__ = Derivative(jacobian_fn, original, wrt, has_aux, "sg.jacrev")
     return jacobian_fn
 
 

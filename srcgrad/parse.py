@@ -302,8 +302,9 @@ def _refuse_derivative(fn, made_by):
         f"source srcgrad can differentiate again (it assembles the derivative from runs of "
         f"generated programs)", getattr(code, "co_filename", None),
         getattr(code, "co_firstlineno", None),
-        hint="Differentiate the gradient, which is code srcgrad reads again: sg.jacfwd(sg.grad(f)) "
-             "or sg.jacrev(sg.grad(f)) is the Hessian; sg.grad(sg.grad(f)) and "
+        hint="A Jacobian of it is the second derivative: sg.jacfwd(sg.jacrev(f)) and the other "
+             "three spellings work, as does sg.hessian(f) of any output. Else differentiate the "
+             "gradient, which is code srcgrad reads again: sg.grad(sg.grad(f)) and "
              "sg.hvp(sg.grad(f), ...) go to any order.")
 
 
