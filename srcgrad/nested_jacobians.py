@@ -29,7 +29,7 @@ import functools
 
 import numpy
 
-from srcgrad import caches, call_values, jacobians, pytree
+from srcgrad import caches, call_values, forward_api, jacobians, pytree
 from srcgrad.codegen import loader
 from srcgrad.entry import _identifier
 from srcgrad.errors import UnsupportedError
@@ -212,6 +212,53 @@ def _nodes(value):
     return [value] + [n for _, child in pytree.children(value) for n in _nodes(child)]
 
 
+def jvp_of(made, primals, tangents, has_aux):
+    """``sg.jvp(J, primals, tangents)`` for ``J = sg.jacfwd/jacrev(f, wrt=a)`` (``made`` its
+    Derivative): ``(J(*primals), dJ)`` with ``dJ`` the derivative of ``J`` along ``tangents``
+    in ``J``'s layout, for each output entry the hvp of ``_phi`` (forward over reverse, no
+    second-derivative tensor built); with ``has_aux`` ``(J, dJ, aux)``."""
+    from srcgrad.hessians import hvp
+    if made.order > 1:
+        raise third_refusal(made, "sg.jvp")
+    _check_aux(made, has_aux, "sg.jvp")
+    fn = jacobians._readable(made.original, has_aux)
+    callee = fn if callable(getattr(made.original, "as_function", None)) else made.original
+    primals, tangents = tuple(primals), tuple(tangents)
+    if len(primals) != len(tangents):
+        raise ValueError(f"srcgrad.jvp: {len(primals)} primals but {len(tangents)} tangents")
+    args = positional_arguments(fn, primals, {}, "srcgrad.jvp")
+    tangents += (None,) * (len(args) - len(tangents))   # a default's parameter: none
+    inner, many_a = jacobians._wrt_positions(fn, made.wrt)
+    value = made.made(*args)
+    out = fn(*args)
+    out = out[0] if has_aux else out
+    leaves = jacobians.output_leaves(fn, out)
+    xp = jacobians.array_module(out, *(args[k] for k in inner))
+    per_leaf = []
+    for path, leaf in zip(_paths(fn, out), leaves):
+        phi = _phi(callee, _params(fn), path, has_aux)
+        products = []
+        for e in range(jacobians._size(leaf)):
+            w = xp.zeros(numpy.shape(leaf), jacobians._seed_dtype(leaf))
+            w.reshape(-1)[e] = 1.0
+            products.append(hvp(phi, args + (w if numpy.ndim(leaf) else float(w),),
+                                tangents + (None,), wrt=tuple(inner)))
+
+        def row(i):   # d J[leaf][args[i]]: in the structure of args[i]
+            a = args[i]
+            blocks = []
+            for l, x in enumerate(_leaves(a)):
+                parts = [xp.asarray(_leaves(p[i])[l]) for p in products]
+                stacked = xp.stack(parts) if parts else xp.zeros((0,) + numpy.shape(x))
+                blocks.append(stacked.reshape(numpy.shape(leaf) + numpy.shape(x))
+                              .astype(jacobians.block_dtype(leaf, x), copy=False))
+            return pytree.rebuild(a, iter(blocks)) if pytree.is_node(a) else blocks[0]
+
+        per_leaf.append(tuple(row(i) for i in inner) if many_a else row(inner[0]))
+    tangent = pytree.rebuild(out, iter(per_leaf)) if pytree.is_node(out) else per_leaf[0]
+    return (value[0], tangent, value[1]) if has_aux else (value, tangent)
+
+
 def vector_hessian(fn, wrt, args, kwargs, has_aux):
     """``sg.hessian(fn, wrt)(*args)`` of a function whose output is not one number: JAX's
     ``jacfwd(jacrev(fn))``, ``out.shape + in.shape + in.shape``."""
@@ -220,3 +267,4 @@ def vector_hessian(fn, wrt, args, kwargs, has_aux):
 
 jacobians.SECOND = jacobian_of   # a Jacobian of a Jacobian (jacobians.py)
 jacobians.VECTOR_HESSIAN = vector_hessian   # sg.hessian of a non-scalar output (hessians.py)
+forward_api.OF_JACOBIAN = jvp_of   # sg.jvp of a Jacobian (forward_api.py)
