@@ -15,7 +15,8 @@ followed by ``dtape.append(dv)``, ``v = rt.tape_pop(tape)`` by ``dv = rt.tape_po
   basis vector of the input as a seed (transform/batching.py: a leading batch axis;
   for a structure the basis over all its leaves at once), or one hvp per basis vector
   where that program cannot be batched; shape ``in.shape + in.shape``, for a tuple
-  ``wrt`` JAX's nested tuple ``H[i][j]`` (d/d wrt[j] of the gradient for wrt[i]).
+  ``wrt`` JAX's nested tuple ``H[i][j]`` (d/d wrt[j] of the gradient for wrt[i]). Of an
+  output that is not one number, the Jacobian of its Jacobian (nested_jacobians.py).
 * ``has_aux=True`` (both): ``f`` returns ``(output, aux)``; the gradient is composed
   returning ``(gradients, aux)`` (pipeline.compose_gradient's ``aux``) and its tangent
   program reads it with ``has_aux``, so the aux is ``f``'s own value and carries no
@@ -171,7 +172,10 @@ def hessian(fn, wrt=0, *, has_aux=False, chunk_size=None):
     JAX's nested structure: ``H[k1][k2]`` of shape ``leaf1.shape + leaf2.shape`` for a
     dict; its seeds are the basis over all its leaves at once, batched as an array's.
     ``has_aux=True``: ``fn`` returns ``(output, aux)``; the result is ``(hessian, aux)``,
-    the aux ``fn``'s own value, carrying no derivative."""
+    the aux ``fn``'s own value, carrying no derivative. An output that is not one number
+    gives JAX's ``jacfwd(jacrev(fn))``, ``out.shape + in.shape + in.shape``
+    (nested_jacobians.py); a Hessian of a Jacobian or Hessian (a third derivative) is
+    refused."""
     from srcgrad.jacobians import _of_derivative, _wrt_positions, cut_columns, positional_arguments
     _of_derivative(fn, wrt, has_aux, "sg.hessian")   # of a Jacobian or Hessian: a third, refused
     user = fn

@@ -8,6 +8,9 @@ rule it runs the tangent program (forward_api.py) once per basis vector instead.
 ``jacobian`` runs one backward sweep per basis vector of the output, of one forward
 sweep (``sg.vjp`` with ``retain_graph``): the reverse sweep is not batched.
 
+A Jacobian (or jvp) of a function these return is the second derivative of what it
+differentiates, read off the ``Derivative`` it carries (nested_jacobians.py).
+
 A structured argument is seeded as one vector (the basis over all its leaves at once,
 ``structure_seeds``) and its columns cut into JAX's blocks (``cut_columns``); a
 structured output gives its structure of Jacobians (``_assemble``), an output leaf that

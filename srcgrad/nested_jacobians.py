@@ -20,6 +20,9 @@ tuple over ``a`` for a tuple ``wrt``, then each argument's structure), and insid
 its leaves the outer Jacobian's (the tuple over ``b``, then the argument's structure).
 For a scalar ``f`` and one ``wrt`` that is ``sg.hessian(f, wrt)``'s layout.
 
+``sg.jvp`` of a Jacobian is its derivative along the tangents: one hvp of ``phi`` per
+output entry (``jvp_of``).
+
 Refused, at the user's function: a third derivative (a Jacobian or Hessian of one of
 these, or a Hessian of a Jacobian), ``has_aux`` on one of the two Jacobians only, and an
 output of a registered pytree class (``phi`` reads an output leaf by its path).
@@ -36,7 +39,7 @@ from srcgrad.errors import UnsupportedError
 from srcgrad.hessians import hessian
 from srcgrad.jacobians import Derivative, positional_arguments
 
-_phis = caches.LRU()   # (id(fn), path, has_aux) -> (fn, phi)
+_phis = caches.LRU()   # (id(fn), params, path, has_aux) -> (fn, phi)
 
 
 def _where(fn):
@@ -64,16 +67,17 @@ def third_refusal(inner, api):
 
 def jacobian_of(inner, wrt, has_aux, api):
     """``api(f_inner, wrt, has_aux)`` for ``f_inner`` a function ``sg.jacfwd``/``sg.jacrev``
-    made (``inner`` its Derivative): the second derivative of ``inner.fn``, JAX's layout."""
+    made (``inner`` its Derivative): the second derivative of ``inner.original``, JAX's
+    layout."""
     if inner.order > 1 or api == "sg.hessian":
         raise third_refusal(inner, api)
     _check_aux(inner, has_aux, api)
 
-    @functools.wraps(inner.original)
+    @functools.wraps(inner.made)
     def second_fn(*args, **kwargs):
         return second_derivative(inner.original, inner.wrt, wrt, args, kwargs, has_aux, api)
 
-    second_fn.__srcgrad_derivative__ = f"{api}({inner.api}(...))"   # not read as source (parse.py)
+    second_fn.__srcgrad_derivative__ = f"{api}({inner.api}"   # not read as source (parse.py)
     second_fn.__srcgrad_jacobian__ = Derivative(second_fn, inner.original, wrt, has_aux,
                                                 f"{api}({inner.api}", order=2)
     return second_fn
