@@ -14,6 +14,7 @@ from srcgrad.forward_api import jvp
 from srcgrad.jacobians import jacfwd, jacobian, jacrev
 from srcgrad.hessians import hessian, hvp
 from srcgrad import nested as _nested  # noqa: F401  (gives GradFunction its hvp adjoint)
+from srcgrad import nested_jacobians as _nested_jacobians  # noqa: F401  (jacfwd(jacrev(f)))
 from srcgrad import function_derivatives as _function_derivatives  # noqa: F401  (rules)
 from srcgrad.custom_function import BackwardError, Function, FunctionCtx, once_differentiable
 from srcgrad.errors import (GradcheckError, NonDifferentiableError, SourceNotFoundError,

@@ -82,9 +82,12 @@ def entry_function(fn):
 def readable(fn):
     """What forward mode and the Jacobians read for ``fn``: a bound method, a partial or a
     decorator's ``*args`` wrapper as ``entry_function`` makes it (as ``sg.grad`` reads
-    them), any other callable itself."""
+    them), a primitive as its one-line function, any other function itself; another
+    callable is refused as ``sg.grad`` refuses it (``entry_function``)."""
     if inspect.ismethod(fn) or isinstance(fn, functools.partial) or call_method(fn) is not None \
             or inspect.isfunction(fn) and getattr(fn, "__wrapped__", None) is not None:
+        return entry_function(fn)
+    if not inspect.isfunction(fn):
         return entry_function(fn)
     return fn
 

@@ -205,7 +205,13 @@ def jvp(fn, primals, tangents, *, has_aux=False, jit=False):
         >>> out, t = sg.jvp(loss, (params, x), (dparams, None))   # params a dict of arrays
         >>> out, t, aux = sg.jvp(loss_and_accuracy, (params,), (dparams,), has_aux=True)
     """
+    made = getattr(fn, "__srcgrad_jacobian__", None)
+    if made is not None and getattr(made, "made", None) is fn:   # sg.jacrev(f): f's 2nd derivative
+        return OF_JACOBIAN(made, primals, tangents, has_aux)
     return run(fn, primals, tangents, jit=jit, has_aux=has_aux)
+
+
+OF_JACOBIAN = None   # sg.jvp of a function sg.jacfwd/jacrev made, set by srcgrad.nested_jacobians
 
 
 def run(fn, primals, tangents, values=True, jit=False, has_aux=False):

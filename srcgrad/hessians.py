@@ -15,7 +15,8 @@ followed by ``dtape.append(dv)``, ``v = rt.tape_pop(tape)`` by ``dv = rt.tape_po
   basis vector of the input as a seed (transform/batching.py: a leading batch axis;
   for a structure the basis over all its leaves at once), or one hvp per basis vector
   where that program cannot be batched; shape ``in.shape + in.shape``, for a tuple
-  ``wrt`` JAX's nested tuple ``H[i][j]`` (d/d wrt[j] of the gradient for wrt[i]).
+  ``wrt`` JAX's nested tuple ``H[i][j]`` (d/d wrt[j] of the gradient for wrt[i]). Of an
+  output that is not one number, the Jacobian of its Jacobian (nested_jacobians.py).
 * ``has_aux=True`` (both): ``f`` returns ``(output, aux)``; the gradient is composed
   returning ``(gradients, aux)`` (pipeline.compose_gradient's ``aux``) and its tangent
   program reads it with ``has_aux``, so the aux is ``f``'s own value and carries no
@@ -27,11 +28,12 @@ backward is ``once_differentiable`` is refused as such.
 """
 
 import functools
+import inspect
 import threading
 
 import numpy
 
-from srcgrad import caches, call_values, jacobians, pytree, runtime
+from srcgrad import caches, call_values, entry, jacobians, pytree, runtime
 from srcgrad.codegen.refusals import in_user_code
 from srcgrad.errors import SrcgradError, UnsupportedError
 
@@ -170,13 +172,30 @@ def hessian(fn, wrt=0, *, has_aux=False, chunk_size=None):
     JAX's nested structure: ``H[k1][k2]`` of shape ``leaf1.shape + leaf2.shape`` for a
     dict; its seeds are the basis over all its leaves at once, batched as an array's.
     ``has_aux=True``: ``fn`` returns ``(output, aux)``; the result is ``(hessian, aux)``,
-    the aux ``fn``'s own value, carrying no derivative."""
-    from srcgrad.jacobians import _wrt_positions, cut_columns, positional_arguments
+    the aux ``fn``'s own value, carrying no derivative. An output that is not one number
+    gives JAX's ``jacfwd(jacrev(fn))``, ``out.shape + in.shape + in.shape``
+    (nested_jacobians.py); a Hessian of a Jacobian or Hessian (a third derivative) is
+    refused."""
+    from srcgrad.jacobians import _of_derivative, _wrt_positions, cut_columns, positional_arguments
+    _of_derivative(fn, wrt, has_aux, "sg.hessian")   # of a Jacobian or Hessian: a third, refused
+    user = fn
     if callable(getattr(fn, "as_function", None)):   # a gradient (sg.grad): its code read again
         fn = fn.as_function(has_aux=has_aux and getattr(fn, "has_aux", False))
+    elif not (inspect.isroutine(fn) and not inspect.isbuiltin(fn) or isinstance(fn, functools.partial)
+              or entry.call_method(fn) is not None):
+        fn = entry.entry_function(fn)   # a primitive (np.sin) as its one-line function, or refused
 
     @functools.wraps(fn)
     def hessian_fn(*args, **kwargs):
+        try:
+            return scalar_hessian(*args, **kwargs)
+        except ValueError:   # the gradient's seed: no scalar output. JAX's jacfwd(jacrev(fn))
+            out = fn(*args, **kwargs)
+            if _scalar(out[0] if has_aux else out):
+                raise
+            return jacobians.VECTOR_HESSIAN(user, wrt, args, kwargs, has_aux)
+
+    def scalar_hessian(*args, **kwargs):
         positions, many = _wrt_positions(fn, wrt)
         args = positional_arguments(fn, args, kwargs, "srcgrad.hessian")
         trees = {k: pytree.is_node(args[k]) for k in positions}
@@ -203,7 +222,14 @@ def hessian(fn, wrt=0, *, has_aux=False, chunk_size=None):
         return (result, aux) if has_aux else result
 
     hessian_fn.__srcgrad_derivative__ = "sg.hessian"   # not read again as source (parse.py)
+    hessian_fn.__srcgrad_jacobian__ = jacobians.Derivative(hessian_fn, user, wrt, has_aux,
+                                                           "sg.hessian", order=2)
     return hessian_fn
+
+
+def _scalar(out):
+    """Whether ``out`` is one number, which the gradient seeds with 1 (runtime.default_seed)."""
+    return not pytree.is_node(out) and numpy.size(out) == 1
 
 
 def _entries(args, positions):

@@ -8,6 +8,9 @@ rule it runs the tangent program (forward_api.py) once per basis vector instead.
 ``jacobian`` runs one backward sweep per basis vector of the output, of one forward
 sweep (``sg.vjp`` with ``retain_graph``): the reverse sweep is not batched.
 
+A Jacobian (or jvp) of a function these return is the second derivative of what it
+differentiates, read off the ``Derivative`` it carries (nested_jacobians.py).
+
 A structured argument is seeded as one vector (the basis over all its leaves at once,
 ``structure_seeds``) and its columns cut into JAX's blocks (``cut_columns``); a
 structured output gives its structure of Jacobians (``_assemble``), an output leaf that
@@ -283,6 +286,31 @@ def _readable_or_refusal(fn, has_aux):
 
 
 HESSIAN = None   # sg.hessian, set by srcgrad.hessians (which imports this module)
+SECOND = None    # a Jacobian of a Jacobian, set by srcgrad.nested_jacobians
+VECTOR_HESSIAN = None   # sg.hessian of a non-scalar output, set by srcgrad.nested_jacobians
+
+
+class Derivative:
+    """What a function ``sg.jacfwd``/``jacrev``/``hessian`` made differentiates, kept on it
+    as ``__srcgrad_jacobian__``: a Jacobian of it is read off this (nested_jacobians.py),
+    never off its name. ``made``: the function it describes (a wrapper that
+    ``functools.wraps`` copied the attribute onto computes something else: not read so).
+    ``order``: 1 for a Jacobian, 2 for a Hessian or a Jacobian of one."""
+
+    __slots__ = ("made", "original", "wrt", "has_aux", "api", "order")
+
+    def __init__(self, made, original, wrt, has_aux, api, order=1):
+        self.made, self.original, self.wrt, self.has_aux, self.api, self.order = \
+            made, original, wrt, has_aux, api, order
+
+
+def _of_derivative(fn, wrt, has_aux, api):
+    """``api(fn, wrt)`` for ``fn`` a function a Jacobian or Hessian made: the second
+    derivative (or the refusal of a third), else None."""
+    made = getattr(fn, "__srcgrad_jacobian__", None)
+    if not isinstance(made, Derivative) or made.made is not fn:
+        return None
+    return SECOND(made, wrt, has_aux, api)
 
 
 def _gradient_of_structures(gradient, wrt, args, kwargs, api):
@@ -326,6 +354,9 @@ def jacfwd(fn, wrt=0, *, has_aux=False, chunk_size=None):
     once. A structured output (tuple, list, dict of arrays) gives its structure of
     Jacobians, outermost. ``has_aux=True``: ``fn`` returns ``(output, aux)``; the result
     is ``(jacobian, aux)``, the aux ``fn``'s own value, carrying no derivative."""
+    second = _of_derivative(fn, wrt, has_aux, "sg.jacfwd")
+    if second is not None:
+        return second
     original = fn
     fn, refusal = _readable_or_refusal(fn, has_aux)
 
@@ -346,6 +377,7 @@ def jacfwd(fn, wrt=0, *, has_aux=False, chunk_size=None):
         return (jac, aux) if has_aux else jac
 
     jacobian_fn.__srcgrad_derivative__ = "sg.jacfwd"   # not read again as source (parse.py)
+    jacobian_fn.__srcgrad_jacobian__ = Derivative(jacobian_fn, original, wrt, has_aux, "sg.jacfwd")
     return jacobian_fn
 
 
@@ -405,6 +437,9 @@ def jacobian(fn, wrt=0, *, has_aux=False):
     dict of arrays) its structure of Jacobians, outermost. ``has_aux=True``: ``fn``
     returns ``(output, aux)``; the result is ``(jacobian, aux)``, the aux ``fn``'s own
     value, carrying no derivative."""
+    second = _of_derivative(fn, wrt, has_aux, "sg.jacrev")
+    if second is not None:
+        return second
     original = fn
     fn, refusal = _readable_or_refusal(fn, has_aux)
 
@@ -453,6 +488,7 @@ def jacobian(fn, wrt=0, *, has_aux=False):
         return (jac, result[2]) if has_aux else jac
 
     jacobian_fn.__srcgrad_derivative__ = "sg.jacrev"   # not read again as source (parse.py)
+    jacobian_fn.__srcgrad_jacobian__ = Derivative(jacobian_fn, original, wrt, has_aux, "sg.jacrev")
     return jacobian_fn
 
 

@@ -297,14 +297,18 @@ def _refuse_derivative(fn, made_by):
     composed_from = getattr(inner, "_srcgrad_composed_from", None)   # sg.grad(f)'s code
     inner = composed_from.fn if composed_from is not None else inner
     code = getattr(inner, "__code__", None)
+    first = made_by in ("sg.jacfwd", "sg.jacrev")
     raise UnsupportedError(
-        f"the function {made_by}({getattr(inner, '__qualname__', inner)}) returns is not "
-        f"source srcgrad can differentiate again (it assembles the derivative from runs of "
-        f"generated programs)", getattr(code, "co_filename", None),
+        f"the function {made_by}({getattr(inner, '__qualname__', inner)}){')' * made_by.count('(')} "
+        f"returns is not source srcgrad can differentiate again (it assembles the derivative "
+        f"from runs of generated programs)", getattr(code, "co_filename", None),
         getattr(code, "co_firstlineno", None),
-        hint="Differentiate the gradient, which is code srcgrad reads again: sg.jacfwd(sg.grad(f)) "
-             "or sg.jacrev(sg.grad(f)) is the Hessian; sg.grad(sg.grad(f)) and "
-             "sg.hvp(sg.grad(f), ...) go to any order.")
+        hint=("A Jacobian of it is the second derivative: sg.jacfwd(sg.jacrev(f)) and the other "
+              "three spellings work, as does sg.hessian(f) of any output. " if first else
+              "It is a second derivative; a third comes from code: sg.jacfwd(sg.jacrev("
+              "sg.grad(f))) or sg.hessian(sg.grad(f)) of a scalar f. ") +
+             "Else differentiate the gradient, which is code srcgrad reads again: "
+             "sg.grad(sg.grad(f)) and sg.hvp(sg.grad(f), ...) go to any order.")
 
 
 def parse_function(fn):

@@ -149,8 +149,10 @@ def test_jacobians_of_a_gradient_are_the_hessian():
 
 @pytest.mark.parametrize("make", [lambda: sg.jacfwd(sg.hessian(loop_sum)),
                                   lambda: sg.grad(sg.jacrev(cube_sum)),
-                                  lambda: sg.jacfwd(sg.jacfwd(sg.grad(loop_sum)))])
+                                  lambda: sg.jacfwd(sg.jacfwd(sg.jacrev(cube_sum)))])
 def test_the_functions_jacobians_and_hessians_return_are_refused_not_read_through(make):
+    """Read as source, or a third derivative of them (a Jacobian of a Jacobian is the
+    second derivative: tests/test_jacobian_of_jacobian.py)."""
     with pytest.raises(sg.UnsupportedError) as info:
         make()(X)
     message = str(info.value)
