@@ -170,7 +170,7 @@ def hessian(fn, wrt=0, *, has_aux=False, chunk_size=None):
     batched tangent rule. Shape ``in.shape + in.shape``, for a tuple ``wrt`` the nested
     tuple ``H[i][j]`` of JAX. A pytree argument (dict, list, tuple, dataclass) gives
     JAX's nested structure: ``H[k1][k2]`` of shape ``leaf1.shape + leaf2.shape`` for a
-    dict; its seeds are the basis over all its leaves at once, batched as an array's.
+    dict, ``H[i][k1][j][k2]`` with a tuple ``wrt`` (``nest_blocks``); its seeds are the basis over all its leaves at once, batched as an array's.
     ``has_aux=True``: ``fn`` returns ``(output, aux)``; the result is ``(hessian, aux)``,
     the aux ``fn``'s own value, carrying no derivative. An output that is not one number
     gives JAX's ``jacfwd(jacrev(fn))``, ``out.shape + in.shape + in.shape``
@@ -198,27 +198,8 @@ def hessian(fn, wrt=0, *, has_aux=False, chunk_size=None):
     def scalar_hessian(*args, **kwargs):
         positions, many = _wrt_positions(fn, wrt)
         args = positional_arguments(fn, args, kwargs, "srcgrad.hessian")
-        trees = {k: pytree.is_node(args[k]) for k in positions}
-        for k in positions:   # a structure (pytree.py): float leaves only, as in sg.grad
-            if trees[k]:
-                call_values._check_differentiable(f"argument {k}", args[k])
-        blocks, aux = {}, None
-        for j in positions:   # column blocks: d/d args[j] of the gradient of every args[i]
-            found = _batched_hessian_columns(fn, args, positions, j, chunk_size, has_aux)
-            if found is None:
-                found = _hessian_columns(fn, args, positions, j, has_aux)
-            columns, aux = found
-            for (i, l, y), c in zip(_entries(args, positions), columns):
-                blocks[(i, l), j] = cut_columns(c, args[j], numpy.shape(y), y)
-
-        def pair(i, j):   # JAX's jacfwd(jacrev(f)): the structure of args[i] outside, args[j] in
-            if not trees[i]:
-                return blocks[(i, None), j]
-            return pytree.rebuild(args[i], iter([blocks[(i, l), j] for _, l, _ in
-                                                 _entries(args, (i,))]))
-
-        result = tuple(tuple(pair(i, j) for j in positions) for i in positions) if many \
-            else pair(positions[0], positions[0])
+        blocks, aux = hessian_blocks(fn, args, positions, chunk_size, has_aux)
+        result = nest_blocks(blocks, args, positions, many, positions, many)
         return (result, aux) if has_aux else result
 
     hessian_fn.__srcgrad_derivative__ = "sg.hessian"   # not read again as source (parse.py)
@@ -230,6 +211,41 @@ def hessian(fn, wrt=0, *, has_aux=False, chunk_size=None):
 def _scalar(out):
     """Whether ``out`` is one number, which the gradient seeds with 1 (runtime.default_seed)."""
     return not pytree.is_node(out) and numpy.size(out) == 1
+
+
+def hessian_blocks(fn, args, positions, chunk_size=None, has_aux=False):
+    """``({((i, l), j): block}, aux)``: d/d ``args[j]`` of the gradient of each leaf ``l``
+    of ``args[i]`` (``l`` None for an argument that is no structure), for every ``i`` and
+    ``j`` in ``positions``; a block has ``args[j]``'s structure, of leaf shape
+    ``leaf_i.shape + leaf_j.shape``."""
+    from srcgrad.jacobians import cut_columns
+    for k in positions:   # a structure (pytree.py): float leaves only, as in sg.grad
+        if pytree.is_node(args[k]):
+            call_values._check_differentiable(f"argument {k}", args[k])
+    blocks, aux = {}, None
+    for j in positions:   # column blocks: d/d args[j] of the gradient of every args[i]
+        found = _batched_hessian_columns(fn, args, positions, j, chunk_size, has_aux)
+        if found is None:
+            found = _hessian_columns(fn, args, positions, j, has_aux)
+        columns, aux = found
+        for (i, l, y), c in zip(_entries(args, positions), columns):
+            blocks[(i, l), j] = cut_columns(c, args[j], numpy.shape(y), y)
+    return blocks, aux
+
+
+def nest_blocks(blocks, args, outer, outer_many, inner, inner_many):
+    """JAX's ``jacfwd(jacrev(f, outer), inner)`` layout of ``hessian_blocks``: the tuple
+    over ``outer`` (for a tuple), each ``args[i]``'s structure, then in each of its leaves
+    the tuple over ``inner`` (for a tuple) of ``args[j]``-structured blocks."""
+    def cell(i, l):
+        return tuple(blocks[(i, l), j] for j in inner) if inner_many else blocks[(i, l), inner[0]]
+
+    def row(i):
+        if not pytree.is_node(args[i]):
+            return cell(i, None)
+        return pytree.rebuild(args[i], iter([cell(i, l) for _, l, _ in _entries(args, (i,))]))
+
+    return tuple(row(i) for i in outer) if outer_many else row(outer[0])
 
 
 def _entries(args, positions):
@@ -322,4 +338,4 @@ def _batched_leaves(t, x, size):
             for leaf in pytree.tree_leaves(runtime.materialize(last, like))]
 
 
-jacobians.HESSIAN = hessian   # jacfwd(grad(f)) at structures is f's Hessian (jacobians.py)
+jacobians.HESSIAN_BLOCKS = hessian_blocks, nest_blocks   # jacfwd(grad(f)) at structures

@@ -285,7 +285,7 @@ def _readable_or_refusal(fn, has_aux):
         return fn.fn, exc
 
 
-HESSIAN = None   # sg.hessian, set by srcgrad.hessians (which imports this module)
+HESSIAN_BLOCKS = None   # (hessian_blocks, nest_blocks), set by srcgrad.hessians (which imports this module)
 SECOND = None    # a Jacobian of a Jacobian, set by srcgrad.nested_jacobians
 VECTOR_HESSIAN = None   # sg.hessian of a non-scalar output, set by srcgrad.nested_jacobians
 
@@ -332,15 +332,9 @@ def _gradient_of_structures(gradient, wrt, args, kwargs, api):
     if not any(pytree.is_node(args[k]) for k in set(outer) | set(inner)):
         return None
     positions = tuple(sorted(set(outer) | set(inner)))
-    blocks = HESSIAN(f, wrt=positions)(*args)
-
-    def block(i, j):
-        return blocks[positions.index(i)][positions.index(j)]
-
-    def row(i):
-        return tuple(block(i, j) for j in inner) if inner_many else block(i, inner[0])
-
-    return tuple(row(i) for i in outer) if outer_many else row(outer[0])
+    hessian_blocks, nest_blocks = HESSIAN_BLOCKS
+    blocks, _ = hessian_blocks(f, args, positions)
+    return nest_blocks(blocks, args, outer, outer_many, inner, inner_many)
 
 
 def jacfwd(fn, wrt=0, *, has_aux=False, chunk_size=None):

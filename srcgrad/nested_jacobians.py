@@ -36,7 +36,7 @@ from srcgrad import caches, call_values, forward_api, jacobians, pytree
 from srcgrad.codegen import loader
 from srcgrad.entry import _identifier
 from srcgrad.errors import UnsupportedError
-from srcgrad.hessians import hessian
+from srcgrad.hessians import hessian_blocks
 from srcgrad.jacobians import Derivative, positional_arguments
 
 _phis = caches.LRU()   # (id(fn), params, path, has_aux) -> (fn, phi)
@@ -110,13 +110,14 @@ def second_derivative(original, inner_wrt, outer_wrt, args, kwargs, has_aux, api
     xp = jacobians.array_module(out, *(args[k] for k in positions))
     per_leaf = []
     for path, leaf in zip(paths, leaves):
-        h = hessian(_phi(callee, _params(fn), path, has_aux), wrt=positions)
+        phi = _phi(callee, _params(fn), path, has_aux)
         dtype = jacobians._seed_dtype(leaf)
         entries = []
         for e in range(jacobians._size(leaf)):
             w = xp.zeros(numpy.shape(leaf), dtype)
             w.reshape(-1)[e] = 1.0
-            entries.append(h(*args, w if numpy.ndim(leaf) else float(w)))
+            entries.append(hessian_blocks(phi, tuple(args) + (w if numpy.ndim(leaf) else float(w),),
+                                          positions)[0])
         per_leaf.append(_leaf_tensor(xp, entries, leaf, args, positions, inner, many_a,
                                      outer, many_b))
     tensor = pytree.rebuild(out, iter(per_leaf)) if pytree.is_node(out) else per_leaf[0]
@@ -129,15 +130,15 @@ def _leaves(x):
 
 def _leaf_tensor(xp, entries, leaf, args, positions, inner, many_a, outer, many_b):
     """The part of the second derivative for one output ``leaf``: ``entries[e]`` the
-    Hessian blocks of its entry ``e`` (``sg.hessian``'s nested tuple over ``positions``,
-    each block the structure of the row argument holding the column argument's), as the
+    Hessian blocks of its entry ``e`` (``hessians.hessian_blocks``: keyed by the row
+    argument's leaf and the column argument, each ``args[j]``-structured), as the
     tuple over ``inner`` of its argument's structure of the tuple over ``outer`` of its
     argument's structure of blocks ``leaf.shape + a_leaf.shape + b_leaf.shape``."""
     def block(i, l1, j, l2):
         a, b = args[i], args[j]
         n_b = len(_leaves(b))
-        parts = [_leaves(h[positions.index(i)][positions.index(j)])[l1 * n_b + l2]
-                 for h in entries]
+        row_leaf = l1 if pytree.is_node(a) else None
+        parts = [_leaves(h[(i, row_leaf), j])[l2] for h in entries]
         shape = numpy.shape(_leaves(a)[l1]) + numpy.shape(_leaves(b)[l2])
         dtype = numpy.result_type(jacobians._seed_dtype(leaf), jacobians.block_dtype(
             _leaves(a)[l1], _leaves(b)[l2]))

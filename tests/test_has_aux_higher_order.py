@@ -283,8 +283,9 @@ def test_the_hessian_of_a_list_of_dicts_and_an_array_matches_finite_differences(
     w = rng.normal(size=3)
     hess = sg.hessian(layered, wrt=(0, 1))(params, w)
     sizes = [6, 2, 2, 3]   # W, b, v; w
-    h00, h01, h10 = (pytree.tree_leaves(h) for h in (hess[0][0], hess[0][1], hess[1][0]))
-    rows = [h00[3 * l:3 * l + 3] + [h01[l]] for l in range(3)] + [h10 + [hess[1][1]]]
+    # JAX's nesting: hess[0] has params' structure, each leaf the tuple (params-shaped, w's block)
+    h0, h10 = pytree.tree_leaves(hess[0]), pytree.tree_leaves(hess[1][0])
+    rows = [h0[4 * l:4 * l + 4] for l in range(3)] + [h10 + [hess[1][1]]]
     matrix = blocks(rows, sizes, sizes)
     grad = sg.grad(layered, wrt=(0, 1))
 

@@ -496,8 +496,10 @@ def test_the_hessian_of_a_dict_argument_is_a_dict_of_dicts_matching_fd_of_grad()
                                   list(range(np.ndim(H[k1][k2]) - n1, np.ndim(H[k1][k2]))))
             np.testing.assert_allclose(swapped, H[k2][k1], rtol=1e-10, atol=1e-12)
     assert_same_tree(H, fd_hessian_blocks(mixed_loss, (p, x), 0, 0), rtol=1e-5, atol=1e-7)
-    # a tuple wrt: JAX's nested tuple, each block a structure of structures
-    (hpp, hpx), (hxp, hxx) = sg.hessian(mixed_loss, wrt=(0, 1))(p, x)
+    # a tuple wrt: JAX's nesting H[i][k1][j][k2], p's keys outside the inner tuple
+    Hp, (hxp, hxx) = sg.hessian(mixed_loss, wrt=(0, 1))(p, x)
+    assert set(Hp) == set(p) and all(len(v) == 2 for v in Hp.values())
+    hpp, hpx = ({k: v[j] for k, v in Hp.items()} for j in (0, 1))
     assert_same_tree(hpp, H, rtol=1e-12, atol=1e-14)
     assert hpx["W"].shape == (2, 3, 3) and hxp["W"].shape == (3, 2, 3)
     assert_same_tree(hpx, fd_hessian_blocks(mixed_loss, (p, x), 0, 1), rtol=1e-5, atol=1e-7)
