@@ -142,6 +142,25 @@ def _importable(obj, module, qualname):
     return found is obj
 
 
+def _ufunc_module(ufunc):
+    """The module to import ``ufunc`` from (a ufunc names none): NumPy's own, else the
+    loaded module holding it under its name, public before private, then the shortest
+    (``scipy.special.expit`` is also ``scipy.special._ufuncs.expit``)."""
+    name = ufunc.__name__
+    if getattr(numpy, name, None) is ufunc:
+        return "numpy"
+    found = []
+    for module_name, module in list(sys.modules.items()):
+        try:
+            holds = module_name != "__main__" and getattr(module, name, None) is ufunc
+        except Exception:   # noqa: BLE001 - a lazy module's __getattr__ may raise anything
+            holds = False
+        if holds:
+            found.append((any(part.startswith("_") for part in module_name.split(".")),
+                          len(module_name), module_name))
+    return min(found)[2] if found else None
+
+
 def describe(obj, missing=None):
     """A description of ``obj`` that another process can compare (and, for what the
     generated code binds, find the object again from): plain data only.
@@ -183,7 +202,7 @@ def describe(obj, missing=None):
         module = getattr(obj, "__module__", None)
         qualname = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
         if module is None and isinstance(obj, numpy.ufunc):
-            module = "numpy"
+            module = _ufunc_module(obj)
         if _importable(obj, module, qualname):
             return ("ref", module, qualname)
     if isinstance(obj, numpy.generic) and obj.shape == ():
@@ -532,11 +551,12 @@ def _part(source, names, functions, bindings, info, origins):
 
 
 def _load_part(part, info):
-    from srcgrad import runtime
+    from srcgrad import rules, runtime
     from srcgrad.codegen import loader
     from srcgrad.parse import Origin
     bindings = {n: rebuild(d) for n, d in part["bindings"].items()}
     bindings["rt"] = runtime
+    rules._load_library_rules()   # SciPy's rules bind rt.special_* the code may call
     lines = part["origins"]
     functions = loader.load_marshalled(
         part["text"], part["offset"], part["codes"], list(part["names"]), info.globals,

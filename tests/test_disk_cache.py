@@ -398,3 +398,40 @@ def test_a_gradient_loaded_from_disk_can_be_compiled_with_the_jit(tmp_path, monk
         got = sg.grad(_exec(source, "<jit-after-load-test>"), jit=True)(x)
     assert disk_cache.stats["hits"] == before["hits"] + 1
     assert np.allclose(got, np.sin(x) + x * np.cos(x))
+
+
+SCIPY_SCRIPT = '''
+import json, sys
+import numpy as np
+import scipy.special as sc
+import srcgrad as sg
+from srcgrad import disk_cache, pipeline
+if "--no-compile" in sys.argv:
+    def refuse(*args, **kwargs):
+        raise AssertionError("compiled although the cache holds the gradient")
+    pipeline.compile_gradient = refuse
+    import srcgrad.api
+    srcgrad.api.compile_gradient = refuse
+
+
+def f(x):   # expit is a ufunc naming no module; gammaln's gradient calls rt.special_digamma
+    return np.sum(sc.expit(x) * sc.gammaln(x + 2.0))
+
+
+g = sg.grad(f)(np.linspace(0.1, 1.0, 5))
+print(json.dumps({"grads": g.tolist(), "stats": disk_cache.stats}))
+'''
+
+
+def test_a_gradient_calling_scipy_special_is_stored_and_loaded_by_another_process(tmp_path):
+    pytest.importorskip("scipy")
+    (tmp_path / "script.py").write_text(SCIPY_SCRIPT)
+    first = _run(tmp_path)
+    assert _entries(tmp_path)
+    second = _run(tmp_path, "--no-compile")
+    assert second["stats"]["hits"] == 1 and second["grads"] == first["grads"]
+    x = np.linspace(0.1, 1.0, 5)
+    from scipy import special
+    s = special.expit(x)
+    want = s * (1 - s) * special.gammaln(x + 2.0) + s * special.digamma(x + 2.0)
+    np.testing.assert_allclose(first["grads"], want, rtol=1e-12)
