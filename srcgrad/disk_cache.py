@@ -151,11 +151,8 @@ def _ufunc_module(ufunc):
         return "numpy"
     found = []
     for module_name, module in list(sys.modules.items()):
-        try:
-            holds = module_name != "__main__" and getattr(module, name, None) is ufunc
-        except Exception:   # noqa: BLE001 - a lazy module's __getattr__ may raise anything
-            holds = False
-        if holds:
+        # (its namespace, not getattr: a lazy module's __getattr__ would import or warn)
+        if module_name != "__main__" and getattr(module, "__dict__", {}).get(name) is ufunc:
             found.append((any(part.startswith("_") for part in module_name.split(".")),
                           len(module_name), module_name))
     return min(found)[2] if found else None
