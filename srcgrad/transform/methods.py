@@ -293,7 +293,7 @@ class Desugar(Base):
 
 
 
-class Displays(gast.NodeTransformer):
+class Displays(ast_util.NodeTransformer):
     """``*``/``**`` in list, tuple and dict displays, as joins (see the module docstring)."""
 
     def __init__(self, desugar):
