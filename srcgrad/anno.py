@@ -19,6 +19,10 @@ class Static(enum.Enum):
     TAPE = "What a tape push or pop statement saves/restores (a name, or ('item', name)). See reverse.py."
     RECOMPUTE = "A reverse-sweep statement that recomputes a primal value instead of popping it. See recompute.py."
 
+    # Hashed by identity (a member is equal only to itself): Enum's own ``__hash__``, a
+    # Python call hashing the name, ran at every annotation read (some 3,000 per compile).
+    __hash__ = object.__hash__
+
 
 def setanno(node, key, value):
     annotations = node.__dict__.setdefault("_srcgrad_anno", {})

@@ -337,14 +337,23 @@ class NameSets:
                 return False
         return True
 
+    def _known(self, node):
+        """The memoized entry of a node that is not a compound statement, or None: the
+        common ask, answered without ``_sets``' checks (a call per ask, thousands per
+        compile); a compound statement's entry is checked against its parts there."""
+        found = self._memo.get(id(node))
+        if found is not None and found[0] is node and len(found) == 4 and not CHECK_NAME_SETS:
+            return found
+        return self._sets(node)
+
     def loads(self, node):
-        return self._sets(node)[1]
+        return self._known(node)[1]
 
     def stores(self, node):
-        return self._sets(node)[2]
+        return self._known(node)[2]
 
     def refs(self, node):
-        found = self._sets(node)
+        found = self._known(node)
         return found[1] | found[2]
 
     def calls(self, node):
@@ -436,8 +445,10 @@ def walk_statements(body):
 
 def assigned_name(s):
     """The name ``s`` assigns when it is ``name = value`` (one target), else None."""
-    if isinstance(s, gast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], gast.Name):
-        return s.targets[0].id
+    if s.__class__ is gast.Assign:   # (gast's classes have no subclasses)
+        targets = s.targets
+        if len(targets) == 1 and targets[0].__class__ is gast.Name:
+            return targets[0].id
     return None
 
 

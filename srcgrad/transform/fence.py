@@ -58,12 +58,16 @@ def check(node, info, allowed_with=lambda item: False, helper=False):
         _refuse(node, info, "*args/**kwargs parameters of the function differentiated",
                 "Give the function explicit parameters (a helper it calls may take *args).")
     # `[*a, *b]`: transform/methods.py joins a display's starred items (list(a) + list(b))
+    # (the two walks only where a ``*`` is: most functions have none)
+    starred = bool(ast_util.nodes_of(node, gast.Starred))
     displayed = {id(e) for n in ast_util.walk(node) if isinstance(n, (gast.List, gast.Tuple))
-                 and isinstance(n.ctx, gast.Load) for e in n.elts if isinstance(e, gast.Starred)}
+                 and isinstance(n.ctx, gast.Load) for e in n.elts if isinstance(e, gast.Starred)} \
+        if starred else set()
     # `g(*args)`, `zip(*[a, b])`: methods.py passes the items of a display one by one, binds
     # g's *vs to the rest, and refuses any other at its line
-    displayed |= {id(a) for n in ast_util.walk(node) if isinstance(n, gast.Call)
-                  for a in n.args if isinstance(a, gast.Starred)}
+    if starred:
+        displayed |= {id(a) for n in ast_util.walk(node) if isinstance(n, gast.Call)
+                      for a in n.args if isinstance(a, gast.Starred)}
     for stmt in node.body:
         for child in ast_util.walk(stmt):
             if isinstance(child, gast.With) and all(allowed_with(i) for i in child.items):

@@ -293,7 +293,7 @@ class Desugar(Base):
 
 
 
-class Displays(gast.NodeTransformer):
+class Displays(ast_util.NodeTransformer):
     """``*``/``**`` in list, tuple and dict displays, as joins (see the module docstring)."""
 
     def __init__(self, desugar):
@@ -603,11 +603,10 @@ def transform(node, ctx):
     """Rewrite the container-method statements and starred displays of FunctionDef ``node``
     (after bind_methods: ``p.energy(x)`` of a dataclass argument)."""
     node = bind_methods(node, ctx)
-    nodes = list(ast_util.walk(node))   # (gast.walk's nodes, in its order)
-    wanted = any(isinstance(n, gast.Call)
-                 or (isinstance(n, (gast.List, gast.Tuple)) and any(isinstance(e, gast.Starred) for e in n.elts))
-                 or (isinstance(n, gast.Dict) and any(k is None for k in n.keys))
-                 for n in nodes)
+    calls = ast_util.nodes_of(node, gast.Call)   # (in no order: only asked whether any is)
+    wanted = bool(calls) or any(
+        isinstance(n, (gast.List, gast.Tuple)) and any(isinstance(e, gast.Starred) for e in n.elts)
+        or (isinstance(n, gast.Dict) and any(k is None for k in n.keys)) for n in ast_util.walk(node))
     if not wanted:
         return node
     desugar = Desugar(ctx.info, ctx.namer, ctx.bindings, local_names(node))
@@ -615,14 +614,15 @@ def transform(node, ctx):
         p for p, cls in ctx.classes.items() if issubclass(cls, list)}   # a list argument
     _dict_loops(node, list_names(node, desugar.resolves_to, dict) | {
         p for p, cls in ctx.classes.items() if issubclass(cls, dict)}, desugar)
+    scopes = ast_util.nodes_of(node, gast.FunctionDef) + ast_util.nodes_of(node, gast.Lambda)
     desugar.closed_over = frozenset(
-        n.id for scope in ast_util.walk(node) if isinstance(scope, (gast.FunctionDef, gast.Lambda))
-        and scope is not node for n in ast_util.nodes_of(scope, gast.Name))
+        n.id for scope in scopes if scope is not node for n in ast_util.nodes_of(scope, gast.Name))
     # ``g(*args)``, ``g(**kw)``: rewritten or refused (nothing to do for a function without)
-    if any(n.__class__ is gast.Call and (any(isinstance(a, gast.Starred) for a in n.args)
-                                         or any(k.arg is None for k in n.keywords)) for n in nodes):
+    if any(any(isinstance(a, gast.Starred) for a in n.args) or any(k.arg is None for k in n.keywords)
+           for n in calls):
         _star_calls(node)
-    for n in ast_util.walk(node):   # (gast.walk's nodes, in its order)
+    starred = ast_util.nodes_of(node, gast.Starred)   # (none in most functions: no ordered walk)
+    for n in ast_util.walk(node) if starred else ():   # (gast.walk's nodes, in its order)
         if isinstance(n, gast.Call) and any(isinstance(a, gast.Starred) for a in n.args) \
                 and not _star_into_varargs(n, node, desugar):
             star = next(a for a in n.args if isinstance(a, gast.Starred))

@@ -89,7 +89,10 @@ class ReverseAD(Base, RuleApplication):
         # register_hook(y, fn) in the code: hooks live in a list made at each binding of y,
         # so a hook belongs to the binding it was registered on, and only if the call ran.
         self.hook_lists = {}
-        for stmt in ast_util.walk(node):
+        register = grad_mode.register_hook   # (most functions call none: no ordered walk)
+        hooked_calls = any(anno.getanno(c, Static.PRIMITIVE) is register
+                           for c in ast_util.nodes_of(node, gast.Call))
+        for stmt in ast_util.walk(node) if hooked_calls else ():
             call = _register_hook_call(stmt)
             if call is not None:
                 if len(call.args) != 2 or not isinstance(call.args[0], gast.Name):
@@ -557,7 +560,7 @@ def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), o
     tape.save_shapes(fwd, shapes)
 
     saved = tape.pack(rev, primal_names, uses_tape, shapes)
-    if any(isinstance(n, gast.Name) and n.id == fixed["xp"] for s in rev for n in ast_util.walk(s)):
+    if any(n.id == fixed["xp"] for s in rev for n in ast_util.nodes_of(s, gast.Name)):
         args = ", ".join([seed] + [p for p in activity.params if p in saved.names])
         rev = replace(f"{fixed['xp']} = rt.namespace({args})") + rev
     copies = ad.argument_checks() + [s for p in sorted(ad.copied_params) for s in replace(f"{p} = rt.save({p})")]
