@@ -1,0 +1,173 @@
+"""Constructs and NumPy functions a new user's first scripts reach for (round 7): the walrus
+operator ``:=`` (in ``if``/``while`` conditions, comprehensions, plain expressions and
+short-circuit operands, lowered to assignments in Python's order by
+transform/assignment_expressions.py), and NumPy functions that were refused. Each is
+checked against central finite differences in float64 in reverse mode, forward mode
+(``sg.jvp``) and second order (``sg.hessian``), and computed in float32 in float32;
+what stays refused is a SrcgradError naming this file and line."""
+
+import numpy as np
+import pytest
+
+import srcgrad as sg
+from srcgrad.errors import UnsupportedError
+from srcgrad.testing import check_grads
+
+RNG = np.random.default_rng(7)
+X = np.array([0.9, -0.4, 1.3, 0.6, -1.1])
+
+
+def fd_grad(f, x, h=1e-6):
+    """Central differences of the scalar function ``f`` at ``x``."""
+    g = np.zeros_like(x)
+    for i in range(x.size):
+        e = np.zeros_like(x)
+        e.flat[i] = h
+        g.flat[i] = (f(x + e) - f(x - e)) / (2 * h)
+    return g
+
+
+def check_all(f, x=X, hessian=True):
+    """Reverse mode, forward mode and the Hessian of the scalar ``f`` at ``x`` against
+    central differences in float64, and its gradient in float32."""
+    check_grads(f, (x,), atol=1e-6, rtol=1e-5)
+    t = RNG.standard_normal(x.shape)
+    _, dout = sg.jvp(f, (x,), (t,))
+    h = 1e-6
+    np.testing.assert_allclose(dout, (f(x + h * t) - f(x - h * t)) / (2 * h), rtol=1e-6, atol=1e-7)
+    if hessian:
+        hess = sg.hessian(f)(x)
+        fd = np.stack([fd_grad(lambda v: sg.grad(f)(v)[i], x, 1e-5) for i in range(x.size)])
+        np.testing.assert_allclose(hess, fd, rtol=1e-5, atol=1e-6)
+    g32 = sg.grad(f)(x.astype(np.float32))
+    assert g32.dtype == np.float32
+    np.testing.assert_allclose(g32, sg.grad(f)(x), rtol=2e-3, atol=2e-4)
+
+
+def assert_refused(f, fragment, words, x=X):
+    """``sg.grad(f)(x)`` raises UnsupportedError at the line of this file holding ``fragment``."""
+    with pytest.raises(UnsupportedError) as info:
+        sg.grad(f)(x)
+    assert info.value.filename == __file__
+    assert fragment in (info.value.source_line or ""), info.value
+    assert words in str(info.value), str(info.value)
+
+
+# ----- 1. the walrus operator -----
+
+def walrus_in_if(x):
+    if (n := np.sum(x * x)) > 1.0:
+        return n * np.sin(x[0])
+    return n
+
+
+def walrus_in_while(x):
+    y = x
+    while (s := np.sum(y * y)) < 50.0:
+        y = y * 1.5
+    return s + np.sum(y ** 3)
+
+
+def walrus_in_while_with_else_and_continue(x):
+    y = x
+    k = 0
+    while (s := np.sum(y * y)) < 30.0:
+        k += 1
+        y = y * 1.3
+        if k % 2 == 0:
+            continue
+        y = y + 0.1 * np.sin(y)
+    else:
+        y = y * s
+    return np.sum(y)
+
+
+def walrus_in_comprehension_filter(x):
+    ys = [y * v for v in x if (y := np.sin(v) * 2) > 0.5]
+    return sum(ys) + y
+
+
+def walrus_in_generator_passed_to_sum(x):
+    return sum(q for v in x if (q := v * v) > 0.3) * q
+
+
+def walrus_in_plain_expressions(x):
+    z = np.cos(x[0]) + (n := np.sin(x[1])) * n
+    (k := np.exp(x))
+    return z * (m := x[2]) + m + np.sum(k)
+
+
+def walrus_rebinding_a_name_read_before_it(x):
+    a = x[0]
+    b = a * (a := x[1] * 3.0) + a
+    return b * a
+
+
+def walrus_right_of_or(x):
+    v = (a := x[0]) > 2.0 or (b := x[1] * 3.0)
+    w = (c := x[2]) < 0.0 and (d := x[3] ** 2)
+    return v * a + w * c + b * x[4]
+
+
+def walrus_in_a_branch_of_a_conditional_expression(x):
+    t = (n := x[0] * 2) if x[1] > 0 else (n := x[2] ** 2)
+    u = (p := x[3]) if x[1] < 0 else (p := np.exp(x[4]))
+    return t * n + u * p
+
+
+def walrus_in_call_arguments_and_return(x):
+    y = np.where(x > 0, (s := np.sin(x)), np.cos(x))
+    return np.sum(y * s) + np.dot((w := x * 2), w)
+
+
+WALRUS = [walrus_in_if, walrus_in_while, walrus_in_while_with_else_and_continue,
+          walrus_in_comprehension_filter, walrus_in_generator_passed_to_sum,
+          walrus_in_plain_expressions, walrus_rebinding_a_name_read_before_it,
+          walrus_right_of_or, walrus_in_a_branch_of_a_conditional_expression,
+          walrus_in_call_arguments_and_return]
+
+
+@pytest.mark.parametrize("f", WALRUS, ids=lambda f: f.__name__)
+def test_walrus(f):
+    check_all(f)
+
+
+def walrus_in_a_chained_comparison(x):
+    return np.sum(x) * (0.0 < x[0] < (n := x[1]))
+
+
+def walrus_in_an_assignment_target(x):
+    y = x.copy()
+    y[(i := 2)] = 3.0
+    return np.sum(y) * i
+
+
+def walrus_rebinding_an_augmented_target(x):
+    n = x[0]
+    n += (n := x[1])
+    return n
+
+
+def walrus_loop_with_break_in_else(x):
+    y = x
+    for _ in range(3):
+        while (s := np.sum(y)) < 40.0:
+            y = y * 2
+        else:
+            break
+    return s
+
+
+@pytest.mark.parametrize("f, fragment, words", [
+    (walrus_in_a_chained_comparison, "< (n := x[1])", "right of the first comparison"),
+    (walrus_in_an_assignment_target, "y[(i := 2)] = 3.0", "assignment's target"),
+    (walrus_rebinding_an_augmented_target, "n += (n := x[1])", "augmented assignment"),
+    (walrus_loop_with_break_in_else, "break", "else clause of a while loop"),
+], ids=lambda v: getattr(v, "__name__", "_"))
+def test_walrus_whose_order_cannot_be_kept_is_refused_at_its_line(f, fragment, words):
+    assert_refused(f, fragment, words)
+
+
+def test_walrus_source_shows_the_assignment_before_the_condition():
+    text = sg.source(walrus_in_if).split("def walrus_in_if_forward(x):")[1]
+    assert text.index("n = np.sum(x_times_x)") < text.index("cond = n > 1.0")
