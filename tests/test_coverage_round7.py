@@ -9,6 +9,8 @@ what stays refused is a SrcgradError naming this file and line."""
 import numpy as np
 import pytest
 
+from numpy.lib.stride_tricks import sliding_window_view
+
 import srcgrad as sg
 from srcgrad.errors import UnsupportedError
 from srcgrad.testing import check_grads
@@ -32,7 +34,8 @@ def check_all(f, x=X, hessian=True):
     central differences in float64, and its gradient in float32."""
     check_grads(f, (x,), atol=1e-6, rtol=1e-5)
     t = RNG.standard_normal(x.shape)
-    _, dout = sg.jvp(f, (x,), (t,))
+    out, dout = sg.jvp(f, (x,), (t,))
+    np.testing.assert_allclose(out, f(x), rtol=1e-10)   # the value is NumPy's
     h = 1e-6
     np.testing.assert_allclose(dout, (f(x + h * t) - f(x - h * t)) / (2 * h), rtol=1e-6, atol=1e-7)
     if hessian:
@@ -171,3 +174,84 @@ def test_walrus_whose_order_cannot_be_kept_is_refused_at_its_line(f, fragment, w
 def test_walrus_source_shows_the_assignment_before_the_condition():
     text = sg.source(walrus_in_if).split("def walrus_in_if_forward(x):")[1]
     assert text.index("n = np.sum(x_times_x)") < text.index("cond = n > 1.0")
+
+
+# ----- 2. NumPy functions written with primitives (srcgrad/inlined.py's NUMPY_INLINED) -----
+
+T6 = np.arange(5.0)
+
+
+def ediff1d_plain(x):
+    return np.sum(np.ediff1d(x) ** 3)
+
+
+def ediff1d_with_ends(x):
+    d = np.ediff1d(x, to_begin=x[0] * 2, to_end=[1.0, np.sin(x[1])])
+    return np.sum(d ** 2 * np.arange(1.0, 8.0))
+
+
+def insert_a_scalar(x):
+    return np.sum(np.insert(x, 2, x[0] * 3) ** 3)
+
+
+def insert_columns_along_an_axis(x):
+    m = np.outer(x[:2], x)
+    out = np.insert(m, [1, 3], x[:2, None] * x[4], axis=1)
+    return np.sum(out ** 2 * np.arange(14.0).reshape(2, 7))
+
+
+def insert_at_a_slice(x):
+    return np.sum(np.insert(x, slice(1, 4), np.sin(x[0])) ** 3)
+
+
+def polyfit_of_data(x):
+    c = np.polyfit(T6, x, 2)
+    return np.sum(c ** 2) + np.polyval(c, 0.5)
+
+
+def polyfit_weighted_in_the_abscissae(x):
+    c = np.polyfit(x, np.cos(T6), 2, w=T6 + 1.0)
+    return np.sum(c * np.array([1.0, -2.0, 0.5]))
+
+
+def polyfit_of_two_columns(x):
+    ys = np.stack([x, x ** 2], axis=1)
+    return np.sum(np.polyfit(T6, ys, 1) ** 2)
+
+
+def broadcast_arrays_pair(x):
+    a, b = np.broadcast_arrays(x[:, None], x[None, :3])
+    return np.sum(a * b * np.sin(a))
+
+
+def sliding_windows_1d(x):
+    w = sliding_window_view(x, 3)
+    return np.sum(np.mean(w, axis=-1) ** 2 * np.arange(1.0, 4.0))
+
+
+def sliding_windows_2d_along_an_axis(x):
+    m = np.outer(x, x[:3])
+    w = np.lib.stride_tricks.sliding_window_view(m, 2, axis=0)
+    return np.sum(w.max(axis=-1) ** 2) + np.sum(w[..., 0] * w[..., 1])
+
+
+NUMPY_VERSIONS = [ediff1d_plain, ediff1d_with_ends, insert_a_scalar, insert_columns_along_an_axis,
+                  insert_at_a_slice, polyfit_of_data, polyfit_weighted_in_the_abscissae,
+                  polyfit_of_two_columns, broadcast_arrays_pair, sliding_windows_1d,
+                  sliding_windows_2d_along_an_axis]
+
+
+@pytest.mark.parametrize("f", NUMPY_VERSIONS, ids=lambda f: f.__name__)
+def test_numpy_function_written_with_primitives(f):
+    check_all(f)
+
+
+def polyfit_full(x):
+    return np.sum(np.polyfit(T6, x, 2, full=True)[0])
+
+
+def test_polyfit_with_full_stays_refused_at_its_line():
+    with pytest.raises(sg.NonDifferentiableError) as info:
+        sg.grad(polyfit_full)(X)
+    assert info.value.filename == __file__
+    assert "full=True" in info.value.source_line
