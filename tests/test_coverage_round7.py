@@ -255,3 +255,30 @@ def test_polyfit_with_full_stays_refused_at_its_line():
         sg.grad(polyfit_full)(X)
     assert info.value.filename == __file__
     assert "full=True" in info.value.source_line
+
+
+# ----- 3. rules added to the tables -----
+
+M = np.array([[0.9, -0.4, 1.3], [0.6, -1.1, 0.2]])
+
+
+def maximum_reduce(x):
+    return np.maximum.reduce(x) * np.sum(np.maximum.reduce(np.outer(x, x[:3]), axis=1) ** 2)
+
+
+def minimum_reduce_keepdims(x):
+    m = np.outer(x, x[:3])
+    return np.minimum.reduce(x) + np.sum(np.sin(np.minimum.reduce(m, axis=0, keepdims=True) * m))
+
+
+def multiply_accumulate(x):
+    return np.sum(np.multiply.accumulate(x) * np.arange(1.0, 6.0)) + np.sum(
+        np.multiply.accumulate(np.outer(x, x[:3]), axis=1) ** 2)
+
+
+RULES = [maximum_reduce, minimum_reduce_keepdims, multiply_accumulate]
+
+
+@pytest.mark.parametrize("f", RULES, ids=lambda f: f.__name__)
+def test_rule(f):
+    check_all(f)

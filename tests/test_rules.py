@@ -456,6 +456,9 @@ add(
     C(np.add.reduce, A), C(np.add.reduce, A, 2, keepdims=True), C(np.add.reduce, A, axis=None),
     C(np.multiply.reduce, A * 0.5 + 1), C(np.multiply.reduce, A * 0.5 + 1, axis=(0, 2)),
     C(np.add.accumulate, A), C(np.add.accumulate, A, 1),
+    C(np.maximum.reduce, A), C(np.maximum.reduce, A, 2, keepdims=True), C(np.minimum.reduce, A, axis=None),
+    C(np.minimum.reduce, np.array([[1.0, -2.0], [1.0, 0.5]])),   # a tie in the first column
+    C(np.multiply.accumulate, A * 0.5 + 1), C(np.multiply.accumulate, A, 2),
     C(np.maximum.accumulate, r(7)), C(np.maximum.accumulate, A, 1), C(np.minimum.accumulate, A),
     # ties: 3.0 twice (the second result's group), -1.0 and 4.0 from the start
     C(np.maximum.accumulate, np.array([1.0, 3.0, 2.0, 3.0, 0.5, 4.0])),
