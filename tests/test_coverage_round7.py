@@ -276,7 +276,15 @@ def multiply_accumulate(x):
         np.multiply.accumulate(np.outer(x, x[:3]), axis=1) ** 2)
 
 
-RULES = [maximum_reduce, minimum_reduce_keepdims, multiply_accumulate]
+
+
+def sum_with_initial(x):
+    m = np.outer(x, x[:3])
+    return np.sum(x ** 2, initial=x[0]) * m.sum(axis=0, initial=1.5)[1] + np.sum(
+        np.sum(m, axis=1, initial=2.0) ** 2)
+
+
+RULES = [maximum_reduce, minimum_reduce_keepdims, multiply_accumulate, sum_with_initial]
 
 
 @pytest.mark.parametrize("f", RULES, ids=lambda f: f.__name__)

@@ -411,6 +411,8 @@ add(
     C(np.sum, A, axis=1, where=MASK), C(np.sum, A, where=MASK[0, 0]),
     C(np.sum, A, 2, np.float64), C(np.sum, A.astype(np.float32), dtype=np.float64, _eps=1e-2, _rtol=1e-3),
     C(M("sum"), A, axis=(0, 2), where=MASK, keepdims=True),
+    C(np.sum, A, axis=1, initial=0.7), C(np.sum, A, initial=np.float64(-0.3), _wrt=[0, "initial"]),
+    C(M("sum"), A, 0, initial=np.float64(1.5), _wrt=[0, "initial"]),
     C(np.mean, A, axis=1, where=MASK), C(np.mean, A, where=MASK[:, :, 0:1]),
     C(np.mean, A, 0, np.float64), C(M("mean"), A, axis=2, where=MASK, keepdims=True),
     C(np.max, A, axis=1, where=MASK, initial=-5.0), C(np.min, A, axis=(0, 2), initial=-0.2, _wrt=[0, "initial"]),
