@@ -170,12 +170,51 @@ def insert_index(shape, obj, values_shape, axis=None):
                      axis=axis)
 
 
-# NumPy function -> (its version, {parameter: the only value a call may pass}): a call
-# passing another value there (``np.polyfit(..., full=True)``) is left to NumPy's function,
-# refused where it needs a gradient
-NUMPY_INLINED = {np.ediff1d: (ediff1d, {}),
-                 np.insert: (insert, {}),
-                 np.polyfit: (polyfit, {"full": False, "cov": False}),
-                 np.broadcast_arrays: (broadcast_arrays, {"subok": False}),
+@inline
+def var_about(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
+              mean=None, correction=None):
+    """``np.var(a, ..., mean=mean)`` (NumPy 2): the mean square deviation from the ``mean``
+    given (of ``keepdims`` shape), divided by ``n - ddof``."""
+    d = a - mean
+    n = reduction_count(np.shape(a), axis)
+    return np.sum(d * d, axis=axis, keepdims=keepdims) / max(n - ddof, 0)
+
+
+@inline
+def std_about(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
+              mean=None, correction=None):
+    """``np.std(a, ..., mean=mean)``: the square root of ``var_about``'s (its derivative
+    infinite where the entries all equal ``mean``, as ``np.sqrt``'s at 0)."""
+    return np.sqrt(var_about(a, axis, ddof=ddof, keepdims=keepdims, mean=mean))
+
+
+@inline
+def prod_where(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True):
+    """``np.prod(a, ..., where=where)``: the product with the entries left out made 1."""
+    return np.prod(np.where(where, a, 1), axis=axis, keepdims=keepdims)
+
+
+def reduction_count(shape, axis=None):
+    """How many entries of an array of ``shape`` each result of a reduction over ``axis``
+    combines (no gradient: a count)."""
+    if axis is None:
+        return int(np.prod(shape))
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    return int(np.prod([shape[k] for k in axes]))
+
+
+# NumPy function -> (its version, {parameter: the only value a call may pass}, the keyword
+# a call must pass to be the version's, None: any call): a call passing another value there
+# (``np.polyfit(..., full=True)``) is left to NumPy's function, refused where it needs a
+# gradient; ``np.var`` without ``mean=`` keeps its rule
+NUMPY_INLINED = {np.ediff1d: (ediff1d, {}, None),
+                 np.insert: (insert, {}, None),
+                 np.polyfit: (polyfit, {"full": False, "cov": False}, None),
+                 np.broadcast_arrays: (broadcast_arrays, {"subok": False}, None),
                  np.lib.stride_tricks.sliding_window_view: (
-                     sliding_window_view, {"subok": False, "writeable": False})}
+                     sliding_window_view, {"subok": False, "writeable": False}, None),
+                 np.var: (var_about, {"dtype": None, "out": None, "where": True, "correction": None},
+                          "mean"),
+                 np.std: (std_about, {"dtype": None, "out": None, "where": True, "correction": None},
+                          "mean"),
+                 np.prod: (prod_where, {"dtype": None, "out": None, "initial": None}, "where")}

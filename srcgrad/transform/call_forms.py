@@ -343,7 +343,7 @@ def _numpy_version(desugar, call):
                              and obj in inlined.NUMPY_INLINED)
     if library is None:
         return None
-    version, pinned = inlined.NUMPY_INLINED[library]
+    version, pinned, trigger = inlined.NUMPY_INLINED[library]
     params = [p for p in inspect.signature(version).parameters.values()
               if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     starred = next((k for k, a in enumerate(call.args) if isinstance(a, gast.Starred)), None)
@@ -351,6 +351,8 @@ def _numpy_version(desugar, call):
     for p, a in zip(params, call.args[:starred]):
         given[p.name] = a
     if starred is not None and any(p.name in pinned for p in params[starred:]):
+        return None
+    if trigger is not None and trigger not in given:
         return None
     for p, value in pinned.items():
         if p in given and not (isinstance(given[p], gast.Constant) and given[p].value is value):
