@@ -22,8 +22,9 @@ from srcgrad import templates
 from srcgrad.templates import clone
 from srcgrad import optimize
 from srcgrad.optimize import scalar_items, unit_seed
-from srcgrad.transform import (anf, as_array, assignment_expressions, aux, canonicalize, comprehensions, fence, function_tables,
-                               inline, methods, local_functions, mutation, reverse, unroll, zero_marks)
+from srcgrad.transform import (anf, as_array, assignment_expressions, aux, canonicalize, comprehensions,
+                               fence, flat_reads, function_tables, inline, methods, local_functions,
+                               mutation, reverse, unroll, zero_marks)
 from srcgrad.transform import fuse as fusion
 from srcgrad.transform.base import local_names, rename_reserved
 from srcgrad import ast_util
@@ -78,6 +79,7 @@ def front_end(fn, options, stack=(), has_aux=False, static=None):
         inline.bind_static(node, info, ctx.namer, static, ctx.bindings)
     node = rename_reserved(node, info, ctx.namer, ctx.bindings, RESERVED)
     node = assignment_expressions.transform(node, ctx)  # (n := e): n = e, in Python's order
+    node = flat_reads.transform(node, ctx)  # x.flat[i], for v in x.flat: np.ravel(x)
     node = methods.transform(node, ctx)  # p.energy(x), xs.pop(), d.update(), [*a, *b]: calls, joins
     node = function_tables.transform(node, ctx)  # acts[name](x), [lambda v, i=i: ... for i in ...]
     node = local_functions.transform(node, ctx)  # lambdas, nested defs: helpers

@@ -306,3 +306,30 @@ RULES = [maximum_reduce, minimum_reduce_keepdims, multiply_accumulate, sum_with_
 @pytest.mark.parametrize("f", RULES, ids=lambda f: f.__name__)
 def test_rule(f):
     check_all(f)
+
+
+# ----- 4. x.flat read at once -----
+
+def flat_reads(x):
+    m = np.outer(x, x[:3]).T
+    total = 0.0
+    for v in m.flat:
+        total = total + v * v
+    return total * m.flat[4] + np.sum(m.flat[2:7] ** 3) + sum(np.sin(v) for v in x.flat) \
+        + max(m.flat) + np.sum(np.asarray(m.flat) * np.arange(15.0))
+
+
+def test_flat_reads():
+    check_all(flat_reads)
+
+
+def flat_kept_as_a_value(x):
+    it = x.flat
+    return it[0] * 2.0
+
+
+def test_flat_kept_as_a_value_stays_refused_at_its_line():
+    with pytest.raises(sg.NonDifferentiableError) as info:
+        sg.grad(flat_kept_as_a_value)(X)
+    assert info.value.filename == __file__
+    assert "it = x.flat" in info.value.source_line
