@@ -194,6 +194,95 @@ def prod_where(a, axis=None, dtype=None, out=None, keepdims=False, initial=None,
     return np.prod(np.where(where, a, 1), axis=axis, keepdims=keepdims)
 
 
+@inline
+def pad_statistic(array, pad_width, stat_length, statistic):
+    """``np.pad`` with ``statistic`` (``np.max``, ``np.min``, ``np.mean``, ``np.median``) of
+    ``stat_length`` entries at each edge, as NumPy pads: axis by axis, each axis's statistic
+    taken over the array padded along the axes before it."""
+    a = np.asarray(array)
+    widths = pad_pairs(pad_width, np.ndim(a))
+    lengths = pad_pairs(stat_length, np.ndim(a))
+    for axis in range(np.ndim(a)):
+        n = np.shape(a)[axis]
+        before, after = widths[axis]
+        head = n if lengths[axis][0] is None else min(lengths[axis][0], n)
+        tail = n if lengths[axis][1] is None else min(lengths[axis][1], n)
+        first = statistic(np.take(a, np.arange(head), axis=axis), axis=axis, keepdims=True)
+        last = statistic(np.take(a, np.arange(n - tail, n), axis=axis), axis=axis, keepdims=True)
+        a = np.concatenate([np.repeat(first, before, axis=axis), a, np.repeat(last, after, axis=axis)],
+                           axis=axis)
+    return a
+
+
+@inline
+def pad_maximum(array, pad_width, mode="maximum", stat_length=None):
+    """``np.pad(array, pad_width, "maximum", stat_length=)``."""
+    return pad_statistic(array, pad_width, stat_length, np.max)
+
+
+@inline
+def pad_minimum(array, pad_width, mode="minimum", stat_length=None):
+    """``np.pad(array, pad_width, "minimum", stat_length=)``."""
+    return pad_statistic(array, pad_width, stat_length, np.min)
+
+
+@inline
+def pad_mean(array, pad_width, mode="mean", stat_length=None):
+    """``np.pad(array, pad_width, "mean", stat_length=)``."""
+    return pad_statistic(array, pad_width, stat_length, np.mean)
+
+
+@inline
+def pad_median(array, pad_width, mode="median", stat_length=None):
+    """``np.pad(array, pad_width, "median", stat_length=)``."""
+    return pad_statistic(array, pad_width, stat_length, np.median)
+
+
+@inline
+def pad_linear_ramp(array, pad_width, mode="linear_ramp", end_values=0):
+    """``np.pad(array, pad_width, "linear_ramp", end_values=)``: from each end value to
+    the edge, axis by axis, as NumPy pads."""
+    a = np.asarray(array)
+    widths = pad_pairs(pad_width, np.ndim(a))
+    ends = np.asarray(end_values, dtype=a.dtype)
+    ends = np.broadcast_to(np.reshape(ends, (-1, 2)) if np.size(ends) > 1 else np.reshape(ends, (1, 1)),
+                           (np.ndim(a), 2))
+    for axis in range(np.ndim(a)):
+        n = np.shape(a)[axis]
+        before, after = widths[axis]
+        up, down = ramp_fractions(before, after, axis, np.ndim(a), a.dtype)
+        left = ends[axis, 0] + (np.take(a, [0], axis=axis) - ends[axis, 0]) * up
+        right = ends[axis, 1] + (np.take(a, [n - 1], axis=axis) - ends[axis, 1]) * down
+        a = np.concatenate([left, a, right], axis=axis)
+    return a
+
+
+PAD_MODES = {"maximum": pad_maximum, "minimum": pad_minimum, "mean": pad_mean,
+             "median": pad_median, "linear_ramp": pad_linear_ramp}
+
+
+def ramp_fractions(before, after, axis, ndim, dtype):
+    """``k / before`` for ``k`` up from 0 and ``k / after`` for ``k`` down to 0, along
+    ``axis`` of ``ndim`` axes: where ``np.pad``'s linear ramps stand between the end value
+    (0) and the edge (1) (no gradient: constants)."""
+    shape = [1] * ndim
+    shape[axis] = before
+    up = (np.arange(before) / max(before, 1)).astype(dtype).reshape(shape)
+    shape[axis] = after
+    down = (np.arange(after)[::-1] / max(after, 1)).astype(dtype).reshape(shape)
+    return up, down
+
+
+def pad_pairs(width, ndim):
+    """``np.pad``'s ``pad_width`` or ``stat_length`` as one ``(before, after)`` pair of ints
+    (or Nones) per axis (no gradient: sizes)."""
+    if width is None:
+        return [(None, None)] * ndim
+    pairs = np.asarray(width)
+    pairs = pairs.reshape(-1, 2) if pairs.size > 1 else np.full((1, 2), pairs.reshape(-1)[0])
+    return [(int(b), int(e)) for b, e in np.broadcast_to(pairs, (ndim, 2))]
+
+
 def reduction_count(shape, axis=None):
     """How many entries of an array of ``shape`` each result of a reduction over ``axis``
     combines (no gradient: a count)."""
@@ -204,7 +293,8 @@ def reduction_count(shape, axis=None):
 
 
 # NumPy function -> (its version, {parameter: the only value a call may pass}, the keyword
-# a call must pass to be the version's, None: any call): a call passing another value there
+# a call must pass to be the version's, or (parameter, the constants it must be one of, a
+# version for each: ``mode=`` of np.pad), None: any call): a call passing another value there
 # (``np.polyfit(..., full=True)``) is left to NumPy's function, refused where it needs a
 # gradient; ``np.var`` without ``mean=`` keeps its rule
 NUMPY_INLINED = {np.ediff1d: (ediff1d, {}, None),
@@ -217,4 +307,5 @@ NUMPY_INLINED = {np.ediff1d: (ediff1d, {}, None),
                           "mean"),
                  np.std: (std_about, {"dtype": None, "out": None, "where": True, "correction": None},
                           "mean"),
-                 np.prod: (prod_where, {"dtype": None, "out": None, "initial": None}, "where")}
+                 np.prod: (prod_where, {"dtype": None, "out": None, "initial": None}, "where"),
+                 np.pad: (PAD_MODES, {}, ("mode", PAD_MODES))}

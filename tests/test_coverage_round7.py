@@ -333,3 +333,45 @@ def test_flat_kept_as_a_value_stays_refused_at_its_line():
         sg.grad(flat_kept_as_a_value)(X)
     assert info.value.filename == __file__
     assert "it = x.flat" in info.value.source_line
+
+
+# ----- 5. np.pad with a statistic of the edge or a linear ramp -----
+
+W10 = np.arange(1.0, 10.0)
+W45 = np.arange(1.0, 21.0).reshape(4, 5)
+
+
+def pad_by_maximum_and_mean(x):
+    m = np.outer(x[:2], x[1:4])
+    return (np.sum(np.pad(x * x, (1, 3), "maximum", stat_length=2) ** 3 * W10)
+            + np.sum(np.cos(np.pad(m, ((1, 1), (0, 2)), mode="mean")) * W45))
+
+
+def pad_by_minimum_and_median(x):
+    m = np.outer(x[:2], x[1:4])
+    return (np.sum(np.sin(np.pad(m, ((1, 1), (0, 2)), "minimum", stat_length=((1, 1), (2, 1)))) * W45)
+            + np.sum(np.pad(x[:4] * x[1:], (2, 1), mode="median") * W10[:7]))
+
+
+def pad_linear_ramp(x):
+    m = np.outer(x[:2], x[1:4])
+    return (np.sum(np.pad(x, (1, 3), mode="linear_ramp", end_values=(1.0, -2.0)) ** 3 * W10)
+            + np.sum(np.sin(np.pad(m, ((1, 1), (0, 2)), "linear_ramp", end_values=((1.0, 2.0), (3.0, x[0])))) * W45))
+
+
+@pytest.mark.parametrize("f", [pad_by_maximum_and_mean, pad_by_minimum_and_median, pad_linear_ramp],
+                         ids=lambda f: f.__name__)
+def test_pad_modes(f):
+    check_all(f)
+
+
+PAD_MODE = "mean"
+
+
+def pad_with_a_mode_held_in_a_variable(x):
+    return np.sum(np.pad(x, 2, mode=PAD_MODE) ** 2)
+
+
+def test_pad_statistic_with_a_mode_not_written_in_the_call_stays_refused():
+    with pytest.raises(UnsupportedError, match="constant string in the call"):
+        sg.grad(pad_with_a_mode_held_in_a_variable)(X)

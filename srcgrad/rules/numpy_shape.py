@@ -78,8 +78,9 @@ def index_order(a, order="C"):
 
 nondifferentiable(rt.index_order)
 # the integer indices srcgrad/inlined.py's versions of np.insert and sliding_window_view gather
-# by, and the count its np.var(mean=) divides by
-nondifferentiable(inlined.insert_index, inlined.window_index, inlined.reduction_count)
+# by, the count its np.var(mean=) divides by, and np.pad's widths
+nondifferentiable(inlined.insert_index, inlined.window_index, inlined.reduction_count,
+                  inlined.pad_pairs, inlined.ramp_fractions)
 
 
 @adjoint(np.squeeze)

@@ -344,7 +344,8 @@ def _numpy_version(desugar, call):
     if library is None:
         return None
     version, pinned, trigger = inlined.NUMPY_INLINED[library]
-    params = [p for p in inspect.signature(version).parameters.values()
+    sample = next(iter(version.values())) if isinstance(version, dict) else version
+    params = [p for p in inspect.signature(sample).parameters.values()
               if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     starred = next((k for k, a in enumerate(call.args) if isinstance(a, gast.Starred)), None)
     given = {k.arg: k.value for k in call.keywords}
@@ -352,7 +353,13 @@ def _numpy_version(desugar, call):
         given[p.name] = a
     if starred is not None and any(p.name in pinned for p in params[starred:]):
         return None
-    if trigger is not None and trigger not in given:
+    if isinstance(trigger, tuple):   # np.pad(..., mode="mean"): that mode's version
+        value = given.get(trigger[0])
+        if not (isinstance(value, gast.Constant) and isinstance(value.value, str)
+                and value.value in trigger[1]):
+            return None
+        version = version[value.value]
+    elif trigger is not None and trigger not in given:
         return None
     for p, value in pinned.items():
         if p in given and not (isinstance(given[p], gast.Constant) and given[p].value is value):
