@@ -375,3 +375,26 @@ def pad_with_a_mode_held_in_a_variable(x):
 def test_pad_statistic_with_a_mode_not_written_in_the_call_stays_refused():
     with pytest.raises(UnsupportedError, match="constant string in the call"):
         sg.grad(pad_with_a_mode_held_in_a_variable)(X)
+
+
+def walrus_in_a_comprehension_rebinding_a_name_read_before_it(x):
+    n = 1.0
+    return n + sum(q for v in x if (q := v) > 0 and (n := v) > 0)
+
+
+def test_walrus_in_a_comprehension_rebinding_a_name_read_before_it_is_refused():
+    assert_refused(walrus_in_a_comprehension_rebinding_a_name_read_before_it,
+                   "return n + sum(", "before a comprehension")
+
+
+def vector_results(x):
+    return np.concatenate([np.multiply.accumulate(x), np.mean(sliding_window_view(x, 3), axis=1),
+                           np.pad(x, 2, mode="linear_ramp"), np.ediff1d(x, to_end=x[0]),
+                           np.sum(np.outer(x, x), axis=0, initial=1.0)])
+
+
+def test_jacfwd_of_vector_results():
+    h = 1e-6
+    fd = np.stack([(vector_results(X + e) - vector_results(X - e)) / (2 * h)
+                   for e in np.eye(X.size) * h], axis=1)
+    np.testing.assert_allclose(sg.jacfwd(vector_results)(X), fd, rtol=1e-6, atol=1e-8)

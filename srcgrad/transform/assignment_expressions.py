@@ -309,6 +309,35 @@ def _walruses_in_statement(stmt):
     return found
 
 
+def _check_read_before_comprehension(stmt, lowering):
+    """Refuse a statement that reads, before one of its comprehensions, a name a walrus in
+    that comprehension binds (``y = n + sum(q for v in x if (n := v) > 0)``):
+    comprehensions.py computes the comprehension before the statement, which would then
+    read the new value."""
+    for field, value in gast.iter_fields(stmt):
+        if field in ("body", "orelse", "finalbody", "handlers"):
+            continue
+        for part in value if isinstance(value, list) else [value]:
+            if not isinstance(part, gast.AST):
+                continue
+            comps = [c for c in ast_util.walk(part) if isinstance(c, _OPAQUE[1:])]
+            for comp in comps:
+                bound = {n.target.id for n in ast_util.walk(comp) if isinstance(n, gast.NamedExpr)}
+                inside = {id(n) for n in ast_util.walk(comp)}
+                for n in ast_util.walk(part):
+                    if isinstance(n, gast.Name) and n.id in bound and id(n) not in inside \
+                            and isinstance(n.ctx, gast.Load) \
+                            and _position(n) < _position(comp):
+                        raise lowering.error(n, UnsupportedError,
+                                             f"reading {n.id!r} before a comprehension in the same "
+                                             f"statement whose walrus operator := rebinds it is "
+                                             f"not supported", _HINT)
+
+
+def _position(node):
+    return getattr(node, "lineno", None) or 0, getattr(node, "col_offset", None) or 0
+
+
 def _loop_exits(block):
     """The ``break``/``continue`` statements of ``block`` that leave the loop around it."""
     found, todo = [], list(block)
@@ -328,6 +357,10 @@ def transform(node, ctx, final=False):
     if not any(isinstance(n, gast.NamedExpr) for n in ast_util.walk(node)):
         return node
     lowering = Lowering(ctx.info, ctx.namer)
+    if not final:
+        for stmt in ast_util.walk(node):
+            if isinstance(stmt, gast.stmt):
+                _check_read_before_comprehension(stmt, lowering)
     node.body = lowering.visit_block(node.body)
     if final:
         for n in ast_util.walk(node):
