@@ -3,11 +3,21 @@ inlines in place of the library's (transform/methods.py rewrites the calls): the
 given is then a known callable inside them (a lambda, ``operator.mul``, a global def), each
 call of it inlined, and their loops differentiated as any user loop. The itertools ones
 return lists, not iterators (``INLINED`` maps each library function to its version).
+
+NumPy functions that are compositions of primitives with rules (``np.polyfit`` is a
+least-squares solve of a Vandermonde matrix, ``np.ediff1d`` a difference joined to its
+ends, ``sliding_window_view`` a gather) are written here too (``NUMPY_INLINED``): a call
+is their version's, so its derivatives in every mode, to every order, are those of the
+primitives it calls, with no rule of its own to get wrong.
 """
 
 import functools
 import itertools
 import operator
+
+import numpy as np
+
+from srcgrad.grad_mode import detach
 
 
 def inline(fn):
@@ -78,3 +88,224 @@ INLINED = {functools.reduce: {2: reduce, 3: reduce_from},
            itertools.accumulate: {1: accumulate, 2: accumulate}}
 if hasattr(itertools, "pairwise"):
     INLINED[itertools.pairwise] = {1: pairwise}
+
+
+# ----- NumPy functions written with primitives srcgrad has rules for -----
+
+
+@inline
+def ediff1d(ary, to_end=None, to_begin=None):
+    """``np.ediff1d``: the differences of the flattened ``ary``, ``to_begin``/``to_end``
+    joined to them (cast to ``ary``'s dtype, as NumPy does)."""
+    flat = np.ravel(ary)
+    parts = [flat[1:] - flat[:-1]]
+    if to_begin is not None:
+        parts = [np.ravel(np.asarray(to_begin, dtype=flat.dtype))] + parts
+    if to_end is not None:
+        parts = parts + [np.ravel(np.asarray(to_end, dtype=flat.dtype))]
+    return np.concatenate(parts)
+
+
+@inline
+def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
+    """``np.polyfit`` (``full=False``, ``cov=False``, a matrix of full column rank): the
+    least-squares solution of the Vandermonde system with its columns scaled to unit norm,
+    as NumPy's, the powers built by products (exact derivatives in ``x`` at 0)."""
+    column = np.ones_like(x)
+    columns = [column]
+    for _ in range(deg):
+        column = column * x
+        columns.append(column)
+    lhs = np.stack(columns[::-1], axis=1)
+    rhs = y
+    if w is not None:
+        lhs = lhs * w[:, None]
+        rhs = rhs * (w if np.ndim(y) == 1 else w[:, None])
+    scale = np.sqrt(np.sum(lhs * lhs, axis=0))
+    lhs = lhs / scale
+    # NumPy's solution as a constant, then one step of the normal equations from it:
+    # c0 + (A^T A)^-1 A^T (b - A c0) is (A^T A)^-1 A^T b for every c0, so its derivatives
+    # of every order are the solution's, and its value NumPy's (the step is at rounding)
+    c0 = np.linalg.lstsq(detach(lhs), detach(rhs), rcond=rcond)[0]
+    c = c0 + np.linalg.solve(lhs.T @ lhs, lhs.T @ (rhs - lhs @ c0))
+    return (c.T / scale).T
+
+
+@inline
+def broadcast_arrays(*args, subok=False):
+    """``np.broadcast_arrays``: each argument broadcast to the shape of them all."""
+    shape = np.broadcast_shapes(*[np.shape(a) for a in args])
+    return tuple(np.broadcast_to(a, shape) for a in args)
+
+
+@inline
+def sliding_window_view(x, window_shape, axis=None, subok=False, writeable=False):
+    """``sliding_window_view`` read as a gather (its windows as a new array, not a view)."""
+    return np.asarray(x)[window_index(np.shape(x), window_shape, axis)]
+
+
+def window_index(shape, window_shape, axis=None):
+    """The integer index that gathers ``sliding_window_view(x, window_shape, axis)`` from
+    an ``x`` of ``shape``: the windows of each axis's coordinates (no gradient: indices)."""
+    grid = np.indices(shape, sparse=False)
+    return tuple(np.lib.stride_tricks.sliding_window_view(g, window_shape, axis) for g in grid)
+
+
+@inline
+def insert(arr, obj, values, axis=None):
+    """``np.insert``: ``arr``'s entries and ``values``'s (cast to ``arr``'s dtype) gathered
+    in the order NumPy's insertion puts them."""
+    a = np.asarray(arr)
+    v = np.asarray(values, dtype=a.dtype)
+    return np.concatenate([np.ravel(a), np.ravel(v)])[insert_index(np.shape(a), obj, np.shape(v), axis)]
+
+
+def insert_index(shape, obj, values_shape, axis=None):
+    """Where each entry of ``np.insert(arr, obj, values, axis)`` comes from in
+    ``arr.ravel()`` followed by ``values.ravel()``: NumPy's insertion of the positions
+    (no gradient: indices)."""
+    n = int(np.prod(shape))
+    positions = np.arange(n).reshape(shape)
+    return np.insert(positions, obj, n + np.arange(int(np.prod(values_shape))).reshape(values_shape),
+                     axis=axis)
+
+
+@inline
+def var_about(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
+              mean=None, correction=None):
+    """``np.var(a, ..., mean=mean)`` (NumPy 2): the mean square deviation from the ``mean``
+    given (of ``keepdims`` shape), divided by ``n - ddof``."""
+    d = a - mean
+    n = reduction_count(np.shape(a), axis)
+    return np.sum(d * d, axis=axis, keepdims=keepdims) / max(n - ddof, 0)
+
+
+@inline
+def std_about(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
+              mean=None, correction=None):
+    """``np.std(a, ..., mean=mean)``: the square root of ``var_about``'s (its derivative
+    infinite where the entries all equal ``mean``, as ``np.sqrt``'s at 0)."""
+    return np.sqrt(var_about(a, axis, ddof=ddof, keepdims=keepdims, mean=mean))
+
+
+@inline
+def prod_where(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True):
+    """``np.prod(a, ..., where=where)``: the product with the entries left out made 1."""
+    return np.prod(np.where(where, a, 1), axis=axis, keepdims=keepdims)
+
+
+@inline
+def pad_statistic(array, pad_width, stat_length, statistic):
+    """``np.pad`` with ``statistic`` (``np.max``, ``np.min``, ``np.mean``, ``np.median``) of
+    ``stat_length`` entries at each edge, as NumPy pads: axis by axis, each axis's statistic
+    taken over the array padded along the axes before it."""
+    a = np.asarray(array)
+    widths = pad_pairs(pad_width, np.ndim(a))
+    lengths = pad_pairs(stat_length, np.ndim(a))
+    for axis in range(np.ndim(a)):
+        n = np.shape(a)[axis]
+        before, after = widths[axis]
+        head = n if lengths[axis][0] is None else min(lengths[axis][0], n)
+        tail = n if lengths[axis][1] is None else min(lengths[axis][1], n)
+        first = statistic(np.take(a, np.arange(head), axis=axis), axis=axis, keepdims=True)
+        last = statistic(np.take(a, np.arange(n - tail, n), axis=axis), axis=axis, keepdims=True)
+        a = np.concatenate([np.repeat(first, before, axis=axis), a, np.repeat(last, after, axis=axis)],
+                           axis=axis)
+    return a
+
+
+@inline
+def pad_maximum(array, pad_width, mode="maximum", stat_length=None):
+    """``np.pad(array, pad_width, "maximum", stat_length=)``."""
+    return pad_statistic(array, pad_width, stat_length, np.max)
+
+
+@inline
+def pad_minimum(array, pad_width, mode="minimum", stat_length=None):
+    """``np.pad(array, pad_width, "minimum", stat_length=)``."""
+    return pad_statistic(array, pad_width, stat_length, np.min)
+
+
+@inline
+def pad_mean(array, pad_width, mode="mean", stat_length=None):
+    """``np.pad(array, pad_width, "mean", stat_length=)``."""
+    return pad_statistic(array, pad_width, stat_length, np.mean)
+
+
+@inline
+def pad_median(array, pad_width, mode="median", stat_length=None):
+    """``np.pad(array, pad_width, "median", stat_length=)``."""
+    return pad_statistic(array, pad_width, stat_length, np.median)
+
+
+@inline
+def pad_linear_ramp(array, pad_width, mode="linear_ramp", end_values=0):
+    """``np.pad(array, pad_width, "linear_ramp", end_values=)``: from each end value to
+    the edge, axis by axis, as NumPy pads."""
+    a = np.asarray(array)
+    widths = pad_pairs(pad_width, np.ndim(a))
+    ends = np.asarray(end_values, dtype=a.dtype)
+    ends = np.broadcast_to(np.reshape(ends, (-1, 2)) if np.size(ends) > 1 else np.reshape(ends, (1, 1)),
+                           (np.ndim(a), 2))
+    for axis in range(np.ndim(a)):
+        n = np.shape(a)[axis]
+        before, after = widths[axis]
+        up, down = ramp_fractions(before, after, axis, np.ndim(a), a.dtype)
+        left = ends[axis, 0] + (np.take(a, [0], axis=axis) - ends[axis, 0]) * up
+        right = ends[axis, 1] + (np.take(a, [n - 1], axis=axis) - ends[axis, 1]) * down
+        a = np.concatenate([left, a, right], axis=axis)
+    return a
+
+
+PAD_MODES = {"maximum": pad_maximum, "minimum": pad_minimum, "mean": pad_mean,
+             "median": pad_median, "linear_ramp": pad_linear_ramp}
+
+
+def ramp_fractions(before, after, axis, ndim, dtype):
+    """``k / before`` for ``k`` up from 0 and ``k / after`` for ``k`` down to 0, along
+    ``axis`` of ``ndim`` axes: where ``np.pad``'s linear ramps stand between the end value
+    (0) and the edge (1) (no gradient: constants)."""
+    shape = [1] * ndim
+    shape[axis] = before
+    up = (np.arange(before) / max(before, 1)).astype(dtype).reshape(shape)
+    shape[axis] = after
+    down = (np.arange(after)[::-1] / max(after, 1)).astype(dtype).reshape(shape)
+    return up, down
+
+
+def pad_pairs(width, ndim):
+    """``np.pad``'s ``pad_width`` or ``stat_length`` as one ``(before, after)`` pair of ints
+    (or Nones) per axis (no gradient: sizes)."""
+    if width is None:
+        return [(None, None)] * ndim
+    pairs = np.asarray(width)
+    pairs = pairs.reshape(-1, 2) if pairs.size > 1 else np.full((1, 2), pairs.reshape(-1)[0])
+    return [(int(b), int(e)) for b, e in np.broadcast_to(pairs, (ndim, 2))]
+
+
+def reduction_count(shape, axis=None):
+    """How many entries of an array of ``shape`` each result of a reduction over ``axis``
+    combines (no gradient: a count)."""
+    if axis is None:
+        return int(np.prod(shape))
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    return int(np.prod([shape[k] for k in axes]))
+
+
+# NumPy function -> (its version, {parameter: the only value a call may pass}, the keyword
+# a call must pass to be the version's, or (parameter, the constants it must be one of, a
+# version for each: ``mode=`` of np.pad), None: any call): a call passing another value there
+# (``np.polyfit(..., full=True)``) is left to NumPy's function, refused where it needs a
+# gradient; ``np.var`` without ``mean=`` keeps its rule
+NUMPY_INLINED = {np.ediff1d: (ediff1d, {}, None),
+                 np.insert: (insert, {}, None),
+                 np.polyfit: (polyfit, {"full": False, "cov": False}, None),
+                 np.broadcast_arrays: (broadcast_arrays, {"subok": False}, None),
+                 np.lib.stride_tricks.sliding_window_view: (
+                     sliding_window_view, {"subok": False, "writeable": False}, None),
+                 np.var: (var_about, {"dtype": None, "out": None, "where": True, "correction": None},
+                          "mean"),
+                 np.std: (std_about, {"dtype": None, "out": None, "where": True, "correction": None},
+                          "mean"),
+                 np.prod: (prod_where, {"dtype": None, "out": None, "initial": None}, "where"),
+                 np.pad: (PAD_MODES, {}, ("mode", PAD_MODES))}

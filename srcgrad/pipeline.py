@@ -22,8 +22,9 @@ from srcgrad import templates
 from srcgrad.templates import clone
 from srcgrad import optimize
 from srcgrad.optimize import scalar_items, unit_seed
-from srcgrad.transform import (anf, as_array, aux, canonicalize, comprehensions, fence, function_tables,
-                               inline, methods, local_functions, mutation, reverse, unroll, zero_marks)
+from srcgrad.transform import (anf, as_array, assignment_expressions, aux, canonicalize, comprehensions,
+                               fence, flat_reads, function_tables, inline, methods, local_functions,
+                               mutation, reverse, unroll, zero_marks)
 from srcgrad.transform import fuse as fusion
 from srcgrad.transform.base import local_names, rename_reserved
 from srcgrad import ast_util
@@ -77,10 +78,13 @@ def front_end(fn, options, stack=(), has_aux=False, static=None):
     if static:
         inline.bind_static(node, info, ctx.namer, static, ctx.bindings)
     node = rename_reserved(node, info, ctx.namer, ctx.bindings, RESERVED)
+    node = assignment_expressions.transform(node, ctx)  # (n := e): n = e, in Python's order
+    node = flat_reads.transform(node, ctx)  # x.flat[i], for v in x.flat: np.ravel(x)
     node = methods.transform(node, ctx)  # p.energy(x), xs.pop(), d.update(), [*a, *b]: calls, joins
     node = function_tables.transform(node, ctx)  # acts[name](x), [lambda v, i=i: ... for i in ...]
     node = local_functions.transform(node, ctx)  # lambdas, nested defs: helpers
     node = comprehensions.transform(node, ctx)  # loops that build them, for canonicalize
+    node = assignment_expressions.transform(node, ctx, final=True)  # those in comprehensions
     node = unroll.transform(node, ctx)  # loops over self.layers: one body per layer
     ctx.aux = aux.split(node, ctx) if has_aux else None
     node = canonicalize.transform(node, ctx)  # before ANF: it introduces flags and indexing

@@ -1078,8 +1078,11 @@ def test_wrt_a_local_written_in_a_loop_is_its_value_after_the_loop():
 # ----- issue 11: refusals found by the autograd corpus -----
 
 
+PAD_MODE = "mean"   # not written in the call: a constant mode there is supported (round 7)
+
+
 def _pad_mean(x):
-    return np.sum(np.pad(x, 1, mode="mean") ** 2)
+    return np.sum(np.pad(x, 1, mode=PAD_MODE) ** 2)
 
 
 def test_a_pad_mode_without_a_gradient_is_refused_at_compile_time_naming_the_line():

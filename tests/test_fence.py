@@ -39,10 +39,6 @@ def sets_an_attribute(x, box):
     return x
 
 
-def uses_walrus(x):
-    return (y := x * 2.0) + y
-
-
 def starred_call(x, shape):
     # (*shape,) is a join now (methods.py), and g(*name) of a display is passed item by item
     return np.full(*np.shape(shape), x)
@@ -63,7 +59,6 @@ def generator(x):
     (uses_global, "global", "global COUNT"),
     (uses_del, "del", "del y"),
     (sets_an_attribute, "assignment to an attribute", "box.value = x"),
-    (uses_walrus, "the walrus operator :=", "return (y := x * 2.0) + y"),
     (other_with, "a with block", 'with open("f") as handle:'),
     (generator, "yield", "yield x"),
 ])

@@ -37,9 +37,8 @@ logistic written ``1 / (1 + exp(-x))`` is NaN at ``x = -800`` in JAX as here (0 
 the overflowed ``exp``), so it is checked at ``-30``; ``lax.logistic``, a primitive,
 has no NumPy spelling.
 
-What srcgrad refuses here, each at the user's line: in-place ``np.maximum.at``; ``np.
-broadcast_arrays``, ``sliding_window_view``, ``np.ediff1d``, ``np.linalg.qr``/``lstsq``,
-``ufunc.reduce`` and ``x.__pow__`` (no rule); pad modes ``maximum``/``linear_ramp``;
+What srcgrad refuses here, each at the user's line: in-place ``np.maximum.at``;
+``np.linalg.qr``/``lstsq``, ``np.logaddexp.reduce`` and ``x.__pow__`` (no rule);
 second derivatives through ``meshgrid``, ``svd`` and ``norm(ord=2)``; the tangent of
 ``np.average``'s gradient (``rt.average_weights``); and a Jacobian of a Jacobian
 (``jacfwd(jacrev(f))``: the inner one is assembled from runs, not source; ``sg.hessian``

@@ -411,6 +411,8 @@ add(
     C(np.sum, A, axis=1, where=MASK), C(np.sum, A, where=MASK[0, 0]),
     C(np.sum, A, 2, np.float64), C(np.sum, A.astype(np.float32), dtype=np.float64, _eps=1e-2, _rtol=1e-3),
     C(M("sum"), A, axis=(0, 2), where=MASK, keepdims=True),
+    C(np.sum, A, axis=1, initial=0.7), C(np.sum, A, initial=np.float64(-0.3), _wrt=[0, "initial"]),
+    C(M("sum"), A, 0, initial=np.float64(1.5), _wrt=[0, "initial"]),
     C(np.mean, A, axis=1, where=MASK), C(np.mean, A, where=MASK[:, :, 0:1]),
     C(np.mean, A, 0, np.float64), C(M("mean"), A, axis=2, where=MASK, keepdims=True),
     C(np.max, A, axis=1, where=MASK, initial=-5.0), C(np.min, A, axis=(0, 2), initial=-0.2, _wrt=[0, "initial"]),
@@ -456,6 +458,9 @@ add(
     C(np.add.reduce, A), C(np.add.reduce, A, 2, keepdims=True), C(np.add.reduce, A, axis=None),
     C(np.multiply.reduce, A * 0.5 + 1), C(np.multiply.reduce, A * 0.5 + 1, axis=(0, 2)),
     C(np.add.accumulate, A), C(np.add.accumulate, A, 1),
+    C(np.maximum.reduce, A), C(np.maximum.reduce, A, 2, keepdims=True), C(np.minimum.reduce, A, axis=None),
+    C(np.minimum.reduce, np.array([[1.0, -2.0], [1.0, 0.5]])),   # a tie in the first column
+    C(np.multiply.accumulate, A * 0.5 + 1), C(np.multiply.accumulate, A, 2),
     C(np.maximum.accumulate, r(7)), C(np.maximum.accumulate, A, 1), C(np.minimum.accumulate, A),
     # ties: 3.0 twice (the second result's group), -1.0 and 4.0 from the start
     C(np.maximum.accumulate, np.array([1.0, 3.0, 2.0, 3.0, 0.5, 4.0])),

@@ -46,8 +46,8 @@ def subtract(y, x1, x2, *, t_x1, t_x2):
 # ----- Reductions -----
 
 
-linear(np.sum, "a")
-linear(Method("sum"), "self", call="xp.sum")
+linear(np.sum, "a", "initial")
+linear(Method("sum"), "self", "initial", call="xp.sum")
 linear(np.mean, "a")
 linear(Method("mean"), "self", call="xp.mean")
 

@@ -283,7 +283,10 @@ def _pad_source_index(array, pad_width, mode):
         from srcgrad.errors import UnsupportedError
         raise UnsupportedError(
             f"srcgrad: the gradient of np.pad with mode={mode!r} is not supported "
-            f"(supported: {', '.join(PAD_GATHER_MODES)})", hint="Write a custom sg.Function.")
+            f"(supported: {', '.join(PAD_GATHER_MODES)}; maximum, minimum, mean, median and "
+            f"linear_ramp when the mode is written as a constant string in the call)",
+            hint="Write the mode in the call (np.pad(x, 2, mode=\"mean\")), or write a custom "
+                 "sg.Function.")
     if mode in ("constant", "empty"):
         return np.pad(index, pad_width, mode="constant", constant_values=-1)
     return np.pad(index, pad_width, mode=mode)

@@ -46,15 +46,17 @@ nondifferentiable(
 
 
 @adjoint(np.sum)
-def sum(dy, y, a, axis=None, dtype=None, *, keepdims=False, where=True):
-    """``where=`` leaves entries out (no gradient)."""
-    return rt.reduction_cast(rt.where_mask(rt.unreduce(dy, a, axis, keepdims), where), dtype, a)
+def sum(dy, y, a, axis=None, dtype=None, *, keepdims=False, initial=None, where=True):
+    """``where=`` leaves entries out (no gradient); ``initial`` is added to each result."""
+    return (rt.reduction_cast(rt.where_mask(rt.unreduce(dy, a, axis, keepdims), where), dtype, a),
+            None, None, None, rt.unbroadcast(dy, initial), None)
 
 
 @adjoint(Method("sum"))
-def sum_method(dy, y, self, axis=None, dtype=None, *, keepdims=False, where=True):
-    """``where=`` leaves entries out (no gradient)."""
-    return rt.reduction_cast(rt.where_mask(rt.unreduce(dy, self, axis, keepdims), where), dtype, self)
+def sum_method(dy, y, self, axis=None, dtype=None, *, keepdims=False, initial=None, where=True):
+    """``where=`` leaves entries out (no gradient); ``initial`` is added to each result."""
+    return (rt.reduction_cast(rt.where_mask(rt.unreduce(dy, self, axis, keepdims), where), dtype, self),
+            None, None, None, rt.unbroadcast(dy, initial), None)
 
 
 @rt.helper

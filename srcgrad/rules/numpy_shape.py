@@ -10,7 +10,7 @@ the varargs are not differentiable).
 
 import numpy as np
 
-from srcgrad import runtime as rt
+from srcgrad import inlined, runtime as rt
 from srcgrad.rules import Attribute, Method, adjoint, linear, nondifferentiable
 from srcgrad.runtime.arrays import float_dtype, grad_zeros, is_array, namespace, scatter_add, shape_tuple
 from srcgrad.runtime.broadcast import cast_like, unbroadcast
@@ -77,6 +77,10 @@ def index_order(a, order="C"):
 
 
 nondifferentiable(rt.index_order)
+# the integer indices srcgrad/inlined.py's versions of np.insert and sliding_window_view gather
+# by, the count its np.var(mean=) divides by, and np.pad's widths
+nondifferentiable(inlined.insert_index, inlined.window_index, inlined.reduction_count,
+                  inlined.pad_pairs, inlined.ramp_fractions)
 
 
 @adjoint(np.squeeze)

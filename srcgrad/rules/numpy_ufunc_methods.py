@@ -1,13 +1,14 @@
 """Adjoint rules of ufunc methods: ``add.reduce``/``multiply.reduce`` (``sum``/``prod``
 over axis 0 by default), ``add.accumulate`` (``cumsum``), ``maximum.accumulate``/
 ``minimum.accumulate`` (running extrema; ties split evenly, as ``max``) and
-``add.outer``/``subtract.outer``/``multiply.outer``.
+``add.outer``/``subtract.outer``/``multiply.outer``; ``maximum.reduce``/``minimum.reduce``
+(``max``/``min`` over axis 0) and ``multiply.accumulate`` (``cumprod``), with their tangents.
 """
 
 import numpy as np
 
 from srcgrad import runtime as rt
-from srcgrad.rules import adjoint, returns_sequence
+from srcgrad.rules import adjoint, returns_sequence, tangent
 from srcgrad.runtime.arrays import float_dtype, namespace
 
 xp = None  # placeholder: the array namespace, bound in generated code
@@ -23,6 +24,30 @@ def add_reduce(dy, y, array, axis=0, dtype=None, *, keepdims=False, where=True):
 def multiply_reduce(dy, y, array, axis=0, dtype=None, *, keepdims=False):
     """``prod`` over ``axis``: exact with zeros."""
     return rt.reduction_cast(rt.unreduce(dy, array, axis, keepdims) * rt.prod_others(array, axis), dtype, array)
+
+
+@adjoint(np.maximum.reduce, np.minimum.reduce)
+def extremum_reduce(dy, y, array, axis=0, *, keepdims=False):
+    """``max``/``min`` over ``axis`` (0 by default): ties split evenly, as ``max``."""
+    m = array == rt.unreduce_like(y, array, axis, keepdims)
+    return rt.unreduce(dy, array, axis, keepdims) * rt.tie_share(m, axis, array)
+
+
+@tangent(np.maximum.reduce, np.minimum.reduce)
+def extremum_reduce_tangent(y, array, axis=0, *, keepdims=False, t_array):
+    share = rt.tie_share(array == rt.unreduce_like(y, array, axis, keepdims), axis, array)
+    return xp.sum(t_array * share, axis=axis, keepdims=keepdims)
+
+
+@adjoint(np.multiply.accumulate)
+def multiply_accumulate(dy, y, array, axis=0):
+    """``cumprod`` along ``axis`` (0 by default): exact with zeros."""
+    return rt.cumprod_vjp(dy, array, axis)
+
+
+@tangent(np.multiply.accumulate)
+def multiply_accumulate_tangent(y, array, axis=0, *, t_array):
+    return rt.cumprod_jvp(array, t_array, axis)
 
 
 @adjoint(np.add.accumulate)

@@ -328,3 +328,48 @@ def list_names(node, resolves_to, kind=list):
     return {n for n, values in bindings.items() if n not in params and all(v is not None and makes_list(v) for v in values)}
 
 
+
+
+def _numpy_version(desugar, call):
+    """The Python version (srcgrad/inlined.py's ``NUMPY_INLINED``) that ``call`` of a NumPy
+    function is made a call of, or None: a call that passes ``**``, or a value other than
+    the only one its version takes for a parameter (``full=True`` to ``np.polyfit``), or
+    an argument found only when the function runs in such a parameter's place, keeps
+    NumPy's function."""
+    if any(k.arg is None for k in call.keywords):
+        return None
+    from srcgrad import inlined
+    library = _resolves_path(desugar, call.func, lambda obj: _hashable(obj)
+                             and obj in inlined.NUMPY_INLINED)
+    if library is None:
+        return None
+    version, pinned, trigger = inlined.NUMPY_INLINED[library]
+    sample = next(iter(version.values())) if isinstance(version, dict) else version
+    params = [p for p in inspect.signature(sample).parameters.values()
+              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    starred = next((k for k, a in enumerate(call.args) if isinstance(a, gast.Starred)), None)
+    given = {k.arg: k.value for k in call.keywords}
+    for p, a in zip(params, call.args[:starred]):
+        given[p.name] = a
+    if starred is not None and any(p.name in pinned for p in params[starred:]):
+        return None
+    if isinstance(trigger, tuple):   # np.pad(..., mode="mean"): that mode's version
+        value = given.get(trigger[0])
+        if not (isinstance(value, gast.Constant) and isinstance(value.value, str)
+                and value.value in trigger[1]):
+            return None
+        version = version[value.value]
+    elif trigger is not None and trigger not in given:
+        return None
+    for p, value in pinned.items():
+        if p in given and not (isinstance(given[p], gast.Constant) and given[p].value is value):
+            return None
+    return version
+
+
+def _hashable(obj):
+    try:
+        hash(obj)
+    except TypeError:
+        return False
+    return True

@@ -26,7 +26,6 @@ _REFUSED = {
     gast.ClassDef: ("a class definition", "Define the class outside the differentiated function."),
     gast.With: ("a with block", "Only `with srcgrad.no_grad()`-style blocks are supported; move "
                                 "other context managers outside the differentiated function."),
-    gast.NamedExpr: ("the walrus operator :=", "Assign in a separate statement."),
     gast.Import: ("import inside the function", "Import at module level."),
     gast.ImportFrom: ("import inside the function", "Import at module level."),
     gast.SetComp: ("a set comprehension (sets are not values srcgrad models)",

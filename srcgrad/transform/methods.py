@@ -37,6 +37,7 @@ from srcgrad.errors import UnsupportedError
 from srcgrad.transform import as_array
 from srcgrad.transform.base import Base, local_names
 from srcgrad.transform.call_forms import (_clone_replacing, _dict_loops, _evaluation_order, _list_names,
+                                          _numpy_version,
                                           _partials, _replace_in, _resolves_path, _returning_method,
                                           _star_calls, _star_into_varargs, list_names)
 
@@ -318,6 +319,10 @@ class Displays(ast_util.NodeTransformer):
             if library is not None:
                 node.func = self.helper(inlined.INLINED[library][len(node.args)])
                 return node
+        version = _numpy_version(d, node)   # np.polyfit, np.ediff1d: srcgrad/inlined.py's
+        if version is not None:
+            node.func = self.helper(version)
+            return node
         if None in keys or any(isinstance(a, gast.Starred) for a in node.args) or len(node.args) != 1:
             return node
         if d.resolves_to(node.func, builtins.sorted) and keys <= {"key", "reverse"}:
