@@ -63,3 +63,49 @@ def test_the_same_values_as_arrays_differentiate():
     np.testing.assert_allclose(want, [[1.0, 2.0], [3.0, 4.0]], rtol=1e-6)
     np.testing.assert_allclose(sg.grad(times_argument)(XM.copy(), m), want, rtol=1e-6)
     assert_grad_and_jvp(squared, (XM.copy(),))
+
+
+# ----- A store into an integer array: forward mode kept the stored tangent -----
+# a = np.zeros_like(np.arange(4)); a[0] = x[0] * 7 truncates the value stored: a carries
+# no derivative. Reverse mode zeroed it (rt.dtype_grad where a's dtype is known only at
+# run time); forward mode stored 7 * dx[0] into a's tangent, so sg.jvp, sg.jacfwd and
+# sg.hessian were wrong where sg.grad was right (np.copyto with casting="unsafe" and
+# a[2] += ... the same). The tangent store now goes through the same rt.dtype_grad.
+
+P = np.array([0.33, -0.57, 1.21, 0.46])
+
+
+def stored_into_int_zeros_like(x):
+    a = np.zeros_like(np.arange(4))
+    a[0] = x[0] * 7
+    return np.sum(a * x) + a[0] * x[1]
+
+
+def added_into_int_arange(x):
+    a = np.arange(4)
+    a[2] += x[2] * 3
+    return np.sum(a * x ** 2)
+
+
+def copied_unsafely_into_ints(x):
+    a = np.arange(4)
+    np.copyto(a, x * 3, casting="unsafe")
+    return np.sum(a * x)
+
+
+def stored_into_a_list_then_an_array(x):   # a list keeps what is stored: its tangent too
+    L = [0, 0, 0, 0]
+    L[0] = x[0] * 2
+    return np.sum(np.array(L) * x)
+
+
+@pytest.mark.parametrize("f", [stored_into_int_zeros_like, added_into_int_arange,
+                               copied_unsafely_into_ints, stored_into_a_list_then_an_array])
+def test_a_store_into_an_integer_array_carries_no_tangent(f):
+    assert_grad_and_jvp(f, (P.copy(),))
+    want = numerical_grad(f, (P.copy(),))
+    np.testing.assert_allclose(sg.jacfwd(f)(P.copy()), want, rtol=1e-6, atol=1e-8)
+    g = sg.grad(f)
+    eps = 1e-5
+    fd_h = np.stack([(g(P + eps * e) - g(P - eps * e)) / (2 * eps) for e in np.eye(4)], axis=1)
+    np.testing.assert_allclose(sg.hessian(f)(P.copy()), fd_h, rtol=1e-5, atol=1e-6)
