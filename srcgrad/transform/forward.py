@@ -305,10 +305,7 @@ class ForwardAD(ComplexStatements, Base):
                 n.ctx = gast.Load()
         stmts, tangent = self.tangent(s.value, read)
         tangent = gast.Constant(value=0.0, kind=None) if tangent is None else tangent
-        if self.kinds is None or self.kinds.of(base) not in (kinds.FLOAT, kinds.COMPLEX):
-            # an array whose dtype may be an integer's: a store into it truncates (no
-            # tangent), as reverse.py's item write decides with the same rt.dtype_grad
-            tangent = expr("rt.dtype_grad(G, rt.array_dtype(BASE), 0.0)", G=tangent, BASE=name(base.id))
+        tangent = forward_memory.stored_tangent(self, base, tangent)
         d_target = self._tangent_target(target)
         reads = set().union(_names(tangent), *[_names(t) for t in stmts])
         if base.id in reads:   # computed before the write changes what it reads
