@@ -109,3 +109,94 @@ def test_a_store_into_an_integer_array_carries_no_tangent(f):
     eps = 1e-5
     fd_h = np.stack([(g(P + eps * e) - g(P - eps * e)) / (2 * eps) for e in np.eye(4)], axis=1)
     np.testing.assert_allclose(sg.hessian(f)(P.copy()), fd_h, rtol=1e-5, atol=1e-6)
+
+
+# ----- A for loop of no iteration leaves its target's value before the loop -----
+# i = 10; for i in range(0): ...; return x[0] * i. Liveness killed the loop's target
+# before the loop, so the dead-code pass dropped i = 10 from the sweep sg.grad runs:
+# UnboundLocalError from srcgrad's generated code.
+
+def loop_of_no_iteration(x):
+    i = 10
+    for i in range(0):
+        pass
+    return x[0] * i
+
+
+def loop_of_no_iteration_over_a_slice(x):
+    v = 2.0
+    for v in x[4:]:
+        x = x * v
+    return np.sum(x) * v
+
+
+def test_a_loop_of_no_iteration_keeps_the_value_of_its_target():
+    for f in (loop_of_no_iteration, loop_of_no_iteration_over_a_slice):
+        assert_grad_and_jvp(f, (P.copy(),))
+    np.testing.assert_allclose(sg.hessian(loop_of_no_iteration_over_a_slice)(P.copy()),
+                               np.zeros((4, 4)), atol=1e-12)
+
+
+# ----- A for loop over a list its body appends to -----
+# for v in L: L.append(...) sees each new item in Python; srcgrad's indexed loop ran
+# range(len(L)) for the length before the loop: value, gradient and tangent all wrong
+# (sum(L) of 1 item instead of 4). Refused at the loop; the while loop it suggests is right.
+
+def worklist_for(x):
+    L = [x[0]]
+    for v in L:
+        if len(L) < 4:
+            L.append(v * 2)
+    return sum(L) * x[1]
+
+
+def worklist_while(x):
+    L = [x[0]]
+    i = 0
+    while i < len(L):
+        v = L[i]
+        if len(L) < 4:
+            L.append(v * 2)
+        i += 1
+    return sum(L) * x[1]
+
+
+def test_a_loop_over_a_list_it_appends_to_is_refused():
+    assert_refused_in(__file__, lambda: sg.grad(worklist_for)(P.copy()), "changes its length", "append")
+    assert_refused_in(__file__, lambda: sg.jvp(worklist_for, (P.copy(),), (P.copy(),)), "append")
+    assert_grad_and_jvp(worklist_while, (P.copy(),))
+
+
+# ----- hasattr, callable and str.startswith in a Hessian -----
+# sg.grad and sg.jvp ran them; sg.hessian's forward sweep over the gradient refused them
+# ("no tangent for hasattr"): they give a bool, declared nondifferentiable in the table.
+
+def item_if_it_has_one(x):
+    t = x[0]
+    t = t.item() if hasattr(t, "item") else t
+    return t ** 2 * x[1] + (np.sum(x ** 3) if callable(np.sum) else 0.0)
+
+
+def weights_by_name(p):
+    total = 0.0
+    for key, value in p.items():
+        if key.startswith("w") and not key.endswith("_frozen"):
+            total = total + np.sum(np.sin(value) * value)
+        else:
+            total = total * np.sum(value)
+    return total
+
+
+def test_bool_builtins_in_a_hessian():
+    g = sg.grad(item_if_it_has_one)
+    eps = 1e-5
+    fd_h = np.stack([(g(P + eps * e) - g(P - eps * e)) / (2 * eps) for e in np.eye(4)], axis=1)
+    np.testing.assert_allclose(sg.hessian(item_if_it_has_one)(P.copy()), fd_h, rtol=1e-5, atol=1e-6)
+    p = {"w1": P.copy(), "b": P[:2] ** 2, "w2": P[1:] * 2}
+    t = {"w1": P[::-1].copy(), "b": np.array([0.3, -0.2]), "w2": np.array([0.1, 0.5, -0.4])}
+    gp = sg.grad(weights_by_name)
+    moved = [{k: p[k] + s * t[k] for k in p} for s in (eps, -eps)]
+    want = {k: (gp(moved[0])[k] - gp(moved[1])[k]) / (2 * eps) for k in p}
+    (got,) = sg.hvp(weights_by_name, (p,), (t,))
+    for k in p:
+        np.testing.assert_allclose(got[k], want[k], rtol=1e-5, atol=1e-6)
