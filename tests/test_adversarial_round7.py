@@ -200,3 +200,19 @@ def test_bool_builtins_in_a_hessian():
     (got,) = sg.hvp(weights_by_name, (p,), (t,))
     for k in p:
         np.testing.assert_allclose(got[k], want[k], rtol=1e-5, atol=1e-6)
+
+
+# ----- A helper called with **-unpacking -----
+# h(**{"v": x, "w": y}) was refused with "keywords must be strings" (they are): the
+# refusal now says what it refuses.
+
+def _scaled(v, w):
+    return v * w
+
+
+def double_star_call(x):
+    return np.sum(_scaled(**{"v": x, "w": x[::-1]}))
+
+
+def test_a_helper_called_with_double_star_is_refused_as_such():
+    assert_refused_in(__file__, lambda: sg.grad(double_star_call)(P.copy()), "**-unpacking", "_scaled")
