@@ -216,3 +216,38 @@ def double_star_call(x):
 
 def test_a_helper_called_with_double_star_is_refused_as_such():
     assert_refused_in(__file__, lambda: sg.grad(double_star_call)(P.copy()), "**-unpacking", "_scaled")
+
+
+# ----- An array written into itself: y[k] = y -----
+# NumPy copies y before the write, so y[[1, 0, 3, 2]] = y permutes y. The adjoint added
+# dy[k] to the value's adjoint, which is dy itself, then zeroed dy[k]: the contribution was
+# zeroed with it, and sg.grad gave 0 (forward mode was right). It is now read first, zeroed,
+# then added.
+
+def permuted_into_itself(x):
+    y = x * 1.0
+    y[[1, 2, 3, 0]] = y
+    return np.sum(y * np.sin(y) * np.arange(4.0))
+
+
+def columns_swapped_into_itself(x):
+    y = (x * 1.0).reshape(2, 2)
+    y[:, [1, 0]] = y
+    return np.sum(y ** 2 * np.arange(4.0).reshape(2, 2))
+
+
+def reversed_into_itself_in_a_loop(x):
+    y = x * 1.0
+    for i in range(3):
+        y[::-1] = y
+        y = y * x
+    return np.sum(y * np.arange(4.0))
+
+
+@pytest.mark.parametrize("f", [permuted_into_itself, columns_swapped_into_itself,
+                               reversed_into_itself_in_a_loop])
+def test_an_array_written_into_itself(f):
+    assert_grad_and_jvp(f, (P.copy(),))
+    value, g = sg.value_and_grad(f)(P.copy())
+    np.testing.assert_allclose(value, f(P.copy()))
+    np.testing.assert_allclose(g, numerical_grad(f, (P.copy(),)), rtol=1e-6, atol=1e-8)
