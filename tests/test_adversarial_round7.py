@@ -2,6 +2,8 @@
 error that was not a refusal) before their fix. Each gradient, tangent or Hessian is checked
 against central differences in float64; each refusal must name what it refuses."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -18,7 +20,9 @@ XM = np.array([[0.5, -1.0], [2.0, 0.3]])
 # gradient is row sums (sum(x * GM) for a 2x2: [[4, 6], [4, 6]] for [[3, 7], [3, 7]]),
 # and sg.grad(f, jit=True) a third answer. It is refused now, in every mode.
 
-GM = np.matrix([[1.0, 2.0], [3.0, 4.0]])
+with warnings.catch_warnings():   # (NumPy's PendingDeprecationWarning of np.matrix)
+    warnings.simplefilter("ignore", PendingDeprecationWarning)
+    GM = np.matrix([[1.0, 2.0], [3.0, 4.0]])
 
 
 def times_global_matrix(x):
