@@ -6,6 +6,7 @@ import dataclasses
 import numpy
 
 from srcgrad import pytree, runtime
+from srcgrad.errors import matrix_refusal
 from srcgrad.runtime.dask_forms import is_dask
 
 _LEAF_TYPES = (float, numpy.ndarray, int)
@@ -44,6 +45,13 @@ def _check_differentiable(name, value):
         raise TypeError(
             f"srcgrad: cannot differentiate with respect to {name!r}: its dtype is {dtype}; only "
             f"floating point inputs have gradients. Use .astype(float).")
+
+
+def refuse_matrices(args):
+    """Refuse an argument that is a ``numpy.matrix`` (errors.matrix_refusal says why)."""
+    for k, value in enumerate(args):
+        if isinstance(value, numpy.matrix):
+            raise matrix_refusal(f"argument {k}")
 
 
 def _seed(out, grad_outputs, tuple_output):

@@ -56,5 +56,16 @@ class SourceNotFoundError(SrcgradError):
     """The function's source cannot be located (built-in, exec'd string, REPL lambda)."""
 
 
+def matrix_refusal(what, filename=None, lineno=None):
+    """The UnsupportedError for a ``numpy.matrix`` reaching a differentiated function (``what``:
+    the argument or global holding it): its ``*`` and ``**`` are matrix products and its
+    reductions stay 2-D, so NumPy's rules, written for arrays, would give wrong gradients."""
+    return UnsupportedError(
+        f"{what} is a numpy.matrix, whose * and ** are matrix products (not elementwise, as "
+        f"srcgrad's rules for arrays assume); srcgrad refuses it rather than differentiate it "
+        f"wrongly. Pass np.asarray(...) of it and write @ for the matrix products.",
+        filename, lineno)
+
+
 class GradcheckError(AssertionError):
     """A gradient disagrees with central finite differences."""

@@ -362,6 +362,7 @@ def jacfwd(fn, wrt=0, *, has_aux=False, chunk_size=None):
         positions, many = _wrt_positions(fn, wrt)
         args = positional_arguments(fn, args, kwargs, "srcgrad.jacfwd")
         per_position, out, aux = [], None, None
+        call_values.refuse_matrices(args)
         for k in positions:
             if pytree.is_node(args[k]):   # float leaves only, as in sg.grad
                 call_values._check_differentiable(f"argument {k}", args[k])

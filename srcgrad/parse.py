@@ -18,7 +18,7 @@ import numpy
 
 from srcgrad import anno, ast_util
 from srcgrad.entry import bound_of
-from srcgrad.errors import SourceNotFoundError, SrcgradError, UnsupportedError
+from srcgrad.errors import SourceNotFoundError, SrcgradError, UnsupportedError, matrix_refusal
 
 
 @dataclass(frozen=True)
@@ -149,7 +149,15 @@ class EntityInfo:
                 self.reads[path[:i + 1]] = MISSING
                 raise
             self.reads[path[:i + 1]] = obj
+        if isinstance(obj, numpy.ndarray) and type(obj) is not numpy.ndarray:
+            self._refuse_matrix(path, obj)
         return obj
+
+    def _refuse_matrix(self, path, obj):
+        """A global, closure variable or attribute that is a ``numpy.matrix``: refused."""
+        if isinstance(obj, numpy.matrix):
+            raise matrix_refusal(f"{dotted(path)}, read by {self.name},", self.filename,
+                                 self.first_lineno)
 
     def record(self, path, value):
         """Record that the read ``path`` gave ``value`` (one srcgrad made itself: an item
@@ -168,6 +176,8 @@ class EntityInfo:
             obj = self._lookup(name)
         except NameError:
             return self.resolve(name)   # records the name as missing, then raises
+        if isinstance(obj, numpy.ndarray) and type(obj) is not numpy.ndarray:
+            self._refuse_matrix((name,), obj)
         key = value_kind_key(obj)
         if key is None or name in self.extra:
             return self.resolve(name)

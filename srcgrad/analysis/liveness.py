@@ -110,9 +110,10 @@ def analyze(body, live_out, skip=None, names=None, record=True, only=None):
                     if grown == loop_live:
                         break
                     loop_live = grown
+                if isinstance(s, gast.For):   # its target: killed, but where the code after
+                    # the loop reads it (a loop of no iteration leaves the value before it)
+                    loop_live = loop_live - (names.stores(s.target) - live) | head
                 live = loop_live
-                if isinstance(s, gast.For):
-                    live = live - names.stores(s.target) | head
                 run = None
             else:
                 _add(live, reads(s), run if record else None)

@@ -20,6 +20,7 @@ import gast
 import numpy
 
 from srcgrad import anno, pytree
+from srcgrad.errors import matrix_refusal
 from srcgrad.rules import Method
 from srcgrad import ast_util
 
@@ -47,6 +48,8 @@ def rank_key(value):
         return INT
     if isinstance(value, numpy.floating):
         return 0
+    if isinstance(value, numpy.matrix):
+        raise matrix_refusal("an argument")
     ndim = getattr(value, "ndim", None)  # CuPy arrays
     if type(ndim) is int and hasattr(value, "shape"):
         return ndim

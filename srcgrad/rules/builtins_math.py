@@ -32,6 +32,7 @@ xp = None  # placeholder: the array namespace, bound in generated code
 nondifferentiable(
     builtins.int, builtins.bool, builtins.len, builtins.round, builtins.range,
     builtins.isinstance, builtins.hash, builtins.id, builtins.slice,
+    builtins.hasattr, builtins.callable,
     math.floor, math.ceil, math.trunc, math.isnan, math.isinf, math.isfinite,
     math.isclose, math.factorial, math.gcd, math.comb, math.perm,
 )
@@ -402,6 +403,7 @@ if hasattr(math, "cbrt"):
 # ----- Containers: list(), tuple() and dict views (pytree.py) -----
 
 nondifferentiable(Method("keys"))
+nondifferentiable(Method("startswith"), Method("endswith"))   # (a dict's str keys: a bool)
 
 
 @adjoint(builtins.list, builtins.tuple, sequences=("iterable",))

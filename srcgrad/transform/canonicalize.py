@@ -124,6 +124,8 @@ class Canonicalizer(Base):
                 return inner[0] + [_assign(n, inner[1], loop)], name(n), bind_rev
         rebound = {n.id for s in loop.body for n in ast_util.walk(s)
                    if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
+        if isinstance(it, gast.Name):
+            self._refuse_resized(it.id, loop)
         if isinstance(it, gast.Name) and it.id not in rebound:
             seq = it.id
             prelude = []
@@ -138,6 +140,21 @@ class Canonicalizer(Base):
             item = gast.Subscript(value=name(seq), slice=index, ctx=gast.Load())
             return [_assign(target, item, loop)]
         return prelude, _call("len", name(seq)), bind
+
+    _RESIZING = frozenset({"append", "extend", "insert", "pop", "remove", "clear"})
+
+    def _refuse_resized(self, seq, loop):
+        """``for v in L`` whose body appends to (or pops from) ``L`` itself: Python's loop
+        sees the new length, the indexed loop (``range(len(L))``) would not: refused."""
+        for n in (n for st in loop.body for n in ast_util.walk(st)):
+            if isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute) \
+                    and n.func.attr in self._RESIZING and isinstance(n.func.value, gast.Name) \
+                    and n.func.value.id == seq:
+                raise self.error(n, UnsupportedError,
+                                 f"a for loop over {seq!r} whose body changes its length "
+                                 f"({seq}.{n.func.attr}(...)) is not supported",
+                                 f"Loop with an index instead: `i = 0`, `while i < len({seq}):`, "
+                                 f"`v = {seq}[i]`, ..., `i += 1`.")
 
     def _is_indexable_call(self, call):
         import builtins

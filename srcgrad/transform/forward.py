@@ -305,6 +305,7 @@ class ForwardAD(ComplexStatements, Base):
                 n.ctx = gast.Load()
         stmts, tangent = self.tangent(s.value, read)
         tangent = gast.Constant(value=0.0, kind=None) if tangent is None else tangent
+        tangent = forward_memory.stored_tangent(self, base, tangent)
         d_target = self._tangent_target(target)
         reads = set().union(_names(tangent), *[_names(t) for t in stmts])
         if base.id in reads:   # computed before the write changes what it reads

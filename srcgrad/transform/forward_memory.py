@@ -1,14 +1,25 @@
 """Forward mode: the tangent of a value written into later shares memory with its
 operand's tangent exactly when the value shares the operand's (forward.py's assign_name);
-and a structure's field read (``p.w``), whose tangent is the tangent's field."""
+the tangent stored by an indexed write; and a structure's field read (``p.w``), whose
+tangent is the tangent's field."""
 
 import gast
 
+from srcgrad.analysis import kinds
 from srcgrad.analysis.activity import primitive_of
 from srcgrad.codegen import emit
 from srcgrad.errors import NonDifferentiableError, UnsupportedError
 from srcgrad.rules import Method
 from srcgrad.templates import clone, name, replace_as_expression as expr
+
+
+def stored_tangent(ad, base, tangent):
+    """The tangent ``base[i] = v`` stores: ``v``'s, or none where ``base`` may hold integers
+    (the store truncates), decided as reverse.py's item write does, by ``rt.dtype_grad``
+    where ``base``'s dtype is known only at run time."""
+    if ad.kinds is not None and ad.kinds.of(base) in (kinds.FLOAT, kinds.COMPLEX):
+        return tangent
+    return expr("rt.dtype_grad(G, rt.array_dtype(BASE), 0.0)", G=tangent, BASE=name(base.id))
 
 
 def memory_of(ad, s, tangent, output):

@@ -389,6 +389,9 @@ class Inliner(Base):
     def _bind_params(self, fn, node, call, rename, origin, static=()):
         sig = _signature(fn)
         star = call.args[-1] if call.args and isinstance(call.args[-1], gast.Starred) else None
+        if any(k.arg is None for k in call.keywords):
+            raise origin.error(UnsupportedError, f"**-unpacking in a call of {fn.__qualname__} "
+                               f"is not supported", "Pass each keyword argument by name.")
         try:
             bound = sig.bind(*call.args[:-1] if star is not None else call.args,
                              **{k.arg: k.value for k in call.keywords})

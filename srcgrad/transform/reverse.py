@@ -391,7 +391,7 @@ class ReverseAD(Base, RuleApplication):
         key = ("item", base, self.item_writes)
         fwd = [tape.push(saved_value, origin, key)] + self.alias_checks(s, base) + [s]
         anno.setanno(restore, Static.TAPE, key)
-        rev = []
+        rev, later = [], False
         if base in self.act.adjoint:
             self.in_place = True
             db = self.d(base)
@@ -409,14 +409,21 @@ class ReverseAD(Base, RuleApplication):
                     grad = replace_expr(f"rt.dtype_grad(G, rt.array_dtype({base}), {s.value.id})", G=grad)
                 if base_kind != kinds_.FLOAT and self.kind_of(s.value) != kinds_.COMPLEX:
                     grad = replace_expr(f"rt.real_like(G, {s.value.id})", G=grad)
+                if dv == db:   # b[k] = b (NumPy copies b first): read before the zeroing below
+                    held = self.namer.new(f"{db}_stored")
+                    rev += replace(f"{held} = G", G=grad)
+                    grad, keyed, later = name(held), False, True
                 into_array = replace(f"{dv} = {dv} + G", G=grad)
                 if keyed:   # a list or dict, or (known only at run time) an array
                     into_container = self.accumulate(s.value, replace_expr(
                         f"rt.take_grad({db}, INDEX)", INDEX=index_value(index)))
                     into_array = [gast.If(test=replace_expr(f"rt.is_node({base})"),
                                           body=into_container or [gast.Pass()], orelse=into_array)]
-                rev += self.flagged(into_array)
+                if not later:
+                    rev += self.flagged(into_array)
             rev += replace(f"{db} = rt.zero_grad_at({db}, {base}, INDEX)", INDEX=index_value(index))
+            if later:
+                rev += self.flagged(into_array)
         rev.append(restore)
         return _tag(fwd, origin), _tag(rev, origin)
 
