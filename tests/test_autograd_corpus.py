@@ -1907,14 +1907,11 @@ REFUSED_TODAY = frozenset({
     'average_returned',
     'unique',
     'missing_numpy_function_in_a_dead_branch',
-    'pad_linear_ramp',
-    'pad_mean',
     'unique_is_refused_not_zero',
     'cond_is_refused_not_zero',
     'nextafter_is_refused_not_zero',
     'histogram_edges_are_refused_not_zero',
     'helper_recursive',
-    'flat_index',
 })
 
 _OUTCOMES = {}

@@ -1359,20 +1359,8 @@ KNOWN = {}
 REFUSED_TODAY = frozenset({
     'scatter_max_at/float64',
     'scatter_max_at/float32',
-    'broadcast_arrays/float64',
-    'broadcast_arrays/float32',
     'square_method/float64',
     'square_method/float32',
-    'pow_jacfwd_jacfwd_at_4_0',
-    'pow_jacrev_jacrev_at_4_0',
-    'window_view_sum/float64',
-    'window_view_sum/float32',
-    'pad_linear_ramp/float64',
-    'pad_linear_ramp/float32',
-    'pad_maximum/float64',
-    'pad_maximum/float32',
-    'ediff/float64',
-    'ediff/float32',
     'average_weights/float64',
     'average_weights/float32',
     'logaddexp_reduce/float64',
@@ -1387,9 +1375,6 @@ REFUSED_TODAY = frozenset({
     'linalg_norm_fro/float32',
     'linalg_lstsq/float64',
     'linalg_lstsq/float32',
-    'api_jacfwd_of_jacrev',
-    'api_jacrev_of_jacrev',
-    'api_jacfwd_of_jacfwd',
 })
 
 _OUTCOMES = {}
