@@ -158,6 +158,14 @@ ALL_CASES = [case for name, f in catalogue() for case in build_cases(f, name)]
 ALL_WRT_CASES = [(case, wrt, pname) for case in ALL_CASES for wrt, pname in case.targets]
 
 
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``slow`` (tens of seconds each: the jit catalogue shards, the random
+    programs) run first: pytest-xdist hands out the first tests round robin, so they are
+    spread over the workers, and the short ones then fill in. Run last, they left one
+    worker busy for minutes while the other had nothing to do."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)   # stable
+
+
 def pytest_generate_tests(metafunc):
     if "catalogue_case" in metafunc.fixturenames:
         metafunc.parametrize("catalogue_case", ALL_CASES, ids=[c.id for c in ALL_CASES])

@@ -104,6 +104,7 @@ def test_peer_matches_hand(w, name):
     _close(got, _as_tuple(w.hand(*inputs.args, grad_outputs=inputs.grad_outputs)), w.dtype)
 
 
+@pytest.mark.slow
 def test_run_quick(tmp_path):
     out = tmp_path / "quick.json"
     proc = subprocess.run([sys.executable, os.path.join(BENCH, "run.py"), "--quick",

@@ -8,6 +8,7 @@ import textwrap
 
 import gast
 import numpy as np
+import pytest
 
 import srcgrad as sg
 from srcgrad import ast_util
@@ -134,6 +135,7 @@ def _sources():
             yield f.read()
 
 
+@pytest.mark.slow
 def test_the_quick_walk_yields_what_ast_walk_yields_in_the_same_order():
     for source in _sources():   # lists holding strings and None included (ODD_LISTS)
         tree = gast.parse(source)
@@ -155,6 +157,7 @@ def test_the_quick_walk_yields_what_ast_walk_yields_in_the_same_order():
                 assert ast_util.stores(s) == {n.id for n in names if isinstance(n.ctx, gast.Store)}
 
 
+@pytest.mark.slow
 def test_the_quick_conversion_to_ast_makes_what_gast_makes():
     from srcgrad.codegen import emit
     for source in _sources():
@@ -231,6 +234,7 @@ PRINTED = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.slow
 def test_the_printer_prints_what_astor_prints():
     """codegen/printer.py against astor (emit.astor_source): every function of srcgrad's
     own sources and the cases above (precedence, strings, wrapped lines, fallbacks)."""
@@ -378,6 +382,7 @@ def test_templates_of_many_names_parse_as_written():
             gast.dump(gast.parse(text), include_attributes=True)
 
 
+@pytest.mark.slow
 def test_settled_passes_skipped_give_the_code_of_every_pass_run():
     """optimize/driver.run skips a pass whose last run changed nothing when no pass changed
     anything since (the fixed point's last round, ``FINISH``'s ``dead``): the backward sweep

@@ -43,6 +43,7 @@ SHARDS = 4
 COMPILED_AT_LEAST = {0: 42, 1: 42, 2: 44, 3: 43}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shard", range(SHARDS))
 def test_jit_gradient_equals_the_numpy_gradient_on_the_whole_catalogue(shard, monkeypatch):
     compiled, fell_back, wrong = [], [], []

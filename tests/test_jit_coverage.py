@@ -148,6 +148,7 @@ def test_defaults_are_passed_to_the_compiled_gradient():
         tuple_default.__defaults__ = (1.5,)
 
 
+@pytest.mark.slow
 def test_container_checks_on_arrays_and_numbers_compile():
     x = np.array([0.3, -1.2, 2.0])
     for f in (functions.defaults, functions.keyword_only_defaults, functions.calls_closure,

@@ -106,6 +106,7 @@ def _translation(case, seed):
         return ("error", str(exc))
 
 
+@pytest.mark.slow
 def test_every_catalogue_gradient_translates_the_same_loaded_from_disk(tmp_path, monkeypatch):
     """Grad's common call (the gradient-only forward sweep, the known seed): the
     translation of a loaded gradient is the compiled one's, refusals included."""

@@ -204,6 +204,7 @@ def _fresh(args):
     return [np.copy(a) if isinstance(a, np.ndarray) else a for a in args]
 
 
+@pytest.mark.slow
 def test_random_programs_give_the_numpy_gradient_or_its_error():
     # Views, in-place calls, indexed writes and loops (test_random_programs' generator):
     # compiled or not, jit=True returns what the NumPy gradient returns, or raises its error.

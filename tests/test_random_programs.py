@@ -43,6 +43,7 @@ import sys
 import tempfile
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, assume, note, settings
 from hypothesis import strategies as st
 from hypothesis import given
@@ -658,6 +659,7 @@ def check_program(source, name, args, fuse=False):
                                    err_msg=f"d{name}/d{label} of\n{source}")
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None, derandomize=True, database=None,
           suppress_health_check=list(HealthCheck))
 @given(programs(), inputs)
@@ -666,6 +668,7 @@ def test_random_programs(program, args):
     check_program(source, name, args)
 
 
+@pytest.mark.slow
 @settings(max_examples=50, deadline=None, derandomize=True, database=None,
           suppress_health_check=list(HealthCheck))
 @given(programs(allow_control=False), inputs)
@@ -674,6 +677,7 @@ def test_random_straight_line_programs(program, args):
     check_program(source, name, args)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, derandomize=True, database=None,
           suppress_health_check=list(HealthCheck))
 @given(programs(aliasing=True), inputs)
@@ -689,6 +693,7 @@ def test_random_programs_with_aliases_and_in_place_calls(program, args):
 _CONTAINER_PROGRAMS = 100 if os.environ.get("SRCGRAD_RANDOM_PROGRAMS") == "full" else 60
 
 
+@pytest.mark.slow
 @settings(max_examples=_CONTAINER_PROGRAMS, deadline=None, derandomize=True, database=None,
           suppress_health_check=list(HealthCheck))
 @given(programs(containers=True), inputs)
@@ -727,6 +732,7 @@ def test_generator_renders_valid_python():
     assert len(seen) == 100
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, derandomize=True, database=None,
           suppress_health_check=list(HealthCheck))
 @given(programs(), inputs)
@@ -742,6 +748,7 @@ def test_random_programs_unoptimized(program, args):
         pipeline.DEFAULT_OPTIONS = previous
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, derandomize=True, database=None,
           suppress_health_check=list(HealthCheck))
 @given(programs(), inputs)

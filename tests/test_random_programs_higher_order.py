@@ -11,6 +11,7 @@ silently wrong number, never an error in generated code.
 """
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, assume, given, note, settings
 
 import srcgrad as sg
@@ -84,6 +85,7 @@ def check_higher_order(source, name, args, seed):
         _refused_in_the_program(error, path, source)
 
 
+@pytest.mark.slow
 @settings(max_examples=12, deadline=None, derandomize=True, database=None,
           suppress_health_check=list(HealthCheck))
 @given(programs(), inputs, inputs)
@@ -92,6 +94,7 @@ def test_random_programs_second_order(program, args, direction):
     check_higher_order(source, name, args, int(abs(direction[2]) * 1e6))
 
 
+@pytest.mark.slow
 @settings(max_examples=8, deadline=None, derandomize=True, database=None,
           suppress_health_check=list(HealthCheck))
 @given(programs(containers=True), inputs, inputs)
@@ -100,6 +103,7 @@ def test_random_programs_with_containers_second_order(program, args, direction):
     check_higher_order(source, name, args, int(abs(direction[2]) * 1e6))
 
 
+@pytest.mark.slow
 @settings(max_examples=8, deadline=None, derandomize=True, database=None,
           suppress_health_check=list(HealthCheck))
 @given(programs(aliasing=True), inputs, inputs)
