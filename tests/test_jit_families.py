@@ -334,6 +334,29 @@ def test_math_functions_compile_and_raise_where_python_raises():
                                rtol=1e-13)
 
 
+def _wraps_in_int8(x):
+    k = np.int8(100)
+    return float(k + k) * x[0] + np.sum(x * x)   # NumPy: -56; Numba's int64 would give 200
+
+
+def _int_then_float(x, n):
+    m = np.int16(300)
+    return float(n * 3) * np.sum(x) + float(m) * x[1] + (x[0] if m > 2 else 0.0)
+
+
+def test_narrow_integer_arithmetic_runs_the_numpy_gradient_and_says_where():
+    x = np.array([1.0, 2.0])
+    with np.errstate(over="ignore"):
+        want = sg.grad(_wraps_in_int8)(x)
+        with pytest.warns(JitFallbackWarning, match=r"line \d+: .*int8 scalars") as record:
+            got = sg.grad(_wraps_in_int8, jit=True)(x)
+    np.testing.assert_array_equal(got, want)
+    assert want[0] == -56.0 + 2.0
+    assert f"{__file__}, line {_wraps_in_int8.__code__.co_firstlineno + 2}:" in str(record[0].message)
+    # a narrow integer only converted or compared, and a Python int's arithmetic, compile
+    _compiles_and_matches(_int_then_float, x, 20000)
+
+
 def test_checked_math_calls_raise_where_python_raises():
     from numba import njit
     from srcgrad.jit.builtins_math import checked_math

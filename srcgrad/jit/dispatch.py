@@ -538,6 +538,8 @@ def _compile(dispatcher, args):
             dispatcher.compile(signature)
         finally:
             dispatcher._can_compile = False
+    from srcgrad.jit.numba_types import check_integer_widths
+    check_integer_widths(dispatcher, signature)
     return time.perf_counter() - start
 
 

@@ -62,3 +62,33 @@ def mask_index(index):
     return isinstance(index, types.BaseTuple) and sum(map(mask, index)) == 1 and all(
         mask(t) or isinstance(t, (types.Integer, types.SliceType)) and
         not isinstance(t, types.Boolean) for t in index)
+
+
+_ORDER_TESTS = frozenset({"lt", "le", "gt", "ge", "eq", "ne", "is_", "is_not", "contains",
+                          "not_", "truth"})
+
+
+def check_integer_widths(dispatcher, signature):
+    """Raise TypingError at the first line of ``dispatcher``'s code for ``signature``
+    doing arithmetic on integer scalars only, one narrower than 64 bits (``np.int8(100) +
+    np.int8(100)``): NumPy keeps the width and wraps (-56), Numba widens (200), so the
+    compiled gradient would differ; the NumPy gradient runs instead. Comparisons, and
+    arithmetic with a float, give the same in both."""
+    from numba.core import ir
+    annotation = dispatcher.overloads[signature].type_annotation
+    typemap = annotation.typemap
+    for block in annotation.blocks.values():
+        for statement in block.body:
+            value = getattr(statement, "value", None)
+            if not (isinstance(statement, ir.Assign) and isinstance(value, ir.Expr)
+                    and value.op in ("binop", "inplace_binop", "unary")):
+                continue
+            if getattr(value.fn, "__name__", "") in _ORDER_TESTS:
+                continue
+            kinds = [typemap.get(v.name) for v in value.list_vars()]
+            if all(isinstance(k, types.Integer) for k in kinds) and any(
+                    k.bitwidth < 64 for k in kinds):
+                raise TypingError(
+                    f"arithmetic on {' and '.join(sorted({str(k) for k in kinds}))} scalars "
+                    f"(NumPy keeps their width and wraps around, Numba widens them)\n"
+                    f'File "{annotation.filename}", line {statement.loc.line}')
