@@ -339,8 +339,7 @@ def _numpy_version(desugar, call):
     if any(k.arg is None for k in call.keywords):
         return None
     from srcgrad import inlined
-    library = _resolves_path(desugar, call.func, lambda obj: _hashable(obj)
-                             and obj in inlined.NUMPY_INLINED)
+    library = _resolves_path(desugar, call.func, lambda obj: _hashable_in(obj, inlined.NUMPY_INLINED))
     if library is None:
         return None
     version, pinned, trigger = inlined.NUMPY_INLINED[library]
@@ -367,9 +366,8 @@ def _numpy_version(desugar, call):
     return version
 
 
-def _hashable(obj):
+def _hashable_in(obj, table):
     try:
-        hash(obj)
-    except TypeError:
+        return obj in table
+    except TypeError:   # an unhashable object
         return False
-    return True

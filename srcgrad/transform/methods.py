@@ -36,8 +36,8 @@ from srcgrad.ast_util import name
 from srcgrad.errors import UnsupportedError
 from srcgrad.transform import as_array
 from srcgrad.transform.base import Base, local_names
-from srcgrad.transform.call_forms import (_clone_replacing, _dict_loops, _evaluation_order, _list_names,
-                                          _numpy_version,
+from srcgrad.transform.call_forms import (_clone_replacing, _dict_loops, _evaluation_order, _hashable_in,
+                                          _list_names, _numpy_version,
                                           _partials, _replace_in, _resolves_path, _returning_method,
                                           _star_calls, _star_into_varargs, list_names)
 
@@ -60,13 +60,6 @@ def _sub(base, index):
 
 def _is_namedtuple_class(obj):
     return isinstance(obj, type) and issubclass(obj, tuple) and hasattr(obj, "_fields")
-
-
-def _hashable_in(obj, table):
-    try:
-        return obj in table
-    except TypeError:   # an unhashable object
-        return False
 
 
 def _is_plain_dataclass(obj):
