@@ -28,7 +28,7 @@ def _is_flat(node):
 
 def transform(node, ctx):
     """Rewrite, in place, the ``.flat`` reads of FunctionDef ``node`` read at once."""
-    if not any(_is_flat(n) for n in ast_util.walk(node)):
+    if not any(_is_flat(n) for n in ast_util.nodes_of(node, gast.Attribute)):
         return node
     ravel = None
     for parent in ast_util.walk(node):
