@@ -16,7 +16,7 @@ import textwrap
 
 import gast
 
-from srcgrad.ast_util import name
+from srcgrad.ast_util import name, reads
 from srcgrad import ast_util
 
 
@@ -427,6 +427,100 @@ def _is_false(node):
     return isinstance(node, gast.Constant) and type(node.value) is int and node.value == 0
 
 
+# ----- Prepared instances of rule templates -----
+#
+# A rule's body is substituted and folded (``_FoldConstants``) the same way for every
+# call whose arguments have the same shape: what folding sees of an argument is whether
+# it is a literal number (and which), and nothing of a name's spelling. So the first call
+# of a shape substitutes placeholders for the arguments, folds, and keeps the result;
+# each later call copies that tree with the arguments and the locals' fresh names put in
+# (one ``_substituted`` pass, as before, without the fold's second walk).
+
+_PREPARED = {}   # (rule function, fixed names, argument shapes) -> _Prepared, or None
+_PREPARED_LIMIT = 4096   # entries kept (a literal's value is part of the key); then cleared
+_ARGUMENT = "_srcgrad_argument"   # marks a literal argument's copy while preparing
+_NAME_SHAPE = "name"      # an argument folding sees as a name: a placeholder stands for it
+_FOLDED_CLASSES = (gast.BinOp, gast.Call, gast.Compare)
+
+
+def _argument_shape(node):
+    """What ``_FoldConstants`` can see of an argument: ``_NAME_SHAPE`` for one it reads as
+    an opaque operand (a name, or an expression with nothing foldable inside), a literal's
+    type and spelling for a constant; None where it could look inside (a call, an
+    arithmetic expression): such a call is instantiated as before."""
+    cls = node.__class__
+    if cls is gast.Name:
+        return None if node.id == "rt" else _NAME_SHAPE
+    if cls is gast.Constant:
+        value = node.value
+        return (type(value), repr(value), node.kind, "never_set" in node.__dict__)
+    for child in ast_util.walk(node):
+        if isinstance(child, _FOLDED_CLASSES) or "never_set" in child.__dict__ \
+                or (child.__class__ is gast.Name and child.id == "rt"):
+            return None
+    return _NAME_SHAPE
+
+
+class _Prepared:
+    """A rule's body substituted and folded for one argument shape: ``stmts`` and ``grads``
+    (one per gradient entry, None where it folded to None) with placeholders for the
+    arguments (``params``: placeholder -> parameter) and the locals (``locals``:
+    (local, placeholder), in the order their fresh names are asked for); ``kept``: the
+    statements each set of wanted gradients reads."""
+
+    __slots__ = ("stmts", "grads", "params", "locals", "kept")
+
+
+def _prepare(body, local, args, fixed):
+    """The ``_Prepared`` instance of a rule's body for the shape of ``args``."""
+    subs = dict(fixed)
+    params = {}
+    for k, (param, node) in enumerate(args.items()):
+        placeholder = f"\0arg{k}"
+        if node.__class__ is gast.Constant:
+            marked = clone(node)   # folded with its value; where it is left, a placeholder
+            setattr(marked, _ARGUMENT, placeholder)
+            subs[param] = marked
+        else:
+            subs[param] = placeholder
+        params[placeholder] = param
+    locals_ = tuple((loc, f"\0local{k}") for k, loc in enumerate(sorted(local)))
+    subs.update(locals_)
+    folder = _FoldConstants()
+    prepared = _Prepared()
+    prepared.stmts = [_unmark(folder.visit(_substituted(s, subs))) for s in body[:-1]]
+    result = body[-1].value
+    entries = result.elts if isinstance(result, gast.Tuple) else [result]
+    grads = []
+    for g in entries:
+        g = folder.visit(_substituted(g, subs))
+        grads.append(None if isinstance(g, gast.Constant) and g.value is None else _unmark(g))
+    prepared.grads = grads
+    prepared.params = params
+    prepared.locals = locals_
+    prepared.kept = {}   # the wanted positions (a frozenset, or None) -> ``_kept``'s answer
+    return prepared
+
+
+def _unmark(node):
+    """``node`` with each literal argument's marked copy that folding left replaced by its
+    placeholder (a ``Name``), so each use puts its own argument's copy there."""
+    placeholder = node.__dict__.get(_ARGUMENT)
+    if placeholder is not None:
+        return name(placeholder)
+    fields = _FIELD_SETS.get(node.__class__)
+    if fields is None:
+        fields = _FIELD_SETS[node.__class__] = frozenset(node.__class__._fields)
+    state = node.__dict__
+    for key in fields:
+        value = state.get(key)
+        if value.__class__ is list:
+            state[key] = [_unmark(item) if isinstance(item, _AST) else item for item in value]
+        elif isinstance(value, _AST) and value.__class__ not in _SHARED:
+            state[key] = _unmark(value)
+    return node
+
+
 def instantiate(rule, args, namer, fixed, wanted=None):
     """Inline ``rule`` for one call.
 
@@ -440,8 +534,9 @@ def instantiate(rule, args, namer, fixed, wanted=None):
             None for all; the others are None, not copied (a constant operand's).
 
     Returns:
-        (statements, gradients): the statements computing shared subexpressions,
-        and one expression (or None) per parameter after ``(dy, y)``.
+        (statements, gradients): the statements computing the shared subexpressions
+        that the wanted gradients read (the others are left out), and one expression
+        (or None) per parameter after ``(dy, y)``.
 
     Raises:
         NotATemplate: the rule cannot be inlined.
@@ -450,6 +545,28 @@ def instantiate(rule, args, namer, fixed, wanted=None):
     if parsed is None:
         raise NotATemplate(rule.name)
     body, local = parsed
+    n_params = len(rule.params)
+    shapes = []
+    for node in args.values():
+        shape = _argument_shape(node)
+        if shape is None:
+            break
+        shapes.append(shape)
+    else:
+        key = (rule.function, tuple(fixed.items()), tuple(args), tuple(shapes))
+        prepared = _PREPARED.get(key)
+        if prepared is None:
+            if len(_PREPARED) >= _PREPARED_LIMIT:
+                _PREPARED.clear()
+            prepared = _PREPARED[key] = _prepare(body, local, args, fixed)
+        return _from_prepared(prepared, args, namer, n_params, wanted)
+    return _instantiated(body, local, args, namer, fixed, n_params, wanted)
+
+
+def _instantiated(body, local, args, namer, fixed, n_params, wanted):
+    """``instantiate``'s answer made for this call alone: the rule's body substituted and
+    folded (an argument folding could look inside; the prepared instances are checked
+    against it in tests/test_compile_speed.py)."""
     subs = dict(fixed)
     subs.update(args)
     for loc in sorted(local):
@@ -457,7 +574,6 @@ def instantiate(rule, args, namer, fixed, wanted=None):
     folder = _FoldConstants()
     stmts = [folder.visit(_substituted(s, subs)) for s in body[:-1]]
     result = body[-1].value
-    n_params = len(rule.params)
     if isinstance(result, gast.Tuple):
         grads = [folder.visit(_substituted(g, subs)) if wanted is None or k in wanted else None
                  for k, g in enumerate(result.elts)]
@@ -465,4 +581,37 @@ def instantiate(rule, args, namer, fixed, wanted=None):
         grads = [folder.visit(_substituted(result, subs)) if wanted is None or 0 in wanted else None]
     grads += [None] * (n_params - len(grads))
     grads = [None if isinstance(g, gast.Constant) and g.value is None else g for g in grads]
+    return [stmts[k] for k in _kept(stmts, grads, n_params, wanted)], grads
+
+
+def _kept(stmts, grads, n_params, wanted):
+    """The positions of the statements ``grads`` (those wanted, of the first ``n_params``)
+    read, directly or through other statements."""
+    used = set()
+    for k, g in enumerate(grads[:n_params]):
+        if g is not None and (wanted is None or k in wanted):
+            used |= reads(g)
+    kept = []
+    for k in range(len(stmts) - 1, -1, -1):
+        st = stmts[k]
+        if st.targets[0].id in used:
+            kept.append(k)
+            used |= reads(st.value)
+    kept.reverse()
+    return tuple(kept)
+
+
+def _from_prepared(prepared, args, namer, n_params, wanted):
+    """``instantiate``'s answer from a prepared instance: its trees copied with this call's
+    arguments and fresh names for the locals (asked for in ``instantiate``'s order)."""
+    renames = {placeholder: namer.new(loc) for loc, placeholder in prepared.locals}
+    subs = {placeholder: args[param] for placeholder, param in prepared.params.items()}
+    known = frozenset(wanted) if wanted is not None else None
+    kept = prepared.kept.get(known)
+    if kept is None:   # (the names it reads are placeholders: fresh names never meet them)
+        kept = prepared.kept[known] = _kept(prepared.stmts, prepared.grads, n_params, wanted)
+    stmts = [_substituted(prepared.stmts[k], subs, renames) for k in kept]
+    grads = [None if g is None or (wanted is not None and k not in wanted)
+             else _substituted(g, subs, renames) for k, g in enumerate(prepared.grads)]
+    grads += [None] * (n_params - len(grads))
     return stmts, grads

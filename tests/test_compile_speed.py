@@ -469,3 +469,101 @@ def test_the_full_forward_sweep_is_finished_by_its_first_reader_in_either_order(
         return np.sin(x) * x
 
     assert pipeline.compile_gradient(g, 0, arg_ranks=(1,)).__dict__["trees"].__class__ is tuple
+
+
+def _tree_facts(nodes):
+    """Everything of ``nodes`` a later pass can read: the dump, and each node's annotations
+    and other attributes (``never_set``), in walk order."""
+    from srcgrad import anno
+    facts = []
+    for node in nodes:
+        if node is None:
+            facts.append(None)
+            continue
+        facts.append(gast.dump(node))
+        for child in ast_util.walk(node):
+            extra = {k: v for k, v in child.__dict__.items()
+                     if k not in child._fields and k not in child._attributes}
+            extra.pop(anno.ANNO_KEY if hasattr(anno, "ANNO_KEY") else "_srcgrad_anno", None)
+            facts.append((type(child).__name__, sorted(extra.items()),
+                          dict(getattr(child, "_srcgrad_anno", {}))))
+    return facts
+
+
+def test_prepared_rule_templates_give_what_substituting_and_folding_gives():
+    # templates.instantiate copies a rule's body prepared (substituted and folded) once per
+    # argument shape: for every template rule of the table, arguments that are names or
+    # literals (the literals folding reads: 0, 1, 2, the defaults), each set of wanted
+    # gradients, a first and a later use: the trees, annotations and fresh names that
+    # substituting and folding for that call alone gives (templates._instantiated).
+    from srcgrad import anno, rules, templates
+    from srcgrad.naming import Namer
+    rules.lookup(np.sin)
+    table = [r for r in list(rules.RULES.values()) + list(rules.COMPLEX_RULES.values())
+             if r.builtin and templates.is_template(r)]
+    assert len(table) > 100
+    fixed = {"xp": "xp", "rt": "rt"}
+    checked = prepared_used = 0
+    for rule in table:
+        params = list(rule.signature.parameters.values())
+        body, local = templates._parse_rule(rule.function)
+        for literal in (None, 0, 1, 2, 2.0, True):
+            for use in range(2):
+                args = {}
+                for k, p in enumerate(params):
+                    if p.kind is inspect.Parameter.VAR_POSITIONAL:
+                        node = gast.Tuple(elts=[ast_util.name(f"v{use}_{k}")], ctx=gast.Load())
+                    elif k >= 3 and (literal is not None or p.default is not inspect.Parameter.empty):
+                        value = p.default if literal is None else literal
+                        if not templates.is_literal(value):
+                            value = literal if literal is not None else 1
+                        node = gast.Constant(value=value, kind=None)
+                    else:
+                        node = ast_util.name(f"{p.name}_{use}")
+                    anno.setanno(node, anno.Static.ORIGIN, (rule.name, use, k))
+                    args[p.name] = node
+                for wanted in [None] + [{k} for k in range(len(rule.params))]:
+                    taken = {n.id for a in args.values() for n in ast_util.walk(a)
+                             if isinstance(n, gast.Name)}
+                    before = len(templates._PREPARED)
+                    got = templates.instantiate(rule, args, Namer(taken), fixed, wanted)
+                    prepared_used += len(templates._PREPARED) == before
+                    expected = templates._instantiated(body, local, args, Namer(taken), fixed,
+                                                       len(rule.params), wanted)
+                    assert _tree_facts(got[0]) == _tree_facts(expected[0]), (rule.name, literal)
+                    assert _tree_facts(got[1]) == _tree_facts(expected[1]), (rule.name, literal)
+                    checked += 1
+    assert checked > 1000 and prepared_used > checked // 2
+
+
+def _power_2(x):
+    return np.sum(x ** 2)
+
+
+def _power_3(x):
+    return np.sum(x ** 3)
+
+
+def _power_1(x):
+    return np.sum(x ** 1)
+
+
+def _power_2_5(x):
+    return np.sum(x ** 2.5)
+
+
+def _power_0(x):
+    return np.sum(x ** 0 * x)
+
+
+def test_literal_arguments_of_one_rule_fold_by_their_own_value():
+    # The power rule folds its exponent (``x ** (2 - 1)`` is ``x``): a prepared instance is
+    # per literal, so x ** 2, x ** 3, x ** 1, x ** 2.5 and x ** 0 compiled one after another
+    # in one process each get their own gradient (hand-derived, and central differences).
+    from srcgrad.testing import numerical_grad
+    x = np.array([0.5, 1.5, 2.25])
+    for f, expected in ((_power_2, 2 * x), (_power_3, 3 * x ** 2), (_power_1, np.ones(3)),
+                        (_power_2_5, 2.5 * x ** 1.5), (_power_0, np.ones(3)), (_power_2, 2 * x)):
+        got = sg.grad(f)(x)
+        np.testing.assert_allclose(got, expected, rtol=1e-12)
+        np.testing.assert_allclose(got, numerical_grad(f, (x,)), rtol=1e-6)

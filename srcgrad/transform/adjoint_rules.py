@@ -15,7 +15,7 @@ import gast
 
 from srcgrad import anno, rules, templates
 from srcgrad.analysis import kinds as kinds_
-from srcgrad.analysis.activity import names_in, primitive_of
+from srcgrad.analysis.activity import primitive_of
 from srcgrad.errors import NonDifferentiableError, UnsupportedError
 from srcgrad.rules import Attribute, Method
 from srcgrad.ast_util import name
@@ -295,16 +295,7 @@ class RuleApplication:
             stmts, grads = templates.instantiate(rule, arg_nodes, self.namer, self.fixed, wanted)
             needed = [(p, g) for k, (p, g) in enumerate(zip(params, grads))
                       if g is not None and k in wanted]
-            used = set()
-            for _, g in needed:
-                used |= names_in(g)
-            # Keep only the template statements the emitted gradients read.
-            keep = []
-            for st in reversed(stmts):
-                if st.targets[0].id in used:
-                    keep.insert(0, st)
-                    used |= names_in(st.value)
-            out += keep
+            out += stmts   # (only those the wanted gradients read)
             for p, g in needed:
                 out += self.accumulate(arg_nodes[p.name], self.real_part(arg_nodes[p.name], g, on_complex),
                                        sequence=p.name in rule.sequences, fresh=True)
