@@ -59,12 +59,18 @@ from srcgrad.optimize import (copies, dead, first_contributions, forward_tempora
                               index_buffers, loop_carried, loop_invariants, merge, reductions,
                               sink, subtract, temporaries, unbroadcast, zeros)
 from srcgrad.optimize.facts import Facts, inplace_targets
+from srcgrad import ast_util
 
 PREPARE = [unbroadcast, reductions]
 FIXED_POINT = [first_contributions, loop_carried, zeros, copies, dead]
 FINISH = [index_buffers, merge, sink, dead, temporaries, subtract, in_place]
 FORWARD = [loop_invariants]
 FORWARD_LAST = [forward_temporaries]
+# Passes that change nothing when run again right after a run that changed something
+# (``dead``: the statements its one walk skips are walked as if absent, so on the sweep
+# without them the walk makes the same decisions and skips nothing more): settled by
+# their own change, the fixed point's confirming round does not run them again.
+IDEMPOTENT = frozenset((dead,))
 
 
 def transform(body, adjoint_names, generated, classes=None, fixed=(), roots=(), buffers=None,
@@ -109,8 +115,9 @@ def run(body, facts, skip_settled=True):
     no pass having changed anything since, would change nothing again, and is skipped
     (``skip_settled``; False runs every pass as listed, for the tests that compare).
     The last round of the fixed point then runs only the passes up to the one that
-    changed the round before, and ``FINISH``'s ``dead`` is skipped when the passes
-    before it changed nothing."""
+    changed the round before, less ``dead`` (``IDEMPOTENT``) where it changed last, and
+    ``FINISH``'s ``dead`` is skipped when the passes before it changed nothing
+    (SRCGRAD_CHECK_NAME_SETS runs each skipped pass and checks it changes nothing)."""
     settled = set() if skip_settled else None
     changed = _run_settled(PREPARE, body, facts, settled)
     while True:
@@ -132,9 +139,13 @@ def _run_settled(passes, body, facts, settled):
         elif module not in settled:
             if module.run(body, facts):
                 settled.clear()
+                if module in IDEMPOTENT:
+                    settled.add(module)
                 changed = True
             else:
                 settled.add(module)
+        elif ast_util.CHECK_NAME_SETS and module.run(body, facts):
+            raise ast_util.StaleNameSets(f"{module.__name__}: a settled pass changed the sweep")
     return changed
 
 
