@@ -66,11 +66,16 @@ FIXED_POINT = [first_contributions, loop_carried, zeros, copies, dead]
 FINISH = [index_buffers, merge, sink, dead, temporaries, subtract, in_place]
 FORWARD = [loop_invariants]
 FORWARD_LAST = [forward_temporaries]
-# Passes that change nothing when run again right after a run that changed something
-# (``dead``: the statements its one walk skips are walked as if absent, so on the sweep
-# without them the walk makes the same decisions and skips nothing more): settled by
-# their own change, the fixed point's confirming round does not run them again.
-IDEMPOTENT = frozenset((dead,))
+# Passes that change nothing when run again right after a run that changed something:
+# settled by their own change, they are not run again until another pass changes the
+# sweep (the fixed point's confirming round ran them once more). ``dead``: the
+# statements its one walk skips are walked as if absent, so on the sweep without them
+# the walk makes the same decisions and skips nothing more. ``first_contributions``: a
+# fold deletes a zero and turns the accumulation after it into an assignment, or puts
+# zeros first in the branches of an ``if`` (whose blocks it goes through after their
+# own block), so the statement after any zero it kept is still no accumulation of its
+# name, and every zero it made was looked at.
+IDEMPOTENT = frozenset((dead, first_contributions))
 
 
 def transform(body, adjoint_names, generated, classes=None, fixed=(), roots=(), buffers=None,
@@ -115,7 +120,7 @@ def run(body, facts, skip_settled=True):
     no pass having changed anything since, would change nothing again, and is skipped
     (``skip_settled``; False runs every pass as listed, for the tests that compare).
     The last round of the fixed point then runs only the passes up to the one that
-    changed the round before, less ``dead`` (``IDEMPOTENT``) where it changed last, and
+    changed the round before, less an ``IDEMPOTENT`` pass where it changed last, and
     ``FINISH``'s ``dead`` is skipped when the passes before it changed nothing
     (SRCGRAD_CHECK_NAME_SETS runs each skipped pass and checks it changes nothing)."""
     settled = set() if skip_settled else None
