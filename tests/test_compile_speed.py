@@ -426,6 +426,57 @@ def test_settled_passes_skipped_give_the_code_of_every_pass_run():
     assert runs[True] < runs[False]
 
 
+@pytest.mark.slow
+def test_temporaries_rounds_skipped_give_the_code_of_every_round_run(monkeypatch):
+    """optimize/temporaries runs another round of folds only where a candidate the last
+    round rejected could fold after that round's folds (``_Round``): the backward sweep of
+    every catalogue function folded both ways (every round until one folds nothing, and
+    skipping) is the same tree; and rounds are skipped (the liveness runs fewer times)."""
+    import conftest
+    from srcgrad.optimize import temporaries
+    from srcgrad.templates import clone
+    run, may_fold_again = temporaries.run, temporaries._Round.may_fold_again
+    compared, rounds = [], {True: 0, False: 0}
+    skipping = [True]
+    analyze = temporaries.liveness.analyze
+
+    class Counted:
+        def analyze(self, *args, **kwargs):
+            rounds[skipping[0]] += 1
+            return analyze(*args, **kwargs)
+
+    def both(body, facts):
+        full = [clone(s) for s in body]
+        names = facts.names
+        facts.names = ast_util.NameSets()
+        skipping[0] = False
+        monkeypatch.setattr(temporaries._Round, "may_fold_again", lambda self: True)
+        changed_full = run(full, facts)
+        monkeypatch.setattr(temporaries._Round, "may_fold_again", may_fold_again)
+        facts.names = names
+        skipping[0] = True
+        changed = run(body, facts)
+        compared.append([gast.dump(s) for s in full] == [gast.dump(s) for s in body]
+                        and changed_full == changed)
+        return changed
+
+    monkeypatch.setattr(temporaries, "run", both)
+    monkeypatch.setattr(temporaries, "liveness", Counted())
+    from srcgrad import caches, disk_cache
+    monkeypatch.setattr(disk_cache.settings, "enabled", False)
+    for cache in list(caches._caches):   # (compiled by an earlier test: not optimized again)
+        cache.clear()
+    for case in conftest.ALL_CASES:
+        args, kwargs = case.fresh()
+        for wrt, _ in case.targets:
+            try:
+                sg.source(case.function, wrt)
+            except sg.SrcgradError:
+                pass
+    assert len(compared) > 100 and all(compared)
+    assert rounds[True] < rounds[False]
+
+
 def test_the_full_forward_sweep_is_finished_by_its_first_reader_in_either_order(monkeypatch):
     """compile_gradient leaves the full forward sweep's last passes and comments to the first
     reader of the sweeps (compiled.Unfinished) where grad composes its gradient-only copy:

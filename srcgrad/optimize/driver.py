@@ -59,12 +59,23 @@ from srcgrad.optimize import (copies, dead, first_contributions, forward_tempora
                               index_buffers, loop_carried, loop_invariants, merge, reductions,
                               sink, subtract, temporaries, unbroadcast, zeros)
 from srcgrad.optimize.facts import Facts, inplace_targets
+from srcgrad import ast_util
 
 PREPARE = [unbroadcast, reductions]
 FIXED_POINT = [first_contributions, loop_carried, zeros, copies, dead]
 FINISH = [index_buffers, merge, sink, dead, temporaries, subtract, in_place]
 FORWARD = [loop_invariants]
 FORWARD_LAST = [forward_temporaries]
+# Passes that change nothing when run again right after a run that changed something:
+# settled by their own change, they are not run again until another pass changes the
+# sweep (the fixed point's confirming round ran them once more). ``dead``: the
+# statements its one walk skips are walked as if absent, so on the sweep without them
+# the walk makes the same decisions and skips nothing more. ``first_contributions``: a
+# fold deletes a zero and turns the accumulation after it into an assignment, or puts
+# zeros first in the branches of an ``if`` (whose blocks it goes through after their
+# own block), so the statement after any zero it kept is still no accumulation of its
+# name, and every zero it made was looked at.
+IDEMPOTENT = frozenset((dead, first_contributions))
 
 
 def transform(body, adjoint_names, generated, classes=None, fixed=(), roots=(), buffers=None,
@@ -109,8 +120,9 @@ def run(body, facts, skip_settled=True):
     no pass having changed anything since, would change nothing again, and is skipped
     (``skip_settled``; False runs every pass as listed, for the tests that compare).
     The last round of the fixed point then runs only the passes up to the one that
-    changed the round before, and ``FINISH``'s ``dead`` is skipped when the passes
-    before it changed nothing."""
+    changed the round before, less an ``IDEMPOTENT`` pass where it changed last, and
+    ``FINISH``'s ``dead`` is skipped when the passes before it changed nothing
+    (SRCGRAD_CHECK_NAME_SETS runs each skipped pass and checks it changes nothing)."""
     settled = set() if skip_settled else None
     changed = _run_settled(PREPARE, body, facts, settled)
     while True:
@@ -132,9 +144,13 @@ def _run_settled(passes, body, facts, settled):
         elif module not in settled:
             if module.run(body, facts):
                 settled.clear()
+                if module in IDEMPOTENT:
+                    settled.add(module)
                 changed = True
             else:
                 settled.add(module)
+        elif ast_util.CHECK_NAME_SETS and module.run(body, facts):
+            raise ast_util.StaleNameSets(f"{module.__name__}: a settled pass changed the sweep")
     return changed
 
 

@@ -41,12 +41,60 @@ def run(body, facts):
     while True:
         live = liveness.analyze(body, set(), names=facts.names, only=candidates(body, facts))
         touched = set()   # names whose liveness a fold of this round changed
-        folded = False
+        round_ = _Round()
         for block, around in _blocks_around(body):
-            folded |= _fold_block(block, around, live, touched, facts, effects)
-        if not folded:
+            _fold_block(block, around, live, touched, facts, effects, round_)
+        if not round_.folded:
             return changed
         changed = True
+        if not round_.may_fold_again():
+            if ast_util.CHECK_NAME_SETS:
+                _check_settled(body, facts, effects)
+            return changed
+
+
+class _Round:
+    """What one round of folds did, to tell whether another round could fold anything.
+
+    A fold deletes the definition ``D`` (``t_D = e``, pure, in the block of its use ``U``)
+    and writes ``e`` into ``U``: ``U``'s loads lose ``t_D`` and gain ``e``'s, its stores,
+    purity and writes stay, and nothing between ``D`` and ``U`` binds a name ``e`` reads.
+    A candidate rejected for what it is (not removable, taped, impure, reading its own
+    target) is rejected again. One rejected by its use (none; not a plain statement;
+    read twice there; a binding or a call between; still live after it), seen on the
+    tree as it then was, is rejected again after later folds unless its target is a
+    ``t_D`` (a binding that stopped it is gone) or it reads one (``D`` was what
+    disturbed it): a fold moves the reads of ``e``'s names later, from ``D`` to ``U``,
+    never past a binding of them, so a name read by ``e`` is still read at or after
+    the same statements, and read twice at ``U`` where ``U`` read it already; a read
+    added to ``U`` only adds disturbances. A candidate whose liveness the round's folds
+    changed (its target in ``touched``) is not folded this round; where its use is
+    none it is rejected as above, else the next round runs. The next round runs only
+    where one of these may fold (most sweeps fold nothing in it: it was a quarter of
+    the pass)."""
+
+    __slots__ = ("folded", "again", "targets", "rejected")
+
+    def __init__(self):
+        self.folded = False
+        self.again = False      # a candidate left for the next round may fold
+        self.targets = set()    # the folded definitions' targets
+        self.rejected = []      # (target, reads) of candidates rejected by their use
+
+    def may_fold_again(self):
+        targets = self.targets
+        return self.again or any(t in targets or not reads.isdisjoint(targets)
+                                 for t, reads in self.rejected)
+
+
+def _check_settled(body, facts, effects):
+    """SRCGRAD_CHECK_NAME_SETS: the round ``_Round`` skipped folds nothing."""
+    live = liveness.analyze(body, set(), names=facts.names, only=candidates(body, facts))
+    round_ = _Round()
+    for block, around in _blocks_around(body):
+        _fold_block(block, around, live, set(), facts, effects, round_)
+    if round_.folded:
+        raise ast_util.StaleNameSets(f"temporaries: the round skipped folds {sorted(round_.targets)}")
 
 
 def _blocks_around(body, around=()):
@@ -67,30 +115,40 @@ def candidates(body, facts):
             and anno.getanno(s, Static.TAPE) is None}
 
 
-def _fold_block(block, around, live, touched, facts, effects):
+def _fold_block(block, around, live, touched, facts, effects, round_):
     """Fold the temporaries of ``block`` (inside the compound statements ``around``) that
-    may be folded; returns whether any was."""
-    folded = False
+    may be folded, noting in ``round_`` (``_Round``) what was folded and rejected."""
     k = 0
     while k < len(block):
         s = block[k]
         t = assigned_name(s)
-        if t is None or t not in facts.removable or t in facts.inplace or t in touched \
+        if t is None or t not in facts.removable or t in facts.inplace \
                 or anno.getanno(s, Static.TAPE) is not None or not effects.of(s)[0]:
             k += 1
             continue
         reads = facts.loads(s.value)
-        use = None if t in reads else _the_use(block, k, t, reads, facts, effects)
+        if t in reads:
+            k += 1
+            continue
+        use = _the_use(block, k, t, reads, facts, effects)
+        if t in touched:   # its liveness is stale: left for the next round
+            if use is None:
+                round_.rejected.append((t, reads))
+            else:
+                round_.again = True
+            k += 1
+            continue
         if use is None or t in live.live_after(use):
+            round_.rejected.append((t, reads))
             k += 1
             continue
         _substitute(use, t, s.value)
         facts.names.forget(*ast_util.walk(use), *around)
         effects.forget(use)
         touched |= reads | {t}
+        round_.targets.add(t)
         del block[k]
-        folded = True
-    return folded
+        round_.folded = True
 
 
 def _the_use(block, k, t, reads, facts, effects):

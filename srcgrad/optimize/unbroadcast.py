@@ -28,7 +28,8 @@ from srcgrad import ast_util
 def run(body, facts):
     if not facts.classes:
         return False
-    classes, inferred = infer_sweep_classes(body, facts.classes, facts.fixed)
+    bindings = _bindings(body)
+    classes, inferred = infer_sweep_classes(body, facts.classes, facts.fixed, bindings)
     dropper = _Dropper(classes, inferred, facts.roots)
     for s in walk_statements(body):
         if any(n.func.__class__ is gast.Attribute and n.func.attr in _HELPERS
@@ -36,8 +37,8 @@ def run(body, facts):
             dropper.visit_own_parts(s)   # (most statements hold no shape helper)
     facts.names.forget_edited(*dropper.edited)
     facts.used |= dropper.relied_on()
-    if dropper.edited:   # (the same sweep: the same classes)
-        classes = infer_sweep_classes(body, facts.classes, facts.fixed)[0]
+    if dropper.edited:   # (the same statements and targets: only values changed)
+        classes = infer_sweep_classes(body, facts.classes, facts.fixed, bindings)[0]
     facts.sweep_classes = classes
     return dropper.changed
 
@@ -45,25 +46,41 @@ def run(body, facts):
 _HELPERS = {"unbroadcast", "unreduce", "reduction_size"}   # the calls _Dropper rewrites
 
 
-def infer_sweep_classes(body, classes, fixed):
+def _bindings(body):
+    """Name -> its bindings in ``body``, in order: the statement ``name = value`` for a
+    name bound alone by an assignment (its value read when asked: a rewrite of the
+    values keeps these), None for any other binding."""
+    assigned = {}
+    Name, Store = gast.Name, gast.Store
+    for s in walk_statements(body):
+        if isinstance(s, gast.Assign):
+            targets = s.targets
+            if len(targets) == 1 and targets[0].__class__ is Name:   # (most assignments)
+                if targets[0].ctx.__class__ is Store:
+                    assigned.setdefault(targets[0].id, []).append(s)
+                continue
+            for t in targets:
+                for n in ast_util.walk(t):
+                    if isinstance(n, Name) and isinstance(n.ctx, Store):
+                        assigned.setdefault(n.id, []).append(s if t is n and len(targets) == 1
+                                                             else None)
+        elif isinstance(s, (gast.For, gast.AugAssign)):
+            for n in ast_util.walk(s.target):
+                if isinstance(n, Name):
+                    assigned.setdefault(n.id, []).append(None)
+    return assigned
+
+
+def infer_sweep_classes(body, classes, fixed, bindings=None):
     """``classes`` plus the class of each generated name of the sweep whose every
     assignment has one class (``fixed`` names are never inferred that way).
+    ``bindings``: ``_bindings(body)``, when the caller has it.
 
     Returns (classes, generated name -> the names its assignments read).
     """
     classes = dict(classes)
-    assigned = {}
-    for s in walk_statements(body):
-        if isinstance(s, gast.Assign):
-            for t in s.targets:
-                for n in ast_util.walk(t):
-                    if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store):
-                        value = s.value if t is n and len(s.targets) == 1 else None
-                        assigned.setdefault(n.id, []).append(value)
-        elif isinstance(s, (gast.For, gast.AugAssign)):
-            for n in ast_util.walk(s.target):
-                if isinstance(n, gast.Name):
-                    assigned.setdefault(n.id, []).append(None)
+    assigned = {n: [None if s is None else s.value for s in found]
+                for n, found in (_bindings(body) if bindings is None else bindings).items()}
     inferred = {}   # generated name -> the names its assignments read
     changed = True
     while changed:
