@@ -1,5 +1,6 @@
 """The functional API: grad, value_and_grad, vjp, source, active_variables, function."""
 
+import inspect
 import threading
 import types
 
@@ -298,7 +299,7 @@ class GradFunction:
                         return result
             return self._call(args, grad_outputs, kwargs)
         except Exception as exc:
-            mapped = _raised(exc)
+            mapped = _raised(exc, self.fn)
             if mapped is None:
                 raise
             raise mapped from None
@@ -399,10 +400,15 @@ class GradFunction:
         return fast
 
 
-def _raised(exc):
+def _raised(exc, fn=None):
     """What a gradient's call raises for ``exc``: None for ``exc`` itself (its traceback
-    shows the user's line after each generated frame), or a refusal at the user's line."""
+    shows the user's line after each generated frame), or a refusal at the user's line
+    (a refusal of an argument, which names no line: at ``fn``'s def)."""
     tracebacks.locate(exc)
+    if isinstance(exc, SrcgradError) and exc.filename is None and fn is not None:
+        code = getattr(inspect.unwrap(fn), "__code__", None)
+        if code is not None:
+            return type(exc)(exc.message, code.co_filename, code.co_firstlineno, hint=exc.hint)
     if isinstance(exc, SrcgradError):   # refused by code srcgrad generated: the user's line
         mapped = in_user_code(exc, "grad of grad: ")
         if mapped is not exc:

@@ -17,7 +17,7 @@ import numpy
 
 from srcgrad import pytree, runtime, show
 from srcgrad.analysis import fresh as analysis_fresh
-from srcgrad.analysis.ranks import rank_key
+from srcgrad.analysis.ranks import checked_rank_key
 from srcgrad.call_values import _LEAF_TYPES, _check_seed, _finish_values, distinct
 from srcgrad.runtime.arrays import is_cupy_array_type
 
@@ -191,7 +191,7 @@ def _hot_function(fast):
         return found
     namespace = dict(fast.guard.namespace)
     namespace.update(fn=fast.fn, DECLINED=DECLINED, ndarray=numpy.ndarray, F64=_F64, F32=_F32,
-                     rank_key=rank_key, KEY=fast.rank_keys, LEAVES=_LEAF_TYPES,
+                     rank_key=checked_rank_key, KEY=fast.rank_keys, LEAVES=_LEAF_TYPES,
                      is_node=pytree.is_node, gradient=fast.gradient,
                      compiled=fast.compiled,   # its sweeps loaded when grad_outputs asks
                      check_seed=_check_seed, final=_final, finish=_finish_values,
