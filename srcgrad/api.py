@@ -1,6 +1,5 @@
 """The functional API: grad, value_and_grad, vjp, source, active_variables, function."""
 
-import inspect
 import threading
 import types
 
@@ -12,7 +11,7 @@ from srcgrad.grad_mode import OFF as _GRAD_OFF, _state as _grad_state, check_gra
 from srcgrad import caches, disk_cache, pipeline, pytree, rules, show
 from srcgrad.pipeline import compile_gradient
 from srcgrad.custom_function import is_once_differentiable
-from srcgrad.errors import SrcgradError
+from srcgrad.errors import SrcgradError, located_at
 from srcgrad.analysis.ranks import rank_keys
 from srcgrad.codegen import tracebacks
 from srcgrad.codegen.refusals import in_user_code
@@ -175,7 +174,10 @@ class GradFunction:
             if found.guard.holds(self.fn):
                 return found
             del self._any_rank
-        key = rank_keys(args)
+        try:
+            key = rank_keys(args)
+        except SrcgradError as exc:   # (a numpy.matrix argument)
+            raise located_at(exc, self.fn) from None
         by_rank = self.__dict__.get("_by_rank")
         if by_rank is None:
             by_rank = self._by_rank = {}
@@ -406,9 +408,7 @@ def _raised(exc, fn=None):
     (a refusal of an argument, which names no line: at ``fn``'s def)."""
     tracebacks.locate(exc)
     if isinstance(exc, SrcgradError) and exc.filename is None and fn is not None:
-        code = getattr(inspect.unwrap(fn), "__code__", None)
-        if code is not None:
-            return type(exc)(exc.message, code.co_filename, code.co_firstlineno, hint=exc.hint)
+        return located_at(exc, fn)
     if isinstance(exc, SrcgradError):   # refused by code srcgrad generated: the user's line
         mapped = in_user_code(exc, "grad of grad: ")
         if mapped is not exc:
