@@ -1359,12 +1359,8 @@ KNOWN = {}
 REFUSED_TODAY = frozenset({
     'scatter_max_at/float64',
     'scatter_max_at/float32',
-    'square_method/float64',
-    'square_method/float32',
     'average_weights/float64',
     'average_weights/float32',
-    'logaddexp_reduce/float64',
-    'logaddexp_reduce/float32',
     'meshgrid_xy/float64',
     'meshgrid_xy/float32',
     'linalg_svd_values/float64',
