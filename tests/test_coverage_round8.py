@@ -1,5 +1,6 @@
 """Coverage round eight: operator methods called by name (``x.__pow__(2)``, as JAX's tests
-write them) and ``np.logaddexp.reduce`` / ``np.logaddexp2.reduce``. Each is checked in
+write them), ``np.logaddexp.reduce`` / ``np.logaddexp2.reduce``, and the second derivatives
+of ``np.average`` with weights. Each is checked in
 reverse and forward mode and to second order against central differences in float64."""
 
 import numpy as np
@@ -93,3 +94,28 @@ def test_logaddexp_reduce_is_a_log_sum_exp():
     # the hand-derived gradient: softmax along the axis
     g = sg.grad(lambda x: np.sum(np.logaddexp.reduce(x, axis=0)))(M.copy())
     np.testing.assert_allclose(g, np.exp(M) / np.sum(np.exp(M), axis=0), rtol=1e-12)
+
+
+W = np.array([0.7, 1.6])
+
+
+def average_with_weights(x, w):
+    return np.sum(np.average(x, axis=1, weights=w) ** 2)
+
+
+def average_of_squares(x, w):
+    return np.average(x ** 2, weights=w) * np.sum(w)
+
+
+@pytest.mark.parametrize("f, w", [(average_with_weights, W), (average_of_squares, M + 2.0)])
+@pytest.mark.parametrize("wrt", [0, 1])
+def test_hessians_of_a_weighted_average(f, w, wrt):
+    # (was: "jvp of a gradient: no tangent for rt.average_weights")
+    args = (M.copy(), w.copy())
+    k = args[wrt].size
+    want = np.array([numerical_grad(lambda *a: sg.grad(f, wrt=wrt)(*a).ravel()[i], args, wrt).ravel()
+                     for i in range(k)])
+    np.testing.assert_allclose(np.reshape(sg.hessian(f, wrt=wrt)(*args), (k, k)), want, atol=1e-5)
+    seed = np.ones_like(args[wrt])
+    hvp = sg.grad(sg.grad(f, wrt=wrt), wrt=wrt)(*args, grad_outputs=seed)
+    np.testing.assert_allclose(np.ravel(hvp), want.T @ seed.ravel(), atol=1e-5)
