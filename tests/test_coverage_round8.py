@@ -119,3 +119,30 @@ def test_hessians_of_a_weighted_average(f, w, wrt):
     seed = np.ones_like(args[wrt])
     hvp = sg.grad(sg.grad(f, wrt=wrt), wrt=wrt)(*args, grad_outputs=seed)
     np.testing.assert_allclose(np.ravel(hvp), want.T @ seed.ravel(), atol=1e-5)
+
+
+MX, MY = np.array([0.3, -0.7, 1.1]), np.array([0.5, 1.5])
+
+
+def meshgrid_xy(x, y):
+    a, b = np.meshgrid(x, y)
+    return np.sum(np.sin(a) * b ** 2)
+
+
+def meshgrid_ij(x, y):
+    a, b = np.meshgrid(x, y, indexing="ij")
+    return np.sum(np.exp(a * b))
+
+
+@pytest.mark.parametrize("f", [meshgrid_xy, meshgrid_ij])
+@pytest.mark.parametrize("wrt", [0, 1])
+def test_second_derivatives_through_meshgrid(f, wrt):
+    # (was: "grad of grad: no gradient rule for rt.meshgrid_vjp"; the Hessian had no tangent)
+    args = (MX.copy(), MY.copy())
+    k = args[wrt].size
+    want = np.array([numerical_grad(lambda *a: sg.grad(f, wrt=wrt)(*a)[i], args, wrt)
+                     for i in range(k)])
+    np.testing.assert_allclose(sg.hessian(f, wrt=wrt)(*args), want, atol=1e-5)
+    seed = np.linspace(0.5, 1.5, k)
+    np.testing.assert_allclose(sg.grad(sg.grad(f, wrt=wrt), wrt=wrt)(*args, grad_outputs=seed),
+                               want.T @ seed, atol=1e-5)

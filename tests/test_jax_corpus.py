@@ -1359,8 +1359,6 @@ KNOWN = {}
 REFUSED_TODAY = frozenset({
     'scatter_max_at/float64',
     'scatter_max_at/float32',
-    'meshgrid_xy/float64',
-    'meshgrid_xy/float32',
     'linalg_svd_values/float64',
     'linalg_svd_values/float32',
     'linalg_qr_r/float64',

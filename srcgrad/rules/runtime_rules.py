@@ -51,7 +51,7 @@ nondifferentiable(
 )
 
 # Gradient lists: a name bound to one has a list as its adjoint.
-returns_sequence(rt.concatenate_vjp, rt.stack_vjp, rt.meshgrid_vjp, rt.einsum_vjp, rt.array_vjp,
+returns_sequence(rt.concatenate_vjp, rt.stack_vjp, rt.meshgrid_vjp, rt.meshgrid_fill, rt.einsum_vjp, rt.array_vjp,
                  rt.einsum_vjp_tangent, rt.einsum_vjp_adjoint,
                  rt.index_concat_vjp,
                  rt.hstack_vjp, rt.vstack_vjp, rt.dstack_vjp, rt.column_stack_vjp)
@@ -296,6 +296,20 @@ def concatenate_vjp(dw, w, dy, arrays, axis=0):
 @adjoint(rt.split_vjp, sequences=("dys",))
 def split_vjp(dw, w, dys, ys, axis=0):
     return rt.concatenate_vjp(dw, ys, axis), None, None
+
+
+@adjoint(rt.meshgrid_vjp, sequences=("dys",))
+def meshgrid_vjp(dw, w, dys, xi, indexing="xy"):
+    return rt.meshgrid_fill(dw, xi, indexing), None, None
+
+
+@adjoint(rt.meshgrid_fill, sequences=("dws",))
+def meshgrid_fill(dw, w, dws, xi, indexing="xy"):
+    return rt.meshgrid_vjp(dw, xi, indexing), None, None
+
+
+linear(rt.meshgrid_vjp, "dys", no_tangent=("xi", "indexing"))
+linear(rt.meshgrid_fill, "dws", no_tangent=("xi", "indexing"))
 
 
 @adjoint(rt.stack_vjp)
