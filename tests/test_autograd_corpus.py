@@ -1904,7 +1904,6 @@ REFUSED_TODAY = frozenset({
     'list_sin_cos/grad',
     'tuple_sin_cos/grad',
     'dict_sin_cos/grad',
-    'average_returned',
     'unique',
     'missing_numpy_function_in_a_dead_branch',
     'unique_is_refused_not_zero',

@@ -146,3 +146,28 @@ def test_second_derivatives_through_meshgrid(f, wrt):
     seed = np.linspace(0.5, 1.5, k)
     np.testing.assert_allclose(sg.grad(sg.grad(f, wrt=wrt), wrt=wrt)(*args, grad_outputs=seed),
                                want.T @ seed, atol=1e-5)
+
+
+def average_and_weight_sum(x, w):
+    a, s = np.average(x * x, axis=1, weights=w, returned=True)
+    return np.sum(a * s ** 2)
+
+
+def average_and_count(x):
+    a, n = np.average(np.sin(x), axis=0, returned=True)
+    return np.sum(a * n)
+
+
+def test_average_returned_gives_numpys_pair_and_differentiates():
+    # (was refused: np.average has no rule for returned=True)
+    for weights in (None, M[0] + 2.0, M + 2.0):
+        want = np.average(M, axis=0, weights=weights, returned=True)
+        from srcgrad.inlined import average_returned
+        got = average_returned(M, axis=0, weights=weights, returned=True)
+        for g, w in zip(got, want):
+            assert np.shape(g) == np.shape(w)
+            np.testing.assert_allclose(g, w, rtol=1e-15)
+    assert_grad_and_jvp(average_and_weight_sum, (M.copy(), M + 2.0), wrt=0)
+    assert_grad_and_jvp(average_and_weight_sum, (M.copy(), M + 2.0), wrt=1)
+    assert_grad_and_jvp(average_and_count, (M.copy(),))
+    _second_order_matches(average_and_count, M.copy())
