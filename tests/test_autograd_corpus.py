@@ -1899,7 +1899,6 @@ KNOWN = {}
 # the reasons). Any other case must differentiate: a refusal there is a regression. A
 # case here that starts to differentiate passes; take it off the list.
 REFUSED_TODAY = frozenset({
-    'r_slicing',
     'linalg_nuclear_norm/grad',
     'list_sin_cos/grad',
     'tuple_sin_cos/grad',

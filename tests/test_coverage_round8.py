@@ -171,3 +171,36 @@ def test_average_returned_gives_numpys_pair_and_differentiates():
     assert_grad_and_jvp(average_and_weight_sum, (M.copy(), M + 2.0), wrt=1)
     assert_grad_and_jvp(average_and_count, (M.copy(),))
     _second_order_matches(average_and_count, M.copy())
+
+
+C32 = np.arange(6.0).reshape(3, 2)
+
+
+def r_with_a_slice(x):
+    return np.sum(np.r_[x, C32[:, 0], 1:4] ** 2)
+
+
+def r_with_a_linspace(x):
+    return np.sum(np.sin(np.r_[0:1:4j, x]) * np.arange(7.0))
+
+
+def c_with_a_slice(x):
+    return np.sum(np.c_[x, 1:4] ** 3)
+
+
+@pytest.mark.parametrize("f", [r_with_a_slice, r_with_a_linspace, c_with_a_slice])
+def test_index_tricks_with_slice_items_differentiate(f):
+    # (was: "no gradient rule for srcgrad.runtime.index_concat_directives")
+    x = np.array([0.5, -1.0, 2.0])
+    assert_grad_and_jvp(f, (x,))
+    assert sg.value_and_grad(f)(x.copy())[0] == f(x.copy())
+    _second_order_matches(f, x)
+
+
+def r_with_a_directive(x):
+    return np.sum(np.r_["0", x, 1:3])
+
+
+def test_index_tricks_with_a_string_directive_are_refused():
+    assert_refused_in(__file__, lambda: sg.grad(r_with_a_directive)(np.ones(3)),
+                      "index_concat_directives")

@@ -418,6 +418,13 @@ def index_concat(concatenator, items):
 
 
 @rt.helper
+def slice_values(item):
+    """The values ``np.r_[a:b:step]`` makes of a slice item of ``np.r_``/``np.c_``
+    (``arange``, or ``linspace`` for a complex step): constants, no gradient."""
+    return np.r_[item]
+
+
+@rt.helper
 def index_concat_directives(concatenator, items):
     """``np.r_[...]`` with slices or string directives: differentiable in nothing
     (it has no rule, so an item that needs a gradient is refused at compile time)."""

@@ -40,7 +40,7 @@ nondifferentiable(
     rt.zeros_like, rt.owned_zeros, rt.sign, rt.clip_below, rt.clip_above, rt.inverse_axes,
     rt.method_axes, rt.method_shape, rt.inner_axes, rt.linspace_weights,
     rt.arange_index, rt.is_given, rt.negate_shift, rt.rollaxis_destination, rt.cross_axes, rt.select_default_mask, rt.pad_adjoint_mode, rt.dtype_of,
-    rt.array_dtype,
+    rt.array_dtype, rt.slice_values,
     # only ever feeds rt.clip_below/clip_above (masks) in the clip rule
     rt.either,
     # control of the generated code: the default seed is a constant, has_grad a test
