@@ -11,7 +11,7 @@ from srcgrad.grad_mode import OFF as _GRAD_OFF, _state as _grad_state, check_gra
 from srcgrad import caches, disk_cache, pipeline, pytree, rules, show
 from srcgrad.pipeline import compile_gradient
 from srcgrad.custom_function import is_once_differentiable
-from srcgrad.errors import SrcgradError
+from srcgrad.errors import SrcgradError, located_at
 from srcgrad.analysis.ranks import rank_keys
 from srcgrad.codegen import tracebacks
 from srcgrad.codegen.refusals import in_user_code
@@ -174,7 +174,10 @@ class GradFunction:
             if found.guard.holds(self.fn):
                 return found
             del self._any_rank
-        key = rank_keys(args)
+        try:
+            key = rank_keys(args)
+        except SrcgradError as exc:   # (a numpy.matrix argument)
+            raise located_at(exc, self.fn) from None
         by_rank = self.__dict__.get("_by_rank")
         if by_rank is None:
             by_rank = self._by_rank = {}
@@ -298,7 +301,7 @@ class GradFunction:
                         return result
             return self._call(args, grad_outputs, kwargs)
         except Exception as exc:
-            mapped = _raised(exc)
+            mapped = _raised(exc, self.fn)
             if mapped is None:
                 raise
             raise mapped from None
@@ -399,10 +402,13 @@ class GradFunction:
         return fast
 
 
-def _raised(exc):
+def _raised(exc, fn=None):
     """What a gradient's call raises for ``exc``: None for ``exc`` itself (its traceback
-    shows the user's line after each generated frame), or a refusal at the user's line."""
+    shows the user's line after each generated frame), or a refusal at the user's line
+    (a refusal of an argument, which names no line: at ``fn``'s def)."""
     tracebacks.locate(exc)
+    if isinstance(exc, SrcgradError) and exc.filename is None and fn is not None:
+        return located_at(exc, fn)
     if isinstance(exc, SrcgradError):   # refused by code srcgrad generated: the user's line
         mapped = in_user_code(exc, "grad of grad: ")
         if mapped is not exc:

@@ -7,6 +7,7 @@ import numpy
 
 from srcgrad import pytree, runtime
 from srcgrad.errors import matrix_refusal
+from srcgrad.analysis.ranks import attribute_matrix
 from srcgrad.runtime.dask_forms import is_dask
 
 _LEAF_TYPES = (float, numpy.ndarray, int)
@@ -52,6 +53,8 @@ def refuse_matrices(args):
     for k, value in enumerate(args):
         if isinstance(value, numpy.matrix):
             raise matrix_refusal(f"argument {k}")
+        if attribute_matrix(value):
+            raise matrix_refusal(f"an attribute of argument {k}")
 
 
 def _seed(out, grad_outputs, tuple_output):

@@ -56,6 +56,18 @@ class SourceNotFoundError(SrcgradError):
     """The function's source cannot be located (built-in, exec'd string, REPL lambda)."""
 
 
+def located_at(exc, fn):
+    """``exc``, a SrcgradError, or where it names no line (an argument's refusal) the same
+    error at ``fn``'s def: the user's function the refused call differentiates."""
+    if exc.filename is not None:
+        return exc
+    import inspect
+    code = getattr(inspect.unwrap(fn), "__code__", None)
+    if code is None:
+        return exc
+    return type(exc)(exc.message, code.co_filename, code.co_firstlineno, hint=exc.hint)
+
+
 def matrix_refusal(what, filename=None, lineno=None):
     """The UnsupportedError for a ``numpy.matrix`` reaching a differentiated function (``what``:
     the argument or global holding it): its ``*`` and ``**`` are matrix products and its

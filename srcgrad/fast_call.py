@@ -17,7 +17,7 @@ import numpy
 
 from srcgrad import pytree, runtime, show
 from srcgrad.analysis import fresh as analysis_fresh
-from srcgrad.analysis.ranks import rank_key
+from srcgrad.analysis.ranks import INT, checked_rank_key
 from srcgrad.call_values import _LEAF_TYPES, _check_seed, _finish_values, distinct
 from srcgrad.runtime.arrays import is_cupy_array_type
 
@@ -140,7 +140,10 @@ def _hot_function(fast):
             else:   # recorded for a structure (or an int): run takes such calls
                 checks.append("False")
         elif fast.rank_keys is not None:   # what rank_keys gave: the dict found this call
-            checks.append(f"rank_key({a}) == KEY[{k}]")
+            quick = {INT: "int", 0: "float"}.get(fast.rank_keys[k]) \
+                if type(fast.rank_keys[k]) in (int, str) else None
+            checks.append(f"(type({a}) is {quick} or rank_key({a}) == KEY[{k}])" if quick
+                          else f"rank_key({a}) == KEY[{k}]")
         else:
             checks.append(f"(type({a}) in LEAVES or {a} is None or not is_node({a}))")
     checked = []   # the checks after unpacking; "DECLINE" where the call is not this one's
@@ -191,7 +194,7 @@ def _hot_function(fast):
         return found
     namespace = dict(fast.guard.namespace)
     namespace.update(fn=fast.fn, DECLINED=DECLINED, ndarray=numpy.ndarray, F64=_F64, F32=_F32,
-                     rank_key=rank_key, KEY=fast.rank_keys, LEAVES=_LEAF_TYPES,
+                     rank_key=checked_rank_key, KEY=fast.rank_keys, LEAVES=_LEAF_TYPES,
                      is_node=pytree.is_node, gradient=fast.gradient,
                      compiled=fast.compiled,   # its sweeps loaded when grad_outputs asks
                      check_seed=_check_seed, final=_final, finish=_finish_values,

@@ -33,7 +33,8 @@ import numpy
 from srcgrad import caches, call_values, entry, pipeline, pytree, rules
 from srcgrad.codegen import tracebacks
 from srcgrad.codegen.refusals import in_user_code
-from srcgrad.errors import SrcgradError, matrix_refusal
+from srcgrad.errors import SrcgradError, located_at, matrix_refusal
+from srcgrad.analysis.ranks import attribute_matrix
 from srcgrad.runtime.arrays import namespace
 from srcgrad.templates import name
 from srcgrad.transform import forward, forward_program, methods
@@ -142,6 +143,8 @@ def _carries_tangent(primal, tangent, name="x"):
     tangent for a value that is not a float or a float array, or of another shape."""
     if isinstance(primal, numpy.matrix):
         raise matrix_refusal(f"the primal {name!r}")
+    if attribute_matrix(primal):
+        raise matrix_refusal(f"an attribute of the primal {name!r}")
     if isinstance(primal, complex) or getattr(getattr(primal, "dtype", None), "kind", "") == "c":
         raise TypeError("srcgrad.jvp: complex primals are not supported by forward mode yet")
     if tangent is None:
@@ -229,8 +232,11 @@ def run(fn, primals, tangents, values=True, jit=False, has_aux=False):
     bound = _bound(fn, primals)
     params = list(bound.arguments)
     given = dict.fromkeys(params)   # a default's parameter carries no tangent
-    given.update((p, _tangent_for(p, primal, tangent))
-                 for p, primal, tangent in zip(params, primals, tangents))
+    try:
+        given.update((p, _tangent_for(p, primal, tangent))
+                     for p, primal, tangent in zip(params, primals, tangents))
+    except SrcgradError as exc:   # (a numpy.matrix primal)
+        raise located_at(exc, fn) from None
     compiled = _compiled(fn, [p for p in params if given[p] is not None], values, has_aux,
                          methods.classes_of(bound.arguments))
     args = [bound.arguments[p] for p in compiled.params]

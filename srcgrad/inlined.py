@@ -189,6 +189,21 @@ def std_about(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, whe
 
 
 @inline
+def average_returned(a, axis=None, weights=None, returned=False, *, keepdims=False):
+    """``np.average(..., returned=True)``: the average and the sum of the weights along
+    ``axis`` (the count where there are none), of the average's shape."""
+    avg = np.average(a, axis=axis, weights=weights, keepdims=keepdims)
+    if not returned:
+        return avg
+    zeros = np.zeros(np.shape(avg), dtype=np.result_type(avg))
+    if weights is None:
+        return avg, zeros + np.size(a) / np.size(avg)
+    if np.shape(weights) == np.shape(a):
+        return avg, np.sum(weights, axis=axis, keepdims=keepdims) + zeros
+    return avg, np.sum(weights) + zeros   # 1-D weights along the one axis
+
+
+@inline
 def prod_where(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True):
     """``np.prod(a, ..., where=where)``: the product with the entries left out made 1."""
     return np.prod(np.where(where, a, 1), axis=axis, keepdims=keepdims)
@@ -308,4 +323,5 @@ NUMPY_INLINED = {np.ediff1d: (ediff1d, {}, None),
                  np.std: (std_about, {"dtype": None, "out": None, "where": True, "correction": None},
                           "mean"),
                  np.prod: (prod_where, {"dtype": None, "out": None, "initial": None}, "where"),
+                 np.average: (average_returned, {}, "returned"),
                  np.pad: (PAD_MODES, {}, ("mode", PAD_MODES))}

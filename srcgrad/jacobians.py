@@ -25,6 +25,7 @@ import inspect
 import numpy
 
 from srcgrad import call_values, entry, pytree
+from srcgrad.errors import SrcgradError, located_at
 from srcgrad.api import vjp
 from srcgrad.forward_api import jvp
 
@@ -362,7 +363,10 @@ def jacfwd(fn, wrt=0, *, has_aux=False, chunk_size=None):
         positions, many = _wrt_positions(fn, wrt)
         args = positional_arguments(fn, args, kwargs, "srcgrad.jacfwd")
         per_position, out, aux = [], None, None
-        call_values.refuse_matrices(args)
+        try:
+            call_values.refuse_matrices(args)
+        except SrcgradError as exc:
+            raise located_at(exc, fn) from None
         for k in positions:
             if pytree.is_node(args[k]):   # float leaves only, as in sg.grad
                 call_values._check_differentiable(f"argument {k}", args[k])

@@ -57,8 +57,59 @@ def test_a_global_numpy_matrix_is_refused_at_the_function(run):
     lambda: sg.vjp(squared)(GM.copy()),
 ])
 def test_a_numpy_matrix_argument_is_refused_in_every_mode(run):
-    with pytest.raises(sg.SrcgradError, match="numpy.matrix"):
-        run()
+    assert_refused_in(__file__, run, "numpy.matrix")   # at the function's def
+
+
+class _Holder:
+    pass
+
+
+def times_attribute(x, obj):
+    return np.sum(np.asarray(obj.M * x))
+
+
+def times_nested_attribute(x, obj):
+    return np.sum(np.asarray(obj.inner.M * x))
+
+
+def _holding(m, nested=False):
+    obj = _Holder()
+    if nested:
+        obj.inner = _Holder()
+        obj.inner.M = m
+    else:
+        obj.M = m
+    return obj
+
+
+@pytest.mark.parametrize("run", [
+    lambda: sg.grad(times_attribute)(XM.copy(), _holding(GM)),
+    lambda: sg.grad(times_nested_attribute)(XM.copy(), _holding(GM, nested=True)),
+    lambda: sg.value_and_grad(times_attribute, jit=True)(XM.copy(), _holding(GM)),
+    lambda: sg.jvp(times_attribute, (XM.copy(), _holding(GM)), (np.ones((2, 2)), None)),
+    lambda: sg.hessian(times_attribute)(XM.copy(), _holding(GM)),
+    lambda: sg.jacfwd(times_attribute)(XM.copy(), _holding(GM)),
+    lambda: sg.jacrev(times_attribute)(XM.copy(), _holding(GM)),
+])
+def test_a_numpy_matrix_held_by_an_argument_is_refused(run):
+    # an object's attribute read in the function (obj.M * x): sg.grad gave [[4, 6], [4, 6]]
+    # where the gradient is [[4, 4], [6, 6]]
+    assert_refused_in(__file__, run, "attribute of", "numpy.matrix")
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_a_matrix_attribute_after_arrays_is_refused_at_the_function(jit):
+    obj = _holding(np.asarray(GM))
+    g = sg.grad(times_attribute, jit=jit)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # jit: the object argument runs the NumPy gradient
+        for _ in range(3):   # the hot call is made
+            np.testing.assert_allclose(g(XM.copy(), obj), np.asarray(GM))   # elementwise
+        obj.M = GM
+        with pytest.raises(sg.SrcgradError, match="attribute of an argument is a numpy.matrix") \
+                as refused:
+            g(XM.copy(), obj)
+    assert f'File "{__file__}", line {times_attribute.__code__.co_firstlineno}' in str(refused.value)
 
 
 def test_the_same_values_as_arrays_differentiate():

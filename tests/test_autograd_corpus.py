@@ -1899,12 +1899,10 @@ KNOWN = {}
 # the reasons). Any other case must differentiate: a refusal there is a regression. A
 # case here that starts to differentiate passes; take it off the list.
 REFUSED_TODAY = frozenset({
-    'r_slicing',
     'linalg_nuclear_norm/grad',
     'list_sin_cos/grad',
     'tuple_sin_cos/grad',
     'dict_sin_cos/grad',
-    'average_returned',
     'unique',
     'missing_numpy_function_in_a_dead_branch',
     'unique_is_refused_not_zero',

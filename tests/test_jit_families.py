@@ -10,6 +10,7 @@ JitFallbackWarning, gives the NumPy gradient twice and agrees with central diffe
 the Numba forms are also compared with NumPy directly. Skipped without Numba."""
 
 import math
+import warnings
 from math import log as ln
 
 import numpy as np
@@ -597,3 +598,85 @@ def test_a_dead_stores_branch_is_dropped_and_add_grad_takes_a_none_zero(monkeypa
     np.testing.assert_allclose(sg.grad(functions.dead_store_reshape, jit=True)(x),
                                [8 * x[0], 0.0, 0.0], rtol=1e-15)
     assert "dv)" not in sg.grad(functions.dead_store_reshape, jit=True).jit_source(x)
+
+
+# ----- Python's arithmetic on numbers: division by zero and powers raise -----
+
+def _divides_numbers(a, b):
+    return a * a / (b - 1.0) + a // (b + 2.0) + a % (b + 3.0)
+
+
+def _divides_in_a_loop(x, c):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += float(x[i]) / c
+    s /= c
+    return s
+
+
+def _powers_of_numbers(a, b):
+    return (a - 1.0) ** b + a ** 2.5
+
+
+def _numpy_scalars_divide(x):
+    s = np.float64(1.0)
+    return np.sum(x) / (s - 1.0) + x[0] * 2.0
+
+
+def _divides_arrays_in_place(x, c):
+    v = x * 2.0
+    v /= c
+    w = np.sin(x) / (x * x + c)   # an elementwise kernel
+    return np.sum(v * w)
+
+
+def test_numbers_divided_by_zero_raise_as_python_does():
+    """Numba's NumPy error model gave inf where Python's float division raises
+    ZeroDivisionError: the compiled gradient returned a number where the NumPy one raised."""
+    x = np.array([0.5, 1.5, -2.0])
+    _compiles_and_matches(_divides_numbers, 2.0, 0.5, wrt=(0, 1))
+    _compiles_and_matches(_divides_in_a_loop, x, 0.7, wrt=0)
+    _compiles_and_matches(_powers_of_numbers, 2.0, 0.5, wrt=(0, 1))
+    cases = [(_divides_numbers, (2.0, 1.0), (0, 1)), (_divides_numbers, (2.0, -2.0), (0, 1)),
+             (_divides_numbers, (2.0, -3.0), (0, 1)), (_divides_in_a_loop, (x, 0.0), 0),
+             (_powers_of_numbers, (1.0, -1.0), (0, 1)), (_powers_of_numbers, (1e3, 400.0), (0, 1))]
+    for f, args, wrt in cases:
+        with pytest.raises((ZeroDivisionError, OverflowError)) as numpy_error:
+            sg.grad(f, wrt)(*args)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", JitFallbackWarning)
+            with pytest.raises(numpy_error.type):
+                sg.grad(f, wrt, jit=True)(*args)
+
+
+def test_a_negative_number_to_a_fractional_power_gives_the_numpy_gradients_answer():
+    # Python's (-1.5) ** 0.5 is complex: whatever the NumPy gradient does, jit does
+    try:
+        want = sg.grad(_powers_of_numbers, (0, 1))(-0.5, 0.5)
+    except Exception as exc:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", JitFallbackWarning)
+            with pytest.raises(type(exc)):
+                sg.grad(_powers_of_numbers, (0, 1), jit=True)(-0.5, 0.5)
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", JitFallbackWarning)
+            got = sg.grad(_powers_of_numbers, (0, 1), jit=True)(-0.5, 0.5)
+        np.testing.assert_allclose(got, want)
+
+
+def test_numpy_scalars_and_arrays_divide_as_numpy_does():
+    x = np.array([0.5, 1.5, -2.0])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        want = sg.grad(_numpy_scalars_divide)(x)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", JitFallbackWarning)
+            got = sg.grad(_numpy_scalars_divide, jit=True)(x)
+    np.testing.assert_array_equal(got, want)   # inf: NumPy's scalars do not raise
+    assert np.isinf(want).all()
+    _compiles_and_matches(_divides_arrays_in_place, x, 0.7, wrt=(0, 1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        want = sg.grad(_divides_arrays_in_place, (0, 1))(x, 0.0)
+        got = _quiet(sg.grad(_divides_arrays_in_place, (0, 1), jit=True), x, 0.0)
+    for g, w in zip(got, want):   # arrays divided by zero: inf and NaN, compiled as NumPy's
+        np.testing.assert_array_equal(g, w)

@@ -347,9 +347,14 @@ def test_r_and_c_are_joins_of_their_items():
                                   [1.0, 1.0, 1.0, 0.0])
 
 
-def test_r_with_slices_is_refused_where_an_item_needs_a_gradient():
+def _r_with_a_directive(x):
+    return np.sum(np.r_["0", 0:3, x])
+
+
+def test_r_with_slices_differentiates_and_with_directives_is_refused():
+    np.testing.assert_array_equal(sg.grad(_r_with_a_slice)(np.array([0.9, -1.3])), [1.0, 1.0])
     with pytest.raises(sg.NonDifferentiableError, match="index_concat_directives"):
-        sg.grad(_r_with_a_slice)(np.array([0.9, -1.3]))
+        sg.grad(_r_with_a_directive)(np.array([0.9, -1.3]))
 
 
 # ----- einsum -----

@@ -20,7 +20,7 @@ import gast
 import numpy
 
 from srcgrad import anno, pytree
-from srcgrad.errors import matrix_refusal
+from srcgrad.errors import SrcgradError, matrix_refusal
 from srcgrad.rules import Method
 from srcgrad import ast_util
 
@@ -57,7 +57,47 @@ def rank_key(value):
         return pytree.tree_key(value, rank_key)
     if callable(value):
         return StaticKey(value)
+    if attribute_matrix(value):
+        raise matrix_refusal("an attribute of an argument")
     return None
+
+
+REFUSED_KEY = ("refused",)   # equal to no rank key a call records
+
+
+def checked_rank_key(value):
+    """``rank_key`` for the hot calls' checks: a value it refuses gives a key no call
+    recorded, so the call goes to the general path, which raises the refusal located at
+    the user's function."""
+    try:
+        return rank_key(value)
+    except SrcgradError:
+        return REFUSED_KEY
+
+
+def checked_rank_keys(args):
+    """``rank_keys`` whose refused values give REFUSED_KEY (checked_rank_key)."""
+    if len(args) == 1 and type(args[0]) is numpy.ndarray:
+        return (args[0].ndim,)
+    return tuple(map(checked_rank_key, args))
+
+
+def attribute_matrix(value, depth=2):
+    """Whether a plain object holds a ``numpy.matrix`` as an attribute (or an attribute's
+    attribute): the function reads it (``obj.M * x``) where no argument check sees it. Its
+    attributes are checked at every call (rank_key is part of the hot calls' checks);
+    containers in attributes are not walked (their length would be paid at each call)."""
+    attributes = getattr(value, "__dict__", None)
+    if type(attributes) is not dict:
+        return False
+    for v in attributes.values():
+        if isinstance(v, numpy.matrix) or depth > 1 and not callable(v) and \
+                type(v) not in _LEAF_TYPES and attribute_matrix(v, depth - 1):
+            return True
+    return False
+
+
+_LEAF_TYPES = frozenset({float, int, bool, str, numpy.ndarray, type(None)})
 
 
 class StaticKey:

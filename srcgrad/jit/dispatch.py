@@ -28,7 +28,7 @@ import warnings
 import numpy
 from numpy import ndarray
 
-from srcgrad.analysis.ranks import rank_keys
+from srcgrad.analysis.ranks import checked_rank_keys as rank_keys   # a refusal: by gfn
 from srcgrad.call_values import _LEAF_TYPES, _finish_values
 from srcgrad.codegen import loader
 from srcgrad.jit import fixed_tapes, hot as _hot_call, translate

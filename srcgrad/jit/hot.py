@@ -16,7 +16,7 @@ no output (``_sg_keep`` False: not boxed) and compares its shape with the seed's
 
 import numpy
 
-from srcgrad.analysis.ranks import rank_key
+from srcgrad.analysis.ranks import checked_rank_key
 
 DECLINED = object()
 SMALL = 512   # elements: at most this, a copy into the caller's array costs less than boxing
@@ -168,7 +168,7 @@ def hot_function(guard, fn, keys, position, dispatcher, seeded, finish, signatur
     namespace.update(numbers[1])
     namespace.update(fn=fn, DECLINED=DECLINED, ndarray=numpy.ndarray, F64=_F64, SMALL=SMALL,
                      I64=numpy.dtype(numpy.int64), B1=numpy.dtype(numpy.bool_), NOARG=NOARG,
-                     empty=numpy.empty, buffer=buffer, rank_key=rank_key, KEYS=keys,
+                     empty=numpy.empty, buffer=buffer, rank_key=checked_rank_key, KEYS=keys,
                      dispatcher=dispatcher, finish=finish, entry_point=entry_point,
                      decline=_decline(general))
     exec(compile(source, "<hot call of a jit gradient>", "exec"), namespace)

@@ -223,11 +223,120 @@ def power(a, b):
 
 @overload(power)
 def _power(a, b):
+    _refuse_integer_power(a, b)
+    return lambda a, b: a ** b
+
+
+def _refuse_integer_power(a, b):
     if isinstance(a, types.Integer) and isinstance(b, types.Integer) or \
             isinstance(a, types.Array) and isinstance(a.dtype, types.Integer) and \
             isinstance(b, (types.Integer, types.Array)) and not isinstance(b, types.Boolean):
         _refuse("power of integers", a, b)   # Python ints do not overflow
-    return lambda a, b: a ** b
+
+
+def checked_power(a, b):
+    """``a ** b`` outside the fused kernels (translate.py): numbers raise as Python's."""
+
+
+@overload(checked_power)
+def _checked_power(a, b):
+    _refuse_integer_power(a, b)
+    if _is_scalar(a) and _is_scalar(b):
+        def checked(a, b):
+            # Python's float ** raises where NumPy's gives inf or NaN (0.0 ** -1, an
+            # overflow) and is complex for a negative base and a fractional power: raise,
+            # so that the NumPy gradient runs the call and gives Python's answer.
+            if a == 0 and b < 0:
+                raise ZeroDivisionError("zero to a negative power")
+            if a < 0 and b != np.floor(b):
+                raise ValueError("a negative number to a fractional power")
+            r = a ** b
+            if np.isinf(r) and np.isfinite(a) and np.isfinite(b):
+                raise OverflowError("numerical result out of range")
+            return r
+        return checked
+    return lambda a, b: power(a, b)
+
+
+def _is_scalar(t):
+    return isinstance(t, (types.Float, types.Integer, types.Boolean))
+
+
+def true_div(a, b):
+    """``a / b``, where a number divided by zero raises as Python's does."""
+
+
+def floor_div(a, b):
+    """``a // b``, the same."""
+
+
+def mod(a, b):
+    """``a % b``, the same."""
+
+
+def _checked(operation):
+    """An overload of ``operation`` raising ZeroDivisionError on numbers divided by zero.
+    Python raises there and NumPy's scalars give inf or NaN; Numba cannot tell a Python
+    float from ``np.float64``, so it raises for both and the NumPy gradient, run instead
+    (dispatch.py), gives whichever answer the call's own values give. Arrays divide as
+    NumPy's do; only the statements outside the fused kernels are checked (translate.py),
+    so elementwise loops keep their vector code."""
+    def typer(a, b):
+        if not (_is_scalar(a) and _is_scalar(b)):
+            return lambda a, b: operation(a, b)
+        def checked(a, b):
+            if b == 0:
+                raise ZeroDivisionError("division by zero")
+            return operation(a, b)
+        return checked
+    return typer
+
+
+def _checked_into(operation, in_place):
+    """The same for ``a op= b`` on a name: an array ``a`` is written in place."""
+    scalar = _checked(operation)
+
+    def typer(a, b):
+        if isinstance(a, types.Array):
+            return in_place
+        return scalar(a, b)
+    return typer
+
+
+def true_div_into(a, b):
+    """``a /= b``, where a number divided by zero raises as Python's does."""
+
+
+def floor_div_into(a, b):
+    """``a //= b``, the same."""
+
+
+def mod_into(a, b):
+    """``a %= b``, the same."""
+
+
+def _div_in_place(a, b):
+    a /= b
+    return a
+
+
+def _floor_div_in_place(a, b):
+    a //= b
+    return a
+
+
+def _mod_in_place(a, b):
+    a %= b
+    return a
+
+
+overload(true_div_into)(_checked_into(njit(**JIT_OPTIONS)(lambda a, b: a / b), _div_in_place))
+overload(floor_div_into)(_checked_into(njit(**JIT_OPTIONS)(lambda a, b: a // b),
+                                       _floor_div_in_place))
+overload(mod_into)(_checked_into(njit(**JIT_OPTIONS)(lambda a, b: a % b), _mod_in_place))
+overload(true_div)(_checked(njit(**JIT_OPTIONS)(lambda a, b: a / b)))
+overload(floor_div)(_checked(njit(**JIT_OPTIONS)(lambda a, b: a // b)))
+overload(mod)(_checked(njit(**JIT_OPTIONS)(lambda a, b: a % b)))
 
 
 @njit(**JIT_OPTIONS)

@@ -243,3 +243,33 @@ def polyder_vjp_adj(dw, w, dy, p, m=1):
 
 
 linear(rt.polyder_vjp, "dy", no_tangent=("p",))
+
+
+# ----- np.average's weights -----
+
+@rt.helper
+def average_weights_tangent(a, t_weights, axis=None):
+    """The tangent of ``average_weights(a, weights, axis)`` along ``t_weights`` (None:
+    zero; the ones of ``weights=None`` are constant)."""
+    if t_weights is None:
+        return 0.0
+    return rt.average_weights(a, t_weights, axis)
+
+
+@tangent(rt.average_weights, no_tangent=("a", "axis"))
+def average_weights_tan(w, a, weights, axis=None, *, t_weights):
+    return rt.average_weights_tangent(a, t_weights, axis)
+
+
+@rt.helper
+def weights_vjp_tangent(t_g, weights, a, axis=None):
+    """The tangent of ``weights_vjp(g, weights, a, axis)`` along ``t_g`` (linear in it;
+    None: zero)."""
+    if t_g is None:
+        return None
+    return rt.weights_vjp(t_g, weights, a, axis)
+
+
+@tangent(rt.weights_vjp, no_tangent=("weights", "a", "axis"))
+def weights_vjp_tan(w, g, weights, a, axis=None, *, t_g):
+    return rt.weights_vjp_tangent(t_g, weights, a, axis)

@@ -213,10 +213,38 @@ def meshgrid_vjp(dys, xi, indexing="xy"):
             continue
         xp = namespace(g, x)
         g = xp.asarray(g)
-        axis = (1 - k if k < 2 else k) if indexing == "xy" and n >= 2 else k
+        axis = _grid_axis(k, n, indexing)
         g = xp.sum(g, axis=tuple(i for i in range(g.ndim) if i != axis))
         grads.append(xp.reshape(g, shape_of(x)))
     return grads
+
+
+def _grid_axis(k, n, indexing):
+    """The axis of ``meshgrid``'s grids along which input ``k`` varies."""
+    return (1 - k if k < 2 else k) if indexing == "xy" and n >= 2 else k
+
+
+@rt.helper
+def meshgrid_fill(dws, xi, indexing="xy"):
+    """The adjoint of ``meshgrid_vjp``: each input's cotangent broadcast along its grid
+    axis into a grid (zeros for a missing one), one grid per input."""
+    n = len(xi)
+    shape = [int(np.size(x)) for x in xi]
+    if indexing == "xy" and n >= 2:
+        shape[0], shape[1] = shape[1], shape[0]
+    xp = namespace(*[d for d in dws if d is not None], *xi) if isinstance(dws, (list, tuple)) \
+        else namespace(*xi)
+    dtype = np.result_type(*(getattr(x, "dtype", np.float64) for x in xi), np.float16)
+    grids = []
+    for k, x in enumerate(xi):
+        d = dws[k] if isinstance(dws, (list, tuple)) else dws
+        grid = xp.zeros(shape, dtype=dtype)
+        if d is not None and not (not is_array(d) and isinstance(d, (int, float)) and d == 0):
+            line = [1] * n
+            line[_grid_axis(k, n, indexing)] = shape[_grid_axis(k, n, indexing)]
+            grid = grid + xp.reshape(xp.asarray(d), line)
+        grids.append(grid)
+    return grids
 
 
 @adjoint(np.split, np.array_split)
@@ -387,6 +415,13 @@ def index_concat(concatenator, items):
     if xp is not np and (concatenator is np.r_ or concatenator is np.c_):
         concatenator = xp.r_ if concatenator is np.r_ else xp.c_   # NumPy's would not take them
     return concatenator[tuple(items)]
+
+
+@rt.helper
+def slice_values(item):
+    """The values ``np.r_[a:b:step]`` makes of a slice item of ``np.r_``/``np.c_``
+    (``arange``, or ``linspace`` for a complex step): constants, no gradient."""
+    return np.r_[item]
 
 
 @rt.helper

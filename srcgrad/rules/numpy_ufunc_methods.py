@@ -2,7 +2,8 @@
 over axis 0 by default), ``add.accumulate`` (``cumsum``), ``maximum.accumulate``/
 ``minimum.accumulate`` (running extrema; ties split evenly, as ``max``) and
 ``add.outer``/``subtract.outer``/``multiply.outer``; ``maximum.reduce``/``minimum.reduce``
-(``max``/``min`` over axis 0) and ``multiply.accumulate`` (``cumprod``), with their tangents.
+(``max``/``min`` over axis 0), ``logaddexp.reduce``/``logaddexp2.reduce`` (a log-sum-exp) and
+``multiply.accumulate`` (``cumprod``), with their tangents.
 """
 
 import numpy as np
@@ -36,6 +37,31 @@ def extremum_reduce(dy, y, array, axis=0, *, keepdims=False):
 @tangent(np.maximum.reduce, np.minimum.reduce)
 def extremum_reduce_tangent(y, array, axis=0, *, keepdims=False, t_array):
     share = rt.tie_share(array == rt.unreduce_like(y, array, axis, keepdims), axis, array)
+    return xp.sum(t_array * share, axis=axis, keepdims=keepdims)
+
+
+@adjoint(np.logaddexp.reduce)
+def logaddexp_reduce(dy, y, array, axis=0, *, keepdims=False):
+    """``log(sum(exp(array)))`` over ``axis`` (0 by default): each entry's share is
+    ``exp(array - y)``."""
+    return rt.unreduce(dy, array, axis, keepdims) * xp.exp(array - rt.unreduce_like(y, array, axis, keepdims))
+
+
+@tangent(np.logaddexp.reduce)
+def logaddexp_reduce_tangent(y, array, axis=0, *, keepdims=False, t_array):
+    share = xp.exp(array - rt.unreduce_like(y, array, axis, keepdims))
+    return xp.sum(t_array * share, axis=axis, keepdims=keepdims)
+
+
+@adjoint(np.logaddexp2.reduce)
+def logaddexp2_reduce(dy, y, array, axis=0, *, keepdims=False):
+    """``log2(sum(2 ** array))`` over ``axis``: each entry's share is ``2 ** (array - y)``."""
+    return rt.unreduce(dy, array, axis, keepdims) * xp.exp2(array - rt.unreduce_like(y, array, axis, keepdims))
+
+
+@tangent(np.logaddexp2.reduce)
+def logaddexp2_reduce_tangent(y, array, axis=0, *, keepdims=False, t_array):
+    share = xp.exp2(array - rt.unreduce_like(y, array, axis, keepdims))
     return xp.sum(t_array * share, axis=axis, keepdims=keepdims)
 
 

@@ -40,7 +40,7 @@ nondifferentiable(
     rt.zeros_like, rt.owned_zeros, rt.sign, rt.clip_below, rt.clip_above, rt.inverse_axes,
     rt.method_axes, rt.method_shape, rt.inner_axes, rt.linspace_weights,
     rt.arange_index, rt.is_given, rt.negate_shift, rt.rollaxis_destination, rt.cross_axes, rt.select_default_mask, rt.pad_adjoint_mode, rt.dtype_of,
-    rt.array_dtype,
+    rt.array_dtype, rt.slice_values,
     # only ever feeds rt.clip_below/clip_above (masks) in the clip rule
     rt.either,
     # control of the generated code: the default seed is a constant, has_grad a test
@@ -51,7 +51,7 @@ nondifferentiable(
 )
 
 # Gradient lists: a name bound to one has a list as its adjoint.
-returns_sequence(rt.concatenate_vjp, rt.stack_vjp, rt.meshgrid_vjp, rt.einsum_vjp, rt.array_vjp,
+returns_sequence(rt.concatenate_vjp, rt.stack_vjp, rt.meshgrid_vjp, rt.meshgrid_fill, rt.einsum_vjp, rt.array_vjp,
                  rt.einsum_vjp_tangent, rt.einsum_vjp_adjoint,
                  rt.index_concat_vjp,
                  rt.hstack_vjp, rt.vstack_vjp, rt.dstack_vjp, rt.column_stack_vjp)
@@ -296,6 +296,20 @@ def concatenate_vjp(dw, w, dy, arrays, axis=0):
 @adjoint(rt.split_vjp, sequences=("dys",))
 def split_vjp(dw, w, dys, ys, axis=0):
     return rt.concatenate_vjp(dw, ys, axis), None, None
+
+
+@adjoint(rt.meshgrid_vjp, sequences=("dys",))
+def meshgrid_vjp(dw, w, dys, xi, indexing="xy"):
+    return rt.meshgrid_fill(dw, xi, indexing), None, None
+
+
+@adjoint(rt.meshgrid_fill, sequences=("dws",))
+def meshgrid_fill(dw, w, dws, xi, indexing="xy"):
+    return rt.meshgrid_vjp(dw, xi, indexing), None, None
+
+
+linear(rt.meshgrid_vjp, "dys", no_tangent=("xi", "indexing"))
+linear(rt.meshgrid_fill, "dws", no_tangent=("xi", "indexing"))
 
 
 @adjoint(rt.stack_vjp)

@@ -233,19 +233,33 @@ class Expressions:
 
     def index_concat(self, node, out):
         """``np.r_[x, y]`` / ``np.c_[x, y]`` is a join of its items: the call
-        ``rt.index_concat(np.r_, [x, y])``. With slices (``np.r_[0:3, x]``) or string
-        directives it is ``rt.index_concat_directives``, which has no rule."""
+        ``rt.index_concat(np.r_, [x, y])``; a slice item (``np.r_[x, 1:4]``) is the array
+        of its values, ``rt.slice_values(slice(1, 4))`` (``np.r_[1:4]``, a constant). With
+        string directives it is ``rt.index_concat_directives``, which has no rule."""
         items = node.slice.elts if isinstance(node.slice, gast.Tuple) else [node.slice]
-        directives = any(isinstance(e, gast.Slice) or isinstance(e, gast.Constant)
-                         and isinstance(e.value, str) for e in items)
+        directives = any(isinstance(e, gast.Constant) and isinstance(e.value, str) for e in items)
         helper = runtime.index_concat_directives if directives else runtime.index_concat
         bound = self.bind(helper.__name__, helper)
-        elts = [self.slice_object(e, out) if isinstance(e, gast.Slice)
+        elts = [self.slice_item(e, out, directives) if isinstance(e, gast.Slice)
                 else self.atom(e, out, self.hint(e)) for e in items]
         call = gast.Call(func=name(bound), args=[node.value, gast.List(elts=elts, ctx=gast.Load())],
                          keywords=[])
         anno.setanno(call, Static.PRIMITIVE, helper)
         return call
+
+    def slice_item(self, node, out, directives):
+        """A slice item of ``np.r_[...]``: the slice itself beside string directives, else
+        the array of its values."""
+        item = self.slice_object(node, out)
+        if directives:
+            return item
+        call = gast.Call(func=name(self.bind("slice_values", runtime.slice_values)), args=[item],
+                         keywords=[])
+        anno.setanno(call, Static.PRIMITIVE, runtime.slice_values)
+        temp = self.namer.new("k_values")
+        self.locals.add(temp)
+        self.assign(out, temp, call)
+        return name(temp)
 
     def slice_object(self, node, out):
         parts = [gast.Constant(value=None, kind=None) if p is None else self.atom(p, out, "k")
