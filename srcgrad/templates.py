@@ -436,7 +436,7 @@ def _is_false(node):
 # each later call copies that tree with the arguments and the locals' fresh names put in
 # (one ``_substituted`` pass, as before, without the fold's second walk).
 
-_PREPARED = {}   # (rule function, fixed names, argument shapes) -> _Prepared, or None
+_PREPARED = {}   # (rule function, fixed names, argument shapes) -> _Prepared
 _PREPARED_LIMIT = 4096   # entries kept (a literal's value is part of the key); then cleared
 _ARGUMENT = "_srcgrad_argument"   # marks a literal argument's copy while preparing
 _NAME_SHAPE = "name"      # an argument folding sees as a name: a placeholder stands for it
