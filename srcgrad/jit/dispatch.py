@@ -415,7 +415,8 @@ class _Entry:
 
         def finish(args, grad_outputs, result):
             return self._finish(owner, args, grad_outputs, None, result, None)
-        numbers = translate.frozen_checks(self.translation().frozen)
+        frozen = self.translation().frozen
+        numbers = translate.frozen_checks(frozen)
         hot = _hot_call.hot_function(self.compiled.guard, owner._fn, keys, position,
                                      self.dispatcher, seeded, finish, signature,
                                      numbers=numbers)
@@ -427,7 +428,7 @@ class _Entry:
             owner._last_grad = hot
             call = _hot_call.hot_function(self.compiled.guard, owner._fn, keys, position,
                                           self.dispatcher, False, finish, signature, "call",
-                                          _general, numbers)
+                                          _general, numbers, translate.frozen_forms(frozen))
             call.entry = self
             owner._set_call(call)
 
