@@ -79,6 +79,7 @@ typedef struct {
     GuardOp *ops;
     ArgSpec *args;
     unsigned long long taken;   /* calls whose compiled code this ran */
+    PyObject *weakrefs;
 } Entry;
 
 static PyTypeObject EntryType;
@@ -421,6 +422,7 @@ entry_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     e->ops = NULL;
     e->args = NULL;
     e->taken = 0;
+    e->weakrefs = NULL;
     if (parse_spec(e, spec) < 0) {
         /* the borrowed pointers parse_spec filled are not owned: forget them */
         e->python = e->rerun = e->after = e->entry_point = e->empty = NULL;
@@ -467,6 +469,8 @@ static void
 entry_dealloc(Entry *e)
 {
     PyObject_GC_UnTrack(e);
+    if (e->weakrefs != NULL)
+        PyObject_ClearWeakRefs((PyObject *)e);
     entry_clear(e);
     PyMem_Free(e->args);
     PyObject_GC_Del(e);
@@ -515,6 +519,7 @@ static PyTypeObject EntryType = {
     .tp_traverse = (traverseproc)entry_traverse,
     .tp_clear = (inquiry)entry_clear,
     .tp_vectorcall_offset = offsetof(Entry, vectorcall),
+    .tp_weaklistoffset = offsetof(Entry, weakrefs),
     .tp_call = entry_call,
     .tp_descr_get = entry_descr_get,
     .tp_members = entry_members,
