@@ -120,13 +120,15 @@ def test_each_call_the_c_entry_does_not_take_is_the_python_forms(monkeypatch):
     readonly = x.copy()
     readonly.flags.writeable = False
     matrix = np.asfortranarray(np.arange(1.0, 7.0).reshape(2, 3))
-    cases = [((x.astype(np.float32),), {}), ((x.astype(np.int64),), {}), ((x[::2],), {}),
-             ((x[::-1],), {}), ((readonly,), {}), ((matrix,), {}), ((matrix.T,), {}),
+    cases = [((x.astype(np.float32),), {}), ((x[::2],), {}), ((x[::-1],), {}), ((readonly,), {}),
              ((x,), {"grad_outputs": 2.0}), ((x,), {"grad_outputs": np.float64(3.0)}),
              ((x,), {"bogus": 1}), ((x,), {"grad_outputs": None, "bogus": 1}), ((x, x), {}),
-             ((), {}), ((list(x),), {}), ((2.5,), {})]
-    for args, kwargs in cases:
-        _entry(jit)   # a C entry (the last ranks recorded) declines each
+             ((), {}), ((list(x),), {}), ((2.5,), {}),
+             # the last: these unhook or replace the class call (as the Python form's do)
+             ((x.astype(np.int64),), {}), ((matrix,), {}), ((matrix.T,), {})]
+    for k, (args, kwargs) in enumerate(cases):
+        if k < 12:
+            _entry(jit)   # the C entry declines it
         got, taken = _taken(jit, _outcome, jit, *args, **kwargs)
         assert taken == 0, (args, kwargs)
         _agree(got, _outcome(without, *args, **kwargs))
