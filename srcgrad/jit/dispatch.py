@@ -134,6 +134,8 @@ class JitGradFunction:
             cls.__call__ = JitGradFunction.__call__
         else:
             cls.__call__ = call
+            if _hot_call.C is not None and type(call) is _hot_call.C.Entry:
+                _hot_call.C.install(cls)   # g(x) without CPython's generic method call
 
     def _decline(self, what):
         """One warning per construct that runs the NumPy gradient without a translation."""
