@@ -1,5 +1,5 @@
 """The optional C entry of jit gradients (srcgrad/jit/_centry.c, docs/performance.md "jit,
-round 8"). ``optional=True``: where no C compiler or no Python headers are found the build
+round 10"). ``optional=True``: where no C compiler or no Python headers are found the build
 warns and goes on, and srcgrad runs the pure-Python entry (srcgrad/jit/hot.py). NumPy's
 headers (pyproject.toml's build requirements) make its one-dimensional buffers in C; where
 NumPy is not found at build time it calls numpy.empty instead."""

@@ -1,4 +1,4 @@
-"""grad's common jit call in C (srcgrad/jit/_centry.c, "jit, round 8" of docs/performance.md).
+"""grad's common jit call in C (srcgrad/jit/_centry.c, "jit, round 10" of docs/performance.md).
 
 The C entry takes a call where hot.py's Python form would call Numba's entry point (the
 compiled types, the guard and frozen numbers holding, no keyword but ``grad_outputs=None``)

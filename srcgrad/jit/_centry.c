@@ -1,4 +1,4 @@
-/* srcgrad.jit._centry: grad's common jit call in C (docs/performance.md, "jit, round 8").
+/* srcgrad.jit._centry: grad's common jit call in C (docs/performance.md, "jit, round 10").
  *
  * An Entry is the class call (``__call__``) of a JitGradFunction whose hot call was
  * recorded (srcgrad/jit/hot.py's "call" form). It does what that generated Python
@@ -20,6 +20,9 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
+#ifdef Py_GIL_DISABLED
+#error "the C entry reads dicts and cells with borrowed references: not built without the GIL"
+#endif
 #ifdef SG_NUMPY_API
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #define NPY_TARGET_VERSION NPY_1_22_API_VERSION
