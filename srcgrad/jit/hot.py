@@ -226,11 +226,12 @@ def _load_c():
     """srcgrad/jit/_centry.c where it was built (setup.py: optional) and its view of NumPy's
     array struct reads what ndarray's attributes say; else None (the Python entry).
     SRCGRAD_JIT_C=0 turns it off."""
+    import importlib
     import os
     if os.environ.get("SRCGRAD_JIT_C", "1") == "0":
         return None
     try:
-        from srcgrad.jit import _centry
+        _centry = importlib.import_module("srcgrad.jit._centry")   # compiled: no .py to import
     except ImportError:
         return None
     base = numpy.arange(24.0).reshape(4, 6)
