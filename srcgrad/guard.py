@@ -29,7 +29,7 @@ from srcgrad.parse import MISSING, Item, Keys, Length, value_kind_key
 class Guard:
     """What one compile depended on, and ``holds(fn)``: whether it all still holds."""
 
-    __slots__ = ("holds", "source", "condition", "namespace")
+    __slots__ = ("holds", "source", "condition", "namespace", "lines", "forms")
 
     def __init__(self, fn, infos):
         """``fn``: the function compiled; ``infos``: the EntityInfo of it and of every
@@ -40,15 +40,17 @@ class Guard:
                                         "_kind": value_kind_key}
         code, defaults, kwdefaults, kwitems = _own(fn)
         checks.add("fn.__code__ is {} and fn.__defaults__ is {} and fn.__kwdefaults__ is {}",
-                   code, defaults, kwdefaults)
-        checks.add("VERSION[0] == {}", rules.VERSION[0])
+                   code, defaults, kwdefaults, form=[("func", None, code, defaults, kwdefaults)])
+        checks.add("VERSION[0] == {}", rules.VERSION[0],
+                   form=[("list_eq", rules.VERSION, 0, rules.VERSION[0])])
         if kwitems is not None:
             checks.add("_same_items(fn.__kwdefaults__, {})", kwitems)
         for info in infos:
             if info.fn is not fn:   # a helper, or the function a decorator wraps
                 helper, (code, defaults, kwdefaults, kwitems) = info.fn, _own(info.fn)
                 checks.add("{0}.__code__ is {1} and {0}.__defaults__ is {2} and "
-                           "{0}.__kwdefaults__ is {3}", helper, code, defaults, kwdefaults)
+                           "{0}.__kwdefaults__ is {3}", helper, code, defaults, kwdefaults,
+                           form=[("func", helper, code, defaults, kwdefaults)])
                 if kwitems is not None:
                     checks.add("_same_items({}.__kwdefaults__, {})", helper, kwitems)
             for path, obj in info.reads.items():
@@ -62,7 +64,8 @@ class Guard:
                     elif isinstance(base, types.ModuleType) and base.__dict__.get(attr, MISSING) is obj:
                         # what getattr finds in a module, found at a fraction of the cost
                         # (a name deleted since: KeyError, so it does not hold)
-                        checks.add(f"{{}}[{attr!r}] is {{}}", base.__dict__, obj)
+                        checks.add(f"{{}}[{attr!r}] is {{}}", base.__dict__, obj,
+                                   form=[("dict_is", base.__dict__, attr, obj)])
                     elif isinstance(obj, types.MethodType):
                         # a method of an object (self.forward): made anew by each getattr,
                         # equal while its function and object are the same
@@ -71,17 +74,24 @@ class Guard:
                         checks.add(f"getattr({{}}, {attr!r}, MISSING) is {{}}", base, obj)
                 elif root in info.closure:
                     if obj is MISSING:
-                        checks.add("_contents({}) is MISSING", info.closure[root])
+                        checks.add("_contents({}) is MISSING", info.closure[root],
+                                   form=[("cell_missing", info.closure[root], MISSING)])
                     else:   # an emptied cell raises ValueError: it does not hold
-                        checks.add("{}.cell_contents is {}", info.closure[root], obj)
+                        checks.add("{}.cell_contents is {}", info.closure[root], obj,
+                                   form=[("cell_is", info.closure[root], obj)])
                 elif obj is not MISSING and info.globals.get(root, MISSING) is obj:
-                    checks.add(f"{{}}[{root!r}] is {{}}", info.globals, obj)
+                    checks.add(f"{{}}[{root!r}] is {{}}", info.globals, obj,
+                               form=[("dict_is", info.globals, root, obj)])
                 elif obj is MISSING:   # a name defined nowhere
                     checks.add(f"{root!r} not in {{}} and BUILTINS.get({root!r}, MISSING) is {{}}",
-                               info.globals, obj)
+                               info.globals, obj,
+                               form=[("not_in", info.globals, root),
+                                     ("dict_get_is", vars(builtins), root, obj, MISSING)])
                 else:   # a builtin (deleted since: KeyError, so it does not hold)
                     checks.add(f"{root!r} not in {{}} and BUILTINS[{root!r}] is {{}}",
-                               info.globals, obj)
+                               info.globals, obj,
+                               form=[("not_in", info.globals, root),
+                                     ("dict_is", vars(builtins), root, obj)])
             for root, key in info.kind_reads.items():   # a number or array: its kind only
                 if root in info.closure:
                     checks.add("_kind({}.cell_contents) == {}", info.closure[root], key)
@@ -95,18 +105,21 @@ class Guard:
                        "        return False\n")
         namespace.update(checks.values)
         self.namespace = dict(namespace)
+        self.lines, self.forms = tuple(checks.lines), tuple(checks.forms)
         exec(compile(self.source, "<srcgrad guard>", "exec"), namespace)
         self.holds = namespace["holds"]
 
 
 class _Checks:
     """Lines of the generated check, each a condition; the objects it names are bound
-    once each (``v0``, ``v1``...), a line that repeats another is dropped."""
+    once each (``v0``, ``v1``...), a line that repeats another is dropped. ``forms``: per
+    line, its operations for hot.py's C entry (``form=``: a list of tuples, srcgrad/jit/
+    _centry.c's guard operations by name), or None: a form it checks as Python."""
 
     def __init__(self):
-        self.lines, self.values, self._names = [], {}, {}
+        self.lines, self.values, self._names, self.forms = [], {}, {}, []
 
-    def add(self, template, *objects):
+    def add(self, template, *objects, form=None):
         names = []
         for obj in objects:
             name = self._names.get(id(obj))
@@ -117,6 +130,7 @@ class _Checks:
         line = template.format(*names)
         if line not in self.lines:
             self.lines.append(line)
+            self.forms.append(form)
 
 
 def _container_check(checks, base, step, obj):

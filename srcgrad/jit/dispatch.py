@@ -134,6 +134,8 @@ class JitGradFunction:
             cls.__call__ = JitGradFunction.__call__
         else:
             cls.__call__ = call
+            if _hot_call.C is not None and type(call) is _hot_call.C.Entry:
+                _hot_call.C.install(cls)   # g(x) without CPython's generic method call
 
     def _decline(self, what):
         """One warning per construct that runs the NumPy gradient without a translation."""
@@ -415,7 +417,8 @@ class _Entry:
 
         def finish(args, grad_outputs, result):
             return self._finish(owner, args, grad_outputs, None, result, None)
-        numbers = translate.frozen_checks(self.translation().frozen)
+        frozen = self.translation().frozen
+        numbers = translate.frozen_checks(frozen)
         hot = _hot_call.hot_function(self.compiled.guard, owner._fn, keys, position,
                                      self.dispatcher, seeded, finish, signature,
                                      numbers=numbers)
@@ -427,7 +430,7 @@ class _Entry:
             owner._last_grad = hot
             call = _hot_call.hot_function(self.compiled.guard, owner._fn, keys, position,
                                           self.dispatcher, False, finish, signature, "call",
-                                          _general, numbers)
+                                          _general, numbers, translate.frozen_forms(frozen))
             call.entry = self
             owner._set_call(call)
 

@@ -46,29 +46,51 @@ def exact_checks(names, signature, keys):
     numba.typeof reads), so that its entry point may be called directly; None where an
     argument is of a type this does not check (then the dispatcher is called). ``keys``:
     the rank keys the call checked already (an int: an ndarray of that many dimensions)."""
-    from numba import types
+    specs = exact_specs(signature)
+    if specs is None:
+        return None
     checks = []
-    for name, t, key in zip(names, signature, keys):
+    for name, spec, key in zip(names, specs, keys):
+        if spec[0] == "array":
+            _, ndim, dtype, mask, want = spec
+            known = type(key) is int and key == ndim   # type and ndim checked already
+            checks.append(("" if known else f"type({name}) is ndarray and {name}.ndim == {ndim} and ")
+                          + f"{name}.dtype is {_DTYPE_NAMES[dtype]} and ({name}.flags.num & {mask}) == {want}")
+        else:
+            checks.append(f"type({name}) is {spec[0]}")
+    return checks
+
+
+_DTYPE_NAMES = {numpy.dtype(numpy.float64): "F64", numpy.dtype(numpy.int64): "I64",
+                numpy.dtype(numpy.bool_): "B1"}
+
+
+def exact_specs(signature):
+    """``exact_checks``'s conditions as data: per Numba type, ``("array", ndim, dtype,
+    mask, want)`` (``(flags.num & mask) == want``), ``("float",)`` or ``("bool",)``; None
+    where one is of another type."""
+    from numba import types
+    specs = []
+    for t in signature:
         if isinstance(t, types.Array) and type(t) is types.Array and t.aligned and \
                 t.dtype in (types.float64, types.int64, types.boolean):
             # (numba.typeof does not look at alignment: every array it types is "aligned")
             mask = _C | _WRITEABLE | (0 if t.layout == "C" else _F)
             want = {"C": _C, "F": _F, "A": 0}[t.layout] | (_WRITEABLE if t.mutable else 0)
-            dtype = {types.float64: "F64", types.int64: "I64", types.boolean: "B1"}[t.dtype]
-            known = type(key) is int and key == t.ndim   # type and ndim checked already
-            checks.append(("" if known else f"type({name}) is ndarray and {name}.ndim == {t.ndim} and ")
-                          + f"{name}.dtype is {dtype} and ({name}.flags.num & {mask}) == {want}")
+            dtype = {types.float64: _F64, types.int64: numpy.dtype(numpy.int64),
+                     types.boolean: numpy.dtype(numpy.bool_)}[t.dtype]
+            specs.append(("array", t.ndim, dtype, mask, want))
         elif t == types.float64:
-            checks.append(f"type({name}) is float")
+            specs.append(("float",))
         elif t == types.boolean:
-            checks.append(f"type({name}) is bool")
+            specs.append(("bool",))
         else:
             return None
-    return checks
+    return specs
 
 
 def hot_function(guard, fn, keys, position, dispatcher, seeded, finish, signature=None,
-                 form="hot", general=None, numbers=((), {})):
+                 form="hot", general=None, numbers=((), {}), number_forms=None):
     """``hot(args, grad_outputs)`` for arguments of rank keys ``keys`` whose gradient at
     ``position`` is the compiled code's one gradient (its source: ``__source__``).
     ``finish(args, grad_outputs, grads)``: dispatch's finish of grad's gradients
@@ -78,7 +100,10 @@ def hot_function(guard, fn, keys, position, dispatcher, seeded, finish, signatur
     itself, which runs ``general(self, args, grad_outputs, kwargs)`` for a call it does
     not take (a JitGradFunction's class call: no call layer between the user and this).
     ``numbers``: (conditions, namespace) that the numbers compiled in as constants are
-    unchanged (translate.frozen_checks), checked with the guard."""
+    unchanged (translate.frozen_checks), checked with the guard; ``number_forms``: the
+    same as data (names.frozen_forms). The call form is a C ``Entry`` (``c_entry``) where
+    the module is built and takes these arguments; it runs this Python function for the
+    calls it does not take (its ``python``)."""
     names = [f"a{k}" for k in range(len(keys))]
     call = ", ".join(names)
     like = names[position]
@@ -153,6 +178,7 @@ def hot_function(guard, fn, keys, position, dispatcher, seeded, finish, signatur
                   "        return DECLINED",
                   "    g = result[2][0]"]
     else:
+        start = len(lines)   # the end of the call from here (the C entry's ``after``)
         lines += ["    g = result[0]"]
     lines += ["    if g is None:",
               "        return buf",
@@ -162,6 +188,7 @@ def hot_function(guard, fn, keys, position, dispatcher, seeded, finish, signatur
               "            return g",
               f"    elif type(g) is float and type({like}) is float:",
               "        return g"]
+    tail = len(lines)
     lines += [f"    {declined}" if seeded else f"    return finish({args}, grad_outputs, result)"]
     source = "\n".join(lines) + "\n"
     namespace = dict(guard.namespace)
@@ -174,6 +201,15 @@ def hot_function(guard, fn, keys, position, dispatcher, seeded, finish, signatur
     exec(compile(source, "<hot call of a jit gradient>", "exec"), namespace)
     hot = namespace["__call__" if form == "call" else "hot"]
     hot.__source__ = source
+    if form == "call" and exact and entry_point is not None and number_forms is not None:
+        # the end of the Python form from ``g = result[0]``, for the C entry's results
+        after = ["def after(args, result, buf):", f"    {call}, = args"] + \
+            lines[start:tail] + ["    return finish(args, None, result)"]
+        exec(compile("\n".join(after) + "\n", "<hot call of a jit gradient>", "exec"), namespace)
+        entry = c_entry(hot, namespace, guard, numbers, number_forms, keys, position,
+                        signature[:len(names)], entry_point, general)
+        if entry is not None:
+            return entry
     return hot
 
 
@@ -184,3 +220,111 @@ def _decline(general):
         args = tuple(a for a in given if a is not NOARG) + rest
         return general(self, args, grad_outputs, kwargs)
     return decline
+
+
+def _load_c():
+    """srcgrad/jit/_centry.c where it was built (setup.py: optional) and its view of NumPy's
+    array struct reads what ndarray's attributes say; else None (the Python entry).
+    SRCGRAD_JIT_C=0 turns it off."""
+    import importlib
+    import os
+    if os.environ.get("SRCGRAD_JIT_C", "1") == "0":
+        return None
+    try:
+        _centry = importlib.import_module("srcgrad.jit._centry")   # compiled: no .py to import
+    except ImportError:
+        return None
+    base = numpy.arange(24.0).reshape(4, 6)
+    readonly = numpy.arange(3, dtype=numpy.int64)
+    readonly.flags.writeable = False
+    for a in (base, base.T, base[::2, 1::3], readonly, numpy.zeros(()), numpy.ones(7, bool),
+              numpy.zeros((2, 3, 4), numpy.float32)):
+        nd, shape, dtype, flags = _centry.probe(a)
+        if not (nd == a.ndim and shape == a.shape and dtype is a.dtype and flags == a.flags.num):
+            return None
+    return _centry
+
+
+C = _load_c()   # the C entry's module, or None
+_C_OPS = None if C is None else {
+    "func": C.OP_FUNC, "list_eq": C.OP_LIST_EQ, "dict_is": C.OP_DICT_IS,
+    "dict_get_is": C.OP_DICT_GET_IS, "not_in": C.OP_NOT_IN, "cell_is": C.OP_CELL_IS,
+    "cell_missing": C.OP_CELL_MISSING, "dict_num": C.OP_DICT_NUM, "cell_num": C.OP_CELL_NUM}
+
+
+def c_entry(python, namespace, guard, numbers, number_forms, keys, position, signature,
+            entry_point, general):
+    """The C ``Entry`` of hot.py's call form ``python`` (see _centry.c), or None where the
+    module is not built or an argument is of a kind it does not check. Each line of the
+    guard (and of the frozen numbers) is a C operation where its objects are of the exact
+    types the operation reads (function, list, dict with str keys, cell), else the line
+    itself as a small Python function."""
+    if C is None:
+        return None
+    specs = exact_specs(signature)
+    if specs is None or len(specs) != len(keys):
+        return None
+    args = []
+    for spec, key in zip(specs, keys):
+        if spec[0] == "array":
+            if not (type(key) is int and key == spec[1]):
+                return None
+            args.append((C.ARG_ARRAY, spec[1], spec[2], spec[3], spec[4]))
+        elif spec[0] == "float":
+            if not (type(key) is int and key == 0):
+                return None
+            args.append((C.ARG_FLOAT, 0, None, 0, 0))
+        else:
+            if key is not rank_key(True):
+                return None
+            args.append((C.ARG_BOOL, 0, None, 0, 0))
+    ops = []
+    lines = list(guard.lines) + list(numbers[0])
+    forms = list(guard.forms) + list(number_forms)
+    if len(lines) != len(forms):
+        return None
+    for line, form in zip(lines, forms):
+        line_ops = _c_ops(form, namespace["fn"])
+        if line_ops is None:   # this line as Python: True where it holds, False where not
+            source = (f"def line():\n    try:\n        return bool({line})\n"
+                      "    except Exception:\n        return False\n")
+            exec(compile(source, "<hot call of a jit gradient>", "exec"), namespace)
+            line_ops = [(C.OP_PY, 0, namespace.pop("line"))]
+        ops += line_ops
+    like = specs[position]
+    no_buffer = (0,) * (like[1] if like[0] == "array" else 1)
+
+    def rerun(self, args):   # the compiled code raised: the general path runs it again
+        return general(self, args, None, {})
+    entry = C.Entry((python, rerun, namespace["after"], entry_point, numpy.empty, numpy.ndarray,
+                     _F64, len(keys), position, SMALL, tuple(args), tuple(ops), no_buffer))
+    entry.__source__ = python.__source__
+    return entry
+
+
+def _c_ops(form, fn):
+    """A guard line's operations (guard.py's ``forms``) in _centry.c's terms, or None."""
+    if form is None:
+        return None
+    ops = []
+    for name, *objects in form:
+        if name == "func":
+            f = fn if objects[0] is None else objects[0]
+            if type(f) is not type(_c_ops):
+                return None
+            ops.append((C.OP_FUNC, 0, f, *objects[1:]))
+            continue
+        if name == "list_eq":
+            lst, index, value = objects
+            if type(lst) is not list or type(value) is not int or type(index) is not int:
+                return None
+            ops.append((C.OP_LIST_EQ, index, lst, value))
+            continue
+        where = objects[0]
+        if name.startswith("cell"):
+            if type(where).__name__ != "cell":
+                return None
+        elif type(where) is not dict or type(objects[1]) is not str:
+            return None
+        ops.append((_C_OPS[name], 0, *objects))
+    return ops

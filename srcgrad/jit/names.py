@@ -144,11 +144,28 @@ def frozen_checks(frozen):
     for k, (where, name, value) in enumerate(frozen):
         read = f"_fz_in{k}.cell_contents" if not isinstance(where, dict) else f"_fz_in{k}[{name!r}]"
         values[f"_fz_in{k}"], values[f"_fz_v{k}"] = where, value
-        if type(value) in (int, bool) or (type(value) is float and value == value and value != 0):
+        if _by_value(value):
             lines.append(f"type({read}) is {type(value).__name__} and {read} == _fz_v{k}")
         else:
             lines.append(f"{read} is _fz_v{k}")
     return lines, values
+
+
+def frozen_forms(frozen):
+    """``frozen_checks`` as hot.py's C entry checks them (the guard operations of
+    srcgrad/jit/_centry.c by name; guard.py's ``forms``): the same reads, the same tests."""
+    forms = []
+    for where, name, value in frozen:
+        if isinstance(where, dict):
+            forms.append([("dict_num" if _by_value(value) else "dict_is", where, name, value)])
+        else:
+            forms.append([("cell_num" if _by_value(value) else "cell_is", where, value)])
+    return forms
+
+
+def _by_value(value):
+    """A frozen number compared by type and value (a float 0 and a NaN by identity)."""
+    return type(value) in (int, bool) or (type(value) is float and value == value and value != 0)
 
 
 def _numba_value(value):

@@ -50,7 +50,7 @@ from srcgrad.jit import calls, displays, fixed_tapes, inplace, loops, zeros
 from srcgrad.optimize import unit_seed
 from srcgrad.jit.errors import Refused
 from srcgrad.jit.names import (BUILTINS, checked_math as _checked_math,  # noqa: F401
-                               frozen_checks, global_arrays as _global_arrays, global_values,
+                               frozen_checks, frozen_forms, global_arrays as _global_arrays, global_values,
                                is_builtin as _is_builtin, namespace as _namespace)
 from srcgrad.templates import clone
 from srcgrad.transform import tape as tapes
