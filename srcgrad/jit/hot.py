@@ -16,7 +16,7 @@ no output (``_sg_keep`` False: not boxed) and compares its shape with the seed's
 
 import numpy
 
-from srcgrad.analysis.ranks import checked_rank_key
+from srcgrad.analysis.ranks import checked_rank_key, rank_key
 
 DECLINED = object()
 SMALL = 512   # elements: at most this, a copy into the caller's array costs less than boxing
