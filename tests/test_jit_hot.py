@@ -157,3 +157,21 @@ def test_vector_maths_can_be_turned_off(tmp_path):
     out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True,
                          timeout=300)
     assert out.returncode == 0, out.stderr
+
+
+@pytest.mark.parametrize("first", [np.float64, np.int64])
+def test_an_integer_array_differentiated_is_refused_as_sg_grad_refuses_it(first):
+    # The hot call and the general path took an int64 array of the recorded rank and
+    # Numba compiled its gradient, where sg.grad raises TypeError (only float inputs
+    # have gradients).
+    x = np.arange(-2, 4)
+    jit = sg.grad(_prod_positive, jit=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", JitFallbackWarning)
+        for _ in range(3):
+            if first is np.float64:
+                np.testing.assert_array_equal(jit(x.astype(np.float64)),
+                                              sg.grad(_prod_positive)(x.astype(np.float64)))
+            for call in (jit, sg.grad(_prod_positive)):
+                with pytest.raises(TypeError, match="dtype is int64"):
+                    call(x)

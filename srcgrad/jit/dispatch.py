@@ -106,6 +106,8 @@ class JitGradFunction:
             return gfn(*args, grad_outputs=grad_outputs, **kwargs)
         variant = "seeded" if grad_outputs is not None else "value" if gfn.preserve_result \
             else "grad"
+        if _integer_wrt(gfn.wrt, args):   # the NumPy gradient refuses it (TypeError)
+            return gfn(*args, grad_outputs=grad_outputs)
         entry = self._fast.get((variant, rank_keys(args)))
         if entry is _NUMPY:
             return gfn(*args, grad_outputs=grad_outputs)
@@ -173,6 +175,17 @@ def _loaded(gfn):
                       "running the NumPy gradient", JitFallbackWarning, stacklevel=2)
         return gfn
     return JitGradFunction(gfn)
+
+
+def _integer_wrt(wrt, args):
+    """Whether an array differentiated (``wrt``) is not of a float dtype: Numba would
+    compile its gradient where sg.grad refuses it."""
+    for k in (wrt if isinstance(wrt, (tuple, list)) else (wrt,)):
+        if type(k) is int and -len(args) <= k < len(args):
+            value = args[k]
+            if type(value) is numpy.ndarray and value.dtype.kind != "f":
+                return True
+    return False
 
 
 def _general(self, args, grad_outputs, kwargs):

@@ -126,7 +126,9 @@ def hot_function(guard, fn, keys, position, dispatcher, seeded, finish, signatur
     checks = [f"{names[-1]} is not NOARG"] if form == "call" else []   # all given
     for k, key in enumerate(keys):
         if type(key) is int and key > 0:
-            checks.append(f"type({names[k]}) is ndarray and {names[k]}.ndim == {key}")
+            checks.append(f"type({names[k]}) is ndarray and {names[k]}.ndim == {key}" + (
+                f" and {names[k]}.dtype.kind == 'f'" if k == position else ""))   # (an int
+            # array's gradient is refused by the general path, as by the NumPy gradient)
         else:
             checks.append(f"rank_key({names[k]}) == KEYS[{k}]")
     if form != "call":
