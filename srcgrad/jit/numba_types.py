@@ -68,20 +68,44 @@ _ORDER_TESTS = frozenset({"lt", "le", "gt", "ge", "eq", "ne", "is_", "is_not", "
                           "not_", "truth"})
 
 
-def check_integer_widths(dispatcher, signature):
+def check_integer_widths(dispatcher, signature, _seen=None, _filename=None):
     """Raise TypingError at the first line of ``dispatcher``'s code for ``signature``
     doing arithmetic on integer scalars only, one narrower than 64 bits (``np.int8(100) +
     np.int8(100)``): NumPy keeps the width and wraps (-56), Numba widens (200), so the
     compiled gradient would differ; the NumPy gradient runs instead. Comparisons, and
-    arithmetic with a float, give the same in both."""
+    arithmetic with a float, give the same in both. The elementwise runs it calls
+    (loops.py's ``_run_*``, runtime.elementwise_run) are checked too, every signature
+    they were compiled for: the user's arithmetic is moved into them."""
     from numba.core import ir
-    annotation = dispatcher.overloads[signature].type_annotation
+    seen = set() if _seen is None else _seen
+    if _seen is None:
+        for value in list(getattr(dispatcher.py_func, "__globals__", {}).values()):
+            for kernel in getattr(value, "_srcgrad_kernels", ()) if callable(value) else ():
+                for kernel_signature in list(kernel.overloads):
+                    check_integer_widths(kernel, kernel_signature, seen, "")
+    if (id(dispatcher), signature) in seen:
+        return
+    seen.add((id(dispatcher), signature))
+    overload = dispatcher.overloads.get(signature)
+    if overload is None:
+        return
+    annotation = overload.type_annotation
+    if _filename and annotation.filename != _filename:
+        return   # srcgrad's runtime helpers: not the user's arithmetic
     typemap = annotation.typemap
     for block in annotation.blocks.values():
         for statement in block.body:
             value = getattr(statement, "value", None)
-            if not (isinstance(statement, ir.Assign) and isinstance(value, ir.Expr)
-                    and value.op in ("binop", "inplace_binop", "unary")):
+            if not (isinstance(statement, ir.Assign) and isinstance(value, ir.Expr)):
+                continue
+            if value.op == "call":
+                callee = typemap.get(value.func.name)
+                called = annotation.calltypes.get(value)
+                if isinstance(callee, types.Dispatcher) and called is not None:
+                    check_integer_widths(callee.dispatcher, tuple(called.args), seen,
+                                         annotation.filename)
+                continue
+            if value.op not in ("binop", "inplace_binop", "unary"):
                 continue
             if getattr(value.fn, "__name__", "") in _ORDER_TESTS:
                 continue
