@@ -159,3 +159,33 @@ def test_hessian_under_set_grad_enabled_false_is_that_under_no_grad(flagged):
     else:                                # y0 * x0 + sum(x[1:] ** 2), y0 constant
         np.testing.assert_allclose(off, np.diag([0.0, 2.0, 2.0, 2.0]), atol=1e-12)
 
+
+# ----- A dict view (d.values(), d.items(), d.keys()) among the saved values -----
+# sg.jacrev and backward(retain_graph=True) copy what the forward sweep saved
+# (runtime/saved_copy.py) with copy.deepcopy, which cannot copy a dict view: both raised
+# "TypeError: cannot pickle 'dict_values' object" from srcgrad's internals.
+
+def _sum_of_dict_values(x):
+    d = {i: x[i] for i in range(4) if x[i] > 0}
+    return sum(v ** 2 for v in d.values())
+
+
+def _sum_of_dict_items(x):
+    d = {"a": x * 2, "b": x ** 2}
+    total = 0.0
+    for k, v in d.items():
+        total = total + np.sum(v * v) * len(k)
+    return total
+
+
+@pytest.mark.parametrize("f", [_sum_of_dict_values, _sum_of_dict_items])
+def test_saved_dict_views_are_copied_as_views_of_the_copied_dict(f):
+    x = XG.copy()
+    want = numerical_grad(f, (x,))
+    np.testing.assert_allclose(sg.jacrev(f)(x), want, rtol=1e-6, atol=1e-8)
+    out, backward = sg.vjp(f)(x)
+    first = backward(1.0, retain_graph=True)
+    second = backward(2.0)
+    np.testing.assert_allclose(first[0] if isinstance(first, tuple) else first, want, rtol=1e-6)
+    np.testing.assert_allclose(second[0] if isinstance(second, tuple) else second, 2 * want,
+                               rtol=1e-6)
