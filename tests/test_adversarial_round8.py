@@ -189,3 +189,53 @@ def test_saved_dict_views_are_copied_as_views_of_the_copied_dict(f):
     np.testing.assert_allclose(first[0] if isinstance(first, tuple) else first, want, rtol=1e-6)
     np.testing.assert_allclose(second[0] if isinstance(second, tuple) else second, 2 * want,
                                rtol=1e-6)
+
+
+# ----- jit: a first gradient no path from the input reaches -----
+# The compiled gradient writes its first gradient into a buffer the caller allocated and
+# returns None for "written"; a gradient that is None (np.floor(x), np.sign(x),
+# float(np.argmax(x)): nothing differentiable reaches the output) came back as None too,
+# so jit=True handed back the buffer's uninitialised memory (often the input's own
+# values) where sg.grad raises PyTorch's "appears not to have been used", gives None with
+# allow_unused=True, zeros with materialize_grads=True.
+
+def _floor_only(x):
+    return np.sum(np.floor(x) * 2)
+
+
+def _sign_only(x):
+    return np.sum(np.sign(x))
+
+
+def _floor_division_only(x):
+    return np.sum(np.abs(x) // 0.25)
+
+
+def _second_argument_only(x, w):
+    return np.sum(w ** 2)
+
+
+@pytest.mark.parametrize("f", [_floor_only, _sign_only, _floor_division_only])
+def test_jit_gradient_of_nothing_differentiable_is_that_of_numpy(f):
+    x = np.array([0.3, -0.5, 1.2, 0.4])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(RuntimeError, match="appears not to have been used"):
+            sg.grad(f, jit=True)(x.copy())
+        got = sg.grad(f, jit=True, allow_unused=True, materialize_grads=True)(x.copy())
+        np.testing.assert_array_equal(got, np.zeros(4))   # central differences: 0 off the jumps
+        np.testing.assert_array_equal(numerical_grad(f, (x + 0.01,)), np.zeros(4))
+        value, grad = sg.value_and_grad(f, jit=True, allow_unused=True)(x.copy())
+        assert grad is None and value == f(x)
+
+
+def test_jit_unused_first_argument_is_none_and_the_other_gradient_kept():
+    x, w = np.array([0.3, -0.5, 1.2, 0.4]), np.array([1.0, 2.0, -1.0, 0.5])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        gx, gw = sg.grad(_second_argument_only, wrt=(0, 1), allow_unused=True, jit=True)(x, w)
+        assert gx is None
+        np.testing.assert_allclose(gw, 2 * w)
+        gx, gw = sg.grad(_second_argument_only, wrt=(0, 1), allow_unused=True,
+                         materialize_grads=True, jit=True)(x, w)
+        np.testing.assert_array_equal(gx, np.zeros(4))
