@@ -239,3 +239,41 @@ def test_jit_unused_first_argument_is_none_and_the_other_gradient_kept():
         gx, gw = sg.grad(_second_argument_only, wrt=(0, 1), allow_unused=True,
                          materialize_grads=True, jit=True)(x, w)
         np.testing.assert_array_equal(gx, np.zeros(4))
+
+
+# ----- jit: arithmetic on narrow integer and float32 arrays made in the function -----
+# NumPy keeps an int32, int8 or float32 array's dtype when the other operand is a Python
+# number (it is weak there): np.arange(4, dtype=np.int32) * 1000000000 wraps around in
+# int32 (its last entry -1294967296), np.arange(4, dtype=np.int8) * 100 too (-56, 44),
+# np.arange(4, dtype=np.float32) * 0.1 rounds in float32. Numba widens them to int64 or
+# float64, so jit=True returned 3e9, 200, 300 and float64-rounded values. Numba writes
+# such arithmetic as an ``arrayexpr``, which the round-seven check did not read.
+
+def _int32_array_times_a_python_int(x):
+    k = np.arange(4, dtype=np.int32)
+    return np.sum(x * (k * 1000000000))
+
+
+def _int8_array_times_a_python_int(x):
+    k = np.arange(4, dtype=np.int8)
+    return np.sum(x * (k * 100))
+
+
+def _float32_array_times_a_python_float(x):
+    k = np.arange(4, dtype=np.float32)
+    return np.sum(x * (k * 0.1))
+
+
+@pytest.mark.parametrize("f, want", [
+    (_int32_array_times_a_python_int, [0.0, 1e9, 2e9, 3e9 - 2 ** 32]),
+    (_int8_array_times_a_python_int, [0.0, 100.0, -56.0, 44.0]),
+    (_float32_array_times_a_python_float, np.arange(4, dtype=np.float32) * np.float32(0.1)),
+])
+def test_narrow_array_arithmetic_with_a_python_number_runs_the_numpy_gradient(f, want):
+    pytest.importorskip("numba")
+    x = np.array([0.3, -0.5, 1.2, 0.4])
+    with np.errstate(over="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        np.testing.assert_array_equal(sg.grad(f)(x), want)
+        np.testing.assert_array_equal(sg.grad(f, jit=True)(x), want)
+        np.testing.assert_allclose(numerical_grad(f, (x,)), want, rtol=1e-6)
