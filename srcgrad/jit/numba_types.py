@@ -179,9 +179,7 @@ def _narrow_array_expression(tree, typemap, result):
                     return numpy.dtype(str(t.dtype)), False
                 except TypeError:
                     return None
-            if isinstance(t, (types.Integer, types.Float, types.Boolean)):
-                return numpy.dtype(str(t)), True
-            return None
+            return _scalar_dtype(t)
         if isinstance(node, ir.Const):
             if type(node.value) in (int, float, bool):
                 return numpy.dtype(type(node.value)), True
@@ -207,7 +205,23 @@ def _narrow_array_expression(tree, typemap, result):
             out = numpy.dtype(numpy.float64)
         return out, not strong
 
-    found = dtype(tree)
+    try:
+        found = dtype(tree)
+    except (TypeError, ValueError):   # a type NumPy has no dtype for: not NumPy's arithmetic
+        return None
     if found is None or not narrow or not isinstance(result, types.Array):
         return None
     return None if str(result.dtype) == str(found[0]) else narrow[0]
+
+
+def _scalar_dtype(t):
+    """(NumPy dtype, weak) of a Numba number type (its literal types too:
+    ``Literal[int](5)`` is int64), else None."""
+    import numpy
+    if isinstance(t, types.Boolean):
+        return numpy.dtype(bool), True
+    if isinstance(t, types.Integer):
+        return numpy.dtype(f"{'i' if t.signed else 'u'}{t.bitwidth // 8}"), True
+    if isinstance(t, types.Float):
+        return numpy.dtype(f"f{t.bitwidth // 8}"), True
+    return None
