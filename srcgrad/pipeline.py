@@ -465,15 +465,22 @@ DETACH = "_sg_detach"
 
 
 def _detach_constants(forward, bindings):
-    """Wrap what a statement under ``sg.no_grad`` (or ``detach``) binds in ``sg.detach``:
+    """Wrap what a statement under ``sg.no_grad`` (or ``detach``) binds in ``sg.detach``
+    (under ``sg.set_grad_enabled(flag)``: where the flag is false):
     the first gradient's sweeps skip its adjoint by annotation, which the code read again
     (hvp, hessian, grad of grad) does not carry, so it would differentiate through it."""
     wrapped = False
     for s in ast_util.walk(forward):
-        if isinstance(s, gast.Assign) and anno.getanno(s, Static.NO_ADJOINT, False) \
-                and not isinstance(s.value, gast.Constant):
-            s.value = gast.Call(func=gast.Name(id=DETACH, ctx=gast.Load(), annotation=None,
-                                               type_comment=None), args=[s.value], keywords=[])
+        if not isinstance(s, gast.Assign) or isinstance(s.value, gast.Constant):
+            continue
+        flag = anno.getanno(s, Static.GRAD_FLAG)
+        if anno.getanno(s, Static.NO_ADJOINT, False) or flag is not None:
+            detached = gast.Call(func=gast.Name(id=DETACH, ctx=gast.Load(), annotation=None,
+                                                type_comment=None), args=[s.value], keywords=[])
+            # under set_grad_enabled(flag): a constant where the flag is false
+            s.value = detached if flag is None else gast.IfExp(
+                test=gast.Name(id=flag, ctx=gast.Load(), annotation=None, type_comment=None),
+                body=clone(s.value), orelse=detached)
             wrapped = True
     return dict(bindings, **{DETACH: grad_mode.detach}) if wrapped else bindings
 

@@ -68,20 +68,52 @@ _ORDER_TESTS = frozenset({"lt", "le", "gt", "ge", "eq", "ne", "is_", "is_not", "
                           "not_", "truth"})
 
 
-def check_integer_widths(dispatcher, signature):
+def check_integer_widths(dispatcher, signature, _seen=None, _filename=None):
     """Raise TypingError at the first line of ``dispatcher``'s code for ``signature``
     doing arithmetic on integer scalars only, one narrower than 64 bits (``np.int8(100) +
     np.int8(100)``): NumPy keeps the width and wraps (-56), Numba widens (200), so the
     compiled gradient would differ; the NumPy gradient runs instead. Comparisons, and
-    arithmetic with a float, give the same in both."""
+    arithmetic with a float, give the same in both. The elementwise runs it calls
+    (loops.py's ``_run_*``, runtime.elementwise_run) are checked too, every signature
+    they were compiled for: the user's arithmetic is moved into them."""
     from numba.core import ir
-    annotation = dispatcher.overloads[signature].type_annotation
+    seen = set() if _seen is None else _seen
+    if _seen is None:
+        for value in list(getattr(dispatcher.py_func, "__globals__", {}).values()):
+            for kernel in getattr(value, "_srcgrad_kernels", ()) if callable(value) else ():
+                for kernel_signature in list(kernel.overloads):
+                    check_integer_widths(kernel, kernel_signature, seen, "")
+    if (id(dispatcher), signature) in seen:
+        return
+    seen.add((id(dispatcher), signature))
+    overload = dispatcher.overloads.get(signature)
+    if overload is None:
+        return
+    annotation = overload.type_annotation
+    if _filename and annotation.filename != _filename:
+        return   # srcgrad's runtime helpers: not the user's arithmetic
     typemap = annotation.typemap
     for block in annotation.blocks.values():
         for statement in block.body:
             value = getattr(statement, "value", None)
-            if not (isinstance(statement, ir.Assign) and isinstance(value, ir.Expr)
-                    and value.op in ("binop", "inplace_binop", "unary")):
+            if not (isinstance(statement, ir.Assign) and isinstance(value, ir.Expr)):
+                continue
+            if value.op == "call":
+                callee = typemap.get(value.func.name)
+                called = annotation.calltypes.get(value)
+                if isinstance(callee, types.Dispatcher) and called is not None:
+                    check_integer_widths(callee.dispatcher, tuple(called.args), seen,
+                                         annotation.filename)
+                continue
+            if value.op == "arrayexpr":   # Numba's rewrite of elementwise array arithmetic
+                narrow = _narrow_array_expression(value.expr, typemap, value.ty)
+                if narrow:
+                    raise TypingError(
+                        f"arithmetic on {narrow} arrays (NumPy keeps their width with a Python "
+                        f"number, and wraps around or rounds there; Numba widens them)\n"
+                        f'File "{annotation.filename}", line {statement.loc.line}')
+                continue
+            if value.op not in ("binop", "inplace_binop", "unary"):
                 continue
             if getattr(value.fn, "__name__", "") in _ORDER_TESTS:
                 continue
@@ -92,3 +124,104 @@ def check_integer_widths(dispatcher, signature):
                     f"arithmetic on {' and '.join(sorted({str(k) for k in kinds}))} scalars "
                     f"(NumPy keeps their width and wraps around, Numba widens them)\n"
                     f'File "{annotation.filename}", line {statement.loc.line}')
+            narrow = _narrow_array_result(kinds, typemap.get(statement.target.name), value.fn)
+            if narrow:
+                raise TypingError(
+                    f"arithmetic on {narrow} arrays (NumPy keeps their width with a Python "
+                    f"number, and wraps around or rounds there; Numba widens them)\n"
+                    f'File "{annotation.filename}", line {statement.loc.line}')
+
+
+def _narrow_array_result(kinds, result, fn):
+    """The narrow dtype (an integer narrower than 64 bits, float32) of an array operand
+    whose arithmetic Numba types other than NumPy would compute it (``int32 array *
+    1000000000`` wraps in int32 in NumPy, a Python number being weak there, and is int64
+    in Numba), else None. Unknown operands or results: None."""
+    import numpy
+    if not isinstance(result, types.Array) or not all(
+            isinstance(k, (types.Array, types.Integer, types.Float, types.Boolean)) for k in kinds):
+        return None
+    arrays = [k.dtype for k in kinds if isinstance(k, types.Array)]
+    narrow = [d for d in arrays if isinstance(d, (types.Integer, types.Float)) and d.bitwidth < 64]
+    if not narrow or not all(isinstance(d, (types.Integer, types.Float, types.Boolean))
+                             for d in arrays):
+        return None
+    try:
+        want = numpy.result_type(*[numpy.dtype(str(d)) for d in arrays])
+    except TypeError:
+        return None
+    scalars = [k for k in kinds if not isinstance(k, types.Array)]
+    if want.kind in "biu" and (any(isinstance(k, types.Float) for k in scalars)
+                               or getattr(fn, "__name__", "") in ("truediv", "itruediv")):
+        want = numpy.dtype(numpy.float64)
+    return None if str(result.dtype) == str(want) else str(narrow[0])
+
+
+_ARITHMETIC = frozenset({"add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "neg", "pos",
+                         "iadd", "isub", "imul", "itruediv", "ifloordiv", "imod", "ipow"})
+
+
+def _narrow_array_expression(tree, typemap, result):
+    """``_narrow_array_result`` for one of Numba's ``arrayexpr`` trees ``(fn, [operands])``
+    (operands: variables, constants, trees): NumPy's dtype of the whole worked out with
+    Python numbers weak; None where a function other than + - * / // % ** takes part."""
+    import numpy
+    from numba.core import ir
+    narrow = []
+
+    def dtype(node):   # (numpy dtype, weak) or None
+        if isinstance(node, ir.Var):
+            t = typemap.get(node.name)
+            if isinstance(t, types.Array):
+                if isinstance(t.dtype, (types.Integer, types.Float)) and t.dtype.bitwidth < 64:
+                    narrow.append(str(t.dtype))
+                try:
+                    return numpy.dtype(str(t.dtype)), False
+                except TypeError:
+                    return None
+            return _scalar_dtype(t)
+        if isinstance(node, ir.Const):
+            if type(node.value) in (int, float, bool):
+                return numpy.dtype(type(node.value)), True
+            return None
+        if not (isinstance(node, tuple) and len(node) == 2):
+            return None
+        fn, operands = node
+        name = getattr(fn, "__name__", "")
+        if name not in _ARITHMETIC:
+            return None
+        found = [dtype(o) for o in operands]
+        if any(f is None for f in found):
+            return None
+        strong = [d for d, weak in found if not weak]
+        weak = [d for d, weak in found if weak]
+        if strong:
+            out = numpy.result_type(*strong)
+            if any(d.kind == "f" for d in weak) and out.kind in "biu":
+                out = numpy.dtype(numpy.float64)
+        else:
+            out = numpy.result_type(*weak)
+        if name in ("truediv", "itruediv") and out.kind in "biu":
+            out = numpy.dtype(numpy.float64)
+        return out, not strong
+
+    try:
+        found = dtype(tree)
+    except (TypeError, ValueError):   # a type NumPy has no dtype for: not NumPy's arithmetic
+        return None
+    if found is None or not narrow or not isinstance(result, types.Array):
+        return None
+    return None if str(result.dtype) == str(found[0]) else narrow[0]
+
+
+def _scalar_dtype(t):
+    """(NumPy dtype, weak) of a Numba number type (its literal types too:
+    ``Literal[int](5)`` is int64), else None."""
+    import numpy
+    if isinstance(t, types.Boolean):
+        return numpy.dtype(bool), True
+    if isinstance(t, types.Integer):
+        return numpy.dtype(f"{'i' if t.signed else 'u'}{t.bitwidth // 8}"), True
+    if isinstance(t, types.Float):
+        return numpy.dtype(f"f{t.bitwidth // 8}"), True
+    return None

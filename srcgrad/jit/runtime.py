@@ -471,6 +471,7 @@ def elementwise_run(name, params, n_inputs, targets, deps, loop, original):
 
     typing.__signature__ = __import__("inspect").signature(stub)
     overload(stub, jit_options=JIT_OPTIONS)(typing)
+    stub._srcgrad_kernels = (loop, original)   # numba_types.check_integer_widths reads their IR
     return stub
 
 

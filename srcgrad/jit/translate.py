@@ -334,6 +334,11 @@ def _compose(forward, backward, seed_value, variant):
         back = unit_seed.known_seed(back, seed)
     grads = gast.Tuple(elts=back[-1].value.elts, ctx=gast.Load())
     if variant != "value":
+        if isinstance(grads.elts[0], gast.Constant) and grads.elts[0].value is None:
+            # into's None means "written into the buffer": the caller would hand back the
+            # buffer's uninitialised memory for a gradient that is None
+            raise Refused("a gradient that no path from the input reaches (None)",
+                          _first_origin(forward))
         grads.elts[0] = _call("_jrt", "into", [_name(BUF), grads.elts[0]])
     if variant == "seeded":
         grads = gast.Tuple(elts=[_call("_jrt", "out_if", [_name(KEEP), _name(OUT)]),

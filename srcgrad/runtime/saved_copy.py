@@ -8,9 +8,18 @@ is copied once, and its members rebuilt as views of that copy.
 """
 
 import copy
+import gc
 import types
 
 import numpy
+
+# dict.keys(), .values() and .items() views: deepcopy cannot pickle them
+_DICT_VIEWS = {type({}.keys()): "keys", type({}.values()): "values", type({}.items()): "items"}
+
+
+def _viewed(view):
+    """The dict a ``dict.keys()``/``.values()``/``.items()`` view reads."""
+    return next(r for r in gc.get_referents(view) if isinstance(r, dict))
 
 
 def _arrays(value, found, seen):
@@ -26,6 +35,8 @@ def _arrays(value, found, seen):
     elif isinstance(value, dict):
         for item in value.values():
             _arrays(item, found, seen)
+    elif type(value) in _DICT_VIEWS:
+        _arrays(_viewed(value), found, seen)
     elif hasattr(value, "__dict__") and not isinstance(value, (type, types.ModuleType)):
         # (a module, such as the array module a custom Function's ctx names, holds none)
         _arrays(vars(value), found, seen)
@@ -63,4 +74,24 @@ def copy_saved(saved):
             view.flags.writeable = array.flags.writeable
             memo[id(array)] = view
     memo[id(memo)] = list(found.values())   # deepcopy's keep-alive list: the originals
+    for view in _dict_views(saved, set()):   # a view of the copy of the dict it reads
+        memo[id(view)] = getattr(copy.deepcopy(_viewed(view), memo), _DICT_VIEWS[type(view)])()
+        memo[id(memo)].append(view)
     return copy.deepcopy(saved, memo)
+
+
+def _dict_views(value, seen):
+    """The dict views in ``value``'s containers (as ``_arrays`` walks them)."""
+    if id(value) in seen:
+        return
+    seen.add(id(value))
+    if type(value) in _DICT_VIEWS:
+        yield value
+    elif isinstance(value, (tuple, list, set, frozenset)):
+        for item in value:
+            yield from _dict_views(item, seen)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _dict_views(item, seen)
+    elif hasattr(value, "__dict__") and not isinstance(value, (type, types.ModuleType)):
+        yield from _dict_views(vars(value), seen)

@@ -44,6 +44,8 @@ from srcgrad.transform.adjoint_rules import _describe
 from srcgrad.transform.as_array import is_runtime_helper
 from srcgrad.transform.base import Base
 from srcgrad.transform.forward_complex import ComplexStatements
+from srcgrad.transform.forward_helpers import (_applied_class, _is_custom_function,
+                                               constant, gated, written_names)  # noqa: F401
 from srcgrad import ast_util
 
 Static = anno.Static
@@ -249,12 +251,17 @@ class ForwardAD(ComplexStatements, Base):
     def assign_name(self, s, target):
         if target.id not in self.active:
             return s
+        held = constant(s)
+        if held is True:   # its operands' tangents do not reach it
+            return [s, self.inherit(_assign(name(self.d(target.id), True), self.zero_of(s.value, target)))]
         self.check_real(s.value)
         stmts, tangent = self.tangent(s.value, name(_Y))
         if tangent is None:
             return [s, self.inherit(_assign(name(self.d(target.id), True), self.zero_of(s.value, target)))]
         if target.id in self.written and not isinstance(s.value, (gast.Name, gast.Subscript)):
             tangent = self.memory_of(s, tangent)
+        if held is not None:
+            tangent = gated(held, tangent, expr("rt.tangent_zero(Y)", Y=name(_Y)))
         reads = set().union(_names(tangent), *[_names(t) for t in stmts])
         if target.id not in reads:   # after the statement: y is the new value
             new = self._set_y(stmts + [_assign(name(self.d(target.id), True), tangent)], target.id)
@@ -303,7 +310,10 @@ class ForwardAD(ComplexStatements, Base):
         for n in ast_util.walk(read):
             if hasattr(n, "ctx"):
                 n.ctx = gast.Load()
-        stmts, tangent = self.tangent(s.value, read)
+        held = constant(s)
+        stmts, tangent = ([], None) if held is True else self.tangent(s.value, read)
+        if tangent is not None and held is not None:
+            tangent = gated(held, tangent, gast.Constant(value=0.0, kind=None))
         tangent = gast.Constant(value=0.0, kind=None) if tangent is None else tangent
         tangent = forward_memory.stored_tangent(self, base, tangent)
         d_target = self._tangent_target(target)
@@ -332,7 +342,10 @@ class ForwardAD(ComplexStatements, Base):
         if not all(isinstance(t, gast.Name) for t in targets):
             raise self.error(s, UnsupportedError, "forward mode: this unpacking is not supported")
         value = s.value
-        if isinstance(value, (gast.Tuple, gast.List)) and len(value.elts) == len(targets):
+        held = constant(s)
+        if held is True:
+            tangents = [None] * len(targets)
+        elif isinstance(value, (gast.Tuple, gast.List)) and len(value.elts) == len(targets):
             tangents = [self.operand(e) for e in value.elts]
         elif isinstance(value, gast.Name):
             tangents = ([expr(f"{self.d(value.id)}[{k}]") for k in range(len(targets))]
@@ -354,6 +367,8 @@ class ForwardAD(ComplexStatements, Base):
             if out[0] is not s:
                 tangent = expr(f"{fresh}[{k}]") if tangent is not None else None
             value_ = tangent if tangent is not None else expr("rt.tangent_zero(Y)", Y=name(t))
+            if tangent is not None and held is not None:
+                value_ = gated(held, value_, expr("rt.tangent_zero(Y)", Y=name(t)))
             out.append(self.inherit(_assign(name(self.d(t), True), value_)))
         return out
 
@@ -363,6 +378,10 @@ class ForwardAD(ComplexStatements, Base):
         (custom_function.function_jvp). Without ``jvp`` it is refused (``apply``)."""
         from srcgrad.custom_function import has_jvp
         call = s.value
+        if constant(s) is not None:
+            raise self.error(s, UnsupportedError, f"forward mode: a call of {cls.__name__}.apply "
+                             "under sg.no_grad or sg.set_grad_enabled is not supported",
+                             "Use reverse mode (sg.grad, sg.jacrev), or call it outside the block.")
         if not has_jvp(cls):
             return self.apply(primitive_of(call), list(call.args), {}, None, call)
         targets = target.elts if isinstance(target, (gast.Tuple, gast.List)) else [target]
@@ -449,7 +468,11 @@ class ForwardAD(ComplexStatements, Base):
                 item = call.args[0]
                 if f.value.id in self.paired and not self.is_active(item):
                     return s   # its pop has no tangent either (``carriers``)
-                t = self.operand(item) or expr("rt.tangent_zero(Y)", Y=clone(item))
+                held = constant(s)
+                t = None if held is True else self.operand(item)
+                if t is not None and held is not None:
+                    t = gated(held, t, expr("rt.tangent_zero(Y)", Y=clone(item)))
+                t = t or expr("rt.tangent_zero(Y)", Y=clone(item))
                 return [s, self.inherit(gast.Expr(value=expr(f"{self.d(f.value.id)}.append(T)", T=t)))]
         raise self.error(s, UnsupportedError,
                          "forward mode: a statement called for its effect on values that carry a "
@@ -617,34 +640,3 @@ def _which(active):
     if len(active) == 1:
         return f"its argument {active[0]!r} carries"
     return f"its arguments {', '.join(repr(a) for a in active)} carry"
-
-
-def _applied_class(value):
-    """The custom Function whose ``apply`` the call ``value`` is, else None."""
-    if not isinstance(value, gast.Call):
-        return None
-    from srcgrad.custom_function import is_apply
-    return is_apply(primitive_of(value))
-
-
-def _is_custom_function(primitive):
-    try:
-        from srcgrad.custom_function import Function
-        return isinstance(primitive, type) and issubclass(primitive, Function) or \
-            isinstance(getattr(primitive, "__self__", None), type) and \
-            issubclass(primitive.__self__, Function)
-    except Exception:
-        return False
-
-
-def written_names(node):
-    """Names whose arrays an indexed write changes in place."""
-    out = set()
-    for s in ast_util.walk(node):
-        if isinstance(s, gast.Assign):
-            for t in s.targets:
-                while isinstance(t, gast.Subscript):
-                    t = t.value
-                    if isinstance(t, gast.Name):
-                        out.add(t.id)
-    return out
