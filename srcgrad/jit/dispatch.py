@@ -32,9 +32,10 @@ from srcgrad.analysis.ranks import checked_rank_keys as rank_keys   # a refusal:
 from srcgrad.call_values import _LEAF_TYPES, _finish_values
 from srcgrad.codegen import loader
 from srcgrad.jit import fixed_tapes, hot as _hot_call, translate
+from srcgrad.jit.arguments import (_SCALARS, _final, _integer_wrt, _signature,  # noqa: F401
+                                   _unsupported)
 from srcgrad.jit.errors import ZeroAdjoint
 
-_SCALARS = (float, int, bool)
 _NUMPY = object()   # in JitGradFunction._fast: arguments like these run the NumPy gradient
 _DECLINED = _hot_call.DECLINED   # what a hot.py function returns for a call it does not take
 
@@ -175,17 +176,6 @@ def _loaded(gfn):
                       "running the NumPy gradient", JitFallbackWarning, stacklevel=2)
         return gfn
     return JitGradFunction(gfn)
-
-
-def _integer_wrt(wrt, args):
-    """Whether an array differentiated (``wrt``) is not of a float dtype: Numba would
-    compile its gradient where sg.grad refuses it."""
-    for k in (wrt if isinstance(wrt, (tuple, list)) else (wrt,)):
-        if type(k) is int and -len(args) <= k < len(args):
-            value = args[k]
-            if type(value) is numpy.ndarray and value.dtype.kind != "f":
-                return True
-    return False
 
 
 def _general(self, args, grad_outputs, kwargs):
@@ -494,9 +484,6 @@ class _Entry:
         return self.translation().origins().get(lineno)
 
 
-_DTYPES = (numpy.dtype(numpy.float64), numpy.dtype(numpy.int64), numpy.dtype(numpy.bool_))
-
-
 def _numpy_faster(dispatcher, call_args, owner, args, grad_outputs):
     """Whether the NumPy gradient runs clearly faster (under 0.8x) than the one just
     compiled, on this first call's arguments: fastest of up to three runs each, alternating,
@@ -522,21 +509,6 @@ def _numpy_faster(dispatcher, call_args, owner, args, grad_outputs):
     return numpy_time < 0.8 * compiled
 
 
-def _unsupported(args):
-    """Why arguments of these types run the NumPy gradient, or None. Numba computes
-    with a float32 array's elements in float64 where NumPy keeps float32 (a Python
-    float is weak in NumPy, a float64 in Numba): only float64, int64 and bool arrays
-    and Python floats, ints and bools are compiled, so that a result never differs."""
-    for a in args:
-        if type(a) is numpy.ndarray:
-            if a.dtype not in _DTYPES:
-                return f"{a.dtype} arrays are not compiled (NumPy's {a.dtype} scalar " \
-                       f"arithmetic rounds differently from Numba's)"
-        elif type(a) not in _SCALARS:
-            return f"a {type(a).__name__} argument is not compiled"
-    return None
-
-
 def _compile(dispatcher, args):
     """Compile ``dispatcher`` for the types of ``args`` (checked by ``_unsupported``), or
     do nothing where it has them: the seconds it took, or None. Implicit compiles stay
@@ -557,25 +529,6 @@ def _compile(dispatcher, args):
     from srcgrad.jit.numba_types import check_integer_widths
     check_integer_widths(dispatcher, signature)
     return time.perf_counter() - start
-
-
-def _final(g, like):
-    """``g`` is already what ``_finish_values`` makes of it for input ``like``."""
-    if type(g) is numpy.ndarray:
-        return type(like) is numpy.ndarray and g.dtype is like.dtype and g.shape == like.shape \
-            and g.flags.writeable
-    return type(g) is type(like) is float
-
-
-def _signature(args):
-    out = []
-    for a in args:
-        if type(a) is numpy.ndarray:
-            out.append((a.dtype.str, a.ndim, a.flags.c_contiguous, a.flags.f_contiguous,
-                        a.flags.writeable))
-        else:
-            out.append(type(a))
-    return tuple(out)
 
 
 def _warn(message, filename, lineno):

@@ -229,7 +229,7 @@ def meshgrid_fill(dws, xi, indexing="xy"):
     """The adjoint of ``meshgrid_vjp``: each input's cotangent broadcast along its grid
     axis into a grid (zeros for a missing one), one grid per input."""
     n = len(xi)
-    shape = [int(np.size(x)) for x in xi]
+    shape = [int(np.prod(shape_tuple(x), dtype=np.int64)) for x in xi]   # (not np.size: Dask)
     if indexing == "xy" and n >= 2:
         shape[0], shape[1] = shape[1], shape[0]
     xp = namespace(*[d for d in dws if d is not None], *xi) if isinstance(dws, (list, tuple)) \
@@ -240,9 +240,12 @@ def meshgrid_fill(dws, xi, indexing="xy"):
         d = dws[k] if isinstance(dws, (list, tuple)) else dws
         grid = xp.zeros(shape, dtype=dtype)
         if d is not None and not (not is_array(d) and isinstance(d, (int, float)) and d == 0):
-            line = [1] * n
-            line[_grid_axis(k, n, indexing)] = shape[_grid_axis(k, n, indexing)]
-            grid = grid + xp.reshape(xp.asarray(d), line)
+            d = xp.asarray(d)
+            if d.ndim:   # (a number: the same cotangent for every entry)
+                line = [1] * n
+                line[_grid_axis(k, n, indexing)] = shape[_grid_axis(k, n, indexing)]
+                d = xp.reshape(d, line)
+            grid = grid + d
         grids.append(grid)
     return grids
 

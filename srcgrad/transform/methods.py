@@ -34,6 +34,8 @@ from srcgrad import anno, ast_util
 from srcgrad import inlined, runtime, templates
 from srcgrad.ast_util import name
 from srcgrad.errors import UnsupportedError
+from srcgrad.transform import operator_methods
+from srcgrad.transform.operator_methods import simple as _simple
 from srcgrad.transform import as_array
 from srcgrad.transform.base import Base, local_names
 from srcgrad.transform.call_forms import (_clone_replacing, _dict_loops, _evaluation_order, _hashable_in,
@@ -75,47 +77,6 @@ def _with_first(call, first):
     """``call`` with ``first`` as its first argument (a fresh copy of the name)."""
     call.args[0] = name(first.id) if isinstance(first, gast.Name) else first
     return call
-
-
-def _simple(node):
-    """A value that reading twice gives twice the same (no call, no side effect)."""
-    return isinstance(node, (gast.Name, gast.Constant)) or (
-        isinstance(node, gast.UnaryOp) and isinstance(node.operand, gast.Constant))
-
-
-_BINARY_DUNDERS = {"__add__": gast.Add, "__sub__": gast.Sub, "__mul__": gast.Mult,
-                   "__truediv__": gast.Div, "__floordiv__": gast.FloorDiv, "__mod__": gast.Mod,
-                   "__pow__": gast.Pow, "__matmul__": gast.MatMult}
-_COMPARE_DUNDERS = {"__lt__": gast.Lt, "__le__": gast.LtE, "__gt__": gast.Gt, "__ge__": gast.GtE,
-                    "__eq__": gast.Eq, "__ne__": gast.NotEq}
-_UNARY_DUNDERS = {"__neg__": gast.USub, "__pos__": gast.UAdd}
-
-
-def operator_of_dunder(node):
-    """``x.__pow__(2)`` as ``x ** 2``, ``x.__radd__(y)`` as ``y + x`` (where one of them is a
-    name or a constant: Python reads ``x`` first), ``x.__neg__()`` as
-    ``-x``, ``x.__getitem__(i)`` as ``x[i]``: the operator's rules differentiate it. (Where
-    the method would return NotImplemented, Python's operator tries the other operand;
-    the rewrite gives that value.) None for any other call."""
-    func = node.func
-    if not isinstance(func, gast.Attribute) or node.keywords or \
-            any(isinstance(a, gast.Starred) for a in node.args):
-        return None
-    attr, args, receiver = func.attr, node.args, func.value
-    if len(args) == 0 and attr in _UNARY_DUNDERS:
-        return gast.UnaryOp(op=_UNARY_DUNDERS[attr](), operand=receiver)
-    if len(args) != 1:
-        return None
-    if attr in _BINARY_DUNDERS:
-        return gast.BinOp(left=receiver, op=_BINARY_DUNDERS[attr](), right=args[0])
-    if attr in _COMPARE_DUNDERS:
-        return gast.Compare(left=receiver, ops=[_COMPARE_DUNDERS[attr]()], comparators=[args[0]])
-    if attr == "__getitem__":
-        return gast.Subscript(value=receiver, slice=args[0], ctx=gast.Load())
-    reflected = "__" + attr[3:] if attr.startswith("__r") else None
-    if reflected in _BINARY_DUNDERS and (_simple(receiver) or _simple(args[0])):
-        return gast.BinOp(left=args[0], op=_BINARY_DUNDERS[reflected](), right=receiver)
-    return None
 
 
 class Desugar(Base):
@@ -334,7 +295,7 @@ class Displays(ast_util.NodeTransformer):
         """``sorted(xs, key=k)`` and ``max(xs, key=k)`` / ``min``: an order, then item reads;
         ``Point(x, y)`` of a namedtuple class and ``p._replace(x=v)``: two helpers with rules."""
         self.generic_visit(node)
-        operator = operator_of_dunder(node)
+        operator = operator_methods.operator_of_dunder(node)
         if operator is not None:
             return operator
         d = self.desugar
