@@ -124,7 +124,8 @@ def check_integer_widths(dispatcher, signature, _seen=None, _filename=None):
                     f"arithmetic on {' and '.join(sorted({str(k) for k in kinds}))} scalars "
                     f"(NumPy keeps their width and wraps around, Numba widens them)\n"
                     f'File "{annotation.filename}", line {statement.loc.line}')
-            narrow = _narrow_array_result(kinds, typemap.get(statement.target.name), value.fn)
+            narrow = _narrow_array_expression((value.fn, value.list_vars()), typemap,
+                                              typemap.get(statement.target.name))
             if narrow:
                 raise TypingError(
                     f"arithmetic on {narrow} arrays (NumPy keeps their width with a Python "
@@ -132,39 +133,19 @@ def check_integer_widths(dispatcher, signature, _seen=None, _filename=None):
                     f'File "{annotation.filename}", line {statement.loc.line}')
 
 
-def _narrow_array_result(kinds, result, fn):
-    """The narrow dtype (an integer narrower than 64 bits, float32) of an array operand
-    whose arithmetic Numba types other than NumPy would compute it (``int32 array *
-    1000000000`` wraps in int32 in NumPy, a Python number being weak there, and is int64
-    in Numba), else None. Unknown operands or results: None."""
-    import numpy
-    if not isinstance(result, types.Array) or not all(
-            isinstance(k, (types.Array, types.Integer, types.Float, types.Boolean)) for k in kinds):
-        return None
-    arrays = [k.dtype for k in kinds if isinstance(k, types.Array)]
-    narrow = [d for d in arrays if isinstance(d, (types.Integer, types.Float)) and d.bitwidth < 64]
-    if not narrow or not all(isinstance(d, (types.Integer, types.Float, types.Boolean))
-                             for d in arrays):
-        return None
-    try:
-        want = numpy.result_type(*[numpy.dtype(str(d)) for d in arrays])
-    except TypeError:
-        return None
-    scalars = [k for k in kinds if not isinstance(k, types.Array)]
-    if want.kind in "biu" and (any(isinstance(k, types.Float) for k in scalars)
-                               or getattr(fn, "__name__", "") in ("truediv", "itruediv")):
-        want = numpy.dtype(numpy.float64)
-    return None if str(result.dtype) == str(want) else str(narrow[0])
-
-
 _ARITHMETIC = frozenset({"add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "neg", "pos",
-                         "iadd", "isub", "imul", "itruediv", "ifloordiv", "imod", "ipow"})
+                         "iadd", "isub", "imul", "itruediv", "ifloordiv", "imod", "ipow",
+                         "and_", "or_", "xor", "invert", "lshift", "rshift", "iand", "ior",
+                         "ixor", "ilshift", "irshift"})
 
 
 def _narrow_array_expression(tree, typemap, result):
-    """``_narrow_array_result`` for one of Numba's ``arrayexpr`` trees ``(fn, [operands])``
-    (operands: variables, constants, trees): NumPy's dtype of the whole worked out with
-    Python numbers weak; None where a function other than + - * / // % ** takes part."""
+    """The narrow dtype (an integer narrower than 64 bits, float32) of an array operand of
+    ``tree`` whose result Numba types other than NumPy would compute it (``int32 array *
+    1000000000`` wraps in int32 in NumPy, a Python number being weak there, and is int64
+    in Numba), else None. ``tree``: a binop's or unary's ``(fn, [variables])``, or one of
+    Numba's ``arrayexpr`` trees (operands: variables, constants, trees); None where a
+    function other than arithmetic and bitwise operators takes part, or a type is unknown."""
     import numpy
     from numba.core import ir
     narrow = []

@@ -22,8 +22,9 @@ def _viewed(view):
     return next(r for r in gc.get_referents(view) if isinstance(r, dict))
 
 
-def _arrays(value, found, seen):
-    """Every NumPy array in ``value``'s containers and objects' attributes, by id."""
+def _arrays(value, found, seen, views):
+    """Every NumPy array in ``value``'s containers and objects' attributes, by id; the dict
+    views among them into ``views`` (a view after the views its dict holds)."""
     if id(value) in seen:
         return
     seen.add(id(value))
@@ -31,15 +32,16 @@ def _arrays(value, found, seen):
         found[id(value)] = value
     elif isinstance(value, (tuple, list, set, frozenset)):
         for item in value:
-            _arrays(item, found, seen)
+            _arrays(item, found, seen, views)
     elif isinstance(value, dict):
         for item in value.values():
-            _arrays(item, found, seen)
+            _arrays(item, found, seen, views)
     elif type(value) in _DICT_VIEWS:
-        _arrays(_viewed(value), found, seen)
+        _arrays(_viewed(value), found, seen, views)
+        views.append(value)
     elif hasattr(value, "__dict__") and not isinstance(value, (type, types.ModuleType)):
         # (a module, such as the array module a custom Function's ctx names, holds none)
-        _arrays(vars(value), found, seen)
+        _arrays(vars(value), found, seen, views)
 
 
 def _root(array):
@@ -55,8 +57,8 @@ def _address(array):
 def copy_saved(saved):
     """``copy.deepcopy(saved)``, an array that is a view of another's memory (both
     reached from ``saved``) a view of the same memory in the copy."""
-    found = {}
-    _arrays(saved, found, set())
+    found, views = {}, []
+    _arrays(saved, found, set(), views)
     groups = {}
     for array in found.values():
         groups.setdefault(id(_root(array)), []).append(array)
@@ -74,24 +76,8 @@ def copy_saved(saved):
             view.flags.writeable = array.flags.writeable
             memo[id(array)] = view
     memo[id(memo)] = list(found.values())   # deepcopy's keep-alive list: the originals
-    for view in _dict_views(saved, set()):   # a view of the copy of the dict it reads
+    for view in views:   # a view of the copy of the dict it reads
         memo[id(view)] = getattr(copy.deepcopy(_viewed(view), memo), _DICT_VIEWS[type(view)])()
         memo[id(memo)].append(view)
     return copy.deepcopy(saved, memo)
 
-
-def _dict_views(value, seen):
-    """The dict views in ``value``'s containers (as ``_arrays`` walks them)."""
-    if id(value) in seen:
-        return
-    seen.add(id(value))
-    if type(value) in _DICT_VIEWS:
-        yield value
-    elif isinstance(value, (tuple, list, set, frozenset)):
-        for item in value:
-            yield from _dict_views(item, seen)
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _dict_views(item, seen)
-    elif hasattr(value, "__dict__") and not isinstance(value, (type, types.ModuleType)):
-        yield from _dict_views(vars(value), seen)
