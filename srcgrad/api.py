@@ -1,5 +1,6 @@
 """The functional API: grad, value_and_grad, vjp, source, active_variables, function."""
 
+import functools
 import threading
 import types
 
@@ -15,6 +16,7 @@ from srcgrad.errors import SrcgradError, located_at
 from srcgrad.analysis.ranks import rank_keys
 from srcgrad.codegen import tracebacks
 from srcgrad.codegen.refusals import in_user_code
+from srcgrad import entry
 from srcgrad.entry import entry_function
 from srcgrad.call_values import (_LEAF_TYPES, _check_differentiable, _finish,
                                   _finish_values, _seed)
@@ -498,6 +500,12 @@ def grad(fn, wrt=0, *, allow_unused=False, materialize_grads=False, preserve_res
         >>> sg.grad(f)(np.array([1.0, 2.0]))
         array([2., 4.])
     """
+    target = entry.variadic(fn)
+    if target is not None:   # one gradient per call's arity (entry.ByArity)
+        return entry.ByArity(target, functools.partial(
+            grad, wrt=wrt, allow_unused=allow_unused, materialize_grads=materialize_grads,
+            preserve_result=preserve_result, hooks=hooks, fuse=fuse, has_aux=has_aux, jit=jit),
+            own=("grad_outputs",))
     gfn = GradFunction(fn, wrt, allow_unused, materialize_grads, preserve_result, hooks, fuse,
                        has_aux)
     if jit:
@@ -534,6 +542,11 @@ def vjp(fn, wrt=0, *, allow_unused=False, materialize_grads=False, hooks=None, f
     the output only. ``jit``: ``backward`` runs the gradient compiled with Numba
     (srcgrad/jit/, as ``grad(..., jit=True)``).
     """
+    target = entry.variadic(fn)
+    if target is not None:   # one vjp per call's arity (entry.ByArity)
+        return entry.ByArity(target, functools.partial(
+            vjp, wrt=wrt, allow_unused=allow_unused, materialize_grads=materialize_grads,
+            hooks=hooks, fuse=fuse, has_aux=has_aux, jit=jit))
     gfn = GradFunction(fn, wrt, allow_unused, materialize_grads, hooks=hooks, fuse=fuse,
                        has_aux=has_aux)
 
@@ -586,6 +599,9 @@ def source(fn, wrt=0, fuse=False, args=None, has_aux=False, composed=False, mode
         return show.tangent_program(fn, wrt)
     if mode != "vjp":
         raise ValueError(f"srcgrad.source: mode is 'vjp' or 'jvp', not {mode!r}")
+    target = entry.variadic(fn)
+    if target is not None and args is not None:   # the function of those arguments' count
+        fn = entry.fixed_arity(target, len(tuple(args)))
     gfn = GradFunction(fn, wrt, fuse=fuse, has_aux=has_aux)
     if args is None:
         return show.shown(gfn.compiled)

@@ -22,11 +22,12 @@ else is refused by name, saying what to write instead.
 
 import functools
 import inspect
+import keyword
 import sys
 
 from srcgrad import caches, rules
 from srcgrad.codegen import loader
-from srcgrad.errors import NonDifferentiableError, UnsupportedError
+from srcgrad.errors import NonDifferentiableError, SrcgradError, UnsupportedError
 
 # The packages whose Python functions are primitives (a rule, or a library's own code),
 # never user code that transform/inline.py inlines or entry_function differentiates.
@@ -37,6 +38,7 @@ _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ()))
 _wrappers = caches.LRU()       # id(primitive) -> (primitive, its one-line function)
 _entries = caches.LRU()        # what was asked -> (rules.VERSION, what is differentiated)
 _bindings = caches.LRU()       # ids of (target, bound objects) -> (them, VERSION, function)
+_arities = caches.LRU()        # (function, positional count, keywords) -> (VERSION, function)
 _ALIASES = {"numpy": "np", "cupy": "cp"}
 _RULE_HINT = ("Register its gradient with @srcgrad.adjoint, or wrap it in a srcgrad.Function "
               "with a backward.")
@@ -106,14 +108,16 @@ def call_method(obj):
 
 
 class Bound:
-    """What a function made by ``_bound_function`` binds: its ``target`` (the function
-    whose source is differentiated) and the ``names`` of the target's parameters bound
-    positionally to constants (the wrapper's free variables of the same names)."""
+    """What a function made by ``_bound_function`` or ``fixed_arity`` binds: its ``target``
+    (the function whose source is differentiated), the ``names`` of the target's
+    parameters bound positionally to constants (the wrapper's free variables of the same
+    names), and ``packed``: the target's ``*args``/``**kwargs`` parameter -> the wrapper's
+    parameters its items are (``(("batch", ("batch_0", "batch_1"), False),)``; True: keys)."""
 
-    __slots__ = ("target", "names")
+    __slots__ = ("target", "names", "packed")
 
-    def __init__(self, target, names):
-        self.target, self.names = target, names
+    def __init__(self, target, names, packed=()):
+        self.target, self.names, self.packed = target, names, packed
 
 
 def bound_of(fn):
@@ -289,6 +293,130 @@ def _forwarder(name, spelled, call, params, target, bound, args, hint):
     for attribute in ("__name__", "__qualname__", "__module__", "__doc__"):
         setattr(made, attribute, getattr(target, attribute, None))
     return made
+
+
+def variadic(fn):
+    """The function srcgrad reads for ``fn`` (``readable``) when it takes ``*args`` or
+    ``**kwargs`` of its own, else None: its derivatives are made per call (``ByArity``)."""
+    if isinstance(fn, ByArity):   # a derivative of such a function: one per arity again
+        return fn
+    if not (inspect.isfunction(fn) or inspect.ismethod(fn) or isinstance(fn, functools.partial)
+            or call_method(fn) is not None) or callable(getattr(fn, "as_function", None)):
+        return None
+    try:
+        target = readable(fn)
+    except (SrcgradError, TypeError, ValueError):
+        return None   # refused where the derivative reads it, as before
+    code = getattr(target, "__code__", None)
+    if code is None or not code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS) \
+            or hasattr(target, "__srcgrad_grad_mode__"):   # @sg.no_grad(): parse reads through
+        return None
+    return target
+
+
+class ByArity:
+    """A derivative (``sg.grad(f)``, ``sg.jacfwd(f)``...) of a function ``f`` taking
+    ``*args``/``**kwargs``: made per call's number of positional arguments and keyword
+    names, of the function with those parameters named (``fixed_arity``), so that ``wrt``
+    counts the call's positional arguments, as JAX's ``argnums``. ``own`` are the
+    derivative's own keywords (``grad_outputs``), not ``f``'s."""
+
+    def __init__(self, target, make, own=()):
+        functools.update_wrapper(self, target, updated=())   # (not the target's own made)
+        self.target, self.make, self.own = target, make, frozenset(own)
+        self.made = {}
+
+    def __call__(self, *args, **kwargs):
+        found = self.made.get(len(args)) if not kwargs else None
+        if found is None:
+            found = self.derivative(len(args), tuple(sorted(k for k in kwargs if k not in self.own)))
+        return found(*args, **kwargs)
+
+    def __reduce__(self):
+        return ByArity, (self.target, self.make, tuple(self.own))
+
+    def derivative(self, n_args, keywords=()):
+        """The derivative for calls with ``n_args`` positional arguments and ``keywords``."""
+        key = n_args if not keywords else (n_args, keywords)
+        found = self.made.get(key)
+        if found is None:
+            found = self.made[key] = self.make(fixed_arity(self.target, n_args, keywords))
+        return found
+
+
+def fixed_arity(fn, n_args, keywords=()):
+    """``def f(w, batch_0, batch_1, *, scale): return __srcgrad_target__(w, batch_0,
+    batch_1, scale=scale)`` for ``def f(w, *batch, **options)`` called with three positional
+    arguments and the keyword ``scale``: the function srcgrad differentiates for such a
+    call. Its ``Bound`` says to read ``f``'s own source with those parameters, beginning
+    ``batch = (batch_0, batch_1)`` and ``options = {'scale': scale}`` (parse.py)."""
+    if isinstance(fn, ByArity):   # sg.grad(sg.grad(f)): the inner derivative of that arity
+        return fn.derivative(n_args, keywords)
+    key = (fn, n_args, tuple(keywords))
+    found = _arities.get(key)
+    if found is not None and found[0] == rules.VERSION[0]:
+        return found[1]
+    P = inspect.Parameter
+    signature = inspect.signature(fn)
+    bound = signature.bind(*range(n_args), **dict.fromkeys(keywords))   # TypeError as Python's
+    outer = bound_of(fn)   # a bound method taking *args: its target and bound objects
+    target, names, objects = fn, (), ()
+    if outer is not None:
+        cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+        target, names = outer.target, outer.names
+        objects = tuple(cells[n].cell_contents for n in names)
+    code = target.__code__
+    taken = set(signature.parameters) | set(keywords) | set(names) | {"__srcgrad_target__"} \
+        | set(code.co_varnames) | set(code.co_cellvars) | set(code.co_freevars)
+    given_items = bool(bound.arguments.get(_vararg(signature)))
+    params, call, packed = [], list(names), []
+    for p in signature.parameters.values():
+        if p.kind in (P.POSITIONAL_ONLY, P.POSITIONAL_OR_KEYWORD):
+            if given_items:
+                p = p.replace(default=P.empty)   # given: items of *args follow it
+            params.append(p)
+            call.append(p.name)
+        elif p.kind is P.VAR_POSITIONAL:
+            items = []
+            for i in range(len(bound.arguments.get(p.name, ()))):
+                name = f"{p.name}_{i}"
+                while name in taken:
+                    name += "_"
+                taken.add(name)
+                items.append(name)
+                params.append(P(name, P.POSITIONAL_OR_KEYWORD))
+            call.extend(items)
+            packed.append((p.name, tuple(items), False))
+        elif p.kind is P.KEYWORD_ONLY:
+            params.append(p)
+            call.append(f"{p.name}={p.name}")
+        else:
+            keys = tuple(bound.arguments.get(p.name, {}))
+            for name in keys:
+                if not name.isidentifier() or keyword.iskeyword(name):
+                    raise UnsupportedError(
+                        f"cannot differentiate {_describe(fn)} called with the keyword {name!r}: "
+                        f"it is not a Python name", hint="Pass keywords that are Python names.")
+                params.append(P(name, P.KEYWORD_ONLY))
+                call.append(f"{name}={name}")
+            packed.append((p.name, keys, True))
+    spelled, star = [], False
+    for p in params:
+        if p.kind is P.KEYWORD_ONLY and not star:
+            spelled.append("*")
+            star = True
+        spelled.append(p.name)
+    name = _identifier(fn.__name__)
+    while name in taken:
+        name += "_"
+    made = _forwarder(name, spelled, call, params, target, names, objects, f"*args of {_describe(fn)}")
+    made.__srcgrad_bound__ = Bound(target, names, tuple(packed))   # its own source, read so
+    _arities[key] = (rules.VERSION[0], made)
+    return made
+
+
+def _vararg(signature):
+    return next((p.name for p in signature.parameters.values() if p.kind is p.VAR_POSITIONAL), "")
 
 
 def _primitive_function(primitive, rule):

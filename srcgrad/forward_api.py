@@ -227,6 +227,8 @@ def run(fn, primals, tangents, values=True, jit=False, has_aux=False):
     else:   # a bound method, a partial, a decorated function: as sg.grad reads them
         fn = entry.readable(fn)
     primals, tangents = tuple(primals), tuple(tangents)
+    if entry.variadic(fn) is not None:   # f(w, *xs): the function of len(primals) parameters
+        fn = entry.fixed_arity(fn, len(primals))
     if len(primals) != len(tangents):
         raise ValueError(f"srcgrad.jvp: {len(primals)} primals but {len(tangents)} tangents")
     bound = _bound(fn, primals)

@@ -110,6 +110,9 @@ def hvp(fn, primals, tangents, wrt=None, *, has_aux=False):
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
         raise ValueError(f"srcgrad.hvp: {len(primals)} primals but {len(tangents)} tangents")
+    target = entry.variadic(fn)
+    if target is not None:   # f(w, *xs): the function of len(primals) parameters
+        fn = entry.fixed_arity(target, len(primals))
     if wrt is None:
         positions = tuple(k for k, p in enumerate(primals) if _differentiable(p))
     else:
@@ -178,6 +181,10 @@ def hessian(fn, wrt=0, *, has_aux=False, chunk_size=None):
     refused."""
     from srcgrad.jacobians import _of_derivative, _wrt_positions, cut_columns, positional_arguments
     _of_derivative(fn, wrt, has_aux, "sg.hessian")   # of a Jacobian or Hessian: a third, refused
+    target = entry.variadic(fn)
+    if target is not None:   # one Hessian per call's arity (entry.ByArity)
+        return entry.ByArity(target, functools.partial(hessian, wrt=wrt, has_aux=has_aux,
+                                                       chunk_size=chunk_size))
     user = fn
     if callable(getattr(fn, "as_function", None)):   # a gradient (sg.grad): its code read again
         fn = fn.as_function(has_aux=has_aux and getattr(fn, "has_aux", False))

@@ -352,6 +352,10 @@ def jacfwd(fn, wrt=0, *, has_aux=False, chunk_size=None):
     second = _of_derivative(fn, wrt, has_aux, "sg.jacfwd")
     if second is not None:
         return second
+    target = entry.variadic(fn)
+    if target is not None:   # one Jacobian per call's arity (entry.ByArity)
+        return entry.ByArity(target, functools.partial(jacfwd, wrt=wrt, has_aux=has_aux,
+                                                         chunk_size=chunk_size))
     original = fn
     fn, refusal = _readable_or_refusal(fn, has_aux)
 
@@ -439,6 +443,9 @@ def jacobian(fn, wrt=0, *, has_aux=False):
     second = _of_derivative(fn, wrt, has_aux, "sg.jacrev")
     if second is not None:
         return second
+    target = entry.variadic(fn)
+    if target is not None:   # one Jacobian per call's arity (entry.ByArity)
+        return entry.ByArity(target, functools.partial(jacobian, wrt=wrt, has_aux=has_aux))
     original = fn
     fn, refusal = _readable_or_refusal(fn, has_aux)
 

@@ -414,15 +414,41 @@ def _bind_parameters(node, info, bound):
                     hint=f"Assign to a new name instead of {name!r}.")
     posonly, positional, keyword_only = [], [], []
     for p in inspect.signature(info.fn).parameters.values():
+        param = by_name.get(p.name) or gast.copy_location(gast.Name(   # an item of *args
+            id=p.name, ctx=gast.Param(), annotation=None, type_comment=None), node)
         if p.kind is p.POSITIONAL_ONLY:
-            posonly.append(by_name[p.name])
+            posonly.append(param)
         elif p.kind is p.POSITIONAL_OR_KEYWORD:
-            positional.append(by_name[p.name])
+            positional.append(param)
         elif p.kind is p.KEYWORD_ONLY:
-            keyword_only.append(by_name[p.name])
+            keyword_only.append(param)
     args.posonlyargs, args.args, args.kwonlyargs = posonly, positional, keyword_only
+    if bound.packed:   # ``batch = (batch_0, batch_1)``, ``options = {'scale': scale}``, at the def
+        args.vararg = args.kwarg = None
+        node.body[_docstring_count(node):0] = [_packing(node, name, items, keys)
+                                               for name, items, keys in bound.packed]
     # The defaults are the wrapper's (the forward sweep takes them over).
     args.defaults, args.kw_defaults = [], [None] * len(keyword_only)
+
+
+def _docstring_count(node):
+    first = node.body[0] if node.body else None
+    return int(isinstance(first, gast.Expr) and isinstance(first.value, gast.Constant)
+               and isinstance(first.value.value, str))
+
+
+def _packing(node, name, items, keys):
+    """``name = (items...)``, or ``name = {'key': key, ...}`` (``keys``), at ``node``'s line."""
+    def load(n):
+        return gast.Name(id=n, ctx=gast.Load(), annotation=None, type_comment=None)
+    value = gast.Dict(keys=[gast.Constant(value=k, kind=None) for k in items],
+                      values=[load(k) for k in items]) if keys else \
+        gast.Tuple(elts=[load(k) for k in items], ctx=gast.Load())
+    assign = gast.Assign(targets=[gast.Name(id=name, ctx=gast.Store(), annotation=None,
+                                            type_comment=None)], value=value, type_comment=None)
+    for child in gast.walk(assign):
+        gast.copy_location(child, node)
+    return assign
 
 
 def _parse_lambda(fn, source, info):

@@ -372,9 +372,10 @@ def star_args_entry(*xs):
     return np.sum(xs[0])
 
 
-def test_star_args_of_the_function_differentiated_stay_refused():
-    with pytest.raises(sg.UnsupportedError) as info:
-        sg.grad(star_args_entry)(X)
+def test_star_args_of_the_function_differentiated_are_its_arguments_of_each_call():
+    np.testing.assert_allclose(sg.grad(star_args_entry)(X), np.ones_like(X))
+    with pytest.raises(sg.UnsupportedError) as info:   # without the call: no parameters
+        sg.source(star_args_entry)
     assert "*args/**kwargs parameters of the function differentiated" in info.value.message
     assert info.value.lineno == _line_of(star_args_entry, "def star_args_entry")
 

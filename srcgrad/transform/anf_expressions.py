@@ -14,7 +14,7 @@ import gast
 import numpy
 
 from srcgrad import anno, grad_mode, runtime
-from srcgrad.entry import bound_of, call_method
+from srcgrad.entry import ByArity, bound_of, call_method
 from srcgrad.ast_util import name, reads
 from srcgrad.errors import SrcgradError, UnsupportedError
 from srcgrad.parse import NO_KEY, Item, constant_key, dotted
@@ -362,6 +362,10 @@ class Expressions:
                 # layer(x): its __call__ is inlined; read through the name, so redefining
                 # the class's __call__ compiles anew (guard.py compares the bound method)
                 self.resolve(gast.Attribute(value=func, attr="__call__", ctx=gast.Load()))
+        if isinstance(obj, ByArity) and not any(isinstance(a, gast.Starred) for a in node.args) \
+                and all(k.arg is not None for k in node.keywords):   # sg.grad(f) of f(w, *xs)
+            obj = obj.derivative(len(node.args), tuple(sorted(
+                k.arg for k in node.keywords if k.arg not in obj.own)))
         if obj is not None and type(obj).__name__ == "GradFunction":
             # A gradient called here: the custom Function whose adjoint is its hvp (nested.py).
             try:

@@ -55,7 +55,8 @@ def check(node, info, allowed_with=lambda item: False, helper=False):
     if not helper and (args.vararg is not None or args.kwarg is not None):
         # A helper's are bound to displays of the arguments of its call (inline.py).
         _refuse(node, info, "*args/**kwargs parameters of the function differentiated",
-                "Give the function explicit parameters (a helper it calls may take *args).")
+                "srcgrad differentiates it for the arguments of each call: call its derivative "
+                "(sg.grad(f)(w, x, y)), or give sg.source the arguments (args=(w, x, y)).")
     # `[*a, *b]`: transform/methods.py joins a display's starred items (list(a) + list(b))
     # (the two walks only where a ``*`` is: most functions have none)
     starred = bool(ast_util.nodes_of(node, gast.Starred))
