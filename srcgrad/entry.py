@@ -357,7 +357,7 @@ def fixed_arity(fn, n_args, keywords=()):
     if found is not None and found[0] == rules.VERSION[0]:
         return found[1]
     P = inspect.Parameter
-    signature = inspect.signature(fn)
+    signature = inspect.signature(fn, follow_wrapped=False)   # a decorator's own (*args)
     bound = signature.bind(*range(n_args), **dict.fromkeys(keywords))   # TypeError as Python's
     outer = bound_of(fn)   # a bound method taking *args: its target and bound objects
     target, names, objects = fn, (), ()

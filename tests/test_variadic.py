@@ -3,6 +3,7 @@ derivative is made for its number of positional arguments and keyword names, ``w
 counting the call's positional arguments (JAX's ``argnums``). Every derivative is checked
 against central differences in float64 or a hand-derived answer."""
 
+import functools
 import pickle
 import warnings
 
@@ -222,3 +223,21 @@ def refused_inside(w, *xs):
         return np.sum(xs[0] @ w)
     except ValueError:
         return 0.0
+
+
+def passes_on(f):
+    @functools.wraps(f)
+    def wrapper(*args, **kwargs):
+        return f(*args, **kwargs)
+    return wrapper
+
+
+@passes_on
+def decorated_sines(w, *xs):
+    return sines(w, *xs)
+
+
+def test_a_decorator_taking_star_args_around_a_function_taking_them():
+    for args in [(W, X), (W, X, -X)]:
+        _check(decorated_sines, args)
+        _check(decorated_sines, args, wrt=1)
