@@ -70,3 +70,6 @@ class CompileContext:
     aux: str = None
     normalize: object = field(default=None, repr=False)
     classes: dict = field(default_factory=dict)   # parameter -> its class, known when compiling
+    # name canonicalize binds to list(<call>) for a for loop -> why that loop may not read
+    # every item the call gives (None: it reads them all): a generator's (generators.py)
+    loop_sequences: dict = field(default_factory=dict)

@@ -20,6 +20,7 @@ import gast
 from srcgrad import anno
 from srcgrad.ast_util import name
 from srcgrad.errors import UnsupportedError
+from srcgrad.transform import generators
 from srcgrad.transform.base import Base
 from srcgrad import ast_util
 
@@ -86,12 +87,17 @@ class Canonicalizer(Base):
         anno.setanno(new, Static.ITERATES, True)
         return prelude + [new]
 
-    def _sequence(self, it, loop):
-        """Prelude statements, a length expression, and a binder of targets at an index."""
+    sequences = None   # CompileContext.loop_sequences
+    root = None        # the function
+
+    def _sequence(self, it, loop, partial=None):
+        """Prelude statements, a length expression, and a binder of targets at an index.
+        ``partial``: why the loop may not read every item of ``it`` (in a zip)."""
         import builtins
         if isinstance(it, gast.Call) and it.args and all(k.arg == "start" for k in it.keywords):
             if self._resolves_to(it.func, builtins.zip):
-                parts = [self._sequence(a, loop) for a in it.args]
+                parts = [self._sequence(a, loop, "zip stops at its shortest sequence")
+                         for a in it.args]
                 prelude = [s for p in parts for s in p[0]]
                 length = _call("min", *[p[1] for p in parts])
 
@@ -102,7 +108,7 @@ class Canonicalizer(Base):
                     return [s for t, p in zip(target.elts, parts) for s in p[2](t, index)]
                 return prelude, length, bind_zip
             if self._resolves_to(it.func, builtins.enumerate) and len(it.args) + len(it.keywords) <= 2:
-                inner = self._sequence(it.args[0], loop)
+                inner = self._sequence(it.args[0], loop, partial)
                 start = it.args[1] if len(it.args) == 2 else it.keywords[0].value if it.keywords else None
 
                 def bind_enum(target, index):
@@ -114,7 +120,7 @@ class Canonicalizer(Base):
                     return [_assign(target.elts[0], count, loop)] + inner[2](target.elts[1], index)
                 return inner[0], inner[1], bind_enum
             if self._resolves_to(it.func, builtins.reversed) and len(it.args) == 1:
-                inner = self._sequence(it.args[0], loop)
+                inner = self._sequence(it.args[0], loop, partial)
                 n = self.namer.new("n")
 
                 def bind_rev(target, index):
@@ -134,6 +140,9 @@ class Canonicalizer(Base):
             value = it
             if isinstance(it, gast.Call) and not self._is_indexable_call(it):
                 value = _call("list", it)
+                if self.sequences is not None:   # read whole? (a generator's call: generators.py)
+                    self.sequences[seq] = partial or generators.loop_leaves_items(
+                        loop, it, self.root, self.info.resolve)
             prelude = [_assign(seq, value, loop)]
 
         def bind(target, index):
@@ -308,7 +317,9 @@ class _Jumps(Canonicalizer):
 def transform(node, ctx):
     """Canonicalize loops, returns and jumps of FunctionDef ``node`` in place
     (``ctx``: the CompileContext, for its EntityInfo and Namer)."""
-    node.body = _Loops(ctx.info, ctx.namer).visit_block(node.body)
+    loops = _Loops(ctx.info, ctx.namer)
+    loops.sequences, loops.root = ctx.loop_sequences, node
+    node.body = loops.visit_block(node.body)
     node = Canonicalizer(ctx.info, ctx.namer).returns(node)
     node.body = _Jumps(ctx.info, ctx.namer).visit_block(node.body)
     return node

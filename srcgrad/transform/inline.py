@@ -16,11 +16,11 @@ import inspect
 import gast
 
 from srcgrad import anno, pytree, rules, templates
-from srcgrad.entry import LIBRARY_ROOTS, call_method, entry_function, is_library_module, peel
+from srcgrad.entry import LIBRARY_ROOTS, bound_of, call_method, entry_function, is_library_module, peel
 from srcgrad.errors import SourceNotFoundError, SrcgradError, UnsupportedError
 from srcgrad.transform.base import Base, local_names
 from srcgrad.transform.local_functions import LocalFunction
-from srcgrad.transform import call_forms
+from srcgrad.transform import call_forms, generators
 from srcgrad import ast_util
 
 Static = anno.Static
@@ -131,6 +131,7 @@ def bind_static(node, info, namer, static, bindings):
 
 STAR_ARITY = "*"   # key of ``static``: (count of *args, keys of **kwargs) at this call
 PARAM_CLASSES = "classes"   # key of ``static``: parameter -> the class of the structure it holds
+GENERATOR = "yield"   # key of ``static``: the helper is a generator, inlined as its list of items
 
 
 def expand_star_calls(node, arity):
@@ -269,6 +270,13 @@ class Inliner(Base):
             chain = self.stack[self.stack.index(frame):] + (frame,)
             raise _recursion_error(fn, chain, anno.getanno(call, Static.ORIGIN) or origin)
         static = self._static_arguments(fn, call, origin)
+        bound = bound_of(fn)   # (a method's: the function its wrapper calls)
+        if inspect.isgeneratorfunction(bound.target if bound is not None else fn):
+            # inlined as the list of its items
+            why = generators.consumed_whole(self.root, target, self.ctx.loop_sequences)
+            if why is not None:
+                raise generators.refusal(anno.getanno(call, Static.ORIGIN) or origin, fn, why)
+            static[GENERATOR] = True
         arity = _star_arity(fn, call)
         if arity is not None:
             static[STAR_ARITY] = arity
@@ -468,6 +476,7 @@ def transform(node, ctx):
     helper inlined (guard.py)."""
     locals_ = local_names(node)
     inliner = Inliner(ctx, locals_, _global_attributes(node, locals_))
+    inliner.root = node
     inliner.lists = frozenset(call_forms.list_names(node, lambda func, obj: _denotes(ctx, locals_, func, obj)))
     node.body = inliner.visit_block(node.body)
     ctx.infos = [ctx.info] + inliner.infos
