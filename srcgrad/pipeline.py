@@ -23,7 +23,7 @@ from srcgrad.templates import clone
 from srcgrad import optimize
 from srcgrad.optimize import scalar_items, unit_seed
 from srcgrad.transform import (anf, as_array, assignment_expressions, aux, canonicalize, comprehensions,
-                               fence, flat_reads, function_tables, generators, inline, methods, local_functions, match_statements,
+                               constant_arguments, fence, flat_reads, function_tables, generators, inline, methods, local_functions, match_statements,
                                mutation, reverse, unroll, zero_marks)
 from srcgrad.transform import fuse as fusion
 from srcgrad.transform.base import local_names, rename_reserved
@@ -70,6 +70,9 @@ def front_end(fn, options, stack=(), has_aux=False, static=None):
     arity = static.pop(inline.STAR_ARITY, None)
     if static.pop(inline.GENERATOR, False):   # a generator read whole: the list of its items
         node = generators.collect(node, ctx)
+    constants = static.pop(inline.CONSTANTS, None)
+    if constants:   # a recursive helper given ints: what they decide, decided now
+        node = constant_arguments.bind(node, constants)
     ctx.classes = methods.unbound_classes(node, static.pop(inline.PARAM_CLASSES, None) or {})
     if arity is not None:   # a helper's *args/**kwargs passed on: g(*args, **kwargs)
         inline.expand_star_calls(node, arity)

@@ -10,8 +10,10 @@ refused: it cannot be inlined.
 """
 
 import builtins
+import dis
 import functools
 import inspect
+import types
 
 import gast
 
@@ -20,7 +22,7 @@ from srcgrad.entry import LIBRARY_ROOTS, bound_of, call_method, entry_function, 
 from srcgrad.errors import SourceNotFoundError, SrcgradError, UnsupportedError
 from srcgrad.transform.base import Base, local_names
 from srcgrad.transform.local_functions import LocalFunction
-from srcgrad.transform import call_forms, generators
+from srcgrad.transform import call_forms, constant_arguments, generators
 from srcgrad import ast_util
 
 Static = anno.Static
@@ -130,8 +132,10 @@ def bind_static(node, info, namer, static, bindings):
 
 
 STAR_ARITY = "*"   # key of ``static``: (count of *args, keys of **kwargs) at this call
-PARAM_CLASSES = "classes"   # key of ``static``: parameter -> the class of the structure it holds
-GENERATOR = "yield"   # key of ``static``: the helper is a generator, inlined as its list of items
+# (keys of ``static`` that are no Python name: the others are parameters)
+PARAM_CLASSES = "<classes>"   # key of ``static``: parameter -> the class of the structure it holds
+GENERATOR = "<yield>"   # key of ``static``: the helper is a generator, inlined as its list of items
+CONSTANTS = "<constants>"   # key of ``static``: parameter -> the int a recursive helper is given
 
 
 def expand_star_calls(node, arity):
@@ -205,6 +209,15 @@ def _star_arity(fn, call):
     return count, keys
 
 
+def _calls_itself(fn):
+    """Whether ``fn`` reads its own name as a global or closure variable (a recursion)."""
+    code = getattr(fn, "__code__", None)
+    if not isinstance(code, types.CodeType) or fn.__name__ not in code.co_names + code.co_freevars:
+        return False
+    return any(i.argval == fn.__name__ and i.opname in ("LOAD_GLOBAL", "LOAD_DEREF", "LOAD_NAME")
+               for i in dis.get_instructions(code))
+
+
 def _is_static_callable(obj):
     """A callable an argument may be specialised on: not data (an array, a number, a
     structure), which the generated code keeps reading at run time."""
@@ -266,10 +279,16 @@ class Inliner(Base):
             except SrcgradError as exc:
                 raise origin.error(type(exc), exc.message, exc.hint) from None
         frame = Frame(fn)
-        if frame in self.stack:
-            chain = self.stack[self.stack.index(frame):] + (frame,)
-            raise _recursion_error(fn, chain, anno.getanno(call, Static.ORIGIN) or origin)
         static = self._static_arguments(fn, call, origin)
+        if frame in self.stack and (CONSTANTS not in static or self.stack.count(frame)
+                                    >= constant_arguments.MAX_DEPTH):
+            where = anno.getanno(call, Static.ORIGIN) or origin
+            if CONSTANTS in static:   # unrolled this deep, its integers deciding nothing
+                raise where.error(UnsupportedError, f"{fn.__qualname__} calls itself more than "
+                                  f"{constant_arguments.MAX_DEPTH} levels deep with the integer "
+                                  f"constants it is given (recursion)", _LOOP_EXAMPLE)
+            chain = self.stack[self.stack.index(frame):] + (frame,)
+            raise _recursion_error(fn, chain, where)
         bound = bound_of(fn)   # (a method's: the function its wrapper calls)
         if inspect.isgeneratorfunction(bound.target if bound is not None else fn):
             # inlined as the list of its items
@@ -367,6 +386,10 @@ class Inliner(Base):
             obj = self._known_object(value.id)
             if obj is not None:
                 static[param] = obj
+        constants = {param: value.value for param, value in bound.arguments.items()
+                     if constant_arguments.is_constant_argument(value)}
+        if constants and _calls_itself(fn):   # unrolled while they decide (constant_arguments.py)
+            static[CONSTANTS] = constants
         for param in _signature(fn).parameters.values():   # a default: fixed by __defaults__
             if param.name not in bound.arguments and param.kind in (
                     param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD, param.KEYWORD_ONLY) \
