@@ -485,6 +485,15 @@ def is_accumulation(s, d, names=None):
     return found is not None and found[0] == d
 
 
+def dotted(node):
+    """``("np", "linalg", "norm")`` for the expression ``np.linalg.norm``, else None."""
+    parts = []
+    while isinstance(node, gast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    return (node.id,) + tuple(reversed(parts)) if isinstance(node, gast.Name) else None
+
+
 def is_rt_call(node, attr):
     """``node`` is ``rt.<attr>(...)`` without keywords."""
     return (isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute)

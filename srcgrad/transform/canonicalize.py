@@ -142,7 +142,7 @@ class Canonicalizer(Base):
                 value = _call("list", it)
                 if self.sequences is not None:   # read whole? (a generator's call: generators.py)
                     self.sequences[seq] = partial or generators.loop_leaves_items(
-                        loop, it, self.root, self.info.resolve)
+                        loop, it, self.root, self.info)
             prelude = [_assign(seq, value, loop)]
 
         def bind(target, index):

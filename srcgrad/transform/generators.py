@@ -48,7 +48,7 @@ def collect(node, ctx):
     for child in ast_util.walk(node):
         written = _written_root(child)
         why = f"changes its argument {written!r} in place" if written in params else \
-            _passed_to_be_written(child, params, ctx.info.resolve) \
+            _passed_to_be_written(child, params, ctx.info) \
             if isinstance(child, gast.Call) else None
         if why is not None:
             raise base.error(child, UnsupportedError,
@@ -125,12 +125,12 @@ def _written_root(node):
     return target.id if isinstance(target, gast.Name) else None
 
 
-def loop_leaves_items(loop, call, root, resolve):
+def loop_leaves_items(loop, call, root, info):
     """Why the for loop ``loop`` over ``call``'s value may not read it as a list of all its
     items read first would give (None: it reads them all): canonicalize.py asks it of
     every loop over a call, which it reads as ``list(call)``. The loop must not stop early,
-    nor write into an object the call passes (``root``: the function; ``resolve``: a name
-    to the object it denotes, raising NameError for a local): by name, through another
+    nor write into an object the call passes (``root``: the function; ``info``: its
+    EntityInfo, to resolve names): by name, through another
     name bound to it or a view of it, with ``out=``, or by passing it to a user function."""
     if _leaves_early(loop.body):
         return "the loop reading it may stop early (break or return)"
@@ -144,7 +144,7 @@ def loop_leaves_items(loop, call, root, resolve):
         if written in passed:
             return f"the loop reading it changes {written!r}, which the generator reads"
         if isinstance(child, gast.Call):
-            why = _passed_to_be_written(child, passed, resolve)
+            why = _passed_to_be_written(child, passed, info)
             if why is not None:
                 return why
     return None
@@ -183,7 +183,7 @@ def _reads_uncalled(value, names):
     return False
 
 
-def _passed_to_be_written(call, passed, resolve):
+def _passed_to_be_written(call, passed, info):
     """A name of ``passed`` that ``call`` may write into: given as ``out=``, or to a user
     function (which srcgrad inlines: it may write into its arguments) or a NumPy function
     that writes into its first argument (np.copyto, np.put, np.add.at...)."""
@@ -201,8 +201,8 @@ def _passed_to_be_written(call, passed, resolve):
             return f"the loop reading it writes into {_root_name(call.args[0])!r}, which the " \
                    f"generator reads"
         return None
-    obj = _resolved(func, resolve)
-    if obj is None and isinstance(func, gast.Attribute) and _local_root(func, resolve):
+    obj = _resolved(func, info)
+    if obj is None and isinstance(func, gast.Attribute) and _local_root(func, info):
         return None   # a list's, an array's method (methods.py made a user class's calls)
     module = (getattr(obj, "__module__", None) or "").split(".")[0]
     if inspect.isgeneratorfunction(obj):
@@ -223,32 +223,23 @@ def _root_name(value):
     return value.id if isinstance(value, gast.Name) else None
 
 
-def _local_root(func, resolve):
+def _local_root(func, info):
     root = _root_name(func)
     if root is None:
         return False
     try:
-        resolve(root)
+        info.resolve(root)
     except NameError:
         return True
     return False
 
 
-def _resolved(func, resolve):
-    parts = []
-    while isinstance(func, gast.Attribute):
-        parts.append(func.attr)
-        func = func.value
-    if not isinstance(func, gast.Name):
-        return None
+def _resolved(func, info):
+    path = ast_util.dotted(func)
     try:
-        obj = resolve(func.id)
-        for part in reversed(parts):
-            obj = getattr(obj, part)
+        return None if path is None else info.resolve_path(path)
     except (NameError, AttributeError):
         return None
-    return obj
-
 
 def consumed_whole(root, target, loop_sequences):
     """Why the value ``target`` (the name a generator's call is bound to) is not read as
