@@ -103,3 +103,18 @@ def test_a_parameter_named_like_an_inliner_key_is_bound():
     # the inliner's key for the classes of structured arguments was "classes": a helper's
     # parameter of that name went unbound, and the global classes was read instead
     np.testing.assert_allclose(sg.grad(passes_a_list)(X), np.full(4, 3.0), rtol=1e-12)
+
+
+def countdown(x, n=3):
+    if n == 0:
+        return x
+    return np.sin(countdown(x, n=n - 1)) * x
+
+
+def uses_the_default_depth(x):
+    return np.sum(countdown(x))
+
+
+def test_a_default_and_a_keyword_integer_unroll_too():
+    want = numerical_grad(uses_the_default_depth, (X,))
+    np.testing.assert_allclose(sg.grad(uses_the_default_depth)(X), want, rtol=1e-6, atol=1e-8)

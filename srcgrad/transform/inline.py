@@ -388,6 +388,8 @@ class Inliner(Base):
                 static[param] = obj
         constants = {param: value.value for param, value in bound.arguments.items()
                      if constant_arguments.is_constant_argument(value)}
+        constants.update((p.name, p.default) for p in _signature(fn).parameters.values()
+                         if p.name not in bound.arguments and type(p.default) in (int, bool))
         if constants and _calls_itself(fn):   # unrolled while they decide (constant_arguments.py)
             static[CONSTANTS] = constants
         for param in _signature(fn).parameters.values():   # a default: fixed by __defaults__
