@@ -335,6 +335,12 @@ class ByArity:
     def __reduce__(self):
         return ByArity, (self.target, self.make, tuple(self.own))
 
+    def as_function(self, has_aux=False):
+        raise TypeError(f"srcgrad: {self.__qualname__} takes *args or **kwargs, so its "
+                        f"derivative is made for each call's arguments and is not one function; "
+                        f"differentiate the derivative itself (sg.grad(sg.grad(f)), "
+                        f"sg.jacfwd(sg.grad(f))), which is made per call too")
+
     def derivative(self, n_args, keywords=()):
         """The derivative for calls with ``n_args`` positional arguments and ``keywords``."""
         key = n_args if not keywords else (n_args, keywords)

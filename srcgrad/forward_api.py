@@ -222,13 +222,14 @@ OF_JACOBIAN = None   # sg.jvp of a function sg.jacfwd/jacrev made, set by srcgra
 def run(fn, primals, tangents, values=True, jit=False, has_aux=False):
     """``jvp``; with ``values=False`` the program returns the tangent only (its value
     entry is not computed where no tangent reads it: hvp's ``dW1 = X.T @ g``)."""
+    primals, tangents = tuple(primals), tuple(tangents)
+    target = entry.variadic(fn)
+    if target is not None:   # f(w, *xs): the function of len(primals) parameters
+        fn = entry.fixed_arity(target, len(primals))
     if callable(getattr(fn, "as_function", None)):   # a gradient (sg.grad): its code read again
         fn = fn.as_function(has_aux=has_aux and getattr(fn, "has_aux", False))
     else:   # a bound method, a partial, a decorated function: as sg.grad reads them
         fn = entry.readable(fn)
-    primals, tangents = tuple(primals), tuple(tangents)
-    if entry.variadic(fn) is not None:   # f(w, *xs): the function of len(primals) parameters
-        fn = entry.fixed_arity(fn, len(primals))
     if len(primals) != len(tangents):
         raise ValueError(f"srcgrad.jvp: {len(primals)} primals but {len(tangents)} tangents")
     bound = _bound(fn, primals)

@@ -35,7 +35,7 @@ import numbers
 
 import numpy as np
 
-from srcgrad import api, errors, pytree
+from srcgrad import api, entry, errors, pytree
 
 __all__ = ["numerical_grad", "check_grads", "check_vjp", "gradcheck", "gradgradcheck",
            "compare_grads", "random_cotangent", "to_numpy"]
@@ -490,6 +490,9 @@ def gradgradcheck(f, args, wrt=0, eps=1e-6, atol=1e-5, rtol=1e-3, *, gradgrad_ou
     GradcheckError = errors.GradcheckError
 
     kwargs = dict(kwargs or {})
+    target = entry.variadic(f)
+    if target is not None:   # f(w, *xs): the function of these arguments' count
+        f = entry.fixed_arity(target, len(args), tuple(sorted(kwargs)))
     if api._any_node(list(args) + list(kwargs.values())):   # structures: the GradFunction
         first = api.grad(f, wrt=wrt, materialize_grads=True)
         second = api.grad(api.grad(f, wrt=wrt), wrt=wrt)

@@ -241,3 +241,14 @@ def test_a_decorator_taking_star_args_around_a_function_taking_them():
     for args in [(W, X), (W, X, -X)]:
         _check(decorated_sines, args)
         _check(decorated_sines, args, wrt=1)
+
+
+def test_checks_forward_mode_of_the_gradient_and_as_function():
+    assert sg.gradcheck(least_squares, (W, X, Y))
+    assert sg.gradgradcheck(least_squares, (W, X, Y))
+    assert sg.gradgradcheck(everything, (W, 0.5, X), kwargs={"power": 3, "c": 1.5})
+    v = np.array([1.0, 0.0])
+    _, tangent = sg.jvp(sg.grad(least_squares), (W, X, Y), (v, None, None))
+    np.testing.assert_allclose(tangent, 2 * X.T @ X @ v, rtol=1e-12)
+    with pytest.raises(TypeError, match="made for each call"):
+        sg.grad(least_squares).as_function()
