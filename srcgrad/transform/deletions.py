@@ -1,0 +1,105 @@
+"""``del`` statements, before the checks (pipeline.front_end):
+
+* ``del d[k]`` / ``del xs[i]`` (an item, not a slice) is ``d.pop(k)`` / ``xs.pop(i)``,
+  which methods.py follows as a dict's or list's pop;
+* ``del x`` of a local is dropped where nothing after it reads ``x`` (Python would raise
+  NameError there: that is refused at the ``del``); it frees memory in Python, which the
+  generated code does itself (the releases of codegen/release.py).
+
+``del`` of a slice, an attribute or a name read afterwards is refused at its line.
+"""
+
+import gast
+
+from srcgrad import ast_util
+from srcgrad.errors import UnsupportedError
+from srcgrad.transform.base import Base
+
+
+def may_hold(info):
+    """Whether the source may hold a ``del`` statement (most functions do not: no walk)."""
+    return any(line.lstrip().startswith("del ") for line in info.source_lines)
+
+
+def transform(node, ctx):
+    """``node`` with each ``del`` statement written as above, or refused."""
+    base = Base(ctx.info)
+    _block(node.body, node, base)
+    return node
+
+
+def _block(body, root, base):
+    k = 0
+    while k < len(body):
+        stmt = body[k]
+        if isinstance(stmt, gast.Delete):
+            body[k:k + 1] = [s for target in stmt.targets for s in _lowered(target, stmt, root, base)]
+            continue
+        for field in ("body", "orelse"):
+            inner = getattr(stmt, field, None)
+            if isinstance(inner, list) and not isinstance(stmt, (gast.FunctionDef, gast.ClassDef)):
+                _block(inner, root, base)
+                if not inner:
+                    inner.append(gast.copy_location(gast.Pass(), stmt))
+        k += 1
+
+
+def _lowered(target, stmt, root, base):
+    if isinstance(target, gast.Subscript) and not isinstance(target.slice, gast.Slice):
+        pop = gast.Call(func=gast.Attribute(value=_loaded(target.value), attr="pop", ctx=gast.Load()),
+                        args=[target.slice], keywords=[])
+        expr = gast.Expr(value=pop)
+        for child in gast.walk(expr):
+            if isinstance(child, (gast.expr, gast.stmt)) and not hasattr(child, "lineno"):
+                gast.copy_location(child, target)
+        return [expr]
+    if isinstance(target, gast.Name):
+        if _read_after(root, stmt, target.id):
+            raise base.error(stmt, UnsupportedError,
+                             f"del {target.id} where the function reads {target.id!r} after it (in "
+                             f"the lines below, or in the loop around it) is not supported in a "
+                             f"function srcgrad differentiates",
+                             f"Drop the del, or use another name for the new value.")
+        return []
+    what = "a slice" if isinstance(target, gast.Subscript) else "an attribute" \
+        if isinstance(target, gast.Attribute) else "this target"
+    raise base.error(stmt, UnsupportedError,
+                     f"del of {what} is not supported in a function srcgrad differentiates",
+                     "Build the value without those items (a comprehension, np.delete), or "
+                     "rebind the name.")
+
+
+def _loaded(value):
+    """``value`` (a ``del`` target's container) as an expression that reads it."""
+    for child in gast.walk(value):
+        if hasattr(child, "ctx"):
+            child.ctx = gast.Load()
+    return value
+
+
+def _read_after(root, stmt, name):
+    """Whether ``name`` may be read after ``stmt`` deletes it: below it in the source, or in
+    a loop holding it, unless that loop's body binds ``name`` before anything reads it."""
+    where = (stmt.lineno, stmt.col_offset)
+    loads = [n for n in ast_util.walk(root) if isinstance(n, gast.Name) and n.id == name
+             and isinstance(n.ctx, gast.Load)]
+    if any((n.lineno, n.col_offset) > where for n in loads):
+        return True
+    for loop in ast_util.walk(root):
+        if isinstance(loop, (gast.For, gast.While)) and any(s is stmt for s in ast_util.walk(loop)) \
+                and not _bound_first(loop.body, name) \
+                and any(any(m is n for m in ast_util.walk(loop)) for n in loads):
+            return True
+    return False
+
+
+def _bound_first(body, name):
+    """Whether the first statement of ``body`` that mentions ``name`` binds it (``t = ...``,
+    not reading it)."""
+    for s in body:
+        mentions = [n for n in ast_util.walk(s) if isinstance(n, gast.Name) and n.id == name]
+        if not mentions:
+            continue
+        return isinstance(s, gast.Assign) and all(not isinstance(n.ctx, gast.Load) for n in mentions) \
+            and any(isinstance(t, gast.Name) and t.id == name for t in s.targets)
+    return False
