@@ -55,7 +55,7 @@ def test_deletions_are_differentiated():
 def reads_after_del(x):
     tmp = x * 2.0
     del tmp
-    return np.sum(tmp)
+    return np.sum(tmp)  # noqa: F821  (deleted: refused)
 
 
 def reads_in_the_next_round(x):

@@ -59,7 +59,7 @@ def _lowered(target, stmt, root, base):
                              f"del {target.id} where the function reads {target.id!r} after it (in "
                              f"the lines below, or in the loop around it) is not supported in a "
                              f"function srcgrad differentiates",
-                             f"Drop the del, or use another name for the new value.")
+                             "Drop the del, or use another name for the new value.")
         return []
     what = "a slice" if isinstance(target, gast.Subscript) else "an attribute" \
         if isinstance(target, gast.Attribute) else "this target"
