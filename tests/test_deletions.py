@@ -1,6 +1,7 @@
 """``del`` statements (transform/deletions.py): ``del d[k]`` is ``d.pop(k)``, ``del x``
-dropped where nothing reads ``x`` after it. Gradients checked against central
-differences in float64; other deletions are refused at their line."""
+dropped where nothing reads ``x`` after it; quiet ``np.errstate`` blocks are their
+statements (transform/warning_blocks.py). Gradients checked against central differences
+in float64; other deletions and blocks are refused at their line."""
 
 import numpy as np
 import pytest
@@ -81,3 +82,24 @@ def test_other_deletions_are_refused_at_their_line(f, words):
     with pytest.raises(sg.UnsupportedError, match=words) as info:
         sg.grad(f)(X)
     assert info.value.filename == __file__ and "del" in info.value.source_line
+
+
+def quiet_block(x):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.where(x > 0, np.log(np.abs(x)), 0.0)
+    return np.sum(r * x)
+
+
+def raising_block(x):
+    with np.errstate(over="raise"):
+        y = np.exp(x)
+    return np.sum(y)
+
+
+def test_a_quiet_errstate_block_is_its_statements():
+    # (transform/warning_blocks.py: "ignore"/"warn" change no value; "raise" would)
+    want = numerical_grad(quiet_block, (X,))
+    np.testing.assert_allclose(sg.grad(quiet_block)(X), want, rtol=1e-6, atol=1e-8)
+    with pytest.raises(sg.UnsupportedError, match="with block") as info:
+        sg.grad(raising_block)(X)
+    assert info.value.filename == __file__
