@@ -141,7 +141,7 @@ class Canonicalizer(Base):
             if isinstance(it, gast.Call) and not self._is_indexable_call(it):
                 value = _call("list", it)
                 if self.sequences is not None:   # read whole? (a generator's call: generators.py)
-                    self.sequences[seq] = partial or generators.loop_leaves_items(
+                    self.sequences[seq] = partial or generators.loop_verdict(
                         loop, it, self.root, self.info)
             prelude = [_assign(seq, value, loop)]
 

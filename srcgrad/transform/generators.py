@@ -125,6 +125,15 @@ def _written_root(node):
     return target.id if isinstance(target, gast.Name) else None
 
 
+def loop_verdict(loop, call, root, info):
+    """``loop_leaves_items`` where ``call`` is a generator's (most are not: no walk);
+    for another call a reason that holds should inline.py find a generator there after all."""
+    obj = _resolved(call.func, info)
+    if obj is None or not inspect.isgeneratorfunction(obj):
+        return "its call was not known to be a generator's when the loop was read"
+    return loop_leaves_items(loop, call, root, info)
+
+
 def loop_leaves_items(loop, call, root, info):
     """Why the for loop ``loop`` over ``call``'s value may not read it as a list of all its
     items read first would give (None: it reads them all): canonicalize.py asks it of
