@@ -20,6 +20,7 @@ read from that function's closure cells: constants, like a closure's. Anything
 else is refused by name, saying what to write instead.
 """
 
+import dis
 import functools
 import inspect
 import keyword
@@ -372,8 +373,9 @@ def fixed_arity(fn, n_args, keywords=()):
         target, names = outer.target, outer.names
         objects = tuple(cells[n].cell_contents for n in names)
     code = target.__code__
-    taken = set(signature.parameters) | set(keywords) | set(names) | {"__srcgrad_target__"} \
-        | set(code.co_varnames) | set(code.co_cellvars) | set(code.co_freevars)
+    used = set(code.co_varnames) | set(code.co_cellvars) | set(code.co_freevars) | {
+        i.argval for i in dis.get_instructions(code) if i.opname in ("LOAD_GLOBAL", "LOAD_NAME")}
+    taken = set(signature.parameters) | set(keywords) | set(names) | {"__srcgrad_target__"} | used
     given_items = bool(bound.arguments.get(_vararg(signature)))
     params, call, packed = [], list(names), []
     for p in signature.parameters.values():
@@ -402,7 +404,14 @@ def fixed_arity(fn, n_args, keywords=()):
                 if not name.isidentifier() or keyword.iskeyword(name):
                     raise UnsupportedError(
                         f"cannot differentiate {_describe(fn)} called with the keyword {name!r}: "
-                        f"it is not a Python name", hint="Pass keywords that are Python names.")
+                        f"it is not a Python name", code.co_filename, code.co_firstlineno,
+                        hint="Pass keywords that are Python names.")
+                if name in used:   # its parameter would hide that variable or global
+                    raise UnsupportedError(
+                        f"cannot differentiate {_describe(fn)} called with the keyword {name!r} "
+                        f"for **{p.name}: {_describe(fn)} also reads a variable {name!r}",
+                        code.co_filename, code.co_firstlineno,
+                        hint=f"Pass another keyword, or give {_describe(fn)} a parameter {name!r}.")
                 params.append(P(name, P.KEYWORD_ONLY))
                 call.append(f"{name}={name}")
             packed.append((p.name, keys, True))

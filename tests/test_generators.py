@@ -213,7 +213,24 @@ def uses_send(w, data):
     return sum(np.sum(r * w) for r in sends(data))
 
 
+STATE = [1.0]
+
+
+def scaled_by_state(n):
+    for i in range(n):
+        yield STATE[0] * i
+
+
+def changes_the_global_state(w, data):
+    total = 0.0
+    for v in scaled_by_state(3):   # Python: items 0, 2, 6 (the state changes between them)
+        total = total + v * np.sum(data @ w)
+        STATE[0] = STATE[0] + 1.0
+    return total
+
+
 @pytest.mark.parametrize("f,words", [
+    (changes_the_global_state, "reads the list 'STATE'"),
     (stops_early, "stop early"), (zipped, "zip"), (next_item, "not read by one for loop"),
     (changes_the_data, "changes 'copy'"), (changes_a_view_of_the_data, "changes 'tail'"),
     (passes_the_data_to_a_helper, "zero_tail"), (writes_with_out, "out="),

@@ -252,3 +252,23 @@ def test_checks_forward_mode_of_the_gradient_and_as_function():
     np.testing.assert_allclose(tangent, 2 * X.T @ X @ v, rtol=1e-12)
     with pytest.raises(TypeError, match="made for each call"):
         sg.grad(least_squares).as_function()
+
+
+xs_0 = 100.0   # a global named like the parameter an item of *xs would get
+scale = 7.0    # a global named like a keyword given to **options
+
+
+def reads_a_global_named_like_an_item(w, *xs):
+    return np.sum(w * xs[0]) * xs_0
+
+
+def reads_a_global_named_like_a_keyword(w, **options):
+    return np.sum(w * options["scale"]) * scale
+
+
+def test_parameters_made_for_items_and_keywords_hide_no_global():
+    np.testing.assert_allclose(sg.grad(reads_a_global_named_like_an_item, wrt=(0, 1))(W, -W)[1],
+                               100.0 * W, rtol=1e-12)
+    with pytest.raises(sg.UnsupportedError, match="also reads a variable 'scale'") as info:
+        sg.grad(reads_a_global_named_like_a_keyword)(W, scale=2.0)
+    assert info.value.filename == __file__

@@ -55,11 +55,34 @@ def collect(node, ctx):
                              f"a generator that {why.replace('the loop reading it ', '')} is "
                              f"not supported in a function srcgrad differentiates (the loop "
                              f"reading it would see the change between items)", _HINT)
+    _refuse_mutable_free_names(node, base, ctx.info)
     items = ctx.namer.new("items")
     node.body = [_at(gast.Assign(targets=[name(items, store=True)], value=gast.List(
         elts=[], ctx=gast.Load()), type_comment=None), node)] + _block(node.body, items, base, ctx) \
         + [_at(gast.Return(value=name(items)), node)]
     return node
+
+
+def _refuse_mutable_free_names(node, base, info):
+    """A generator must compute its items from its arguments: a global or closure list,
+    dict, set or array it reads could be changed by the loop between two items, which
+    the list of items read first would not see."""
+    own = {a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs} | {
+        n.id for n in ast_util.walk(node) if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load)}
+    for n in ast_util.walk(node):
+        if not isinstance(n, gast.Name) or n.id in own:
+            continue
+        try:
+            obj = info.resolve(n.id)
+        except NameError:
+            continue
+        if isinstance(obj, (list, dict, set, bytearray)) or (
+                hasattr(obj, "shape") and hasattr(obj, "__setitem__") and not isinstance(obj, type)):
+            raise base.error(n, UnsupportedError,
+                             f"a generator that reads the {type(obj).__name__} {n.id!r} of its "
+                             f"module or closure is not supported in a function srcgrad "
+                             f"differentiates (the loop reading it could change it between items)",
+                             f"Pass {n.id!r} to the generator as an argument.")
 
 
 def _block(body, items, base, ctx):
