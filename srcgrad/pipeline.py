@@ -79,7 +79,7 @@ def front_end(fn, options, stack=(), has_aux=False, static=None):
         inline.expand_star_calls(node, arity)
     if match_statements.may_hold(info):   # match: the if/elif chain it stands for
         node = match_statements.transform(node, ctx)
-    if deletions.may_hold(info):   # del d[k]: d.pop(k); del x: dropped
+    if deletions.may_hold(info):   # del d[k]: d.pop(k); del x: dropped; y: T = v: y = v
         node = deletions.transform(node, ctx)
     if warning_blocks.may_hold(info):   # with np.errstate(divide="ignore"): its body
         node = warning_blocks.transform(node, ctx)

@@ -1,6 +1,6 @@
 """``del`` statements (transform/deletions.py): ``del d[k]`` is ``d.pop(k)``, ``del x``
-dropped where nothing reads ``x`` after it; quiet ``np.errstate`` blocks are their
-statements (transform/warning_blocks.py). Gradients checked against central differences
+dropped where nothing reads ``x`` after it; ``y: T = v`` is ``y = v``; quiet
+``np.errstate`` blocks are their statements (transform/warning_blocks.py). Gradients checked against central differences
 in float64; other deletions and blocks are refused at their line."""
 
 import numpy as np
@@ -102,4 +102,30 @@ def test_a_quiet_errstate_block_is_its_statements():
     np.testing.assert_allclose(sg.grad(quiet_block)(X), want, rtol=1e-6, atol=1e-8)
     with pytest.raises(sg.UnsupportedError, match="with block") as info:
         sg.grad(raising_block)(X)
+    assert info.value.filename == __file__
+
+
+def annotated(x: np.ndarray, k: float = 2.0) -> float:
+    y: np.ndarray = np.sin(x) * k
+    z: float
+    total: float = 0.0
+    for v in y:
+        total += v ** 2
+    return total
+
+
+declared = 5.0   # a global: a function declaring its own `declared` must not read it
+
+
+def declared_never_assigned(x):
+    declared: float
+    return np.sum(x) * declared
+
+
+def test_annotated_assignments_are_assignments():
+    want = numerical_grad(annotated, (X,))
+    np.testing.assert_allclose(sg.grad(annotated)(X), want, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(sg.grad(annotated)(X), 4 * np.sin(2 * X), rtol=1e-12)
+    with pytest.raises(sg.UnsupportedError, match="declared") as info:
+        sg.grad(declared_never_assigned)(X)
     assert info.value.filename == __file__

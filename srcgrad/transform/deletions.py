@@ -1,4 +1,4 @@
-"""``del`` statements, before the checks (pipeline.front_end):
+"""``del`` statements and annotated assignments, before the checks (pipeline.front_end):
 
 * ``del d[k]`` / ``del xs[i]`` (an item, not a slice) is ``d.pop(k)`` / ``xs.pop(i)``,
   which methods.py follows as a dict's or list's pop;
@@ -7,7 +7,14 @@
   generated code does itself (the releases of codegen/release.py).
 
 ``del`` of a slice, an attribute or a name read afterwards is refused at its line.
+
+An annotated assignment ``y: np.ndarray = f(x)`` is the assignment ``y = f(x)`` (Python
+evaluates the annotation of a local for nothing); a bare ``z: float`` is dropped, unless
+the function reads ``z`` without ever binding it (then Python raises, and a global of
+that name must not be read in its place: refused).
 """
+
+import re
 
 import gast
 
@@ -16,13 +23,21 @@ from srcgrad.errors import UnsupportedError
 from srcgrad.transform.base import Base
 
 
+_ANNOTATED = re.compile(r"^\s*[A-Za-z_][\w.]*(\[[^\]:]*\])?\s*:(?!=)\s*[^\s#]")
+_NOT_ANNOTATIONS = ("else", "try", "finally", "lambda", "case", "match")
+
+
 def may_hold(info):
-    """Whether the source may hold a ``del`` statement (most functions do not: no walk)."""
-    return any(line.lstrip().startswith("del ") for line in info.source_lines)
+    """Whether the source may hold a ``del`` statement or an annotated assignment (most
+    functions do not: no walk)."""
+    return any(line.lstrip().startswith("del ") or (
+        _ANNOTATED.match(line) and not line.lstrip().startswith(_NOT_ANNOTATIONS))
+        for line in info.source_lines[1:])
 
 
 def transform(node, ctx):
-    """``node`` with each ``del`` statement written as above, or refused."""
+    """``node`` with each ``del`` statement and annotated assignment written as above,
+    or refused."""
     base = Base(ctx.info)
     _block(node.body, node, base)
     return node
@@ -34,6 +49,9 @@ def _block(body, root, base):
         stmt = body[k]
         if isinstance(stmt, gast.Delete):
             body[k:k + 1] = [s for target in stmt.targets for s in _lowered(target, stmt, root, base)]
+            continue
+        if isinstance(stmt, gast.AnnAssign):
+            body[k:k + 1] = _unannotated(stmt, root, base)
             continue
         for field in ("body", "orelse"):
             inner = getattr(stmt, field, None)
@@ -67,6 +85,23 @@ def _lowered(target, stmt, root, base):
                      f"del of {what} is not supported in a function srcgrad differentiates",
                      "Build the value without those items (a comprehension, np.delete), or "
                      "rebind the name.")
+
+
+def _unannotated(stmt, root, base):
+    if stmt.value is not None:
+        return [gast.copy_location(gast.Assign(targets=[stmt.target], value=stmt.value,
+                                               type_comment=None), stmt)]
+    target = stmt.target
+    if isinstance(target, gast.Name) and not any(
+            isinstance(n, gast.Name) and n.id == target.id and not isinstance(n.ctx, gast.Load)
+            and n is not target for n in ast_util.walk(root)) and any(
+            isinstance(n, gast.Name) and n.id == target.id for n in ast_util.walk(root)
+            if n is not target):
+        raise base.error(stmt, UnsupportedError,
+                         f"{target.id!r}, declared ({target.id}: ...) and read but never "
+                         f"assigned, is not supported in a function srcgrad differentiates",
+                         f"Assign {target.id!r} before reading it.")
+    return []
 
 
 def _loaded(value):
