@@ -23,9 +23,10 @@ from srcgrad.templates import clone
 from srcgrad import optimize
 from srcgrad.optimize import scalar_items, unit_seed
 from srcgrad.transform import (anf, as_array, assignment_expressions, aux, canonicalize, comprehensions,
-                               constant_arguments, deletions, fence, flat_reads, function_tables,
+                               constant_arguments, fence, flat_reads, function_tables,
                                generators, inline, methods, local_functions, match_statements,
-                               mutation, reverse, unroll, warning_blocks, zero_marks)
+                               mutation, plain_statements, reverse, unroll, warning_blocks,
+                               zero_marks)
 from srcgrad.transform import fuse as fusion
 from srcgrad.transform.base import local_names, rename_reserved
 from srcgrad import ast_util
@@ -79,8 +80,8 @@ def front_end(fn, options, stack=(), has_aux=False, static=None):
         inline.expand_star_calls(node, arity)
     if match_statements.may_hold(info):   # match: the if/elif chain it stands for
         node = match_statements.transform(node, ctx)
-    if deletions.may_hold(info):   # del d[k]: d.pop(k); del x: dropped; y: T = v: y = v
-        node = deletions.transform(node, ctx)
+    if plain_statements.may_hold(info):   # del d[k]: d.pop(k); del x: dropped; y: T = v: y = v
+        node = plain_statements.transform(node, ctx)
     if warning_blocks.may_hold(info):   # with np.errstate(divide="ignore"): its body
         node = warning_blocks.transform(node, ctx)
     fence.check(node, info, allowed_with=lambda item: anf.grad_mode_of(item, info) is not None,

@@ -1,4 +1,4 @@
-"""``del`` statements (transform/deletions.py): ``del d[k]`` is ``d.pop(k)``, ``del x``
+"""``del`` statements (transform/plain_statements.py): ``del d[k]`` is ``d.pop(k)``, ``del x``
 dropped where nothing reads ``x`` after it; ``y: T = v`` is ``y = v``; quiet
 ``np.errstate`` blocks are their statements (transform/warning_blocks.py). Gradients are
 checked against central differences in float64; the rest is refused at its line."""
