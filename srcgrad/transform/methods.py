@@ -315,8 +315,14 @@ class Displays(ast_util.NodeTransformer):
         if version is not None:
             node.func = self.helper(version)
             return node
-        if None in keys or any(isinstance(a, gast.Starred) for a in node.args) or len(node.args) != 1:
+        if None in keys or any(isinstance(a, gast.Starred) for a in node.args) or not node.args:
             return node
+        if len(node.args) > 1:   # max(a, b, key=f): of the list [a, b], as Python compares them
+            if keys == {"key"} and any(d.resolves_to(node.func, f) for f in (builtins.max, builtins.min)):
+                node = gast.Call(func=node.func, args=[gast.List(elts=node.args, ctx=gast.Load())],
+                                 keywords=node.keywords)
+            else:
+                return node
         if d.resolves_to(node.func, builtins.sorted) and keys <= {"key", "reverse"}:
             return d.sorted_items(node.args[0], node.keywords)
         if d.resolves_to(node.func, builtins.dict) and keys:
