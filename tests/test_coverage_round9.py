@@ -1,0 +1,148 @@
+"""Coverage round nine: second derivatives through ``np.linalg.svd``, ``qr``, ``lstsq`` and
+the SVD norms ('nuc', 2, -2). Each is checked to second order (``sg.hessian``, grad of
+grad, ``sg.jvp`` of the gradient) against central differences of ``sg.grad`` in float64."""
+
+import numpy as np
+import pytest
+
+import srcgrad as sg
+from srcgrad import runtime as rt
+from srcgrad.rules import decomposition_second_order as dso
+from srcgrad.testing import numerical_grad
+
+RNG = np.random.default_rng(9)
+TALL = RNG.normal(size=(4, 3))          # distinct singular values, full column rank
+WIDE = RNG.normal(size=(2, 3))
+SQUARE = RNG.normal(size=(3, 3)) + 3 * np.eye(3)
+BATCH = RNG.normal(size=(2, 3, 2))
+RHS = RNG.normal(size=(4, 2))
+RHS1 = RNG.normal(size=4)
+
+
+def _second_order_matches(f, x, wrt=0, args=()):
+    """sg.hessian, grad of grad and jvp of grad of ``f`` at ``x`` against central
+    differences of sg.grad."""
+    full = (x,) + tuple(args) if wrt == 0 else tuple(args) + (x,)
+    n = x.size
+    grad = sg.grad(f, wrt=wrt)
+
+    def at(y):
+        return (y,) + tuple(args) if wrt == 0 else tuple(args) + (y,)
+    want = np.array([numerical_grad(lambda y: grad(*at(y)).ravel()[k], (x,)).ravel() for k in range(n)])
+    np.testing.assert_allclose(np.reshape(sg.hessian(f, wrt=wrt)(*full), (n, n)), want, atol=1e-6)
+    seed = np.linspace(0.5, 1.5, n).reshape(x.shape)
+    np.testing.assert_allclose(np.ravel(sg.grad(grad, wrt=wrt)(*full, grad_outputs=seed)),
+                               want.T @ seed.ravel(), atol=1e-6)
+    tangents = tuple(seed if i == wrt else None for i in range(len(full)))
+    _, tan = sg.jvp(grad, full, tangents)
+    np.testing.assert_allclose(np.ravel(tan), want @ seed.ravel(), atol=1e-6)
+
+
+# ----- 1. np.linalg.svd, qr, lstsq and the SVD norms to second order -----
+
+
+def svd_factors(a):
+    u, s, vh = np.linalg.svd(a, full_matrices=False)
+    return np.sum(u[..., 0, :] ** 3) + np.sum(s ** 3) + np.sum(np.sin(vh) * np.arange(vh.shape[-1]))
+
+
+def svd_values(a):
+    return np.sum(np.sin(np.linalg.svd(a, compute_uv=False)))
+
+
+def svd_square(a):
+    u, s, vh = np.linalg.svd(a)
+    return np.sum(s ** 2 * u[0]) + np.sum(vh[:, 0] ** 3)
+
+
+@pytest.mark.parametrize("f", [svd_factors, svd_values])
+@pytest.mark.parametrize("a", [TALL, WIDE, BATCH], ids=["tall", "wide", "batched"])
+def test_svd_second_order(f, a):
+    # (was: "hessian: no tangent for rt.svd_vjp" / "grad of grad: no gradient rule for rt.svd_vjp")
+    _second_order_matches(f, a.copy())
+
+
+def test_svd_of_a_square_matrix_second_order():
+    _second_order_matches(svd_square, SQUARE.copy())
+
+
+def qr_reduced(a):
+    q, r = np.linalg.qr(a)
+    return np.sum(q ** 3 * np.arange(q.shape[-1])) + np.sum(np.sin(r))
+
+
+def qr_r_only(a):
+    return np.sum(np.linalg.qr(a, mode="r") ** 2 * np.arange(3.0))
+
+
+@pytest.mark.parametrize("f", [qr_reduced, qr_r_only])
+@pytest.mark.parametrize("a", [TALL, SQUARE], ids=["tall", "square"])
+def test_qr_second_order(f, a):
+    _second_order_matches(f, a.copy())
+
+
+def lstsq_all(a, b):
+    x, res, rank, s = np.linalg.lstsq(a, b, rcond=None)
+    return np.sum(x ** 2) + np.sum(res * np.arange(1.0, 1.0 + np.size(res))) + np.sum(s ** 3)
+
+
+def lstsq_solution(a, b):
+    return np.sum(np.sin(np.linalg.lstsq(a, b, rcond=None)[0]))
+
+
+@pytest.mark.parametrize("f", [lstsq_all, lstsq_solution])
+@pytest.mark.parametrize("b", [RHS, RHS1], ids=["columns", "vector"])
+@pytest.mark.parametrize("wrt", [0, 1])
+def test_lstsq_second_order(f, b, wrt):
+    args = (TALL.copy(), b.copy())
+    _second_order_matches(f, args[wrt], wrt=wrt, args=args[1 - wrt:2 - wrt])
+
+
+def nuclear(a):
+    return np.linalg.norm(a, "nuc") ** 2
+
+
+def spectral(a):
+    return np.linalg.norm(a, 2) * np.linalg.norm(a, -2) + np.linalg.norm(a.T, ord=2) ** 3
+
+
+def nuclear_over_axes(a):
+    return np.sum(np.linalg.norm(a, "nuc", axis=(0, 2), keepdims=True) ** 2 * np.arange(1.0, 3.0)[:, None])
+
+
+def spectral_over_axes(a):
+    return np.sum(np.sin(np.linalg.norm(a, -2, axis=(2, 0))))
+
+
+@pytest.mark.parametrize("f, a", [(nuclear, TALL), (nuclear, WIDE), (spectral, TALL),
+                                  (nuclear_over_axes, BATCH.transpose(1, 0, 2)),
+                                  (spectral_over_axes, BATCH.transpose(1, 0, 2))],
+                         ids=["nuc_tall", "nuc_wide", "spectral", "nuc_axes", "spectral_axes"])
+def test_svd_norms_second_order(f, a):
+    # (was: "the second derivative of np.linalg.norm with ord='nuc' (from the SVD) is not supported")
+    _second_order_matches(f, np.ascontiguousarray(a))
+
+
+def test_the_restated_helpers_match_the_first_order_ones():
+    # the rules differentiate these restatements: they must be the helpers' math
+    y = np.linalg.svd(TALL, full_matrices=False)
+    dy = [RNG.normal(size=v.shape) for v in y]
+    np.testing.assert_allclose(dso._svd_vjp_math(*dy, *y), rt.svd_vjp(dy, y, TALL, False, True), rtol=1e-12)
+    np.testing.assert_allclose(dso._svd_values_vjp_math(dy[1], TALL), rt.svd_vjp(dy[1], y[1], TALL, False, False),
+                               rtol=1e-12)
+    dq = [RNG.normal(size=TALL.shape), RNG.normal(size=(3, 3))]
+    np.testing.assert_allclose(dso._qr_vjp_math(*dq, TALL), rt.qr_vjp(dq, None, TALL), rtol=1e-12)
+    res = np.linalg.lstsq(TALL, RHS, rcond=None)
+    dl = [RNG.normal(size=res[0].shape), RNG.normal(size=2), 0.0, RNG.normal(size=3)]
+    got = dso._lstsq_vjp_math(dl[0], dl[1], dl[3], res[0], TALL, RHS)
+    for g, w in zip(got, rt.lstsq_vjp(dl, res, TALL, RHS)):
+        np.testing.assert_allclose(g, w, rtol=1e-12)
+
+
+def svd_full_of_a_tall_matrix(a):
+    return np.sum(np.linalg.svd(a)[0] ** 3)
+
+
+def test_full_matrices_of_a_tall_matrix_stays_refused_one_order_up():
+    with pytest.raises(sg.errors.UnsupportedError, match="full_matrices=True"):
+        sg.hessian(svd_full_of_a_tall_matrix)(TALL.copy())
