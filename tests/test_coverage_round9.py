@@ -1,6 +1,9 @@
 """Coverage round nine: second derivatives through ``np.linalg.svd``, ``qr``, ``lstsq`` and
-the SVD norms ('nuc', 2, -2). Each is checked to second order (``sg.hessian``, grad of
-grad, ``sg.jvp`` of the gradient) against central differences of ``sg.grad`` in float64."""
+the SVD norms ('nuc', 2, -2), checked to second order (``sg.hessian``, grad of grad,
+``sg.jvp`` of the gradient) against central differences of ``sg.grad`` in float64; a
+gradient's composed code (``as_function``) called with structures."""
+
+from dataclasses import dataclass
 
 import numpy as np
 import pytest
@@ -146,3 +149,77 @@ def svd_full_of_a_tall_matrix(a):
 def test_full_matrices_of_a_tall_matrix_stays_refused_one_order_up():
     with pytest.raises(sg.errors.UnsupportedError, match="full_matrices=True"):
         sg.hessian(svd_full_of_a_tall_matrix)(TALL.copy())
+
+
+# ----- 2. sg.grad(f).as_function() called directly with structures -----
+
+
+def dict_params(p, x):
+    return np.sum(np.sin(p["w"] * x)) + p["b"] ** 2 * np.sum(x)
+
+
+def list_params(ps):
+    return np.sum(ps[0] * ps[1] ** 2)
+
+
+@dataclass
+class Params:
+    w: np.ndarray
+    b: float
+
+
+def dataclass_params(p):
+    return np.sum(p.w ** 3) * p.b
+
+
+W2, X2 = np.array([0.5, -1.0]), np.array([1.0, 2.0])
+
+
+def _hand(f):
+    """Hand-derived gradient and Hessian-vector product along ones."""
+    if f is dict_params:
+        p = {"w": W2, "b": 1.5}
+        grad = {"w": np.cos(W2 * X2) * X2, "b": 2 * 1.5 * np.sum(X2)}
+        hv = {"w": -np.sin(W2 * X2) * X2 ** 2, "b": 2 * np.sum(X2)}
+        return (p, X2), grad, hv
+    if f is list_params:
+        a, b = np.array([1.0, -2.0]), np.array([0.5, 3.0])
+        return ([a, b],), [b ** 2, 2 * a * b], [2 * b, 2 * b + 2 * a]
+    w = np.array([1.0, 2.0])
+    return (Params(w, 2.0),), Params(3 * w ** 2 * 2.0, np.sum(w ** 3)), \
+        Params(6 * w * 2.0 + 3 * w ** 2, np.sum(3 * w ** 2))
+
+
+def _leaves(v):
+    if isinstance(v, Params):
+        return [v.w, v.b]
+    return sg.pytree.tree_leaves(v)
+
+
+def _ones_like(v):
+    if isinstance(v, Params):
+        return Params(np.ones_like(v.w), 1.0)
+    if isinstance(v, dict):
+        return {k: np.ones_like(np.asarray(x)) * 1.0 for k, x in v.items()}
+    return [np.ones_like(x) for x in v]
+
+
+@pytest.mark.parametrize("f", [dict_params, list_params, dataclass_params])
+def test_the_composed_gradient_called_with_structures(f):
+    # (was: "higher-order derivatives (grad of grad, as_function) take arrays and floats;
+    # 'p' is a dict"; of the dataclass: "no gradient rule for the attribute .w")
+    args, grad, hv = _hand(f)
+    composed = sg.grad(f).as_function()
+    got = composed(*args)
+    assert type(got) is type(grad)
+    for g, w in zip(_leaves(got), _leaves(grad)):
+        np.testing.assert_allclose(g, w, rtol=1e-12)
+    # still what srcgrad differentiates again: its gradient is the Hessian-vector product
+    got_hv = sg.grad(composed)(*args, grad_outputs=_ones_like(args[0]))
+    for g, w in zip(_leaves(got_hv), _leaves(hv)):
+        np.testing.assert_allclose(g, w, rtol=1e-12)
+
+
+def test_the_composed_gradient_still_refuses_arrays_where_it_reads_fields():
+    with pytest.raises(sg.SrcgradError, match="attribute .w"):
+        sg.grad(dataclass_params).as_function()(np.ones(2))
