@@ -223,3 +223,72 @@ def test_the_composed_gradient_called_with_structures(f):
 def test_the_composed_gradient_still_refuses_arrays_where_it_reads_fields():
     with pytest.raises(sg.SrcgradError, match="attribute .w"):
         sg.grad(dataclass_params).as_function()(np.ones(2))
+
+
+# ----- 3. np.maximum.at / np.minimum.at -----
+
+
+IDX = np.array([0, 2, 2, 4, 0, 2])
+K5 = np.arange(1.0, 6.0)
+
+
+def maximum_at(a, v):
+    y = a * 1.0
+    np.maximum.at(y, IDX, v)
+    return np.sum(y ** 2 * K5)
+
+
+def maximum_at_as_a_loop(a, v):
+    y = a * 1.0
+    for i in range(6):
+        y[IDX[i]] = np.maximum(y[IDX[i]], v[i])
+    return np.sum(y ** 2 * K5)
+
+
+def minimum_at_rows(a, v):
+    y = a + 0.0
+    np.minimum.at(y, (slice(None), [1, 1, 0]), v)
+    return np.sum(np.sin(y) * a)
+
+
+def minimum_at_scalar(a, v):
+    y = a.copy()
+    np.minimum.at(y, [1, 3, 1], v[0] * 2.0)
+    return np.sum(y ** 3)
+
+
+A5, V6 = RNG.normal(size=5), RNG.normal(size=6)
+A33, V32 = RNG.normal(size=(3, 3)), RNG.normal(size=(3, 3))
+
+
+@pytest.mark.parametrize("f, args", [(maximum_at, (A5, V6)), (minimum_at_rows, (A33, V32)),
+                                     (minimum_at_scalar, (A5, V6))],
+                         ids=["maximum_repeated", "minimum_rows", "minimum_scalar"])
+@pytest.mark.parametrize("wrt", [0, 1])
+def test_extremum_at_differentiates(f, args, wrt):
+    # (was: "np.maximum.at ... refused")
+    args = tuple(a.copy() for a in args)
+    want = numerical_grad(f, args, wrt)
+    np.testing.assert_allclose(sg.grad(f, wrt=wrt)(*args), want, rtol=1e-7, atol=1e-9)
+    with pytest.warns(Warning):   # the helper has no Numba form: the NumPy gradient runs
+        np.testing.assert_allclose(sg.grad(f, wrt=wrt, jit=True)(*args), want, rtol=1e-7, atol=1e-9)
+    t = np.linspace(-1.0, 1.0, args[wrt].size).reshape(args[wrt].shape)
+    tangents = tuple(t if i == wrt else None for i in range(2))
+    np.testing.assert_allclose(sg.jvp(f, args, tangents)[1], np.sum(want * t), rtol=1e-7, atol=1e-9)
+    _second_order_matches(f, args[wrt], wrt=wrt, args=args[1 - wrt:2 - wrt])
+    assert sg.value_and_grad(f)(*args)[0] == f(*args)
+
+
+def test_extremum_at_ties_follow_the_loop_of_np_maximum():
+    # np.maximum splits a tie evenly at each step of NumPy's loop: at position 0, a's 1.0
+    # and two values of 1.0 get 1/4, 1/4 and 1/2 (the last)
+    a = np.array([1.0, 0.0, 2.0, 0.0, 3.0])
+    v = np.array([1.0, 2.0, 2.0, 0.0, 1.0, 2.0])
+    # (four at 2: a's entry and the first value 1/8 each, then 1/4 and 1/2)
+    dy = 2 * np.array([1.0, 0.0, 2.0, 0.0, 3.0]) * K5     # d sum(y^2 k)/dy, y = a here
+    np.testing.assert_allclose(sg.grad(maximum_at)(a, v), dy * [0.25, 1, 1 / 8, 1, 1])
+    np.testing.assert_allclose(sg.grad(maximum_at, wrt=1)(a, v),
+                               [dy[0] / 4, dy[2] / 8, dy[2] / 4, 0.0, dy[0] / 2, dy[2] / 2])
+    for wrt in (0, 1):
+        np.testing.assert_allclose(sg.grad(maximum_at, wrt=wrt)(a, v),
+                                   sg.grad(maximum_at_as_a_loop, wrt=wrt)(a, v), rtol=1e-15)

@@ -979,9 +979,9 @@ def test_repeated_fancy_write_keeps_the_last_write_as_numpy_does():
     np.testing.assert_allclose(sg.grad(out_unary)(X.copy()), [-1.0, -1.0, -1.0])
 
 
-def _refuse_ufunc_at(x):   # (np.add.at is differentiated: test_value_model.py)
+def _refuse_ufunc_at(x):   # (np.add.at, maximum.at, minimum.at are differentiated)
     y = np.zeros(3)
-    np.maximum.at(y, [0, 0], x[:2])
+    np.fmax.at(y, [0, 0], x[:2])
     return np.sum(y * y)
 
 
@@ -1018,7 +1018,7 @@ def _refuse_list_pop(x):
 
 
 IN_PLACE_REFUSED = [
-    (_refuse_ufunc_at, "np.maximum.at(", "maximum.at"),
+    (_refuse_ufunc_at, "np.fmax.at(", "fmax.at"),
     (_refuse_shuffle, "np.random.shuffle(", "shuffle"),
     (_refuse_sort_method, "y.sort(", ".sort()"),
     (_refuse_resize, "y.resize(", ".resize()"),
