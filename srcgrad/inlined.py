@@ -111,6 +111,43 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
     """``np.polyfit`` (``full=False``, ``cov=False``, a matrix of full column rank): the
     least-squares solution of the Vandermonde system with its columns scaled to unit norm,
     as NumPy's, the powers built by products (exact derivatives in ``x`` at 0)."""
+    lhs, rhs, scale, c = polyfit_system(x, y, deg, rcond, w)
+    return (c.T / scale).T
+
+
+@inline
+def polyfit_full(x, y, deg, rcond=None, full=True, w=None, cov=False):
+    """``np.polyfit(..., full=True)``: ``(p, residuals, rank, singular_values, rcond)``, the
+    residuals the squared norm of the scaled system's (none for an exact fit, as NumPy's
+    ``lstsq`` gives), the singular values the scaled matrix's (``np.linalg.svd``'s rule)."""
+    lhs, rhs, scale, c = polyfit_system(x, y, deg, rcond, w)
+    r = rhs - lhs @ c
+    resids = polyfit_residuals(r, np.shape(x)[0], deg)
+    rank = np.linalg.matrix_rank(detach(lhs))
+    s = np.linalg.svd(lhs, compute_uv=False)
+    return (c.T / scale).T, resids, rank, s, polyfit_rcond(detach(x), rcond)
+
+
+@inline
+def polyfit_cov(x, y, deg, rcond=None, full=False, w=None, cov=True):
+    """``np.polyfit(..., cov=True)``: ``(p, V)``, ``V = (A^T A)^-1 / (scale scale^T)``
+    times the residuals over ``len(x) - deg - 1`` (``cov="unscaled"``: not), per column
+    of ``y`` on a third axis (one for all, "unscaled"), as NumPy's."""
+    lhs, rhs, scale, c = polyfit_system(x, y, deg, rcond, w)
+    base = np.linalg.inv(lhs.T @ lhs) / np.outer(scale, scale)
+    if cov == "unscaled":
+        v = base if np.ndim(y) == 1 else base[:, :, None]   # (NumPy's: one for every column)
+    else:
+        polyfit_check_points(np.shape(x)[0], deg)
+        r = rhs - lhs @ c
+        fac = np.sum(r * r, axis=0) / (np.shape(x)[0] - deg - 1)
+        v = base * fac if np.ndim(y) == 1 else base[:, :, None] * fac
+    return (c.T / scale).T, v
+
+
+@inline
+def polyfit_system(x, y, deg, rcond, w):
+    """``(lhs, rhs, scale, c)``: NumPy's scaled Vandermonde system and its solution."""
     column = np.ones_like(x)
     columns = [column]
     for _ in range(deg):
@@ -128,7 +165,26 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
     # of every order are the solution's, and its value NumPy's (the step is at rounding)
     c0 = np.linalg.lstsq(detach(lhs), detach(rhs), rcond=rcond)[0]
     c = c0 + np.linalg.solve(lhs.T @ lhs, lhs.T @ (rhs - lhs @ c0))
-    return (c.T / scale).T
+    return lhs, rhs, scale, c
+
+
+@inline
+def polyfit_residuals(r, n, deg):
+    """NumPy's ``lstsq`` residuals of the scaled system: the column sums of ``r * r``
+    (one entry for a vector ``y``), none for an exact fit (``n <= deg + 1``)."""
+    if n <= deg + 1:
+        return np.zeros((0,), dtype=r.dtype)
+    return np.reshape(np.sum(r * r, axis=0), (-1,))
+
+
+def polyfit_rcond(x, rcond):
+    """The ``rcond`` NumPy's ``polyfit`` used (no gradient: a constant)."""
+    return len(x) * np.finfo(np.asarray(x, dtype=float).dtype).eps if rcond is None else rcond
+
+
+def polyfit_check_points(n, deg):
+    if n <= deg + 1:
+        raise ValueError("the number of data points must exceed order to scale the covariance matrix")
 
 
 @inline
@@ -298,6 +354,25 @@ def pad_pairs(width, ndim):
     return [(int(b), int(e)) for b, e in np.broadcast_to(pairs, (ndim, 2))]
 
 
+def polyfit_form(given):
+    """The version of ``np.polyfit`` for a call's ``full=`` and ``cov=`` (constants in
+    the call; None: another value, left to NumPy's function, refused where it needs a
+    gradient)."""
+    import gast
+    flags = []
+    for name in ("full", "cov"):
+        node = given.get(name)
+        if node is not None and not isinstance(node, gast.Constant):
+            return None
+        flags.append(False if node is None else node.value)
+    full, cov = flags
+    if full:
+        return polyfit_full
+    if cov:
+        return polyfit_cov
+    return polyfit
+
+
 def reduction_count(shape, axis=None):
     """How many entries of an array of ``shape`` each result of a reduction over ``axis``
     combines (no gradient: a count)."""
@@ -309,12 +384,13 @@ def reduction_count(shape, axis=None):
 
 # NumPy function -> (its version, {parameter: the only value a call may pass}, the keyword
 # a call must pass to be the version's, or (parameter, the constants it must be one of, a
-# version for each: ``mode=`` of np.pad), None: any call): a call passing another value there
-# (``np.polyfit(..., full=True)``) is left to NumPy's function, refused where it needs a
+# version for each: ``mode=`` of np.pad; or a function of the call's arguments choosing one:
+# np.polyfit's ``full=``/``cov=``), None: any call): a call passing another value there
+# (``np.polyfit(..., full=flag)``) is left to NumPy's function, refused where it needs a
 # gradient; ``np.var`` without ``mean=`` keeps its rule
 NUMPY_INLINED = {np.ediff1d: (ediff1d, {}, None),
                  np.insert: (insert, {}, None),
-                 np.polyfit: (polyfit, {"full": False, "cov": False}, None),
+                 np.polyfit: (polyfit, {}, lambda given: polyfit_form(given)),
                  np.broadcast_arrays: (broadcast_arrays, {"subok": False}, None),
                  np.lib.stride_tricks.sliding_window_view: (
                      sliding_window_view, {"subok": False, "writeable": False}, None),

@@ -292,3 +292,106 @@ def test_extremum_at_ties_follow_the_loop_of_np_maximum():
     for wrt in (0, 1):
         np.testing.assert_allclose(sg.grad(maximum_at, wrt=wrt)(a, v),
                                    sg.grad(maximum_at_as_a_loop, wrt=wrt)(a, v), rtol=1e-15)
+
+
+# ----- 5. np.pad with its mode in a variable; np.polyfit with full=True / cov=True -----
+
+
+PAD_MODE = "mean"
+K7 = np.arange(1.0, 8.0)
+
+
+def pad_global_mode(x):
+    return np.sum(np.pad(x, 2, mode=PAD_MODE) ** 2 * K7)
+
+
+def pad_mode_at_call(x, mode):
+    return np.sum(np.pad(x, 2, mode) ** 2 * K7)
+
+
+def pad_mode_chosen(x):
+    m = "maximum" if x.shape[0] > 2 else "edge"
+    return np.sum(np.sin(np.pad(x, (1, 3), mode=m)) * K7)
+
+
+X3 = np.array([1.0, -2.0, 0.5])
+
+
+@pytest.mark.parametrize("mode", ["maximum", "minimum", "mean", "median", "linear_ramp", "edge", "reflect"])
+def test_pad_with_the_mode_known_when_it_runs(mode):
+    # (was: "the gradient of np.pad with mode='median' is not supported ... when the mode is
+    # written as a constant string in the call"; forward mode gave np.pad(t, mode) of the
+    # tangent, its own maximum: a wrong tangent)
+    x = X3.copy()
+    want = numerical_grad(lambda v: pad_mode_at_call(v, mode), (x,))
+    np.testing.assert_allclose(sg.grad(pad_mode_at_call)(x, mode), want, rtol=1e-7, atol=1e-9)
+    t = np.array([0.3, -1.0, 2.0])
+    np.testing.assert_allclose(sg.jvp(pad_mode_at_call, (x, mode), (t, None))[1], want @ t, rtol=1e-7)
+    _second_order_matches(pad_mode_at_call, x, args=(mode,))
+
+
+@pytest.mark.parametrize("f", [pad_global_mode, pad_mode_chosen])
+def test_pad_with_the_mode_in_a_variable(f):
+    global PAD_MODE
+    for mode in ("mean", "median"):
+        PAD_MODE = mode   # a global read as the call's constant: the gradient follows it
+        x = X3.copy()
+        want = numerical_grad(f, (x,))
+        np.testing.assert_allclose(sg.grad(f)(x), want, rtol=1e-7, atol=1e-9)
+        np.testing.assert_allclose(sg.jvp(f, (x,), (np.ones(3),))[1], np.sum(want), rtol=1e-7)
+    PAD_MODE = "mean"
+    _second_order_matches(f, X3.copy())
+
+
+PX = np.linspace(-1.0, 1.0, 7)
+PY = np.sin(3 * PX) + PX ** 2
+PY2 = np.stack([PY, np.cos(PX)], axis=1)
+W9 = np.arange(9.0).reshape(3, 3)
+
+
+def polyfit_full(x, y):
+    p, residuals, rank, s, rcond = np.polyfit(x, y, 2, full=True)
+    return np.sum(p ** 2) + np.sum(residuals) * 3.0 + np.sum(s ** 2) + rcond * 0.0
+
+
+def polyfit_cov(x, y):
+    p, v = np.polyfit(x, y, 2, cov=True)
+    return np.sum(v * (W9 if np.ndim(y) == 1 else W9[..., None])) + np.sum(p)
+
+
+def polyfit_unscaled(x, y):
+    p, v = np.polyfit(x, y, 2, cov="unscaled")
+    return np.sum(v ** 2) + np.sum(np.sin(p))
+
+
+@pytest.mark.parametrize("f", [polyfit_full, polyfit_cov, polyfit_unscaled])
+@pytest.mark.parametrize("y", [PY, PY2], ids=["vector", "columns"])
+@pytest.mark.parametrize("wrt", [0, 1])
+def test_polyfit_full_and_cov(f, y, wrt):
+    # (was: full=True and cov=True "refused where they need a gradient")
+    args = (PX.copy(), y.copy())
+    want = numerical_grad(f, args, wrt)
+    np.testing.assert_allclose(sg.grad(f, wrt=wrt)(*args), want, rtol=1e-6, atol=1e-8)
+    assert sg.value_and_grad(f)(*args)[0] == pytest.approx(f(*args), rel=1e-13)
+    t = np.linspace(-1.0, 1.0, args[wrt].size).reshape(args[wrt].shape)
+    tangents = tuple(t if i == wrt else None for i in range(2))
+    np.testing.assert_allclose(sg.jvp(f, args, tangents)[1], np.sum(want * t), rtol=1e-6, atol=1e-8)
+
+
+def test_polyfit_full_and_cov_are_numpys():
+    from srcgrad import inlined
+    for deg in (1, 3):
+        for y in (PY, PY2):
+            for got, want in ((inlined.polyfit_full(PX, y, deg), np.polyfit(PX, y, deg, full=True)),
+                              (inlined.polyfit_cov(PX, y, deg), np.polyfit(PX, y, deg, cov=True)),
+                              (inlined.polyfit_cov(PX, y, deg, cov="unscaled"),
+                               np.polyfit(PX, y, deg, cov="unscaled"))):
+                assert len(got) == len(want)
+                for g, w in zip(got, want):
+                    assert np.shape(g) == np.shape(w)
+                    np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-13)
+
+
+@pytest.mark.slow
+def test_polyfit_full_second_order():
+    _second_order_matches(polyfit_full, PX.copy(), wrt=0, args=(PY.copy(),))

@@ -352,11 +352,19 @@ def _numpy_version(desugar, call):
         given[p.name] = a
     if starred is not None and any(p.name in pinned for p in params[starred:]):
         return None
-    if isinstance(trigger, tuple):   # np.pad(..., mode="mean"): that mode's version
+    if callable(trigger):   # np.polyfit(..., full=True): the version for its flags
+        version = trigger(given)
+        if version is None:
+            return None
+    elif isinstance(trigger, tuple):   # np.pad(..., mode="mean"): that mode's version
         value = given.get(trigger[0])
+        if isinstance(value, (gast.Name, gast.Attribute)):   # a global constant: a read the
+            value = _resolves_path(desugar, value, lambda obj: isinstance(obj, str)   # compile
+                                   and obj in trigger[1])                            # depends on
+            value = None if value is None else gast.Constant(value=value, kind=None)
         if not (isinstance(value, gast.Constant) and isinstance(value.value, str)
                 and value.value in trigger[1]):
-            return None
+            return None   # (a mode known when it runs: the rule's, rt.pad_vjp)
         version = version[value.value]
     elif trigger is not None and trigger not in given:
         return None
