@@ -373,6 +373,97 @@ def polyfit_form(given):
     return polyfit
 
 
+@inline
+def piecewise_piece(y, x, cond, func):
+    """NumPy's ``y[cond] = func(x[cond])`` (skipped where nothing is selected) as a value:
+    the k-th result gathered to the k-th selected entry (no write in place, which a
+    gradient read again would have to follow through the copies)."""
+    vals = x[cond]
+    if np.size(vals) > 0:
+        out = np.broadcast_to(func(vals), np.shape(vals))
+        y = np.where(cond, out[piecewise_positions(cond)], y)
+    return y
+
+
+def piecewise_positions(cond):
+    """For each entry, how many selected entries come before it (the k of ``x[cond]`` at
+    a selected one; 0 elsewhere, masked out): no gradient, an index."""
+    return np.maximum(np.cumsum(np.ravel(cond)) - 1, 0).reshape(np.shape(cond))
+
+
+def piecewise_conditions(x, condlist, n):
+    """``np.piecewise``'s conditions for ``n`` pieces as one boolean array, the "otherwise"
+    one added for ``n - 1`` conditions, as NumPy makes them (no gradient: booleans)."""
+    x = np.asanyarray(x)
+    if np.isscalar(condlist) or (not isinstance(condlist[0], (list, np.ndarray)) and x.ndim != 0):
+        condlist = [condlist]
+    condlist = np.asarray(condlist, dtype=bool)
+    if len(condlist) == n - 1:
+        condlist = np.concatenate([condlist, ~np.any(condlist, axis=0, keepdims=True)], axis=0)
+    elif len(condlist) != n:
+        raise ValueError(f"with {n} functions, either {n} or {n - 1} conditions must be given")
+    return condlist
+
+
+@inline
+def piecewise_1(x, condlist, f0):
+    """``np.piecewise(x, condlist, [f0])``: each piece a function (a constant is one
+    returning it), called on the entries its condition selects, later pieces winning."""
+    conds = piecewise_conditions(detach(x), condlist, 1)
+    y = np.zeros_like(x)
+    y = piecewise_piece(y, x, conds[0], f0)
+    return y
+
+
+@inline
+def piecewise_2(x, condlist, f0, f1):
+    """``np.piecewise(x, condlist, [f0, f1])``."""
+    conds = piecewise_conditions(detach(x), condlist, 2)
+    y = np.zeros_like(x)
+    y = piecewise_piece(y, x, conds[0], f0)
+    y = piecewise_piece(y, x, conds[1], f1)
+    return y
+
+
+@inline
+def piecewise_3(x, condlist, f0, f1, f2):
+    """``np.piecewise(x, condlist, [f0, f1, f2])``."""
+    conds = piecewise_conditions(detach(x), condlist, 3)
+    y = np.zeros_like(x)
+    y = piecewise_piece(y, x, conds[0], f0)
+    y = piecewise_piece(y, x, conds[1], f1)
+    y = piecewise_piece(y, x, conds[2], f2)
+    return y
+
+
+@inline
+def piecewise_4(x, condlist, f0, f1, f2, f3):
+    """``np.piecewise(x, condlist, [f0, f1, f2, f3])``."""
+    conds = piecewise_conditions(detach(x), condlist, 4)
+    y = np.zeros_like(x)
+    y = piecewise_piece(y, x, conds[0], f0)
+    y = piecewise_piece(y, x, conds[1], f1)
+    y = piecewise_piece(y, x, conds[2], f2)
+    y = piecewise_piece(y, x, conds[3], f3)
+    return y
+
+
+@inline
+def piecewise_5(x, condlist, f0, f1, f2, f3, f4):
+    """``np.piecewise(x, condlist, [f0, f1, f2, f3, f4])``."""
+    conds = piecewise_conditions(detach(x), condlist, 5)
+    y = np.zeros_like(x)
+    y = piecewise_piece(y, x, conds[0], f0)
+    y = piecewise_piece(y, x, conds[1], f1)
+    y = piecewise_piece(y, x, conds[2], f2)
+    y = piecewise_piece(y, x, conds[3], f3)
+    y = piecewise_piece(y, x, conds[4], f4)
+    return y
+
+
+PIECEWISE = {1: piecewise_1, 2: piecewise_2, 3: piecewise_3, 4: piecewise_4, 5: piecewise_5}
+
+
 def reduction_count(shape, axis=None):
     """How many entries of an array of ``shape`` each result of a reduction over ``axis``
     combines (no gradient: a count)."""

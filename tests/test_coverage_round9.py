@@ -1,7 +1,9 @@
 """Coverage round nine: second derivatives through ``np.linalg.svd``, ``qr``, ``lstsq`` and
 the SVD norms ('nuc', 2, -2), checked to second order (``sg.hessian``, grad of grad,
 ``sg.jvp`` of the gradient) against central differences of ``sg.grad`` in float64; a
-gradient's composed code (``as_function``) called with structures."""
+gradient's composed code (``as_function``) called with structures; ``np.maximum.at`` /
+``np.minimum.at``; ``np.piecewise`` with functions; ``np.pad`` with its mode in a
+variable; ``np.polyfit`` with ``full=True`` / ``cov=True``."""
 
 from dataclasses import dataclass
 
@@ -292,6 +294,69 @@ def test_extremum_at_ties_follow_the_loop_of_np_maximum():
     for wrt in (0, 1):
         np.testing.assert_allclose(sg.grad(maximum_at, wrt=wrt)(a, v),
                                    sg.grad(maximum_at_as_a_loop, wrt=wrt)(a, v), rtol=1e-15)
+
+
+# ----- 4. np.piecewise with functions and constant pieces -----
+
+
+def _square(v):
+    return v ** 2
+
+
+def piecewise_lambdas(x):
+    return np.sum(np.piecewise(x, [x < 0, x >= 0], [lambda v: -v, lambda v: v ** 3]))
+
+
+def piecewise_mixed(x):
+    # 0.5 where x < 0, _square where x > 1, np.sin otherwise (one condition fewer)
+    return np.sum(np.piecewise(x, [x < 0, x > 1], [0.5, _square, lambda v: np.sin(v) * v]) * x)
+
+
+def piecewise_overlapping(x, a):
+    # the later piece wins where both hold, as NumPy's
+    return np.sum(np.piecewise(x, [x < 1, x > -0.5], [np.cos, lambda v: v * a[0] + a[1]]) ** 2)
+
+
+def piecewise_of_a_matrix(m):
+    return np.sum(np.piecewise(m, [m > 0.3], [lambda v: np.exp(v), -1.0]) * m)
+
+
+PX4 = np.array([-1.0, 0.5, 2.0, -0.3])
+PA = np.array([1.5, -0.25])
+
+
+@pytest.mark.parametrize("f, args", [(piecewise_lambdas, (PX4,)), (piecewise_mixed, (PX4,)),
+                                     (piecewise_overlapping, (PX4, PA)),
+                                     (piecewise_of_a_matrix, (A33,))],
+                         ids=["lambdas", "mixed", "overlapping", "matrix"])
+def test_piecewise_with_functions(f, args):
+    # (was: "a lambda that escapes ... is not supported" / "no gradient rule for numpy.piecewise")
+    args = tuple(a.copy() for a in args)
+    assert sg.value_and_grad(f)(*args)[0] == f(*args)
+    for wrt in range(len(args)):
+        want = numerical_grad(f, args, wrt)
+        np.testing.assert_allclose(sg.grad(f, wrt=wrt)(*args), want, rtol=1e-7, atol=1e-9)
+        np.testing.assert_allclose(sg.grad(f, wrt=wrt, jit=True)(*args), want, rtol=1e-7, atol=1e-9)
+        t = np.linspace(-1.0, 1.0, args[wrt].size).reshape(args[wrt].shape)
+        tangents = tuple(t if i == wrt else None for i in range(len(args)))
+        np.testing.assert_allclose(sg.jvp(f, args, tangents)[1], np.sum(want * t), rtol=1e-7, atol=1e-9)
+        _second_order_matches(f, args[wrt], wrt=wrt, args=args[:wrt] + args[wrt + 1:])
+
+
+def piecewise_with_a_local_function(x):
+    g = np.sin
+    return np.sum(np.piecewise(x, [x < 0], [g, 1.0]))
+
+
+def piecewise_with_extra_arguments(x):
+    return np.sum(np.piecewise(x, [x < 0], [lambda v, k: v * k, 0.0], 3.0))
+
+
+@pytest.mark.parametrize("f", [piecewise_with_a_local_function, piecewise_with_extra_arguments])
+def test_piecewise_left_to_numpy_is_refused_at_its_line(f):
+    with pytest.raises(sg.SrcgradError) as info:
+        sg.grad(f)(PX4.copy())
+    assert info.value.filename == __file__ and "np.piecewise" in info.value.source_line
 
 
 # ----- 5. np.pad with its mode in a variable; np.polyfit with full=True / cov=True -----

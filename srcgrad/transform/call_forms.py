@@ -374,6 +374,35 @@ def _numpy_version(desugar, call):
     return version
 
 
+def piecewise_call(desugar, call, helper):
+    """``np.piecewise(x, condlist, [f0, 1.0, ...])`` as a call of srcgrad/inlined.py's
+    ``piecewise_<n>(x, condlist, f0, lambda _sg_v: 1.0, ...)``: each piece a lambda, a
+    global function or a number (a constant piece), up to five; else None (NumPy's
+    function, refused where it needs a gradient)."""
+    import numpy
+    from srcgrad import inlined
+    if call.keywords or len(call.args) != 3 or any(isinstance(a, gast.Starred) for a in call.args) \
+            or _resolves_path(desugar, call.func, lambda obj: obj is numpy.piecewise) is None:
+        return None
+    funcs = call.args[2]
+    if not isinstance(funcs, (gast.List, gast.Tuple)) or len(funcs.elts) not in inlined.PIECEWISE:
+        return None
+    pieces = []
+    for e in funcs.elts:
+        number = e.operand if isinstance(e, gast.UnaryOp) and isinstance(e.op, (gast.USub, gast.UAdd)) else e
+        if isinstance(number, gast.Constant) and type(number.value) in (int, float, bool):
+            e = gast.Lambda(args=gast.arguments(
+                args=[gast.Name(id="_sg_v", ctx=gast.Param(), annotation=None, type_comment=None)],
+                posonlyargs=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
+                body=e)
+            gast.copy_location(e, number)
+        elif not isinstance(e, gast.Lambda) and (not isinstance(e, (gast.Name, gast.Attribute))
+                                                 or _resolves_path(desugar, e, callable) is None):
+            return None
+        pieces.append(e)
+    return gast.Call(func=helper(inlined.PIECEWISE[len(pieces)]), args=call.args[:2] + pieces, keywords=[])
+
+
 def _hashable_in(obj, table):
     try:
         return obj in table
