@@ -5,6 +5,7 @@ gradient's composed code (``as_function``) called with structures; ``np.maximum.
 ``np.minimum.at``; ``np.piecewise`` with functions; ``np.pad`` with its mode in a
 variable; ``np.polyfit`` with ``full=True`` / ``cov=True``."""
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -460,3 +461,56 @@ def test_polyfit_full_and_cov_are_numpys():
 @pytest.mark.slow
 def test_polyfit_full_second_order():
     _second_order_matches(polyfit_full, PX.copy(), wrt=0, args=(PY.copy(),))
+
+
+# ----- 6. a numpy.matrix in a container held by an argument's attribute -----
+
+
+class _Model:
+    pass
+
+
+def times_params_entry(x, obj):
+    return np.sum(obj.params["M"] * x)
+
+
+def times_layer(x, obj):
+    return np.sum(obj.inner.layers[1] * x)
+
+
+def _model(m, nested=False):
+    obj = _Model()
+    if nested:
+        obj.inner = _Model()
+        obj.inner.layers = [np.ones((2, 2)), (m,)[0]]
+    else:
+        obj.params = {"M": m, "b": 1.0}
+    return obj
+
+
+with warnings.catch_warnings():   # (NumPy's PendingDeprecationWarning of np.matrix)
+    warnings.simplefilter("ignore")
+    MAT = np.matrix([[1.0, 2.0], [3.0, 4.0]])
+XM2 = np.array([[0.5, -1.0], [2.0, 0.25]])
+
+
+@pytest.mark.parametrize("run", [
+    lambda: sg.grad(times_params_entry)(XM2.copy(), _model(MAT)),
+    lambda: sg.grad(times_layer)(XM2.copy(), _model(MAT, nested=True)),
+    lambda: sg.grad(times_params_entry, jit=True)(XM2.copy(), _model(MAT)),
+    lambda: sg.jvp(times_params_entry, (XM2.copy(), _model(MAT)), (np.ones((2, 2)), None)),
+    lambda: sg.hessian(times_layer)(XM2.copy(), _model(MAT, nested=True))])
+def test_a_matrix_in_a_container_of_an_attribute_is_refused(run):
+    # (was differentiated as an array: sum(M * x) read elementwise where NumPy multiplies
+    # the matrices)
+    with pytest.raises(sg.SrcgradError, match="attribute of (an argument|the primal .obj.) is a numpy.matrix") as info:
+        run()
+    assert info.value.filename == __file__
+
+
+@pytest.mark.parametrize("f, nested", [(times_params_entry, False), (times_layer, True)])
+def test_a_matrix_put_in_a_container_after_arrays_is_refused(f, nested):
+    g = sg.grad(f)
+    np.testing.assert_allclose(g(XM2.copy(), _model(np.asarray(MAT), nested)), np.asarray(MAT))
+    with pytest.raises(sg.SrcgradError, match="numpy.matrix"):
+        g(XM2.copy(), _model(MAT, nested))   # the hot call's check sees it too
