@@ -514,3 +514,29 @@ def test_a_matrix_put_in_a_container_after_arrays_is_refused(f, nested):
     np.testing.assert_allclose(g(XM2.copy(), _model(np.asarray(MAT), nested)), np.asarray(MAT))
     with pytest.raises(sg.SrcgradError, match="numpy.matrix"):
         g(XM2.copy(), _model(MAT, nested))   # the hot call's check sees it too
+
+
+# ----- 7. refusals name the user's expressions, not srcgrad's names for them -----
+
+
+def swap_halves(x):
+    y = x * 1.0
+    y[1::2], y[::2] = y[::2], y[1::2]
+    return np.sum(y ** 2 * np.arange(4.0))
+
+
+def copy_into_a_view(x):
+    y = x * 1.0
+    np.copyto(y[:3], x[1:] * 2.0)
+    return np.sum(y ** 2)
+
+
+@pytest.mark.parametrize("f, shown", [(swap_halves, "'y[1::2]'"), (copy_into_a_view, "'y[:3]'")])
+def test_an_alias_refusal_quotes_the_users_expression(f, shown):
+    # (was: "would also change 'y_item_2'" / "this in-place update of 'y_item'")
+    with pytest.raises(sg.UnsupportedError) as info:
+        sg.grad(f)(np.arange(4.0))
+    message = str(info.value)
+    assert shown in message and "_item" not in message, message
+    assert info.value.filename == __file__
+    assert info.value.lineno == f.__code__.co_firstlineno + 2
