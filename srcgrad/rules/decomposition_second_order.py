@@ -39,6 +39,15 @@ def _filled(parts, likes):
             for p, like in zip(parts, likes)]
 
 
+def _numpy_only(what, *values):
+    """Refuse arrays of another library (CuPy, Dask): the restatements call NumPy."""
+    from srcgrad.runtime.arrays import namespace
+    if namespace(*[v for v in values if v is not None and not isinstance(v, (list, tuple))]) is not np:
+        from srcgrad.errors import UnsupportedError
+        raise UnsupportedError(f"srcgrad: second derivatives through {what} are supported for "
+                               f"NumPy arrays only", hint="Take the second derivative on the host.")
+
+
 def _jvp(fn, primals, tangents):
     """``fn``'s tangent by srcgrad's forward mode (also inside ``sg.no_grad()``: a
     backward obtained before runs there)."""
@@ -83,6 +92,7 @@ def _svd_values_vjp_math(gs, a):
 def _svd_inputs(dy, y, a, full_matrices, compute_uv):
     """``(fn, primals)`` restating ``svd_vjp(dy, y, a, ...)`` (its refusals first)."""
     rt.svd_vjp(dy, y, a, full_matrices, compute_uv)   # raises where the first order does
+    _numpy_only("np.linalg.svd", a)
     a = np.asarray(a)
     if not compute_uv:
         return _svd_values_vjp_math, [np.broadcast_to(np.asarray(dy), a.shape[:-2] + (min(a.shape[-2:]),)), a]
@@ -133,6 +143,7 @@ def _qr_vjp_math(dq, dr, a):
 
 def _qr_inputs(dy, a, mode):
     rt.qr_vjp(dy, None, a, mode)   # raises where the first order does
+    _numpy_only("np.linalg.qr", a)
     a = np.asarray(a)
     m, n = a.shape[-2:]
     likes = [np.empty(a.shape), np.empty(a.shape[:-2] + (n, n))]
@@ -184,6 +195,7 @@ def _lstsq_vjp_math(dx, dres, ds, x, a, b):
 
 def _lstsq_inputs(dy, y, a, b):
     rt.lstsq_vjp(dy, y, a, b)   # raises where the first order does
+    _numpy_only("np.linalg.lstsq", a, b)
     a, b, x = np.asarray(a), np.asarray(b), np.asarray(y[0])
     col = b.ndim == 1
     cols = (lambda v: v[:, None]) if col else (lambda v: v)
@@ -252,6 +264,7 @@ def _spectral_vjp_math(dyf, x, k):
 def _svd_norm_inputs(dy, x, y, ord, axes, keepdims):
     """``(fn, constants, to_matrix, from_matrix, spread, back)``: the restated weights on
     matrices in the last two axes (``constants``: its arguments after ``dy, x``) and the maps between ``x``'s and ``y``'s layouts and theirs."""
+    _numpy_only("np.linalg.norm", x)
     x = np.asarray(x)
     r, c = axes
     kshape = tuple(1 if i in axes else n for i, n in enumerate(x.shape))

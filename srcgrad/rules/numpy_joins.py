@@ -321,6 +321,16 @@ def _pad_statistic(mode):
     return inlined.PAD_MODES[mode]
 
 
+def _numpy_pad(array, mode):
+    """Refuse another library's array for a statistic mode known only when the call runs
+    (the inlined version is differentiated on NumPy arrays at run time)."""
+    if namespace(array) is not np:
+        from srcgrad.errors import UnsupportedError
+        raise UnsupportedError(
+            f"srcgrad: the derivative of np.pad with mode={mode!r} held in a variable is "
+            f"supported for NumPy arrays only", hint="Write the mode in the call.")
+
+
 def _pad_source_index(array, pad_width, mode):
     shape = shape_tuple(array)
     size = int(np.prod(shape))
@@ -338,6 +348,7 @@ def pad_vjp(dy, array, pad_width, mode="constant"):
     srcgrad/inlined.py's version (a mode written in the call is that version already)."""
     version = _pad_statistic(mode)
     if version is not None:
+        _numpy_pad(array, mode)
         from srcgrad.api import vjp
         from srcgrad.grad_mode import enable_grad
         with enable_grad():
@@ -484,6 +495,7 @@ def pad_jvp(t, array, pad_width, mode="constant"):
     version = _pad_statistic(mode)
     if version is None:
         return namespace(t, array).pad(t, pad_width, mode=pad_adjoint_mode(mode))
+    _numpy_pad(array, mode)
     from srcgrad.forward_api import jvp
     from srcgrad.grad_mode import enable_grad
     with enable_grad():
