@@ -238,7 +238,10 @@ class GradFunction:
         if getattr(self.fn, "_srcgrad_gradient_of", None) is not None \
                 and not getattr(self.fn, "_srcgrad_composed", False):
             return self.tape_gradient()   # an hvp's wrapper (nested.py): refused there
-        compiled = self.compiled
+        try:
+            compiled = self.compiled
+        except SrcgradError as exc:   # no code for arrays (it reads fields: p.a)
+            return self.structured_only(exc)
         if (compiled.uses_tape or compiled.mutates_saved) and not compiled.tuple_output and \
                 not any(is_once_differentiable(c) for c in compiled.functions):
             if compiled.gradient_forward is None and not (self.has_aux and not self.fuse):

@@ -111,6 +111,43 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
     """``np.polyfit`` (``full=False``, ``cov=False``, a matrix of full column rank): the
     least-squares solution of the Vandermonde system with its columns scaled to unit norm,
     as NumPy's, the powers built by products (exact derivatives in ``x`` at 0)."""
+    lhs, rhs, scale, c = polyfit_system(x, y, deg, rcond, w)
+    return (c.T / scale).T
+
+
+@inline
+def polyfit_full(x, y, deg, rcond=None, full=True, w=None, cov=False):
+    """``np.polyfit(..., full=True)``: ``(p, residuals, rank, singular_values, rcond)``, the
+    residuals the squared norm of the scaled system's (none for an exact fit, as NumPy's
+    ``lstsq`` gives), the singular values the scaled matrix's (``np.linalg.svd``'s rule)."""
+    lhs, rhs, scale, c = polyfit_system(x, y, deg, rcond, w)
+    r = rhs - lhs @ c
+    resids = polyfit_residuals(r, np.shape(x)[0], deg)
+    rank = np.linalg.matrix_rank(detach(lhs))
+    s = np.linalg.svd(lhs, compute_uv=False)
+    return (c.T / scale).T, resids, rank, s, polyfit_rcond(detach(x), rcond)
+
+
+@inline
+def polyfit_cov(x, y, deg, rcond=None, full=False, w=None, cov=True):
+    """``np.polyfit(..., cov=True)``: ``(p, V)``, ``V = (A^T A)^-1 / (scale scale^T)``
+    times the residuals over ``len(x) - deg - 1`` (``cov="unscaled"``: not), per column
+    of ``y`` on a third axis (one for all, "unscaled"), as NumPy's."""
+    lhs, rhs, scale, c = polyfit_system(x, y, deg, rcond, w)
+    base = np.linalg.inv(lhs.T @ lhs) / np.outer(scale, scale)
+    if cov == "unscaled":
+        v = base if np.ndim(y) == 1 else base[:, :, None]   # (NumPy's: one for every column)
+    else:
+        polyfit_check_points(np.shape(x)[0], deg)
+        r = rhs - lhs @ c
+        fac = np.sum(r * r, axis=0) / (np.shape(x)[0] - deg - 1)
+        v = base * fac if np.ndim(y) == 1 else base[:, :, None] * fac
+    return (c.T / scale).T, v
+
+
+@inline
+def polyfit_system(x, y, deg, rcond, w):
+    """``(lhs, rhs, scale, c)``: NumPy's scaled Vandermonde system and its solution."""
     column = np.ones_like(x)
     columns = [column]
     for _ in range(deg):
@@ -128,7 +165,26 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
     # of every order are the solution's, and its value NumPy's (the step is at rounding)
     c0 = np.linalg.lstsq(detach(lhs), detach(rhs), rcond=rcond)[0]
     c = c0 + np.linalg.solve(lhs.T @ lhs, lhs.T @ (rhs - lhs @ c0))
-    return (c.T / scale).T
+    return lhs, rhs, scale, c
+
+
+@inline
+def polyfit_residuals(r, n, deg):
+    """NumPy's ``lstsq`` residuals of the scaled system: the column sums of ``r * r``
+    (one entry for a vector ``y``), none for an exact fit (``n <= deg + 1``)."""
+    if n <= deg + 1:
+        return np.zeros((0,), dtype=r.dtype)
+    return np.reshape(np.sum(r * r, axis=0), (-1,))
+
+
+def polyfit_rcond(x, rcond):
+    """The ``rcond`` NumPy's ``polyfit`` used (no gradient: a constant)."""
+    return len(x) * np.finfo(np.asarray(x, dtype=float).dtype).eps if rcond is None else rcond
+
+
+def polyfit_check_points(n, deg):
+    if n <= deg + 1:
+        raise ValueError("the number of data points must exceed order to scale the covariance matrix")
 
 
 @inline
@@ -298,6 +354,116 @@ def pad_pairs(width, ndim):
     return [(int(b), int(e)) for b, e in np.broadcast_to(pairs, (ndim, 2))]
 
 
+def polyfit_form(given):
+    """The version of ``np.polyfit`` for a call's ``full=`` and ``cov=`` (constants in
+    the call; None: another value, left to NumPy's function, refused where it needs a
+    gradient)."""
+    import gast
+    flags = []
+    for name in ("full", "cov"):
+        node = given.get(name)
+        if node is not None and not isinstance(node, gast.Constant):
+            return None
+        flags.append(False if node is None else node.value)
+    full, cov = flags
+    if full:
+        return polyfit_full
+    if cov:
+        return polyfit_cov
+    return polyfit
+
+
+@inline
+def piecewise_piece(y, x, cond, func):
+    """NumPy's ``y[cond] = func(x[cond])`` (skipped where nothing is selected) as a value:
+    the k-th result gathered to the k-th selected entry (no write in place, which a
+    gradient read again would have to follow through the copies)."""
+    vals = x[cond]
+    if np.size(vals) > 0:
+        out = np.broadcast_to(func(vals), np.shape(vals))
+        y = np.where(cond, out[piecewise_positions(cond)], y)
+    return y
+
+
+def piecewise_positions(cond):
+    """For each entry, how many selected entries come before it (the k of ``x[cond]`` at
+    a selected one; 0 elsewhere, masked out): no gradient, an index."""
+    return np.maximum(np.cumsum(np.ravel(cond)) - 1, 0).reshape(np.shape(cond))
+
+
+def piecewise_conditions(x, condlist, n):
+    """``np.piecewise``'s conditions for ``n`` pieces as one boolean array, the "otherwise"
+    one added for ``n - 1`` conditions, as NumPy makes them (no gradient: booleans)."""
+    x = np.asanyarray(x)
+    if np.isscalar(condlist) or (not isinstance(condlist[0], (list, np.ndarray)) and x.ndim != 0):
+        condlist = [condlist]
+    condlist = np.asarray(condlist, dtype=bool)
+    if len(condlist) == n - 1:
+        condlist = np.concatenate([condlist, ~np.any(condlist, axis=0, keepdims=True)], axis=0)
+    elif len(condlist) != n:
+        raise ValueError(f"with {n} functions, either {n} or {n - 1} conditions must be given")
+    return condlist
+
+
+@inline
+def piecewise_1(x, condlist, f0):
+    """``np.piecewise(x, condlist, [f0])``: each piece a function (a constant is one
+    returning it), called on the entries its condition selects, later pieces winning."""
+    conds = piecewise_conditions(detach(x), condlist, 1)
+    y = np.zeros_like(x)
+    y = piecewise_piece(y, x, conds[0], f0)
+    return y
+
+
+@inline
+def piecewise_2(x, condlist, f0, f1):
+    """``np.piecewise(x, condlist, [f0, f1])``."""
+    conds = piecewise_conditions(detach(x), condlist, 2)
+    y = np.zeros_like(x)
+    y = piecewise_piece(y, x, conds[0], f0)
+    y = piecewise_piece(y, x, conds[1], f1)
+    return y
+
+
+@inline
+def piecewise_3(x, condlist, f0, f1, f2):
+    """``np.piecewise(x, condlist, [f0, f1, f2])``."""
+    conds = piecewise_conditions(detach(x), condlist, 3)
+    y = np.zeros_like(x)
+    y = piecewise_piece(y, x, conds[0], f0)
+    y = piecewise_piece(y, x, conds[1], f1)
+    y = piecewise_piece(y, x, conds[2], f2)
+    return y
+
+
+@inline
+def piecewise_4(x, condlist, f0, f1, f2, f3):
+    """``np.piecewise(x, condlist, [f0, f1, f2, f3])``."""
+    conds = piecewise_conditions(detach(x), condlist, 4)
+    y = np.zeros_like(x)
+    y = piecewise_piece(y, x, conds[0], f0)
+    y = piecewise_piece(y, x, conds[1], f1)
+    y = piecewise_piece(y, x, conds[2], f2)
+    y = piecewise_piece(y, x, conds[3], f3)
+    return y
+
+
+@inline
+def piecewise_5(x, condlist, f0, f1, f2, f3, f4):
+    """``np.piecewise(x, condlist, [f0, f1, f2, f3, f4])``."""
+    conds = piecewise_conditions(detach(x), condlist, 5)
+    y = np.zeros_like(x)
+    y = piecewise_piece(y, x, conds[0], f0)
+    y = piecewise_piece(y, x, conds[1], f1)
+    y = piecewise_piece(y, x, conds[2], f2)
+    y = piecewise_piece(y, x, conds[3], f3)
+    y = piecewise_piece(y, x, conds[4], f4)
+    return y
+
+
+PIECEWISE = {1: piecewise_1, 2: piecewise_2, 3: piecewise_3, 4: piecewise_4, 5: piecewise_5}
+
+
 def reduction_count(shape, axis=None):
     """How many entries of an array of ``shape`` each result of a reduction over ``axis``
     combines (no gradient: a count)."""
@@ -309,12 +475,13 @@ def reduction_count(shape, axis=None):
 
 # NumPy function -> (its version, {parameter: the only value a call may pass}, the keyword
 # a call must pass to be the version's, or (parameter, the constants it must be one of, a
-# version for each: ``mode=`` of np.pad), None: any call): a call passing another value there
-# (``np.polyfit(..., full=True)``) is left to NumPy's function, refused where it needs a
+# version for each: ``mode=`` of np.pad; or a function of the call's arguments choosing one:
+# np.polyfit's ``full=``/``cov=``), None: any call): a call passing another value there
+# (``np.polyfit(..., full=flag)``) is left to NumPy's function, refused where it needs a
 # gradient; ``np.var`` without ``mean=`` keeps its rule
 NUMPY_INLINED = {np.ediff1d: (ediff1d, {}, None),
                  np.insert: (insert, {}, None),
-                 np.polyfit: (polyfit, {"full": False, "cov": False}, None),
+                 np.polyfit: (polyfit, {}, lambda given: polyfit_form(given)),
                  np.broadcast_arrays: (broadcast_arrays, {"subok": False}, None),
                  np.lib.stride_tricks.sliding_window_view: (
                      sliding_window_view, {"subok": False, "writeable": False}, None),

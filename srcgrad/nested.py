@@ -265,6 +265,19 @@ def differentiable_gradient(outer, inner, has_aux=False):
     return inner.as_function(has_aux)
 
 
+def structured_only(inner, exc):
+    """``inner.as_function()`` of a gradient with no code for arrays and floats (``exc``
+    says why: it reads a structure's fields, ``p.a``): the function calling it whose
+    adjoint is its hvp, which takes structures; ``exc`` raised where there is none."""
+    try:
+        function = gradient_function(inner)
+    except SrcgradError:
+        raise exc from None
+    function._srcgrad_composed_from = inner
+    return function
+
+
+api.GradFunction.structured_only = structured_only
 api.GradFunction.through_hvp = through_hvp
 api.GradFunction.differentiable_gradient = differentiable_gradient
 api.GradFunction.tape_gradient = gradient_function

@@ -331,8 +331,13 @@ def parse_function(fn):
         SourceNotFoundError: no source can be found for ``fn``.
     """
     parse_it = getattr(fn, "__srcgrad_parse__", None)
-    if parse_it is not None:   # a function srcgrad rewrote (function_derivatives.py)
+    if parse_it is not None:   # a function srcgrad rewrote (function_derivatives.py, composed_entry.py)
         return parse_it()
+    return parse_source(fn)
+
+
+def parse_source(fn):
+    """``parse_function`` of ``fn``'s own source (no ``__srcgrad_parse__``)."""
     fn, mode = _read_through(fn)
     if not inspect.isfunction(fn):
         raise TypeError(f"srcgrad differentiates Python functions, got {fn!r}")

@@ -7,7 +7,7 @@ import inspect
 
 import gast
 
-from srcgrad import anno, disk_cache, grad_mode, pytree, runtime
+from srcgrad import anno, composed_entry, disk_cache, grad_mode, pytree, runtime
 from srcgrad.anno import Static
 from srcgrad.analysis import activity, aliasing, kinds, ranks, shift
 from srcgrad.codegen import emit, loader
@@ -444,7 +444,7 @@ def compose_gradient(compiled, many, only_gradients=False, for_transform=False,
             forward, backward = methods.visit(forward), methods.visit(backward)
             bindings = _detach_constants(forward, bindings)
             if check_structures:   # reverse mode reads it again (api.GradFunction.as_function)
-                bindings = _check_leaves(forward, info, bindings)
+                bindings = composed_entry.check_leaves(forward, info, bindings)
             return _compose(forward, backward, info, bindings, f"gradient_{name}", seed, many,
                             aux=aux, marked=compiled.wrt if check_structures else None)
         function = _compose(forward, backward, info, bindings, f"gradient_{name}", seed, True,
@@ -461,7 +461,7 @@ def compose_gradient(compiled, many, only_gradients=False, for_transform=False,
             f"writes) or has several outputs; differentiating it again is not supported yet",
             info.filename, info.first_lineno,
             hint="Write the first derivative by hand for such code, or use finite differences.")
-    bindings = _detach_constants(forward, _check_leaves(forward, info, bindings))
+    bindings = _detach_constants(forward, composed_entry.check_leaves(forward, info, bindings))
     return _compose(forward, backward, info, bindings, f"grad_{forward.name[:-len('_forward')]}",
                     _default_seed_of(forward), many, aux=aux, marked=compiled.wrt)
 
@@ -496,31 +496,6 @@ def _detach_constants(forward, bindings):
                 body=clone(s.value), orelse=detached)
             wrapped = True
     return dict(bindings, **{DETACH: grad_mode.detach}) if wrapped else bindings
-
-
-def _check_leaves(forward, info, bindings):
-    """``forward`` checking on entry that its arguments are leaves; the bindings it reads."""
-    # The code holds for arguments of any rank, which are leaves (api.py routes structures
-    # to code specialised for them): a structure passed to the composed function is refused.
-    # A parameter that is an operand of + or * must not be one at all (the code would add
-    # or multiply where Python concatenates); others may be structures without float leaves
-    # (a shape, axes).
-    params = [a.id for a in forward.args.posonlyargs + forward.args.args + forward.args.kwonlyargs]
-    operands = {o.id for n in ast_util.walk(forward) if isinstance(n, gast.BinOp)
-                and isinstance(n.op, (gast.Add, gast.Mult)) for o in (n.left, n.right)
-                if isinstance(o, gast.Name)}
-    if params:
-        strict = tuple(p in operands for p in params)
-        bindings = dict(bindings)
-        bindings["_srcgrad_structure_error"] = lambda message: UnsupportedError(
-            message, info.filename, info.first_lineno,
-            hint="Call the gradient inside the function you differentiate, which takes structures "
-                 "(def d(p, x): return sg.grad(f, wrt=1)(p, x); then sg.grad(d)), use sg.hvp or "
-                 "sg.hessian, or pass the structure's leaves as separate arguments.")
-        forward.body.insert(0, templates.replace(
-            f"rt.check_leaves(({', '.join(params)},), {tuple(params)!r}, {strict!r}, "
-            f"_srcgrad_structure_error)")[0])
-    return bindings
 
 
 class _TapeMethods(ast_util.NodeTransformer):
@@ -642,6 +617,7 @@ def _compose(forward, backward, info, bindings, name, seed_value, many, release=
     origins = emit.origins_later([composed], source)
     (function,), _, _ = loader.load(source, [composed.name], info.globals, info.closure, bindings,
                                     hint=composed.name, origins=origins)
+    composed_entry.loaded(function, bindings)
     function._srcgrad_text = (source, origins)   # what disk_cache.store_composed keeps
     function.__defaults__ = info.fn.__defaults__
     function.__kwdefaults__ = info.fn.__kwdefaults__

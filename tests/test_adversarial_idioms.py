@@ -289,7 +289,7 @@ def test_a_refusal_inside_a_lambda_spanning_lines_names_its_line_and_column():
     with pytest.raises(SrcgradError) as info:
         [sg.grad(
             lambda b: np.sum(
-                b ** 2) + float(np.maximum.at(b, 0, 1.0) or 0.0))(np.ones(2))]
+                b ** 2) + float(np.fmax.at(b, 0, 1.0) or 0.0))(np.ones(2))]
     line = inspect.currentframe().f_lineno - 2   # the lambda's line
     assert f"line {line}, column 23" in str(info.value) and "np.sum(" in str(info.value)
 

@@ -53,6 +53,10 @@ def r(*shape):
     return RNG.standard_normal(shape)
 
 
+A43 = np.random.default_rng(43).normal(size=(4, 3))   # distinct singular values, full rank
+B42 = np.random.default_rng(42).normal(size=(4, 2))
+
+
 def p(*shape):
     return RNG.uniform(0.5, 2.0, shape)
 
@@ -923,6 +927,21 @@ add(
     C(rt.cholesky_vjp, r(2, 4, 4), np.linalg.cholesky(spd(4, (2,)))),
     C(rt.eigh_vjp, (r(3), r(3, 3)), tuple(np.linalg.eigh(spd(3))), _wrt=[0, 1]),
     C(rt.eigh_vjp, (r(2, 4), r(2, 4, 4)), tuple(np.linalg.eigh(spd(4, (2,)))), _wrt=[0, 1]),
+    # (round nine: decomposition_second_order.py, maximum.at, np.pad's tangent)
+    C(rt.svd_vjp, (r(4, 3), r(3), r(3, 3)), tuple(np.linalg.svd(A43, full_matrices=False)), A43, False, True,
+      _wrt=[0, 1]),
+    C(rt.svd_vjp, r(3), np.linalg.svd(A43, compute_uv=False), A43, False, False, _wrt=[0, 2]),
+    C(rt.qr_vjp, (r(4, 3), r(3, 3)), None, A43, _wrt=[0, 2]),
+    C(rt.qr_vjp, r(3, 3), None, A43, "r", _wrt=[0, 2]),
+    C(rt.lstsq_vjp, (r(3, 2), r(2), 0.0, r(3)), tuple(np.linalg.lstsq(A43, B42, rcond=None)), A43, B42,
+      _wrt=[2, 3]),
+    C(rt.ufunc_extremum_at, r(5), np.array([0, 2, 0, 4, 0]), r(5), "maximum", _wrt=[0, 2]),
+    C(rt.ufunc_extremum_at, r(3, 4), (slice(None), np.array([1, 1, 3])), r(3, 3), "minimum", _wrt=[0, 2]),
+    C(rt.extremum_at_jvp, r(5), r(5), r(5), np.array([0, 2, 0, 4, 0]), r(5), "maximum", _wrt=[0, 1]),
+    C(rt.extremum_at_vjp, r(5), r(5), np.array([0, 2, 0, 4, 0]), r(5), "maximum", _wrt=[0]),
+    C(rt.pad_jvp, r(3, 4), r(3, 4), 1, "reflect", _wrt=[0]),
+    C(rt.pad_jvp, r(3, 4), r(3, 4), ((1, 2), (0, 1)), "median", _wrt=[0]),
+    C(rt.pad_vjp, r(5, 6), r(3, 4), 1, "mean", _wrt=[0]),
     C(rt.matrix_power_vjp, r(3, 3), r(3, 3) * 0.5, 3, _wrt=[0, 1]),
     C(rt.matrix_power_vjp, r(2, 3, 3), r(2, 3, 3) * 0.5, 2, _wrt=[0, 1]),
     C(rt.matrix_power_vjp, r(3, 3), spd(3), -2, _wrt=[0, 1]),

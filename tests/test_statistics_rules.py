@@ -153,9 +153,9 @@ def test_forward_mode(f, x):
     np.testing.assert_allclose(tangent, expected, rtol=1e-6, atol=1e-7)
 
 
-# svd_vjp has no rules one order up (the rest:
-# rules/statistics_second_order.py, math_second_order.py)
-STILL_REFUSED_ONE_ORDER_UP = {"singular_values"}
+# every case has its rules one order up (rules/statistics_second_order.py,
+# math_second_order.py, decomposition_second_order.py)
+STILL_REFUSED_ONE_ORDER_UP = set()
 
 
 @pytest.mark.parametrize("f, x", CASES, ids=[f.__name__ for f, _ in CASES])

@@ -25,6 +25,8 @@ may reach a parameter's memory, the forward sweep first checks that the
 arguments do not share memory with each other (``f(x, x)``).
 """
 
+import ast
+import re
 import types
 
 import gast
@@ -34,7 +36,7 @@ from srcgrad import anno
 from srcgrad.ast_util import reads, walk_statements
 from srcgrad.errors import UnsupportedError
 from srcgrad.rules import Method
-from srcgrad import ast_util
+from srcgrad import ast_util, templates
 
 Static = anno.Static
 
@@ -432,17 +434,42 @@ def _binding_line(name, other, objects):
     return None
 
 
+def _shown(name, objects, info, display, depth=3):
+    """``name`` as the user wrote it: their variable's name, or for a value srcgrad named
+    itself (``y_item_2`` for ``y[::2]``, ``np.copyto(y[:3], v)``'s view) the expression it
+    was bound to, its names shown the same way (only an error's message pays for this)."""
+    shown = display(name)
+    found = objects.bindings.get(name, ())
+    if shown != name or depth == 0 or len(found) != 1 or not isinstance(found[0], gast.Assign) \
+            or re.search(rf"\b{re.escape(name)}\b", "\n".join(info.source_lines or ())):
+        return shown
+    value = templates.clone(found[0].value)
+    for n in ast_util.walk(value):
+        if isinstance(n, gast.Name):
+            inner = _shown(n.id, objects, info, display, depth - 1)
+            n.id = inner if inner.isidentifier() or inner[-1:] in ")]" else f"({inner})"
+    try:
+        return ast.unparse(gast.gast_to_ast(value))
+    except Exception:   # (an expression ast cannot print: the name srcgrad gave it)
+        return shown
+
+
 def _error(write, info, base, alias, objects, display):
     where = _binding_line(alias, base, objects) or _binding_line(base, alias, objects)
     origin = anno.getanno(where, Static.ORIGIN) if where is not None else None
     line = f" (line {origin.lineno}: {origin.source_line.strip()})" if origin is not None else ""
-    changed = f"{display(alias)!r}, which shares" if alias != base else \
-        f"another item of {display(alias)!r}, sharing"   # b[i] op= v: an item held twice
-    message = (f"this in-place update of {display(base)!r} would also change {changed} its "
+    shown_base, shown_alias = (_shown(n, objects, info, display) for n in (base, alias))
+    changed = f"{shown_alias!r}, which shares" if alias != base else \
+        f"another item of {shown_alias!r}, sharing"   # b[i] op= v: an item held twice
+    message = (f"this in-place update of {shown_base!r} would also change {changed} its "
                f"memory{line} and is read afterwards; srcgrad differentiates values, "
                f"so it refuses rather than guess")
-    hint = (f"Give {display(base)!r} memory of its own before writing into it, e.g. "
-            f"{display(base)} = {display(base)}.copy(), or take {display(alias)!r} as a copy.")
+    if shown_base.isidentifier():
+        hint = (f"Give {shown_base!r} memory of its own before writing into it, e.g. "
+                f"{shown_base} = {shown_base}.copy(), or take {shown_alias!r} as a copy.")
+    else:   # a view srcgrad named (np.copyto(y[:3], v)): write through its array instead
+        hint = (f"Write through the array with an indexed assignment ({shown_base} = ...), or "
+                f"take {shown_alias!r} as a copy.")
     origin = anno.getanno(write, Static.ORIGIN)
     if origin is None:
         return UnsupportedError(message, info.filename, hint=hint)

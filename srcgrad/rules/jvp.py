@@ -189,8 +189,10 @@ linear(np.diff, "a", "prepend", "append")
 
 @tangent(np.pad)
 def pad(y, array, pad_width, mode="constant", constant_values=0, *, t_array, t_constant_values):
-    """Jointly linear in the array and the constant padding values."""
-    return xp.pad(t_array, pad_width, mode) + rt.pad_values_jvp(t_constant_values, array, pad_width)
+    """Jointly linear in the array and the constant padding values (``rt.pad_jvp``: a
+    statistic mode held in a variable is the inlined version's tangent, not ``t``'s own
+    statistic)."""
+    return rt.pad_jvp(t_array, array, pad_width, mode) + rt.pad_values_jvp(t_constant_values, array, pad_width)
 
 
 # ----- Joins and splits (a sequence argument's tangent is a list, zeros where constant;

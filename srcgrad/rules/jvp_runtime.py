@@ -49,7 +49,10 @@ def add_at_tangent(t_dx, x, index, t_g, y=None):
         t_dx = 0.0
     elif is_array(t_dx):
         t_dx = t_dx.copy()
-    return rt.add_at(t_dx, x, index, t_g)
+    out = rt.add_at(t_dx, x, index, t_g)
+    if rt.is_zero_grad(out) and is_array(y) and is_array(x):   # a computed zero added: the same
+        return rt.tangent_zero(y)
+    return out
 
 
 @rt.helper
@@ -103,6 +106,7 @@ linear(rt.tolist_vjp, "dy", no_tangent=("a",))
 linear(rt.where_mask, "g", no_tangent=("where",))
 linear(rt.reduction_cast, "g", no_tangent=("a",))
 linear(rt.pad_vjp, "dy", no_tangent=("array",))
+linear(rt.pad_jvp, "t", no_tangent=("array",))
 linear(rt.tile_vjp, "dy", no_tangent=("A",))
 linear(rt.repeat_vjp, "dy", no_tangent=("a",))
 linear(rt.append_vjp, "dy", no_tangent=("arr", "values"))

@@ -17,7 +17,7 @@ Kinks, where the second derivative does not exist and a number would be a guess:
   linear norms (ord 1, inf, -inf, 0, the matrix 1/inf norms) have a zero second
   derivative of their weights, the derivative of the gradient's ``sign``/ties
   convention (what PyTorch and JAX give); the matrix 'nuc', 2 and -2 norms (from
-  the SVD) are refused.
+  the SVD) are decomposition_second_order.py's.
 * ``eigh``: the eigenvectors' derivative divides by the eigenvalues' gaps: repeated
   eigenvalues give inf or nan (as in PyTorch and JAX), never a finite number.
 * ``det`` (``rt.cofactor``) and ``solve``: an invertible matrix (singular: LinAlgError).
@@ -28,6 +28,7 @@ import numpy as np
 from srcgrad import runtime as rt
 from srcgrad.errors import NonDifferentiableError
 from srcgrad.rules import adjoint, run_at_zero, tangent
+from srcgrad.rules.decomposition_second_order import svd_norm_vjp_adjoint, svd_norm_vjp_tangent
 from srcgrad.rules.numpy_linalg import norm_vjp as first_norm_vjp
 from srcgrad.rules.numpy_linalg import power_terms
 from srcgrad.runtime.arrays import namespace, shape_tuple
@@ -141,7 +142,7 @@ def norm_vjp_rule(dw, w, dy, x, y, ord=None, axis=None, keepdims=False, kind="no
 def _norm_form(nd, ord, axis, kind):
     """``(axes, p)`` of a norm: the axes it reduces and, for the smooth ones, the p of
     ``G = sign(x) |x|^(p-1) / y^(p-1)`` ('fro' and the 2-norm: 2); ``p`` None for the
-    piecewise linear ones (G piecewise constant); refuses the SVD norms."""
+    piecewise linear ones (G piecewise constant); "svd" for the SVD norms."""
     def norm_axes(a):
         return tuple(range(nd)) if a is None else tuple(
             v % nd for v in (a if isinstance(a, (tuple, list)) else (a,)))
@@ -157,9 +158,7 @@ def _norm_form(nd, ord, axis, kind):
         if ord in (None, "fro"):
             return axes, 2
         if ord in ("nuc", 2, -2):
-            raise NonDifferentiableError(
-                f"the second derivative of np.linalg.norm with ord={ord!r} (from the "
-                "SVD) is not supported")
+            return axes, "svd"   # decomposition_second_order.py
         return axes, None
     if ord is None:
         return axes, 2
@@ -199,6 +198,9 @@ def norm_vjp_tangent(t_dy, t_x, t_y, dy, x, y, ord=None, axis=None, keepdims=Fal
     """The tangent of ``norm_vjp = dy * G(x, y)``: ``t_dy G + dy (G_x t_x + G_y t_y)``
     with ``G_x t = (p-1) |x|^(p-2) t / y^(p-1)``, ``G_y t = -(p-1) G t / y`` (both 0 for
     the piecewise linear norms)."""
+    axes, p = _norm_form(np.ndim(x), ord, axis, kind)
+    if p == "svd":
+        return svd_norm_vjp_tangent(t_dy, t_x, dy, x, y, ord, axes, keepdims)
     xp_, x, weights, p, yf, dyf, spread, back = _norm_parts(dy, x, y, ord, axis, keepdims, kind)
     out = xp_.zeros(x.shape, dtype=weights.dtype)
     if _given(t_dy) is not None:
@@ -214,6 +216,9 @@ def norm_vjp_tangent(t_dy, t_x, t_y, dy, x, y, ord=None, axis=None, keepdims=Fal
 def norm_vjp_adjoint(dw, dy, x, y, ord=None, axis=None, keepdims=False, kind="norm"):
     """Cotangents of ``(dy, x, y)`` for ``norm_vjp(dy, x, y, ...)`` (the transpose of
     ``norm_vjp_tangent``'s three terms)."""
+    axes, p = _norm_form(np.ndim(x), ord, axis, kind)
+    if p == "svd":
+        return svd_norm_vjp_adjoint(dw, dy, x, y, ord, axes, keepdims)
     xp_, x, weights, p, yf, dyf, spread, back = _norm_parts(dy, x, y, ord, axis, keepdims, kind)
     d_dy = unbroadcast(back(dw * weights), dy)
     if p is None:

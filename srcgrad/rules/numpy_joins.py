@@ -306,18 +306,35 @@ def pad(dy, y, array, pad_width, mode="constant", *, constant_values=0):
             rt.pad_constant_vjp(dy, array, pad_width, constant_values))
 
 
+def _pad_statistic(mode):
+    """srcgrad/inlined.py's version of ``np.pad`` in ``mode`` (a mode known only when the
+    call runs: "maximum", "mean" ...), or None for the modes that copy entries."""
+    if mode in PAD_GATHER_MODES:
+        return None
+    from srcgrad import inlined
+    if not isinstance(mode, str) or mode not in inlined.PAD_MODES:
+        from srcgrad.errors import UnsupportedError
+        raise UnsupportedError(
+            f"srcgrad: the gradient of np.pad with mode={mode!r} is not supported "
+            f"(supported: {', '.join(PAD_GATHER_MODES)}, {', '.join(inlined.PAD_MODES)})",
+            hint="Write a custom sg.Function.")
+    return inlined.PAD_MODES[mode]
+
+
+def _numpy_pad(array, mode):
+    """Refuse another library's array for a statistic mode known only when the call runs
+    (the inlined version is differentiated on NumPy arrays at run time)."""
+    if namespace(array) is not np:
+        from srcgrad.errors import UnsupportedError
+        raise UnsupportedError(
+            f"srcgrad: the derivative of np.pad with mode={mode!r} held in a variable is "
+            f"supported for NumPy arrays only", hint="Write the mode in the call.")
+
+
 def _pad_source_index(array, pad_width, mode):
     shape = shape_tuple(array)
     size = int(np.prod(shape))
     index = np.arange(size).reshape(shape)
-    if mode not in PAD_GATHER_MODES:
-        from srcgrad.errors import UnsupportedError
-        raise UnsupportedError(
-            f"srcgrad: the gradient of np.pad with mode={mode!r} is not supported "
-            f"(supported: {', '.join(PAD_GATHER_MODES)}; maximum, minimum, mean, median and "
-            f"linear_ramp when the mode is written as a constant string in the call)",
-            hint="Write the mode in the call (np.pad(x, 2, mode=\"mean\")), or write a custom "
-                 "sg.Function.")
     if mode in ("constant", "empty"):
         return np.pad(index, pad_width, mode="constant", constant_values=-1)
     return np.pad(index, pad_width, mode=mode)
@@ -325,7 +342,17 @@ def _pad_source_index(array, pad_width, mode):
 
 @rt.helper
 def pad_vjp(dy, array, pad_width, mode="constant"):
-    """Gradient of ``pad(array, pad_width, mode)`` for the modes that copy entries."""
+    """Gradient of ``pad(array, pad_width, mode)``: for the modes that copy entries, each
+    entry gets the padding's gradient where it was copied; for a statistic mode held in a
+    variable (``np.pad(x, 2, mode=m)``, ``m = "mean"`` when it runs), the reverse mode of
+    srcgrad/inlined.py's version (a mode written in the call is that version already)."""
+    version = _pad_statistic(mode)
+    if version is not None:
+        _numpy_pad(array, mode)
+        from srcgrad.api import vjp
+        from srcgrad.grad_mode import enable_grad
+        with enable_grad():
+            return vjp(version, wrt=0)(np.asarray(array), pad_width, mode)[1](np.asarray(dy))
     xp = namespace(array, dy)
     dy = xp.asarray(dy)
     source = _pad_source_index(array, pad_width, mode).reshape(-1)
@@ -457,6 +484,22 @@ def stack_fill(dzs, arrays, axis=0):
         return dzs
     xp = namespace(*[d for d in dzs if d is not None], *arrays)
     return xp.stack(_fill_missing(xp, dzs, arrays), axis=axis)
+
+
+@rt.helper
+def pad_jvp(t, array, pad_width, mode="constant"):
+    """The tangent of ``pad(array, pad_width, mode)`` along ``t`` (the transpose of
+    ``pad_vjp``): ``t`` padded the same way for the modes that copy entries (zeros for
+    'empty' and 'constant'), the forward mode of the inlined version for a statistic mode
+    held in a variable (``np.pad(t, mode="maximum")`` would take ``t``'s own maximum)."""
+    version = _pad_statistic(mode)
+    if version is None:
+        return namespace(t, array).pad(t, pad_width, mode=pad_adjoint_mode(mode))
+    _numpy_pad(array, mode)
+    from srcgrad.forward_api import jvp
+    from srcgrad.grad_mode import enable_grad
+    with enable_grad():
+        return jvp(version, (np.asarray(array), pad_width, mode), (np.asarray(t), None, None))[1]
 
 
 @rt.helper

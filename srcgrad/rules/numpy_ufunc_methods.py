@@ -3,7 +3,8 @@ over axis 0 by default), ``add.accumulate`` (``cumsum``), ``maximum.accumulate``
 ``minimum.accumulate`` (running extrema; ties split evenly, as ``max``) and
 ``add.outer``/``subtract.outer``/``multiply.outer``; ``maximum.reduce``/``minimum.reduce``
 (``max``/``min`` over axis 0), ``logaddexp.reduce``/``logaddexp2.reduce`` (a log-sum-exp) and
-``multiply.accumulate`` (``cumprod``), with their tangents.
+``multiply.accumulate`` (``cumprod``), with their tangents; ``maximum.at``/``minimum.at``
+(rewritten as values by transform/mutation.py), to any order.
 """
 
 import numpy as np
@@ -179,3 +180,113 @@ def outer_vjp(dy, A, B, product):
 
 
 returns_sequence(rt.outer_vjp)
+
+
+# ----- np.maximum.at / np.minimum.at: a[index] = maximum(a[index], values), in order -----
+# transform/mutation.py writes the call as ``a[...] = rt.ufunc_extremum_at(a, index, values,
+# "maximum")``. The result is the loop ``a[i] = np.maximum(a[i], v)`` over the index in
+# order, and so is its gradient: np.maximum's rule splits a tie evenly at each step, so
+# of r tied candidates at one position (``a``'s entry first, then the values in order) the
+# last gets 1/2, the one before 1/4, ..., the first two 1/2**(r-1) each (one alone: all).
+# The weights are piecewise constant: linear in the cotangent, zero second derivative.
+
+
+@rt.helper
+def ufunc_extremum_at(a, index, values, kind):
+    """``np.maximum.at(a, index, values)`` (``kind`` "maximum" or "minimum") as a value."""
+    if not hasattr(a, "copy") or not hasattr(a, "shape"):
+        raise TypeError(f"np.{kind}.at writes into an array, not a {type(a).__name__}")
+    out = a.copy()
+    getattr(namespace(a), kind).at(out, index, values)
+    return out
+
+
+def _extremum_at_weights(a, index, values, kind):
+    """``(wa, positions, wv)``: the weight of each entry of ``a``, the flat position each
+    entry of the broadcast values lands on, and each one's weight."""
+    xp_ = namespace(a, values)
+    a = xp_.asarray(a)
+    positions = xp_.arange(a.size).reshape(a.shape)[index]
+    vals = xp_.broadcast_to(xp_.asarray(values), positions.shape).ravel()
+    positions = positions.ravel()
+    y = ufunc_extremum_at(a, index, values, kind).ravel()
+    a_tied = a.ravel() == y
+    tied = vals == y[positions]
+    r = xp_.bincount(positions[tied], minlength=a.size) + a_tied
+    order = xp_.argsort(positions, kind="stable")
+    ranked = xp_.cumsum(tied[order]) - tied[order]        # tied values before, all positions
+    first = xp_.searchsorted(positions[order], positions[order], side="left")
+    q = xp_.empty(positions.shape, dtype=r.dtype)
+    q[order] = ranked - ranked[first]
+    q = q + a_tied[positions]                              # a's entry counts first
+    rv = r[positions]
+    wv = xp_.where(tied, 0.5 ** xp_.where(q == 0, rv - 1, rv - q), 0.0)
+    wa = xp_.where(a_tied, 0.5 ** (r - 1.0), 0.0).reshape(a.shape)
+    return wa, positions, wv
+
+
+@rt.helper
+def extremum_at_vjp(dy, a, index, values, kind):
+    """``(ga, gvalues)`` of ``ufunc_extremum_at``: ``dy`` times each one's weight (the
+    values' summed back to their shape); an entry that lost gets exactly 0."""
+    xp_ = namespace(dy, a, values)
+    wa, positions, wv = _extremum_at_weights(a, index, values, kind)
+    dy = xp_.broadcast_to(xp_.asarray(dy), wa.shape)
+    flat = dy.ravel()[positions]
+    gv = xp_.where(wv == 0, 0.0, flat * wv)
+    shape = xp_.broadcast_to(xp_.asarray(values), xp_.arange(wa.size).reshape(wa.shape)[index].shape).shape
+    return xp_.where(wa == 0, 0.0, dy * wa), rt.unbroadcast(gv.reshape(shape), values)
+
+
+@rt.helper
+def extremum_at_jvp(t_a, t_values, a, index, values, kind):
+    """The tangent of ``ufunc_extremum_at`` (None: a zero tangent): each position's
+    weighted tangents summed (the transpose of ``extremum_at_vjp``)."""
+    xp_ = namespace(a, values)
+    wa, positions, wv = _extremum_at_weights(a, index, values, kind)
+    out = xp_.zeros(wa.shape, dtype=wa.dtype)
+    if t_a is not None and not (type(t_a) in (int, float) and t_a == 0):
+        out = out + wa * t_a
+    if t_values is not None and not (type(t_values) in (int, float) and t_values == 0):
+        tv = xp_.broadcast_to(xp_.asarray(t_values), (positions.size,) if xp_.ndim(t_values) == 0 else
+                              xp_.arange(wa.size).reshape(wa.shape)[index].shape).ravel()
+        flat = out.ravel()
+        xp_.add.at(flat, positions, wv * tv)
+        out = flat.reshape(wa.shape)
+    return out
+
+
+@adjoint(rt.ufunc_extremum_at)
+def ufunc_extremum_at_rule(dy, y, a, index, values, kind):
+    g = rt.extremum_at_vjp(dy, a, index, values, kind)
+    return g[0], None, g[1], None
+
+
+@tangent(rt.ufunc_extremum_at, no_tangent=("index", "kind"))
+def ufunc_extremum_at_tangent(y, a, index, values, kind, *, t_a, t_values):
+    return rt.extremum_at_jvp(t_a, t_values, a, index, values, kind)
+
+
+@tangent(rt.extremum_at_vjp, no_tangent=("a", "index", "values", "kind"))
+def extremum_at_vjp_tangent(g, dy, a, index, values, kind, *, t_dy):
+    """The weights are constant between ties: only ``dy`` moves the gradient."""
+    return rt.extremum_at_vjp(t_dy, a, index, values, kind)
+
+
+@adjoint(rt.extremum_at_vjp, sequences=())
+def extremum_at_vjp_rule(dw, w, dy, a, index, values, kind):
+    return rt.extremum_at_jvp(rt.seq_item(dw, 0), rt.seq_item(dw, 1), a, index, values, kind), None, None, None, None
+
+
+@tangent(rt.extremum_at_jvp, no_tangent=("a", "index", "values", "kind"))
+def extremum_at_jvp_tangent(y, t_a, t_values, a, index, values, kind, *, t_t_a, t_t_values):
+    return rt.extremum_at_jvp(t_t_a, t_t_values, a, index, values, kind)
+
+
+@adjoint(rt.extremum_at_jvp)
+def extremum_at_jvp_rule(dw, w, t_a, t_values, a, index, values, kind):
+    g = rt.extremum_at_vjp(dw, a, index, values, kind)
+    return g[0], g[1], None, None, None, None
+
+
+returns_sequence(rt.extremum_at_vjp)

@@ -266,7 +266,14 @@ def reduction_cast(dw, w, g, dtype, a):
 
 @adjoint(rt.pad_vjp)
 def pad_vjp(dw, w, dy, array, pad_width, mode="constant"):
-    return xp.pad(dw, pad_width, mode=rt.pad_adjoint_mode(mode)), None, None, None
+    """Linear in ``dy``: its transpose is the pad's tangent (constant in ``array``
+    between the ties of a maximum/minimum/median mode)."""
+    return rt.pad_jvp(dw, array, pad_width, mode), None, None, None
+
+
+@adjoint(rt.pad_jvp)
+def pad_jvp(dw, w, t, array, pad_width, mode="constant"):
+    return rt.pad_vjp(dw, array, pad_width, mode), None, None, None
 
 
 @adjoint(rt.pad_constant_vjp)

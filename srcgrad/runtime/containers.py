@@ -127,16 +127,21 @@ def is_node(value):
     return _pytree.is_node(value) and value is not None
 
 
-def check_leaves(values, names, strict, error):
+def check_leaves(values, names, strict, error, fallback=None):
     """Refuse a structure passed to a gradient composed for arrays and floats
     (``grad(f).as_function()``, what higher-order derivatives differentiate): any, for a
     parameter the code adds or multiplies (``strict``), else one holding float data.
-    ``error(message)`` makes the error, located at the user's function."""
+    ``error(message)`` makes the error, located at the user's function. ``fallback`` (the
+    composed function called directly by the user, pipeline.py): True instead of the
+    error where the gradient it was composed from can take the structure."""
     for value, name, exact in zip(values, names, strict):
         if value is not None and type(value) not in (float, numpy.ndarray) and _pytree.is_node(value) \
                 and (exact or any(type(leaf) not in (int, bool, str) for leaf in _pytree.tree_leaves(value))):
+            if fallback is not None and fallback.gradient() is not None:
+                return True
             raise error(f"higher-order derivatives (grad of grad, as_function) take arrays and "
                         f"floats; {name!r} is a {type(value).__name__}")
+    return False
 
 
 def check_sequence(value, error):

@@ -352,11 +352,19 @@ def _numpy_version(desugar, call):
         given[p.name] = a
     if starred is not None and any(p.name in pinned for p in params[starred:]):
         return None
-    if isinstance(trigger, tuple):   # np.pad(..., mode="mean"): that mode's version
+    if callable(trigger):   # np.polyfit(..., full=True): the version for its flags
+        version = trigger(given)
+        if version is None:
+            return None
+    elif isinstance(trigger, tuple):   # np.pad(..., mode="mean"): that mode's version
         value = given.get(trigger[0])
+        if isinstance(value, (gast.Name, gast.Attribute)):   # a global constant: a read the
+            value = _resolves_path(desugar, value, lambda obj: isinstance(obj, str)   # compile
+                                   and obj in trigger[1])                            # depends on
+            value = None if value is None else gast.Constant(value=value, kind=None)
         if not (isinstance(value, gast.Constant) and isinstance(value.value, str)
                 and value.value in trigger[1]):
-            return None
+            return None   # (a mode known when it runs: the rule's, rt.pad_vjp)
         version = version[value.value]
     elif trigger is not None and trigger not in given:
         return None
@@ -364,6 +372,35 @@ def _numpy_version(desugar, call):
         if p in given and not (isinstance(given[p], gast.Constant) and given[p].value is value):
             return None
     return version
+
+
+def piecewise_call(desugar, call, helper):
+    """``np.piecewise(x, condlist, [f0, 1.0, ...])`` as a call of srcgrad/inlined.py's
+    ``piecewise_<n>(x, condlist, f0, lambda _sg_v: 1.0, ...)``: each piece a lambda, a
+    global function or a number (a constant piece), up to five; else None (NumPy's
+    function, refused where it needs a gradient)."""
+    import numpy
+    from srcgrad import inlined
+    if call.keywords or len(call.args) != 3 or any(isinstance(a, gast.Starred) for a in call.args) \
+            or _resolves_path(desugar, call.func, lambda obj: obj is numpy.piecewise) is None:
+        return None
+    funcs = call.args[2]
+    if not isinstance(funcs, (gast.List, gast.Tuple)) or len(funcs.elts) not in inlined.PIECEWISE:
+        return None
+    pieces = []
+    for e in funcs.elts:
+        number = e.operand if isinstance(e, gast.UnaryOp) and isinstance(e.op, (gast.USub, gast.UAdd)) else e
+        if isinstance(number, gast.Constant) and type(number.value) in (int, float, bool):
+            e = gast.Lambda(args=gast.arguments(
+                args=[gast.Name(id="_sg_v", ctx=gast.Param(), annotation=None, type_comment=None)],
+                posonlyargs=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
+                body=e)
+            gast.copy_location(e, number)
+        elif not isinstance(e, gast.Lambda) and (not isinstance(e, (gast.Name, gast.Attribute))
+                                                 or _resolves_path(desugar, e, callable) is None):
+            return None
+        pieces.append(e)
+    return gast.Call(func=helper(inlined.PIECEWISE[len(pieces)]), args=call.args[:2] + pieces, keywords=[])
 
 
 def _hashable_in(obj, table):

@@ -39,7 +39,7 @@ from srcgrad.transform.operator_methods import simple as _simple
 from srcgrad.transform import as_array
 from srcgrad.transform.base import Base, local_names
 from srcgrad.transform.call_forms import (_clone_replacing, _dict_loops, _evaluation_order, _hashable_in,
-                                          _list_names, _numpy_version,
+                                          _list_names, _numpy_version, piecewise_call,
                                           _partials, _replace_in, _resolves_path, _returning_method,
                                           _star_calls, _star_into_varargs, list_names)
 
@@ -315,6 +315,9 @@ class Displays(ast_util.NodeTransformer):
         if version is not None:
             node.func = self.helper(version)
             return node
+        pieces = piecewise_call(d, node, self.helper)   # np.piecewise with its functions
+        if pieces is not None:
+            return pieces
         if None in keys or any(isinstance(a, gast.Starred) for a in node.args) or not node.args:
             return node
         if len(node.args) > 1:   # max(a, b, key=f): of the list [a, b], as Python compares them

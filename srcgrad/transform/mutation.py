@@ -55,13 +55,20 @@ def _copyto(call):
 
 def _ufunc_at(call):
     """``np.add.at(a, index, v)`` -> ``a[...] = rt.ufunc_add_at(a, index, v)`` (repeated
-    indices add each time); the other ufuncs' ``.at`` are refused."""
+    indices add each time), ``np.maximum.at(a, index, v)`` -> ``a[...] =
+    rt.ufunc_extremum_at(a, index, v, "maximum")`` (and ``minimum``); the other ufuncs'
+    ``.at`` are refused."""
     from srcgrad import runtime
-    owner = getattr(anno.getanno(call, Static.PRIMITIVE), "__self__", None)
-    if getattr(owner, "__name__", None) != "add" or len(call.args) != 3 or call.keywords:
+    owner = getattr(getattr(anno.getanno(call, Static.PRIMITIVE), "__self__", None), "__name__", None)
+    if owner not in ("add", "maximum", "minimum") or len(call.args) != 3 or call.keywords:
         return None
-    value = gast.Call(func=name("ufunc_add_at"), args=list(call.args), keywords=[])
-    anno.setanno(value, Static.PRIMITIVE, runtime.ufunc_add_at)
+    if owner == "add":
+        value = gast.Call(func=name("ufunc_add_at"), args=list(call.args), keywords=[])
+        anno.setanno(value, Static.PRIMITIVE, runtime.ufunc_add_at)
+    else:
+        value = gast.Call(func=name("ufunc_extremum_at"), args=list(call.args) + [
+            gast.Constant(value=owner, kind=None)], keywords=[])
+        anno.setanno(value, Static.PRIMITIVE, runtime.ufunc_extremum_at)
     return call.args[0], value
 
 
@@ -99,7 +106,7 @@ MUTATING_FUNCTIONS = {
     "putmask": _flat_write("putmask", ("a", "mask", "values"), "mask", "values"),
     "place": _flat_write("place", ("arr", "mask", "vals"), "mask", "vals"),
     "shuffle": None,
-    "put_along_axis": None, "at": _ufunc_at,  # np.add.at(a, idx, v); np.maximum.at ... refused
+    "put_along_axis": None, "at": _ufunc_at,  # np.add.at, np.maximum.at, np.minimum.at; the others refused
 }
 
 
