@@ -71,7 +71,19 @@ def builtin_sum_vjp(dy, iterable):
     if is_array(iterable):
         xp = namespace(iterable, dy)
         return xp.broadcast_to(xp.asarray(dy), iterable.shape)
+    refuse_concatenation(iterable)
     return [unbroadcast(dy, item) for item in iterable]
+
+
+def refuse_concatenation(items):
+    """``sum(lists, [])`` joins lists (or tuples): its derivative is not a sum's; refused
+    (the sum's rules gave each item the whole cotangent list, and forward mode failed)."""
+    if any(isinstance(item, (list, tuple)) for item in items):
+        from srcgrad.errors import UnsupportedError
+        raise UnsupportedError("srcgrad: sum() of lists or tuples (a concatenation, with a list "
+                               "or tuple start) is not supported",
+                               hint="Join the lists with + or itertools.chain, or build one list "
+                                    "with .extend.")
 
 
 @adjoint(builtins.divmod, np.divmod)

@@ -289,10 +289,22 @@ def tangent_zero(value):
     if isinstance(value, (list, tuple)):
         return [tangent_zero(v) for v in value]
     if isinstance(value, dict):
-        return {k: tangent_zero(v) for k, v in value.items()}
+        zeros = {k: tangent_zero(v) for k, v in value.items()}
+        return zero_default(value, zeros, tangent_zero)
     if isinstance(value, range):
         return [0.0] * len(value)
     return 0.0
+
+
+def zero_default(value, zeros, zero):
+    """The tangent dict ``zeros`` of a ``collections.defaultdict`` ``value`` is one too: a
+    key the function reads before writing gets ``zero(factory())`` (the factory is no
+    lambda of the function's, which is refused, so what it makes is a constant)."""
+    import collections
+    if not isinstance(value, collections.defaultdict) or value.default_factory is None:
+        return zeros
+    factory = value.default_factory
+    return collections.defaultdict(lambda: zero(factory()), zeros)
 
 
 @rt.helper
@@ -384,6 +396,8 @@ def tangent_sum(t):
     """The tangent of Python's ``sum(iterable)``."""
     if is_array(t):
         return t.sum(axis=0)
+    from srcgrad.rules.builtins_math import refuse_concatenation
+    refuse_concatenation(t)
     total = 0.0
     for item in t:
         total = total + item
