@@ -141,10 +141,18 @@ def check_leaves(values, names, strict, error):
 
 def check_sequence(value, error):
     """Raise ``error`` for ``for v in value`` over a dict or another structure that is not
-    a sequence (the loop reads ``value[i]``)."""
-    if isinstance(value, (list, tuple)) or not _pytree.is_node(value) or value is None:
+    a sequence (the loop reads ``value[i]``), a set among them."""
+    if isinstance(value, (list, tuple)) or not _pytree.is_node(value) and not isinstance(
+            value, (set, frozenset)) or value is None:
         return
     raise error
+
+
+def check_resize(base, index, value, error):
+    """Raise ``error`` where ``base[index] = value`` (``index`` a slice) would change the
+    length of the list ``base``: its adjoint reads the list by position after the write."""
+    if isinstance(base, list) and len(base[index]) != (len(value) if hasattr(value, "__len__") else -1):
+        raise error
 
 
 def check_array_operand(value, error):

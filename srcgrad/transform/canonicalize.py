@@ -132,8 +132,9 @@ class Canonicalizer(Base):
         else:
             seq = self.namer.new("seq")
             value = it
-            if isinstance(it, gast.Call) and not self._is_indexable_call(it):
-                value = _call("list", it)
+            if isinstance(it, gast.Call) and not self._is_indexable_call(it) or isinstance(
+                    it, (gast.Set, gast.SetComp, gast.GeneratorExp, gast.Dict, gast.DictComp)):
+                value = _call("list", it)   # (a set or generator has no items by index)
             prelude = [_assign(seq, value, loop)]
 
         def bind(target, index):
