@@ -9,6 +9,7 @@ branch's test. Each writes the statements its operands need to ``out`` through
 
 import ast
 import builtins
+import operator
 
 import gast
 import numpy
@@ -34,6 +35,11 @@ _OP_WORDS = {
 
 class NameError_(UnsupportedError):
     """A name in the user's function that is not defined."""
+
+
+_OPERATORS = {operator.add: gast.Add, operator.sub: gast.Sub, operator.mul: gast.Mult,
+              operator.truediv: gast.Div, operator.floordiv: gast.FloorDiv, operator.mod: gast.Mod,
+              operator.pow: gast.Pow, operator.matmul: gast.MatMult}
 
 
 def is_atom(node):
@@ -362,6 +368,12 @@ class Expressions:
                 # layer(x): its __call__ is inlined; read through the name, so redefining
                 # the class's __call__ compiles anew (guard.py compares the bound method)
                 self.resolve(gast.Attribute(value=func, attr="__call__", ctx=gast.Load()))
+        if type(obj) is type(operator.add) and obj in _OPERATORS and len(node.args) == 2 and not node.keywords and not any(
+                isinstance(a, gast.Starred) for a in node.args):
+            # operator.add(a, b) is a + b: two lists join, a list times an int repeats
+            # (NumPy's rule took its list displays for arrays and added them)
+            return self.simple(gast.BinOp(left=node.args[0], op=_OPERATORS[obj](),
+                                          right=node.args[1]), out, "t")
         if obj is not None and type(obj).__name__ == "GradFunction":
             # A gradient called here: the custom Function whose adjoint is its hvp (nested.py).
             try:
