@@ -297,14 +297,30 @@ def tangent_zero(value):
 
 
 def zero_default(value, zeros, zero):
-    """The tangent dict ``zeros`` of a ``collections.defaultdict`` ``value`` is one too: a
-    key the function reads before writing gets ``zero(factory())`` (the factory is no
-    lambda of the function's, which is refused, so what it makes is a constant)."""
+    """The tangent dict ``zeros`` of a dict that answers a missing key is one too: a
+    ``collections.defaultdict``'s gets ``zero(factory())`` (the factory is no lambda of
+    the function's, which is refused, so what it makes is a constant), a ``Counter``'s
+    (another ``__missing__``) ``zero(0)``."""
     import collections
-    if not isinstance(value, collections.defaultdict) or value.default_factory is None:
-        return zeros
-    factory = value.default_factory
-    return collections.defaultdict(lambda: zero(factory()), zeros)
+    if isinstance(value, collections.defaultdict):
+        if value.default_factory is None:
+            return zeros
+        factory = value.default_factory
+        return collections.defaultdict(lambda: zero(factory()), zeros)
+    if hasattr(type(value), "__missing__"):
+        return _ZeroMissing(zeros, lambda: zero(0))
+    return zeros
+
+
+class _ZeroMissing(dict):
+    """A tangent dict whose missing key reads as a zero (as ``Counter``'s reads as 0)."""
+
+    def __init__(self, items, zero):
+        super().__init__(items)
+        self.zero = zero
+
+    def __missing__(self, key):
+        return self.zero()
 
 
 @rt.helper

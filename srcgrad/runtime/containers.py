@@ -141,9 +141,9 @@ def check_leaves(values, names, strict, error):
 
 def check_sequence(value, error):
     """Raise ``error`` for ``for v in value`` over a dict or another structure that is not
-    a sequence (the loop reads ``value[i]``), a set among them."""
-    if isinstance(value, (list, tuple)) or not _pytree.is_node(value) and not isinstance(
-            value, (set, frozenset)) or value is None:
+    a sequence (the loop reads ``value[i]``): a set or a dict view among them."""
+    if isinstance(value, (list, tuple)) or value is None or not _pytree.is_node(value) and \
+            hasattr(type(value), "__getitem__"):
         return
     raise error
 
