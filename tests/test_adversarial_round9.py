@@ -4,7 +4,7 @@ against central differences in float64 and values worked out by hand; each refus
 this file, the user's line and the construct."""
 
 import collections
-import warnings
+import operator
 
 import numpy as np
 import pytest
@@ -244,3 +244,81 @@ def test_the_hessian_of_a_dot_with_a_constant(f):
         np.testing.assert_allclose(h, np.diag(6 * X))   # by hand
     else:
         assert not h.any()
+
+
+# ----- operator.add / operator.mul on lists: Python's + and * -----
+# A list display passed to operator.add went through NumPy's rule, which made each
+# display an array: operator.add([x0, x2], [x1, x3]) was computed as [x0 + x1, x2 + x3]
+# where Python joins the lists, so sg.grad of its item 0 squared was [-0.4, -0.4, 0, 0]
+# (and value_and_grad's value 0.04), not [0.6, 0, 0, 0]; operator.mul([x0, x1], 2)
+# doubled the entries instead of repeating the list. A call of operator.add, sub, mul,
+# truediv, floordiv, mod, pow or matmul with two arguments is the operator itself now.
+
+def operator_add_joins_lists(x):
+    return operator.add([x[0], x[2]], [x[1], x[3]])[0] ** 2
+
+
+def operator_add_joins_tuples(x):
+    return operator.add((x[0],), (x[1],))[1] ** 2
+
+
+def operator_mul_repeats_a_list(x):
+    return operator.mul([x[0], x[1]], 2)[0] * x[1] + operator.mul([x[2]], 2)[1] ** 2
+
+
+def operator_functions_on_arrays(x):
+    return np.sum(operator.mul(x, x) + operator.truediv(x, 2.0) - operator.pow(x, 3)) + \
+        operator.matmul(x, x) + operator.mod(x[2], 0.7) + operator.floordiv(x[3], 0.3)
+
+
+@pytest.mark.parametrize("f", [operator_add_joins_lists, operator_add_joins_tuples,
+                               operator_mul_repeats_a_list, operator_functions_on_arrays])
+def test_operator_functions_are_python_operators(f):
+    assert_grad_and_jvp(f, (X.copy(),))
+    value, g = sg.value_and_grad(f)(X.copy())
+    assert value == f(X.copy())
+    np.testing.assert_allclose(sg.hessian(f)(X.copy()), _fd_hessian(f, X.copy()), atol=1e-5)
+
+
+def test_operator_add_of_lists_by_hand():
+    np.testing.assert_allclose(sg.grad(operator_add_joins_lists)(X.copy()), [2 * X[0], 0, 0, 0])
+    # x0 * x1 + x2^2: [x1, x0, 2 x2, 0]
+    np.testing.assert_allclose(sg.grad(operator_mul_repeats_a_list)(X.copy()),
+                               [X[1], X[0], 2 * X[2], 0])
+
+
+# ----- collections.Counter in forward mode; loops over dict views held by a name -----
+# A Counter reads a missing key as 0 (``__missing__``): its tangent, a plain dict, failed
+# with a KeyError in sg.jvp and sg.hessian. ``it = d.items(); for k, v in it:`` read
+# ``it[i]`` and failed with Python's TypeError in every mode: it is refused at the loop.
+
+def counter_accumulated(x):
+    c = collections.Counter()
+    for i in range(4):
+        c[i % 2] += x[i] ** 2
+    return c[0] * c[1] + c[7]
+
+
+def test_a_counter_in_forward_mode():
+    f = counter_accumulated
+    assert_grad_and_jvp(f, (X.copy(),))
+    np.testing.assert_allclose(sg.hessian(f)(X.copy()), _fd_hessian(f, X.copy()), atol=1e-5)
+    np.testing.assert_allclose(sg.hessian(f)(X.copy()), sg.hessian(defaultdict_accumulated)(X.copy()))
+
+
+def loop_over_dict_items_by_name(x):
+    d = {0: 1.0, 2: 3.0}
+    pairs = d.items()
+    s = 0.0
+    for i, w in pairs:
+        s = s + x[i] ** 2 * w
+    return s
+
+
+@pytest.mark.parametrize("mode", ["grad", "jvp", "hessian"])
+def test_a_loop_over_a_dict_view_held_by_a_name_is_refused(mode):
+    f = loop_over_dict_items_by_name
+    run = {"grad": lambda: sg.grad(f)(X.copy()),
+           "jvp": lambda: sg.jvp(f, (X.copy(),), (X.copy(),)),
+           "hessian": lambda: sg.hessian(f)(X.copy())}[mode]
+    assert_refused_here(run, "a for loop over 'pairs'")
