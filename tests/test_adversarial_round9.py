@@ -45,14 +45,33 @@ def sum_of_lists_with_a_start(x):
     return sum([[x[0]]], [x[1]])[0] ** 2
 
 
-@pytest.mark.parametrize("f", [sum_of_lists, sum_of_tuples, sum_of_lists_with_a_start])
+# max() and min() of lists or tuples compare them item by item and return one of them:
+# the rules of numbers failed (a TypeError multiplying a list by the share); refused too.
+
+def max_of_lists(x):
+    return max([x[0], x[1]], [x[2], x[3]])[1] ** 2
+
+
+def min_of_tuples(x):
+    return min((x[0], x[1]), (x[2], x[3]))[1] ** 2
+
+
+def max_of_a_list_of_lists(x):
+    return max([[x[0], x[1]], [x[2], x[3]]])[1] ** 2
+
+
+@pytest.mark.parametrize("f, words", [
+    (sum_of_lists, "sum() of lists or tuples"), (sum_of_tuples, "sum() of lists or tuples"),
+    (sum_of_lists_with_a_start, "sum() of lists or tuples"),
+    (max_of_lists, "max() or min() of lists"), (min_of_tuples, "max() or min() of lists"),
+    (max_of_a_list_of_lists, "max() or min() of lists")])
 @pytest.mark.parametrize("mode", ["grad", "jvp", "hessian", "value_and_grad"])
-def test_sum_of_lists_is_refused(f, mode):
+def test_sum_max_min_of_lists_are_refused(f, words, mode):
     run = {"grad": lambda: sg.grad(f)(X.copy()),
            "jvp": lambda: sg.jvp(f, (X.copy(),), (X.copy(),)),
            "hessian": lambda: sg.hessian(f)(X.copy()),
            "value_and_grad": lambda: sg.value_and_grad(f)(X.copy())}[mode]
-    assert_refused_here(run, "sum() of lists or tuples")
+    assert_refused_here(run, words)
 
 
 def sum_of_arrays_in_a_list(x):
@@ -62,6 +81,7 @@ def sum_of_arrays_in_a_list(x):
 def test_sum_of_numbers_and_arrays_still_differentiates():
     assert_grad_and_jvp(sum_of_arrays_in_a_list, (X.copy(),))
     assert_grad_and_jvp(lambda x: sum([x[0], x[1] ** 2], x[2]) ** 2, (X.copy(),))
+    assert_grad_and_jvp(lambda x: max(x[0], x[1] ** 2, 0.1) + min([x[2], x[3]]), (X.copy(),))
 
 
 # ----- A for loop over a set -----

@@ -428,6 +428,8 @@ def minmax_jvp(y, args, t_args):
     if is_array(items):
         mask = items == y
         return (tangents * mask).sum() / mask.sum()
+    from srcgrad.rules.builtins_math import refuse_lexicographic
+    refuse_lexicographic(items)
     hits = [1.0 if item == y else 0.0 for item in items]
     count = builtins.sum(hits)
     total = 0.0
