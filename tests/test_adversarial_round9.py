@@ -342,3 +342,28 @@ def test_a_loop_over_a_dict_view_held_by_a_name_is_refused(mode):
            "jvp": lambda: sg.jvp(f, (X.copy(),), (X.copy(),)),
            "hessian": lambda: sg.hessian(f)(X.copy())}[mode]
     assert_refused_here(run, "a for loop over 'pairs'")
+
+
+# ----- The Hessian of a 2-D array's .tolist() -----
+# The tangent of the nested list's gradient was a number where a row had no tangent (or
+# the whole list none), and tolist's adjoint reshaped that one number to the array's
+# shape: sg.hessian and sg.jacfwd(sg.grad(f)) failed. A number fills its block now.
+
+def nested_tolist(x):
+    rows = x.reshape(2, 2).tolist()
+    return rows[1][0] * rows[0][1]
+
+
+def nested_tolist_one_row(x):
+    rows = (x.reshape(2, 2) ** 2).tolist()
+    return rows[1][0] * rows[1][1] + x[0]
+
+
+@pytest.mark.parametrize("f", [nested_tolist, nested_tolist_one_row])
+def test_the_hessian_of_a_nested_tolist(f):
+    assert_grad_and_jvp(f, (X.copy(),))
+    h = sg.hessian(f)(X.copy())
+    np.testing.assert_allclose(h, _fd_hessian(f, X.copy()), atol=1e-5)
+    np.testing.assert_allclose(sg.jacfwd(sg.grad(f))(X.copy()), h, atol=1e-12)
+    if f is nested_tolist:   # x1 * x2
+        np.testing.assert_array_equal(h, [[0, 0, 0, 0], [0, 0, 1, 0], [0, 1, 0, 0], [0, 0, 0, 0]])
