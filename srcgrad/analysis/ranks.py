@@ -230,8 +230,8 @@ def containers(node, rank_map, param_keys, resolve, specialised):
                 obj = resolve(e.id)
             except Exception:
                 return True
-            return pytree.is_node(obj) and obj is not None
-        if isinstance(e, (gast.List, gast.Tuple, gast.Dict)):
+            return pytree.is_node(obj) and obj is not None or isinstance(obj, (set, frozenset))
+        if isinstance(e, (gast.List, gast.Tuple, gast.Dict, gast.Set)):
             return True
         if isinstance(e, gast.Attribute) and isinstance(e.value, gast.Name) and e.value.id not in bound:
             return _global_attribute_may_be(e, resolve)

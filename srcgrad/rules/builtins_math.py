@@ -71,7 +71,30 @@ def builtin_sum_vjp(dy, iterable):
     if is_array(iterable):
         xp = namespace(iterable, dy)
         return xp.broadcast_to(xp.asarray(dy), iterable.shape)
+    refuse_concatenation(iterable)
     return [unbroadcast(dy, item) for item in iterable]
+
+
+def refuse_lexicographic(items):
+    """``max``/``min`` of lists or tuples compares them item by item and returns one of
+    them: refused (the rules of numbers failed multiplying a list by a share)."""
+    if any(isinstance(item, (list, tuple)) for item in items):
+        from srcgrad.errors import UnsupportedError
+        raise UnsupportedError("srcgrad: max() or min() of lists or tuples (compared item by "
+                               "item) is not supported",
+                               hint="Pick the index first (k = 0 if a > b else 1) and read the "
+                                    "sequence at it.")
+
+
+def refuse_concatenation(items):
+    """``sum(lists, [])`` joins lists (or tuples): its derivative is not a sum's; refused
+    (the sum's rules gave each item the whole cotangent list, and forward mode failed)."""
+    if any(isinstance(item, (list, tuple)) for item in items):
+        from srcgrad.errors import UnsupportedError
+        raise UnsupportedError("srcgrad: sum() of lists or tuples (a concatenation, with a list "
+                               "or tuple start) is not supported",
+                               hint="Join the lists with + or itertools.chain, or build one list "
+                                    "with .extend.")
 
 
 @adjoint(builtins.divmod, np.divmod)
@@ -101,6 +124,7 @@ def minmax_vjp(dy, y, args):
         xp = namespace(items, dy)
         mask = items == y
         return [rt.share(dy, mask / mask.sum())]
+    refuse_lexicographic(items)
     hits = [1.0 if item == y else 0.0 for item in items]
     count = sum(hits)
     grads = [rt.share(dy, h / count) for h in hits]

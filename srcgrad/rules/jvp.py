@@ -291,10 +291,38 @@ def tangent_zero(value):
     if isinstance(value, (list, tuple)):
         return [tangent_zero(v) for v in value]
     if isinstance(value, dict):
-        return {k: tangent_zero(v) for k, v in value.items()}
+        zeros = {k: tangent_zero(v) for k, v in value.items()}
+        return zero_default(value, zeros, tangent_zero)
     if isinstance(value, range):
         return [0.0] * len(value)
     return 0.0
+
+
+def zero_default(value, zeros, zero):
+    """The tangent dict ``zeros`` of a dict that answers a missing key is one too: a
+    ``collections.defaultdict``'s gets ``zero(factory())`` (the factory is no lambda of
+    the function's, which is refused, so what it makes is a constant), a ``Counter``'s
+    (another ``__missing__``) ``zero(0)``."""
+    import collections
+    if isinstance(value, collections.defaultdict):
+        if value.default_factory is None:
+            return zeros
+        factory = value.default_factory
+        return collections.defaultdict(lambda: zero(factory()), zeros)
+    if hasattr(type(value), "__missing__"):
+        return _ZeroMissing(zeros, lambda: zero(0))
+    return zeros
+
+
+class _ZeroMissing(dict):
+    """A tangent dict whose missing key reads as a zero (as ``Counter``'s reads as 0)."""
+
+    def __init__(self, items, zero):
+        super().__init__(items)
+        self.zero = zero
+
+    def __missing__(self, key):
+        return self.zero()
 
 
 @rt.helper
@@ -386,6 +414,8 @@ def tangent_sum(t):
     """The tangent of Python's ``sum(iterable)``."""
     if is_array(t):
         return t.sum(axis=0)
+    from srcgrad.rules.builtins_math import refuse_concatenation
+    refuse_concatenation(t)
     total = 0.0
     for item in t:
         total = total + item
@@ -400,6 +430,8 @@ def minmax_jvp(y, args, t_args):
     if is_array(items):
         mask = items == y
         return (tangents * mask).sum() / mask.sum()
+    from srcgrad.rules.builtins_math import refuse_lexicographic
+    refuse_lexicographic(items)
     hits = [1.0 if item == y else 0.0 for item in items]
     count = builtins.sum(hits)
     total = 0.0

@@ -65,7 +65,9 @@ def batch_zero(value, size):
     if isinstance(value, (list, tuple)):
         return [batch_zero(v, size) for v in value]
     if isinstance(value, dict):
-        return {k: batch_zero(v, size) for k, v in value.items()}
+        from srcgrad.rules.jvp import zero_default
+        zeros = {k: batch_zero(v, size) for k, v in value.items()}
+        return zero_default(value, zeros, lambda v: batch_zero(v, size))
     xp_ = getattr(size, "xp", np)
     if isinstance(value, range):
         return [xp_.zeros(size) for _ in value]

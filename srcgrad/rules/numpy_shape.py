@@ -117,13 +117,16 @@ def tolist_method(dy, y, self):
 
 @rt.helper
 def tolist_vjp(dy, a):
-    """A nested list of gradients (None: zero) as an array shaped like ``a``."""
-    def filled(g):
-        if isinstance(g, (list, tuple)):
-            return [filled(v) for v in g]
-        return 0.0 if g is None else g
+    """A nested list of gradients (None: zero) as an array shaped like ``a``; a number
+    where a list stands (a zero tangent of a row, or of the whole list, in a second
+    derivative) fills its block."""
+    def filled(g, shape):
+        if isinstance(g, (list, tuple)) and shape:
+            return [filled(v, shape[1:]) for v in g]
+        return xp.broadcast_to(xp.asarray(0.0 if g is None else g), shape) if shape else (
+            0.0 if g is None else g)
     xp = namespace(a)
-    return xp.reshape(xp.asarray(filled(dy), dtype=float_dtype(a, xp)), shape_tuple(a))
+    return xp.reshape(xp.asarray(filled(dy, shape_tuple(a)), dtype=float_dtype(a, xp)), shape_tuple(a))
 
 
 @adjoint(Method("item"))

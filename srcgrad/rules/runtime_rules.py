@@ -46,7 +46,7 @@ nondifferentiable(
     # control of the generated code: the default seed is a constant, has_grad a test
     rt.default_seed, rt.has_grad, rt.touched, rt.check_unshared, rt.hook_handle, rt.tie_share,
     # tests on containers (pytree.py)
-    rt.container_op, rt.is_node, rt.check_sequence, rt.save_item, rt.restore_item,
+    rt.container_op, rt.is_node, rt.check_sequence, rt.check_resize, rt.save_item, rt.restore_item,
     rt.check_leaves, rt.check_array_operand,
 )
 

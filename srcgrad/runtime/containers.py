@@ -146,10 +146,18 @@ def check_leaves(values, names, strict, error, fallback=None):
 
 def check_sequence(value, error):
     """Raise ``error`` for ``for v in value`` over a dict or another structure that is not
-    a sequence (the loop reads ``value[i]``)."""
-    if isinstance(value, (list, tuple)) or not _pytree.is_node(value) or value is None:
+    a sequence (the loop reads ``value[i]``): a set or a dict view among them."""
+    if isinstance(value, (list, tuple)) or value is None or not _pytree.is_node(value) and \
+            hasattr(type(value), "__getitem__"):
         return
     raise error
+
+
+def check_resize(base, index, value, error):
+    """Raise ``error`` where ``base[index] = value`` (``index`` a slice) would change the
+    length of the list ``base``: its adjoint reads the list by position after the write."""
+    if isinstance(base, list) and len(base[index]) != (len(value) if hasattr(value, "__len__") else -1):
+        raise error
 
 
 def check_array_operand(value, error):

@@ -251,7 +251,8 @@ def restore_item_tangent(t_base, index, value, t_value):
     if value is _MISSING:
         t_base.pop(index, None)
     else:
-        t_base[index] = 0.0 if t_value is None else t_value
+        zero = [0.0] * len(value) if isinstance(index, slice) else 0.0   # (a list's slice)
+        t_base[index] = zero if t_value is None else t_value
 
 
 def has_grad(g):

@@ -9,6 +9,7 @@ branch's test. Each writes the statements its operands need to ``out`` through
 
 import ast
 import builtins
+import operator
 
 import gast
 import numpy
@@ -34,6 +35,11 @@ _OP_WORDS = {
 
 class NameError_(UnsupportedError):
     """A name in the user's function that is not defined."""
+
+
+_OPERATORS = {operator.add: gast.Add, operator.sub: gast.Sub, operator.mul: gast.Mult,
+              operator.truediv: gast.Div, operator.floordiv: gast.FloorDiv, operator.mod: gast.Mod,
+              operator.pow: gast.Pow, operator.matmul: gast.MatMult}
 
 
 def is_atom(node):
@@ -366,6 +372,12 @@ class Expressions:
                 and all(k.arg is not None for k in node.keywords):   # sg.grad(f) of f(w, *xs)
             obj = obj.derivative(len(node.args), tuple(sorted(
                 k.arg for k in node.keywords if k.arg not in obj.own)))
+        if type(obj) is type(operator.add) and obj in _OPERATORS and len(node.args) == 2 and not node.keywords and not any(
+                isinstance(a, gast.Starred) for a in node.args):
+            # operator.add(a, b) is a + b: two lists join, a list times an int repeats
+            # (NumPy's rule took its list displays for arrays and added them)
+            return self.simple(gast.BinOp(left=node.args[0], op=_OPERATORS[obj](),
+                                          right=node.args[1]), out, "t")
         if obj is not None and type(obj).__name__ == "GradFunction":
             # A gradient called here: the custom Function whose adjoint is its hvp (nested.py).
             try:

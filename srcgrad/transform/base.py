@@ -125,6 +125,18 @@ class Base:
             return cls(message, self.info.filename, None, hint=hint)
         return origin.error(cls, message, hint)
 
+    def _free_structure(self, name):
+        """Whether the global or closure name ``name`` holds a structure that is not a
+        sequence (a dict, a set), which a loop over it must refuse (``containers`` has
+        local names only)."""
+        from srcgrad import pytree
+        try:
+            value = self.info.resolve(name)
+        except Exception:
+            return False
+        return isinstance(value, (set, frozenset)) or pytree.is_node(value) and not isinstance(
+            value, (list, tuple))
+
     def sequence_checks(self, s, containers=None):
         """``for v in X`` over a name that may hold a container reads ``X[i]``: a run-time
         check that X is a list, tuple or array (a dict's items are not its keys), for
@@ -139,7 +151,8 @@ class Base:
             if isinstance(st, gast.Assign) and isinstance(st.value, gast.Subscript) \
                     and isinstance(st.value.value, gast.Name) and isinstance(st.value.slice, gast.Name) \
                     and st.value.slice.id == s.target.id and st.value.value.id not in bases \
-                    and (containers is None or st.value.value.id in containers):
+                    and (containers is None or st.value.value.id in containers
+                         or self._free_structure(st.value.value.id)):
                 bases.append(st.value.value.id)
         checks = []
         for b in bases:
@@ -147,7 +160,8 @@ class Base:
             self.bindings[error_name] = self.error(
                 s, UnsupportedError, f"a for loop over {b!r}, which holds a dict (or another "
                 f"structure that is not a sequence), is not supported",
-                "Iterate over list(d) (the keys), list(d.values()) or list(d.items()).")
+                "Iterate over list(d) (the keys), list(d.values()) or list(d.items()); over "
+                "sorted(s) for a set.")
             checks += replace(f"rt.check_sequence({b}, {error_name})")
         return [self.inherit(c) for c in checks]
 

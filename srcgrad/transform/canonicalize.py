@@ -138,9 +138,11 @@ class Canonicalizer(Base):
         else:
             seq = self.namer.new("seq")
             value = it
-            if isinstance(it, gast.Call) and not self._is_indexable_call(it):
-                value = _call("list", it)
-                if self.sequences is not None:   # read whole? (a generator's call: generators.py)
+            if isinstance(it, gast.Call) and not self._is_indexable_call(it) or isinstance(
+                    it, (gast.Set, gast.SetComp, gast.GeneratorExp, gast.Dict, gast.DictComp)):
+                value = _call("list", it)   # (a set or generator has no items by index)
+                if isinstance(it, gast.Call) and self.sequences is not None:
+                    # read whole? (a generator's call: generators.py)
                     self.sequences[seq] = partial or generators.loop_verdict(
                         loop, it, self.root, self.info)
             prelude = [_assign(seq, value, loop)]

@@ -390,6 +390,13 @@ class ReverseAD(Base, RuleApplication):
         self.item_writes += 1
         key = ("item", base, self.item_writes)
         fwd = [tape.push(saved_value, origin, key)] + self.alias_checks(s, base) + [s]
+        if keyed and isinstance(index, gast.Slice):   # l[1:2] = [a, b] would move l's items
+            error_name = self.namer.new("resize_error")
+            self.bindings[error_name] = self.error(
+                s, UnsupportedError, f"a write into a slice of the list {base!r} that changes "
+                f"its length is not supported", "Build the new list: l = l[:i] + new + l[j:].")
+            fwd[1:1] = replace(f"rt.check_resize({base}, INDEX, V, {error_name})",
+                               INDEX=index_value(index), V=copy.deepcopy(s.value))
         anno.setanno(restore, Static.TAPE, key)
         rev, later = [], False
         if base in self.act.adjoint:

@@ -403,8 +403,12 @@ class _DropZeros(ast_util.NodeTransformer):
         return node
 
     def visit_Call(self, node):
+        had = any(isinstance(n, gast.Name) and (n.id in self.tangents or _is_zero(n))
+                  for n in ast_util.walk(node))
         args = [self.visit(a) for a in node.args]
         values = [self.visit(k.value) for k in node.keywords]
+        if had and not any(self.carries(v) for v in args + values if not _is_zero(v)):
+            return _none()   # every tangent it took is zero, some inside a tuple argument
         if any(_is_zero(v) for v in args + values):
             if not any(self.carries(v) for v in args + values if not _is_zero(v)):
                 return _none()
