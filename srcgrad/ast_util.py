@@ -356,11 +356,23 @@ class NameSets:
         found = self._known(node)
         return found[1] | found[2]
 
+    def refs_among(self, node, wanted):
+        """The names of ``wanted`` that ``node`` holds (``refs(node) & wanted``, without
+        the union of every name of ``node`` first)."""
+        found = self._known(node)
+        loads, stores = found[1], found[2]
+        if loads.isdisjoint(wanted):
+            return stores & wanted if not stores.isdisjoint(wanted) else _NO_NAMES
+        return (loads & wanted) | (stores & wanted)
+
     def calls(self, node):
         """The ``gast.Call`` nodes in ``node`` (nested blocks included), in no particular
         order: a list the caller must not change. Which calls a node holds is memoized,
         not what they are: their function and arguments are read from the nodes."""
         return self._sets(node)[3]
+
+
+_NO_NAMES = frozenset()
 
 
 def _same_nodes(found, kept):
