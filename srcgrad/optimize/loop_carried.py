@@ -77,7 +77,7 @@ def _not_only_zeroed_outside(body, block, facts):
         if isinstance(s, (gast.If, gast.For, gast.While)):
             for part in own_parts(s):
                 found |= facts.refs(part)
-        else:
-            zeroing = isinstance(s, gast.Assign) and len(s.targets) == 1
-            found.update(d for d in facts.refs(s) if not (zeroing and is_zero_assign(s, d)))
+        elif not (isinstance(s, gast.Assign) and len(s.targets) == 1
+                  and is_zero_assign(s, s.targets[0].__dict__.get("id"))):
+            found |= facts.refs(s)   # (``d = 0.0`` holds ``d`` alone: it adds nothing)
     return found
