@@ -97,6 +97,35 @@ def walk(node):
         yield node
 
 
+def nodes_and_parents(node):
+    """(the nodes of ``node``, itself included, in ``walk``'s order; id(n) -> the node
+    holding ``n``, for each of them but ``node``): one walk, for a path up from a node."""
+    nodes = [node]
+    parents = {}
+    AST = gast.AST
+    fields_of = _FIELDS
+    for parent in nodes:   # (a list iterator sees what is appended while it runs)
+        cls = parent.__class__
+        fields = fields_of.get(cls)
+        if fields is None:
+            fields = _fields(cls)
+        if fields is _NOT_A_NODE:
+            continue
+        state = parent.__dict__
+        for field in fields:
+            if field in state:
+                value = state[field]
+                if value.__class__ is list:
+                    for item in value:
+                        if isinstance(item, AST):
+                            nodes.append(item)
+                            parents[id(item)] = parent
+                elif isinstance(value, AST):
+                    nodes.append(value)
+                    parents[id(value)] = parent
+    return nodes, parents
+
+
 def _collect(node):
     loads, stores = set(), set()
     Store = gast.Store
@@ -164,6 +193,45 @@ def nodes_of(node, cls):
             if value.__class__ is list:
                 extend(value)
             elif isinstance(value, AST):
+                push(value)
+    return found
+
+
+def places_of(node, cls, own_parts=False):
+    """(n, its parent, the parent's field holding it, its index in that list or None) for
+    each node ``n`` of class ``cls`` inside ``node`` (not ``node`` itself), a parent's
+    before those inside it. ``own_parts``: ``node`` is a statement, and only what it
+    evaluates itself is looked in (a compound statement's header, not its blocks). What
+    a transformer visiting those nodes needs to replace them, without visiting the rest."""
+    found = []
+    add = found.append
+    AST = gast.AST
+    stack = [node]
+    pop, push = stack.pop, stack.append
+    skip = BLOCK_FIELDS if own_parts and isinstance(node, _BLOCKS) else ()
+    fields_of = _FIELDS
+    while stack:
+        parent = pop()
+        c = parent.__class__
+        fields = fields_of.get(c)
+        if fields is None:
+            fields = _fields(c)
+        if fields is _NOT_A_NODE:
+            continue
+        state = parent.__dict__
+        for field in fields:
+            if field not in state or (skip and parent is node and field in skip):
+                continue
+            value = state[field]
+            if value.__class__ is list:
+                for k, item in enumerate(value):
+                    if isinstance(item, AST):
+                        if item.__class__ is cls:
+                            add((item, parent, field, k))
+                        push(item)
+            elif isinstance(value, AST):
+                if value.__class__ is cls:
+                    add((value, parent, field, None))
                 push(value)
     return found
 
@@ -245,6 +313,25 @@ class StatementTransformer(NodeTransformer):
             for field in ("test", "target", "iter"):
                 if field in s.__dict__:
                     setattr(s, field, self.visit(s.__dict__[field]))
+        finally:
+            self.statement = outer
+
+    def rewrite_own_parts(self, s, cls, rewrite):
+        """``visit_own_parts(s)`` for a transformer whose only ``visit_`` method is for
+        ``cls`` and visits its node's children first (``generic_visit``), then returns
+        ``rewrite(node)``: the nodes of class ``cls`` are taken where they are
+        (``places_of``), those inside a node before it, and replaced there, without a
+        visit of every node. ``rewrite`` must read only its node's subtree (nodes apart
+        are then taken in any order) and must not edit the tree above it."""
+        outer, self.statement = self.statement, s
+        try:
+            for n, parent, field, index in reversed(places_of(s, cls, own_parts=True)):
+                new = rewrite(n)
+                if new is not n:
+                    if index is None:
+                        setattr(parent, field, new)
+                    else:
+                        getattr(parent, field)[index] = new
         finally:
             self.statement = outer
 
@@ -356,11 +443,23 @@ class NameSets:
         found = self._known(node)
         return found[1] | found[2]
 
+    def refs_among(self, node, wanted):
+        """The names of ``wanted`` that ``node`` holds (``refs(node) & wanted``, without
+        the union of every name of ``node`` first)."""
+        found = self._known(node)
+        loads, stores = found[1], found[2]
+        if loads.isdisjoint(wanted):
+            return stores & wanted if not stores.isdisjoint(wanted) else _NO_NAMES
+        return (loads & wanted) | (stores & wanted)
+
     def calls(self, node):
         """The ``gast.Call`` nodes in ``node`` (nested blocks included), in no particular
         order: a list the caller must not change. Which calls a node holds is memoized,
         not what they are: their function and arguments are read from the nodes."""
         return self._sets(node)[3]
+
+
+_NO_NAMES = frozenset()
 
 
 def _same_nodes(found, kept):

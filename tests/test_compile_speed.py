@@ -426,6 +426,142 @@ def test_settled_passes_skipped_give_the_code_of_every_pass_run():
     assert runs[True] < runs[False]
 
 
+LOOP_AND_BRANCH = textwrap.dedent('''
+    def f(x, w, b, n):
+        h = x * w + b
+        acc = 0.0
+        for i in range(n):
+            a = np.tanh(h)
+            c = a * a
+            d = np.exp(-c)
+            e = d * w + b
+            if np.sum(e) > 0:
+                h = h + 0.1 * e
+            else:
+                h = h - 0.1 * e
+            s = np.sin(h)
+            t = s * c
+            acc = acc + np.sum(t)
+        p = np.log1p(h * h)
+        q = p / (1.0 + acc * acc)
+        r = np.sqrt(q + 1.0)
+        z = np.maximum(h, 0.0)
+        k = np.cos(z) * r
+        y = np.sum(k * k) + np.mean(r) * np.var(r)
+        return y - 0.5 * np.sum(np.abs(x - w)) + acc
+''')
+
+
+def _loop_and_branch():
+    """A fresh function of ``LOOP_AND_BRANCH`` (its own file name in linecache: its own
+    compile) and arguments."""
+    import linecache
+    _fresh[0] += 1
+    filename = f"<loop-and-branch-{_fresh[0]}>"
+    linecache.cache[filename] = (len(LOOP_AND_BRANCH), None, LOOP_AND_BRANCH.splitlines(True),
+                                 filename)
+    namespace = {"np": np}
+    exec(compile(LOOP_AND_BRANCH, filename, "exec"), namespace)
+    rng = np.random.default_rng(3)
+    return namespace["f"], (rng.normal(size=5), rng.normal(size=5), rng.normal(size=5), 3)
+
+
+_fresh = [0]
+
+
+def _restricted_runs(monkeypatch):
+    """(pass, the names it was restricted to, the sweep's adjoints) of every run of the
+    fixed point's passes (driver._run_recorded), restricted or not (None)."""
+    from srcgrad.optimize import driver
+    seen = []
+    record = driver._run_recorded
+
+    def recorded(module, body, facts, pending):
+        only = pending[module] if module in driver.RESTRICTED else None
+        seen.append((module, None if only is None else set(only), set(facts.adjoints)))
+        return record(module, body, facts, pending)
+
+    monkeypatch.setattr(driver, "_run_recorded", recorded)
+    return seen
+
+
+def test_later_rounds_of_the_fixed_point_look_only_at_the_names_touched(monkeypatch):
+    """optimize/driver.run: a later run of first_contributions, loop_carried, zeros and
+    copies looks only at the names some pass touched since that pass last ran
+    (``facts.only``). On a loop with a branch (three rounds), the last round looks at a
+    few of the adjoints; with the name-set check each restricted run is compared with a
+    full run on a copy; the code is the code of every pass run on every name, and the
+    gradient agrees with central differences."""
+    from srcgrad.optimize import driver
+    from srcgrad.testing import check_grads
+    monkeypatch.setattr(ast_util, "CHECK_NAME_SETS", True)
+    seen = _restricted_runs(monkeypatch)
+    f, args = _loop_and_branch()
+    source = sg.source(f, (0, 1, 2), args=args)
+    restricted = [(only, adjoints) for _, only, adjoints in seen if only is not None]
+    assert restricted and min(len(only) for only, _ in restricted) < len(restricted[0][1]) / 4
+    assert {module for module, only, _ in seen if only is not None} == set(driver.RESTRICTED)
+    monkeypatch.setattr(driver, "RESTRICTED", frozenset())
+    f_full, _ = _loop_and_branch()
+    assert sg.source(f_full, (0, 1, 2), args=args) == source
+    check_grads(f, args, wrt=(0, 1, 2))
+
+
+def test_a_restricted_run_that_misses_a_name_fails_the_name_set_check(monkeypatch):
+    """The check catches a restriction that would change the code: with the names each
+    pass touched dropped, a later run of ``copies`` looks at none and leaves a copy a
+    full run propagates; a pass that changes the sweep without noting a name is caught."""
+    from srcgrad.optimize import copies, driver
+    monkeypatch.setattr(ast_util, "CHECK_NAME_SETS", True)
+    touched = driver._touched
+    monkeypatch.setattr(driver, "_touched", lambda pending, module, names:
+                        touched(pending, module, set()))
+    f, args = _loop_and_branch()
+    with pytest.raises(ast_util.StaleNameSets, match="copies: the run restricted to .* differs"):
+        sg.grad(f, (0, 1, 2))(*args)
+    monkeypatch.setattr(driver, "_touched", touched)
+    run = copies.run
+
+    def forgetful(body, facts):
+        found = run(body, facts)
+        facts.touched.clear()
+        return found
+
+    monkeypatch.setattr(copies, "run", forgetful)
+    f, args = _loop_and_branch()
+    with pytest.raises(ast_util.StaleNameSets, match="touched"):
+        sg.grad(f, (0, 1, 2))(*args)
+
+
+def test_places_and_parents_are_what_the_walks_find():
+    """ast_util.places_of (where each node of a class is: its parent, field and index) and
+    nodes_and_parents (walk's nodes, each node's parent) against ast.walk and
+    iter_fields, over the package's own sources."""
+    for source in list(_sources())[:40]:
+        tree = gast.parse(source)
+        nodes, parents = ast_util.nodes_and_parents(tree)
+        assert [id(n) for n in nodes] == [id(n) for n in ast.walk(tree)]
+        expected = {}
+        for parent in ast.walk(tree):
+            for field, value in ast.iter_fields(parent):
+                for k, item in enumerate(value if isinstance(value, list) else [value]):
+                    if isinstance(item, gast.AST):
+                        expected[id(item)] = (parent, field, k if isinstance(value, list) else None)
+        assert {k: id(v) for k, v in parents.items()} == {k: id(v[0]) for k, v in expected.items()}
+        for cls in (gast.Call, gast.BinOp, gast.Name):
+            found = ast_util.places_of(tree, cls)
+            assert sorted(id(n) for n, *_ in found) == \
+                sorted(id(n) for n in ast.walk(tree) if isinstance(n, cls))
+            for n, parent, field, index in found:
+                assert expected[id(n)] == (parent, field, index)
+                assert (getattr(parent, field) if index is None else getattr(parent, field)[index]) is n
+            order = {id(n): k for k, (n, *_) in enumerate(found)}
+            for n, parent, _, _ in found:   # a node's place before those inside it
+                while id(parent) in parents:
+                    assert id(parent) not in order or order[id(parent)] < order[id(n)]
+                    parent = parents[id(parent)]
+
+
 @pytest.mark.slow
 def test_temporaries_rounds_skipped_give_the_code_of_every_round_run(monkeypatch):
     """optimize/temporaries runs another round of folds only where a candidate the last

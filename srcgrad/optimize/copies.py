@@ -22,15 +22,18 @@ _SIMPLE = (gast.Assign, gast.AugAssign, gast.Expr, gast.Return)
 
 def run(body, facts):
     removable = facts.removable - facts.inplace
+    only = facts.only   # the names to look at (driver.py), None: all
     changed = False
     for block in list(blocks(body)):
         k = 0
         while k < len(block):
             s = block[k]
             a = assigned_name(s)
-            if a is not None and isinstance(s.value, gast.Name):
+            if a is not None and isinstance(s.value, gast.Name) \
+                    and (only is None or a in only or s.value.id in only):
                 b = s.value.id
                 if a == b:
+                    facts.touch(s)
                     del block[k]
                     changed = True
                     continue
@@ -48,6 +51,8 @@ def _propagate(later_statements, a, b, facts):
         if not isinstance(later, _SIMPLE) and (a in stores or b in stores):
             break
         if a in facts.loads(later):
+            facts.touch(later)
+            facts.touched.add(b)
             _rename_loads(later, a, b)
             facts.names.forget(*ast_util.walk(later))   # its nested statements and parts too
             changed = True

@@ -21,13 +21,14 @@ Static = anno.Static
 
 
 def run(body, facts):
-    return eliminate(body, facts.removable, set(), names=facts.names)
+    return eliminate(body, facts.removable, set(), names=facts.names, touched=facts)
 
 
-def eliminate(body, removable, live_out, pure=None, names=None):
+def eliminate(body, removable, live_out, pure=None, names=None, touched=None):
     """Drop pure assignments to ``removable`` names that nothing reads afterwards.
 
     ``pure`` (value -> bool) says which values may go; by default the sweep's own.
+    ``touched``: a ``Facts`` told the statements removed (``touch``).
     Returns whether anything was removed.
     """
     pure = pure or sweep_pure
@@ -40,6 +41,8 @@ def eliminate(body, removable, live_out, pure=None, names=None):
     found = liveness.analyze(body, live_out, dead, names, record=False)
     if not found.skipped:
         return False
+    if touched is not None:
+        touched.touch(*found.skipped.values())
     _remove(body, found.skipped)
     return True
 

@@ -55,10 +55,13 @@ Outside the sweeps: ``release.release_dead`` frees values once dead in a compose
 gradient.
 """
 
+import gast
+
 from srcgrad.optimize import (copies, dead, first_contributions, forward_temporaries, in_place,
                               index_buffers, loop_carried, loop_invariants, merge, reductions,
                               sink, subtract, temporaries, unbroadcast, zeros)
 from srcgrad.optimize.facts import Facts, inplace_targets
+from srcgrad.templates import clone
 from srcgrad import ast_util
 
 PREPARE = [unbroadcast, reductions]
@@ -125,24 +128,57 @@ def run(body, facts, skip_settled=True):
     (SRCGRAD_CHECK_NAME_SETS runs each skipped pass and checks it changes nothing)."""
     settled = set() if skip_settled else None
     changed = _run_settled(PREPARE, body, facts, settled)
+    # pass -> the names it is to look at in its next run (None: all of them; see
+    # ``_only``), kept only when passes are skipped (``skip_settled``).
+    pending = {module: None for module in FIXED_POINT} if skip_settled else None
     while True:
+        inplace = facts.inplace
         facts.inplace = inplace_targets(body, facts.names)
-        if not _run_settled(FIXED_POINT, body, facts, settled):
+        if pending is not None and inplace != facts.inplace:
+            _touched(pending, None, inplace ^ facts.inplace)
+        if not _run_settled(FIXED_POINT, body, facts, settled, pending):
             break
         changed = True
     return _run_settled(FINISH, body, facts, settled) or changed
 
 
-def _run_settled(passes, body, facts, settled):
+# The fixed point's passes that run restricted to the names touched since their last run
+# (``facts.only``). Each decides for each adjoint (first_contributions, loop_carried:
+# a zero or an accumulation of it; zeros: whether it is certainly zero; copies: a copy
+# ``a = b``, for ``a`` and ``b``) from the statements holding that name alone, so it
+# decides nothing new for a name no statement holding it changed since (and none it
+# could have decided then: the last run decided it, and a pass not ``IDEMPOTENT`` also
+# looks again at the names of its own changes). ``dead`` is not among them: whether
+# an assignment is dead depends on the other assignments dead with it (a chain).
+RESTRICTED = frozenset((first_contributions, loop_carried, zeros, copies))
+
+
+def _touched(pending, module, names):
+    """Add ``names`` (touched by ``module``'s run, or otherwise changed: None) to what
+    every pass of the fixed point is to look at next; ``module`` itself starts afresh
+    (an ``IDEMPOTENT`` pass: its own changes settle it)."""
+    for other, only in pending.items():
+        if other is module:
+            pending[other] = set() if module in IDEMPOTENT else set(names)
+        elif only is not None:
+            only |= names
+
+
+def _run_settled(passes, body, facts, settled, pending=None):
     """Run ``passes`` in order, less those in ``settled`` (None: none skipped), which
     holds the passes that changed nothing since the last change; returns whether any
-    changed ``body``."""
+    changed ``body``. ``pending``: pass -> the names to restrict its run to (``facts.only``;
+    None: all), updated with what each run touched (``facts.touched``)."""
     changed = False
     for module in passes:
         if settled is None:
             changed = bool(module.run(body, facts)) or changed
         elif module not in settled:
-            if module.run(body, facts):
+            if pending is not None and module in pending:
+                found = _run_recorded(module, body, facts, pending)
+            else:
+                found = module.run(body, facts)
+            if found:
                 settled.clear()
                 if module in IDEMPOTENT:
                     settled.add(module)
@@ -152,6 +188,40 @@ def _run_settled(passes, body, facts, settled):
         elif ast_util.CHECK_NAME_SETS and module.run(body, facts):
             raise ast_util.StaleNameSets(f"{module.__name__}: a settled pass changed the sweep")
     return changed
+
+
+def _run_recorded(module, body, facts, pending):
+    """Run a pass of the fixed point, restricted to the names ``pending`` holds for it
+    where it is ``RESTRICTED``, and note the names its changes touched."""
+    only = pending[module] if module in RESTRICTED else None
+    if ast_util.CHECK_NAME_SETS and only is not None:
+        expected = _unrestricted(module, body, facts)
+    facts.only, facts.touched = only, set()
+    try:
+        found = module.run(body, facts)
+    finally:
+        facts.only = None
+    if ast_util.CHECK_NAME_SETS:
+        if bool(found) != bool(facts.touched):
+            raise ast_util.StaleNameSets(f"{module.__name__}: changed {bool(found)}, touched "
+                                         f"{sorted(facts.touched)}")
+        if only is not None and [gast.dump(s) for s in body] != expected:
+            raise ast_util.StaleNameSets(f"{module.__name__}: the run restricted to "
+                                         f"{sorted(only)} differs from a full run")
+    _touched(pending, module, facts.touched)
+    return found
+
+
+def _unrestricted(module, body, facts):
+    """SRCGRAD_CHECK_NAME_SETS: the dumps of ``body``'s statements after a full run of
+    ``module`` on a copy (the facts' name sets kept apart)."""
+    copy = [clone(s) for s in body]
+    names, facts.names = facts.names, ast_util.NameSets()
+    try:
+        module.run(copy, facts)
+    finally:
+        facts.names = names
+    return [gast.dump(s) for s in copy]
 
 
 def _run_each(passes, body, facts, keep=False):

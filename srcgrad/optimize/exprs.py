@@ -15,7 +15,13 @@ _SHAPE_HELPERS = ("unbroadcast", "unreduce")
 
 def pure(value):
     """Evaluating ``value`` has no effect beyond its result (the sweep's own calls)."""
-    for n in ast_util.nodes_of(value, gast.Call):
+    return pure_calls(ast_util.nodes_of(value, gast.Call))
+
+
+def pure_calls(calls):
+    """Each of ``calls`` (``gast.Call`` nodes, as ``NameSets.calls`` memoizes them) has no
+    effect beyond its result: ``pure`` of the node that holds them."""
+    for n in calls:
         func = n.func
         if isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name) \
                 and func.value.id in ("rt", "xp"):

@@ -25,6 +25,10 @@ class Facts:
     gone), ``inplace`` (adjoints runtime helpers update in place, this round) and
     ``used`` (the names whose ranks or classes the optimized sweep relies on).
     ``names`` memoizes name sets; ``invalidate()`` forgets them after a change.
+
+    Set by the driver for the fixed point's passes (driver.py): ``only``, the names a
+    run is to look at (None: all), and ``touched``, where a run adds every name of each
+    statement it edits, removes or inserts (``touch``).
     """
 
     def __init__(self, adjoints=(), generated=(), classes=None, fixed=(), roots=(), buffers=None,
@@ -44,6 +48,18 @@ class Facts:
         self.inplace = set()
         self.used = set()
         self.names = NameSets()
+        self.only = None
+        self.touched = set()
+
+    def touch(self, *nodes):
+        """Note the names of ``nodes`` (statements about to be edited or removed, or
+        inserted) as touched."""
+        for node in nodes:
+            self.touched |= self.names.refs(node)
+
+    def looks_at(self, name):
+        """Whether this run decides anything for ``name`` (``only``)."""
+        return self.only is None or name in self.only
 
     def invalidate(self):
         """Forget memoized name sets (statements were rewritten in place)."""

@@ -20,13 +20,14 @@ Static = anno.Static
 
 def run(body, facts):
     changed = False
+    only = facts.only   # the names to look at (driver.py), None: all
     for block in blocks(body):
         # name -> the statements of the block that hold it, in order: the next use of a
         # zero's name is looked up, not searched for (linear in the block). Folding never
         # changes which names a statement holds (``d = d + g`` -> ``d = g`` still binds d).
         uses = {}
         for t in block:
-            for n in facts.refs(t):
+            for n in (facts.refs(t) if only is None else facts.names.refs_among(t, only)):
                 found = uses.get(n)
                 if found is None:
                     uses[n] = [t]
@@ -50,7 +51,7 @@ def _fold_at(block, k, facts, uses):
     if not (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name) and is_zero(s.value)):
         return False, False
     d = s.targets[0].id
-    if d not in facts.adjoints or d in facts.inplace:
+    if d not in facts.adjoints or d in facts.inplace or not facts.looks_at(d):
         return False, False
     nxt = _after(uses.get(d, ()), s)
     if nxt is None:
@@ -60,16 +61,19 @@ def _fold_at(block, k, facts, uses):
             # `if rt.has_grad(g): d = d + e` right after `d = 0.0`: assign.
             inner = next((t for t in nxt.body if d in facts.refs(t)), None)
             if inner is not None and is_accumulation(inner, d, facts.names):
+                facts.touch(inner)
                 inner.value = inner.value.right
                 facts.names.forget(inner, nxt)
                 return True, False
             return False, False
         if _fold_into_branches(nxt, d, s, facts):
+            facts.touch(s)
             facts.names.forget(nxt)
             del block[k]
             return True, True
         return False, False
     if is_accumulation(nxt, d, facts.names):
+        facts.touch(nxt, s)
         nxt.value = nxt.value.right
         facts.names.forget(nxt)
         del block[k]
@@ -99,6 +103,7 @@ def _fold_into_branches(branch, d, zero, facts):
         return False
     for block, first in zip((branch.body, branch.orelse), firsts):
         if first is not None:
+            facts.touch(first)
             first.value = first.value.right
             facts.names.forget(first)
         else:

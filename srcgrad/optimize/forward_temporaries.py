@@ -106,10 +106,11 @@ def _the_use(block, k, t, reads, what, facts):
         if not isinstance(later, _USES) or anno.getanno(later, Static.TAPE) is not None \
                 or anno.getanno(later, Static.ORIGIN) != origin or t in facts.stores(later):
             return None
-        targets = [n for n in ast_util.walk(later) if isinstance(n, gast.Name) and n.id == t]
+        nodes, parents = ast_util.nodes_and_parents(later)
+        targets = [n for n in nodes if n.__class__ is gast.Name and n.id == t]
         if len(targets) != 1:
             return None
-        found = _evaluated_before(later, targets[0])
+        found = _evaluated_before(later, targets[0], parents)
         if found is None:
             return None
         before, conditional = found
@@ -138,17 +139,26 @@ def _harmless(s, t, reads, what, facts):
     return k == SAFE or k == RAISES and what == SAFE
 
 
-def _evaluated_before(statement, target):
+def _evaluated_before(statement, target, parents=None):
     """``(parts, conditional)``: the expressions ``statement`` evaluates before the node
     ``target`` and whether ``target`` is evaluated only under a condition; None when
-    ``target`` sits where this pass does not follow the order."""
+    ``target`` sits where this pass does not follow the order. ``parents``: id(node) ->
+    the node holding it, for the nodes of ``statement`` (``ast_util.nodes_and_parents``;
+    ``target`` is there once); None: the path down to ``target`` is searched."""
     if isinstance(statement, gast.Assign):
         order = [statement.value] + statement.targets
     elif isinstance(statement, gast.AugAssign):
         order = [statement.target, statement.value]
     else:
         order = [statement.value]
-    on_path = {id(n) for n in _path(statement, target)}
+    if parents is None:
+        on_path = {id(n) for n in _path(statement, target)}
+    else:
+        on_path = {id(target)}   # the nodes from ``statement`` down to ``target``
+        node = target
+        while node is not statement:
+            node = parents[id(node)]
+            on_path.add(id(node))
     return _search(order, target, on_path)
 
 

@@ -18,12 +18,13 @@ from srcgrad.ast_util import blocks, is_accumulation, is_zero_assign, own_parts,
 
 def run(body, facts):
     changed = False
+    only = facts.only   # the names to look at (driver.py), None: all
     for block in blocks(body):
         if block is body:
             continue
         firsts, lasts = {}, {}
         for s in block:
-            for n in facts.refs(s):
+            for n in (facts.refs(s) if only is None else facts.names.refs_among(s, only)):
                 firsts.setdefault(n, s)
                 lasts[n] = s
         before_loop = None   # name -> the last statement before the loop that holds it
@@ -40,6 +41,7 @@ def run(body, facts):
                     not_only_zeroed = _not_only_zeroed_outside(body, block, facts)
                 if d in not_only_zeroed:
                     continue
+            facts.touch(first)
             first.value = first.value.right
             facts.names.forget(first)   # its refs stay (it still binds d): firsts, lasts hold
             changed = True
@@ -75,7 +77,7 @@ def _not_only_zeroed_outside(body, block, facts):
         if isinstance(s, (gast.If, gast.For, gast.While)):
             for part in own_parts(s):
                 found |= facts.refs(part)
-        else:
-            zeroing = isinstance(s, gast.Assign) and len(s.targets) == 1
-            found.update(d for d in facts.refs(s) if not (zeroing and is_zero_assign(s, d)))
+        elif not (isinstance(s, gast.Assign) and len(s.targets) == 1
+                  and is_zero_assign(s, s.targets[0].__dict__.get("id"))):
+            found |= facts.refs(s)   # (``d = 0.0`` holds ``d`` alone: it adds nothing)
     return found

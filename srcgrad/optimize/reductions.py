@@ -157,8 +157,10 @@ def keep_reductions_scalar(body, classes, primals, returned, facts):
                                             k if isinstance(value, list) else None, s)
                             in_statement.setdefault(id(s), set()).add(id(n))
     enabled = {k: found[1] for k, found in calls.items()}
+    if enabled:
+        statements = _statements(body, in_statement, facts)
     while enabled:
-        lazy, bad = _spread_scalars(body, classes, primals, returned, enabled, in_statement, facts)
+        lazy, bad = _spread_scalars(statements, classes, primals, returned, enabled)
         if not bad:
             break
         for k in bad:
@@ -281,17 +283,33 @@ def _assignment(s):
     return None, None
 
 
-def _spread_scalars(body, classes, primals, returned, enabled, in_statement, facts):
-    """Follow the scalars of the ``enabled`` unreduce calls through ``body`` to a fixed
-    point. Returns (name -> (class, origins), the calls that reach an unsafe use)."""
+def _statements(body, in_statement, facts):
+    """(statement, the candidate calls in it, the names its own parts read) for every
+    statement of ``body`` in order (``walk_statements``): what ``_spread_scalars`` asks of
+    each statement in each of its walks, asked once (the sweep does not change until the
+    calls are rewritten)."""
+    found = []
+    none = frozenset()
+    for s in walk_statements(body):
+        parts = own_parts(s)
+        reads = facts.loads(parts[0]) if len(parts) == 1 else \
+            frozenset().union(*(facts.loads(p) for p in parts))
+        found.append((s, in_statement.get(id(s), none), reads))
+    return found
+
+
+def _spread_scalars(statements, classes, primals, returned, enabled):
+    """Follow the scalars of the ``enabled`` unreduce calls through the ``statements``
+    (``_statements``) to a fixed point. Returns (name -> (class, origins), the calls that
+    reach an unsafe use)."""
     lazy = {}
     bad = set()
     changed = True
+    enabled_keys, lazy_keys = enabled.keys(), lazy.keys()
     while changed and not bad:
         changed = False
-        for s in walk_statements(body):
-            if enabled.keys().isdisjoint(in_statement.get(id(s), ())) \
-                    and all(lazy.keys().isdisjoint(facts.loads(p)) for p in own_parts(s)):
+        for s, candidates, reads in statements:
+            if enabled_keys.isdisjoint(candidates) and lazy_keys.isdisjoint(reads):
                 continue   # no scalar reaches this statement (yet)
             target, value = _assignment(s)
             if value is not None:

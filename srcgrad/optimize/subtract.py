@@ -15,7 +15,8 @@ def run(body, facts):
     for s in ast_util.walk_statements(body):
         if any(n.op.__class__ is gast.USub
                for part in ast_util.own_parts(s) for n in ast_util.nodes_of(part, gast.UnaryOp)):
-            rewriter.visit_own_parts(s)   # (no negation in ``s``: nothing to rewrite)
+            # (no negation in ``s``: nothing to rewrite)
+            rewriter.rewrite_own_parts(s, gast.BinOp, rewriter.rewritten)
     facts.names.forget_edited(*rewriter.edited)
     return bool(rewriter.edited)
 
@@ -35,6 +36,10 @@ def positive(e):
 class _Rewriter(ast_util.StatementTransformer):
     def visit_BinOp(self, node):
         self.generic_visit(node)
+        return self.rewritten(node)
+
+    def rewritten(self, node):
+        """``a + -b`` -> ``a - b`` (``node``'s operands rewritten first)."""
         right = positive(node.right) if isinstance(node.op, gast.Add) else None
         if right is None:
             return node

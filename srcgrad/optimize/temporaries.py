@@ -22,7 +22,7 @@ import gast
 from srcgrad import anno
 from srcgrad.analysis import liveness
 from srcgrad.ast_util import assigned_name, blocks, loads
-from srcgrad.optimize.exprs import pure
+from srcgrad.optimize.exprs import pure, pure_calls
 from srcgrad import ast_util
 
 Static = anno.Static
@@ -37,7 +37,7 @@ def run(body, facts):
     changed = False
     # The name sets stay memoized from round to round: a fold forgets what it edits (the
     # use, and the compound statements around its block), so only those are walked again.
-    effects = _Effects()
+    effects = _Effects(facts.names)
     while True:
         live = liveness.analyze(body, set(), names=facts.names, only=candidates(body, facts))
         touched = set()   # names whose liveness a fold of this round changed
@@ -123,7 +123,7 @@ def _fold_block(block, around, live, touched, facts, effects, round_):
         s = block[k]
         t = assigned_name(s)
         if t is None or t not in facts.removable or t in facts.inplace \
-                or anno.getanno(s, Static.TAPE) is not None or not effects.of(s)[0]:
+                or anno.getanno(s, Static.TAPE) is not None or not effects.pure_value(s):
             k += 1
             continue
         reads = facts.loads(s.value)
@@ -159,7 +159,7 @@ def _the_use(block, k, t, reads, facts, effects):
         if t in facts.loads(later) or t in facts.stores(later):   # refs, without a union
             if not isinstance(later, _USES) or _count_loads(later, t) != 1 or t in facts.stores(later):
                 return None
-            if not pure(later) and reads & facts.loads(later):
+            if not effects.pure(later) and reads & facts.loads(later):
                 return None   # a call in the use could change what the expression reads
             return later
         if _disturbs(later, reads, facts, effects):
@@ -181,38 +181,69 @@ def _disturbs(s, reads, facts, effects):
 class _Effects:
     """A plain statement's facts, memoized across the pass's rounds (``forget`` after an
     edit; SRCGRAD_CHECK_NAME_SETS checks each against its statement, as for name sets):
-    (its value is ``pure``, the names it writes into: ``None`` for any effect at all)."""
+    (its value is ``pure``, the names it writes into: ``None`` for any effect at all).
 
-    def __init__(self):
-        self._memo = {}   # id(statement) -> (statement, facts)
+    Most statements call only pure helpers: that is read from the calls ``names`` (a
+    ``NameSets``) memoizes for the statement, and the statement, its value and its
+    targets are then pure without a walk of each; what it writes into is found (a walk
+    for subscripts stored to) only when asked (``_disturbs``, where it reads a name)."""
+
+    def __init__(self, names):
+        self._memo = {}   # id(statement) -> [statement, pure, pure value, facts or None]
+        self._names = names
 
     def forget(self, s):
         self._memo.pop(id(s), None)
 
-    def of(self, s):
+    def _entry(self, s):
         found = self._memo.get(id(s))
         if found is None or found[0] is not s:
-            found = self._memo[id(s)] = (s, _effects(s))
-        elif ast_util.CHECK_NAME_SETS and found[1] != _effects(s):
-            raise ast_util.StaleNameSets(f"stale effects of a {type(s).__name__}: "
-                                         f"{found[1]} memoized, {_effects(s)} now")
+            found = self._memo[id(s)] = [s, pure_calls(self._names.calls(s)), None, None]
+        return found
+
+    def pure(self, s):
+        """``exprs.pure(s)``: no call in the statement has an effect."""
+        found = self._entry(s)
+        if ast_util.CHECK_NAME_SETS and found[1] != pure(s):
+            raise ast_util.StaleNameSets(f"stale purity of a {type(s).__name__}")
         return found[1]
 
+    def pure_value(self, s):
+        """``of(s)[0]``, without the walk for what ``s`` writes into."""
+        found = self._entry(s)
+        if found[1]:   # every call of ``s`` pure: its value too
+            value = getattr(s, "value", None)
+            pure_value = isinstance(value, gast.AST)
+            if ast_util.CHECK_NAME_SETS and pure_value != _effects(s)[0]:
+                raise ast_util.StaleNameSets(f"stale purity of a {type(s).__name__}'s value")
+            return pure_value
+        return self.of(s)[0]
 
-def _effects(s):
+    def of(self, s):
+        found = self._entry(s)
+        if found[3] is None:
+            found[3] = _effects(s, found[1])
+        elif ast_util.CHECK_NAME_SETS and found[3] != _effects(s):
+            raise ast_util.StaleNameSets(f"stale effects of a {type(s).__name__}: "
+                                         f"{found[3]} memoized, {_effects(s)} now")
+        return found[3]
+
+
+def _effects(s, pure_all=False):
     """(``s.value`` is pure, the names ``s`` writes into or None: see ``_Effects``).
 
     ``s`` is pure when its value and its targets are (``pure`` of the whole statement,
     in parts: the value's answer is needed anyway); a pure statement calls no helper
     that writes (``facts.EFFECTFUL``), so what it writes into is its augmented target and its
-    subscripts stored to."""
+    subscripts stored to. ``pure_all``: ``pure(s)`` is known true (then its value and
+    targets are pure)."""
     value = getattr(s, "value", None)
-    pure_value = isinstance(value, gast.AST) and pure(value)
+    pure_value = isinstance(value, gast.AST) and (pure_all or pure(value))
     if not isinstance(s, _PLAIN) or (value is not None and not pure_value):
         return pure_value, None
     targets = s.targets if isinstance(s, gast.Assign) else \
         [s.target] if isinstance(s, gast.AugAssign) else ()
-    if not all(pure(t) for t in targets):
+    if not pure_all and not all(pure(t) for t in targets):
         return pure_value, None
     written = set()
     if isinstance(s, gast.AugAssign) and isinstance(s.target, gast.Name):

@@ -34,7 +34,7 @@ def run(body, facts):
     for s in walk_statements(body):
         if any(n.func.__class__ is gast.Attribute and n.func.attr in _HELPERS
                for part in own_parts(s) for n in facts.names.calls(part)):
-            dropper.visit_own_parts(s)   # (most statements hold no shape helper)
+            dropper.rewrite(s)   # (most statements hold no shape helper)
     facts.names.forget_edited(*dropper.edited)
     facts.used |= dropper.relied_on()
     if dropper.edited:   # (the same statements and targets: only values changed)
@@ -125,8 +125,17 @@ class _Dropper(ast_util.StatementTransformer):
             self.changed = True
             self.edit()
 
+    def rewrite(self, s):
+        """``visit_own_parts(s)``, visiting only the calls (``rewrite_own_parts``: a
+        rewrite reads only its call, its arguments rewritten, and the classes)."""
+        self.rewrite_own_parts(s, gast.Call, self._rewritten)
+
     def visit_Call(self, node):
         self.generic_visit(node)
+        return self._rewritten(node)
+
+    def _rewritten(self, node):
+        """What the call ``node`` (its arguments rewritten) becomes: itself or its value."""
         if is_rt_call(node, "reduction_size") and node.args and isinstance(node.args[0], gast.Name):
             return self._reduction_size(node)
         if not shape_helper(node):

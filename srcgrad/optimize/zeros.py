@@ -34,6 +34,8 @@ _PLAIN = frozenset((gast.Assign, gast.AugAssign, gast.Expr, gast.Return, gast.Pa
 
 def run(body, facts):
     tracked = facts.adjoints - facts.inplace
+    if facts.only is not None:   # the names to look at (driver.py)
+        tracked &= facts.only
     before = known_zeros(body, tracked, facts.names)
     return _rewrite(body, before, facts)
 
@@ -191,13 +193,16 @@ def _rewrite(stmts, before, facts):
         if zero:
             target = assigned_name(s)
             if target in zero and is_zero(s.value):
+                facts.touch(s)
                 changed = True
                 continue   # already zero
             if _adds_zero(s, zero):
+                facts.touch(s)
                 changed = True
                 continue
             found = accumulation(s, facts.names)
             if found is not None and found[0] in zero:
+                facts.touch(s)
                 s.value = found[1]
                 facts.names.forget(s)
                 changed = True
