@@ -253,6 +253,54 @@ def test_the_printer_prints_what_astor_prints():
             emit.astor_source([clone(f) for f in gast.parse(PRINTED).body])
 
 
+@pytest.mark.slow
+def test_a_long_lines_pieces_are_astors():
+    """printer._pieces writes, for each statement of srcgrad's own sources at two depths,
+    the pieces astor's SourceGenerator writes (split_lines wraps a long line at them), or
+    leaves the statement to astor; most are written by it."""
+    from astor.code_gen import SourceGenerator
+    from astor.string_repr import pretty_string
+    from srcgrad.codegen import emit, printer
+    to_ast = emit._ToAst().visit
+    written = total = 0
+    for source in _sources():
+        for f in ast_util.nodes_of(gast.parse(source), gast.FunctionDef):
+            for s in f.body:
+                for depth in (1, 3):
+                    generator = SourceGenerator(" " * 4, False, pretty_string)
+                    generator.indentation = depth
+                    try:
+                        generator.visit(to_ast(s))
+                    except AttributeError:   # astor prints no ``match``
+                        continue
+                    pieces = []
+                    try:
+                        printer._pieces(s, depth, pieces)
+                    except printer._Astor:
+                        continue
+                    finally:
+                        total += 1
+                    assert pieces == generator.result, ast.unparse(to_ast(s))
+                    written += 1
+    assert written > 0.7 * total
+
+
+@pytest.mark.slow
+def test_the_quick_conversion_to_gast_makes_gasts_tree():
+    """parse._gast_parse against gast.parse on srcgrad's sources: the same classes, fields,
+    locations and attribute order of every node."""
+    from srcgrad import parse
+
+    def dump(n):
+        if isinstance(n, gast.AST):
+            return (n.__class__, list(n.__dict__), [dump(v) for v in n.__dict__.values()])
+        if isinstance(n, list):
+            return [dump(x) for x in n]
+        return (n.__class__, n)
+    for source in _sources():
+        assert dump(parse._gast_parse(source)) == dump(gast.parse(source))
+
+
 def test_generated_sources_print_as_astor_prints_them():
     """The sweeps and composed gradients of catalogue functions, printed both ways."""
     import conftest
