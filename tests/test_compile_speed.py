@@ -570,6 +570,44 @@ def test_the_full_forward_sweep_is_finished_by_its_first_reader_in_either_order(
     assert pipeline.compile_gradient(g, 0, arg_ranks=(1,)).__dict__["trees"].__class__ is tuple
 
 
+def test_composing_the_gradient_leaves_the_sweeps_as_they_were(monkeypatch):
+    """grad's composed gradient takes the sweeps' simple statements without copying them
+    (pipeline._composing_copy): the gradient-only forward sweep and the backward sweep,
+    dumps and annotations of every node, are the same after composing as before, for
+    the catalogue functions (seeds of 1 whose factors unit_seed drops, loops that
+    scalar_items rewrites, dead code, releases among them)."""
+    import conftest
+    from srcgrad import pipeline
+    from srcgrad.optimize import unit_seed
+    compose, drop = pipeline.compose_gradient, unit_seed.drop_unit_factors
+    checked, dropped = [], []
+
+    def checking(compiled, *args, **kwargs):
+        pipeline.with_trees(compiled)
+        trees = None
+        if isinstance(compiled.gradient_forward, tuple) and compiled.__dict__.get("trees") \
+                and isinstance(compiled.gradient_forward[0], gast.FunctionDef):
+            trees = [compiled.gradient_forward[0], compiled.backward_tree]
+            before = _tree_facts(trees)
+        function = compose(compiled, *args, **kwargs)
+        if trees is not None:
+            checked.append(_tree_facts(trees) == before)
+        return function
+
+    monkeypatch.setattr(pipeline, "compose_gradient", checking)
+    monkeypatch.setattr(unit_seed, "drop_unit_factors",
+                        lambda *a, **k: dropped.append(drop(*a, **k)) or dropped[-1])
+    for case in conftest.ALL_CASES[::3]:
+        wrt = [w for w, _ in case.targets]
+        if case.kwargs or not wrt:
+            continue
+        try:
+            sg.grad(case.function, tuple(wrt) if len(wrt) > 1 else wrt[0])(*case.args)
+        except Exception:   # (a refusal, or a case's own expected error)
+            pass
+    assert len(checked) > 50 and all(checked) and any(dropped)
+
+
 def _tree_facts(nodes):
     """Everything of ``nodes`` a later pass can read: the dump, and each node's annotations
     and other attributes (``never_set``), in walk order."""
