@@ -86,6 +86,16 @@ def _with_astor(node, depth, to_ast):
     return "".join(split_lines(generator.result))[:-1]
 
 
+def _own_line_string(text, indent):
+    """astor's ``pretty_string(text, 1, indent)`` for a string statement (a comment marker):
+    on a line of its own astor writes it in triple quotes where ``eval`` gives it back.
+    Printable ASCII without a backslash or a double quote is written as it is between
+    them, which ``eval`` always gives back: no ``eval`` (most of printing a comment)."""
+    if text.isascii() and text.isprintable() and "\\" not in text and '"' not in text:
+        return '"""' + text + '"""'
+    return pretty_string(text, 1, indent)
+
+
 def _pieces(s, depth, out):
     """Append to ``out`` the pieces astor's ``SourceGenerator`` writes for statement ``s``
     at indentation ``depth`` (its ``result``: the line break and indentation first, an
@@ -104,7 +114,7 @@ def _pieces(s, depth, out):
         if value.__class__ is gast.Constant and value.value.__class__ is str:
             if value.kind:
                 raise _Astor
-            text = pretty_string(value.value, 1, indent)
+            text = _own_line_string(value.value, indent)
             if "\n" in text:
                 raise _Astor
             out.append(text)
@@ -414,7 +424,7 @@ def _statement(s, depth, indent, lines, to_ast):
         if value.__class__ is gast.Constant and value.value.__class__ is str:
             if value.kind:
                 raise _Astor
-            text = pretty_string(value.value, 1, indent)   # astor's: on a line of its own
+            text = _own_line_string(value.value, indent)   # astor's: on a line of its own
             if "\n" in text:
                 raise _Astor
             lines.append(indent + text)   # (never wrapped: astor has nowhere to break it)
