@@ -285,6 +285,23 @@ def test_a_long_lines_pieces_are_astors():
     assert written > 0.7 * total
 
 
+def test_a_comment_markers_text_is_astors():
+    """printer._own_line_string against astor's pretty_string on a line of its own: quotes,
+    backslashes, tabs, non-ASCII, carriage returns and line breaks (astor's own path) too."""
+    import random
+    import string
+    from astor.string_repr import pretty_string
+    from srcgrad.codegen import printer
+    rng = random.Random(5)
+    texts = ["", " ", "x = 1", 'a"b', "a\\b", 'end"', '"""', "tab\there", "\u00e9", "a\rb", "a\nb",
+             "__srcgrad_comment__:grad of: y = np.sin(x) * w['k']"]
+    texts += ["".join(rng.choice(string.printable + '\u00e9"\\') for _ in range(rng.randint(0, 30)))
+              for _ in range(3000)]
+    for text in texts:
+        for indent in ("", "    ", "        "):
+            assert printer._own_line_string(text, indent) == pretty_string(text, 1, indent)
+
+
 @pytest.mark.slow
 def test_the_quick_conversion_to_gast_makes_gasts_tree():
     """parse._gast_parse against gast.parse on srcgrad's sources: the same classes, fields,
