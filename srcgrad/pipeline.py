@@ -425,7 +425,8 @@ def compose_gradient(compiled, many, only_gradients=False, for_transform=False,
         if aux or for_transform:   # (steps below edit the statements themselves)
             forward, backward = clone(forward), clone(compiled.backward_tree)
         else:
-            forward, backward = _composing_copy(forward), _composing_copy(compiled.backward_tree)
+            forward, backward = (templates.composing_copy(forward),
+                                 templates.composing_copy(compiled.backward_tree))
         aux = _split_aux(forward) if aux else None
         name = backward.name[:-len("_backward")]
         seed = gast.Constant(value=1.0, kind=None) if seed_is_one else _default_seed_of(forward)
@@ -454,29 +455,6 @@ def compose_gradient(compiled, many, only_gradients=False, for_transform=False,
     bindings = _detach_constants(forward, _check_leaves(forward, info, bindings))
     return _compose(forward, backward, info, bindings, f"grad_{forward.name[:-len('_forward')]}",
                     _default_seed_of(forward), many, aux=aux, marked=compiled.wrt)
-
-
-# Statements without blocks: ``_compose`` never edits one of these in place (its steps
-# edit the blocks of compound statements, or replace a statement: unit_seed).
-_SIMPLE = frozenset((gast.Assign, gast.AugAssign, gast.AnnAssign, gast.Expr, gast.Return,
-                     gast.Pass, gast.Break, gast.Continue, gast.Delete, gast.Assert))
-
-
-def _composing_copy(tree):
-    """What ``_compose`` (for ``grad``'s composed gradient) may change of sweep ``tree``:
-    a new FunctionDef with a new body list, holding the sweep's own simple statements
-    and copies of its compound ones. The steps of ``_compose`` edit the statement lists
-    (dead code, scalar items, releases, the printer's split releases) and the blocks of
-    compound statements (scalar items' loops, the unwrapped ``if rt.has_grad``), and
-    replace a statement they change otherwise (unit_seed); the sweeps are read again
-    after (printed, composed again, the jit), so those parts are copied."""
-    new = tree.__class__.__new__(tree.__class__)
-    state = new.__dict__
-    state.update(tree.__dict__)
-    if "_srcgrad_anno" in state:
-        state["_srcgrad_anno"] = dict(state["_srcgrad_anno"])
-    state["body"] = [s if s.__class__ in _SIMPLE else clone(s) for s in tree.body]
-    return new
 
 
 def _split_aux(forward):

@@ -589,7 +589,7 @@ def test_the_full_forward_sweep_is_finished_by_its_first_reader_in_either_order(
 
 def test_composing_the_gradient_leaves_the_sweeps_as_they_were(monkeypatch):
     """grad's composed gradient takes the sweeps' simple statements without copying them
-    (pipeline._composing_copy): the gradient-only forward sweep and the backward sweep,
+    (templates.composing_copy): the gradient-only forward sweep and the backward sweep,
     dumps and annotations of every node, are the same after composing as before, for
     the catalogue functions (seeds of 1 whose factors unit_seed drops, loops that
     scalar_items rewrites, dead code, releases among them)."""
@@ -611,6 +611,8 @@ def test_composing_the_gradient_leaves_the_sweeps_as_they_were(monkeypatch):
             checked.append(_tree_facts(trees) == before)
         return function
 
+    from srcgrad import api
+    api._cache.clear()   # (compiled and composed by earlier tests: composed again here)
     monkeypatch.setattr(pipeline, "compose_gradient", checking)
     monkeypatch.setattr(unit_seed, "drop_unit_factors",
                         lambda *a, **k: dropped.append(drop(*a, **k)) or dropped[-1])
