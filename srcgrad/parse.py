@@ -4,6 +4,7 @@ Every statement is annotated with its Origin (file, line, column and source text
 so later passes can name the user's line in comments and errors.
 """
 
+import ast
 import builtins
 import importlib.machinery
 import inspect
@@ -14,6 +15,7 @@ import types
 from dataclasses import dataclass, field
 
 import gast
+from gast.ast3 import Ast3ToGAst
 import numpy
 
 from srcgrad import anno, ast_util
@@ -321,6 +323,94 @@ def _refuse_derivative(fn, made_by):
              "sg.grad(sg.grad(f)) and sg.hvp(sg.grad(f), ...) go to any order.")
 
 
+class _ToGast(Ast3ToGAst):
+    """``gast.ast_to_gast``, the same tree, without its per-node ``NodeTransformer``
+    dispatch and ``hasattr``/``getattr`` pairs (half of parsing a function): only the
+    nodes gast converts specially (``Name``, ``arg``, ``FunctionDef``, ...) take gast's own
+    methods; the others are made as gast's ``generic_visit`` makes them (every field the
+    node has, then its location attributes)."""
+
+    _classes = {}   # ast class -> (the gast class or None, gast's own method or None)
+    _AST = ast.AST
+
+    def visit(self, node):
+        cls = node.__class__
+        found = self._classes.get(cls)
+        if found is None:
+            method = getattr(_ToGast, "visit_" + cls.__name__, None)
+            if method is getattr(ast.NodeVisitor, "visit_" + cls.__name__, None):
+                method = None   # NodeVisitor.visit_Constant: the plain conversion
+            found = self._classes[cls] = (getattr(gast, cls.__name__, None), method)
+        target, method = found
+        if method is not None:
+            return method(self, node)
+        if target is None:
+            return None   # not a node of gast (gast's generic_visit drops it too)
+        return self._convert(node, target)
+
+    def _visit(self, node):
+        if isinstance(node, self._AST):
+            return self.visit(node)
+        if node.__class__ is list:
+            return [self._visit(n) for n in node]
+        return node
+
+    def generic_visit(self, node):
+        target = getattr(gast, node.__class__.__name__, None)
+        return None if target is None else self._convert(node, target)
+
+    def _convert(self, node, target):
+        state = node.__dict__
+        new = target.__new__(target)   # gast's constructor with keywords: __dict__.update
+        new_state = new.__dict__
+        visit, AST = self.visit, self._AST
+        for field in node._fields:
+            if field in state:
+                value = state[field]
+            elif hasattr(node, field):
+                value = getattr(node, field)
+            else:
+                continue
+            if value.__class__ is list:
+                value = [visit(v) if isinstance(v, AST) else self._visit(v) for v in value]
+            elif isinstance(value, AST):
+                value = visit(value)
+            new_state[field] = value
+        for attr in node._attributes:
+            if attr in state:
+                new_state[attr] = state[attr]
+            elif hasattr(node, attr):
+                setattr(new, attr, getattr(node, attr))
+        return new
+
+    def visit_Name(self, node):
+        """gast's ``visit_Name`` (a Name with no annotation, then ``ast.copy_location``)."""
+        state = node.__dict__
+        new = _NAME.__new__(_NAME)
+        new_state = new.__dict__
+        new_state["id"] = node.id
+        new_state["ctx"] = self.visit(node.ctx)
+        new_state["annotation"] = None
+        new_state["type_comment"] = None
+        for attr in _LOCATION:
+            if attr in state:
+                value = state[attr]
+            else:
+                value = getattr(node, attr, None)
+            if value is not None or attr.startswith("end_") and hasattr(node, attr):
+                new_state[attr] = value
+        return new
+
+
+_NAME = gast.Name
+_LOCATION = ("lineno", "col_offset", "end_lineno", "end_col_offset")
+
+
+def _gast_parse(source):
+    """``gast.parse(source)``: the same tree, converted by ``_ToGast``."""
+    return _ToGast().visit(ast.parse(source))
+
+
 def parse_function(fn):
     """Parse ``fn`` into a gast FunctionDef annotated with origins.
 
@@ -361,7 +451,7 @@ def parse_source(fn):
         node = _parse_lambda(fn, dedented, info)
     else:
         try:
-            module = gast.parse(dedented)
+            module = _gast_parse(dedented)
         except SyntaxError as exc:
             raise SrcgradError(f"cannot parse the source of {fn.__qualname__}: {exc.msg}",
                                code.co_filename, first) from None

@@ -435,7 +435,11 @@ def compose_gradient(compiled, many, only_gradients=False, for_transform=False,
     info, bindings = compiled.load
     if only_gradients:
         forward, seed_is_one = compiled.gradient_forward if not aux else (compiled.trees[0], False)
-        forward, backward = clone(forward), clone(compiled.backward_tree)
+        if aux or for_transform:   # (steps below edit the statements themselves)
+            forward, backward = clone(forward), clone(compiled.backward_tree)
+        else:
+            forward, backward = (templates.composing_copy(forward),
+                                 templates.composing_copy(compiled.backward_tree))
         aux = _split_aux(forward) if aux else None
         name = backward.name[:-len("_backward")]
         seed = gast.Constant(value=1.0, kind=None) if seed_is_one else _default_seed_of(forward)
@@ -601,7 +605,7 @@ def _compose(forward, backward, info, bindings, name, seed_value, many, release=
     if marked is not None:
         back = zero_marks.mark(back, marked)
         names.clear()
-    results = back[-1].value.elts
+    results = list(back[-1].value.elts)   # (the backward sweep's own return stays)
     value = gast.Tuple(elts=results, ctx=gast.Load()) if many else results[0]
     back[-1] = gast.Return(value=value if aux is None else gast.Tuple(elts=[value, aux], ctx=gast.Load()))
     body += back

@@ -66,6 +66,29 @@ def clone(node):
     return new
 
 
+# Statements without blocks: ``pipeline._compose`` never edits one of these in place (its steps
+# edit the blocks of compound statements, or replace a statement: unit_seed).
+_SIMPLE = frozenset((gast.Assign, gast.AugAssign, gast.AnnAssign, gast.Expr, gast.Return,
+                     gast.Pass, gast.Break, gast.Continue, gast.Delete, gast.Assert))
+
+
+def composing_copy(tree):
+    """What ``pipeline._compose`` (for ``grad``'s composed gradient) may change of sweep ``tree``:
+    a new FunctionDef with a new body list, holding the sweep's own simple statements
+    and copies of its compound ones. The steps of ``pipeline._compose`` edit the statement lists
+    (dead code, scalar items, releases, the printer's split releases) and the blocks of
+    compound statements (scalar items' loops, the unwrapped ``if rt.has_grad``), and
+    replace a statement they change otherwise (unit_seed); the sweeps are read again
+    after (printed, composed again, the jit), so those parts are copied."""
+    new = tree.__class__.__new__(tree.__class__)
+    state = new.__dict__
+    state.update(tree.__dict__)
+    if "_srcgrad_anno" in state:
+        state["_srcgrad_anno"] = dict(state["_srcgrad_anno"])
+    state["body"] = [s if s.__class__ in _SIMPLE else clone(s) for s in tree.body]
+    return new
+
+
 _AST = gast.AST
 _FIELD_SETS = {}   # node class -> its fields, as a set
 # Node classes without fields (contexts, operators): ``clone`` shares their instances.

@@ -253,6 +253,71 @@ def test_the_printer_prints_what_astor_prints():
             emit.astor_source([clone(f) for f in gast.parse(PRINTED).body])
 
 
+@pytest.mark.slow
+def test_a_long_lines_pieces_are_astors():
+    """printer._pieces writes, for each statement of srcgrad's own sources at two depths,
+    the pieces astor's SourceGenerator writes (split_lines wraps a long line at them), or
+    leaves the statement to astor; most are written by it."""
+    from astor.code_gen import SourceGenerator
+    from astor.string_repr import pretty_string
+    from srcgrad.codegen import emit, printer
+    to_ast = emit._ToAst().visit
+    written = total = 0
+    for source in _sources():
+        for f in ast_util.nodes_of(gast.parse(source), gast.FunctionDef):
+            for s in f.body:
+                for depth in (1, 3):
+                    generator = SourceGenerator(" " * 4, False, pretty_string)
+                    generator.indentation = depth
+                    try:
+                        generator.visit(to_ast(s))
+                    except AttributeError:   # astor prints no ``match``
+                        continue
+                    pieces = []
+                    try:
+                        printer._pieces(s, depth, pieces)
+                    except printer._Astor:
+                        continue
+                    finally:
+                        total += 1
+                    assert pieces == generator.result, ast.unparse(to_ast(s))
+                    written += 1
+    assert written > 0.7 * total
+
+
+def test_a_comment_markers_text_is_astors():
+    """printer._own_line_string against astor's pretty_string on a line of its own: quotes,
+    backslashes, tabs, non-ASCII, carriage returns and line breaks (astor's own path) too."""
+    import random
+    import string
+    from astor.string_repr import pretty_string
+    from srcgrad.codegen import printer
+    rng = random.Random(5)
+    texts = ["", " ", "x = 1", 'a"b', "a\\b", 'end"', '"""', "tab\there", "\u00e9", "a\rb", "a\nb",
+             "__srcgrad_comment__:grad of: y = np.sin(x) * w['k']"]
+    texts += ["".join(rng.choice(string.printable + '\u00e9"\\') for _ in range(rng.randint(0, 30)))
+              for _ in range(3000)]
+    for text in texts:
+        for indent in ("", "    ", "        "):
+            assert printer._own_line_string(text, indent) == pretty_string(text, 1, indent)
+
+
+@pytest.mark.slow
+def test_the_quick_conversion_to_gast_makes_gasts_tree():
+    """parse._gast_parse against gast.parse on srcgrad's sources: the same classes, fields,
+    locations and attribute order of every node."""
+    from srcgrad import parse
+
+    def dump(n):
+        if isinstance(n, gast.AST):
+            return (n.__class__, list(n.__dict__), [dump(v) for v in n.__dict__.values()])
+        if isinstance(n, list):
+            return [dump(x) for x in n]
+        return (n.__class__, n)
+    for source in _sources():
+        assert dump(parse._gast_parse(source)) == dump(gast.parse(source))
+
+
 def test_generated_sources_print_as_astor_prints_them():
     """The sweeps and composed gradients of catalogue functions, printed both ways."""
     import conftest
@@ -656,6 +721,43 @@ def test_the_full_forward_sweep_is_finished_by_its_first_reader_in_either_order(
         return np.sin(x) * x
 
     assert pipeline.compile_gradient(g, 0, arg_ranks=(1,)).__dict__["trees"].__class__ is tuple
+
+
+def test_composing_the_gradient_leaves_the_sweeps_as_they_were(monkeypatch):
+    """grad's composed gradient takes the sweeps' simple statements without copying them
+    (templates.composing_copy): the gradient-only forward sweep and the backward sweep,
+    dumps and annotations of every node, are the same after composing as before, for
+    the catalogue functions (seeds of 1 whose factors unit_seed drops, loops that
+    scalar_items rewrites, dead code, releases among them)."""
+    import conftest
+    from srcgrad import pipeline
+    compose = pipeline.compose_gradient
+    checked = []
+
+    def checking(compiled, *args, **kwargs):
+        pipeline.with_trees(compiled)
+        trees = None
+        if isinstance(compiled.gradient_forward, tuple) and compiled.__dict__.get("trees") \
+                and isinstance(compiled.gradient_forward[0], gast.FunctionDef):
+            trees = [compiled.gradient_forward[0], compiled.backward_tree]
+            before = _tree_facts(trees)
+        function = compose(compiled, *args, **kwargs)
+        if trees is not None:
+            checked.append(_tree_facts(trees) == before)
+        return function
+
+    from srcgrad import api
+    api._cache.clear()   # (compiled and composed by earlier tests: composed again here)
+    monkeypatch.setattr(pipeline, "compose_gradient", checking)
+    for case in conftest.ALL_CASES[::3]:
+        wrt = [w for w, _ in case.targets]
+        if case.kwargs or not wrt:
+            continue
+        try:
+            sg.grad(case.function, tuple(wrt) if len(wrt) > 1 else wrt[0])(*case.args)
+        except Exception:   # (a refusal, or a case's own expected error)
+            pass
+    assert len(checked) > 50 and all(checked)
 
 
 def _tree_facts(nodes):

@@ -91,12 +91,12 @@ def _chained_releases(body, indent):
     k = 0
     while k < len(body):
         s = body[k]
-        for field in ("body", "orelse", "finalbody"):
-            inner = getattr(s, field, None)
-            if isinstance(inner, list):
-                _chained_releases(inner, indent + 4)
-        if isinstance(s, gast.Assign) and len(s.targets) > 1 \
-                and all(isinstance(t, gast.Name) for t in s.targets) \
+        if s.__class__ is not gast.Assign:
+            for field in ("body", "orelse", "finalbody"):
+                inner = getattr(s, field, None)
+                if isinstance(inner, list):
+                    _chained_releases(inner, indent + 4)
+        elif len(s.targets) > 1 and all(isinstance(t, gast.Name) for t in s.targets) \
                 and isinstance(s.value, gast.Constant) and s.value.value is None:
             lines, line = [], []
             for t in s.targets:
@@ -105,6 +105,9 @@ def _chained_releases(body, indent):
                     line = []
                 line.append(t)
             lines.append(line)
+            if len(lines) == 1:   # it fits: printed as it is
+                k += 1
+                continue
             body[k:k + 1] = [anno.copyanno(s, gast.Assign(targets=names, value=gast.Constant(
                 value=None, kind=None), type_comment=None), Static.ORIGIN) for names in lines]
             k += len(lines)

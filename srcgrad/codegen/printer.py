@@ -64,12 +64,299 @@ def to_source(functions, to_ast):
 
 def _with_astor(node, depth, to_ast):
     """astor's text of statement ``node`` at indentation ``depth``, its lines wrapped as
-    astor wraps them (the text starts with the line break before the statement)."""
+    astor wraps them (the text starts with the line break before the statement).
+
+    ``split_lines`` wraps astor's list of written pieces, so the pieces must be astor's:
+    ``_pieces`` writes them for the statements and expressions ``_statement`` prints (the
+    conversion to ``ast`` and astor's visit were most of the time of a long line); what
+    it does not write as astor would, astor writes."""
+    if node.__class__ is not gast.FunctionDef:
+        result = []
+        try:
+            _pieces(node, depth, result)
+        except _Astor:
+            result = None
+        if result is not None:
+            result.append("\n")
+            return "".join(split_lines(result))[:-1]
     generator = SourceGenerator(" " * 4, False, pretty_string)
     generator.indentation = depth
     generator.visit(to_ast(node))
     generator.result.append("\n")
     return "".join(split_lines(generator.result))[:-1]
+
+
+def _own_line_string(text, indent):
+    """astor's ``pretty_string(text, 1, indent)`` for a string statement (a comment marker):
+    on a line of its own astor writes it in triple quotes where ``eval`` gives it back.
+    Printable ASCII without a backslash or a double quote is written as it is between
+    them, which ``eval`` always gives back: no ``eval`` (most of printing a comment)."""
+    if text.isascii() and text.isprintable() and "\\" not in text and '"' not in text:
+        return '"""' + text + '"""'
+    return pretty_string(text, 1, indent)
+
+
+def _pieces(s, depth, out):
+    """Append to ``out`` the pieces astor's ``SourceGenerator`` writes for statement ``s``
+    at indentation ``depth`` (its ``result``: the line break and indentation first, an
+    empty piece where it drops a parenthesis it wrote); ``_Astor`` where it may differ."""
+    indent = "    " * depth
+    out.append("\n")
+    out.append(indent)
+    cls = s.__class__
+    if cls is gast.Assign:
+        for t in s.targets:
+            _expr_pieces(t, P_ASSIGN, out)
+            out.append(" = ")
+        _expr_pieces(s.value, P_ASSIGN, out)
+    elif cls is gast.Expr:
+        value = s.value
+        if value.__class__ is gast.Constant and value.value.__class__ is str:
+            if value.kind:
+                raise _Astor
+            text = _own_line_string(value.value, indent)
+            if "\n" in text:
+                raise _Astor
+            out.append(text)
+        else:
+            _expr_pieces(value, P_EXPR, out, True)
+    elif cls is gast.AugAssign:
+        _expr_pieces(s.target, P_AUG, out)
+        out.append(" " + _SYMBOL[s.op.__class__] + "= ")
+        _expr_pieces(s.value, P_AUG, out)
+    elif cls is gast.Return:
+        out.append("return")
+        if s.value is not None:
+            out.append(" ")
+            _expr_pieces(s.value, P_RETURN, out)
+    elif cls is gast.If:
+        out.append("if ")
+        _expr_pieces(s.test, P_IF, out)
+        out.append(":")
+        _body_pieces(s.body, depth + 1, out)
+        node = s
+        while True:
+            orelse = node.orelse
+            if len(orelse) == 1 and orelse[0].__class__ is gast.If:
+                node = orelse[0]
+                out.extend(("\n", indent, "elif "))
+                _expr_pieces(node.test, P_IF, out)
+                out.append(":")
+                _body_pieces(node.body, depth + 1, out)
+            else:
+                if orelse:
+                    out.extend(("\n", indent, "else:"))
+                    _body_pieces(orelse, depth + 1, out)
+                break
+    elif cls is gast.For or cls is gast.While:
+        if cls is gast.For:
+            out.append("for ")
+            _expr_pieces(s.target, P_FOR, out)
+            out.append(" in ")
+            _expr_pieces(s.iter, HIGHEST, out)
+        else:
+            out.append("while ")
+            _expr_pieces(s.test, P_WHILE, out)
+        out.append(":")
+        _body_pieces(s.body, depth + 1, out)
+        if s.orelse:
+            out.extend(("\n", indent, "else:"))
+            _body_pieces(s.orelse, depth + 1, out)
+    elif cls is gast.Pass:
+        out.append("pass")
+    elif cls is gast.Break:
+        out.append("break")
+    elif cls is gast.Continue:
+        out.append("continue")
+    elif cls is gast.Delete:
+        out.append("del ")
+        for k, t in enumerate(s.targets):
+            if k:
+                out.append(", ")
+            _expr_pieces(t, COMMA, out)
+    elif cls is gast.Assert:
+        out.append("assert ")
+        _expr_pieces(s.test, P_ASSERT, out)
+        if s.msg is not None:
+            out.append(", ")
+            _expr_pieces(s.msg, P_ASSERT, out)
+    else:
+        raise _Astor
+
+
+def _body_pieces(body, depth, out):
+    for s in body:
+        _pieces(s, depth, out)
+
+
+def _expr_pieces(e, pp, out, first=False):
+    """Append astor's pieces of expression ``e`` where its parent set precedence ``pp``
+    (``_expr``'s cases; a parenthesis astor drops is an empty piece, as astor leaves it)."""
+    cls = e.__class__
+    if cls is gast.Name:
+        out.append(e.id)
+    elif cls is gast.Attribute:
+        _expr_pieces(e.value, HIGHEST, out, first)
+        out.append(".")
+        out.append(e.attr)
+    elif cls is gast.Call:
+        args, keywords = e.args, e.keywords
+        p = COMMA if len(args) + len(keywords) > 1 else ONE_ARG
+        _expr_pieces(e.func, HIGHEST, out, first)
+        out.append("(")
+        comma = False
+        for a in args:
+            if comma:
+                out.append(", ")
+            comma = True
+            _expr_pieces(a, p, out)
+        for k in keywords:
+            if comma:
+                out.append(", ")
+            comma = True
+            if k.arg:
+                out.append(k.arg)
+                out.append("=")
+            else:
+                out.append("**")
+            _expr_pieces(k.value, COMMA, out)
+        out.append(")")
+    elif cls is gast.BinOp:
+        op = e.op.__class__
+        p = _P[op]
+        start = len(out)
+        out.append("(")
+        if op is gast.Pow:
+            _expr_pieces(e.left, P_POW + 1, out, first and p >= pp)
+            out.append(" ** ")
+            _expr_pieces(e.right, P_POW_RHS, out)
+        else:
+            _expr_pieces(e.left, p, out, first and p >= pp)
+            out.append(" " + _SYMBOL[op] + " ")
+            _expr_pieces(e.right, p + 1, out)
+        _close(out, start, p >= pp, ")")
+    elif cls is gast.Constant:
+        value = e.value
+        vcls = value.__class__
+        if vcls is float or vcls is int or vcls is bool or vcls is complex \
+                or vcls is not str and isinstance(value, (int, float, complex)):
+            out.append("(")
+            out.append(_number(value))
+            _close(out, len(out) - 2, P_CONSTANT >= pp, ")")
+        elif isinstance(value, str):
+            if vcls is not str or first or e.kind or "\n" in value \
+                    or (pp > P_EXPR) + (pp >= P_ASSIGN) < 1:
+                raise _Astor
+            out.append(repr(value))
+        elif value is Ellipsis:
+            out.append("...")
+        else:
+            out.append(repr(value))
+    elif cls is gast.UnaryOp:
+        op = e.op.__class__
+        p = _P[op]
+        symbol = _SYMBOL[op]
+        start = len(out)
+        out.append("(")
+        out.append(symbol)
+        if symbol.isalpha():
+            out.append(" ")
+        _expr_pieces(e.operand, p, out)
+        _close(out, start, p >= pp, ")")
+    elif cls is gast.Subscript:
+        _expr_pieces(e.value, HIGHEST, out, first)
+        out.append("[")
+        _expr_pieces(e.slice, P_SUBSCRIPT, out)
+        out.append("]")
+    elif cls is gast.Tuple:
+        elts = e.elts
+        start = len(out)
+        out.append("(")
+        discard = bool(elts) and P_TUPLE >= pp
+        for k, x in enumerate(elts):
+            if k:
+                out.append(", ")
+                _expr_pieces(x, COMMA, out)
+            else:
+                _expr_pieces(x, COMMA, out, first and discard)
+        if len(elts) == 1:
+            out.append(",")
+        _close(out, start, discard, ")")
+    elif cls is gast.Compare:
+        p = _P[e.ops[0].__class__]
+        start = len(out)
+        out.append("(")
+        _expr_pieces(e.left, p + 1, out, first and p >= pp)
+        for op, right in zip(e.ops, e.comparators):
+            out.append(" " + _SYMBOL[op.__class__] + " ")
+            _expr_pieces(right, p + 1, out)
+        _close(out, start, p >= pp, ")")
+    elif cls is gast.Slice:
+        if e.lower is not None:
+            _expr_pieces(e.lower, P_SLICE, out)
+        out.append(":")
+        if e.upper is not None:
+            _expr_pieces(e.upper, P_SLICE, out)
+        step = e.step
+        if step is not None:
+            out.append(":")
+            if not (step.__class__ is gast.Name and step.id == "None"):
+                _expr_pieces(step, P_SLICE, out)
+    elif cls is gast.List:
+        out.append("[")
+        for k, x in enumerate(e.elts):
+            if k:
+                out.append(", ")
+            _expr_pieces(x, COMMA, out)
+        out.append("]")
+    elif cls is gast.BoolOp:
+        p = _P[e.op.__class__]
+        symbol = " " + _SYMBOL[e.op.__class__] + " "
+        start = len(out)
+        out.append("(")
+        for k, v in enumerate(e.values):
+            if k:
+                out.append(symbol)
+                _expr_pieces(v, p + 1, out)
+            else:
+                _expr_pieces(v, p + 1, out, first and p >= pp)
+        _close(out, start, p >= pp, ")")
+    elif cls is gast.IfExp:
+        p = P_IFEXP
+        start = len(out)
+        out.append("(")
+        _expr_pieces(e.body, p + 1, out, first and p >= pp)
+        out.append(" if ")
+        _expr_pieces(e.test, p + 1, out)
+        out.append(" else ")
+        _expr_pieces(e.orelse, p, out)
+        _close(out, start, p >= pp, ")")
+    elif cls is gast.Starred:
+        out.append("*")
+        _expr_pieces(e.value, HIGHEST, out)
+    elif cls is gast.Dict:
+        out.append("{")
+        for k, (key, value) in enumerate(zip(e.keys, e.values)):
+            if k:
+                out.append(", ")
+            if key is not None:
+                _expr_pieces(key, HIGHEST, out)
+                out.append(": ")
+            else:
+                out.append("**")
+            _expr_pieces(value, COMMA, out)
+        out.append("}")
+    else:
+        raise _Astor
+
+
+def _close(out, start, discard, closing):
+    """astor's ``Delimit`` leaving: the opening piece at ``start`` emptied (``discard``)
+    or the closing one written."""
+    if discard:
+        out[start] = ""
+    else:
+        out.append(closing)
 
 
 def _function(f, lines, to_ast):
@@ -137,7 +424,7 @@ def _statement(s, depth, indent, lines, to_ast):
         if value.__class__ is gast.Constant and value.value.__class__ is str:
             if value.kind:
                 raise _Astor
-            text = pretty_string(value.value, 1, indent)   # astor's: on a line of its own
+            text = _own_line_string(value.value, indent)   # astor's: on a line of its own
             if "\n" in text:
                 raise _Astor
             lines.append(indent + text)   # (never wrapped: astor has nowhere to break it)

@@ -21,6 +21,7 @@ import gast
 
 from srcgrad import ast_util
 from srcgrad.analysis import fresh
+from srcgrad.templates import clone
 from srcgrad.transform.base import BLOCK_FIELDS
 
 _ARITHMETIC = (gast.Add, gast.Sub, gast.Mult, gast.Div)
@@ -28,6 +29,8 @@ _ARITHMETIC = (gast.Add, gast.Sub, gast.Mult, gast.Div)
 
 def drop_unit_factors(body, seed, floats, names=None):
     """Rewrite ``body`` (statements, after ``seed = 1.0``) in place; whether it changed.
+    A statement it changes is replaced by a changed copy: the statements may be the
+    sweeps' own (compose_gradient copies only the compound ones).
     ``names``: a ``NameSets`` to keep valid (each statement rewritten is forgotten)."""
     if not floats or not fresh._weak_scalars():
         return False
@@ -51,26 +54,39 @@ def drop_unit_factors(body, seed, floats, names=None):
                 and s.value.id in units and stores.get(target) == 1:
             units.add(target)
     changed = False
-    for s in body:
+    for k, s in enumerate(body):
         if names is not None and units.isdisjoint(names.loads(s)):
             continue   # no unit read: no factor to drop
-        here = False
-        for node in ast_util.walk(s):
-            if isinstance(node, gast.BinOp) and isinstance(node.op, _ARITHMETIC):
-                for side in ("left", "right"):
-                    kept = _without_unit(getattr(node, side), units, floats)
-                    if kept is not None:
-                        setattr(node, side, kept)
-                        here = True
-            elif ast_util.is_rt_call(node, "share") and len(node.args) == 2:   # a product too
-                kept = _without_unit(node.args[0], units, floats)
-                if kept is not None:
-                    node.args[0] = kept
-                    here = True
-        if here and names is not None:
+        if not _drop_units(s, units, floats, edit=False):
+            continue
+        s = body[k] = clone(s)
+        _drop_units(s, units, floats, edit=True)
+        if names is not None:
             names.forget(*ast_util.walk(s))   # its nested statements and parts too
-        changed |= here
+        changed = True
     return changed
+
+
+def _drop_units(s, units, floats, edit):
+    """Whether statement ``s`` has factors of ``units`` to drop; ``edit``: drop them."""
+    here = False
+    for node in ast_util.walk(s):
+        if isinstance(node, gast.BinOp) and isinstance(node.op, _ARITHMETIC):
+            for side in ("left", "right"):
+                kept = _without_unit(getattr(node, side), units, floats)
+                if kept is not None:
+                    if not edit:
+                        return True
+                    setattr(node, side, kept)
+                    here = True
+        elif ast_util.is_rt_call(node, "share") and len(node.args) == 2:   # a product too
+            kept = _without_unit(node.args[0], units, floats)
+            if kept is not None:
+                if not edit:
+                    return True
+                node.args[0] = kept
+                here = True
+    return here
 
 
 def _without_unit(e, units, floats):

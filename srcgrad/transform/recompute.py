@@ -146,6 +146,8 @@ def prune(rev):
     still recomputed (the reverse sweep binds them itself: they are not saved)."""
     while True:
         marked = [s for s in optimize.walk_statements(rev) if anno.hasanno(s, Static.RECOMPUTE)]
+        if not marked:   # (nothing recomputed: no reads to collect)
+            return set()
         read = reads(*rev)
         dead = {id(s) for s in marked if anno.getanno(s, Static.RECOMPUTE) not in read}
         if not dead:

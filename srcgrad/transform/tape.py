@@ -153,10 +153,18 @@ def block_locals(node, excluded, store_counts):
     thing in its reverse): pushed once bound, so the forward sweep needs no ``x = None``
     for a first push, and the backward sweep binds ``x`` before reading it.
     """
-    loads = load_counts(node.body)
     found = set()
+    if not any(isinstance(s, (gast.If, gast.For, gast.While)) for s in node.body):
+        return found   # (no block below the function's own: straight-line code)
+    loads = load_counts(node.body)
 
     def visit(body, nested):
+        if not nested:   # (the function's own body: only its blocks are looked at)
+            for s in body:
+                if isinstance(s, (gast.If, gast.For, gast.While)):
+                    visit(s.body, True)
+                    visit(s.orelse, True)
+            return
         # The block's statements before the ``if stop: break`` that may end it (the push goes
         # before it), in a block nothing else leaves early.
         inner = body[:-1] if body and anno.getanno(body[-1], Static.BREAK_EXIT) else body
@@ -275,21 +283,24 @@ def initial_values(body, params):
 def prune(fwd, rev):
     """Drop pushes and pops of values the adjoint never reads (to-be-recorded analysis).
     Returns (fwd, rev, whether a tape is still used)."""
-    reads = loads(rev, skip=lambda s: key_of(s) is not None)
     keys = {key_of(s) for s in optimize.walk_statements(fwd) if key_of(s) is not None}
     # ``xs.pop()`` undoing an append keeps a list as the adjoint reads it: with no read
     # of ``xs`` left it goes too (the push of the list a loop rebinds, ``elems = []``
     # of an inner comprehension, is dropped, and the pop would empty the wrong list).
     keys |= {key_of(s) for s in optimize.walk_statements(rev)
              if isinstance(key_of(s), tuple) and key_of(s)[0] == "list"}
+    if not keys:   # no push (straight-line code): nothing to drop, no tape
+        return fwd, rev, False
+    reads = loads(rev, skip=lambda s: key_of(s) is not None)
     drop = set()
     for key in keys:
         primal = key[1] if isinstance(key, tuple) else key
         if primal not in reads:
             drop.add(key)
     drop |= _dead_restores(rev, keys - drop)
-    fwd = _filter(fwd, lambda s: key_of(s) in drop)
-    rev = _filter(rev, lambda s: key_of(s) in drop)
+    if drop:
+        fwd = _filter(fwd, lambda s: key_of(s) in drop)
+        rev = _filter(rev, lambda s: key_of(s) in drop)
     uses_tape = any(key_of(s) is not None and not (isinstance(key_of(s), tuple) and key_of(s)[0] == "list")
                     for s in optimize.walk_statements(fwd))
     return fwd, rev, uses_tape
