@@ -101,7 +101,7 @@ def uses_del(x):
     y = x * x
     z = np.sum(y)
     del y
-    return z
+    return z + np.sum(y)   # read after its del (a NameError in Python)
 
 
 def uses_class(x):

@@ -41,11 +41,10 @@ def _filled(parts, likes):
 
 def _numpy_only(what, *values):
     """Refuse arrays of another library (CuPy, Dask): the restatements call NumPy."""
-    from srcgrad.runtime.arrays import namespace
-    if namespace(*[v for v in values if v is not None and not isinstance(v, (list, tuple))]) is not np:
-        from srcgrad.errors import UnsupportedError
-        raise UnsupportedError(f"srcgrad: second derivatives through {what} are supported for "
-                               f"NumPy arrays only", hint="Take the second derivative on the host.")
+    from srcgrad.runtime.dask_forms import numpy_only
+    numpy_only(f"the second derivative through {what}", values,
+               "Compute the array first (x.compute(), cupy.asnumpy(x)) and take the second "
+               "derivative on the host.")
 
 
 def _jvp(fn, primals, tangents):

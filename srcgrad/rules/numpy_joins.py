@@ -324,11 +324,9 @@ def _pad_statistic(mode):
 def _numpy_pad(array, mode):
     """Refuse another library's array for a statistic mode known only when the call runs
     (the inlined version is differentiated on NumPy arrays at run time)."""
-    if namespace(array) is not np:
-        from srcgrad.errors import UnsupportedError
-        raise UnsupportedError(
-            f"srcgrad: the derivative of np.pad with mode={mode!r} held in a variable is "
-            f"supported for NumPy arrays only", hint="Write the mode in the call.")
+    from srcgrad.runtime.dask_forms import numpy_only
+    numpy_only(f"the derivative of np.pad with mode={mode!r} held in a variable", [array],
+               "Write the mode in the call, or compute the array first (x.compute()).")
 
 
 def _pad_source_index(array, pad_width, mode):

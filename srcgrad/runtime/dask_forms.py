@@ -255,6 +255,25 @@ def refuse(what, users=(), hint=None):
                             hint=hint)
 
 
+def numpy_only(what, values, hint):
+    """Raise where ``values`` hold another library's arrays (CuPy, Dask): ``what`` is a
+    gradient step written with NumPy's functions. On Dask it is refused as every step
+    without a Dask form is (``refuse``); elsewhere at the user's line being differentiated."""
+    from srcgrad.errors import UnsupportedError
+    from srcgrad.runtime.arrays import namespace
+    arrays = [v for v in values if v is not None and not isinstance(v, (list, tuple))]
+    if namespace(*arrays) is numpy:
+        return
+    if any(is_dask(v) for v in arrays):
+        raise refuse(what, hint=hint)
+    origin = user_origin()
+    message = f"srcgrad: {what} is supported for NumPy arrays only"
+    if origin is None:
+        raise UnsupportedError(message, hint=hint)
+    raise UnsupportedError(message, origin.filename, origin.lineno, None, origin.source_line,
+                           hint=hint)
+
+
 # ----- Writing into Dask arrays -----
 
 
