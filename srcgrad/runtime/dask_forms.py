@@ -260,9 +260,9 @@ def numpy_only(what, values, hint):
     gradient step written with NumPy's functions. On Dask it is refused as every step
     without a Dask form is (``refuse``); elsewhere at the user's line being differentiated."""
     from srcgrad.errors import UnsupportedError
-    from srcgrad.runtime.arrays import namespace
-    arrays = [v for v in values if v is not None and not isinstance(v, (list, tuple))]
-    if namespace(*arrays) is numpy:
+    arrays = [v for v in values if not isinstance(v, (numpy.ndarray, numpy.generic, int, float,
+                                                       complex, bool, list, tuple, type(None)))]
+    if not arrays:
         return
     if any(is_dask(v) for v in arrays):
         raise refuse(what, hint=hint)
