@@ -260,18 +260,27 @@ def _local_root(func, info):
     if root is None:
         return False
     try:
-        info.resolve(root)
+        info.lookup(root)
     except NameError:
         return True
     return False
 
 
 def _resolved(func, info):
+    """What ``func`` denotes now, or None. Not recorded for the guard: a call that
+    matters here is resolved again, recorded, where it is compiled (anf_expressions.py),
+    and a local's name recorded as missing would add a check to every call."""
     path = ast_util.dotted(func)
+    if path is None:
+        return None
     try:
-        return None if path is None else info.resolve_path(path)
+        obj = info.lookup(path[0])
+        for part in path[1:]:
+            obj = getattr(obj, part)
     except (NameError, AttributeError):
         return None
+    return obj
+
 
 def consumed_whole(root, target, loop_sequences):
     """Why the value ``target`` (the name a generator's call is bound to) is not read as
