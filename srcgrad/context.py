@@ -58,6 +58,8 @@ class CompileContext:
         classes: parameter -> the class of the structure it holds (a dataclass or
             registered class; the gradient is specialised on it), never rebound in the
             function: ``p.energy(x)`` is a call of that class's method (methods.bind_methods).
+        trees: name -> the tree key of the structure it holds, for the names in ``classes``
+            whose parts' classes are known (transform/structure_parts.py).
     """
 
     info: object
@@ -70,6 +72,7 @@ class CompileContext:
     aux: str = None
     normalize: object = field(default=None, repr=False)
     classes: dict = field(default_factory=dict)   # parameter -> its class, known when compiling
+    trees: dict = field(default_factory=dict)   # name -> the tree of the structure it holds
     # name canonicalize binds to list(<call>) for a for loop -> why that loop may not read
     # every item the call gives (None: it reads them all): a generator's (generators.py)
     loop_sequences: dict = field(default_factory=dict)

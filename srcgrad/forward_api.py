@@ -37,7 +37,7 @@ from srcgrad.errors import SrcgradError, located_at, matrix_refusal
 from srcgrad.analysis.ranks import attribute_matrix
 from srcgrad.runtime.arrays import namespace
 from srcgrad.templates import name
-from srcgrad.transform import forward, forward_program, methods
+from srcgrad.transform import forward, forward_program, structure_parts
 
 
 @dataclass
@@ -62,8 +62,8 @@ def compile_jvp(fn, active, options=None, values=True, has_aux=False, classes=No
     tangent needs; hessians.py's hvp). ``has_aux``: ``fn`` returns ``(output, aux)``
     and the program ``(output, tangent, aux)``; the aux carries no tangent. ``classes``:
     parameter -> the class of the dataclass or list it holds (``p.loss(x)`` is that class's
-    method, as in reverse mode: methods.argument_classes)."""
-    static = methods.value_classes_of(classes or {})
+    method, as in reverse mode: structure_parts.argument_statics)."""
+    static = structure_parts.value_statics(classes or {})
     f = forward_program.front(fn, active, options, has_aux, static=static)
     transformer = forward.ForwardAD(f.ctx.info, f.act.active, f.ctx.namer, f.written,
                                     f.act.sequences, f.kind_map, wrt=f.names, values=values,
@@ -241,7 +241,7 @@ def run(fn, primals, tangents, values=True, jit=False, has_aux=False):
     except SrcgradError as exc:   # (a numpy.matrix primal)
         raise located_at(exc, fn) from None
     compiled = _compiled(fn, [p for p in params if given[p] is not None], values, has_aux,
-                         methods.classes_of(bound.arguments))
+                         structure_parts.classes_of(bound.arguments))
     args = [bound.arguments[p] for p in compiled.params]
     args += [given[p] for p in compiled.active]
     if jit:

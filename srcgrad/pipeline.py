@@ -25,7 +25,8 @@ from srcgrad.optimize import scalar_items, unit_seed
 from srcgrad.transform import (anf, as_array, assignment_expressions, aux, canonicalize, comprehensions,
                                constant_arguments, fence, flat_reads, function_tables,
                                generators, inline, methods, local_functions, match_statements,
-                               mutation, plain_statements, reverse, unroll, warning_blocks,
+                               mutation, plain_statements, reverse, structure_parts, unroll,
+                               warning_blocks,
                                zero_marks)
 from srcgrad.transform import fuse as fusion
 from srcgrad.transform.base import local_names, rename_reserved
@@ -76,6 +77,7 @@ def front_end(fn, options, stack=(), has_aux=False, static=None):
     if constants:   # a recursive helper given ints: what they decide, decided now
         node = constant_arguments.bind(node, constants)
     ctx.classes = methods.unbound_classes(node, static.pop(inline.PARAM_CLASSES, None) or {})
+    ctx.trees = methods.unbound_classes(node, static.pop(structure_parts.TREES, None) or {})
     if arity is not None:   # a helper's *args/**kwargs passed on: g(*args, **kwargs)
         inline.expand_star_calls(node, arity)
     if match_statements.may_hold(info):   # match: the if/elif chain it stands for
@@ -183,7 +185,7 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None, has_aux
               if isinstance(key, ranks.StaticKey)}
     if static:   # a callable argument: the code is compiled for that object (its rank key)
         arg_ranks = tuple(None if isinstance(key, ranks.StaticKey) else key for key in arg_ranks)
-    static.update(methods.argument_classes(positional, arg_ranks))   # a dataclass's, for p.energy(x)
+    static.update(structure_parts.argument_statics(positional, arg_ranks))   # a dataclass's, for p.energy(x)
     if options is None:
         options = default_options(fuse)
     fuse = options.fuse

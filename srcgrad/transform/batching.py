@@ -253,8 +253,8 @@ def compile_batched(fn, active, options=None, has_aux=False, classes=None):
     (``has_aux``: ``fn`` returns ``(out, aux)``, the program ``(out, tangent, aux)``).
     Raises NotBatchable where a statement has no batched form. (compile_jvp's steps,
     forward_api.py, with BatchedForwardAD and the rewrites above.)"""
-    from srcgrad.transform import methods
-    f = forward_program.front(fn, active, options, has_aux, static=methods.value_classes_of(classes or {}))
+    from srcgrad.transform import structure_parts
+    f = forward_program.front(fn, active, options, has_aux, static=structure_parts.value_statics(classes or {}))
     transformer = BatchedForwardAD(f.ctx.info, f.act.active, f.ctx.namer, f.written,
                                    f.act.sequences, f.kind_map, aux=f.ctx.aux, bindings=f.ctx.bindings)
     tangent_params = [transformer.d(n) for n in f.names]
@@ -322,8 +322,8 @@ def run(fn, args, position, seeds, has_aux=False):
     bound = _signature(fn).bind(*args)
     bound.apply_defaults()
     params = list(bound.arguments)
-    from srcgrad.transform import methods
-    program = compiled(fn, [params[position]], has_aux, methods.classes_of(bound.arguments))
+    from srcgrad.transform import structure_parts
+    program = compiled(fn, [params[position]], has_aux, structure_parts.classes_of(bound.arguments))
     if not program.active:
         raise NotBatchable("the argument carries no tangent")
     call = [bound.arguments[p] for p in program.params] + [seeds]

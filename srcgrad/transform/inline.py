@@ -22,7 +22,7 @@ from srcgrad.entry import LIBRARY_ROOTS, bound_of, call_method, entry_function, 
 from srcgrad.errors import SourceNotFoundError, SrcgradError, UnsupportedError
 from srcgrad.transform.base import Base, local_names
 from srcgrad.transform.local_functions import LocalFunction
-from srcgrad.transform import call_forms, constant_arguments, generators
+from srcgrad.transform import call_forms, constant_arguments, generators, structure_parts
 from srcgrad import ast_util
 
 Static = anno.Static
@@ -133,7 +133,7 @@ def bind_static(node, info, namer, static, bindings):
 
 STAR_ARITY = "*"   # key of ``static``: (count of *args, keys of **kwargs) at this call
 # (keys of ``static`` that are no Python name: the others are parameters)
-PARAM_CLASSES = "<classes>"   # key of ``static``: parameter -> the class of the structure it holds
+PARAM_CLASSES = structure_parts.PARAM_CLASSES   # key of ``static``: parameter -> its structure's class
 GENERATOR = "<yield>"   # key of ``static``: the helper is a generator, inlined as its list of items
 CONSTANTS = "<constants>"   # key of ``static``: parameter -> the int a recursive helper is given
 
@@ -380,6 +380,10 @@ class Inliner(Base):
                        if isinstance(value, (gast.List, gast.ListComp)))   # g([a, b]): a list there
         if classes:   # Cls.energy(p, x): its self holds an instance of Cls too
             static[PARAM_CLASSES] = classes
+        trees = {param: self.ctx.trees[value.id] for param, value in bound.arguments.items()
+                 if isinstance(value, gast.Name) and value.id in self.ctx.trees}
+        if trees:   # its self.enc.forward(x) too (structure_parts.py)
+            static[structure_parts.TREES] = trees
         for param, value in bound.arguments.items():
             if not isinstance(value, gast.Name):
                 continue

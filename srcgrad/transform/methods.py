@@ -36,7 +36,7 @@ from srcgrad.ast_util import name
 from srcgrad.errors import UnsupportedError
 from srcgrad.transform import operator_methods
 from srcgrad.transform.operator_methods import simple as _simple
-from srcgrad.transform import as_array
+from srcgrad.transform import as_array, structure_parts
 from srcgrad.transform.base import Base, local_names
 from srcgrad.transform.call_forms import (_clone_replacing, _dict_loops, _evaluation_order, _hashable_in,
                                           _list_names, _numpy_version, piecewise_call,
@@ -465,42 +465,6 @@ class Displays(ast_util.NodeTransformer):
         return flush(value)
 
 
-def argument_classes(positional, arg_ranks):
-    """``{inline.PARAM_CLASSES: {parameter: class}}`` for the dataclass (or registered class)
-    arguments a gradient is specialised on (their tree key names the class), else ``{}``."""
-    from srcgrad import pytree
-    from srcgrad.transform import inline
-    classes = {p: key[0] for p, key in zip(positional, arg_ranks or ())
-               if isinstance(key, pytree.TreeKey) and _class_known(key[0])}
-    return {inline.PARAM_CLASSES: classes} if classes else {}
-
-
-def classes_of(arguments):
-    """Parameter -> class of each argument value (parameter -> value) whose class the
-    compile is specialised on, as ``argument_classes`` (forward mode's, from the values)."""
-    from srcgrad import pytree
-    return {p: type(v) for p, v in arguments.items()
-            if v is not None and pytree.is_node(v) and _class_known(type(v))}
-
-
-def value_classes_of(classes):
-    """``classes`` (parameter -> class) as ``front_end``'s ``static``."""
-    from srcgrad.transform import inline
-    return {inline.PARAM_CLASSES: dict(classes)} if classes else {}
-
-
-def _class_known(cls):
-    """A class worth knowing while compiling: one with methods srcgrad binds, a list
-    (whose ``xs.sort()`` is a list's, not an array's) or a dict (``for k in d``: its keys)."""
-    return has_methods(cls) or isinstance(cls, type) and issubclass(cls, (list, dict))
-
-
-def has_methods(cls):
-    """Whether a structure of class ``cls`` may have methods srcgrad binds (a dataclass or
-    a registered class; lists, tuples, namedtuples and dicts are not)."""
-    return isinstance(cls, type) and not issubclass(cls, (list, tuple, dict))
-
-
 def unbound_classes(node, classes):
     """``classes`` (parameter -> class) less the parameters ``node`` rebinds."""
     stored = {n.id for n in ast_util.nodes_of(node, gast.Name) if isinstance(n.ctx, gast.Store)}
@@ -529,6 +493,7 @@ def bind_methods(node, ctx):
     (ctx.classes: the gradient is specialised on it), become calls of the class's function,
     ``Params.energy(p, x)``, which transform/inline.py inlines as any helper (its ``self``
     knows the class too, so ``self.other(x)`` inside works the same way)."""
+    node = structure_parts.bind(node, ctx)   # m.layers[0].forward(x), self.enc(x), m(x)
     built = _built_classes(node, ctx)
     if built:   # known to helpers too: Model.loss(p, x) calling self.penalty()
         ctx.classes = {**ctx.classes, **built}

@@ -1,0 +1,310 @@
+"""Methods of the parts of a structured argument (transform/structure_parts.py): models written
+as dataclasses of dataclasses, Equinox-style: ``m.layers[0].forward(x)``, ``self.enc(x)``
+(``__call__``), ``for layer in self.layers: x = layer(x)``. Every gradient is checked against
+central differences in float64 over the model's leaves."""
+
+import dataclasses
+import typing
+
+import numpy as np
+import pytest
+
+import srcgrad as sg
+from srcgrad import pytree
+from srcgrad.errors import SrcgradError
+
+RNG = np.random.default_rng(7)
+X = RNG.standard_normal((4, 3))
+
+
+@dataclasses.dataclass
+class Linear:
+    w: np.ndarray
+    b: np.ndarray
+
+    def __call__(self, x):
+        return x @ self.w + self.b
+
+    def forward(self, x):
+        return x @ self.w + self.b
+
+
+@dataclasses.dataclass
+class Scale:
+    s: np.ndarray
+
+    def __call__(self, x):
+        return np.tanh(x * self.s)
+
+
+@dataclasses.dataclass
+class MLP:
+    layers: list
+
+    def __call__(self, x):
+        for layer in self.layers[:-1]:
+            x = np.tanh(layer(x))
+        return self.layers[-1](x)
+
+    def forward(self, x):
+        for i, layer in enumerate(self.layers):
+            x = layer.forward(x)
+            if i < len(self.layers) - 1:
+                x = np.sin(x)
+        return x
+
+
+@dataclasses.dataclass
+class AutoEncoder:
+    enc: Linear
+    dec: Linear
+    extra: dict
+
+    def __call__(self, x):
+        return self.dec(np.tanh(self.enc(x))) * self.extra["gain"].s
+
+    def code(self, x):
+        return self.enc.forward(x)
+
+
+class Pair(typing.NamedTuple):
+    first: Linear
+    second: Linear
+
+
+def linear(n_in, n_out):
+    return Linear(RNG.standard_normal((n_in, n_out)), RNG.standard_normal(n_out))
+
+
+def mlp(*sizes):
+    return MLP([linear(a, b) for a, b in zip(sizes[:-1], sizes[1:])])
+
+
+def fd_tree(f, tree, *rest, h=1e-6):
+    """Central differences of ``f(tree, *rest)`` over every leaf of ``tree``, as a tree."""
+    leaves = [np.array(v, dtype=float) for v in pytree.tree_leaves(tree)]
+    out = []
+    for k, leaf in enumerate(leaves):
+        g = np.zeros_like(leaf)
+        for idx in np.ndindex(leaf.shape):
+            for sign in (1, -1):
+                moved = [v.copy() for v in leaves]
+                moved[k][idx] += sign * h
+                g[idx] += sign * f(pytree.rebuild(tree, iter(moved)), *rest) / (2 * h)
+        out.append(g)
+    return pytree.rebuild(tree, iter(out))
+
+
+def assert_tree_close(got, want):
+    assert type(got) is type(want)
+    for a, b in zip(pytree.tree_leaves(got), pytree.tree_leaves(want)):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-8)
+
+
+def check(f, model, *rest):
+    assert_tree_close(sg.grad(f)(model, *rest), fd_tree(f, model, *rest))
+
+
+def loss_call(m, x):
+    return np.sum(m(x) ** 2)
+
+
+def loss_forward(m, x):
+    return np.sum(np.cos(m.forward(x)))
+
+
+def test_a_model_called_through_dunder_call():
+    check(loss_call, linear(3, 2), X)
+
+
+def test_layers_indexed_by_constants():
+    def loss(m, x):
+        h = np.tanh(m.layers[0].forward(x))
+        return np.sum(m.layers[-1](h) ** 2)
+    check(loss, mlp(3, 5, 2), X)
+
+
+def test_a_loop_over_layers_calls_each():
+    check(loss_call, mlp(3, 4, 4, 2), X)
+    check(loss_forward, mlp(3, 4, 2), X)
+
+
+def test_parts_calling_parts():
+    model = AutoEncoder(linear(3, 2), linear(2, 3), {"gain": Scale(RNG.standard_normal(3))})
+    check(loss_call, model, X)
+
+    def coded(m, x):
+        return np.sum(m.code(x) ** 3) + np.sum(m.extra["gain"](x))
+    check(coded, model, X)
+
+
+def test_a_namedtuple_of_modules():
+    def loss(p, x):
+        return np.sum(p.second(np.sin(p.first(x))))
+    check(loss, Pair(linear(3, 4), linear(4, 1)), X)
+
+
+def test_the_input_gradient_with_the_model_constant():
+    model = mlp(3, 4, 2)
+    got = sg.grad(loss_call, wrt=1)(model, X)
+    want = sg.testing.numerical_grad(lambda x: loss_call(model, x), (X,))
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8)
+
+
+def test_jit_matches():
+    model = mlp(3, 4, 2)
+    assert_tree_close(sg.grad(loss_call, jit=True)(model, X), sg.grad(loss_call)(model, X))
+
+
+def test_forward_mode_and_second_order():
+    model = mlp(3, 3, 1)
+    tangent = pytree.tree_map(lambda v: np.ones_like(v), model)
+    _, t_out = sg.jvp(loss_call, (model, X), (tangent, np.zeros_like(X)))
+    flat = sum(np.sum(g) for g in pytree.tree_leaves(sg.grad(loss_call)(model, X)))
+    np.testing.assert_allclose(t_out, flat, rtol=1e-8)
+    # the Hessian in the input, the model constant, against differences of the gradient
+    h = sg.hessian(loss_call, wrt=1)(model, X[:1])
+    g = sg.grad(loss_call, wrt=1)
+    eps = 1e-6
+    cols = []
+    for idx in np.ndindex(X[:1].shape):
+        d = np.zeros_like(X[:1])
+        d[idx] = eps
+        cols.append((g(model, X[:1] + d) - g(model, X[:1] - d)) / (2 * eps))
+    np.testing.assert_allclose(h.reshape(3, 3), np.array(cols).reshape(3, 3).T, rtol=1e-5, atol=1e-7)
+
+
+def test_a_new_class_of_layer_compiles_anew():
+    model = MLP([linear(3, 3), linear(3, 2)])
+    check(loss_call, model, X)
+    other = MLP([Scale(RNG.standard_normal(3)), linear(3, 2)])
+    check(loss_call, other, X)   # the first layer's __call__ is Scale's now
+
+
+def test_layers_of_different_classes_make_one_body_per_layer():
+    model = MLP([linear(3, 3), Scale(RNG.standard_normal(3)), linear(3, 2)])
+    check(loss_call, model, X)
+
+    def numbered(m, x):
+        for i, layer in enumerate(m.layers):
+            x = layer(x) * (i + 1)
+        return np.sum(x ** 2) + i
+    check(numbered, model, X)
+    source = sg.source(numbered, args=(model, X))
+    # each layer's own method, inlined under its source line
+    assert source.count("# return x @ self.w + self.b") >= 2 and "# return np.tanh(x * self.s)" in source
+
+
+def test_a_loop_variable_read_after_the_loop_is_not_unrolled():
+    def after(m, x):
+        for layer in m.layers:
+            x = layer(x)
+        return np.sum(x) + np.sum(layer.b)
+    with pytest.raises(SrcgradError, match="layer"):
+        sg.grad(after)(MLP([linear(3, 3), Scale(RNG.standard_normal(3)), linear(3, 2)]), X)
+
+
+def test_a_function_storing_into_the_model_is_not_bound():
+    def loss(m, x):
+        m.layers[0] = m.layers[1]
+        return np.sum(m.layers[0](x))
+    with pytest.raises(SrcgradError):
+        sg.grad(loss)(MLP([linear(3, 3), linear(3, 3)]), X)
+
+
+@dataclasses.dataclass
+class Blocks:
+    blocks: dict
+
+
+def test_comprehensions_over_layers():
+    model = mlp(3, 3, 3)
+
+    def summed(m, x):
+        return sum(np.sum(layer(x)) for layer in m.layers)
+
+    def stacked(m, x):
+        return np.sum(np.stack([layer.forward(x) for layer in m.layers]) ** 2)
+    check(summed, model, X)
+    check(stacked, model, X)
+
+
+def test_loops_over_a_dict_of_modules():
+    def items(m, x):
+        total = 0.0
+        for key, block in m.blocks.items():
+            total = total + np.sum(block(x)) * len(key)
+        return total
+
+    def values(m, x):
+        total = 0.0
+        for block in m.blocks.values():
+            total = total + np.sum(block(x) ** 2)
+        return total
+    same = Blocks({"a": linear(3, 3), "bb": linear(3, 3)})
+    mixed = Blocks({"a": linear(3, 3), "bb": Scale(RNG.standard_normal(3))})
+    for model in (same, mixed):
+        check(items, model, X)
+        check(values, model, X)
+
+
+def apply_layer(layer, x):
+    return layer(x)
+
+
+def test_a_layer_passed_to_a_helper():
+    def loss(m, x):
+        for layer in m.layers:
+            x = np.tanh(apply_layer(layer, x))
+        return np.sum(x)
+    check(loss, mlp(3, 3, 2), X)
+    check(loss, MLP([linear(3, 3), Scale(RNG.standard_normal(3)), linear(3, 2)]), X)
+
+
+def test_a_list_or_dict_argument_of_modules():
+    def chain(layers, x):
+        for layer in layers:
+            x = np.tanh(layer(x))
+        return np.sum(x)
+
+    def keyed(params, x):
+        return np.sum(params["model"](x)) + np.sum(params["scale"] * x)
+    layers = mlp(3, 3, 2).layers
+    check(chain, layers, X)
+    check(chain, tuple(layers), X)
+    check(keyed, {"model": linear(3, 2), "scale": RNG.standard_normal(3)}, X)
+
+
+def test_grad_of_grad_and_a_hessian_through_the_model():
+    model = mlp(3, 2, 1)
+    x = X[:2]
+
+    def inner(m, x):
+        g = sg.grad(loss_call)(m, x)
+        return np.sum(g.layers[0].w) + np.sum(g.layers[1].b)
+    got = sg.grad(inner, wrt=1)(model, x)
+    want = sg.testing.numerical_grad(lambda v: inner(model, v), (x,))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+    h = sg.hessian(loss_call)(model, x)
+    assert type(h) is MLP and type(h.layers[0].w) is MLP
+
+
+def test_a_method_replaced_on_the_class_compiles_anew():
+    model = mlp(3, 3, 1)
+    check(loss_call, model, X)
+    original = Linear.__call__
+    try:
+        Linear.__call__ = lambda self, x: np.sin(x @ self.w) + self.b
+        check(loss_call, model, X)
+    finally:
+        Linear.__call__ = original
+    check(loss_call, model, X)
+
+
+def test_a_layer_replaced_through_an_alias_is_refused():
+    def loss(m, x):
+        layers = m.layers
+        layers[0] = Scale(np.ones(3))
+        return np.sum(m.layers[0](x))
+    with pytest.raises(SrcgradError, match="shares its memory"):
+        sg.grad(loss)(mlp(3, 3, 3), X)
