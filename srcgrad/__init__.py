@@ -19,7 +19,7 @@ from srcgrad import function_derivatives as _function_derivatives  # noqa: F401 
 from srcgrad.custom_function import BackwardError, Function, FunctionCtx, once_differentiable
 from srcgrad.errors import (GradcheckError, NonDifferentiableError, SourceNotFoundError,
                             SrcgradError, UnsupportedError)
-from srcgrad.pytree import register_pytree_node
+from srcgrad.pytree import register_pytree_node, tree_leaves, tree_map
 from srcgrad.caches import cache_size, set_cache_size
 from srcgrad.grad_mode import (detach, enable_grad, is_grad_enabled, no_grad, register_hook,
                                set_grad_enabled, stop_gradient)
@@ -34,7 +34,7 @@ __all__ = [
     "grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacobian", "jacrev", "hessian", "hvp", "source", "active_variables", "function",
     "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "detach", "stop_gradient",
     "register_hook", "set_cache_size", "cache_size", "adjoint", "Function", "FunctionCtx", "once_differentiable", "BackwardError",
-    "gradcheck", "gradgradcheck", "register_pytree_node",
+    "gradcheck", "gradgradcheck", "register_pytree_node", "tree_map", "tree_leaves",
     "SrcgradError", "UnsupportedError", "NonDifferentiableError", "SourceNotFoundError",
     "GradcheckError",
 ]

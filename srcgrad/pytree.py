@@ -153,9 +153,37 @@ def tree_leaves(value, out=None):
     return out
 
 
-def tree_map(fn, value):
-    """``value`` with every leaf replaced by ``fn(leaf)`` (same structure, same classes)."""
-    return rebuild(value, iter([fn(leaf) for leaf in tree_leaves(value)]))
+def tree_map(fn, value, *rest):
+    """``value`` with every leaf replaced by ``fn(leaf, *the leaves at the same place in
+    rest)``: same structure, same classes (JAX's ``tree_map``; each tree of ``rest`` has
+    ``value``'s structure, a dict's keys in any order)."""
+    if not rest:
+        return rebuild(value, iter([fn(leaf) for leaf in tree_leaves(value)]))
+    return rebuild(value, iter([fn(*leaves) for leaves in zip(
+        tree_leaves(value), *[tree_leaves(_aligned(value, other, "")) for other in rest])]))
+
+
+def _aligned(value, other, path):
+    """``other``, with its dicts' keys in ``value``'s order; ValueError where the two
+    structures differ (naming the place)."""
+    if not is_node(value):
+        if is_node(other):
+            raise ValueError(f"srcgrad.tree_map: a leaf at {path or 'the top'} of the first "
+                             f"tree is a {type(other).__name__} in another")
+        return other
+    if type(other) is not type(value):
+        raise ValueError(f"srcgrad.tree_map: at {path or 'the top'} the first tree has a "
+                         f"{type(value).__name__}, another a {type(other).__name__}")
+    if isinstance(value, dict):
+        if set(value) != set(other):
+            raise ValueError(f"srcgrad.tree_map: the dicts at {path or 'the top'} have the keys "
+                             f"{sorted(map(repr, value))} and {sorted(map(repr, other))}")
+        return {k: _aligned(v, other[k], f"{path}[{k!r}]") for k, v in value.items()}
+    mine, theirs = children(value), children(other)
+    if [p for p, _ in mine] != [p for p, _ in theirs]:
+        raise ValueError(f"srcgrad.tree_map: the structures at {path or 'the top'} differ "
+                         f"({len(mine)} and {len(theirs)} children)")
+    return [_aligned(v, o, path + p) for (p, v), (_, o) in zip(mine, theirs)]
 
 
 def rebuild(value, leaves):

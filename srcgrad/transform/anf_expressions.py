@@ -114,6 +114,8 @@ class Expressions:
             if isinstance(func, gast.Attribute) and self.resolve_safe(func) is None:
                 return f"{self.hint(func.value)}_{func.attr}"
             fname = func.attr if isinstance(func, gast.Attribute) else getattr(func, "id", "call")
+            if fname == "__call__" and node.args:   # Linear.__call__(layer, x): as layer(x)
+                fname, node = self.hint(node.args[0]), gast.Call(func=func, args=node.args[1:], keywords=[])
             arg = self.hint(node.args[0]) if node.args else ""
             return f"{fname}_{arg}" if arg else fname
         if isinstance(node, gast.Subscript):

@@ -36,7 +36,8 @@ from srcgrad.ast_util import name
 from srcgrad.errors import UnsupportedError
 from srcgrad.transform import operator_methods
 from srcgrad.transform.operator_methods import simple as _simple
-from srcgrad.transform import as_array, structure_parts
+from srcgrad.transform import as_array, structure_parts, tree_calls
+from srcgrad.transform.structure_parts import plain_dataclass as _is_plain_dataclass
 from srcgrad.transform.base import Base, local_names
 from srcgrad.transform.call_forms import (_clone_replacing, _dict_loops, _evaluation_order, _hashable_in,
                                           _list_names, _numpy_version, piecewise_call,
@@ -62,15 +63,6 @@ def _sub(base, index):
 
 def _is_namedtuple_class(obj):
     return isinstance(obj, type) and issubclass(obj, tuple) and hasattr(obj, "_fields")
-
-
-def _is_plain_dataclass(obj):
-    """A dataclass class whose ``__init__`` is the one ``@dataclass`` generated (it only
-    stores its arguments) and that has no ``__post_init__``."""
-    init = getattr(obj, "__init__", None)
-    return isinstance(obj, type) and dataclasses.is_dataclass(obj) \
-        and not hasattr(obj, "__post_init__") \
-        and getattr(getattr(init, "__code__", None), "co_filename", None) == "<string>"
 
 
 def _with_first(call, first):
@@ -493,6 +485,7 @@ def bind_methods(node, ctx):
     (ctx.classes: the gradient is specialised on it), become calls of the class's function,
     ``Params.energy(p, x)``, which transform/inline.py inlines as any helper (its ``self``
     knows the class too, so ``self.other(x)`` inside works the same way)."""
+    node = tree_calls.transform(node, ctx)   # sg.tree_leaves(params), sg.tree_map(f, params)
     node = structure_parts.bind(node, ctx)   # m.layers[0].forward(x), self.enc(x), m(x)
     built = _built_classes(node, ctx)
     if built:   # known to helpers too: Model.loss(p, x) calling self.penalty()

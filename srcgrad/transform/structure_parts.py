@@ -35,7 +35,7 @@ def argument_statics(positional, arg_ranks):
     for p, key in zip(positional, arg_ranks or ()):
         if isinstance(key, pytree.TreeKey) and class_known(key[0]):
             classes[p] = key[0]
-        if _holds_methods(key):
+        if isinstance(key, pytree.TreeKey):
             trees[p] = key
     out = {PARAM_CLASSES: classes} if classes else {}
     if trees:
@@ -45,23 +45,12 @@ def argument_statics(positional, arg_ranks):
 
 def classes_of(arguments):
     """Parameter -> what a forward-mode compile is specialised on for each structured
-    argument value: its class tree for a dataclass or registered class (the classes of
-    its parts, no leaves), its class for a list or dict."""
+    argument value: its tree without leaves (the classes of its parts, its dicts' keys)."""
     out = {}
     for p, v in arguments.items():
         if v is not None and pytree.is_node(v):
-            tree = pytree.tree_key(v, _no_leaf)
-            if _holds_methods(tree):
-                out[p] = tree
-            elif class_known(type(v)):
-                out[p] = type(v)
+            out[p] = pytree.tree_key(v, _no_leaf)
     return out
-
-
-def _holds_methods(tree):
-    """Whether the structure of ``tree`` holds a class with methods (itself or a part)."""
-    return isinstance(tree, pytree.TreeKey) and (has_methods(_class(tree)) or any(
-        _holds_methods(t) for t in tree[1:]))
 
 
 def _no_leaf(_):
@@ -70,8 +59,7 @@ def _no_leaf(_):
 
 def value_statics(classes):
     """``classes`` (``classes_of``'s) as ``front_end``'s ``static``."""
-    return argument_statics(list(classes), [
-        c if isinstance(c, pytree.TreeKey) else pytree.TreeKey((c,)) for c in classes.values()])
+    return argument_statics(list(classes), list(classes.values()))
 
 
 def class_known(cls):
@@ -84,6 +72,15 @@ def has_methods(cls):
     """Whether a structure of class ``cls`` may have methods srcgrad binds (a dataclass or
     a registered class; lists, tuples, namedtuples and dicts are not)."""
     return isinstance(cls, type) and not issubclass(cls, (list, tuple, dict, str))
+
+
+def plain_dataclass(obj):
+    """A dataclass class whose ``__init__`` is the one ``@dataclass`` generated (it only
+    stores its arguments) and that has no ``__post_init__``."""
+    init = getattr(obj, "__init__", None)
+    return isinstance(obj, type) and dataclasses.is_dataclass(obj) \
+        and not hasattr(obj, "__post_init__") \
+        and getattr(getattr(init, "__code__", None), "co_filename", None) == "<string>"
 
 
 def calls_itself(cls):
@@ -417,7 +414,8 @@ def _spelling(expr):
             parts.append(expr.attr)
         else:
             k = _int(expr.slice)
-            parts.append(str(k).replace("-", "last") if k is not _NOT_INT else "item")
+            parts.append("item" if k is _NOT_INT else str(k) if k >= 0 else "last" if k == -1
+                         else f"last{-k}")
         expr = expr.value
     parts.append(expr.id if isinstance(expr, gast.Name) else "part")
     return "_".join(reversed(parts))
