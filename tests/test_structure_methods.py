@@ -308,3 +308,64 @@ def test_a_layer_replaced_through_an_alias_is_refused():
         return np.sum(m.layers[0](x))
     with pytest.raises(SrcgradError, match="shares its memory"):
         sg.grad(loss)(mlp(3, 3, 3), X)
+
+
+@dataclasses.dataclass
+class Softplus:
+    raw: np.ndarray
+    eps = 0.5   # a class attribute: a constant
+
+    @property
+    def scale(self):
+        return np.log1p(np.exp(self.raw))
+
+    def __post_init__(self):
+        object.__setattr__(self, "twice", self.raw * 2)   # computed, not a field
+
+    def __call__(self, x):
+        return x * self.scale + self.eps
+
+
+def softplus_grad(raw, x):
+    return x * np.exp(raw) / (1 + np.exp(raw))
+
+
+def test_a_property_is_read_through_its_getter():
+    """A property read as an attribute carried no gradient (the gradient was zeros)."""
+    m = Softplus(np.array([0.3, -0.2]))
+    x = np.array([1.0, 2.0])
+
+    def direct(m, x):
+        return np.sum(x * m.scale) + np.sum(x * m.eps * m.raw)
+
+    def called(m, x):
+        return np.sum(m(x))
+    np.testing.assert_allclose(sg.grad(direct)(m, x).raw, softplus_grad(m.raw, x) + 0.5 * x)
+    np.testing.assert_allclose(sg.grad(called)(m, x).raw, softplus_grad(m.raw, x))
+    _, t = sg.jvp(direct, (m, x), (Softplus(np.ones(2)), np.zeros(2)))
+    np.testing.assert_allclose(t, np.sum(softplus_grad(m.raw, x) + 0.5 * x))
+    h = sg.hessian(lambda m, x: np.sum(x * m.scale ** 2))(m, x)
+    s, sig = np.log1p(np.exp(m.raw)), 1 / (1 + np.exp(-m.raw))
+    np.testing.assert_allclose(np.diag(h.raw.raw), 2 * x * (sig ** 2 + s * sig * (1 - sig)))
+    part = AutoEncoder(linear(2, 2), linear(2, 2), {"gain": Scale(np.ones(2))})
+
+    def through_a_part(p, x):
+        return np.sum(p.extra["gain"].s * x) + np.sum(x * m.scale)
+    check(through_a_part, part, x)
+
+
+def test_a_computed_attribute_is_refused_not_zero():
+    m = Softplus(np.array([0.3, -0.2]))
+    x = np.array([1.0, 2.0])
+
+    def post_init(m, x):
+        return np.sum(x * m.twice)
+
+    def aliased(m, x):
+        n = m   # the class of n is not known when compiling: the read is checked when it runs
+        return np.sum(x * n.scale)
+    for f in (post_init, aliased):
+        with pytest.raises(SrcgradError, match="not one of its fields"):
+            sg.grad(f)(m, x)
+        with pytest.raises(SrcgradError, match="not one of its fields"):
+            sg.jvp(f, (m, x), (Softplus(np.ones(2)), np.zeros(2)))

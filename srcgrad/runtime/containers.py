@@ -264,7 +264,58 @@ def field_tangent(x, dx, attr, error=None):
             f"make its class a dataclass, or register it with srcgrad.register_pytree_node")
     if _pytree.is_namedtuple(x) and isinstance(dx, (list, tuple)) and not hasattr(dx, attr):
         return dx[type(x)._fields.index(attr)]   # a rule's tangent of a named result: a tuple
+    kind = attribute_kind(x, attr)
+    if kind == CONSTANT:   # a class attribute: the same for every instance
+        value = getattr(x, attr)
+        return namespace(value).zeros_like(value) if _is_array_object(value) else 0.0
+    if kind == COMPUTED:
+        raise not_a_field(x, attr, error)
     return getattr(dx, attr)
+
+
+FIELD, CONSTANT, COMPUTED = "field", "constant", "computed"
+_ATTRIBUTE_KINDS = {}   # (class, attribute) -> its kind
+
+
+def attribute_kind(x, attr):
+    """What ``x.attr`` is for a structure ``x``: FIELD (a leaf or node of its tree: a
+    dataclass field, a namedtuple's, any attribute of a registered class), CONSTANT (a
+    class attribute, the same for every instance), or COMPUTED (a property, an attribute
+    set outside the fields: from fields srcgrad cannot name)."""
+    cls = type(x)
+    key = (cls, attr)
+    kind = _ATTRIBUTE_KINDS.get(key)
+    if kind is None:
+        import dataclasses
+        import inspect
+        if cls in _pytree._REGISTRY or not dataclasses.is_dataclass(cls) or attr in {
+                f.name for f in dataclasses.fields(cls)}:
+            kind = FIELD
+        else:
+            raw = inspect.getattr_static(cls, attr, _NOWHERE)
+            kind = COMPUTED if raw is _NOWHERE or hasattr(raw, "__get__") and not isinstance(
+                raw, (staticmethod, classmethod)) else CONSTANT
+        if len(_ATTRIBUTE_KINDS) < 4096:
+            _ATTRIBUTE_KINDS[key] = kind
+    return kind
+
+
+_NOWHERE = object()
+
+
+def not_a_field(x, attr, error):
+    """The error of a derivative through ``x.attr``, which is computed, not a field
+    (located where ``error`` is, the attribute's read)."""
+    from srcgrad.errors import NonDifferentiableError
+    message = (f"a derivative reaches .{attr} of a {type(x).__name__}, which is not one of its "
+               f"fields but computed from them (a property, or an attribute set outside the "
+               f"fields), and srcgrad cannot tell from which")
+    hint = ("Make it a field, or a method called as p.name() (srcgrad reads a property of an "
+            "argument whose class it knows as its getter).")
+    if error is None:
+        return NonDifferentiableError("srcgrad: " + message, hint=hint)
+    return NonDifferentiableError(message, error.filename, error.lineno, error.col_offset,
+                                  error.source_line, hint)
 
 
 def concat_tangent(t, y, right, zero):

@@ -11,8 +11,9 @@ from srcgrad import pytree as _pytree
 from srcgrad.runtime import dask_forms as _dask_forms
 from srcgrad.runtime.arrays import (_is_basic_index, _writeable, float_dtype, is_array,
                                     may_share_memory, namespace, shape_of)
-from srcgrad.runtime.containers import (ZERO, _array_into_container, add_grad, is_node,
-                                        is_zero_grad, seq_item)
+from srcgrad.runtime.containers import (CONSTANT, FIELD, ZERO, _array_into_container, add_grad,
+                                        attribute_kind, is_node, is_zero_grad, not_a_field,
+                                        seq_item)
 
 
 _HOST = (numpy.ndarray, numpy.generic, float, int)   # values that are certainly not Dask's
@@ -213,6 +214,11 @@ def attr_add(dx, x, attr, g, error):
         return add_at(dx, x, type(x)._fields.index(attr), g)
     if not is_node(x) or isinstance(x, (list, tuple, dict)):
         raise error
+    kind = attribute_kind(x, attr)
+    if kind != FIELD:   # a class attribute is a constant; a property's fields are unknown here
+        if kind == CONSTANT:
+            return dx
+        raise not_a_field(x, attr, error)
     dx = _pytree.Fields(dx) if isinstance(dx, dict) else _pytree.Fields()
     dx[attr] = add_grad(dx.get(attr, 0.0), g)
     return dx

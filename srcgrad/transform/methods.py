@@ -493,6 +493,7 @@ def bind_methods(node, ctx):
     classes = ctx.classes
     if not classes:
         return node
+    node = structure_parts.read_properties(node, ctx)   # p.scale: Params.scale.fget(p)
 
     class Bind(gast.NodeTransformer):
         def visit_Call(self, call):

@@ -14,12 +14,14 @@ whose class defines ``__call__`` calls that method.
 
 import copy
 import dataclasses
+import functools
 import inspect
 
 import gast
 
 from srcgrad import ast_util, pytree
 from srcgrad.ast_util import name
+from srcgrad.transform import as_array
 
 # keys of ``static`` (no Python names: the others are parameters)
 PARAM_CLASSES = "<classes>"   # parameter -> the class of the structure it holds
@@ -90,6 +92,44 @@ def calls_itself(cls):
     except AttributeError:
         return False
     return inspect.isfunction(raw)
+
+
+def read_properties(node, ctx):
+    """``p.scale``, a property of the class of ``p`` (known when compiling: ``ctx.classes``),
+    becomes a call of its getter, ``Params.scale.fget(p)``, inlined as any method. Read as
+    an attribute, its value carried no gradient to the fields it is computed from."""
+    classes = ctx.classes
+
+    class Read(gast.NodeTransformer):
+        def visit_Attribute(self, read):
+            self.generic_visit(read)
+            cls = classes.get(read.value.id) if isinstance(read.value, gast.Name) else None
+            getter = property_getter(cls, read.attr) if isinstance(read.ctx, gast.Load) else None
+            if getter is None:
+                return read
+            owner = name(as_array.bind(ctx.namer, ctx.info, ctx.bindings, cls.__name__, cls))
+            func = gast.Attribute(value=gast.Attribute(value=owner, attr=read.attr, ctx=gast.Load()),
+                                  attr=getter, ctx=gast.Load())
+            return gast.copy_location(gast.Call(func=func, args=[read.value], keywords=[]), read)
+
+    node.body = [Read().visit(s) for s in node.body]
+    return node
+
+
+def property_getter(cls, attr):
+    """``"fget"`` (``"func"`` for a functools.cached_property) where ``attr`` is a property
+    of ``cls`` computed by a Python function, else None."""
+    if not has_methods(cls):
+        return None
+    try:
+        raw = inspect.getattr_static(cls, attr)
+    except AttributeError:
+        return None
+    if isinstance(raw, property) and inspect.isfunction(raw.fget):
+        return "fget"
+    if isinstance(raw, functools.cached_property) and inspect.isfunction(raw.func):
+        return "func"
+    return None
 
 
 def part_tree(expr, trees):
@@ -279,6 +319,11 @@ class _Binder:
                 loop = self.loop_parts(n)
                 if loop is not None and loop[3] is not None:
                     self.know(loop[1].id, loop[3])
+            if isinstance(n, gast.Attribute) and isinstance(n.value, (gast.Attribute, gast.Subscript)) \
+                    and _root(n.value) in scope:   # m.enc.scale, a property: read on a name
+                tree = part_tree(n.value, self.trees)
+                if tree is not None and property_getter(tree[0], n.attr) is not None:
+                    n.value = self.hoist(n.value, tree)
             if not isinstance(n, gast.Call):
                 continue
             func = n.func
