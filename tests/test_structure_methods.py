@@ -369,3 +369,22 @@ def test_a_computed_attribute_is_refused_not_zero():
             sg.grad(f)(m, x)
         with pytest.raises(SrcgradError, match="not one of its fields"):
             sg.jvp(f, (m, x), (Softplus(np.ones(2)), np.zeros(2)))
+
+
+@dataclasses.dataclass
+class Shifted(Linear):
+    shift: np.ndarray
+
+    def __call__(self, x):
+        return super().__call__(x) + self.shift
+
+    def forward(self, x):
+        return super(Shifted, self).forward(x) * 2.0
+
+
+def test_super_in_a_method_of_a_subclass():
+    """super() ran in the generated code, which has no __class__ cell: a RuntimeError."""
+    model = Shifted(RNG.standard_normal((3, 2)), RNG.standard_normal(2), RNG.standard_normal(2))
+    check(loss_call, model, X)
+    check(loss_forward, model, X)
+    check(loss_call, MLP([model, linear(2, 2)]), X)

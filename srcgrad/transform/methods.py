@@ -494,6 +494,7 @@ def bind_methods(node, ctx):
     if not classes:
         return node
     node = structure_parts.read_properties(node, ctx)   # p.scale: Params.scale.fget(p)
+    node = structure_parts.bind_super(node, ctx)   # super().__call__(x): Base.__call__(self, x)
 
     class Bind(gast.NodeTransformer):
         def visit_Call(self, call):

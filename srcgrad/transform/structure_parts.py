@@ -12,6 +12,7 @@ of parts of one class binds its variable the same way. Calling a part (or an arg
 whose class defines ``__call__`` calls that method.
 """
 
+import builtins
 import copy
 import dataclasses
 import functools
@@ -113,6 +114,47 @@ def read_properties(node, ctx):
             return gast.copy_location(gast.Call(func=func, args=[read.value], keywords=[]), read)
 
     node.body = [Read().visit(s) for s in node.body]
+    return node
+
+
+def bind_super(node, ctx):
+    """``super().energy(x)`` (or ``super(Cls, self)``) in a method whose ``self`` has a class
+    known when compiling becomes ``Base.energy(self, x)``, the method the MRO gives after
+    the class defining this one; so a subclass's ``__call__`` extending its base's works
+    as any method. (Python's super() needs the method's ``__class__`` cell, which the
+    generated code has not.)"""
+    classes = ctx.classes
+    first = node.args.args[0].id if node.args.args and isinstance(node.args.args[0], gast.Name) else None
+    for call in ast_util.walk(node):
+        if not (isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute)
+                and isinstance(call.func.value, gast.Call)):
+            continue
+        sup = call.func.value
+        if not (isinstance(sup.func, gast.Name) and sup.func.id == "super" and not sup.keywords):
+            continue
+        if not sup.args:
+            spelled = ("__class__", first)
+        elif len(sup.args) == 2 and all(isinstance(a, gast.Name) for a in sup.args):
+            spelled = tuple(a.id for a in sup.args)
+        else:
+            continue
+        cls = classes.get(spelled[1])
+        if not has_methods(cls):
+            continue
+        try:
+            if ctx.info.resolve("super") is not builtins.super:
+                continue
+            defining = ctx.info.resolve(spelled[0])
+        except NameError:
+            continue
+        mro = cls.__mro__
+        after = mro[mro.index(defining) + 1:] if defining in mro else ()
+        owner = next((k for k in after if call.func.attr in vars(k)), None)
+        if owner is None or not inspect.isfunction(vars(owner)[call.func.attr]):
+            continue
+        bound = name(as_array.bind(ctx.namer, ctx.info, ctx.bindings, owner.__name__, owner))
+        call.func = gast.Attribute(value=bound, attr=call.func.attr, ctx=gast.Load())
+        call.args = [name(spelled[1])] + call.args
     return node
 
 
