@@ -52,6 +52,10 @@ EXPECTED = {
         ("gradcheck on the parameter dict: passed", []),
         ("Generated gradient of MLP.loss:", []),
     ],
+    "modules_dataclasses.py": [
+        ("gradcheck on the model: passed", []),
+        ("gradient of the model: Model ['Linear', 'ScaledTanh', 'Linear', 'ScaledTanh', 'Linear']", []),
+    ],
     "seed0_variable_grad_fn.py": [
         ("In[4]  abs(x), x = 1:  x.grad =", [1.0]),
         ("In[5]  abs(x), x = -1: x.grad =", [-1.0]),
@@ -216,3 +220,13 @@ def test_ode_example_plots_the_trajectories_when_matplotlib_is_installed(tmp_pat
     result = _run("ode_rk4_initial_velocity.py", str(out))
     assert result.returncode == 0, result.stderr
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_modules_example_trains_a_model_of_dataclasses():
+    result = _run("modules_dataclasses.py")
+    assert result.returncode == 0, result.stderr
+    losses = [float(v) for v in re.findall(r"step +\d+: loss ([\d.]+)", result.stdout)]
+    assert len(losses) == 5 and all(b < a for a, b in zip(losses, losses[1:])), losses
+    assert losses[-1] < 0.05 * losses[0], losses
+    source = result.stdout.split("Generated gradient of loss:", 1)[1]
+    compile(source.strip() + "\n", "<generated>", "exec")
