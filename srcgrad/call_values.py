@@ -46,6 +46,12 @@ def _check_differentiable(name, value):
         raise TypeError(
             f"srcgrad: cannot differentiate with respect to {name!r}: its dtype is {dtype}; only "
             f"floating point inputs have gradients. Use .astype(float).")
+    if dtype is None and not isinstance(value, float):
+        raise TypeError(
+            f"srcgrad: cannot differentiate with respect to {name!r}: it is a "
+            f"{type(value).__name__} object, which is neither a float, an array nor a structure "
+            f"srcgrad knows (a dict, list, tuple, namedtuple or dataclass of those). Make its "
+            f"class a dataclass, or register it with srcgrad.register_pytree_node.")
 
 
 def refuse_matrices(args):
