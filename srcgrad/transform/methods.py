@@ -493,8 +493,9 @@ def bind_methods(node, ctx):
     classes = ctx.classes
     if not classes:
         return node
-    node = structure_parts.read_properties(node, ctx)   # p.scale: Params.scale.fget(p)
-    node = structure_parts.bind_super(node, ctx)   # super().__call__(x): Base.__call__(self, x)
+    if any(map(structure_parts.has_methods, classes.values())):
+        node = structure_parts.read_properties(node, ctx)   # p.scale: Params.scale.fget(p)
+        node = structure_parts.bind_super(node, ctx)   # super().f(x): Base.f(self, x)
 
     class Bind(gast.NodeTransformer):
         def visit_Call(self, call):

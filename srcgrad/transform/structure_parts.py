@@ -56,6 +56,12 @@ def classes_of(arguments):
     return out
 
 
+def _holds_methods(tree):
+    """Whether the structure of ``tree`` holds a class with methods (itself or a part)."""
+    return isinstance(tree, pytree.TreeKey) and (has_methods(_class(tree)) or any(
+        _holds_methods(t) for t in tree[1:]))
+
+
 def _no_leaf(_):
     return None
 
@@ -278,8 +284,8 @@ def bind(node, ctx):
     """Rewrite the calls of parts' methods in FunctionDef ``node`` as described above;
     ``ctx.classes`` and ``ctx.trees`` learn the names that hold parts."""
     trees = dict(getattr(ctx, "trees", None) or {})
-    if not trees:
-        return node
+    if not any(map(_holds_methods, trees.values())):
+        return node   # (dicts and lists of arrays: nothing to bind)
     binder = _Binder(node, ctx, trees)
     params = [a.id for a in node.args.args + node.args.kwonlyargs if isinstance(a, gast.Name)]
     binder.visit_block(node.body, {p for p in params if p in binder.trees})

@@ -30,7 +30,7 @@ def transform(node, ctx):
     """Write out the tree utilities' calls of FunctionDef ``node`` (before its methods are
     bound: a tree_map over a model builds the model's class)."""
     trees = ctx.trees
-    if not any(isinstance(n, gast.Call) and _spelled(n.func) in _NAMES
+    if not trees or not any(isinstance(n, gast.Call) and _spelled(n.func) in _NAMES
                             for n in ast_util.walk(node)):
         return node
     rebound, stored_into = structure_parts._changed_names(node)
