@@ -84,7 +84,7 @@ class ANF(Expressions, Base):
             base = self.base_name(target)
             index = self.index(target.slice, out)
             load = gast.Subscript(value=name(base), slice=index, ctx=gast.Load())
-            store = gast.Subscript(value=name(base, True), slice=index, ctx=gast.Store())
+            store = gast.Subscript(value=name(base), slice=index, ctx=gast.Store())
             value = gast.BinOp(left=load, op=s.op, right=s.value)
             tmp = self.atom(value, out, self.hint(value))
             self.emit(out, gast.Assign(targets=[store], value=tmp, type_comment=None))
