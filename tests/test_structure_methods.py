@@ -388,3 +388,49 @@ def test_super_in_a_method_of_a_subclass():
     check(loss_call, model, X)
     check(loss_forward, model, X)
     check(loss_call, MLP([model, linear(2, 2)]), X)
+
+
+@dataclasses.dataclass
+class Vec:
+    a: np.ndarray
+    b: np.ndarray
+
+    def __add__(self, other):
+        return Vec(self.a + other.a, self.b * other.b)
+
+    def __mul__(self, k):
+        return Vec(self.a * k, self.b * k)
+
+    def __rmul__(self, k):
+        return Vec(self.a * k ** 2, self.b)
+
+    def __neg__(self):
+        return Vec(-self.a, self.b)
+
+    def __getitem__(self, i):
+        return self.a[i] * self.b[i]
+
+    def __len__(self):
+        return len(self.a)
+
+
+def test_operators_a_class_defines():
+    p = Vec(RNG.standard_normal(3), RNG.standard_normal(3))
+    q = Vec(RNG.standard_normal(3), RNG.standard_normal(3))
+
+    def added(p, q):
+        r = p + q
+        return np.sum(r.a ** 2) + np.sum(r.b)
+
+    def scaled(p):
+        r = p * 3.0
+        s = 2.0 * p
+        t = -p
+        return np.sum(r.a * s.a) + np.sum(r.b ** 2) + np.sum(t.a * s.b)
+
+    def indexed(p):
+        return sum(p[i] ** 2 for i in range(len(p)))
+    check(added, p, q)
+    check(lambda q, p: added(p, q), q, p)
+    check(scaled, p)
+    check(indexed, p)

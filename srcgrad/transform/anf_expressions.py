@@ -116,6 +116,8 @@ class Expressions:
             fname = func.attr if isinstance(func, gast.Attribute) else getattr(func, "id", "call")
             if fname == "__call__" and node.args:   # Linear.__call__(layer, x): as layer(x)
                 fname, node = self.hint(node.args[0]), gast.Call(func=func, args=node.args[1:], keywords=[])
+            elif fname.startswith("__") and fname.endswith("__"):   # Vec.__add__(p, q): add_p
+                fname = fname.strip("_")
             arg = self.hint(node.args[0]) if node.args else ""
             return f"{fname}_{arg}" if arg else fname
         if isinstance(node, gast.Subscript):

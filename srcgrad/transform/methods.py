@@ -496,6 +496,7 @@ def bind_methods(node, ctx):
     if any(map(structure_parts.has_methods, classes.values())):
         node = structure_parts.read_properties(node, ctx)   # p.scale: Params.scale.fget(p)
         node = structure_parts.bind_super(node, ctx)   # super().f(x): Base.f(self, x)
+        node = structure_parts.bind_operators(node, ctx)   # p + q: Vec.__add__(p, q)
 
     class Bind(gast.NodeTransformer):
         def visit_Call(self, call):

@@ -164,6 +164,66 @@ def bind_super(node, ctx):
     return node
 
 
+_BINARY = {gast.Add: "add", gast.Sub: "sub", gast.Mult: "mul", gast.Div: "truediv",
+           gast.MatMult: "matmul", gast.Pow: "pow", gast.FloorDiv: "floordiv", gast.Mod: "mod"}
+_UNARY = {gast.USub: "__neg__", gast.UAdd: "__pos__"}
+
+
+def bind_operators(node, ctx):
+    """Operators on an instance of a class known when compiling that defines them in Python
+    (``p + q``, ``2.0 * p``, ``-p``, ``p[i]``, ``len(p)``) become calls of its methods,
+    ``Vec.__add__(p, q)``, inlined as any method. (The reflected method, ``__rmul__``, is
+    the one for a known instance on the right of an operand without the class.)"""
+    classes = {k: c for k, c in ctx.classes.items() if has_methods(c)}
+    if not classes:
+        return node
+
+    def known(operand):
+        return classes.get(operand.id) if isinstance(operand, gast.Name) else None
+
+    def method_call(cls, method, args, where):
+        if not inspect.isfunction(inspect.getattr_static(cls, method, None)):
+            return None
+        owner = name(as_array.bind(ctx.namer, ctx.info, ctx.bindings, cls.__name__, cls))
+        call = gast.Call(func=gast.Attribute(value=owner, attr=method, ctx=gast.Load()),
+                         args=args, keywords=[])
+        return gast.copy_location(call, where)
+
+    class Operators(gast.NodeTransformer):
+        def visit_BinOp(self, op):
+            self.generic_visit(op)
+            word = _BINARY.get(type(op.op))
+            left, right = known(op.left), known(op.right)
+            if word is None or (left is None and right is None):
+                return op
+            if left is not None:
+                return method_call(left, f"__{word}__", [op.left, op.right], op) or op
+            return method_call(right, f"__r{word}__", [op.right, op.left], op) or op
+
+        def visit_UnaryOp(self, op):
+            self.generic_visit(op)
+            cls = known(op.operand)
+            method = _UNARY.get(type(op.op))
+            return (method_call(cls, method, [op.operand], op) or op) if cls and method else op
+
+        def visit_Subscript(self, read):
+            self.generic_visit(read)
+            cls = known(read.value)
+            if cls is None or not isinstance(read.ctx, gast.Load) or isinstance(read.slice, gast.Slice):
+                return read
+            return method_call(cls, "__getitem__", [read.value, read.slice], read) or read
+
+        def visit_Call(self, call):
+            self.generic_visit(call)
+            if isinstance(call.func, gast.Name) and call.func.id == "len" and len(call.args) == 1 \
+                    and not call.keywords and known(call.args[0]) is not None and _is_builtin(ctx, "len"):
+                return method_call(known(call.args[0]), "__len__", list(call.args), call) or call
+            return call
+
+    node.body = [Operators().visit(s) for s in node.body]
+    return node
+
+
 def property_getter(cls, attr):
     """``"fget"`` (``"func"`` for a functools.cached_property) where ``attr`` is a property
     of ``cls`` computed by a Python function, else None."""
