@@ -12,6 +12,7 @@ import pytest
 import srcgrad as sg
 from srcgrad import pytree
 from srcgrad.errors import SrcgradError
+from srcgrad.testing import numerical_grad
 
 RNG = np.random.default_rng(7)
 X = RNG.standard_normal((4, 3))
@@ -80,21 +81,6 @@ def mlp(*sizes):
     return MLP([linear(a, b) for a, b in zip(sizes[:-1], sizes[1:])])
 
 
-def fd_tree(f, tree, *rest, h=1e-6):
-    """Central differences of ``f(tree, *rest)`` over every leaf of ``tree``, as a tree."""
-    leaves = [np.array(v, dtype=float) for v in pytree.tree_leaves(tree)]
-    out = []
-    for k, leaf in enumerate(leaves):
-        g = np.zeros_like(leaf)
-        for idx in np.ndindex(leaf.shape):
-            for sign in (1, -1):
-                moved = [v.copy() for v in leaves]
-                moved[k][idx] += sign * h
-                g[idx] += sign * f(pytree.rebuild(tree, iter(moved)), *rest) / (2 * h)
-        out.append(g)
-    return pytree.rebuild(tree, iter(out))
-
-
 def assert_tree_close(got, want):
     assert type(got) is type(want)
     for a, b in zip(pytree.tree_leaves(got), pytree.tree_leaves(want)):
@@ -102,7 +88,7 @@ def assert_tree_close(got, want):
 
 
 def check(f, model, *rest):
-    assert_tree_close(sg.grad(f)(model, *rest), fd_tree(f, model, *rest))
+    assert_tree_close(sg.grad(f)(model, *rest), numerical_grad(f, (model,) + rest))
 
 
 def loss_call(m, x):
@@ -147,7 +133,7 @@ def test_a_namedtuple_of_modules():
 def test_the_input_gradient_with_the_model_constant():
     model = mlp(3, 4, 2)
     got = sg.grad(loss_call, wrt=1)(model, X)
-    want = sg.testing.numerical_grad(lambda x: loss_call(model, x), (X,))
+    want = numerical_grad(lambda x: loss_call(model, x), (X,))
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8)
 
 
@@ -283,7 +269,7 @@ def test_grad_of_grad_and_a_hessian_through_the_model():
         g = sg.grad(loss_call)(m, x)
         return np.sum(g.layers[0].w) + np.sum(g.layers[1].b)
     got = sg.grad(inner, wrt=1)(model, x)
-    want = sg.testing.numerical_grad(lambda v: inner(model, v), (x,))
+    want = numerical_grad(lambda v: inner(model, v), (x,))
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
     h = sg.hessian(loss_call)(model, x)
     assert type(h) is MLP and type(h.layers[0].w) is MLP

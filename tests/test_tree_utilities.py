@@ -11,6 +11,7 @@ import pytest
 import srcgrad as sg
 from srcgrad import pytree
 from srcgrad.errors import SrcgradError
+from srcgrad.testing import numerical_grad
 
 RNG = np.random.default_rng(3)
 X = RNG.standard_normal((4, 3))
@@ -28,26 +29,8 @@ def params():
             "extra": [RNG.standard_normal(2), None, Point(RNG.standard_normal(2), 0.5)]}
 
 
-def fd_tree(f, tree, *rest, h=1e-6):
-    original = pytree.tree_leaves(tree)
-    leaves = [np.array(v, dtype=float) for v in original]
-
-    def as_given(values):   # a float leaf stays a float
-        return iter([float(v) if isinstance(o, float) else v for v, o in zip(values, original)])
-    out = []
-    for k, leaf in enumerate(leaves):
-        g = np.zeros_like(leaf)
-        for idx in np.ndindex(leaf.shape):
-            for sign in (1, -1):
-                moved = [v.copy() for v in leaves]
-                moved[k][idx] += sign * h
-                g[idx] += sign * f(pytree.rebuild(tree, as_given(moved)), *rest) / (2 * h)
-        out.append(g)
-    return pytree.rebuild(tree, as_given(out))
-
-
 def check(f, tree, *rest):
-    got, want = sg.grad(f)(tree, *rest), fd_tree(f, tree, *rest)
+    got, want = sg.grad(f)(tree, *rest), numerical_grad(f, (tree,) + rest)
     assert pytree.tree_key(got, type) == pytree.tree_key(want, type)
     for a, b in zip(pytree.tree_leaves(got), pytree.tree_leaves(want)):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-8)
