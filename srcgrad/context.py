@@ -73,6 +73,7 @@ class CompileContext:
     normalize: object = field(default=None, repr=False)
     classes: dict = field(default_factory=dict)   # parameter -> its class, known when compiling
     trees: dict = field(default_factory=dict)   # name -> the tree of the structure it holds
+    built_trees: set = field(default_factory=set)   # locals given a tree by a sg.tree_map
     # name canonicalize binds to list(<call>) for a for loop -> why that loop may not read
     # every item the call gives (None: it reads them all): a generator's (generators.py)
     loop_sequences: dict = field(default_factory=dict)

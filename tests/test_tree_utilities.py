@@ -103,3 +103,19 @@ def test_a_structure_built_in_the_function_is_refused_not_guessed():
         return sum(np.sum(v) for v in sg.tree_leaves(local))
     with pytest.raises(SrcgradError):
         sg.grad(loss)(np.ones(2))
+
+
+@dataclasses.dataclass
+class Affine:
+    w: np.ndarray
+    b: np.ndarray
+
+    def __call__(self, x):
+        return x @ self.w + self.b
+
+
+def test_a_model_made_by_tree_map_is_called():
+    def loss(m, x):
+        squashed = sg.tree_map(np.tanh, m)
+        return np.sum(squashed(x) ** 2)
+    check(loss, Affine(RNG.standard_normal((3, 2)), RNG.standard_normal(2)), X)

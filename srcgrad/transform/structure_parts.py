@@ -348,7 +348,9 @@ def bind(node, ctx):
         return node   # (dicts and lists of arrays: nothing to bind)
     binder = _Binder(node, ctx, trees)
     params = [a.id for a in node.args.args + node.args.kwonlyargs if isinstance(a, gast.Name)]
-    binder.visit_block(node.body, {p for p in params if p in binder.trees})
+    binder.visit_block(node.body, {p for p in params if p in binder.trees} | binder.built)
+    for k in binder.built:
+        ctx.classes[k] = binder.trees[k][0]
     for block, before, reads in binder.hoists.values():
         at = next(k for k, s in enumerate(block) if s is before)
         block[at:at] = list(reads.values())
@@ -369,6 +371,9 @@ class _Binder:
         for n in ast_util.walk(node):
             if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store):
                 self.stores[n.id] = self.stores.get(n.id, 0) + 1
+        # m2 = sg.tree_map(f, m) (tree_calls.py), bound once: read after that binding
+        self.built = {k for k in ctx.built_trees if self.stores.get(k) == 1 and k not in self.stored_into}
+        self.trees.update((k, trees[k]) for k in self.built)
         self.hoists = {}    # id(statement) -> (block, statement, {path: the read put before it})
         self.unrolled = {}  # id(loop) -> the statements standing for it
         self.at = None      # (block, statement) being visited

@@ -47,6 +47,18 @@ class _TreeCalls(gast.NodeTransformer):
 
     def __init__(self, ctx, trees, locals_):
         self.ctx, self.trees, self.locals = ctx, trees, locals_
+        self.mapped_tree = None   # the tree of the last tree_map written out (visit_Assign)
+
+    def visit_Assign(self, assign):
+        """``m2 = sg.tree_map(f, m)``: ``m2`` holds a structure like ``m``'s (its tree, for
+        ``m2(x)``; structure_parts.py binds it where the function binds it once)."""
+        self.generic_visit(assign)
+        target = assign.targets[0] if len(assign.targets) == 1 else None
+        if isinstance(target, gast.Name) and self.mapped_tree is not None:
+            self.ctx.trees[target.id] = self.mapped_tree
+            self.ctx.built_trees.add(target.id)
+        self.mapped_tree = None
+        return assign
 
     def visit_Call(self, call):
         self.generic_visit(call)
@@ -65,6 +77,7 @@ class _TreeCalls(gast.NodeTransformer):
                 if any(t is None for t in trees):
                     return call   # (refused where a gradient must flow through it)
                 out = self.mapped(call.args[0], call.args[1:], trees)
+                self.mapped_tree = trees[0]
             else:
                 return call
         except _Unknown:
