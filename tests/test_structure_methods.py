@@ -420,3 +420,33 @@ def test_operators_a_class_defines():
     check(lambda q, p: added(p, q), q, p)
     check(scaled, p)
     check(indexed, p)
+
+
+@dataclasses.dataclass
+class Pt:
+    a: np.ndarray
+    b: np.ndarray
+
+    def __add__(self, other):
+        return type(self)(self.a + other.a, self.b * other.b)
+
+    def scaled(self, k):
+        return Pt(self.a * k, self.b)
+
+    def norm(self):
+        return np.sum(self.a ** 2) + np.sum(self.b ** 2)
+
+
+def test_methods_of_what_a_method_returns():
+    p = Pt(RNG.standard_normal(3), RNG.standard_normal(3))
+    q = Pt(RNG.standard_normal(3), RNG.standard_normal(3))
+
+    def chained(p, q):
+        return (p + q).norm() + p.scaled(2.0).scaled(0.5).norm()
+
+    def named(p, q):
+        r = p + q
+        s = Pt(p.a * 3.0, q.b)
+        return r.norm() * s.norm()
+    check(chained, p, q)
+    check(named, p, q)

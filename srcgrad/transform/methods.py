@@ -36,7 +36,7 @@ from srcgrad.ast_util import name
 from srcgrad.errors import UnsupportedError
 from srcgrad.transform import operator_methods
 from srcgrad.transform.operator_methods import simple as _simple
-from srcgrad.transform import as_array, structure_parts, tree_calls
+from srcgrad.transform import as_array, class_methods, structure_parts, tree_calls
 from srcgrad.transform.structure_parts import plain_dataclass as _is_plain_dataclass
 from srcgrad.transform.base import Base, local_names
 from srcgrad.transform.call_forms import (_clone_replacing, _dict_loops, _evaluation_order, _hashable_in,
@@ -494,9 +494,10 @@ def bind_methods(node, ctx):
     if not classes:
         return node
     if any(map(structure_parts.has_methods, classes.values())):
-        node = structure_parts.read_properties(node, ctx)   # p.scale: Params.scale.fget(p)
-        node = structure_parts.bind_super(node, ctx)   # super().f(x): Base.f(self, x)
-        node = structure_parts.bind_operators(node, ctx)   # p + q: Vec.__add__(p, q)
+        node = class_methods.read_properties(node, ctx)   # p.scale: Params.scale.fget(p)
+        node = class_methods.bind_super(node, ctx)   # super().f(x): Base.f(self, x)
+        node = class_methods.bind_operators(node, ctx)   # p + q: Vec.__add__(p, q)
+        node = class_methods.bind_results(node, ctx)   # (p + q).norm(): Vec.norm(...)
 
     class Bind(gast.NodeTransformer):
         def visit_Call(self, call):

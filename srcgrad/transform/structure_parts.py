@@ -5,14 +5,14 @@ A compile is specialised on each structured argument's tree (pytree.tree_key), w
 the class of every dataclass or registered node inside it. A part reached from such an
 argument by attribute reads and constant indices has a class known when compiling, as long
 as nothing in the function stores into the argument. Where a method of a part is called,
-the part is read into a name first (at the top of the function, or of the loop whose
-variable it is read from); the name knows the part's class and tree, and the call becomes
-the class's function, as for an argument (methods.bind_methods). A loop over a list or tuple
-of parts of one class binds its variable the same way. Calling a part (or an argument)
-whose class defines ``__call__`` calls that method.
+the part is read into a name just before the statement (where Python reads it, so the
+value model still sees every read); the name knows the part's class and tree, and the call
+becomes the class's function, as for an argument (methods.bind_methods). A loop over a list
+or tuple of parts of one class binds its variable the same way; over parts of several
+classes it is written out, one body per part. Calling a part (or an argument) whose class
+defines ``__call__`` calls that method. (class_methods.py: properties, super(), operators.)
 """
 
-import builtins
 import copy
 import dataclasses
 import functools
@@ -22,7 +22,6 @@ import gast
 
 from srcgrad import ast_util, pytree
 from srcgrad.ast_util import name
-from srcgrad.transform import as_array
 
 # keys of ``static`` (no Python names: the others are parameters)
 PARAM_CLASSES = "<classes>"   # parameter -> the class of the structure it holds
@@ -99,129 +98,6 @@ def calls_itself(cls):
     except AttributeError:
         return False
     return inspect.isfunction(raw)
-
-
-def read_properties(node, ctx):
-    """``p.scale``, a property of the class of ``p`` (known when compiling: ``ctx.classes``),
-    becomes a call of its getter, ``Params.scale.fget(p)``, inlined as any method. Read as
-    an attribute, its value carried no gradient to the fields it is computed from."""
-    classes = ctx.classes
-
-    class Read(gast.NodeTransformer):
-        def visit_Attribute(self, read):
-            self.generic_visit(read)
-            cls = classes.get(read.value.id) if isinstance(read.value, gast.Name) else None
-            getter = property_getter(cls, read.attr) if isinstance(read.ctx, gast.Load) else None
-            if getter is None:
-                return read
-            owner = name(as_array.bind(ctx.namer, ctx.info, ctx.bindings, cls.__name__, cls))
-            func = gast.Attribute(value=gast.Attribute(value=owner, attr=read.attr, ctx=gast.Load()),
-                                  attr=getter, ctx=gast.Load())
-            return gast.copy_location(gast.Call(func=func, args=[read.value], keywords=[]), read)
-
-    node.body = [Read().visit(s) for s in node.body]
-    return node
-
-
-def bind_super(node, ctx):
-    """``super().energy(x)`` (or ``super(Cls, self)``) in a method whose ``self`` has a class
-    known when compiling becomes ``Base.energy(self, x)``, the method the MRO gives after
-    the class defining this one; so a subclass's ``__call__`` extending its base's works
-    as any method. (Python's super() needs the method's ``__class__`` cell, which the
-    generated code has not.)"""
-    classes = ctx.classes
-    first = node.args.args[0].id if node.args.args and isinstance(node.args.args[0], gast.Name) else None
-    for call in ast_util.walk(node):
-        if not (isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute)
-                and isinstance(call.func.value, gast.Call)):
-            continue
-        sup = call.func.value
-        if not (isinstance(sup.func, gast.Name) and sup.func.id == "super" and not sup.keywords):
-            continue
-        if not sup.args:
-            spelled = ("__class__", first)
-        elif len(sup.args) == 2 and all(isinstance(a, gast.Name) for a in sup.args):
-            spelled = tuple(a.id for a in sup.args)
-        else:
-            continue
-        cls = classes.get(spelled[1])
-        if not has_methods(cls):
-            continue
-        try:
-            if ctx.info.resolve("super") is not builtins.super:
-                continue
-            defining = ctx.info.resolve(spelled[0])
-        except NameError:
-            continue
-        mro = cls.__mro__
-        after = mro[mro.index(defining) + 1:] if defining in mro else ()
-        owner = next((k for k in after if call.func.attr in vars(k)), None)
-        if owner is None or not inspect.isfunction(vars(owner)[call.func.attr]):
-            continue
-        bound = name(as_array.bind(ctx.namer, ctx.info, ctx.bindings, owner.__name__, owner))
-        call.func = gast.Attribute(value=bound, attr=call.func.attr, ctx=gast.Load())
-        call.args = [name(spelled[1])] + call.args
-    return node
-
-
-_BINARY = {gast.Add: "add", gast.Sub: "sub", gast.Mult: "mul", gast.Div: "truediv",
-           gast.MatMult: "matmul", gast.Pow: "pow", gast.FloorDiv: "floordiv", gast.Mod: "mod"}
-_UNARY = {gast.USub: "__neg__", gast.UAdd: "__pos__"}
-
-
-def bind_operators(node, ctx):
-    """Operators on an instance of a class known when compiling that defines them in Python
-    (``p + q``, ``2.0 * p``, ``-p``, ``p[i]``, ``len(p)``) become calls of its methods,
-    ``Vec.__add__(p, q)``, inlined as any method. (The reflected method, ``__rmul__``, is
-    the one for a known instance on the right of an operand without the class.)"""
-    classes = {k: c for k, c in ctx.classes.items() if has_methods(c)}
-    if not classes:
-        return node
-
-    def known(operand):
-        return classes.get(operand.id) if isinstance(operand, gast.Name) else None
-
-    def method_call(cls, method, args, where):
-        if not inspect.isfunction(inspect.getattr_static(cls, method, None)):
-            return None
-        owner = name(as_array.bind(ctx.namer, ctx.info, ctx.bindings, cls.__name__, cls))
-        call = gast.Call(func=gast.Attribute(value=owner, attr=method, ctx=gast.Load()),
-                         args=args, keywords=[])
-        return gast.copy_location(call, where)
-
-    class Operators(gast.NodeTransformer):
-        def visit_BinOp(self, op):
-            self.generic_visit(op)
-            word = _BINARY.get(type(op.op))
-            left, right = known(op.left), known(op.right)
-            if word is None or (left is None and right is None):
-                return op
-            if left is not None:
-                return method_call(left, f"__{word}__", [op.left, op.right], op) or op
-            return method_call(right, f"__r{word}__", [op.right, op.left], op) or op
-
-        def visit_UnaryOp(self, op):
-            self.generic_visit(op)
-            cls = known(op.operand)
-            method = _UNARY.get(type(op.op))
-            return (method_call(cls, method, [op.operand], op) or op) if cls and method else op
-
-        def visit_Subscript(self, read):
-            self.generic_visit(read)
-            cls = known(read.value)
-            if cls is None or not isinstance(read.ctx, gast.Load) or isinstance(read.slice, gast.Slice):
-                return read
-            return method_call(cls, "__getitem__", [read.value, read.slice], read) or read
-
-        def visit_Call(self, call):
-            self.generic_visit(call)
-            if isinstance(call.func, gast.Name) and call.func.id == "len" and len(call.args) == 1 \
-                    and not call.keywords and known(call.args[0]) is not None and _is_builtin(ctx, "len"):
-                return method_call(known(call.args[0]), "__len__", list(call.args), call) or call
-            return call
-
-    node.body = [Operators().visit(s) for s in node.body]
-    return node
 
 
 def property_getter(cls, attr):
@@ -463,7 +339,7 @@ class _Binder:
         if isinstance(iterable, gast.Call) and not iterable.keywords:
             func = iterable.func
             if isinstance(func, gast.Name) and func.id == "enumerate" and len(iterable.args) == 1 \
-                    and _is_builtin(self.ctx, "enumerate"):
+                    and is_builtin(self.ctx, "enumerate"):
                 iterable, how = iterable.args[0], "enumerate"
             elif isinstance(func, gast.Attribute) and func.attr in ("items", "values") \
                     and not iterable.args:
@@ -557,7 +433,7 @@ def _targets(target):
     return [n.id for n in ast_util.walk(target) if isinstance(n, gast.Name)]
 
 
-def _is_builtin(ctx, spelled):
+def is_builtin(ctx, spelled):
     import builtins
     try:
         return ctx.info.resolve(spelled) is getattr(builtins, spelled)
