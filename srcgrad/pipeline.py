@@ -24,7 +24,7 @@ from srcgrad import optimize
 from srcgrad.optimize import scalar_items, unit_seed
 from srcgrad.transform import (anf, as_array, assignment_expressions, aux, canonicalize, comprehensions,
                                constant_arguments, fence, flat_reads, function_tables,
-                               generators, inline, methods, local_functions, match_statements,
+                               generators, inline, item_updates, methods, local_functions, match_statements,
                                mutation, plain_statements, reverse, unroll, warning_blocks,
                                zero_marks)
 from srcgrad.transform import fuse as fusion
@@ -93,6 +93,8 @@ def front_end(fn, options, stack=(), has_aux=False, static=None):
     node = rename_reserved(node, info, ctx.namer, ctx.bindings, RESERVED)
     node = assignment_expressions.transform(node, ctx)  # (n := e): n = e, in Python's order
     node = flat_reads.transform(node, ctx)  # x.flat[i], for v in x.flat: np.ravel(x)
+    if item_updates.may_hold(info):   # d[k].append(v): d[k] += [v]
+        node = item_updates.transform(node, ctx)
     node = methods.transform(node, ctx)  # p.energy(x), xs.pop(), d.update(), [*a, *b]: calls, joins
     node = function_tables.transform(node, ctx)  # acts[name](x), [lambda v, i=i: ... for i in ...]
     node = local_functions.transform(node, ctx)  # lambdas, nested defs: helpers

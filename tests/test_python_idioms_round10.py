@@ -1,0 +1,176 @@
+"""Python as people write it, round ten: lists held by a dict or a list updated in place
+(transform/item_updates.py), ``nonlocal`` accumulators in nested functions, ``np.unique``,
+and the refusal of ``try``. Each gradient is checked against central differences in
+float64 in reverse mode, forward mode, the Hessian, ``jit=True`` and a gradient of a
+gradient; what cannot be differentiated soundly is refused at its line."""
+
+import warnings
+from collections import defaultdict
+
+import numpy as np
+import pytest
+
+import srcgrad as sg
+from srcgrad.jit import JitFallbackWarning
+from srcgrad.testing import numerical_grad
+
+X = np.array([0.3, 0.7, -1.1, 2.0])
+V = np.array([0.5, -1.0, 0.25, 2.0])
+W = np.array([1.0, -0.5, 2.0, 0.75])
+
+
+def _hessian_fd(f, x, eps=1e-5):
+    g = sg.grad(f)
+    return np.stack([(g(x + eps * e) - g(x - eps * e)) / (2 * eps) for e in np.eye(len(x))])
+
+
+def check_all_modes(f, x=X):
+    """grad, jvp, hessian, jit=True and grad of grad of ``f`` against central differences."""
+    want = numerical_grad(f, (x,))
+    g = sg.grad(f)(x)
+    np.testing.assert_allclose(g, want, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(sg.jvp(f, (x,), (V,))[1], want @ V, rtol=1e-6, atol=1e-7)
+    hess = _hessian_fd(f, x)
+    np.testing.assert_allclose(sg.hessian(f)(x), hess, rtol=1e-5, atol=1e-6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", JitFallbackWarning)
+        np.testing.assert_allclose(sg.grad(f, jit=True)(x), g, rtol=1e-12, atol=1e-12)
+    inner = sg.grad(f)
+
+    def along(x):
+        return np.sum(inner(x) * W)
+
+    np.testing.assert_allclose(sg.grad(along)(x), hess @ W, rtol=1e-5, atol=1e-6)
+
+
+# ----- 1. lists held by a dict or a list, updated in place -----
+
+def setdefault_append(x):
+    d = {}
+    for i in range(4):
+        d.setdefault(i % 2, []).append(x[i] * x[i])
+    return np.sum(np.stack(d[0]) * np.stack(d[1])) + sum(d[1])
+
+
+def keyed_append(x):
+    d = {"a": [], "b": []}
+    for i in range(4):
+        d["a" if i % 2 else "b"].append(np.sin(x[i]))
+    return sum(d["a"]) * sum(d["b"])
+
+
+def add_extend(x):
+    d = {"a": [x[0]]}
+    d["a"] += [x[1] ** 2]
+    d["a"].extend([x[2], x[3] * x[0]])
+    d["a"].extend(np.cos(v) for v in x[:2])
+    return np.sum(np.stack(d["a"]) ** 2)
+
+
+def grouped(x):
+    groups = defaultdict(list)
+    for i in range(4):
+        groups[i % 2].append(x[i] ** 3)
+    return sum(groups[0]) * np.prod(np.stack(groups[1]))
+
+
+def rows_of_lists(x):
+    rows = [[] for _ in range(2)]
+    for i in range(4):
+        rows[i % 2].append(x[i] * x[3 - i])
+    return np.sum(np.stack(rows[0]) * np.stack(rows[1]))
+
+
+def keyed_by_label(x):
+    labels = np.array([2, 0, 2, 1])
+    buckets = {}
+    for i in range(len(labels)):
+        buckets.setdefault(int(labels[i]), []).append(np.exp(x[i] / 2))
+    return sum(np.mean(np.stack(v)) ** 2 for k, v in sorted(buckets.items()))
+
+
+@pytest.mark.parametrize("f", [setdefault_append, keyed_append, add_extend, grouped,
+                               rows_of_lists, keyed_by_label], ids=lambda f: f.__name__)
+def test_item_updates_are_differentiated(f):
+    check_all_modes(f)
+
+
+def test_item_updates_keep_python_values():
+    for f in (setdefault_append, keyed_append, add_extend, grouped, rows_of_lists, keyed_by_label):
+        value, _ = sg.value_and_grad(f)(X)
+        np.testing.assert_allclose(value, f(X), rtol=1e-14)
+
+
+def held_elsewhere(x):
+    a = [x[0]]
+    d = {"k": a}
+    d["k"].append(x[1])
+    return sum(a) * x[2]   # Python: a is d["k"], and has two items
+
+
+def read_before(x):
+    d = {"k": [x[0]]}
+    lst = d["k"]
+    d["k"].append(x[1] * 3.0)
+    return sum(lst) * x[2]
+
+
+def repeated_rows(x):
+    rows = [[]] * 2
+    rows[0].append(x[1])
+    return sum(rows[1]) * x[0]
+
+
+def array_item(x):
+    d = {"k": x * 1.0}
+    d["k"].append(x[0])   # an array has no append: Python raises
+    return np.sum(d["k"])
+
+
+def grows_while_looping(x):
+    d = {"k": [x[0]]}
+    for v in d["k"]:
+        if len(d["k"]) < 3:
+            d["k"].append(v * 2.0)
+    return sum(d["k"])
+
+
+@pytest.mark.parametrize("f", [held_elsewhere, read_before, repeated_rows],
+                         ids=lambda f: f.__name__)
+def test_item_update_of_a_shared_list_is_refused(f):
+    with pytest.raises(sg.UnsupportedError, match="shares its memory|sharing its memory"):
+        sg.grad(f)(X)
+
+
+def copied(x):
+    d = {"k": [x[0]]}
+    e = dict(d)
+    d["k"].append(x[1] * 3.0)
+    return sum(e["k"]) * x[2]   # Python: e["k"] is d["k"]
+
+
+def held_by_another_container(x):
+    d = {"k": [x[0]]}
+    outer = [d]
+    d["k"].append(x[1] * 3.0)
+    return sum(outer[0]["k"]) * x[2]
+
+
+def test_item_update_of_a_list_another_container_holds_is_refused():
+    for f in (copied, held_by_another_container):
+        with pytest.raises(sg.UnsupportedError, match="shares its memory") as e:
+            sg.grad(f)(X)
+        assert "test_python_idioms_round10.py" in str(e.value)
+
+
+def test_item_update_of_an_array_raises_as_python_does():
+    with pytest.raises(AttributeError):
+        array_item(X)
+    with pytest.raises(AttributeError, match="needs a list there"):
+        sg.grad(array_item)(X)
+
+
+def test_item_update_while_looping_over_it_is_refused():
+    with pytest.raises(sg.UnsupportedError, match="Python's loop would see the new items") as e:
+        sg.grad(grows_while_looping)(X)
+    assert "test_python_idioms_round10.py" in str(e.value)
