@@ -25,6 +25,7 @@ from srcgrad.optimize import scalar_items, unit_seed
 from srcgrad.transform import (anf, as_array, assignment_expressions, aux, canonicalize, comprehensions,
                                constant_arguments, fence, flat_reads, function_tables,
                                generators, inline, item_updates, methods, local_functions, match_statements,
+                               nonlocal_functions,
                                mutation, plain_statements, reverse, unroll, warning_blocks,
                                zero_marks)
 from srcgrad.transform import fuse as fusion
@@ -84,6 +85,8 @@ def front_end(fn, options, stack=(), has_aux=False, static=None):
         node = plain_statements.transform(node, ctx)
     if warning_blocks.may_hold(info):   # with np.errstate(divide="ignore"): its body
         node = warning_blocks.transform(node, ctx)
+    if nonlocal_functions.may_hold(info):   # def step(): nonlocal t: returns t, rebound
+        node = nonlocal_functions.transform(node, ctx)
     fence.check(node, info, allowed_with=lambda item: anf.grad_mode_of(item, info) is not None,
                 helper=bool(stack))
     if not stack:

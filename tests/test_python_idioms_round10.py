@@ -174,3 +174,117 @@ def test_item_update_while_looping_over_it_is_refused():
     with pytest.raises(sg.UnsupportedError, match="Python's loop would see the new items") as e:
         sg.grad(grows_while_looping)(X)
     assert "test_python_idioms_round10.py" in str(e.value)
+
+
+# ----- 2. nonlocal accumulators in nested functions -----
+
+def accumulates(x):
+    total = 0.0
+
+    def step(v):
+        nonlocal total
+        total = total + np.sin(v) * v
+
+    for i in range(4):
+        step(x[i])
+    return total * x[0]
+
+
+def branches_and_returns(x):
+    total = 1.0
+    count = 0
+
+    def add(v, w=2.0):
+        nonlocal total, count
+        if v > 0:
+            total = total + w * v ** 2
+            count += 1
+            return v * total
+        total = total * np.cos(v)
+        return -v
+
+    ys = []
+    for i in range(4):
+        y = add(x[i])
+        ys.append(y * total)
+    return total / count + sum(ys)
+
+
+def updates_an_array(x):
+    acc = np.zeros(2)
+
+    def push(a, b):
+        nonlocal acc
+        acc = acc + np.array([a * b, a - b])
+
+    push(x[0], x[1])
+    push(x[2], np.exp(x[3]))
+    return np.sum(acc ** 2)
+
+
+@pytest.mark.parametrize("f", [accumulates, branches_and_returns, updates_an_array],
+                         ids=lambda f: f.__name__)
+def test_nonlocal_functions_are_differentiated(f):
+    check_all_modes(f)
+    np.testing.assert_allclose(sg.value_and_grad(f)(X)[0], f(X), rtol=1e-14)
+
+
+def called_in_an_expression(x):
+    total = 0.0
+
+    def step(v):
+        nonlocal total
+        total = total + v
+        return v
+
+    return total + step(x[0]) * 2.0
+
+
+def passed_as_a_value(x):
+    total = 0.0
+
+    def step(v):
+        nonlocal total
+        total = total + v
+
+    list(map(step, x))
+    return total
+
+
+def called_by_another_nested_def(x):
+    total = 0.0
+
+    def step(v):
+        nonlocal total
+        total = total + v
+
+    def twice(v):
+        step(v)
+        step(v)
+
+    twice(x[0])
+    return total
+
+
+def two_levels(x):
+    total = 0.0
+
+    def outer(v):
+        def inner():
+            nonlocal total
+            total = total + v
+        inner()
+
+    outer(x[0])
+    return total
+
+
+@pytest.mark.parametrize("f,words", [
+    (called_in_an_expression, "used here other than as a call that is a statement of its own"),
+    (passed_as_a_value, "used here other than as a call"),
+    (called_by_another_nested_def, "used here other than as a call"),
+    (two_levels, "nonlocal")], ids=lambda v: getattr(v, "__name__", "words"))
+def test_nonlocal_uses_that_cannot_be_rebound_are_refused(f, words):
+    with pytest.raises(sg.UnsupportedError, match=words) as e:
+        sg.grad(f)(X)
+    assert "test_python_idioms_round10.py" in str(e.value)
