@@ -288,3 +288,48 @@ def test_nonlocal_uses_that_cannot_be_rebound_are_refused(f, words):
     with pytest.raises(sg.UnsupportedError, match=words) as e:
         sg.grad(f)(X)
     assert "test_python_idioms_round10.py" in str(e.value)
+
+
+# ----- 3. np.unique -----
+
+def unique_values(x):
+    u = np.unique(x)
+    return np.sum(u ** 2 * np.arange(len(u))) + np.prod(np.unique(x[:3]))
+
+
+def unique_with_flags(x):
+    u, inv, counts = np.unique(x, return_inverse=True, return_counts=True)
+    return np.sum(np.sin(u)[inv] * counts[inv] * x)
+
+
+def unique_labels(x):
+    labels = np.array([1, 2, 1, 3])
+    u, first, inv, counts = np.unique(labels, return_index=True, return_inverse=True,
+                                      return_counts=True)
+    sums = np.zeros(len(u))
+    np.add.at(sums, inv, x ** 2)
+    return np.sum(x[first] ** 3) + np.sum(sums / counts) + np.sum(u * x[:3])
+
+
+def unique_rows(x):
+    m = np.stack([x, x[::-1] * 2.0, x])
+    rows, index = np.unique(m, axis=0, return_index=True)
+    return np.sum(rows ** 2 * np.arange(rows.size).reshape(rows.shape)) + len(index)
+
+
+@pytest.mark.parametrize("f", [unique_values, unique_with_flags, unique_labels, unique_rows],
+                         ids=lambda f: f.__name__)
+def test_unique_is_differentiated_away_from_ties(f):
+    check_all_modes(f)
+    np.testing.assert_allclose(sg.value_and_grad(f)(X)[0], f(X), rtol=1e-14)
+
+
+def test_unique_gives_a_tied_value_s_gradient_to_its_first_occurrence():
+    # jax.numpy.unique's convention: the values are gathered at NumPy's return_index
+    def weighted(x):
+        return np.sum(np.unique(x) * np.array([1.0, 10.0]))
+
+    t = np.array([2.0, 1.0, 2.0, 1.0])
+    np.testing.assert_array_equal(sg.grad(weighted)(t), [10.0, 1.0, 0.0, 0.0])
+    np.testing.assert_array_equal(sg.jvp(weighted, (t,), (np.array([1.0, 2.0, 4.0, 8.0]),))[1],
+                                  10.0 * 1.0 + 1.0 * 2.0)
