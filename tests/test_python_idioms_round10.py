@@ -333,3 +333,53 @@ def test_unique_gives_a_tied_value_s_gradient_to_its_first_occurrence():
     np.testing.assert_array_equal(sg.grad(weighted)(t), [10.0, 1.0, 0.0, 0.0])
     np.testing.assert_array_equal(sg.jvp(weighted, (t,), (np.array([1.0, 2.0, 4.0, 8.0]),))[1],
                                   10.0 * 1.0 + 1.0 * 2.0)
+
+
+# ----- 4. try -----
+
+LOG = []
+
+
+def cleans_up(x):
+    y = np.sin(x) * x[0]
+    try:
+        z = y ** 2
+        for i in range(3):
+            if i == 1:
+                continue
+            z = z + np.cos(x) * i
+    finally:
+        LOG.append("done")
+        z = z * 2.0
+    return np.sum(z)
+
+
+def test_try_finally_is_its_blocks():
+    check_all_modes(cleans_up)
+    assert LOG and set(LOG) == {"done"}
+
+
+def catches(x):
+    try:
+        y = np.sqrt(x)
+    except FloatingPointError:
+        y = x
+    return np.sum(y)
+
+
+def returns_in_finally(x):
+    try:
+        return np.sum(x)
+    finally:
+        x = x * 2.0
+
+
+def test_try_except_and_early_exits_are_refused_with_what_to_write():
+    with pytest.raises(sg.UnsupportedError, match="try/except") as e:
+        sg.grad(catches)(X)
+    text = str(e.value)
+    assert "test_python_idioms_round10.py" in text and "try:" in text
+    assert "d.get(k, default)" in text and "sg.grad(f)(x)" in text
+    with pytest.raises(sg.UnsupportedError, match="try/finally with a return") as e:
+        sg.grad(returns_in_finally)(X)
+    assert "return it after the finally block" in str(e.value)

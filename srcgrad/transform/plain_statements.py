@@ -8,6 +8,11 @@
 
 ``del`` of a slice, an attribute or a name read afterwards is refused at its line.
 
+``try: body finally: cleanup`` (no ``except``) is ``body`` then ``cleanup`` where neither
+leaves the block early (``return``, or ``break``/``continue`` of a loop around it): when
+nothing raises, Python runs exactly those; when ``body`` raises, the call raises too (the
+cleanup is then not run). Any other ``try`` is refused by fence.py.
+
 An annotated assignment ``y: np.ndarray = f(x)`` is the assignment ``y = f(x)`` (Python
 evaluates the annotation of a local for nothing); a bare ``z: float`` is dropped, unless
 the function reads ``z`` without ever binding it (then Python raises, and a global of
@@ -30,7 +35,7 @@ _NOT_ANNOTATIONS = ("else", "try", "finally", "lambda", "case", "match")
 def may_hold(info):
     """Whether the source may hold a ``del`` statement or an annotated assignment (most
     functions do not: no walk)."""
-    return any(line.lstrip().startswith("del ") or (
+    return any(line.lstrip().startswith(("del ", "finally:")) or (
         _ANNOTATED.match(line) and not line.lstrip().startswith(_NOT_ANNOTATIONS))
         for line in info.source_lines[1:])
 
@@ -52,6 +57,10 @@ def _block(body, root, base):
             continue
         if isinstance(stmt, gast.AnnAssign):
             body[k:k + 1] = _unannotated(stmt, root, base)
+            continue
+        if isinstance(stmt, gast.Try) and not stmt.handlers and not stmt.orelse \
+                and not _leaves(stmt.body + stmt.finalbody):
+            body[k:k + 1] = stmt.body + stmt.finalbody
             continue
         for field in ("body", "orelse"):
             inner = getattr(stmt, field, None)
@@ -102,6 +111,21 @@ def _unannotated(stmt, root, base):
                          f"assigned, is not supported in a function srcgrad differentiates",
                          f"Assign {target.id!r} before reading it.")
     return []
+
+
+def _leaves(body):
+    """Whether a statement of ``body`` may leave it early: a ``return``, or a ``break`` or
+    ``continue`` outside the loops it holds (nested functions aside)."""
+    todo = [(s, False) for s in body]
+    while todo:
+        n, in_loop = todo.pop()
+        if isinstance(n, gast.Return) or isinstance(n, (gast.Break, gast.Continue)) and not in_loop:
+            return True
+        if isinstance(n, (gast.FunctionDef, gast.Lambda)):
+            continue
+        inner = in_loop or isinstance(n, (gast.For, gast.While))
+        todo.extend((c, inner) for c in gast.iter_child_nodes(n))
+    return False
 
 
 def _loaded(value):
