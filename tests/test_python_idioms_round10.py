@@ -222,6 +222,7 @@ def updates_an_array(x):
     return np.sum(acc ** 2)
 
 
+@pytest.mark.slow   # jit=True compiles with Numba (seconds each)
 @pytest.mark.parametrize("f", [accumulates, branches_and_returns, updates_an_array],
                          ids=lambda f: f.__name__)
 def test_nonlocal_functions_are_differentiated(f):
@@ -383,3 +384,83 @@ def test_try_except_and_early_exits_are_refused_with_what_to_write():
     with pytest.raises(sg.UnsupportedError, match="try/finally with a return") as e:
         sg.grad(returns_in_finally)(X)
     assert "return it after the finally block" in str(e.value)
+
+
+# ----- 2b. nested functions that change a list, dict or array of f in place -----
+
+def appends_in_a_closure(x):
+    items = []
+
+    def add(v):
+        items.append(np.sin(v) * v)
+
+    for i in range(3):
+        add(x[i])
+    return sum(items) * items[0]
+
+
+def fills_a_dict_in_a_closure(x):
+    d = {"a": []}
+
+    def add(v):
+        d["a"].append(np.sin(v))
+        d["b"] = v * 2.0
+
+    for i in range(3):
+        add(x[i])
+    return sum(d["a"]) * d["b"]
+
+
+def writes_an_array_in_a_closure(x):
+    buf = np.zeros(3)
+
+    def put(i, v):
+        buf[i] = v ** 2
+
+    for i in range(3):
+        put(i, x[i] * x[3])
+    return np.sum(buf * np.arange(1.0, 4.0))
+
+
+@pytest.mark.slow   # jit=True compiles with Numba (seconds each)
+@pytest.mark.parametrize("f", [appends_in_a_closure, fills_a_dict_in_a_closure,
+                               writes_an_array_in_a_closure], ids=lambda f: f.__name__)
+def test_nested_functions_changing_a_local_in_place_are_differentiated(f):
+    check_all_modes(f)
+    np.testing.assert_allclose(sg.value_and_grad(f)(X)[0], f(X), rtol=1e-14)
+
+
+def appends_to_an_aliased_list(x):
+    items = []
+    alias = items
+
+    def add(v):
+        items.append(np.sin(v))
+
+    add(x[0])
+    return sum(alias) * 1.0   # Python: alias is items, and holds sin(x[0])
+
+
+def test_a_closure_changing_a_list_another_name_holds_is_refused():
+    with pytest.raises(sg.UnsupportedError, match="alias") as e:
+        sg.grad(appends_to_an_aliased_list)(X)
+    assert "test_python_idioms_round10.py" in str(e.value)
+
+
+def _put(buf, i, v):
+    buf[i] = v ** 2
+    return buf
+
+
+def helper_writes_its_argument(x):
+    buf = np.zeros(3)
+    for i in range(3):
+        buf = _put(buf, i, x[i] * x[3])
+    return np.sum(buf * np.arange(1.0, 4.0))
+
+
+@pytest.mark.slow   # jit=True compiles with Numba (seconds each)
+def test_hessian_of_a_helper_writing_into_its_argument():
+    # the batched tangent of the write's undo (rt.restore_item_tangent) sets the item of
+    # every seed (it set a row of the seeds before: a shape error)
+    check_all_modes(helper_writes_its_argument)

@@ -13,7 +13,10 @@ each call, a statement of its own, rebinds it::
         step(x[i])                           _, total = step(x[i], total=total)
 
 which is what Python computes: the call reads ``total`` where it is called and leaves
-the new one in ``f``. The def is then a local function as any other (local_functions.py:
+the new one in ``f``. A local of ``f`` the def changes in place (``items.append(v)``,
+``d[k].append(v)``, ``buf[i] = v``) is passed and returned the same way, and its rebinding
+in ``f`` is marked an in-place write of it (Static.AUGMENTED), so that analysis/aliasing.py
+refuses it where another name read afterwards may hold the same list or array. The def is then a local function as any other (local_functions.py:
 inlined at its calls). Refused at its line: the def called anywhere but as a statement
 ``step(...)`` or ``y = step(...)`` (inside an expression, passed as a value, called from
 another nested function), a ``nonlocal`` deeper than one level or of a name ``f`` does
@@ -32,8 +35,8 @@ _SCOPES = (gast.FunctionDef, gast.Lambda)
 
 
 def may_hold(info):
-    """Whether the source may hold a ``nonlocal`` statement (most do not: no walk)."""
-    return any(line.lstrip().startswith("nonlocal ") for line in info.source_lines[1:])
+    """Whether the source may hold a nested def (most functions do not: no walk)."""
+    return any(line.lstrip().startswith(("nonlocal ", "def ")) for line in info.source_lines[1:])
 
 
 def _own_nodes(node):
@@ -46,15 +49,51 @@ def _own_nodes(node):
             todo.extend(gast.iter_child_nodes(n))
 
 
+_CHANGING = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "update",
+                       "setdefault", "sort", "reverse", "popitem", "fill"})
+
+
+def _root(node):
+    while isinstance(node, (gast.Subscript, gast.Attribute)):
+        node = node.value
+    return node.id if isinstance(node, gast.Name) else None
+
+
+def _changed_in_place(fn):
+    """The names whose value ``fn``'s own statements change in place: ``xs.append(v)``,
+    ``d[k].append(v)``, ``b[i] = v``, ``b[i] += v``, ``np.f(..., out=b)``."""
+    out = set()
+    for n in _own_nodes(fn):
+        if isinstance(n, gast.Call):
+            if isinstance(n.func, gast.Attribute) and n.func.attr in _CHANGING:
+                out.add(_root(n.func.value))
+            out.update(_root(k.value) for k in n.keywords if k.arg == "out")
+        elif isinstance(n, (gast.Assign, gast.AugAssign)):
+            for t in n.targets if isinstance(n, gast.Assign) else [n.target]:
+                if isinstance(t, gast.Subscript):
+                    out.add(_root(t))
+    return out - {None}
+
+
+def _binds(fn):
+    """The parameters of ``fn`` and the names its own statements bind."""
+    names = {a.id for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}
+    names.update(a.id for a in (fn.args.vararg, fn.args.kwarg) if a is not None)
+    return names | {n.id for n in _own_nodes(fn) if isinstance(n, gast.Name)
+                    and isinstance(n.ctx, (gast.Store, gast.Del))}
+
+
 def transform(node, ctx):
     """``node`` with each nonlocal nested def written as above, or refused."""
     base = Base(ctx.info)
-    binds = {a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
-    binds |= {n.id for n in _own_nodes(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
-    defs = {}
+    binds = _binds(node)
+    defs, changed = {}, set()
     for stmt in node.body:
         if isinstance(stmt, gast.FunctionDef):
             names = [n for s in _own_nodes(stmt) if isinstance(s, gast.Nonlocal) for n in s.names]
+            mine = (_changed_in_place(stmt) & binds) - (_binds(stmt) - set(names))
+            changed |= mine
+            names += sorted(mine - set(names))
             if names:
                 missing = [n for n in names if n not in binds]
                 if missing:
@@ -65,7 +104,7 @@ def transform(node, ctx):
                 defs[stmt.name] = list(dict.fromkeys(names))
                 _lower_def(stmt, defs[stmt.name])
     if defs:
-        _Calls(ctx.info, defs, ctx.namer).rewrite(node)
+        _Calls(ctx.info, defs, ctx.namer, changed).rewrite(node)
     return node
 
 
@@ -108,9 +147,10 @@ def _located(node, like):
 class _Calls(Base):
     """Each call of a lowered def, a statement of its own, rebinds what it returns."""
 
-    def __init__(self, info, defs, namer):
+    def __init__(self, info, defs, namer, changed):
         super().__init__(info)
         self.defs = defs
+        self.changed = changed
         self.namer = namer
         self.taken = set()   # the callee names of the calls rewritten
 
@@ -125,8 +165,10 @@ class _Calls(Base):
                     raise self.refuse(n, n.id)
 
     def refuse(self, node, fn):
+        names = ", ".join(self.defs[fn])
         return self.error(node, UnsupportedError,
-                          f"{fn}() assigns a nonlocal variable, and is used here other than as a "
+                          f"{fn}() rebinds (nonlocal) or changes in place a variable of the "
+                          f"function differentiated ({names}), and is used here other than as a "
                           f"call that is a statement of its own",
                           f"Call it as `{fn}(...)` or `y = {fn}(...)` on a line of its own, or pass "
                           f"the value in as an argument and return the new value.")
@@ -161,8 +203,13 @@ class _Calls(Base):
         self.taken.add(id(call.func))
         call.keywords = call.keywords + [gast.keyword(arg=n, value=name(n)) for n in names]
         result = self.namer.new(f"{call.func.id}_result")
-        out = [gast.Assign(targets=[gast.Tuple(elts=[name(result, True)] + [name(n, True) for n in names],
+        new = {n: self.namer.new(f"{n}_new") for n in names}
+        out = [gast.Assign(targets=[gast.Tuple(elts=[name(result, True)] + [name(new[n], True) for n in names],
                                                ctx=gast.Store())], value=call, type_comment=None)]
+        for n in names:   # a list changed in place: an in-place write of it (aliasing.py)
+            out.append(gast.Assign(targets=[name(n, True)], value=name(new[n]), type_comment=None))
+            if n in self.changed:
+                anno.setanno(out[-1], Static.AUGMENTED, True)
         if target is not None:
             out.append(gast.Assign(targets=[target], value=name(result), type_comment=None))
         for stmt in out:
