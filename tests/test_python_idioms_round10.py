@@ -478,3 +478,65 @@ def test_hessian_of_a_helper_writing_into_its_argument():
     # the batched tangent of the write's undo (rt.restore_item_tangent) sets the item of
     # every seed (it set a row of the seeds before: a shape error)
     check_all_modes(helper_writes_its_argument)
+
+
+# ----- 4b. try: v = d[k] / except KeyError: the test Python makes -----
+
+def cached(x):
+    cache = {0: x[0] * 2.0}
+    total = 0.0
+    for i in range(3):
+        try:
+            v = cache[i]
+        except KeyError:
+            v = np.sin(x[i])
+            cache[i] = v
+        total = total + v * x[3]
+    return total
+
+
+def indexed(x):
+    xs = [x[0], x[1]]
+    out = 0.0
+    for i in range(4):
+        try:
+            v = xs[i]
+        except (IndexError, KeyError):
+            v = x[2] ** 2
+        else:
+            v = v * 3.0
+        out = out + v * x[3]
+    return out
+
+
+@pytest.mark.parametrize("f", [cached, indexed], ids=lambda f: f.__name__)
+def test_a_lookup_caught_as_it_fails_is_differentiated(f):
+    check_all_modes(f)
+    np.testing.assert_allclose(sg.value_and_grad(f)(X)[0], f(X), rtol=1e-14)
+
+
+def names_the_error(x):
+    d = {"a": x[0]}
+    try:
+        v = d["b"]
+    except KeyError as e:
+        v = x[1] * len(str(e))
+    return v
+
+
+def two_handlers(x):
+    d = {"a": x[0]}
+    try:
+        v = d["b"]
+    except KeyError:
+        v = x[1]
+    except IndexError:
+        v = x[2]
+    return v
+
+
+def test_other_lookups_caught_are_refused():
+    for f in (names_the_error, two_handlers):
+        with pytest.raises(sg.UnsupportedError, match="try/except") as e:
+            sg.grad(f)(X)
+        assert "test_python_idioms_round10.py" in str(e.value)

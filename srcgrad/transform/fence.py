@@ -18,8 +18,9 @@ _REFUSED = {
                "of catching the error (`v = d.get(k, default)`, `if k in d:`, "
                "`if np.all(np.isfinite(y)):`), check the inputs before calling the gradient, or "
                "put the try around the gradient call (`try: g = sg.grad(f)(x)`, `except ...:`); "
-               "a custom srcgrad.Function may hold any Python. try/finally without except is "
-               "supported."),
+               "a custom srcgrad.Function may hold any Python. Supported: try/finally without "
+               "except, and `try: v = d[k]` with one `except KeyError:` (or IndexError, "
+               "LookupError)."),
     gast.Yield: ("yield", "Differentiate a function that returns its result instead of a generator."),
     gast.YieldFrom: ("yield from", "Differentiate a function that returns its result."),
     gast.Await: ("await", "Differentiate synchronous code."),
