@@ -540,3 +540,35 @@ def test_other_lookups_caught_are_refused():
         with pytest.raises(sg.UnsupportedError, match="try/except") as e:
             sg.grad(f)(X)
         assert "test_python_idioms_round10.py" in str(e.value)
+
+
+def appends_while_looping_over_keys(x):
+    d = {"a": [x[0]], "b": [x[1]]}
+    for k in sorted(d):
+        d[k].append(d[k][0] * x[2])
+    for i in range(len(d["a"])):
+        d["b"].append(d["a"][i] * x[3])
+    return sum(d["a"]) * np.prod(np.stack(d["b"]))
+
+
+def appends_while_looping_over_items(x):
+    d = {"a": [x[0]], "b": [x[1]]}
+    for k, vs in d.items():   # the loop's list of the items holds the lists appended to
+        d[k].append(vs[0] * x[3])
+    return sum(d["a"]) * sum(d["b"])
+
+
+def reads_a_row_after_appending(x):
+    d = {"a": [x[0]], "b": [x[1]]}
+    for k, vs in d.items():
+        d[k].append(x[2])
+        x = x * len(vs)   # Python: vs is d[k], two items now
+    return np.sum(x) + sum(d["a"])
+
+
+def test_appending_while_looping_over_the_keys_is_differentiated():
+    check_all_modes(appends_while_looping_over_keys)
+    for f in (reads_a_row_after_appending, appends_while_looping_over_items):
+        with pytest.raises(sg.UnsupportedError, match="shares its memory") as e:
+            sg.grad(f)(X)
+        assert "test_python_idioms_round10.py" in str(e.value)

@@ -15,8 +15,10 @@ missing. Each becomes an augmented item assignment, which Python's own ``d[k] +=
 ``d[key] += [v]`` is the write analysis/aliasing.py already checks: where another name
 read afterwards may hold the list (``lst = d[k]``, ``d = {"k": a}``, ``rows = [[]] * 2``,
 a shallow copy ``e = dict(d)``), it is refused when compiled or checked when it runs, as
-``d[k] += [v]`` written by hand is. A ``for`` loop over ``d`` (or an item of it) whose body
-updates ``d`` this way is refused: Python's loop would see the new items.
+``d[k] += [v]`` written by hand is. A ``for`` loop over an item of ``d`` whose body
+updates ``d`` this way is refused: Python's loop would see the new items. (A loop over
+``d``'s keys or items sees no new ones; a name bound to one of its lists and read after the
+update is refused by the alias analysis.)
 """
 
 import ast
@@ -74,14 +76,15 @@ def _text(node):
     return ast.unparse(gast.gast_to_ast(node))
 
 
-def _reads_outside_len(node, container):
-    """Whether ``node`` reads ``container`` other than as ``len(container...)``."""
+def _iterates_an_item(node, container):
+    """Whether the loop header ``node`` iterates a list ``container`` holds (``d[k]``,
+    ``enumerate(rows[i])``; not ``len(d[k])``): Python's loop would see what is appended."""
     todo = [node]
     while todo:
         n = todo.pop()
         if isinstance(n, gast.Call) and isinstance(n.func, gast.Name) and n.func.id == "len":
             continue
-        if isinstance(n, gast.Name) and n.id == container:
+        if isinstance(n, gast.Subscript) and isinstance(n.value, gast.Name) and n.value.id == container:
             return True
         todo.extend(gast.iter_child_nodes(n))
     return False
@@ -118,10 +121,10 @@ class _ItemUpdates(Base):
         container, key, default = found
         call = s.value
         for loop in self.loops:
-            if _reads_outside_len(loop.iter, container):
+            if _iterates_an_item(loop.iter, container):
                 raise self.error(s, UnsupportedError,
-                                 f"a for loop over {container!r} (or an item of it) whose body "
-                                 f"changes one of its lists ({_text(call.func)}(...)) "
+                                 f"a for loop over a list {container!r} holds whose body "
+                                 f"changes its lists ({_text(call.func)}(...)) "
                                  f"is not supported: Python's loop would see the new items",
                                  "Loop with an index: `i = 0`, `while i < len(...)`, ..., `i += 1`, "
                                  "or collect the new items in a list of their own first.")
