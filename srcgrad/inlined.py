@@ -473,6 +473,66 @@ def reduction_count(shape, axis=None):
     return int(np.prod([shape[k] for k in axes]))
 
 
+@inline
+def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None, *,
+           equal_nan=True, sorted=True):
+    """``np.unique``: ``ar``'s entries (or slices along ``axis``) gathered at the first
+    occurrence of each distinct value, as ``jax.numpy.unique`` is; a value's gradient goes
+    to its first occurrence (NumPy's ``return_index``), none to its repeats."""
+    first = unique_parts(detach(ar), False, False, False, axis, equal_nan, sorted)[0]
+    return np.take(ar, first, axis=axis)
+
+
+@inline
+def unique_2(ar, return_index=False, return_inverse=False, return_counts=False, axis=None, *,
+             equal_nan=True, sorted=True):
+    """``np.unique`` with one of ``return_index``/``return_inverse``/``return_counts``: the
+    values as ``unique``'s, then NumPy's indices or counts (no gradient: integers)."""
+    parts = unique_parts(detach(ar), return_index, return_inverse, return_counts, axis, equal_nan,
+                         sorted)
+    return np.take(ar, parts[0], axis=axis), parts[1]
+
+
+@inline
+def unique_3(ar, return_index=False, return_inverse=False, return_counts=False, axis=None, *,
+             equal_nan=True, sorted=True):
+    """``np.unique`` with two of the flags (see ``unique_2``)."""
+    parts = unique_parts(detach(ar), return_index, return_inverse, return_counts, axis, equal_nan,
+                         sorted)
+    return np.take(ar, parts[0], axis=axis), parts[1], parts[2]
+
+
+@inline
+def unique_4(ar, return_index=False, return_inverse=False, return_counts=False, axis=None, *,
+             equal_nan=True, sorted=True):
+    """``np.unique`` with the three flags (see ``unique_2``)."""
+    parts = unique_parts(detach(ar), return_index, return_inverse, return_counts, axis, equal_nan,
+                         sorted)
+    return np.take(ar, parts[0], axis=axis), parts[1], parts[2], parts[3]
+
+
+def unique_parts(ar, return_index, return_inverse, return_counts, axis, equal_nan, sorted):
+    """``(first, *what np.unique returns besides the values)``: the index of each distinct
+    value's first occurrence, then the index, inverse and counts asked for (no gradient)."""
+    found = np.unique(ar, return_index=True, return_inverse=return_inverse,
+                      return_counts=return_counts, axis=axis, equal_nan=equal_nan, sorted=sorted)
+    first = found[1]
+    return (first,) + ((first,) if return_index else ()) + tuple(found[2:])
+
+
+def unique_form(given):
+    """The version of ``np.unique`` for a call's flags (constants in the call; None:
+    another value, left to NumPy's function, refused where it needs a gradient)."""
+    import gast
+    flags = []
+    for name in ("return_index", "return_inverse", "return_counts"):
+        node = given.get(name)
+        if node is not None and not isinstance(node, gast.Constant):
+            return None
+        flags.append(node is not None and bool(node.value))
+    return (unique, unique_2, unique_3, unique_4)[sum(flags)]
+
+
 # NumPy function -> (its version, {parameter: the only value a call may pass}, the keyword
 # a call must pass to be the version's, or (parameter, the constants it must be one of, a
 # version for each: ``mode=`` of np.pad; or a function of the call's arguments choosing one:
@@ -491,4 +551,5 @@ NUMPY_INLINED = {np.ediff1d: (ediff1d, {}, None),
                           "mean"),
                  np.prod: (prod_where, {"dtype": None, "out": None, "initial": None}, "where"),
                  np.average: (average_returned, {}, "returned"),
-                 np.pad: (PAD_MODES, {}, ("mode", PAD_MODES))}
+                 np.pad: (PAD_MODES, {}, ("mode", PAD_MODES)),
+                 np.unique: (unique, {}, lambda given: unique_form(given))}

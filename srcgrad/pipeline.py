@@ -24,9 +24,9 @@ from srcgrad import optimize
 from srcgrad.optimize import scalar_items, unit_seed
 from srcgrad.transform import (anf, as_array, assignment_expressions, aux, canonicalize, comprehensions,
                                constant_arguments, fence, flat_reads, function_tables,
-                               generators, inline, methods, local_functions, match_statements,
-                               mutation, plain_statements, reverse, structure_parts, unroll,
-                               warning_blocks,
+                               generators, inline, item_updates, methods, local_functions,
+                               match_statements, nonlocal_functions, mutation, plain_statements,
+                               reverse, structure_parts, unroll, warning_blocks,
                                zero_marks)
 from srcgrad.transform import fuse as fusion
 from srcgrad.transform.base import local_names, rename_reserved
@@ -86,6 +86,8 @@ def front_end(fn, options, stack=(), has_aux=False, static=None):
         node = plain_statements.transform(node, ctx)
     if warning_blocks.may_hold(info):   # with np.errstate(divide="ignore"): its body
         node = warning_blocks.transform(node, ctx)
+    if nonlocal_functions.may_hold(info):   # def step(): nonlocal t: returns t, rebound
+        node = nonlocal_functions.transform(node, ctx)
     fence.check(node, info, allowed_with=lambda item: anf.grad_mode_of(item, info) is not None,
                 helper=bool(stack))
     if not stack:
@@ -95,6 +97,8 @@ def front_end(fn, options, stack=(), has_aux=False, static=None):
     node = rename_reserved(node, info, ctx.namer, ctx.bindings, RESERVED)
     node = assignment_expressions.transform(node, ctx)  # (n := e): n = e, in Python's order
     node = flat_reads.transform(node, ctx)  # x.flat[i], for v in x.flat: np.ravel(x)
+    if item_updates.may_hold(info):   # d[k].append(v): d[k] += [v]
+        node = item_updates.transform(node, ctx)
     node = methods.transform(node, ctx)  # p.energy(x), xs.pop(), d.update(), [*a, *b]: calls, joins
     node = function_tables.transform(node, ctx)  # acts[name](x), [lambda v, i=i: ... for i in ...]
     node = local_functions.transform(node, ctx)  # lambdas, nested defs: helpers

@@ -126,9 +126,9 @@ def uses_raise_in_try_finally(x):
     y = x
     try:
         y = x * 3.0
+        return np.sum(y)   # (a try/finally without an early exit is its blocks: round ten)
     finally:
         y = y + 1.0
-    return np.sum(y)
 
 
 FENCE_CASES = [

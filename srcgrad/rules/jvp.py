@@ -574,11 +574,17 @@ def dict_merge(y, a, b, *, t_a, t_b):
 @rt.helper
 def dict_merge_jvp(t_a, t_b, a, b):
     """The tangent of ``dict_merge(a, b)``: each key's tangent from the dict its value came
-    from (a zero tangent of a whole dict is zero for each of its keys)."""
+    from (a zero tangent of a whole dict, or none, is zero for each of its keys: a list's
+    or dict's of its structure, ``d.setdefault(k, [])`` then ``d[k] += [x]``)."""
     out = {}
     for t, d in ((t_a, a), (t_b, b)):
         for k in d:
-            out[k] = t[k] if isinstance(t, dict) else t
+            if isinstance(t, dict):
+                out[k] = t[k]
+            elif isinstance(d[k], (list, tuple, dict)):
+                out[k] = tangent_zero(d[k])
+            else:
+                out[k] = 0.0 if t is None else t
     return out
 
 

@@ -323,6 +323,15 @@ class _Batched:
 
 
 @rt.helper
+def batch_restore_item_tangent(t_base, index, value, t_value):
+    """``rt.restore_item_tangent`` of a batched tangent: an array's item of every seed
+    (``t_base[:, index]``) set back; a list's or dict's as it is."""
+    if isinstance(t_base, (list, dict)) or not is_array(t_base):
+        return rt.restore_item_tangent(t_base, index, value, t_value)
+    _Batched(t_base)[index] = 0.0 if t_value is None else t_value
+
+
+@rt.helper
 def batched(t):
     """``rt.batched(dx)[i]``: the batched tangent's item ``i`` of every seed (``dx[:, i]``,
     a list's item as it is); ``rt.batched(dx)[i] = dv`` writes it, ``dv`` aligned."""

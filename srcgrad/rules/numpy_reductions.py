@@ -27,9 +27,9 @@ from srcgrad.runtime.arrays import (float_dtype, grad_zeros, is_array, namespace
 xp = None  # placeholder: the array namespace, bound in generated code
 
 # Only results that are truly constant belong here (indices, counts, booleans).
-# np.unique (its values are entries of x) and np.histogram (its bin edges move
-# with x's range) carry gradients srcgrad has no rule for: they are refused where
-# they need one, not silently given a zero (issue 11).
+# np.unique's values are entries of x (srcgrad/inlined.py gathers them), and
+# np.histogram's bin edges move with x's range (no rule: refused where they need a
+# gradient, not silently given a zero, issue 11).
 nondifferentiable(
     np.argmax, np.argmin, np.argsort, np.argwhere, np.nanargmax, np.nanargmin,
     np.count_nonzero, np.nonzero, np.flatnonzero, np.searchsorted, np.digitize,

@@ -1,12 +1,14 @@
 """Rules of the helpers that build and update structures inside ``f``
 (transform/methods.py): a namedtuple ``Point(x, y)`` and ``p._replace(x=v)``, a dataclass
 ``Params(w=x, b=v)`` and ``dataclasses.replace(p, b=v)``. A namedtuple's adjoint is a list
-of its items'; a dataclass's a ``pytree.Fields`` (field name -> adjoint)."""
+of its items'; a dataclass's a ``pytree.Fields`` (field name -> adjoint). And
+``rt.lookup_fails``, the test ``try: v = d[k] except KeyError:`` stands for
+(transform/plain_statements.py)."""
 
 import copy
 
 from srcgrad import runtime as rt
-from srcgrad.rules import adjoint, linear, returns_sequence, tangent
+from srcgrad.rules import adjoint, linear, nondifferentiable, returns_sequence, tangent
 from srcgrad.runtime.containers import is_zero_grad, seq_item
 
 
@@ -148,3 +150,18 @@ def copy_deepcopy_tangent(y, x, memo=None, _nil=None, *, t_x):
 def deepcopy_tangent(t):
     """The tangent of ``copy.deepcopy(v)`` from ``v``'s: a copy of it, as deep."""
     return copy.deepcopy(t)
+
+
+@rt.helper
+def lookup_fails(base, key, errors):
+    """Whether ``base[key]`` raises one of ``errors`` (``try: v = d[k]`` / ``except KeyError:``
+    is ``if rt.lookup_fails(d, k, (KeyError,)): <handler> else: v = d[k]``); a
+    ``defaultdict`` stores its default, as the read Python makes does."""
+    try:
+        base[key]
+    except errors:
+        return True
+    return False
+
+
+nondifferentiable(rt.lookup_fails)

@@ -229,6 +229,8 @@ class _Rewrite(ast_util.NodeTransformer):
         if rt_call:
             if f.attr == "tangent_zero":
                 return _call("batch_zero", *node.args, name(self.size))
+            if f.attr == "restore_item_tangent":   # an array's item: of every seed
+                return _call("batch_restore_item_tangent", *node.args)
             if f.attr == "has_grad_jvp":
                 return _call("batch_has_grad", *node.args)
             if f.attr == "tangent_like":

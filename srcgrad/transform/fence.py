@@ -12,8 +12,15 @@ from srcgrad.transform.base import Base
 from srcgrad import ast_util
 
 _REFUSED = {
-    gast.Try: ("try/except", "Move the try block outside the differentiated function, or wrap "
-                             "the code in a custom srcgrad.Function."),
+    gast.Try: ("try/except",
+               "Which statements of the try block ran before an exception is known only when "
+               "it runs, and a gradient must follow exactly those. Test the condition instead "
+               "of catching the error (`v = d.get(k, default)`, `if k in d:`, "
+               "`if np.all(np.isfinite(y)):`), check the inputs before calling the gradient, or "
+               "put the try around the gradient call (`try: g = sg.grad(f)(x)`, `except ...:`); "
+               "a custom srcgrad.Function may hold any Python. Supported: try/finally without "
+               "except, and `try: v = d[k]` with one `except KeyError:` (or IndexError, "
+               "LookupError)."),
     gast.Yield: ("yield", "Differentiate a function that returns its result instead of a generator."),
     gast.YieldFrom: ("yield from", "Differentiate a function that returns its result."),
     gast.Await: ("await", "Differentiate synchronous code."),
@@ -33,6 +40,10 @@ _REFUSED = {
                    "differentiated function."),
     gast.Starred: ("*-unpacking", "Pass the arguments one by one."),
 }
+
+_EARLY_FINALLY = ("try/finally with a return, break or continue in it",
+                  "Leave the block at its end: assign the result to a name in the try block, "
+                  "and return it after the finally block.")
 
 if hasattr(gast, "TryStar"):
     _REFUSED[gast.TryStar] = _REFUSED[gast.Try]
@@ -73,6 +84,8 @@ def check(node, info, allowed_with=lambda item: False, helper=False):
             if isinstance(child, gast.With) and all(allowed_with(i) for i in child.items):
                 continue
             entry = _REFUSED.get(type(child))
+            if isinstance(child, gast.Try) and not child.handlers:   # (plain_statements.py
+                entry = _EARLY_FINALLY                               # took the others)
             if isinstance(child, gast.Starred) and isinstance(child.ctx, gast.Store):
                 entry = None   # `first, *rest = seq`: anf.py unpacks it by indexing
             if id(child) in displayed:

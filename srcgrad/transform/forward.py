@@ -312,9 +312,10 @@ class ForwardAD(ComplexStatements, Base):
                 n.ctx = gast.Load()
         held = constant(s)
         stmts, tangent = ([], None) if held is True else self.tangent(s.value, read)
+        zero = forward_memory.stored_zero(self, base, s.value)
         if tangent is not None and held is not None:
-            tangent = gated(held, tangent, gast.Constant(value=0.0, kind=None))
-        tangent = gast.Constant(value=0.0, kind=None) if tangent is None else tangent
+            tangent = gated(held, tangent, zero)
+        tangent = zero if tangent is None else tangent
         tangent = forward_memory.stored_tangent(self, base, tangent)
         d_target = self._tangent_target(target)
         reads = set().union(_names(tangent), *[_names(t) for t in stmts])

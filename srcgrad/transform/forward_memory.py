@@ -22,6 +22,16 @@ def stored_tangent(ad, base, tangent):
     return expr("rt.dtype_grad(G, rt.array_dtype(BASE), 0.0)", G=tangent, BASE=name(base.id))
 
 
+def stored_zero(ad, base, value):
+    """The tangent ``base[i] = v`` stores for a ``v`` without one: 0.0 into a float array,
+    else ``rt.tangent_zero(v)``, so that a list or dict stored into a container (``d[k] =
+    []``, then ``d[k] += [x]``) gets a tangent of its structure."""
+    if ad.kinds is not None and ad.kinds.of(base) in (kinds.FLOAT, kinds.COMPLEX) \
+            or isinstance(value, gast.Constant):
+        return gast.Constant(value=0.0, kind=None)
+    return expr("rt.tangent_zero(Y)", Y=clone(value))
+
+
 def memory_of(ad, s, tangent, output):
     """The tangent of ``y = value`` where ``y`` is written in place later: it must share
     an operand's tangent's memory exactly when ``y`` shares that operand's (a write into

@@ -8,6 +8,14 @@
 
 ``del`` of a slice, an attribute or a name read afterwards is refused at its line.
 
+``try: body finally: cleanup`` (no ``except``) is ``body`` then ``cleanup`` where neither
+leaves the block early (``return``, or ``break``/``continue`` of a loop around it): when
+nothing raises, Python runs exactly those; when ``body`` raises, the call raises too (the
+cleanup is then not run). ``try: v = d[k]`` whose handlers catch ``KeyError``,
+``IndexError`` or ``LookupError`` (``d`` a name, ``k`` a name or a constant) is the test
+Python makes: ``if rt.lookup_fails(d, k, (KeyError,)): <handler> else: v = d[k]; <else>``.
+Any other ``try`` is refused by fence.py.
+
 An annotated assignment ``y: np.ndarray = f(x)`` is the assignment ``y = f(x)`` (Python
 evaluates the annotation of a local for nothing); a bare ``z: float`` is dropped, unless
 the function reads ``z`` without ever binding it (then Python raises, and a global of
@@ -18,7 +26,7 @@ import re
 
 import gast
 
-from srcgrad import ast_util
+from srcgrad import anno, ast_util
 from srcgrad.errors import UnsupportedError
 from srcgrad.transform.base import Base
 
@@ -30,7 +38,7 @@ _NOT_ANNOTATIONS = ("else", "try", "finally", "lambda", "case", "match")
 def may_hold(info):
     """Whether the source may hold a ``del`` statement or an annotated assignment (most
     functions do not: no walk)."""
-    return any(line.lstrip().startswith("del ") or (
+    return any(line.lstrip().startswith(("del ", "finally:", "except")) or (
         _ANNOTATED.match(line) and not line.lstrip().startswith(_NOT_ANNOTATIONS))
         for line in info.source_lines[1:])
 
@@ -39,6 +47,7 @@ def transform(node, ctx):
     """``node`` with each ``del`` statement and annotated assignment written as above,
     or refused."""
     base = Base(ctx.info)
+    base.ctx = ctx
     _block(node.body, node, base)
     return node
 
@@ -53,6 +62,14 @@ def _block(body, root, base):
         if isinstance(stmt, gast.AnnAssign):
             body[k:k + 1] = _unannotated(stmt, root, base)
             continue
+        if isinstance(stmt, gast.Try) and not stmt.handlers and not stmt.orelse \
+                and not _leaves(stmt.body + stmt.finalbody):
+            body[k:k + 1] = stmt.body + stmt.finalbody
+            continue
+        if isinstance(stmt, gast.Try) and stmt.handlers:
+            lowered = _lookup(stmt, base)
+            if lowered is not None:
+                body[k] = lowered
         for field in ("body", "orelse"):
             inner = getattr(stmt, field, None)
             if isinstance(inner, list) and not isinstance(stmt, (gast.FunctionDef, gast.ClassDef)):
@@ -102,6 +119,67 @@ def _unannotated(stmt, root, base):
                          f"assigned, is not supported in a function srcgrad differentiates",
                          f"Assign {target.id!r} before reading it.")
     return []
+
+
+_LOOKUP_ERRORS = (KeyError, IndexError, LookupError)
+
+
+def _lookup(stmt, base):
+    """``try: v = d[k]`` / ``except KeyError: ...`` as the ``if`` it stands for, or None."""
+    read = stmt.body[0] if len(stmt.body) == 1 else None
+    if not (isinstance(read, gast.Assign) and len(read.targets) == 1
+            and isinstance(read.targets[0], gast.Name) and isinstance(read.value, gast.Subscript)
+            and isinstance(read.value.value, gast.Name)
+            and isinstance(read.value.slice, (gast.Name, gast.Constant))) or stmt.finalbody \
+            or len(stmt.handlers) != 1:
+        return None
+    errors = []
+    for handler in stmt.handlers:
+        kinds = handler.type.elts if isinstance(handler.type, gast.Tuple) else [handler.type]
+        for kind in kinds:
+            try:
+                found = base.info.resolve(kind.id) if isinstance(kind, gast.Name) else None
+            except NameError:
+                found = None
+            if found not in _LOOKUP_ERRORS:
+                return None
+            errors.append(kind)
+        if handler.name is not None:   # `except KeyError as e`: e is bound by the handler
+            return None
+    from srcgrad import runtime
+    from srcgrad.transform import as_array
+    helper = as_array.bind(base.ctx.namer, base.info, base.ctx.bindings, "lookup_fails",
+                           runtime.lookup_fails)
+    test = gast.Call(func=gast.Name(id=helper, ctx=gast.Load(), annotation=None, type_comment=None),
+                     args=[_copy(read.value.value), _copy(read.value.slice),
+                           gast.Tuple(elts=[_copy(e) for e in errors], ctx=gast.Load())],
+                     keywords=[])
+    anno.setanno(test, anno.Static.PRIMITIVE, runtime.lookup_fails)
+    out = gast.If(test=test, body=stmt.handlers[0].body, orelse=[read] + stmt.orelse)
+    for child in gast.walk(out):
+        if isinstance(child, (gast.expr, gast.stmt)) and not hasattr(child, "lineno"):
+            gast.copy_location(child, stmt)
+    return out
+
+
+def _copy(node):
+    import copy
+    return copy.deepcopy(node)
+
+
+def _leaves(body):
+    """Whether a statement of ``body`` may leave it early: a ``return``, or a ``break`` or
+    ``continue`` outside the loops it holds (nested functions aside)."""
+    todo = [(s, False) for s in body]
+    while todo:
+        n, in_loop = todo.pop()
+        if isinstance(n, gast.Return) or isinstance(n, (gast.Break, gast.Continue)) and not in_loop:
+            return True
+        if isinstance(n, (gast.FunctionDef, gast.Lambda)):
+            continue
+        inner = in_loop or isinstance(n, (gast.For, gast.While))
+        todo.extend((c, inner) for c in gast.iter_child_nodes(n))
+    return False
 
 
 def _loaded(value):

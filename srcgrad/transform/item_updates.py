@@ -1,0 +1,164 @@
+"""Lists held by a dict or a list, updated in place, written as the item updates srcgrad
+already differentiates (pipeline.front_end, before methods.py).
+
+A statement ``d[k].append(v)`` (or ``.extend(e)``) on a local ``d`` changes the list that
+``d[k]`` holds; ``d.setdefault(k, []).append(v)`` first stores the default where ``k`` is
+missing. Each becomes an augmented item assignment, which Python's own ``d[k] += [v]`` is
+(``list.__iadd__`` extends the list in place and stores it back)::
+
+    key = k                                  # (when k is not a name or a constant)
+    d.setdefault(key, [])                    # (setdefault only; methods.py rewrites it)
+    if not isinstance(d[key], list):         # an array's += would add, not append
+        raise AttributeError("...")
+    d[key] += [v]                            # .extend(e): d[key] += list(e)
+
+``d[key] += [v]`` is the write analysis/aliasing.py already checks: where another name
+read afterwards may hold the list (``lst = d[k]``, ``d = {"k": a}``, ``rows = [[]] * 2``,
+a shallow copy ``e = dict(d)``), it is refused when compiled or checked when it runs, as
+``d[k] += [v]`` written by hand is. A ``for`` loop over an item of ``d`` whose body
+updates ``d`` this way is refused: Python's loop would see the new items. (A loop over
+``d``'s keys or items sees no new ones; a name bound to one of its lists and read after the
+update is refused by the alias analysis.)
+"""
+
+import ast
+import builtins
+import copy
+
+import gast
+
+from srcgrad import anno
+from srcgrad.ast_util import name
+from srcgrad.errors import UnsupportedError
+from srcgrad.transform import as_array
+from srcgrad.transform.base import Base, local_names
+from srcgrad.transform.operator_methods import simple
+
+Static = anno.Static
+
+_GROWING = ("append", "extend")
+
+
+def may_hold(info):
+    """Whether the source may hold ``<expr>].append(``/``.extend(`` or ``.setdefault(`` (most
+    functions do not: no walk)."""
+    return any(("]." in line or ")." in line) and (".append(" in line or ".extend(" in line)
+               for line in info.source_lines[1:])
+
+
+def transform(node, ctx):
+    """``node`` with each item update of a local list written as above."""
+    rewrite = _ItemUpdates(ctx, local_names(node))
+    node.body = rewrite.visit_block(node.body)
+    return node
+
+
+def _receiver(call, locals_):
+    """``(container name, key, default or None)`` of ``d[k].append(v)`` or
+    ``d.setdefault(k, D).append(v)`` on a local ``d``, else None."""
+    if not (isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute)
+            and call.func.attr in _GROWING and len(call.args) == 1 and not call.keywords
+            and not isinstance(call.args[0], gast.Starred)):
+        return None
+    value = call.func.value
+    if isinstance(value, gast.Subscript) and isinstance(value.value, gast.Name) \
+            and value.value.id in locals_ and not isinstance(value.slice, gast.Slice):
+        return value.value.id, value.slice, None
+    if isinstance(value, gast.Call) and isinstance(value.func, gast.Attribute) \
+            and value.func.attr == "setdefault" and isinstance(value.func.value, gast.Name) \
+            and value.func.value.id in locals_ and len(value.args) == 2 and not value.keywords \
+            and not any(isinstance(a, gast.Starred) for a in value.args):
+        return value.func.value.id, value.args[0], value.args[1]
+    return None
+
+
+def _text(node):
+    return ast.unparse(gast.gast_to_ast(node))
+
+
+def _iterates_an_item(node, container):
+    """Whether the loop header ``node`` iterates a list ``container`` holds (``d[k]``,
+    ``enumerate(rows[i])``; not ``len(d[k])``): Python's loop would see what is appended."""
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        if isinstance(n, gast.Call) and isinstance(n.func, gast.Name) and n.func.id == "len":
+            continue
+        if isinstance(n, gast.Subscript) and isinstance(n.value, gast.Name) and n.value.id == container:
+            return True
+        todo.extend(gast.iter_child_nodes(n))
+    return False
+
+
+class _ItemUpdates(Base):
+    def __init__(self, ctx, locals_):
+        super().__init__(ctx.info)
+        self.ctx = ctx
+        self.locals = locals_
+        self.loops = []   # the enclosing for loops
+
+    def bound(self, obj, hint):
+        return name(as_array.bind(self.ctx.namer, self.info, self.ctx.bindings, hint, obj))
+
+    def stmt(self, origin, node):
+        anno.copyanno(origin, node, Static.ORIGIN)
+        for child in gast.walk(node):
+            if isinstance(child, (gast.expr, gast.stmt)) and not hasattr(child, "lineno"):
+                gast.copy_location(child, origin)
+        return node
+
+    def visit_For(self, s):
+        self.loops.append(s)
+        try:
+            return self.visit_children(s)
+        finally:
+            self.loops.pop()
+
+    def visit_Expr(self, s):
+        found = _receiver(s.value, self.locals)
+        if found is None:
+            return s
+        container, key, default = found
+        call = s.value
+        for loop in self.loops:
+            if _iterates_an_item(loop.iter, container):
+                raise self.error(s, UnsupportedError,
+                                 f"a for loop over a list {container!r} holds whose body "
+                                 f"changes its lists ({_text(call.func)}(...)) "
+                                 f"is not supported: Python's loop would see the new items",
+                                 "Loop with an index: `i = 0`, `while i < len(...)`, ..., `i += 1`, "
+                                 "or collect the new items in a list of their own first.")
+        out = []
+        if not simple(key):
+            temp = self.ctx.namer.new("key")
+            out.append(self.stmt(s, gast.Assign(targets=[name(temp, True)], value=key,
+                                                type_comment=None)))
+            key = name(temp)
+
+        def item():
+            return gast.Subscript(value=name(container), slice=copy.deepcopy(key), ctx=gast.Load())
+
+        if default is not None:   # methods.py writes it as the merge it amounts to
+            out.append(self.stmt(s, gast.Expr(value=gast.Call(
+                func=gast.Attribute(value=name(container), attr="setdefault", ctx=gast.Load()),
+                args=[copy.deepcopy(key), default], keywords=[]))))
+        shown = f"{_text(call.func.value)}.{call.func.attr}(...)"
+        line = getattr(self.origin_of(s), "lineno", None)
+        message = (f"{self.info.filename}, line {line}: {shown} needs a list there (srcgrad "
+                   f"differentiates it as `{container}[key] += [...]`, which adds to an array)")
+        out.append(self.stmt(s, gast.If(
+            test=gast.UnaryOp(op=gast.Not(), operand=gast.Call(
+                func=self.bound(builtins.isinstance, "isinstance"),
+                args=[item(), self.bound(builtins.list, "list")], keywords=[])),
+            body=[gast.Raise(exc=gast.Call(func=self.bound(AttributeError, "AttributeError"),
+                                           args=[gast.Constant(value=message, kind=None)],
+                                           keywords=[]), cause=None)],
+            orelse=[])))
+        more = call.args[0]
+        if call.func.attr == "append":
+            more = gast.List(elts=[more], ctx=gast.Load())
+        elif not isinstance(more, gast.List):
+            more = gast.Call(func=self.bound(builtins.list, "list"), args=[more], keywords=[])
+        target = gast.Subscript(value=name(container), slice=copy.deepcopy(key), ctx=gast.Store())
+        out.append(self.stmt(s, gast.AugAssign(target=target, op=gast.Add(), value=more)))
+        return out
