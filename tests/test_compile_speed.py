@@ -932,3 +932,21 @@ def test_template_plans_copy_as_substituting_does(monkeypatch):
             _same_copy(got, expected, template)
             copied += 1
     assert copied > 200
+
+
+def test_clone_copies_every_node_and_annotation():
+    """templates.clone (each node's ``__dict__`` copied whole, its fields looked at): the
+    copy of srcgrad's own sources, annotated, is a copy of every node, attribute order,
+    leaf and annotation, contexts and operators shared (an annotated one copied)."""
+    import pathlib
+    from srcgrad import anno, templates
+    for path in sorted(pathlib.Path(sg.__file__).parent.glob("*.py"))[:12]:
+        tree = gast.parse(path.read_text())
+        for k, node in enumerate(ast_util.walk(tree)):
+            if k % 3 == 0:
+                anno.setanno(node, anno.Static.ORIGIN, k)
+            if k % 50 == 0 and isinstance(getattr(node, "ctx", None), gast.AST):
+                node.ctx = type(node.ctx)()
+                anno.setanno(node.ctx, anno.Static.ORIGIN, "ctx")
+        template = {id(x) for n in ast_util.walk(tree) for x in (n, n.__dict__.get("_srcgrad_anno"))}
+        _same_copy(templates.clone(tree), tree, template)
