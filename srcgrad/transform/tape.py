@@ -365,11 +365,8 @@ def initial_values(body, params):
     ret = body[-1]
     saved = gast.Expr(value=ret.value.elts[1])   # the saved tuple, not the user's output
     counted.add(id(saved))
-    names = ast_util.NameSets()   # (each statement walked once for both questions)
-    stored = set()
-    for s in body:
-        stored |= names.stores(s)
-    unbound = read_before_bound(body[:-1] + [saved], set(params), counted, names)[0] & stored
+    stored = {n.id for s in body for n in ast_util.nodes_of(s, gast.Name) if isinstance(n.ctx, gast.Store)}
+    unbound = read_before_bound(body[:-1] + [saved], set(params), counted)[0] & stored
     return [s for n in sorted(unbound) for s in replace(f"{n} = None")]
 
 
