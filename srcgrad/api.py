@@ -355,7 +355,7 @@ class GradFunction:
         if grad_outputs is None and not kwargs and not self.has_aux:
             fast = self._record_fast(compiled, plan, args)
             if fast is not None:   # the composed function, which later calls run, runs now
-                result = fast.run(args)
+                result = fast.run(args, checked=True)   # (compiled_for checked the guard)
                 if result is not _DECLINED:
                     return result
         for_grad = compiled.forward_for_grad

@@ -106,8 +106,20 @@ class Guard:
         namespace.update(checks.values)
         self.namespace = dict(namespace)
         self.lines, self.forms = tuple(checks.lines), tuple(checks.forms)
+        guard = self
+
+        def holds(fn):
+            """The check compiled when first asked (a first call's gradient is not
+            checked again: its hot call has the condition in its own code)."""
+            return guard._compiled_holds()(fn)
+        self.holds = holds
+
+    def _compiled_holds(self):
+        """``holds`` compiled from ``source`` (and put in its place)."""
+        namespace = dict(self.namespace)
         exec(compile(self.source, "<srcgrad guard>", "exec"), namespace)
         self.holds = namespace["holds"]
+        return self.holds
 
 
 class _Checks:

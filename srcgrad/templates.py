@@ -10,14 +10,13 @@ contract in srcgrad/rules/__init__.py).
 
 import builtins
 import inspect
-import keyword
-import re
 import textwrap
 
 import gast
 
 from srcgrad.ast_util import name, reads
-from srcgrad import ast_util
+from srcgrad import ast_util, template_copies
+from srcgrad.template_shapes import shape as _shape
 
 
 def is_literal(value):
@@ -32,7 +31,8 @@ def clone(node):
 
     ``copy.deepcopy`` does the same in several times the time; templates are
     cloned for every rule application, which makes this the compiler's hot path
-    (a leaf value is copied where it is found, without a call of its own). A node
+    (each node's ``__dict__`` is copied whole, the attributes and leaf values with it,
+    and only its fields that may hold nodes or lists are looked at). A node
     without fields or attributes (a context, ``gast.Load()``; an operator) is shared,
     as in the trees CPython's parser makes: a third of a sweep's nodes, never edited.
     """
@@ -42,27 +42,24 @@ def clone(node):
     if not isinstance(node, _AST):
         return node
     cls = node.__class__
-    if cls in _SHARED and not node.__dict__:
+    state = node.__dict__
+    if cls in _SHARED and not state:
         return node
-    fields = _FIELD_SETS.get(cls)
-    if fields is None:
-        fields = _FIELD_SETS[cls] = frozenset(cls._fields)
     new = cls.__new__(cls)
-    state = new.__dict__
-    for key, value in node.__dict__.items():
-        if key in fields:
-            kind = value.__class__
-            if kind is list:
-                value = [clone(item) if isinstance(item, _AST) or item.__class__ is list
-                         else item for item in value]
-            elif kind in _SHARED:   # a context or an operator: shared unless annotated
-                if value.__dict__:
-                    value = clone(value)
-            elif isinstance(value, _AST):
-                value = clone(value)
-        elif key == "_srcgrad_anno":
-            value = dict(value)
-        state[key] = value
+    state = new.__dict__ = state.copy()
+    for key in cls._fields:
+        value = state.get(key)
+        kind = value.__class__
+        if kind is list:
+            state[key] = [clone(item) if isinstance(item, _AST) or item.__class__ is list
+                          else item for item in value]
+        elif kind in _SHARED:   # a context or an operator: shared unless annotated
+            if value.__dict__:
+                state[key] = clone(value)
+        elif isinstance(value, _AST):
+            state[key] = clone(value)
+    if "_srcgrad_anno" in state:
+        state["_srcgrad_anno"] = dict(state["_srcgrad_anno"])
     return new
 
 
@@ -190,8 +187,9 @@ def _substituted(node, subs, renames=None):
 
 
 _BLOCKS = (gast.If, gast.For, gast.While)
-_TEMPLATES = {}       # (template, the substitutions' keys) -> (parsed shape, its renames)
+_TEMPLATES = {}       # (template, the substitutions' keys) -> (parsed shape, its renames, its copies)
 _PARSED_SHAPES = {}   # a template's shape (``_shape``) -> its statements, parsed
+_SHAPE_COPIES = {}    # (shape, its substitutions', renames' keys) -> [its uses, its plan]
 
 
 def replace(template, **subs):
@@ -206,71 +204,25 @@ def replace(template, **subs):
         parsed = _PARSED_SHAPES.get(shaped)
         if parsed is None:
             parsed = _PARSED_SHAPES[shaped] = gast.parse(textwrap.dedent(shaped)).body
-        found = _TEMPLATES[(template, tuple(subs))] = (parsed, renames or None)
-    parsed, renames = found
-    return [_substituted(s, subs, renames) for s in parsed]
+        copies = _SHAPE_COPIES.setdefault((shaped, tuple(subs), tuple(renames or ())), [0, None])
+        found = _TEMPLATES[(template, tuple(subs))] = (parsed, renames or None, copies)
+    parsed, renames, copies = found
+    return _copied(parsed, subs, renames, copies)
 
 
-# A template's tokens, as far as ``_shape`` needs them: numbers (``1e5``: no name in
-# them), names, brackets, ``=`` (a keyword argument's) and its longer look-alikes, dots.
-_TOKENS = re.compile(r"(\d[\w.]*)|([A-Za-z_]\w*)|([(\[{])|([)\]}])|(==|!=|<=|>=|:=|=)|(\.)")
-# Keywords a template may hold around its names (others, ``lambda``, ``del``, ...: not shaped).
-_SHAPE_KEYWORDS = {"if", "else", "elif", "is", "not", "and", "or", "in", "for", "while",
-                   "None", "True", "False", "pass", "return", "break", "continue"}
-
-
-def _shape(template, subs):
-    """``template`` with each name that is a variable (not an attribute, a keyword
-    argument, a keyword or a substitution's key) written as a placeholder of the same
-    length, so that the parsed tree is the same, positions included, less the names;
-    and the placeholders' names (``{}``: none). Left as it is where quotes, comments or
-    other keywords could make a name's role unclear."""
-    if "'" in template or '"' in template or "#" in template or "\\" in template:
-        return template, None
-    tokens = list(_TOKENS.finditer(template))
-    names = {m.group(2) for m in tokens if m.group(2) is not None}
-    if any(keyword.iskeyword(n) and n not in _SHAPE_KEYWORDS for n in names):
-        return template, None
-    placeholders, renames = {}, {}
-    candidates = {}   # a length -> the placeholders of that length not handed out yet
-    pieces, at, depth = [], 0, 0
-    for k, m in enumerate(tokens):
-        if m.group(3) is not None:
-            depth += 1
-        elif m.group(4) is not None:
-            depth -= 1
-        variable = m.group(2)
-        if variable is None or variable in subs or variable in _SHAPE_KEYWORDS:
-            continue
-        if k and tokens[k - 1].group(6) is not None:
-            continue   # an attribute
-        if depth and k + 1 < len(tokens) and tokens[k + 1].group(5) == "=":
-            continue   # a keyword argument
-        placeholder = placeholders.get(variable)
-        if placeholder is None:
-            free = candidates.get(len(variable))
-            if free is None:
-                free = candidates[len(variable)] = _placeholders(len(variable), names)
-            placeholder = placeholders[variable] = next(free, None)
-            if placeholder is None:
-                return template, None
-            renames[placeholder] = variable
-        pieces += [template[at:m.start()], placeholder]
-        at = m.end()
-    pieces.append(template[at:])
-    return "".join(pieces), renames
-
-
-def _placeholders(length, taken):
-    """The names of ``length`` characters (a capital and digits: never a keyword) not in
-    ``taken``, in order, as an iterator: a template's variables of one length take the
-    next one each (a search from the first for each was quadratic in a template of many
-    names, as a tape's push of a long loop's values)."""
-    if length == 1:
-        found = "QZXJKVWYUH"
-    else:
-        found = (f"{p}{j:0{length - 1}d}" for p in "QZXJ" for j in range(10 ** min(length - 1, 4)))
-    return (c for c in found if c not in taken)
+def _copied(tree, subs, renames, copies):
+    """``_substituted``'s copy of ``tree`` (a list of statements: each one's), from its
+    plan once used more than ``template_copies.USES`` times (``copies``: [uses, plan])."""
+    plan = copies[1]
+    if plan is None:
+        copies[0] += 1
+        if copies[0] > template_copies.USES:
+            plan = copies[1] = template_copies.plan(tree, subs, renames, _SHARED) or False
+    if plan:
+        return template_copies.copy(plan, subs, renames, _SUBSTITUTE_NAMES.visit_Name, _substituted)
+    if tree.__class__ is list:
+        return [_substituted(s, subs, renames) for s in tree]
+    return _substituted(tree, subs, renames)
 
 
 def replace_as_expression(template, **subs):
@@ -491,7 +443,7 @@ class _Prepared:
     (local, placeholder), in the order their fresh names are asked for); ``kept``: the
     statements each set of wanted gradients reads."""
 
-    __slots__ = ("stmts", "grads", "params", "locals", "kept")
+    __slots__ = ("stmts", "grads", "params", "locals", "kept", "copies")
 
 
 def _prepare(body, local, args, fixed):
@@ -522,6 +474,7 @@ def _prepare(body, local, args, fixed):
     prepared.params = params
     prepared.locals = locals_
     prepared.kept = {}   # the wanted positions (a frozenset, or None) -> ``_kept``'s answer
+    prepared.copies = {}   # id(a tree of it) -> [its uses, its plan] (``_copied``)
     return prepared
 
 
@@ -633,8 +586,17 @@ def _from_prepared(prepared, args, namer, n_params, wanted):
     kept = prepared.kept.get(known)
     if kept is None:   # (the names it reads are placeholders: fresh names never meet them)
         kept = prepared.kept[known] = _kept(prepared.stmts, prepared.grads, n_params, wanted)
-    stmts = [_substituted(prepared.stmts[k], subs, renames) for k in kept]
+    copies = prepared.copies
+    stmts = [_copied(prepared.stmts[k], subs, renames, _uses(copies, prepared.stmts[k]))
+             for k in kept]
     grads = [None if g is None or (wanted is not None and k not in wanted)
-             else _substituted(g, subs, renames) for k, g in enumerate(prepared.grads)]
+             else _copied(g, subs, renames, _uses(copies, g)) for k, g in enumerate(prepared.grads)]
     grads += [None] * (n_params - len(grads))
     return stmts, grads
+
+
+def _uses(copies, tree):
+    found = copies.get(id(tree))
+    if found is None:
+        found = copies[id(tree)] = [0, None]
+    return found

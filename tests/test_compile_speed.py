@@ -436,7 +436,7 @@ def test_rule_arguments_bound_as_inspect_binds_them():
 
 def test_templates_of_many_names_parse_as_written():
     # A template's variables of one length take the next free placeholder each
-    # (templates._placeholders); past the placeholders of that length it is parsed as is.
+    # (template_shapes._placeholders); past the placeholders of that length it is parsed as is.
     from srcgrad import templates
     for count, width in ((5, 2), (30, 2), (60, 2), (300, 4), (20, 1)):
         names = [f"{chr(97 + k % 26)}{k:0{width - 1}d}"[:width] if width > 1 else chr(97 + k)
@@ -856,3 +856,97 @@ def test_literal_arguments_of_one_rule_fold_by_their_own_value():
         got = sg.grad(f)(x)
         np.testing.assert_allclose(got, expected, rtol=1e-12)
         np.testing.assert_allclose(got, numerical_grad(f, (x,)), rtol=1e-6)
+
+
+def _same_copy(got, expected, template):
+    """``got`` and ``expected`` are the same tree: classes, the order of each node's
+    ``__dict__``, leaf values (the same objects), annotations (equal, not shared),
+    contexts and operators shared where the template's are; no node or annotation of
+    ``template`` (their ids)."""
+    from srcgrad import templates
+    if expected.__class__ is list:
+        assert got.__class__ is list and len(got) == len(expected)
+        for a, b in zip(got, expected):
+            _same_copy(a, b, template)
+        return
+    if not isinstance(expected, gast.AST):
+        assert got is expected or (got == expected and type(got) is type(expected))
+        return
+    assert got.__class__ is expected.__class__
+    if expected.__class__ in templates._SHARED and not expected.__dict__:
+        assert got is expected or id(expected) not in template   # (a new name's: its own)
+        return
+    assert id(got) not in template and list(got.__dict__) == list(expected.__dict__)
+    for key, value in expected.__dict__.items():
+        if key == "_srcgrad_anno":
+            assert got.__dict__[key] == value and id(got.__dict__[key]) not in template
+        else:
+            _same_copy(got.__dict__[key], value, template)
+
+
+def test_template_plans_copy_as_substituting_does(monkeypatch):
+    """A template used again is copied from its plan (template_copies.py): for every string
+    template and prepared rule tree that compiling catalogue functions used, the plan's
+    copy is ``templates._substituted``'s, with names, nodes and renames put in."""
+    import conftest
+    from srcgrad import anno, template_copies, templates
+    monkeypatch.setattr(template_copies, "USES", 0)   # a plan from the first use on
+    for case in conftest.ALL_CASES[::7]:
+        wrt = [w for w, _ in case.targets]
+        if case.kwargs or not wrt:
+            continue
+        try:
+            sg.grad(case.function, tuple(wrt) if len(wrt) > 1 else wrt[0])(*case.args)
+        except Exception:   # (a refusal, or a case's own expected error)
+            pass
+    trees = [(parsed, keys, renames) for (_, keys), (parsed, renames, _)
+             in templates._TEMPLATES.items()]
+    trees += [(tree, prepared.params, dict(prepared.locals)) for prepared in templates._PREPARED.values()
+              for tree in prepared.stmts + prepared.grads if tree is not None]
+    annotated = gast.parse("a = b * c + f(d, k=[e, 1])\nif a:\n    g = -a").body
+    for node in ast_util.walk(annotated[0]):   # (and one annotated context, copied whole)
+        anno.setanno(node, anno.Static.ORIGIN, type(node).__name__)
+    annotated[0].targets[0].ctx = gast.Store()
+    anno.setanno(annotated[0].targets[0].ctx, anno.Static.ORIGIN, "ctx")
+    trees += [(annotated, ("c",), {"b": "x"}), (annotated[1], (), {"a": "y"})]
+    copied = 0
+    for k, (tree, keys, renames) in enumerate(trees):
+        plan = template_copies.plan(tree, keys, renames, templates._SHARED)
+        if plan is None:
+            continue
+        for use in range(2):   # a name's spelling, then a node, for each substitution
+            subs = {}
+            for j, key in enumerate(keys):
+                if use == 0:
+                    subs[key] = f"v{k}_{j}"
+                else:
+                    subs[key] = ast_util.name(f"v{k}_{j}")
+                    anno.setanno(subs[key], anno.Static.ORIGIN, (k, j))
+            fresh = {p: f"fresh_{k}_{p}" for p in renames or {}} or None
+            template = {id(x) for t in (tree if tree.__class__ is list else [tree])
+                        for n in ast_util.walk(t) for x in (n, n.__dict__.get("_srcgrad_anno"))}
+            expected = [templates._substituted(t, subs, fresh) for t in tree] \
+                if tree.__class__ is list else templates._substituted(tree, subs, fresh)
+            got = template_copies.copy(plan, subs, fresh, templates._SUBSTITUTE_NAMES.visit_Name,
+                                       templates._substituted)
+            _same_copy(got, expected, template)
+            copied += 1
+    assert copied > 200
+
+
+def test_clone_copies_every_node_and_annotation():
+    """templates.clone (each node's ``__dict__`` copied whole, its fields looked at): the
+    copy of srcgrad's own sources, annotated, is a copy of every node, attribute order,
+    leaf and annotation, contexts and operators shared (an annotated one copied)."""
+    import pathlib
+    from srcgrad import anno, templates
+    for path in sorted(pathlib.Path(sg.__file__).parent.glob("*.py"))[:12]:
+        tree = gast.parse(path.read_text())
+        for k, node in enumerate(ast_util.walk(tree)):
+            if k % 3 == 0:
+                anno.setanno(node, anno.Static.ORIGIN, k)
+            if k % 50 == 0 and isinstance(getattr(node, "ctx", None), gast.AST):
+                node.ctx = type(node.ctx)()
+                anno.setanno(node.ctx, anno.Static.ORIGIN, "ctx")
+        template = {id(x) for n in ast_util.walk(tree) for x in (n, n.__dict__.get("_srcgrad_anno"))}
+        _same_copy(templates.clone(tree), tree, template)

@@ -35,10 +35,10 @@ from srcgrad import ast_util
 Static = anno.Static
 
 
-def find(node, excluded, store_counts):
+def find(node, excluded, store_counts, loads=None):
     """The recomputable bindings of FunctionDef ``node``: id(for loop) -> its body's
     recomputable assignments, in order. ``excluded``: names never recomputed (wrt
-    locals, hooked names)."""
+    locals, hooked names); ``loads``: ``tape.load_counts(node.body)``, when known."""
     statements = list(optimize.walk_statements(node.body))
     if any(written_in_place(s) for s in statements):
         return {}
@@ -47,7 +47,7 @@ def find(node, excluded, store_counts):
         if isinstance(s, (gast.For, gast.While)):
             in_loops |= _stored(s)
     stable = {n for n, count in store_counts.items() if count == 1 and n not in in_loops}
-    loads, tests = tape.load_counts(node.body), {}
+    loads, tests = tape.load_counts(node.body) if loads is None else loads, {}
     for s in statements:
         if isinstance(s, (gast.If, gast.While)) and isinstance(s.test, gast.Name):
             tests[s.test.id] = tests.get(s.test.id, 0) + 1

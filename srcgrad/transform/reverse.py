@@ -89,9 +89,10 @@ class ReverseAD(Base, RuleApplication):
         # register_hook(y, fn) in the code: hooks live in a list made at each binding of y,
         # so a hook belongs to the binding it was registered on, and only if the call ran.
         self.hook_lists = {}
+        # The function's names, calls and assignments, walked once (tape.FunctionNodes).
+        self.nodes = nodes = tape.FunctionNodes(node)
         register = grad_mode.register_hook   # (most functions call none: no ordered walk)
-        hooked_calls = any(anno.getanno(c, Static.PRIMITIVE) is register
-                           for c in ast_util.nodes_of(node, gast.Call))
+        hooked_calls = any(anno.getanno(c, Static.PRIMITIVE) is register for c in nodes.calls)
         for stmt in ast_util.walk(node) if hooked_calls else ():
             call = _register_hook_call(stmt)
             if call is not None:
@@ -106,20 +107,20 @@ class ReverseAD(Base, RuleApplication):
             self.hooks.setdefault(hooked, []).append(replace_expr(f"hooks[{hooked!r}]"))
         # A local asked for by wrt: its gradient is taken where its last value is made
         # (its last binding, or an indexed write after it), not at the end of the sweep.
-        written = {s.targets[0].value.id for s in ast_util.nodes_of(node, gast.Assign)
+        written = {s.targets[0].value.id for s in nodes.assigns
                    if isinstance(s.targets[0], gast.Subscript) and isinstance(s.targets[0].value, gast.Name)}
         for w in wrt:
             if w not in activity.params and (w in activity.saved or w in written):
                 self.captures[w] = namer.new(f"grad_{w}")
         special = set(wrt) | set(self.hook_lists) | set(hook_names)
-        self.store_counts = tape.store_counts(node)
+        self.store_counts = tape.store_counts(node, nodes)
         self.constants = tape.constant_names(node, special, self.store_counts)
-        self.first_bindings = tape.first_bindings(node, special)
+        self.first_bindings = tape.first_bindings(node, special, nodes)
         # Loop id -> the bindings its reversed body recomputes instead of popping.
-        self.recomputed = recompute.find(node, special, self.store_counts)
+        self.recomputed = recompute.find(node, special, self.store_counts, nodes.body_loads)
         self.recomputed_ids = {id(b) for bindings in self.recomputed.values() for b in bindings}
         # Bindings saved at the end of their block (tape.block_locals), and the names they bind.
-        self.block_locals = tape.block_locals(node, special, self.store_counts)
+        self.block_locals = tape.block_locals(node, special, self.store_counts, nodes.body_loads)
         self.saved_at_end = {}   # id(binding) -> name, for those that are saved
 
     # ----- names -----
@@ -542,8 +543,8 @@ def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), o
 
     tuple_output = isinstance(ret.value, gast.Tuple)
     outputs = list(ret.value.elts) if tuple_output else [ret.value]
-    primal_names = set(activity.params) | {n.id for n in ast_util.nodes_of(node, gast.Name)
-                                          if isinstance(n.ctx, gast.Store)}
+    # (The names bound before the sweeps were built: building them edits no user statement.)
+    primal_names = set(activity.params) | {n.id for n in ad.nodes.names if isinstance(n.ctx, gast.Store)}
     seed = namer.new("dout") if tuple_output else ad.d(outputs[0].id) if ad.needs(outputs[0]) \
         else namer.new("dout")
     # Named before the prologue, so that an active input whose every use has no gradient
@@ -567,14 +568,17 @@ def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), o
         primal_names |= untaped
         rev = seeds.without_seed_copy(rev, seed)
     primal_names -= recompute.prune(rev)   # bound by the reverse sweep itself
-    fwd, rev, uses_tape = tape.prune(fwd, rev)
+    # The reverse sweep's name sets, asked by the steps below: it is walked once, not by each.
+    # (They drop and replace statements, and edit none in place.)
+    names = ast_util.NameSets()
+    fwd, rev, uses_tape = tape.prune(fwd, rev, names)
     if optimized:   # a loop left with only d = d * 2 in it (its pops pruned): fewer steps
         powers.run(rev, None)
     shapes = tape.shape_only(rev, primal_names) if optimized else set()
     tape.save_shapes(fwd, shapes)
 
-    saved = tape.pack(rev, primal_names, uses_tape, shapes)
-    if any(n.id == fixed["xp"] for s in rev for n in ast_util.nodes_of(s, gast.Name)):
+    saved = tape.pack(rev, primal_names, uses_tape, shapes, names)
+    if any(fixed["xp"] in names.refs(s) for s in rev):
         args = ", ".join([seed] + [p for p in activity.params if p in saved.names])
         rev = replace(f"{fixed['xp']} = rt.namespace({args})") + rev
     copies = ad.argument_checks() + [s for p in sorted(ad.copied_params) for s in replace(f"{p} = rt.save({p})")]

@@ -79,10 +79,40 @@ def key_of(stmt):
 
 # ----- what needs no save -----
 
-def store_counts(node):
-    """Name -> how many times the function binds it (parameters count once)."""
+class FunctionNodes:
+    """The ``Name``, ``Call`` and ``Assign`` nodes of a FunctionDef (``names``, ``calls``,
+    ``assigns``; in no particular order), and each top-level statement's names
+    (``statement_names``), found in one walk: the questions asked before its sweeps are
+    built (``store_counts``, ``first_bindings``, ``load_counts`` of its body, the hooked
+    calls, ...) each walked the whole function."""
+
+    def __init__(self, node):
+        classes = (gast.Name, gast.Call, gast.Assign)
+        names, calls, assigns = [], [], []
+        self.statement_names = []
+        for s in node.body:
+            found = ast_util.nodes_of_classes(s, classes)
+            self.statement_names.append(found[0])
+            names += found[0]
+            calls += found[1]
+            assigns += found[2]
+        self.body_loads = _load_counts(names)   # (the body's, as load_counts(node.body))
+        for field, value in node.__dict__.items():   # the parameters, decorators, ...
+            if field != "body" and field in node._fields:
+                for part in value if value.__class__ is list else [value]:
+                    if isinstance(part, gast.AST):
+                        found = ast_util.nodes_of_classes(part, classes)
+                        names += found[0]
+                        calls += found[1]
+                        assigns += found[2]
+        self.names, self.calls, self.assigns = names, calls, assigns
+
+
+def store_counts(node, nodes=None):
+    """Name -> how many times the function binds it (parameters count once). ``nodes``:
+    its ``FunctionNodes``, when the caller has them."""
     counts = {}
-    for n in ast_util.nodes_of(node, gast.Name):
+    for n in ast_util.nodes_of(node, gast.Name) if nodes is None else nodes.names:
         if not isinstance(n.ctx, gast.Load):
             counts[n.id] = counts.get(n.id, 0) + 1
     return counts
@@ -121,17 +151,19 @@ def constant_names(node, excluded, counts=None):
     return constants
 
 
-def first_bindings(node, excluded):
+def first_bindings(node, excluded, nodes=None):
     """ids of the top-level assignments that bind a local name for the first time: the
-    value before them is no value at all, so nothing needs saving."""
+    value before them is no value at all, so nothing needs saving. ``nodes``: ``node``'s
+    ``FunctionNodes``."""
     params = {a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
     seen = set(params)
     first = set()
-    for s in node.body:
+    for k, s in enumerate(node.body):
         if isinstance(s, gast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], gast.Name) \
                 and s.targets[0].id not in seen and s.targets[0].id not in excluded:
             first.add(id(s))
-        seen |= {n.id for n in ast_util.nodes_of(s, gast.Name) if not isinstance(n.ctx, gast.Load)}
+        found = ast_util.nodes_of(s, gast.Name) if nodes is None else nodes.statement_names[k]
+        seen |= {n.id for n in found if not isinstance(n.ctx, gast.Load)}
     return first
 
 
@@ -145,18 +177,27 @@ def load_counts(body):
     return counts
 
 
-def block_locals(node, excluded, store_counts):
+def _load_counts(names):
+    counts = {}
+    for n in names:
+        if isinstance(n.ctx, gast.Load):
+            counts[n.id] = counts.get(n.id, 0) + 1
+    return counts
+
+
+def block_locals(node, excluded, store_counts, loads=None):
     """ids of the assignments ``x = ...`` at the top level of a block (a loop's or a branch's
     body) that alone bind ``x``, which only the statements after them in that block read.
 
     Their value is saved after the block ran (``push(x)`` at its end, ``x = pop()`` first
     thing in its reverse): pushed once bound, so the forward sweep needs no ``x = None``
-    for a first push, and the backward sweep binds ``x`` before reading it.
+    for a first push, and the backward sweep binds ``x`` before reading it. ``loads``:
+    ``load_counts(node.body)``, when the caller has them.
     """
     found = set()
     if not any(isinstance(s, (gast.If, gast.For, gast.While)) for s in node.body):
         return found   # (no block below the function's own: straight-line code)
-    loads = load_counts(node.body)
+    loads = load_counts(node.body) if loads is None else loads
 
     def visit(body, nested):
         if not nested:   # (the function's own body: only its blocks are looked at)
@@ -217,11 +258,23 @@ def _filter(body, drop):
     return out
 
 
-def loads(body, skip=lambda s: False):
-    """Names the statements of ``body`` read (nested blocks included)."""
+# Statements whose reads are ``NameSets.loads`` of their own parts (``ast_util.own_parts``):
+# no ``del`` (a ``Del`` name is no read, but not stored either), no part left out
+# (``raise``'s cause, an annotation).
+_BY_NAME_SETS = frozenset((gast.Assign, gast.AugAssign, gast.Expr, gast.Return, gast.If, gast.For,
+                           gast.While, gast.Assert, gast.Pass, gast.Break, gast.Continue))
+
+
+def loads(body, skip=lambda s: False, name_sets=None):
+    """Names the statements of ``body`` read (nested blocks included). ``name_sets``: a
+    ``NameSets`` of ``body`` to ask (shared by the steps after the sweep's optimization)."""
     names = set()
     for s in optimize.walk_statements(body):
         if skip(s):
+            continue
+        if name_sets is not None and s.__class__ in _BY_NAME_SETS:
+            for part in ast_util.own_parts(s):
+                names |= name_sets.loads(part)
             continue
         for field in ("test", "iter", "value", "targets", "target", "msg", "exc"):
             part = getattr(s, field, None)
@@ -232,15 +285,18 @@ def loads(body, skip=lambda s: False):
     return names
 
 
-def read_before_bound(body, bound=frozenset(), counted=None):
+def read_before_bound(body, bound=frozenset(), counted=None, name_sets=None):
     """(names ``body`` may read before binding them, names bound after it on every path),
     given the names ``bound`` before it; ``counted``: only the reads of the simple
     statements with these ids count (default: every read).
 
     The backward sweep's are what it needs saved (a loop index the reversed loop binds,
     or a value popped before its reads, is not); the forward sweep's pushes' and the
-    saved tuple's are what needs a ``None`` to start with.
+    saved tuple's are what needs a ``None`` to start with. ``name_sets``: a ``NameSets``
+    of ``body`` to ask instead of walking its statements.
     """
+    if name_sets is not None:
+        return _read_before_bound(body, set(bound), counted, name_sets)
     reads, bound = set(), set(bound)
     for s in body:
         header = counted is None
@@ -265,6 +321,40 @@ def read_before_bound(body, bound=frozenset(), counted=None):
     return reads, bound
 
 
+def _read_before_bound(body, bound, counted, names):
+    """``read_before_bound`` with the name sets of ``names``, the same answer."""
+    reads = set()
+    for s in body:
+        header = counted is None
+        cls = s.__class__
+        if cls is gast.For:
+            if header:
+                reads |= names.loads(s.iter) - bound
+            inner = bound | names.loads(s.target) | names.stores(s.target)
+            reads |= _read_before_bound(s.body, inner, counted, names)[0] \
+                | _read_before_bound(s.orelse, set(bound), counted, names)[0]
+        elif cls is gast.If or cls is gast.While:
+            if header:
+                reads |= names.loads(s.test) - bound
+            body_reads, body_bound = _read_before_bound(s.body, set(bound), counted, names)
+            else_reads, else_bound = _read_before_bound(s.orelse, set(bound), counted, names)
+            reads |= body_reads | else_reads
+            if cls is gast.If:
+                bound |= body_bound & else_bound
+        elif cls not in _BY_NAME_SETS:
+            found_reads, found_bound = read_before_bound([s], bound, counted)
+            reads |= found_reads
+            bound = found_bound
+        elif cls is gast.AugAssign:
+            if counted is None or id(s) in counted:
+                reads |= names.refs(s) - bound
+        else:
+            if counted is None or id(s) in counted:
+                reads |= names.loads(s) - bound
+            bound |= names.stores(s)
+    return reads, bound
+
+
 def initial_values(body, params):
     """``x = None`` for each local name a push, an alias check or the saved tuple of the
     forward sweep ``body`` (ending with its return) may read before any binding of it ran:
@@ -280,9 +370,10 @@ def initial_values(body, params):
     return [s for n in sorted(unbound) for s in replace(f"{n} = None")]
 
 
-def prune(fwd, rev):
+def prune(fwd, rev, name_sets=None):
     """Drop pushes and pops of values the adjoint never reads (to-be-recorded analysis).
-    Returns (fwd, rev, whether a tape is still used)."""
+    Returns (fwd, rev, whether a tape is still used). ``name_sets``: a ``NameSets`` of
+    ``rev`` to ask (and keep: the statements are dropped, none is edited)."""
     keys = {key_of(s) for s in optimize.walk_statements(fwd) if key_of(s) is not None}
     # ``xs.pop()`` undoing an append keeps a list as the adjoint reads it: with no read
     # of ``xs`` left it goes too (the push of the list a loop rebinds, ``elems = []``
@@ -291,13 +382,13 @@ def prune(fwd, rev):
              if isinstance(key_of(s), tuple) and key_of(s)[0] == "list"}
     if not keys:   # no push (straight-line code): nothing to drop, no tape
         return fwd, rev, False
-    reads = loads(rev, skip=lambda s: key_of(s) is not None)
+    reads = loads(rev, skip=lambda s: key_of(s) is not None, name_sets=name_sets)
     drop = set()
     for key in keys:
         primal = key[1] if isinstance(key, tuple) else key
         if primal not in reads:
             drop.add(key)
-    drop |= _dead_restores(rev, keys - drop)
+    drop |= _dead_restores(rev, keys - drop, name_sets)
     if drop:
         fwd = _filter(fwd, lambda s: key_of(s) in drop)
         rev = _filter(rev, lambda s: key_of(s) in drop)
@@ -306,7 +397,7 @@ def prune(fwd, rev):
     return fwd, rev, uses_tape
 
 
-def _dead_restores(rev, keys):
+def _dead_restores(rev, keys, name_sets=None):
     """Plain-name keys none of whose ``x = pop()`` is read before ``x`` is bound again:
     the reverse sweep reads ``x`` only before its pops (the last value, saved), as
     where a loop over layers unrolled at compile time rebinds ``x`` once per layer."""
@@ -316,7 +407,7 @@ def _dead_restores(rev, keys):
     pops = [s for s in pops if key_of(s) not in read]
     if not pops:
         return set()
-    live = liveness.analyze(rev, set(), only={s.targets[0].id for s in pops})
+    live = liveness.analyze(rev, set(), names=name_sets, only={s.targets[0].id for s in pops})
     read |= {key_of(s) for s in pops if s.targets[0].id in live.live_after(s)}
     return {key_of(s) for s in pops} - read
 
@@ -416,10 +507,11 @@ class Saved:
     mutated: set
 
 
-def pack(rev, primal_names, uses_tape, shapes):
+def pack(rev, primal_names, uses_tape, shapes, name_sets=None):
     """The saved tuple of the backward sweep ``rev`` (after pruning): see ``Saved``.
-    ``shapes``: names saved as their shape only."""
-    saved_names = sorted(n for n in read_before_bound(rev)[0] if n in primal_names)
+    ``shapes``: names saved as their shape only; ``name_sets``: a ``NameSets`` of ``rev``."""
+    saved_names = sorted(n for n in read_before_bound(rev, name_sets=name_sets)[0]
+                         if n in primal_names)
     tape_setup = replace("tape = []\npush = tape.append") if uses_tape else []
     saved_tuple = (["tape"] if uses_tape else []) + saved_names
     mutated = {k[1] for k in (key_of(s) for s in optimize.walk_statements(rev)) if isinstance(k, tuple)}
