@@ -63,9 +63,10 @@ def front_end(fn, options, stack=(), has_aux=False, static=None):
     ``static``: parameter name -> the callable it is known to hold (a function passed as
     an argument); inside, the parameter denotes that object (inline.bind_static)."""
     node, info = fn.parse() if isinstance(fn, local_functions.LocalFunction) else parse_function(fn)
+    names = ast_util.nodes_of(node, gast.Name)
     ctx = CompileContext(
-        info, Namer({n.id for n in ast_util.nodes_of(node, gast.Name)} | set(RESERVED)),
-        options, user_locals=frozenset(local_names(node)), stack=stack or (inline.Frame(fn),),
+        info, Namer({n.id for n in names} | set(RESERVED)),
+        options, user_locals=frozenset(local_names(node, names)), stack=stack or (inline.Frame(fn),),
         normalize=lambda helper, helper_stack, helper_static: front_end(
             helper, options, helper_stack, static=helper_static))
     static = dict(static or {})
