@@ -856,3 +856,65 @@ def test_literal_arguments_of_one_rule_fold_by_their_own_value():
         got = sg.grad(f)(x)
         np.testing.assert_allclose(got, expected, rtol=1e-12)
         np.testing.assert_allclose(got, numerical_grad(f, (x,)), rtol=1e-6)
+
+
+def _list_names_walking(node, resolves_to, kind):
+    """call_forms.list_names as it was before ``Scan``: its own walk of ``node``."""
+    from srcgrad.transform import call_forms
+    bindings = {}
+    for n in ast.walk(node):
+        if isinstance(n, gast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], gast.Name):
+            bindings.setdefault(n.targets[0].id, []).append(n.value)
+        elif isinstance(n, call_forms._BINDING):
+            targets = [i.optional_vars for i in n.items if i.optional_vars is not None] \
+                if isinstance(n, gast.With) else n.targets if isinstance(n, gast.Assign) else [n.target]
+            for t in (t for target in targets for t in ast.walk(target)):
+                if isinstance(t, gast.Name) and isinstance(t.ctx, gast.Store):
+                    bindings.setdefault(t.id, []).append(None)
+    return bindings
+
+
+@pytest.mark.slow
+def test_one_scan_answers_what_the_front_ends_walks_answered():
+    """call_forms.Scan (methods.transform's and inline.transform's one walk) against the
+    walks it replaced, for every function of the package's own sources: the nodes of each
+    class (binding statements in ast.walk's order), local_names, and list_names' answer
+    and its questions to ``resolves_to``, in the same order (each may record a read the
+    compile depends on)."""
+    from srcgrad.transform import call_forms, inline
+    from srcgrad.transform.base import local_names
+    checked = 0
+    for source in _sources():
+        for node in ast.walk(gast.parse(source)):
+            if not isinstance(node, gast.FunctionDef):
+                continue
+            scan = call_forms.Scan(node)
+            every = list(ast.walk(node))
+            for found, classes in ((scan.names, gast.Name), (scan.calls, gast.Call),
+                                   (scan.scopes, (gast.FunctionDef, gast.Lambda)),
+                                   (scan.starred, gast.Starred),
+                                   (scan.displays, (gast.List, gast.Tuple, gast.Dict)),
+                                   (scan.binders, call_forms._BINDING)):
+                assert sorted(map(id, found)) == sorted(id(n) for n in every if isinstance(n, classes))
+            assert [id(n) for n in scan.binders] == [id(n) for n in every
+                                                     if isinstance(n, call_forms._BINDING)]
+            assert scan.local_names() == local_names(node)
+            assert scan.stored == {k: v for k, v in ((i, sum(
+                1 for n in every if isinstance(n, gast.Name) and n.id == i
+                and isinstance(n.ctx, gast.Store))) for i in {n.id for n in scan.names}) if v}
+            assert list(scan.bindings()) == list(_list_names_walking(node, None, list))
+            for kind in (list, dict):
+                asked, asked_before = [], []
+
+                def resolves(func, obj, log=asked):
+                    log.append((gast.dump(func), obj))
+                    return isinstance(func, gast.Name) and len(func.id) % 2 == 0
+
+                got = call_forms.list_names(node, resolves, kind, scan=scan)
+                expected = call_forms.list_names(node, lambda f, o: resolves(f, o, asked_before), kind)
+                assert got == expected and asked == asked_before
+            paths = inline._global_attributes(scan, scan.local_names())
+            for name, path in paths.items():
+                assert scan.stored.get(name) == 1 and path[0] not in scan.local_names()
+            checked += 1
+    assert checked > 1000

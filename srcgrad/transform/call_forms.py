@@ -335,8 +335,8 @@ class Scan:
         args = self.node.args
         found = {a.id for a in args.args + args.kwonlyargs + args.posonlyargs}
         found.update(a.id for a in (args.vararg, args.kwarg) if a is not None)
-        Load = gast.Load
-        found.update(n.id for n in self.names if n.ctx.__class__ is not Load)
+        bound = (gast.Store, gast.Del)   # (not a nested def's parameters: gast.Param)
+        found.update(n.id for n in self.names if n.ctx.__class__ in bound)
         return found
 
     def bindings(self):
