@@ -918,3 +918,72 @@ def test_one_scan_answers_what_the_front_ends_walks_answered():
                 assert scan.stored.get(name) == 1 and path[0] not in scan.local_names()
             checked += 1
     assert checked > 1000
+
+
+_ODD_BLOCKS = [
+    'def f(x):\n    s = """\nx = 1\n"""\n    return x\ny = 2\n',            # a string's line at column 0
+    'def f(x):\n    y = g(x,\n1)\n    return y\n',                          # a bracket's line at column 0
+    'def f(x):\n    y = 1 + \\\n2\n    return y\n',                        # a continuation at column 0
+    'def f(x): return x\n# c\ny = 1\n',                                      # one line
+    'def f(x):\n    return x\n    # kept\n  # dropped\n\n# dropped\ny = 1\n',
+    'def f(x):\n    return x\n  # dropped\n    # kept\n# dropped\n\n',
+    'def f(x):\n    return x\n   # dropped: one column short\ny = 1\n',
+    'def f(x):\n# a comment first\n    return x\n',
+    'def f(x,\n      y):\n    return x\nz = 1\n',                             # a header over two lines
+    'def f(x={1:\n  2}):\n    return x\n',
+    'def f(x):  # c\n    return x\nz = 1\n',
+    '    def f(self, x):\n        if x:\n            return 1\n\n        return 2\n\n    def g(self):\n        pass\n',
+    'def f(x):\n\tif x:\n\t\treturn 1\n\treturn 2\n',                          # tabs
+    'async def f(x):\n    return x\n',
+    '@dec\ndef f(x):\n    return x\n',
+    'def f(x):\n    return x',                                                 # no newline at the end
+    'def f(x):\n    """\n  doc\n"""\n    return x\n',
+]
+
+
+@pytest.mark.slow
+def test_a_defs_block_is_what_inspect_finds():
+    """source_block.block (parse.py's reader of a def's lines, without the tokenizer)
+    against inspect.getblock at every def (and its first decorator) of the package's and
+    the tests' sources, some of the standard library's and odd layouts; the tree kept for
+    the parse is the parse of that block."""
+    import glob
+    import os
+    import sysconfig
+    from srcgrad import source_block
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    paths = sorted(glob.glob(os.path.join(root, "srcgrad", "**", "*.py"), recursive=True)
+                   + glob.glob(os.path.join(root, "tests", "*.py")))
+    paths += sorted(glob.glob(os.path.join(sysconfig.get_paths()["stdlib"], "*.py")))[:120]
+    sources = []
+    for path in paths:
+        with open(path, encoding="utf-8") as f:
+            sources.append(f.read())
+    quick = checked = 0
+    for source in sources + _ODD_BLOCKS:
+        try:
+            tree = ast.parse(textwrap.dedent(source))
+        except SyntaxError:
+            tree = None
+        lines = source.splitlines(True)
+        starts = {k for k, line in enumerate(lines) if line.lstrip().startswith(("def ", "async def ", "@"))} \
+            if tree is None or source in _ODD_BLOCKS else set()
+        for node in ast.walk(tree) if tree is not None else ():
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                starts.add(node.lineno - 1)
+                starts.add(min([d.lineno - 1 for d in node.decorator_list] + [node.lineno - 1]))
+        for k in sorted(starts):
+            try:
+                expected = inspect.getblock(lines[k:])
+            except Exception:   # (not a def of a source that compiles)
+                continue
+            source_block._last.block = None
+            assert source_block.block(lines[k:]) == expected, (k, lines[k])
+            checked += 1
+            kept = getattr(source_block._last, "block", None)
+            if kept is not None:
+                quick += 1
+                text = textwrap.dedent("".join(expected))
+                assert kept[0] == text and ast.dump(source_block.parsed(text)) == ast.dump(ast.parse(text))
+                assert getattr(source_block._last, "block", None) is None   # handed out once
+    assert checked > 3000 and quick > checked // 2
