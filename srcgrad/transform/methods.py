@@ -184,6 +184,9 @@ class Desugar(Base):
         read where it is evaluated only sometimes or later (a lambda, a comprehension, a
         branch of ``a if c else b``, right of ``and``/``or``), or held by a nested function
         that a call before it may run."""
+        if not any(_returning_method(n, self.locals) and n is not whole
+                   for part in parts for n in ast_util.nodes_of(part, gast.Call)):
+            return []   # (most statements: none, wherever evaluated; no evaluation order)
         order, deferred = [], []
         for part in parts:
             _evaluation_order(part, order, deferred)
