@@ -987,3 +987,18 @@ def test_a_defs_block_is_what_inspect_finds():
                 assert kept[0] == text and ast.dump(source_block.parsed(text)) == ast.dump(ast.parse(text))
                 assert getattr(source_block._last, "block", None) is None   # handed out once
     assert checked > 3000 and quick > checked // 2
+
+
+@pytest.mark.slow
+def test_holds_any_answers_what_a_walk_answers():
+    """ast_util.holds_any (fence.check's first look) against ast.walk, for the classes
+    fence looks at and others, at every statement of the package's sources."""
+    from srcgrad.transform import fence
+    sets = [fence._LOOKED_AT, {gast.Starred}, {gast.Attribute, gast.Lambda}, {gast.Call}, set()]
+    for source in list(_sources())[:60]:
+        tree = gast.parse(source)
+        for node in ast.walk(tree):
+            if isinstance(node, (gast.stmt, gast.Module)):
+                classes = {type(n) for n in ast.walk(node)}
+                for wanted in sets:
+                    assert ast_util.holds_any(node, wanted) == bool(classes & set(wanted))

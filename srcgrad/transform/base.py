@@ -180,6 +180,9 @@ def local_names(node, found=None):
 def rename_reserved(node, info, namer, bindings, reserved):
     """Rename user names that collide with the generated code's own names ``reserved``
     (pipeline.RESERVED; a nested def's name too: it is no Name node, def push(...))."""
+    if frozenset(reserved).isdisjoint({n.id for n in ast_util.nodes_of(node, gast.Name)}) and all(
+            d is node or d.name not in reserved for d in ast_util.nodes_of(node, gast.FunctionDef)):
+        return node   # (most functions: nothing to rename, no ordered walk)
     locals_ = None   # (asked at the first rename, before any: most functions have none)
     rename = {}
     for child in ast_util.walk(node):
