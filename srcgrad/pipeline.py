@@ -72,11 +72,11 @@ def front_end(fn, options, stack=(), has_aux=False, static=None):
     static = dict(static or {})
     arity = static.pop(inline.STAR_ARITY, None)
     if static.pop(inline.GENERATOR, False):   # a generator read whole: the list of its items
-        node = generators.collect(node, ctx)
+        node, names = generators.collect(node, ctx), None
     constants = static.pop(inline.CONSTANTS, None)
     if constants:   # a recursive helper given ints: what they decide, decided now
-        node = constant_arguments.bind(node, constants)
-    ctx.classes = methods.unbound_classes(node, static.pop(inline.PARAM_CLASSES, None) or {})
+        node, names = constant_arguments.bind(node, constants), None
+    ctx.classes = methods.unbound_classes(node, static.pop(inline.PARAM_CLASSES, None) or {}, names)
     if arity is not None:   # a helper's *args/**kwargs passed on: g(*args, **kwargs)
         inline.expand_star_calls(node, arity)
     if match_statements.may_hold(info):   # match: the if/elif chain it stands for

@@ -504,9 +504,10 @@ def has_methods(cls):
     return isinstance(cls, type) and not issubclass(cls, (list, tuple, dict))
 
 
-def unbound_classes(node, classes):
-    """``classes`` (parameter -> class) less the parameters ``node`` rebinds."""
-    stored = {n.id for n in ast_util.nodes_of(node, gast.Name) if isinstance(n.ctx, gast.Store)}
+def unbound_classes(node, classes, names=None):
+    """``classes`` (parameter -> class) less the parameters ``node`` rebinds (``names``: its Names)."""
+    stored = {n.id for n in (ast_util.nodes_of(node, gast.Name) if names is None else names)
+              if isinstance(n.ctx, gast.Store)}
     return {p: c for p, c in classes.items() if p not in stored}
 
 
