@@ -18,7 +18,7 @@ import gast
 from gast.ast3 import Ast3ToGAst
 import numpy
 
-from srcgrad import anno, ast_util
+from srcgrad import anno, ast_util, source_block
 from srcgrad.entry import bound_of
 from srcgrad.errors import SourceNotFoundError, SrcgradError, UnsupportedError, matrix_refusal
 
@@ -235,11 +235,15 @@ def _sourcelines(code):
     it against (a notebook cell, ``exec`` of a string given a name, srcgrad's generated
     code) is read from there directly, as inspect would read it: inspect first asks
     ``getmodule``, which scans every module in ``sys.modules`` twice for a file that
-    does not exist (about 1% of a compile)."""
+    does not exist (about 1% of a compile). The block is found by ``source_block``
+    (``inspect.getblock`` without the tokenizer where it can)."""
     entry = linecache.cache.get(getattr(code, "co_filename", None))
     if code.__class__ is not types.CodeType or entry is None or len(entry) != 4 \
             or entry[1] is not None or not entry[2] or code.co_filename.endswith(_COMPILED_SUFFIXES):
-        return inspect.getsourcelines(code)
+        if code.__class__ is not types.CodeType:
+            return inspect.getsourcelines(code)
+        lines, lnum = inspect.findsource(code)   # (inspect.getsourcelines of a code object)
+        return source_block.block(lines[lnum:]), lnum + 1
     lines = entry[2]
     lnum = code.co_firstlineno - 1
     while lnum > 0:
@@ -248,7 +252,7 @@ def _sourcelines(code):
         if _DEF_LINE.match(lines[lnum]):
             break
         lnum -= 1
-    return inspect.getblock(lines[lnum:]), lnum + 1
+    return source_block.block(lines[lnum:]), lnum + 1
 
 
 def _source_of(fn):
@@ -408,7 +412,7 @@ _LOCATION = ("lineno", "col_offset", "end_lineno", "end_col_offset")
 
 def _gast_parse(source):
     """``gast.parse(source)``: the same tree, converted by ``_ToGast``."""
-    return _ToGast().visit(ast.parse(source))
+    return _ToGast().visit(source_block.parsed(source))
 
 
 def parse_function(fn):

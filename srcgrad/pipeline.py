@@ -64,20 +64,21 @@ def front_end(fn, options, stack=(), has_aux=False, static=None):
     ``static``: parameter name -> the callable it is known to hold (a function passed as
     an argument); inside, the parameter denotes that object (inline.bind_static)."""
     node, info = fn.parse() if isinstance(fn, local_functions.LocalFunction) else parse_function(fn)
+    names = ast_util.nodes_of(node, gast.Name)
     ctx = CompileContext(
-        info, Namer({n.id for n in ast_util.nodes_of(node, gast.Name)} | set(RESERVED)),
-        options, user_locals=frozenset(local_names(node)), stack=stack or (inline.Frame(fn),),
+        info, Namer({n.id for n in names} | set(RESERVED)),
+        options, user_locals=frozenset(local_names(node, names)), stack=stack or (inline.Frame(fn),),
         normalize=lambda helper, helper_stack, helper_static: front_end(
             helper, options, helper_stack, static=helper_static))
     static = dict(static or {})
     arity = static.pop(inline.STAR_ARITY, None)
     if static.pop(inline.GENERATOR, False):   # a generator read whole: the list of its items
-        node = generators.collect(node, ctx)
+        node, names = generators.collect(node, ctx), None
     constants = static.pop(inline.CONSTANTS, None)
     if constants:   # a recursive helper given ints: what they decide, decided now
-        node = constant_arguments.bind(node, constants)
-    ctx.classes = methods.unbound_classes(node, static.pop(inline.PARAM_CLASSES, None) or {})
-    ctx.trees = methods.unbound_classes(node, static.pop(structure_parts.TREES, None) or {})
+        node, names = constant_arguments.bind(node, constants), None
+    ctx.classes = methods.unbound_classes(node, static.pop(inline.PARAM_CLASSES, None) or {}, names)
+    ctx.trees = methods.unbound_classes(node, static.pop(structure_parts.TREES, None) or {}, names)
     if arity is not None:   # a helper's *args/**kwargs passed on: g(*args, **kwargs)
         inline.expand_star_calls(node, arity)
     if match_statements.may_hold(info):   # match: the if/elif chain it stands for

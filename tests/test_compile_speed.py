@@ -950,3 +950,149 @@ def test_clone_copies_every_node_and_annotation():
                 anno.setanno(node.ctx, anno.Static.ORIGIN, "ctx")
         template = {id(x) for n in ast_util.walk(tree) for x in (n, n.__dict__.get("_srcgrad_anno"))}
         _same_copy(templates.clone(tree), tree, template)
+
+
+def _list_names_walking(node, resolves_to, kind):
+    """call_forms.list_names as it was before ``Scan``: its own walk of ``node``."""
+    from srcgrad.transform import call_forms
+    bindings = {}
+    for n in ast.walk(node):
+        if isinstance(n, gast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], gast.Name):
+            bindings.setdefault(n.targets[0].id, []).append(n.value)
+        elif isinstance(n, call_forms._BINDING):
+            targets = [i.optional_vars for i in n.items if i.optional_vars is not None] \
+                if isinstance(n, gast.With) else n.targets if isinstance(n, gast.Assign) else [n.target]
+            for t in (t for target in targets for t in ast.walk(target)):
+                if isinstance(t, gast.Name) and isinstance(t.ctx, gast.Store):
+                    bindings.setdefault(t.id, []).append(None)
+    return bindings
+
+
+@pytest.mark.slow
+def test_one_scan_answers_what_the_front_ends_walks_answered():
+    """call_forms.Scan (methods.transform's and inline.transform's one walk) against the
+    walks it replaced, for every function of the package's own sources: the nodes of each
+    class (binding statements in ast.walk's order), local_names, and list_names' answer
+    and its questions to ``resolves_to``, in the same order (each may record a read the
+    compile depends on)."""
+    from srcgrad.transform import call_forms, inline
+    from srcgrad.transform.base import local_names
+    checked = 0
+    for source in _sources():
+        for node in ast.walk(gast.parse(source)):
+            if not isinstance(node, gast.FunctionDef):
+                continue
+            scan = call_forms.Scan(node)
+            every = list(ast.walk(node))
+            for found, classes in ((scan.names, gast.Name), (scan.calls, gast.Call),
+                                   (scan.scopes, (gast.FunctionDef, gast.Lambda)),
+                                   (scan.starred, gast.Starred),
+                                   (scan.displays, (gast.List, gast.Tuple, gast.Dict)),
+                                   (scan.binders, call_forms._BINDING)):
+                assert sorted(map(id, found)) == sorted(id(n) for n in every if isinstance(n, classes))
+            assert [id(n) for n in scan.binders] == [id(n) for n in every
+                                                     if isinstance(n, call_forms._BINDING)]
+            assert scan.local_names() == local_names(node)
+            assert scan.stored == {k: v for k, v in ((i, sum(
+                1 for n in every if isinstance(n, gast.Name) and n.id == i
+                and isinstance(n.ctx, gast.Store))) for i in {n.id for n in scan.names}) if v}
+            assert list(scan.bindings()) == list(_list_names_walking(node, None, list))
+            for kind in (list, dict):
+                asked, asked_before = [], []
+
+                def resolves(func, obj, log=asked):
+                    log.append((gast.dump(func), obj))
+                    return isinstance(func, gast.Name) and len(func.id) % 2 == 0
+
+                got = call_forms.list_names(node, resolves, kind, scan=scan)
+                expected = call_forms.list_names(node, lambda f, o: resolves(f, o, asked_before), kind)
+                assert got == expected and asked == asked_before
+            paths = inline._global_attributes(scan, scan.local_names())
+            for name, path in paths.items():
+                assert scan.stored.get(name) == 1 and path[0] not in scan.local_names()
+            checked += 1
+    assert checked > 1000
+
+
+_ODD_BLOCKS = [
+    'def f(x):\n    s = """\nx = 1\n"""\n    return x\ny = 2\n',            # a string's line at column 0
+    'def f(x):\n    y = g(x,\n1)\n    return y\n',                          # a bracket's line at column 0
+    'def f(x):\n    y = 1 + \\\n2\n    return y\n',                        # a continuation at column 0
+    'def f(x): return x\n# c\ny = 1\n',                                      # one line
+    'def f(x):\n    return x\n    # kept\n  # dropped\n\n# dropped\ny = 1\n',
+    'def f(x):\n    return x\n  # dropped\n    # kept\n# dropped\n\n',
+    'def f(x):\n    return x\n   # dropped: one column short\ny = 1\n',
+    'def f(x):\n# a comment first\n    return x\n',
+    'def f(x,\n      y):\n    return x\nz = 1\n',                             # a header over two lines
+    'def f(x={1:\n  2}):\n    return x\n',
+    'def f(x):  # c\n    return x\nz = 1\n',
+    '    def f(self, x):\n        if x:\n            return 1\n\n        return 2\n\n    def g(self):\n        pass\n',
+    'def f(x):\n\tif x:\n\t\treturn 1\n\treturn 2\n',                          # tabs
+    'async def f(x):\n    return x\n',
+    '@dec\ndef f(x):\n    return x\n',
+    'def f(x):\n    return x',                                                 # no newline at the end
+    'def f(x):\n    """\n  doc\n"""\n    return x\n',
+]
+
+
+@pytest.mark.slow
+def test_a_defs_block_is_what_inspect_finds():
+    """source_block.block (parse.py's reader of a def's lines, without the tokenizer)
+    against inspect.getblock at every def (and its first decorator) of the package's and
+    the tests' sources, some of the standard library's and odd layouts; the tree kept for
+    the parse is the parse of that block."""
+    import glob
+    import os
+    import sysconfig
+    from srcgrad import source_block
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    paths = sorted(glob.glob(os.path.join(root, "srcgrad", "**", "*.py"), recursive=True)
+                   + glob.glob(os.path.join(root, "tests", "*.py")))
+    paths += sorted(glob.glob(os.path.join(sysconfig.get_paths()["stdlib"], "*.py")))[:120]
+    sources = []
+    for path in paths:
+        with open(path, encoding="utf-8") as f:
+            sources.append(f.read())
+    quick = checked = 0
+    for source in sources + _ODD_BLOCKS:
+        try:
+            tree = ast.parse(textwrap.dedent(source))
+        except SyntaxError:
+            tree = None
+        lines = source.splitlines(True)
+        starts = {k for k, line in enumerate(lines) if line.lstrip().startswith(("def ", "async def ", "@"))} \
+            if tree is None or source in _ODD_BLOCKS else set()
+        for node in ast.walk(tree) if tree is not None else ():
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                starts.add(node.lineno - 1)
+                starts.add(min([d.lineno - 1 for d in node.decorator_list] + [node.lineno - 1]))
+        for k in sorted(starts):
+            try:
+                expected = inspect.getblock(lines[k:])
+            except Exception:   # (not a def of a source that compiles)
+                continue
+            source_block._last.block = None
+            assert source_block.block(lines[k:]) == expected, (k, lines[k])
+            checked += 1
+            kept = getattr(source_block._last, "block", None)
+            if kept is not None:
+                quick += 1
+                text = textwrap.dedent("".join(expected))
+                assert kept[0] == text and ast.dump(source_block.parsed(text)) == ast.dump(ast.parse(text))
+                assert getattr(source_block._last, "block", None) is None   # handed out once
+    assert checked > 3000 and quick > checked // 2
+
+
+@pytest.mark.slow
+def test_holds_any_answers_what_a_walk_answers():
+    """ast_util.holds_any (fence.check's first look) against ast.walk, for the classes
+    fence looks at and others, at every statement of the package's sources."""
+    from srcgrad.transform import fence
+    sets = [fence._LOOKED_AT, {gast.Starred}, {gast.Attribute, gast.Lambda}, {gast.Call}, set()]
+    for source in list(_sources())[:60]:
+        tree = gast.parse(source)
+        for node in ast.walk(tree):
+            if isinstance(node, (gast.stmt, gast.Module)):
+                classes = {type(n) for n in ast.walk(node)}
+                for wanted in sets:
+                    assert ast_util.holds_any(node, wanted) == bool(classes & set(wanted))

@@ -166,11 +166,12 @@ class Base:
         return [self.inherit(c) for c in checks]
 
 
-def local_names(node):
-    """The parameters of FunctionDef ``node`` and every name it assigns (or deletes)."""
+def local_names(node, found=None):
+    """The parameters of FunctionDef ``node`` and every name it assigns (or deletes).
+    ``found``: ``ast_util.nodes_of(node, gast.Name)``, when the caller has it."""
     names = {a.id for a in node.args.args + node.args.kwonlyargs + node.args.posonlyargs}
     names.update(a.id for a in (node.args.vararg, node.args.kwarg) if a is not None)
-    for child in ast_util.nodes_of(node, gast.Name):
+    for child in ast_util.nodes_of(node, gast.Name) if found is None else found:
         if isinstance(child.ctx, (gast.Store, gast.Del)):
             names.add(child.id)
     return names
@@ -179,12 +180,17 @@ def local_names(node):
 def rename_reserved(node, info, namer, bindings, reserved):
     """Rename user names that collide with the generated code's own names ``reserved``
     (pipeline.RESERVED; a nested def's name too: it is no Name node, def push(...))."""
-    locals_ = local_names(node)
+    if frozenset(reserved).isdisjoint({n.id for n in ast_util.nodes_of(node, gast.Name)}) and all(
+            d is node or d.name not in reserved for d in ast_util.nodes_of(node, gast.FunctionDef)):
+        return node   # (most functions: nothing to rename, no ordered walk)
+    locals_ = None   # (asked at the first rename, before any: most functions have none)
     rename = {}
     for child in ast_util.walk(node):
         nested = child is not node and isinstance(child, gast.FunctionDef)
         text = child.name if nested else child.id if isinstance(child, gast.Name) else None
         if text in reserved:
+            if locals_ is None:
+                locals_ = local_names(node)
             if text not in rename:
                 rename[text] = namer.new(text + "_")
                 namer.original[rename[text]] = text   # a user's variable still

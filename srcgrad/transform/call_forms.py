@@ -84,17 +84,14 @@ def _replace_in(node, replaced):
                 setattr(parent, field, name(replaced[id(value)]))
 
 
-def _partials(node, desugar):
+def _partials(node, desugar, scan=None):
     """``h = functools.partial(g, a, k=v)`` bound once at the top level of ``f``, ``h`` read
     only as ``h(...)`` calls, ``g`` a function known when compiling (not a local variable):
     the partial's arguments are bound to names of their own where it was made (their values
     then, as the partial keeps them), and each ``h(x, k=w)`` is the call ``g(a_, x, k=w)``
-    (the call's keywords replacing the partial's, as ``functools.partial`` does)."""
-    counts = {}
-    Store = gast.Store
-    for n in ast_util.nodes_of(node, gast.Name):
-        if n.ctx.__class__ is Store:
-            counts[n.id] = counts.get(n.id, 0) + 1
+    (the call's keywords replacing the partial's, as ``functools.partial`` does).
+    ``scan``: a ``Scan`` of ``node`` as it is."""
+    counts = (scan or Scan(node)).stored
     local_functions = {s.name for s in node.body if isinstance(s, gast.FunctionDef)} | {
         s.targets[0].id for s in node.body if isinstance(s, gast.Assign) and len(s.targets) == 1
         and isinstance(s.targets[0], gast.Name) and isinstance(s.value, gast.Lambda)}
@@ -291,28 +288,89 @@ def _resolves_path(desugar, func, wanted=lambda obj: True):
     return desugar.info.resolve_path(path)
 
 
-def _list_names(node, desugar):
+def _list_names(node, desugar, scan=None):
     """Local names every binding of which makes a list (a display, a comprehension,
     ``list(...)``, ``sorted(...)`` or a concatenation of such): ``xs.sort()`` sorts a list."""
-    return list_names(node, desugar.resolves_to)
+    return list_names(node, desugar.resolves_to, scan=scan)
 
 
-def list_names(node, resolves_to, kind=list):
-    """``_list_names``, ``resolves_to(func, obj)`` telling whether a callee is ``obj``
-    (inline.py asks it of a caller: a list it passes to a helper is known as a list there).
-    ``kind=dict``: the names every binding of which makes a dict instead."""
+_BINDING = (gast.Assign, gast.AugAssign, gast.AnnAssign, gast.For, gast.comprehension, gast.With)
+
+
+class Scan:
+    """What methods.transform's steps ask of FunctionDef ``node``, from one walk (they
+    walked it eight times): its ``names``, ``calls``, ``scopes`` (FunctionDefs, itself
+    included, and Lambdas), ``starred``, ``displays`` (Lists, Tuples, Dicts), ``assigns``
+    and ``binders`` (the binding statements, in ``gast.walk``'s order), ``stored`` (name ->
+    how many ``Store`` names bind it). A step that changes the tree makes a new one."""
+
+    def __init__(self, node):
+        self.node = node
+        names, calls, scopes, starred, displays, binders = [], [], [], [], [], []
+        Name, Call = gast.Name, gast.Call
+        where = {gast.FunctionDef: scopes, gast.Lambda: scopes, gast.Starred: starred,
+                 gast.List: displays, gast.Tuple: displays, gast.Dict: displays}
+        where.update((cls, binders) for cls in _BINDING)
+        for n in ast_util.walk(node):   # (gast.walk's nodes, in its order)
+            c = n.__class__
+            if c is Name:
+                names.append(n)
+            elif c is Call:
+                calls.append(n)
+            else:
+                found = where.get(c)
+                if found is not None:
+                    found.append(n)
+        self.names, self.calls, self.scopes, self.starred = names, calls, scopes, starred
+        self.displays, self.binders = displays, binders
+        stored = self.stored = {}
+        Store = gast.Store
+        for n in names:
+            if n.ctx.__class__ is Store:
+                stored[n.id] = stored.get(n.id, 0) + 1
+        self._bindings = None
+
+    def local_names(self):
+        """``base.local_names`` of the node."""
+        args = self.node.args
+        found = {a.id for a in args.args + args.kwonlyargs + args.posonlyargs}
+        found.update(a.id for a in (args.vararg, args.kwarg) if a is not None)
+        bound = (gast.Store, gast.Del)   # (not a nested def's parameters: gast.Param)
+        found.update(n.id for n in self.names if n.ctx.__class__ in bound)
+        return found
+
+    def bindings(self):
+        """Name -> the value of each binding of it (None: a binding other than a plain
+        ``name = value``), in ``gast.walk``'s order (``list_names``)."""
+        if self._bindings is None:
+            self._bindings = _bindings(self.binders)
+        return self._bindings
+
+
+def _bindings(binders):
     bindings = {}
-    params = {a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
-    for n in ast_util.walk(node):   # (gast.walk's nodes, in its order)
+    for n in binders:
         if isinstance(n, gast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], gast.Name):
             bindings.setdefault(n.targets[0].id, []).append(n.value)
-        elif isinstance(n, (gast.Assign, gast.AugAssign, gast.AnnAssign, gast.For, gast.comprehension,
-                            gast.With)):
+        else:
             targets = [i.optional_vars for i in n.items if i.optional_vars is not None] \
                 if isinstance(n, gast.With) else n.targets if isinstance(n, gast.Assign) else [n.target]
             for t in (t for target in targets for t in ast_util.walk(target)):
                 if isinstance(t, gast.Name) and isinstance(t.ctx, gast.Store):
                     bindings.setdefault(t.id, []).append(None)
+    return bindings
+
+
+def list_names(node, resolves_to, kind=list, scan=None):
+    """``_list_names``, ``resolves_to(func, obj)`` telling whether a callee is ``obj``
+    (inline.py asks it of a caller: a list it passes to a helper is known as a list there).
+    ``kind=dict``: the names every binding of which makes a dict instead. ``scan``: a
+    ``Scan`` of ``node`` as it is."""
+    if scan is not None:
+        bindings = scan.bindings()
+    else:
+        bindings = _bindings(n for n in ast_util.walk(node) if isinstance(n, _BINDING))
+    params = {a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
 
     def makes_list(e):
         if kind is dict:

@@ -51,6 +51,10 @@ if hasattr(gast, "Match"):
     _REFUSED[gast.Match] = ("match", "Use if/elif/else.")
 
 
+# The classes ``check`` looks at (with an attribute assigned to, ``p.x = v``).
+_LOOKED_AT = frozenset(_REFUSED) | {gast.With, gast.AnnAssign}
+
+
 def check(node, info, allowed_with=lambda item: False, helper=False):
     """Raise UnsupportedError at the first refused construct inside ``node``'s body.
 
@@ -68,6 +72,10 @@ def check(node, info, allowed_with=lambda item: False, helper=False):
         _refuse(node, info, "*args/**kwargs parameters of the function differentiated",
                 "srcgrad differentiates it for the arguments of each call: call its derivative "
                 "(sg.grad(f)(w, x, y)), or give sg.source the arguments (args=(w, x, y)).")
+    # (most functions hold nothing the walks below look at: two quick checks first)
+    if not ast_util.holds_any(node, _LOOKED_AT) and not any(
+            a.ctx.__class__ is gast.Store for a in ast_util.nodes_of(node, gast.Attribute)):
+        return
     # `[*a, *b]`: transform/methods.py joins a display's starred items (list(a) + list(b))
     # (the two walks only where a ``*`` is: most functions have none)
     starred = bool(ast_util.nodes_of(node, gast.Starred))

@@ -481,13 +481,15 @@ def _denotes(ctx, locals_, func, obj):
         return False
 
 
-def _global_attributes(node, locals_):
+def _global_attributes(scan, locals_):
     """Locals assigned once, from a dotted name rooted at a global (``tanh = np.tanh``,
-    what A-normal form makes of an argument ``np.tanh``): local -> the dotted path."""
+    what A-normal form makes of an argument ``np.tanh``): local -> the dotted path.
+    ``scan``: a ``call_forms.Scan`` of the function."""
     counts, paths = {}, {}
-    for child in ast_util.walk(node):
-        if isinstance(child, gast.Name) and not isinstance(child.ctx, gast.Load):
+    for child in scan.names:
+        if not isinstance(child.ctx, gast.Load):
             counts[child.id] = counts.get(child.id, 0) + 1
+    for child in scan.binders:   # (gast.walk's order: the last binding of a name wins)
         if isinstance(child, gast.Assign) and len(child.targets) == 1 \
                 and isinstance(child.targets[0], gast.Name) and isinstance(child.value, gast.Attribute):
             parts, value = [], child.value
@@ -503,10 +505,12 @@ def transform(node, ctx):
     """Inline user-function calls in ``node``, in place. The names bound for them go into
     ``ctx.bindings``; ``ctx.infos`` becomes the EntityInfo of the function and of every
     helper inlined (guard.py)."""
-    locals_ = local_names(node)
-    inliner = Inliner(ctx, locals_, _global_attributes(node, locals_))
+    scan = call_forms.Scan(node)   # (one walk for the three questions below)
+    locals_ = scan.local_names()
+    inliner = Inliner(ctx, locals_, _global_attributes(scan, locals_))
     inliner.root = node
-    inliner.lists = frozenset(call_forms.list_names(node, lambda func, obj: _denotes(ctx, locals_, func, obj)))
+    inliner.lists = frozenset(call_forms.list_names(node, lambda func, obj: _denotes(ctx, locals_, func, obj),
+                                                    scan=scan))
     node.body = inliner.visit_block(node.body)
     ctx.infos = [ctx.info] + inliner.infos
     ctx.bindings.update(inliner.bindings)

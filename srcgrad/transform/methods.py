@@ -37,12 +37,12 @@ from srcgrad.errors import UnsupportedError
 from srcgrad.transform import operator_methods
 from srcgrad.transform.operator_methods import simple as _simple
 from srcgrad.transform import as_array, class_methods, structure_parts, tree_calls
+from srcgrad.transform.base import Base
 from srcgrad.transform.structure_parts import plain_dataclass as _is_plain_dataclass
-from srcgrad.transform.base import Base, local_names
 from srcgrad.transform.call_forms import (_clone_replacing, _dict_loops, _evaluation_order, _hashable_in,
                                           _list_names, _numpy_version, piecewise_call,
                                           _partials, _replace_in, _resolves_path, _returning_method,
-                                          _star_calls, _star_into_varargs, list_names)
+                                          Scan, _star_calls, _star_into_varargs, list_names)
 
 Static = anno.Static
 
@@ -176,6 +176,9 @@ class Desugar(Base):
         read where it is evaluated only sometimes or later (a lambda, a comprehension, a
         branch of ``a if c else b``, right of ``and``/``or``), or held by a nested function
         that a call before it may run."""
+        if not any(_returning_method(n, self.locals) and n is not whole
+                   for part in parts for n in ast_util.nodes_of(part, gast.Call)):
+            return []   # (most statements: none, wherever evaluated; no evaluation order)
         order, deferred = [], []
         for part in parts:
             _evaluation_order(part, order, deferred)
@@ -457,9 +460,10 @@ class Displays(ast_util.NodeTransformer):
         return flush(value)
 
 
-def unbound_classes(node, classes):
-    """``classes`` (parameter -> class) less the parameters ``node`` rebinds."""
-    stored = {n.id for n in ast_util.nodes_of(node, gast.Name) if isinstance(n.ctx, gast.Store)}
+def unbound_classes(node, classes, names=None):
+    """``classes`` (parameter -> class) less the parameters ``node`` rebinds (``names``: its Names)."""
+    stored = {n.id for n in (ast_util.nodes_of(node, gast.Name) if names is None else names)
+              if isinstance(n.ctx, gast.Store)}
     return {p: c for p, c in classes.items() if p not in stored}
 
 
@@ -479,15 +483,14 @@ def _class_attribute(cls, attr):
     return None
 
 
-def bind_methods(node, ctx):
+def bind_methods(node, ctx, scan=None):
     """``p.energy(x)``, ``p.scale(x)`` (a classmethod or staticmethod through the instance)
     and ``type(p).scale(x)``, for a parameter ``p`` whose class is known when compiling
     (ctx.classes: the gradient is specialised on it), become calls of the class's function,
     ``Params.energy(p, x)``, which transform/inline.py inlines as any helper (its ``self``
-    knows the class too, so ``self.other(x)`` inside works the same way)."""
-    node = tree_calls.transform(node, ctx)   # sg.tree_leaves(params), sg.tree_map(f, params)
-    node = structure_parts.bind(node, ctx)   # m.layers[0].forward(x), self.enc(x), m(x)
-    built = _built_classes(node, ctx)
+    knows the class too, so ``self.other(x)`` inside works the same way). ``scan``: a
+    ``call_forms.Scan`` of ``node``."""
+    built = _built_classes(node, ctx, scan or Scan(node))
     if built:   # known to helpers too: Model.loss(p, x) calling self.penalty()
         ctx.classes = {**ctx.classes, **built}
     classes = ctx.classes
@@ -531,16 +534,16 @@ def bind_methods(node, ctx):
     return node
 
 
-def _built_classes(node, ctx):
+def _built_classes(node, ctx, scan):
     """Local names bound once, to a dataclass ``P(...)`` built in ``f`` (the class a global,
     closure or attribute name known when compiling): name -> that class, so that
     ``p.loss(x)`` is ``P.loss(p, x)`` as for an argument."""
     counts, built = {}, {}
-    for n in ast_util.nodes_of(node, gast.Name):
+    for n in scan.names:
         if not isinstance(n.ctx, gast.Load):
             counts[n.id] = counts.get(n.id, 0) + 1
-    locals_ = local_names(node)
-    for n in ast_util.walk(node):   # (gast.walk's nodes, in its order)
+    locals_ = scan.local_names()
+    for n in scan.binders:   # (gast.walk's nodes, in its order)
         if isinstance(n, gast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], gast.Name) \
                 and isinstance(n.value, gast.Call):
             parts, func = [], n.value.func
@@ -571,27 +574,30 @@ def _builtin_type(ctx, func):
 def transform(node, ctx):
     """Rewrite the container-method statements and starred displays of FunctionDef ``node``
     (after bind_methods: ``p.energy(x)`` of a dataclass argument)."""
-    node = bind_methods(node, ctx)
-    calls = ast_util.nodes_of(node, gast.Call)   # (in no order: only asked whether any is)
-    wanted = bool(calls) or any(
+    node = tree_calls.transform(node, ctx)   # sg.tree_leaves(params), sg.tree_map(f, params)
+    node = structure_parts.bind(node, ctx)   # m.layers[0].forward(x), self.enc(x), m(x)
+    scan = Scan(node)   # (one walk for the questions below; made again after a change)
+    node = bind_methods(node, ctx, scan)
+    if ctx.classes or ctx.trees:   # (bind_methods rewrote calls)
+        scan = Scan(node)
+    wanted = bool(scan.calls) or any(
         isinstance(n, (gast.List, gast.Tuple)) and any(isinstance(e, gast.Starred) for e in n.elts)
-        or (isinstance(n, gast.Dict) and any(k is None for k in n.keys)) for n in ast_util.walk(node))
+        or (isinstance(n, gast.Dict) and any(k is None for k in n.keys)) for n in scan.displays)
     if not wanted:
         return node
-    desugar = Desugar(ctx.info, ctx.namer, ctx.bindings, local_names(node))
-    desugar.lists = _list_names(node, desugar) | {
+    desugar = Desugar(ctx.info, ctx.namer, ctx.bindings, scan.local_names())
+    desugar.lists = _list_names(node, desugar, scan) | {
         p for p, cls in ctx.classes.items() if issubclass(cls, list)}   # a list argument
-    _dict_loops(node, list_names(node, desugar.resolves_to, dict) | {
+    _dict_loops(node, list_names(node, desugar.resolves_to, dict, scan) | {
         p for p, cls in ctx.classes.items() if issubclass(cls, dict)}, desugar)
-    scopes = ast_util.nodes_of(node, gast.FunctionDef) + ast_util.nodes_of(node, gast.Lambda)
     desugar.closed_over = frozenset(
-        n.id for scope in scopes if scope is not node for n in ast_util.nodes_of(scope, gast.Name))
+        n.id for scope in scan.scopes if scope is not node for n in ast_util.nodes_of(scope, gast.Name))
     # ``g(*args)``, ``g(**kw)``: rewritten or refused (nothing to do for a function without)
     if any(any(isinstance(a, gast.Starred) for a in n.args) or any(k.arg is None for k in n.keywords)
-           for n in calls):
+           for n in scan.calls):
         _star_calls(node)
-    starred = ast_util.nodes_of(node, gast.Starred)   # (none in most functions: no ordered walk)
-    for n in ast_util.walk(node) if starred else ():   # (gast.walk's nodes, in its order)
+        scan = Scan(node)
+    for n in ast_util.walk(node) if scan.starred else ():   # (gast.walk's nodes, in its order)
         if isinstance(n, gast.Call) and any(isinstance(a, gast.Starred) for a in n.args) \
                 and not _star_into_varargs(n, node, desugar):
             star = next(a for a in n.args if isinstance(a, gast.Starred))
@@ -601,7 +607,7 @@ def transform(node, ctx):
                                 "Pass the arguments one by one, bind the name once to a tuple "
                                 "display (args = (a, b)) and call g(*args), or give the function "
                                 "a *args parameter the unpacked values fill (def g(*vs)).")
-    _partials(node, desugar)
+    _partials(node, desugar, scan)
     node.body = [Displays(desugar).visit(s) for s in node.body]
     node.body = desugar.visit_block(node.body)
     return node
