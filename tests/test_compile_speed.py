@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import srcgrad as sg
-from srcgrad import ast_util
+from srcgrad import ast_util, ast_walks
 from srcgrad.analysis import liveness
 
 SOURCE = textwrap.dedent('''
@@ -1095,4 +1095,4 @@ def test_holds_any_answers_what_a_walk_answers():
             if isinstance(node, (gast.stmt, gast.Module)):
                 classes = {type(n) for n in ast.walk(node)}
                 for wanted in sets:
-                    assert ast_util.holds_any(node, wanted) == bool(classes & set(wanted))
+                    assert ast_walks.holds_any(node, wanted) == bool(classes & set(wanted))

@@ -9,7 +9,7 @@ import gast
 
 from srcgrad.errors import UnsupportedError
 from srcgrad.transform.base import Base
-from srcgrad import ast_util
+from srcgrad import ast_util, ast_walks
 
 _REFUSED = {
     gast.Try: ("try/except",
@@ -73,7 +73,7 @@ def check(node, info, allowed_with=lambda item: False, helper=False):
                 "srcgrad differentiates it for the arguments of each call: call its derivative "
                 "(sg.grad(f)(w, x, y)), or give sg.source the arguments (args=(w, x, y)).")
     # (most functions hold nothing the walks below look at: two quick checks first)
-    if not ast_util.holds_any(node, _LOOKED_AT) and not any(
+    if not ast_walks.holds_any(node, _LOOKED_AT) and not any(
             a.ctx.__class__ is gast.Store for a in ast_util.nodes_of(node, gast.Attribute)):
         return
     # `[*a, *b]`: transform/methods.py joins a display's starred items (list(a) + list(b))

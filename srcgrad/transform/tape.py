@@ -28,7 +28,7 @@ from srcgrad.analysis.activity import names_in
 from srcgrad.ast_util import name, rewrite_blocks
 from srcgrad.templates import replace, replace_as_expression as replace_expr
 from srcgrad import optimize
-from srcgrad import ast_util
+from srcgrad import ast_util, ast_walks
 from srcgrad.analysis import liveness
 
 Static = anno.Static
@@ -91,7 +91,7 @@ class FunctionNodes:
         names, calls, assigns = [], [], []
         self.statement_names = []
         for s in node.body:
-            found = ast_util.nodes_of_classes(s, classes)
+            found = ast_walks.nodes_of_classes(s, classes)
             self.statement_names.append(found[0])
             names += found[0]
             calls += found[1]
@@ -101,7 +101,7 @@ class FunctionNodes:
             if field != "body" and field in node._fields:
                 for part in value if value.__class__ is list else [value]:
                     if isinstance(part, gast.AST):
-                        found = ast_util.nodes_of_classes(part, classes)
+                        found = ast_walks.nodes_of_classes(part, classes)
                         names += found[0]
                         calls += found[1]
                         assigns += found[2]
