@@ -369,14 +369,15 @@ def tangent_memory(t, y, primals, tangents, error):
     """The tangent ``t`` of ``y``, an array written in place later, sharing memory with the
     tangents of ``primals`` exactly as ``y`` shares theirs: a copy where ``y`` has memory of
     its own (``y.flatten()`` whose rule gives ``ravel(dx)``); ``error`` raised where ``y`` is
-    a view of an operand with a tangent and ``t`` is not (``np.einsum('i->i', x)``)."""
+    a view of an operand with a tangent and ``t`` is not (``np.einsum('i->i', x)``; None:
+    ``t`` is kept, in a gradient read again)."""
     if not is_array(y) or not is_array(t):
         return t
     shared = False
     for p, d in zip(primals, tangents):
         if d is not None and is_array(p) and may_share_memory(y, p):
             shared = True
-            if not (is_array(d) and may_share_memory(t, d)):
+            if error is not None and not (is_array(d) and may_share_memory(t, d)):
                 raise error
     if shared:
         return t

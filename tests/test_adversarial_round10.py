@@ -1,0 +1,230 @@
+"""Tenth adversarial round: programs that srcgrad got silently wrong (or failed on with an
+error that was not a refusal) before their fix. Each gradient, tangent, Jacobian or Hessian
+is checked against central differences in float64 and values worked out by hand."""
+
+import numpy as np
+import pytest
+
+import srcgrad as sg
+from srcgrad.testing import numerical_grad
+from adversarial_checks import X, assert_grad_and_jvp
+
+
+def _fd_jacobian(f, x):
+    return np.stack([numerical_grad(lambda v: f(v)[i], (x,)) for i in range(np.size(f(x)))])
+
+
+def _fd_hessian(f, x, eps=1e-4):
+    columns = []
+    for i in range(x.size):
+        step = np.zeros_like(x)
+        step[i] = eps
+        columns.append((numerical_grad(f, (x + step,)) - numerical_grad(f, (x - step,))) / (2 * eps))
+    return np.stack(columns, axis=1)
+
+
+# ----- Forward mode of the NaN-ignoring reductions -----
+# An entry a NaN-ignoring reduction leaves out (a NaN made by ``np.where(c, np.nan, x)``)
+# carries the tangent ``nan * 0 = nan`` through any later product (``y ** 2``). The adjoints
+# of nanmean/nanvar/nanstd/nanprod/nanmax/nanmin give such an entry no gradient, but their
+# tangents were derived from the adjoint (``t * 0``) or summed ``t * share``: NaN. sg.jvp of
+# ``np.nanmean(np.where(x > 1, np.nan, x) ** 2)`` was NaN where the tangent is finite.
+
+def _holed(x):
+    return np.where(x > 1.0, np.nan, x) ** 2
+
+
+def nanmean_of_a_holed_square(x):
+    return np.nanmean(_holed(x))
+
+
+def nanvar_of_a_holed_square(x):
+    return np.nanvar(_holed(x))
+
+
+def nanstd_of_a_holed_square(x):
+    return np.nanstd(_holed(x), ddof=1)
+
+
+def nanprod_of_a_holed_square(x):
+    return np.nanprod(_holed(x) + 1.0)
+
+
+def nanmax_of_a_holed_square(x):
+    return np.nanmax(_holed(x))
+
+
+def nanmin_of_a_holed_square(x):
+    return np.nanmin(_holed(x) - x)
+
+
+def nanmean_by_rows(x):
+    return np.sum(np.nanmean(_holed(x).reshape(2, 2), axis=1, keepdims=True) ** 2)
+
+
+@pytest.mark.parametrize("f", [nanmean_of_a_holed_square, nanvar_of_a_holed_square,
+                               nanstd_of_a_holed_square, nanprod_of_a_holed_square,
+                               nanmax_of_a_holed_square, nanmin_of_a_holed_square,
+                               nanmean_by_rows])
+def test_nan_reductions_leave_a_nan_entrys_tangent_out(f):
+    assert np.isnan(_holed(X)).any()
+    assert_grad_and_jvp(f, (X.copy(),))
+
+
+def nanvar_by_rows(x):
+    return np.nanvar(_holed(x).reshape(2, 2), axis=1, ddof=0)
+
+
+def nanmax_by_rows(x):
+    return np.nanmax(_holed(x).reshape(2, 2), axis=1)
+
+
+@pytest.mark.parametrize("f", [nanvar_by_rows, nanmax_by_rows])
+def test_nan_reductions_jacobians_and_hessians(f):
+    want = _fd_jacobian(f, X)
+    np.testing.assert_allclose(sg.jacfwd(f)(X.copy()), want, atol=1e-7)
+    np.testing.assert_allclose(sg.jacrev(f)(X.copy()), want, atol=1e-7)
+    loss = lambda v: np.sum(f(v) ** 2)  # noqa: E731
+    np.testing.assert_allclose(sg.hessian(loss)(X.copy()), _fd_hessian(loss, X), rtol=1e-5, atol=1e-4)
+
+
+# ----- np.bincount's weights -----
+# ``np.bincount(idx, weights=w)`` sums ``w`` by bin, but np.bincount was declared constant
+# (its counts are): sg.grad said the weights were unused, and sg.jvp gave 0 silently.
+
+IDX = np.array([0, 2, 2, 3])
+
+
+def bincount_weights(x):
+    return np.sum(np.bincount(IDX, weights=x ** 2) ** 2 * np.array([1.0, 2.0, 3.0, 4.0]))
+
+
+def bincount_positional_weights_minlength(x):
+    return np.sum(np.bincount(IDX, np.sin(x), 6) * np.arange(6.0))
+
+
+def bincount_by_nearest_centre(x):
+    """k-means style: the bins come from an argmin over the data (no gradient), the sums
+    from the data."""
+    k = np.argmin(np.abs(x[:, None] - np.array([0.0, 1.0])[None, :]), axis=1)
+    return np.sum(np.bincount(k, weights=x, minlength=2) ** 2)
+
+
+def bincount_counts(x):
+    return np.sum(np.bincount(IDX)[IDX] * x ** 2)
+
+
+@pytest.mark.parametrize("f", [bincount_weights, bincount_positional_weights_minlength,
+                               bincount_by_nearest_centre, bincount_counts])
+def test_bincount_weights_carry_a_gradient(f):
+    assert_grad_and_jvp(f, (X.copy(),))
+
+
+def test_bincount_gradient_by_hand_and_jacobians():
+    # sum over bins b of c_b * (sum_{i in b} w_i)**2 / 2: w_i gets c_{bin i} * (its bin's sum)
+    w = np.array([0.5, -1.0, 2.0, 3.0])
+    c = np.array([1.0, 2.0, 3.0, 4.0])
+    f = lambda v: 0.5 * np.sum(c * np.bincount(IDX, weights=v) ** 2)  # noqa: E731
+    np.testing.assert_allclose(sg.grad(f)(w), [0.5, 3.0, 3.0, 12.0])
+    jac = np.array([[1.0, 0, 0, 0], [0, 0, 0, 0], [0, 1, 1, 0], [0, 0, 0, 1]])
+    g = lambda v: np.bincount(IDX, weights=v)  # noqa: E731
+    np.testing.assert_allclose(sg.jacfwd(g)(w), jac)
+    np.testing.assert_allclose(sg.jacrev(g)(w), jac)
+    assert sg.grad(f)(w.astype(np.float32)).dtype == np.float32
+
+
+# ----- Forward mode: a copy's tangent that was a view of a tangent written later -----
+# ``v = c.flatten()`` (and ``+c``) has memory of its own, but its tangent rule gives
+# ``reshape(dc)`` (``dc`` itself), a view of ``c``'s tangent. A later ``c[1] = 3.0`` writes
+# ``dc[1] = 0`` in place, which reached ``v``'s tangent although ``v`` kept its value: sg.jvp
+# and sg.jacfwd were silently wrong, and so was sg.hessian (forward over the gradient, whose
+# forward sweep is the user's). Only a value *written later* got a tangent of its own; now
+# so does a value whose operand is written later (rt.tangent_memory, forward_memory.py).
+
+def flatten_then_write_the_original(x):
+    c = np.sin(x)
+    v = c.flatten()
+    c[1] = 3.0
+    return v * 2.0 + c ** 2
+
+
+def unary_plus_then_scale_in_place(x):
+    c = np.sin(x)
+    v = +c
+    c[1] *= 1.5
+    return v * 2.0 + c ** 2
+
+
+def flatten_of_a_2d_copy_then_ellipsis_write(x):
+    c = np.array(np.sin(x).reshape(2, 2))
+    v = c.flatten()
+    c[..., 1] *= 1.5
+    return v * 2.0 + c.ravel() ** 2
+
+
+def unpacked_copies_then_writes_in_a_loop(x):
+    c = np.sin(x)
+    v, w = c.flatten(), +c
+    for i in range(3):
+        c[i] = x[i] ** 3
+    return v * 2.0 + c ** 2 + w
+
+
+def copies_in_a_list_then_write(x):
+    c = np.sin(x)
+    parts = [c.flatten(), +c]
+    c[1] = 3.0
+    return parts[0] * 2.0 + c ** 2 + parts[1]
+
+
+def copy_then_write_through_a_view(x):
+    c = np.sin(x)
+    v = c.flatten()
+    w = c[:]
+    w[1] = 3.0
+    return v * 2.0 + c ** 2
+
+
+def _flat_copy(c):
+    return c.flatten()
+
+
+def flatten_in_a_helper_then_write(x):
+    c = np.sin(x)
+    v = _flat_copy(c)
+    c[1] = 3.0
+    return v * 2.0 + c ** 2
+
+
+@pytest.mark.parametrize("f", [flatten_then_write_the_original, unary_plus_then_scale_in_place,
+                               flatten_of_a_2d_copy_then_ellipsis_write,
+                               unpacked_copies_then_writes_in_a_loop,
+                               copies_in_a_list_then_write,
+                               flatten_in_a_helper_then_write])
+def test_a_copys_tangent_does_not_see_a_later_write(f):
+    want = _fd_jacobian(f, X)
+    t = np.array([0.7, -1.1, 0.4, 2.0])
+    value, tangent = sg.jvp(f, (X.copy(),), (t,))
+    np.testing.assert_allclose(value, f(X.copy()))
+    np.testing.assert_allclose(tangent, want @ t, atol=1e-7)
+    np.testing.assert_allclose(sg.jacfwd(f)(X.copy()), want, atol=1e-7)
+    np.testing.assert_allclose(sg.jacrev(f)(X.copy()), want, atol=1e-7)
+    loss = lambda v: np.sum(f(v) ** 2)  # noqa: E731
+    np.testing.assert_allclose(sg.hessian(loss)(X.copy()), _fd_hessian(loss, X), rtol=1e-5, atol=1e-4)
+
+
+def test_a_copys_tangent_by_hand():
+    # v = sin(x) kept, c[1] = 3: d/dx_1 of v_1 * 2 + c_1 ** 2 is 2 cos(x_1), not 0
+    x = np.array([0.1, 0.2, 0.3, 0.4])
+    t = np.array([0.0, 1.0, 0.0, 0.0])
+    _, tangent = sg.jvp(flatten_then_write_the_original, (x,), (t,))
+    np.testing.assert_allclose(tangent, [0.0, 2 * np.cos(0.2), 0.0, 0.0])
+
+
+def test_a_copys_tangent_does_not_see_a_write_through_a_view():
+    """Reverse mode refuses this write (``c`` is read after it); forward mode follows it."""
+    f = copy_then_write_through_a_view
+    want = _fd_jacobian(f, X)
+    np.testing.assert_allclose(sg.jacfwd(f)(X.copy()), want, atol=1e-7)
+    t = np.array([0.7, -1.1, 0.4, 2.0])
+    np.testing.assert_allclose(sg.jvp(f, (X.copy(),), (t,))[1], want @ t, atol=1e-7)
