@@ -567,8 +567,8 @@ def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), o
         primal_names |= untaped
         rev = seeds.without_seed_copy(rev, seed)
     primal_names -= recompute.prune(rev)   # bound by the reverse sweep itself
-    fwd, rev, uses_tape = tape.prune(fwd, rev, lambda names: aliasing.sharing(
-        node, names, info, ad.bindings) - set(names))
+    shares = aliasing.sharer(node, info, ad.bindings)
+    fwd, rev, uses_tape = tape.prune(fwd, rev, lambda names: shares(names) - set(names))
     if optimized:   # a loop left with only d = d * 2 in it (its pops pruned): fewer steps
         powers.run(rev, None)
     shapes = tape.shape_only(rev, primal_names) if optimized else set()
