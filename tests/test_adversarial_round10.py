@@ -7,7 +7,7 @@ import pytest
 
 import srcgrad as sg
 from srcgrad.testing import numerical_grad
-from adversarial_checks import X, assert_grad_and_jvp
+from adversarial_checks import X, assert_grad_and_jvp, assert_refused_in
 
 
 def _fd_jacobian(f, x):
@@ -337,3 +337,56 @@ def test_a_view_of_a_written_constant_by_hand():
     np.testing.assert_allclose(got, np.cos(Z * Y) * Y)
     hess = sg.hessian(lambda y: reshape_view_then_write(Y.copy(), y))(Z.copy())
     np.testing.assert_allclose(hess, np.diag(-np.sin(Z * Y) * Y * Y), atol=1e-12)
+
+
+# ----- Hooks on an item or on a second name of a value -----
+# ``sg.register_hook(d["y"], fn)`` hooked an ANF temporary holding ``d["y"]``, whose
+# gradient is that of nothing read later: the hook never changed the gradient (PyTorch's
+# hook on the tensor does). ``z = y; sg.register_hook(z, fn)`` with ``y`` read afterwards
+# hooked only the gradient flowing through ``z``. Both were silently ignored; both are
+# refused now. A hook on a name whose value also sits in a container, on a parameter,
+# or on a loop's new binding (``y = y * 2``) is applied as before.
+
+def _times_ten(g):
+    return g * 10.0
+
+
+def hook_on_a_dict_item(x):
+    y = x * 1.0
+    d = {"y": y}
+    sg.register_hook(d["y"], _times_ten)
+    return np.sum(d["y"] ** 2)
+
+
+def hook_on_a_second_name(x):
+    y = x * 1.0
+    z = y
+    sg.register_hook(z, _times_ten)
+    return np.sum(y ** 2)
+
+
+@pytest.mark.parametrize("f, words", [(hook_on_a_dict_item, "register_hook of an expression"),
+                                      (hook_on_a_second_name, "register_hook of 'z'")])
+def test_hooks_that_would_miss_the_gradient_are_refused(f, words):
+    assert_refused_in(__file__, lambda: sg.grad(f)(X.copy()), words)
+
+
+def hook_on_a_variable_held_in_a_dict(x):
+    y = x * 1.0
+    d = {"y": y}
+    sg.register_hook(y, _times_ten)
+    return np.sum(d["y"] ** 2)
+
+
+def hook_on_each_new_binding_in_a_loop(x):
+    y = x
+    for _ in range(2):
+        y = y * 2.0
+        sg.register_hook(y, _times_ten)
+    return np.sum(y)
+
+
+def test_hooks_on_variables_still_apply():
+    np.testing.assert_allclose(sg.grad(hook_on_a_variable_held_in_a_dict)(X.copy()), 20 * X)
+    np.testing.assert_allclose(sg.grad(hook_on_each_new_binding_in_a_loop)(X.copy()),
+                               np.full(4, 400.0))

@@ -100,6 +100,7 @@ class ReverseAD(Base, RuleApplication):
                                      "register_hook takes a variable and a function",
                                      "Write srcgrad.register_hook(y, fn).")
                 hooked = call.args[0].id
+                seeds.refuse_alias_hook(self, stmt, node, hooked)
                 if hooked not in self.hook_lists:
                     self.hook_lists[hooked] = namer.new(f"{hooked}_hooks")
         for hooked in hook_names:
