@@ -29,7 +29,7 @@ def assert_grad_and_jvp(f, args, wrt=0):
     want = _flat(_fd(f, args, wrt))
     got = sg.grad(f, wrt=wrt)(*copy.deepcopy(args))
     np.testing.assert_allclose(_flat(got), want, rtol=1e-6, atol=1e-8)
-    tangents = tuple(np.reshape(V[:np.size(a)], np.shape(a)) if k == wrt else np.zeros_like(a)
+    tangents = tuple(np.resize(V, np.shape(a)) if k == wrt else np.zeros_like(a)   # V repeated
                      for k, a in enumerate(args))
     value, out = sg.jvp(f, copy.deepcopy(tuple(args)), tangents)
     np.testing.assert_allclose(value, f(*copy.deepcopy(args)), rtol=1e-12)

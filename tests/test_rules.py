@@ -390,6 +390,7 @@ add(
     C(np.diff, r(3, 6)), C(np.diff, r(4, 3), n=2, axis=0), C(np.diff, r(6), 3),
     C(np.sort, r(3, 5)), C(np.sort, r(3, 5), axis=0), C(np.sort, r(3, 5), axis=None),
     C(np.take, r(5, 4), np.array([0, 3, 3, 1]), axis=0),
+    C(np.bincount, np.array([0, 2, 2, 1, 0]), r(5)), C(np.bincount, np.array([1, 1, 3]), r(3), 6),
     C(np.take, r(5, 4), np.array([[1, 2], [2, -1]]), axis=1),
     C(np.take, r(5, 4), np.array([0, 7, 7, 19])),
     C(M("take"), r(5, 4), np.array([4, 4, 0]), 0),

@@ -376,7 +376,14 @@ def sharing(node, names, info=None, bindings=None):
     names = set(names)
     if not names:
         return names
+    return sharer(node, info, bindings)(names)
+
+
+def sharer(node, info=None, bindings=None):
+    """``sharing`` as a function of ``names``, the analysis of ``node`` made once, when first
+    asked (the tape asks once per indexed write it may drop)."""
     bindings = bindings or {}
+    objects = []
 
     def lookup(name):
         if name in bindings:
@@ -385,9 +392,14 @@ def sharing(node, names, info=None, bindings=None):
             raise NameError(name)
         return info.lookup(name)
 
-    objects = _Objects(node, list(walk_statements(node.body)), lookup)
-    theirs = set().union(*[objects.pts.get(n, set()) for n in names]) - {FREE_MEMORY}
-    return names | {n for n, mine in objects.pts.items() if mine & theirs}
+    def of(names):
+        names = set(names)
+        if not objects:
+            objects.append(_Objects(node, list(walk_statements(node.body)), lookup))
+        pts = objects[0].pts
+        theirs = set().union(*[pts.get(n, set()) for n in names]) - {FREE_MEMORY}
+        return names | {n for n, mine in pts.items() if mine & theirs}
+    return of
 
 
 def _private_tapes(node):

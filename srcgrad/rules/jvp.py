@@ -70,10 +70,11 @@ def prod_method(y, self, axis=None, *, keepdims=False, t_self):
 @tangent(np.max, np.amax, np.min, np.amin, np.nanmax, np.nanmin)
 def max(y, a, axis=None, *, keepdims=False, initial=None, where=True, t_a):
     """An ``initial`` that carries a tangent is refused (no ``t_initial``); the NaN entries
-    of ``nanmax``/``nanmin`` equal no extremum, so their tangents are left out."""
+    of ``nanmax``/``nanmin`` equal no extremum, so their tangents (NaN where a NaN entry's
+    tangent is ``nan * 0``) are left out."""
     share = rt.tie_share(rt.where_mask(a == rt.unreduce_like(y, a, axis, keepdims), where),
                          axis, a, initial, y, keepdims)
-    return xp.sum(t_a * share, axis=axis, keepdims=keepdims)
+    return xp.sum(xp.where(xp.isnan(a), 0.0, t_a) * share, axis=axis, keepdims=keepdims)
 
 
 @tangent(Method("max"), Method("min"))
@@ -82,12 +83,13 @@ def max_method(y, self, axis=None, *, keepdims=False, initial=None, where=True, 
     of ``nanmax``/``nanmin`` equal no extremum, so their tangents are left out."""
     share = rt.tie_share(rt.where_mask(self == rt.unreduce_like(y, self, axis, keepdims), where),
                          axis, self, initial, y, keepdims)
-    return xp.sum(t_self * share, axis=axis, keepdims=keepdims)
+    return xp.sum(xp.where(xp.isnan(self), 0.0, t_self) * share, axis=axis, keepdims=keepdims)
 
 
 linear(np.cumsum, "a")
 linear(Method("cumsum"), "self", call="xp.cumsum")
 linear(np.trace, "a")
+linear(np.bincount, "weights")   # a sum of the weights by bin
 linear(np.linspace, "start", "stop")
 
 
@@ -367,14 +369,15 @@ def tangent_memory(t, y, primals, tangents, error):
     """The tangent ``t`` of ``y``, an array written in place later, sharing memory with the
     tangents of ``primals`` exactly as ``y`` shares theirs: a copy where ``y`` has memory of
     its own (``y.flatten()`` whose rule gives ``ravel(dx)``); ``error`` raised where ``y`` is
-    a view of an operand with a tangent and ``t`` is not (``np.einsum('i->i', x)``)."""
+    a view of an operand with a tangent and ``t`` is not (``np.einsum('i->i', x)``; None:
+    ``t`` is kept, in a gradient read again)."""
     if not is_array(y) or not is_array(t):
         return t
     shared = False
     for p, d in zip(primals, tangents):
         if d is not None and is_array(p) and may_share_memory(y, p):
             shared = True
-            if not (is_array(d) and may_share_memory(t, d)):
+            if error is not None and not (is_array(d) and may_share_memory(t, d)):
                 raise error
     if shared:
         return t

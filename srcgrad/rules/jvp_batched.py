@@ -113,7 +113,8 @@ def prod_method(y, self, axis=None, *, keepdims=False, t_self):
 def max(y, a, axis=None, *, keepdims=False, initial=None, where=True, t_a):
     share = rt.tie_share(rt.where_mask(a == rt.unreduce_like(y, a, axis, keepdims), where),
                          axis, a, initial, y, keepdims)
-    return rt.batch_sum(rt.batch_array(t_a) * share, axis, keepdims)
+    kept = xp.where(xp.isnan(a), 0.0, rt.batch_fit(t_a, xp.asarray(a)))   # nanmax's NaN entries
+    return rt.batch_sum(kept * share, axis, keepdims)
 
 
 @batched_tangent(Method("max"), Method("min"))

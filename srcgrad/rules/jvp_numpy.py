@@ -375,6 +375,38 @@ def partition(y, a, kth, axis=-1, kind="introselect", *, t_a):
     return rt.partition_jvp(t_a, a, kth, axis)
 
 
+@tangent(np.nanmean)
+def nanmean(y, a, axis=None, *, keepdims=False, t_a):
+    """The NaN entries are left out: their tangent (``nan * 0`` upstream) too."""
+    valid = xp.logical_not(xp.isnan(a))
+    return xp.sum(xp.where(valid, t_a, 0.0), axis=axis, keepdims=keepdims) / xp.sum(
+        valid, axis=axis, keepdims=keepdims)
+
+
+@tangent(np.nanvar)
+def nanvar(y, a, axis=None, *, ddof=0, keepdims=False, t_a):
+    valid = xp.logical_not(xp.isnan(a))
+    d = xp.where(valid, a - xp.nanmean(a, axis=axis, keepdims=True), 0.0)
+    n = xp.sum(valid, axis=axis, keepdims=keepdims)
+    return 2 * xp.sum(d * xp.where(valid, t_a, 0.0), axis=axis, keepdims=keepdims) / xp.maximum(n - ddof, 0)
+
+
+@tangent(np.nanstd)
+def nanstd(y, a, axis=None, *, ddof=0, keepdims=False, t_a):
+    """0 where the std is 0, as the adjoint."""
+    valid = xp.logical_not(xp.isnan(a))
+    d = xp.where(valid, a - xp.nanmean(a, axis=axis, keepdims=True), 0.0)
+    s = y * xp.maximum(xp.sum(valid, axis=axis, keepdims=keepdims) - ddof, 0)
+    return xp.sum(d * xp.where(valid, t_a, 0.0), axis=axis, keepdims=keepdims) / xp.where(s == 0, xp.inf, s)
+
+
+@tangent(np.nanprod)
+def nanprod(y, a, axis=None, *, keepdims=False, t_a):
+    valid = xp.logical_not(xp.isnan(a))
+    return xp.sum(xp.where(valid, t_a, 0.0) * rt.prod_others(xp.where(valid, a, 1.0), axis),
+                  axis=axis, keepdims=keepdims)
+
+
 @tangent(np.nancumsum)
 def nancumsum(y, a, axis=None, *, t_a):
     return xp.cumsum(xp.where(xp.isnan(a), 0.0, t_a), axis)

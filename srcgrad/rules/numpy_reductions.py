@@ -33,7 +33,7 @@ xp = None  # placeholder: the array namespace, bound in generated code
 nondifferentiable(
     np.argmax, np.argmin, np.argsort, np.argwhere, np.nanargmax, np.nanargmin,
     np.count_nonzero, np.nonzero, np.flatnonzero, np.searchsorted, np.digitize,
-    np.bincount, np.all, np.any, np.array_equal,
+    np.all, np.any, np.array_equal,
     np.array_equiv, np.allclose, np.isclose, np.shape, np.ndim, np.size,
     np.lexsort, np.result_type, np.iscomplexobj, np.isrealobj, np.isscalar,
     Method("argmax"), Method("argmin"), Method("argsort"), Method("nonzero"),
@@ -43,6 +43,14 @@ nondifferentiable(
 )
 
 # ----- Sums and means -----
+
+
+@adjoint(np.bincount)
+def bincount(dy, y, x, weights=None, minlength=0):
+    """A sum of ``weights`` by bin: each weight gets its bin's gradient (counts, without
+    ``weights``, carry none: their arguments are integers)."""
+    return None, rt.cast_like(dy[x], weights), None
+
 
 
 @adjoint(np.sum)

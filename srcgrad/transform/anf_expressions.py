@@ -407,6 +407,12 @@ class Expressions:
             raise self.error(node, UnsupportedError, "set_grad_enabled as a statement is not supported in a function "
                                    "srcgrad differentiates",
                              "Use it as a block: `with srcgrad.set_grad_enabled(flag):`.")
+        if primitive is grad_mode.register_hook and node.args and not isinstance(node.args[0], gast.Name):
+            # a hook belongs to a variable's binding: ``d["y"]`` would hook a copy of the name
+            raise self.error(node, UnsupportedError, "register_hook of an expression (an item, an "
+                             "attribute, a call) is not supported: srcgrad hooks a variable",
+                             "Bind it to a variable first: `y = d['y']`, then "
+                             "`srcgrad.register_hook(y, fn)`, and read `y` afterwards.")
         node_args, node_keywords = as_array.array_arguments(primitive, node.args, node.keywords,
                                                             self.bind)
         args = [self.arg(a, out) for a in node_args]

@@ -258,7 +258,7 @@ class ForwardAD(ComplexStatements, Base):
         stmts, tangent = self.tangent(s.value, name(_Y))
         if tangent is None:
             return [s, self.inherit(_assign(name(self.d(target.id), True), self.zero_of(s.value, target)))]
-        if target.id in self.written and not isinstance(s.value, (gast.Name, gast.Subscript)):
+        if forward_memory.needs_memory(self, target.id, s.value, _Y):
             tangent = self.memory_of(s, tangent)
         if held is not None:
             tangent = gated(held, tangent, expr("rt.tangent_zero(Y)", Y=name(_Y)))

@@ -51,10 +51,8 @@ def front(fn, active, options=None, has_aux=False, static=None):
     if not loader.is_generated(info.filename):   # a gradient read again has its own checks
         alias_checks(node, ctx, param_checks, act.active, act.sequences)
     # a tangent mirrors its value's memory wherever the value shares a written array's
-    # (a gradient read again writes into adjoints it owns)
-    written = forward.written_names(node)
-    if not loader.is_generated(info.filename):
-        written = aliasing.sharing(node, written, info, ctx.bindings)
+    # (in a gradient read again too: its forward sweep is the user's, views included)
+    written = aliasing.sharing(node, forward.written_names(node), info, ctx.bindings)
     return Front(node, ctx, params, names, act, kind_map, written)
 
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import gast
 
 from srcgrad import anno, grad_mode, runtime
-from srcgrad.analysis import kinds as kinds_
+from srcgrad.analysis import aliasing, kinds as kinds_
 from srcgrad.analysis.activity import names_in
 from srcgrad.analysis.ranks import INT, UNKNOWN
 from srcgrad.errors import UnsupportedError
@@ -101,6 +101,7 @@ class ReverseAD(Base, RuleApplication):
                                      "register_hook takes a variable and a function",
                                      "Write srcgrad.register_hook(y, fn).")
                 hooked = call.args[0].id
+                seeds.refuse_alias_hook(self, stmt, node, hooked)
                 if hooked not in self.hook_lists:
                     self.hook_lists[hooked] = namer.new(f"{hooked}_hooks")
         for hooked in hook_names:
@@ -571,7 +572,8 @@ def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), o
     # The reverse sweep's name sets, asked by the steps below: it is walked once, not by each.
     # (They drop and replace statements, and edit none in place.)
     names = ast_util.NameSets()
-    fwd, rev, uses_tape = tape.prune(fwd, rev, names)
+    shares = aliasing.sharer(node, info, ad.bindings)
+    fwd, rev, uses_tape = tape.prune(fwd, rev, names, lambda names: shares(names) - set(names))
     if optimized:   # a loop left with only d = d * 2 in it (its pops pruned): fewer steps
         powers.run(rev, None)
     shapes = tape.shape_only(rev, primal_names) if optimized else set()

@@ -7,6 +7,7 @@ from srcgrad.ast_util import name
 from srcgrad.templates import replace
 from srcgrad import optimize
 from srcgrad import ast_util
+from srcgrad.errors import UnsupportedError
 
 
 def results(ad, wrt):
@@ -88,3 +89,25 @@ def without_seed_copy(rev, seed):
     if any(id(n) not in operands for n in reads):
         return rev
     return [s for s in rev if s is not copies[0]]
+
+
+def refuse_alias_hook(ad, stmt, node, hooked):
+    """A hook on ``z`` whose binding is ``z = y`` would see only the gradient that flows
+    through ``z``, while PyTorch hooks the object both names hold: refused where ``y`` is
+    read after that binding (the gradient it carries would miss the hook)."""
+    order = list(ast_util.walk_statements(node.body))
+    here = next(k for k, s in enumerate(order) if s is stmt)
+    binding = next((k for k in range(here - 1, -1, -1)
+                    if not isinstance(order[k], (gast.For, gast.If, gast.While))
+                    and hooked in ast_util.stores(order[k])), None)
+    s = order[binding] if binding is not None else None
+    if not (isinstance(s, gast.Assign) and isinstance(s.value, gast.Name)):
+        return
+    source = s.value.id
+    if any(source in ast_util.reads(t) for t in order[binding + 1:] if t is not stmt
+           and not isinstance(t, (gast.For, gast.If, gast.While))):
+        raise ad.error(stmt, UnsupportedError,
+                       f"register_hook of {hooked!r}, bound to another variable's value "
+                       f"({hooked} = {source}), is not supported: the hook would miss the "
+                       f"gradient that flows through {source!r}",
+                       f"Hook {source!r} itself, or bind {hooked!r} to a new value.")

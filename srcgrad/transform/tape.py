@@ -370,10 +370,13 @@ def initial_values(body, params):
     return [s for n in sorted(unbound) for s in replace(f"{n} = None")]
 
 
-def prune(fwd, rev, name_sets=None):
+def prune(fwd, rev, name_sets=None, sharing=None):
     """Drop pushes and pops of values the adjoint never reads (to-be-recorded analysis).
     Returns (fwd, rev, whether a tape is still used). ``name_sets``: a ``NameSets`` of
-    ``rev`` to ask (and keep: the statements are dropped, none is edited)."""
+    ``rev`` to ask (and keep: the statements are dropped, none is edited).
+    ``sharing(names)``: the names that may share memory with ``names`` (analysis/aliasing.py);
+    an indexed write's save is kept where the adjoint reads such a name (``r = c.reshape(6)``
+    read by ``y * r``'s adjoint, ``c[0] = v`` later: undoing the write restores ``r`` too)."""
     keys = {key_of(s) for s in optimize.walk_statements(fwd) if key_of(s) is not None}
     # ``xs.pop()`` undoing an append keeps a list as the adjoint reads it: with no read
     # of ``xs`` left it goes too (the push of the list a loop rebinds, ``elems = []``
@@ -386,7 +389,8 @@ def prune(fwd, rev, name_sets=None):
     drop = set()
     for key in keys:
         primal = key[1] if isinstance(key, tuple) else key
-        if primal not in reads:
+        if primal not in reads and not (sharing is not None and isinstance(key, tuple)
+                                        and key[0] == "item" and sharing({primal}) & reads):
             drop.add(key)
     drop |= _dead_restores(rev, keys - drop, name_sets)
     if drop:
