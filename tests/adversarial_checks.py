@@ -44,3 +44,13 @@ def assert_refused_in(path, run, *words):
     assert path in message and re.search(r"line \d+", message), message
     for word in words:
         assert word in message, message
+
+
+def fd_hessian(f, x, eps=1e-4):
+    """Central differences of the float64 central-difference gradient of ``f``."""
+    columns = []
+    for i in range(x.size):
+        step = np.zeros_like(x)
+        step[i] = eps
+        columns.append((numerical_grad(f, (x + step,)) - numerical_grad(f, (x - step,))) / (2 * eps))
+    return np.stack(columns, axis=1)

@@ -7,20 +7,11 @@ import pytest
 
 import srcgrad as sg
 from srcgrad.testing import numerical_grad
-from adversarial_checks import X, assert_grad_and_jvp, assert_refused_in
+from adversarial_checks import fd_hessian, X, assert_grad_and_jvp, assert_refused_in
 
 
 def _fd_jacobian(f, x):
     return np.stack([numerical_grad(lambda v: f(v)[i], (x,)) for i in range(np.size(f(x)))])
-
-
-def _fd_hessian(f, x, eps=1e-4):
-    columns = []
-    for i in range(x.size):
-        step = np.zeros_like(x)
-        step[i] = eps
-        columns.append((numerical_grad(f, (x + step,)) - numerical_grad(f, (x - step,))) / (2 * eps))
-    return np.stack(columns, axis=1)
 
 
 # ----- Forward mode of the NaN-ignoring reductions -----
@@ -85,7 +76,7 @@ def test_nan_reductions_jacobians_and_hessians(f):
     np.testing.assert_allclose(sg.jacfwd(f)(X.copy()), want, atol=1e-7)
     np.testing.assert_allclose(sg.jacrev(f)(X.copy()), want, atol=1e-7)
     loss = lambda v: np.sum(f(v) ** 2)  # noqa: E731
-    np.testing.assert_allclose(sg.hessian(loss)(X.copy()), _fd_hessian(loss, X), rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(sg.hessian(loss)(X.copy()), fd_hessian(loss, X), rtol=1e-5, atol=1e-4)
 
 
 # ----- np.bincount's weights -----
@@ -210,7 +201,7 @@ def test_a_copys_tangent_does_not_see_a_later_write(f):
     np.testing.assert_allclose(sg.jacfwd(f)(X.copy()), want, atol=1e-7)
     np.testing.assert_allclose(sg.jacrev(f)(X.copy()), want, atol=1e-7)
     loss = lambda v: np.sum(f(v) ** 2)  # noqa: E731
-    np.testing.assert_allclose(sg.hessian(loss)(X.copy()), _fd_hessian(loss, X), rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(sg.hessian(loss)(X.copy()), fd_hessian(loss, X), rtol=1e-5, atol=1e-4)
 
 
 def test_a_copys_tangent_by_hand():

@@ -11,21 +11,11 @@ import pytest
 
 import srcgrad as sg
 from srcgrad.testing import numerical_grad
-from adversarial_checks import X, assert_grad_and_jvp, assert_refused_in
+from adversarial_checks import fd_hessian, X, assert_grad_and_jvp, assert_refused_in
 
 
 def assert_refused_here(run, *words):
     assert_refused_in(__file__, run, *words)
-
-
-def _fd_hessian(f, x, eps=1e-4):
-    """Central differences of the float64 central-difference gradient of ``f``."""
-    columns = []
-    for i in range(x.size):
-        step = np.zeros_like(x)
-        step[i] = eps
-        columns.append((numerical_grad(f, (x + step,)) - numerical_grad(f, (x - step,))) / (2 * eps))
-    return np.stack(columns, axis=1)
 
 
 # ----- sum() of lists: a concatenation, not a sum -----
@@ -117,7 +107,7 @@ def loop_over_a_dict_display(x):
                                loop_over_a_dict_display])
 def test_a_loop_over_a_set_display(f):
     assert_grad_and_jvp(f, (X.copy(),))
-    np.testing.assert_allclose(sg.hessian(f)(X.copy()), _fd_hessian(f, X.copy()), atol=1e-5)
+    np.testing.assert_allclose(sg.hessian(f)(X.copy()), fd_hessian(f, X.copy()), atol=1e-5)
 
 
 def loop_over_a_local_set(x):
@@ -200,7 +190,7 @@ def test_a_list_slice_write_of_the_same_length():
     x0, x1, x3 = X[0], X[1], X[3]
     want = np.array([[0, 1, 0, 2 * x3], [1, 0, 0, 0], [0, 0, 0, 0], [2 * x3, 0, 0, 2 * x0]])
     np.testing.assert_allclose(sg.hessian(f)(X.copy()), want, atol=1e-12)
-    np.testing.assert_allclose(want, _fd_hessian(f, X.copy()), atol=1e-5)
+    np.testing.assert_allclose(want, fd_hessian(f, X.copy()), atol=1e-5)
 
 
 # ----- collections.defaultdict in forward mode -----
@@ -225,7 +215,7 @@ def defaultdict_missing_key_read(x):
 def test_a_defaultdict_in_forward_mode(f):
     assert_grad_and_jvp(f, (X.copy(),))
     np.testing.assert_allclose(sg.jacfwd(f)(X.copy()), numerical_grad(f, (X.copy(),)), rtol=1e-6)
-    np.testing.assert_allclose(sg.hessian(f)(X.copy()), _fd_hessian(f, X.copy()), atol=1e-5)
+    np.testing.assert_allclose(sg.hessian(f)(X.copy()), fd_hessian(f, X.copy()), atol=1e-5)
 
 
 def test_the_hessian_of_a_defaultdict_sum_by_hand():
@@ -258,7 +248,7 @@ def dot_of_a_constant_matrix(x):
                                dot_of_a_constant_matrix])
 def test_the_hessian_of_a_dot_with_a_constant(f):
     h = sg.hessian(f)(X.copy())
-    np.testing.assert_allclose(h, _fd_hessian(f, X.copy()), atol=1e-5)
+    np.testing.assert_allclose(h, fd_hessian(f, X.copy()), atol=1e-5)
     np.testing.assert_allclose(sg.jacfwd(sg.grad(f))(X.copy()), h, atol=1e-12)
     if f is dot_with_an_integer_constant_plus_square:
         np.testing.assert_allclose(h, np.diag(6 * X))   # by hand
@@ -297,7 +287,7 @@ def test_operator_functions_are_python_operators(f):
     assert_grad_and_jvp(f, (X.copy(),))
     value, g = sg.value_and_grad(f)(X.copy())
     assert value == f(X.copy())
-    np.testing.assert_allclose(sg.hessian(f)(X.copy()), _fd_hessian(f, X.copy()), atol=1e-5)
+    np.testing.assert_allclose(sg.hessian(f)(X.copy()), fd_hessian(f, X.copy()), atol=1e-5)
 
 
 def test_operator_add_of_lists_by_hand():
@@ -322,7 +312,7 @@ def counter_accumulated(x):
 def test_a_counter_in_forward_mode():
     f = counter_accumulated
     assert_grad_and_jvp(f, (X.copy(),))
-    np.testing.assert_allclose(sg.hessian(f)(X.copy()), _fd_hessian(f, X.copy()), atol=1e-5)
+    np.testing.assert_allclose(sg.hessian(f)(X.copy()), fd_hessian(f, X.copy()), atol=1e-5)
     np.testing.assert_allclose(sg.hessian(f)(X.copy()), sg.hessian(defaultdict_accumulated)(X.copy()))
 
 
@@ -363,7 +353,7 @@ def nested_tolist_one_row(x):
 def test_the_hessian_of_a_nested_tolist(f):
     assert_grad_and_jvp(f, (X.copy(),))
     h = sg.hessian(f)(X.copy())
-    np.testing.assert_allclose(h, _fd_hessian(f, X.copy()), atol=1e-5)
+    np.testing.assert_allclose(h, fd_hessian(f, X.copy()), atol=1e-5)
     np.testing.assert_allclose(sg.jacfwd(sg.grad(f))(X.copy()), h, atol=1e-12)
     if f is nested_tolist:   # x1 * x2
         np.testing.assert_array_equal(h, [[0, 0, 0, 0], [0, 0, 1, 0], [0, 1, 0, 0], [0, 0, 0, 0]])

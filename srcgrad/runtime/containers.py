@@ -4,6 +4,9 @@ A container's adjoint is a container of per-item adjoints, and a Python ``0.0``
 (or None) stands for "no gradient yet" anywhere in it (``is_zero_grad``).
 """
 
+import dataclasses
+import inspect
+
 import numpy
 
 from srcgrad import pytree as _pytree
@@ -286,8 +289,6 @@ def attribute_kind(x, attr):
     key = (cls, attr)
     kind = _ATTRIBUTE_KINDS.get(key)
     if kind is None:
-        import dataclasses
-        import inspect
         if cls in _pytree._REGISTRY or not dataclasses.is_dataclass(cls) or attr in {
                 f.name for f in dataclasses.fields(cls)}:
             kind = FIELD

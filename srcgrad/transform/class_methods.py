@@ -10,7 +10,7 @@ import gast
 
 from srcgrad import ast_util
 from srcgrad.ast_util import name
-from srcgrad.transform import as_array
+from srcgrad.transform import as_array, operator_methods
 from srcgrad.transform.structure_parts import is_builtin, has_methods, plain_dataclass, property_getter
 
 
@@ -77,9 +77,9 @@ def bind_super(node, ctx):
     return node
 
 
-_BINARY = {gast.Add: "add", gast.Sub: "sub", gast.Mult: "mul", gast.Div: "truediv",
-           gast.MatMult: "matmul", gast.Pow: "pow", gast.FloorDiv: "floordiv", gast.Mod: "mod"}
-_UNARY = {gast.USub: "__neg__", gast.UAdd: "__pos__"}
+# operator -> its method's name (operator_methods.py's table, read the other way)
+_BINARY = {op: dunder.strip("_") for dunder, op in operator_methods.BINARY_DUNDERS.items()}
+_UNARY = {op: dunder for dunder, op in operator_methods.UNARY_DUNDERS.items()}
 
 
 def bind_operators(node, ctx):
@@ -155,7 +155,7 @@ def bind_results(node, ctx):
     for n in ast_util.walk(node):
         if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store):
             stores[n.id] = stores.get(n.id, 0) + 1
-    locals_ = {a.id for a in node.args.args + node.args.kwonlyargs if isinstance(a, gast.Name)}
+    params = {a.id for a in node.args.args + node.args.kwonlyargs if isinstance(a, gast.Name)}
 
     def made(call):
         """The class the call ``call`` returns an instance of, where that is certain."""
@@ -165,7 +165,7 @@ def bind_results(node, ctx):
         if isinstance(func, gast.Name):   # Vec(a, b): a plain dataclass built by its name
             if func.id in ctx.bindings:
                 obj = ctx.bindings[func.id]
-            elif func.id in locals_ or stores.get(func.id):
+            elif func.id in params or stores.get(func.id):
                 return None
             else:
                 try:
@@ -223,6 +223,7 @@ def returned_class(method, self_class):
     except (SrcgradError, OSError, TypeError):
         return None
     self_name = node.args.args[0].id if node.args.args else None
+    bound = {n.id for n in ast_util.walk(node) if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load)}
     found = set()
     for n in ast_util.walk(node):
         if isinstance(n, (gast.FunctionDef, gast.Lambda)) and n is not node:
@@ -233,7 +234,7 @@ def returned_class(method, self_class):
         if not isinstance(value, gast.Call):
             return None
         func = value.func
-        if isinstance(func, gast.Name) and func.id != self_name:
+        if isinstance(func, gast.Name) and func.id not in bound:   # (self, a parameter or local: no)
             try:
                 found.add(info.lookup(func.id))
             except NameError:

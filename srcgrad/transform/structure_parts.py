@@ -22,12 +22,12 @@ import gast
 
 from srcgrad import ast_util, pytree
 from srcgrad.ast_util import name
+from srcgrad.transform import unroll
 
 # keys of ``static`` (no Python names: the others are parameters)
 PARAM_CLASSES = "<classes>"   # parameter -> the class of the structure it holds
 TREES = "<trees>"   # parameter -> the tree key of the structure it holds
-_MUTATORS = {"append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse",
-             "update", "setdefault", "popitem", "__setitem__", "__delitem__", "__setattr__"}
+_MUTATORS = unroll.MUTATORS | {"__setattr__"}   # methods that change a structure in place
 
 
 def argument_statics(positional, arg_ranks):
@@ -198,13 +198,15 @@ def _root(expr):
 
 
 def _changed_names(node):
-    """``(rebound, stored_into)``: the names the function binds, and those it stores into
-    (``m.w = ...``, ``m.layers[0] = ...``, ``m.layers.append(...)``): their trees may not
-    hold where they are read."""
-    rebound, stored_into = set(), set()
+    """``(rebound, stored_into, stores)``: the names the function binds, those it stores into
+    (``m.w = ...``, ``m.layers[0] = ...``, ``m.layers.append(...)``: their trees may not
+    hold where they are read), and how many times each name is assigned."""
+    rebound, stored_into, stores = set(), set(), {}
     for n in (n for s in node.body for n in ast_util.walk(s)):   # (a lambda's parameters too)
         if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load):
             rebound.add(n.id)
+            if isinstance(n.ctx, gast.Store):
+                stores[n.id] = stores.get(n.id, 0) + 1
         elif isinstance(n, (gast.Attribute, gast.Subscript)) and not isinstance(n.ctx, gast.Load):
             stored_into.add(_root(n))
         elif isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute) \
@@ -213,13 +215,13 @@ def _changed_names(node):
         elif isinstance(n, gast.Call) and isinstance(n.func, gast.Name) \
                 and n.func.id in ("setattr", "delattr") and n.args:
             stored_into.add(_root(n.args[0]))
-    return rebound, stored_into
+    return rebound, stored_into, stores
 
 
 def bind(node, ctx):
     """Rewrite the calls of parts' methods in FunctionDef ``node`` as described above;
     ``ctx.classes`` and ``ctx.trees`` learn the names that hold parts."""
-    trees = dict(getattr(ctx, "trees", None) or {})
+    trees = dict(ctx.trees)
     if not any(map(_holds_methods, trees.values())):
         return node   # (dicts and lists of arrays: nothing to bind)
     binder = _Binder(node, ctx, trees)
@@ -241,12 +243,8 @@ class _Binder:
 
     def __init__(self, node, ctx, trees):
         self.node, self.ctx = node, ctx
-        self.rebound, self.stored_into = _changed_names(node)
+        self.rebound, self.stored_into, self.stores = _changed_names(node)
         self.trees = {k: t for k, t in trees.items() if k not in self.rebound | self.stored_into}
-        self.stores = {}
-        for n in ast_util.walk(node):
-            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store):
-                self.stores[n.id] = self.stores.get(n.id, 0) + 1
         # m2 = sg.tree_map(f, m) (tree_calls.py), bound once: read after that binding
         self.built = {k for k in ctx.built_trees if self.stores.get(k) == 1 and k not in self.stored_into}
         self.trees.update((k, trees[k]) for k in self.built)
@@ -331,7 +329,7 @@ class _Binder:
         self.ctx.classes[variable] = tree[0]
 
     def loop_parts(self, loop):
-        """``(key target, target, [(key, read of the item)], tree)`` of a loop (or a
+        """``(key target, target, (container, keys), tree)`` of a loop (or a
         comprehension's ``for``) over the parts of an argument: ``for layer in m.layers``,
         ``enumerate(...)``, ``.items()``, ``.values()`` of a dict part; ``tree`` the items'
         common tree, None where they are of several classes. None for any other loop."""
@@ -367,20 +365,20 @@ class _Binder:
             return None
         if not items or not all(has_methods(_class(t)) for t in items):
             return None
-        reads = [(k, gast.copy_location(gast.Subscript(value=copy.deepcopy(iterable), slice=gast.Constant(
-            value=k, kind=None), ctx=gast.Load()), iterable)) for k in keys]
-        return key_target, target, reads, _item_tree(pytree.TreeKey((list,) + tuple(items)))
+        return key_target, target, (iterable, keys), _item_tree(pytree.TreeKey((list,) + tuple(items)))
 
-    def unroll(self, loop, key_target, target, reads, _):
-        """The copies of ``loop``'s body, one per item, with the item's read in place of
-        the loop variable, where nothing the body does depends on the loop staying a loop
-        (a break, the variable read after it); else None."""
-        if any(
-                isinstance(n, (gast.Break, gast.Continue)) for s in loop.body for n in ast_util.walk(s)) \
+    def unroll(self, loop, key_target, target, items, _):
+        """The copies of ``loop``'s body, one per item (``items``: the container read and its
+        keys), each binding a variable of its own to its item, where nothing the body does
+        depends on the loop staying a loop (a break, the variable read after it); else None."""
+        if any(isinstance(n, (gast.Break, gast.Continue)) for s in loop.body for n in ast_util.walk(s)) \
                 or _read_outside(self.node, loop, target.id):
             return None
+        container, keys = items
         out = []
-        for key, read in reads:
+        for key in keys:
+            read = gast.copy_location(gast.Subscript(value=copy.deepcopy(container), slice=gast.Constant(
+                value=key, kind=None), ctx=gast.Load()), container)
             if key_target is not None:
                 out.append(gast.copy_location(gast.Assign(
                     targets=[name(key_target.id, gast.Store())], value=gast.Constant(value=key, kind=None),

@@ -33,7 +33,7 @@ def transform(node, ctx):
     if not trees or not any(isinstance(n, gast.Call) and _spelled(n.func) in _NAMES
                             for n in ast_util.walk(node)):
         return node
-    rebound, stored_into = structure_parts._changed_names(node)
+    rebound, stored_into, _ = structure_parts._changed_names(node)
     known = {k: t for k, t in trees.items() if k not in rebound | stored_into}
     node.body = [_TreeCalls(ctx, known, local_names(node)).visit(s) for s in node.body]
     return node
@@ -47,17 +47,17 @@ class _TreeCalls(gast.NodeTransformer):
 
     def __init__(self, ctx, trees, locals_):
         self.ctx, self.trees, self.locals = ctx, trees, locals_
-        self.mapped_tree = None   # the tree of the last tree_map written out (visit_Assign)
+        self.mapped = None   # (display, tree) of the last tree_map written out (visit_Assign)
 
     def visit_Assign(self, assign):
         """``m2 = sg.tree_map(f, m)``: ``m2`` holds a structure like ``m``'s (its tree, for
         ``m2(x)``; structure_parts.py binds it where the function binds it once)."""
+        self.mapped = None
         self.generic_visit(assign)
         target = assign.targets[0] if len(assign.targets) == 1 else None
-        if isinstance(target, gast.Name) and self.mapped_tree is not None:
-            self.ctx.trees[target.id] = self.mapped_tree
+        if isinstance(target, gast.Name) and self.mapped is not None and assign.value is self.mapped[0]:
+            self.ctx.trees[target.id] = self.mapped[1]   # (the whole value: not a part of it)
             self.ctx.built_trees.add(target.id)
-        self.mapped_tree = None
         return assign
 
     def visit_Call(self, call):
@@ -76,8 +76,8 @@ class _TreeCalls(gast.NodeTransformer):
                 trees = [part_tree(a, self.trees) for a in call.args[1:]]
                 if any(t is None for t in trees):
                     return call   # (refused where a gradient must flow through it)
-                out = self.mapped(call.args[0], call.args[1:], trees)
-                self.mapped_tree = trees[0]
+                out = self.display(call.args[0], call.args[1:], trees)
+                self.mapped = (out, trees[0])
             else:
                 return call
         except _Unknown:
@@ -124,7 +124,7 @@ class _TreeCalls(gast.NodeTransformer):
             return [(_item(expr, k), t) for k, t in enumerate(tree[1:])]
         raise _Unknown
 
-    def mapped(self, fn, exprs, trees):
+    def display(self, fn, exprs, trees):
         """The display of ``fn`` called on the leaves of ``exprs`` (trees ``trees``) at each
         place, in the first tree's structure."""
         first = trees[0]
@@ -145,12 +145,12 @@ class _TreeCalls(gast.NodeTransformer):
             if any(set(t[1]) != set(keys) for t in trees):
                 raise _Unknown
             columns = [[dict(zip(t[1], column))[k] for k in keys] for t, column in zip(trees, columns)]
-            values = [self.mapped(fn, [c[k][0] for c in columns], [c[k][1] for c in columns])
+            values = [self.display(fn, [c[k][0] for c in columns], [c[k][1] for c in columns])
                       for k in range(len(keys))]
             return gast.Dict(keys=[gast.Constant(value=k, kind=None) for k in keys], values=values)
         if any(len(c) != len(columns[0]) for c in columns):
             raise _Unknown
-        values = [self.mapped(fn, [c[k][0] for c in columns], [c[k][1] for c in columns])
+        values = [self.display(fn, [c[k][0] for c in columns], [c[k][1] for c in columns])
                   for k in range(len(columns[0]))]
         if cls is list:
             return gast.List(elts=values, ctx=gast.Load())

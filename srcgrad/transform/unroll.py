@@ -27,7 +27,7 @@ from srcgrad.transform.base import Base, local_names
 Static = anno.Static
 
 _LITERALS = (bool, int, float, complex, str, bytes, type(None))
-_MUTATORS = {"append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse",
+MUTATORS = {"append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse",
              "update", "setdefault", "popitem", "__setitem__", "__delitem__"}
 
 
@@ -264,7 +264,7 @@ class Unroller(Base):
         for n in ast_util.walk(self._function):
             target = None
             if isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute) and \
-                    n.func.attr in _MUTATORS:
+                    n.func.attr in MUTATORS:
                 target = n.func.value
             elif isinstance(n, gast.Subscript) and isinstance(n.ctx, (gast.Store, gast.Del)):
                 target = n.value
