@@ -8,6 +8,7 @@ it needs names, bindings or lookups."""
 import builtins
 import functools
 import inspect
+import sys
 
 import gast
 
@@ -288,12 +289,6 @@ def _resolves_path(desugar, func, wanted=lambda obj: True):
     return desugar.info.resolve_path(path)
 
 
-def _list_names(node, desugar, scan=None):
-    """Local names every binding of which makes a list (a display, a comprehension,
-    ``list(...)``, ``sorted(...)`` or a concatenation of such): ``xs.sort()`` sorts a list."""
-    return list_names(node, desugar.resolves_to, scan=scan)
-
-
 _BINDING = (gast.Assign, gast.AugAssign, gast.AnnAssign, gast.For, gast.comprehension, gast.With)
 
 
@@ -361,11 +356,15 @@ def _bindings(binders):
     return bindings
 
 
-def list_names(node, resolves_to, kind=list, scan=None):
-    """``_list_names``, ``resolves_to(func, obj)`` telling whether a callee is ``obj``
+def list_names(node, resolves_to, kind=list, scan=None, known=frozenset()):
+    """Local names every binding of which makes a list (a display, a comprehension,
+    ``list(...)``, ``sorted(...)`` or a concatenation of such): ``xs.sort()`` sorts a list.
+    ``resolves_to(func, obj)`` telling whether a callee is ``obj``
     (inline.py asks it of a caller: a list it passes to a helper is known as a list there).
     ``kind=dict``: the names every binding of which makes a dict instead. ``scan``: a
-    ``Scan`` of ``node`` as it is."""
+    ``Scan`` of ``node`` as it is. ``known``: names that hold such a value already (an
+    argument the compile is specialised on); a name every binding of which copies one of
+    them or of the names found (``q = params``, an inlined helper's parameter) is one too."""
     if scan is not None:
         bindings = scan.bindings()
     else:
@@ -383,9 +382,36 @@ def list_names(node, resolves_to, kind=list, scan=None):
         return isinstance(e, gast.Call) and (resolves_to(e.func, builtins.list)
                                              or resolves_to(e.func, builtins.sorted))
 
-    return {n for n, values in bindings.items() if n not in params and all(v is not None and makes_list(v) for v in values)}
+    found = {n for n, values in bindings.items() if n not in params and all(v is not None and makes_list(v) for v in values)}
+    held = found | set(known)
+    aliases = {n: values for n, values in bindings.items() if n not in params and n not in held
+               and all(isinstance(v, gast.Name) for v in values)}
+    while aliases:   # (q = params; p2 = q: until no alias is added)
+        added = {n for n, values in aliases.items() if all(v.id in held for v in values)}
+        if not added:
+            break
+        held |= added
+        for n in added:
+            del aliases[n]
+    return found | (held - set(known))
 
 
+
+
+# Optional library -> the function of srcgrad/scipy_versions.py giving its entries, added to
+# inlined.NUMPY_INLINED the first time a compile finds the library imported
+_LIBRARY_VERSIONS = {"scipy.linalg": "linalg_versions", "scipy.stats": "stats_versions"}
+
+
+def _library_versions():
+    """``inlined.NUMPY_INLINED``, with the versions of each optional library the program
+    has imported since the last call (cheap until one is)."""
+    from srcgrad import inlined
+    if _LIBRARY_VERSIONS:
+        for library in [name for name in _LIBRARY_VERSIONS if name in sys.modules]:
+            from srcgrad import scipy_versions
+            inlined.NUMPY_INLINED.update(getattr(scipy_versions, _LIBRARY_VERSIONS.pop(library))())
+    return inlined.NUMPY_INLINED
 
 
 def _numpy_version(desugar, call):
@@ -396,11 +422,15 @@ def _numpy_version(desugar, call):
     NumPy's function."""
     if any(k.arg is None for k in call.keywords):
         return None
-    from srcgrad import inlined
-    library = _resolves_path(desugar, call.func, lambda obj: _hashable_in(obj, inlined.NUMPY_INLINED))
+    table = _library_versions()
+    library = _resolves_path(desugar, call.func, lambda obj: _hashable_in(obj, table))
     if library is None:
         return None
-    version, pinned, trigger = inlined.NUMPY_INLINED[library]
+    version, pinned, trigger = table[library]
+    from srcgrad import rules
+    registered = rules.RULES.get(rules._key(library))
+    if registered is not None and not registered.builtin:
+        return None   # (a rule the user registered for the function replaces its version)
     sample = next(iter(version.values())) if isinstance(version, dict) else version
     params = [p for p in inspect.signature(sample).parameters.values()
               if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]

@@ -253,6 +253,7 @@ class Inliner(Base):
         self.stack = ctx.stack
         self.infos = []  # the EntityInfo of each helper inlined, at any depth (guard.py reads them)
         self.lists = frozenset()   # locals that always hold a list: a helper's xs.sort() is a list's
+        self.dicts = frozenset()   # locals that always hold a dict: a helper's `for k in d` iterates keys
 
     def visit_Assign(self, stmt):
         if isinstance(stmt.value, gast.Call):
@@ -373,9 +374,10 @@ class Inliner(Base):
         except TypeError:
             return {}   # _bind_params says what is wrong
         static = {}
-        classes = {param: self.ctx.classes[value.id] if value.id in self.ctx.classes else list
-                   for param, value in bound.arguments.items()
-                   if isinstance(value, gast.Name) and (value.id in self.ctx.classes or value.id in self.lists)}
+        classes = {param: self.ctx.classes[value.id] if value.id in self.ctx.classes
+                   else list if value.id in self.lists else dict
+                   for param, value in bound.arguments.items() if isinstance(value, gast.Name) and (
+                       value.id in self.ctx.classes or value.id in self.lists or value.id in self.dicts)}
         classes.update((param, list) for param, value in bound.arguments.items()
                        if isinstance(value, (gast.List, gast.ListComp)))   # g([a, b]): a list there
         if classes:   # Cls.energy(p, x): its self holds an instance of Cls too
@@ -509,8 +511,10 @@ def transform(node, ctx):
     locals_ = scan.local_names()
     inliner = Inliner(ctx, locals_, _global_attributes(scan, locals_))
     inliner.root = node
-    inliner.lists = frozenset(call_forms.list_names(node, lambda func, obj: _denotes(ctx, locals_, func, obj),
-                                                    scan=scan))
+    denotes = lambda func, obj: _denotes(ctx, locals_, func, obj)   # noqa: E731
+    inliner.lists = frozenset(call_forms.list_names(node, denotes, scan=scan))
+    inliner.dicts = frozenset(call_forms.list_names(node, denotes, dict, scan, frozenset(
+        p for p, cls in ctx.classes.items() if issubclass(cls, dict))))
     node.body = inliner.visit_block(node.body)
     ctx.infos = [ctx.info] + inliner.infos
     ctx.bindings.update(inliner.bindings)

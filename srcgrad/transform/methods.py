@@ -40,7 +40,7 @@ from srcgrad.transform import as_array, class_methods, structure_parts, tree_cal
 from srcgrad.transform.base import Base
 from srcgrad.transform.structure_parts import plain_dataclass as _is_plain_dataclass
 from srcgrad.transform.call_forms import (_clone_replacing, _dict_loops, _evaluation_order, _hashable_in,
-                                          _list_names, _numpy_version, piecewise_call,
+                                          _numpy_version, piecewise_call,
                                           _partials, _replace_in, _resolves_path, _returning_method,
                                           Scan, _star_calls, _star_into_varargs, list_names)
 
@@ -79,7 +79,7 @@ class Desugar(Base):
         self.namer = namer
         self.bindings = bindings
         self.locals = locals_
-        self.lists = frozenset()   # local names that always hold a list (_list_names)
+        self.lists = frozenset()   # local names that always hold a list (list_names)
         self.closed_over = frozenset()   # names a nested def or lambda reads (hoist)
 
     def helper(self, obj):
@@ -582,14 +582,17 @@ def transform(node, ctx):
         scan = Scan(node)
     wanted = bool(scan.calls) or any(
         isinstance(n, (gast.List, gast.Tuple)) and any(isinstance(e, gast.Starred) for e in n.elts)
-        or (isinstance(n, gast.Dict) and any(k is None for k in n.keys)) for n in scan.displays)
+        or (isinstance(n, gast.Dict) and any(k is None for k in n.keys)) for n in scan.displays) or any(
+        isinstance(n, (gast.For, gast.comprehension)) and isinstance(n.iter, gast.Name)
+        for n in scan.binders)   # (a loop over a name that may hold a dict: _dict_loops)
     if not wanted:
         return node
     desugar = Desugar(ctx.info, ctx.namer, ctx.bindings, scan.local_names())
-    desugar.lists = _list_names(node, desugar, scan) | {
-        p for p, cls in ctx.classes.items() if issubclass(cls, list)}   # a list argument
-    _dict_loops(node, list_names(node, desugar.resolves_to, dict, scan) | {
-        p for p, cls in ctx.classes.items() if issubclass(cls, dict)}, desugar)
+    list_arguments = {p for p, cls in ctx.classes.items() if issubclass(cls, list)}
+    desugar.lists = list_names(node, desugar.resolves_to, list, scan, list_arguments) | list_arguments
+    dict_arguments = {p for p, cls in ctx.classes.items() if issubclass(cls, dict)}
+    _dict_loops(node, list_names(node, desugar.resolves_to, dict, scan, dict_arguments)
+                | dict_arguments, desugar)
     desugar.closed_over = frozenset(
         n.id for scope in scan.scopes if scope is not node for n in ast_util.nodes_of(scope, gast.Name))
     # ``g(*args)``, ``g(**kw)``: rewritten or refused (nothing to do for a function without)
