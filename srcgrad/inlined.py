@@ -82,10 +82,24 @@ def accumulate(iterable, func=operator.add):
 # library function -> its version here, by how many positional arguments a call passes
 # (no keywords: a call with any is left to the library function and refused if it needs
 # a gradient)
+@inline
+def apply_along_axis(func1d, axis, arr):
+    """``np.apply_along_axis(func1d, axis, arr)``: ``func1d`` called on each 1-D slice
+    along ``axis`` (a loop srcgrad differentiates), its results stacked where the axis was."""
+    moved = np.moveaxis(arr, axis, -1)
+    results = [np.asarray(func1d(row)) for row in np.reshape(moved, (-1, np.shape(moved)[-1]))]
+    shaped = np.reshape(np.stack(results), np.shape(moved)[:-1] + np.shape(results[0]))
+    kept = np.ndim(moved) - 1
+    first = axis % np.ndim(moved)
+    return np.moveaxis(shaped, tuple(range(kept, np.ndim(shaped))),
+                       tuple(range(first, first + np.ndim(shaped) - kept)))
+
+
 INLINED = {functools.reduce: {2: reduce, 3: reduce_from},
            itertools.chain: {n: chain for n in range(1, 9)},
            itertools.chain.from_iterable: {1: chain_from_iterable},
-           itertools.accumulate: {1: accumulate, 2: accumulate}}
+           itertools.accumulate: {1: accumulate, 2: accumulate},
+           np.apply_along_axis: {3: apply_along_axis}}
 if hasattr(itertools, "pairwise"):
     INLINED[itertools.pairwise] = {1: pairwise}
 
