@@ -470,6 +470,8 @@ class Expressions:
             raise self.error(call, UnsupportedError, "sg.grad(f, wrt) called inside a differentiated "
                              "function needs f a global function and wrt a constant (has_aux too)",
                              "Make g = sg.grad(f, wrt) outside and call g.")
+        if isinstance(fn, LocalFunction) and getattr(fn, "free_positional", None) is not None:
+            fn = fn.as_function()   # (local_functions.differentiated: its free locals passed)
         if isinstance(fn, LocalFunction):
             raise self.error(call, UnsupportedError, "sg.grad of a lambda or nested def called "
                              "inside a differentiated function is not supported",

@@ -28,6 +28,7 @@ not constants, a nested def calling itself (transform/inline.py refuses recursio
 
 import ast
 import inspect
+import types
 
 import gast
 
@@ -67,6 +68,24 @@ class LocalFunction:
         info = EntityInfo(outer.fn, outer.name, outer.filename, outer.first_lineno, outer.indent,
                           outer.source_lines, outer.globals, outer.closure, outer.extra)
         return templates.clone(self.node), info
+
+    def as_function(self):
+        """A Python function of this local function's parameters (``sg.grad(energy)(x)``
+        inside ``f``: its free locals are trailing parameters, ``free_positional``), which
+        srcgrad compiles from the lifted tree (``__srcgrad_parse__``); never run itself."""
+        found = self.__dict__.get("_function")
+        if found is None:
+            params = ", ".join(a.id for a in self.node.args.args)
+            namespace = {}
+            exec(compile(f"def {self.node.name}({params}):\n    raise _refused\n",
+                         f"<local function {self.__qualname__}>", "exec"), namespace)
+            found = self._function = types.FunctionType(
+                namespace[self.node.name].__code__, dict(self.info.globals, _refused=TypeError(
+                    f"{self.__qualname__} is compiled by srcgrad, not called")), self.node.name)
+            found.__qualname__ = self.__qualname__
+            found.__module__ = self.__module__
+            found.__srcgrad_parse__ = self.parse
+        return found
 
     def __call__(self, *args, **kwargs):
         origin = anno.getanno(self.node.body[0], Static.ORIGIN)
@@ -276,7 +295,7 @@ class Lifting:
     def expression(self, node, before, in_while):
         """Rewrite the uses of local functions in ``node`` (not inside the local
         functions' own bodies, lifted already)."""
-        parents = {}
+        parents = self.parents = {}
         for n in _scope_walk(node):
             for child in gast.iter_child_nodes(n):
                 parents[child] = n
@@ -298,6 +317,9 @@ class Lifting:
             parent.keywords = list(parent.keywords) + [
                 gast.keyword(arg=v, value=name(v)) for v in self.free[user]]
             return
+        if self.gradient_called(parent, ref):
+            self.differentiated(function, self.free[user], parent, ref)
+            return
         if isinstance(parent, gast.Call) and (ref in parent.args or any(
                 k.value is ref for k in parent.keywords)):
             ref.id = self.passed(function, self.free[user], before, in_while, ref).global_name
@@ -306,6 +328,53 @@ class Lifting:
                                f"assigned); srcgrad inlines a local function at its calls",
                          "Call it, or pass it to a helper function; define a function that must "
                          "be kept as a value at module level.")
+
+    def gradient_called(self, parent, ref):
+        """Whether ``ref`` is the function of ``sg.grad(ref, ...)(...)``, called where it
+        stands (anf_expressions.inline_gradient compiles that gradient)."""
+        if not (isinstance(parent, gast.Call) and parent.args and parent.args[0] is ref):
+            return False
+        outer = self.parents.get(parent)
+        if not (isinstance(outer, gast.Call) and outer.func is parent):
+            return False
+        func, path = parent.func, []
+        while isinstance(func, gast.Attribute):
+            path.append(func.attr)
+            func = func.value
+        if not isinstance(func, gast.Name) or func.id in self.outer_locals:
+            return False
+        try:
+            obj = self.info.lookup(func.id)
+            for part in reversed(path):
+                obj = getattr(obj, part)
+        except (NameError, AttributeError):
+            return False
+        return getattr(obj, "srcgrad_grad_of", None) is not None
+
+    def differentiated(self, function, free, grad_call, ref):
+        """``sg.grad(fn)(x)`` of the local function ``function`` (its free locals ``free``
+        keyword-only parameters): a copy taking them as trailing positional parameters,
+        and the call passing them there, so the gradient's own derivative reaches them
+        (its backward is an hvp over every argument; nested.py)."""
+        args = function.node.args
+        call = self.parents[grad_call]
+        if args.vararg is not None or args.kwarg is not None or args.defaults or args.posonlyargs \
+                or len(args.kwonlyargs) > len(free) or call.keywords:
+            raise self.error(ref, "sg.grad(fn)(...) of a local function with defaults, *args, "
+                                  "**kwargs or keyword-only parameters, or called with keyword "
+                                  "arguments, is not supported inside a differentiated function",
+                             "Give the local function positional parameters only and pass "
+                             "them positionally, or define it at module level.")
+        node = templates.clone(function.node)
+        node.args.args = list(node.args.args) + [
+            gast.Name(id=v, ctx=gast.Param(), annotation=None, type_comment=None) for v in free]
+        node.args.kwonlyargs, node.args.kw_defaults = [], []
+        value = LocalFunction(node, self.info, function.__name__, function.__qualname__)
+        value.free_positional = tuple(free)
+        value.global_name = self.namer.new(f"{function.__name__.strip('<>')}_fn")
+        self.info.extra[value.global_name] = self.bindings[value.global_name] = value
+        grad_call.args[0] = name(value.global_name)
+        call.args = list(call.args) + [name(v) for v in free]
 
     def defined_after(self, stmt):
         body = self.node.body
@@ -344,6 +413,9 @@ class Lifting:
             gast.Name(id=v, ctx=gast.Param(), annotation=None, type_comment=None) for v in free]
         fn.args.kw_defaults = list(fn.args.kw_defaults) + [None] * len(free)
         function = LocalFunction(fn, self.info, "<lambda>", f"{self.info.name}.<locals>.<lambda>")
+        if self.gradient_called(parent, lam):
+            self.differentiated(function, free, parent, lam)
+            return
         if called:
             function.global_name = self.namer.new("lambda_fn")
             self.info.extra[function.global_name] = self.bindings[function.global_name] = function
