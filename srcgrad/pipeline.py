@@ -23,6 +23,7 @@ from srcgrad.templates import clone
 from srcgrad import optimize
 from srcgrad.optimize import scalar_items, unit_seed
 from srcgrad.transform import (anf, as_array, assignment_expressions, aux, canonicalize, comprehensions,
+                               global_statements,
                                constant_arguments, fence, flat_reads, function_tables,
                                generators, inline, item_updates, methods, local_functions,
                                match_statements, nonlocal_functions, mutation, plain_statements,
@@ -81,6 +82,8 @@ def front_end(fn, options, stack=(), has_aux=False, static=None):
     ctx.trees = methods.unbound_classes(node, static.pop(structure_parts.TREES, None) or {}, names)
     if arity is not None:   # a helper's *args/**kwargs passed on: g(*args, **kwargs)
         inline.expand_star_calls(node, arity)
+    if global_statements.may_hold(info):   # global calls: a local, written back
+        node = global_statements.transform(node, ctx)
     if match_statements.may_hold(info):   # match: the if/elif chain it stands for
         node = match_statements.transform(node, ctx)
     if plain_statements.may_hold(info):   # del d[k]: d.pop(k); del x: dropped; y: T = v: y = v

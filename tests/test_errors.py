@@ -79,8 +79,10 @@ def uses_await_free_async_for(x):
 
 
 def uses_global_write(x):
-    global COUNTER
-    COUNTER = COUNTER + 1
+    def bump():   # (global in the function differentiated works: global_statements.py)
+        global COUNTER
+        COUNTER = COUNTER + 1
+    bump()
     return np.sum(x * x)
 
 

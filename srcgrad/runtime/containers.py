@@ -4,8 +4,10 @@ A container's adjoint is a container of per-item adjoints, and a Python ``0.0``
 (or None) stands for "no gradient yet" anywhere in it (``is_zero_grad``).
 """
 
+import builtins
 import dataclasses
 import inspect
+import types
 
 import numpy
 
@@ -327,3 +329,45 @@ def concat_tangent(t, y, right, zero):
     rest = y[:len(y) - len(t)] if right else y[len(t):]
     zeros = [zero(v) for v in rest]
     return zeros + list(t) if right else list(t) + zeros
+
+
+class GlobalsOf(types.ModuleType):
+    """The globals of a function no loaded module holds (code run by exec), as a module:
+    what ``read_global``/``write_global`` take (the alias analysis knows a module holds no
+    array of the function's)."""
+
+    def __init__(self, namespace):
+        super().__init__("<globals>")
+        self.__dict__["_srcgrad_globals"] = namespace
+
+
+def _globals_of(module):
+    return module.__dict__.get("_srcgrad_globals", module.__dict__)
+
+
+class _Unbound:
+    """What ``read_global`` gives for a global the module does not define (yet): the
+    function binds it before reading it, or reading it fails."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return f"<global {self.name!r}, not defined>"
+
+
+def read_global(module, name):
+    """The value of the global ``name`` of ``module`` (a module or ``GlobalsOf``) as a
+    function declaring ``global name`` starts (transform/global_statements.py)."""
+    namespace = _globals_of(module)
+    if name in namespace:
+        return namespace[name]
+    return getattr(builtins, name, _Unbound(name))
+
+
+def write_global(module, name, value):
+    """Bind the global ``name`` of ``module`` to ``value``: a function declaring ``global
+    name`` has just bound it (transform/global_statements.py); one it never bound stays
+    undefined."""
+    if type(value) is not _Unbound:
+        _globals_of(module)[name] = value

@@ -39,7 +39,7 @@ from srcgrad.codegen import emit
 from srcgrad.errors import NonDifferentiableError, UnsupportedError
 from srcgrad.rules import Method
 from srcgrad.templates import clone, name, replace_as_expression as expr
-from srcgrad.transform import forward_memory, tangent_rules
+from srcgrad.transform import forward_memory, outside_effects, tangent_rules
 from srcgrad.transform.adjoint_rules import _describe
 from srcgrad.transform.as_array import is_runtime_helper
 from srcgrad.transform.base import Base
@@ -454,7 +454,8 @@ class ForwardAD(ComplexStatements, Base):
         if isinstance(call, gast.Call):
             primitive = anno.getanno(call, Static.PRIMITIVE)
             if is_runtime_helper(primitive) and primitive.__name__.startswith("check") \
-                    or primitive is print:   # changes no value (kept as in reverse mode)
+                    or outside_effects.changes_no_argument(primitive):
+                # print, warnings.warn, a logger: changes no value (kept as in reverse mode)
                 return s
             if primitive is runtime.restore_item and self.is_active(call.args[0]):
                 # a gradient read again undoes a dict write: its tangent's too

@@ -22,7 +22,7 @@ from srcgrad.entry import LIBRARY_ROOTS, bound_of, call_method, entry_function, 
 from srcgrad.errors import SourceNotFoundError, SrcgradError, UnsupportedError
 from srcgrad.transform.base import Base, local_names
 from srcgrad.transform.local_functions import LocalFunction
-from srcgrad.transform import call_forms, constant_arguments, generators, structure_parts
+from srcgrad.transform import call_forms, constant_arguments, generators, global_statements, structure_parts
 from srcgrad import ast_util
 
 Static = anno.Static
@@ -67,10 +67,12 @@ class Frame:
     one function: the one-line wrappers of two objects' ``forward`` methods
     (``self.inner.forward(x)`` in ``forward``), one decorator's wrapper around two functions."""
 
-    __slots__ = ("name", "key")
+    __slots__ = ("name", "key", "declared_globals", "module_globals")
 
     def __init__(self, fn):
         self.name = fn.__name__
+        self.declared_globals = frozenset()   # the root's ``global`` names (global_statements.py)
+        self.module_globals = None   # and the module's dict they are in
         cells = getattr(fn, "__closure__", None) or ()
         self.key = (id(fn.__code__),) + tuple(id(_contents(c)) for c in cells)
 
@@ -314,8 +316,11 @@ class Inliner(Base):
         helper_locals = local_names(node)
         rename = {name: self.namer.rename(name) for name in sorted(helper_locals)}
         # Free names: keep those meaning the same object here, bind the others anew.
+        declared = self.stack[0].declared_globals
         for child in ast_util.walk(node):
             if isinstance(child, gast.Name) and child.id not in helper_locals and child.id not in rename:
+                if child.id in declared and info.globals is self.stack[0].module_globals:
+                    raise global_statements.refuse_read(origin, fn, child.id, self.stack[0])
                 rename[child.id] = self._free_name(child.id, info, bindings, fn)
         for child in ast_util.walk(node):
             if isinstance(child, gast.Name) and child.id in rename:

@@ -63,10 +63,10 @@ def _may_reach(n, parents, target, owner):
     return obj is target or not isinstance(obj, _HOLDS_NOTHING)
 
 
-def _changes_no_argument(prim):
+def changes_no_argument(prim):
     """print, warnings.warn, a logger's methods, assertions: calls made for their effect that
     change none of the values they are passed."""
-    if prim is builtins.print or prim is warnings.warn:
+    if prim is builtins.print or prim is warnings.warn or prim is runtime.write_global:
         return True
     owner = getattr(prim, "__self__", None)
     module = getattr(prim, "__module__", None) or ""
@@ -80,7 +80,7 @@ def _opaque(prim):
     rule of srcgrad's seeing it: a method of a local object (``Method("add")``) or a library
     function (``heapq.heappush``, ``setattr``) with no rule."""
     if prim is None or rules.lookup(prim) is not None or rules.is_nondifferentiable(prim) \
-            or _changes_no_argument(prim):
+            or changes_no_argument(prim):
         return False
     if isinstance(prim, Method):
         return True
@@ -181,6 +181,7 @@ def check(ad, s, call, prim):
     check_opaque(ad, s, call, prim)
     owner = getattr(prim, "__self__", None)
     if isinstance(prim, Method) or owner is None or isinstance(owner, (type, types.ModuleType)) \
+            or changes_no_argument(prim) \
             or rules.lookup(prim) is not None or rules.is_nondifferentiable(prim) \
             or getattr(prim, "__module__", None) == runtime.__name__:
         return
