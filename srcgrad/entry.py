@@ -56,6 +56,8 @@ def entry_function(fn):
     """
     if inspect.ismethod(fn) or isinstance(fn, functools.partial):
         return _bound_function(fn)
+    while hasattr(fn, "cache_info") and callable(getattr(fn, "__wrapped__", None)):
+        fn = fn.__wrapped__   # functools.cache/lru_cache: the function, as a helper reads it
     call = call_method(fn)
     if call is not None:   # a layer object: its __call__, self a constant
         return _bound_function(call)

@@ -4,6 +4,8 @@ meta-learning loss, forces from a local energy): the local function's free local
 trailing parameters of the gradient, so the outer derivative reaches them too (they were
 refused: "sg.grad of a lambda or nested def ... is not supported")."""
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -93,3 +95,28 @@ def test_other_forms_are_refused_at_the_line():
 
     for f in (with_default, called_with_keywords):
         assert_refused_in(__file__, lambda: sg.grad(f)(X.copy()), "local function")
+
+
+@functools.lru_cache(maxsize=None)
+def cubed(x):
+    return x ** 3 + np.sin(x)
+
+
+@functools.cache
+def shifted(x):
+    return np.exp(x) * x
+
+
+def calls_cached_helpers(x):
+    return cubed(x) * 2 + shifted(x)
+
+
+def test_functions_under_functools_cache_are_differentiated_and_inlined():
+    # (sg.grad(cubed) said "a __main__ function ... srcgrad does not differentiate library
+    # code", and a helper under the cache was refused for want of a rule)
+    x = 0.7
+    np.testing.assert_allclose(sg.grad(cubed)(x), 3 * x ** 2 + np.cos(x), rtol=1e-12)
+    np.testing.assert_allclose(sg.jvp(cubed, (x,), (1.0,))[1], 3 * x ** 2 + np.cos(x), rtol=1e-12)
+    np.testing.assert_allclose(sg.hessian(cubed)(x), 6 * x - np.sin(x), rtol=1e-12)
+    want = 2 * (3 * x ** 2 + np.cos(x)) + np.exp(x) * (x + 1)
+    np.testing.assert_allclose(sg.grad(calls_cached_helpers)(x), want, rtol=1e-12)

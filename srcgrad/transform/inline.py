@@ -40,6 +40,8 @@ def is_inlinable(obj):
     if inspect.ismethod(obj) or isinstance(obj, functools.partial):
         target = peel(obj)[0]
         return is_inlinable(target) and rules.lookup(obj) is None
+    if hasattr(obj, "cache_info") and inspect.isfunction(getattr(obj, "__wrapped__", None)):
+        return rules.lookup(obj) is None and is_inlinable(obj.__wrapped__)   # functools.cache
     if not inspect.isfunction(obj):
         return False
     if rules.lookup(obj) is not None or rules.is_nondifferentiable(obj):
