@@ -27,6 +27,13 @@ def from_triangle(a, lower, conjugate):
 
 
 @inline
+def finite(a, check_finite):
+    """``a``, checked for infs and NaNs as SciPy's ``check_finite=True`` does (its
+    ValueError)."""
+    return np.asarray_chkfinite(a) if check_finite else a
+
+
+@inline
 def triangle(a, lower, unit_diagonal):
     """The triangular matrix ``solve_triangular`` reads from ``a`` (ones on the diagonal
     when ``unit_diagonal``)."""
@@ -41,6 +48,7 @@ def triangle(a, lower, unit_diagonal):
 def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=True,
           assume_a=None, transposed=False):
     """``scipy.linalg.solve`` of a general matrix (``assume_a`` None, 'gen' or 'general')."""
+    a, b = finite(a, check_finite), finite(b, check_finite)
     if transposed:
         a = np.swapaxes(a, -1, -2)
     return np.linalg.solve(a, b)
@@ -50,6 +58,7 @@ def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=
 def solve_symmetric(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=True,
                     assume_a=None, transposed=False):
     """``scipy.linalg.solve`` with ``assume_a='sym'``: one triangle of ``a`` read."""
+    a, b = finite(a, check_finite), finite(b, check_finite)
     return np.linalg.solve(from_triangle(a, lower, False), b)
 
 
@@ -57,6 +66,7 @@ def solve_symmetric(a, b, lower=False, overwrite_a=False, overwrite_b=False, che
 def solve_hermitian(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=True,
                     assume_a=None, transposed=False):
     """``scipy.linalg.solve`` with ``assume_a`` 'her' or 'pos': one triangle of ``a`` read."""
+    a, b = finite(a, check_finite), finite(b, check_finite)
     return np.linalg.solve(from_triangle(a, lower, True), b)
 
 
@@ -81,7 +91,8 @@ def solve_form(given):
 def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False,
                      check_finite=True):
     """``scipy.linalg.solve_triangular``: a solve with the triangle of ``a`` it reads."""
-    t = triangle(a, lower, unit_diagonal)
+    t = triangle(finite(a, check_finite), lower, unit_diagonal)
+    b = finite(b, check_finite)
     if trans == 1 or trans == "T":
         t = np.swapaxes(t, -1, -2)
     elif trans == 2 or trans == "C":
@@ -93,7 +104,7 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
 def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
     """``scipy.linalg.cholesky``: the factor of the Hermitian matrix ``a``'s triangle holds,
     lower or (SciPy's default) upper."""
-    factor = np.linalg.cholesky(from_triangle(a, lower, True))
+    factor = np.linalg.cholesky(from_triangle(finite(a, check_finite), lower, True))
     return factor if lower else np.conj(np.swapaxes(factor, -1, -2))
 
 
@@ -101,7 +112,7 @@ def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
 def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
     """``scipy.linalg.cho_factor``: the factor in one triangle, ``a``'s entries in the other
     (what SciPy leaves there), and ``lower``."""
-    factor = cholesky(a, lower)
+    factor = cholesky(a, lower, False, check_finite)
     return (factor + np.triu(a, 1) if lower else factor + np.tril(a, -1)), lower
 
 
@@ -109,6 +120,7 @@ def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
 def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
     """``scipy.linalg.cho_solve``: two triangular solves with the factor ``cho_factor`` made."""
     c, lower = c_and_lower
+    c, b = finite(c, check_finite), finite(b, check_finite)
     if lower:
         factor = np.tril(c)
         return np.linalg.solve(np.conj(np.swapaxes(factor, -1, -2)), np.linalg.solve(factor, b))
@@ -119,13 +131,13 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
 @inline
 def inv(a, overwrite_a=False, check_finite=True):
     """``scipy.linalg.inv``."""
-    return np.linalg.inv(a)
+    return np.linalg.inv(finite(a, check_finite))
 
 
 @inline
 def det(a, overwrite_a=False, check_finite=True):
     """``scipy.linalg.det``."""
-    return np.linalg.det(a)
+    return np.linalg.det(finite(a, check_finite))
 
 
 @inline

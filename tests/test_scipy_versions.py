@@ -184,3 +184,20 @@ def test_a_rule_the_user_registers_replaces_the_version(isolated_rules):
         return np.sum(sla.inv(a))
 
     np.testing.assert_allclose(sg.grad(f)(GENERAL.copy()), np.full((3, 3), 7.0))
+
+
+def test_infs_and_nans_are_refused_as_scipy_refuses_them():
+    bad = GENERAL.copy()
+    bad[1, 2] = np.nan
+    for f in (solve_general, triangular_lower, cholesky_upper, gp_evidence, inverse_and_determinant):
+        with pytest.raises(ValueError, match="infs or NaNs"):
+            f(bad.copy())
+        with pytest.raises(ValueError, match="infs or NaNs"):
+            sg.grad(f)(bad.copy())
+
+
+def test_check_finite_false_computes_through():
+    def unchecked(a):
+        return np.sum(sla.solve(a, B, check_finite=False))
+
+    assert_grad_and_jvp(unchecked, (GENERAL.copy(),))

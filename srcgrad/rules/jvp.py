@@ -152,7 +152,7 @@ def array(y, object, dtype=None, *, copy=True, t_object):
     return rt.tangent_array(t_object, y, object)
 
 
-@tangent(np.asarray, np.asanyarray, np.ascontiguousarray)
+@tangent(np.asarray, np.asanyarray, np.ascontiguousarray, np.asarray_chkfinite)
 def asarray(y, a, dtype=None, *, t_a):
     return rt.tangent_array(t_a, y, a)
 

@@ -207,7 +207,7 @@ def array(y, object, dtype=None, *, copy=True, t_object):
     return rt.batch_cast(t_object, y)
 
 
-@batched_tangent(np.asarray, np.asanyarray, np.ascontiguousarray)
+@batched_tangent(np.asarray, np.asanyarray, np.ascontiguousarray, np.asarray_chkfinite)
 def asarray(y, a, dtype=None, *, t_a):
     return rt.batch_cast(t_a, y, False)
 

@@ -264,7 +264,8 @@ def array_vjp(dy, obj):
     return dy
 
 
-@adjoint(np.asarray, np.asanyarray, np.ascontiguousarray, np.asfortranarray, sequences=("a",))
+@adjoint(np.asarray, np.asanyarray, np.ascontiguousarray, np.asfortranarray, np.asarray_chkfinite,
+         sequences=("a",))
 def asarray(dy, y, a, dtype=None):
     return rt.array_vjp(rt.dtype_grad(dy, dtype, dy), a)
 
