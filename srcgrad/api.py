@@ -524,6 +524,10 @@ def value_and_grad(fn, wrt=0, **options):
     return grad(fn, wrt, **options)
 
 
+value_and_grad.srcgrad_value_and_grad = grad   # inside a differentiated function: its value
+                                               # and sg.grad (transform/anf_expressions.py)
+
+
 def _of_user(exc, fn):
     """``exc`` said at the user's line: ``fn`` may be a gradient read again
     (``sg.jacrev(sg.grad(f))``), whose refusals name generated code."""

@@ -120,3 +120,41 @@ def test_functions_under_functools_cache_are_differentiated_and_inlined():
     np.testing.assert_allclose(sg.hessian(cubed)(x), 6 * x - np.sin(x), rtol=1e-12)
     want = 2 * (3 * x ** 2 + np.cos(x)) + np.exp(x) * (x + 1)
     np.testing.assert_allclose(sg.grad(calls_cached_helpers)(x), want, rtol=1e-12)
+
+
+def inner_loss(p, x):
+    return np.sum((p * x - 1.0) ** 2)
+
+
+def maml_with_value_and_grad(p):
+    """MAML's inner step as JAX code writes it: the loss and its gradient at once."""
+    loss, g = sg.value_and_grad(inner_loss)(p, np.array([0.5, 2.0, -1.0]))
+    return inner_loss(p - 0.1 * g, np.array([1.0, -1.0, 0.3])) + loss
+
+
+def value_and_grad_of_a_lambda(p, k):
+    loss, g = sg.value_and_grad(lambda q: np.sum(k * q ** 3))(p)
+    return loss * np.sum(g)
+
+
+def loss_with_aux(p):
+    return np.sum(p ** 2), p[0]
+
+
+def value_and_grad_with_aux(p):
+    (v, a), g = sg.value_and_grad(loss_with_aux, has_aux=True)(p)
+    return v * a + np.sum(g * p)
+
+
+@pytest.mark.parametrize("f, wrt", [(maml_with_value_and_grad, 0), (value_and_grad_of_a_lambda, 0),
+                                    (value_and_grad_of_a_lambda, 1), (value_and_grad_with_aux, 0)])
+def test_value_and_grad_inside(f, wrt):
+    # (refused before: "calling the result of a call"; a first version put the two calls in a
+    # tuple display, whose gradient was silently dropped)
+    args = (X.copy(),) if f in (maml_with_value_and_grad, value_and_grad_with_aux) else _args(f)
+    want = numerical_grad(f, args, wrt=wrt)
+    np.testing.assert_allclose(sg.grad(f, wrt=wrt)(*args), want, rtol=1e-6, atol=1e-8)
+    if f is not value_and_grad_with_aux:   # (a has_aux gradient has no tangent rule inside)
+        tangent = np.array([0.3, -0.4, 1.1])
+        tangents = tuple(tangent if k == wrt else np.zeros_like(a) for k, a in enumerate(args))
+        np.testing.assert_allclose(sg.jvp(f, args, tangents)[1], want @ tangent, rtol=1e-6, atol=1e-8)

@@ -15,6 +15,7 @@ import gast
 import numpy
 
 from srcgrad import anno, grad_mode, runtime
+from srcgrad.templates import clone
 from srcgrad.entry import ByArity, bound_of, call_method
 from srcgrad.ast_util import name, reads
 from srcgrad.errors import SrcgradError, UnsupportedError
@@ -364,6 +365,10 @@ class Expressions:
 
     def call(self, node, out):
         func = node.func
+        gradient_of = getattr(self.resolve_safe(func.func), "srcgrad_value_and_grad", None) \
+            if isinstance(func, gast.Call) else None
+        if gradient_of is not None:   # sg.value_and_grad(fn)(x): fn(x) and sg.grad(fn)(x)
+            return self.value_and_gradient(node, out, gradient_of)
         if isinstance(func, gast.Call):   # sg.grad(energy)(x)
             obj = self.inline_gradient(func)
         else:
@@ -448,6 +453,29 @@ class Expressions:
             return (f"calling the local variable `{text}` (a value known only when the function "
                     f"runs) is not supported", hint)
         return f"calling `{text}` (a value known only when the function runs) is not supported", hint
+
+    def value_and_gradient(self, node, out, gradient_of):
+        """``sg.value_and_grad(fn, ...)(args)`` called here: ``fn(args)`` and
+        ``sg.grad(fn, ...)(args)`` (with ``has_aux``, its gradients; ``gradient_of`` is
+        ``sg.grad``), each argument computed once, as the tuple ``value_and_grad`` returns."""
+        inner = node.func
+        if node.keywords or not inner.args or any(isinstance(a, gast.Starred) for a in node.args):
+            raise self.error(node, UnsupportedError, "sg.value_and_grad(f)(...) called inside a "
+                             "differentiated function with keyword or starred arguments is not "
+                             "supported", "Pass its arguments positionally.")
+        args = [self.atom(a, out, self.hint(a)) for a in node.args]
+        value = self.atom(gast.Call(func=clone(inner.args[0]), args=list(args), keywords=[]),
+                          out, "value")
+        gradient = gast.Call(func=name(self.bind("grad", gradient_of)),
+                             args=[clone(a) for a in inner.args],
+                             keywords=[clone(k) for k in inner.keywords])
+        grads = self.atom(gast.Call(func=gradient, args=[clone(a) for a in args], keywords=[]),
+                          out, "grads")
+        if any(k.arg == "has_aux" and not (isinstance(k.value, gast.Constant) and not k.value.value)
+               for k in inner.keywords):   # sg.grad's (gradients, aux): the gradients
+            grads = self.atom(gast.Subscript(value=grads, slice=gast.Constant(value=0, kind=None),
+                                             ctx=gast.Load()), out, "grads")
+        return gast.Tuple(elts=[value, grads], ctx=gast.Load())
 
     def inline_gradient(self, call):
         """The GradFunction ``sg.grad(fn, wrt)`` denotes, for a call of it: ``fn`` a global

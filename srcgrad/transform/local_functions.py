@@ -330,8 +330,8 @@ class Lifting:
                          "be kept as a value at module level.")
 
     def gradient_called(self, parent, ref):
-        """Whether ``ref`` is the function of ``sg.grad(ref, ...)(...)``, called where it
-        stands (anf_expressions.inline_gradient compiles that gradient)."""
+        """Whether ``ref`` is the function of ``sg.grad(ref, ...)(...)`` (or of
+        ``sg.value_and_grad``), called where it stands (anf_expressions compiles it)."""
         if not (isinstance(parent, gast.Call) and parent.args and parent.args[0] is ref):
             return False
         outer = self.parents.get(parent)
@@ -349,7 +349,8 @@ class Lifting:
                 obj = getattr(obj, part)
         except (NameError, AttributeError):
             return False
-        return getattr(obj, "srcgrad_grad_of", None) is not None
+        return getattr(obj, "srcgrad_grad_of", None) is not None \
+            or getattr(obj, "srcgrad_value_and_grad", None) is not None
 
     def differentiated(self, function, free, grad_call, ref):
         """``sg.grad(fn)(x)`` of the local function ``function`` (its free locals ``free``
