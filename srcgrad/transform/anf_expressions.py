@@ -9,6 +9,7 @@ branch's test. Each writes the statements its operands need to ``out`` through
 
 import ast
 import builtins
+import inspect
 import operator
 
 import gast
@@ -396,6 +397,21 @@ class Expressions:
             func = gast.Attribute(value=name(self.bind(cls.__name__, cls)), attr="apply",
                                   ctx=gast.Load())
             obj = cls.apply
+        jvp_class = getattr(obj, "srcgrad_jvp_class", None)
+        fn = self.resolve_safe(node.args[0]) if jvp_class is not None and len(node.args) == 3 \
+            and not node.keywords else None
+        if inspect.isfunction(fn) and all(
+                isinstance(a, (gast.Tuple, gast.List)) and not any(isinstance(e, gast.Starred)
+                                                                  for e in a.elts)
+                for a in node.args[1:]) and len(node.args[1].elts) == len(node.args[2].elts):
+            # sg.jvp(f, (x,), (t,)) called here: the custom Function whose backward is
+            # reverse over forward (nested_jvp.py), of the primals and the tangents
+            cls = jvp_class(fn, len(node.args[1].elts))
+            func = gast.Attribute(value=name(self.bind(cls.__name__, cls)), attr="apply",
+                                  ctx=gast.Load())
+            obj = cls.apply
+            node = gast.Call(func=func, args=list(node.args[1].elts) + list(node.args[2].elts),
+                             keywords=[])
         if obj is None and isinstance(func, gast.Attribute):
             receiver = self.atom(func.value, out, self.hint(func.value))
             func = gast.Attribute(value=receiver, attr=func.attr, ctx=gast.Load())
