@@ -1,0 +1,237 @@
+"""Python as people write it, round eleven: models of modules of several classes read by a
+comprehension (``[layer(x) for layer in self.layers]``, ``sum(... for layer in ...)``) and
+iterated through the class's ``__iter__`` (``for layer in self``), written out by
+transform/structure_parts.py. Each gradient is checked against central differences in
+float64 with respect to the input and to the model: grad, value_and_grad, jvp, the Hessian,
+a gradient of a gradient and ``jit=True``; what stays unsupported is refused at its line."""
+
+import dataclasses
+import warnings
+
+import numpy as np
+import pytest
+
+import srcgrad as sg
+from srcgrad import pytree
+from srcgrad.jit import JitFallbackWarning
+from srcgrad.testing import numerical_grad
+from tests.adversarial_checks import assert_refused_in
+
+RNG = np.random.default_rng(11)
+X = RNG.standard_normal(3)
+V = RNG.standard_normal(3)
+W = RNG.standard_normal(3)
+HERE = __file__.rsplit("/", 1)[-1]
+
+
+@dataclasses.dataclass
+class Linear:
+    w: np.ndarray
+    b: np.ndarray
+
+    def __call__(self, x):
+        return x @ self.w + self.b
+
+
+@dataclasses.dataclass
+class Tanh:
+    def __call__(self, x):
+        return np.tanh(x)
+
+
+@dataclasses.dataclass
+class Scale:
+    s: np.ndarray
+
+    def __call__(self, x):
+        return np.sin(x) * self.s
+
+
+@dataclasses.dataclass
+class Seq:
+    """Iterated as its layers, as torch.nn.Sequential."""
+    layers: list
+
+    def __iter__(self):
+        return iter(self.layers)
+
+    def __call__(self, x):
+        for layer in self:
+            x = layer(x)
+        return x
+
+
+@dataclasses.dataclass
+class Branches:
+    """Each layer applied to the same input; iterated by ``yield from``."""
+    layers: list
+
+    def __iter__(self):
+        yield from self.layers
+
+    def outputs(self, x):
+        return [layer(x) for layer in self.layers]
+
+
+@dataclasses.dataclass
+class Named:
+    blocks: dict
+
+
+def linear(n_in=3, n_out=3):
+    return Linear(RNG.standard_normal((n_in, n_out)) * 0.6, RNG.standard_normal(n_out))
+
+
+def seq():
+    return Seq([linear(), Tanh(), Scale(RNG.standard_normal(3)), linear()])
+
+
+def branches():
+    return Branches([linear(), Tanh(), Scale(RNG.standard_normal(3))])
+
+
+def deep():
+    return Seq([linear(), linear(), linear()])
+
+
+def named():
+    return Named({"a": linear(), "bc": Scale(RNG.standard_normal(3)), "def": Tanh()})
+
+
+# ----- the programs: a model ``m`` and an input ``x`` -----
+
+def seq_call(m, x):
+    return np.sum(m(x) ** 2)
+
+
+def seq_iterated_outside(m, x):
+    for layer in m:
+        x = layer(x) * 0.9
+    return np.sum(np.cos(x))
+
+
+def seq_comprehension_over_self(m, x):
+    return sum(np.sum(layer(x) ** 2) for layer in m)
+
+
+def branch_outputs(m, x):
+    outs = m.outputs(x)
+    return np.sum(outs[0] * outs[1]) + np.sum(np.stack(outs) ** 2)
+
+
+def branch_generator_sum(m, x):
+    return sum(np.sum(np.exp(layer(x) / 2)) for layer in m.layers)
+
+
+def branch_enumerate(m, x):
+    return np.sum(np.stack([(i + 1.0) * layer(x) for i, layer in enumerate(m.layers)]) ** 2)
+
+
+def branch_nested(m, x):
+    hs = [layer(x) for layer in m.layers]
+    h = hs[0] * hs[2]
+    return np.sum(np.stack([[layer(h), layer(x)] for layer in m.layers]) ** 2) + np.sum(hs[2])
+
+
+def branch_tuple_max(m, x):
+    outs = tuple(np.sum(layer(x) ** 2) for layer in m)
+    return outs[0] * outs[2] + max(np.sum(layer(x)) for layer in m.layers)
+
+
+def named_items(m, x):
+    return sum(len(k) * np.sum(block(x) ** 2) for k, block in m.blocks.items())
+
+
+def named_values(m, x):
+    return np.prod(np.stack([np.mean(block(x)) for block in m.blocks.values()]))
+
+
+CASES = [(seq_call, seq), (seq_call, deep), (seq_iterated_outside, seq), (seq_comprehension_over_self, seq),
+         (branch_outputs, branches), (branch_generator_sum, branches), (branch_enumerate, branches),
+         (branch_nested, branches), (branch_tuple_max, branches), (named_items, named),
+         (named_values, named)]
+
+
+def _flat(tree):
+    return np.concatenate([np.ravel(leaf) for leaf in pytree.tree_leaves(tree)])
+
+
+def _fd_hessian(f, m, x, eps=1e-4):
+    g = sg.grad(f, wrt=1)
+    return np.stack([(g(m, x + eps * e) - g(m, x - eps * e)) / (2 * eps) for e in np.eye(len(x))], axis=1)
+
+
+@pytest.mark.parametrize("f, make", CASES, ids=lambda c: getattr(c, "__name__", ""))
+def test_modules_of_several_classes_in_every_mode(f, make):
+    m = make()
+    want_x = numerical_grad(f, (m, X), wrt=1)
+    value, got_x = sg.value_and_grad(f, wrt=1)(m, X)
+    np.testing.assert_allclose(value, f(m, X), rtol=1e-13)
+    np.testing.assert_allclose(got_x, want_x, rtol=1e-6, atol=1e-8)
+    # the model's gradient, leaf by leaf, and the directional derivative along a model tangent
+    want_m = numerical_grad(f, (m, X), wrt=0)
+    got_m = sg.grad(f)(m, X)
+    assert type(got_m) is type(m)
+    np.testing.assert_allclose(_flat(got_m), _flat(want_m), rtol=1e-6, atol=1e-8)
+    tm = pytree.tree_map(lambda leaf: RNG.standard_normal(np.shape(leaf)), m)
+    out, tangent = sg.jvp(f, (m, X), (tm, V))
+    np.testing.assert_allclose(out, f(m, X), rtol=1e-13)
+    np.testing.assert_allclose(tangent, _flat(want_m) @ _flat(tm) + want_x @ V, rtol=1e-6, atol=1e-8)
+    # second order: the Hessian in x, and a gradient of a gradient
+    hess = _fd_hessian(f, m, X)
+    np.testing.assert_allclose(sg.hessian(f, wrt=1)(m, X), hess, rtol=1e-5, atol=1e-6)
+    inner = sg.grad(f, wrt=1)
+
+    def along(m, x):
+        return np.sum(inner(m, x) * W)
+
+    np.testing.assert_allclose(sg.grad(along, wrt=1)(m, X), hess @ W, rtol=1e-5, atol=1e-6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", JitFallbackWarning)
+        np.testing.assert_allclose(sg.grad(f, wrt=1, jit=True)(m, X), got_x, rtol=1e-10, atol=1e-12)
+
+
+def test_a_written_out_comprehension_keeps_python_values():
+    m = branches()
+    for f in (branch_outputs, branch_generator_sum, branch_enumerate, branch_nested, branch_tuple_max):
+        np.testing.assert_allclose(sg.value_and_grad(f)(m, X)[0], f(m, X), rtol=1e-14)
+
+
+# ----- still refused, at the user's line -----
+
+def filtered(m, x):
+    return sum(np.sum(layer(x)) for layer in m.layers if not isinstance(layer, Tanh))
+
+
+def generator_kept(m, x):
+    gen = (layer(x) for layer in m.layers)
+    return np.sum(sum(gen))
+
+
+@dataclasses.dataclass
+class Reversed:
+    layers: list
+
+    def __iter__(self):
+        return iter(self.layers[::-1])
+
+
+def reversed_iter(m, x):
+    for layer in m:
+        x = layer(x)
+    return np.sum(x)
+
+
+def stacked_generator(m, x):
+    return np.sum(np.stack(layer(x) for layer in m.layers))   # NumPy wants a sequence
+
+
+@pytest.mark.parametrize("f, make", [(filtered, branches), (stacked_generator, branches),
+                                     (reversed_iter, lambda: Reversed([linear(), Tanh()]))],
+                         ids=lambda c: getattr(c, "__name__", ""))
+def test_other_comprehensions_and_iterators_are_refused(f, make):
+    assert_refused_in(HERE, lambda: sg.grad(f, wrt=1)(make(), X), "calling", "layer")
+
+
+def test_a_generator_kept_in_a_variable_is_refused():
+    assert_refused_in(HERE, lambda: sg.grad(generator_kept, wrt=1)(branches(), X), "generator expression")
