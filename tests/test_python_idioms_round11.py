@@ -146,7 +146,18 @@ def named_values(m, x):
     return np.prod(np.stack([np.mean(block(x)) for block in m.blocks.values()]))
 
 
-CASES = [(seq_call, seq), (seq_call, deep), (seq_iterated_outside, seq), (seq_comprehension_over_self, seq),
+def l2_same_statement(m, x):
+    """Weight decay after the model's call, in one statement (comprehensions.py reads the
+    classes' ``__call__`` to see that the call leaves the model's leaves as they were)."""
+    return np.mean(m(x) ** 2) + 0.1 * sum(np.sum(p ** 2) for p in sg.tree_leaves(m))
+
+
+def l2_after_outputs(m, x):
+    return np.sum(m.outputs(x)[1]) * sum(np.sum(np.abs(p)) for p in sg.tree_leaves(m))
+
+
+CASES = [(l2_same_statement, seq), (l2_same_statement, deep), (l2_after_outputs, branches),
+         (seq_call, seq), (seq_call, deep), (seq_iterated_outside, seq), (seq_comprehension_over_self, seq),
          (branch_outputs, branches), (branch_generator_sum, branches), (branch_enumerate, branches),
          (branch_nested, branches), (branch_tuple_max, branches), (named_items, named),
          (named_values, named)]
@@ -235,3 +246,23 @@ def test_other_comprehensions_and_iterators_are_refused(f, make):
 
 def test_a_generator_kept_in_a_variable_is_refused():
     assert_refused_in(HERE, lambda: sg.grad(generator_kept, wrt=1)(branches(), X), "generator expression")
+
+
+@dataclasses.dataclass
+class Grows:
+    """A layer that records its inputs in a list of the model: ``m``'s leaves change."""
+    s: np.ndarray
+    seen: list
+
+    def __call__(self, x):
+        self.seen.append(x)
+        return x * self.s
+
+
+def test_weight_decay_after_a_call_that_changes_the_model_is_refused():
+    def make():
+        return Seq([linear(), Grows(RNG.standard_normal(3), [])])
+    m = make()
+    l2_same_statement(m, X)
+    assert len(sg.tree_leaves(m)) == 4   # Python: the leaves read after the call include x
+    assert_refused_in(HERE, lambda: sg.grad(l2_same_statement, wrt=1)(make(), X), "may change what it reads")

@@ -58,7 +58,7 @@ def classes_of(arguments):
 
 def _holds_methods(tree):
     """Whether the structure of ``tree`` holds a class with methods (itself or a part)."""
-    return isinstance(tree, pytree.TreeKey) and (has_methods(_class(tree)) or any(
+    return isinstance(tree, pytree.TreeKey) and (has_methods(class_of(tree)) or any(
         _holds_methods(t) for t in tree[1:]))
 
 
@@ -124,11 +124,11 @@ def part_tree(expr, trees):
         return trees.get(expr.id)
     if isinstance(expr, gast.Attribute):
         tree = part_tree(expr.value, trees)
-        fields = _fields(_class(tree))
+        fields = _fields(class_of(tree))
         return _child(tree, 1 + fields.index(expr.attr)) if expr.attr in fields else None
     if isinstance(expr, gast.Subscript):
         tree = part_tree(expr.value, trees)
-        cls = _class(tree)
+        cls = class_of(tree)
         if cls is None:
             return None
         index = expr.slice
@@ -171,7 +171,8 @@ def _fields(cls):
     return list(getattr(cls, "_fields", ())) if issubclass(cls, tuple) else []
 
 
-def _class(tree):
+def class_of(tree):
+    """The class at the root of ``tree`` (a TreeKey), else None."""
     return tree[0] if isinstance(tree, pytree.TreeKey) and tree and isinstance(tree[0], type) else None
 
 
@@ -182,11 +183,11 @@ def _child(tree, i):
 def _item_tree(tree):
     """The tree shared by every item of a list or tuple ``tree`` whose items are of one
     class with methods (their trees equal, or only their class known), else None."""
-    cls = _class(tree)
+    cls = class_of(tree)
     if cls is None or not issubclass(cls, (list, tuple)) or len(tree) < 2:
         return None
     items = tree[1:]
-    classes = {_class(t) for t in items}
+    classes = {class_of(t) for t in items}
     if len(classes) != 1 or not has_methods(next(iter(classes))):
         return None
     return items[0] if all(t == items[0] for t in items) else pytree.TreeKey((next(iter(classes)),))
@@ -360,7 +361,7 @@ class _Binder:
                 or target.id in self.stored_into:
             return None
         tree = part_tree(iterable, self.trees)
-        cls = _class(tree)
+        cls = class_of(tree)
         if cls is None:
             return None
         if issubclass(cls, dict) and how in ("items", "values"):
@@ -369,7 +370,7 @@ class _Binder:
             keys, items = range(len(tree) - 1), tree[1:]
         else:
             return None
-        if not items or not all(has_methods(_class(t)) for t in items):
+        if not items or not all(has_methods(class_of(t)) for t in items):
             return None
         return key_target, target, (iterable, keys), _item_tree(pytree.TreeKey((list,) + tuple(items)))
 
@@ -378,8 +379,8 @@ class _Binder:
         ``return iter(self.layers)`` or ``yield from self.layers`` (what ``for layer in self``
         iterates in Python); ``iterable`` itself otherwise."""
         tree = part_tree(iterable, self.trees)
-        field = _iterated_field(_class(tree))
-        if field is None or field not in _fields(_class(tree)):
+        field = iterated_field(class_of(tree))
+        if field is None or field not in _fields(class_of(tree)):
             return iterable
         return gast.copy_location(gast.Attribute(value=iterable, attr=field, ctx=gast.Load()), iterable)
 
@@ -466,7 +467,7 @@ _CONSUMERS = {"sum", "list", "tuple", "min", "max", "any", "all", "sorted"}   # 
 
 
 @functools.lru_cache(maxsize=None)
-def _iterated_field(cls):
+def iterated_field(cls):
     """The field ``F`` whose items a Python ``__iter__`` of ``cls`` yields, written
     ``return iter(self.F)`` or ``yield from self.F``; else None."""
     if not has_methods(cls):
