@@ -15,7 +15,7 @@ import srcgrad as sg
 from srcgrad import pytree
 from srcgrad.jit import JitFallbackWarning
 from srcgrad.testing import numerical_grad
-from tests.adversarial_checks import assert_refused_in
+from tests.adversarial_checks import assert_refused_in, fd_hessian
 
 RNG = np.random.default_rng(11)
 X = RNG.standard_normal(3)
@@ -266,3 +266,96 @@ def test_weight_decay_after_a_call_that_changes_the_model_is_refused():
     l2_same_statement(m, X)
     assert len(sg.tree_leaves(m)) == 4   # Python: the leaves read after the call include x
     assert_refused_in(HERE, lambda: sg.grad(l2_same_statement, wrt=1)(make(), X), "may change what it reads")
+
+
+# ----- a dataclass built in the function, then called: m = Affine(w, b); m(x) -----
+
+def check_all_modes(f, x=X):
+    """grad, value_and_grad, jvp, hessian, jit=True and grad of grad of ``f`` against
+    central differences."""
+    want = numerical_grad(f, (x,))
+    value, g = sg.value_and_grad(f)(x)
+    np.testing.assert_allclose(value, f(x), rtol=1e-13)
+    np.testing.assert_allclose(g, want, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(sg.jvp(f, (x,), (V,))[1], want @ V, rtol=1e-6, atol=1e-8)
+    hess = fd_hessian(f, x)   # (differences of differences: good to about 1e-6)
+    np.testing.assert_allclose(sg.hessian(f)(x), hess, rtol=1e-5, atol=1e-5)
+    inner = sg.grad(f)
+
+    def along(x):
+        return np.sum(inner(x) * W)
+
+    np.testing.assert_allclose(sg.grad(along)(x), hess @ W, rtol=1e-5, atol=1e-5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", JitFallbackWarning)
+        np.testing.assert_allclose(sg.grad(f, jit=True)(x), g, rtol=1e-10, atol=1e-12)
+
+
+@dataclasses.dataclass
+class Affine:
+    w: np.ndarray
+    b: float
+
+    def __call__(self, x):
+        return np.tanh(self.w * x + self.b)
+
+    def energy(self, x):
+        return np.sum(self(x) ** 2) + self.b * np.sum(self.w)
+
+
+WEIGHTS = RNG.standard_normal(3)
+
+
+def built_then_called(x):
+    layer = Affine(x, 0.5)
+    return np.sum(layer(x[::-1]) * x)
+
+
+def built_and_called_at_once(x):
+    return np.sum(Affine(x ** 2, 0.1)(x) ** 2)
+
+
+def built_and_its_method(x):
+    return Affine(np.sin(x), 0.2).energy(x)
+
+
+def built_from_a_global(x):
+    m = Affine(WEIGHTS, 0.3)
+    return m.energy(x) + np.sum(m(x * x))
+
+
+def built_from_a_model(m, x):
+    scaled = Scale(m.layers[2].s * 2.0)
+    return np.sum(scaled(m(x)))
+
+
+@pytest.mark.parametrize("f", [built_then_called, built_and_called_at_once, built_and_its_method,
+                               built_from_a_global], ids=lambda f: f.__name__)
+def test_a_dataclass_built_in_the_function_is_called(f):
+    check_all_modes(f)
+
+
+def test_a_dataclass_built_from_a_model_is_called():
+    m = seq()
+    np.testing.assert_allclose(sg.grad(built_from_a_model, wrt=1)(m, X),
+                               numerical_grad(built_from_a_model, (m, X), wrt=1), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(_flat(sg.grad(built_from_a_model)(m, X)),
+                               _flat(numerical_grad(built_from_a_model, (m, X))), rtol=1e-6, atol=1e-8)
+
+
+class Plain:
+    """Not a dataclass: its ``__init__`` is user code."""
+
+    def __init__(self, w):
+        self.w = w
+
+    def __call__(self, x):
+        return self.w * x
+
+
+def plain_built(x):
+    return np.sum(Plain(x)(x))
+
+
+def test_a_plain_class_built_in_the_function_is_refused():
+    assert_refused_in(HERE, lambda: sg.grad(plain_built)(X), "Plain")

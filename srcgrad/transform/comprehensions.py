@@ -383,7 +383,8 @@ class Lowering(Base):
             return refs(*arguments)
         if inline.is_inlinable(fn):
             trees = {}   # the parameters given a structure of known tree (structure_parts.py)
-            params = fn.__code__.co_varnames[:fn.__code__.co_argcount]
+            params = fn.__code__.co_varnames[:fn.__code__.co_argcount] \
+                if self.trees and inspect.isfunction(fn) else ()
             for p, a in zip(params, call.args):
                 if isinstance(a, gast.Starred):
                     break
