@@ -138,6 +138,14 @@ def branch_tuple_max(m, x):
     return outs[0] * outs[2] + max(np.sum(layer(x)) for layer in m.layers)
 
 
+def branch_loop_over_outputs(m, x):
+    total = 0.0
+    for k, h in enumerate([layer(x) for layer in m.layers]):
+        if k % 2 == 0:
+            total = total + np.sum(h * x)
+    return total
+
+
 def named_items(m, x):
     return sum(len(k) * np.sum(block(x) ** 2) for k, block in m.blocks.items())
 
@@ -159,8 +167,8 @@ def l2_after_outputs(m, x):
 CASES = [(l2_same_statement, seq), (l2_same_statement, deep), (l2_after_outputs, branches),
          (seq_call, seq), (seq_call, deep), (seq_iterated_outside, seq), (seq_comprehension_over_self, seq),
          (branch_outputs, branches), (branch_generator_sum, branches), (branch_enumerate, branches),
-         (branch_nested, branches), (branch_tuple_max, branches), (named_items, named),
-         (named_values, named)]
+         (branch_nested, branches), (branch_loop_over_outputs, branches), (branch_tuple_max, branches),
+         (named_items, named), (named_values, named)]
 
 
 def _flat(tree):
@@ -233,15 +241,22 @@ def reversed_iter(m, x):
     return np.sum(x)
 
 
+def late_binding(m, x):
+    fs = [lambda v: layer(v) for layer in m.layers]   # Python: each calls the last layer
+    return np.sum(fs[0](x))
+
+
 def stacked_generator(m, x):
     return np.sum(np.stack(layer(x) for layer in m.layers))   # NumPy wants a sequence
 
 
-@pytest.mark.parametrize("f, make", [(filtered, branches), (stacked_generator, branches),
-                                     (reversed_iter, lambda: Reversed([linear(), Tanh()]))],
-                         ids=lambda c: getattr(c, "__name__", ""))
-def test_other_comprehensions_and_iterators_are_refused(f, make):
-    assert_refused_in(HERE, lambda: sg.grad(f, wrt=1)(make(), X), "calling", "layer")
+@pytest.mark.parametrize("f, make, words", [
+    (filtered, branches, ("calling", "layer")), (stacked_generator, branches, ("calling", "layer")),
+    (late_binding, branches, ("lambda",)),
+    (reversed_iter, lambda: Reversed([linear(), Tanh()]), ("calling", "layer"))],
+    ids=lambda c: getattr(c, "__name__", ""))
+def test_other_comprehensions_and_iterators_are_refused(f, make, words):
+    assert_refused_in(HERE, lambda: sg.grad(f, wrt=1)(make(), X), *words)
 
 
 def test_a_generator_kept_in_a_variable_is_refused():

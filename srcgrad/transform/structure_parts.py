@@ -275,6 +275,7 @@ class _Binder:
             if isinstance(s, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)):
                 continue
             if isinstance(s, gast.For):
+                self.write_out_comprehensions(s, scope)   # for h in [layer(x) for layer in ...]
                 loop = self.loop_parts(s)
                 if loop is not None and loop[3] is None:   # parts of several classes
                     copies = self.unroll(s, *loop)
@@ -423,8 +424,9 @@ class _Binder:
             return None
         key_target, target, (container, keys), _ = loop
         bound = {target.id} | ({key_target.id} if key_target is not None else set())
-        if _root(container) not in scope or any(
+        if _root(container) not in scope or any(   # (a lambda or generator in the element reads
                 isinstance(n, gast.Name) and n.id in bound and not isinstance(n.ctx, gast.Load)
+                or isinstance(n, (gast.Lambda, gast.GeneratorExp))   # the variable's last value)
                 for n in ast_util.walk(comp.elt)):
             return None
         elts = []
