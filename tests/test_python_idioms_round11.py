@@ -374,3 +374,84 @@ def plain_built(x):
 
 def test_a_plain_class_built_in_the_function_is_refused():
     assert_refused_in(HERE, lambda: sg.grad(plain_built)(X), "Plain")
+
+
+# ----- d[k].pop(...) and d[k].insert(i, v): lists and dicts held by a dict or list -----
+
+def popped_and_inserted(x):
+    d = {"k": [x[0], x[1] ** 2]}
+    v = d["k"].pop()
+    d["k"].insert(0, x[2] * 3)
+    return v * sum(d["k"])
+
+
+def popped_at_and_inserted_past_the_end(x):
+    d = {"a": [x[0], x[1], x[2]], "b": [x[0] * x[2]]}
+    first = d["a"].pop(0)
+    d["a"].pop()
+    d["b"].insert(5, np.sin(first))     # Python: past the end appends
+    d["b"].insert(-1, x[1] * x[2])      # before the last
+    return np.sum(np.stack(d["a"])) * sum(d["b"]) + first
+
+
+def popped_from_a_dict_of_dicts(x):
+    d = {"k": {"u": x[0], "v": x[1]}}
+    u = d["k"].pop("u")
+    w = d["k"].pop("w", x[2])
+    return u * w * d["k"]["v"] + len(d["k"])
+
+
+def rows_passed_around(x):
+    rows = [[x[0], x[1]], [x[2]]]
+    for i in range(2):
+        v = rows[i].pop()
+        rows[1 - i].insert(0, v * 2)
+    return sum(rows[0]) * sum(rows[1])
+
+
+@pytest.mark.parametrize("f", [popped_and_inserted, popped_at_and_inserted_past_the_end,
+                               popped_from_a_dict_of_dicts, rows_passed_around],
+                         ids=lambda f: f.__name__)
+def test_pop_and_insert_on_an_item_in_every_mode(f):
+    check_all_modes(f)
+
+
+def popped_while_held(x):
+    d = {"k": [x[0], x[1]]}
+    lst = d["k"]
+    d["k"].pop()
+    return sum(lst) * x[2]   # Python: lst is d["k"], one item left
+
+
+def popped_from_a_shared_list(x):
+    a = [x[0], x[1]]
+    d = {"k": a}
+    d["k"].insert(0, x[2])
+    return sum(a) * x[2]
+
+
+def test_pop_and_insert_on_a_shared_list_are_refused():
+    for f in (popped_while_held, popped_from_a_shared_list):
+        assert_refused_in(HERE, lambda: sg.grad(f)(X), "shares its memory")
+
+
+def array_popped(x):
+    d = {"k": x * 1.0}
+    d["k"].pop()   # an array has no pop: Python raises
+    return np.sum(d["k"])
+
+
+def array_inserted(x):
+    d = {"k": x * 1.0}
+    d["k"].insert(0, x[0])
+    return np.sum(d["k"])
+
+
+def test_pop_and_insert_on_an_array_raise_as_python_does():
+    for f in (array_popped, array_inserted):
+        with pytest.raises(AttributeError):
+            f(X)
+    with pytest.raises(TypeError, match="pop"):
+        sg.grad(array_popped)(X)
+    with pytest.raises(AttributeError, match="needs a list there"):
+        sg.grad(array_inserted)(X)
