@@ -36,8 +36,10 @@ def transform(node, ctx):
     for n in ast_util.walk(node):
         if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load):
             stores[n.id] = stores.get(n.id, 0) + 1
-    for s in list(node.body):
-        if not isinstance(s, gast.ClassDef) or stores.get(s.name, 0) or not _plain(s, info, locals_):
+    for k, s in enumerate(list(node.body)):
+        if not isinstance(s, gast.ClassDef) or stores.get(s.name, 0) or not _plain(s, info, locals_) \
+                or any(isinstance(n, gast.Name) and n.id == s.name   # (read before: Python's error)
+                       for before in node.body[:k] for n in ast_util.walk(before)):
             continue
         cls = _make(s, info)
         if cls is None:
