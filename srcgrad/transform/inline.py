@@ -523,6 +523,8 @@ def _built_instances(node, ctx):
     ``rt.dataclass_new(P, ...)``): name -> ``P``, so that ``P.energy(p, x)`` inlines with
     its ``self`` of class ``P`` (``self(x)``, ``self.other(x)`` inside work)."""
     from srcgrad.runtime import dataclass_new
+    if not any(v is dataclass_new for v in ctx.bindings.values()):
+        return {}   # (no dataclass built here: no walk)
     counts, built = {}, {}
     for n in ast_util.walk(node):
         if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load):
