@@ -1,5 +1,5 @@
 """Python as people write it, round eleven: models of modules of several classes read by a
-comprehension (``[layer(x) for layer in self.layers]``, ``sum(... for layer in ...)``) and
+comprehension (``[layer(x) for layer in self.layers]``, ``sum(... for layer in ... if ...)``) and
 iterated through the class's ``__iter__`` (``for layer in self``), written out by
 transform/structure_parts.py. Each gradient is checked against central differences in
 float64 with respect to the input and to the model: grad, value_and_grad, jvp, the Hessian,
@@ -154,6 +154,23 @@ def named_values(m, x):
     return np.prod(np.stack([np.mean(block(x)) for block in m.blocks.values()]))
 
 
+def filtered(m, x):
+    return sum(np.sum(layer(x)) for layer in m.layers if not isinstance(layer, Tanh))
+
+
+def filtered_by_a_call(m, x):
+    return sum(np.sum(layer(x)) for layer in m.layers if np.sum(layer(x)) > 0)
+
+
+def decay_of_linear_layers(m, x):
+    return np.sum(m(x) ** 2) + 0.1 * sum(np.sum(l.w ** 2) for l in m.layers if isinstance(l, Linear))
+
+
+def filtered_twice(m, x):
+    outs = [layer(x) * (i + 1) for i, layer in enumerate(m.layers) if i != 1 if np.sum(x) > -100]
+    return np.sum(np.stack(outs) ** 2)
+
+
 def l2_same_statement(m, x):
     """Weight decay after the model's call, in one statement (comprehensions.py reads the
     classes' ``__call__`` to see that the call leaves the model's leaves as they were)."""
@@ -168,7 +185,8 @@ CASES = [(l2_same_statement, seq), (l2_same_statement, deep), (l2_after_outputs,
          (seq_call, seq), (seq_call, deep), (seq_iterated_outside, seq), (seq_comprehension_over_self, seq),
          (branch_outputs, branches), (branch_generator_sum, branches), (branch_enumerate, branches),
          (branch_nested, branches), (branch_loop_over_outputs, branches), (branch_tuple_max, branches),
-         (named_items, named), (named_values, named)]
+         (named_items, named), (named_values, named), (filtered, branches),
+         (decay_of_linear_layers, seq), (filtered_twice, branches), (filtered_by_a_call, branches)]
 
 
 def _flat(tree):
@@ -218,8 +236,6 @@ def test_a_written_out_comprehension_keeps_python_values():
 
 # ----- still refused, at the user's line -----
 
-def filtered(m, x):
-    return sum(np.sum(layer(x)) for layer in m.layers if not isinstance(layer, Tanh))
 
 
 def generator_kept(m, x):
@@ -241,6 +257,10 @@ def reversed_iter(m, x):
     return np.sum(x)
 
 
+def filtered_by_a_call_after_and(m, x):   # (right of `and`: evaluated only sometimes)
+    return sum(np.sum(layer(x)) for i, layer in enumerate(m.layers) if i != 1 if np.sum(layer(x)) > 0)
+
+
 def late_binding(m, x):
     fs = [lambda v: layer(v) for layer in m.layers]   # Python: each calls the last layer
     return np.sum(fs[0](x))
@@ -251,7 +271,7 @@ def stacked_generator(m, x):
 
 
 @pytest.mark.parametrize("f, make, words", [
-    (filtered, branches, ("calling", "layer")), (stacked_generator, branches, ("calling", "layer")),
+    (filtered_by_a_call_after_and, branches, ("condition",)), (stacked_generator, branches, ("calling", "layer")),
     (late_binding, branches, ("lambda",)),
     (reversed_iter, lambda: Reversed([linear(), Tanh()]), ("calling", "layer"))],
     ids=lambda c: getattr(c, "__name__", ""))

@@ -415,10 +415,12 @@ class _Binder:
                 child[:] = [WriteOut().visit(c) for c in child]
 
     def write_out(self, comp, scope):
-        """The list display standing for ``comp``, a comprehension with one ``for`` and no
-        ``if`` over the parts of several classes, else None."""
-        if len(comp.generators) != 1 or comp.generators[0].ifs or comp.generators[0].is_async:
+        """The list display standing for ``comp``, a comprehension with one ``for`` over the
+        parts of several classes, else None; its ``if``s test each item where Python does
+        (``[*([e0] if c0 else []), ...]``)."""
+        if len(comp.generators) != 1 or comp.generators[0].is_async:
             return None
+        ifs = comp.generators[0].ifs
         loop = self.loop_parts(comp.generators[0], local=True)
         if loop is None or loop[3] is not None:
             return None
@@ -427,16 +429,23 @@ class _Binder:
         if _root(container) not in scope or any(   # (a lambda or generator in the element reads
                 isinstance(n, gast.Name) and n.id in bound and not isinstance(n.ctx, gast.Load)
                 or isinstance(n, (gast.Lambda, gast.GeneratorExp))   # the variable's last value)
-                for n in ast_util.walk(comp.elt)):
+                for part in [comp.elt] + ifs for n in ast_util.walk(part)):
             return None
         elts = []
         for key in keys:
             read = gast.copy_location(gast.Subscript(value=copy.deepcopy(container), slice=gast.Constant(
                 value=key, kind=None), ctx=gast.Load()), container)
-            elt = _Substitute(target.id, self.hoist(read, part_tree(read, self.trees))).visit(
-                copy.deepcopy(comp.elt))
-            if key_target is not None:
-                elt = _Substitute(key_target.id, gast.Constant(value=key, kind=None)).visit(elt)
+            item = self.hoist(read, part_tree(read, self.trees))
+            elt, test = (copy.deepcopy(comp.elt), copy.deepcopy(
+                ifs[0] if len(ifs) == 1 else gast.BoolOp(op=gast.And(), values=ifs) if ifs else None))
+            for variable, value in [(target.id, item)] + (
+                    [(key_target.id, gast.Constant(value=key, kind=None))] if key_target is not None else []):
+                elt = _Substitute(variable, value).visit(elt)
+                test = test and _Substitute(variable, value).visit(test)
+            if test is not None:   # if c: *([e] if c else []), tested in Python's order
+                elt = gast.Starred(value=gast.IfExp(test=test, body=gast.List(elts=[elt], ctx=gast.Load()),
+                                                    orelse=gast.List(elts=[], ctx=gast.Load())),
+                                   ctx=gast.Load())
             elts.append(elt)
         return gast.copy_location(gast.List(elts=elts, ctx=gast.Load()), comp)
 
