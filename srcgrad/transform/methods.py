@@ -522,8 +522,9 @@ def bind_methods(node, ctx, scan=None):
             if not found:
                 return call
             _, bound = found
-            if bound and not instance:
-                return call   # type(p).energy(p, x): the caller passes self (left as written)
+            if bound and not instance or not bound and not isinstance(owner, gast.Name):
+                return call   # type(p).energy(p, x): the caller passes self (left as written);
+                # P(w).static(x) builds P(w) first
             # Cls.energy, read through the class bound in the generated code: the compile
             # holds while getattr(Cls, "energy") is the same function (guard.py)
             call.func = gast.Attribute(value=name(as_array.bind(ctx.namer, ctx.info, ctx.bindings,
