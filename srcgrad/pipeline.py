@@ -25,7 +25,7 @@ from srcgrad.optimize import scalar_items, unit_seed
 from srcgrad.transform import (anf, as_array, assignment_expressions, aux, canonicalize, comprehensions,
                                global_statements,
                                constant_arguments, fence, flat_reads, function_tables,
-                               generators, inline, item_updates, methods, local_functions,
+                               generators, inline, item_updates, local_classes, methods, local_functions,
                                match_statements, nonlocal_functions, mutation, plain_statements,
                                reverse, structure_parts, unroll, warning_blocks,
                                zero_marks)
@@ -92,6 +92,8 @@ def front_end(fn, options, stack=(), has_aux=False, static=None):
         node = warning_blocks.transform(node, ctx)
     if nonlocal_functions.may_hold(info):   # def step(): nonlocal t: returns t, rebound
         node = nonlocal_functions.transform(node, ctx)
+    if local_classes.may_hold(info):   # @dataclass class P: ... in f: made once, here
+        node = local_classes.transform(node, ctx)
     fence.check(node, info, allowed_with=lambda item: anf.grad_mode_of(item, info) is not None,
                 helper=bool(stack))
     if not stack:

@@ -33,7 +33,7 @@ from srcgrad import anno
 from srcgrad.ast_util import name, refs
 from srcgrad.errors import UnsupportedError
 from srcgrad.parse import parse_function
-from srcgrad.transform import inline
+from srcgrad.transform import inline, structure_parts
 from srcgrad.transform.base import Base, local_names
 from srcgrad import ast_util
 
@@ -49,11 +49,13 @@ _ALWAYS_MOVE = "Assign the comprehension to a name in a statement of its own bef
 
 
 
-def _may_write(fn, depth=0):
+def _may_write(fn, depth=0, trees=None):
     """Whether the user function ``fn`` may write into a value it is given: its source
     (or a user function it calls) writes into a subscript or attribute, calls a
     mutating method or a NumPy function with ``out=``, or calls what the compiler
-    cannot resolve. Anything it cannot read may write."""
+    cannot resolve. Anything it cannot read may write. ``trees``: parameter -> the tree
+    of the structure it is given (a call of a part, ``for layer in self.layers:
+    layer(x)``, runs the ``__call__`` of a class that tree names)."""
     if not inspect.isfunction(fn) or depth > 4:
         return True
     try:
@@ -61,6 +63,7 @@ def _may_write(fn, depth=0):
     except Exception:   # no source: assume the worst
         return True
     locals_ = local_names(node)
+    trees = {k: t for k, t in (trees or {}).items() if k not in _rebound(node)}
     for n in ast_util.walk(node):
         if isinstance(n, (gast.Subscript, gast.Attribute)) and isinstance(n.ctx, gast.Store):
             return True
@@ -74,13 +77,64 @@ def _may_write(fn, depth=0):
         if isinstance(n.func, gast.Attribute) and n.func.attr in _NUMPY_WRITERS:
             return True
         if isinstance(n.func, gast.Name):
-            if n.func.id in locals_:
-                return True   # a parameter or local holding a function
+            if n.func.id in locals_:   # a parameter or local holding a function
+                if _parts_may_write(node, info, n.func.id, trees, depth):
+                    return True
+                continue
             try:
                 callee = info.resolve(n.func.id)
             except NameError:
                 return True
             if inline.is_inlinable(callee) and _may_write(callee, depth + 1):
+                return True
+    return False
+
+
+def _resolves(info, spelled, obj):
+    try:
+        return info.resolve(spelled) is obj
+    except NameError:
+        return False
+
+
+def _rebound(node):
+    return {n.id for n in ast_util.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
+
+
+def _parts_may_write(node, info, variable, trees, depth):
+    """Whether a call of the local ``variable`` of FunctionDef ``node`` may write: not
+    where ``variable`` is bound only by loops or comprehensions over a list or tuple of
+    parts of a structure of known tree (``trees``; ``for layer in self.layers``, through
+    the class's ``__iter__``, ``enumerate``) whose classes' ``__call__`` do not write."""
+    loops = [n for n in ast_util.walk(node) if isinstance(n, (gast.For, gast.comprehension))]
+    targets = {}
+    for loop in loops:
+        target, iterable = loop.target, loop.iter
+        if isinstance(target, gast.Tuple) and len(target.elts) == 2 and isinstance(iterable, gast.Call) \
+                and isinstance(iterable.func, gast.Name) and iterable.func.id == "enumerate" \
+                and len(iterable.args) == 1 and _resolves(info, "enumerate", builtins.enumerate):
+            target, iterable = target.elts[1], iterable.args[0]
+        if isinstance(target, gast.Name) and target.id == variable:
+            targets[id(target)] = iterable
+    if not trees or not targets or any(
+            isinstance(n, gast.Name) and n.id == variable and not isinstance(n.ctx, gast.Load)
+            and id(n) not in targets for n in ast_util.walk(node)):
+        return True   # a parameter, or bound otherwise too: any function
+    for iterable in targets.values():
+        tree = structure_parts.part_tree(iterable, trees)
+        field = structure_parts.iterated_field(structure_parts.class_of(tree))
+        if field is not None:   # for layer in self: __iter__ returns iter(self.layers)
+            tree = structure_parts.part_tree(gast.Attribute(value=iterable, attr=field, ctx=gast.Load()), trees)
+        cls = structure_parts.class_of(tree)
+        if cls is None or not issubclass(cls, (list, tuple)):
+            return True
+        for item in tree[1:]:
+            item_class = structure_parts.class_of(item)
+            if item_class is None or not structure_parts.calls_itself(item_class):
+                return True
+            call = inspect.getattr_static(item_class, "__call__")
+            if not call.__code__.co_argcount or _may_write(
+                    call, depth + 1, {call.__code__.co_varnames[0]: item}):
                 return True
     return False
 
@@ -328,7 +382,15 @@ class Lowering(Base):
         if getattr(fn, "__name__", None) in _NUMPY_WRITERS:
             return refs(*arguments)
         if inline.is_inlinable(fn):
-            self._helpers.append((fn, refs(*arguments)))   # read when a comprehension follows
+            trees = {}   # the parameters given a structure of known tree (structure_parts.py)
+            params = fn.__code__.co_varnames[:fn.__code__.co_argcount] \
+                if self.trees and inspect.isfunction(fn) else ()
+            for p, a in zip(params, call.args):
+                if isinstance(a, gast.Starred):
+                    break
+                if isinstance(a, gast.Name) and a.id in self.trees:
+                    trees[p] = self.trees[a.id]
+            self._helpers.append((fn, refs(*arguments), trees))   # read when a comprehension follows
         return set()
 
     def _map(self, call):
@@ -357,8 +419,8 @@ class Lowering(Base):
         ahead of the statement; returns the name to read."""
         stmt = self._stmt
         read = refs(comp)
-        if self._mutated & read or any(names & read and _may_write(fn)
-                                       for fn, names in self._helpers):
+        if self._mutated & read or any(names & read and _may_write(fn, 0, trees)
+                                       for fn, names, trees in self._helpers):
             raise self._error(stmt, "a comprehension after a call that may change what it reads, "
                               "in the same statement, is not supported", _ALWAYS_MOVE)
         is_dict = isinstance(comp, gast.DictComp)
@@ -397,6 +459,7 @@ class Lowering(Base):
 def transform(node, ctx):
     """Lower the comprehensions of FunctionDef ``node`` to loops, in place."""
     lowering = Lowering(ctx.info, ctx.namer, local_names(node))
+    lowering.trees = getattr(ctx, "trees", None) or {}
     if not any(isinstance(n, _COMPREHENSIONS) or lowering._is_map(n) or lowering._is_dict_call(n)
                for n in ast_util.walk(node)):
         return node

@@ -30,7 +30,8 @@ _REFUSED = {
     gast.Global: ("global", "Pass the value in as an argument and return the new value."),
     gast.Nonlocal: ("nonlocal", "Pass the value in as an argument and return the new value."),
     gast.Delete: ("del", "Remove the del statement; rebind the name instead."),
-    gast.ClassDef: ("a class definition", "Define the class outside the differentiated function."),
+    gast.ClassDef: ("a class definition (other than a @dataclass at the top of the body whose methods "
+                    "read no variable of the function)", "Define the class outside the differentiated function."),
     gast.With: ("a with block", "Only `with srcgrad.no_grad()`-style blocks are supported; move "
                                 "other context managers outside the differentiated function."),
     gast.Import: ("import inside the function", "Import at module level."),

@@ -516,6 +516,7 @@ def transform(node, ctx):
     helper inlined (guard.py)."""
     scan = call_forms.Scan(node)   # (one walk for the three questions below)
     locals_ = scan.local_names()
+    ctx.classes = {**ctx.classes, **_built_instances(node, ctx)}
     inliner = Inliner(ctx, locals_, _global_attributes(scan, locals_))
     inliner.root = node
     denotes = lambda func, obj: _denotes(ctx, locals_, func, obj)   # noqa: E731
@@ -526,3 +527,31 @@ def transform(node, ctx):
     ctx.infos = [ctx.info] + inliner.infos
     ctx.bindings.update(inliner.bindings)
     return node
+
+
+def _built_instances(node, ctx):
+    """Names bound once, at the top of ``node``, to a dataclass it builds (methods.py's
+    ``rt.dataclass_new(P, ...)``): name -> ``P``, so that ``P.energy(p, x)`` inlines with
+    its ``self`` of class ``P`` (``self(x)``, ``self.other(x)`` inside work)."""
+    from srcgrad.runtime import dataclass_new
+    if not any(v is dataclass_new for v in ctx.bindings.values()):
+        return {}   # (no dataclass built here: no walk)
+    counts, built = {}, {}
+    for n in ast_util.walk(node):
+        if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load):
+            counts[n.id] = counts.get(n.id, 0) + 1
+    for s in node.body:
+        value = getattr(s, "value", None)
+        if isinstance(s, gast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], gast.Name) \
+                and isinstance(value, gast.Call) and isinstance(value.func, gast.Name) and value.args \
+                and isinstance(value.args[0], gast.Name) \
+                and ctx.bindings.get(value.func.id) is dataclass_new:
+            cls = ctx.bindings.get(value.args[0].id)
+            if cls is None:
+                try:
+                    cls = ctx.info.resolve(value.args[0].id)
+                except NameError:
+                    continue
+            if structure_parts.plain_dataclass(cls):
+                built[s.targets[0].id] = cls
+    return {k: cls for k, cls in built.items() if counts.get(k) == 1}

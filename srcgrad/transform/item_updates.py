@@ -1,6 +1,10 @@
 """Lists held by a dict or a list, updated in place, written as the item updates srcgrad
 already differentiates (pipeline.front_end, before methods.py).
 
+(``v = d[k].pop(i)`` and ``d[k].insert(i, v)`` likewise: ``popped = d[k][i]`` and
+``d[k] = rt.seq_without(d[k], i)``, ``d[k] = d[k][:i] + [v] + d[k][i:]``, each store
+marked an in-place update of ``d[k]``'s list, as the ``+=`` below is.)
+
 A statement ``d[k].append(v)`` (or ``.extend(e)``) on a local ``d`` changes the list that
 ``d[k]`` holds; ``d.setdefault(k, []).append(v)`` first stores the default where ``k`` is
 missing. Each becomes an augmented item assignment, which Python's own ``d[k] += [v]`` is
@@ -27,7 +31,7 @@ import copy
 
 import gast
 
-from srcgrad import anno
+from srcgrad import anno, runtime
 from srcgrad.ast_util import name
 from srcgrad.errors import UnsupportedError
 from srcgrad.transform import as_array
@@ -37,12 +41,13 @@ from srcgrad.transform.operator_methods import simple
 Static = anno.Static
 
 _GROWING = ("append", "extend")
+_METHODS = _GROWING + ("pop", "insert")
 
 
 def may_hold(info):
-    """Whether the source may hold ``<expr>].append(``/``.extend(`` or ``.setdefault(`` (most
-    functions do not: no walk)."""
-    return any(("]." in line or ")." in line) and (".append(" in line or ".extend(" in line)
+    """Whether the source may hold ``<expr>].append(``/``.extend(``/``.pop(``/``.insert(`` or
+    ``.setdefault(`` (most functions do not: no walk)."""
+    return any(("]." in line or ")." in line) and any(f".{m}(" in line for m in _METHODS)
                for line in info.source_lines[1:])
 
 
@@ -54,11 +59,13 @@ def transform(node, ctx):
 
 
 def _receiver(call, locals_):
-    """``(container name, key, default or None)`` of ``d[k].append(v)`` or
-    ``d.setdefault(k, D).append(v)`` on a local ``d``, else None."""
+    """``(container name, key, default or None)`` of ``d[k].append(v)``,
+    ``d.setdefault(k, D).append(v)``, ``d[k].pop(...)`` or ``d[k].insert(i, v)`` on a local
+    ``d``, else None."""
     if not (isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute)
-            and call.func.attr in _GROWING and len(call.args) == 1 and not call.keywords
-            and not isinstance(call.args[0], gast.Starred)):
+            and call.func.attr in _METHODS and not call.keywords
+            and len(call.args) == {"pop": len(call.args[:2]), "insert": 2}.get(call.func.attr, 1)
+            and not any(isinstance(a, gast.Starred) for a in call.args)):
         return None
     value = call.func.value
     if isinstance(value, gast.Subscript) and isinstance(value.value, gast.Name) \
@@ -114,12 +121,23 @@ class _ItemUpdates(Base):
         finally:
             self.loops.pop()
 
+    def visit_Assign(self, s):
+        """``v = d[k].pop(...)``: the item read into a name first, as ``v = xs.pop()`` is
+        (methods.py), then the list or dict without it stored back in place."""
+        call = s.value
+        if len(s.targets) == 1 and isinstance(s.targets[0], gast.Name) and isinstance(call, gast.Call) \
+                and isinstance(call.func, gast.Attribute) and call.func.attr == "pop":
+            return self.visit_Expr(s)
+        return s
+
     def visit_Expr(self, s):
         found = _receiver(s.value, self.locals)
-        if found is None:
+        if found is None or (isinstance(s, gast.Assign) and s.value.func.attr != "pop"):
             return s
         container, key, default = found
         call = s.value
+        if default is not None and call.func.attr in ("pop", "insert"):
+            return s   # (d.setdefault(k, []).pop(): left to mutation.py's refusal)
         for loop in self.loops:
             if _iterates_an_item(loop.iter, container):
                 raise self.error(s, UnsupportedError,
@@ -142,10 +160,13 @@ class _ItemUpdates(Base):
             out.append(self.stmt(s, gast.Expr(value=gast.Call(
                 func=gast.Attribute(value=name(container), attr="setdefault", ctx=gast.Load()),
                 args=[copy.deepcopy(key), default], keywords=[]))))
+        if call.func.attr == "pop":
+            return out + self.pop(s, container, key, item)
         shown = f"{_text(call.func.value)}.{call.func.attr}(...)"
         line = getattr(self.origin_of(s), "lineno", None)
+        joined = "+= [...]" if call.func.attr in _GROWING else "= ...[:i] + [v] + ...[i:]"
         message = (f"{self.info.filename}, line {line}: {shown} needs a list there (srcgrad "
-                   f"differentiates it as `{container}[key] += [...]`, which adds to an array)")
+                   f"differentiates it as `{container}[key] {joined}`, which adds to an array)")
         out.append(self.stmt(s, gast.If(
             test=gast.UnaryOp(op=gast.Not(), operand=gast.Call(
                 func=self.bound(builtins.isinstance, "isinstance"),
@@ -154,6 +175,15 @@ class _ItemUpdates(Base):
                                            args=[gast.Constant(value=message, kind=None)],
                                            keywords=[]), cause=None)],
             orelse=[])))
+        if call.func.attr == "insert":   # d[k][:i] + [v] + d[k][i:], stored in place
+            at = self.temp(s, call.args[0], out, "at")
+            new = gast.BinOp(left=gast.BinOp(
+                left=gast.Subscript(value=item(), slice=gast.Slice(lower=None, upper=at, step=None),
+                                    ctx=gast.Load()),
+                op=gast.Add(), right=gast.List(elts=[call.args[1]], ctx=gast.Load())), op=gast.Add(),
+                right=gast.Subscript(value=item(), slice=gast.Slice(lower=copy.deepcopy(at), upper=None,
+                                                                    step=None), ctx=gast.Load()))
+            return out + [self.store_back(s, container, key, new)]
         more = call.args[0]
         if call.func.attr == "append":
             more = gast.List(elts=[more], ctx=gast.Load())
@@ -161,4 +191,40 @@ class _ItemUpdates(Base):
             more = gast.Call(func=self.bound(builtins.list, "list"), args=[more], keywords=[])
         target = gast.Subscript(value=name(container), slice=copy.deepcopy(key), ctx=gast.Store())
         out.append(self.stmt(s, gast.AugAssign(target=target, op=gast.Add(), value=more)))
+        return out
+
+    def temp(self, origin, value, out, hint):
+        """``value`` read into a new name (appended to ``out``) unless it is simple."""
+        if simple(value):
+            return value
+        new = self.ctx.namer.new(hint)
+        out.append(self.stmt(origin, gast.Assign(targets=[name(new, True)], value=value, type_comment=None)))
+        return name(new)
+
+    def store_back(self, origin, container, key, value):
+        """``d[key] = value`` marked an in-place update of the list ``d[key]`` holds, as
+        ``d[key] += [v]`` is (analysis/aliasing.py checks the other names holding it)."""
+        node = self.stmt(origin, gast.Assign(targets=[gast.Subscript(
+            value=name(container), slice=copy.deepcopy(key), ctx=gast.Store())], value=value, type_comment=None))
+        anno.setanno(node, Static.AUGMENTED, True)
+        return node
+
+    def pop(self, s, container, key, item):
+        """``[v =] d[k].pop([i[, default]])``: the item read (``rt.seq_without`` refuses what
+        is no list or dict, as Python's missing ``.pop`` does), then the rest stored back."""
+        call, out = s.value, []
+        at = self.temp(s, call.args[0], out, "at") if call.args else gast.Constant(value=-1, kind=None)
+        if len(call.args) == 2:   # a dict's d[k].pop(key, default)
+            result = gast.Call(func=gast.Attribute(value=item(), attr="get", ctx=gast.Load()),
+                               args=[copy.deepcopy(at), self.temp(s, call.args[1], out, "default")],
+                               keywords=[])
+        else:
+            result = gast.Subscript(value=item(), slice=copy.deepcopy(at), ctx=gast.Load())
+        popped = self.ctx.namer.new("popped")
+        out.append(self.stmt(s, gast.Assign(targets=[name(popped, True)], value=result, type_comment=None)))
+        out.append(self.store_back(s, container, key, gast.Call(
+            func=self.bound(runtime.seq_without, "seq_without"), args=[item(), copy.deepcopy(at)],
+            keywords=[])))
+        if isinstance(s, gast.Assign):
+            out.append(self.stmt(s, gast.Assign(targets=s.targets, value=name(popped), type_comment=None)))
         return out

@@ -493,9 +493,10 @@ def bind_methods(node, ctx, scan=None):
     built = _built_classes(node, ctx, scan or Scan(node))
     if built:   # known to helpers too: Model.loss(p, x) calling self.penalty()
         ctx.classes = {**ctx.classes, **built}
-    classes = ctx.classes
-    if not classes:
-        return node
+    classes, locals_ = ctx.classes, scan.local_names()
+    if not classes and not any(_constructed(c.func, ctx, locals_) or _constructed(
+            getattr(c.func, "value", None), ctx, locals_) for c in scan.calls):
+        return node   # (nor P(w)(x), P(w).loss(x): a call of a dataclass built there)
     if any(map(structure_parts.has_methods, classes.values())):
         node = class_methods.read_properties(node, ctx)   # p.scale: Params.scale.fget(p)
         node = class_methods.bind_super(node, ctx)   # super().f(x): Base.f(self, x)
@@ -506,28 +507,31 @@ def bind_methods(node, ctx, scan=None):
         def visit_Call(self, call):
             self.generic_visit(call)
             func = call.func
+            cls = classes.get(func.id) if isinstance(func, gast.Name) else _constructed(func, ctx, locals_)
+            if cls is not None and structure_parts.calls_itself(cls):   # p(x), P(w)(x): __call__
+                func = call.func = gast.Attribute(value=func, attr="__call__", ctx=gast.Load())
             if not isinstance(func, gast.Attribute):
                 return call
             owner, instance = func.value, True
             if isinstance(owner, gast.Call) and isinstance(owner.func, gast.Name) and owner.func.id == "type" \
                     and len(owner.args) == 1 and not owner.keywords and _builtin_type(ctx, owner.func):
                 owner, instance = owner.args[0], False
-            if not (isinstance(owner, gast.Name) and owner.id in classes):
-                return call
-            found = _class_attribute(classes[owner.id], func.attr)
-            if found is None:
+            cls = classes.get(owner.id) if isinstance(owner, gast.Name) else \
+                _constructed(owner, ctx, locals_) if instance else None   # P(w).loss(x): P.loss(P(w), x)
+            found = cls and _class_attribute(cls, func.attr)
+            if not found:
                 return call
             _, bound = found
-            if bound and not instance:
-                return call   # type(p).energy(p, x): the caller passes self (left as written)
-            cls = classes[owner.id]
+            if bound and not instance or not bound and not isinstance(owner, gast.Name):
+                return call   # type(p).energy(p, x): the caller passes self (left as written);
+                # P(w).static(x) builds P(w) first
             # Cls.energy, read through the class bound in the generated code: the compile
             # holds while getattr(Cls, "energy") is the same function (guard.py)
             call.func = gast.Attribute(value=name(as_array.bind(ctx.namer, ctx.info, ctx.bindings,
                                                                 cls.__name__, cls)),
                                        attr=func.attr, ctx=gast.Load())
             if bound:
-                call.args = [name(owner.id)] + list(call.args)
+                call.args = [name(owner.id) if isinstance(owner, gast.Name) else owner] + list(call.args)
             return call
 
     node.body = [Bind().visit(s) for s in node.body]
@@ -544,24 +548,34 @@ def _built_classes(node, ctx, scan):
             counts[n.id] = counts.get(n.id, 0) + 1
     locals_ = scan.local_names()
     for n in scan.binders:   # (gast.walk's nodes, in its order)
-        if isinstance(n, gast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], gast.Name) \
-                and isinstance(n.value, gast.Call):
-            parts, func = [], n.value.func
-            while isinstance(func, gast.Attribute):
-                parts.append(func.attr)
-                func = func.value
-            if not isinstance(func, gast.Name) or func.id in locals_:
-                continue
-            try:
-                obj = ctx.info.lookup(func.id)
-                for part in reversed(parts):
-                    obj = getattr(obj, part)
-            except (NameError, AttributeError):
-                continue
-            if _is_plain_dataclass(obj):
-                ctx.info.resolve_path((func.id,) + tuple(reversed(parts)))   # a read the compile depends on
-                built[n.targets[0].id] = obj
+        if isinstance(n, gast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], gast.Name):
+            cls = _constructed(n.value, ctx, locals_)
+            if cls is not None:
+                built[n.targets[0].id] = cls
     return {k: cls for k, cls in built.items() if counts.get(k) == 1}
+
+
+def _constructed(call, ctx, locals_):
+    """The plain dataclass ``call`` builds, ``P(...)`` (``P`` a global, closure or attribute
+    name known when compiling), else None."""
+    if not isinstance(call, gast.Call):
+        return None
+    parts, func = [], call.func
+    while isinstance(func, gast.Attribute):
+        parts.append(func.attr)
+        func = func.value
+    if not isinstance(func, gast.Name) or func.id in locals_:
+        return None
+    try:
+        obj = ctx.info.lookup(func.id)
+        for part in reversed(parts):
+            obj = getattr(obj, part)
+    except (NameError, AttributeError):
+        return None
+    if not _is_plain_dataclass(obj):
+        return None
+    ctx.info.resolve_path((func.id,) + tuple(reversed(parts)))   # a read the compile depends on
+    return obj
 
 
 def _builtin_type(ctx, func):

@@ -13,6 +13,7 @@ classes it is written out, one body per part. Calling a part (or an argument) wh
 defines ``__call__`` calls that method. (class_methods.py: properties, super(), operators.)
 """
 
+import builtins
 import copy
 import dataclasses
 import functools
@@ -57,7 +58,7 @@ def classes_of(arguments):
 
 def _holds_methods(tree):
     """Whether the structure of ``tree`` holds a class with methods (itself or a part)."""
-    return isinstance(tree, pytree.TreeKey) and (has_methods(_class(tree)) or any(
+    return isinstance(tree, pytree.TreeKey) and (has_methods(class_of(tree)) or any(
         _holds_methods(t) for t in tree[1:]))
 
 
@@ -123,11 +124,11 @@ def part_tree(expr, trees):
         return trees.get(expr.id)
     if isinstance(expr, gast.Attribute):
         tree = part_tree(expr.value, trees)
-        fields = _fields(_class(tree))
+        fields = _fields(class_of(tree))
         return _child(tree, 1 + fields.index(expr.attr)) if expr.attr in fields else None
     if isinstance(expr, gast.Subscript):
         tree = part_tree(expr.value, trees)
-        cls = _class(tree)
+        cls = class_of(tree)
         if cls is None:
             return None
         index = expr.slice
@@ -170,7 +171,8 @@ def _fields(cls):
     return list(getattr(cls, "_fields", ())) if issubclass(cls, tuple) else []
 
 
-def _class(tree):
+def class_of(tree):
+    """The class at the root of ``tree`` (a TreeKey), else None."""
     return tree[0] if isinstance(tree, pytree.TreeKey) and tree and isinstance(tree[0], type) else None
 
 
@@ -181,11 +183,11 @@ def _child(tree, i):
 def _item_tree(tree):
     """The tree shared by every item of a list or tuple ``tree`` whose items are of one
     class with methods (their trees equal, or only their class known), else None."""
-    cls = _class(tree)
+    cls = class_of(tree)
     if cls is None or not issubclass(cls, (list, tuple)) or len(tree) < 2:
         return None
     items = tree[1:]
-    classes = {_class(t) for t in items}
+    classes = {class_of(t) for t in items}
     if len(classes) != 1 or not has_methods(next(iter(classes))):
         return None
     return items[0] if all(t == items[0] for t in items) else pytree.TreeKey((next(iter(classes)),))
@@ -273,6 +275,7 @@ class _Binder:
             if isinstance(s, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)):
                 continue
             if isinstance(s, gast.For):
+                self.write_out_comprehensions(s, scope)   # for h in [layer(x) for layer in ...]
                 loop = self.loop_parts(s)
                 if loop is not None and loop[3] is None:   # parts of several classes
                     copies = self.unroll(s, *loop)
@@ -288,6 +291,7 @@ class _Binder:
                 self.visit_block(s.body, scope | set(_targets(s.target)))
                 self.visit_block(s.orelse, scope)
                 continue
+            self.write_out_comprehensions(s, scope)
             for child in gast.iter_fields(s):
                 child = child[1]
                 if isinstance(child, list) and child and isinstance(child[0], gast.stmt):
@@ -328,16 +332,20 @@ class _Binder:
         self.trees[variable] = tree
         self.ctx.classes[variable] = tree[0]
 
-    def loop_parts(self, loop):
+    def loop_parts(self, loop, local=False):
         """``(key target, target, (container, keys), tree)`` of a loop (or a
         comprehension's ``for``) over the parts of an argument: ``for layer in m.layers``,
         ``enumerate(...)``, ``.items()``, ``.values()`` of a dict part; ``tree`` the items'
-        common tree, None where they are of several classes. None for any other loop."""
+        common tree, None where they are of several classes. None for any other loop.
+        ``local``: the loop's variables are read only where ``loop`` binds them (a
+        comprehension written out), so other bindings of their names do not matter."""
+        loop.iter = self.through_iter(loop.iter)
         target, iterable, key_target, how = loop.target, loop.iter, None, None
         if isinstance(iterable, gast.Call) and not iterable.keywords:
             func = iterable.func
             if isinstance(func, gast.Name) and func.id == "enumerate" and len(iterable.args) == 1 \
                     and is_builtin(self.ctx, "enumerate"):
+                iterable.args[0] = self.through_iter(iterable.args[0])
                 iterable, how = iterable.args[0], "enumerate"
             elif isinstance(func, gast.Attribute) and func.attr in ("items", "values") \
                     and not iterable.args:
@@ -348,13 +356,13 @@ class _Binder:
             if not (isinstance(target, gast.Tuple) and len(target.elts) == 2):
                 return None
             key_target, target = target.elts
-            if not isinstance(key_target, gast.Name) or self.stores.get(key_target.id) != 1:
+            if not isinstance(key_target, gast.Name) or self.stores.get(key_target.id) != 1 and not local:
                 return None
-        if not isinstance(target, gast.Name) or self.stores.get(target.id) != 1 \
+        if not isinstance(target, gast.Name) or self.stores.get(target.id) != 1 and not local \
                 or target.id in self.stored_into:
             return None
         tree = part_tree(iterable, self.trees)
-        cls = _class(tree)
+        cls = class_of(tree)
         if cls is None:
             return None
         if issubclass(cls, dict) and how in ("items", "values"):
@@ -363,9 +371,83 @@ class _Binder:
             keys, items = range(len(tree) - 1), tree[1:]
         else:
             return None
-        if not items or not all(has_methods(_class(t)) for t in items):
+        if not items or not all(has_methods(class_of(t)) for t in items):
             return None
         return key_target, target, (iterable, keys), _item_tree(pytree.TreeKey((list,) + tuple(items)))
+
+    def through_iter(self, iterable):
+        """``self.layers`` for ``self`` where the part's class defines ``__iter__`` as
+        ``return iter(self.layers)`` or ``yield from self.layers`` (what ``for layer in self``
+        iterates in Python); ``iterable`` itself otherwise."""
+        tree = part_tree(iterable, self.trees)
+        field = iterated_field(class_of(tree))
+        if field is None or field not in _fields(class_of(tree)):
+            return iterable
+        return gast.copy_location(gast.Attribute(value=iterable, attr=field, ctx=gast.Load()), iterable)
+
+    def write_out_comprehensions(self, statement, scope):
+        """Write out, in the expressions of ``statement``, each comprehension over parts of
+        several classes as the display of its items (``[layer(x) for layer in self.layers]``
+        -> ``[layers_0(x), layers_1(x)]``), as ``unroll`` writes out a loop; a generator
+        expression only as the argument of a builtin that consumes it at once (``sum(...)``)."""
+        binder = self
+
+        class WriteOut(gast.NodeTransformer):
+            def visit_ListComp(self, comp):
+                self.generic_visit(comp)
+                return binder.write_out(comp, scope) or comp
+
+            def visit_Call(self, call):
+                self.generic_visit(call)
+                func = call.func
+                if isinstance(func, gast.Name) and func.id in _CONSUMERS and len(call.args) == 1 \
+                        and isinstance(call.args[0], gast.GeneratorExp) and is_builtin(binder.ctx, func.id):
+                    call.args[0] = binder.write_out(call.args[0], scope) or call.args[0]
+                return call
+
+            def visit_Lambda(self, node):   # (its parameters may shadow the parts' names)
+                return node
+
+        for field, child in gast.iter_fields(statement):
+            if isinstance(child, gast.expr):
+                setattr(statement, field, WriteOut().visit(child))
+            elif isinstance(child, list) and child and isinstance(child[0], gast.expr):
+                child[:] = [WriteOut().visit(c) for c in child]
+
+    def write_out(self, comp, scope):
+        """The list display standing for ``comp``, a comprehension with one ``for`` over the
+        parts of several classes, else None; its ``if``s test each item where Python does
+        (``[*([e0] if c0 else []), ...]``)."""
+        if len(comp.generators) != 1 or comp.generators[0].is_async:
+            return None
+        ifs = comp.generators[0].ifs
+        loop = self.loop_parts(comp.generators[0], local=True)
+        if loop is None or loop[3] is not None:
+            return None
+        key_target, target, (container, keys), _ = loop
+        bound = {target.id} | ({key_target.id} if key_target is not None else set())
+        if _root(container) not in scope or any(   # (a lambda or generator in the element reads
+                isinstance(n, gast.Name) and n.id in bound and not isinstance(n.ctx, gast.Load)
+                or isinstance(n, (gast.Lambda, gast.GeneratorExp))   # the variable's last value)
+                for part in [comp.elt] + ifs for n in ast_util.walk(part)):
+            return None
+        elts = []
+        for key in keys:
+            read = gast.copy_location(gast.Subscript(value=copy.deepcopy(container), slice=gast.Constant(
+                value=key, kind=None), ctx=gast.Load()), container)
+            item = self.hoist(read, part_tree(read, self.trees))
+            elt, test = (copy.deepcopy(comp.elt), copy.deepcopy(
+                ifs[0] if len(ifs) == 1 else gast.BoolOp(op=gast.And(), values=ifs) if ifs else None))
+            for variable, value in [(target.id, item)] + (
+                    [(key_target.id, gast.Constant(value=key, kind=None))] if key_target is not None else []):
+                elt = _Substitute(variable, value).visit(elt)
+                test = test and _Substitute(variable, value).visit(test)
+            if test is not None:   # if c: *([e] if c else []), tested in Python's order
+                elt = gast.Starred(value=gast.IfExp(test=test, body=gast.List(elts=[elt], ctx=gast.Load()),
+                                                    orelse=gast.List(elts=[], ctx=gast.Load())),
+                                   ctx=gast.Load())
+            elts.append(elt)
+        return gast.copy_location(gast.List(elts=elts, ctx=gast.Load()), comp)
 
     def unroll(self, loop, key_target, target, items, _):
         """The copies of ``loop``'s body, one per item (``items``: the container read and its
@@ -390,6 +472,41 @@ class _Binder:
             out.append(assign)
             out += [_Substitute(target.id, name(item)).visit(copy.deepcopy(s)) for s in loop.body]
         return out + loop.orelse
+
+
+_CONSUMERS = {"sum", "list", "tuple", "min", "max", "any", "all", "sorted"}   # builtins taking an iterable
+
+
+@functools.lru_cache(maxsize=None)
+def iterated_field(cls):
+    """The field ``F`` whose items a Python ``__iter__`` of ``cls`` yields, written
+    ``return iter(self.F)`` or ``yield from self.F``; else None."""
+    if not has_methods(cls):
+        return None
+    raw = inspect.getattr_static(cls, "__iter__", None)
+    if not inspect.isfunction(raw):
+        return None
+    from srcgrad import parse
+    try:
+        node = parse.parse_source(raw)[0]
+    except Exception:   # (no source to read: the loop stays refused as before)
+        return None
+    self_name = node.args.args[0].id if len(node.args.args) == 1 else None
+    body = [s for s in node.body if not (isinstance(s, gast.Expr) and isinstance(s.value, gast.Constant))]
+    if self_name is None or len(body) != 1:
+        return None
+    value = body[0].value if isinstance(body[0], (gast.Return, gast.Expr)) else None
+    if isinstance(body[0], gast.Return) and isinstance(value, gast.Call) and isinstance(value.func, gast.Name) \
+            and value.func.id == "iter" and len(value.args) == 1 and not value.keywords \
+            and raw.__globals__.get("iter", builtins.iter) is builtins.iter:
+        value = value.args[0]
+    elif isinstance(body[0], gast.Expr) and isinstance(value, gast.YieldFrom):
+        value = value.value
+    else:
+        return None
+    if isinstance(value, gast.Attribute) and isinstance(value.value, gast.Name) and value.value.id == self_name:
+        return value.attr
+    return None
 
 
 def _replace_loops(block, unrolled):

@@ -15,7 +15,7 @@ import gast
 from srcgrad import ast_util, pytree
 from srcgrad.transform import as_array, structure_parts
 from srcgrad.transform.base import local_names
-from srcgrad.transform.structure_parts import _class, part_tree
+from srcgrad.transform.structure_parts import class_of, part_tree
 
 _NAMES = {"tree_leaves": pytree.tree_leaves, "tree_map": pytree.tree_map}
 _NONE = pytree.TreeKey(("None",))
@@ -108,7 +108,7 @@ class _TreeCalls(gast.NodeTransformer):
 
     def children(self, expr, tree):
         """``[(read, tree)]`` of the children of the node ``expr``, in the tree's order."""
-        cls = _class(tree)
+        cls = class_of(tree)
         if cls is None or cls in pytree._REGISTRY:
             raise _Unknown
         if issubclass(cls, dict):
@@ -136,8 +136,8 @@ class _TreeCalls(gast.NodeTransformer):
             if any(t != _NONE for t in trees):
                 raise _Unknown
             return gast.Constant(value=None, kind=None)
-        cls = _class(first)
-        if any(_class(t) is not cls for t in trees):
+        cls = class_of(first)
+        if any(class_of(t) is not cls for t in trees):
             raise _Unknown
         columns = [self.children(e, t) for e, t in zip(exprs, trees)]
         if cls is dict:
