@@ -217,7 +217,7 @@ def _stored_into(s):
                 and isinstance(func.value, gast.Name) and (s.value.args or s.value.keywords):
             return func.value.id, list(s.value.args) + [k.value for k in s.value.keywords]
     if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Subscript) \
-            and isinstance(s.targets[0].value, gast.Name) and not anno.getanno(s, Static.AUGMENTED):
+            and isinstance(s.targets[0].value, gast.Name):   # (also d[k] += [v]: d holds v)
         return s.targets[0].value.id, [s.value]
     return None
 

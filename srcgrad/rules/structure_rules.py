@@ -6,6 +6,7 @@ of its items'; a dataclass's a ``pytree.Fields`` (field name -> adjoint). And
 (transform/plain_statements.py)."""
 
 import copy
+import numpy
 
 from srcgrad import runtime as rt
 from srcgrad.rules import adjoint, linear, nondifferentiable, returns_sequence, tangent
@@ -136,6 +137,11 @@ def copy_deepcopy(dy, y, x, memo=None, _nil=None):
     return dy
 
 
+# (a list's or dict's copy is a container, whose adjoint is added item by item:
+# c[k][i] = v is an update of ``copy.copy(c[k])``, transform/item_updates.py)
+returns_sequence(copy.copy)
+
+
 @tangent(copy.copy)
 def copy_copy_tangent(y, x, *, t_x):
     return rt.tangent_array(t_x, y)
@@ -165,3 +171,18 @@ def lookup_fails(base, key, errors):
 
 
 nondifferentiable(rt.lookup_fails)
+
+
+@rt.helper
+def item_key(key, error):
+    """``key`` of ``c[key][i] = v`` (transform/item_updates.py: ``c[key]`` updated in
+    place), or raise ``error`` where ``c[key]`` is no item of ``c`` but a new value (a
+    slice of a list, an index by a list, mask or array): Python's write would be lost."""
+    for part in key if type(key) is tuple else (key,):
+        if part is None or part is Ellipsis or isinstance(part, (slice, list, bool, numpy.bool_)) \
+                or getattr(part, "ndim", 0) != 0 or getattr(part, "dtype", None) == bool:
+            raise error
+    return key
+
+
+nondifferentiable(rt.item_key)

@@ -73,8 +73,9 @@ class ANF(Expressions, Base):
                 self.store(target, tmp, out)
             return out
         self.store(first, s.value, out)
-        if anno.getanno(s, Static.AUGMENTED) and isinstance(first, gast.Name):
-            anno.setanno(out[-1], Static.AUGMENTED, True)   # xs = xs[:-1] for xs.pop() (methods.py)
+        if anno.getanno(s, Static.AUGMENTED) and isinstance(first, (gast.Name, gast.Subscript)):
+            # xs = xs[:-1] for xs.pop() (methods.py), c[k] = item for c[k][i] = v (item_updates.py)
+            anno.setanno(out[-1], Static.AUGMENTED, True)
         return out
 
     def visit_AugAssign(self, s):

@@ -1,5 +1,6 @@
 """Lists held by a dict or a list, updated in place, written as the item updates srcgrad
-already differentiates (pipeline.front_end, before methods.py).
+already differentiates (pipeline.front_end, before methods.py); so is an assignment two
+subscripts deep, ``c[k][i] = v`` (``_ItemUpdates.nested``).
 
 A statement ``d[k].append(v)`` (or ``.extend(e)``) on a local ``d`` changes the list that
 ``d[k]`` holds; ``d.setdefault(k, []).append(v)`` first stores the default where ``k`` is
@@ -30,6 +31,7 @@ import gast
 from srcgrad import anno
 from srcgrad.ast_util import name
 from srcgrad.errors import UnsupportedError
+from srcgrad.rules.structure_rules import item_key
 from srcgrad.transform import as_array
 from srcgrad.transform.base import Base, local_names
 from srcgrad.transform.operator_methods import simple
@@ -40,10 +42,10 @@ _GROWING = ("append", "extend")
 
 
 def may_hold(info):
-    """Whether the source may hold ``<expr>].append(``/``.extend(`` or ``.setdefault(`` (most
-    functions do not: no walk)."""
+    """Whether the source may hold ``<expr>].append(``/``.extend(`` or ``.setdefault(``, or
+    a nested item assignment ``c[k][i] = v`` (most functions do not: no walk)."""
     return any(("]." in line or ")." in line) and (".append(" in line or ".extend(" in line)
-               for line in info.source_lines[1:])
+               or "][" in line and "=" in line for line in info.source_lines[1:])
 
 
 def transform(node, ctx):
@@ -70,6 +72,16 @@ def _receiver(call, locals_):
             and not any(isinstance(a, gast.Starred) for a in value.args):
         return value.func.value.id, value.args[0], value.args[1]
     return None
+
+
+def _nested(target, locals_):
+    """Whether ``target`` is ``c[k][i]`` (any depth) of a local ``c``."""
+    if not (isinstance(target, gast.Subscript) and isinstance(target.value, gast.Subscript)):
+        return False
+    root = target.value
+    while isinstance(root, gast.Subscript):
+        root = root.value
+    return isinstance(root, gast.Name) and root.id in locals_
 
 
 def _text(node):
@@ -113,6 +125,73 @@ class _ItemUpdates(Base):
             return self.visit_children(s)
         finally:
             self.loops.pop()
+
+    def visit_Assign(self, s):
+        if len(s.targets) != 1 or not _nested(s.targets[0], self.locals):
+            return s
+        out = []
+        value = s.value
+        if not simple(value):   # Python evaluates the value before the target
+            temp = self.ctx.namer.new("value")
+            out.append(self.stmt(s, gast.Assign(targets=[name(temp, True)], value=value,
+                                                type_comment=None)))
+            value = name(temp)
+        return out + self.nested(s, s.targets[0], lambda target: gast.Assign(
+            targets=[target], value=value, type_comment=None))
+
+    def visit_AugAssign(self, s):
+        if not _nested(s.target, self.locals):
+            return s
+        return self.nested(s, s.target, lambda target: gast.AugAssign(
+            target=target, op=s.op, value=s.value))
+
+    def nested(self, s, target, write):
+        """``c[k][i] = v`` (``write(c[k][i])``) as an update of ``c[k]`` in place,
+        which Python's write into the item ``c[k]`` holds is::
+
+            key = rt.item_key(k, error)     # raises where c[k] is a copy (a slice...)
+            item = copy.copy(c[key])        # an array's copy, a list's or dict's
+            item[i] = v
+            c[key] = item                   # marked augmented: analysis/aliasing.py checks
+                                            # the names and items that share c[key]
+        """
+        inner, key = target.value, target.slice
+        if isinstance(inner.value, gast.Subscript):
+            raise self.error(s, UnsupportedError, "assignment three subscripts deep "
+                             f"({_text(target)} = ...) is not supported",
+                             "Write at most two subscripts deep (c[k][i] = v): build the inner "
+                             "container anew and store it (c[a][b] = new).")
+        if isinstance(inner.slice, gast.Slice) or isinstance(inner.slice, gast.Tuple) and any(
+                isinstance(e, gast.Slice) for e in inner.slice.elts):
+            raise self.error(s, UnsupportedError,
+                             f"assignment into a slice's item ({_text(target)} = ...) is not "
+                             f"supported: a list's slice is a copy, an array's a view",
+                             "Index with one subscript: x[a:b, i] = v rather than x[a:b][i] = v.")
+        line = getattr(self.origin_of(s), "lineno", None)
+        error = [gast.Constant(value=v, kind=None) for v in (
+            f"{_text(inner)} in {_text(target)} = ... must be one item of "
+            f"{_text(inner.value)} (an index or a key), not the new value a slice, list or "
+            f"array index makes, which Python's write would leave: srcgrad refuses rather "
+            f"than guess", self.info.filename, line)]
+        out = []
+        temp = self.ctx.namer.new("key")
+        out.append(self.stmt(s, gast.Assign(targets=[name(temp, True)], value=gast.Call(
+            func=self.bound(item_key, "item_key"), args=[inner.slice, gast.Call(
+                func=self.bound(UnsupportedError, "UnsupportedError"),
+                args=error, keywords=[])],
+            keywords=[]), type_comment=None)))
+        item = self.ctx.namer.new("item")
+        out.append(self.stmt(s, gast.Assign(targets=[name(item, True)], value=gast.Call(
+            func=self.bound(copy.copy, "copy"), args=[gast.Subscript(
+                value=copy.deepcopy(inner.value), slice=name(temp), ctx=gast.Load())],
+            keywords=[]), type_comment=None)))
+        out.append(self.stmt(s, write(gast.Subscript(value=name(item), slice=key,
+                                                     ctx=gast.Store()))))
+        store = self.stmt(s, gast.Assign(targets=[gast.Subscript(
+            value=copy.deepcopy(inner.value), slice=name(temp), ctx=gast.Store())],
+            value=name(item), type_comment=None))
+        anno.setanno(store, Static.AUGMENTED, True)
+        return out + [store]
 
     def visit_Expr(self, s):
         found = _receiver(s.value, self.locals)

@@ -1,0 +1,162 @@
+"""Eleventh adversarial round: programs that srcgrad got silently wrong (or refused where
+an answer was in reach, or refused at a misleading place) before their fix. Each gradient,
+tangent or Hessian is checked against central differences in float64."""
+
+import numpy as np
+import pytest
+
+import srcgrad as sg
+from srcgrad.testing import numerical_grad
+from adversarial_checks import V, X, assert_grad_and_jvp, assert_refused_in, fd_hessian
+
+
+# ----- An array appended to a container's list, then written in place -----
+# ``d[k].append(v)`` is ``d[k] += [v]`` (transform/item_updates.py), an augmented item
+# store; the alias analysis (analysis/aliasing.py ``_stored_into``) did not count what an
+# augmented store puts into the container, so ``d`` was not known to hold ``v``: a later
+# ``v[0] = 5.0`` changed ``d['a'][0]`` in Python but not in the gradient, silently.
+
+def appended_then_written(x):
+    d = {'a': []}
+    v = np.sin(x)
+    d['a'].append(v)
+    v[0] = 5.0
+    return np.sum(d['a'][0] * x)
+
+
+def added_to_a_nested_list_then_written(x):
+    d = [[x * 1.0]]
+    v = np.sin(x)
+    d[0] += [v]
+    v[1] = 5.0 * x[0]
+    return np.sum(d[0][1] * x)
+
+
+def extended_then_scaled(x):
+    groups = {'g': [x ** 2]}
+    v = np.cos(x)
+    groups['g'].extend([v, x])
+    v *= 2.0
+    return np.sum(groups['g'][1] * groups['g'][0])
+
+
+@pytest.mark.parametrize("f", [appended_then_written, added_to_a_nested_list_then_written,
+                               extended_then_scaled])
+def test_a_write_into_an_appended_array_is_seen(f):
+    assert_refused_in(__file__, lambda: sg.grad(f)(X.copy()), "in-place update")
+    # forward mode writes the tangents in place as Python writes the values (or refuses)
+    try:
+        value, tangent = sg.jvp(f, (X.copy(),), (V.copy(),))
+    except sg.SrcgradError:
+        assert_refused_in(__file__, lambda: sg.jvp(f, (X.copy(),), (V.copy(),)), "in-place")
+        return
+    np.testing.assert_allclose(tangent, numerical_grad(f, (X.copy(),)) @ V, rtol=1e-6)
+
+
+def appended_then_written_after_its_last_read(x):
+    d = {'a': []}
+    v = np.sin(x)
+    d['a'].append(v)
+    total = np.sum(d['a'][0] * x)
+    v[0] = 5.0
+    return total + np.sum(v)
+
+
+def test_a_write_after_the_containers_last_read_is_differentiated():
+    assert_grad_and_jvp(appended_then_written_after_its_last_read, (X.copy(),))
+
+
+# ----- An assignment two subscripts deep: c[k][i] = v -----
+# ``n['a'][0] = v``, ``rows[i][j] = v``, ``A[i][j] = v`` were refused ("assignment into a
+# nested subscript"): 13 of the first 60 programs of tests/random_containers_views.py.
+# Python's write changes the item ``c[k]`` holds, in place: srcgrad writes it as that
+# update (transform/item_updates.py): ``item = copy.copy(c[k]); item[i] = v; c[k] = item``,
+# the store marked augmented so that analysis/aliasing.py checks the names and the other
+# items that share ``c[k]`` (``rows = [r, r]``); ``c[k]`` must be an item (rt.item_key),
+# not the copy a list's slice or an array's fancy index makes, whose write Python loses.
+
+def nested_dict_list_item(x):
+    n = {'a': [x * 1.0, x ** 2]}
+    n['a'][0] = np.sin(x)
+    return np.sum(n['a'][0] * n['a'][1])
+
+
+def list_of_lists_in_a_loop(x):
+    grid = [[0.0] * 3 for _ in range(3)]
+    for i in range(3):
+        for j in range(3):
+            grid[i][j] = x[i] * x[j + 1]
+    grid[1][2] += np.sin(x[0])
+    return sum(grid[i][j] ** 2 for i in range(3) for j in range(3))
+
+
+def array_rows_written_twice_indexed(x):
+    A = np.zeros((2, 4))
+    for i in range(2):
+        A[i][1:3] = x[1:3] * x[i]
+        A[i][0] += np.sin(x[3])
+    A[1][3] = np.cos(x[0])
+    return np.sum(A ** 3)
+
+
+def rebinding_a_params_list_item(x):
+    p = {'w': [x * 1.0, x * 2.0]}
+    for k in range(3):
+        p['w'][k % 2] = p['w'][k % 2] * np.tanh(p['w'][1 - k % 2])
+    return np.sum(p['w'][0] + p['w'][1] ** 2)
+
+
+NESTED = [nested_dict_list_item, list_of_lists_in_a_loop, array_rows_written_twice_indexed,
+          rebinding_a_params_list_item]
+
+
+@pytest.mark.parametrize("f", NESTED)
+def test_an_assignment_two_subscripts_deep(f):
+    assert_grad_and_jvp(f, (X.copy(),))
+
+
+@pytest.mark.parametrize("f", NESTED[:2])
+def test_an_assignment_two_subscripts_deep_hessian(f):
+    np.testing.assert_allclose(sg.hessian(f)(X.copy()), fd_hessian(f, X), rtol=1e-5, atol=1e-5)
+
+
+def item_shared_by_two_rows(x):
+    r = [x * 1.0, x * 2.0]
+    rows = [r, r]
+    rows[0][0] = np.sin(x)   # changes rows[1][0] too
+    return np.sum(rows[1][0] * x)
+
+
+def item_held_by_a_name(x):
+    r = [x * 1.0, x * 2.0]
+    rows = {'a': r}
+    rows['a'][0] = np.sin(x)   # changes r too
+    return np.sum(r[0] * x)
+
+
+def a_list_slices_item(x):
+    c = [x * 1.0, x * 2.0, x * 3.0]
+    c[0:2][0] = np.sin(x)   # writes into a copy: c is unchanged
+    return np.sum(c[0] * x)
+
+
+def an_arrays_fancy_rows(x):
+    A = np.outer(x, x)
+    idx = [0, 1]
+    A[idx][0] = np.sin(x)   # writes into a copy: A is unchanged
+    return np.sum(A ** 2)
+
+
+def three_deep(x):
+    d = {'a': {'b': [x, x * 2.0]}}
+    d['a']['b'][1] = np.cos(x) * d['a']['b'][0]
+    return np.sum(d['a']['b'][1] ** 2)
+
+
+@pytest.mark.parametrize("f, words", [(item_shared_by_two_rows, ("another item of 'rows'",)),
+                                      (item_held_by_a_name, ("'r'",)),
+                                      (a_list_slices_item, ("slice",)),
+                                      (an_arrays_fancy_rows, ("A[idx]", "one item of A")),
+                                      (three_deep, ("three subscripts deep",))])
+def test_an_assignment_two_subscripts_deep_refused_where_python_differs(f, words):
+    assert_refused_in(__file__, lambda: sg.grad(f)(X.copy()), *words)
