@@ -160,3 +160,36 @@ def three_deep(x):
                                       (three_deep, ("three subscripts deep",))])
 def test_an_assignment_two_subscripts_deep_refused_where_python_differs(f, words):
     assert_refused_in(__file__, lambda: sg.grad(f)(X.copy()), *words)
+
+
+# ----- A refusal met while a Hessian runs the gradient, located at the function's def -----
+# The run-time alias check of the user's own gradient (rt.check_unshared) raises at the
+# user's write; sg.hessian (and grad of grad, hvp) said every refusal it met in terms of
+# the generated code's origin, so this one was put at the ``def`` line (or, for a lambda
+# calling ``f``, at the lambda's file with ``f``'s line numbers quoted). An error already at
+# a line of the user's (codegen/refusals.py) now keeps it.
+
+def written_while_its_reversed_view_is_read(x):
+    c = np.sin(x)
+    v = c[::-1]
+    c[1] = 3.0 * x[0] ** 2   # the refused line
+    return np.sum(v ** 2 * c)
+
+
+def _calls_it(v):
+    return written_while_its_reversed_view_is_read(v)
+
+
+def _squared_gradient(v):
+    return np.sum(sg.grad(written_while_its_reversed_view_is_read)(v) ** 2)
+
+
+@pytest.mark.parametrize("second", [sg.hessian(written_while_its_reversed_view_is_read),
+                                    sg.hessian(_calls_it), sg.grad(_squared_gradient)])
+def test_a_refusal_inside_a_hessian_names_the_users_write(second):
+    f = written_while_its_reversed_view_is_read
+    with pytest.raises(sg.SrcgradError) as info:
+        second(X.copy())
+    line = f.__code__.co_firstlineno + 3
+    assert f'{__file__}", line {line}' in str(info.value), str(info.value)
+    assert "c[1] = 3.0" in str(info.value)
