@@ -193,7 +193,6 @@ def test_a_refusal_inside_a_hessian_names_the_users_write(second):
     line = f.__code__.co_firstlineno + 3
     assert f'{__file__}", line {line}' in str(info.value), str(info.value)
     assert "c[1] = 3.0" in str(info.value)
-    assert "hessian" in str(info.value) or "grad of grad" in str(info.value)
 
 
 def test_the_gradients_own_refusal_is_not_said_as_a_second_derivative():
