@@ -201,3 +201,54 @@ def test_the_gradients_own_refusal_is_not_said_as_a_second_derivative():
     with pytest.raises(sg.SrcgradError) as info:
         sg.grad(f)(X.copy())
     assert "grad of grad" not in str(info.value) and "hessian" not in str(info.value)
+
+
+# ----- A write through x.flat -----
+# ``c.flat[k] = v`` was refused with the message of ``x[i][j] = v`` ("Index with one
+# subscript"), which does not apply. It is NumPy's put at the positions ``k`` picks
+# (transform/flat_reads.py), which srcgrad differentiates as a write into ``c``.
+
+def flat_diagonal_written(x):
+    c = np.outer(x, x)
+    c.flat[::5] = np.sin(x)
+    return np.sum(c ** 2)
+
+
+def flat_updates_with_a_repeated_index(x):
+    c = np.outer(x, np.cos(x))
+    c.flat[3] += x[0] ** 3
+    c.flat[[1, 2, 1]] *= 2.0
+    return np.sum(c ** 2)
+
+
+def flat_written_by_a_mask_with_repetition(x):
+    c = np.sin(x).reshape(2, 2)
+    c.flat[c.ravel() > -0.45] = x[:2] ** 2
+    return np.sum(c ** 2 * x.reshape(2, 2))
+
+
+def flat_written_in_a_loop(x):
+    c = np.zeros(8)
+    for i in range(4):
+        c.flat[2 * i] = x[i] ** 2
+        c.flat[2 * i + 1] = np.sin(x[i])
+    return np.sum(c * np.arange(8.0))
+
+
+@pytest.mark.parametrize("f", [flat_diagonal_written, flat_updates_with_a_repeated_index,
+                               flat_written_by_a_mask_with_repetition, flat_written_in_a_loop])
+def test_a_write_through_flat(f):
+    assert_grad_and_jvp(f, (X.copy(),))
+    np.testing.assert_allclose(sg.hessian(f)(X.copy()), fd_hessian(f, X), rtol=1e-5, atol=1e-5)
+
+
+def flat_written_while_a_view_is_read(x):
+    c = np.sin(x)
+    v = c[1:]
+    c.flat[2] = x[0] ** 2
+    return np.sum(v ** 2)
+
+
+def test_a_write_through_flat_is_checked_for_aliasing():
+    assert_refused_in(__file__, lambda: sg.grad(flat_written_while_a_view_is_read)(X.copy()),
+                      "c.flat[2] = x[0] ** 2", "'v'")
