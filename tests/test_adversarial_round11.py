@@ -252,3 +252,44 @@ def flat_written_while_a_view_is_read(x):
 def test_a_write_through_flat_is_checked_for_aliasing():
     assert_refused_in(__file__, lambda: sg.grad(flat_written_while_a_view_is_read)(X.copy()),
                       "c.flat[2] = x[0] ** 2", "'v'")
+
+
+# ----- Hessians: a write into a container without a gradient beside one with -----
+# A gradient undoes each item write on the way back (``rt.restore_item`` of the old item,
+# popped from the tape). Read again by sg.hessian (forward over reverse), a tape shared with
+# a write that carries a tangent (``c[0] *= 1.5``) made the restore of a constant dict's
+# item look like "a statement called for its effect on values that carry a tangent", and
+# the Hessian was refused (transform/forward.py: a container without a tangent had none).
+
+Y = np.array([0.2, -0.4, 0.9, 0.1])
+
+
+def constant_dict_item_written_beside_an_update(x):
+    n = {'a': Y * 1.0, 'b': Y}
+    c = x * 1.0
+    n['a'] = np.tanh(n['b'])
+    c[0] *= 1.5
+    return np.sum(np.sin(c) * n['a'])
+
+
+def constant_list_item_written_beside_an_update(x):
+    n = [Y * 1.0, Y]
+    c = x * 1.0
+    n[0] = np.tanh(n[1])
+    c[0] *= 1.5
+    return np.sum(np.sin(c) * n[0])
+
+
+def constant_nested_item_written_beside_an_update(x):
+    n = {'a': [Y, Y * 2.0]}
+    c = x * 1.0
+    n['a'][1] = np.tanh(Y)
+    c[0] *= 1.5
+    return np.sum(np.sin(c) * n['a'][1])
+
+
+@pytest.mark.parametrize("f", [constant_dict_item_written_beside_an_update,
+                               constant_list_item_written_beside_an_update,
+                               constant_nested_item_written_beside_an_update])
+def test_hessian_of_a_constant_containers_write_beside_an_update(f):
+    np.testing.assert_allclose(sg.hessian(f)(X.copy()), fd_hessian(f, X), rtol=1e-5, atol=1e-5)
