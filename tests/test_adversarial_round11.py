@@ -293,3 +293,59 @@ def constant_nested_item_written_beside_an_update(x):
                                constant_nested_item_written_beside_an_update])
 def test_hessian_of_a_constant_containers_write_beside_an_update(f):
     np.testing.assert_allclose(sg.hessian(f)(X.copy()), fd_hessian(f, X), rtol=1e-5, atol=1e-5)
+
+
+# ----- out= a view of an array: np.f(a, out=buf[i]) -----
+# The argument ``buf[i]`` is bound to a name first (A-normal form), then mutation.py writes
+# the result into that name, ``buf_item[...] = np.f(a)``: an in-place write into a view of
+# ``buf``, which is read later, so it was refused. Where ``buf`` is an array and the index
+# basic (``rt.view_key``), the call is NumPy's write into ``buf``: ``buf[i] = np.f(a)``
+# (transform/item_updates.py); a fancy index's copy keeps the old path (``buf`` unchanged).
+
+def out_rows_of_a_buffer_in_a_loop(x):
+    buf = np.zeros((3, 4))
+    for i in range(3):
+        np.multiply(x, float(i + 1), out=buf[i])
+        np.sin(buf[i], out=buf[i])
+    return np.sum(buf ** 2 * x)
+
+
+def out_overlapping_slices(x):
+    y = x.copy()
+    np.add(y[:3], y[1:], out=y[1:])
+    np.exp(y[:2] * 0.1, out=y[2:])
+    return np.sum(y ** 2)
+
+
+def out_columns_and_reductions(x):
+    y = np.zeros((3, 4))
+    np.sum(np.outer(x, x), axis=0, out=y[0])
+    np.cumsum(x, out=y[1])
+    np.tanh(y[1, :], out=y[2, :])
+    np.add(y[..., 0], 1.0, out=y[..., 3])
+    return np.sum(y ** 2)
+
+
+def out_a_fancy_indexs_copy(x):
+    y = np.zeros(6)
+    idx = [0, 2, 4, 1]
+    np.exp(x, out=y[idx])          # fills a copy: y is unchanged
+    return np.sum(y * 2.0) + np.sum(x ** 2)
+
+
+@pytest.mark.parametrize("f", [out_rows_of_a_buffer_in_a_loop, out_overlapping_slices,
+                               out_columns_and_reductions, out_a_fancy_indexs_copy])
+def test_out_a_view_of_an_array(f):
+    assert_grad_and_jvp(f, (X.copy(),))
+    np.testing.assert_allclose(sg.hessian(f)(X.copy()), fd_hessian(f, X), rtol=1e-5, atol=1e-5)
+
+
+def out_a_row_a_view_reads(x):
+    y = np.outer(x, x)
+    v = y[1:3]
+    np.exp(x, out=y[1])
+    return np.sum(v ** 2)
+
+
+def test_out_a_view_of_an_array_is_checked_for_aliasing():
+    assert_refused_in(__file__, lambda: sg.grad(out_a_row_a_view_reads)(X.copy()), "'v'")

@@ -185,4 +185,18 @@ def item_key(key, error):
     return key
 
 
-nondifferentiable(rt.item_key)
+@rt.helper
+def view_key(base, key):
+    """Whether ``base[key]`` is a view of the array ``base`` (a basic index: integers,
+    slices, None, Ellipsis), where ``np.f(a, out=base[key])`` writes into ``base``."""
+    if not hasattr(base, "ndim") or not hasattr(base, "__array_namespace__") and not \
+            isinstance(base, numpy.ndarray):
+        return False
+    for part in key if type(key) is tuple else (key,):
+        if not (part is None or part is Ellipsis or isinstance(part, slice) or isinstance(
+                part, (int, numpy.integer)) and not isinstance(part, (bool, numpy.bool_))):
+            return False
+    return True
+
+
+nondifferentiable(rt.item_key, rt.view_key)

@@ -1,6 +1,7 @@
 """Lists held by a dict or a list, updated in place, written as the item updates srcgrad
 already differentiates (pipeline.front_end, before methods.py); so is an assignment two
-subscripts deep, ``c[k][i] = v`` (``_ItemUpdates.nested``).
+subscripts deep, ``c[k][i] = v`` (``_ItemUpdates.nested``), and a NumPy call writing into
+an array's view, ``np.f(a, out=b[k])`` (``_ItemUpdates.out_item``).
 
 A statement ``d[k].append(v)`` (or ``.extend(e)``) on a local ``d`` changes the list that
 ``d[k]`` holds; ``d.setdefault(k, []).append(v)`` first stores the default where ``k`` is
@@ -27,11 +28,12 @@ import builtins
 import copy
 
 import gast
+import numpy
 
 from srcgrad import anno
 from srcgrad.ast_util import name
 from srcgrad.errors import UnsupportedError
-from srcgrad.rules.structure_rules import item_key
+from srcgrad.rules.structure_rules import item_key, view_key
 from srcgrad.transform import as_array
 from srcgrad.transform.base import Base, local_names
 from srcgrad.transform.operator_methods import simple
@@ -45,7 +47,8 @@ def may_hold(info):
     """Whether the source may hold ``<expr>].append(``/``.extend(`` or ``.setdefault(``, or
     a nested item assignment ``c[k][i] = v`` (most functions do not: no walk)."""
     return any(("]." in line or ")." in line) and (".append(" in line or ".extend(" in line)
-               or "][" in line and "=" in line for line in info.source_lines[1:])
+               or "][" in line and "=" in line or "out=" in line and "[" in line
+               for line in info.source_lines[1:])
 
 
 def transform(node, ctx):
@@ -145,6 +148,69 @@ class _ItemUpdates(Base):
         return self.nested(s, s.target, lambda target: gast.AugAssign(
             target=target, op=s.op, value=s.value))
 
+    def numpy_out_item(self, call):
+        """Whether ``call`` is a NumPy (or CuPy) function's ``np.f(..., out=b[k])`` of a
+        local ``b``, without ``where=``."""
+        if not isinstance(call, gast.Call) or any(k.arg == "where" for k in call.keywords):
+            return False
+        out = [k.value for k in call.keywords if k.arg == "out"]
+        if not (out and isinstance(out[0], gast.Subscript) and isinstance(out[0].value, gast.Name)
+                and out[0].value.id in self.locals):
+            return False
+        path, func = [], call.func
+        while isinstance(func, gast.Attribute):
+            path.append(func.attr)
+            func = func.value
+        if not isinstance(func, gast.Name) or func.id in self.locals:
+            return False
+        try:
+            obj = self.info.resolve_path((func.id,) + tuple(reversed(path)))
+        except (NameError, AttributeError):
+            return False
+        module = getattr(obj, "__module__", None) or ("numpy" if isinstance(obj, numpy.ufunc) else "")
+        return module.split(".")[0] in ("numpy", "cupy")
+
+    def out_item(self, s):
+        """``np.f(a, out=b[k])`` as a statement: where ``b`` is an array and ``k`` a basic
+        index (``b[k]`` a view of it), NumPy's write into ``b``, ``b[k] = np.f(a)``, which
+        srcgrad differentiates and checks as any indexed write (``mutation.py`` would write
+        into a name bound to the view, refused as an alias of ``b``)::
+
+            if rt.view_key(b, k):
+                b[k] = np.f(a)
+            else:                       # a list's item, or a copy (fancy index) NumPy fills
+                np.f(a, out=b[k])
+        """
+        call = s.value
+        out = next(k.value for k in call.keywords if k.arg == "out")
+        stmts = []
+        key = out.slice
+        if not simple(key):
+            temp = self.ctx.namer.new("key")
+            stmts.append(self.stmt(s, gast.Assign(targets=[name(temp, True)], value=self.value_of(key),
+                                                  type_comment=None)))
+            key = name(temp)
+            out.slice = copy.deepcopy(key)
+        plain = gast.Call(func=copy.deepcopy(call.func), args=copy.deepcopy(call.args),
+                          keywords=[copy.deepcopy(k) for k in call.keywords if k.arg != "out"])
+        write = gast.Assign(targets=[gast.Subscript(value=name(out.value.id), slice=copy.deepcopy(key),
+                                                    ctx=gast.Store())], value=plain, type_comment=None)
+        test = gast.Call(func=self.bound(view_key, "view_key"),
+                         args=[name(out.value.id), copy.deepcopy(key)], keywords=[])
+        stmts.append(self.stmt(s, gast.If(test=test, body=[self.stmt(s, write)], orelse=[s])))
+        return stmts
+
+    def value_of(self, key):
+        """The index ``key`` as a value (``1:3`` -> ``slice(1, 3, None)``)."""
+        none = gast.Constant(value=None, kind=None)
+        if isinstance(key, gast.Slice):
+            return gast.Call(func=self.bound(builtins.slice, "slice"), args=[
+                p if p is not None else copy.deepcopy(none) for p in (key.lower, key.upper, key.step)],
+                keywords=[])
+        if isinstance(key, gast.Tuple):
+            return gast.Tuple(elts=[self.value_of(e) for e in key.elts], ctx=gast.Load())
+        return key
+
     def nested(self, s, target, write):
         """``c[k][i] = v`` (``write(c[k][i])``) as an update of ``c[k]`` in place,
         which Python's write into the item ``c[k]`` holds is::
@@ -194,6 +260,8 @@ class _ItemUpdates(Base):
         return out + [store]
 
     def visit_Expr(self, s):
+        if self.numpy_out_item(s.value):
+            return self.out_item(s)
         found = _receiver(s.value, self.locals)
         if found is None:
             return s
