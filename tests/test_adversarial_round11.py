@@ -106,8 +106,23 @@ def rebinding_a_params_list_item(x):
     return np.sum(p['w'][0] + p['w'][1] ** 2)
 
 
+def a_row_read_through_a_view_of_another_row(x):
+    T = x.reshape(2, 2).copy()
+    row = T[0]
+    T[1][0] = row[1] * 2.0          # row shares T's memory, but not T[1]'s
+    return np.sum(row ** 2) + np.sum(T)
+
+
+def dict_of_an_array_and_a_list(x):
+    d = {'w': x.copy(), 'b': [x[0], x[1]]}
+    d['w'][1:3] = d['b'][0] * d['w'][:2]
+    d['b'][1] = d['w'][3] ** 2
+    return np.sum(d['w'] ** 2) + d['b'][0] * d['b'][1]
+
+
 NESTED = [nested_dict_list_item, list_of_lists_in_a_loop, array_rows_written_twice_indexed,
-          rebinding_a_params_list_item]
+          rebinding_a_params_list_item, a_row_read_through_a_view_of_another_row,
+          dict_of_an_array_and_a_list]
 
 
 @pytest.mark.parametrize("f", NESTED)
@@ -153,7 +168,14 @@ def three_deep(x):
     return np.sum(d['a']['b'][1] ** 2)
 
 
+def an_item_of_a_tuple(x):
+    nested = ([x.copy()], 2)
+    nested[0][0] = nested[0][0] * 3.0   # Python changes the list the tuple holds
+    return np.sum(nested[0][0])
+
+
 @pytest.mark.parametrize("f, words", [(item_shared_by_two_rows, ("another item of 'rows'",)),
+                                      (an_item_of_a_tuple, ("the tuple nested",)),
                                       (item_held_by_a_name, ("'r'",)),
                                       (a_list_slices_item, ("slice",)),
                                       (an_arrays_fancy_rows, ("A[idx]", "one item of A")),

@@ -215,7 +215,7 @@ class _ItemUpdates(Base):
         """``c[k][i] = v`` (``write(c[k][i])``) as an update of ``c[k]`` in place,
         which Python's write into the item ``c[k]`` holds is::
 
-            key = rt.item_key(k, error)     # raises where c[k] is a copy (a slice...)
+            key = rt.item_key(c, k, ...)    # raises where c[k] is a copy (a slice...)
             item = copy.copy(c[key])        # an array's copy, a list's or dict's
             item[i] = v
             c[key] = item                   # marked augmented: analysis/aliasing.py checks
@@ -234,17 +234,21 @@ class _ItemUpdates(Base):
                              f"supported: a list's slice is a copy, an array's a view",
                              "Index with one subscript: x[a:b, i] = v rather than x[a:b][i] = v.")
         line = getattr(self.origin_of(s), "lineno", None)
-        error = [gast.Constant(value=v, kind=None) for v in (
+        errors = [gast.Call(func=self.bound(UnsupportedError, "UnsupportedError"), args=[
+            gast.Constant(value=v, kind=None) for v in (message, self.info.filename, line)],
+            keywords=[]) for message in (
             f"{_text(inner)} in {_text(target)} = ... must be one item of "
             f"{_text(inner.value)} (an index or a key), not the new value a slice, list or "
             f"array index makes, which Python's write would leave: srcgrad refuses rather "
-            f"than guess", self.info.filename, line)]
+            f"than guess",
+            f"{_text(target)} = ... writes into an item of the tuple {_text(inner.value)}, "
+            f"which srcgrad cannot store back: bind the item to a name and write into it "
+            f"(a list's or array's other holders are then checked as usual)")]
         out = []
         temp = self.ctx.namer.new("key")
         out.append(self.stmt(s, gast.Assign(targets=[name(temp, True)], value=gast.Call(
-            func=self.bound(item_key, "item_key"), args=[inner.slice, gast.Call(
-                func=self.bound(UnsupportedError, "UnsupportedError"),
-                args=error, keywords=[])],
+            func=self.bound(item_key, "item_key"),
+            args=[copy.deepcopy(inner.value), inner.slice] + errors,
             keywords=[]), type_comment=None)))
         item = self.ctx.namer.new("item")
         out.append(self.stmt(s, gast.Assign(targets=[name(item, True)], value=gast.Call(
