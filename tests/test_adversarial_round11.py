@@ -120,7 +120,14 @@ def dict_of_an_array_and_a_list(x):
     return np.sum(d['w'] ** 2) + d['b'][0] * d['b'][1]
 
 
-NESTED = [nested_dict_list_item, list_of_lists_in_a_loop, array_rows_written_twice_indexed,
+def through_an_arrays_slices(x):
+    y = np.outer(x, x)
+    y[:, 1][2] = np.sin(x[0])   # a column: a view of y, so the write reaches y
+    y[1:][0] *= 2.0
+    return np.sum(y ** 2)
+
+
+NESTED = [through_an_arrays_slices, nested_dict_list_item, list_of_lists_in_a_loop, array_rows_written_twice_indexed,
           rebinding_a_params_list_item, a_row_read_through_a_view_of_another_row,
           dict_of_an_array_and_a_list]
 
@@ -177,7 +184,7 @@ def an_item_of_a_tuple(x):
 @pytest.mark.parametrize("f, words", [(item_shared_by_two_rows, ("another item of 'rows'",)),
                                       (an_item_of_a_tuple, ("the tuple nested",)),
                                       (item_held_by_a_name, ("'r'",)),
-                                      (a_list_slices_item, ("slice",)),
+                                      (a_list_slices_item, ("c[0:2]", "one item of c")),
                                       (an_arrays_fancy_rows, ("A[idx]", "one item of A")),
                                       (three_deep, ("three subscripts deep",))])
 def test_an_assignment_two_subscripts_deep_refused_where_python_differs(f, words):

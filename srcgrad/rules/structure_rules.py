@@ -176,11 +176,13 @@ nondifferentiable(rt.lookup_fails)
 @rt.helper
 def item_key(container, key, error, tuple_error):
     """``key`` of ``c[key][i] = v`` (transform/item_updates.py: ``c[key]`` updated in
-    place), or raise ``error`` where ``c[key]`` is no item of ``c`` but a new value (a
-    slice of a list, an index by a list, mask or array): Python's write would be lost;
+    place: an item, or an array's view), or raise ``error`` where ``c[key]`` is a new value
+    (a slice of a list, an index by a list, mask or array): Python's write would be lost;
     ``tuple_error`` where ``c`` is a tuple, whose item cannot be stored back."""
     if isinstance(container, tuple):
         raise tuple_error
+    if view_key(container, key):
+        return key
     for part in key if type(key) is tuple else (key,):
         if part is None or part is Ellipsis or isinstance(part, (slice, list, bool, numpy.bool_)) \
                 or getattr(part, "ndim", 0) != 0 or getattr(part, "dtype", None) == bool:

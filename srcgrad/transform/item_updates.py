@@ -215,7 +215,7 @@ class _ItemUpdates(Base):
         """``c[k][i] = v`` (``write(c[k][i])``) as an update of ``c[k]`` in place,
         which Python's write into the item ``c[k]`` holds is::
 
-            key = rt.item_key(c, k, ...)    # raises where c[k] is a copy (a slice...)
+            key = rt.item_key(c, k, ...)    # raises where c[k] is a copy (a list's slice...)
             item = copy.copy(c[key])        # an array's copy, a list's or dict's
             item[i] = v
             c[key] = item                   # marked augmented: analysis/aliasing.py checks
@@ -227,12 +227,6 @@ class _ItemUpdates(Base):
                              f"({_text(target)} = ...) is not supported",
                              "Write at most two subscripts deep (c[k][i] = v): build the inner "
                              "container anew and store it (c[a][b] = new).")
-        if isinstance(inner.slice, gast.Slice) or isinstance(inner.slice, gast.Tuple) and any(
-                isinstance(e, gast.Slice) for e in inner.slice.elts):
-            raise self.error(s, UnsupportedError,
-                             f"assignment into a slice's item ({_text(target)} = ...) is not "
-                             f"supported: a list's slice is a copy, an array's a view",
-                             "Index with one subscript: x[a:b, i] = v rather than x[a:b][i] = v.")
         line = getattr(self.origin_of(s), "lineno", None)
         errors = [gast.Call(func=self.bound(UnsupportedError, "UnsupportedError"), args=[
             gast.Constant(value=v, kind=None) for v in (message, self.info.filename, line)],
@@ -248,7 +242,7 @@ class _ItemUpdates(Base):
         temp = self.ctx.namer.new("key")
         out.append(self.stmt(s, gast.Assign(targets=[name(temp, True)], value=gast.Call(
             func=self.bound(item_key, "item_key"),
-            args=[copy.deepcopy(inner.value), inner.slice] + errors,
+            args=[copy.deepcopy(inner.value), self.value_of(inner.slice)] + errors,
             keywords=[]), type_comment=None)))
         item = self.ctx.namer.new("item")
         out.append(self.stmt(s, gast.Assign(targets=[name(item, True)], value=gast.Call(
