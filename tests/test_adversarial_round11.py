@@ -378,3 +378,24 @@ def out_a_row_a_view_reads(x):
 
 def test_out_a_view_of_an_array_is_checked_for_aliasing():
     assert_refused_in(__file__, lambda: sg.grad(out_a_row_a_view_reads)(X.copy()), "'v'")
+
+
+# The names of an inlined helper's variables in such a refusal: the alias analysis shows a
+# name srcgrad made as the expression it stands for, and took the helper's own variables
+# (renamed apart, not in the caller's source) for such names: ``'(c,)'`` for ``held``.
+
+def _holds_its_array_in_a_tuple(x):
+    c = np.sin(x)
+    held = (c,)
+    c[1] = 3.0 * x[0] ** 2
+    return np.sum(held[0] ** 2 * c)
+
+
+def _calls_the_holder(v):
+    return _holds_its_array_in_a_tuple(v)
+
+
+@pytest.mark.parametrize("run", [lambda: sg.grad(_calls_the_holder)(X.copy()),
+                                 lambda: sg.hessian(_calls_the_holder)(X.copy())])
+def test_an_inlined_helpers_names_in_a_refusal(run):
+    assert_refused_in(__file__, run, "'held'", "held = (c,)")
