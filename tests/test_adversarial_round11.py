@@ -399,3 +399,23 @@ def _calls_the_holder(v):
                                  lambda: sg.hessian(_calls_the_holder)(X.copy())])
 def test_an_inlined_helpers_names_in_a_refusal(run):
     assert_refused_in(__file__, run, "'held'", "held = (c,)")
+
+
+# ----- An item of an attribute written: h.a[0] = v -----
+# Refused (srcgrad does not follow writes into an object's attributes) with the message of
+# ``x[i][j] = v`` and its hint "Index with one subscript", which does not apply.
+
+class _Holder:
+    def __init__(self, a):
+        self.a = a
+
+
+def writes_an_attributes_item(x):
+    h = _Holder(np.sin(x))
+    h.a[0] = x[3] ** 2
+    return np.sum(h.a ** 2)
+
+
+def test_a_write_into_an_attributes_item_is_refused_as_such():
+    assert_refused_in(__file__, lambda: sg.grad(writes_an_attributes_item)(X.copy()),
+                      "item of an attribute (h.a[...] = ...)", "local variable")
