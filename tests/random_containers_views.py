@@ -17,6 +17,9 @@ combined after a ``reshape``. A program draws statements of these kinds:
   value, integer arrays (``np.arange``, ``np.argsort``) as constants or indices,
   ``x.astype(np.float64)``.
 
+With ``round11=True`` half the writes take the forms round eleven made work: two
+subscripts deep (``w[1][::2] += v``), through ``w.flat[k]`` and as ``np.f(a, out=w[k])``.
+
 The program returns a smooth sum over what it made. ``check`` compares sg.grad and sg.jvp
 with central differences in float64; a program srcgrad refuses must be refused with an
 error naming the program's file and a line. A test point where two finite-difference
@@ -42,8 +45,12 @@ SMOOTH = ("np.sin", "np.cos", "np.tanh")
 class Program:
     """Draws one program from ``random.Random(seed)``; ``source`` is its text."""
 
-    def __init__(self, seed, statements=12):
+    def __init__(self, seed, statements=12, round11=False):
         self.r = random.Random(seed)
+        # round eleven's writes (``w[i][j] op= v``, ``w.flat[k] op= v``, ``np.f(a,
+        # out=w[k])``) drawn from a stream of their own, so that the programs of the seeds
+        # without them stay as they were
+        self.r11 = random.Random(seed + 7919) if round11 else None
         self.lines = []
         self.shapes = {"x": (6,), "y": (2, 3)}   # name -> shape of every array value
         self.scalars = ["s"]
@@ -138,9 +145,32 @@ class Program:
         op = self.r.choice(["=", "+=", "*=", "-="])
         if op == "*=" and self.r.random() < 0.5:
             value = self.r.choice(["1.5", "-0.5"])
-        self.lines.append(f"    {w}[{key}] {op} {value}")
+        if self.r11 is not None and self.r11.random() < 0.5:
+            self.lines.append(self.write_round11(w, shape, op, f))
+        else:
+            self.lines.append(f"    {w}[{key}] {op} {value}")
         if self.r.random() < 0.15:
             self.lines.append(f"    np.multiply({w}, 0.75, out={w})")
+
+    def write_round11(self, w, shape, op, f):
+        """A write into ``w`` two subscripts deep, through ``w.flat``, or as ``out=`` a view."""
+        r = self.r11
+        src = self.pick((6,))
+        kind = r.choice(["nested", "flat", "out"] if len(shape) == 2 else ["flat", "out"])
+        if kind == "nested":
+            i, j = r.randrange(-shape[0], shape[0]), r.choice(["0", "-1", "1:", "::2"])
+            size = np.empty(shape)[i][eval(f"np.s_[{j}]")].size
+            return f"    {w}[{i}][{j}] {op} {f}({src}[:{size}])" if size > 1 else \
+                f"    {w}[{i}][{j}] {op} {f}({src}[2])"
+        if kind == "flat":
+            key = r.choice(["0", "4", "1:4", "::2", "[0, 3, 3]", "[5, 1]"])
+            size = np.empty(shape).flat[eval(f"np.s_[{key}]")].size
+            return f"    {w}.flat[{key}] {op} {f}({src}[:{size}])" if size > 1 else \
+                f"    {w}.flat[{key}] {op} {f}({src}[1])"
+        key = r.choice(["1:4", "::2", "-2:", "2:3"] if len(shape) == 1 else
+                       ["0", "-1", ":, 0", "..., 1", "0, 1:"])
+        part = np.empty(shape)[eval(f"np.s_[{key}]")].shape
+        return f"    {f}(np.reshape({src}[:{int(np.prod(part))}], {part}), out={w}[{key}])"
 
     def container(self):
         kind = self.r.choice(["dict", "list", "tuple", "nested"])
@@ -266,10 +296,10 @@ def _flat(tree):
 STATS = {"checked": 0, "refused": 0, "kink": 0}   # counts over the wrt of every program
 
 
-def check(seed, directory):
+def check(seed, directory, round11=False):
     """None when srcgrad agrees with central differences on program ``seed`` (or refuses it
     at a located line, or the point is not smooth), else a text saying what went wrong."""
-    program = Program(seed)
+    program = Program(seed, round11=round11)
     f, path = load(program.source, directory, f"rcv_{seed}")
     args = inputs(seed)
     for wrt in range(4):

@@ -37,3 +37,24 @@ def test_random_container_view_cast_programs(block):
     failures = [m for seed in range(1000 + 50 * block, 1050 + 50 * block)
                 if (m := generator.check(seed, _TMP)) is not None]
     assert not failures, failures[0]
+
+
+def test_generator_draws_round_elevens_writes():
+    text = "\n".join(generator.Program(seed, round11=True).source for seed in range(60))
+    for piece in (".flat[", ", out=c", "][0] ", "][-1] "):
+        assert piece in text, piece
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_programs_with_round_elevens_writes(seed):
+    """Writes two subscripts deep, through ``.flat`` and ``out=`` a view (refused before
+    round eleven, or not drawn)."""
+    assert generator.check(seed, _TMP, round11=True) is None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("block", range(2))
+def test_random_programs_with_round_elevens_writes(block):
+    failures = [m for seed in range(2000 + 50 * block, 2050 + 50 * block)
+                if (m := generator.check(seed, _TMP, round11=True)) is not None]
+    assert not failures, failures[0]

@@ -217,7 +217,7 @@ def _stored_into(s):
                 and isinstance(func.value, gast.Name) and (s.value.args or s.value.keywords):
             return func.value.id, list(s.value.args) + [k.value for k in s.value.keywords]
     if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Subscript) \
-            and isinstance(s.targets[0].value, gast.Name) and not anno.getanno(s, Static.AUGMENTED):
+            and isinstance(s.targets[0].value, gast.Name):   # (also d[k] += [v]: d holds v)
         return s.targets[0].value.id, [s.value]
     return None
 
@@ -452,7 +452,9 @@ def _shown(name, objects, info, display, depth=3):
     was bound to, its names shown the same way (only an error's message pays for this)."""
     shown = display(name)
     found = objects.bindings.get(name, ())
-    if shown != name or depth == 0 or len(found) != 1 or not isinstance(found[0], gast.Assign) \
+    renamed = getattr(getattr(display, "__self__", None), "original", {})   # (naming.Namer)
+    if shown != name or name in renamed or depth == 0 or len(found) != 1 \
+            or not isinstance(found[0], gast.Assign) \
             or re.search(rf"\b{re.escape(name)}\b", "\n".join(info.source_lines or ())):
         return shown
     value = templates.clone(found[0].value)

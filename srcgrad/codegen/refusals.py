@@ -34,6 +34,15 @@ def in_user_code(exc, prefix, fn=None, info=None, restate=False):
                         exc.col_offset, exc.source_line, exc.hint)
         new.refused_as = prefix
         return new
+    if exc.filename and exc.lineno and not loader.is_generated(exc.filename):
+        # the user's line already (a run-time check of the user's own gradient, raised
+        # while it ran again): said where it stands, not at the function's first line
+        if info is None:
+            return exc
+        new = type(exc)(prefix + exc.message, exc.filename, exc.lineno, exc.col_offset,
+                        exc.source_line, exc.hint)
+        new.refused_as = prefix
+        return new
     origin = _origin(exc.filename, exc.lineno)
     while origin is not None:   # a gradient of generated code (third derivative): its origin's
         deeper = _origin(origin.filename, origin.lineno)

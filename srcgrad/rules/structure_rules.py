@@ -6,6 +6,7 @@ of its items'; a dataclass's a ``pytree.Fields`` (field name -> adjoint). And
 (transform/plain_statements.py)."""
 
 import copy
+import numpy
 
 from srcgrad import runtime as rt
 from srcgrad.rules import adjoint, linear, nondifferentiable, returns_sequence, tangent
@@ -136,6 +137,11 @@ def copy_deepcopy(dy, y, x, memo=None, _nil=None):
     return dy
 
 
+# (a list's or dict's copy is a container, whose adjoint is added item by item:
+# c[k][i] = v is an update of ``copy.copy(c[k])``, transform/item_updates.py)
+returns_sequence(copy.copy)
+
+
 @tangent(copy.copy)
 def copy_copy_tangent(y, x, *, t_x):
     return rt.tangent_array(t_x, y)
@@ -165,3 +171,37 @@ def lookup_fails(base, key, errors):
 
 
 nondifferentiable(rt.lookup_fails)
+
+
+@rt.helper
+def item_key(container, key, error, tuple_error):
+    """``key`` of ``c[key][i] = v`` (transform/item_updates.py: ``c[key]`` updated in
+    place: an item, or an array's view), or raise ``error`` where ``c[key]`` is a new value
+    (a slice of a list, an index by a list, mask or array): Python's write would be lost;
+    ``tuple_error`` where ``c`` is a tuple, whose item cannot be stored back."""
+    if isinstance(container, tuple):
+        raise tuple_error
+    if view_key(container, key):
+        return key
+    for part in key if type(key) is tuple else (key,):
+        if part is None or part is Ellipsis or isinstance(part, (slice, list, bool, numpy.bool_)) \
+                or getattr(part, "ndim", 0) != 0 or getattr(part, "dtype", None) == bool:
+            raise error
+    return key
+
+
+@rt.helper
+def view_key(base, key):
+    """Whether ``base[key]`` is a view of the array ``base`` (a basic index: integers,
+    slices, None, Ellipsis), where ``np.f(a, out=base[key])`` writes into ``base``."""
+    if not hasattr(base, "ndim") or not hasattr(base, "__array_namespace__") and not \
+            isinstance(base, numpy.ndarray):
+        return False
+    for part in key if type(key) is tuple else (key,):
+        if not (part is None or part is Ellipsis or isinstance(part, slice) or isinstance(
+                part, (int, numpy.integer)) and not isinstance(part, (bool, numpy.bool_))):
+            return False
+    return True
+
+
+nondifferentiable(rt.item_key, rt.view_key)

@@ -16,6 +16,7 @@ expressions in anf_expressions.py; list displays passed where a rule expects an
 array in as_array.py.
 """
 
+import ast
 import builtins
 
 import gast
@@ -74,7 +75,9 @@ class ANF(Expressions, Base):
             return out
         self.store(first, s.value, out)
         if anno.getanno(s, Static.AUGMENTED) and isinstance(first, (gast.Name, gast.Subscript)):
-            anno.setanno(out[-1], Static.AUGMENTED, True)   # xs = xs[:-1] for xs.pop() (methods.py, item_updates.py)
+            # xs = xs[:-1] for xs.pop() (methods.py, item_updates.py), c[k] = item for
+            # c[k][i] = v (item_updates.py)
+            anno.setanno(out[-1], Static.AUGMENTED, True)
         return out
 
     def visit_AugAssign(self, s):
@@ -225,6 +228,11 @@ class ANF(Expressions, Base):
                              f"assignment to {type(target).__name__} is not supported")
 
     def base_name(self, target):
+        if isinstance(target.value, gast.Attribute):   # h.a[0] = v, c.T[0] = v
+            raise self.error(target, UnsupportedError, "assignment into an item of an attribute "
+                             f"({ast.unparse(gast.gast_to_ast(target.value))}[...] = ...) is not "
+                             "supported", "Keep the value in a local variable (a = h.a.copy(); "
+                             "a[0] = v) and read that.")
         if not isinstance(target.value, gast.Name):
             raise self.error(target, UnsupportedError, "assignment into a nested subscript is not supported",
                              "Index with one subscript: x[i, j] = v rather than x[i][j] = v.")

@@ -457,7 +457,11 @@ class ForwardAD(ComplexStatements, Base):
                     or outside_effects.changes_no_argument(primitive):
                 # print, warnings.warn, a logger: changes no value (kept as in reverse mode)
                 return s
-            if primitive is runtime.restore_item and self.is_active(call.args[0]):
+            if primitive is runtime.restore_item and not self.is_active(call.args[0]):
+                # an item of a container without a tangent, popped from a tape that holds
+                # values with tangents too (c4[0] *= v beside n['a'][1] = v): it had none
+                return s
+            if primitive is runtime.restore_item:
                 # a gradient read again undoes a dict write: its tangent's too
                 base, index, value = call.args
                 t = self.operand(value) or gast.Constant(value=None, kind=None)

@@ -1,5 +1,7 @@
 """Lists held by a dict or a list, updated in place, written as the item updates srcgrad
-already differentiates (pipeline.front_end, before methods.py).
+already differentiates (pipeline.front_end, before methods.py); so is an assignment two
+subscripts deep, ``c[k][i] = v`` (``_ItemUpdates.nested``), and a NumPy call writing into
+an array's view, ``np.f(a, out=b[k])`` (``_ItemUpdates.out_item``).
 
 (``v = d[k].pop(i)`` and ``d[k].insert(i, v)`` likewise: ``popped = d[k][i]`` and
 ``d[k] = rt.seq_without(d[k], i)``, ``d[k] = d[k][:i] + [v] + d[k][i:]``, each store
@@ -30,10 +32,12 @@ import builtins
 import copy
 
 import gast
+import numpy
 
 from srcgrad import anno, runtime
 from srcgrad.ast_util import name
 from srcgrad.errors import UnsupportedError
+from srcgrad.rules.structure_rules import item_key, view_key
 from srcgrad.transform import as_array
 from srcgrad.transform.base import Base, local_names
 from srcgrad.transform.operator_methods import simple
@@ -46,8 +50,10 @@ _METHODS = _GROWING + ("pop", "insert")
 
 def may_hold(info):
     """Whether the source may hold ``<expr>].append(``/``.extend(``/``.pop(``/``.insert(`` or
-    ``.setdefault(`` (most functions do not: no walk)."""
+    ``.setdefault(``, or a nested item assignment ``c[k][i] = v``, or ``out=b[k]`` (most
+    functions do not: no walk)."""
     return any(("]." in line or ")." in line) and any(f".{m}(" in line for m in _METHODS)
+               or "][" in line and "=" in line or "out=" in line and "[" in line
                for line in info.source_lines[1:])
 
 
@@ -77,6 +83,16 @@ def _receiver(call, locals_):
             and not any(isinstance(a, gast.Starred) for a in value.args):
         return value.func.value.id, value.args[0], value.args[1]
     return None
+
+
+def _nested(target, locals_):
+    """Whether ``target`` is ``c[k][i]`` (any depth) of a local ``c``."""
+    if not (isinstance(target, gast.Subscript) and isinstance(target.value, gast.Subscript)):
+        return False
+    root = target.value
+    while isinstance(root, gast.Subscript):
+        root = root.value
+    return isinstance(root, gast.Name) and root.id in locals_
 
 
 def _text(node):
@@ -123,14 +139,142 @@ class _ItemUpdates(Base):
 
     def visit_Assign(self, s):
         """``v = d[k].pop(...)``: the item read into a name first, as ``v = xs.pop()`` is
-        (methods.py), then the list or dict without it stored back in place."""
+        (methods.py), then the list or dict without it stored back in place; ``c[k][i] = v``:
+        ``nested``."""
         call = s.value
         if len(s.targets) == 1 and isinstance(s.targets[0], gast.Name) and isinstance(call, gast.Call) \
                 and isinstance(call.func, gast.Attribute) and call.func.attr == "pop":
             return self.visit_Expr(s)
-        return s
+        if len(s.targets) != 1 or not _nested(s.targets[0], self.locals):
+            return s
+        out = []
+        value = s.value
+        if not simple(value):   # Python evaluates the value before the target
+            temp = self.ctx.namer.new("value")
+            out.append(self.stmt(s, gast.Assign(targets=[name(temp, True)], value=value,
+                                                type_comment=None)))
+            value = name(temp)
+        return out + self.nested(s, s.targets[0], lambda target: gast.Assign(
+            targets=[target], value=value, type_comment=None))
+
+    def visit_AugAssign(self, s):
+        if not _nested(s.target, self.locals):
+            return s
+        return self.nested(s, s.target, lambda target: gast.AugAssign(
+            target=target, op=s.op, value=s.value))
+
+    def numpy_out_item(self, call):
+        """Whether ``call`` is a NumPy (or CuPy) function's ``np.f(..., out=b[k])`` of a
+        local ``b``, without ``where=``."""
+        if not isinstance(call, gast.Call) or any(k.arg == "where" for k in call.keywords):
+            return False
+        out = [k.value for k in call.keywords if k.arg == "out"]
+        if not (out and isinstance(out[0], gast.Subscript) and isinstance(out[0].value, gast.Name)
+                and out[0].value.id in self.locals):
+            return False
+        path, func = [], call.func
+        while isinstance(func, gast.Attribute):
+            path.append(func.attr)
+            func = func.value
+        if not isinstance(func, gast.Name) or func.id in self.locals:
+            return False
+        try:
+            obj = self.info.resolve_path((func.id,) + tuple(reversed(path)))
+        except (NameError, AttributeError):
+            return False
+        module = getattr(obj, "__module__", None) or ("numpy" if isinstance(obj, numpy.ufunc) else "")
+        return module.split(".")[0] in ("numpy", "cupy")
+
+    def out_item(self, s):
+        """``np.f(a, out=b[k])`` as a statement: where ``b`` is an array and ``k`` a basic
+        index (``b[k]`` a view of it), NumPy's write into ``b``, ``b[k] = np.f(a)``, which
+        srcgrad differentiates and checks as any indexed write (``mutation.py`` would write
+        into a name bound to the view, refused as an alias of ``b``)::
+
+            if rt.view_key(b, k):
+                b[k] = np.f(a)
+            else:                       # a list's item, or a copy (fancy index) NumPy fills
+                np.f(a, out=b[k])
+        """
+        call = s.value
+        out = next(k.value for k in call.keywords if k.arg == "out")
+        stmts = []
+        key = out.slice
+        if not simple(key):
+            temp = self.ctx.namer.new("key")
+            stmts.append(self.stmt(s, gast.Assign(targets=[name(temp, True)], value=self.value_of(key),
+                                                  type_comment=None)))
+            key = name(temp)
+            out.slice = copy.deepcopy(key)
+        plain = gast.Call(func=copy.deepcopy(call.func), args=copy.deepcopy(call.args),
+                          keywords=[copy.deepcopy(k) for k in call.keywords if k.arg != "out"])
+        write = gast.Assign(targets=[gast.Subscript(value=name(out.value.id), slice=copy.deepcopy(key),
+                                                    ctx=gast.Store())], value=plain, type_comment=None)
+        test = gast.Call(func=self.bound(view_key, "view_key"),
+                         args=[name(out.value.id), copy.deepcopy(key)], keywords=[])
+        stmts.append(self.stmt(s, gast.If(test=test, body=[self.stmt(s, write)], orelse=[s])))
+        return stmts
+
+    def value_of(self, key):
+        """The index ``key`` as a value (``1:3`` -> ``slice(1, 3, None)``)."""
+        none = gast.Constant(value=None, kind=None)
+        if isinstance(key, gast.Slice):
+            return gast.Call(func=self.bound(builtins.slice, "slice"), args=[
+                p if p is not None else copy.deepcopy(none) for p in (key.lower, key.upper, key.step)],
+                keywords=[])
+        if isinstance(key, gast.Tuple):
+            return gast.Tuple(elts=[self.value_of(e) for e in key.elts], ctx=gast.Load())
+        return key
+
+    def nested(self, s, target, write):
+        """``c[k][i] = v`` (``write(c[k][i])``) as an update of ``c[k]`` in place,
+        which Python's write into the item ``c[k]`` holds is::
+
+            key = rt.item_key(c, k, ...)    # raises where c[k] is a copy (a list's slice...)
+            item = copy.copy(c[key])        # an array's copy, a list's or dict's
+            item[i] = v
+            c[key] = item                   # marked augmented: analysis/aliasing.py checks
+                                            # the names and items that share c[key]
+        """
+        inner, key = target.value, target.slice
+        if isinstance(inner.value, gast.Subscript):
+            raise self.error(s, UnsupportedError, "assignment three subscripts deep "
+                             f"({_text(target)} = ...) is not supported",
+                             "Write at most two subscripts deep (c[k][i] = v): build the inner "
+                             "container anew and store it (c[a][b] = new).")
+        line = getattr(self.origin_of(s), "lineno", None)
+        errors = [gast.Call(func=self.bound(UnsupportedError, "UnsupportedError"), args=[
+            gast.Constant(value=v, kind=None) for v in (message, self.info.filename, line)],
+            keywords=[]) for message in (
+            f"{_text(inner)} in {_text(target)} = ... must be one item of "
+            f"{_text(inner.value)} (an index or a key), not the new value a slice, list or "
+            f"array index makes, which Python's write would leave: srcgrad refuses rather "
+            f"than guess",
+            f"{_text(target)} = ... writes into an item of the tuple {_text(inner.value)}, "
+            f"which srcgrad cannot store back: bind the item to a name and write into it "
+            f"(a list's or array's other holders are then checked as usual)")]
+        out = []
+        temp = self.ctx.namer.new("key")
+        out.append(self.stmt(s, gast.Assign(targets=[name(temp, True)], value=gast.Call(
+            func=self.bound(item_key, "item_key"),
+            args=[copy.deepcopy(inner.value), self.value_of(inner.slice)] + errors,
+            keywords=[]), type_comment=None)))
+        item = self.ctx.namer.new("item")
+        out.append(self.stmt(s, gast.Assign(targets=[name(item, True)], value=gast.Call(
+            func=self.bound(copy.copy, "copy"), args=[gast.Subscript(
+                value=copy.deepcopy(inner.value), slice=name(temp), ctx=gast.Load())],
+            keywords=[]), type_comment=None)))
+        out.append(self.stmt(s, write(gast.Subscript(value=name(item), slice=key,
+                                                     ctx=gast.Store()))))
+        store = self.stmt(s, gast.Assign(targets=[gast.Subscript(
+            value=copy.deepcopy(inner.value), slice=name(temp), ctx=gast.Store())],
+            value=name(item), type_comment=None))
+        anno.setanno(store, Static.AUGMENTED, True)
+        return out + [store]
 
     def visit_Expr(self, s):
+        if self.numpy_out_item(s.value):
+            return self.out_item(s)
         found = _receiver(s.value, self.locals)
         if found is None or (isinstance(s, gast.Assign) and s.value.func.attr != "pop"):
             return s
