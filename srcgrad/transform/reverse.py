@@ -623,8 +623,8 @@ def _optimize(ad, rev, node, generated, primal_names, ranks, classes, scalar_red
     shapes = {n: c for n, c in (classes or {}).items() if c != UNKNOWN}
     shapes.update((ad.adjoints[p], c) for p, c in list(shapes.items()) if p in ad.adjoints)
     roots = {p for p in activity.params if shapes.get(p) == p}
-    stored = {n.id for n in ast_util.nodes_of(node, gast.Name)
-              if isinstance(n.ctx, (gast.Store, gast.Del))}
+    # (The function's Names as the build found them: building the sweeps edits no user statement.)
+    stored = {n.id for n in ad.nodes.names if isinstance(n.ctx, (gast.Store, gast.Del))}
     buffers = {ad.adjoints[p]: (p, ranks[p]) for p in activity.params
                if p in ad.adjoints and p not in stored and type(ranks.get(p)) is int}
     indices = {n for n, r in ranks.items() if r == INT}
