@@ -33,6 +33,9 @@ class Compiled:
     load: tuple = field(default=None, repr=False)   # (EntityInfo, bindings) to load code with
     scalars: frozenset = field(default=frozenset(), repr=False)   # names holding one number
     floats: frozenset = field(default=frozenset(), repr=False)   # names certainly real floats
+    # The backward sweep's statements' name sets as reverse.build left them (ast_util.NameSets):
+    # grad's first composing asks them instead of walking its statements again, and drops them.
+    sweep_names: object = field(default=None, repr=False)
     # Made on first use: api's call plan, show's generic text, the composed gradient.
     plan: object = field(default=None, repr=False)
     shown: str = field(default=None, repr=False)

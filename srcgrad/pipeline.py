@@ -342,7 +342,8 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None, has_aux
                     mutates_saved=built.mutates_saved, functions=built.functions,
                     rank_free=rank_free, forward_for_grad=_LATER, trees=trees,
                     gradient_forward=gradient_forward, load=(info, bindings),
-                    scalars=scalars, floats=floats, record=_LATER, sweeps=sweeps)
+                    scalars=scalars, floats=floats, record=_LATER, sweeps=sweeps,
+                    sweep_names=built.names if gradient_forward is not None else None)
 
 
 class _Activity:
@@ -463,8 +464,10 @@ def compose_gradient(compiled, many, only_gradients=False, for_transform=False,
                 bindings = composed_entry.check_leaves(forward, info, bindings)
             return _compose(forward, backward, info, bindings, f"gradient_{name}", seed, many,
                             aux=aux, marked=compiled.wrt if check_structures else None)
+        # The backward's statements are the sweep's own (composing_copy): their name sets too.
+        names, compiled.sweep_names = compiled.sweep_names, None
         function = _compose(forward, backward, info, bindings, f"gradient_{name}", seed, True,
-                            release=compiled.scalars, floats=compiled.floats)
+                            release=compiled.scalars, floats=compiled.floats, names=names)
         if compiled.disk_key is not None:   # the next process loads it with the gradient
             disk_cache.store_composed(compiled, function)
         return function
@@ -586,7 +589,7 @@ def _default_seed_of(forward):
 
 
 def _compose(forward, backward, info, bindings, name, seed_value, many, release=None, aux=None,
-             marked=None, floats=frozenset()):
+             marked=None, floats=frozenset(), names=None):
     """Load forward's body, ``seed = seed_value`` and backward's body as one function
     named ``name`` (the saved tuple's names are the forward's own; ``aux``: an expression
     returned beside the gradients, ``return gradients, aux``). ``release`` (the
@@ -595,7 +598,9 @@ def _compose(forward, backward, info, bindings, name, seed_value, many, release=
     rebinding to save). ``marked`` (the names differentiated, or None): reverse mode reads
     it again, so its adjoints start as ``rt.ZERO``, rules are skipped only on that, and a
     gradient that reaches nothing is zeros of its variable (zero_marks.py). ``floats``:
-    the names certainly real floats, which a seed of 1.0 need not multiply (unit_seed.py)."""
+    the names certainly real floats, which a seed of 1.0 need not multiply (unit_seed.py).
+    ``names``: the backward's statements' ``NameSets`` where they are the sweep's own (the
+    steps below keep it valid), by default a fresh one."""
     seed = backward.args.args[0].id
     if release is None:   # differentiated again
         forward.body = zero_marks.applied(forward.body)
@@ -605,7 +610,7 @@ def _compose(forward, backward, info, bindings, name, seed_value, many, release=
     back = [s for s in backward.body if not (isinstance(s, gast.Assign) and isinstance(s.value, gast.Name)
                                             and s.value.id == "saved")]
     # The statements' name sets, shared by the steps below (each keeps them valid).
-    names = ast_util.NameSets()
+    names = names if names is not None else ast_util.NameSets()
     if isinstance(seed_value, gast.Constant) and seed_value.value:
         back = unit_seed.known_seed(back, seed, names)
         # An adjoint's ``d = 0.0`` that only a skipped ``if rt.has_grad`` could read is dead.

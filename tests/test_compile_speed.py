@@ -1096,3 +1096,47 @@ def test_holds_any_answers_what_a_walk_answers():
                 classes = {type(n) for n in ast.walk(node)}
                 for wanted in sets:
                     assert ast_walks.holds_any(node, wanted) == bool(classes & set(wanted))
+
+
+def test_composing_asks_the_name_sets_the_backward_sweep_was_built_with(monkeypatch):
+    """grad's first composing asks the backward sweep's name sets as the optimizer and
+    the tape's steps left them (``Compiled.sweep_names``, dropped once handed) instead of
+    walking its statements again: with the name-set check, the composed source equals the
+    one composed with fresh name sets and the gradient agrees with central differences;
+    a backward statement edited in place after the build is caught by the check."""
+    from srcgrad import pipeline
+    from srcgrad.testing import check_grads
+    monkeypatch.setattr(ast_util, "CHECK_NAME_SETS", True)
+    compose, handed, sources = pipeline._compose, [], []
+
+    def composing(*args, names=None, **kwargs):
+        handed.append(names)
+        function = compose(*args, names=None if fresh else names, **kwargs)
+        sources.append(function._srcgrad_text[0])
+        return function
+
+    monkeypatch.setattr(pipeline, "_compose", composing)
+    for fresh in (False, True):
+        f, args = _loop_and_branch()
+        sg.grad(f, (0, 1, 2))(*args)
+        assert isinstance(handed[-1], ast_util.NameSets) and len(handed[-1]._memo) > 20
+    assert len(sources) == 2 and sources[0] == sources[1] and "def " in sources[0]
+    check_grads(f, args, wrt=(0, 1, 2))
+    # A backward statement edited in place after its name sets were kept: the check says so.
+    build = pipeline.reverse.build
+
+    def editing(*args, **kwargs):
+        built = build(*args, **kwargs)
+        for s in built.backward.body:
+            if isinstance(s, gast.Assign) and isinstance(s.value, gast.BinOp) \
+                    and id(s) in built.names._memo:
+                s.value = gast.Name(id="edited", ctx=gast.Load(), annotation=None,
+                                    type_comment=None)
+                break
+        return built
+
+    monkeypatch.setattr(pipeline.reverse, "build", editing)
+    fresh = False
+    f, args = _loop_and_branch()
+    with pytest.raises(ast_util.StaleNameSets):
+        sg.grad(f, (0, 1, 2))(*args)

@@ -82,17 +82,20 @@ IDEMPOTENT = frozenset((dead, first_contributions))
 
 
 def transform(body, adjoint_names, generated, classes=None, fixed=(), roots=(), buffers=None,
-              indices=(), returned=None, in_place=True, skip_settled=True):
+              indices=(), returned=None, in_place=True, skip_settled=True, names=None):
     """Optimize the backward sweep's statements ``body`` in place, to a fixed point.
 
     ``classes``, ``fixed``, ``roots``: shape facts (see ``unbroadcast``); ``buffers``
     and ``indices``: see ``index_buffers``; ``returned``: see ``reductions`` (None:
     reduction gradients are spread as they are); ``in_place``: run ``in_place``;
-    ``skip_settled``: see ``run``. Returns the names whose ranks or shape classes the
-    optimized sweep relies on.
+    ``skip_settled``: see ``run``. ``names``: the ``NameSets`` the passes keep (the
+    caller's, which it asks afterwards: every pass keeps it valid), by default a fresh
+    one. Returns the names whose ranks or shape classes the optimized sweep relies on.
     """
     facts = Facts(adjoint_names, generated, classes, fixed, roots, buffers, indices, returned,
                   in_place)
+    if names is not None:
+        facts.names = names
     run(body, facts, skip_settled)
     return facts.used
 

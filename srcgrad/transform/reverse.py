@@ -497,6 +497,7 @@ class Reversed:
     mutates_saved: bool          # the reverse sweep restores arrays the forward sweep wrote into
     functions: tuple = ()        # custom Function classes applied in f
     rank_facts_used: set = field(default_factory=set)   # names whose rank facts the code relies on
+    names: object = None         # the backward's statements' ast_util.NameSets, kept valid
 
 
 def alias_checks(s, written, namer, bindings, checks=None):
@@ -562,16 +563,16 @@ def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), o
     rev = prologue + rev + [gast.Return(value=gast.Tuple(elts=results, ctx=gast.Load()))]
     generated = (set(namer.taken) - taken_before - primal_names) | set(ad.adjoints.values())
     rank_facts_used = set()
+    # The reverse sweep's name sets: the optimizer's, kept valid by its passes, then asked
+    # by the steps below (which drop and replace statements, and edit none in place).
+    names = ast_util.NameSets()
     if optimized:
         rank_facts_used = _optimize(ad, rev, node, generated, primal_names, ranks, classes,
-                                    scalar_reductions, fused)
+                                    scalar_reductions, fused, names)
         fwd, rev, untaped = tape.untape_top_level(fwd, rev)
         primal_names |= untaped
         rev = seeds.without_seed_copy(rev, seed)
     primal_names -= recompute.prune(rev)   # bound by the reverse sweep itself
-    # The reverse sweep's name sets, asked by the steps below: it is walked once, not by each.
-    # (They drop and replace statements, and edit none in place.)
-    names = ast_util.NameSets()
     shares = aliasing.sharer(node, info, ad.bindings)
     fwd, rev, uses_tape = tape.prune(fwd, rev, names, lambda names: shares(names) - set(names))
     if optimized:   # a loop left with only d = d * 2 in it (its pops pruned): fewer steps
@@ -603,7 +604,7 @@ def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), o
         args=params, posonlyargs=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
         saved.unpack + rev)
     return Reversed(forward, backward, ad.bindings, tuple_output, uses_tape, bool(saved.mutated),
-                    tuple(ad.functions), rank_facts_used)
+                    tuple(ad.functions), rank_facts_used, names)
 
 
 def _function(function_name, args, body):
@@ -611,23 +612,26 @@ def _function(function_name, args, body):
                             type_comment=None, type_params=[])
 
 
-def _optimize(ad, rev, node, generated, primal_names, ranks, classes, scalar_reductions, fused):
-    """Optimize the backward sweep ``rev`` in place (transform/optimize.py); returns the
-    primal names whose rank or shape facts the result relies on."""
+def _optimize(ad, rev, node, generated, primal_names, ranks, classes, scalar_reductions, fused,
+              names=None):
+    """Optimize the backward sweep ``rev`` in place (transform/optimize.py), its statements'
+    name sets kept in ``names``; returns the primal names whose rank or shape facts the
+    result relies on."""
     activity = ad.act
     adjoint_names = set(ad.adjoints.values())
     ranks = ranks or {}
     shapes = {n: c for n, c in (classes or {}).items() if c != UNKNOWN}
     shapes.update((ad.adjoints[p], c) for p, c in list(shapes.items()) if p in ad.adjoints)
     roots = {p for p in activity.params if shapes.get(p) == p}
-    stored = {n.id for n in ast_util.nodes_of(node, gast.Name)
-              if isinstance(n.ctx, (gast.Store, gast.Del))}
+    # (The function's Names as the build found them: building the sweeps edits no user statement.)
+    stored = {n.id for n in ad.nodes.names if isinstance(n.ctx, (gast.Store, gast.Del))}
     buffers = {ad.adjoints[p]: (p, ranks[p]) for p in activity.params
                if p in ad.adjoints and p not in stored and type(ranks.get(p)) is int}
     indices = {n for n, r in ranks.items() if r == INT}
     returned = {k for k, w in enumerate(ad.wrt) if w in activity.params and w not in ad.captures}
     used = optimize.transform(rev, adjoint_names, generated, shapes,
                               primal_names | adjoint_names, roots, buffers, indices,
-                              returned if scalar_reductions else None, in_place=not fused)
+                              returned if scalar_reductions else None, in_place=not fused,
+                              names=names)
     primal_of = {d: p for p, d in ad.adjoints.items()}
     return {primal_of.get(n, n) for n in used}
