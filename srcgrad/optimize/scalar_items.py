@@ -80,6 +80,12 @@ def run(body, params, name_sets=None):
         return set()
     if name_sets is not None:
         name_sets.clear()   # what follows rewrites the loops
+    # Each loop rewritten is a copy: _hoist and _Rename edit its statements in place, and a
+    # composed gradient's loops hold the sweeps' own (templates.composing_copy).
+    for k, (loop, plan) in enumerate(plans):
+        at = next(j for j, s in enumerate(body) if s is loop)
+        body[at] = clone(loop)
+        plans[k] = (body[at], plan)
     ok = _fresh("items_ok", names)
     made = {ok}
     guarded = []
