@@ -71,19 +71,39 @@ _SIMPLE = frozenset((gast.Assign, gast.AugAssign, gast.AnnAssign, gast.Expr, gas
 
 def composing_copy(tree):
     """What ``pipeline._compose`` (for ``grad``'s composed gradient) may change of sweep ``tree``:
-    a new FunctionDef with a new body list, holding the sweep's own simple statements
-    and copies of its compound ones. The steps of ``pipeline._compose`` edit the statement lists
-    (dead code, scalar items, releases, the printer's split releases) and the blocks of
-    compound statements (scalar items' loops, the unwrapped ``if rt.has_grad``), and
-    replace a statement they change otherwise (unit_seed); the sweeps are read again
-    after (printed, composed again, the jit), so those parts are copied."""
+    a new FunctionDef whose statement lists are new lists, down every compound statement
+    (each copied, its header shared), holding the sweep's own simple statements. The steps
+    of ``pipeline._compose`` edit the statement lists (dead code, scalar items, releases,
+    the printer's split releases) and the blocks of compound statements (the unwrapped
+    ``if rt.has_grad``, dead code's ``pass``), and replace a statement they change otherwise
+    (unit_seed; scalar_items copies a loop it rewrites); the sweeps are read again after
+    (printed, composed again, the jit), so those parts are copied."""
     new = tree.__class__.__new__(tree.__class__)
     state = new.__dict__
     state.update(tree.__dict__)
     if "_srcgrad_anno" in state:
         state["_srcgrad_anno"] = dict(state["_srcgrad_anno"])
-    state["body"] = [s if s.__class__ in _SIMPLE else clone(s) for s in tree.body]
+    state["body"] = [s if s.__class__ in _SIMPLE else _blocks_copy(s) for s in tree.body]
     return new
+
+
+def _blocks_copy(node):
+    """``node`` (a compound statement, or an except handler) copied with its statement
+    lists, down every compound statement in them; its other parts and the simple
+    statements are ``node``'s own."""
+    cls = node.__class__
+    new = cls.__new__(cls)
+    state = new.__dict__ = node.__dict__.copy()
+    for field in _BLOCK_LISTS:
+        block = state.get(field)
+        if block.__class__ is list:
+            state[field] = [s if s.__class__ in _SIMPLE else _blocks_copy(s) for s in block]
+    if "_srcgrad_anno" in state:
+        state["_srcgrad_anno"] = dict(state["_srcgrad_anno"])
+    return new
+
+
+_BLOCK_LISTS = ("body", "orelse", "finalbody", "handlers")
 
 
 _AST = gast.AST

@@ -1140,3 +1140,77 @@ def test_composing_asks_the_name_sets_the_backward_sweep_was_built_with(monkeypa
     f, args = _loop_and_branch()
     with pytest.raises(ast_util.StaleNameSets):
         sg.grad(f, (0, 1, 2))(*args)
+
+
+def _shaped_tree(shaped, renames):
+    """``shaped`` parsed, its placeholders renamed back (what ``templates.replace`` copies)."""
+    tree = gast.parse(shaped)
+    for n in ast_util.walk(tree):
+        if isinstance(n, gast.Name) and n.id in (renames or {}):
+            n.id = renames[n.id]
+    return gast.dump(tree, include_attributes=True)
+
+
+def test_a_templates_shape_from_an_earlier_one_of_its_form_is_its_own(monkeypatch):
+    """template_shapes.shape answers a template from the answer for an earlier one of the same
+    form (mask, kept names, names equal where they were equal): the tree parsed and renamed
+    back is the template's own, positions included, for every pair of templates of one form
+    that compiling catalogue functions shaped and for pairs made to differ (names equal to
+    placeholders, to keywords, to each other; another attribute); and the earlier answer
+    is used."""
+    import conftest
+    from srcgrad import api, disk_cache, template_shapes, templates
+    seen = []
+    real, cached = template_shapes._shape, template_shapes.shape
+
+    def recording(template, subs):
+        seen.append((template, tuple(subs)))
+        return cached(template, subs)
+    monkeypatch.setattr(templates, "_shape", recording)
+    monkeypatch.setattr(disk_cache.settings, "enabled", False)   # (compiled, not loaded)
+    templates._TEMPLATES.clear()
+    template_shapes._FORMS.clear()
+    api._cache.clear()
+    for case in conftest.ALL_CASES[::7]:
+        wrt = [w for w, _ in case.targets]
+        if case.kwargs or not wrt:
+            continue
+        try:
+            sg.grad(case.function, tuple(wrt) if len(wrt) > 1 else wrt[0])(*case.args)
+        except Exception:   # (a refusal, or a case's own expected error)
+            pass
+    made = [("dx = dx + G", "dh = dh + G"), ("d1 = d1 + G", "Q0 = Q0 + G"),
+            ("a1 = b2 + c3", "Q0 = Z0 + Q1"), ("x = 0.5 * y", "x = 0.7 * y"), ("x = 0x1f", "x = 0x1e"), ("dx = dx + G", "dw = dx + G"),
+            ("ab = cd + G", "xy = xy + G"), ("x = rt.f(y, k=z)", "a = rt.f(b, k=c)"),
+            ("x = rt.f(y, k=z)", "a = rt.g(b, k=c)"), ("x = y if c else z", "a = b if d else e"),
+            ("ab = cd", "ab = or"), ("xyz = abc", "xyz = del"), ("a = b\nc = a", "d = e\nf = d"),
+            ("x = y", "x = G")]
+    forms = {}
+    for template, subs in seen:
+        forms.setdefault((template.translate(template_shapes._MASK), subs), []).append(template)
+    pairs = [(a, b, subs) for (_, subs), group in forms.items() for a, b in zip(group, group[1:])]
+    pairs += [(a, b, ("G",)) for a, b in made]
+    assert len(pairs) > 200
+    used = 0
+    for earlier, template, subs in pairs:
+        template_shapes._FORMS.clear()
+        template_shapes.shape(earlier, dict.fromkeys(subs))
+        known = template_shapes._FORMS.get((template.translate(template_shapes._MASK), subs))
+        fits = known is not None and template_shapes._like(known, template, subs) is not None
+        used += fits
+        shaped, renames = template_shapes.shape(template, dict.fromkeys(subs))
+        try:
+            expected = gast.dump(gast.parse(template), include_attributes=True)
+        except SyntaxError:
+            assert not fits and (shaped, renames) == real(template, dict.fromkeys(subs))
+            continue
+        assert _shaped_tree(shaped, renames) == expected, (earlier, template)
+    assert used > 150
+    for earlier, template in made:   # which of the made pairs fit
+        template_shapes._FORMS.clear()
+        template_shapes.shape(earlier, {"G": None})
+        known = template_shapes._FORMS.get((template.translate(template_shapes._MASK), ("G",)))
+        fits = known is not None and template_shapes._like(known, template, ("G",)) is not None
+        assert fits == (template in ("dh = dh + G", "Q0 = Q0 + G", "Q0 = Z0 + Q1",
+                                     "a = rt.f(b, k=c)", "a = b if d else e", "d = e\nf = d")), \
+            (earlier, template)

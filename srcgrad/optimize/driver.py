@@ -111,6 +111,9 @@ def transform_forward(function, generated, classes=None, passes=FORWARD):
     params = [a.id for a in args.posonlyargs + args.args + args.kwonlyargs]
     params += [a.id for a in (args.vararg, args.kwarg) if a is not None]
     facts = Facts(generated=generated, classes=dict(classes or {}), params=params)
+    # The sweep and its gradient-only copy share their simple statements
+    # (optimize/forward.py): forward_temporaries replaces a statement it changes.
+    facts.copy_uses = True
     return _run_each(passes, function.body, facts)
 
 

@@ -23,7 +23,7 @@ from srcgrad.analysis.ranks import SCALAR, UNKNOWN
 from srcgrad.ast_util import NameSets, assigned_name, blocks, loads, stores
 from srcgrad.optimize import dead
 from srcgrad.optimize.effects import safe_class
-from srcgrad.templates import clone
+from srcgrad.templates import composing_copy
 
 Static = anno.Static
 
@@ -39,9 +39,14 @@ def forward_for_gradient(forward, rank_map, classes):
     only what the backward sweep reads, or None when that saves nothing."""
     if not scalar_output(forward, rank_map):
         return None
-    fg = clone(forward)
+    # The statement lists and compound statements copied, the simple statements the
+    # forward sweep's own: what follows drops statements, and forward_temporaries (the
+    # copy's last pass, and the sweep's) replaces a statement it folds into by a copy.
+    fg = composing_copy(forward)
     fg.name = forward.name + "_for_grad"
-    fg.body[-1].value.elts[0] = gast.Constant(value=None, kind=None)
+    ret = fg.body[-1] = _own(fg.body[-1])
+    ret.value = _own(ret.value)
+    ret.value.elts = [gast.Constant(value=None, kind=None)] + ret.value.elts[1:]
 
     names = NameSets()   # shared: dead code elimination asks the same statements
     repeats = _repeated_reads(fg.body, classes, names)
@@ -53,6 +58,15 @@ def forward_for_gradient(forward, rank_map, classes):
 
     removed = dead.eliminate(fg.body, set(classes), set(), pure, names)
     return fg if removed else None
+
+
+def _own(node):
+    """A copy of ``node`` alone: its fields hold ``node``'s children."""
+    new = node.__class__.__new__(node.__class__)
+    new.__dict__.update(node.__dict__)
+    if "_srcgrad_anno" in new.__dict__:
+        new._srcgrad_anno = dict(new._srcgrad_anno)
+    return new
 
 
 # Full reductions that never raise (np.max of an empty array does: it is not among them)

@@ -38,6 +38,7 @@ from srcgrad.optimize.temporaries import candidates
 from srcgrad.ast_util import assigned_name, blocks, loads
 from srcgrad.optimize.effects import RAISES, SAFE, kind
 from srcgrad import ast_util
+from srcgrad.templates import clone
 
 Static = anno.Static
 
@@ -56,12 +57,13 @@ def run(body, facts):
     live = liveness.analyze(body, set(), names=facts.names, only=candidates(body, facts))
     folded = False
     added = {}   # id(statement) -> names a fold made live after it (read later now)
+    replaced = []   # the statements folded into, replaced (kept: their ids stay theirs)
     for block in blocks(body):
-        folded |= _fold_block(block, live, added, facts)
+        folded |= _fold_block(block, live, added, facts, replaced)
     return folded
 
 
-def _fold_block(block, live, added, facts):
+def _fold_block(block, live, added, facts, replaced):
     folded = False
     for k in range(len(block) - 1, -1, -1):
         s = block[k]
@@ -72,7 +74,7 @@ def _fold_block(block, live, added, facts):
         reads = loads(s.value)
         if what is None or t in reads:
             continue
-        found = _the_use(block, k, t, reads, what, facts)
+        found = _the_use(block, k, t, reads, what, facts, live.after, added)
         if found is None:
             continue
         j, target = found
@@ -80,7 +82,16 @@ def _fold_block(block, live, added, facts):
         after = live.after.get(id(use))
         if after is None or t in after or t in added.get(id(use), ()):
             continue   # (no liveness: a block it does not enter, ``with``)
-        _replace(use, target, s.value)
+        if getattr(facts, "copy_uses", False):
+            # The use is replaced by a copy that reads E: the reverse transform's forward
+            # sweep and its gradient-only copy share statements (optimize/forward.py).
+            block[j] = new = _replaced(use, target, s.value)
+            replaced.append(use)
+            live.after[id(new)] = after
+            if id(use) in added:
+                added[id(new)] = added.pop(id(use))
+        else:   # (forward mode knows its statements by identity: transform/forward.py)
+            _Replace(target, s.value).visit(use)
         facts.names.forget(use)
         for between in block[k + 1:j]:   # E's names are now read up to the use
             found = added.get(id(between))
@@ -93,9 +104,11 @@ def _fold_block(block, live, added, facts):
     return folded
 
 
-def _the_use(block, k, t, reads, what, facts):
+def _the_use(block, k, t, reads, what, facts, after=None, added=None):
     """``(j, name)``: the statement ``block[j]`` that ``t = E`` (``block[k]``) may be
-    folded into and its ``Name`` node that reads ``t``; else None."""
+    folded into and its ``Name`` node that reads ``t``; else None. ``after`` and ``added``
+    (``_fold_block``'s): a use after which ``t`` is live is None before its expression
+    is looked at (most candidates: a value the backward sweep reads)."""
     origin = anno.getanno(block[k], Static.ORIGIN)
     for j in range(k + 1, len(block)):
         later = block[j]
@@ -106,6 +119,10 @@ def _the_use(block, k, t, reads, what, facts):
         if not isinstance(later, _USES) or anno.getanno(later, Static.TAPE) is not None \
                 or anno.getanno(later, Static.ORIGIN) != origin or t in facts.stores(later):
             return None
+        if after is not None:
+            live = after.get(id(later))
+            if live is None or t in live or t in added.get(id(later), ()):
+                return None
         nodes, parents = ast_util.nodes_and_parents(later)
         targets = [n for n in nodes if n.__class__ is gast.Name and n.id == t]
         if len(targets) != 1:
@@ -200,8 +217,13 @@ def _children(node):
     return [c for c in gast.iter_child_nodes(node) if isinstance(c, gast.expr)]
 
 
-def _replace(statement, target, value):
-    _Replace(target, value).visit(statement)
+def _replaced(statement, target, value):
+    """A copy of ``statement`` with ``value`` where its node ``target`` was."""
+    new = clone(statement)
+    for was, now in zip(ast_util.walk(statement), ast_util.walk(new)):   # (the same order)
+        if was is target:
+            return _Replace(now, value).visit(new)
+    raise AssertionError("the use does not hold its name")
 
 
 class _Replace(ast_util.NodeTransformer):

@@ -58,7 +58,8 @@ def run(body, params, name_sets=None):
         names = set()
         for s in body:
             names |= name_sets.refs(s)
-    if "range" in names and "range" in _stored(body):
+    if "range" in names and "range" in _stored(body if name_sets is None else [
+            s for s in body if "range" in name_sets.refs(s)]):   # (only those name it)
         return set()
     _drop_unread(body, loops, name_sets)
     # A loop is rewritten only where it reads or writes an item of a named array
@@ -80,6 +81,12 @@ def run(body, params, name_sets=None):
         return set()
     if name_sets is not None:
         name_sets.clear()   # what follows rewrites the loops
+    # Each loop rewritten is a copy: _hoist and _Rename edit its statements in place, and a
+    # composed gradient's loops hold the sweeps' own (templates.composing_copy).
+    for k, (loop, plan) in enumerate(plans):
+        at = next(j for j, s in enumerate(body) if s is loop)
+        body[at] = clone(loop)
+        plans[k] = (body[at], plan)
     ok = _fresh("items_ok", names)
     made = {ok}
     guarded = []
@@ -224,6 +231,27 @@ def _stored(body):
             if not isinstance(n.ctx, gast.Load)}
 
 
+def _statements(body):
+    """Every statement of ``body`` and of the statement lists in it (``nodes_of``'s
+    statements: a statement stands only in these lists), without walking expressions."""
+    todo = list(body)
+    while todo:
+        s = todo.pop()
+        yield s
+        state = s.__dict__
+        for field in _STATEMENT_LISTS:
+            inner = state.get(field)
+            if inner.__class__ is list:
+                for item in inner:   # (an except handler or a match case holds a body)
+                    if isinstance(item, gast.stmt):
+                        todo.append(item)
+                    elif isinstance(item, gast.AST):
+                        todo.extend(getattr(item, "body", ()))
+
+
+_STATEMENT_LISTS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
 def _pure(e):
     return all(isinstance(n, (gast.BinOp, gast.UnaryOp, gast.Name, gast.Constant, gast.Load,
                                gast.operator, gast.unaryop))
@@ -233,10 +261,13 @@ def _pure(e):
 def _drop_unread(body, loops, name_sets=None):
     """Drop ``a = <arithmetic of names, or an item a[i]>`` in the loops where nothing
     reads ``a`` before it is bound again (analysis/liveness.py)."""
-    removable = {n.id for loop in loops for n in ast_util.nodes_of(loop, gast.Name)
-                 if isinstance(n.ctx, gast.Store)}
-    removable -= {n.target.id for loop in loops for n in ast_util.nodes_of(loop, gast.For)
-                  if isinstance(n.target, gast.Name)}
+    if name_sets is None:
+        removable = {n.id for loop in loops for n in ast_util.nodes_of(loop, gast.Name)
+                     if isinstance(n.ctx, gast.Store)}
+    else:   # (the same names: a loop's sets are its parts')
+        removable = set().union(*(name_sets.stores(loop) for loop in loops))
+    removable -= {n.target.id for n in _statements(loops)
+                  if n.__class__ is gast.For and isinstance(n.target, gast.Name)}
 
     def pure(v):
         if isinstance(v, gast.Subscript):
