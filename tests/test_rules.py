@@ -524,6 +524,7 @@ add(
                                               _eps=1e-2, _rtol=1e-3),
     C(np.asarray, r(3, 4)), C(np.asarray, [0.5, r()[()] if False else 1.5]),
     C(np.asanyarray, r(3)), C(np.ascontiguousarray, r(3, 4).T), C(np.asfortranarray, r(3, 4)),
+    C(np.asarray_chkfinite, r(3, 4)),
     C(np.concatenate, [r(2, 3), r(4, 3)]), C(np.concatenate, (r(2, 3), r(2, 1)), axis=1),
     C(np.concatenate, [r(2, 3), r(4)], axis=None), C(np.concatenate, [r(2, 3), r(2, 3)], -1),
     C(np.stack, [r(2, 3), r(2, 3), r(2, 3)]), C(np.stack, (r(2, 3), r(2, 3)), axis=-1),
