@@ -192,3 +192,40 @@ def test_a_global_the_module_lacks():
     assert NEW_NAME_OF_THIS_TEST == pytest.approx(np.sum(X))   # noqa: F821 (made by the call)
     np.testing.assert_allclose(sg.grad(declares_without_binding)(X.copy()), 2 * X)
     assert "NEVER_DEFINED_IN_THIS_TEST" not in globals()
+
+
+STATE = {"k": 0.0}
+HISTORY = [1.0]
+
+
+def writes_an_item_of_the_global(x):
+    global STATE
+    STATE["k"] = np.sum(x) * 2
+    return np.sum(x ** 2) + STATE["k"]
+
+
+def appends_to_the_global(x):
+    global HISTORY
+    HISTORY.append(np.sum(x))
+    return np.sum(x ** 2) * HISTORY[0]
+
+
+def rebinds_the_global_dict(x):
+    global STATE
+    STATE = {**STATE, "k": np.sum(x) * 2}
+    return np.sum(x ** 2) + STATE["k"]
+
+
+@pytest.mark.parametrize("f", [writes_an_item_of_the_global, appends_to_the_global])
+def test_an_in_place_change_of_a_declared_global_is_refused(f):
+    # (the reverse sweep undid the item update, so the module kept the old value: Python's
+    # change was silently lost, though the gradient was right)
+    assert_refused_in(__file__, lambda: sg.grad(f)(X.copy()), "in place")
+    assert STATE == {"k": 0.0} and HISTORY == [1.0]
+
+
+def test_the_new_value_assigned_instead_reaches_the_module():
+    global STATE
+    np.testing.assert_allclose(sg.grad(rebinds_the_global_dict)(X.copy()), 2 * X + 2)
+    assert STATE["k"] == pytest.approx(2 * np.sum(X))
+    STATE = {"k": 0.0}

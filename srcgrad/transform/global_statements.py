@@ -9,7 +9,8 @@ reverse sweep, an in-place write into an array it shares refused). The function 
 gradient (``sg.grad``, ``sg.jvp``), so the module sees one run's changes per call.
 
 Refused at the line: ``global`` in a helper srcgrad inlines (its caller would keep a copy
-of its own), ``del G``, and a helper that reads a name the function declares global (a
+of its own), ``del G``, a change of G's object in place (``G[k] = v``, ``G.append(v)``:
+srcgrad's item updates are undone by the reverse sweep, so the module would not keep it), and a helper that reads a name the function declares global (a
 helper's globals are bound when compiling: it would read the value the name held then).
 """
 
@@ -20,6 +21,7 @@ import gast
 from srcgrad import anno, ast_util
 from srcgrad.errors import UnsupportedError
 from srcgrad.templates import replace
+from srcgrad.transform import unroll
 from srcgrad.transform.base import Base
 
 Static = anno.Static
@@ -64,6 +66,29 @@ def _binds(stmt, names):
                    if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store) and n.id in names})
 
 
+def _changed_in_place(stmt, names):
+    """The name of ``names`` whose object ``stmt`` changes in place (``G[k] = v``,
+    ``G.w += v``, ``G.append(v)``), or None."""
+    targets = stmt.targets if isinstance(stmt, gast.Assign) else \
+        [stmt.target] if isinstance(stmt, (gast.AugAssign, gast.AnnAssign)) else []
+    roots = []
+    for target in targets:
+        for t in ast_util.walk(target):
+            if isinstance(t, (gast.Subscript, gast.Attribute)) and isinstance(t.ctx, gast.Store):
+                roots.append(t.value)
+    for header in [getattr(stmt, f, None) for f in ("value", "test", "iter")]:
+        for n in ast_util.walk(header) if header is not None else ():
+            if isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute) \
+                    and n.func.attr in unroll.MUTATORS:
+                roots.append(n.func.value)
+    for root in roots:
+        while isinstance(root, (gast.Subscript, gast.Attribute)):
+            root = root.value
+        if isinstance(root, gast.Name) and root.id in names:
+            return root.id
+    return None
+
+
 def transform(node, ctx):
     """Make the names ``node`` declares ``global`` its locals, read from the module first and
     written back after each binding (module docstring); records them on the root frame
@@ -85,6 +110,15 @@ def transform(node, ctx):
                              "supported in a function srcgrad differentiates",
                              "Assign it None instead.")
     from srcgrad import runtime
+    for stmt in _own_statements(node):
+        changed = _changed_in_place(stmt, names)
+        if changed is not None:
+            raise base.error(stmt, UnsupportedError,
+                             f"changing the global {changed!r} in place (an item, an attribute "
+                             f"or a method such as append) in a function declaring it global is "
+                             f"not supported: srcgrad would not leave the change in the module",
+                             f"Build the new value and assign it ({changed} = {{**{changed}, "
+                             f"'k': v}} for a dict, {changed} = {changed} + [v] for a list).")
     module = ctx.namer.new("module_globals")
     read, write = ctx.namer.new("read_global"), ctx.namer.new("write_global")
     found = sys.modules.get(getattr(ctx.info.fn, "__module__", None) or "")
