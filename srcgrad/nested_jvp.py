@@ -20,14 +20,10 @@ from srcgrad.codegen import loader
 from srcgrad.custom_function import Function
 from srcgrad.entry import _identifier
 from srcgrad.errors import UnsupportedError
+from srcgrad.nested_jacobians import _where
 
 _classes = {}
 _phis = {}
-
-
-def _where(fn):
-    code = getattr(fn, "__code__", None)
-    return (code.co_filename, code.co_firstlineno) if code is not None else (None, None)
 
 
 def _float_value(value):

@@ -204,3 +204,22 @@ def rename_reserved(node, info, namer, bindings, reserved):
         if arg.id in rename:
             raise ValueError(f"srcgrad: rename the parameter {arg.id!r}: the name is reserved")
     return node
+
+
+def lookup_dotted(expr, info, shadowed=()):
+    """The object the dotted name ``expr`` (``sg.grad``, ``dataclasses.dataclass``) denotes
+    in ``info``'s scope now, without recording the read; None where it is no dotted name,
+    its root is one of ``shadowed`` (a local), or it denotes nothing."""
+    parts = []
+    while isinstance(expr, gast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if not isinstance(expr, gast.Name) or expr.id in shadowed:
+        return None
+    try:
+        obj = info.lookup(expr.id)
+        for part in reversed(parts):
+            obj = getattr(obj, part)
+    except (NameError, AttributeError):
+        return None
+    return obj

@@ -21,7 +21,7 @@ import textwrap
 import gast
 
 from srcgrad import ast_util
-from srcgrad.transform.base import local_names
+from srcgrad.transform.base import local_names, lookup_dotted
 
 
 def may_hold(info):
@@ -56,7 +56,7 @@ def transform(node, ctx):
 def _plain(s, info, locals_):
     """Whether class statement ``s`` has the form described above."""
     if s.bases or s.keywords or len(s.decorator_list) != 1 \
-            or _resolved(s.decorator_list[0], info) is not dataclasses.dataclass:
+            or lookup_dotted(s.decorator_list[0], info, info.closure) is not dataclasses.dataclass:
         return False
     free = []   # the names read where nothing in the class binds them
     for item in s.body:
@@ -75,23 +75,6 @@ def _plain(s, info, locals_):
         return False
     return not any(v == s.name or v in locals_ or v in info.closure
                    or v not in info.globals and not hasattr(builtins, v) for v in free)
-
-
-def _resolved(expr, info):
-    """The object the dotted name ``expr`` denotes in the module, or None."""
-    parts = []
-    while isinstance(expr, gast.Attribute):
-        parts.append(expr.attr)
-        expr = expr.value
-    if not isinstance(expr, gast.Name) or expr.id in info.closure:
-        return None
-    try:
-        obj = info.lookup(expr.id)
-        for part in reversed(parts):
-            obj = getattr(obj, part)
-    except (NameError, AttributeError):
-        return None
-    return obj
 
 
 def _make(s, info):

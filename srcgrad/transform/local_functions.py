@@ -36,6 +36,7 @@ from srcgrad import anno, grad_mode, templates
 from srcgrad.ast_util import name, reads, rewrite_blocks
 from srcgrad.errors import UnsupportedError
 from srcgrad.parse import EntityInfo
+from srcgrad.transform.base import lookup_dotted
 from srcgrad import ast_util
 
 Static = anno.Static
@@ -337,18 +338,7 @@ class Lifting:
         outer = self.parents.get(parent)
         if not (isinstance(outer, gast.Call) and outer.func is parent):
             return False
-        func, path = parent.func, []
-        while isinstance(func, gast.Attribute):
-            path.append(func.attr)
-            func = func.value
-        if not isinstance(func, gast.Name) or func.id in self.outer_locals:
-            return False
-        try:
-            obj = self.info.lookup(func.id)
-            for part in reversed(path):
-                obj = getattr(obj, part)
-        except (NameError, AttributeError):
-            return False
+        obj = lookup_dotted(parent.func, self.info, self.outer_locals)
         return getattr(obj, "srcgrad_grad_of", None) is not None \
             or getattr(obj, "srcgrad_value_and_grad", None) is not None
 
