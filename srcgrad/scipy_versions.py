@@ -189,7 +189,7 @@ def linalg_versions():
     trigger), as ``inlined.NUMPY_INLINED``'s entries."""
     import scipy.linalg as sla
     return {sla.solve: (solve, {"overwrite_a": False, "overwrite_b": False},
-                        lambda given: solve_form(given)),
+                        solve_form),
             sla.solve_triangular: (solve_triangular, {"overwrite_b": False}, None),
             sla.cholesky: (cholesky, {"overwrite_a": False}, None),
             sla.cho_factor: (cho_factor, {"overwrite_a": False}, None),

@@ -77,12 +77,12 @@ class LocalFunction:
         found = self.__dict__.get("_function")
         if found is None:
             params = ", ".join(a.id for a in self.node.args.args)
+            message = f"{self.__qualname__} is compiled by srcgrad, not called"
             namespace = {}
-            exec(compile(f"def {self.node.name}({params}):\n    raise _refused\n",
+            exec(compile(f"def {self.node.name}({params}):\n    raise TypeError({message!r})\n",
                          f"<local function {self.__qualname__}>", "exec"), namespace)
-            found = self._function = types.FunctionType(
-                namespace[self.node.name].__code__, dict(self.info.globals, _refused=TypeError(
-                    f"{self.__qualname__} is compiled by srcgrad, not called")), self.node.name)
+            found = self._function = types.FunctionType(   # (the module's globals, live)
+                namespace[self.node.name].__code__, self.info.globals, self.node.name)
             found.__qualname__ = self.__qualname__
             found.__module__ = self.__module__
             found.__srcgrad_parse__ = self.parse
