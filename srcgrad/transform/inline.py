@@ -350,15 +350,16 @@ class Inliner(Base):
         return bound_name
 
     def _free_name(self, name, info, bindings, fn):
-        if name in bindings:
-            obj = bindings[name]
+        own = name in bindings   # bound by the helper's passes: a lifted local function
+        if own:                  # shares its caller's info.extra, so resolving it here says
+            obj = bindings[name]  # nothing about the caller's bindings
         else:
             try:
                 obj = info.resolve(name)
             except NameError:
                 return name
         try:
-            if name not in self.main_locals and self.info.resolve(name) is obj:
+            if not own and name not in self.main_locals and self.info.resolve(name) is obj:
                 return name
         except NameError:
             pass
