@@ -28,7 +28,7 @@ from srcgrad.fast_call import DECLINED as _DECLINED, FastAuxCall as _FastAuxCall
     FastCall as _FastCall
 
 _cache = caches.LRU()   # the key (_compiled) -> Compiled, the most recently used kept
-_cache_lock = threading.Lock()
+_cache_lock = threading.RLock()   # re-entered: sg.grad(sg.grad(u)) inside f compiles while f compiles
 
 
 def _compiled(fn, wrt, hook_names=(), fuse=False, arg_ranks=None, has_aux=False):

@@ -509,7 +509,12 @@ class Expressions:
                              "Bind the function to a global name first (g = sg.grad(f)).")
         wrt = call.args[1:] + [k.value for k in call.keywords if k.arg == "wrt"]
         aux = [k.value for k in call.keywords if k.arg == "has_aux"]
-        fn = self.resolve_safe(call.args[0])
+        first = call.args[0]
+        if isinstance(first, gast.Call) and getattr(self.resolve_safe(first.func), "srcgrad_grad_of",
+                                                    None) is not None:
+            fn = self.inline_gradient(first)   # sg.grad(sg.grad(u))(x): u's second derivative
+        else:
+            fn = self.resolve_safe(first)
         if fn is None or any(not _is_constant(v) for v in wrt[:1] + aux):
             raise self.error(call, UnsupportedError, "sg.grad(f, wrt) called inside a differentiated "
                              "function needs f a global function and wrt a constant (has_aux too)",

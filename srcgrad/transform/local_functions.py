@@ -36,7 +36,7 @@ from srcgrad import anno, grad_mode, templates
 from srcgrad.ast_util import name, reads, rewrite_blocks
 from srcgrad.errors import UnsupportedError
 from srcgrad.parse import EntityInfo
-from srcgrad.transform.base import lookup_dotted
+from srcgrad.transform import gradient_aliases
 from srcgrad import ast_util
 
 Static = anno.Static
@@ -318,8 +318,9 @@ class Lifting:
             parent.keywords = list(parent.keywords) + [
                 gast.keyword(arg=v, value=name(v)) for v in self.free[user]]
             return
-        if self.gradient_called(parent, ref):
-            self.differentiated(function, self.free[user], parent, ref)
+        call = self.gradient_called(parent, ref)
+        if call is not None:
+            self.differentiated(function, self.free[user], parent, call, ref)
             return
         if isinstance(parent, gast.Call) and (ref in parent.args or any(
                 k.value is ref for k in parent.keywords)):
@@ -331,24 +332,24 @@ class Lifting:
                          "be kept as a value at module level.")
 
     def gradient_called(self, parent, ref):
-        """Whether ``ref`` is the function of ``sg.grad(ref, ...)(...)`` (or of
-        ``sg.value_and_grad``), called where it stands (anf_expressions compiles it)."""
-        if not (isinstance(parent, gast.Call) and parent.args and parent.args[0] is ref):
-            return False
-        outer = self.parents.get(parent)
-        if not (isinstance(outer, gast.Call) and outer.func is parent):
-            return False
-        obj = lookup_dotted(parent.func, self.info, self.outer_locals)
-        return getattr(obj, "srcgrad_grad_of", None) is not None \
-            or getattr(obj, "srcgrad_value_and_grad", None) is not None
+        """The call ``sg.grad(ref, ...)(...)`` (or of ``sg.value_and_grad``, or of a gradient
+        of that gradient, ``sg.grad(sg.grad(ref))(...)``) when ``ref`` is the function
+        differentiated there, called where it stands (anf_expressions compiles it); else None."""
+        maker, inner = parent, ref
+        while isinstance(maker, gast.Call) and maker.args and maker.args[0] is inner \
+                and gradient_aliases.makes_gradient(maker, self.info, self.outer_locals):
+            outer = self.parents.get(maker)
+            if isinstance(outer, gast.Call) and outer.func is maker:
+                return outer
+            maker, inner = outer, maker
+        return None
 
-    def differentiated(self, function, free, grad_call, ref):
+    def differentiated(self, function, free, grad_call, call, ref):
         """``sg.grad(fn)(x)`` of the local function ``function`` (its free locals ``free``
         keyword-only parameters): a copy taking them as trailing positional parameters,
         and the call passing them there, so the gradient's own derivative reaches them
         (its backward is an hvp over every argument; nested.py)."""
         args = function.node.args
-        call = self.parents[grad_call]
         if args.vararg is not None or args.kwarg is not None or args.defaults or args.posonlyargs \
                 or len(args.kwonlyargs) > len(free) or call.keywords:
             raise self.error(ref, "sg.grad(fn)(...) of a local function with defaults, *args, "
@@ -404,8 +405,9 @@ class Lifting:
             gast.Name(id=v, ctx=gast.Param(), annotation=None, type_comment=None) for v in free]
         fn.args.kw_defaults = list(fn.args.kw_defaults) + [None] * len(free)
         function = LocalFunction(fn, self.info, "<lambda>", f"{self.info.name}.<locals>.<lambda>")
-        if self.gradient_called(parent, lam):
-            self.differentiated(function, free, parent, lam)
+        call = self.gradient_called(parent, lam)
+        if call is not None:
+            self.differentiated(function, free, parent, call, lam)
             return
         if called:
             function.global_name = self.namer.new("lambda_fn")
@@ -533,6 +535,7 @@ def _is_hook_argument(parent, lam, info):
 def transform(node, ctx):
     """Lift the lambdas and nested defs of FunctionDef ``node``; returns ``node``.
     (``ctx``: the CompileContext; the helpers are bound in ``ctx.bindings``.)"""
+    gradient_aliases.expand(node, ctx.info, _stores)   # du = sg.grad(u); du(x): sg.grad(u)(x)
     if not any(isinstance(n, _SCOPES) for n in ast_util.walk(node) if n is not node):
         return node
     lifting = Lifting(node, ctx.info, ctx.namer, ctx.bindings)

@@ -1,0 +1,99 @@
+"""A gradient bound to a local name and called (JAX's ``du = jax.grad(u)``; ``du(x)``).
+
+``du = sg.grad(u, 1)`` (or ``sg.value_and_grad``, or a gradient of a gradient,
+``d2u = sg.grad(sg.grad(u))``) bound once at the top level of ``f``'s body, from names
+of functions and constants only, and read only as ``du(...)`` after it: each call is
+``sg.grad(u, 1)(...)`` written where it stands, which local_functions.py and
+anf_expressions.py compile (a local ``u`` takes its free locals as trailing parameters,
+so the outer gradient reaches them). The binding itself goes. Any other read of ``du``
+leaves it alone (anf refuses calling a local variable, naming it).
+"""
+
+import gast
+
+from srcgrad import templates
+from srcgrad.transform.base import lookup_dotted
+
+
+def makes_gradient(call, info, shadowed):
+    """Whether ``call`` is ``sg.grad(...)`` or ``sg.value_and_grad(...)``."""
+    obj = lookup_dotted(call.func, info, shadowed)
+    return getattr(obj, "srcgrad_grad_of", None) is not None \
+        or getattr(obj, "srcgrad_value_and_grad", None) is not None
+
+
+def _fixed(node, info, counts, functions):
+    """Whether ``node`` means the same object wherever ``f`` reads it after its binding:
+    a constant, a function defined once in ``f``, a global not bound in ``f``, or a
+    gradient maker of those."""
+    if isinstance(node, gast.Constant):
+        return True
+    if isinstance(node, (gast.Tuple, gast.List)):
+        return all(isinstance(e, gast.Constant) for e in node.elts)
+    if isinstance(node, gast.Name):
+        return node.id in functions or node.id not in counts
+    if isinstance(node, gast.Attribute):
+        return _fixed(node.value, info, counts, functions) and not isinstance(node.value, gast.Constant)
+    if isinstance(node, gast.Call):
+        return makes_gradient(node, info, counts) and all(
+            _fixed(a, info, counts, functions) for a in node.args) and all(
+            k.arg is not None and _fixed(k.value, info, counts, functions) for k in node.keywords)
+    return False
+
+
+def expand(node, info, stores):
+    """Write each call of a gradient alias of FunctionDef ``node`` as the gradient's call
+    (see the module docstring). ``stores(node)``: name -> its bindings in ``node``'s own
+    scope (made only when a top-level statement binds a gradient: most functions have none)."""
+    candidates = [s for s in node.body if isinstance(s, gast.Assign) and len(s.targets) == 1
+                  and isinstance(s.targets[0], gast.Name) and isinstance(s.value, gast.Call)
+                  and makes_gradient(s.value, info, ())]
+    if not candidates:
+        return
+    counts = stores(node)
+    functions = {s.name for s in node.body if isinstance(s, gast.FunctionDef)} | {
+        s.targets[0].id for s in node.body if isinstance(s, gast.Assign) and len(s.targets) == 1
+        and isinstance(s.targets[0], gast.Name) and isinstance(s.value, gast.Lambda)}
+    aliases = {}
+    for index, stmt in enumerate(node.body):
+        if any(stmt is c for c in candidates) and counts.get(stmt.targets[0].id) == 1 \
+                and stmt.targets[0].id not in functions and _fixed(stmt.value, info, counts, functions):
+            aliases[stmt.targets[0].id] = (index, stmt)
+    if not aliases:
+        return
+    calls = {alias: [] for alias in aliases}
+    for index, stmt in enumerate(node.body):
+        parents = {}
+        for n in _walk_all(stmt):
+            for child in gast.iter_child_nodes(n):
+                parents[child] = n
+            if not (isinstance(n, gast.Name) and n.id in calls and calls[n.id] is not None):
+                continue
+            if not isinstance(n.ctx, gast.Load):   # a nested scope's own name, or the binding
+                if n is not aliases[n.id][1].targets[0]:
+                    calls[n.id] = None
+            else:
+                parent = parents.get(n)
+                if index > aliases[n.id][0] and isinstance(parent, gast.Call) and parent.func is n:
+                    calls[n.id].append(parent)
+                else:
+                    calls[n.id] = None   # read otherwise, or before its binding: left alone
+    dropped = set()
+    for alias, found in calls.items():
+        if found is None:
+            continue
+        maker = aliases[alias][1].value
+        for call in found:
+            call.func = templates.clone(maker)
+        dropped.add(id(aliases[alias][1]))
+    node.body = [s for s in node.body if id(s) not in dropped]
+
+
+def _walk_all(node):
+    """Every node of ``node``, nested defs and lambdas included (a call of the alias
+    there is a call of the gradient too: the alias is bound once, before)."""
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        yield n
+        todo.extend(gast.iter_child_nodes(n))
