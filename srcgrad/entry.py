@@ -70,10 +70,11 @@ def entry_function(fn):
     rule = rules.lookup(fn)
     if rule is None and inspect.isfunction(fn) and not _library_function(fn):
         entry = _decorated(fn) or fn
-    elif rule is not None:
+    elif rule is not None or rules.has_zero_gradient(fn):
         held = _wrappers.get(id(fn))
-        if held is None or held[0] is not fn:
-            held = _wrappers[id(fn)] = (fn, _primitive_function(fn, rule))
+        if held is None or held[0] is not fn:   # (np.floor: a function of its own, whose
+            # input reaches its output only through it: a zero gradient, seeds.py)
+            held = _wrappers[id(fn)] = (fn, _primitive_function(fn, rule or _RuleParams(fn)))
         entry = held[1]
     else:
         raise _refusal(fn)
@@ -434,6 +435,18 @@ def fixed_arity(fn, n_args, keywords=()):
 
 def _vararg(signature):
     return next((p.name for p in signature.parameters.values() if p.kind is p.VAR_POSITIONAL), "")
+
+
+class _RuleParams:
+    """The parameters of a primitive with no rule (``np.floor``), as a rule would give them."""
+
+    def __init__(self, primitive):
+        P = inspect.Parameter
+        nin = getattr(primitive, "nin", None)
+        if isinstance(nin, int):   # a ufunc: its operands
+            self.params = [P(f"x{k + 1}" if nin > 1 else "x", P.POSITIONAL_ONLY) for k in range(nin)]
+        else:
+            self.params = list(inspect.signature(primitive).parameters.values())
 
 
 def _primitive_function(primitive, rule):

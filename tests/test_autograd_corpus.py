@@ -231,7 +231,7 @@ for _name, _fn, (_lo, _hi) in UNARY:
 # Piecewise-constant functions: the gradient is zero (autograd gives zeros).
 for _name, _fn in [("ceil", np.ceil), ("floor", np.floor), ("sign", np.sign), ("rint", np.rint),
                    ("trunc", np.trunc), ("imag", np.imag)]:
-    add(f"ufunc_{_name}", _unary(_fn), U(-1.4, 1.4, 2, 3) + 0.05, options={"materialize_grads": True})
+    add(f"ufunc_{_name}", _unary(_fn), U(-1.4, 1.4, 2, 3) + 0.05)
 
 
 @case(U(-2, 2, 3))
@@ -290,9 +290,7 @@ for _name, _fn, _la, _lb in BINARY:
         _x = U(*_la, *_sa) if _sa else float(U(*_la))
         _y = U(*_lb, *_sb) if _sb else float(U(*_lb))
         add(f"ufunc2_{_name}_{_sa}_{_sb}", _binary(_fn), _x, _y, wrt=(0, 1))
-    # copysign's second derivative in its sign operand is zero with no path at all.
-    add(f"ufunc2_{_name}/grad", _binary(_fn), U(*_la, 3, 4), U(*_lb, 4), wrt=1, order=2,
-        options={"materialize_grads": True} if _name == "copysign" else None)
+    add(f"ufunc2_{_name}/grad", _binary(_fn), U(*_la, 3, 4), U(*_lb, 4), wrt=1, order=2)
 
 
 # Comparisons carry no gradient: zeros (test_binary_ops.py's test_comparison_grads).
@@ -1197,8 +1195,7 @@ for _name in ("exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "sin", "c
               "atan", "sinh", "cosh", "tanh", "asinh", "atanh", "degrees", "radians", "fabs", "erf", "erfc",
               "floor", "ceil", "trunc", "gamma", "lgamma", "cbrt", "exp2"):
     if hasattr(math, _name):
-        add(f"math_{_name}", _math1(getattr(math, _name)), np.array([0.45, 1.3]),
-            options={"materialize_grads": True} if _name in ("floor", "ceil", "trunc") else None)
+        add(f"math_{_name}", _math1(getattr(math, _name)), np.array([0.45, 1.3]))
 add("math_acosh", _math1(math.acosh), np.array([1.45, 1.3]))
 
 

@@ -72,31 +72,34 @@ def primitive_of(value):
     return None
 
 
-def value_deps(value):
-    """Names whose gradient can flow into ``value``'s result (empty: a constant)."""
+def value_deps(value, zero_gradients=False):
+    """Names whose gradient can flow into ``value``'s result (empty: a constant); with
+    ``zero_gradients``, also those reaching it through a piecewise-constant primitive
+    (``np.floor``: rules.zero_gradient), whose gradient is zero."""
     if isinstance(value, gast.Name):
         return {value.id}
     if isinstance(value, (gast.Constant, gast.Compare, gast.BoolOp, gast.JoinedStr, gast.Set)):
         return set()
     if isinstance(value, gast.Dict):
-        return set().union(*[value_deps(v) for v in value.values]) if value.values else set()
+        return set().union(*[value_deps(v, zero_gradients) for v in value.values]) if value.values else set()
     if isinstance(value, (gast.Tuple, gast.List)):
-        return set().union(*[value_deps(e) for e in value.elts]) if value.elts else set()
+        return set().union(*[value_deps(e, zero_gradients) for e in value.elts]) if value.elts else set()
     if isinstance(value, gast.Subscript):
-        return value_deps(value.value)
+        return value_deps(value.value, zero_gradients)
     primitive = primitive_of(value)
-    if primitive is not None and rules.is_nondifferentiable(primitive):
+    if primitive is not None and rules.is_nondifferentiable(primitive) and not (
+            zero_gradients and rules.has_zero_gradient(primitive)):
         return set()
     if isinstance(value, gast.Attribute):
-        return value_deps(value.value)
+        return value_deps(value.value, zero_gradients)
     if isinstance(value, gast.Call):
         deps = set()
         if isinstance(primitive, Method):
-            deps |= value_deps(value.func.value)
+            deps |= value_deps(value.func.value, zero_gradients)
         for a in value.args:
-            deps |= value_deps(a)
+            deps |= value_deps(a, zero_gradients)
         for k in value.keywords:
-            deps |= value_deps(k.value)
+            deps |= value_deps(k.value, zero_gradients)
         return deps
     return names_in(value)
 
@@ -104,8 +107,9 @@ def value_deps(value):
 class _Facts:
     """Flow facts: (target, deps) pairs, plus where each name is bound."""
 
-    def __init__(self, kinds=None):
+    def __init__(self, kinds=None, zero_gradients=False):
         self.kinds = kinds       # kinds.infer's result, or None (no dtype facts)
+        self.zero_gradients = zero_gradients   # value_deps' flag
         self.flows = []          # (target name, set of source names)
         self.defs = {}           # name -> number of binding sites
         self.in_loop = set()     # names bound inside a loop
@@ -120,7 +124,7 @@ class _Facts:
                 if isinstance(target, gast.Name):
                     self.bind(target.id, loop_depth)
                     if not anno.getanno(s, Static.NO_ADJOINT) and not self.integer(s.value):
-                        self.flows.append((target.id, value_deps(s.value)))
+                        self.flows.append((target.id, value_deps(s.value, self.zero_gradients)))
                     if isinstance(s.value, (gast.List, gast.Tuple, gast.Dict)) or (
                             isinstance(s.value, gast.Call) and (
                                 primitive_of(s.value) in (list, tuple, dict)
@@ -132,12 +136,12 @@ class _Facts:
                         self.others.add(target.id)
                 elif isinstance(target, gast.Subscript) and not anno.getanno(s, Static.NO_ADJOINT) \
                         and not self.integer(target.value):
-                    self.flows.append((target.value.id, value_deps(s.value)))
+                    self.flows.append((target.value.id, value_deps(s.value, self.zero_gradients)))
             elif isinstance(s, gast.Expr) and isinstance(s.value, gast.Call):
                 func = s.value.func
                 if isinstance(func, gast.Attribute) and func.attr == "append" and isinstance(func.value, gast.Name):
                     if not anno.getanno(s, Static.NO_ADJOINT):
-                        self.flows.append((func.value.id, value_deps(s.value.args[0]) if s.value.args else set()))
+                        self.flows.append((func.value.id, value_deps(s.value.args[0], self.zero_gradients) if s.value.args else set()))
                     self.sequences.add(func.value.id)
             elif isinstance(s, gast.For):
                 self.bind(s.target.id, loop_depth + 1)
@@ -207,3 +211,18 @@ def resolve(node, wrt_names, kinds=None):
     return Activity(frozenset(active), frozenset(useful), frozenset(active & useful),
                     frozenset(saved), frozenset(sequences), params,
                     frozenset(sequences & facts.others))
+
+
+def zero_gradient_inputs(node, wrt_names, kinds=None):
+    """The names of ``wrt_names`` the output of FunctionDef ``node`` (in A-normal form)
+    depends on only through piecewise-constant primitives (``np.sum(np.floor(x))``): their
+    gradient is zero, as PyTorch and JAX give, not missing."""
+    facts = _Facts(kinds, zero_gradients=True)
+    facts.walk(node.body)
+    backward = {}
+    for target, deps in facts.flows:
+        for d in deps:
+            backward.setdefault(target, set()).add(d)
+    ret = node.body[-1]
+    outputs = names_in(ret.value) if isinstance(ret, gast.Return) and ret.value is not None else set()
+    return _fixpoint(outputs, backward) & set(wrt_names)

@@ -387,6 +387,26 @@ def nondifferentiable(*primitives):
             _NONDIFF_NAMES.add(primitive)
 
 
+ZERO_GRADIENT = set()  # keys of the non-differentiable primitives that are piecewise constant
+
+
+def zero_gradient(*primitives):
+    """Declare piecewise-constant primitives (``np.floor``, ``np.sign``): no gradient flows
+    through them, but their result depends on their arguments, so an input the output
+    reaches only through them has a zero gradient (PyTorch's and JAX's), not a missing one."""
+    nondifferentiable(*primitives)
+    for primitive in primitives:
+        if primitive is not None:
+            ZERO_GRADIENT.add(_key(primitive))
+
+
+def has_zero_gradient(primitive):
+    try:
+        return _key(primitive) in ZERO_GRADIENT
+    except TypeError:
+        return False
+
+
 SEQUENCE_RESULTS = set()  # keys of primitives whose result is a list or tuple of arrays
 
 

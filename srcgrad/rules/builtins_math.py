@@ -22,18 +22,19 @@ import operator
 import numpy as np
 
 from srcgrad import runtime as rt
-from srcgrad.rules import Method, adjoint, linear, nondifferentiable, returns_sequence, tangent
+from srcgrad.rules import Method, adjoint, linear, nondifferentiable, returns_sequence, tangent, zero_gradient
 from srcgrad.runtime.arrays import float_dtype, is_array, log, namespace
 from srcgrad.runtime.broadcast import unbroadcast
 from srcgrad.runtime.containers import is_zero_grad, seq_item
 
 xp = None  # placeholder: the array namespace, bound in generated code
 
+zero_gradient(builtins.round, math.floor, math.ceil, math.trunc)
 nondifferentiable(
-    builtins.int, builtins.bool, builtins.len, builtins.round, builtins.range,
+    builtins.int, builtins.bool, builtins.len, builtins.range,
     builtins.isinstance, builtins.hash, builtins.id, builtins.slice,
     builtins.hasattr, builtins.callable,
-    math.floor, math.ceil, math.trunc, math.isnan, math.isinf, math.isfinite,
+    math.isnan, math.isinf, math.isfinite,
     math.isclose, math.factorial, math.gcd, math.comb, math.perm,
 )
 

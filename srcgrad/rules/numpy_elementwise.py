@@ -20,24 +20,26 @@ import operator
 import numpy as np
 
 from srcgrad import runtime as rt
-from srcgrad.rules import Attribute, Method, adjoint, nondifferentiable, tangent
+from srcgrad.rules import Attribute, Method, adjoint, nondifferentiable, tangent, zero_gradient
 from srcgrad.runtime.arrays import is_array, namespace
 
 xp = None  # placeholder: the array namespace, bound in generated code
 
 # (np.nextafter is not listed: nextafter(x, y) follows x with slope 1, so it is
 # refused where it needs a gradient rather than given a silent zero; issue 11.)
+zero_gradient(   # piecewise constant: an input reaching the output only through them gets zeros
+    np.floor, np.ceil, np.round, np.around, np.rint, np.trunc, np.fix, np.sign, np.floor_divide,
+    Method("round"), Method("__round__"),
+)
 nondifferentiable(
-    np.floor, np.ceil, np.round, np.around, np.rint, np.trunc, np.fix, np.sign,
     np.signbit, np.isnan, np.isfinite, np.isinf, np.isposinf, np.isneginf,
-    np.isreal, np.iscomplex, np.floor_divide, np.spacing,
+    np.isreal, np.iscomplex, np.spacing,
     np.equal, np.not_equal, np.less, np.less_equal, np.greater, np.greater_equal,
     np.logical_and, np.logical_or, np.logical_not, np.logical_xor,
     np.bitwise_and, np.bitwise_or, np.bitwise_xor, np.invert, np.left_shift,
     np.right_shift, np.gcd, np.lcm,
     np.zeros_like, np.ones_like, np.empty_like, np.zeros, np.ones, np.empty,
     np.eye, np.identity, np.tri, np.indices,
-    Method("round"), Method("__round__"),
 )
 
 # ----- Exponentials and logarithms -----

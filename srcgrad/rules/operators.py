@@ -9,10 +9,11 @@ gradient (``a | b`` is a dict merge on dicts: its rule is in builtins_math.py).
 
 import operator
 
-from srcgrad.rules import nondifferentiable
+from srcgrad.rules import nondifferentiable, zero_gradient
 
+zero_gradient(operator.floordiv)   # piecewise constant
 nondifferentiable(
     operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne,
-    operator.not_, operator.floordiv, operator.and_,
+    operator.not_, operator.and_,
     operator.xor, operator.invert, operator.truth,
 )

@@ -5,6 +5,7 @@ import gast
 
 from srcgrad.ast_util import name
 from srcgrad.templates import replace
+from srcgrad.analysis import activity
 from srcgrad import optimize
 from srcgrad import ast_util
 from srcgrad.errors import UnsupportedError
@@ -13,13 +14,16 @@ from srcgrad.errors import UnsupportedError
 def results(ad, wrt):
     """The backward sweep's results: one gradient (or None) per wrt name."""
     results = []
+    zeros = None
     for w in wrt:
         if w in ad.captures:
             results.append(name(ad.captures[w]))
         elif w in ad.act.adjoint:
             results.append(name(ad.d(w)))
-        else:
-            results.append(gast.Constant(value=None, kind=None))
+        else:   # a zero (0.0: the API boundary shapes it) where only np.floor & co. reach
+            if zeros is None:
+                zeros = activity.zero_gradient_inputs(ad.node, wrt, ad.kinds)
+            results.append(gast.Constant(value=0.0 if w in zeros else None, kind=None))
     return results
 
 

@@ -43,7 +43,7 @@ class _Marks(ast_util.NodeTransformer):
 def mark(statements, wrt):
     """``statements`` (an adjoint sweep ending in ``return (d_1, ...)``, the gradients of
     the variables named ``wrt``) with its zeros marked ``rt.ZERO``, its ``rt.has_grad``
-    guards testing for that mark, and a ``None`` gradient zeros of its variable. Each
+    guards testing for that mark, and a ``None`` or ``0.0`` gradient zeros of its variable. Each
     other gradient is cast to its variable's float dtype, as sg.grad returns it: a rule's
     float64 weights (``0.5 * (x1 == x2)``) would make a float32 input's gradient, and so
     its derivatives (jvp, hessian), float64."""
@@ -51,7 +51,8 @@ def mark(statements, wrt):
     statements = [marks.visit(s) for s in statements]
     results = statements[-1].value.elts
     for k, (result, var) in enumerate(zip(results, wrt)):
-        if isinstance(result, gast.Constant) and result.value is None:
+        if isinstance(result, gast.Constant) and (result.value is None or result.value == 0.0):
+            # (0.0: reached only through np.floor & co., seeds.results)
             results[k] = templates.replace_as_expression(f"rt.zeros_like({var})")
         else:
             results[k] = templates.replace_as_expression(f"rt.cast_like(__g, {var})", __g=result)
