@@ -110,3 +110,16 @@ def test_no_path_at_all_keeps_the_error(f):
         sg.grad(f)(X.copy())
     assert sg.grad(f, allow_unused=True)(X.copy()) is None
     np.testing.assert_array_equal(sg.grad(f, materialize_grads=True)(X.copy()), np.zeros(4))
+
+
+def test_structures_get_zeros_in_their_shape():
+    def of_dict(p):
+        return np.sum(np.floor(p["w"] * 3))
+
+    def of_list(ws):
+        return sum(np.sum(np.sign(w)) for w in ws)
+    got = sg.grad(of_dict)({"w": X, "b": 2.0})
+    assert set(got) == {"w", "b"} and got["b"] == 0.0
+    np.testing.assert_array_equal(got["w"], np.zeros(4))
+    got = sg.grad(of_list)([X, 2 * X])
+    assert len(got) == 2 and all((g == 0).all() and g.shape == (4,) for g in got)
