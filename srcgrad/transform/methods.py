@@ -36,7 +36,7 @@ from srcgrad.ast_util import name
 from srcgrad.errors import UnsupportedError
 from srcgrad.transform import operator_methods
 from srcgrad.transform.operator_methods import simple as _simple
-from srcgrad.transform import as_array, class_methods, structure_parts, tree_calls
+from srcgrad.transform import as_array, class_methods, plain_classes, structure_parts, tree_calls
 from srcgrad.transform.base import Base
 from srcgrad.transform.structure_parts import plain_dataclass as _is_plain_dataclass
 from srcgrad.transform.call_forms import (_clone_replacing, _dict_loops, _evaluation_order, _hashable_in,
@@ -353,6 +353,12 @@ class Displays(ast_util.NodeTransformer):
         cls = _resolves_path(d, node.func, _is_plain_dataclass)
         if cls is not None:
             return self.dataclass(node, cls)
+        made = plain_classes.construction(node, _resolves_path(d, node.func, plain_classes.plain),
+                                          d.info.source_lines)
+        if made is not None:   # MLP(params) of a class whose __init__ stores attributes
+            return self.call(runtime.dataclass_new, name(as_array.bind(
+                d.namer, d.info, d.bindings, f"{made[0].__name__}_fields", made[0])),
+                gast.Constant(value=made[1], kind=None), gast.List(elts=made[2], ctx=gast.Load()))
         cls = _resolves_path(d, node.func, _is_namedtuple_class)
         if cls is None:
             return None
@@ -557,7 +563,8 @@ def _built_classes(node, ctx, scan):
 
 def _constructed(call, ctx, locals_):
     """The plain dataclass ``call`` builds, ``P(...)`` (``P`` a global, closure or attribute
-    name known when compiling), else None."""
+    name known when compiling; for a plain class, the dataclass plain_classes.py builds it
+    as), else None."""
     if not isinstance(call, gast.Call):
         return None
     parts, func = [], call.func
@@ -573,7 +580,10 @@ def _constructed(call, ctx, locals_):
     except (NameError, AttributeError):
         return None
     if not _is_plain_dataclass(obj):
-        return None
+        made = plain_classes.construction(call, obj, ctx.info.source_lines)   # MLP(params): a dataclass
+        if made is None:
+            return None
+        obj = made[0]
     ctx.info.resolve_path((func.id,) + tuple(reversed(parts)))   # a read the compile depends on
     return obj
 

@@ -1,0 +1,211 @@
+"""An instance of a plain class built inside a differentiated function (PyTorch users'
+``model = MLP(params)`` whose ``__init__`` stores attributes: ``self.W1 = params["W1"]``).
+
+When ``__init__`` (and each base's ``__init__`` it calls through ``super().__init__(...)``
+or ``Base.__init__(self, ...)``) only stores expressions of its parameters as attributes,
+``MLP(p)`` is built as a dataclass: a subclass of ``MLP`` made once per class, whose
+fields are the attributes ``__init__`` stores, in its order, and whose ``__init__`` is the
+one ``@dataclass`` writes; methods.py builds it as any dataclass (``rt.dataclass_new``),
+with each field's expression, the arguments put for the parameters. The instance is an
+``MLP`` (its methods, ``super()`` and ``isinstance`` as before) and a structure whose
+fields carry gradients, as a dataclass built in the function does. Anything else in
+``__init__`` (a branch, a call kept for its effect, a read of ``self``), an argument with a
+call that two fields read (Python computes it once), and code that asks an object its
+class (``type(m)``, ``__class__``: it would see the subclass) leave the call alone: it
+stays refused where it needs a gradient.
+"""
+
+import dataclasses
+import inspect
+import textwrap
+
+import gast
+
+from srcgrad import caches, templates
+
+_subclasses = caches.LRU()   # class -> (its __init__s, field names, the dataclass made)
+
+
+def plain(cls):
+    """A class of Python code with an ``__init__`` written in Python, single inheritance,
+    no ``__new__``, ``__slots__``, ``__post_init__`` or metaclass: what a subclass dataclass
+    can stand for."""
+    if not isinstance(cls, type) or type(cls) is not type or dataclasses.is_dataclass(cls):
+        return False
+    for klass in cls.__mro__[:-1]:
+        if len(klass.__bases__) != 1 or klass.__module__ == "builtins" or any(
+                n in vars(klass) for n in ("__slots__", "__new__", "__post_init__")):
+            return False
+    init = cls.__init__
+    return inspect.isfunction(init) and init is not object.__init__
+
+
+def _owner(cls):
+    """The class of ``cls``'s MRO whose own ``__init__`` it runs."""
+    return next(k for k in cls.__mro__ if "__init__" in vars(k))
+
+
+def _init_tree(init):
+    try:
+        source = textwrap.dedent(inspect.getsource(init))
+    except (OSError, TypeError):
+        return None
+    tree = gast.parse(source).body[0]
+    return tree if isinstance(tree, gast.FunctionDef) and not tree.decorator_list else None
+
+
+def _fields(cls, bound, fields, uses):
+    """Add to ``fields`` (name -> expression) what the ``__init__`` of ``cls`` (the class
+    defining it) stores on ``self`` with its parameters bound to the expressions ``bound``
+    (name -> node; ``uses`` counts the copies of each); False where it does anything else."""
+    tree = _init_tree(cls.__init__)
+    if tree is None:
+        return False
+    args = tree.args
+    if args.vararg is not None or args.kwarg is not None or args.kwonlyargs or args.posonlyargs \
+            or not args.args:
+        return False
+    me = args.args[0].id
+    params = [a.id for a in args.args[1:]]
+    defaults = dict(zip(params[len(params) - len(args.defaults):], args.defaults))
+    env = {}
+    for p in params:
+        if p in bound:
+            env[p] = bound[p]
+        elif p in defaults and isinstance(defaults[p], gast.Constant):
+            env[p] = defaults[p]
+        else:
+            return False
+    body = tree.body
+    if body and isinstance(body[0], gast.Expr) and isinstance(body[0].value, gast.Constant):
+        body = body[1:]   # the docstring
+    for stmt in body:
+        if isinstance(stmt, gast.Assign) and len(stmt.targets) == 1 \
+                and isinstance(stmt.targets[0], gast.Attribute) \
+                and isinstance(stmt.targets[0].value, gast.Name) and stmt.targets[0].value.id == me:
+            value = _substituted(stmt.value, env, me, uses)
+            if value is None:
+                return False
+            fields.pop(stmt.targets[0].attr, None)
+            fields[stmt.targets[0].attr] = value
+            continue
+        base_call = _base_init(stmt, cls, me)
+        if base_call is None:
+            return False
+        base, call_args = base_call
+        if base.__init__ is object.__init__:
+            if call_args:
+                return False
+            continue
+        base = _owner(base)
+        if not inspect.isfunction(base.__init__):
+            return False
+        names = [a for a in inspect.signature(base.__init__).parameters][1:]
+        if len(call_args) > len(names):
+            return False
+        given = {}
+        for n, a in zip(names, call_args):
+            if isinstance(a, gast.Name) and a.id in env:
+                given[n] = env[a.id]   # the same node: its copies are counted as one argument's
+                continue
+            value = _substituted(a, env, me)
+            if value is None or not _repeat_safe(value):
+                return False
+            given[n] = value
+        if not _fields(base, given, fields, uses):
+            return False
+    return True
+
+
+def _base_init(stmt, cls, me):
+    """``(base, argument nodes)`` of ``super().__init__(...)`` (the next class of ``cls``'s
+    MRO with an ``__init__``) or ``Base.__init__(self, ...)``; else None."""
+    if not (isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Call)
+            and isinstance(stmt.value.func, gast.Attribute) and stmt.value.func.attr == "__init__"
+            and not stmt.value.keywords):
+        return None
+    call, receiver = stmt.value, stmt.value.func.value
+    if isinstance(receiver, gast.Call) and isinstance(receiver.func, gast.Name) \
+            and receiver.func.id == "super" and not receiver.args:
+        mro = cls.__mro__
+        return mro[1], list(call.args)
+    if isinstance(receiver, gast.Name) and call.args and isinstance(call.args[0], gast.Name) \
+            and call.args[0].id == me:
+        base = next((b for b in cls.__mro__[1:] if b.__name__ == receiver.id), None)
+        return (base, list(call.args[1:])) if base is not None else None
+    return None
+
+
+def _substituted(expr, env, me, uses=None):
+    """``expr`` with the parameters of ``env`` replaced by their expressions (counted in
+    ``uses``: id of the expression -> its copies); None where it reads ``self`` or holds
+    a scope of its own (a lambda, a comprehension) or a walrus."""
+    expr = templates.clone(expr)
+    for n in gast.walk(expr):
+        if isinstance(n, (gast.Lambda, gast.NamedExpr, gast.ListComp, gast.SetComp, gast.DictComp,
+                          gast.GeneratorExp, gast.Await, gast.Yield, gast.YieldFrom)):
+            return None
+        if isinstance(n, gast.Name) and n.id == me:
+            return None
+
+    class Put(gast.NodeTransformer):
+        def visit_Name(self, node):
+            if node.id in env and isinstance(node.ctx, gast.Load):
+                if uses is not None:
+                    uses[id(env[node.id])] = uses.get(id(env[node.id]), 0) + 1
+                return templates.clone(env[node.id])
+            return node
+    return Put().visit(expr)
+
+
+def _repeat_safe(node):
+    """An argument its parameter may be read for more than once: names, constants and
+    operators on them, no call (computed again, it gives the same value)."""
+    return all(isinstance(n, (gast.Name, gast.Constant, gast.Attribute, gast.Subscript, gast.BinOp,
+                              gast.UnaryOp, gast.Load, gast.operator, gast.unaryop, gast.Slice,
+                              gast.Tuple))
+               for n in gast.walk(node))
+
+
+def _asks_its_type(cls, source_lines):
+    """Whether the function (``source_lines``) or the class's own code may ask an object
+    its class (``type(m) is MLP``, ``self.__class__``), which would see the subclass."""
+    texts = list(source_lines)
+    for klass in cls.__mro__[:-1]:
+        try:
+            texts.append(inspect.getsource(klass))
+        except (OSError, TypeError):
+            return True
+    return any("type(" in t or "__class__" in t for t in texts)
+
+
+def construction(node, cls, source_lines=()):
+    """``(subclass, field names, field expressions)`` that build ``cls(...)`` (the call
+    ``node``, in the function of ``source_lines``) as a dataclass, or None (see the module
+    docstring)."""
+    if not plain(cls) or any(isinstance(a, gast.Starred) for a in node.args) \
+            or any(k.arg is None for k in node.keywords) or _asks_its_type(cls, source_lines):
+        return None
+    try:
+        bound = inspect.signature(cls.__init__).bind(None, *node.args,
+                                                      **{k.arg: k.value for k in node.keywords})
+    except TypeError:
+        return None   # Python's TypeError, when it runs
+    arguments = dict(list(bound.arguments.items())[1:])
+    fields, uses = {}, {}
+    if not _fields(_owner(cls), arguments, fields, uses) or not fields:
+        return None
+    if any(uses.get(id(a), 0) != 1 and not _repeat_safe(a) for a in arguments.values()):
+        return None   # an argument evaluated other than once: Python evaluates it once
+    inits = tuple(k.__init__ for k in cls.__mro__)
+    found = _subclasses.get(cls)
+    if found is None or found[0] != inits or found[1] != tuple(fields):
+        try:   # (keyword-only: a class attribute of the same name is no default's order)
+            made = dataclasses.make_dataclass(
+                cls.__name__, list(fields), bases=(cls,), eq=False, repr=False, kw_only=True,
+                namespace={"__module__": cls.__module__, "__qualname__": cls.__qualname__,
+                           "__doc__": cls.__doc__})
+        except (TypeError, ValueError):
+            return None
+        found = _subclasses[cls] = (inits, tuple(fields), made)
+    return found[2], tuple(fields), list(fields.values())

@@ -1,0 +1,195 @@
+"""Instances of plain classes (an ``__init__`` storing attributes, not a dataclass) built
+inside a differentiated function: ``model = MLP(params); model(x)``, as PyTorch users write
+it. They were refused ("no gradient rule for the method .f()"); an ``__init__`` that only
+stores expressions of its parameters (through ``super().__init__`` too) is built as a
+dataclass subclass (transform/plain_classes.py), its methods inlined as a dataclass's."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import srcgrad as sg
+from srcgrad.testing import numerical_grad
+
+RNG = np.random.default_rng(11)
+P = {"W1": RNG.normal(size=(4, 3)), "W2": RNG.normal(size=(2, 4))}
+X = RNG.normal(size=3)
+
+
+class MLP:
+    def __init__(self, params, scale=1.0):
+        """Two layers."""
+        self.W1 = params["W1"]
+        self.W2 = params["W2"]
+        self.scale = scale
+
+    def hidden(self, x):
+        return np.tanh(self.W1 @ x)
+
+    def __call__(self, x):
+        return self.scale * self.W2 @ self.hidden(x)
+
+
+class Base:
+    offset = 0.5   # a class attribute that __init__ shadows
+
+    def __init__(self, s):
+        self.offset = s * 1.0
+
+    def f(self, x):
+        return np.sin(x) * self.offset
+
+
+class Child(Base):
+    def __init__(self, s, t):
+        super().__init__(s)
+        self.t = t
+
+    def f(self, x):
+        return super().f(x) * self.t + x ** 2
+
+
+class Explicit(Base):
+    def __init__(self, s):
+        Base.__init__(self, s)
+        self.k = s ** 2
+
+
+def mlp_loss(p, x):
+    model = MLP(p)
+    return np.sum(model(x) ** 2)
+
+
+def mlp_scaled(p, x):
+    return np.sum(MLP(p, scale=2.0)(x) ** 2) + np.sum(MLP(p).hidden(x))
+
+
+def child_loss(x, s):
+    c = Child(s, 2.0)
+    return np.sum(c.f(x)) if isinstance(c, Base) else 0.0
+
+
+def explicit_loss(x, s):
+    e = Explicit(s * 3)   # (an argument read by two fields, computed for each)
+    return np.sum(e.f(x)) * e.k
+
+
+CASES = [(mlp_loss, (P, X), 1), (mlp_scaled, (P, X), 1), (child_loss, (X, 1.3), 0),
+         (child_loss, (X, 1.3), 1)]
+
+
+@pytest.mark.parametrize("f, args, wrt", CASES, ids=lambda v: getattr(v, "__name__", ""))
+def test_gradients_match_differences(f, args, wrt):
+    got = sg.grad(f, wrt=wrt)(*args)
+    np.testing.assert_allclose(got, numerical_grad(f, args, wrt=wrt), rtol=1e-6, atol=1e-8)
+    hessian = np.reshape(sg.hessian(f, wrt=wrt)(*args), (np.size(args[wrt]),) * 2)
+    columns = []
+    for k in range(np.size(args[wrt])):   # central differences of the gradient
+        step = np.zeros(np.size(args[wrt]))
+        step[k] = 1e-5
+        moved = [list(args), list(args)]
+        moved[0][wrt] = args[wrt] + np.reshape(step, np.shape(args[wrt]))
+        moved[1][wrt] = args[wrt] - np.reshape(step, np.shape(args[wrt]))
+        columns.append(np.ravel(sg.grad(f, wrt=wrt)(*moved[0]) - sg.grad(f, wrt=wrt)(*moved[1])) / 2e-5)
+    np.testing.assert_allclose(hessian, np.array(columns).T, rtol=1e-5, atol=1e-6)
+
+
+def test_the_dict_of_parameters_gets_its_gradient():
+    got = sg.grad(mlp_loss)(P, X)
+    want = numerical_grad(mlp_loss, (P, X))
+    for k in P:
+        np.testing.assert_allclose(got[k], want[k], rtol=1e-6, atol=1e-8)
+
+
+def test_an_argument_read_by_two_fields():
+    for wrt in (0, 1):
+        got = sg.grad(explicit_loss, wrt=wrt)(X, 0.7)
+        np.testing.assert_allclose(got, numerical_grad(explicit_loss, (X, 0.7), wrt=wrt),
+                                   rtol=1e-6, atol=1e-8)
+
+
+def test_jit_agrees():
+    pytest.importorskip("numba")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = sg.grad(child_loss, wrt=1, jit=True)(X, 1.3)
+    assert got == pytest.approx(sg.grad(child_loss, wrt=1)(X, 1.3), rel=1e-12)
+
+
+class Logged:
+    def __init__(self, w):
+        print("made")   # an effect: not a plain store
+        self.w = w
+
+    def f(self, x):
+        return np.sum(self.w * x)
+
+
+class Branching:
+    def __init__(self, w, flip):
+        if flip:
+            w = -w
+        self.w = w
+
+    def f(self, x):
+        return np.sum(self.w * x)
+
+
+class ReadsSelf:
+    def __init__(self, w):
+        self.w = w
+        self.v = self.w * 2
+
+    def f(self, x):
+        return np.sum(self.v * x)
+
+
+class Drawn:
+    def __init__(self, w):
+        self.w = w
+        self.v = w * 2
+
+    def f(self, x):
+        return np.sum((self.w + self.v) * x)
+
+
+def logged(w, x):
+    return Logged(w).f(x)
+
+
+def branching(w, x):
+    return Branching(w, True).f(x)
+
+
+def reads_self(w, x):
+    return ReadsSelf(w).f(x)
+
+
+def drawn(w, x):   # an argument with a call, read by two fields, would be computed twice
+    return Drawn(np.exp(w)).f(x)
+
+
+@pytest.mark.parametrize("f", [logged, branching, reads_self, drawn], ids=lambda f: f.__name__)
+def test_other_initialisers_stay_refused_at_the_line(f):
+    with pytest.raises(sg.SrcgradError) as info:
+        sg.grad(f)(X, X)
+    assert "test_plain_classes.py" in str(info.value)
+
+
+class Typed:
+    def __init__(self, w):
+        self.w = w
+
+    def f(self, x):
+        return np.sum(self.w * x) * (2.0 if type(self) is Typed else 1.0)
+
+
+def asks_the_type(w, x):
+    return Typed(w).f(x)
+
+
+def test_code_asking_the_class_is_not_built_as_a_subclass():
+    # (the subclass would answer type(self) is Typed with False: a silently other branch)
+    with pytest.raises(sg.SrcgradError):
+        sg.grad(asks_the_type)(X, X)
