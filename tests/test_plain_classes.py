@@ -193,3 +193,35 @@ def test_code_asking_the_class_is_not_built_as_a_subclass():
     # (the subclass would answer type(self) is Typed with False: a silently other branch)
     with pytest.raises(sg.SrcgradError):
         sg.grad(asks_the_type)(X, X)
+
+
+class Changing:
+    def __init__(self, w):
+        self.w = w
+
+    def f(self, x):
+        return np.sum(self.w * x)
+
+
+class ChangingChild(Changing):
+    def __init__(self, w):
+        super().__init__(w)
+
+
+def changing_loss(w, x):
+    return Changing(w).f(x) + ChangingChild(w).f(x)
+
+
+def test_replacing_an_init_compiles_anew():
+    w, x = np.array([0.5, 0.5]), np.array([1.0, 2.0])
+    saved = Changing.__init__
+    try:
+        np.testing.assert_allclose(sg.grad(changing_loss)(w, x), 2 * x)
+
+        def tripled(self, w):
+            self.w = w * 3
+        Changing.__init__ = tripled   # the child's super().__init__ reads it too
+        np.testing.assert_allclose(sg.grad(changing_loss)(w, x), 6 * x)
+    finally:
+        Changing.__init__ = saved
+    np.testing.assert_allclose(sg.grad(changing_loss)(w, x), 2 * x)

@@ -354,7 +354,7 @@ class Displays(ast_util.NodeTransformer):
         if cls is not None:
             return self.dataclass(node, cls)
         made = plain_classes.construction(node, _resolves_path(d, node.func, plain_classes.plain),
-                                          d.info.source_lines)
+                                          d.info)
         if made is not None:   # MLP(params) of a class whose __init__ stores attributes
             return self.call(runtime.dataclass_new, name(as_array.bind(
                 d.namer, d.info, d.bindings, f"{made[0].__name__}_fields", made[0])),
@@ -580,7 +580,7 @@ def _constructed(call, ctx, locals_):
     except (NameError, AttributeError):
         return None
     if not _is_plain_dataclass(obj):
-        made = plain_classes.construction(call, obj, ctx.info.source_lines)   # MLP(params): a dataclass
+        made = plain_classes.construction(call, obj, ctx.info)   # MLP(params): a dataclass
         if made is None:
             return None
         obj = made[0]

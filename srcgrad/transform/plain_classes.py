@@ -54,13 +54,15 @@ def _init_tree(init):
     return tree if isinstance(tree, gast.FunctionDef) and not tree.decorator_list else None
 
 
-def _fields(cls, bound, fields, uses):
+def _fields(cls, bound, fields, uses, owners):
     """Add to ``fields`` (name -> expression) what the ``__init__`` of ``cls`` (the class
     defining it) stores on ``self`` with its parameters bound to the expressions ``bound``
-    (name -> node; ``uses`` counts the copies of each); False where it does anything else."""
+    (name -> node; ``uses`` counts the copies of each; ``owners`` gets each class whose
+    ``__init__`` it reads); False where it does anything else."""
     tree = _init_tree(cls.__init__)
     if tree is None:
         return False
+    owners.append(cls)
     args = tree.args
     if args.vararg is not None or args.kwarg is not None or args.kwonlyargs or args.posonlyargs \
             or not args.args:
@@ -112,7 +114,7 @@ def _fields(cls, bound, fields, uses):
             if value is None or not _repeat_safe(value):
                 return False
             given[n] = value
-        if not _fields(base, given, fields, uses):
+        if not _fields(base, given, fields, uses, owners):
             return False
     return True
 
@@ -179,12 +181,39 @@ def _asks_its_type(cls, source_lines):
     return any("type(" in t or "__class__" in t for t in texts)
 
 
-def construction(node, cls, source_lines=()):
+def _path_of(func):
+    parts = []
+    while isinstance(func, gast.Attribute):
+        parts.append(func.attr)
+        func = func.value
+    return (func.id,) + tuple(reversed(parts)) if isinstance(func, gast.Name) else None
+
+
+def _record_inits(node, cls, owners, info):
+    """Record the ``__init__`` of ``cls`` and of each base ``owners`` ran as reads the
+    compile depends on (guard.py: replacing one compiles anew), each through a name the
+    function's globals give it; False where a base has none."""
+    path = _path_of(node.func)
+    for owner in owners:
+        if owner is _owner(cls):
+            info.resolve_path(path + ("__init__",))
+            continue
+        try:
+            if info.lookup(owner.__name__) is not owner:
+                return False
+        except NameError:
+            return False
+        info.resolve_path((owner.__name__, "__init__"))
+    return True
+
+
+def construction(node, cls, info):
     """``(subclass, field names, field expressions)`` that build ``cls(...)`` (the call
-    ``node``, in the function of ``source_lines``) as a dataclass, or None (see the module
-    docstring)."""
+    ``node``, in the function of EntityInfo ``info``) as a dataclass, or None (see the
+    module docstring)."""
     if not plain(cls) or any(isinstance(a, gast.Starred) for a in node.args) \
-            or any(k.arg is None for k in node.keywords) or _asks_its_type(cls, source_lines):
+            or any(k.arg is None for k in node.keywords) or _path_of(node.func) is None \
+            or _asks_its_type(cls, info.source_lines):
         return None
     try:
         bound = inspect.signature(cls.__init__).bind(None, *node.args,
@@ -192,11 +221,13 @@ def construction(node, cls, source_lines=()):
     except TypeError:
         return None   # Python's TypeError, when it runs
     arguments = dict(list(bound.arguments.items())[1:])
-    fields, uses = {}, {}
-    if not _fields(_owner(cls), arguments, fields, uses) or not fields:
+    fields, uses, owners = {}, {}, []
+    if not _fields(_owner(cls), arguments, fields, uses, owners) or not fields:
         return None
     if any(uses.get(id(a), 0) != 1 and not _repeat_safe(a) for a in arguments.values()):
         return None   # an argument evaluated other than once: Python evaluates it once
+    if not _record_inits(node, cls, owners, info):
+        return None
     inits = tuple(k.__init__ for k in cls.__mro__)
     found = _subclasses.get(cls)
     if found is None or found[0] != inits or found[1] != tuple(fields):
