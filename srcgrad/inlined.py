@@ -547,6 +547,15 @@ def unique_form(given):
     return (unique, unique_2, unique_3, unique_4)[sum(flags)]
 
 
+@inline
+def vander(x, N=None, increasing=False):
+    """``np.vander``: the powers of the one-dimensional ``x``, highest first (lowest first
+    with ``increasing``), ``N`` columns (``len(x)`` by default)."""
+    columns = len(x) if N is None else N
+    powers = np.arange(columns) if increasing else np.arange(columns - 1, -1, -1)
+    return np.asarray(x)[:, None] ** powers
+
+
 # NumPy function -> (its version, {parameter: the only value a call may pass}, the keyword
 # a call must pass to be the version's, or (parameter, the constants it must be one of, a
 # version for each: ``mode=`` of np.pad; or a function of the call's arguments choosing one:
@@ -566,4 +575,5 @@ NUMPY_INLINED = {np.ediff1d: (ediff1d, {}, None),
                  np.prod: (prod_where, {"dtype": None, "out": None, "initial": None}, "where"),
                  np.average: (average_returned, {}, "returned"),
                  np.pad: (PAD_MODES, {}, ("mode", PAD_MODES)),
-                 np.unique: (unique, {}, lambda given: unique_form(given))}
+                 np.unique: (unique, {}, lambda given: unique_form(given)),
+                 np.vander: (vander, {}, None)}

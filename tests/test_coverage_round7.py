@@ -236,10 +236,15 @@ def sliding_windows_2d_along_an_axis(x):
     return np.sum(w.max(axis=-1) ** 2) + np.sum(w[..., 0] * w[..., 1])
 
 
+def vander_columns(x):   # (refused before 2026-12-07: no rule for numpy.vander)
+    return np.sum(np.vander(x, 3) * np.arange(15.0).reshape(5, 3)) + np.sum(
+        np.vander(x[:3], increasing=True) ** 2)
+
+
 NUMPY_VERSIONS = [ediff1d_plain, ediff1d_with_ends, insert_a_scalar, insert_columns_along_an_axis,
                   insert_at_a_slice, polyfit_of_data, polyfit_weighted_in_the_abscissae,
                   polyfit_of_two_columns, broadcast_arrays_pair, sliding_windows_1d,
-                  sliding_windows_2d_along_an_axis]
+                  sliding_windows_2d_along_an_axis, vander_columns]
 
 
 @pytest.mark.parametrize("f", NUMPY_VERSIONS, ids=lambda f: f.__name__)
