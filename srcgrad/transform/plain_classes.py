@@ -21,7 +21,7 @@ import textwrap
 
 import gast
 
-from srcgrad import caches, templates
+from srcgrad import ast_util, caches, templates
 
 _subclasses = caches.LRU()   # class -> (its __init__s, field names, the dataclass made)
 
@@ -181,19 +181,11 @@ def _asks_its_type(cls, source_lines):
     return any("type(" in t or "__class__" in t for t in texts)
 
 
-def _path_of(func):
-    parts = []
-    while isinstance(func, gast.Attribute):
-        parts.append(func.attr)
-        func = func.value
-    return (func.id,) + tuple(reversed(parts)) if isinstance(func, gast.Name) else None
-
-
 def _record_inits(node, cls, owners, info):
     """Record the ``__init__`` of ``cls`` and of each base ``owners`` ran as reads the
     compile depends on (guard.py: replacing one compiles anew), each through a name the
     function's globals give it; False where a base has none."""
-    path = _path_of(node.func)
+    path = ast_util.dotted(node.func)
     for owner in owners:
         if owner is _owner(cls):
             info.resolve_path(path + ("__init__",))
@@ -212,7 +204,7 @@ def construction(node, cls, info):
     ``node``, in the function of EntityInfo ``info``) as a dataclass, or None (see the
     module docstring)."""
     if not plain(cls) or any(isinstance(a, gast.Starred) for a in node.args) \
-            or any(k.arg is None for k in node.keywords) or _path_of(node.func) is None \
+            or any(k.arg is None for k in node.keywords) or ast_util.dotted(node.func) is None \
             or _asks_its_type(cls, info.source_lines):
         return None
     try:
