@@ -11,6 +11,7 @@ import pytest
 
 import srcgrad as sg
 from srcgrad.testing import numerical_grad
+from tests.plain_classes_typed import asks_the_type
 
 RNG = np.random.default_rng(11)
 P = {"W1": RNG.normal(size=(4, 3)), "W2": RNG.normal(size=(2, 4))}
@@ -177,24 +178,6 @@ def test_other_initialisers_stay_refused_at_the_line(f):
     assert "test_plain_classes.py" in str(info.value)
 
 
-class Typed:
-    def __init__(self, w):
-        self.w = w
-
-    def f(self, x):
-        return np.sum(self.w * x) * (2.0 if type(self) is Typed else 1.0)
-
-
-def asks_the_type(w, x):
-    return Typed(w).f(x)
-
-
-def test_code_asking_the_class_is_not_built_as_a_subclass():
-    # (the subclass would answer type(self) is Typed with False: a silently other branch)
-    with pytest.raises(sg.SrcgradError):
-        sg.grad(asks_the_type)(X, X)
-
-
 class Changing:
     def __init__(self, w):
         self.w = w
@@ -225,3 +208,10 @@ def test_replacing_an_init_compiles_anew():
     finally:
         Changing.__init__ = saved
     np.testing.assert_allclose(sg.grad(changing_loss)(w, x), 2 * x)
+
+
+def test_code_asking_the_class_is_not_built_as_a_subclass():
+    # (tests/plain_classes_typed.py: the subclass would answer the class check with False,
+    # a silently other branch)
+    with pytest.raises(sg.SrcgradError):
+        sg.grad(asks_the_type)(X, X)

@@ -10,9 +10,9 @@ with each field's expression, the arguments put for the parameters. The instance
 ``MLP`` (its methods, ``super()`` and ``isinstance`` as before) and a structure whose
 fields carry gradients, as a dataclass built in the function does. Anything else in
 ``__init__`` (a branch, a call kept for its effect, a read of ``self``), an argument with a
-call that two fields read (Python computes it once), and code that asks an object its
-class (``type(m)``, ``__class__``: it would see the subclass) leave the call alone: it
-stays refused where it needs a gradient.
+call that two fields read (Python computes it once), and a function or class module
+whose code asks an object its class anywhere (``type(``, ``__class__``: it would see the
+subclass) leave the call alone: it stays refused where it needs a gradient.
 """
 
 import dataclasses
@@ -170,12 +170,13 @@ def _repeat_safe(node):
 
 
 def _asks_its_type(cls, source_lines):
-    """Whether the function (``source_lines``) or the class's own code may ask an object
-    its class (``type(m) is MLP``, ``self.__class__``), which would see the subclass."""
+    """Whether the function (``source_lines``) or the modules of the class and its bases
+    (their methods, the helpers beside them) may ask an object its class (``type(m) is
+    MLP``, ``self.__class__``), which would see the subclass."""
     texts = list(source_lines)
     for klass in cls.__mro__[:-1]:
         try:
-            texts.append(inspect.getsource(klass))
+            texts.append(inspect.getsource(inspect.getmodule(klass)))
         except (OSError, TypeError):
             return True
     return any("type(" in t or "__class__" in t for t in texts)
