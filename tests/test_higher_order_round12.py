@@ -1,0 +1,105 @@
+"""Forward mode and second order, round twelve: constructs reverse mode accepts, each checked
+under sg.jvp, sg.hessian, sg.jacfwd of the gradient, sg.hvp, jvp of the gradient and a
+gradient of a gradient against central differences (in float64) of ``sg.grad``, which
+is itself checked against central differences of the function; what stays out of reach
+is refused at the user's line."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import srcgrad as sg
+from srcgrad.jit import JitFallbackWarning
+from srcgrad.testing import numerical_grad
+from tests.adversarial_checks import assert_refused_in
+
+RNG = np.random.default_rng(12)
+X = np.array([0.3, -1.2, 0.7])
+V = RNG.standard_normal(3)
+W = RNG.standard_normal(3)
+HERE = __file__.rsplit("/", 1)[-1]
+
+
+def fd_of_grad(f, x, eps=1e-6):
+    """Central differences of ``sg.grad(f)``: the Hessian, column by column."""
+    g = sg.grad(f)
+    columns = []
+    for i in range(x.size):
+        step = np.zeros_like(x)
+        step[i] = eps
+        columns.append((g(x + step) - g(x - step)) / (2 * eps))
+    return np.stack(columns, axis=-1)
+
+
+def check_second_order(f, x=X, jit=True):
+    """Every forward and second-order spelling of ``f``'s derivatives against differences."""
+    g = sg.grad(f)(x)
+    np.testing.assert_allclose(g, numerical_grad(f, (x,)), rtol=1e-6, atol=1e-8)
+    H = fd_of_grad(f, x)
+    atol = 1e-6 * max(1.0, np.abs(H).max())
+    np.testing.assert_allclose(sg.jvp(f, (x,), (V,))[1], g @ V, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(sg.hessian(f)(x), H, rtol=1e-5, atol=atol)
+    np.testing.assert_allclose(sg.jacfwd(sg.grad(f))(x), H, rtol=1e-5, atol=atol)
+    np.testing.assert_allclose(sg.hvp(f, (x,), (V,))[0], H @ V, rtol=1e-5, atol=atol)
+    np.testing.assert_allclose(sg.jvp(sg.grad(f), (x,), (V,))[1], H @ V, rtol=1e-5, atol=atol)
+    inner = sg.grad(f)
+    np.testing.assert_allclose(sg.grad(lambda z: np.sum(inner(z) * W))(x), H.T @ W,
+                               rtol=1e-5, atol=atol)
+    if jit:   # compiled, or run as NumPy with the fallback warning: the same numbers
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", JitFallbackWarning)
+            np.testing.assert_allclose(sg.jvp(f, (x,), (V,), jit=True)[1], g @ V, rtol=1e-10)
+            np.testing.assert_allclose(sg.jvp(sg.grad(f), (x,), (V,), jit=True)[1], H @ V,
+                                       rtol=1e-5, atol=atol)
+
+
+# ----- a pure call whose value is dropped: np.sort(y) alone -----
+
+def discarded_calls(x):
+    y = np.sin(x)
+    np.sort(y)
+    sorted(y)
+    np.linalg.norm(y)
+    return np.sum(y ** 2) * x[0]
+
+
+def test_a_discarded_pure_call_in_forward_mode():
+    """Forward mode refused a statement calling a primitive for nothing ("called for its
+    effect on values that carry a tangent"); reverse mode keeps it as it is."""
+    check_second_order(discarded_calls)
+
+
+# ----- casts to complex: .astype(complex), complex(x), np.complex128(x) -----
+
+def cast_to_complex(x):
+    z = x.astype(complex) * (1 + 2j)
+    return np.sum(np.abs(z) ** 2 * x)
+
+
+def cast_back_to_real(x):
+    z = (x * (1 + 2j)).astype(np.float64)   # the real part
+    return np.sum(z ** 3)
+
+
+def complex_of_a_scalar(x):
+    z = np.complex128(x[0]) * 1j + x[1]
+    w = complex(x[2] * x[0]) * (2 + 1j)
+    return np.abs(z) ** 2 + np.abs(w) ** 3
+
+
+@pytest.mark.parametrize("f", [cast_to_complex, cast_back_to_real, complex_of_a_scalar])
+def test_casts_to_and_from_complex(f):
+    """.astype(complex) had no tangent (forward mode refused it on complex values), and
+    complex(x), np.complex128(x) had no rule in either mode."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
+        check_second_order(f)
+
+
+def complex_of_two(x):
+    return np.abs(complex(x[0], x[1])) ** 2
+
+
+def test_complex_of_two_numbers_is_refused_at_its_line():
+    assert_refused_in(HERE, lambda: sg.grad(complex_of_two)(X), "complex")
