@@ -11,7 +11,7 @@ import pytest
 
 import srcgrad as sg
 from srcgrad.jit import JitFallbackWarning
-from srcgrad.testing import numerical_grad
+from srcgrad.testing import gradgradcheck, numerical_grad
 from tests.adversarial_checks import assert_refused_in
 
 RNG = np.random.default_rng(12)
@@ -173,3 +173,37 @@ def test_a_structured_aux_differentiated_once_and_refused_twice():
     np.testing.assert_allclose(sg.jvp(aux_dict, (X,), (V,))[1],
                                numerical_grad(aux_dict, (X,)) @ V, rtol=1e-6)
     assert_refused_in(HERE, lambda: sg.hessian(aux_dict)(X), "structured aux")
+
+
+# ----- sg.jvp(f, ...) called inside, differentiated again -----
+
+def mixed(x, t):
+    return np.sin(x) * t[::-1] + np.sum(x ** 2 * t)
+
+
+def scalar_energy(p, q):
+    return np.sum(np.exp(p) * q ** 2)
+
+
+def jvp_of_two_primals(x):
+    out, dout = sg.jvp(mixed, (x, x), (x ** 2, x))
+    return np.sum(out * dout)
+
+
+def jvp_of_a_scalar(x):
+    v, dv = sg.jvp(scalar_energy, (x, np.cos(x)), (np.ones(3), x))
+    return v * dv + dv ** 2
+
+
+def jvp_with_a_none_tangent(x):
+    _, dv = sg.jvp(scalar_energy, (x, x[::-1]), (x, None))
+    return dv ** 2
+
+
+@pytest.mark.parametrize("f", [jvp_of_two_primals, jvp_of_a_scalar, jvp_with_a_none_tangent])
+def test_sg_jvp_inside_differentiated_twice(f):
+    """Its custom Function had no jvp and no derivative of its backward: sg.jvp refused it,
+    and the Hessian was refused at a line of srcgrad/nested_jvp.py; a None tangent broke
+    even sg.grad (its backward returned a gradient for the None)."""
+    check_second_order(f)
+    gradgradcheck(f, (X,))   # sg.grad(sg.grad(f)): the backward's own vjp
