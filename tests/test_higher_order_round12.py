@@ -4,6 +4,7 @@ gradient of a gradient against central differences (in float64) of ``sg.grad``, 
 is itself checked against central differences of the function; what stays out of reach
 is refused at the user's line."""
 
+import dataclasses
 import warnings
 
 import numpy as np
@@ -207,3 +208,40 @@ def test_sg_jvp_inside_differentiated_twice(f):
     even sg.grad (its backward returned a gradient for the None)."""
     check_second_order(f)
     gradgradcheck(f, (X,))   # sg.grad(sg.grad(f)): the backward's own vjp
+
+
+# ----- for layer in self, of a model built in the function -----
+
+@dataclasses.dataclass
+class Chain:
+    """Iterated as its layers (``__iter__``), as torch.nn.Sequential."""
+    layers: list
+
+    def __iter__(self):
+        return iter(self.layers)
+
+    def __call__(self, x):
+        for layer in self:
+            x = np.tanh(x * layer)
+        return x
+
+    def spread(self, x):
+        return sum(np.sum(np.sin(layer * x)) * k for k, layer in enumerate(self))
+
+
+def chain_built_inside(x):
+    m = Chain([x, x ** 2 + 1.0])
+    return np.sum(m(x)) + m.spread(x[::-1])
+
+
+def chain_comprehension(x):
+    m = Chain([np.cos(x), x * 3.0])
+    return sum(np.sum(layer * x) ** 2 for layer in m)
+
+
+@pytest.mark.parametrize("f", [chain_built_inside, chain_comprehension])
+def test_for_layer_in_self_of_a_model_built_inside(f):
+    """``for layer in self`` was read as ``self.layers`` only for a model passed as an
+    argument; of one built in the function the loop called len(self): a TypeError from
+    the generated gradient. Now a name of a known class iterates its __iter__'s field."""
+    check_second_order(f)
