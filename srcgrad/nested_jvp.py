@@ -65,31 +65,36 @@ def _phi(fn, n):
 
 def _tangent_program(fn, n, name):
     """``f``'s tangent program with tangents of its first ``n`` parameters (the
-    CompiledJVP: ``function(*params, *tangents)`` returns ``(f(p), J(p) t)``)."""
-    params = list(inspect.signature(fn).parameters)[:n]
+    CompiledJVP: ``function(*params, *tangents)`` returns ``(f(p), J(p) t)``), and the
+    default values of its other parameters, which it takes after the primals."""
+    signature = inspect.signature(fn).parameters
+    params = list(signature)[:n]
     compiled = forward_api._compiled(fn, params)
-    if list(compiled.params) != params or list(compiled.active) != params:
+    rest = list(compiled.params)[n:]
+    if list(compiled.params)[:n] != params or list(compiled.active) != params or any(
+            signature[p].default is inspect.Parameter.empty for p in rest if p in signature):
         raise UnsupportedError(f"sg.jvp({name}, ...) inside a differentiated function, "
                                f"differentiated again, takes a function of its primals only",
                                *_where(fn))
-    return compiled
+    return compiled, tuple(signature[p].default for p in rest)
 
 
 def _ell(fn, n, name):
     """``L(p_1..p_n, t_1..t_n, w0, w1) = sum(w0 * f(p)) + sum(w1 * J(p) t)``, source over
     ``f``'s tangent program (module docstring)."""
-    compiled = _tangent_program(fn, n, name)
+    compiled, defaults = _tangent_program(fn, n, name)
     key = (fn, n)
     found = _ells.get(key)
     if found is not None and found[0] is compiled.function:
         return found[1]
-    names = [f"_sg_p{k}" for k in range(n)] + [f"_sg_t{k}" for k in range(n)]
+    primals, tangents = [f"_sg_p{k}" for k in range(n)], [f"_sg_t{k}" for k in range(n)]
+    fixed = [f"_sg_default{k}" for k in range(len(defaults))]
     fname = _identifier(f"ell_{name}")
-    source = (f"def {fname}({', '.join(names)}, _sg_w0, _sg_w1):\n"
-              f"    _sg_y, _sg_u = _sg_tp({', '.join(names)})\n"
+    source = (f"def {fname}({', '.join(primals + tangents)}, _sg_w0, _sg_w1):\n"
+              f"    _sg_y, _sg_u = _sg_tp({', '.join(primals + fixed + tangents)})\n"
               f"    return _sg_np.sum(_sg_w0 * _sg_y) + _sg_np.sum(_sg_w1 * _sg_u)\n")
-    (function,), _, _ = loader.load(source, [fname], {}, {},
-                                    {"_sg_tp": compiled.function, "_sg_np": numpy}, hint=fname)
+    (function,), _, _ = loader.load(source, [fname], {}, {}, {
+        "_sg_tp": compiled.function, "_sg_np": numpy, **dict(zip(fixed, defaults))}, hint=fname)
     _ells[key] = (compiled.function, function)
     return function
 
@@ -150,9 +155,13 @@ def jvp_class(fn, n):
 
     def jvp(ctx, *tangents):   # forward over forward: the tangent program's own jvp
         args = full(ctx)
-        compiled = _tangent_program(fn, n, name)
+        compiled, defaults = _tangent_program(fn, n, name)
+        program_args = args[:n] + defaults + args[n:]   # the program's parameters' order
+        program_tangents = filled(tangents[:n], args[:n]) + (None,) * len(defaults) \
+            + filled(tangents[n:], args[n:])
         try:
-            _, (d_out, d_tangent) = forward_api.jvp(compiled.function, args, filled(tangents, args))
+            _, (d_out, d_tangent) = forward_api.jvp(compiled.function, program_args,
+                                                    program_tangents)
         except SrcgradError as exc:
             raise refuse_again(exc) from None
         return d_out, d_tangent

@@ -245,3 +245,67 @@ def test_for_layer_in_self_of_a_model_built_inside(f):
     argument; of one built in the function the loop called len(self): a TypeError from
     the generated gradient. Now a name of a known class iterates its __iter__'s field."""
     check_second_order(f)
+
+
+# ----- jit=True of a gradient read again: its fallback warning names the user's line -----
+
+def test_a_jit_fallback_of_jvp_of_a_gradient_names_the_users_file():
+    """sg.jvp(sg.grad(f), jit=True) ran the tangent program of srcgrad's composed gradient;
+    where Numba could not compile it the warning named that generated file
+    (/tmp/srcgrad-.../grad_f_3.py), or no file at all."""
+    pytest.importorskip("numba")
+    for f in (cast_to_complex, discarded_calls):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            got = sg.jvp(sg.grad(f), (X,), (V,), jit=True)[1]
+        fallbacks = [str(w.message) for w in caught if issubclass(w.category, JitFallbackWarning)]
+        assert fallbacks, "the tangent program of a composed gradient is expected to fall back"
+        for message in fallbacks:
+            assert HERE in message and "srcgrad-" not in message, message
+        np.testing.assert_allclose(got, sg.jvp(sg.grad(f), (X,), (V,))[1], rtol=1e-12)
+
+
+def looped_product(x, n=3):
+    p = 1.0
+    for i in range(n):
+        p = p * np.sin(x[i]) + x[i] ** 2
+    return p
+
+
+def matrix_layer(W):
+    return np.tanh(W @ np.ones(3)) @ W
+
+
+def jvp_of_a_loop_with_a_default(x):
+    return sg.jvp(looped_product, (x,), (np.cos(x),))[1] ** 2
+
+
+def jvp_of_matrices(x):
+    W = np.outer(x, x) + np.eye(3)
+    out, t = sg.jvp(matrix_layer, (W,), (np.diag(x),))
+    return np.sum(out * t)
+
+
+@pytest.mark.parametrize("f", [jvp_of_a_loop_with_a_default, jvp_of_matrices])
+def test_sg_jvp_inside_of_loops_defaults_and_matrices(f):
+    check_second_order(f, jit=False)
+
+
+def written_in_place(x):
+    y = np.zeros(3)
+    y[1:] = np.tanh(x[:2])
+    return y * x
+
+
+def jvp_of_an_indexed_write(x):
+    out, t = sg.jvp(written_in_place, (x,), (x ** 2,))
+    return np.sum(out * t)
+
+
+def test_sg_jvp_inside_of_an_indexed_write_is_refused_twice_at_the_users_line():
+    """Its first derivative works; differentiated again, the tangent program's
+    rt.tangent_memory has no tangent: refused at the write, not computed without it."""
+    np.testing.assert_allclose(sg.grad(jvp_of_an_indexed_write)(X),
+                               numerical_grad(jvp_of_an_indexed_write, (X,)), rtol=1e-6)
+    assert_refused_in(HERE, lambda: sg.hessian(jvp_of_an_indexed_write)(X), "tangent_memory")
+    assert_refused_in(HERE, lambda: sg.jvp(jvp_of_an_indexed_write, (X,), (V,)), "tangent_memory")

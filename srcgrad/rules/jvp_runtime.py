@@ -74,6 +74,8 @@ def seq_add_tangent(t_dseq, t_g):
 
 
 nondifferentiable(rt.has_grad_jvp)
+nondifferentiable(rt.tangent_zero)   # zeros of a value's shape: a tangent program read
+# again (sg.jvp inside, differentiated twice: nested_jvp.py) has no derivative through it
 
 
 # ----- Linear in the adjoints they move; the other operands give shapes or indices -----
