@@ -62,6 +62,9 @@ def discarded_calls(x):
     np.sort(y)
     sorted(y)
     np.linalg.norm(y)
+    y.sum()
+    y.reshape(3, 1)
+    [y, x].copy()
     return np.sum(y ** 2) * x[0]
 
 

@@ -54,9 +54,14 @@ def written_names(node):
 
 
 def _pure_library_call(primitive):
-    """Whether ``primitive`` is a library function with a rule: it returns its value and
-    changes no argument (in-place forms are rewritten or refused before, as in reverse
-    mode). srcgrad's own (``sg.register_hook``) stay refused."""
-    return primitive is not None and not isinstance(primitive, Method) and (
+    """Whether ``primitive`` is a library function or an array method with a rule that
+    returns its value and changes no argument (in-place forms and changing methods are
+    rewritten or refused before, as in reverse mode). srcgrad's own (``sg.register_hook``)
+    stay refused."""
+    from srcgrad.transform.outside_effects import MUTATORS
+    if isinstance(primitive, Method):
+        return rules.lookup(primitive) is not None and str(primitive) not in MUTATORS \
+            and not str(primitive).startswith("__")
+    return primitive is not None and (
         rules.lookup(primitive) is not None or rules.is_nondifferentiable(primitive)) \
         and not (getattr(primitive, "__module__", None) or "").startswith("srcgrad")
