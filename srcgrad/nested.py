@@ -137,7 +137,8 @@ def gradient_class(gfn):
             if d_aux is not None:   # the aux's own vector-Jacobian product
                 _, pullback = api.vjp(_aux_of(fn), wrt=reached)(*args)
                 for k, g in zip(reached, pullback(d_aux)):
-                    products[k] = g if products[k] is None else products[k] + g
+                    products[k] = g if products[k] is None else pytree.tree_map(
+                        _plus, products[k], g) if pytree.is_node(g) else products[k] + g
             return tuple(products)
         except SrcgradError as exc:   # said of this gradient, not of sg.hessian
             if exc.message.startswith("hessian: ") and getattr(exc, "refused_as", None) is None:
@@ -216,6 +217,10 @@ def gradient_class(gfn):
     cls = type(f"Grad_{name}", (Function,), methods)
     _classes[id(gfn)] = (gfn, cls)
     return cls
+
+
+def _plus(a, b):
+    return b if a is None else a if b is None else a + b
 
 
 def _nonzero(value):

@@ -312,3 +312,19 @@ def test_sg_jvp_inside_of_an_indexed_write_is_refused_twice_at_the_users_line():
                                numerical_grad(jvp_of_an_indexed_write, (X,)), rtol=1e-6)
     assert_refused_in(HERE, lambda: sg.hessian(jvp_of_an_indexed_write)(X), "tangent_memory")
     assert_refused_in(HERE, lambda: sg.jvp(jvp_of_an_indexed_write, (X,), (V,)), "tangent_memory")
+
+
+def energy_of_params(p, x):
+    return np.sum(np.tanh(p["w"] * x) ** 2), {"scale": np.sum(p["w"] * x), "name": "e"}
+
+
+def aux_of_a_dict_argument(x):
+    g, aux = sg.grad(energy_of_params, has_aux=True)({"w": x}, x[::-1])
+    return np.sum(g["w"] ** 2) * aux["scale"]
+
+
+def test_an_aux_used_beside_the_gradient_of_a_dict():
+    """The aux's gradient into a dict argument is a dict, added leaf by leaf to the hvp's."""
+    want = numerical_grad(aux_of_a_dict_argument, (X,))
+    np.testing.assert_allclose(sg.grad(aux_of_a_dict_argument)(X), want, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(sg.jvp(aux_of_a_dict_argument, (X,), (V,))[1], want @ V, rtol=1e-6)
