@@ -226,7 +226,9 @@ def run(fn, primals, tangents, values=True, jit=False, has_aux=False):
     target = entry.variadic(fn)
     if target is not None:   # f(w, *xs): the function of len(primals) parameters
         fn = entry.fixed_arity(target, len(primals))
+    user = None   # the user's function, where fn is a gradient read again
     if callable(getattr(fn, "as_function", None)):   # a gradient (sg.grad): its code read again
+        user = getattr(fn, "fn", None)
         fn = fn.as_function(has_aux=has_aux and getattr(fn, "has_aux", False))
     else:   # a bound method, a partial, a decorated function: as sg.grad reads them
         fn = entry.readable(fn)
@@ -247,7 +249,7 @@ def run(fn, primals, tangents, values=True, jit=False, has_aux=False):
     if jit:
         from srcgrad import jit as _jit
         if not has_aux:
-            return _jit.jvp(fn, compiled, args)
+            return _jit.jvp(fn, compiled, args, user)
         warnings.warn(f"srcgrad jit: jvp with has_aux=True of {fn.__qualname__} is not compiled; "
                       f"running the NumPy tangent program", _jit.JitFallbackWarning, stacklevel=3)
     try:   # free until something raises

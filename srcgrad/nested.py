@@ -19,8 +19,9 @@ computed forward-over-reverse by ``sg.hvp`` (hessians.py).
 Structured arguments (dicts, lists, tuples, dataclasses: pytree.py) pass through: the
 custom Function's cotangents and gradients take their structure, and the hvp takes and
 gives tangents of it. ``sg.grad(f, has_aux=True)`` returns ``(gradients, aux)``: the
-aux is marked non-differentiable, its cotangent dropped, and the hvp is of the output
-only. Refused, naming the user's function: a gradient with hooks or a preserved result,
+aux is a value of the arguments like any other, so its cotangent adds the aux's own
+vector-Jacobian product to the hvp (and its tangent is the aux's jvp); an integer aux
+has none. Refused, naming the user's function: a gradient with hooks or a preserved result,
 complex values, and a third derivative of code with a tape.
 """
 
@@ -31,7 +32,7 @@ import numpy
 from srcgrad import api, caches, forward_api, nested_jvp, pytree
 from srcgrad.codegen import loader
 from srcgrad.codegen.refusals import in_user_code
-from srcgrad.custom_function import Function
+from srcgrad.custom_function import Function, _Tree
 from srcgrad.entry import _identifier
 from srcgrad.errors import SrcgradError, UnsupportedError
 from srcgrad.hessians import hvp, third_refusal
@@ -99,14 +100,13 @@ def gradient_class(gfn):
 
     def forward(ctx, *args):
         ctx.save_for_backward(*args)
-        out = gfn(*args)
-        if gfn.has_aux:   # (gradients, aux): the aux is the user's value, no derivative
-            ctx.mark_non_differentiable(out[1])
-        return out
+        return gfn(*args)   # with has_aux, (gradients, aux): the aux is f's, a value of args
 
     def backward(ctx, *douts):
         args = ctx.saved_tensors
-        if gfn.has_aux:   # the gradients' cotangent only; the aux's is no derivative
+        d_aux = None
+        if gfn.has_aux:   # the gradients' cotangent, and the aux's (a value of the args too)
+            d_aux = douts[1] if _nonzero(douts[1]) else None
             d = douts[0]
             douts = (tuple(d) if isinstance(d, (tuple, list)) else (None,) * len(positions)) \
                 if many else (d,)
@@ -131,38 +131,79 @@ def gradient_class(gfn):
             return (None,) * len(args)
         try:
             products = hvp(fn, args, tuple(tangents), wrt=reached, has_aux=gfn.has_aux)
-            return products[0] if gfn.has_aux else products
+            if not gfn.has_aux:
+                return products
+            products = list(products[0])
+            if d_aux is not None:   # the aux's own vector-Jacobian product
+                _, pullback = api.vjp(_aux_of(fn), wrt=reached)(*args)
+                for k, g in zip(reached, pullback(d_aux)):
+                    products[k] = g if products[k] is None else pytree.tree_map(
+                        _plus, products[k], g) if pytree.is_node(g) else products[k] + g
+            return tuple(products)
         except SrcgradError as exc:   # said of this gradient, not of sg.hessian
             if exc.message.startswith("hessian: ") and getattr(exc, "refused_as", None) is None:
                 exc.refused_as = "hessian: "   # raised at the user's line already
             raise in_user_code(exc, f"the gradient of grad_{name}: ", restate=True) from None
 
     def jvp(ctx, *tangents):   # d/de grad f(x + e t) = H t, at the wrt rows: an hvp too
-        products = hvp(fn, ctx.saved_tensors, tangents, wrt=positions)
-        return tuple(products[k] for k in positions) if many else products[positions[0]]
+        products = hvp(fn, ctx.saved_tensors, tangents, wrt=positions, has_aux=gfn.has_aux)
+        if gfn.has_aux:   # (gradients, aux): the aux carries no tangent
+            products = products[0]
+        grads = tuple(products[k] for k in positions) if many else products[positions[0]]
+        if not gfn.has_aux:
+            return grads
+        aux_tangent = None   # the aux's tangent, where it has floats
+        if ctx._outputs_differentiable[1]:
+            aux_tangent = forward_api.jvp(_aux_of(fn), ctx.saved_tensors, tuple(
+                _zeros_like(a) if t is None else t for a, t in zip(ctx.saved_tensors, tangents)))[1]
+        return grads, aux_tangent
 
     def phi_products(ctx, grads, first, second):
         """The hvp of phi(args, d) = sum_k <grad_k f(args), d_k> at (args, grads) along
         (first, second): backward is its gradient in args, so this differentiates it."""
         args = ctx.saved_tensors
-        if gfn.has_aux or any(pytree.is_node(a) for a in args) or ctx._tuple_output and not many:
+        if any(pytree.is_node(a) for a in args) or ctx._tuple_output and not many \
+                and not gfn.has_aux:
             raise UnsupportedError(
                 f"a third derivative of {name} through its gradient called inside a "
-                f"differentiated function takes arrays and floats (and no has_aux)", *_where(fn))
-        primals = tuple(args) + tuple(grads)
-        tangents = tuple(_zeros_like(p) if t is None else t
-                         for t, p in zip(list(first) + list(second), primals))
+                f"differentiated function takes arrays and floats", *_where(fn))
+        aux_floats = gfn.has_aux and ctx._outputs_differentiable[1]   # not an int, a str
+        with_aux = aux_floats and not isinstance(ctx._outputs_meta[1][1], _Tree)
+        if aux_floats and not with_aux and (_nonzero(grads[1]) or _nonzero(second[1])):
+            raise UnsupportedError(
+                f"a third derivative of {name} through its gradient called inside a "
+                f"differentiated function, whose structured aux is differentiated: return "
+                f"the aux as an array or float", *_where(fn))
+        auxes = [(grads[1], second[1])] if with_aux else []
+        grads, second = gradient_part(grads), gradient_part(second)
+        grads = [_zeros_like(args[k]) if g is None else g for g, k in zip(grads, positions)]
+        primals = tuple(args) + tuple(grads) + tuple(0.0 if d is None else d for d, _ in auxes)
+        tangents = tuple(_zeros_like(p) if t is None else t for t, p in zip(
+            list(first) + list(second) + [t for _, t in auxes], primals))
         try:
-            return hvp(_phi(gfn, positions, many), primals, tangents)
+            return hvp(_phi(gfn, positions, many, with_aux), primals, tangents)
         except SrcgradError as exc:
             raise UnsupportedError(f"a third derivative of {name} (the derivative of the "
                                    f"Hessian-vector product its gradient's backward is): "
                                    f"{exc.message}", *_where(fn)) from None
 
+    def gradient_part(entries):
+        """The gradients' entries of ``(gradients, aux)``'s (has_aux): one per position."""
+        if not gfn.has_aux:
+            return list(entries)
+        d = entries[0]
+        if not many:
+            return [d]
+        return list(d) if isinstance(d, (tuple, list)) else [None] * len(positions)
+
     def backward_vjp(ctx, grads, cotangents):
         products = phi_products(ctx, grads, cotangents, [None] * len(grads))
         n = len(ctx.saved_tensors)
-        return products[:n], products[n:]
+        d_grads = products[n:n + len(positions)]
+        if gfn.has_aux:   # the outputs are (gradients, aux)
+            d_aux = products[-1] if len(products) > n + len(positions) else None
+            d_grads = [tuple(d_grads) if many else d_grads[0], d_aux]
+        return products[:n], d_grads
 
     def backward_jvp(ctx, grads, input_tangents, grad_tangents):
         return phi_products(ctx, grads, input_tangents, grad_tangents)[:len(ctx.saved_tensors)]
@@ -172,22 +213,51 @@ def gradient_class(gfn):
                "_srcgrad_backward_jvp": staticmethod(backward_jvp),
                "__doc__": f"sg.grad({name}) with its Hessian-vector product as its backward "
                           f"(and, in forward mode, its jvp)."}
-    if not gfn.has_aux:   # forward mode through (gradients, aux) is not defined here
-        methods["jvp"] = staticmethod(jvp)
+    methods["jvp"] = staticmethod(jvp)
     cls = type(f"Grad_{name}", (Function,), methods)
     _classes[id(gfn)] = (gfn, cls)
     return cls
 
 
-def _phi(gfn, positions, many):
+def _plus(a, b):
+    return b if a is None else a if b is None else a + b
+
+
+def _nonzero(value):
+    """Whether a cotangent (None, a number, an array, a structure of them) is not all zero."""
+    return value is not None and any(
+        bool(numpy.any(numpy.asarray(leaf) != 0)) for leaf in pytree.tree_leaves(value)
+        if leaf is not None and not isinstance(leaf, str))
+
+
+_auxes = caches.LRU()   # fn -> the function of its aux alone
+
+
+def _aux_of(fn):
+    """``aux(*args) = fn(*args)[1]``, source srcgrad reads: the aux of ``sg.grad(fn,
+    has_aux=True)`` is a value of the arguments, whose derivative flows as any value's."""
+    found = _auxes.get(fn)
+    if found is not None:
+        return found
+    names = [p.name for p in inspect.signature(fn).parameters.values()]
+    fname = _identifier(f"aux_{getattr(fn, '__name__', 'f')}")
+    source = f"def {fname}({', '.join(names)}):\n    return _sg_f({', '.join(names)})[1]\n"
+    (function,), _, _ = loader.load(source, [fname], {}, {}, {"_sg_f": fn}, hint=fname)
+    function.__defaults__ = getattr(fn, "__defaults__", None)
+    _auxes[fn] = function
+    return function
+
+
+def _phi(gfn, positions, many, with_aux=False):
     """``phi(*args, *d) = sum_k <grad_k f(args), d_k>``, source over the composed gradient
     (``as_function``), which srcgrad reads again: its hvp is the derivative of the hvp
-    that the gradient's backward is (a third derivative of ``f``). Made once per gradient."""
-    found = _phis.get(id(gfn))
+    that the gradient's backward is (a third derivative of ``f``); ``with_aux``, plus
+    ``<aux(args), d_aux>`` (``has_aux``'s array aux). Made once per gradient."""
+    found = _phis.get((id(gfn), with_aux))
     if found is not None and found[0] is gfn:
         return found[1]
     fn = gfn.fn
-    composed = gfn.as_function()
+    composed = gfn.as_function(gfn.has_aux)   # (gradients, aux): the aux is dropped
     if getattr(composed, "_srcgrad_gradient_of", None) is not None \
             and not getattr(composed, "_srcgrad_composed", False):
         raise third_refusal(composed)   # an hvp's wrapper: not read again
@@ -195,13 +265,17 @@ def _phi(gfn, positions, many):
     ds = [f"_sg_d{k}" for k in range(len(positions))]
     terms = [f"_sg_np.sum(_sg_g[{i}] * {d})" if many else f"_sg_np.sum(_sg_g * {d})"
              for i, d in enumerate(ds)]
+    if with_aux:
+        ds.append("_sg_daux")
+        terms.append("_sg_np.sum(_sg_a * _sg_daux)")
     fname = _identifier(f"phi_{getattr(fn, '__name__', 'f')}")
+    got = "_sg_g, _sg_a = " if with_aux else "_sg_g = "
     source = (f"def {fname}({', '.join(names + ds)}):\n"
-              f"    _sg_g = _sg_gradient({', '.join(names)})\n"
+              f"    {got}_sg_gradient({', '.join(names)}){'[0]' if gfn.has_aux and not with_aux else ''}\n"
               f"    return {' + '.join(terms)}\n")
     (function,), _, _ = loader.load(source, [fname], {}, {},
                                     {"_sg_gradient": composed, "_sg_np": numpy}, hint=fname)
-    _phis[id(gfn)] = (gfn, function)
+    _phis[(id(gfn), with_aux)] = (gfn, function)
     return function
 
 

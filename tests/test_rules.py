@@ -791,6 +791,7 @@ add(
     C(rt.seq_item, r(3, 2), 1, _wrt=[0]), C(rt.seq_onehot, r(2), r(3, 2), 1, _wrt=[0]),
     C(rt.seq_add, [r(3), r(2)], [r(3), r(2)]), C(rt.seq_pop, [r(3), r(2), r(4)]),
     C(rt.seq_unpop, ([r(3), r(2)], r(4))),
+    C(rt.tangent_memory, r(3), r(3), [r(3)], [r(3)], None, _wrt=[0]),   # a tangent program read again
     # the tape of a gradient read again, and the helpers of adjoint rules (third derivatives)
     C(rt.tape_unpop, [r(3), r(2)], r(4), [0.0, 0.0, 0.0, 0.0], _wrt=[0, 1]),
     C(rt.tape_unpop, [r(2)], 0.7, [0.0, 0.0], _wrt=[0, 1]),

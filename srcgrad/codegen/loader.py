@@ -122,6 +122,13 @@ def is_generated(filename):
     return filename in _origins
 
 
+def in_generated_directory(filename):
+    """Whether ``filename`` is any file srcgrad wrote and loaded (a generated program, or
+    the small wrappers of nested.py, which have no origins)."""
+    return bool(filename) and _directory is not None and \
+        os.path.dirname(filename) == _directory
+
+
 def origin_at(filename, lineno):
     """The origin of the user statement that generated line ``lineno`` computes, or None."""
     lines = _origins.get(filename)

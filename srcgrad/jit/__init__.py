@@ -75,11 +75,12 @@ class _JitBackward:
         return grads
 
 
-def jvp(fn, compiled, args):
+def jvp(fn, compiled, args, user=None):
     """``sg.jvp(fn, ..., jit=True)``: the tangent program ``compiled`` (forward_api.CompiledJVP)
-    run on ``args``, compiled with Numba where it can be (one warning where not)."""
+    run on ``args``, compiled with Numba where it can be (one warning where not, at a line
+    of ``user``, the user's function, where ``fn`` is a gradient srcgrad composed)."""
     if not available():
         warnings.warn("srcgrad jit: numba is not installed (pip install \"srcgrad[jit]\"); "
                       "running the NumPy tangent program", JitFallbackWarning, stacklevel=3)
         return compiled.function(*args)
-    return run_jvp(fn, compiled, args)
+    return run_jvp(fn, compiled, args, user)

@@ -531,7 +531,20 @@ def _compile(dispatcher, args):
     return time.perf_counter() - start
 
 
-def _warn(message, filename, lineno):
+def _warn(message, filename, lineno, fn=None):
+    """Warn that ``message``'s construct falls back to NumPy, at the user's line: a line of
+    a gradient read again (``sg.jvp(sg.grad(f), jit=True)``) is said of the line it
+    computes, else of the user's function ``fn`` differentiates."""
+    from srcgrad.codegen.refusals import _origin
+    while filename and loader.is_generated(filename):   # a gradient read again: the user's line
+        origin = _origin(filename, lineno)
+        if origin is None:
+            break
+        filename, lineno = origin.filename, origin.lineno
+    while (not filename or loader.in_generated_directory(filename)) and fn is not None:
+        code = getattr(fn, "__code__", None)   # (a tape gradient's wrapper: its function's)
+        filename, lineno = (code.co_filename, code.co_firstlineno) if code else (None, None)
+        fn = getattr(fn, "_srcgrad_gradient_of", None)
     where = f"{filename}, line {lineno}: " if filename else ""
     warnings.warn(f"srcgrad jit: {where}{message}; running the NumPy gradient",
                   JitFallbackWarning, stacklevel=_caller_level())
@@ -556,7 +569,7 @@ class _JvpEntry(_Entry):
 
     def __init__(self, compiled, fn):
         super().__init__(compiled, "jvp")
-        self.fn = fn
+        self.fn, self.user = fn, None
 
     def translation(self):
         if self._translation is None:
@@ -577,7 +590,7 @@ class _JvpEntry(_Entry):
                 self.dispatcher = self._dispatcher()
             except translate.Refused as exc:
                 self.refused = exc
-                _warn(f"{exc.construct} is not compiled", *exc.where())
+                _warn(f"{exc.construct} is not compiled", *exc.where(), fn=self.user or self.fn)
                 return function(*args)
         signature = _signature(args)
         if signature in self.failed:
@@ -605,9 +618,10 @@ class _JvpEntry(_Entry):
             return value
 
 
-def run_jvp(fn, compiled, args):
+def run_jvp(fn, compiled, args, user=None):
     """``compiled.function(*args)`` (forward_api.jvp's call), compiled with Numba."""
     entry = compiled.__dict__.get("_srcgrad_jit")
     if entry is None:
         entry = compiled._srcgrad_jit = _JvpEntry(compiled, fn)
+        entry.user = user   # the user's function of a gradient read again (its warnings)
     return entry.run(tuple(args))

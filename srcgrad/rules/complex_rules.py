@@ -159,6 +159,25 @@ def imag_attribute_tangent(y, self, *, t_self):
     return xp.imag(t_self)
 
 
+@complex_tangent(Method("astype"))
+def astype_tangent(y, self, dtype, order="K", casting="unsafe", subok=True, copy=True, *, t_self):
+    """A cast is linear: the tangent cast to ``y``'s dtype (real to complex keeps it,
+    complex to real keeps its real part, as the value does)."""
+    return rt.tangent_array(t_self, y, self)
+
+
+@complex_adjoint(np.complex128, np.complex64, builtins.complex)
+def complex_cast(dy, y, x):
+    """``complex(x)`` of one real or complex value is the identity: a real ``x`` keeps
+    the real part of ``dy`` (two arguments, ``complex(a, b)``, have no rule)."""
+    return rt.cast_like(rt.real_like(dy, x), x)
+
+
+@complex_tangent(np.complex128, np.complex64, builtins.complex)
+def complex_cast_tangent(y, x, *, t_x):
+    return rt.tangent_array(t_x, y, x)
+
+
 @complex_tangent(np.fft.fft)
 def fft_tangent(y, a, n=None, axis=-1, *, t_a):
     return xp.fft.fft(t_a, n, axis)

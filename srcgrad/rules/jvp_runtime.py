@@ -17,7 +17,7 @@ A helper of the gradient without a rule here is refused by forward mode (and by
 """
 
 from srcgrad import runtime as rt
-from srcgrad.rules import linear, nondifferentiable, tangent
+from srcgrad.rules import adjoint, linear, nondifferentiable, tangent
 from srcgrad.runtime.arrays import is_array
 
 xp = None  # placeholder: the array namespace, bound in generated code
@@ -74,6 +74,8 @@ def seq_add_tangent(t_dseq, t_g):
 
 
 nondifferentiable(rt.has_grad_jvp)
+nondifferentiable(rt.tangent_zero)   # zeros of a value's shape: a tangent program read
+# again (sg.jvp inside, differentiated twice: nested_jvp.py) has no derivative through it
 
 
 # ----- Linear in the adjoints they move; the other operands give shapes or indices -----
@@ -252,3 +254,24 @@ def attr_add(y, dx, x, attr, g, error, *, t_dx, t_g):
 @tangent(rt.attr_item, no_tangent=("x", "attr"))
 def attr_item(y, dx, x, attr, *, t_dx):
     return rt.attr_item(t_dx, x, attr)
+
+
+@rt.helper
+def tangent_memory_tangent(t_t, t, out):
+    """The tangent of ``out = rt.tangent_memory(t, ...)`` for ``t``'s tangent ``t_t``: ``t_t``,
+    copied where ``out`` is a copy of ``t`` (a write into ``out`` later reaches ``t`` exactly
+    when the write into its tangent reaches ``t_t``): a tangent program read again."""
+    if t_t is not None and out is not t and is_array(t_t):
+        return t_t.copy()
+    return t_t
+
+
+@tangent(rt.tangent_memory, no_tangent=("y", "primals", "tangents", "error"))
+def tangent_memory_tan(out, t, y, primals, tangents, error, *, t_t):
+    return rt.tangent_memory_tangent(t_t, t, out)
+
+
+@adjoint(rt.tangent_memory)
+def tangent_memory_adjoint(dw, w, t, y, primals, tangents, error):
+    """``t`` itself or a copy: the cotangent passes to ``t`` (the others give memory only)."""
+    return dw, None, None, None, None

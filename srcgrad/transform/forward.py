@@ -44,8 +44,8 @@ from srcgrad.transform.adjoint_rules import _describe
 from srcgrad.transform.as_array import is_runtime_helper
 from srcgrad.transform.base import Base
 from srcgrad.transform.forward_complex import ComplexStatements
-from srcgrad.transform.forward_helpers import (_applied_class, _is_custom_function,
-                                               constant, gated, written_names)  # noqa: F401
+from srcgrad.transform.forward_helpers import (_applied_class, _is_custom_function,  # noqa: F401
+                                               _pure_library_call, constant, gated, written_names)
 from srcgrad import ast_util
 
 Static = anno.Static
@@ -457,6 +457,8 @@ class ForwardAD(ComplexStatements, Base):
                     or outside_effects.changes_no_argument(primitive):
                 # print, warnings.warn, a logger: changes no value (kept as in reverse mode)
                 return s
+            if _pure_library_call(primitive):
+                return s   # np.sort(y) alone: its value is dropped, so is its tangent
             if primitive is runtime.restore_item and not self.is_active(call.args[0]):
                 # an item of a container without a tangent, popped from a tape that holds
                 # values with tangents too (c4[0] *= v beside n['a'][1] = v): it had none

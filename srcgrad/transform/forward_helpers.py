@@ -3,8 +3,9 @@ the names an indexed write changes."""
 
 import gast
 
-from srcgrad import anno, ast_util
+from srcgrad import anno, ast_util, rules
 from srcgrad.analysis.activity import primitive_of
+from srcgrad.rules import Method
 from srcgrad.templates import name
 
 Static = anno.Static
@@ -50,3 +51,17 @@ def written_names(node):
                     if isinstance(t, gast.Name):
                         out.add(t.id)
     return out
+
+
+def _pure_library_call(primitive):
+    """Whether ``primitive`` is a library function or an array method with a rule that
+    returns its value and changes no argument (in-place forms and changing methods are
+    rewritten or refused before, as in reverse mode). srcgrad's own (``sg.register_hook``)
+    stay refused."""
+    from srcgrad.transform.outside_effects import MUTATORS
+    if isinstance(primitive, Method):
+        return rules.lookup(primitive) is not None and str(primitive) not in MUTATORS \
+            and not str(primitive).startswith("__")
+    return primitive is not None and (
+        rules.lookup(primitive) is not None or rules.is_nondifferentiable(primitive)) \
+        and not (getattr(primitive, "__module__", None) or "").startswith("srcgrad")

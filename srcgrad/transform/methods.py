@@ -510,6 +510,14 @@ def bind_methods(node, ctx, scan=None):
         node = class_methods.bind_results(node, ctx)   # (p + q).norm(): Vec.norm(...)
 
     class Bind(gast.NodeTransformer):
+        def visit_For(self, loop):   # for layer in self: self.layers, as for an argument
+            loop.iter = structure_parts.iterated_by(loop.iter, classes, ctx)
+            return self.generic_visit(loop)
+
+        def visit_comprehension(self, comp):
+            comp.iter = structure_parts.iterated_by(comp.iter, classes, ctx)
+            return self.generic_visit(comp)
+
         def visit_Call(self, call):
             self.generic_visit(call)
             func = call.func

@@ -477,6 +477,21 @@ class _Binder:
 _CONSUMERS = {"sum", "list", "tuple", "min", "max", "any", "all", "sorted"}   # builtins taking an iterable
 
 
+def iterated_by(iterable, classes, ctx):
+    """``m.layers`` for ``m`` (a name of a class known when compiling: a model built in the
+    function, a method's ``self``) whose ``__iter__`` yields that field, also inside
+    ``enumerate(m)``; ``iterable`` itself otherwise."""
+    if isinstance(iterable, gast.Call) and isinstance(iterable.func, gast.Name) \
+            and iterable.func.id == "enumerate" and len(iterable.args) == 1 \
+            and not iterable.keywords and is_builtin(ctx, "enumerate"):
+        iterable.args[0] = iterated_by(iterable.args[0], classes, ctx)
+    cls = classes.get(iterable.id) if isinstance(iterable, gast.Name) else None
+    field = iterated_field(cls) if cls is not None else None
+    if field is None or field not in _fields(cls):
+        return iterable
+    return gast.copy_location(gast.Attribute(value=iterable, attr=field, ctx=gast.Load()), iterable)
+
+
 @functools.lru_cache(maxsize=None)
 def iterated_field(cls):
     """The field ``F`` whose items a Python ``__iter__`` of ``cls`` yields, written
