@@ -131,6 +131,14 @@ def _log(x):
 
 
 @njit(**JIT_OPTIONS)
+def _sqrt(x):
+    """math.sqrt of a number: ValueError below 0 (math's domain error)."""
+    if x < 0:
+        raise ValueError("srcgrad jit: math domain error")
+    return math.sqrt(x)
+
+
+@njit(**JIT_OPTIONS)
 def _sin(x):
     if math.isinf(x):
         raise ValueError("srcgrad jit: math domain error")
@@ -159,7 +167,7 @@ def _overflowing(f):
 # name -> (its number form, its array form): srcgrad.runtime.arrays' scalar-or-array functions
 _MATH = {"sin": (_sin, np.sin), "cos": (_cos, np.cos), "exp": (_overflowing(math.exp), np.exp),
          "sinh": (_overflowing(math.sinh), np.sinh), "cosh": (_overflowing(math.cosh), np.cosh),
-         "log": (_log, np.log)}
+         "log": (_log, np.log), "sqrt": (_sqrt, np.sqrt)}
 
 
 def _scalar_or_array(name):
@@ -180,8 +188,21 @@ def _scalar_or_array(name):
     return stub
 
 
-sin, cos, exp, sinh, cosh, log = (_scalar_or_array(n) for n in ("sin", "cos", "exp", "sinh",
-                                                                 "cosh", "log"))
+sin, cos, exp, sinh, cosh, log, sqrt = (_scalar_or_array(n) for n in (
+    "sin", "cos", "exp", "sinh", "cosh", "log", "sqrt"))
+
+
+def divide(a, b):
+    """See srcgrad.runtime.divide: ``a / b``, inf or nan where ``b`` is 0 (JIT_OPTIONS' NumPy
+    error model, without NumPy's warning)."""
+
+
+@overload(divide, jit_options=JIT_OPTIONS)
+def _divide(a, b):
+    if all(_is_number(t) or isinstance(t, types.Array) and isinstance(t.dtype, types.Float)
+           for t in (a, b)):
+        return lambda a, b: a / b
+    _refuse("divide", a, b)
 
 
 def builtin_abs(x):

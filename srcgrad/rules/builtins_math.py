@@ -215,7 +215,8 @@ def math_log10(dy, y, x):
 
 @adjoint(math.sqrt)
 def math_sqrt(dy, y, x):
-    return dy / (2 * y)
+    """inf at 0 with NumPy's warning (``rt.divide``), as ``np.sqrt`` and PyTorch give."""
+    return rt.divide(dy, 2 * y)
 
 
 @adjoint(math.pow)
@@ -244,12 +245,14 @@ def math_tan(dy, y, x):
 
 @adjoint(math.asin)
 def math_asin(dy, y, x):
-    return dy * ((1 - x) * (1 + x)) ** -0.5
+    """inf at -1 and 1 (``rt.divide``)."""
+    return rt.divide(dy, rt.sqrt((1 - x) * (1 + x)))
 
 
 @adjoint(math.acos)
 def math_acos(dy, y, x):
-    return -dy * ((1 - x) * (1 + x)) ** -0.5
+    """-inf at -1 and 1 (``rt.divide``)."""
+    return -rt.divide(dy, rt.sqrt((1 - x) * (1 + x)))
 
 
 @adjoint(math.atan)
@@ -259,9 +262,10 @@ def math_atan(dy, y, x):
 
 @adjoint(math.atan2)
 def math_atan2(dy, y, x1, x2):
-    """``math.atan2(y, x)``; its positional parameters are named x1, x2 here."""
+    """``math.atan2(y, x)``; its positional parameters are named x1, x2 here. nan at the
+    origin (``rt.divide``: 0/0), as NumPy floats and PyTorch give."""
     r2 = x1 * x1 + x2 * x2
-    return dy * x2 / r2, -dy * x1 / r2
+    return rt.divide(dy * x2, r2), -rt.divide(dy * x1, r2)
 
 
 @adjoint(math.sinh)
@@ -286,7 +290,8 @@ def math_asinh(dy, y, x):
 
 @adjoint(math.acosh)
 def math_acosh(dy, y, x):
-    return dy * ((x - 1) * (x + 1)) ** -0.5
+    """inf at 1 (``rt.divide``)."""
+    return rt.divide(dy, rt.sqrt((x - 1) * (x + 1)))
 
 
 @adjoint(math.atanh)

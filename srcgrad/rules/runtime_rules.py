@@ -393,6 +393,17 @@ def log_or_zero_grad(dw, w, a):
     return -dw * w * w
 
 
+@adjoint(rt.divide)
+def divide(dw, w, a, b):
+    """``a / b`` with NumPy's inf or nan at ``b == 0`` (the gradients of math's functions)."""
+    return rt.unbroadcast(rt.divide(dw, b), a), rt.unbroadcast(-rt.divide(dw * w, b), b)
+
+
+@adjoint(rt.sqrt)
+def sqrt(dw, w, x):
+    return rt.divide(dw, 2 * w)
+
+
 @adjoint(rt.sin)
 def sin(dw, w, x):
     return dw * rt.cos(x)

@@ -207,6 +207,18 @@ exp = _scalar_or_xp("exp")
 sinh = _scalar_or_xp("sinh")
 cosh = _scalar_or_xp("cosh")
 log = _scalar_or_xp("log")
+sqrt = _scalar_or_xp("sqrt")
+
+
+def divide(a, b):
+    """``a / b`` with NumPy's meaning for Python numbers too: inf or nan and a RuntimeWarning
+    where the divisor is 0 (Python raises ZeroDivisionError). The gradients of ``math.sqrt``,
+    ``asin``, ``acos``, ``acosh``, ``atan2`` and ``pow`` divide by it at their singular
+    points, where NumPy floats and PyTorch give inf or nan."""
+    try:
+        return a / b
+    except ZeroDivisionError:
+        return numpy.divide(a, b).item()
 
 
 def dtype_of(a, dtype=None):

@@ -229,8 +229,8 @@ def _linear(node, dy):
         if isinstance(node.op, gast.Div):
             return left and not right and _linear(node.left, dy)
         return False
-    if isinstance(node, gast.Call) and _is_call(node, "rt", "share") and len(node.args) == 2 \
-            and not node.keywords:
+    if isinstance(node, gast.Call) and (_is_call(node, "rt", "share") or _is_call(
+            node, "rt", "divide")) and len(node.args) == 2 and not node.keywords:
         return _linear(node.args[0], dy) and not _contains(node.args[1], dy)
     if isinstance(node, gast.Call) and _is_call(node, "xp", "where") and len(node.args) == 3 \
             and not node.keywords and not _contains(node.args[0], dy):

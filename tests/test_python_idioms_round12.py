@@ -1,0 +1,150 @@
+"""Python as people write it, round twelve: ``math``'s functions of Python floats at their
+singular points. The gradients of ``math.sqrt`` at 0, ``asin``/``acos`` at -1 and 1,
+``acosh`` at 1 and ``atan2`` at the origin divide Python floats by 0: they raised
+ZeroDivisionError where NumPy floats (and PyTorch) give inf or nan with a RuntimeWarning.
+``rt.divide`` (srcgrad/runtime/arrays.py) divides with NumPy's meaning, and Numba compiles
+it (jit=True does not fall back). Away from those points each gradient is checked against
+central differences in float64: grad, value_and_grad, jvp, the Hessian, a gradient of a
+gradient and ``jit=True``."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import srcgrad as sg
+from srcgrad.jit import JitFallbackWarning
+from srcgrad.testing import numerical_grad
+from tests.adversarial_checks import fd_hessian
+
+X = np.array([0.3, -0.5, 0.7, 0.2])
+V = np.array([0.7, -1.1, 0.4, 2.0])
+W = np.array([1.3, 0.2, -0.6, 0.9])
+
+
+def scalar_loop(x):
+    """A loop over Python floats through every rule that now divides with rt.divide."""
+    total = 0.0
+    for i in range(len(x)):
+        xi = float(x[i])
+        total = total + math.sqrt(xi * xi + 0.5) + math.asin(xi / 2) * math.acos(xi / 3)
+        total = total + math.acosh(1.5 + xi * xi) + math.atan2(xi, 1.0 + total * 0.1)
+    return total
+
+
+def check_all_modes(f, x=X):
+    """grad, value_and_grad, jvp, hessian, grad of grad and jit=True (compiled, no
+    fallback) against central differences."""
+    want = numerical_grad(f, (x,))
+    g_of = sg.grad(f)
+    value, g = sg.value_and_grad(f)(x)
+    np.testing.assert_allclose(value, f(x), rtol=1e-13)
+    np.testing.assert_allclose(g, want, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(sg.jvp(f, (x,), (V,))[1], want @ V, rtol=1e-6, atol=1e-8)
+    hess = fd_hessian(f, x)   # (differences of differences: good to about 1e-5 here)
+    np.testing.assert_allclose(sg.hessian(f)(x), hess, rtol=1e-4, atol=5e-5)
+    # and differences of the gradient (checked above), good to about 1e-9
+    eye = np.eye(x.size) * 1e-5
+    hess = np.stack([(g_of(x + e) - g_of(x - e)) / 2e-5 for e in eye], axis=1)
+    atol = 1e-7 * max(1.0, np.abs(hess).max())
+    np.testing.assert_allclose(sg.hessian(f)(x), hess, rtol=1e-6, atol=atol)
+    inner = sg.grad(f)
+    np.testing.assert_allclose(sg.grad(lambda x: np.sum(inner(x) * W))(x), hess @ W,
+                               rtol=1e-5, atol=atol)
+    jitted = sg.grad(f, jit=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", JitFallbackWarning)
+        for _ in range(3):   # (the first calls may run the NumPy code while it compiles)
+            np.testing.assert_allclose(jitted(x), g, rtol=1e-10, atol=1e-12)
+
+
+def test_math_functions_of_floats_in_all_modes():
+    pytest.importorskip("numba")
+    check_all_modes(scalar_loop)
+
+
+def test_the_generated_code_reads_rt_divide():
+    text = sg.source(scalar_loop, args=(X,))
+    assert "rt.divide(" in text and "rt.sqrt(" in text
+
+
+def sqrt0(x):
+    return math.sqrt(x)
+
+
+def asin1(x):
+    return math.asin(x)
+
+
+def acos1(x):
+    return math.acos(x)
+
+
+def acosh1(x):
+    return math.acosh(x)
+
+
+def atan2_origin(x):
+    return math.atan2(x, x)
+
+
+# f, the singular point, its gradient there, its second derivative there (hand-derived:
+# 1/(2 sqrt x), 1/sqrt(1-x^2), -1/sqrt(1-x^2), 1/sqrt(x^2-1), and (x - x)/(2 x^2) = 0/0).
+SINGULAR = [(sqrt0, 0.0, math.inf, -math.inf), (asin1, 1.0, math.inf, math.inf),
+            (asin1, -1.0, math.inf, -math.inf), (acos1, 1.0, -math.inf, -math.inf),
+            (acos1, -1.0, -math.inf, math.inf), (acosh1, 1.0, math.inf, -math.inf),
+            (atan2_origin, 0.0, math.nan, math.nan)]
+
+
+def _same(got, want):
+    assert isinstance(got, float) or np.ndim(got) == 0, got
+    if math.isnan(want):
+        assert math.isnan(got), got
+    else:
+        assert got == want, (got, want)
+
+
+@pytest.mark.parametrize("f, x, slope, curvature", SINGULAR)
+def test_singular_points_give_numpys_inf_or_nan_with_its_warning(f, x, slope, curvature):
+    with pytest.warns(RuntimeWarning, match="encountered in divide"):
+        _same(sg.grad(f)(x), slope)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        value, g = sg.value_and_grad(f)(x)
+        assert value == f(x)
+        _same(g, slope)
+        _same(sg.jvp(f, (x,), (1.0,))[1], slope)
+        _same(float(sg.hessian(f)(x)), curvature)
+        assert not math.isfinite(sg.grad(sg.grad(f))(x))   # inf * 0 on the way: nan or inf
+        # NumPy floats take the same path (math's functions return Python floats)
+        _same(sg.grad(f)(np.float64(x)), slope)
+
+
+@pytest.mark.parametrize("f, x, slope, curvature", SINGULAR)
+def test_singular_points_under_jit(f, x, slope, curvature):
+    pytest.importorskip("numba")
+    jitted = sg.grad(f, jit=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("error", JitFallbackWarning)
+        for _ in range(3):
+            _same(jitted(x), slope)
+
+
+def test_regular_points_keep_python_floats_and_no_warning():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        g = sg.grad(sqrt0)(4.0)
+        assert type(g) is float and g == 0.25
+        assert sg.grad(atan2_origin)(2.0) == 0.0
+
+
+def test_a_python_zero_division_in_the_users_code_still_raises():
+    """Only the rules divide with NumPy's meaning: the user's own ``1 / x`` at 0 raises as
+    Python does, before any gradient."""
+    def f(x):
+        return 1.0 / x
+
+    with pytest.raises(ZeroDivisionError):
+        sg.grad(f)(0.0)
