@@ -1,11 +1,12 @@
-"""Python as people write it, round twelve: ``math``'s functions of Python floats at their
-singular points. The gradients of ``math.sqrt`` at 0, ``asin``/``acos`` at -1 and 1,
-``acosh`` at 1 and ``atan2`` at the origin divide Python floats by 0: they raised
-ZeroDivisionError where NumPy floats (and PyTorch) give inf or nan with a RuntimeWarning.
-``rt.divide`` (srcgrad/runtime/arrays.py) divides with NumPy's meaning, and Numba compiles
-it (jit=True does not fall back). Away from those points each gradient is checked against
-central differences in float64: grad, value_and_grad, jvp, the Hessian, a gradient of a
-gradient and ``jit=True``."""
+"""Python as people write it, round twelve: Python floats at singular points. The gradients
+of ``math.sqrt`` at 0, ``asin``/``acos`` at -1 and 1, ``acosh`` at 1, ``atan2`` at the origin
+and of powers below 1 at 0 (``x ** 0.5``, ``math.pow``, ``pow``) divide Python floats by 0
+or raise 0.0 to a negative power: they raised ZeroDivisionError where NumPy floats (and
+PyTorch) give inf or nan with a RuntimeWarning. ``rt.divide`` and ``rt.power``
+(srcgrad/runtime/arrays.py) have NumPy's meaning there, and Numba compiles them (jit=True
+does not fall back). Away from those points each gradient is checked against central
+differences in float64: grad, value_and_grad, jvp, the Hessian, a gradient of a gradient
+and ``jit=True``."""
 
 import math
 import warnings
@@ -30,6 +31,17 @@ def scalar_loop(x):
         xi = float(x[i])
         total = total + math.sqrt(xi * xi + 0.5) + math.asin(xi / 2) * math.acos(xi / 3)
         total = total + math.acosh(1.5 + xi * xi) + math.atan2(xi, 1.0 + total * 0.1)
+    return total
+
+
+def python_powers(x):
+    """Powers of Python floats (their gradients read rt.power): literal, fractional,
+    negative and variable exponents, math.pow and pow."""
+    total = 0.0
+    for i in range(len(x)):
+        xi = float(x[i])
+        r = xi * xi + 0.25
+        total = total + r ** 0.5 + r ** -1.5 + math.pow(r, 0.3) + pow(r, xi) + (r + 1.0) ** (xi * 0.5)
     return total
 
 
@@ -64,6 +76,11 @@ def test_math_functions_of_floats_in_all_modes():
     check_all_modes(scalar_loop)
 
 
+def test_powers_of_floats_in_all_modes():
+    pytest.importorskip("numba")
+    check_all_modes(python_powers)
+
+
 def test_the_generated_code_reads_rt_divide():
     text = sg.source(scalar_loop, args=(X,))
     assert "rt.divide(" in text and "rt.sqrt(" in text
@@ -89,12 +106,34 @@ def atan2_origin(x):
     return math.atan2(x, x)
 
 
+def root_of_power(x):
+    return x ** 0.5
+
+
+def math_pow_root(x):
+    return math.pow(x, 0.5)
+
+
+def builtin_pow_root(x):
+    return pow(x, 1.5) + pow(x, 0.5)
+
+
+def distance(x):
+    """The distance of two points of Python floats where they coincide."""
+    dx, dy = x - 0.0, 2.0 * x
+    return (dx * dx + dy * dy) ** 0.5
+
+
 # f, the singular point, its gradient there, its second derivative there (hand-derived:
-# 1/(2 sqrt x), 1/sqrt(1-x^2), -1/sqrt(1-x^2), 1/sqrt(x^2-1), and (x - x)/(2 x^2) = 0/0).
+# 1/(2 sqrt x), 1/sqrt(1-x^2), -1/sqrt(1-x^2), 1/sqrt(x^2-1), (x - x)/(2 x^2) = 0/0;
+# pow(x, 1.5) + pow(x, 0.5) curves as 0.75 x^-0.5 - 0.25 x^-1.5: inf - inf; the distance
+# sqrt(5) |x| has 0 * inf on the way).
 SINGULAR = [(sqrt0, 0.0, math.inf, -math.inf), (asin1, 1.0, math.inf, math.inf),
             (asin1, -1.0, math.inf, -math.inf), (acos1, 1.0, -math.inf, -math.inf),
             (acos1, -1.0, -math.inf, math.inf), (acosh1, 1.0, math.inf, -math.inf),
-            (atan2_origin, 0.0, math.nan, math.nan)]
+            (atan2_origin, 0.0, math.nan, math.nan), (root_of_power, 0.0, math.inf, -math.inf),
+            (math_pow_root, 0.0, math.inf, -math.inf), (builtin_pow_root, 0.0, math.inf, math.nan),
+            (distance, 0.0, math.nan, math.nan)]
 
 
 def _same(got, want):
@@ -107,7 +146,7 @@ def _same(got, want):
 
 @pytest.mark.parametrize("f, x, slope, curvature", SINGULAR)
 def test_singular_points_give_numpys_inf_or_nan_with_its_warning(f, x, slope, curvature):
-    with pytest.warns(RuntimeWarning, match="encountered in divide"):
+    with pytest.warns(RuntimeWarning, match="encountered in (divide|power)"):
         _same(sg.grad(f)(x), slope)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)

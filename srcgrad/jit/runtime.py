@@ -234,6 +234,17 @@ def _refuse_integer_power(a, b):
         _refuse("power of integers", a, b)   # Python ints do not overflow
 
 
+def numpy_power(a, b):
+    """See srcgrad.runtime.power: ``a ** b``, inf where Python raises (``0.0 ** -0.5``,
+    an overflow), as NumPy's and JIT_OPTIONS' error model give."""
+
+
+@overload(numpy_power)
+def _numpy_power(a, b):
+    _refuse_integer_power(a, b)
+    return lambda a, b: a ** b
+
+
 def checked_power(a, b):
     """``a ** b`` outside the fused kernels (translate.py): numbers raise as Python's."""
 

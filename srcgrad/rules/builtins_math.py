@@ -53,7 +53,7 @@ def builtin_float(dy, y, x=0.0):
 @adjoint(builtins.pow)
 def builtin_pow(dy, y, base, exp, mod=None):
     """Exactly 0 in ``base`` where ``exp == 0`` (even at base 0), as for ``np.power``."""
-    return (rt.unbroadcast(dy * exp * (base + ((exp == 0) & (base == 0))) ** (exp - 1), base),
+    return (rt.unbroadcast(dy * exp * rt.power(base + ((exp == 0) & (base == 0)), exp - 1), base),
             rt.unbroadcast(dy * y * rt.log_or_zero(base), exp), None)
 
 
@@ -222,7 +222,7 @@ def math_sqrt(dy, y, x):
 @adjoint(math.pow)
 def math_pow(dy, y, x1, x2):
     """Exactly 0 in ``x1`` where ``x2 == 0`` (even at ``x1 == 0``), as for ``np.power``."""
-    return dy * x2 * (x1 + ((x2 == 0) & (x1 == 0))) ** (x2 - 1), dy * y * rt.log_or_zero(x1)
+    return dy * x2 * rt.power(x1 + ((x2 == 0) & (x1 == 0)), x2 - 1), dy * y * rt.log_or_zero(x1)
 
 
 # ----- math: trigonometric and hyperbolic -----

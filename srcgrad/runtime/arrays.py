@@ -212,13 +212,23 @@ sqrt = _scalar_or_xp("sqrt")
 
 def divide(a, b):
     """``a / b`` with NumPy's meaning for Python numbers too: inf or nan and a RuntimeWarning
-    where the divisor is 0 (Python raises ZeroDivisionError). The gradients of ``math.sqrt``,
+    where the divisor is 0 (Python raises ZeroDivisionError) or the quotient overflows. The gradients of ``math.sqrt``,
     ``asin``, ``acos``, ``acosh``, ``atan2`` and ``pow`` divide by it at their singular
     points, where NumPy floats and PyTorch give inf or nan."""
     try:
         return a / b
-    except ZeroDivisionError:
+    except (ZeroDivisionError, OverflowError):
         return numpy.divide(a, b).item()
+
+
+def power(x1, x2):
+    """``x1 ** x2`` with NumPy's meaning for Python numbers too: inf and a RuntimeWarning
+    where Python raises (``0.0 ** -0.5``: ZeroDivisionError; an overflow: OverflowError).
+    The power rule's ``x2 * x1 ** (x2 - 1)`` reads it: ``x ** 0.5`` at 0 has slope inf."""
+    try:
+        return x1 ** x2
+    except (ZeroDivisionError, OverflowError):
+        return numpy.power(x1 * 1.0, x2).item()
 
 
 def dtype_of(a, dtype=None):

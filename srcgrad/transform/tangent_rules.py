@@ -18,6 +18,7 @@ import gast
 import numpy
 
 from srcgrad import rules, templates
+from srcgrad import runtime as rt
 from srcgrad.rules import Method
 from srcgrad.templates import clone
 from srcgrad import ast_util
@@ -25,7 +26,7 @@ from srcgrad import ast_util
 # Elementwise primitives that are not ufuncs: their adjoints may be read by linearity.
 _ELEMENTWISE = {operator.add, operator.sub, operator.mul, operator.truediv, operator.pow,
                 operator.neg, operator.pos, operator.mod, numpy.clip, numpy.where,
-                Method("clip"), abs, float}
+                Method("clip"), abs, float, rt.power}
 
 
 def is_elementwise(primitive):
