@@ -17,7 +17,7 @@ import pytest
 import srcgrad as sg
 from srcgrad.jit import JitFallbackWarning
 from srcgrad.testing import numerical_grad
-from tests.adversarial_checks import fd_hessian
+from tests.adversarial_checks import assert_refused_in, fd_hessian
 
 X = np.array([0.3, -0.5, 0.7, 0.2])
 V = np.array([0.7, -1.1, 0.4, 2.0])
@@ -45,9 +45,9 @@ def python_powers(x):
     return total
 
 
-def check_all_modes(f, x=X):
+def check_all_modes(f, x=X, fallback=False):
     """grad, value_and_grad, jvp, hessian, grad of grad and jit=True (compiled, no
-    fallback) against central differences."""
+    fallback unless ``fallback``) against central differences."""
     want = numerical_grad(f, (x,))
     g_of = sg.grad(f)
     value, g = sg.value_and_grad(f)(x)
@@ -66,7 +66,7 @@ def check_all_modes(f, x=X):
                                rtol=1e-5, atol=atol)
     jitted = sg.grad(f, jit=True)
     with warnings.catch_warnings():
-        warnings.simplefilter("error", JitFallbackWarning)
+        warnings.simplefilter("ignore" if fallback else "error", JitFallbackWarning)
         for _ in range(3):   # (the first calls may run the NumPy code while it compiles)
             np.testing.assert_allclose(jitted(x), g, rtol=1e-10, atol=1e-12)
 
@@ -187,3 +187,67 @@ def test_a_python_zero_division_in_the_users_code_still_raises():
 
     with pytest.raises(ZeroDivisionError):
         sg.grad(f)(0.0)
+
+
+# ----- scipy.stats frozen distributions: norm(loc, scale).logpdf(x) -----
+
+stats = pytest.importorskip("scipy.stats")
+norm = stats.norm
+HERE = __file__.rsplit("/", 1)[-1]
+
+
+def frozen_inline(p):
+    x, loc, scale = p[:2], p[2], 1.0 + p[3] ** 2
+    return np.sum(norm(loc, scale).logpdf(x)) + np.sum(stats.norm(loc=loc, scale=scale).cdf(x))
+
+
+def frozen_bound(p):
+    """A frozen distribution bound to a name and read by several methods."""
+    dist = stats.norm(p[2], 1.5)
+    unit = norm()
+    return np.sum(dist.logpdf(p[:2])) + dist.logsf(p[3]) + unit.pdf(p[0] * p[1]) \
+        + np.sum(dist.logcdf(p[:2] * 0.5)) + dist.sf(p[1]) + dist.ppf(0.2 + 0.1 * np.tanh(p[0]))
+
+
+def frozen_of_arguments(x, loc, scale):
+    dist = norm(loc, scale)
+    return np.sum(dist.logpdf(x))
+
+
+@pytest.mark.parametrize("f", [frozen_inline, frozen_bound])
+def test_frozen_distributions_in_all_modes(f):
+    pytest.importorskip("numba")
+    check_all_modes(f, fallback=True)
+
+
+def test_frozen_distributions_match_scipy_and_each_argument():
+    x, loc, scale = np.array([0.3, -1.2, 2.0]), 0.4, 1.7
+    value = sg.value_and_grad(frozen_of_arguments)(x, loc, scale)[0]
+    assert value == pytest.approx(np.sum(norm(loc, scale).logpdf(x)), rel=1e-13)
+    for wrt in range(3):
+        got = sg.grad(frozen_of_arguments, wrt=wrt)(x, loc, scale)
+        want = numerical_grad(frozen_of_arguments, (x, loc, scale), wrt=wrt)
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-9)
+
+
+def test_the_frozen_binding_is_not_built_when_only_its_methods_read_it():
+    text = sg.source(frozen_of_arguments, args=(np.ones(3), 0.4, 1.7))
+    code = [line for line in text.splitlines() if not line.strip().startswith("#")]
+    assert not any("norm(loc, scale)" in line for line in code), text
+    assert any("norm_logpdf" in line for line in code), text
+
+
+def frozen_then_rebound(x, loc):
+    dist = norm(loc, 1.0)
+    loc = loc * 2.0   # the frozen object keeps the old loc: not read as norm.logpdf(x, loc)
+    return np.sum(dist.logpdf(x)) + loc
+
+
+def frozen_rvs(x, loc):
+    return np.sum(norm(loc, 1.0).rvs(size=3, random_state=0) * x)
+
+
+def test_other_frozen_forms_are_refused_at_their_line():
+    x = np.array([0.3, -1.2])
+    assert_refused_in(HERE, lambda: sg.grad(frozen_then_rebound, wrt=1)(x, 0.4), "norm", "dist = norm(loc")
+    assert_refused_in(HERE, lambda: sg.grad(frozen_rvs, wrt=1)(x, 0.4), "rvs")
