@@ -209,6 +209,33 @@ def frozen_bound(p):
         + np.sum(dist.logcdf(p[:2] * 0.5)) + dist.sf(p[1]) + dist.ppf(0.2 + 0.1 * np.tanh(p[0]))
 
 
+def frozen_of_a_dict(x, params):
+    """The freezing arguments read from a dict first, in the same block."""
+    mu, sigma = params["mu"], params["sigma"]
+    dist = norm(mu, sigma)
+    return np.sum(dist.logpdf(x))
+
+
+def frozen_in_a_loop(x, locs):
+    total = 0.0
+    for k in range(len(locs)):
+        loc = locs[k]
+        dist = norm(loc, 2.0)
+        total = total + np.sum(dist.logcdf(x))
+    return total
+
+
+def frozen_read_between(x, loc):
+    """A read of dist between the binding of loc and dist's: not rewritten (in a loop it
+    would read the dist of before), refused at the freezing call."""
+    for k in range(2):
+        m = loc * (k + 1.0)
+        if k > 0:
+            x = x + dist.mean()
+        dist = norm(m, 1.0)
+    return np.sum(dist.logpdf(x))
+
+
 def frozen_of_arguments(x, loc, scale):
     dist = norm(loc, scale)
     return np.sum(dist.logpdf(x))
@@ -228,6 +255,25 @@ def test_frozen_distributions_match_scipy_and_each_argument():
         got = sg.grad(frozen_of_arguments, wrt=wrt)(x, loc, scale)
         want = numerical_grad(frozen_of_arguments, (x, loc, scale), wrt=wrt)
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-9)
+
+
+def test_frozen_arguments_bound_first_in_the_same_block():
+    x = np.array([0.3, -1.2, 2.0])
+    params = {"mu": 0.4, "sigma": 1.3}
+    got = sg.grad(frozen_of_a_dict, wrt=1)(x, params)
+    for k in params:
+        step = dict(params)
+        step[k] += 1e-6
+        back = dict(params)
+        back[k] -= 1e-6
+        want = (frozen_of_a_dict(x, step) - frozen_of_a_dict(x, back)) / 2e-6
+        assert got[k] == pytest.approx(want, rel=1e-6)
+    locs = np.array([0.1, -0.4, 0.8])
+    for wrt in (0, 1):
+        np.testing.assert_allclose(sg.grad(frozen_in_a_loop, wrt=wrt)(x, locs),
+                                   numerical_grad(frozen_in_a_loop, (x, locs), wrt=wrt),
+                                   rtol=1e-6, atol=1e-9)
+    assert_refused_in(HERE, lambda: sg.grad(frozen_read_between, wrt=1)(x, 0.4), "norm")
 
 
 def test_the_frozen_binding_is_not_built_when_only_its_methods_read_it():

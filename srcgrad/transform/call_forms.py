@@ -497,18 +497,48 @@ def frozen_call(desugar, call):
                                         keywords=freeze.keywords), call)
 
 
-def frozen_names(scan):
-    """Local name -> the call it is bound to, for a name bound once, by ``name = f(...)``
-    whose arguments read only names never bound in the function (parameters, globals):
-    a read of the name is that call (``frozen_call``: ``dist = norm(mu, s)``)."""
+def frozen_names(node, scan):
+    """Local name -> the call it is bound to (``frozen_call``: ``dist = norm(mu, s)``), for a
+    name bound once, by ``name = f(...)``, whose arguments read only names never bound in
+    the function (parameters, globals) or bound once by an assignment earlier in the same
+    block (``mu, s = p["mu"], p["s"]``) with no read of the name in between: each read of
+    the name then sees the values the call would read there."""
     if "scipy.stats" not in sys.modules:
         return {}
     bound = scan.bindings()
-    return {n: values[0] for n, values in bound.items()
-            if len(values) == 1 and isinstance(values[0], gast.Call) and scan.stored.get(n) == 1
-            and not any(isinstance(v, gast.Name) and v.id in bound
-                        for a in values[0].args + [k.value for k in values[0].keywords]
-                        for v in ast_util.walk(a))}
+    found = {}
+    for block in ast_util.blocks(node.body):
+        for j, s in enumerate(block):
+            if not (isinstance(s, gast.Assign) and len(s.targets) == 1
+                    and isinstance(s.targets[0], gast.Name) and isinstance(s.value, gast.Call)):
+                continue
+            n = s.targets[0].id
+            if scan.stored.get(n) != 1 or len(bound.get(n, ())) != 1:
+                continue
+            call = s.value
+            read = {v.id for a in call.args + [k.value for k in call.keywords]
+                    for v in ast_util.walk(a) if isinstance(v, gast.Name)}
+            if all(v not in bound or _bound_before(v, n, block, j, scan) for v in read):
+                found[n] = call
+    return found
+
+
+def _bound_before(v, n, block, j, scan):
+    """Whether ``v``'s one binding is an assignment in ``block`` before index ``j``, and
+    nothing from it to ``j`` reads ``n``."""
+    if scan.stored.get(v) != 1:
+        return False
+    for i in range(j - 1, -1, -1):
+        s = block[i]
+        names = [t for t in ast_util.walk(s) if isinstance(t, gast.Name)]
+        if any(t.id == n for t in names):
+            return False
+        if isinstance(s, gast.Assign) and any(t.id == v and isinstance(t.ctx, gast.Store)
+                                              for target in s.targets
+                                              for t in ast_util.walk(target)
+                                              if isinstance(t, gast.Name)):
+            return True
+    return False
 
 
 def drop_frozen(node, names):

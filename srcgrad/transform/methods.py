@@ -611,7 +611,7 @@ def transform(node, ctx):
     dict_arguments = {p for p, cls in ctx.classes.items() if issubclass(cls, dict)}
     _dict_loops(node, list_names(node, desugar.resolves_to, dict, scan, dict_arguments)
                 | dict_arguments, desugar)
-    desugar.frozen = frozen_names(scan)
+    desugar.frozen = frozen_names(node, scan)
     desugar.closed_over = frozenset(
         n.id for scope in scan.scopes if scope is not node for n in ast_util.nodes_of(scope, gast.Name))
     # ``g(*args)``, ``g(**kw)``: rewritten or refused (nothing to do for a function without)
