@@ -83,7 +83,7 @@ def test_powers_of_floats_in_all_modes():
 
 def test_the_generated_code_reads_rt_divide():
     text = sg.source(scalar_loop, args=(X,))
-    assert "rt.divide(" in text and "rt.sqrt(" in text
+    assert "rt.divide(" in text
 
 
 def sqrt0(x):

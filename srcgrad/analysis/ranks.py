@@ -31,7 +31,7 @@ Static = anno.Static
 UNKNOWN = "?"          # not a single known rank
 INT = "i"              # a Python or NumPy integer scalar (an index)
 
-_ELEMENTWISE_HELPERS = {rt.divide: 2, rt.power: 2, rt.sqrt: 1}
+_ELEMENTWISE_HELPERS = {rt.divide: 2, rt.power: 2}
 _ELEMENTWISE_OPS = (gast.Add, gast.Sub, gast.Mult, gast.Div, gast.Pow, gast.FloorDiv, gast.Mod)
 _INT_OPS = (gast.Add, gast.Sub, gast.Mult, gast.FloorDiv, gast.Mod)
 _FULL_REDUCTIONS = {numpy.sum, numpy.mean, numpy.prod, numpy.max, numpy.min, numpy.amax, numpy.amin,

@@ -131,14 +131,6 @@ def _log(x):
 
 
 @njit(**JIT_OPTIONS)
-def _sqrt(x):
-    """math.sqrt of a number: ValueError below 0 (math's domain error)."""
-    if x < 0:
-        raise ValueError("srcgrad jit: math domain error")
-    return math.sqrt(x)
-
-
-@njit(**JIT_OPTIONS)
 def _sin(x):
     if math.isinf(x):
         raise ValueError("srcgrad jit: math domain error")
@@ -167,7 +159,7 @@ def _overflowing(f):
 # name -> (its number form, its array form): srcgrad.runtime.arrays' scalar-or-array functions
 _MATH = {"sin": (_sin, np.sin), "cos": (_cos, np.cos), "exp": (_overflowing(math.exp), np.exp),
          "sinh": (_overflowing(math.sinh), np.sinh), "cosh": (_overflowing(math.cosh), np.cosh),
-         "log": (_log, np.log), "sqrt": (_sqrt, np.sqrt)}
+         "log": (_log, np.log)}
 
 
 def _scalar_or_array(name):
@@ -188,8 +180,8 @@ def _scalar_or_array(name):
     return stub
 
 
-sin, cos, exp, sinh, cosh, log, sqrt = (_scalar_or_array(n) for n in (
-    "sin", "cos", "exp", "sinh", "cosh", "log", "sqrt"))
+sin, cos, exp, sinh, cosh, log = (_scalar_or_array(n) for n in ("sin", "cos", "exp", "sinh",
+                                                                 "cosh", "log"))
 
 
 def divide(a, b):

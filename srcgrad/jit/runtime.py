@@ -39,7 +39,7 @@ from srcgrad.jit.reductions import (prod_others, reduce_max, reduce_mean,  # noq
 # The helpers of Python's builtins and math, of np.clip and of transposes.
 from srcgrad.jit.builtins_math import (builtin_abs, builtin_sum_vjp, cos,  # noqa: F401,E402
                                        cosh, divide, exp, log, log_base, log_base_grad, minmax_vjp,
-                                       sin, sinh, sqrt)
+                                       sin, sinh)
 from srcgrad.jit.elementwise import (clip_above, clip_below, either,  # noqa: F401,E402
                                      inverse_axes, method_axes)
 # The adjoint of indexing (rt.add_at): arrays, and the tuples a function unpacks.

@@ -246,13 +246,13 @@ def math_tan(dy, y, x):
 @adjoint(math.asin)
 def math_asin(dy, y, x):
     """inf at -1 and 1 (``rt.divide``)."""
-    return rt.divide(dy, rt.sqrt((1 - x) * (1 + x)))
+    return rt.divide(dy, ((1 - x) * (1 + x)) ** 0.5)
 
 
 @adjoint(math.acos)
 def math_acos(dy, y, x):
     """-inf at -1 and 1 (``rt.divide``)."""
-    return -rt.divide(dy, rt.sqrt((1 - x) * (1 + x)))
+    return -rt.divide(dy, ((1 - x) * (1 + x)) ** 0.5)
 
 
 @adjoint(math.atan)
@@ -263,9 +263,9 @@ def math_atan(dy, y, x):
 @adjoint(math.atan2)
 def math_atan2(dy, y, x1, x2):
     """``math.atan2(y, x)``; its positional parameters are named x1, x2 here. nan at the
-    origin (``rt.divide``: 0/0), as NumPy floats and PyTorch give."""
-    r2 = x1 * x1 + x2 * x2
-    return rt.divide(dy * x2, r2), -rt.divide(dy * x1, r2)
+    origin (``rt.divide``: 0 * inf), as NumPy floats and PyTorch give."""
+    inv_r2 = rt.divide(1.0, x1 * x1 + x2 * x2)
+    return dy * x2 * inv_r2, -dy * x1 * inv_r2
 
 
 @adjoint(math.sinh)
@@ -291,7 +291,7 @@ def math_asinh(dy, y, x):
 @adjoint(math.acosh)
 def math_acosh(dy, y, x):
     """inf at 1 (``rt.divide``)."""
-    return rt.divide(dy, rt.sqrt((x - 1) * (x + 1)))
+    return rt.divide(dy, ((x - 1) * (x + 1)) ** 0.5)
 
 
 @adjoint(math.atanh)

@@ -177,11 +177,6 @@ def divide(y, a, b, *, t_a, t_b):
     return rt.divide(t_a, b) - rt.divide(t_b * y, b)
 
 
-@tangent(rt.sqrt)
-def sqrt(y, x, *, t_x):
-    return rt.divide(t_x, 2 * y)
-
-
 @tangent(rt.sin)
 def sin(y, x, *, t_x):
     return t_x * rt.cos(x)

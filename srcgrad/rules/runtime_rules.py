@@ -399,11 +399,6 @@ def divide(dw, w, a, b):
     return rt.unbroadcast(rt.divide(dw, b), a), rt.unbroadcast(-rt.divide(dw * w, b), b)
 
 
-@adjoint(rt.sqrt)
-def sqrt(dw, w, x):
-    return rt.divide(dw, 2 * w)
-
-
 @adjoint(rt.sin)
 def sin(dw, w, x):
     return dw * rt.cos(x)

@@ -207,7 +207,6 @@ exp = _scalar_or_xp("exp")
 sinh = _scalar_or_xp("sinh")
 cosh = _scalar_or_xp("cosh")
 log = _scalar_or_xp("log")
-sqrt = _scalar_or_xp("sqrt")
 
 
 def divide(a, b):
