@@ -396,6 +396,13 @@ class _FoldConstants(ast_util.NodeTransformer):
             positions, default, rewrite = found
             if all(len(node.args) > k and _is_literal(node.args[k], default) for k in positions):
                 return rewrite(node)
+        if func.__class__ is gast.Attribute and func.attr == "power" and len(node.args) == 2 \
+                and not node.keywords and ast_util.is_rt_call(node, "power"):
+            node.args[0] = _unit_power(node.args[0])   # the power rule's base, mask never set
+            if _number(node.args[1]) and node.args[1].value >= 0:
+                # ``rt.power(x, 1)`` in the rule for ``x ** 2``: 0.0 to a power of at least 0
+                # raises no ZeroDivisionError, so it is ``x ** 1`` (then ``x``), as before
+                return gast.BinOp(left=node.args[0], op=gast.Pow(), right=node.args[1])
         return node
 
     def visit_Compare(self, node):

@@ -812,6 +812,8 @@ add(
     C(rt.log_or_zero_grad, 1.5),
     C(rt.sin, 0.7), C(rt.sin, r(3)), C(rt.cos, 0.7), C(rt.cos, r(3)), C(rt.exp, 0.7), C(rt.exp, r(3)),
     C(rt.sinh, 0.7), C(rt.cosh, r(3)), C(rt.log, 1.7), C(rt.log, p(3)), C(rt.log_base, 2.5),
+    C(rt.divide, 0.7, 1.3), C(rt.divide, r(3, 4), p(4)),
+    C(rt.power, 1.7, -0.5), C(rt.power, p(3, 4), r(4)), C(rt.power, 1.3, 0.7),
     # adjoints of gradient helpers (grad of grad through them)
     C(rt.sinc_grad, np.array([-1.2, 0.0, 0.004, -0.02, 0.7])),
     C(rt.prod_others, r(3, 4), 1), C(rt.prod_others, np.array([0.5, 0.0, 2.0, -1.0])),

@@ -161,8 +161,8 @@ def test_forms_scipy_takes_otherwise_are_refused_at_the_line():
     def overwriting(a):
         return np.sum(sla.solve(a, B, overwrite_a=True))
 
-    def frozen(x):
-        return np.sum(st.norm(0.0, 1.0).logpdf(x))
+    def frozen(x):   # (x by position is norm.logpdf(x, 0.0, 1.0): test_python_idioms_round12)
+        return np.sum(st.norm(0.0, 1.0).logpdf(x=x))
 
     for f, x in ((banded, GENERAL), (overwriting, GENERAL), (frozen, X)):
         assert_refused_in(__file__, lambda: sg.grad(f)(x.copy()), "gradient rule")

@@ -20,6 +20,7 @@ import gast
 import numpy
 
 from srcgrad import anno, pytree
+from srcgrad import runtime as rt
 from srcgrad.analysis.matrices import attribute_matrix
 from srcgrad.errors import SrcgradError, matrix_refusal
 from srcgrad.rules import Method
@@ -30,6 +31,7 @@ Static = anno.Static
 UNKNOWN = "?"          # not a single known rank
 INT = "i"              # a Python or NumPy integer scalar (an index)
 
+_ELEMENTWISE_HELPERS = {rt.divide: 2, rt.power: 2}
 _ELEMENTWISE_OPS = (gast.Add, gast.Sub, gast.Mult, gast.Div, gast.Pow, gast.FloorDiv, gast.Mod)
 _INT_OPS = (gast.Add, gast.Sub, gast.Mult, gast.FloorDiv, gast.Mod)
 _FULL_REDUCTIONS = {numpy.sum, numpy.mean, numpy.prod, numpy.max, numpy.min, numpy.amax, numpy.amin,
@@ -524,6 +526,9 @@ def _call_rank(e, env, bound):
         return INT if primitive is builtins.len and len(args) == 1 else UNKNOWN
     if isinstance(primitive, numpy.ufunc) and primitive.nout == 1 and len(args) == primitive.nin:
         r = _combine(*args)
+        return 0 if r == INT else r
+    if primitive in _ELEMENTWISE_HELPERS and len(args) == _ELEMENTWISE_HELPERS[primitive]:
+        r = _combine(*args)   # the rules' NumPy-meaning divisions and powers (rt.divide)
         return 0 if r == INT else r
     if primitive in (builtins.len, builtins.int) and len(args) == 1:
         return INT

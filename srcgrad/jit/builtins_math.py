@@ -184,6 +184,19 @@ sin, cos, exp, sinh, cosh, log = (_scalar_or_array(n) for n in ("sin", "cos", "e
                                                                  "cosh", "log"))
 
 
+def divide(a, b):
+    """See srcgrad.runtime.divide: ``a / b``, inf or nan where ``b`` is 0 (JIT_OPTIONS' NumPy
+    error model, without NumPy's warning)."""
+
+
+@overload(divide, jit_options=JIT_OPTIONS)
+def _divide(a, b):
+    if all(_is_number(t) or isinstance(t, types.Array) and isinstance(t.dtype, types.Float)
+           for t in (a, b)):
+        return lambda a, b: a / b
+    _refuse("divide", a, b)
+
+
 def builtin_abs(x):
     """Python's ``abs(x)``: of a number as Numba's, of an array ``np.abs`` (what
     ``ndarray.__abs__`` computes)."""

@@ -38,7 +38,7 @@ from srcgrad.jit.reductions import (prod_others, reduce_max, reduce_mean,  # noq
                                     reduce_min, reduce_prod, reduce_std, reduce_sum, reduce_var)
 # The helpers of Python's builtins and math, of np.clip and of transposes.
 from srcgrad.jit.builtins_math import (builtin_abs, builtin_sum_vjp, cos,  # noqa: F401,E402
-                                       cosh, exp, log, log_base, log_base_grad, minmax_vjp,
+                                       cosh, divide, exp, log, log_base, log_base_grad, minmax_vjp,
                                        sin, sinh)
 from srcgrad.jit.elementwise import (clip_above, clip_below, either,  # noqa: F401,E402
                                      inverse_axes, method_axes)
@@ -232,6 +232,17 @@ def _refuse_integer_power(a, b):
             isinstance(a, types.Array) and isinstance(a.dtype, types.Integer) and \
             isinstance(b, (types.Integer, types.Array)) and not isinstance(b, types.Boolean):
         _refuse("power of integers", a, b)   # Python ints do not overflow
+
+
+def numpy_power(a, b):
+    """See srcgrad.runtime.power: ``a ** b``, inf where Python raises (``0.0 ** -0.5``,
+    an overflow), as NumPy's and JIT_OPTIONS' error model give."""
+
+
+@overload(numpy_power)
+def _numpy_power(a, b):
+    _refuse_integer_power(a, b)
+    return lambda a, b: a ** b
 
 
 def checked_power(a, b):

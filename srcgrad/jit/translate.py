@@ -66,7 +66,7 @@ HELPERS = ("default_seed", "owned_zeros", "unbroadcast", "has_grad", "shape_of",
            "add_grad", "seq_item", "array_vjp", "stack_vjp", "concatenate_vjp", "seq_add",
            "prod_others", "builtin_sum_vjp", "minmax_vjp", "log_base", "log_base_grad", "sin",
            "cos", "exp", "sinh", "cosh", "log", "clip_below", "clip_above", "either",
-           "inverse_axes", "method_axes", "share")
+           "inverse_axes", "method_axes", "share", "divide", "power")
 SEED = "_sg_seed"
 OUT = "_sg_out"
 BUF = "_sg_buf"     # "grad", "seeded": a float64 array the first gradient is written into
@@ -507,6 +507,8 @@ class _Expressions(gast.NodeTransformer):
                 if node.attr not in HELPERS:
                     self.rewrite.refuse(f"the srcgrad runtime helper rt.{node.attr}")
                 node.value = _name("_jrt")
+                if node.attr == "power":   # NumPy's inf at 0.0 ** -1, never checked
+                    node.attr = "numpy_power"   # as _jrt.power is (_PythonNumbers)
         return node
 
     def visit_BinOp(self, node):

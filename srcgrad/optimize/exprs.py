@@ -35,10 +35,13 @@ def pure_calls(calls):
 
 
 def scalar_ufunc(func):
-    """``xp.<ufunc>`` with one output: a scalar for scalar arguments."""
-    if isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name) and func.value.id == "xp":
-        f = getattr(numpy, func.attr, None)
-        return isinstance(f, numpy.ufunc) and f.nout == 1
+    """``xp.<ufunc>`` with one output, or the rules' ``rt.divide`` and ``rt.power``
+    (NumPy's meaning on numbers): a scalar for scalar arguments."""
+    if isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name):
+        if func.value.id == "xp":
+            f = getattr(numpy, func.attr, None)
+            return isinstance(f, numpy.ufunc) and f.nout == 1
+        return func.value.id == "rt" and func.attr in ("divide", "power")
     return False
 
 

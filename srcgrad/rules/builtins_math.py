@@ -54,7 +54,7 @@ def builtin_float(dy, y, x=0.0):
 @adjoint(builtins.pow)
 def builtin_pow(dy, y, base, exp, mod=None):
     """Exactly 0 in ``base`` where ``exp == 0`` (even at base 0), as for ``np.power``."""
-    return (rt.unbroadcast(dy * exp * (base + ((exp == 0) & (base == 0))) ** (exp - 1), base),
+    return (rt.unbroadcast(dy * exp * rt.power(base + ((exp == 0) & (base == 0)), exp - 1), base),
             rt.unbroadcast(dy * y * rt.log_or_zero(base), exp), None)
 
 
@@ -216,13 +216,14 @@ def math_log10(dy, y, x):
 
 @adjoint(math.sqrt)
 def math_sqrt(dy, y, x):
-    return dy / (2 * y)
+    """inf at 0 with NumPy's warning (``rt.divide``), as ``np.sqrt`` and PyTorch give."""
+    return rt.divide(dy, 2 * y)
 
 
 @adjoint(math.pow)
 def math_pow(dy, y, x1, x2):
     """Exactly 0 in ``x1`` where ``x2 == 0`` (even at ``x1 == 0``), as for ``np.power``."""
-    return dy * x2 * (x1 + ((x2 == 0) & (x1 == 0))) ** (x2 - 1), dy * y * rt.log_or_zero(x1)
+    return dy * x2 * rt.power(x1 + ((x2 == 0) & (x1 == 0)), x2 - 1), dy * y * rt.log_or_zero(x1)
 
 
 # ----- math: trigonometric and hyperbolic -----
@@ -245,12 +246,14 @@ def math_tan(dy, y, x):
 
 @adjoint(math.asin)
 def math_asin(dy, y, x):
-    return dy * ((1 - x) * (1 + x)) ** -0.5
+    """inf at -1 and 1 (``rt.divide``)."""
+    return rt.divide(dy, ((1 - x) * (1 + x)) ** 0.5)
 
 
 @adjoint(math.acos)
 def math_acos(dy, y, x):
-    return -dy * ((1 - x) * (1 + x)) ** -0.5
+    """-inf at -1 and 1 (``rt.divide``)."""
+    return -rt.divide(dy, ((1 - x) * (1 + x)) ** 0.5)
 
 
 @adjoint(math.atan)
@@ -260,9 +263,10 @@ def math_atan(dy, y, x):
 
 @adjoint(math.atan2)
 def math_atan2(dy, y, x1, x2):
-    """``math.atan2(y, x)``; its positional parameters are named x1, x2 here."""
-    r2 = x1 * x1 + x2 * x2
-    return dy * x2 / r2, -dy * x1 / r2
+    """``math.atan2(y, x)``; its positional parameters are named x1, x2 here. nan at the
+    origin (``rt.divide``: 0 * inf), as NumPy floats and PyTorch give."""
+    inv_r2 = rt.divide(1.0, x1 * x1 + x2 * x2)
+    return dy * x2 * inv_r2, -dy * x1 * inv_r2
 
 
 @adjoint(math.sinh)
@@ -287,7 +291,8 @@ def math_asinh(dy, y, x):
 
 @adjoint(math.acosh)
 def math_acosh(dy, y, x):
-    return dy * ((x - 1) * (x + 1)) ** -0.5
+    """inf at 1 (``rt.divide``)."""
+    return rt.divide(dy, ((x - 1) * (x + 1)) ** 0.5)
 
 
 @adjoint(math.atanh)

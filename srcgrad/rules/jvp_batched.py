@@ -41,7 +41,7 @@ xp = None  # placeholder: the array namespace, bound in generated code
 # ----- Forms -----
 
 batched_tangent(np.multiply, operator.mul, np.add, operator.add, np.subtract, operator.sub,
-                rt.log_or_zero, rt.log_or_zero_grad, rt.sin, rt.cos, rt.exp, rt.sinh, rt.cosh,
+                rt.log_or_zero, rt.log_or_zero_grad, rt.divide, rt.sin, rt.cos, rt.exp, rt.sinh, rt.cosh,
                 rt.log, rt.log_base, math.log, rt.log_base_grad, form="elementwise")
 
 batched_tangent(rt.tape_pop, rt.own, rt.save, rt.copy_restored, rt.seq_pop, Method("values"), Method("items"),

@@ -284,7 +284,7 @@ def lstsq_jvp(t_a, t_b, a, b, y):
 
 @tangent(builtins.pow)
 def builtin_pow(y, base, exp, mod=None, *, t_base, t_exp):
-    return (t_base * exp * (base + ((exp == 0) & (base == 0))) ** (exp - 1)
+    return (t_base * exp * rt.power(base + ((exp == 0) & (base == 0)), exp - 1)
             + t_exp * y * rt.log_or_zero(base))
 
 

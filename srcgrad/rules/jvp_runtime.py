@@ -174,6 +174,11 @@ def log_or_zero_grad(y, a, *, t_a):
     return -t_a * y * y
 
 
+@tangent(rt.divide)
+def divide(y, a, b, *, t_a, t_b):
+    return rt.divide(t_a, b) - rt.divide(t_b * y, b)
+
+
 @tangent(rt.sin)
 def sin(y, x, *, t_x):
     return t_x * rt.cos(x)

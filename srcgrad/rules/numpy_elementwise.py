@@ -115,15 +115,17 @@ def reciprocal(dy, y, x):
     return -dy * y * y
 
 
-@adjoint(np.power, np.float_power, operator.pow)
+@adjoint(np.power, np.float_power, operator.pow, rt.power)
 def power(dy, y, x1, x2):
     """``x2 * x1 ** (x2 - 1)``, exactly 0 where ``x2 == 0`` (even at ``x1 == 0``, where
     ``x1 ** -1`` is infinite): the base is moved to 1 where both are 0, and only there, so
     that the derivative of this gradient in ``x2`` is ``x1 ** -1`` at ``x2 == 0`` (JAX
     issue 12033; raising the exponent to 0 wherever ``x2 == 0`` made it 1). A mask added
-    to the base keeps a float32 base float32. The exponent's gradient ``y * log(x1)`` is 0 where ``x1 <= 0`` (JAX's
+    to the base keeps a float32 base float32. ``rt.power`` is ``**`` with NumPy's inf
+    where Python floats raise (``0.0 ** -0.5``); a literal exponent of at least 0 is
+    written ``**`` (templates.py). The exponent's gradient ``y * log(x1)`` is 0 where ``x1 <= 0`` (JAX's
     convention at ``x1 == 0``)."""
-    return (rt.unbroadcast(dy * x2 * (x1 + ((x2 == 0) & (x1 == 0))) ** (x2 - 1), x1),
+    return (rt.unbroadcast(dy * x2 * rt.power(x1 + ((x2 == 0) & (x1 == 0)), x2 - 1), x1),
             rt.unbroadcast(dy * y * rt.log_or_zero(x1), x2))
 
 

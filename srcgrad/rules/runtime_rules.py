@@ -393,6 +393,12 @@ def log_or_zero_grad(dw, w, a):
     return -dw * w * w
 
 
+@adjoint(rt.divide)
+def divide(dw, w, a, b):
+    """``a / b`` with NumPy's inf or nan at ``b == 0`` (the gradients of math's functions)."""
+    return rt.unbroadcast(rt.divide(dw, b), a), rt.unbroadcast(-rt.divide(dw * w, b), b)
+
+
 @adjoint(rt.sin)
 def sin(dw, w, x):
     return dw * rt.cos(x)

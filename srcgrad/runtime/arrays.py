@@ -209,6 +209,27 @@ cosh = _scalar_or_xp("cosh")
 log = _scalar_or_xp("log")
 
 
+def divide(a, b):
+    """``a / b`` with NumPy's meaning for Python numbers too: inf or nan and a RuntimeWarning
+    where the divisor is 0 (Python raises ZeroDivisionError) or the quotient overflows. The gradients of ``math.sqrt``,
+    ``asin``, ``acos``, ``acosh``, ``atan2`` and ``pow`` divide by it at their singular
+    points, where NumPy floats and PyTorch give inf or nan."""
+    try:
+        return a / b
+    except (ZeroDivisionError, OverflowError):
+        return numpy.divide(a, b).item()
+
+
+def power(x1, x2):
+    """``x1 ** x2`` with NumPy's meaning for Python numbers too: inf and a RuntimeWarning
+    where Python raises (``0.0 ** -0.5``: ZeroDivisionError; an overflow: OverflowError).
+    The power rule's ``x2 * x1 ** (x2 - 1)`` reads it: ``x ** 0.5`` at 0 has slope inf."""
+    try:
+        return x1 ** x2
+    except (ZeroDivisionError, OverflowError):
+        return numpy.power(x1 * 1.0, x2).item()
+
+
 def dtype_of(a, dtype=None):
     """``dtype`` if given, else the dtype of ``a`` (what ``np.full_like(a, v)`` makes)."""
     if dtype is not None:

@@ -267,6 +267,9 @@ class RuleApplication:
                 value, NonDifferentiableError,
                 f"srcgrad has no gradient rule for {what}, and its argument "
                 f"{', '.join(repr(_show(a)) for a in active)} needs a gradient",
+                "Pass the parameters to the method instead (st.norm.logpdf(x, loc, scale)); a "
+                "frozen norm is read so only through its methods, its arguments not rebound "
+                "after it is frozen." if what.startswith("freezing") else
                 "Register one with @srcgrad.adjoint, wrap the computation in a custom "
                 "srcgrad.Function, or use srcgrad.detach if no gradient should flow through it.")
         try:
@@ -402,6 +405,8 @@ def _describe(primitive, value):
         return f"the attribute .{primitive}"
     mod = getattr(primitive, "__module__", None)
     qual = getattr(primitive, "__qualname__", None) or getattr(primitive, "__name__", None)
+    if qual is None and callable(getattr(primitive, "freeze", None)):
+        return f"freezing the scipy.stats distribution {getattr(primitive, 'name', '')}"
     if qual is None:
         return repr(primitive)
     return f"{mod}.{qual}" if mod and mod != "builtins" else qual

@@ -462,6 +462,97 @@ def _numpy_version(desugar, call):
     return version
 
 
+_FROZEN_METHODS = ("logpdf", "pdf", "cdf", "logcdf", "sf", "logsf", "ppf")
+
+
+def frozen_call(desugar, call):
+    """``scipy.stats.norm(loc, scale).logpdf(x)``, a frozen distribution's method, as
+    ``scipy.stats.norm.logpdf(x, loc, scale)`` (whose version srcgrad/scipy_versions.py has):
+    the frozen object keeps its arguments and the method passes them on after ``x``. Only
+    for ``x`` by position and freezing arguments read without a call (evaluated after ``x``
+    then, as nothing they read can change); else None."""
+    func = call.func
+    if not (isinstance(func, gast.Attribute) and func.attr in _FROZEN_METHODS) \
+            or "scipy.stats" not in sys.modules:
+        return None
+    freeze = func.value
+    bound = freeze.id if isinstance(freeze, gast.Name) and freeze.id in desugar.frozen else None
+    if bound is not None:
+        freeze = templates.clone(desugar.frozen[bound])   # dist = norm(mu, s); dist.cdf(x)
+    if not isinstance(freeze, gast.Call):
+        return None
+    arguments = freeze.args + [k.value for k in freeze.keywords]
+    if len(call.args) != 1 or call.keywords or isinstance(call.args[0], gast.Starred) \
+            or len(freeze.args) > 2 or any(k.arg not in ("loc", "scale") for k in freeze.keywords) \
+            or any(isinstance(n, (gast.Call, gast.NamedExpr, gast.Starred, gast.Lambda))
+                   for a in arguments for n in ast_util.walk(a)):
+        return None
+    norm = sys.modules["scipy.stats"].norm
+    if _resolves_path(desugar, freeze.func, lambda obj: obj is norm) is None:
+        return None
+    if bound is not None:
+        desugar.frozen_read.add(bound)
+    method = gast.Attribute(value=freeze.func, attr=func.attr, ctx=gast.Load())
+    return gast.copy_location(gast.Call(func=method, args=call.args + freeze.args,
+                                        keywords=freeze.keywords), call)
+
+
+def frozen_names(node, scan):
+    """Local name -> the call it is bound to (``frozen_call``: ``dist = norm(mu, s)``), for a
+    name bound once, by ``name = f(...)``, whose arguments read only names never bound in
+    the function (parameters, globals) or bound once by an assignment earlier in the same
+    block (``mu, s = p["mu"], p["s"]``) with no read of the name in between: each read of
+    the name then sees the values the call would read there."""
+    if "scipy.stats" not in sys.modules:
+        return {}
+    bound = scan.bindings()
+    found = {}
+    for block in ast_util.blocks(node.body):
+        for j, s in enumerate(block):
+            if not (isinstance(s, gast.Assign) and len(s.targets) == 1
+                    and isinstance(s.targets[0], gast.Name) and isinstance(s.value, gast.Call)):
+                continue
+            n = s.targets[0].id
+            if scan.stored.get(n) != 1 or len(bound.get(n, ())) != 1:
+                continue
+            call = s.value
+            read = {v.id for a in call.args + [k.value for k in call.keywords]
+                    for v in ast_util.walk(a) if isinstance(v, gast.Name)}
+            if all(v not in bound or _bound_before(v, n, block, j, scan) for v in read):
+                found[n] = call
+    return found
+
+
+def _bound_before(v, n, block, j, scan):
+    """Whether ``v``'s one binding is an assignment in ``block`` before index ``j``, and
+    nothing from it to ``j`` reads ``n``."""
+    if scan.stored.get(v) != 1:
+        return False
+    for i in range(j - 1, -1, -1):
+        s = block[i]
+        names = [t for t in ast_util.walk(s) if isinstance(t, gast.Name)]
+        if any(t.id == n for t in names):
+            return False
+        if isinstance(s, gast.Assign) and any(t.id == v and isinstance(t.ctx, gast.Store)
+                                              for target in s.targets
+                                              for t in ast_util.walk(target)
+                                              if isinstance(t, gast.Name)):
+            return True
+    return False
+
+
+def drop_frozen(node, names):
+    """The bindings ``dist = norm(mu, s)`` of ``names`` (frozen_call read their calls) where
+    nothing reads the name any more: building the frozen object would only cost time."""
+    read = {n.id for n in ast_util.walk(node) if isinstance(n, gast.Name)
+            and isinstance(n.ctx, gast.Load)}
+    unread = set(names) - read
+    for block in ast_util.blocks(node.body) if unread else ():
+        block[:] = [s for s in block if not (isinstance(s, gast.Assign) and len(s.targets) == 1
+                                              and isinstance(s.targets[0], gast.Name)
+                                              and s.targets[0].id in unread)]
+
+
 def piecewise_call(desugar, call, helper):
     """``np.piecewise(x, condlist, [f0, 1.0, ...])`` as a call of srcgrad/inlined.py's
     ``piecewise_<n>(x, condlist, f0, lambda _sg_v: 1.0, ...)``: each piece a lambda, a

@@ -40,7 +40,8 @@ from srcgrad.transform import as_array, class_methods, plain_classes, structure_
 from srcgrad.transform.base import Base
 from srcgrad.transform.structure_parts import plain_dataclass as _is_plain_dataclass
 from srcgrad.transform.call_forms import (_clone_replacing, _dict_loops, _evaluation_order, _hashable_in,
-                                          _numpy_version, piecewise_call,
+                                          _numpy_version, piecewise_call, frozen_call, frozen_names,
+                                          drop_frozen,
                                           _partials, _replace_in, _resolves_path, _returning_method,
                                           Scan, _star_calls, _star_into_varargs, list_names)
 
@@ -81,6 +82,8 @@ class Desugar(Base):
         self.locals = locals_
         self.lists = frozenset()   # local names that always hold a list (list_names)
         self.closed_over = frozenset()   # names a nested def or lambda reads (hoist)
+        self.frozen = {}   # dist = norm(mu, s): the names read as that call (frozen_names)
+        self.frozen_read = set()   # those frozen_call read so (drop_frozen)
 
     def helper(self, obj):
         return name(as_array.bind(self.namer, self.info, self.bindings, obj.__name__, obj))
@@ -306,6 +309,7 @@ class Displays(ast_util.NodeTransformer):
             if library is not None:
                 node.func = self.helper(inlined.INLINED[library][len(node.args)])
                 return node
+        node = frozen_call(d, node) or node   # scipy.stats.norm(loc, scale).logpdf(x)
         version = _numpy_version(d, node)   # np.polyfit, np.ediff1d: srcgrad/inlined.py's
         if version is not None:
             node.func = self.helper(version)
@@ -625,6 +629,7 @@ def transform(node, ctx):
     dict_arguments = {p for p, cls in ctx.classes.items() if issubclass(cls, dict)}
     _dict_loops(node, list_names(node, desugar.resolves_to, dict, scan, dict_arguments)
                 | dict_arguments, desugar)
+    desugar.frozen = frozen_names(node, scan)
     desugar.closed_over = frozenset(
         n.id for scope in scan.scopes if scope is not node for n in ast_util.nodes_of(scope, gast.Name))
     # ``g(*args)``, ``g(**kw)``: rewritten or refused (nothing to do for a function without)
@@ -645,4 +650,5 @@ def transform(node, ctx):
     _partials(node, desugar, scan)
     node.body = [Displays(desugar).visit(s) for s in node.body]
     node.body = desugar.visit_block(node.body)
+    drop_frozen(node, desugar.frozen_read)
     return node

@@ -18,6 +18,7 @@ import gast
 import numpy
 
 from srcgrad import rules, templates
+from srcgrad import runtime as rt
 from srcgrad.rules import Method
 from srcgrad.templates import clone
 from srcgrad import ast_util
@@ -25,7 +26,7 @@ from srcgrad import ast_util
 # Elementwise primitives that are not ufuncs: their adjoints may be read by linearity.
 _ELEMENTWISE = {operator.add, operator.sub, operator.mul, operator.truediv, operator.pow,
                 operator.neg, operator.pos, operator.mod, numpy.clip, numpy.where,
-                Method("clip"), abs, float}
+                Method("clip"), abs, float, rt.power}
 
 
 def is_elementwise(primitive):
@@ -229,8 +230,8 @@ def _linear(node, dy):
         if isinstance(node.op, gast.Div):
             return left and not right and _linear(node.left, dy)
         return False
-    if isinstance(node, gast.Call) and _is_call(node, "rt", "share") and len(node.args) == 2 \
-            and not node.keywords:
+    if isinstance(node, gast.Call) and (_is_call(node, "rt", "share") or _is_call(
+            node, "rt", "divide")) and len(node.args) == 2 and not node.keywords:
         return _linear(node.args[0], dy) and not _contains(node.args[1], dy)
     if isinstance(node, gast.Call) and _is_call(node, "xp", "where") and len(node.args) == 3 \
             and not node.keywords and not _contains(node.args[0], dy):
