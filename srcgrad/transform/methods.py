@@ -357,12 +357,9 @@ class Displays(ast_util.NodeTransformer):
         cls = _resolves_path(d, node.func, _is_plain_dataclass)
         if cls is not None:
             return self.dataclass(node, cls)
-        made = plain_classes.construction(node, _resolves_path(d, node.func, plain_classes.plain),
-                                          d.info)
+        made = plain_classes.construction(node, _resolves_path(d, node.func, plain_classes.plain), d.info)
         if made is not None:   # MLP(params) of a class whose __init__ stores attributes
-            return self.call(runtime.dataclass_new, name(as_array.bind(
-                d.namer, d.info, d.bindings, f"{made[0].__name__}_fields", made[0])),
-                gast.Constant(value=made[1], kind=None), gast.List(elts=made[2], ctx=gast.Load()))
+            return self.call(runtime.dataclass_new, *plain_classes.arguments(made, d))
         cls = _resolves_path(d, node.func, _is_namedtuple_class)
         if cls is None:
             return None
@@ -575,8 +572,7 @@ def _built_classes(node, ctx, scan):
 
 def _constructed(call, ctx, locals_):
     """The plain dataclass ``call`` builds, ``P(...)`` (``P`` a global, closure or attribute
-    name known when compiling; for a plain class, the dataclass plain_classes.py builds it
-    as), else None."""
+    name known when compiling; of a plain class, plain_classes.py's), else None."""
     if not isinstance(call, gast.Call):
         return None
     parts, func = [], call.func

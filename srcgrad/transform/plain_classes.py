@@ -22,6 +22,7 @@ import textwrap
 import gast
 
 from srcgrad import ast_util, caches, templates
+from srcgrad.transform import as_array
 
 _subclasses = caches.LRU()   # class -> (its __init__s, field names, the dataclass made)
 
@@ -198,6 +199,15 @@ def _record_inits(node, cls, owners, info):
             return False
         info.resolve_path((owner.__name__, "__init__"))
     return True
+
+
+def arguments(made, desugar):
+    """The arguments of ``rt.dataclass_new`` that build ``made`` (construction's answer):
+    the subclass bound in the generated code, its field names, their expressions."""
+    subclass, fields, items = made
+    bound = as_array.bind(desugar.namer, desugar.info, desugar.bindings, f"{subclass.__name__}_fields",
+                          subclass)
+    return (ast_util.name(bound), gast.Constant(value=fields, kind=None), gast.List(elts=items, ctx=gast.Load()))
 
 
 def construction(node, cls, info):
