@@ -177,3 +177,27 @@ def test_exact_integer_operations_match_python():
         else:
             with pytest.raises(OverflowError):
                 shift(a, b)
+
+
+# ----- Random programs of such numbers (random_jit_numbers.py) -----
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(24))
+def test_random_number_programs_jit_like_numpy(seed, tmp_path):
+    import importlib.util
+    import random_jit_numbers
+    source, name = random_jit_numbers.program(seed)
+    path = tmp_path / f"{name}.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    f = getattr(module, name)
+    with np.errstate(over="ignore", invalid="ignore"):
+        want = sg.grad(f)(X.copy())
+        np.testing.assert_allclose(want, numerical_grad(f, (X.copy(),)), rtol=1e-5, atol=1e-6,
+                                   err_msg=source)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            got = sg.grad(f, jit=True)(X.copy())
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=0, err_msg=source)
