@@ -3,6 +3,7 @@ gradient (Numba's arithmetic is not Python's or NumPy's) before their fix. Each 
 checked against the NumPy gradient and central differences in float64; where the compiled
 code cannot give Python's answer it must fall back (with its JitFallbackWarning)."""
 
+import math
 import warnings
 
 import numpy as np
@@ -13,6 +14,7 @@ from srcgrad.testing import numerical_grad
 from adversarial_checks import V, X
 
 pytest.importorskip("numba")
+from srcgrad.jit import JitFallbackWarning  # noqa: E402
 
 
 def _jit_grad(f, x):
@@ -20,7 +22,7 @@ def _jit_grad(f, x):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         got = sg.grad(f, jit=True)(x.copy())
-    return got, any(issubclass(w.category, sg.jit.JitFallbackWarning) for w in caught)
+    return got, any(issubclass(w.category, JitFallbackWarning) for w in caught)
 
 
 def assert_jit_like_numpy(f, x, falls_back=True):
@@ -132,10 +134,54 @@ def test_integers_past_int64_run_the_numpy_gradient(f):
 def test_integers_past_int64_in_a_jit_tangent_program(f):
     want = f(X.copy()), numerical_grad(f, (X.copy(),)) @ V
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", sg.jit.JitFallbackWarning)
+        warnings.simplefilter("ignore", JitFallbackWarning)
         value, tangent = sg.jvp(f, (X.copy(),), (V.copy(),), jit=True)
     assert value == want[0]
     np.testing.assert_allclose(tangent, want[1], rtol=1e-6)
+
+
+def doubled_list_items(x):
+    powers = [1]
+    for i in range(70):
+        powers.append(powers[-1] * 2)   # an item of a list of ints
+    return x[0] * (powers[-1] % 7) + np.sum(x ** 2)
+
+
+def test_list_items_past_int64_run_the_numpy_gradient():
+    assert_jit_like_numpy(doubled_list_items, X)
+
+
+# ``int(v)``, ``round(v)``, ``math.floor(v)`` of a float: Python raises for inf and NaN and
+# grows its int past 2**63, Numba's conversion gives -2**63. ``int(x[0] * 1e30) > 0`` was
+# False with jit=True (the gradient lost a term), and ``int(np.exp(3000 * x[0]))`` gave a
+# gradient where the NumPy one raises OverflowError.
+
+def int_of_a_huge_float(x):
+    return x[1] * (int(x[0] * 1e30) > 0) + np.sum(x ** 2)
+
+
+def floor_of_a_huge_float(x):
+    return x[1] * (math.floor(x[0] * 1e30) % 7) + x[2] * (round(x[3] * 1e25) % 5)
+
+
+@pytest.mark.parametrize("f", [int_of_a_huge_float, floor_of_a_huge_float])
+def test_integers_of_huge_floats_run_the_numpy_gradient(f):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", JitFallbackWarning)
+        np.testing.assert_array_equal(sg.grad(f, jit=True)(X.copy()), sg.grad(f)(X.copy()))
+
+
+def int_of_infinity(x):
+    return x[1] * (int(np.exp(x[0] * 3000.0)) % 7)
+
+
+def test_int_of_infinity_raises_as_python_does():
+    with np.errstate(over="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", JitFallbackWarning)
+        with pytest.raises(OverflowError):
+            sg.grad(int_of_infinity)(X.copy())
+        with pytest.raises(OverflowError):
+            sg.grad(int_of_infinity, jit=True)(X.copy())
 
 
 def small_integer_arithmetic(x):

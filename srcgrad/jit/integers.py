@@ -95,3 +95,22 @@ _overload(exact_add, _add, lambda a, b: a + b)
 _overload(exact_sub, _sub, lambda a, b: a - b)
 _overload(exact_mul, _mul, lambda a, b: a * b)
 _overload(exact_lshift, _lshift, lambda a, b: a << b)
+
+
+def int_range(v):
+    """``v``, raising where ``int(v)`` (``round``, ``math.floor``...) would not be an int64:
+    Python raises for NaN and infinity and grows its int past 2**63; Numba's conversion
+    gives -2**63 there (python_numbers.py wraps the argument of those calls)."""
+
+
+@overload(int_range, jit_options=JIT_OPTIONS)
+def _int_range(v):
+    if isinstance(v, types.Float):
+        def check(v):
+            if v != v:
+                raise ValueError("cannot convert float NaN to integer")
+            if not -9.223372036854775808e18 <= v < 9.223372036854775808e18:
+                raise OverflowError("the float's integer leaves int64 (Python's int would not)")
+            return v
+        return check
+    return lambda v: v

@@ -4,7 +4,9 @@ kernels (whose operands are arrays in the NumPy code, so they keep NumPy's arith
 * ``a / b``, ``a // b``, ``a % b`` are ``_jrt.true_div(a, b)`` and its kin: a number
   divided by zero raises as in Python (Numba's NumPy error model gives inf);
 * ``a + b``, ``a - b``, ``a * b``, ``a << b`` of two numbers are ``_jrt.exact_add(a, b)``
-  and its kin (integers.py): an integer result past int64 raises, where Python's int grows.
+  and its kin (integers.py): an integer result past int64 raises, where Python's int grows;
+* ``int(v)``, ``round(v)``, ``math.floor(v)`` (``ceil``, ``trunc``) of a float raise where
+  Python's raise (NaN, inf) or its int grows past int64 (``_jrt.int_range(v)``).
 
 A call that raises is run again by the NumPy gradient (dispatch.py)."""
 
@@ -110,7 +112,21 @@ class _PythonNumbers(gast.NodeTransformer):
             f = node.func
             return isinstance(f, gast.Name) and f.id in _NUMBER_CALLS or any(
                 _is_jrt(f, h) for h in _EXACT.values())
+        if isinstance(node, gast.Subscript):   # an item (of a list of ints: L[-1] * 2)
+            return not isinstance(node.slice, (gast.Slice, gast.Tuple))
         return False
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        if _is_jrt(node.func, "power"):
+            node.func.attr = "checked_power"
+        f = node.func
+        if len(node.args) == 1 and not node.keywords and (
+                isinstance(f, gast.Name) and f.id in ("int", "round") or
+                isinstance(f, gast.Attribute) and isinstance(f.value, gast.Name) and
+                f.value.id == "math" and f.attr in ("floor", "ceil", "trunc")):
+            node.args = [_call("_jrt", "int_range", node.args)]   # NaN, inf, past int64
+        return node
 
     def visit_BinOp(self, node):
         self.generic_visit(node)
@@ -119,12 +135,6 @@ class _PythonNumbers(gast.NodeTransformer):
             return _call("_jrt", exact, [node.left, node.right])
         helper = _DIVISIONS.get(type(node.op))
         return node if helper is None else _call("_jrt", helper, [node.left, node.right])
-
-    def visit_Call(self, node):
-        self.generic_visit(node)
-        if _is_jrt(node.func, "power"):
-            node.func.attr = "checked_power"
-        return node
 
     def visit_AugAssign(self, node):
         self.generic_visit(node)

@@ -48,6 +48,7 @@ from srcgrad.jit.indexing import add_at  # noqa: F401,E402
 from srcgrad.jit import integers as _integers  # noqa: E402
 exact_add, exact_sub, exact_mul, exact_lshift = (_integers.exact_add, _integers.exact_sub,
                                                  _integers.exact_mul, _integers.exact_lshift)
+int_range = _integers.int_range
 # The reads of a name whose zero number is None (zeros.py).
 from srcgrad.jit.optional import (iadd, imul, isub, nz, zadd, zmul, zsub,  # noqa: F401,E402
                                   iadd_at, isub_at, imul_at, is_zero_form as _is_zero_form)
