@@ -8,8 +8,6 @@ numba_types.check_integer_widths reads these calls as the operator they stand fo
 Importing this module needs numba.
 """
 
-import operator
-
 from numba import types
 from numba.extending import overload
 
@@ -33,10 +31,6 @@ def exact_mul(a, b):
 
 def exact_lshift(a, b):
     """``a << b``, the same (ValueError for a negative count, as Python's)."""
-
-
-OPERATORS = {exact_add: operator.add, exact_sub: operator.sub, exact_mul: operator.mul,
-             exact_lshift: operator.lshift}
 
 
 def _integers(a, b):

@@ -2,6 +2,8 @@
 the compile options, the refusal that sends a gradient to its NumPy code, and tests of
 Numba types. Importing this module needs numba."""
 
+import operator
+
 from numba import types
 from numba.core.errors import TypingError
 
@@ -130,13 +132,17 @@ def check_integer_widths(dispatcher, signature, _seen=None, _filename=None):
                                  typemap.get(statement.target.name), where)
 
 
+_EXACT = {"exact_add": operator.add, "exact_sub": operator.sub, "exact_mul": operator.mul,
+          "exact_lshift": operator.lshift}
+
+
 def _exact_operator(callee):
-    """The operator (``operator.add``...) of an integers.py helper Numba typed, else None."""
+    """The operator (``operator.add``...) an integers.py helper Numba typed stands for,
+    else None."""
     key = getattr(callee, "typing_key", None)
     if key is None or getattr(key, "__module__", "") != "srcgrad.jit.integers":
         return None
-    from srcgrad.jit import integers
-    return integers.OPERATORS.get(key)
+    return _EXACT.get(getattr(key, "__name__", ""))
 
 
 def _check_operation(fn, operands, typemap, result, where):
