@@ -2,6 +2,8 @@
 the compile options, the refusal that sends a gradient to its NumPy code, and tests of
 Numba types. Importing this module needs numba."""
 
+import operator
+
 from numba import types
 from numba.core.errors import TypingError
 
@@ -72,7 +74,9 @@ def check_integer_widths(dispatcher, signature, _seen=None, _filename=None):
     """Raise TypingError at the first line of ``dispatcher``'s code for ``signature``
     doing arithmetic on integer scalars only, one narrower than 64 bits (``np.int8(100) +
     np.int8(100)``): NumPy keeps the width and wraps (-56), Numba widens (200), so the
-    compiled gradient would differ; the NumPy gradient runs instead. Comparisons, and
+    compiled gradient would differ; the NumPy gradient runs instead. The same for
+    arithmetic on bool scalars only (``_BOOL_DIFFERS``) or a bool unified with a number,
+    and for arithmetic on a float32 scalar that Numba widens to float64. Comparisons, and
     arithmetic with a float, give the same in both. The elementwise runs it calls
     (loops.py's ``_run_*``, runtime.elementwise_run) are checked too, every signature
     they were compiled for: the user's arithmetic is moved into them."""
@@ -96,12 +100,23 @@ def check_integer_widths(dispatcher, signature, _seen=None, _filename=None):
     for block in annotation.blocks.values():
         for statement in block.body:
             value = getattr(statement, "value", None)
+            where = f'File "{annotation.filename}", line {statement.loc.line}'
+            if isinstance(statement, ir.Assign) and isinstance(value, ir.Var) and isinstance(
+                    typemap.get(value.name), types.Boolean) and isinstance(
+                    typemap.get(statement.target.name), (types.Integer, types.Float)):
+                raise TypingError(   # n = x[0] > 0, then n = n + ...: one Numba type
+                    f"a name bound to a bool and to a number (Numba makes the bool a number, "
+                    f"where NumPy's np.bool_ adds as 'or')\n{where}")
             if not (isinstance(statement, ir.Assign) and isinstance(value, ir.Expr)):
                 continue
             if value.op == "call":
                 callee = typemap.get(value.func.name)
                 called = annotation.calltypes.get(value)
-                if isinstance(callee, types.Dispatcher) and called is not None:
+                exact = _exact_operator(callee)
+                if exact is not None:   # _jrt.exact_add(a, b): a + b (integers.py)
+                    _check_operation(exact, value.args, typemap,
+                                     typemap.get(statement.target.name), where)
+                elif isinstance(callee, types.Dispatcher) and called is not None:
                     check_integer_widths(callee.dispatcher, tuple(called.args), seen,
                                          annotation.filename)
                 continue
@@ -110,27 +125,63 @@ def check_integer_widths(dispatcher, signature, _seen=None, _filename=None):
                 if narrow:
                     raise TypingError(
                         f"arithmetic on {narrow} arrays (NumPy keeps their width with a Python "
-                        f"number, and wraps around or rounds there; Numba widens them)\n"
-                        f'File "{annotation.filename}", line {statement.loc.line}')
+                        f"number, and wraps around or rounds there; Numba widens them)\n{where}")
                 continue
-            if value.op not in ("binop", "inplace_binop", "unary"):
-                continue
-            if getattr(value.fn, "__name__", "") in _ORDER_TESTS:
-                continue
-            kinds = [typemap.get(v.name) for v in value.list_vars()]
-            if all(isinstance(k, types.Integer) for k in kinds) and any(
-                    k.bitwidth < 64 for k in kinds):
-                raise TypingError(
-                    f"arithmetic on {' and '.join(sorted({str(k) for k in kinds}))} scalars "
-                    f"(NumPy keeps their width and wraps around, Numba widens them)\n"
-                    f'File "{annotation.filename}", line {statement.loc.line}')
-            narrow = _narrow_array_expression((value.fn, value.list_vars()), typemap,
-                                              typemap.get(statement.target.name))
-            if narrow:
-                raise TypingError(
-                    f"arithmetic on {narrow} arrays (NumPy keeps their width with a Python "
-                    f"number, and wraps around or rounds there; Numba widens them)\n"
-                    f'File "{annotation.filename}", line {statement.loc.line}')
+            if value.op in ("binop", "inplace_binop", "unary"):
+                _check_operation(value.fn, value.list_vars(), typemap,
+                                 typemap.get(statement.target.name), where)
+
+
+_EXACT = {"exact_add": operator.add, "exact_sub": operator.sub, "exact_mul": operator.mul,
+          "exact_lshift": operator.lshift}
+
+
+def _exact_operator(callee):
+    """The operator (``operator.add``...) an integers.py helper Numba typed stands for,
+    else None."""
+    key = getattr(callee, "typing_key", None)
+    if key is None or getattr(key, "__module__", "") != "srcgrad.jit.integers":
+        return None
+    return _EXACT.get(getattr(key, "__name__", ""))
+
+
+def _check_operation(fn, operands, typemap, result, where):
+    """Raise TypingError where ``fn`` (an operator) on ``operands`` (Numba IR variables)
+    computes in Numba another value than NumPy's or Python's would (see
+    check_integer_widths); ``where``: the ``File ..., line ...`` the message ends with."""
+    name = getattr(fn, "__name__", "")
+    if name in _ORDER_TESTS:
+        return
+    kinds = [typemap.get(v.name) for v in operands]
+    if all(isinstance(k, types.Boolean) for k in kinds) and name in _BOOL_DIFFERS:
+        raise TypingError(
+            f"arithmetic on bool scalars (NumPy's np.bool_ adds as 'or' and multiplies "
+            f"as 'and', Python's bool as an int; Numba cannot tell them apart)\n{where}")
+    if any(isinstance(k, types.Float) and k.bitwidth < 64 for k in kinds) and \
+            name in _ARITHMETIC and not _narrow_float(result):
+        raise TypingError(   # np.float32(c) * 1e20: float32 in NumPy, float64 here
+            f"arithmetic on {' and '.join(sorted({str(k) for k in kinds}))} scalars "
+            f"(NumPy keeps float32 with a Python number, Numba widens it)\n{where}")
+    if all(isinstance(k, types.Integer) for k in kinds) and any(
+            k.bitwidth < 64 for k in kinds):
+        raise TypingError(
+            f"arithmetic on {' and '.join(sorted({str(k) for k in kinds}))} scalars "
+            f"(NumPy keeps their width and wraps around, Numba widens them)\n{where}")
+    narrow = _narrow_array_expression((fn, list(operands)), typemap, result)
+    if narrow:
+        raise TypingError(
+            f"arithmetic on {narrow} arrays (NumPy keeps their width with a Python "
+            f"number, and wraps around or rounds there; Numba widens them)\n{where}")
+
+
+# Operators whose result on two bools differs between np.bool_ (a comparison of NumPy
+# numbers: ``x[0] > 0``) and Python's bool: ``np.True_ + np.True_`` is True, ``True + True`` 2.
+_BOOL_DIFFERS = frozenset({"add", "sub", "mul", "neg", "pos", "invert", "iadd", "isub", "imul",
+                           "floordiv", "mod", "pow", "ifloordiv", "imod", "ipow"})
+
+def _narrow_float(t):
+    """An array (NumPy's rules: _narrow_array_expression) or a float narrower than 64 bits."""
+    return isinstance(t, types.Array) or isinstance(t, types.Float) and t.bitwidth < 64
 
 
 _ARITHMETIC = frozenset({"add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "neg", "pos",

@@ -44,6 +44,11 @@ from srcgrad.jit.elementwise import (clip_above, clip_below, either,  # noqa: F4
                                      inverse_axes, method_axes)
 # The adjoint of indexing (rt.add_at): arrays, and the tuples a function unpacks.
 from srcgrad.jit.indexing import add_at  # noqa: F401,E402
+# Python's exact integers: + - * << of two numbers outside the kernels (translate.py).
+from srcgrad.jit import integers as _integers  # noqa: E402
+exact_add, exact_sub, exact_mul, exact_lshift = (_integers.exact_add, _integers.exact_sub,
+                                                 _integers.exact_mul, _integers.exact_lshift)
+int_range = _integers.int_range
 # The reads of a name whose zero number is None (zeros.py).
 from srcgrad.jit.optional import (iadd, imul, isub, nz, zadd, zmul, zsub,  # noqa: F401,E402
                                   iadd_at, isub_at, imul_at, is_zero_form as _is_zero_form)

@@ -46,7 +46,7 @@ import gast
 
 from srcgrad import anno, optimize, pipeline
 from srcgrad.codegen import emit
-from srcgrad.jit import calls, displays, fixed_tapes, inplace, loops, zeros
+from srcgrad.jit import calls, displays, fixed_tapes, inplace, loops, python_numbers, zeros
 from srcgrad.optimize import unit_seed
 from srcgrad.jit.errors import Refused
 from srcgrad.jit.names import (BUILTINS, checked_math as _checked_math,  # noqa: F401
@@ -164,7 +164,7 @@ def translate(compiled, variant, optional=frozenset(), lists=frozenset(), predic
                   len(function.args.args))
         function.args.args[at:at] = [_name(n, gast.Param()) for _, n, _ in arrays]
     kernels = loops.fuse(function, compiled.scalars)
-    _PythonNumbers().visit(function)
+    python_numbers.rewrite(function, compiled.scalars)
     frozen = []
     namespace = _namespace(function, info, bindings, {k.name for k in kernels}, frozen)
     trees = [t for k in kernels for t in (k.loop, k.original)]
@@ -307,7 +307,7 @@ def translate_jvp(compiled, fn):
     function = gast.FunctionDef(name=name, args=tree.args, body=body, decorator_list=[],
                                 returns=None, type_comment=None, type_params=[])
     runs = loops.fuse(function, ())
-    _PythonNumbers().visit(function)
+    python_numbers.rewrite(function)
     loaded = compiled.function
     cells = dict(zip(loaded.__code__.co_freevars, loaded.__closure__ or ()))
     scope = types.SimpleNamespace(closure=cells, globals=loaded.__globals__)
@@ -463,35 +463,6 @@ class _Rewrite:
                     isinstance(node.ctx, gast.Load):
                 self.refuse(f"the tape used as a value ({node.id})")
         return _Expressions(self).visit(e)
-
-
-_DIVISIONS = {gast.Div: "true_div", gast.FloorDiv: "floor_div", gast.Mod: "mod"}
-
-
-class _PythonNumbers(gast.NodeTransformer):
-    """Divisions and powers outside the fused kernels as runtime.true_div and its kin: a
-    number divided by zero raises as in Python (Numba's NumPy error model gives inf).
-    ``v /= e`` on a name is ``v = _jrt.true_div_into(v, e)`` (an array stays in place).
-    A kernel's operands are arrays in the NumPy code, so it keeps NumPy's arithmetic."""
-
-    def visit_BinOp(self, node):
-        self.generic_visit(node)
-        helper = _DIVISIONS.get(type(node.op))
-        return node if helper is None else _call("_jrt", helper, [node.left, node.right])
-
-    def visit_Call(self, node):
-        self.generic_visit(node)
-        if _is_jrt(node.func, "power"):
-            node.func.attr = "checked_power"
-        return node
-
-    def visit_AugAssign(self, node):
-        self.generic_visit(node)
-        helper = _DIVISIONS.get(type(node.op))
-        if helper is None or not isinstance(node.target, gast.Name):
-            return node   # an item of an array: NumPy's division, as in the NumPy code
-        return _assign(node.target.id, _call("_jrt", helper + "_into",
-                                             [_name(node.target.id), node.value]))
 
 
 class _Expressions(gast.NodeTransformer):
