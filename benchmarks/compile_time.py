@@ -16,13 +16,22 @@ It also times ``thirty_lines`` (benchmarks/workloads.py, the function the issue'
 "first compile of the 30-line function" names) and, with ``--disk``, the first call in a
 second process that finds the function in the on-disk cache.
 
+Each repetition compiles the same text again, so caches keyed by a variable's name (the
+namer's, the template shapes') are warm from the second function on, as they are not for
+a user's first compile of a new function. ``thirty_lines`` is therefore timed twice: with
+its names as written, and with fresh names (every local, parameter and the function's own
+name given a new suffix per repetition, ``fresh_names``); ``--fresh`` does the same for
+the generated functions' rows.
+
     python benchmarks/compile_time.py            # 10 .. 1000 statements, 3 repetitions
     python benchmarks/compile_time.py --quick    # 10 and 30 statements, 1 repetition
     python benchmarks/compile_time.py --profile straight 300   # cProfile of one compile
     python benchmarks/compile_time.py --cpu      # CPU time, not wall time (a shared machine)
+    python benchmarks/compile_time.py --fresh    # also the rows with fresh names
 """
 
 import argparse
+import ast
 import gc
 import json
 import linecache
@@ -100,6 +109,22 @@ def make_function(source, name="f"):
     return namespace[name]
 
 
+def fresh_names(source, tag):
+    """``source`` (one function) with its name, parameters and locals renamed ``<name>_<tag>``:
+    the same code under names no earlier compile saw. Returns (source, function name)."""
+    tree = ast.parse(source)
+    fn = tree.body[0]
+    local = {a.arg for a in ast.walk(fn) if isinstance(a, ast.arg)}
+    local |= {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name) and node.id in local:
+            node.id = f"{node.id}_{tag}"
+        elif isinstance(node, ast.arg):
+            node.arg = f"{node.arg}_{tag}"
+    fn.name = f"{fn.name}_{tag}"
+    return ast.unparse(tree) + "\n", fn.name
+
+
 def _args():
     rng = np.random.default_rng(0)
     return (rng.standard_normal(8), rng.standard_normal(8), 2)
@@ -123,31 +148,37 @@ def time_first_second(fn, args, wrt=(0, 1)):
     return times
 
 
-def measure(sizes, reps, shapes=("straight", "loop")):
+def measure(sizes, reps, shapes=("straight", "loop"), fresh=False):
+    """Rows of first, second and third call per shape and size (``fresh``: each
+    repetition's function under fresh names, ``fresh_names``)."""
     rows = []
     args = _args()
     for shape in shapes:
         for n in sizes:
             src = make_source(n, shape)
-            runs = [time_first_second(make_function(src), args) for _ in range(reps)]
+            runs = [time_first_second(make_function(*fresh_names(src, _counter[0] + 1))
+                                      if fresh else make_function(src), args)
+                    for _ in range(reps)]
             first = statistics.median(r[0] for r in runs)
             second = statistics.median(r[1] for r in runs)
             third = statistics.median(r[2] for r in runs)
-            rows.append({"shape": shape, "statements": n, "first_call": first,
+            rows.append({"shape": shape + (" (fresh names)" if fresh else ""), "statements": n, "first_call": first,
                          "second_call": second, "third_call": third,
                          "per_statement": first / n})
     return rows
 
 
-def thirty_lines(reps):
-    """First and second call of thirty_lines on a fresh function object."""
+def thirty_lines(reps, fresh=False):
+    """First and second call of thirty_lines on a fresh function object (``fresh``:
+    under fresh names each repetition, ``fresh_names``)."""
     import workloads
     import inspect
     import textwrap
     src = textwrap.dedent(inspect.getsource(workloads.thirty_lines))
     rng = np.random.default_rng(30)
     args = (rng.standard_normal(16), rng.standard_normal(16), rng.standard_normal(16), 3)
-    runs = [time_first_second(make_function(src, "thirty_lines"), args, (0, 1, 2))
+    runs = [time_first_second(make_function(*fresh_names(src, _counter[0] + 1)) if fresh
+                              else make_function(src, "thirty_lines"), args, (0, 1, 2))
             for _ in range(reps)]
     return {"first_call": statistics.median(r[0] for r in runs),
             "second_call": statistics.median(r[1] for r in runs),
@@ -210,7 +241,7 @@ def fmt(seconds):
     return f"{seconds * 1e6:.0f} us"
 
 
-def report(rows, thirty, disk):
+def report(rows, thirty, disk, thirty_fresh=None):
     print("| shape | statements | first call | second call | third call | first call per statement |")
     print("|---|---|---|---|---|---|")
     for r in rows:
@@ -219,6 +250,10 @@ def report(rows, thirty, disk):
     print(f"\nthirty_lines (benchmarks/workloads.py): first call {fmt(thirty['first_call'])} "
           f"(best {fmt(thirty['min_first_call'])}; target {fmt(TARGET_THIRTY_S)}), "
           f"second call {fmt(thirty['second_call'])}")
+    if thirty_fresh:
+        print(f"thirty_lines under fresh names: first call {fmt(thirty_fresh['first_call'])} "
+              f"(best {fmt(thirty_fresh['min_first_call'])}), "
+              f"second call {fmt(thirty_fresh['second_call'])}")
     largest = [r for r in rows if r["statements"] == max(x["statements"] for x in rows)]
     for r in largest:
         ok = r["per_statement"] <= TARGET_PER_STATEMENT_S
@@ -258,6 +293,8 @@ def main(argv=None):
     parser.add_argument("--json", help="write the rows to this file")
     parser.add_argument("--cpu", action="store_true",
                         help="time CPU time of this process instead of wall time (a shared machine)")
+    parser.add_argument("--fresh", action="store_true",
+                        help="also time the generated functions under fresh names")
     parser.add_argument("--profile", nargs=2, metavar=("SHAPE", "N"),
                         help="cProfile one first and second call instead")
     args = parser.parse_args(argv)
@@ -272,15 +309,19 @@ def main(argv=None):
     make_function(make_source(10))   # imports and first-use costs out of the first row
     time_first_second(make_function(make_source(10)), _args())
     rows = measure(sizes, reps)
+    if args.fresh:
+        rows += measure(sizes, reps, fresh=True)
     thirty = thirty_lines(max(reps, 3) if not args.quick else 1)
+    thirty_fresh = thirty_lines(max(reps, 3) if not args.quick else 1, fresh=True)
     disk = disk_rows(sizes if not args.quick else (30,), 1 if args.quick else 3) \
         if args.disk or args.quick else []
     if args.cpu:
         print("(compile times: CPU time of this process, --cpu)\n")
-    report(rows, thirty, disk)
+    report(rows, thirty, disk, thirty_fresh)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"rows": rows, "thirty_lines": thirty, "disk": disk}, f, indent=1)
+            json.dump({"rows": rows, "thirty_lines": thirty, "thirty_lines_fresh": thirty_fresh,
+                       "disk": disk}, f, indent=1)
     np.seterr(**numpy_errors)
     return 0
 

@@ -238,3 +238,32 @@ def test_compile_time_quick_times_first_and_second_calls_and_a_second_process(tm
     for row in data["rows"]:
         assert 0 < row["second_call"] < row["first_call"] / 5, row
     assert data["disk"] and all(r["warm_hits"] == 1 for r in data["disk"])
+
+
+def test_compile_time_fresh_names_give_the_same_function_under_new_names():
+    """benchmarks/compile_time.py's ``fresh_names``: every local, parameter and the
+    function's name renamed, globals kept; the value and srcgrad's gradient are those of
+    the original, and the gradient matches central differences."""
+    import inspect
+    import textwrap
+    import compile_time as ct
+    src = textwrap.dedent(inspect.getsource(workloads.thirty_lines))
+    renamed, fname = ct.fresh_names(src, 7)
+    assert fname == "thirty_lines_7" and "acc_7" in renamed and "np.tanh" in renamed
+    assert " acc " not in renamed and "(x," not in renamed
+    f, g = ct.make_function(src, "thirty_lines"), ct.make_function(renamed, fname)
+    rng = np.random.default_rng(3)
+    x, w, b = (rng.standard_normal(6) for _ in range(3))
+    assert f(x, w, b, 3) == g(x, w, b, 3)
+    got = sg.grad(g, wrt=(0, 1, 2))(x, w, b, 3)
+    for a, want in zip(got, sg.grad(f, wrt=(0, 1, 2))(x, w, b, 3)):
+        np.testing.assert_array_equal(a, want)
+    eps, args = 1e-6, [x, w, b]
+    for k in range(3):
+        for i in range(6):
+            up = [a.copy() for a in args]
+            down = [a.copy() for a in args]
+            up[k][i] += eps
+            down[k][i] -= eps
+            fd = (g(*up, 3) - g(*down, 3)) / (2 * eps)
+            assert abs(got[k][i] - fd) <= 1e-6 * max(1.0, abs(fd))

@@ -305,6 +305,10 @@ def test_add_at_stays_where_the_buffer_could_be_seen_or_indexed_otherwise(before
     ("dx = g * x\ndx += g * x", "dx = g * x * 2"),
     ("dx = dx + g * x\ndx = dx + g * x", "dx = dx + g * x * 2"),
     ("dx = g * x\ndx += g * w", "dx = g * x\ndx += g * w"),
+    ("dx += g * x\ndx += g * x", "dx += g * x * 2"),
+    # A second statement adding to another name, or assigning its target: nothing to merge.
+    ("dx = g * x\ndw = dw + g * x", "dx = g * x\ndw = dw + g * x"),
+    ("dx = dx + g * x\ndx = g * x", "dx = dx + g * x\ndx = g * x"),
     # A call may have effects or depend on state: evaluated twice, as written.
     ("dx = f(g)\ndx += f(g)", "dx = f(g)\ndx += f(g)"),
     # The expression reads the target: the second contribution sees the first.

@@ -35,30 +35,54 @@ def run(body, facts):
 def accumulate_in_place(body, classes, primals, facts):
     changed = False
     for block in blocks(body):
+        # Only a name some statement of the block accumulates into (``_accumulates``'s
+        # form, its reads aside) is ever rewritten: what another name owns, and which
+        # names stop owning, decide nothing, and are not worked out.
+        accumulated = _accumulated(block)
+        if not accumulated:
+            continue
         owned = {}   # name -> the shape class of the array it owns
         for k, s in enumerate(block):
             target = assigned_name(s)
             if target is None:
-                for n in facts.refs(s):
-                    owned.pop(n, None)
+                if owned:
+                    for n in facts.refs(s):
+                        owned.pop(n, None)
                 continue
             value = s.value
             if target in owned and _accumulates(value, target, facts):
                 found = lazy_class(value.right, classes, {}, {}, primals)
                 if found is not None and found.shape in (SCALAR, owned[target]):
-                    for n in facts.loads(value.right) - arithmetic_loads(value.right):
-                        owned.pop(n, None)
+                    if not facts.loads(value.right).isdisjoint(owned):
+                        for n in facts.loads(value.right) - arithmetic_loads(value.right):
+                            owned.pop(n, None)
                     block[k] = anno.copyanno(s, gast.AugAssign(target=s.targets[0], op=value.op,
                                                                value=value.right), *Static)
                     changed = True
                     continue
-            for n in facts.loads(value) - arithmetic_loads(value):
-                owned.pop(n, None)
+            if owned and not facts.loads(value).isdisjoint(owned):
+                for n in facts.loads(value) - arithmetic_loads(value):
+                    owned.pop(n, None)
             owned.pop(target, None)
+            if target not in accumulated:
+                continue
             shape = _owned_class(value, classes, primals, facts)
             if shape not in (None, SCALAR, UNKNOWN) and classes.get(target, shape) == shape:
                 owned[target] = shape
     return changed
+
+
+def _accumulated(block):
+    """The targets of the statements of ``block`` of the form ``d = d + g`` or ``d = d - g``."""
+    found = set()
+    for s in block:
+        if s.__class__ is gast.Assign and len(s.targets) == 1:
+            target, value = s.targets[0], s.value
+            if target.__class__ is gast.Name and value.__class__ is gast.BinOp \
+                    and value.op.__class__ in (gast.Add, gast.Sub) \
+                    and value.left.__class__ is gast.Name and value.left.id == target.id:
+                found.add(target.id)
+    return found
 
 
 def _accumulates(value, target, facts):

@@ -19,6 +19,9 @@ def run(body, facts):
     for block in blocks(body):
         k = 0
         while k + 1 < len(block):
+            if not _adds_to(block[k + 1], _target(block[k])):
+                k += 1   # (most pairs: not worked out unless the second may merge)
+                continue
             first = contribution(block[k], facts=facts)
             second = first and contribution(block[k + 1], first[0], facts)
             if second and second[2] != "assign" and gast.dump(first[1]) == gast.dump(second[1]):
@@ -34,6 +37,27 @@ def run(body, facts):
                 continue
             k += 1
     return changed
+
+
+def _target(s):
+    """The name ``s`` binds when it is ``d = E`` or ``d += E``, else None."""
+    if s.__class__ is gast.AugAssign:
+        return s.target.id if s.target.__class__ is gast.Name else None
+    if s.__class__ is gast.Assign and len(s.targets) == 1 and s.targets[0].__class__ is gast.Name:
+        return s.targets[0].id
+    return None
+
+
+def _adds_to(s, d):
+    """``s`` is ``d += E`` or ``d = d + E`` (its reads aside): the only second statement of
+    a pair ``run`` merges (``contribution`` of kind "aug" or "add")."""
+    if d is None:
+        return False
+    if s.__class__ is gast.AugAssign:
+        return s.op.__class__ is gast.Add and s.target.__class__ is gast.Name and s.target.id == d
+    value = getattr(s, "value", None)
+    return _target(s) == d and value.__class__ is gast.BinOp and value.op.__class__ is gast.Add \
+        and value.left.__class__ is gast.Name and value.left.id == d
 
 
 def contribution(s, d=None, facts=None):

@@ -24,6 +24,8 @@ from srcgrad.templates import clone
 
 def run(body, facts):
     changed = False
+    if not any(_may_sink(block) for block in blocks(body)):
+        return False   # (most sweeps: the zeros' analysis is not made)
     while True:   # statements are moved, not edited: their name sets stay
         before = known_zeros(body, facts.adjoints - facts.inplace, facts.names)
         if not any(_sink_one(block, before, facts) for block in blocks(body)):
@@ -47,6 +49,19 @@ def _is_pop(s):
     v = getattr(s, "value", None)
     return target is not None and isinstance(v, gast.Call) and isinstance(v.func, gast.Name) \
         and v.func.id == "pop" and not v.args and not v.keywords
+
+
+def _may_sink(block):
+    """Some ``if`` of ``block`` is followed, past tape pops, by a statement that vanishes
+    for a zero name: the only places ``_sink_one`` moves a statement from."""
+    for k, branch in enumerate(block):
+        if branch.__class__ is gast.If:
+            j = k + 1
+            while j < len(block) and _is_pop(block[j]):
+                j += 1
+            if j < len(block) and _vanishes_for(block[j]) is not None:
+                return True
+    return False
 
 
 def _sink_one(block, before, facts):
