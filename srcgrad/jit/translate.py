@@ -47,6 +47,7 @@ import gast
 from srcgrad import anno, optimize, pipeline
 from srcgrad.codegen import emit
 from srcgrad.jit import calls, displays, fixed_tapes, inplace, loops, python_numbers, zeros
+from srcgrad.jit.python_numbers import _assign, _call, _name
 from srcgrad.optimize import unit_seed
 from srcgrad.jit.errors import Refused
 from srcgrad.jit.names import (BUILTINS, checked_math as _checked_math,  # noqa: F401
@@ -551,16 +552,3 @@ def _first_origin(tree):
         if origin is not None:
             return origin
     return None
-
-
-def _name(n, ctx=None):
-    return gast.Name(id=n, ctx=ctx or gast.Load(), annotation=None, type_comment=None)
-
-
-def _call(owner, attr, args):
-    return gast.Call(func=gast.Attribute(value=_name(owner), attr=attr, ctx=gast.Load()),
-                     args=list(args), keywords=[])
-
-
-def _assign(n, value):
-    return gast.Assign(targets=[_name(n, gast.Store())], value=value, type_comment=None)
