@@ -14,6 +14,7 @@ import gast
 
 from srcgrad import ast_util, templates
 from srcgrad.ast_util import name
+from srcgrad.transform.base import lookup_dotted
 
 
 def _const(value):
@@ -271,22 +272,10 @@ def _resolves_path(desugar, func, wanted=lambda obj: True):
     """The object the dotted name ``func`` (rooted outside ``f``'s locals) denotes, when
     ``wanted(obj)``: then resolved again as a read the compile depends on (guard.py);
     else None, and nothing recorded."""
-    parts = []
-    while isinstance(func, gast.Attribute):
-        parts.append(func.attr)
-        func = func.value
-    if not isinstance(func, gast.Name) or func.id in desugar.locals:
+    obj = lookup_dotted(func, desugar.info, desugar.locals)
+    if obj is None or not wanted(obj):
         return None
-    path = (func.id,) + tuple(reversed(parts))
-    try:
-        obj = desugar.info.lookup(path[0])
-        for part in path[1:]:
-            obj = getattr(obj, part)
-    except (NameError, AttributeError):
-        return None
-    if not wanted(obj):
-        return None
-    return desugar.info.resolve_path(path)
+    return desugar.info.resolve_path(ast_util.dotted(func))
 
 
 _BINDING = (gast.Assign, gast.AugAssign, gast.AnnAssign, gast.For, gast.comprehension, gast.With)

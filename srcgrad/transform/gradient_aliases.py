@@ -11,7 +11,7 @@ leaves it alone (anf refuses calling a local variable, naming it).
 
 import gast
 
-from srcgrad import templates
+from srcgrad import ast_util, templates
 from srcgrad.transform.base import lookup_dotted
 
 
@@ -64,7 +64,7 @@ def expand(node, info, stores):
     calls = {alias: [] for alias in aliases}
     for index, stmt in enumerate(node.body):
         parents = {}
-        for n in _walk_all(stmt):
+        for n in ast_util.walk(stmt):   # (nested defs and lambdas too: parents first)
             for child in gast.iter_child_nodes(n):
                 parents[child] = n
             if not (isinstance(n, gast.Name) and n.id in calls and calls[n.id] is not None):
@@ -87,13 +87,3 @@ def expand(node, info, stores):
             call.func = templates.clone(maker)
         dropped.add(id(aliases[alias][1]))
     node.body = [s for s in node.body if id(s) not in dropped]
-
-
-def _walk_all(node):
-    """Every node of ``node``, nested defs and lambdas included (a call of the alias
-    there is a call of the gradient too: the alias is bound once, before)."""
-    todo = [node]
-    while todo:
-        n = todo.pop()
-        yield n
-        todo.extend(gast.iter_child_nodes(n))

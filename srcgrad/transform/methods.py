@@ -37,7 +37,7 @@ from srcgrad.errors import UnsupportedError
 from srcgrad.transform import operator_methods
 from srcgrad.transform.operator_methods import simple as _simple
 from srcgrad.transform import as_array, class_methods, plain_classes, structure_parts, tree_calls
-from srcgrad.transform.base import Base
+from srcgrad.transform.base import Base, lookup_dotted
 from srcgrad.transform.structure_parts import plain_dataclass as _is_plain_dataclass
 from srcgrad.transform.call_forms import (_clone_replacing, _dict_loops, _evaluation_order, _hashable_in,
                                           _numpy_version, piecewise_call, frozen_call, frozen_names,
@@ -573,26 +573,15 @@ def _built_classes(node, ctx, scan):
 def _constructed(call, ctx, locals_):
     """The plain dataclass ``call`` builds, ``P(...)`` (``P`` a global, closure or attribute
     name known when compiling; of a plain class, plain_classes.py's), else None."""
-    if not isinstance(call, gast.Call):
-        return None
-    parts, func = [], call.func
-    while isinstance(func, gast.Attribute):
-        parts.append(func.attr)
-        func = func.value
-    if not isinstance(func, gast.Name) or func.id in locals_:
-        return None
-    try:
-        obj = ctx.info.lookup(func.id)
-        for part in reversed(parts):
-            obj = getattr(obj, part)
-    except (NameError, AttributeError):
+    obj = lookup_dotted(call.func, ctx.info, locals_) if isinstance(call, gast.Call) else None
+    if obj is None:
         return None
     if not _is_plain_dataclass(obj):
         made = plain_classes.construction(call, obj, ctx.info)   # MLP(params): a dataclass
         if made is None:
             return None
         obj = made[0]
-    ctx.info.resolve_path((func.id,) + tuple(reversed(parts)))   # a read the compile depends on
+    ctx.info.resolve_path(ast_util.dotted(call.func))   # a read the compile depends on
     return obj
 
 
