@@ -8,7 +8,8 @@ fields are the attributes ``__init__`` stores, in its order, and whose ``__init_
 one ``@dataclass`` writes; methods.py builds it as any dataclass (``rt.dataclass_new``),
 with each field's expression, the arguments put for the parameters. The instance is an
 ``MLP`` (its methods, ``super()`` and ``isinstance`` as before) and a structure whose
-fields carry gradients, as a dataclass built in the function does. Anything else in
+fields carry gradients, as a dataclass built in the function does; a class with no
+``__init__`` anywhere (``act = ReLU()``, no state) the same, with no fields. Anything else in
 ``__init__`` (a branch, a call kept for its effect, a read of ``self``), an argument with a
 call that two fields read (Python computes it once), and a function or class module
 whose code asks an object its class anywhere (``type(``, ``__class__``: it would see the
@@ -28,7 +29,7 @@ _subclasses = caches.LRU()   # class -> (its __init__s, field names, the datacla
 
 
 def plain(cls):
-    """A class of Python code with an ``__init__`` written in Python, single inheritance,
+    """A class of Python code with an ``__init__`` written in Python (or none), single inheritance,
     no ``__new__``, ``__slots__``, ``__post_init__`` or metaclass: what a subclass dataclass
     can stand for."""
     if not isinstance(cls, type) or type(cls) is not type or dataclasses.is_dataclass(cls):
@@ -38,7 +39,9 @@ def plain(cls):
                 n in vars(klass) for n in ("__slots__", "__new__", "__post_init__")):
             return False
     init = cls.__init__
-    return inspect.isfunction(init) and init is not object.__init__
+    if init is object.__init__:   # no state: not srcgrad's own (sg.no_grad()) nor a context manager
+        return not cls.__module__.startswith("srcgrad") and not hasattr(cls, "__enter__")
+    return inspect.isfunction(init)
 
 
 def _owner(cls):
@@ -225,7 +228,8 @@ def construction(node, cls, info):
         return None   # Python's TypeError, when it runs
     arguments = dict(list(bound.arguments.items())[1:])
     fields, uses, owners = {}, {}, []
-    if not _fields(_owner(cls), arguments, fields, uses, owners) or not fields:
+    if cls.__init__ is not object.__init__ \
+            and not _fields(_owner(cls), arguments, fields, uses, owners):
         return None
     if any(uses.get(id(a), 0) != 1 and not _repeat_safe(a) for a in arguments.values()):
         return None   # an argument evaluated other than once: Python evaluates it once
