@@ -13,7 +13,7 @@ from srcgrad import caches, disk_cache, pipeline, pytree, rules, show
 from srcgrad.pipeline import compile_gradient
 from srcgrad.custom_function import is_once_differentiable
 from srcgrad.errors import SrcgradError, located_at
-from srcgrad.analysis.ranks import rank_keys
+from srcgrad.analysis.ranks import ClassKey, StaticKey, checked_rank_key, rank_keys
 from srcgrad.codegen import tracebacks
 from srcgrad.codegen.refusals import in_user_code
 from srcgrad import entry
@@ -158,11 +158,18 @@ class GradFunction:
         """The compiled gradient a call with ``args`` runs: specialised for their ranks
         (a scalar's gradient needs no unbroadcasting), when passed positionally, and for
         the structure of each structured argument (pytree.py), however passed."""
-        structured = _any_node(args) or (len(args) < self._n_params() and self._node_defaults())
-        if kwargs:
-            if not (structured or _any_node(kwargs.values()) or self._node_defaults()):
+        short = len(args) < self._n_params()
+        structured = _any_node(args) or (short and self._node_defaults())
+        defaults = getattr(self.fn, "__defaults__", None) or ()
+        if kwargs or short and _any_static(defaults):
+            # (a callable or plain object by keyword or default: compiled for it, as if passed)
+            kwargs = kwargs or {}
+            if not (structured or _any_node(kwargs.values()) or self._node_defaults()
+                    or _any_static(kwargs.values()) or _any_static(defaults)):
                 return self.compiled
-            plan = self._plan_of(self.compiled)
+            plan = self.__dict__.get("_signature_plan")
+            if plan is None or plan.defaults is not self.fn.__defaults__:   # (the ones it binds)
+                plan = self._signature_plan = _CallPlan(self.fn, None, self.wrt)
             inputs = plan.inputs(args, kwargs)
             for n, value in inputs.items():
                 if n not in plan.positional and pytree.is_node(value):
@@ -433,6 +440,13 @@ def _any_node(values):
     return False
 
 
+def _any_static(values):
+    """Whether any of ``values`` is compiled for as a static argument (a callable object,
+    an instance of a plain class: ranks.StaticKey, ranks.ClassKey)."""
+    return any(type(v) not in _LEAF_TYPES and isinstance(checked_rank_key(v), (StaticKey, ClassKey))
+               for v in values)
+
+
 class _CallPlan:
     """What a call needs to know about the parameters, prepared once per gradient."""
 
@@ -443,6 +457,9 @@ class _CallPlan:
         self.positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         self.simple = len(self.positional) == len(params) and all(p.default is p.empty for p in params)
         self.n_positional = len(self.positional)
+        if compiled is None:   # (binding arguments only)
+            self.defaults = fn.__defaults__   # (kept: a tuple, whose identity fixes its items)
+            return
         self.wrt_positions = tuple(self.positional.index(n) if n in self.positional else None
                                    for n in compiled.wrt)
         self.wrt_names = compiled.wrt

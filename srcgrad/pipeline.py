@@ -191,11 +191,11 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None, has_aux
     """
     positional = [p.name for p in inspect.signature(fn).parameters.values()
                   if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    static = {p: key.obj for p, key in zip(positional, arg_ranks or ())
-              if isinstance(key, ranks.StaticKey)}
+    # a callable's, a dataclass's (p.energy(x)), a plain object's class
+    static = structure_parts.argument_statics(positional, arg_ranks)
     if static:   # a callable argument: the code is compiled for that object (its rank key)
-        arg_ranks = tuple(None if isinstance(key, ranks.StaticKey) else key for key in arg_ranks)
-    static.update(structure_parts.argument_statics(positional, arg_ranks))   # a dataclass's, for p.energy(x)
+        arg_ranks = tuple(None if isinstance(key, (ranks.StaticKey, ranks.ClassKey)) else key
+                          for key in arg_ranks)
     if options is None:
         options = default_options(fuse)
     fuse = options.fuse

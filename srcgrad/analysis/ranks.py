@@ -21,6 +21,7 @@ import numpy
 
 from srcgrad import anno, pytree
 from srcgrad import runtime as rt
+from srcgrad.analysis.argument_keys import ClassKey, StaticKey, plain_instance
 from srcgrad.analysis.matrices import attribute_matrix
 from srcgrad.errors import SrcgradError, matrix_refusal
 from srcgrad.rules import Method
@@ -62,6 +63,8 @@ def rank_key(value):
         return StaticKey(value)
     if attribute_matrix(value):
         raise matrix_refusal("an attribute of an argument")
+    if plain_instance(value):
+        return ClassKey(kind)
     return None
 
 
@@ -83,34 +86,6 @@ def checked_rank_keys(args):
     if len(args) == 1 and type(args[0]) is numpy.ndarray:
         return (args[0].ndim,)
     return tuple(map(checked_rank_key, args))
-
-
-class StaticKey:
-    """The rank key of a callable argument (``rk4(deriv, y0)``'s ``deriv``): the code is
-    compiled for that object, like a JAX static argument. Equal for the same object (a
-    bound method: the same function of the same object, as each ``model.f`` makes anew)."""
-
-    __slots__ = ("obj", "_id")
-
-    def __init__(self, obj):
-        self.obj = obj
-        func, owner = getattr(obj, "__func__", None), getattr(obj, "__self__", None)
-        self._id = (id(func), id(owner)) if inspect.ismethod(obj) else (id(obj),)
-
-    def __eq__(self, other):
-        return type(other) is StaticKey and other._id == self._id and _same_callable(self.obj, other.obj)
-
-    def __hash__(self):
-        return hash(self._id)
-
-    def __repr__(self):
-        return f"StaticKey({self.obj!r})"
-
-
-def _same_callable(a, b):
-    if inspect.ismethod(a) and inspect.ismethod(b):
-        return a.__func__ is b.__func__ and a.__self__ is b.__self__
-    return a is b
 
 
 def _tree_child(key, index, attr=False):

@@ -453,8 +453,8 @@ class Expressions:
                 "global, closure or bound (`self.`) function or callable object, an item of a "
                 "list, tuple or dict held by one of those read with a constant key "
                 "(`OPS[\"sin\"](x)`, `self.layers[0](x)`), or a loop over such a container "
-                "(`for layer in self.layers: x = layer(x)`). A function given as an argument of "
-                "the function differentiated must be passed positionally.")
+                "(`for layer in self.layers: x = layer(x)`), or a function given as an argument "
+                "of the function differentiated (not to a keyword-only parameter).")
         if isinstance(func, gast.Subscript):
             root = func
             while isinstance(root, (gast.Attribute, gast.Subscript)):

@@ -22,6 +22,7 @@ import inspect
 import gast
 
 from srcgrad import ast_util, pytree
+from srcgrad.analysis.argument_keys import ClassKey, StaticKey, plain_instance
 from srcgrad.ast_util import name
 from srcgrad.transform import unroll
 
@@ -33,14 +34,20 @@ _MUTATORS = unroll.MUTATORS | {"__setattr__"}   # methods that change a structur
 
 def argument_statics(positional, arg_ranks):
     """``static`` entries for the structured arguments of a compile: parameter -> class
-    (``classes``, for ``p.energy(x)``) and parameter -> tree (for the parts' methods)."""
-    classes, trees = {}, {}
+    (``classes``, for ``p.energy(x)``), parameter -> tree (for the parts' methods) and
+    parameter -> the callable object it holds."""
+    classes, trees, out = {}, {}, {}
     for p, key in zip(positional, arg_ranks or ()):
+        if isinstance(key, StaticKey):   # a callable: the parameter denotes it (inline.bind_static)
+            out[p] = key.obj
+        if isinstance(key, ClassKey):   # a plain object's methods (ranks.rank_key)
+            classes[p] = key.cls
         if isinstance(key, pytree.TreeKey) and class_known(key[0]):
             classes[p] = key[0]
         if isinstance(key, pytree.TreeKey):
             trees[p] = key
-    out = {PARAM_CLASSES: classes} if classes else {}
+    if classes:
+        out[PARAM_CLASSES] = classes
     if trees:
         out[TREES] = trees
     return out
@@ -48,11 +55,16 @@ def argument_statics(positional, arg_ranks):
 
 def classes_of(arguments):
     """Parameter -> what a forward-mode compile is specialised on for each structured
-    argument value: its tree without leaves (the classes of its parts, its dicts' keys)."""
+    argument value: its tree without leaves (the classes of its parts, its dicts' keys),
+    and for a callable or plain object its rank key (as reverse mode's)."""
     out = {}
     for p, v in arguments.items():
         if v is not None and pytree.is_node(v):
             out[p] = pytree.tree_key(v, _no_leaf)
+        elif callable(v):   # compiled for it, as in reverse mode (ranks.rank_key)
+            out[p] = StaticKey(v)
+        elif plain_instance(v):
+            out[p] = ClassKey(type(v))
     return out
 
 
