@@ -109,8 +109,27 @@ def tree_key(value, leaf_key):
         return TreeKey((kind, tuple(value)) + tuple(_key_of(v, leaf_key) for v in value.values()))
     if isinstance(value, (list, tuple)):
         return TreeKey((kind,) + tuple(_key_of(v, leaf_key) for v in value))
-    return TreeKey((kind,) + tuple(_key_of(getattr(value, f.name), leaf_key)
-                                   for f in dataclasses.fields(value)))
+    fields = dataclasses.fields(value)
+    own = getattr(value, "__dict__", None)
+    if own is not None and len(own) > len(fields):   # (attributes beside its fields)
+        refuse_hidden_methods(value, {f.name for f in fields})
+    return TreeKey((kind,) + tuple(_key_of(getattr(value, f.name), leaf_key) for f in fields))
+
+
+def refuse_hidden_methods(value, fields=()):
+    """Refuse an object whose own attribute hides a method of its class (``model.f =
+    np.exp``, ``f`` a method): the compiled code calls methods through the class."""
+    import inspect
+    from srcgrad.errors import UnsupportedError
+    for attr in vars(value):
+        if attr in fields or attr.startswith("__"):
+            continue
+        raw = inspect.getattr_static(type(value), attr, None)
+        if inspect.isfunction(raw) or isinstance(raw, (staticmethod, classmethod)):
+            raise UnsupportedError(
+                f"the {type(value).__name__} object's own attribute {attr!r} hides the method "
+                f"{type(value).__name__}.{attr}, and srcgrad calls methods through the class: "
+                f"give the attribute another name, or delete it (del obj.{attr})")
 
 
 def _key_of(value, leaf_key):

@@ -5,6 +5,8 @@ gradient rule for the method .forward()", "calling the local variable act"). A p
 object is compiled for its class (analysis/argument_keys.ClassKey: its methods inlined, its
 attributes read when the gradient runs); a callable for itself, as when passed by position."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -134,3 +136,29 @@ def test_a_method_given_a_keyword_only_default_stays_refused_at_the_line():
         return np.sum(model.scale(x))
     with pytest.raises(sg.SrcgradError, match="test_object_arguments.py"):
         sg.grad(f)(X)
+
+
+@dataclasses.dataclass
+class Field:
+    w: np.ndarray
+
+    def scale(self, v):
+        return np.sin(v) * self.w
+
+
+@pytest.mark.parametrize("make", [lambda: Scaler(1.0), lambda: Field(np.ones(3))],
+                         ids=["plain", "dataclass"])
+def test_an_own_attribute_hiding_a_method_is_refused(make):
+    """``model.scale = np.exp`` hides the method: Python calls the attribute, the compiled
+    code the class's method (it gave the method's gradient, silently)."""
+    def f(x, model):
+        return np.sum(model.scale(x))
+    model = make()
+    g = sg.grad(f)
+    np.testing.assert_allclose(g(X, model), numerical_grad(f, (X, model)), rtol=1e-6)
+    model.scale = np.exp
+    with pytest.raises(sg.SrcgradError, match="hides the method"):
+        g(X, model)
+    del model.scale
+    model.other = 2.0   # an attribute hiding nothing
+    np.testing.assert_allclose(g(X, model), numerical_grad(f, (X, model)), rtol=1e-6)

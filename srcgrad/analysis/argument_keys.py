@@ -14,8 +14,12 @@ def plain_instance(value):
     cls = type(value)
     if type(cls) is not type or cls.__module__ == "builtins" or callable(value) or pytree.is_node(value):
         return False
-    return any(inspect.isfunction(v) or isinstance(v, (staticmethod, classmethod, property))
-               for klass in cls.__mro__[:-1] for v in vars(klass).values())
+    if not any(inspect.isfunction(v) or isinstance(v, (staticmethod, classmethod, property))
+               for klass in cls.__mro__[:-1] for v in vars(klass).values()):
+        return False
+    if getattr(value, "__dict__", None):
+        pytree.refuse_hidden_methods(value)
+    return True
 
 
 class StaticKey:
