@@ -29,7 +29,7 @@ import inspect
 
 import numpy
 
-from srcgrad import api, caches, forward_api, nested_jvp, pytree
+from srcgrad import api, caches, forward_api, hessians, jacobians, nested_jvp, pytree
 from srcgrad.codegen import loader
 from srcgrad.codegen.refusals import in_user_code
 from srcgrad.custom_function import Function, _Tree
@@ -357,4 +357,7 @@ api.GradFunction.differentiable_gradient = differentiable_gradient
 api.GradFunction.tape_gradient = gradient_function
 api.GradFunction.gradient_class = gradient_class
 api.grad.srcgrad_grad_of = grad_of   # what anf_expressions calls for sg.grad(f)(x) inline
+# sg.hessian(u)(x) inside: rows of sg.grad (transform/nested_derivatives.py)
+hessians.hessian.srcgrad_rows = ("hessian", api.grad)
+jacobians.jacobian.srcgrad_rows = jacobians.jacfwd.srcgrad_rows = ("jacobian", api.grad)
 forward_api.jvp.srcgrad_jvp_class = nested_jvp.jvp_class   # sg.jvp(f, ...) inline: nested_jvp.py

@@ -1,7 +1,7 @@
 """A gradient bound to a local name and called (JAX's ``du = jax.grad(u)``; ``du(x)``).
 
 ``du = sg.grad(u, 1)`` (or ``sg.value_and_grad``, or a gradient of a gradient,
-``d2u = sg.grad(sg.grad(u))``) bound once at the top level of ``f``'s body, from names
+``d2u = sg.grad(sg.grad(u))``, or ``H = sg.hessian(u)``, ``sg.jacobian``) bound once at the top level of ``f``'s body, from names
 of functions and constants only, and read only as ``du(...)`` after it: each call is
 ``sg.grad(u, 1)(...)`` written where it stands, which local_functions.py and
 anf_expressions.py compile (a local ``u`` takes its free locals as trailing parameters,
@@ -15,11 +15,13 @@ from srcgrad import ast_util, templates
 from srcgrad.transform.base import lookup_dotted
 
 
-def makes_gradient(call, info, shadowed):
-    """Whether ``call`` is ``sg.grad(...)`` or ``sg.value_and_grad(...)``."""
+def makes_gradient(call, info, shadowed, rows=False):
+    """Whether ``call`` is ``sg.grad(...)`` or ``sg.value_and_grad(...)`` (with ``rows``,
+    ``sg.hessian``/``sg.jacobian(...)`` too: transform/nested_derivatives.py)."""
     obj = lookup_dotted(call.func, info, shadowed)
     return getattr(obj, "srcgrad_grad_of", None) is not None \
-        or getattr(obj, "srcgrad_value_and_grad", None) is not None
+        or getattr(obj, "srcgrad_value_and_grad", None) is not None \
+        or rows and getattr(obj, "srcgrad_rows", None) is not None
 
 
 def _fixed(node, info, counts, functions):
@@ -35,7 +37,7 @@ def _fixed(node, info, counts, functions):
     if isinstance(node, gast.Attribute):
         return _fixed(node.value, info, counts, functions) and not isinstance(node.value, gast.Constant)
     if isinstance(node, gast.Call):
-        return makes_gradient(node, info, counts) and all(
+        return makes_gradient(node, info, counts, rows=True) and all(
             _fixed(a, info, counts, functions) for a in node.args) and all(
             k.arg is not None and _fixed(k.value, info, counts, functions) for k in node.keywords)
     return False
@@ -47,7 +49,7 @@ def expand(node, info, stores):
     scope (made only when a top-level statement binds a gradient: most functions have none)."""
     candidates = [s for s in node.body if isinstance(s, gast.Assign) and len(s.targets) == 1
                   and isinstance(s.targets[0], gast.Name) and isinstance(s.value, gast.Call)
-                  and makes_gradient(s.value, info, ())]
+                  and makes_gradient(s.value, info, (), rows=True)]
     if not candidates:
         return
     counts = stores(node)

@@ -36,7 +36,7 @@ from srcgrad import anno, grad_mode, templates
 from srcgrad.ast_util import name, reads, rewrite_blocks
 from srcgrad.errors import UnsupportedError
 from srcgrad.parse import EntityInfo
-from srcgrad.transform import gradient_aliases
+from srcgrad.transform import gradient_aliases, nested_derivatives
 from srcgrad import ast_util
 
 Static = anno.Static
@@ -536,6 +536,7 @@ def transform(node, ctx):
     """Lift the lambdas and nested defs of FunctionDef ``node``; returns ``node``.
     (``ctx``: the CompileContext; the helpers are bound in ``ctx.bindings``.)"""
     gradient_aliases.expand(node, ctx.info, _stores)   # du = sg.grad(u); du(x): sg.grad(u)(x)
+    nested_derivatives.expand(node, ctx, ctx.user_locals)   # sg.hessian(u)(x): rows of sg.grad
     if not any(isinstance(n, _SCOPES) for n in ast_util.walk(node) if n is not node):
         return node
     lifting = Lifting(node, ctx.info, ctx.namer, ctx.bindings)
