@@ -556,6 +556,12 @@ def vander(x, N=None, increasing=False):
     return np.asarray(x)[:, None] ** powers
 
 
+@inline
+def fromiter(iterable, dtype, count=-1):
+    """``np.fromiter``: the items of ``iterable`` as a one-dimensional array of ``dtype``."""
+    return np.array(list(iterable), dtype=dtype)
+
+
 # NumPy function -> (its version, {parameter: the only value a call may pass}, the keyword
 # a call must pass to be the version's, or (parameter, the constants it must be one of, a
 # version for each: ``mode=`` of np.pad; or a function of the call's arguments choosing one:
@@ -576,4 +582,5 @@ NUMPY_INLINED = {np.ediff1d: (ediff1d, {}, None),
                  np.average: (average_returned, {}, "returned"),
                  np.pad: (PAD_MODES, {}, ("mode", PAD_MODES)),
                  np.unique: (unique, {}, lambda given: unique_form(given)),
-                 np.vander: (vander, {}, None)}
+                 np.vander: (vander, {}, None),
+                 np.fromiter: (fromiter, {"count": -1, "like": None}, None)}

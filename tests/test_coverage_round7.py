@@ -241,10 +241,14 @@ def vander_columns(x):   # (refused before 2026-12-07: no rule for numpy.vander)
         np.vander(x[:3], increasing=True) ** 2)
 
 
+def fromiter_of_a_generator(x):   # (refused before 2026-12-07: no rule for numpy.fromiter)
+    return np.sum(np.fromiter((v ** 2 * k for k, v in enumerate(x)), dtype=float) * x)
+
+
 NUMPY_VERSIONS = [ediff1d_plain, ediff1d_with_ends, insert_a_scalar, insert_columns_along_an_axis,
                   insert_at_a_slice, polyfit_of_data, polyfit_weighted_in_the_abscissae,
                   polyfit_of_two_columns, broadcast_arrays_pair, sliding_windows_1d,
-                  sliding_windows_2d_along_an_axis, vander_columns]
+                  sliding_windows_2d_along_an_axis, vander_columns, fromiter_of_a_generator]
 
 
 @pytest.mark.parametrize("f", NUMPY_VERSIONS, ids=lambda f: f.__name__)
