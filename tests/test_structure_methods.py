@@ -450,3 +450,22 @@ def test_methods_of_what_a_method_returns():
         return r.norm() * s.norm()
     check(chained, p, q)
     check(named, p, q)
+
+
+def test_operators_on_what_an_operator_returns():
+    """``p * 3.0 + p``: the ``+`` of ``Vec.__mul__``'s result was left to Python (its class
+    unknown), so it was refused. (A method returning ``type(self)(...)`` of such a result
+    stays refused: its ``self`` is no name whose class the inliner knows.)"""
+    p = Vec(RNG.standard_normal(3), RNG.standard_normal(3))
+
+    def chained(p):
+        r = -(p * 3.0 + p) + 2.0 * p
+        return np.sum(r.a ** 2) + np.sum(r.b) + (p + p * 0.5)[1]
+
+    def built(x):
+        q = Vec(x, x ** 2)
+        r = q * 2.0 + q + Vec(x, x)
+        return np.sum(r.a * r.b)
+    check(chained, p)
+    x = RNG.standard_normal(3)
+    np.testing.assert_allclose(sg.grad(built)(x), numerical_grad(built, (x,)), rtol=1e-6)

@@ -91,16 +91,23 @@ def bind_operators(node, ctx):
     classes = {k: c for k, c in ctx.classes.items() if has_methods(c)}
     if not classes:
         return node
+    results = {}   # id of a method call made here -> the class it returns, where certain
 
     def known(operand):
+        if isinstance(operand, gast.Call):   # v * 3.0 + v: Vec.__mul__(v, 3.0) returns a Vec
+            return results.get(id(operand))
         return classes.get(operand.id) if isinstance(operand, gast.Name) else None
 
     def method_call(cls, method, args, where):
-        if not inspect.isfunction(inspect.getattr_static(cls, method, None)):
+        function = inspect.getattr_static(cls, method, None)
+        if not inspect.isfunction(function):
             return None
         owner = name(as_array.bind(ctx.namer, ctx.info, ctx.bindings, cls.__name__, cls))
         call = gast.Call(func=gast.Attribute(value=owner, attr=method, ctx=gast.Load()),
                          args=args, keywords=[])
+        found = returned_class(function, cls)
+        if has_methods(found):
+            results[id(call)] = found
         return gast.copy_location(call, where)
 
     class Operators(gast.NodeTransformer):
