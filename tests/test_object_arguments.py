@@ -5,6 +5,7 @@ gradient rule for the method .forward()", "calling the local variable act"). A p
 object is compiled for its class (analysis/argument_keys.ClassKey: its methods inlined, its
 attributes read when the gradient runs); a callable for itself, as when passed by position."""
 
+import abc
 import dataclasses
 
 import numpy as np
@@ -48,6 +49,27 @@ def act_fn(v):
     return np.sin(v) + v ** 2
 
 
+class Kernel(abc.ABC):   # an abstract base: ABCMeta is the class's metaclass
+    @abc.abstractmethod
+    def k(self, a, b):
+        ...
+
+    def gram(self, x):
+        return np.array([[self.k(a, b) for b in x] for a in x])
+
+
+class RBF(Kernel):
+    def __init__(self, length):
+        self.length = length
+
+    def k(self, a, b):
+        return np.exp(-(a - b) ** 2 / self.length)
+
+
+def log_det(x, kernel):
+    return np.linalg.slogdet(kernel.gram(x) + np.eye(len(x)))[1]
+
+
 def uses_method(x, model):
     return np.sum(model.twice(x) ** 2)
 
@@ -86,7 +108,7 @@ def _check_all(f, args):
 @pytest.mark.parametrize("f, args", [
     (uses_method, (X, Scaler(0.7))), (uses_method, (X, Cosine(1.3))), (uses_stateless, (X, Stateless())),
     (default_ufunc, (X,)), (default_function, (X,)), (default_callable_object, (X,)),
-    (default_plain_object, (X,))], ids=lambda v: getattr(v, "__name__", ""))
+    (default_plain_object, (X,)), (log_det, (X, RBF(0.7)))], ids=lambda v: getattr(v, "__name__", ""))
 def test_every_derivative_matches_differences(f, args):
     _check_all(f, args)
 

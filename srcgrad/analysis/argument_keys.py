@@ -2,6 +2,7 @@
 callable (``rk4(deriv, y0)``'s ``deriv``, like a JAX static argument) and an instance of
 a plain class whose methods the function calls (ranks.rank_key gives them)."""
 
+import abc
 import inspect
 
 from srcgrad import pytree
@@ -9,10 +10,11 @@ from srcgrad import pytree
 
 def plain_instance(value):
     """An instance, not callable and no structure, of a class written in Python (no
-    builtin, no extension type) whose MRO defines a method in Python: its methods can be
-    read and inlined."""
+    builtin, no extension type, no metaclass but ABCMeta) whose MRO defines a method in
+    Python: its methods can be read and inlined."""
     cls = type(value)
-    if type(cls) is not type or cls.__module__ == "builtins" or callable(value) or pytree.is_node(value):
+    if type(cls) not in (type, abc.ABCMeta) or cls.__module__ == "builtins" or callable(value) \
+            or pytree.is_node(value):
         return False
     if not any(inspect.isfunction(v) or isinstance(v, (staticmethod, classmethod, property))
                for klass in cls.__mro__[:-1] for v in vars(klass).values()):
