@@ -4,6 +4,7 @@ it. They were refused ("no gradient rule for the method .f()"); an ``__init__`` 
 stores expressions of its parameters (through ``super().__init__`` too) is built as a
 dataclass subclass (transform/plain_classes.py), its methods inlined as a dataclass's."""
 
+import abc
 import warnings
 
 import numpy as np
@@ -89,13 +90,35 @@ class Softened(Activation):
         return np.sin(x)
 
 
+class Kernel(abc.ABC):   # an abstract base (ABCMeta), a concrete subclass built inside
+    @abc.abstractmethod
+    def k(self, a, b):
+        ...
+
+    def gram(self, x):
+        return np.array([[self.k(a, b) for b in x] for a in x])
+
+
+class RBF(Kernel):
+    def __init__(self, length):
+        self.length = length
+
+    def k(self, a, b):
+        return np.exp(-(a - b) ** 2 / self.length)
+
+
+def kernel_loss(x, s):
+    return np.linalg.slogdet(RBF(s).gram(x) + np.eye(3))[1]
+
+
 def stateless_loss(x, s):
     act = Activation()
     return np.sum(act(x * s) ** 2) + np.sum(Softened()(x)) + np.sum(Softened().shape(x * s))
 
 
 CASES = [(mlp_loss, (P, X), 1), (mlp_scaled, (P, X), 1), (child_loss, (X, 1.3), 0),
-         (child_loss, (X, 1.3), 1), (stateless_loss, (X, 0.8), 0), (stateless_loss, (X, 0.8), 1)]
+         (child_loss, (X, 1.3), 1), (stateless_loss, (X, 0.8), 0), (stateless_loss, (X, 0.8), 1),
+         (kernel_loss, (X, 0.7), 0), (kernel_loss, (X, 0.7), 1)]
 
 
 @pytest.mark.parametrize("f, args, wrt", CASES, ids=lambda v: getattr(v, "__name__", ""))

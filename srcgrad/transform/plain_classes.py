@@ -16,6 +16,7 @@ whose code asks an object its class anywhere (``type(``, ``__class__``: it would
 subclass) leave the call alone: it stays refused where it needs a gradient.
 """
 
+import abc
 import dataclasses
 import inspect
 import textwrap
@@ -32,9 +33,11 @@ def plain(cls):
     """A class of Python code with an ``__init__`` written in Python (or none), single inheritance,
     no ``__new__``, ``__slots__``, ``__post_init__`` or metaclass: what a subclass dataclass
     can stand for."""
-    if not isinstance(cls, type) or type(cls) is not type or dataclasses.is_dataclass(cls):
+    if not isinstance(cls, type) or type(cls) not in (type, abc.ABCMeta) or dataclasses.is_dataclass(cls):
         return False
     for klass in cls.__mro__[:-1]:
+        if klass is abc.ABC:   # (its empty __slots__ keeps no state)
+            continue
         if len(klass.__bases__) != 1 or klass.__module__ == "builtins" or any(
                 n in vars(klass) for n in ("__slots__", "__new__", "__post_init__")):
             return False
@@ -179,6 +182,8 @@ def _asks_its_type(cls, source_lines):
     MLP``, ``self.__class__``), which would see the subclass."""
     texts = list(source_lines)
     for klass in cls.__mro__[:-1]:
+        if klass is abc.ABC:
+            continue
         try:
             texts.append(inspect.getsource(inspect.getmodule(klass)))
         except (OSError, TypeError):
