@@ -58,6 +58,7 @@ def uses_try(x):
     y = x * 2.0
     try:
         y = np.sqrt(y)
+        y = y + 1.0
     except ValueError:
         y = x
     return np.sum(y)

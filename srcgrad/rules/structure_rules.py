@@ -2,7 +2,8 @@
 (transform/methods.py): a namedtuple ``Point(x, y)`` and ``p._replace(x=v)``, a dataclass
 ``Params(w=x, b=v)`` and ``dataclasses.replace(p, b=v)``. A namedtuple's adjoint is a list
 of its items'; a dataclass's a ``pytree.Fields`` (field name -> adjoint). And
-``rt.lookup_fails``, the test ``try: v = d[k] except KeyError:`` stands for
+``rt.lookup_fails`` and ``rt.call_fails``, the tests ``try: v = d[k] except KeyError:``
+and ``try: L = np.linalg.cholesky(K) except LinAlgError:`` stand for
 (transform/plain_statements.py)."""
 
 import copy
@@ -171,6 +172,21 @@ def lookup_fails(base, key, errors):
 
 
 nondifferentiable(rt.lookup_fails)
+
+
+@rt.helper
+def call_fails(function, args, kwargs, errors):
+    """Whether ``function(*args, **kwargs)`` raises one of ``errors`` (``try: L =
+    np.linalg.cholesky(K)`` / ``except LinAlgError:`` is ``if rt.call_fails(...):
+    <handler> else: L = np.linalg.cholesky(K)``; a NumPy or SciPy function, pure)."""
+    try:
+        function(*args, **kwargs)
+    except errors:
+        return True
+    return False
+
+
+nondifferentiable(rt.call_fails)
 
 
 @rt.helper

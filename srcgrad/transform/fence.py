@@ -19,8 +19,10 @@ _REFUSED = {
                "`if np.all(np.isfinite(y)):`), check the inputs before calling the gradient, or "
                "put the try around the gradient call (`try: g = sg.grad(f)(x)`, `except ...:`); "
                "a custom srcgrad.Function may hold any Python. Supported: try/finally without "
-               "except, and `try: v = d[k]` with one `except KeyError:` (or IndexError, "
-               "LookupError)."),
+               "except, `try: v = d[k]` with one `except KeyError:` (or IndexError, "
+               "LookupError), and a try holding one call of a NumPy or SciPy function with one "
+               "`except` (`try: L = np.linalg.cholesky(K)` / `except np.linalg.LinAlgError:`), "
+               "its arguments without calls; move what follows the call to the try's `else:`."),
     gast.Yield: ("yield", "Differentiate a function that returns its result instead of a generator."),
     gast.YieldFrom: ("yield from", "Differentiate a function that returns its result."),
     gast.Await: ("await", "Differentiate synchronous code."),

@@ -118,7 +118,7 @@ def _fields(cls, bound, fields, uses, owners):
                 given[n] = env[a.id]   # the same node: its copies are counted as one argument's
                 continue
             value = _substituted(a, env, me)
-            if value is None or not _repeat_safe(value):
+            if value is None or not repeat_safe(value):
                 return False
             given[n] = value
         if not _fields(base, given, fields, uses, owners):
@@ -167,7 +167,7 @@ def _substituted(expr, env, me, uses=None):
     return Put().visit(expr)
 
 
-def _repeat_safe(node):
+def repeat_safe(node):
     """An argument its parameter may be read for more than once: names, constants and
     operators on them, no call (computed again, it gives the same value)."""
     return all(isinstance(n, (gast.Name, gast.Constant, gast.Attribute, gast.Subscript, gast.BinOp,
@@ -236,7 +236,7 @@ def construction(node, cls, info):
     if cls.__init__ is not object.__init__ \
             and not _fields(_owner(cls), arguments, fields, uses, owners):
         return None
-    if any(uses.get(id(a), 0) != 1 and not _repeat_safe(a) for a in arguments.values()):
+    if any(uses.get(id(a), 0) != 1 and not repeat_safe(a) for a in arguments.values()):
         return None   # an argument evaluated other than once: Python evaluates it once
     if not _record_inits(node, cls, owners, info):
         return None

@@ -13,8 +13,10 @@ leaves the block early (``return``, or ``break``/``continue`` of a loop around i
 nothing raises, Python runs exactly those; when ``body`` raises, the call raises too (the
 cleanup is then not run). ``try: v = d[k]`` whose handlers catch ``KeyError``,
 ``IndexError`` or ``LookupError`` (``d`` a name, ``k`` a name or a constant) is the test
-Python makes: ``if rt.lookup_fails(d, k, (KeyError,)): <handler> else: v = d[k]; <else>``.
-Any other ``try`` is refused by fence.py.
+Python makes: ``if rt.lookup_fails(d, k, (KeyError,)): <handler> else: v = d[k]; <else>``;
+``try: L = np.linalg.cholesky(K)`` (one call of a NumPy or SciPy function, pure, its
+arguments without calls) with one ``except`` likewise, ``if rt.call_fails(...)``, the call
+made again for the assignment. Any other ``try`` is refused by fence.py.
 
 An annotated assignment ``y: np.ndarray = f(x)`` is the assignment ``y = f(x)`` (Python
 evaluates the annotation of a local for nothing); a bare ``z: float`` is dropped, unless
@@ -25,10 +27,13 @@ that name must not be read in its place: refused).
 import re
 
 import gast
+import numpy
 
-from srcgrad import anno, ast_util
+from srcgrad import anno, ast_util, runtime
 from srcgrad.errors import UnsupportedError
+from srcgrad.transform import as_array
 from srcgrad.transform.base import Base
+from srcgrad.transform.plain_classes import repeat_safe
 
 
 _ANNOTATED = re.compile(r"^\s*[A-Za-z_][\w.]*(\[[^\]:]*\])?\s*:(?!=)\s*[^\s#]")
@@ -122,44 +127,72 @@ def _unannotated(stmt, root, base):
 
 
 _LOOKUP_ERRORS = (KeyError, IndexError, LookupError)
+_LIBRARIES = ("numpy", "scipy")   # the functions a try may call: pure, so callable twice
 
 
 def _lookup(stmt, base):
-    """``try: v = d[k]`` / ``except KeyError: ...`` as the ``if`` it stands for, or None."""
+    """``try: v = d[k]`` / ``except KeyError: ...`` as the ``if`` it stands for, and ``try:
+    L = np.linalg.cholesky(K)`` / ``except np.linalg.LinAlgError: ...`` likewise (the call
+    made once in the test, once in the assignment), or None."""
     read = stmt.body[0] if len(stmt.body) == 1 else None
-    if not (isinstance(read, gast.Assign) and len(read.targets) == 1
-            and isinstance(read.targets[0], gast.Name) and isinstance(read.value, gast.Subscript)
-            and isinstance(read.value.value, gast.Name)
-            and isinstance(read.value.slice, (gast.Name, gast.Constant))) or stmt.finalbody \
-            or len(stmt.handlers) != 1:
+    if not (isinstance(read, gast.Assign) and len(read.targets) == 1) or stmt.finalbody \
+            or len(stmt.handlers) != 1 or stmt.handlers[0].name is not None:
+        return None   # (`except KeyError as e`: e is bound by the handler)
+    value, target = read.value, read.targets[0]
+    if isinstance(target, gast.Name) and isinstance(value, gast.Subscript) \
+            and isinstance(value.value, gast.Name) and isinstance(value.slice, (gast.Name, gast.Constant)):
+        allowed, helper = _LOOKUP_ERRORS, runtime.lookup_fails
+        arguments = [_copy(value.value), _copy(value.slice)]
+    elif _library_call(value, base) and (isinstance(target, gast.Name) or isinstance(target, gast.Tuple)
+                                         and all(isinstance(e, gast.Name) for e in target.elts)):
+        allowed, helper = None, runtime.call_fails
+        arguments = [_copy(value.func), gast.Tuple(elts=[_copy(a) for a in value.args], ctx=gast.Load()),
+                     gast.Dict(keys=[gast.Constant(value=k.arg, kind=None) for k in value.keywords],
+                               values=[_copy(k.value) for k in value.keywords])]
+    else:
         return None
-    errors = []
-    for handler in stmt.handlers:
-        kinds = handler.type.elts if isinstance(handler.type, gast.Tuple) else [handler.type]
-        for kind in kinds:
-            try:
-                found = base.info.resolve(kind.id) if isinstance(kind, gast.Name) else None
-            except NameError:
-                found = None
-            if found not in _LOOKUP_ERRORS:
-                return None
-            errors.append(kind)
-        if handler.name is not None:   # `except KeyError as e`: e is bound by the handler
+    handler = stmt.handlers[0]
+    kinds = handler.type.elts if isinstance(handler.type, gast.Tuple) else [handler.type]
+    for kind in kinds:
+        found = _exception_class(kind, base)
+        if found is None or allowed is not None and found not in allowed:
             return None
-    from srcgrad import runtime
-    from srcgrad.transform import as_array
-    helper = as_array.bind(base.ctx.namer, base.info, base.ctx.bindings, "lookup_fails",
-                           runtime.lookup_fails)
+    helper = as_array.bind(base.ctx.namer, base.info, base.ctx.bindings, helper.__name__, helper)
     test = gast.Call(func=gast.Name(id=helper, ctx=gast.Load(), annotation=None, type_comment=None),
-                     args=[_copy(read.value.value), _copy(read.value.slice),
-                           gast.Tuple(elts=[_copy(e) for e in errors], ctx=gast.Load())],
+                     args=arguments + [gast.Tuple(elts=[_copy(e) for e in kinds], ctx=gast.Load())],
                      keywords=[])
-    anno.setanno(test, anno.Static.PRIMITIVE, runtime.lookup_fails)
-    out = gast.If(test=test, body=stmt.handlers[0].body, orelse=[read] + stmt.orelse)
+    anno.setanno(test, anno.Static.PRIMITIVE, base.info.extra[helper])
+    out = gast.If(test=test, body=handler.body, orelse=[read] + stmt.orelse)
     for child in gast.walk(out):
         if isinstance(child, (gast.expr, gast.stmt)) and not hasattr(child, "lineno"):
             gast.copy_location(child, stmt)
     return out
+
+
+def _exception_class(kind, base):
+    """The exception class the dotted name ``kind`` denotes (recorded as a read), or None."""
+    path = ast_util.dotted(kind)
+    try:
+        found = base.info.resolve_path(path) if path is not None else None
+    except (NameError, AttributeError):
+        return None
+    return found if isinstance(found, type) and issubclass(found, BaseException) else None
+
+
+def _library_call(value, base):
+    """Whether ``value`` calls a NumPy or SciPy function (pure: calling it twice gives what
+    once does) with arguments that compute the same when evaluated twice (no call)."""
+    if not isinstance(value, gast.Call) or any(isinstance(a, gast.Starred) for a in value.args) \
+            or any(k.arg is None for k in value.keywords):
+        return False
+    path = ast_util.dotted(value.func)
+    try:
+        func = base.info.resolve_path(path) if path is not None else None
+    except (NameError, AttributeError):
+        return False
+    module = getattr(func, "__module__", None) or ("numpy" if isinstance(func, numpy.ufunc) else "")
+    return callable(func) and not isinstance(func, type) and module.split(".")[0] in _LIBRARIES \
+        and all(repeat_safe(a) for a in value.args + [k.value for k in value.keywords])
 
 
 def _copy(node):
