@@ -39,7 +39,18 @@ def real_spectrum(x):
     return np.sum(np.abs(np.fft.rfft(x * x[::-1])) ** 2 * np.arange(3.0)) + np.sum(np.fft.rfft(x).imag)
 
 
-FUNCTIONS = [rotated, spectrum, round_trip, phase, through_a_loop, real_spectrum]
+def powers(x):   # (refused before 2026-12-07: "no gradient for the operator ** on complex values")
+    z = x + 1j * x[::-1]
+    return np.sum((z ** 3).real) + np.sum(np.abs(z ** 2)) + np.sum(((z + 2.0) ** 0.5).imag)
+
+
+def a_real_exponent_given_a_gradient(x):
+    z = np.exp(1j * x)
+    return np.sum(np.abs(z ** x[0] + 1.0) ** 2)
+
+
+FUNCTIONS = [rotated, spectrum, round_trip, phase, through_a_loop, real_spectrum, powers,
+             a_real_exponent_given_a_gradient]
 X = np.array([0.3, -0.7, 1.2, 0.9])
 V = np.array([1.0, 0.5, -2.0, 0.25])
 

@@ -11,6 +11,7 @@ arithmetic (``z = 1j * x``), the reverse sweep keeps the real part of its cotang
 * ``angle(z)``: ``-1j * dy * conj(z) / |z|**2`` (0 at 0).
 * ``real(z)``: ``dy``; ``imag(z)``: ``-1j * dy``; ``conj(z)``: ``conj(dy)``.
 * ``imag`` and ``angle`` of a real operand: the real part of the above, 0.
+* ``z ** c``: ``dy * c * z ** (c - 1)`` and, for the exponent, ``dy * y * log(z)``.
 * ``np.fft.fft``/``ifft`` (no ``n``, no ``norm``): the DFT matrix is symmetric, so
   the cotangent is the same transform of ``dy``; ``rfft``'s is ``fft`` of ``dy`` padded
   with zeros to the input's length.
@@ -88,6 +89,24 @@ def imag_attribute(dy, y, self):
 def astype_method(dy, y, self, dtype, order="K", casting="unsafe", subok=True, copy=True):
     """A cast from real to complex keeps the real part; complex to real: ``dy``."""
     return rt.cast_like(rt.real_like(rt.dtype_grad(dy, dtype, self), self), self)
+
+
+@complex_adjoint(np.power, operator.pow, rt.power)
+def power(dy, y, x1, x2):
+    """``z ** c`` is holomorphic: ``dy * c * z ** (c - 1)``; the exponent's cotangent is
+    ``dy * y * log(z)`` (0 at ``z == 0``). A real operand keeps the real part."""
+    return (rt.unbroadcast(rt.real_like(dy * x2 * x1 ** (x2 - 1), x1), x1),
+            rt.unbroadcast(rt.real_like(dy * y * rt.log_nonzero(x1), x2), x2))
+
+
+@rt.helper
+def log_nonzero(z):
+    """``log(z)`` of a real or complex ``z``, 0 where ``z == 0``."""
+    if is_array(z):
+        xp = namespace(z)
+        return xp.where(z == 0, 0, xp.log(xp.where(z == 0, 1, z)))
+    import cmath
+    return 0.0 if z == 0 else cmath.log(z)
 
 
 @complex_adjoint(np.fft.fft)
@@ -176,6 +195,34 @@ def complex_cast(dy, y, x):
 @complex_tangent(np.complex128, np.complex64, builtins.complex)
 def complex_cast_tangent(y, x, *, t_x):
     return rt.tangent_array(t_x, y, x)
+
+
+@complex_tangent(np.power, operator.pow, rt.power)
+def power_tangent(y, x1, x2, *, t_x1, t_x2):
+    return t_x1 * x2 * x1 ** (x2 - 1) + t_x2 * y * rt.log_nonzero(x1)
+
+
+@complex_tangent(rt.log_nonzero)
+def log_nonzero_tangent(w, z, *, t_z):
+    return t_z / rt.nonzero_or_one(z)
+
+
+@complex_adjoint(rt.log_nonzero)
+def log_nonzero_adjoint(dy, w, z):
+    return dy / rt.nonzero_or_one(z)
+
+
+@rt.helper
+def nonzero_or_one(z):
+    """``z`` with 1 where it is 0 (``log_nonzero``'s derivative, 1/z, taken as 1 there)."""
+    if is_array(z):
+        return namespace(z).where(z == 0, 1, z)
+    return 1.0 if z == 0 else z
+
+
+@complex_tangent(rt.nonzero_or_one)
+def nonzero_or_one_tangent(w, z, *, t_z):
+    return t_z * (z != 0)
 
 
 @complex_tangent(np.fft.fft)
