@@ -49,8 +49,14 @@ def a_real_exponent_given_a_gradient(x):
     return np.sum(np.abs(z ** x[0] + 1.0) ** 2)
 
 
+def holomorphic(x):   # (refused before 2026-12-07: "no gradient for numpy.sin on complex values")
+    z = x + 0.5j * x[::-1]
+    w = np.sin(z) * np.cosh(z) + np.log(z + 3.0) + np.sqrt(z + 2.0) + np.tanh(z) ** 2
+    return np.sum(np.abs(w) ** 2) + np.sum((np.square(z) + np.reciprocal(z + 4.0) + np.expm1(z)).real)
+
+
 FUNCTIONS = [rotated, spectrum, round_trip, phase, through_a_loop, real_spectrum, powers,
-             a_real_exponent_given_a_gradient]
+             a_real_exponent_given_a_gradient, holomorphic]
 X = np.array([0.3, -0.7, 1.2, 0.9])
 V = np.array([1.0, 0.5, -2.0, 0.25])
 

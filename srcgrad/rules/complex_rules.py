@@ -5,7 +5,8 @@ and equals the finite-difference derivative: where a real value enters complex
 arithmetic (``z = 1j * x``), the reverse sweep keeps the real part of its cotangent
 (``rt.real_like``). With ``z = a + ib`` and ``dy`` the output's cotangent:
 
-* holomorphic and C-linear primitives (``+ - * /``, ``exp``, ``sum``, ``reshape``,
+* holomorphic and C-linear primitives (``+ - * /``, ``exp``, ``sin``, ``cos``, ``tan``
+  and their hyperbolic versions, ``log``, ``sqrt``, ``square``, ``sum``, ``reshape``,
   ``@``): their ordinary rule, ``dy * f'(z)``.
 * ``abs(z)``: ``dy * conj(z) / |z|`` (0 at 0).
 * ``angle(z)``: ``-1j * dy * conj(z) / |z|**2`` (0 at 0).
@@ -44,6 +45,9 @@ complex_safe(
     np.matmul, operator.matmul, np.real, Attribute("real"),
     np.conj, np.conjugate, Method("conj"), Method("conjugate"),
     np.copy, Method("copy"), np.array, np.asarray,
+    # holomorphic, their rules written with holomorphic operations only (dy * cos(x), dy / x)
+    np.sin, np.cos, np.tan, np.sinh, np.cosh, np.tanh, np.log, np.log2, np.log10, np.log1p,
+    np.expm1, np.exp2, np.sqrt, np.square, np.reciprocal,
 )
 
 

@@ -216,8 +216,8 @@ class RuleApplication:
             raise self.error(
                 value, UnsupportedError,
                 f"srcgrad has no gradient for {_describe(primitive, value)} on complex values",
-                "Complex intermediates support + - * / **, exp, abs, angle, real, imag, conj, sum, "
-                "mean, reshape, @ and np.fft.fft/ifft. Split the value into its real and imaginary "
+                "Complex intermediates support + - * / **, exp, sin, cos, tanh, log, sqrt, abs, "
+                "angle, real, imag, conj, sum, mean, reshape, @ and np.fft.fft/ifft. Split the value into its real and imaginary "
                 "parts (z.real, z.imag) before this operation, or write a custom srcgrad.Function.")
         return rule
 
