@@ -303,6 +303,9 @@ def _written(s):
             return target.value.id, target.slice
         if isinstance(target, gast.Name) and anno.getanno(s, Static.AUGMENTED):
             return target.id, None
+        field = anno.getanno(s, Static.FIELD)
+        if isinstance(target, gast.Name) and field is not None:   # self.h = v (attribute_state.py)
+            return target.id, gast.Constant(value=field[0], kind=None) if field[1] else None
         return None
     if isinstance(s, gast.Expr) and isinstance(s.value, gast.Call):
         func = s.value.func
@@ -330,6 +333,7 @@ def check(node, info, display=lambda name: name, live_at_exit=(), bindings=None)
     def lookup(name):
         return bindings[name] if name in bindings else info.lookup(name)
 
+    _refuse_outside_instances(node, stmts, writes, info)
     objects = _Objects(node, stmts, lookup)
     liveness = _Liveness(node, live_at_exit)
     reaches_params, reaches_free = set(), set()
@@ -368,6 +372,59 @@ def check(node, info, display=lambda name: name, live_at_exit=(), bindings=None)
         for q in objects.params:
             param_checks.append((g, q, _argument_error(node, info, g, q, display, free=True)))
     return param_checks
+
+
+def _refuse_outside_instances(node, stmts, writes, info):
+    """Refuse an attribute store (``self.h = v``: Static.FIELD) into an instance the function
+    did not build: one it reaches through plain copies of names from something other than
+    ``rt.dataclass_new`` (an argument, an item of a list, a global), whose caller's object
+    Python would change."""
+    from srcgrad import runtime
+    fields = [s for s, _ in writes if anno.getanno(s, Static.FIELD) is not None]
+    if not fields:
+        return
+    params = set(objects_params(node))
+    binds = {}
+    for s in stmts:
+        if isinstance(s, gast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], gast.Name):
+            binds.setdefault(s.targets[0].id, []).append(s)
+
+    def outside(start):
+        """The name or statement that gives ``start`` an instance from outside, or None."""
+        seen, todo = set(), [start]
+        while todo:
+            n = todo.pop()
+            if n in seen:
+                continue
+            seen.add(n)
+            if n in params or n not in binds:
+                return n
+            for b in binds[n]:
+                v = b.value
+                if isinstance(v, gast.Name):
+                    todo.append(v.id)
+                elif anno.getanno(b, Static.FIELD) is not None:
+                    todo.append(v.args[0].id)
+                elif not (isinstance(v, gast.Call)
+                          and anno.getanno(v, Static.PRIMITIVE) is runtime.dataclass_new):
+                    return b
+        return None
+
+    for s in fields:
+        found = outside(s.targets[0].id)
+        if found is None:
+            continue
+        attr = anno.getanno(s, Static.FIELD)[0]
+        what = f"the argument {found!r}" if found in params else "an object the function did not build " \
+            "(an argument, an item of a container, a global)"
+        message = (f"storing the attribute {attr!r} here would change {what}, which the caller "
+                   f"holds; srcgrad leaves the caller's objects as they were, so it refuses this")
+        hint = ("Build the object inside the function (model = Model(params)), or return the new "
+                "value and keep it in a local variable.")
+        origin = anno.getanno(s, Static.ORIGIN)
+        if origin is None:
+            raise UnsupportedError(message, info.filename, hint=hint)
+        raise origin.error(UnsupportedError, message, hint)
 
 
 def sharing(node, names, info=None, bindings=None):

@@ -327,11 +327,20 @@ class Inliner(Base):
         for child in ast_util.walk(node):
             if isinstance(child, gast.Name) and child.id in rename:
                 child.id = rename[child.id]
+        written_back = _written_back(fn, node, call, static, rename)
         out = self._bind_params(fn, node, call, rename, origin, static)
         body = node.body
         ret = body[-1]
         for s in body[:-1]:
             out.append(s)
+        for param, caller_name in written_back:   # self.h = v inside: the caller's c changed
+            back = gast.Assign(targets=[gast.Name(id=caller_name, ctx=gast.Store(), annotation=None,
+                                                  type_comment=None)],
+                               value=gast.Name(id=rename[param], ctx=gast.Load(), annotation=None,
+                                               type_comment=None), type_comment=None)
+            anno.setanno(back, Static.ORIGIN, origin)
+            anno.setanno(back, Static.MUTATES, True)
+            out.append(back)
         if target is not None:
             value = ret.value if ret.value is not None else gast.Constant(value=None, kind=None)
             assign = gast.Assign(targets=[target], value=value, type_comment=None)
@@ -477,6 +486,44 @@ class Inliner(Base):
             anno.setanno(assign, Static.ORIGIN, origin)
             out.append(assign)
         return out
+
+
+def _written_back(fn, node, call, static, rename):
+    """``[(parameter, caller's name)]``: the parameters of ``fn`` (tree ``node``) that its
+    body changes in place (Static.MUTATES: ``self.h = v``, attribute_state.py) given a name
+    by ``call`` (``rename``: the helper's names, renamed apart); that name is rebound to the parameter after the body. A parameter also
+    rebound otherwise (``self = other``) is refused: which object changed is known only
+    when it runs."""
+    stores = {}
+    for s in ast_util.walk(node):
+        if isinstance(s, gast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], gast.Name):
+            stores.setdefault(s.targets[0].id, []).append(s)
+    mutated = [p for p in _signature(fn).parameters if p not in static and p in rename and any(
+        anno.getanno(s, Static.MUTATES) for s in stores.get(rename[p], ()))]
+    if not mutated:
+        return []
+    try:
+        bound = _signature(fn).bind(*call.args, **{k.arg: k.value for k in call.keywords}).arguments
+    except TypeError:
+        return []   # _bind_params says what is wrong
+    out = []
+    for p in mutated:
+        mine = stores[rename[p]]
+        plain = [s for s in mine if not anno.getanno(s, Static.MUTATES)]
+        plain += [n for n in ast_util.walk(node) if isinstance(n, gast.Name) and n.id == rename[p]
+                  and isinstance(n.ctx, gast.Store) and not any(n is s.targets[0] for s in mine)]
+        if plain:
+            where = anno.getanno(plain[0], Static.ORIGIN) or anno.getanno(call, Static.ORIGIN)
+            message = (f"{fn.__qualname__} rebinds its parameter {p!r} and also changes its "
+                       f"attributes or items in place, which is not supported in a function "
+                       f"srcgrad differentiates")
+            hint = "Keep the other value in a variable of its own."
+            if where is None:
+                raise UnsupportedError(message, hint=hint)
+            raise where.error(UnsupportedError, message, hint)
+        if isinstance(bound.get(p), gast.Name):
+            out.append((p, bound[p].id))
+    return out
 
 
 def _denotes(ctx, locals_, func, obj):
