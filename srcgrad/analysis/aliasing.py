@@ -535,7 +535,10 @@ def _error(write, info, base, alias, objects, display):
     message = (f"this in-place update of {shown_base!r} would also change {changed} its "
                f"memory{line} and is read afterwards; srcgrad differentiates values, "
                f"so it refuses rather than guess")
-    if shown_base.isidentifier():
+    if anno.getanno(write, Static.FIELD) is not None:   # self.h = v (attribute_state.py)
+        hint = (f"Read the object through one name only (not {shown_alias!r} beside {shown_base!r}), "
+                f"or build the attribute's value anew (a list of its own) for each object.")
+    elif shown_base.isidentifier():
         hint = (f"Give {shown_base!r} memory of its own before writing into it, e.g. "
                 f"{shown_base} = {shown_base}.copy(), or take {shown_alias!r} as a copy.")
     else:   # a view srcgrad named (np.copyto(y[:3], v)): write through its array instead

@@ -316,7 +316,11 @@ class Inliner(Base):
         info, bindings = helper.info, helper.bindings
         self.infos.extend(helper.infos)
         helper_locals = local_names(node)
-        rename = {name: self.namer.rename(name) for name in sorted(helper_locals)}
+        # A parameter the helper changes in place (self.h = v, xs.append(v)) names the
+        # caller's variable itself: the caller sees the change, as in Python
+        written_back = {p: a for p, a in _written_back(fn, node, call, static)
+                        if a in self.main_locals}   # (not a global or closure name)
+        rename = {name: written_back.get(name) or self.namer.rename(name) for name in sorted(helper_locals)}
         # Free names: keep those meaning the same object here, bind the others anew.
         declared = self.stack[0].declared_globals
         for child in ast_util.walk(node):
@@ -327,20 +331,11 @@ class Inliner(Base):
         for child in ast_util.walk(node):
             if isinstance(child, gast.Name) and child.id in rename:
                 child.id = rename[child.id]
-        written_back = _written_back(fn, node, call, static, rename)
-        out = self._bind_params(fn, node, call, rename, origin, static)
+        out = self._bind_params(fn, node, call, rename, origin, static, skip=written_back)
         body = node.body
         ret = body[-1]
         for s in body[:-1]:
             out.append(s)
-        for param, caller_name in written_back:   # self.h = v inside: the caller's c changed
-            back = gast.Assign(targets=[gast.Name(id=caller_name, ctx=gast.Store(), annotation=None,
-                                                  type_comment=None)],
-                               value=gast.Name(id=rename[param], ctx=gast.Load(), annotation=None,
-                                               type_comment=None), type_comment=None)
-            anno.setanno(back, Static.ORIGIN, origin)
-            anno.setanno(back, Static.MUTATES, True)
-            out.append(back)
         if target is not None:
             value = ret.value if ret.value is not None else gast.Constant(value=None, kind=None)
             assign = gast.Assign(targets=[target], value=value, type_comment=None)
@@ -442,7 +437,7 @@ class Inliner(Base):
             return None
         return self.info.resolve_path(path)   # recorded: guard.py checks it still holds
 
-    def _bind_params(self, fn, node, call, rename, origin, static=()):
+    def _bind_params(self, fn, node, call, rename, origin, static=(), skip=()):
         sig = _signature(fn)
         star = call.args[-1] if call.args and isinstance(call.args[-1], gast.Starred) else None
         if any(k.arg is None for k in call.keywords):
@@ -455,8 +450,8 @@ class Inliner(Base):
             raise origin.error(UnsupportedError, f"cannot call {fn.__qualname__} this way: {exc}")
         out = []
         for param in sig.parameters.values():
-            if param.name in static:
-                continue   # the helper's body names the object itself
+            if param.name in static or param.name in skip:
+                continue   # the helper's body names the object (or the caller's name) itself
             if param.kind is param.VAR_POSITIONAL and star is not None:
                 # g(a, *xs), its plain arguments filling g's others (call_forms._star_into_varargs)
                 value = gast.Call(func=gast.Name(id=self._bound_builtin("tuple"), ctx=gast.Load(),
@@ -488,18 +483,23 @@ class Inliner(Base):
         return out
 
 
-def _written_back(fn, node, call, static, rename):
+def _written_back(fn, node, call, static):
     """``[(parameter, caller's name)]``: the parameters of ``fn`` (tree ``node``) that its
-    body changes in place (Static.MUTATES: ``self.h = v``, attribute_state.py) given a name
-    by ``call`` (``rename``: the helper's names, renamed apart); that name is rebound to the parameter after the body. A parameter also
-    rebound otherwise (``self = other``) is refused: which object changed is known only
-    when it runs."""
-    stores = {}
+    body changes in place (Static.MUTATES: ``self.h = v`` from attribute_state.py, ``xs.pop()``;
+    ``xs.append(v)``) and ``call`` gives a name, which the helper's body then reads and
+    rebinds in the parameter's place. One also rebound otherwise (``xs = list(xs)``) stays
+    the helper's own, except where an attribute is stored (refused: which object changes is
+    known only when it runs)."""
+    stores, appended = {}, set()
     for s in ast_util.walk(node):
         if isinstance(s, gast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], gast.Name):
             stores.setdefault(s.targets[0].id, []).append(s)
-    mutated = [p for p in _signature(fn).parameters if p not in static and p in rename and any(
-        anno.getanno(s, Static.MUTATES) for s in stores.get(rename[p], ()))]
+        elif isinstance(s, gast.Expr) and isinstance(s.value, gast.Call) \
+                and isinstance(s.value.func, gast.Attribute) and s.value.func.attr == "append" \
+                and isinstance(s.value.func.value, gast.Name):   # xs.append(v): in place already
+            appended.add(s.value.func.value.id)
+    mutated = [p for p in _signature(fn).parameters if p not in static and (any(
+        anno.getanno(s, Static.MUTATES) for s in stores.get(p, ())) or p in appended)]
     if not mutated:
         return []
     try:
@@ -508,10 +508,12 @@ def _written_back(fn, node, call, static, rename):
         return []   # _bind_params says what is wrong
     out = []
     for p in mutated:
-        mine = stores[rename[p]]
+        mine = stores.get(p, [])
         plain = [s for s in mine if not anno.getanno(s, Static.MUTATES)]
-        plain += [n for n in ast_util.walk(node) if isinstance(n, gast.Name) and n.id == rename[p]
+        plain += [n for n in ast_util.walk(node) if isinstance(n, gast.Name) and n.id == p
                   and isinstance(n.ctx, gast.Store) and not any(n is s.targets[0] for s in mine)]
+        if plain and not any(anno.getanno(s, Static.FIELD) for s in mine):
+            continue   # xs = list(xs); xs.append(v): the helper's own list, as before
         if plain:
             where = anno.getanno(plain[0], Static.ORIGIN) or anno.getanno(call, Static.ORIGIN)
             message = (f"{fn.__qualname__} rebinds its parameter {p!r} and also changes its "

@@ -98,6 +98,7 @@ class Desugar(Base):
         anno.copyanno(origin, node, Static.ORIGIN)
         if augmented:
             anno.setanno(node, Static.AUGMENTED, True)
+            anno.setanno(node, Static.MUTATES, True)   # a helper's xs.pop(): its caller's too
         return node
 
     def temp(self, origin, value, out, hint):
