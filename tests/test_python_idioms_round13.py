@@ -1,0 +1,294 @@
+"""Python as people write it, round thirteen: attribute state in methods. ``self.h = v``,
+``self.count += 1``, ``self.items.append(v)`` inside methods of a dataclass or plain-class
+instance built in the function (an RNN cell keeping its hidden state, a model recording
+its activations, a running-mean buffer), and a helper appending to its caller's list
+(transform/attribute_state.py, inline._written_back). The caller sees the change, as in
+Python; the gradient flows through the stored values. Each program is checked against
+central differences in float64 through grad, value_and_grad, jvp, the Hessian, a gradient
+of a gradient and jit=True (which falls back, with its warning). What stays out of reach
+is refused at the user's line: an instance the caller passed in, another name holding the
+instance or the list changed, an attribute that is no field, a frozen dataclass."""
+
+import dataclasses
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+import srcgrad as sg
+from srcgrad.testing import numerical_grad
+from tests.adversarial_checks import assert_refused_in, fd_hessian
+
+X = np.array([0.3, -0.5, 0.7, 0.2])
+V = np.array([0.7, -1.1, 0.4, 2.0])
+W = np.array([1.3, 0.2, -0.6, 0.9])
+HERE = "test_python_idioms_round13.py"
+
+
+# ----- the programs -----
+
+@dataclass
+class Cell:
+    """An RNN cell keeping its hidden state in self.h across calls."""
+    w: np.ndarray
+    h: np.ndarray
+    steps: int = 0
+
+    def step(self, x):
+        self.h = np.tanh(self.w * self.h + x)
+        self.steps += 1
+        return self.h
+
+    def run(self, xs):   # a method calling a method that changes self
+        for x in xs:
+            self.step(x)
+        return self.h
+
+
+def rnn(x):
+    cell = Cell(x, np.zeros(4))
+    out = 0.0
+    for i in range(3):
+        out = out + np.sum(cell.step(x * (i + 1)) ** 2)
+    return out + np.sum(cell.h * x) * cell.steps
+
+
+def rnn_nested(x):
+    cell = Cell(0.5 * x, np.ones(4))
+    y = cell.run([x, x * x, np.sin(x)])
+    first = cell.h   # the state is rebound, never written into: first keeps its value
+    cell.step(x)
+    return np.sum(y * cell.h) + np.sum(first) * cell.steps
+
+
+class Recorder:
+    """A plain class recording its activations in a list and counting its calls."""
+
+    def __init__(self, w, scale=2.0):
+        self.w = w
+        self.scale = scale
+        self.acts = []
+        self.calls = 0
+
+    def __call__(self, x):
+        y = np.sin(self.w * x) * self.scale
+        self.acts.append(y)
+        self.calls += 1
+        return y
+
+
+def recorded(x):
+    model = Recorder(x)
+    y = model(x)
+    y = model(y + 1.0)
+    return sum(np.sum(a * a) for a in model.acts) * model.calls
+
+
+class RunningMean:
+    """A running-mean buffer: momentum updates of an array attribute, a sum by +=."""
+
+    def __init__(self, size):
+        self.mean = np.zeros(size)
+        self.total = np.zeros(size)
+        self.n = 0
+
+    def update(self, batch, momentum=0.9):
+        self.mean = momentum * self.mean + (1 - momentum) * batch
+        self.total += batch
+        self.n += 1
+
+
+def running_mean(x):
+    buf = RunningMean(4)
+    for k in range(4):
+        buf.update(np.cos(x * k) + x)
+    return np.sum(buf.mean ** 2) + np.sum(buf.total * x) / buf.n
+
+
+def record(acts, v):
+    acts.append(np.sin(v))
+
+
+def record_two(acts, v):
+    acts.extend([np.cos(v), v * v])
+    last = acts.pop()
+    return last
+
+
+def helper_lists(x):
+    acts = []
+    record(acts, x)
+    record(acts, 2 * x)
+    last = record_two(acts, x)
+    return np.sum(acts[0] * acts[1]) + np.sum(last * acts[-1]) * len(acts)
+
+
+PROGRAMS = [rnn, rnn_nested, recorded, running_mean, helper_lists]
+
+
+def check_all_modes(f, x=X):
+    """grad, value_and_grad, jvp, hessian, grad of grad and jit=True against central
+    differences (the value as Python's)."""
+    want = numerical_grad(f, (x,))
+    g_of = sg.grad(f)
+    value, g = sg.value_and_grad(f)(x)
+    np.testing.assert_allclose(value, f(x), rtol=1e-13)
+    np.testing.assert_allclose(g, want, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(sg.jvp(f, (x,), (V,))[1], want @ V, rtol=1e-6, atol=1e-8)
+    hess = fd_hessian(f, x)   # (differences of differences: good to about 1e-5 here)
+    np.testing.assert_allclose(sg.hessian(f)(x), hess, rtol=1e-4, atol=5e-5)
+    eye = np.eye(x.size) * 1e-5   # differences of the gradient (checked above)
+    hess = np.stack([(g_of(x + e) - g_of(x - e)) / 2e-5 for e in eye], axis=1)
+    atol = 1e-7 * max(1.0, np.abs(hess).max())
+    np.testing.assert_allclose(sg.hessian(f)(x), hess, rtol=1e-6, atol=atol)
+    inner = sg.grad(f)
+    np.testing.assert_allclose(sg.grad(lambda x: np.sum(inner(x) * W))(x), hess @ W,
+                               rtol=1e-5, atol=atol)
+    jitted = sg.grad(f, jit=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # (a dataclass: falls back to NumPy, with its warning)
+        for _ in range(2):
+            np.testing.assert_allclose(jitted(x), g, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("f", PROGRAMS, ids=lambda f: f.__name__)
+def test_attribute_state_in_all_modes(f):
+    check_all_modes(f)
+
+
+def test_the_caller_sees_the_state_a_method_changed():
+    """The values the function reads after the calls are Python's (checked at other points
+    too), and the gradient of the state read afterwards is the finite differences'."""
+    def final_state(x):
+        cell = Cell(x, np.zeros(4))
+        cell.step(x)
+        cell.step(x)
+        return cell.h, cell.steps
+
+    x = X * 1.7
+    for f in (rnn, recorded, running_mean, helper_lists):
+        value, g = sg.value_and_grad(f)(x)
+        np.testing.assert_allclose(value, f(x), rtol=1e-13)
+        np.testing.assert_allclose(g, numerical_grad(f, (x,)), rtol=1e-6, atol=1e-8)
+    def loss(x):
+        h, steps = final_state(x)
+        return np.sum(h * V) * steps
+
+    assert final_state(x)[1] == 2
+    np.testing.assert_allclose(sg.grad(loss)(x), numerical_grad(loss, (x,)), rtol=1e-6, atol=1e-8)
+
+
+def test_the_generated_code_rebinds_the_callers_name():
+    """The method's self is the caller's variable: no copy, the state one value."""
+    code = sg.source(rnn)
+    assert "dataclass_replace(cell" in code
+
+
+def test_the_callers_list_is_left_as_it_was():
+    """An argument list a helper appends to: the gradient call leaves the caller's list
+    as it was, as for an append in the function itself."""
+    def f(xs, x):
+        record(xs, x)
+        return np.sum(xs[-1] * xs[0])
+
+    xs = [X * 1.0]
+    g = sg.grad(f, wrt=1)(xs, X)
+    assert len(xs) == 1
+    np.testing.assert_allclose(g, numerical_grad(lambda x: f([X * 1.0], x), (X,)), rtol=1e-6, atol=1e-8)
+
+
+# ----- refused at the user's line -----
+
+def cell_passed_in(cell, x):
+    cell.step(x)
+    return np.sum(cell.h)
+
+
+def instance_aliased(x):
+    cell = Cell(x, np.zeros(4))
+    other = cell
+    cell.step(x)
+    return np.sum(other.h)
+
+
+def list_shared_with_the_caller(x):
+    acts = []
+    model = Holder(x, acts)
+    model.record(x)
+    return np.sum(acts[0])
+
+
+def array_attribute_held_elsewhere(x):
+    start = x * 0.5
+    buf = Buffer(start)
+    buf.add(x)   # self.total += v changes the array start holds too
+    return np.sum(buf.total * start)
+
+
+@dataclass
+class Holder:
+    w: np.ndarray
+    acts: list
+
+    def record(self, x):
+        self.acts.append(self.w * x)
+
+
+@dataclass
+class Buffer:
+    total: np.ndarray
+
+    def add(self, v):
+        self.total += v
+
+
+@dataclass
+class Loose:
+    w: np.ndarray
+
+    def remember(self, x):
+        self.last = x * self.w   # no field
+        return self.last
+
+
+@dataclass(frozen=True)
+class Frozen:
+    w: np.ndarray
+
+    def set(self, x):
+        self.w = x
+
+
+def stores_a_new_attribute(x):
+    return np.sum(Loose(x).remember(x))
+
+
+def stores_into_a_frozen_dataclass(x):
+    p = Frozen(x)
+    p.set(x * 2)
+    return np.sum(p.w)
+
+
+def test_an_instance_the_caller_passed_in_is_refused():
+    assert_refused_in(HERE, lambda: sg.grad(cell_passed_in, wrt=1)(Cell(X, X), X),
+                      "'h'", "argument 'cell'")
+    assert_refused_in(HERE, lambda: sg.value_and_grad(cell_passed_in, wrt=1)(Cell(X, X), X),
+                      "'h'", "argument 'cell'")
+
+
+@pytest.mark.parametrize("f, words", [
+    (instance_aliased, ("'other'",)),
+    (list_shared_with_the_caller, ("'acts'",)),
+    (array_attribute_held_elsewhere, ("'start'",)),
+    (stores_a_new_attribute, ("'last'", "not a field")),
+    (stores_into_a_frozen_dataclass, ("frozen",)),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_what_python_would_change_elsewhere_is_refused(f, words):
+    assert_refused_in(HERE, lambda: sg.grad(f)(X), *words)
+    assert_refused_in(HERE, lambda: sg.jvp(f, (X,), (V,)), *words)
+
+
+def test_python_raises_on_a_frozen_dataclass_too():
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        stores_into_a_frozen_dataclass(X)
