@@ -81,8 +81,20 @@ class Recorder:
 def recorded(x):
     model = Recorder(x)
     y = model(x)
+    model.acts.append(y * y)   # (the caller's own append to the same list)
     y = model(y + 1.0)
     return sum(np.sum(a * a) for a in model.acts) * model.calls
+
+
+def state_set_by_the_caller(x):
+    """The function itself stores the state (a reset, an adjustment) between the calls."""
+    cell = Cell(x, np.zeros(4))
+    cell.step(x)
+    before = cell.h   # (rebound below, not written into: keeps its value)
+    cell.h = cell.h * 2 + x
+    cell.steps += 1
+    cell.step(x)
+    return np.sum(cell.h * before) * cell.steps
 
 
 class RunningMean:
@@ -124,7 +136,7 @@ def helper_lists(x):
     return np.sum(acts[0] * acts[1]) + np.sum(last * acts[-1]) * len(acts)
 
 
-PROGRAMS = [rnn, rnn_nested, recorded, running_mean, helper_lists]
+PROGRAMS = [rnn, rnn_nested, recorded, state_set_by_the_caller, running_mean, helper_lists]
 
 
 def check_all_modes(f, x=X):
@@ -205,6 +217,11 @@ def cell_passed_in(cell, x):
     return np.sum(cell.h)
 
 
+def argument_state_set(cell, x):
+    cell.h = x
+    return np.sum(cell.h)
+
+
 def instance_aliased(x):
     cell = Cell(x, np.zeros(4))
     other = cell
@@ -272,6 +289,8 @@ def stores_into_a_frozen_dataclass(x):
 
 def test_an_instance_the_caller_passed_in_is_refused():
     assert_refused_in(HERE, lambda: sg.grad(cell_passed_in, wrt=1)(Cell(X, X), X),
+                      "'h'", "argument 'cell'")
+    assert_refused_in(HERE, lambda: sg.grad(argument_state_set, wrt=1)(Cell(X, X), X),
                       "'h'", "argument 'cell'")
     assert_refused_in(HERE, lambda: sg.value_and_grad(cell_passed_in, wrt=1)(Cell(X, X), X),
                       "'h'", "argument 'cell'")

@@ -19,13 +19,15 @@ dataclass, a property) is refused here at its line.
 import builtins
 import dataclasses
 import inspect
+import re
 
 import gast
 
 from srcgrad import anno, runtime
 from srcgrad.ast_util import name
 from srcgrad.errors import UnsupportedError
-from srcgrad.transform import as_array
+from srcgrad.transform import as_array, methods
+from srcgrad.transform.call_forms import Scan
 from srcgrad.transform.base import Base
 
 Static = anno.Static
@@ -33,9 +35,21 @@ Static = anno.Static
 _LIST_METHODS = ("append", "extend")
 
 
+_STORE = re.compile(r"^\s*[A-Za-z_]\w*\.\w+(\s*[-+*/@%|&^]?=[^=]|\.(append|extend)\()", re.M)
+
+
+def may_hold(info):
+    """Whether the source may store into an attribute of a name (most functions do not)."""
+    return any(_STORE.match(line) for line in info.source_lines[1:])
+
+
 def transform(node, ctx):
-    """Rewrite the attribute stores described above in FunctionDef ``node``."""
+    """Rewrite the attribute stores described above in FunctionDef ``node``: of its
+    parameters of known classes, and of its names bound once to an instance it builds
+    (``cell = Cell(w, h0)``; methods.built_classes, which then counts the rebindings
+    made here as none)."""
     classes = {p: c for p, c in ctx.classes.items() if dataclasses.is_dataclass(c)}
+    classes.update(methods.built_classes(node, ctx, Scan(node)))
     if not classes:
         return node
     rewrite = Rewrite(ctx, classes)

@@ -587,8 +587,11 @@ def _built_instances(node, ctx):
     if not any(v is dataclass_new for v in ctx.bindings.values()):
         return {}   # (no dataclass built here: no walk)
     counts, built = {}, {}
+    changes = set()   # (cell = rt.dataclass_replace(cell, ...): an in-place change, no binding)
     for n in ast_util.walk(node):
-        if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load):
+        if isinstance(n, gast.Assign) and anno.getanno(n, Static.MUTATES):
+            changes.add(id(n.targets[0]))
+        if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load) and id(n) not in changes:
             counts[n.id] = counts.get(n.id, 0) + 1
     for s in node.body:
         value = getattr(s, "value", None)

@@ -498,7 +498,7 @@ def bind_methods(node, ctx, scan=None):
     ``Params.energy(p, x)``, which transform/inline.py inlines as any helper (its ``self``
     knows the class too, so ``self.other(x)`` inside works the same way). ``scan``: a
     ``call_forms.Scan`` of ``node``."""
-    built = _built_classes(node, ctx, scan or Scan(node))
+    built = built_classes(node, ctx, scan or Scan(node))
     if built:   # known to helpers too: Model.loss(p, x) calling self.penalty()
         ctx.classes = {**ctx.classes, **built}
     classes, locals_ = ctx.classes, scan.local_names()
@@ -554,13 +554,14 @@ def bind_methods(node, ctx, scan=None):
     return node
 
 
-def _built_classes(node, ctx, scan):
+def built_classes(node, ctx, scan):
     """Local names bound once, to a dataclass ``P(...)`` built in ``f`` (the class a global,
     closure or attribute name known when compiling): name -> that class, so that
     ``p.loss(x)`` is ``P.loss(p, x)`` as for an argument."""
     counts, built = {}, {}
-    for n in scan.names:
-        if not isinstance(n.ctx, gast.Load):
+    changes = {id(s.targets[0]) for s in scan.binders if anno.getanno(s, Static.MUTATES)}
+    for n in scan.names:   # (not cell = rt.dataclass_replace(cell, ...): attribute_state.py)
+        if not isinstance(n.ctx, gast.Load) and id(n) not in changes:
             counts[n.id] = counts.get(n.id, 0) + 1
     locals_ = scan.local_names()
     for n in scan.binders:   # (gast.walk's nodes, in its order)
