@@ -146,8 +146,8 @@ def check_opaque(ad, s, call, prim):
     reached = _passed(ad, call, prim)
     assigns = [n for n in ast_util.walk(ad.node) if isinstance(n, gast.Assign)]
     grown = True
-    while grown:   # b = a, items = a.items: names bound from a passed object hold it too
-        grown = False
+    while grown:   # b = a, items = a.items: names bound from a passed object hold it too,
+        grown = False   # and sub = o.sub: o holds the object passed
         for a in assigns:
             if any(isinstance(n, gast.Name) and n.id in reached for n in ast_util.walk(a.value)):
                 for t in a.targets:
@@ -155,6 +155,13 @@ def check_opaque(ad, s, call, prim):
                         if isinstance(n, gast.Name) and n.id not in reached:
                             reached.add(n.id)
                             grown = True
+            holder = a.value
+            while isinstance(holder, (gast.Attribute, gast.Subscript)):
+                holder = holder.value
+            if isinstance(holder, gast.Name) and holder.id not in reached and any(
+                    isinstance(t, gast.Name) and t.id in reached for t in a.targets):
+                reached.add(holder.id)
+                grown = True
     again = sorted({n.id for n in ast_util.walk(ad.node) if isinstance(n, gast.Name)
                     and isinstance(n.ctx, gast.Load) and id(n) not in here and n.id in reached})
     if not again:
