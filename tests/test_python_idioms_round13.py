@@ -118,6 +118,30 @@ def running_mean(x):
     return np.sum(buf.mean ** 2) + np.sum(buf.total * x) / buf.n
 
 
+class LSTMish:
+    """Two state attributes stored by one tuple assignment from a method's result."""
+
+    def __init__(self, w):
+        self.w = w
+        self.h = np.zeros(4)
+        self.c = np.zeros(4)
+
+    def cell(self, x, h, c):
+        c2 = np.tanh(self.w * h + x) + 0.5 * c
+        return np.sin(c2) * h + x, c2
+
+    def __call__(self, x):
+        self.h, self.c = self.cell(x, self.h, self.c)
+        return self.h
+
+
+def lstm(x):
+    m = LSTMish(x)
+    for k in range(3):
+        m(x * (k + 1))
+    return np.sum(m.h * m.c)
+
+
 def record(acts, v):
     acts.append(np.sin(v))
 
@@ -136,7 +160,7 @@ def helper_lists(x):
     return np.sum(acts[0] * acts[1]) + np.sum(last * acts[-1]) * len(acts)
 
 
-PROGRAMS = [rnn, rnn_nested, recorded, state_set_by_the_caller, running_mean, helper_lists]
+PROGRAMS = [rnn, rnn_nested, recorded, state_set_by_the_caller, running_mean, lstm, helper_lists]
 
 
 def check_all_modes(f, x=X):

@@ -70,8 +70,27 @@ class Rewrite(Base):
                 if isinstance(getattr(s, field, None), list) and not isinstance(
                         s, (gast.FunctionDef, gast.ClassDef, gast.Lambda)):
                     setattr(s, field, self.block(getattr(s, field)))
-            out.append(self.stmt(s))
+            out.extend(self.unpacked(s) if self.unpacks(s) else [self.stmt(s)])
         return out
+
+    def unpacks(self, s):
+        """``self.h, self.c = v`` (an LSTM's state): a tuple target holding such an attribute."""
+        return isinstance(s, gast.Assign) and len(s.targets) == 1 \
+            and isinstance(s.targets[0], (gast.Tuple, gast.List)) \
+            and all(isinstance(e, (gast.Name, gast.Attribute)) for e in s.targets[0].elts) \
+            and any(self.owner(e) for e in s.targets[0].elts)
+
+    def unpacked(self, s):
+        """``t = v`` then each target bound to its item, left to right, as Python does."""
+        tmp = self.ctx.namer.new("unpacked")
+        first = gast.Assign(targets=[name(tmp, True)], value=s.value, type_comment=None)
+        out = [first]
+        for k, e in enumerate(s.targets[0].elts):
+            item = gast.Subscript(value=name(tmp), slice=gast.Constant(value=k, kind=None), ctx=gast.Load())
+            out.append(gast.Assign(targets=[e], value=item, type_comment=None))
+        for o in out:
+            anno.copyanno(s, o, Static.ORIGIN)
+        return [first] + [self.stmt(o) for o in out[1:]]
 
     def owner(self, target):
         """``(parameter, attribute)`` of ``p.a`` with ``p`` a parameter of a known class."""
