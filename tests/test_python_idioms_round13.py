@@ -10,6 +10,7 @@ is refused at the user's line: an instance the caller passed in, another name ho
 instance or the list changed, an attribute that is no field, a frozen dataclass."""
 
 import dataclasses
+import math
 import warnings
 from dataclasses import dataclass
 
@@ -160,7 +161,28 @@ def helper_lists(x):
     return np.sum(acts[0] * acts[1]) + np.sum(last * acts[-1]) * len(acts)
 
 
-PROGRAMS = [rnn, rnn_nested, recorded, state_set_by_the_caller, running_mean, lstm, helper_lists]
+# ----- np.vectorize of a Python-scalar function: the loop over the elements -----
+
+def softplus(v):
+    """A Python-scalar function with a branch (each element takes its own)."""
+    if v > 0:
+        return math.log1p(math.exp(-v)) + v
+    return math.log1p(math.exp(v))
+
+
+@np.vectorize
+def huber(r):
+    return 0.5 * r * r if abs(r) < 1.0 else abs(r) - 0.5
+
+
+def vectorized(x):
+    smooth = np.vectorize(softplus)(x) * x   # called where it is made
+    g = np.vectorize(lambda a, b: math.sin(a) * b + a, otypes=[float])   # bound, then called
+    grid = g(x, x[::-1].reshape(1, -1) * np.ones((2, 1)))   # (broadcast to (2, 4))
+    return np.sum(smooth) + np.sum(huber(3 * x) * x) + np.sum(grid ** 2)
+
+
+PROGRAMS = [rnn, rnn_nested, recorded, state_set_by_the_caller, running_mean, lstm, helper_lists, vectorized]
 
 
 def check_all_modes(f, x=X):
@@ -232,6 +254,25 @@ def test_the_callers_list_is_left_as_it_was():
     g = sg.grad(f, wrt=1)(xs, X)
     assert len(xs) == 1
     np.testing.assert_allclose(g, numerical_grad(lambda x: f([X * 1.0], x), (X,)), rtol=1e-6, atol=1e-8)
+
+
+def test_vectorize_keeps_numpys_dtype_and_its_error_on_empty_input():
+    def first_int(x):   # the first result an int: NumPy's array is of ints (no gradient)
+        return np.vectorize(lambda v: 0 if v > 0 else v)(x)
+
+    def empty(x):
+        return np.sum(np.vectorize(math.sin)(x[:0]))
+
+    def empty_typed(x):
+        return np.sum(np.vectorize(math.sin, otypes=[float])(x[:0])) + np.sum(np.vectorize(math.exp)(x[0]))
+
+    value, tangent = sg.jvp(first_int, (X,), (V,))
+    assert value.dtype == np.vectorize(lambda v: 0 if v > 0 else v)(X).dtype == np.int64
+    np.testing.assert_array_equal(value, [0, 0, 0, 0])
+    assert not np.any(tangent)
+    with pytest.raises(ValueError, match="size 0"):
+        sg.grad(empty)(X)
+    np.testing.assert_allclose(sg.grad(empty_typed)(X), numerical_grad(empty_typed, (X,)), rtol=1e-7)
 
 
 # ----- refused at the user's line -----

@@ -40,8 +40,8 @@ from srcgrad.transform import as_array, class_methods, plain_classes, structure_
 from srcgrad.transform.base import Base, lookup_dotted
 from srcgrad.transform.structure_parts import plain_dataclass as _is_plain_dataclass
 from srcgrad.transform.call_forms import (_clone_replacing, _dict_loops, _evaluation_order, _hashable_in,
-                                          _numpy_version, piecewise_call, frozen_call, frozen_names,
-                                          drop_frozen,
+                                          _numpy_version, piecewise_call, vectorize_call, frozen_call,
+                                          frozen_names, drop_frozen, vectorized_names,
                                           _partials, _replace_in, _resolves_path, _returning_method,
                                           Scan, _star_calls, _star_into_varargs, list_names)
 
@@ -315,8 +315,8 @@ class Displays(ast_util.NodeTransformer):
         if version is not None:
             node.func = self.helper(version)
             return node
-        pieces = piecewise_call(d, node, self.helper)   # np.piecewise with its functions
-        if pieces is not None:
+        pieces = piecewise_call(d, node, self.helper) or vectorize_call(d, node, self.helper)
+        if pieces is not None:   # np.piecewise with its functions, np.vectorize(f)(x): loops
             return pieces
         if None in keys or any(isinstance(a, gast.Starred) for a in node.args) or not node.args:
             return node
@@ -635,6 +635,7 @@ def transform(node, ctx):
                                 "display (args = (a, b)) and call g(*args), or give the function "
                                 "a *args parameter the unpacked values fill (def g(*vs)).")
     _partials(node, desugar, scan)
+    vectorized_names(node, desugar, scan)   # g = np.vectorize(f); g(x): np.vectorize(f)(x)
     node.body = [Displays(desugar).visit(s) for s in node.body]
     node.body = desugar.visit_block(node.body)
     drop_frozen(node, desugar.frozen_read)
