@@ -342,8 +342,10 @@ def check(node, info, display=lambda name: name, live_at_exit=(), bindings=None)
         if base in private:   # no other name can hold this list: an append reaches no one
             continue
         mine = objects.name(base)   # a local's objects, or a global's (G[0] = v)
-        reaches_params |= {o[1] for o in mine if o[0] == "param"}
-        reaches_free |= {o[1] for o in mine if o[0] == "free" and o != FREE_MEMORY}
+        if (anno.getanno(s, Static.FIELD) or (None, True))[1]:   # (self.h = v writes no array)
+            reaches_params |= {o[1] for o in mine if o[0] == "param"}
+            reaches_free |= {o[1] for o in mine if o[0] == "free" and o != FREE_MEMORY
+                             and objects.may_hold_memory(o[1])}
         live = liveness.after.get(id(s), set())
         checks = []
         for other in sorted(live - {base}):
@@ -363,7 +365,8 @@ def check(node, info, display=lambda name: name, live_at_exit=(), bindings=None)
     # (from each other, and from the global or closure arrays the function reads).
     callees = {id(_root(n.func)) for n in ast_util.walk(node) if isinstance(n, gast.Call)}
     free = sorted({n.id for n in ast_util.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)
-                   and n.id not in objects.locals and id(n) not in callees})
+                   and n.id not in objects.locals and id(n) not in callees
+                   and objects.may_hold_memory(n.id)})   # (not a class: dataclass_new(Cell, ...))
     for p in sorted(reaches_params):
         for q in objects.params + free:
             if q != p:
