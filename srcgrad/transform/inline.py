@@ -316,18 +316,22 @@ class Inliner(Base):
         info, bindings = helper.info, helper.bindings
         self.infos.extend(helper.infos)
         helper_locals = local_names(node)
-        # A parameter the helper changes in place (self.h = v, xs.append(v)) names the
-        # caller's variable itself: the caller sees the change, as in Python
-        written_back = {p: a for p, a in _written_back(fn, node, call, static)
-                        if a in self.main_locals}   # (not a global or closure name)
-        rename = {name: written_back.get(name) or self.namer.rename(name) for name in sorted(helper_locals)}
+        rename = {name: self.namer.rename(name) for name in sorted(helper_locals)}
         # Free names: keep those meaning the same object here, bind the others anew.
         declared = self.stack[0].declared_globals
+        changes = []   # (the statements that may change a parameter in place)
         for child in ast_util.walk(node):
             if isinstance(child, gast.Name) and child.id not in helper_locals and child.id not in rename:
                 if child.id in declared and info.globals is self.stack[0].module_globals:
                     raise global_statements.refuse_read(origin, fn, child.id, self.stack[0])
                 rename[child.id] = self._free_name(child.id, info, bindings, fn)
+            elif isinstance(child, (gast.Assign, gast.Expr)):
+                changes.append(child)
+        # A parameter the helper changes in place (self.h = v, xs.append(v)) names the
+        # caller's variable itself: the caller sees the change, as in Python
+        written_back = {p: a for p, a in _written_back(fn, node, changes, call, static)
+                        if a in self.main_locals}   # (not a global or closure name)
+        rename.update(written_back)
         for child in ast_util.walk(node):
             if isinstance(child, gast.Name) and child.id in rename:
                 child.id = rename[child.id]
@@ -483,7 +487,7 @@ class Inliner(Base):
         return out
 
 
-def _written_back(fn, node, call, static):
+def _written_back(fn, node, changes, call, static):
     """``[(parameter, caller's name)]``: the parameters of ``fn`` (tree ``node``) that its
     body changes in place (Static.MUTATES: ``self.h = v`` from attribute_state.py, ``xs.pop()``;
     ``xs.append(v)``) and ``call`` gives a name, which the helper's body then reads and
@@ -491,7 +495,7 @@ def _written_back(fn, node, call, static):
     the helper's own, except where an attribute is stored (refused: which object changes is
     known only when it runs)."""
     stores, appended = {}, set()
-    for s in ast_util.walk(node):
+    for s in changes:   # (``node``'s Assign and Expr statements)
         if isinstance(s, gast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], gast.Name):
             stores.setdefault(s.targets[0].id, []).append(s)
         elif isinstance(s, gast.Expr) and isinstance(s.value, gast.Call) \
