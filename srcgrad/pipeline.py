@@ -94,7 +94,7 @@ def front_end(fn, options, stack=(), has_aux=False, static=None):
         node = nonlocal_functions.transform(node, ctx)
     if local_classes.may_hold(info):   # @dataclass class P: ... in f: made once, here
         node = local_classes.transform(node, ctx)
-    if ctx.classes or attribute_state.may_hold(info):   # self.h = v: self = rt.dataclass_replace(...)
+    if attribute_state.may_hold(info):   # self.h = v in a method: self = rt.dataclass_replace(self, ...)
         node = attribute_state.transform(node, ctx)
     fence.check(node, info, allowed_with=lambda item: anf.grad_mode_of(item, info) is not None,
                 helper=bool(stack))

@@ -35,7 +35,7 @@ Static = anno.Static
 _LIST_METHODS = ("append", "extend")
 
 
-_STORE = re.compile(r"^\s*[A-Za-z_]\w*\.\w+(\s*[-+*/@%|&^]?=[^=]|\.(append|extend)\()", re.M)
+_STORE = re.compile(r"^\s*[A-Za-z_]\w*\.\w+(\s*[-+*/@%|&^]?=[^=]|\s*,|\.(append|extend)\()")
 
 
 def may_hold(info):
