@@ -63,6 +63,18 @@ def rnn_nested(x):
     return np.sum(y * cell.h) + np.sum(first) * cell.steps
 
 
+def make_cell(x, scale):
+    """A factory helper: every return builds a Cell by name, so its result's class is known."""
+    return Cell(x * scale, np.ones(4))
+
+
+def cell_from_a_factory(x):
+    cell = make_cell(x, 0.5)
+    cell.run([x, np.cos(x)])
+    cell.h = cell.h - x   # (and stored in f itself)
+    return np.sum(cell.step(x) * cell.h) + cell.steps
+
+
 class Recorder:
     """A plain class recording its activations in a list and counting its calls."""
 
@@ -182,7 +194,7 @@ def vectorized(x):
     return np.sum(smooth) + np.sum(huber(3 * x) * x) + np.sum(grid ** 2)
 
 
-PROGRAMS = [rnn, rnn_nested, recorded, state_set_by_the_caller, running_mean, lstm, helper_lists, vectorized]
+PROGRAMS = [rnn, rnn_nested, cell_from_a_factory, recorded, state_set_by_the_caller, running_mean, lstm, helper_lists, vectorized]
 
 
 def check_all_modes(f, x=X):
@@ -294,6 +306,13 @@ def instance_aliased(x):
     return np.sum(other.h)
 
 
+def instance_in_a_list(x):
+    cell = Cell(x, np.zeros(4))
+    cells = [cell]
+    cell.step(x)
+    return np.sum(cells[0].h)
+
+
 def list_shared_with_the_caller(x):
     acts = []
     model = Holder(x, acts)
@@ -363,6 +382,7 @@ def test_an_instance_the_caller_passed_in_is_refused():
 
 @pytest.mark.parametrize("f, words", [
     (instance_aliased, ("'other'",)),
+    (instance_in_a_list, ("'cells'",)),
     (list_shared_with_the_caller, ("'acts'",)),
     (array_attribute_held_elsewhere, ("'start'",)),
     (stores_a_new_attribute, ("'last'", "not a field")),

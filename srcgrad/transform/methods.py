@@ -566,7 +566,7 @@ def built_classes(node, ctx, scan):
     locals_ = scan.local_names()
     for n in scan.binders:   # (gast.walk's nodes, in its order)
         if isinstance(n, gast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], gast.Name):
-            cls = _constructed(n.value, ctx, locals_)
+            cls = _constructed(n.value, ctx, locals_) or class_methods.made_by_helper(n.value, ctx, locals_)
             if cls is not None:
                 built[n.targets[0].id] = cls
     return {k: cls for k, cls in built.items() if counts.get(k) == 1}
