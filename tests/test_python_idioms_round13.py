@@ -313,6 +313,20 @@ def instance_in_a_list(x):
     return np.sum(cells[0].h)
 
 
+@dataclass
+class Outer:
+    sub: Cell
+
+    def __call__(self, x):
+        return self.sub.step(x)   # an instance's attribute's state: Python changes o.sub
+
+
+def state_of_an_attributes_instance(x):
+    o = Outer(Cell(x, np.zeros(4)))
+    o(x)   # (its result unread: it gave a zero gradient silently before round thirteen)
+    return np.sum(o.sub.h)
+
+
 def list_shared_with_the_caller(x):
     acts = []
     model = Holder(x, acts)
@@ -391,6 +405,12 @@ def test_an_instance_the_caller_passed_in_is_refused():
 def test_what_python_would_change_elsewhere_is_refused(f, words):
     assert_refused_in(HERE, lambda: sg.grad(f)(X), *words)
     assert_refused_in(HERE, lambda: sg.jvp(f, (X,), (V,)), *words)
+
+
+def test_the_state_of_an_instance_held_by_another_is_refused():
+    assert_refused_in(HERE, lambda: sg.grad(state_of_an_attributes_instance)(X), ".step()", "'o'")
+    with pytest.raises(sg.SrcgradError):
+        sg.jvp(state_of_an_attributes_instance, (X,), (V,))
 
 
 def test_python_raises_on_a_frozen_dataclass_too():
