@@ -173,6 +173,21 @@ def helper_lists(x):
     return np.sum(acts[0] * acts[1]) + np.sum(last * acts[-1]) * len(acts)
 
 
+# ----- lists two levels deep changed in place: d[a][b].append(v) -----
+
+def nested_lists(x):
+    d = {"a": {"u": [], "v": [x]}, "b": {"u": []}}
+    rows = [[[], []], [[]]]
+    for k in range(3):
+        d["a"]["u"].append(np.sin(x * k))
+        d["b"]["u"].extend([x * k, x ** 2])
+        rows[k % 2][0].append(x * (k + 1))
+    d["a"]["v"].append(x * 3)
+    rows[0][1].append(np.cos(x))
+    return sum(np.sum(v) for v in d["a"]["u"]) + np.sum(np.stack(d["b"]["u"]) ** 2) \
+        + np.sum(d["a"]["v"][1] * d["a"]["v"][0]) + np.sum(rows[0][0][-1] * rows[1][0][0] + rows[0][1][0])
+
+
 # ----- np.vectorize of a Python-scalar function: the loop over the elements -----
 
 def softplus(v):
@@ -194,7 +209,7 @@ def vectorized(x):
     return np.sum(smooth) + np.sum(huber(3 * x) * x) + np.sum(grid ** 2)
 
 
-PROGRAMS = [rnn, rnn_nested, cell_from_a_factory, recorded, state_set_by_the_caller, running_mean, lstm, helper_lists, vectorized]
+PROGRAMS = [rnn, rnn_nested, cell_from_a_factory, recorded, state_set_by_the_caller, running_mean, lstm, helper_lists, nested_lists, vectorized]
 
 
 def check_all_modes(f, x=X):
@@ -375,6 +390,20 @@ class Frozen:
         self.w = x
 
 
+def inner_list_held_by_a_name(x):
+    d = {"a": {"u": []}}
+    lst = d["a"]["u"]
+    d["a"]["u"].append(x)
+    return np.sum(d["a"]["u"][0]) + len(lst)
+
+
+def inner_list_held_twice(x):
+    shared = []
+    rows = [[shared, shared]]
+    rows[0][0].append(x)
+    return np.sum(rows[0][1][0])
+
+
 def stores_a_new_attribute(x):
     return np.sum(Loose(x).remember(x))
 
@@ -397,6 +426,8 @@ def test_an_instance_the_caller_passed_in_is_refused():
 @pytest.mark.parametrize("f, words", [
     (instance_aliased, ("'other'",)),
     (instance_in_a_list, ("'cells'",)),
+    (inner_list_held_by_a_name, ("'lst'",)),
+    (inner_list_held_twice, ("'rows'",)),
     (list_shared_with_the_caller, ("'acts'",)),
     (array_attribute_held_elsewhere, ("'start'",)),
     (stores_a_new_attribute, ("'last'", "not a field")),

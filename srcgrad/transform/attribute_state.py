@@ -1,13 +1,14 @@
 """Attribute state in methods (round thirteen): ``self.h = v``, ``self.count += 1``,
-``self.items.append(v)``, ``self.items.extend(vs)`` inside a method (or helper) whose
-parameter holds an instance of a class known when compiling (ctx.classes: a plain
-dataclass, or plain_classes.py's dataclass standing for a plain class).
+``self.items.append(v)``, ``self.items.extend(vs)`` and ``self.h, self.c = v`` inside a
+method (or helper) whose parameter holds an instance of a class known when compiling
+(ctx.classes: a plain dataclass, or plain_classes.py's dataclass standing for a plain
+class), and in a function on a name bound once to an instance it builds.
 
 Runs before fence.py, which refuses the attribute stores left. Each becomes the rebinding
 ``self = rt.dataclass_replace(self, ("h",), [v])`` (the field's new value: ``self.count + 1``,
 ``self.items + [v]``), differentiated by that helper's rules, and marked an in-place change of
-``self`` (Static.MUTATES, Static.FIELD): inline.py then writes the parameter back to the
-caller's name after the helper's body (``c = self``), as Python's caller sees the change,
+``self`` (Static.MUTATES, Static.FIELD): inline.py then inlines the method with ``self``
+named by the caller's variable itself (``c``), so the caller sees the change as in Python,
 and analysis/aliasing.py checks, as for any in-place write, that no other name read
 afterwards holds the instance (``c2 = c``), nor, for ``+=`` and the list methods, which
 change the attribute's own object, that object (``Rec(acts)`` then ``acts`` read). An
