@@ -15,6 +15,12 @@ class Static(enum.Enum):
     ALIAS_CHECK = "(name, index, error): this in-place write must not reach name's memory. See aliasing.py."
     ITEM_ALIAS = "b[i] op= v: True, or the error if another item of b holds b[i]. See aliasing.py."
     AUGMENTED = "Marks `v = v + y` (or `b[i] = b[i] + y`) written as `v += y` (in place for arrays). See anf.py."
+    MUTATES = ("Marks `v = ...` standing for a change of v's object in place (`self.h = y`, "
+               "`xs.append(y)`): a helper's parameter so changed is its caller's name changed too. "
+               "See transform/attribute_state.py.")
+    FIELD = ("(attribute, in place): the attribute `self = rt.dataclass_replace(self, ...)` stores, "
+             "True where the attribute's own object changes (`self.items.append(y)`). See "
+             "transform/attribute_state.py.")
     ITERATES = "Marks a for loop canonicalize made of `for v in X`: its body binds v = X[i]."
     TAPE = "What a tape push or pop statement saves/restores (a name, or ('item', name)). See reverse.py."
     RECOMPUTE = "A reverse-sweep statement that recomputes a primal value instead of popping it. See recompute.py."

@@ -95,6 +95,44 @@ def apply_along_axis(func1d, axis, arr):
                        tuple(range(first, first + np.ndim(shaped) - kept)))
 
 
+# np.vectorize(pyfunc, otypes=[otype])(x, ...) (otype None: the first result's dtype, as
+# NumPy takes it): pyfunc called on each element of the broadcast arguments (a loop srcgrad
+# differentiates), its results an array of their shape
+@inline
+def vectorized1(pyfunc, otype, x):
+    shape = np.shape(x)
+    flat = np.ravel(x)
+    return vectorized_result([pyfunc(flat[k]) for k in range(np.size(flat))], otype, shape)
+
+
+@inline
+def vectorized2(pyfunc, otype, x, y):
+    shape = np.broadcast_shapes(np.shape(x), np.shape(y))
+    fx, fy = np.ravel(np.broadcast_to(x, shape)), np.ravel(np.broadcast_to(y, shape))
+    return vectorized_result([pyfunc(fx[k], fy[k]) for k in range(np.size(fx))], otype, shape)
+
+
+@inline
+def vectorized3(pyfunc, otype, x, y, z):
+    shape = np.broadcast_shapes(np.shape(x), np.shape(y), np.shape(z))
+    fx, fy = np.ravel(np.broadcast_to(x, shape)), np.ravel(np.broadcast_to(y, shape))
+    fz = np.ravel(np.broadcast_to(z, shape))
+    return vectorized_result([pyfunc(fx[k], fy[k], fz[k]) for k in range(np.size(fx))], otype, shape)
+
+
+@inline
+def vectorized_result(values, otype, shape):
+    """The array of ``values``, of ``otype`` (else the first one's dtype), shaped ``shape``."""
+    if otype is None:
+        if len(values) == 0:
+            raise ValueError("cannot call `vectorize` on size 0 inputs unless `otypes` is set")
+        return np.reshape(np.array(values, dtype=np.asarray(values[0]).dtype), shape)
+    return np.reshape(np.array(values, dtype=otype), shape)
+
+
+VECTORIZED = {1: vectorized1, 2: vectorized2, 3: vectorized3}
+
+
 INLINED = {functools.reduce: {2: reduce, 3: reduce_from},
            itertools.chain: {n: chain for n in range(1, 9)},
            itertools.chain.from_iterable: {1: chain_from_iterable},

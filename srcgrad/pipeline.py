@@ -22,7 +22,7 @@ from srcgrad import templates
 from srcgrad.templates import clone
 from srcgrad import optimize
 from srcgrad.optimize import scalar_items, unit_seed
-from srcgrad.transform import (anf, as_array, assignment_expressions, aux, canonicalize, comprehensions,
+from srcgrad.transform import (attribute_state, anf, as_array, assignment_expressions, aux, canonicalize, comprehensions,
                                global_statements,
                                constant_arguments, fence, flat_reads, function_tables,
                                generators, inline, item_updates, local_classes, methods, local_functions,
@@ -96,6 +96,8 @@ def front_end(fn, options, stack=(), has_aux=False, static=None):
         node = nonlocal_functions.transform(node, ctx)
     if local_classes.may_hold(info):   # @dataclass class P: ... in f: made once, here
         node = local_classes.transform(node, ctx)
+    if attribute_state.may_hold(info):   # self.h = v in a method: self = rt.dataclass_replace(self, ...)
+        node = attribute_state.transform(node, ctx)
     fence.check(node, info, allowed_with=lambda item: anf.grad_mode_of(item, info) is not None,
                 helper=bool(stack))
     if not stack:

@@ -303,6 +303,9 @@ def _written(s):
             return target.value.id, target.slice
         if isinstance(target, gast.Name) and anno.getanno(s, Static.AUGMENTED):
             return target.id, None
+        field = anno.getanno(s, Static.FIELD)
+        if isinstance(target, gast.Name) and field is not None:   # self.h = v (attribute_state.py)
+            return target.id, gast.Constant(value=field[0], kind=None) if field[1] else None
         return None
     if isinstance(s, gast.Expr) and isinstance(s.value, gast.Call):
         func = s.value.func
@@ -330,6 +333,7 @@ def check(node, info, display=lambda name: name, live_at_exit=(), bindings=None)
     def lookup(name):
         return bindings[name] if name in bindings else info.lookup(name)
 
+    _refuse_outside_instances(node, stmts, writes, info)
     objects = _Objects(node, stmts, lookup)
     liveness = _Liveness(node, live_at_exit)
     reaches_params, reaches_free = set(), set()
@@ -338,8 +342,10 @@ def check(node, info, display=lambda name: name, live_at_exit=(), bindings=None)
         if base in private:   # no other name can hold this list: an append reaches no one
             continue
         mine = objects.name(base)   # a local's objects, or a global's (G[0] = v)
-        reaches_params |= {o[1] for o in mine if o[0] == "param"}
-        reaches_free |= {o[1] for o in mine if o[0] == "free" and o != FREE_MEMORY}
+        if (anno.getanno(s, Static.FIELD) or (None, True))[1]:   # (self.h = v writes no array)
+            reaches_params |= {o[1] for o in mine if o[0] == "param"}
+            reaches_free |= {o[1] for o in mine if o[0] == "free" and o != FREE_MEMORY
+                             and objects.may_hold_memory(o[1])}
         live = liveness.after.get(id(s), set())
         checks = []
         for other in sorted(live - {base}):
@@ -359,7 +365,8 @@ def check(node, info, display=lambda name: name, live_at_exit=(), bindings=None)
     # (from each other, and from the global or closure arrays the function reads).
     callees = {id(_root(n.func)) for n in ast_util.walk(node) if isinstance(n, gast.Call)}
     free = sorted({n.id for n in ast_util.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)
-                   and n.id not in objects.locals and id(n) not in callees})
+                   and n.id not in objects.locals and id(n) not in callees
+                   and objects.may_hold_memory(n.id)})   # (not a class: dataclass_new(Cell, ...))
     for p in sorted(reaches_params):
         for q in objects.params + free:
             if q != p:
@@ -368,6 +375,59 @@ def check(node, info, display=lambda name: name, live_at_exit=(), bindings=None)
         for q in objects.params:
             param_checks.append((g, q, _argument_error(node, info, g, q, display, free=True)))
     return param_checks
+
+
+def _refuse_outside_instances(node, stmts, writes, info):
+    """Refuse an attribute store (``self.h = v``: Static.FIELD) into an instance the function
+    did not build: one it reaches through plain copies of names from something other than
+    ``rt.dataclass_new`` (an argument, an item of a list, a global), whose caller's object
+    Python would change."""
+    from srcgrad import runtime
+    fields = [s for s, _ in writes if anno.getanno(s, Static.FIELD) is not None]
+    if not fields:
+        return
+    params = set(objects_params(node))
+    binds = {}
+    for s in stmts:
+        if isinstance(s, gast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], gast.Name):
+            binds.setdefault(s.targets[0].id, []).append(s)
+
+    def outside(start):
+        """The name or statement that gives ``start`` an instance from outside, or None."""
+        seen, todo = set(), [start]
+        while todo:
+            n = todo.pop()
+            if n in seen:
+                continue
+            seen.add(n)
+            if n in params or n not in binds:
+                return n
+            for b in binds[n]:
+                v = b.value
+                if isinstance(v, gast.Name):
+                    todo.append(v.id)
+                elif anno.getanno(b, Static.FIELD) is not None:
+                    todo.append(v.args[0].id)
+                elif not (isinstance(v, gast.Call)
+                          and anno.getanno(v, Static.PRIMITIVE) is runtime.dataclass_new):
+                    return b
+        return None
+
+    for s in fields:
+        found = outside(s.targets[0].id)
+        if found is None:
+            continue
+        attr = anno.getanno(s, Static.FIELD)[0]
+        what = f"the argument {found!r}" if found in params else "an object the function did not build " \
+            "(an argument, an item of a container, a global)"
+        message = (f"storing the attribute {attr!r} here would change {what}, which the caller "
+                   f"holds; srcgrad leaves the caller's objects as they were, so it refuses this")
+        hint = ("Build the object inside the function (model = Model(params)), or return the new "
+                "value and keep it in a local variable.")
+        origin = anno.getanno(s, Static.ORIGIN)
+        if origin is None:
+            raise UnsupportedError(message, info.filename, hint=hint)
+        raise origin.error(UnsupportedError, message, hint)
 
 
 def sharing(node, names, info=None, bindings=None):
@@ -478,7 +538,10 @@ def _error(write, info, base, alias, objects, display):
     message = (f"this in-place update of {shown_base!r} would also change {changed} its "
                f"memory{line} and is read afterwards; srcgrad differentiates values, "
                f"so it refuses rather than guess")
-    if shown_base.isidentifier():
+    if anno.getanno(write, Static.FIELD) is not None:   # self.h = v (attribute_state.py)
+        hint = (f"Read the object through one name only (not {shown_alias!r} beside {shown_base!r}), "
+                f"or build the attribute's value anew (a list of its own) for each object.")
+    elif shown_base.isidentifier():
         hint = (f"Give {shown_base!r} memory of its own before writing into it, e.g. "
                 f"{shown_base} = {shown_base}.copy(), or take {shown_alias!r} as a copy.")
     else:   # a view srcgrad named (np.copyto(y[:3], v)): write through its array instead

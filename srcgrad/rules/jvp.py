@@ -357,6 +357,8 @@ def tangent_array(t, y, obj=None):
             return type(t)(t)   # q = p.copy() of a list or dict: a new one, items shared
         return float(t) if isinstance(y, float) else t
     xp = namespace(y)
+    if y.dtype.kind in "biu":   # np.array(values, dtype=d) with d an int dtype known when it runs
+        return xp.zeros(y.shape)
     dtype = y.dtype if y.dtype.kind in "fc" else xp.float64
     out = xp.asarray(t, dtype=dtype).reshape(y.shape)
     if is_array(obj) and (y is obj or getattr(y, "base", None) is not None and may_share_memory(y, obj)):

@@ -214,6 +214,8 @@ def batch_cast(t, y, copy=True):
     in ``y``'s float dtype, of its own memory where ``copy``."""
     t = batch_array(t)
     dtype = getattr(y, "dtype", None)
+    if dtype is not None and dtype.kind in "biu":   # an int dtype known when it runs: no tangent
+        return namespace(t).zeros((t.shape[0],) + tuple(np.shape(y)))
     dtype = dtype if dtype is not None and dtype.kind in "fc" else np.float64
     out = namespace(t).asarray(t, dtype=dtype).reshape((t.shape[0],) + tuple(np.shape(y)))
     return out.copy() if copy and (out is t or getattr(out, "base", None) is not None) else out

@@ -270,8 +270,8 @@ def field_tangent(x, dx, attr, error=None):
     if _pytree.is_namedtuple(x) and isinstance(dx, (list, tuple)) and not hasattr(dx, attr):
         return dx[type(x)._fields.index(attr)]   # a rule's tangent of a named result: a tuple
     kind = attribute_kind(x, attr)
-    if kind == CONSTANT:   # a class attribute: the same for every instance
-        value = getattr(x, attr)
+    if kind == CONSTANT or type(dx) is float and dx == 0.0:   # a class attribute: the same
+        value = getattr(x, attr)   # for every instance; a structure built of constants
         return namespace(value).zeros_like(value) if _is_array_object(value) else 0.0
     if kind == COMPUTED:
         raise not_a_field(x, attr, error)

@@ -48,6 +48,9 @@ def check_unshared(value, other, error, index=None, update=None):
         return
     if other is None:
         return
+    if _has_fields(value) and not isinstance(value, (list, dict, tuple)):
+        _check_instance(value, other, error, index)
+        return
     if isinstance(value, (list, dict)):
         if any(o is value for o in _leaves(other, containers=True)):
             raise error
@@ -61,6 +64,25 @@ def check_unshared(value, other, error, index=None, update=None):
     xp = namespace(value)
     for o in _leaves(other):
         if is_array(o) and type(o).__module__ == type(value).__module__ and _overlap(xp, region, o):
+            raise error
+
+
+def _check_instance(value, other, error, field):
+    """``self.h = v`` changes the instance ``value``: ``other`` must not hold it; with
+    ``field`` (``self.items.append(v)``, ``self.h += v``) the attribute's own object changes
+    too, so ``other`` must not hold that list or share that array's memory either."""
+    held = list(_leaves(other, containers=True))
+    if any(o is value for o in held):
+        raise error
+    if field is None:
+        return
+    item = getattr(value, field, None)
+    if isinstance(item, (list, dict)) and any(o is item for o in held):
+        raise error
+    if is_array(item) and not _dask_forms.is_dask(item):
+        xp = namespace(item)
+        if any(is_array(o) and type(o).__module__ == type(item).__module__ and _overlap(xp, item, o)
+               for o in held):
             raise error
 
 
@@ -103,6 +125,8 @@ def _leaves(value, containers=False, depth=0):
     elif isinstance(value, numpy.flatiter):
         yield value.base
     elif _has_fields(value):   # a dataclass or plain object holding arrays (self.W)
+        if containers:
+            yield value
         if depth < 8:
             for item in vars(value).values():
                 yield from _leaves(item, containers, depth + 1)

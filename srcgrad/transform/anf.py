@@ -78,6 +78,9 @@ class ANF(Expressions, Base):
             # xs = xs[:-1] for xs.pop() (methods.py, item_updates.py), c[k] = item for
             # c[k][i] = v (item_updates.py)
             anno.setanno(out[-1], Static.AUGMENTED, True)
+        for key in (Static.MUTATES, Static.FIELD):   # self = rt.dataclass_replace(self, ...)
+            if anno.hasanno(s, key):
+                anno.setanno(out[-1], key, anno.getanno(s, key))
         return out
 
     def visit_AugAssign(self, s):

@@ -571,6 +571,71 @@ def piecewise_call(desugar, call, helper):
     return gast.Call(func=helper(inlined.PIECEWISE[len(pieces)]), args=call.args[:2] + pieces, keywords=[])
 
 
+def vectorize_call(desugar, call, helper):
+    """``np.vectorize(f)(x, ...)`` (``otypes=[float]`` too) or the call of a global that
+    ``np.vectorize`` made (``@np.vectorize``), of one to three arrays, as a call of
+    srcgrad/inlined.py's ``vectorized<n>(f, otype, x, ...)``: the loop over the elements,
+    ``f`` (a lambda, a def) inlined in it. Else None (``excluded=``, ``signature=``, ``cache``,
+    keywords: NumPy's, refused where it needs a gradient)."""
+    import numpy
+    from srcgrad import inlined
+    if call.keywords or len(call.args) not in inlined.VECTORIZED \
+            or any(isinstance(a, gast.Starred) for a in call.args):
+        return None
+    made, none = call.func, gast.Constant(value=None, kind=None)
+    if isinstance(made, gast.Call):   # np.vectorize(f, otypes=...)(x)
+        options = {k.arg: k.value for k in made.keywords}
+        otypes = options.get("otypes", none)
+        if isinstance(otypes, (gast.List, gast.Tuple)) and len(otypes.elts) == 1:
+            otypes = otypes.elts[0]
+        if len(made.args) != 1 or isinstance(made.args[0], gast.Starred) or set(options) - {"otypes"} \
+                or isinstance(otypes, (gast.List, gast.Tuple)) \
+                or _resolves_path(desugar, made.func, lambda obj: obj is numpy.vectorize) is None:
+            return None
+        pyfunc = made.args[0]
+    else:
+        obj = _resolves_path(desugar, made, lambda obj: isinstance(obj, numpy.vectorize))
+        if obj is None or obj.excluded or obj.signature is not None or obj.cache \
+                or obj.otypes and len(obj.otypes) != 1:
+            return None
+        pyfunc, otypes = helper(obj.pyfunc), gast.Constant(value=obj.otypes or None, kind=None)
+    return gast.Call(func=helper(inlined.VECTORIZED[len(call.args)]), args=[pyfunc, otypes] + call.args,
+                     keywords=[])
+
+
+def vectorized_names(node, desugar, scan):
+    """``g = np.vectorize(f[, otypes=...])`` bound once at the top level of ``f``'s body, ``g``
+    read only as ``g(...)`` calls, ``f`` a lambda or a name known when compiling, ``otypes``
+    a constant: each call is ``np.vectorize(f, ...)(...)`` (vectorize_call's loop; a lambda's
+    body reads the variables when called, as Python's closure does) and the binding goes."""
+    import numpy
+    found = {}
+    for stmt in node.body:
+        call = stmt.value if isinstance(stmt, gast.Assign) else None
+        if isinstance(call, gast.Call) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], gast.Name) \
+                and scan.stored.get(stmt.targets[0].id) == 1 and len(call.args) == 1 \
+                and isinstance(call.args[0], (gast.Lambda, gast.Name, gast.Attribute)) \
+                and all(k.arg == "otypes" and all(isinstance(n, (gast.Constant, gast.List, gast.Tuple, gast.Name,
+                                                                 gast.Attribute, gast.Load))
+                                                  for n in gast.walk(k.value)) for k in call.keywords) \
+                and _resolves_path(desugar, call.func, lambda obj: obj is numpy.vectorize) is not None:
+            found[stmt.targets[0].id] = stmt
+    if not found:
+        return
+    uses = {}
+    for n in gast.walk(node):
+        if isinstance(n, gast.Call) and isinstance(n.func, gast.Name) and n.func.id in found:
+            uses.setdefault(n.func.id, []).append(n)
+    reads = [n.id for n in scan.names if n.id in found and isinstance(n.ctx, gast.Load)]
+    for target, stmt in found.items():
+        if reads.count(target) != len(uses.get(target, ())) or any(
+                isinstance(n, gast.Name) and n.id == target for n in gast.walk(stmt.value)):
+            continue   # read other than called: NumPy's object
+        for use in uses.get(target, ()):
+            use.func = templates.clone(stmt.value)
+        node.body.remove(stmt)
+
+
 def _hashable_in(obj, table):
     try:
         return obj in table

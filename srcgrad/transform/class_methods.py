@@ -220,6 +220,21 @@ def bind_results(node, ctx):
     return node
 
 
+def made_by_helper(call, ctx, locals_):
+    """The plain dataclass every ``return`` of the user's function that ``call`` calls builds
+    by name (``c = make_cell(x)``, round thirteen: methods.built_classes), else None."""
+    from srcgrad.entry import is_library_module
+    from srcgrad.transform.base import lookup_dotted
+    fn = lookup_dotted(call.func, ctx.info, locals_) if isinstance(call, gast.Call) else None
+    if not inspect.isfunction(fn) or is_library_module((fn.__module__ or "").split(".")[0]):
+        return None
+    cls = returned_class(fn, None)
+    if not plain_dataclass(cls):
+        return None
+    ctx.info.resolve_path(ast_util.dotted(call.func))   # a read the compile depends on
+    return cls
+
+
 def returned_class(method, self_class):
     """The class every ``return`` of ``method`` builds (``Vec(...)`` by a global name,
     ``type(self)(...)`` or ``self.__class__(...)``: ``self_class``), else None."""

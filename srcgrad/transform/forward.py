@@ -29,8 +29,9 @@ derivative along the tangents passed in: ``dy = cos(x) * dx``).
 """
 
 import gast
+import numpy
 
-from srcgrad import anno, rules, runtime
+from srcgrad import anno, ast_util, rules, runtime
 from srcgrad.analysis import kinds
 from srcgrad.analysis.activity import primitive_of
 from srcgrad.analysis.tangent_activity import carriers
@@ -46,7 +47,6 @@ from srcgrad.transform.base import Base
 from srcgrad.transform.forward_complex import ComplexStatements
 from srcgrad.transform.forward_helpers import (_applied_class, _is_custom_function,  # noqa: F401
                                                _pure_library_call, constant, gated, written_names)
-from srcgrad import ast_util
 
 Static = anno.Static
 _Y = "__srcgrad_output__"   # stands for the statement's new value in its tangent
@@ -539,9 +539,9 @@ class ForwardAD(ComplexStatements, Base):
             return [], None
         if isinstance(value, gast.Attribute):
             complex_rule = self.complex_rule(primitive) and tangent_rules.lookup_complex(primitive) is not None
-            if tangent_rules.lookup(primitive) is None and not complex_rule and self.is_active(value.value):
-                # a field of a structure (dataclass, namedtuple, registered class): the
-                # tangent's field (pytree.py), else refused at run time
+            method = callable(getattr(numpy.ndarray, str(primitive), None))   # p.mean: no x.mean()
+            if (tangent_rules.lookup(primitive) is None or method) and not complex_rule and self.is_active(value.value):
+                # a structure's field (dataclass, namedtuple, registered class): its tangent's (pytree.py)
                 return [], forward_memory.field_tangent(self, value)
             return self.apply(primitive, [value.value], {}, y, value)
         if isinstance(value, gast.BinOp):

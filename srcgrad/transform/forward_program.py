@@ -83,7 +83,8 @@ def alias_checks(node, ctx, param_checks, active, sequences=frozenset()):
                 else:
                     target = s.targets[0]
                     written = target.value.id if isinstance(target, gast.Subscript) else target.id
-                    if not anno.getanno(s, anno.Static.AUGMENTED) and written in active:
+                    if not (anno.getanno(s, anno.Static.AUGMENTED) or anno.getanno(s, anno.Static.FIELD)) \
+                            and written in active:
                         # (a name without a tangent, sg.detach(y), carries no write to y's)
                         checks = [c for c in checks if c[0] not in active]
                 out += mark(checks_of(s, written, ctx.namer, bindings, checks))

@@ -319,15 +319,23 @@ class Inliner(Base):
         rename = {name: self.namer.rename(name) for name in sorted(helper_locals)}
         # Free names: keep those meaning the same object here, bind the others anew.
         declared = self.stack[0].declared_globals
+        changes = []   # (the statements that may change a parameter in place)
         for child in ast_util.walk(node):
             if isinstance(child, gast.Name) and child.id not in helper_locals and child.id not in rename:
                 if child.id in declared and info.globals is self.stack[0].module_globals:
                     raise global_statements.refuse_read(origin, fn, child.id, self.stack[0])
                 rename[child.id] = self._free_name(child.id, info, bindings, fn)
+            elif isinstance(child, (gast.Assign, gast.Expr)):
+                changes.append(child)
+        # A parameter the helper changes in place (self.h = v, xs.append(v)) names the
+        # caller's variable itself: the caller sees the change, as in Python
+        written_back = {p: a for p, a in _written_back(fn, node, changes, call, static)
+                        if a in self.main_locals}   # (not a global or closure name)
+        rename.update(written_back)
         for child in ast_util.walk(node):
             if isinstance(child, gast.Name) and child.id in rename:
                 child.id = rename[child.id]
-        out = self._bind_params(fn, node, call, rename, origin, static)
+        out = self._bind_params(fn, node, call, rename, origin, static, skip=written_back)
         body = node.body
         ret = body[-1]
         for s in body[:-1]:
@@ -433,7 +441,7 @@ class Inliner(Base):
             return None
         return self.info.resolve_path(path)   # recorded: guard.py checks it still holds
 
-    def _bind_params(self, fn, node, call, rename, origin, static=()):
+    def _bind_params(self, fn, node, call, rename, origin, static=(), skip=()):
         sig = _signature(fn)
         star = call.args[-1] if call.args and isinstance(call.args[-1], gast.Starred) else None
         if any(k.arg is None for k in call.keywords):
@@ -446,8 +454,8 @@ class Inliner(Base):
             raise origin.error(UnsupportedError, f"cannot call {fn.__qualname__} this way: {exc}")
         out = []
         for param in sig.parameters.values():
-            if param.name in static:
-                continue   # the helper's body names the object itself
+            if param.name in static or param.name in skip:
+                continue   # the helper's body names the object (or the caller's name) itself
             if param.kind is param.VAR_POSITIONAL and star is not None:
                 # g(a, *xs), its plain arguments filling g's others (call_forms._star_into_varargs)
                 value = gast.Call(func=gast.Name(id=self._bound_builtin("tuple"), ctx=gast.Load(),
@@ -477,6 +485,51 @@ class Inliner(Base):
             anno.setanno(assign, Static.ORIGIN, origin)
             out.append(assign)
         return out
+
+
+def _written_back(fn, node, changes, call, static):
+    """``[(parameter, caller's name)]``: the parameters of ``fn`` (tree ``node``) that its
+    body changes in place (Static.MUTATES: ``self.h = v`` from attribute_state.py, ``xs.pop()``;
+    ``xs.append(v)``) and ``call`` gives a name, which the helper's body then reads and
+    rebinds in the parameter's place. One also rebound otherwise (``xs = list(xs)``) stays
+    the helper's own, except where an attribute is stored (refused: which object changes is
+    known only when it runs)."""
+    stores, appended = {}, set()
+    for s in changes:   # (``node``'s Assign and Expr statements)
+        if isinstance(s, gast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], gast.Name):
+            stores.setdefault(s.targets[0].id, []).append(s)
+        elif isinstance(s, gast.Expr) and isinstance(s.value, gast.Call) \
+                and isinstance(s.value.func, gast.Attribute) and s.value.func.attr == "append" \
+                and isinstance(s.value.func.value, gast.Name):   # xs.append(v): in place already
+            appended.add(s.value.func.value.id)
+    mutated = [p for p in _signature(fn).parameters if p not in static and (any(
+        anno.getanno(s, Static.MUTATES) for s in stores.get(p, ())) or p in appended)]
+    if not mutated:
+        return []
+    try:
+        bound = _signature(fn).bind(*call.args, **{k.arg: k.value for k in call.keywords}).arguments
+    except TypeError:
+        return []   # _bind_params says what is wrong
+    out = []
+    for p in mutated:
+        mine = stores.get(p, [])
+        plain = [s for s in mine if not anno.getanno(s, Static.MUTATES)]
+        plain += [n for n in ast_util.walk(node) if isinstance(n, gast.Name) and n.id == p
+                  and isinstance(n.ctx, gast.Store) and not any(n is s.targets[0] for s in mine)]
+        if plain and not any(anno.getanno(s, Static.FIELD) for s in mine):
+            continue   # xs = list(xs); xs.append(v): the helper's own list, as before
+        if plain:
+            where = anno.getanno(plain[0], Static.ORIGIN) or anno.getanno(call, Static.ORIGIN)
+            message = (f"{fn.__qualname__} rebinds its parameter {p!r} and also changes its "
+                       f"attributes or items in place, which is not supported in a function "
+                       f"srcgrad differentiates")
+            hint = "Keep the other value in a variable of its own."
+            if where is None:
+                raise UnsupportedError(message, hint=hint)
+            raise where.error(UnsupportedError, message, hint)
+        if isinstance(bound.get(p), gast.Name):
+            out.append((p, bound[p].id))
+    return out
 
 
 def _denotes(ctx, locals_, func, obj):
@@ -538,8 +591,11 @@ def _built_instances(node, ctx):
     if not any(v is dataclass_new for v in ctx.bindings.values()):
         return {}   # (no dataclass built here: no walk)
     counts, built = {}, {}
+    changes = set()   # (cell = rt.dataclass_replace(cell, ...): an in-place change, no binding)
     for n in ast_util.walk(node):
-        if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load):
+        if isinstance(n, gast.Assign) and anno.getanno(n, Static.MUTATES):
+            changes.add(id(n.targets[0]))
+        if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load) and id(n) not in changes:
             counts[n.id] = counts.get(n.id, 0) + 1
     for s in node.body:
         value = getattr(s, "value", None)

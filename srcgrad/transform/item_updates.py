@@ -275,6 +275,12 @@ class _ItemUpdates(Base):
     def visit_Expr(self, s):
         if self.numpy_out_item(s.value):
             return self.out_item(s)
+        call = s.value
+        if isinstance(s, gast.Expr) and isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute) \
+                and call.func.attr in _GROWING and len(call.args) == 1 and not call.keywords \
+                and not isinstance(call.args[0], gast.Starred) and _nested(call.func.value, self.locals) \
+                and not isinstance(call.func.value.value.value, gast.Subscript):
+            return self.two_deep(s)
         found = _receiver(s.value, self.locals)
         if found is None or (isinstance(s, gast.Assign) and s.value.func.attr != "pop"):
             return s
@@ -336,6 +342,58 @@ class _ItemUpdates(Base):
         target = gast.Subscript(value=name(container), slice=copy.deepcopy(key), ctx=gast.Store())
         out.append(self.stmt(s, gast.AugAssign(target=target, op=gast.Add(), value=more)))
         return out
+
+    def two_deep(self, s):
+        """``d[a][b].append(v)`` (``.extend(e)``; round thirteen) changes the list ``d[a][b]``
+        holds. Written as the two-deep assignment ``nested`` already makes an update of
+        ``d[a]`` in place, with the old list then marked changed in place, so that
+        analysis/aliasing.py checks, once ``d`` holds the new list, that no other name read
+        afterwards holds the old one (``lst = d[a][b]``, ``rows = [[]] * 2``)::
+
+            held = d[a][b]
+            if not isinstance(held, list): raise AttributeError(...)
+            d[a][b] = held + [v]             # .extend(e): held + list(e)
+            held = held                      # marked augmented: an in-place change of held
+        """
+        call, out = s.value, []
+        target = copy.deepcopy(call.func.value)
+        inner, root = target.value, target.value.value
+        for part in (inner, target):
+            if not isinstance(part.slice, gast.Slice):
+                part.slice = self.temp(s, part.slice, out, "key")
+        for loop in self.loops:
+            if _iterates_an_item(loop.iter, root.id):
+                raise self.error(s, UnsupportedError,
+                                 f"a for loop over a list {root.id!r} holds whose body changes its "
+                                 f"lists ({_text(call.func)}(...)) is not supported: Python's loop "
+                                 f"would see the new items",
+                                 "Loop with an index, or collect the new items in a list of their own first.")
+        held = self.ctx.namer.new("held")
+        out.append(self.stmt(s, gast.Assign(targets=[name(held, True)], value=copy.deepcopy(target),
+                                            type_comment=None)))
+        line = getattr(self.origin_of(s), "lineno", None)
+        message = (f"{self.info.filename}, line {line}: {_text(call.func)}(...) needs a list there "
+                   f"(srcgrad differentiates it as `{_text(target)} += [...]`, which adds to an array)")
+        out.append(self.stmt(s, gast.If(
+            test=gast.UnaryOp(op=gast.Not(), operand=gast.Call(
+                func=self.bound(builtins.isinstance, "isinstance"),
+                args=[name(held), self.bound(builtins.list, "list")], keywords=[])),
+            body=[gast.Raise(exc=gast.Call(func=self.bound(AttributeError, "AttributeError"),
+                                           args=[gast.Constant(value=message, kind=None)],
+                                           keywords=[]), cause=None)],
+            orelse=[])))
+        more = call.args[0]
+        if call.func.attr == "append":
+            more = gast.List(elts=[more], ctx=gast.Load())
+        elif not isinstance(more, gast.List):
+            more = gast.Call(func=self.bound(builtins.list, "list"), args=[more], keywords=[])
+        target.ctx = gast.Store()
+        out += self.visit_Assign(self.stmt(s, gast.Assign(
+            targets=[target], value=gast.BinOp(left=name(held), op=gast.Add(), right=more),
+            type_comment=None)))
+        touched = self.stmt(s, gast.Assign(targets=[name(held, True)], value=name(held), type_comment=None))
+        anno.setanno(touched, Static.AUGMENTED, True)
+        return out + [touched]
 
     def temp(self, origin, value, out, hint):
         """``value`` read into a new name (appended to ``out``) unless it is simple."""

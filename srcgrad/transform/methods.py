@@ -40,8 +40,8 @@ from srcgrad.transform import as_array, class_methods, plain_classes, structure_
 from srcgrad.transform.base import Base, lookup_dotted
 from srcgrad.transform.structure_parts import plain_dataclass as _is_plain_dataclass
 from srcgrad.transform.call_forms import (_clone_replacing, _dict_loops, _evaluation_order, _hashable_in,
-                                          _numpy_version, piecewise_call, frozen_call, frozen_names,
-                                          drop_frozen,
+                                          _numpy_version, piecewise_call, vectorize_call, frozen_call,
+                                          frozen_names, drop_frozen, vectorized_names,
                                           _partials, _replace_in, _resolves_path, _returning_method,
                                           Scan, _star_calls, _star_into_varargs, list_names)
 
@@ -98,6 +98,7 @@ class Desugar(Base):
         anno.copyanno(origin, node, Static.ORIGIN)
         if augmented:
             anno.setanno(node, Static.AUGMENTED, True)
+            anno.setanno(node, Static.MUTATES, True)   # a helper's xs.pop(): its caller's too
         return node
 
     def temp(self, origin, value, out, hint):
@@ -314,8 +315,8 @@ class Displays(ast_util.NodeTransformer):
         if version is not None:
             node.func = self.helper(version)
             return node
-        pieces = piecewise_call(d, node, self.helper)   # np.piecewise with its functions
-        if pieces is not None:
+        pieces = piecewise_call(d, node, self.helper) or vectorize_call(d, node, self.helper)
+        if pieces is not None:   # np.piecewise with its functions, np.vectorize(f)(x): loops
             return pieces
         if None in keys or any(isinstance(a, gast.Starred) for a in node.args) or not node.args:
             return node
@@ -497,7 +498,7 @@ def bind_methods(node, ctx, scan=None):
     ``Params.energy(p, x)``, which transform/inline.py inlines as any helper (its ``self``
     knows the class too, so ``self.other(x)`` inside works the same way). ``scan``: a
     ``call_forms.Scan`` of ``node``."""
-    built = _built_classes(node, ctx, scan or Scan(node))
+    built = built_classes(node, ctx, scan or Scan(node))
     if built:   # known to helpers too: Model.loss(p, x) calling self.penalty()
         ctx.classes = {**ctx.classes, **built}
     classes, locals_ = ctx.classes, scan.local_names()
@@ -553,18 +554,19 @@ def bind_methods(node, ctx, scan=None):
     return node
 
 
-def _built_classes(node, ctx, scan):
+def built_classes(node, ctx, scan):
     """Local names bound once, to a dataclass ``P(...)`` built in ``f`` (the class a global,
     closure or attribute name known when compiling): name -> that class, so that
     ``p.loss(x)`` is ``P.loss(p, x)`` as for an argument."""
     counts, built = {}, {}
-    for n in scan.names:
-        if not isinstance(n.ctx, gast.Load):
+    changes = {id(s.targets[0]) for s in scan.binders if anno.getanno(s, Static.MUTATES)}
+    for n in scan.names:   # (not cell = rt.dataclass_replace(cell, ...): attribute_state.py)
+        if not isinstance(n.ctx, gast.Load) and id(n) not in changes:
             counts[n.id] = counts.get(n.id, 0) + 1
     locals_ = scan.local_names()
     for n in scan.binders:   # (gast.walk's nodes, in its order)
         if isinstance(n, gast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], gast.Name):
-            cls = _constructed(n.value, ctx, locals_)
+            cls = _constructed(n.value, ctx, locals_) or class_methods.made_by_helper(n.value, ctx, locals_)
             if cls is not None:
                 built[n.targets[0].id] = cls
     return {k: cls for k, cls in built.items() if counts.get(k) == 1}
@@ -633,6 +635,7 @@ def transform(node, ctx):
                                 "display (args = (a, b)) and call g(*args), or give the function "
                                 "a *args parameter the unpacked values fill (def g(*vs)).")
     _partials(node, desugar, scan)
+    vectorized_names(node, desugar, scan)   # g = np.vectorize(f); g(x): np.vectorize(f)(x)
     node.body = [Displays(desugar).visit(s) for s in node.body]
     node.body = desugar.visit_block(node.body)
     drop_frozen(node, desugar.frozen_read)

@@ -130,12 +130,13 @@ def _passed(ad, call, prim):
     return roots - {None}
 
 
-def check_opaque(ad, s, call, prim):
+def check_opaque(ad, s, call, prim, bound=None):
     """Refuse ``acc.add(v)`` (a method of a local object), ``heapq.heappush(h, v)``,
     ``setattr(o, "w", v)``: a call srcgrad has no rule for, made for its effect with a value
     that carries a gradient, where the function reads again an object the call was passed
     (or a name bound from one): the callee may have changed it, and the adjoint would drop
-    that gradient. (A call whose objects are never read again, ``LOG.append(loss)``, stays.)"""
+    that gradient. (A call whose objects are never read again, ``LOG.append(loss)``, stays.)
+    ``bound``: the assignment of the call's result (``t = o.m(x)``), which holds no object passed."""
     if not _opaque(prim):
         return
     parts = [call.func] + list(call.args) + [k.value for k in call.keywords]
@@ -144,10 +145,10 @@ def check_opaque(ad, s, call, prim):
         return
     here = {id(n) for n in ast_util.walk(call)}
     reached = _passed(ad, call, prim)
-    assigns = [n for n in ast_util.walk(ad.node) if isinstance(n, gast.Assign)]
+    assigns = [n for n in ast_util.walk(ad.node) if isinstance(n, gast.Assign) and n is not bound]
     grown = True
-    while grown:   # b = a, items = a.items: names bound from a passed object hold it too
-        grown = False
+    while grown:   # b = a, items = a.items: names bound from a passed object hold it too,
+        grown = False   # and sub = o.sub: o holds the object passed
         for a in assigns:
             if any(isinstance(n, gast.Name) and n.id in reached for n in ast_util.walk(a.value)):
                 for t in a.targets:
@@ -155,6 +156,13 @@ def check_opaque(ad, s, call, prim):
                         if isinstance(n, gast.Name) and n.id not in reached:
                             reached.add(n.id)
                             grown = True
+            holder = a.value
+            while isinstance(holder, (gast.Attribute, gast.Subscript)):
+                holder = holder.value
+            if isinstance(holder, gast.Name) and holder.id not in reached and any(
+                    isinstance(t, gast.Name) and t.id in reached for t in a.targets):
+                reached.add(holder.id)
+                grown = True
     again = sorted({n.id for n in ast_util.walk(ad.node) if isinstance(n, gast.Name)
                     and isinstance(n.ctx, gast.Load) and id(n) not in here and n.id in reached})
     if not again:

@@ -180,6 +180,8 @@ class ReverseAD(Base, RuleApplication):
             prim = anno.getanno(s.value, Static.PRIMITIVE)
             if getattr(prim, "__name__", None) in outside_effects.MUTATORS:
                 outside_effects.check(self, s, s.value, prim)
+            elif isinstance(prim, Method) and not self.needs(target):   # t = o.sub.step(x),
+                outside_effects.check_opaque(self, s, s.value, prim, bound=s)   # t unused: an effect
         if isinstance(target, gast.Name):
             return self.assign(s, target.id)
         return self.assign_item(s, target)
