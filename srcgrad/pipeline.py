@@ -70,9 +70,8 @@ def front_end(fn, options, stack=(), has_aux=False, static=None):
         info, Namer({n.id for n in names} | set(RESERVED)),
         options, user_locals=frozenset(local_names(node, names)), stack=stack or (inline.Frame(fn),),
         normalize=lambda helper, helper_stack, helper_static: front_end(
-            helper, options, helper_stack, static=helper_static))
-    if info.extra:   # a lifted lambda's names its enclosing compile bound (helpers): bound here too
-        ctx.bindings.update({n.id: info.extra[n.id] for n in names if n.id in info.extra})
+            helper, options, helper_stack, static=helper_static),   # (a lifted lambda: its helpers)
+        bindings={n.id: info.extra[n.id] for n in names if n.id in info.extra} if info.extra else {})
     static = dict(static or {})
     arity = static.pop(inline.STAR_ARITY, None)
     if static.pop(inline.GENERATOR, False):   # a generator read whole: the list of its items
