@@ -469,3 +469,33 @@ def test_operators_on_what_an_operator_returns():
     check(chained, p)
     x = RNG.standard_normal(3)
     np.testing.assert_allclose(sg.grad(built)(x), numerical_grad(built, (x,)), rtol=1e-6)
+
+
+@dataclasses.dataclass
+class Other:
+    a: np.ndarray
+
+    def total(self):
+        return np.sum(self.a ** 3)
+
+
+def test_an_instance_rebound_in_a_loop_keeps_its_class():
+    """``v = Vec(x)``, then ``v = v * 0.5 + v`` in a loop and ``w = v``: every binding
+    makes a Vec, so ``v.a``'s operators and methods are Vec's (it was refused: the name
+    was bound more than once)."""
+    def looped(x):
+        v = Vec(x, x ** 2)
+        for _ in range(3):
+            v = v * 0.5 + v
+            w = -v
+        return np.sum(v.a * w.b) + np.sum(w.a) + w[0]
+    x = RNG.standard_normal(3)
+    np.testing.assert_allclose(sg.grad(looped)(x), numerical_grad(looped, (x,)), rtol=1e-6)
+
+    def two_classes(x):   # bound to a Vec or an Other: no one class, left to Python: refused
+        v = Vec(x, x)
+        if x[0] > 0:
+            v = Other(x)
+        return v.total()
+    with pytest.raises(sg.SrcgradError, match="test_structure_methods.py"):
+        sg.grad(two_classes)(np.abs(x))

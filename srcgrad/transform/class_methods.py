@@ -220,6 +220,56 @@ def bind_results(node, ctx):
     return node
 
 
+def operation_class(expr, classes):
+    """The class ``expr`` certainly makes from names of known ``classes`` through operator
+    methods or methods of theirs each of which returns one class (``v * 0.5 + v``,
+    ``v.scaled(2.0)``), else None."""
+    if isinstance(expr, gast.Name):
+        return classes.get(expr.id)
+    if isinstance(expr, gast.BinOp) and type(expr.op) in _BINARY:
+        word = _BINARY[type(expr.op)]
+        left = operation_class(expr.left, classes)
+        cls, method = (left, f"__{word}__") if left is not None else (
+            operation_class(expr.right, classes), f"__r{word}__")
+    elif isinstance(expr, gast.UnaryOp) and type(expr.op) in _UNARY:
+        cls, method = operation_class(expr.operand, classes), _UNARY[type(expr.op)]
+    elif isinstance(expr, gast.Call) and isinstance(expr.func, gast.Attribute):
+        cls, method = operation_class(expr.func.value, classes), expr.func.attr
+    else:
+        return None
+    function = inspect.getattr_static(cls, method, None) if has_methods(cls) else None
+    found = returned_class(function, cls) if inspect.isfunction(function) else None
+    return found if has_methods(found) else None
+
+
+def rebound_classes(built, stores, values):
+    """Of the names ``built`` holds a class for (name -> the class one binding constructs),
+    those whose every binding (``stores``: name -> its store count; ``values``: name ->
+    what each assignment to it gives, the class it constructs or the expression) gives
+    that class, assuming the others do (``v = Vec(x)``, then ``v = v * 0.5 + v`` in a
+    loop): name -> class."""
+    def made(v, known):
+        return v if isinstance(v, type) else operation_class(v, known)
+
+    known = {k: c for k, c in built.items() if stores.get(k) == len(values.get(k, ()))}
+    changed = True
+    while changed:   # the constructed names: assumed theirs, dropped where a binding differs
+        changed = False
+        for k in list(known):
+            if any(made(v, known) is not known[k] for v in values[k]):
+                del known[k]
+                changed = True
+    changed = True
+    while changed:   # then the names bound only to what those make (w = v, w = v * 2.0)
+        changed = False
+        for k, vs in values.items():
+            found = {made(v, known) for v in vs}
+            if k not in known and stores.get(k) == len(vs) and len(found) == 1 and None not in found:
+                known[k] = found.pop()
+                changed = True
+    return known
+
+
 def made_by_helper(call, ctx, locals_):
     """The plain dataclass every ``return`` of the user's function that ``call`` calls builds
     by name (``c = make_cell(x)``, round thirteen: methods.built_classes), else None."""

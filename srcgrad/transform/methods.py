@@ -563,13 +563,15 @@ def built_classes(node, ctx, scan):
     for n in scan.names:   # (not cell = rt.dataclass_replace(cell, ...): attribute_state.py)
         if not isinstance(n.ctx, gast.Load) and id(n) not in changes:
             counts[n.id] = counts.get(n.id, 0) + 1
-    locals_ = scan.local_names()
+    locals_, values = scan.local_names(), {}
     for n in scan.binders:   # (gast.walk's nodes, in its order)
-        if isinstance(n, gast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], gast.Name):
+        if isinstance(n, gast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], gast.Name) \
+                and id(n.targets[0]) not in changes:
             cls = _constructed(n.value, ctx, locals_) or class_methods.made_by_helper(n.value, ctx, locals_)
             if cls is not None:
                 built[n.targets[0].id] = cls
-    return {k: cls for k, cls in built.items() if counts.get(k) == 1}
+            values.setdefault(n.targets[0].id, []).append(cls or n.value)
+    return class_methods.rebound_classes(built, counts, values)   # (v = v * 0.5 + v in a loop too)
 
 
 def _constructed(call, ctx, locals_):
