@@ -18,9 +18,16 @@ import gast
 
 
 def name(id_, store=False):
-    """A ``gast.Name`` that loads (or stores) ``id_``."""
-    return gast.Name(id=id_, ctx=gast.Store() if store else gast.Load(), annotation=None,
-                     type_comment=None)
+    """A ``gast.Name`` that loads (or stores) ``id_``: what ``gast.Name(id=id_, ctx=gast.Load(),
+    annotation=None, type_comment=None)`` makes (the same ``__dict__``), without gast's
+    generic constructor, twice per name (the compile's most common node)."""
+    new = _NAME_CLASS.__new__(_NAME_CLASS)
+    ctx = _STORE_CLASS if store else _LOAD_CLASS
+    new.__dict__.update(id=id_, ctx=ctx.__new__(ctx), annotation=None, type_comment=None)
+    return new
+
+
+_NAME_CLASS, _LOAD_CLASS, _STORE_CLASS = gast.Name, gast.Load, gast.Store
 
 
 # ----- Name sets -----

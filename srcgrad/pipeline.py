@@ -31,7 +31,7 @@ from srcgrad.transform import (attribute_state, anf, as_array, assignment_expres
                                zero_marks)
 from srcgrad.transform import fuse as fusion
 from srcgrad.transform.base import local_names, rename_reserved
-from srcgrad import ast_util
+from srcgrad import ast_util, ast_walks
 
 # The options a compile obeys unless told others (api.py: ``default_options``). Tests that
 # check optimized and unoptimized code agree set ``CompileOptions(optimize=False)`` here.
@@ -65,7 +65,8 @@ def front_end(fn, options, stack=(), has_aux=False, static=None):
     ``static``: parameter name -> the callable it is known to hold (a function passed as
     an argument); inside, the parameter denotes that object (inline.bind_static)."""
     node, info = fn.parse() if isinstance(fn, local_functions.LocalFunction) else parse_function(fn)
-    names = ast_util.nodes_of(node, gast.Name)
+    census = ast_walks.Census(node)   # (the passes' first looks below: one walk)
+    names = census.of(gast.Name)
     ctx = CompileContext(
         info, Namer({n.id for n in names} | set(RESERVED)),
         options, user_locals=frozenset(local_names(node, names)), stack=stack or (inline.Frame(fn),),
@@ -76,50 +77,50 @@ def front_end(fn, options, stack=(), has_aux=False, static=None):
     arity = static.pop(inline.STAR_ARITY, None)
     if static.pop(inline.GENERATOR, False):   # a generator read whole: the list of its items
         node, names = generators.collect(node, ctx), None
+        census.changed(node)
     constants = static.pop(inline.CONSTANTS, None)
     if constants:   # a recursive helper given ints: what they decide, decided now
         node, names = constant_arguments.bind(node, constants), None
+        census.changed(node)
     ctx.classes = methods.unbound_classes(node, static.pop(inline.PARAM_CLASSES, None) or {}, names)
     ctx.trees = methods.unbound_classes(node, static.pop(structure_parts.TREES, None) or {}, names)
     if arity is not None:   # a helper's *args/**kwargs passed on: g(*args, **kwargs)
         inline.expand_star_calls(node, arity)
-    if global_statements.may_hold(info):   # global calls: a local, written back
-        node = global_statements.transform(node, ctx)
-    if match_statements.may_hold(info):   # match: the if/elif chain it stands for
-        node = match_statements.transform(node, ctx)
-    if plain_statements.may_hold(info):   # del d[k]: d.pop(k); del x: dropped; y: T = v: y = v
-        node = plain_statements.transform(node, ctx)
-    if warning_blocks.may_hold(info):   # with np.errstate(divide="ignore"): its body
-        node = warning_blocks.transform(node, ctx)
-    if nonlocal_functions.may_hold(info):   # def step(): nonlocal t: returns t, rebound
-        node = nonlocal_functions.transform(node, ctx)
-    if local_classes.may_hold(info):   # @dataclass class P: ... in f: made once, here
-        node = local_classes.transform(node, ctx)
-    if attribute_state.may_hold(info):   # self.h = v in a method: self = rt.dataclass_replace(self, ...)
-        node = attribute_state.transform(node, ctx)
+        census.changed()
+    for statements in _STATEMENT_PASSES:
+        if statements.may_hold(info):   # global, match, del, with np.errstate, nonlocal, class
+            node = statements.transform(node, ctx)
+            census.changed(node)
     fence.check(node, info, allowed_with=lambda item: anf.grad_mode_of(item, info) is not None,
-                helper=bool(stack))
+                helper=bool(stack), census=census)
     if not stack:
         _check_returns_a_value(node, info)
     if static:
         inline.bind_static(node, info, ctx.namer, static, ctx.bindings)
-    node = rename_reserved(node, info, ctx.namer, ctx.bindings, RESERVED)
-    node = assignment_expressions.transform(node, ctx)  # (n := e): n = e, in Python's order
-    node = flat_reads.transform(node, ctx)  # x.flat[i], for v in x.flat: np.ravel(x)
+        census.changed()
+    node = rename_reserved(node, info, ctx.namer, ctx.bindings, RESERVED, census)  # (ids only)
+    node = assignment_expressions.transform(node, ctx, census=census)  # (n := e): n = e, in order
+    node = flat_reads.transform(node, ctx, census)  # x.flat[i], for v in x.flat: np.ravel(x)
     if item_updates.may_hold(info):   # d[k].append(v): d[k] += [v]
         node = item_updates.transform(node, ctx)
     node = methods.transform(node, ctx)  # p.energy(x), xs.pop(), d.update(), [*a, *b]: calls, joins
-    node = function_tables.transform(node, ctx)  # acts[name](x), [lambda v, i=i: ... for i in ...]
-    node = local_functions.transform(node, ctx)  # lambdas, nested defs: helpers
-    node = comprehensions.transform(node, ctx)  # loops that build them, for canonicalize
-    node = assignment_expressions.transform(node, ctx, final=True)  # those in comprehensions
-    node = unroll.transform(node, ctx)  # loops over self.layers: one body per layer
+    census.changed(node)   # (from here, each pass that may have edited the tree says so)
+    node = function_tables.transform(node, ctx, census)  # acts[name](x), [lambda v, i=i: ... for i in ...]
+    node = local_functions.transform(node, ctx, census)  # lambdas, nested defs: helpers
+    node = comprehensions.transform(node, ctx, census)  # loops that build them, for canonicalize
+    node = assignment_expressions.transform(node, ctx, True, census)  # those in comprehensions
+    node = unroll.transform(node, ctx, census)  # loops over self.layers: one body per layer
     ctx.aux = aux.split(node, ctx) if has_aux else None
     node = canonicalize.transform(node, ctx)  # before ANF: it introduces flags and indexing
     node = anf.transform(node, ctx)
     node = mutation.transform(node, ctx)  # out=, copyto, .fill(): indexed writes
     node = inline.transform(node, ctx)
     return node, ctx
+
+
+# The passes of statements most functions do not hold, in their order (each asks ``info``).
+_STATEMENT_PASSES = (global_statements, match_statements, plain_statements, warning_blocks,
+                     nonlocal_functions, local_classes, attribute_state)
 
 
 def _check_returns_a_value(node, info):

@@ -1214,3 +1214,123 @@ def test_a_templates_shape_from_an_earlier_one_of_its_form_is_its_own(monkeypatc
         assert fits == (template in ("dh = dh + G", "Q0 = Q0 + G", "Q0 = Z0 + Q1",
                                      "a = rt.f(b, k=c)", "a = b if d else e", "d = e\nf = d")), \
             (earlier, template)
+
+
+def test_a_census_holds_each_class_in_the_walks_order():
+    """ast_walks.Census (the front end's first looks, one walk) against ast.walk: for each
+    function of the package's sources, the nodes of every class but the contexts and
+    operators, in the walk's order (comprehensions.py resolves the calls' names in it)."""
+    checked = 0
+    for source in list(_sources())[:60]:
+        for node in ast.walk(gast.parse(source)):
+            if not isinstance(node, gast.FunctionDef):
+                continue
+            census = ast_walks.Census(node)
+            by_class = {}
+            for n in ast.walk(node):
+                if n.__class__._fields or isinstance(n, (gast.stmt, gast.excepthandler)):
+                    by_class.setdefault(n.__class__, []).append(n)
+            for cls, nodes in by_class.items():
+                assert [id(n) for n in census.of(cls)] == [id(n) for n in nodes]
+            assert census.of(gast.Nonlocal) == () or gast.Nonlocal in by_class
+            assert census.holds({gast.Name}) == (gast.Name in by_class)
+            census.changed()   # walked again when next asked
+            assert len(census.of(gast.Name)) == len(by_class.get(gast.Name, ()))
+            checked += 1
+    assert checked > 100
+
+
+def _settled(bindings, env, evaluate, combine):
+    """The fixed point the analyses computed before read_names.py: pass after pass until
+    one changes nothing (the reference for their early end)."""
+    env = dict(env)
+    changed = True
+    while changed:
+        changed = False
+        for target, value in bindings:
+            found = evaluate(target, value, env)
+            if found is None:
+                continue
+            new = combine(env.get(target), found)
+            if new != env.get(target):
+                env[target] = new
+                changed = True
+    return env
+
+
+LOOPS = textwrap.dedent('''
+    def f(x, w, n):
+        a = 1
+        k = 0
+        z = x
+        for i in range(n):
+            b = a * 2
+            c = np.sum(z) + k
+            y = z
+            z = y * w
+            a = x * 1.0
+            k = k + 1
+            q = b
+        while k < n:
+            m = q + c
+            q = m * 1j
+            k = k + 2
+        return a + b + q
+''')
+
+
+@pytest.mark.parametrize("source", [SOURCE, LOOPS])
+def test_the_analyses_end_at_the_pass_no_later_one_would_change(source):
+    """ranks.infer, ranks.shape_classes and kinds.infer end at the first pass whose changes
+    no binding read before them (read_names.ReadNames): the same facts as passes until one
+    changes nothing, on loops whose values are read before they are bound again."""
+    import linecache
+    from srcgrad import pipeline
+    from srcgrad.analysis import kinds, ranks
+    filename = f"<analyses {len(linecache.cache)} {id(source)}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    namespace = {"np": np}
+    exec(compile(source, filename, "exec"), namespace)
+    node, ctx = pipeline.front_end(namespace["f"], pipeline.DEFAULT_OPTIONS)
+    params = [a.id for a in node.args.args]
+    bindings, in_loop = [], set()
+    ranks._collect(node.body, bindings, in_loop)
+    bound = {n for n, _ in bindings} | set(params)
+    counts = {}
+    for n, _ in bindings:
+        counts[n] = counts.get(n, 0) + 1
+    for given in ({}, {"x": 1, "w": 0, "n": ranks.INT}, {"x": 2, "w": 2}):
+        rank_map = ranks.infer(node, given)
+        env = _settled(bindings, {p: given.get(p, ranks.UNKNOWN) for p in params},
+                       lambda t, v, env: ranks.UNKNOWN if v is None else ranks.INT
+                       if v is ranks._RANGE else ranks._rank(v, env, bound),
+                       lambda old, new: new if old is None else ranks._join(old, new))
+        assert rank_map == {n: ranks.UNKNOWN if env.get(n) is ranks._SHAPE
+                            else env.get(n, ranks.UNKNOWN) for n in bound}
+
+        def shape_class(t, v, env, rank_map=rank_map):
+            if v is None or v is ranks._RANGE:
+                c = ranks.SCALAR if v is ranks._RANGE else ranks.UNKNOWN
+            elif rank_map.get(t) in (0, ranks.INT):
+                c = ranks.SCALAR
+            else:
+                c = ranks._class(v, env, rank_map, bound)
+            if c == ranks.UNKNOWN and counts[t] == 1 and t not in in_loop \
+                    and t not in params and ranks._makes_array(v):
+                c = t
+            return c
+        start = {p: ranks.SCALAR if rank_map.get(p) in (0, ranks.INT) else p
+                 if type(rank_map.get(p)) is int else ranks.UNKNOWN for p in params}
+        env = _settled(bindings, start, shape_class,
+                       lambda old, c: c if old is None or old == c else ranks.UNKNOWN)
+        assert ranks.shape_classes(node, rank_map) == {n: env.get(n, ranks.UNKNOWN) for n in bound}
+    for given in ({"x": kinds.FLOAT}, {"x": kinds.FLOAT, "w": kinds.COMPLEX}):
+        analysis = kinds.infer(node, given, ctx.info.peek)
+        reference = kinds._Kinds({}, bound, ctx.info.peek)
+
+        def kind(t, v, env):
+            reference.env = env
+            return kinds.UNKNOWN if v is None else kinds.INT if v is ranks._RANGE else reference.kind(v)
+        env = _settled(bindings, {p: given.get(p, kinds.UNKNOWN) for p in params}, kind,
+                       lambda old, k: k if old is None else kinds.join(old, k))
+        assert analysis.env == {n: env.get(n, kinds.UNKNOWN) for n in bound}

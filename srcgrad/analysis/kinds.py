@@ -34,6 +34,7 @@ import numpy
 
 from srcgrad import anno
 from srcgrad.analysis import ranks
+from srcgrad.analysis.read_names import ReadNames
 from srcgrad.rules import Attribute, Method
 
 Static = anno.Static
@@ -126,20 +127,21 @@ def infer(node, param_kinds, resolve=None):
     bindings = []
     ranks._collect(node.body, bindings)
     bound = {n for n, _ in bindings} | set(params)
-    env = {p: param_kinds.get(p, UNKNOWN) for p in params}
+    env = ReadNames({p: param_kinds.get(p, UNKNOWN) for p in params})
     analysis = _Kinds(env, bound, resolve)
     changed = True
     while changed:   # kinds only rise (unset -> a kind -> UNKNOWN): this ends
         changed = False
+        seen = env.seen = set()   # (read_names.py: a pass no later one would change ends it)
         for target, value in bindings:
             k = UNKNOWN if value is None else INT if value is ranks._RANGE else analysis.kind(value)
             if k is None:
                 continue
-            old = env.get(target)
+            old = dict.get(env, target)
             new = k if old is None else join(old, k)
             if new != old:
                 env[target] = new
-                changed = True
+                changed = changed or target in seen
     analysis.env = {n: env.get(n, UNKNOWN) for n in bound}
     return analysis
 

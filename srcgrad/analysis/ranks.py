@@ -23,6 +23,7 @@ from srcgrad import anno, pytree
 from srcgrad import runtime as rt
 from srcgrad.analysis.argument_keys import ClassKey, StaticKey, plain_instance
 from srcgrad.analysis.matrices import attribute_matrix
+from srcgrad.analysis.read_names import ReadNames, _get
 from srcgrad.errors import SrcgradError, matrix_refusal
 from srcgrad.rules import Method
 from srcgrad import ast_util
@@ -244,18 +245,20 @@ def infer(node, param_ranks):
     bindings = []          # (name, expression or None for "unknown")
     _collect(node.body, bindings)
     bound = {n for n, _ in bindings} | set(params)
+    env = ReadNames(env)
     changed = True
     while changed:   # ranks only rise (unset -> a rank -> UNKNOWN): this ends
         changed = False
+        seen = env.seen = set()
         for target, value in bindings:
             r = UNKNOWN if value is None else INT if value is _RANGE else _rank(value, env, bound)
             if r is None:       # reads a name that has no rank yet
                 continue
-            old = env.get(target)
+            old = _get(env, target)
             new = r if old is None else _join(old, r)
             if new != old:
                 env[target] = new
-                changed = True
+                changed = changed or target in seen
     if any(isinstance(r, pytree.TreeKey) for r in env.values()) \
             and any(isinstance(env.get(n), pytree.TreeKey) for n in _mutated(node)):
         # A structure changed in place (d["k"] = v, lst.append(v)) no longer has its
@@ -548,9 +551,11 @@ def shape_classes(node, rank_map):
     for p in params:
         r = rank_map.get(p)
         env[p] = SCALAR if r in (0, INT) else p if type(r) is int else UNKNOWN
+    env = ReadNames(env)
     changed = True
     while changed:   # classes only rise (unset -> a class -> UNKNOWN): this ends
         changed = False
+        seen = env.seen = set()
         for target, value in bindings:
             if value is None or value is _RANGE:
                 c = SCALAR if value is _RANGE else UNKNOWN
@@ -563,11 +568,11 @@ def shape_classes(node, rank_map):
             if c == UNKNOWN and counts[target] == 1 and target not in in_loop \
                     and target not in params and _makes_array(value):
                 c = target   # an array bound once: a root of its own
-            old = env.get(target)
+            old = _get(env, target)
             new = c if old is None or old == c else UNKNOWN
             if new != old:
                 env[target] = new
-                changed = True
+                changed = changed or target in seen
     return {n: env.get(n, UNKNOWN) for n in bound}
 
 

@@ -32,15 +32,17 @@ def cancelling_offsets(node, keep=()):
     """Names of top-level offsets ``m`` of ``node`` (a FunctionDef in A-normal form)
     that its output does not depend on; ``keep``: names that must keep their adjoint
     (``wrt`` locals, hooked names)."""
+    offsets = [(i, offset) for i, offset in enumerate(map(_offset, node.body))
+               if offset is not None and offset[0] not in keep]
+    if not offsets:
+        return set()   # (most functions: no maximum subtracted, no walk of the whole)
     stores = {}
     for n in ast_util.nodes_of(node, gast.Name):
         if isinstance(n.ctx, (gast.Store, gast.Del, gast.Param)):
             stores[n.id] = stores.get(n.id, 0) + 1
     found = set()
-    for i, s in enumerate(node.body):
-        offset = _offset(s)
-        if offset is not None and offset[0] not in keep \
-                and _cancels(node.body[i + 1:], *offset, stores):
+    for i, offset in offsets:
+        if _cancels(node.body[i + 1:], *offset, stores):
             found.add(offset[0])
     return found
 

@@ -52,16 +52,17 @@ def comment_blocks(body, prefix, min_group, enclosing=None):
     out = []
     k = 0
     previous = None   # the user line of the group before
+    texts = [_origin_text(s) for s in body]   # (each statement's, asked once)
     while k < len(body):
         s = body[k]
-        text = _origin_text(s)
+        text = texts[k]
         for field in ("body", "orelse"):
             inner = getattr(s, field, None)
             if isinstance(inner, list) and inner:
                 setattr(s, field, comment_blocks(inner, prefix, min_group, text))
         j = k + 1
-        while j < len(body) and text is not None and _origin_text(body[j]) == text \
-                and not _compound(body[j]) and not _compound(s):
+        joins = text is not None and not _compound(s)
+        while joins and j < len(body) and texts[j] == text and not _compound(body[j]):
             inner_s = body[j]
             for field in ("body", "orelse"):
                 inner = getattr(inner_s, field, None)

@@ -350,12 +350,15 @@ def _loop_exits(block):
     return found
 
 
-def transform(node, ctx, final=False):
+def transform(node, ctx, final=False, census=None):
     """Write the walruses of FunctionDef ``node`` as assignments, in place. ``final``: the
     second run, after comprehensions.py; a walrus still left (in a lambda kept as a value)
-    is refused at its line."""
-    if not ast_util.nodes_of(node, gast.NamedExpr):   # (most functions: one quick walk)
+    is refused at its line. ``census``: an ``ast_walks.Census`` of ``node``, told of a change."""
+    if not (census.of(gast.NamedExpr) if census is not None
+            else ast_util.nodes_of(node, gast.NamedExpr)):   # (most functions: one quick walk)
         return node
+    if census is not None:
+        census.changed()
     lowering = Lowering(ctx.info, ctx.namer)
     if not final:
         for stmt in ast_util.walk(node):

@@ -177,11 +177,14 @@ def local_names(node, found=None):
     return names
 
 
-def rename_reserved(node, info, namer, bindings, reserved):
+def rename_reserved(node, info, namer, bindings, reserved, census=None):
     """Rename user names that collide with the generated code's own names ``reserved``
-    (pipeline.RESERVED; a nested def's name too: it is no Name node, def push(...))."""
-    if frozenset(reserved).isdisjoint({n.id for n in ast_util.nodes_of(node, gast.Name)}) and all(
-            d is node or d.name not in reserved for d in ast_util.nodes_of(node, gast.FunctionDef)):
+    (pipeline.RESERVED; a nested def's name too: it is no Name node, def push(...)).
+    ``census``: an ``ast_walks.Census`` of ``node`` (renaming keeps it valid)."""
+    names, defs = (census.of(gast.Name), census.of(gast.FunctionDef)) if census is not None else (
+        ast_util.nodes_of(node, gast.Name), ast_util.nodes_of(node, gast.FunctionDef))
+    if frozenset(reserved).isdisjoint({n.id for n in names}) and all(
+            d is node or d.name not in reserved for d in defs):
         return node   # (most functions: nothing to rename, no ordered walk)
     locals_ = None   # (asked at the first rename, before any: most functions have none)
     rename = {}

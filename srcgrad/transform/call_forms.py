@@ -533,6 +533,8 @@ def _bound_before(v, n, block, j, scan):
 def drop_frozen(node, names):
     """The bindings ``dist = norm(mu, s)`` of ``names`` (frozen_call read their calls) where
     nothing reads the name any more: building the frozen object would only cost time."""
+    if not names:
+        return   # (most functions: nothing frozen, no walk)
     read = {n.id for n in ast_util.walk(node) if isinstance(n, gast.Name)
             and isinstance(n.ctx, gast.Load)}
     unread = set(names) - read

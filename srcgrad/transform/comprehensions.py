@@ -456,13 +456,22 @@ class Lowering(Base):
         return name(result)
 
 
-def transform(node, ctx):
-    """Lower the comprehensions of FunctionDef ``node`` to loops, in place."""
-    lowering = Lowering(ctx.info, ctx.namer, local_names(node))
+def transform(node, ctx, census=None):
+    """Lower the comprehensions of FunctionDef ``node`` to loops, in place. ``census``: an
+    ``ast_walks.Census`` of ``node``, told of a change."""
+    lowering = Lowering(ctx.info, ctx.namer, local_names(
+        node, census.of(gast.Name) if census is not None else None))
     lowering.trees = getattr(ctx, "trees", None) or {}
-    if not any(isinstance(n, _COMPREHENSIONS) or lowering._is_map(n) or lowering._is_dict_call(n)
-               for n in ast_util.walk(node)):
+    if census is not None and not census.holds(_COMPREHENSIONS):
+        # (the calls in the walk's order, as below: the same names resolved, in that order)
+        wanted = any(lowering._is_map(n) or lowering._is_dict_call(n) for n in census.of(gast.Call))
+    else:
+        wanted = any(isinstance(n, _COMPREHENSIONS) or lowering._is_map(n) or lowering._is_dict_call(n)
+                     for n in ast_util.walk(node))
+    if not wanted:
         return node
+    if census is not None:
+        census.changed()
     lowering._stmt = node
     lowering.scope(node)
     node.body = lowering.visit_block(node.body)

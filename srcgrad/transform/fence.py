@@ -58,7 +58,7 @@ if hasattr(gast, "Match"):
 _LOOKED_AT = frozenset(_REFUSED) | {gast.With, gast.AnnAssign}
 
 
-def check(node, info, allowed_with=lambda item: False, helper=False):
+def check(node, info, allowed_with=lambda item: False, helper=False, census=None):
     """Raise UnsupportedError at the first refused construct inside ``node``'s body.
 
     Args:
@@ -66,6 +66,7 @@ def check(node, info, allowed_with=lambda item: False, helper=False):
         info: its EntityInfo, for locations.
         allowed_with: predicate on a `with` item telling which context managers
             the compiler understands (grad-mode blocks).
+        census: an ``ast_walks.Census`` of ``node``, for the first look.
     """
     if isinstance(node, gast.AsyncFunctionDef):
         _refuse(node, info, *_REFUSED[gast.AsyncFunctionDef])
@@ -76,8 +77,10 @@ def check(node, info, allowed_with=lambda item: False, helper=False):
                 "srcgrad differentiates it for the arguments of each call: call its derivative "
                 "(sg.grad(f)(w, x, y)), or give sg.source the arguments (args=(w, x, y)).")
     # (most functions hold nothing the walks below look at: two quick checks first)
-    if not ast_walks.holds_any(node, _LOOKED_AT) and not any(
-            a.ctx.__class__ is gast.Store for a in ast_util.nodes_of(node, gast.Attribute)):
+    if census is None:
+        census = ast_walks.Census(node)
+    if not census.holds(_LOOKED_AT) and not any(
+            a.ctx.__class__ is gast.Store for a in census.of(gast.Attribute)):
         return
     # `[*a, *b]`: transform/methods.py joins a display's starred items (list(a) + list(b))
     # (the two walks only where a ``*`` is: most functions have none)

@@ -31,11 +31,14 @@ def _is_flat(node):
         and isinstance(node.ctx, gast.Load)
 
 
-def transform(node, ctx):
+def transform(node, ctx, census=None):
     """Rewrite, in place, the ``.flat`` reads of FunctionDef ``node`` read at once, and the
-    writes through ``.flat``."""
-    if not any(_is_flat(n) for n in ast_util.nodes_of(node, gast.Attribute)):
+    writes through ``.flat``. ``census``: an ``ast_walks.Census`` of ``node``, told of a change."""
+    if not any(_is_flat(n) for n in (census.of(gast.Attribute) if census is not None
+                                     else ast_util.nodes_of(node, gast.Attribute))):
         return node
+    if census is not None:
+        census.changed()
     _writes(node, ctx)
     ravel = None
     for parent in ast_util.walk(node):

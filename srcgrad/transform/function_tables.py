@@ -289,10 +289,14 @@ def _table_of(stmt, counts, named):
     return stmt.targets[0].id, keys, items
 
 
-def transform(node, ctx):
-    """Rewrite the tables of lambdas of FunctionDef ``node`` (see the module docstring)."""
-    if not any(isinstance(n, _SCOPES) for n in ast_util.walk(node) if n is not node):
+def transform(node, ctx, census=None):
+    """Rewrite the tables of lambdas of FunctionDef ``node`` (see the module docstring).
+    ``census``: an ``ast_walks.Census`` of ``node``, told of a change."""
+    if not (any(n is not node for cls in _SCOPES for n in census.of(cls)) if census is not None
+            else any(isinstance(n, _SCOPES) for n in ast_util.walk(node) if n is not node)):
         return node
+    if census is not None:
+        census.changed()
     _unrolled_lambda_comprehensions(node, ctx.info)
     _function_tables(node, ctx.info, ctx.namer, ctx.bindings)
     return node

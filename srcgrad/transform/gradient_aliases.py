@@ -46,12 +46,13 @@ def _fixed(node, info, counts, functions):
 def expand(node, info, stores):
     """Write each call of a gradient alias of FunctionDef ``node`` as the gradient's call
     (see the module docstring). ``stores(node)``: name -> its bindings in ``node``'s own
-    scope (made only when a top-level statement binds a gradient: most functions have none)."""
+    scope (made only when a top-level statement binds a gradient: most functions have none).
+    Returns whether it may have changed ``node``."""
     candidates = [s for s in node.body if isinstance(s, gast.Assign) and len(s.targets) == 1
                   and isinstance(s.targets[0], gast.Name) and isinstance(s.value, gast.Call)
                   and makes_gradient(s.value, info, (), rows=True)]
     if not candidates:
-        return
+        return False
     counts = stores(node)
     functions = {s.name for s in node.body if isinstance(s, gast.FunctionDef)} | {
         s.targets[0].id for s in node.body if isinstance(s, gast.Assign) and len(s.targets) == 1
@@ -62,7 +63,7 @@ def expand(node, info, stores):
                 and stmt.targets[0].id not in functions and _fixed(stmt.value, info, counts, functions):
             aliases[stmt.targets[0].id] = (index, stmt)
     if not aliases:
-        return
+        return False
     calls = {alias: [] for alias in aliases}
     for index, stmt in enumerate(node.body):
         parents = {}
@@ -89,3 +90,4 @@ def expand(node, info, stores):
             call.func = templates.clone(maker)
         dropped.add(id(aliases[alias][1]))
     node.body = [s for s in node.body if id(s) not in dropped]
+    return True

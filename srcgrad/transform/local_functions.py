@@ -532,13 +532,21 @@ def _is_hook_argument(parent, lam, info):
         return False
 
 
-def transform(node, ctx):
+def transform(node, ctx, census=None):
     """Lift the lambdas and nested defs of FunctionDef ``node``; returns ``node``.
-    (``ctx``: the CompileContext; the helpers are bound in ``ctx.bindings``.)"""
-    gradient_aliases.expand(node, ctx.info, _stores)   # du = sg.grad(u); du(x): sg.grad(u)(x)
-    nested_derivatives.expand(node, ctx, ctx.user_locals)   # sg.hessian(u)(x): rows of sg.grad
-    if not any(isinstance(n, _SCOPES) for n in ast_util.walk(node) if n is not node):
+    (``ctx``: the CompileContext; the helpers are bound in ``ctx.bindings``; ``census``:
+    an ``ast_walks.Census`` of ``node``, told of a change.)"""
+    # du = sg.grad(u); du(x): sg.grad(u)(x)
+    if gradient_aliases.expand(node, ctx.info, _stores) and census is not None:
+        census.changed()
+    # sg.hessian(u)(x): rows of sg.grad
+    if nested_derivatives.expand(node, ctx, ctx.user_locals) and census is not None:
+        census.changed()
+    if not (any(n is not node for cls in _SCOPES for n in census.of(cls)) if census is not None
+            else any(isinstance(n, _SCOPES) for n in ast_util.walk(node) if n is not node)):
         return node
+    if census is not None:
+        census.changed()
     lifting = Lifting(node, ctx.info, ctx.namer, ctx.bindings)
     lifting.collect()
     lifting.lift_all()

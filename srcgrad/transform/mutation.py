@@ -276,14 +276,26 @@ class Lowering(Base):
         return node
 
 
+# id(a NumPy function) -> (it, ``_positional_names``' answer): its signature read once per
+# process (``inspect.signature`` was most of this pass's time; the function is held, so
+# its id is not reused).
+_POSITIONAL = {}
+
+
 def _positional_names(prim):
-    """Names of the parameters ``prim`` takes by position ([] when unknown)."""
+    """Names of the parameters NumPy function ``prim`` takes by position (() when unknown)."""
+    found = _POSITIONAL.get(id(prim))
+    if found is not None and found[0] is prim:
+        return found[1]
     try:
         parameters = inspect.signature(prim).parameters.values()
     except (TypeError, ValueError):
-        return []
-    return [p.name for p in parameters
-            if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+        names = ()
+    else:
+        names = tuple(p.name for p in parameters if p.kind in (
+            inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD))
+    _POSITIONAL[id(prim)] = (prim, names)
+    return names
 
 
 def _describe(prim):

@@ -94,10 +94,11 @@ def _params(v):
 
 def expand(node, ctx, shadowed):
     """Write each ``sg.hessian(u)(...)`` / ``sg.jacobian(f)(...)`` of FunctionDef ``node``
-    as its rows of gradients (see the module docstring). ``shadowed``: ``node``'s locals."""
+    as its rows of gradients (see the module docstring). ``shadowed``: ``node``'s locals.
+    Returns whether it wrote one."""
     if not any(isinstance(n, gast.Call) and isinstance(n.func, gast.Call) for n in ast_util.walk(node)):
-        return
-    rows = _Rows(ctx)
+        return False
+    rows, written = _Rows(ctx), []
 
     class Rewrite(gast.NodeTransformer):
         def visit_Call(self, call):
@@ -112,6 +113,8 @@ def expand(node, ctx, shadowed):
                     or any(isinstance(a, gast.Starred) for a in maker.args):
                 return call
             ctx.info.resolve_path(ast_util.dotted(maker.func))   # (a read the compile depends on)
+            written.append(call)
             return gast.copy_location(rows.rows(kind, maker, call, wrt), call)
 
     node.body = [Rewrite().visit(s) for s in node.body]
+    return bool(written)

@@ -461,18 +461,15 @@ def shape_only(rev, primal_names):
     shape_args = set()   # id() of the Name nodes read for their shape
     # Each statement's own parts (a loop's or branch's header, not its blocks, whose
     # statements come on their own); a pop (``key_of``) reads only ``pop``, never a primal.
-    Call, Name, Attribute, Load = gast.Call, gast.Name, gast.Attribute, gast.Load
+    Name, Attribute, Load, classes = gast.Name, gast.Attribute, gast.Load, (gast.Name, gast.Call)
     for s in optimize.walk_statements(rev):
         if key_of(s) is not None:
             continue
         for part in ast_util.own_parts(s):
-            names = []   # the part's Names and Calls in one walk (no order needed)
-            for node in ast_util.walk(part):
-                cls = node.__class__
-                if cls is Name:
-                    names.append(node)
-                elif cls is Call and node.func.__class__ is Attribute \
-                        and node.func.attr in _SHAPE_READERS \
+            # the part's Names and Calls in one walk (no order needed, no contexts visited)
+            names, calls = ast_walks.nodes_of_classes(part, classes)
+            for node in calls:
+                if node.func.__class__ is Attribute and node.func.attr in _SHAPE_READERS \
                         and isinstance(node.func.value, Name) and node.func.value.id == "rt":
                     k = _SHAPE_READERS[node.func.attr]
                     if len(node.args) > k and isinstance(node.args[k], Name):

@@ -18,7 +18,7 @@ import copy
 
 import gast
 
-from srcgrad import anno, ast_util, runtime
+from srcgrad import anno, ast_util, ast_walks, runtime
 from srcgrad.errors import UnsupportedError
 from srcgrad.parse import Item, Keys, Length, dotted
 from srcgrad.transform import as_array
@@ -52,6 +52,7 @@ class Unroller(Base):
         self.ctx, self.locals = ctx, locals_
         self.zipped = []   # (variable of f, count): zipped with a constant container (items)
         self.prelude = []  # statements first in a copy of the body: unpacking such an item
+        self.unrolled = False   # whether a loop was unrolled (the tree changed)
 
     def visit_For(self, loop):
         names = _names(loop.target)
@@ -72,6 +73,7 @@ class Unroller(Base):
             self.visit_children(loop)   # zip read it once, before the body rebinds it
             return loop
         self.check(loop, names)
+        self.unrolled = True
         jumps = list(_jumps(loop.body))
         broke = self.ctx.namer.new("unrolled_break") if any(isinstance(j, gast.Break) for j in jumps) else None
         out = [self.inherit(_assign(broke, False), loop)] if broke else []
@@ -519,13 +521,19 @@ def _dispatch(unroller, node):
     node.body = [Dispatch().visit(s) for s in node.body]
 
 
-def transform(node, ctx):
+def transform(node, ctx, census=None):
     """Unroll the loops of FunctionDef ``node`` over constant containers of callables,
-    then dispatch the calls of their items by a key known only when it runs (_dispatch)."""
-    unroller = Unroller(ctx, local_names(node))
+    then dispatch the calls of their items by a key known only when it runs (_dispatch).
+    ``census``: an ``ast_walks.Census`` of ``node``, told of a change."""
+    if census is None:
+        census = ast_walks.Census(node)
+    unroller = Unroller(ctx, local_names(node, census.of(gast.Name)))
     unroller._function = node
-    if any(isinstance(n, gast.For) for n in ast_util.walk(node)):
+    if census.of(gast.For):
         node.body = unroller.visit_block(node.body)
-    if any(isinstance(n, gast.Call) and isinstance(n.func, gast.Subscript) for n in ast_util.walk(node)):
+        if unroller.unrolled:
+            census.changed()
+    if any(isinstance(n.func, gast.Subscript) for n in census.of(gast.Call)):
         _dispatch(unroller, node)
+        census.changed()
     return node
