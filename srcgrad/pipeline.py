@@ -22,13 +22,11 @@ from srcgrad import templates
 from srcgrad.templates import clone
 from srcgrad import optimize
 from srcgrad.optimize import scalar_items, unit_seed
-from srcgrad.transform import (attribute_state, anf, as_array, assignment_expressions, aux, canonicalize, comprehensions,
-                               global_statements,
-                               constant_arguments, fence, flat_reads, function_tables,
-                               generators, inline, item_updates, local_classes, methods, local_functions,
-                               match_statements, nonlocal_functions, mutation, plain_statements,
-                               reverse, structure_parts, unroll, warning_blocks,
-                               zero_marks)
+from srcgrad.transform import (anf, as_array, assignment_expressions, attribute_state, aux, canonicalize,
+                               comprehensions, constant_arguments, fence, flat_reads, function_tables,
+                               generators, global_statements, inline, item_updates, local_classes,
+                               local_functions, match_statements, methods, mutation, nonlocal_functions,
+                               plain_statements, reverse, structure_parts, unroll, warning_blocks, zero_marks)
 from srcgrad.transform import fuse as fusion
 from srcgrad.transform.base import local_names, rename_reserved
 from srcgrad import ast_util, ast_walks
