@@ -424,29 +424,34 @@ class NameSets:
                 return False
         return True
 
-    def _known(self, node):
-        """The memoized entry of a node that is not a compound statement, or None: the
-        common ask, answered without ``_sets``' checks (a call per ask, thousands per
-        compile); a compound statement's entry is checked against its parts there."""
-        found = self._memo.get(id(node))
-        if found is not None and found[0] is node and len(found) == 4 and not CHECK_NAME_SETS:
-            return found
-        return self._sets(node)
-
+    # Each ask reads the memo itself: a node that is not a compound statement, memoized,
+    # is answered without ``_sets``' checks (the common ask, thousands per compile; a
+    # call level per ask was a visible cost); a compound statement's entry is checked
+    # against its parts there.
     def loads(self, node):
-        return self._known(node)[1]
+        found = self._memo.get(id(node))
+        if found is None or found[0] is not node or len(found) != 4 or CHECK_NAME_SETS:
+            found = self._sets(node)
+        return found[1]
 
     def stores(self, node):
-        return self._known(node)[2]
+        found = self._memo.get(id(node))
+        if found is None or found[0] is not node or len(found) != 4 or CHECK_NAME_SETS:
+            found = self._sets(node)
+        return found[2]
 
     def refs(self, node):
-        found = self._known(node)
+        found = self._memo.get(id(node))
+        if found is None or found[0] is not node or len(found) != 4 or CHECK_NAME_SETS:
+            found = self._sets(node)
         return found[1] | found[2]
 
     def refs_among(self, node, wanted):
         """The names of ``wanted`` that ``node`` holds (``refs(node) & wanted``, without
         the union of every name of ``node`` first)."""
-        found = self._known(node)
+        found = self._memo.get(id(node))
+        if found is None or found[0] is not node or len(found) != 4 or CHECK_NAME_SETS:
+            found = self._sets(node)
         loads, stores = found[1], found[2]
         if loads.isdisjoint(wanted):
             return stores & wanted if not stores.isdisjoint(wanted) else _NO_NAMES
@@ -456,7 +461,10 @@ class NameSets:
         """The ``gast.Call`` nodes in ``node`` (nested blocks included), in no particular
         order: a list the caller must not change. Which calls a node holds is memoized,
         not what they are: their function and arguments are read from the nodes."""
-        return self._sets(node)[3]
+        found = self._memo.get(id(node))
+        if found is None or found[0] is not node or len(found) != 4 or CHECK_NAME_SETS:
+            found = self._sets(node)
+        return found[3]
 
 
 _NO_NAMES = frozenset()
