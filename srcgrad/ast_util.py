@@ -202,27 +202,28 @@ def places_of(node, cls, own_parts=False):
     each node ``n`` of class ``cls`` inside ``node`` (not ``node`` itself), a parent's
     before those inside it. ``own_parts``: ``node`` is a statement, and only what it
     evaluates itself is looked in (a compound statement's header, not its blocks). What
-    a transformer visiting those nodes needs to replace them, without visiting the rest."""
+    a transformer visiting those nodes needs to replace them, without visiting the rest.
+    ``cls`` is not a context nor an operator (``nodes_of``): those are not looked in."""
     found = []
     add = found.append
     AST = gast.AST
     stack = [node]
     pop, push = stack.pop, stack.append
     skip = BLOCK_FIELDS if own_parts and isinstance(node, _BLOCKS) else ()
-    fields_of = _FIELDS
+    fields_of = _INNER
     while stack:
         parent = pop()
         c = parent.__class__
         fields = fields_of.get(c)
         if fields is None:
-            fields = _fields(c)
+            fields = _inner(c)
         if fields is _NOT_A_NODE:
             continue
         state = parent.__dict__
         for field in fields:
-            if field not in state or (skip and parent is node and field in skip):
+            value = state.get(field)
+            if value is None or (skip and parent is node and field in skip):
                 continue
-            value = state[field]
             if value.__class__ is list:
                 for k, item in enumerate(value):
                     if isinstance(item, AST):
