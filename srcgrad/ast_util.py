@@ -209,27 +209,28 @@ def places_of(node, cls, own_parts=False):
     each node ``n`` of class ``cls`` inside ``node`` (not ``node`` itself), a parent's
     before those inside it. ``own_parts``: ``node`` is a statement, and only what it
     evaluates itself is looked in (a compound statement's header, not its blocks). What
-    a transformer visiting those nodes needs to replace them, without visiting the rest."""
+    a transformer visiting those nodes needs to replace them, without visiting the rest.
+    ``cls`` is not a context nor an operator (``nodes_of``): those are not looked in."""
     found = []
     add = found.append
     AST = gast.AST
     stack = [node]
     pop, push = stack.pop, stack.append
     skip = BLOCK_FIELDS if own_parts and isinstance(node, _BLOCKS) else ()
-    fields_of = _FIELDS
+    fields_of = _INNER
     while stack:
         parent = pop()
         c = parent.__class__
         fields = fields_of.get(c)
         if fields is None:
-            fields = _fields(c)
+            fields = _inner(c)
         if fields is _NOT_A_NODE:
             continue
         state = parent.__dict__
         for field in fields:
-            if field not in state or (skip and parent is node and field in skip):
+            value = state.get(field)
+            if value is None or (skip and parent is node and field in skip):
                 continue
-            value = state[field]
             if value.__class__ is list:
                 for k, item in enumerate(value):
                     if isinstance(item, AST):
@@ -431,29 +432,34 @@ class NameSets:
                 return False
         return True
 
-    def _known(self, node):
-        """The memoized entry of a node that is not a compound statement, or None: the
-        common ask, answered without ``_sets``' checks (a call per ask, thousands per
-        compile); a compound statement's entry is checked against its parts there."""
-        found = self._memo.get(id(node))
-        if found is not None and found[0] is node and len(found) == 4 and not CHECK_NAME_SETS:
-            return found
-        return self._sets(node)
-
+    # Each ask reads the memo itself: a node that is not a compound statement, memoized,
+    # is answered without ``_sets``' checks (the common ask, thousands per compile; a
+    # call level per ask was a visible cost); a compound statement's entry is checked
+    # against its parts there.
     def loads(self, node):
-        return self._known(node)[1]
+        found = self._memo.get(id(node))
+        if found is None or found[0] is not node or len(found) != 4 or CHECK_NAME_SETS:
+            found = self._sets(node)
+        return found[1]
 
     def stores(self, node):
-        return self._known(node)[2]
+        found = self._memo.get(id(node))
+        if found is None or found[0] is not node or len(found) != 4 or CHECK_NAME_SETS:
+            found = self._sets(node)
+        return found[2]
 
     def refs(self, node):
-        found = self._known(node)
+        found = self._memo.get(id(node))
+        if found is None or found[0] is not node or len(found) != 4 or CHECK_NAME_SETS:
+            found = self._sets(node)
         return found[1] | found[2]
 
     def refs_among(self, node, wanted):
         """The names of ``wanted`` that ``node`` holds (``refs(node) & wanted``, without
         the union of every name of ``node`` first)."""
-        found = self._known(node)
+        found = self._memo.get(id(node))
+        if found is None or found[0] is not node or len(found) != 4 or CHECK_NAME_SETS:
+            found = self._sets(node)
         loads, stores = found[1], found[2]
         if loads.isdisjoint(wanted):
             return stores & wanted if not stores.isdisjoint(wanted) else _NO_NAMES
@@ -463,7 +469,10 @@ class NameSets:
         """The ``gast.Call`` nodes in ``node`` (nested blocks included), in no particular
         order: a list the caller must not change. Which calls a node holds is memoized,
         not what they are: their function and arguments are read from the nodes."""
-        return self._sets(node)[3]
+        found = self._memo.get(id(node))
+        if found is None or found[0] is not node or len(found) != 4 or CHECK_NAME_SETS:
+            found = self._sets(node)
+        return found[3]
 
 
 _NO_NAMES = frozenset()

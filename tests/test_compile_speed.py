@@ -649,12 +649,12 @@ def test_temporaries_rounds_skipped_give_the_code_of_every_round_run(monkeypatch
     def both(body, facts):
         full = [clone(s) for s in body]
         names = facts.names
-        facts.names = ast_util.NameSets()
+        facts.use_names(ast_util.NameSets())
         skipping[0] = False
         monkeypatch.setattr(temporaries._Round, "may_fold_again", lambda self: True)
         changed_full = run(full, facts)
         monkeypatch.setattr(temporaries._Round, "may_fold_again", may_fold_again)
-        facts.names = names
+        facts.use_names(names)
         skipping[0] = True
         changed = run(body, facts)
         compared.append([gast.dump(s) for s in full] == [gast.dump(s) for s in body]

@@ -95,7 +95,7 @@ def transform(body, adjoint_names, generated, classes=None, fixed=(), roots=(), 
     facts = Facts(adjoint_names, generated, classes, fixed, roots, buffers, indices, returned,
                   in_place)
     if names is not None:
-        facts.names = names
+        facts.use_names(names)
     run(body, facts, skip_settled)
     return facts.used
 
@@ -222,11 +222,12 @@ def _unrestricted(module, body, facts):
     """SRCGRAD_CHECK_NAME_SETS: the dumps of ``body``'s statements after a full run of
     ``module`` on a copy (the facts' name sets kept apart)."""
     copy = [clone(s) for s in body]
-    names, facts.names = facts.names, ast_util.NameSets()
+    names = facts.names
+    facts.use_names(ast_util.NameSets())
     try:
         module.run(copy, facts)
     finally:
-        facts.names = names
+        facts.use_names(names)
     return [gast.dump(s) for s in copy]
 
 

@@ -24,7 +24,8 @@ class Facts:
     Set by passes: ``sweep_classes`` (every sweep name's class, once unbroadcasts are
     gone), ``inplace`` (adjoints runtime helpers update in place, this round) and
     ``used`` (the names whose ranks or classes the optimized sweep relies on).
-    ``names`` memoizes name sets; ``invalidate()`` forgets them after a change.
+    ``names`` memoizes name sets (``use_names`` sets it); ``invalidate()`` forgets them
+    after a change.
 
     Set by the driver for the fixed point's passes (driver.py): ``only``, the names a
     run is to look at (None: all), and ``touched``, where a run adds every name of each
@@ -47,7 +48,7 @@ class Facts:
         self.sweep_classes = None
         self.inplace = set()
         self.used = set()
-        self.names = NameSets()
+        self.use_names(NameSets())
         self.only = None
         self.touched = set()
 
@@ -65,14 +66,12 @@ class Facts:
         """Forget memoized name sets (statements were rewritten in place)."""
         self.names.clear()
 
-    def loads(self, node):
-        return self.names.loads(node)
-
-    def stores(self, node):
-        return self.names.stores(node)
-
-    def refs(self, node):
-        return self.names.refs(node)
+    def use_names(self, names):
+        """Keep the name sets in ``names`` (a ``NameSets``) from now on. ``loads``,
+        ``stores``, ``refs`` are its own methods, bound here: a pass asks them thousands
+        of times per compile, and a call level each was a visible cost."""
+        self.names = names
+        self.loads, self.stores, self.refs = names.loads, names.stores, names.refs
 
 
 def inplace_targets(body, names=None):

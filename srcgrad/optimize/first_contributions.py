@@ -20,14 +20,19 @@ Static = anno.Static
 
 def run(body, facts):
     changed = False
-    only = facts.only   # the names to look at (driver.py), None: all
+    refs_among = facts.names.refs_among
     for block in blocks(body):
         # name -> the statements of the block that hold it, in order: the next use of a
         # zero's name is looked up, not searched for (linear in the block). Folding never
         # changes which names a statement holds (``d = d + g`` -> ``d = g`` still binds d).
+        # Only the names of the block's zeros that may fold are looked up (``_fold_at``):
+        # a statement's other names are not gone through.
+        zeros = _foldable_zeros(block, facts)
+        if not zeros:
+            continue
         uses = {}
         for t in block:
-            for n in (facts.refs(t) if only is None else facts.names.refs_among(t, only)):
+            for n in refs_among(t, zeros):
                 found = uses.get(n)
                 if found is None:
                     uses[n] = [t]
@@ -40,6 +45,19 @@ def run(body, facts):
             if not removed:
                 k += 1
     return changed
+
+
+def _foldable_zeros(block, facts):
+    """The names ``d`` of the zeros ``d = 0.0`` of ``block`` that ``_fold_at`` may fold."""
+    found = set()
+    for s in block:
+        if s.__class__ is gast.Assign and is_zero(s.value):
+            target = s.targets[0]
+            if target.__class__ is gast.Name:
+                d = target.id
+                if d in facts.adjoints and d not in facts.inplace and facts.looks_at(d):
+                    found.add(d)
+    return found
 
 
 def _fold_at(block, k, facts, uses):

@@ -13,12 +13,15 @@ to zero.
 
 import gast
 
-from srcgrad.ast_util import blocks, is_accumulation, is_zero_assign, own_parts, walk_statements
+from srcgrad import ast_util
+from srcgrad.ast_util import (blocks, is_accumulation, is_zero, is_zero_assign, own_parts,
+                              walk_statements)
 
 
 def run(body, facts):
     changed = False
     only = facts.only   # the names to look at (driver.py), None: all
+    outside = None   # what the sweep's statements hold (``_Holders``), made once per run
     for block in blocks(body):
         if block is body:
             continue
@@ -28,7 +31,7 @@ def run(body, facts):
                 firsts.setdefault(n, s)
                 lasts[n] = s
         before_loop = None   # name -> the last statement before the loop that holds it
-        not_only_zeroed = None   # names something outside the block does more than zero
+        inside = None   # the statements of the block, nested ones included
         for d in sorted((facts.adjoints - facts.inplace) & set(firsts)):
             first, last = firsts[d], lasts[d]
             if first is last or not is_accumulation(first, d, facts.names) \
@@ -37,15 +40,59 @@ def run(body, facts):
             if before_loop is None:
                 before_loop = _before_loop(body, block, facts)
             if not is_zero_assign(before_loop.get(d), d):
-                if not_only_zeroed is None:   # (its rewrites are inside the block)
-                    not_only_zeroed = _not_only_zeroed_outside(body, block, facts)
-                if d in not_only_zeroed:
+                if outside is None:
+                    outside = _Holders(body, facts)
+                if inside is None:
+                    inside = list(walk_statements(block))
+                if outside.outside(inside, d):
+                    if ast_util.CHECK_NAME_SETS:
+                        _check(d in _not_only_zeroed_outside(body, block, facts), d)
                     continue
+                if ast_util.CHECK_NAME_SETS:
+                    _check(d not in _not_only_zeroed_outside(body, block, facts), d)
             facts.touch(first)
             first.value = first.value.right
             facts.names.forget(first)   # its refs stay (it still binds d): firsts, lasts hold
+            if is_zero(first.value):   # (``d = 0.0`` now: it holds ``d`` for ``_Holders`` no more)
+                outside = None
             changed = True
     return changed
+
+
+class _Holders:
+    """For each name, how many statements of the sweep (nested ones included) refer to it
+    other than by assigning it zero, as ``_not_only_zeroed_outside`` counts them: counted
+    once per run, so that the names something outside a block does more than zero are
+    told for each block by counting the block's own statements (a walk of the whole
+    sweep per block was most of the pass)."""
+
+    def __init__(self, body, facts):
+        self.facts = facts
+        counts = self.counts = {}
+        get = counts.get
+        for s in walk_statements(body):
+            for n in self._held(s):
+                counts[n] = get(n, 0) + 1
+
+    def _held(self, s):
+        facts = self.facts
+        if isinstance(s, (gast.If, gast.For, gast.While)):
+            parts = own_parts(s)
+            return facts.refs(parts[0]) if len(parts) == 1 else facts.refs(parts[0]) | facts.refs(parts[1])
+        if isinstance(s, gast.Assign) and len(s.targets) == 1 \
+                and is_zero_assign(s, s.targets[0].__dict__.get("id")):
+            return ()
+        return facts.refs(s)
+
+    def outside(self, inside, d):
+        """Whether a statement not among ``inside`` refers to ``d`` other than by zeroing."""
+        return self.counts.get(d, 0) > sum(1 for s in inside if d in self._held(s))
+
+
+def _check(same, d):
+    if not same:
+        raise ast_util.StaleNameSets(f"loop_carried: what holds {d} outside the block, counted, "
+                                     "differs from the walk")
 
 
 def _before_loop(body, block, facts):

@@ -126,11 +126,11 @@ def _fold_block(block, around, live, touched, facts, effects, round_):
                 or anno.getanno(s, Static.TAPE) is not None or not effects.pure_value(s):
             k += 1
             continue
-        reads = facts.loads(s.value)
+        reads = facts.loads(s)   # (``t = value``: the value's loads, without a walk of it)
         if t in reads:
             k += 1
             continue
-        use = _the_use(block, k, t, reads, facts, effects)
+        use, place = _the_use(block, k, t, reads, facts, effects)
         if t in touched:   # its liveness is stale: left for the next round
             if use is None:
                 round_.rejected.append((t, reads))
@@ -142,7 +142,11 @@ def _fold_block(block, around, live, touched, facts, effects, round_):
             round_.rejected.append((t, reads))
             k += 1
             continue
-        _substitute(use, t, s.value)
+        parent, field, index = place   # the one read of ``t`` in ``use`` reads the value
+        if index is None:
+            setattr(parent, field, s.value)
+        else:
+            getattr(parent, field)[index] = s.value
         facts.names.forget(*ast_util.walk(use), *around)
         effects.forget(use)
         touched |= reads | {t}
@@ -152,30 +156,33 @@ def _fold_block(block, around, live, touched, facts, effects, round_):
 
 
 def _the_use(block, k, t, reads, facts, effects):
-    """The one statement after ``block[k]`` that reads ``t``, when the expression may move
-    there; else None."""
+    """(the one statement after ``block[k]`` that reads ``t``, when the expression may move
+    there, and the place of its read of ``t``: ``_read_places``); else (None, None)."""
     for j in range(k + 1, len(block)):   # (not a copy of the rest of the block per temporary)
         later = block[j]
         if t in facts.loads(later) or t in facts.stores(later):   # refs, without a union
-            if not isinstance(later, _USES) or _count_loads(later, t) != 1 or t in facts.stores(later):
-                return None
-            if not effects.pure(later) and reads & facts.loads(later):
-                return None   # a call in the use could change what the expression reads
-            return later
+            if not isinstance(later, _USES) or t in facts.stores(later):
+                return None, None
+            places = _read_places(later, t)
+            if len(places) != 1:
+                return None, None
+            if not effects.pure(later) and not reads.isdisjoint(facts.loads(later)):
+                return None, None   # a call in the use could change what the expression reads
+            return later, places[0]
         if _disturbs(later, reads, facts, effects):
-            return None
-    return None
+            return None, None
+    return None, None
 
 
 def _disturbs(s, reads, facts, effects):
     """``s`` may change what a name in ``reads`` holds: it binds it, writes into it, or
     hands it to something that may."""
-    if reads & facts.stores(s):
+    if not reads.isdisjoint(facts.stores(s)):
         return True
-    if not reads & facts.loads(s):
+    if reads.isdisjoint(facts.loads(s)):
         return False
     written = effects.of(s)[1]
-    return written is None or bool(reads & written)
+    return written is None or not reads.isdisjoint(written)
 
 
 class _Effects:
@@ -254,23 +261,10 @@ def _effects(s, pure_all=False):
     return pure_value, written
 
 
-def _count_loads(node, t):
+def _read_places(node, t):
+    """(parent, field, index in that list or None) of each read of the name ``t`` in
+    ``node``: one walk to count them and, for the one a fold replaces, where it is (a
+    transformer visiting every node of the use was a visible cost of each fold)."""
     Load = gast.Load
-    return sum(1 for n in ast_util.nodes_of(node, gast.Name) if n.id == t and n.ctx.__class__ is Load)
-
-
-def _substitute(node, t, value):
-    _Substitute(t, value).visit(node)
-
-
-class _Substitute(ast_util.NodeTransformer):
-    """Reads of ``t`` replaced by ``value`` (one class for every fold: a class made per
-    fold was made, and its visitors looked up, each time)."""
-
-    def __init__(self, t, value):
-        self.t, self.value = t, value
-
-    def visit_Name(self, n):
-        if n.id == self.t and isinstance(n.ctx, gast.Load):
-            return self.value
-        return n
+    return [(parent, field, index) for n, parent, field, index in ast_util.places_of(node, gast.Name)
+            if n.id == t and n.ctx.__class__ is Load]
