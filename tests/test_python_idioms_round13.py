@@ -131,6 +131,26 @@ def running_mean(x):
     return np.sum(buf.mean ** 2) + np.sum(buf.total * x) / buf.n
 
 
+class Stats:
+    """Fields built of constants only (0, 0.0): the batched Hessian's zero tangent of the
+    instance was an array, whose field it then read (AttributeError)."""
+
+    def __init__(self):
+        self.n = 0
+        self.mean = 0.0
+
+    def update(self, v):
+        self.n += 1
+        self.mean = self.mean + (v - self.mean) / self.n
+
+
+def constant_fields(x):
+    s = Stats()
+    for v in x:
+        s.update(v ** 3)
+    return s.mean * s.n
+
+
 class LSTMish:
     """Two state attributes stored by one tuple assignment from a method's result."""
 
@@ -209,7 +229,8 @@ def vectorized(x):
     return np.sum(smooth) + np.sum(huber(3 * x) * x) + np.sum(grid ** 2)
 
 
-PROGRAMS = [rnn, rnn_nested, cell_from_a_factory, recorded, state_set_by_the_caller, running_mean, lstm, helper_lists, nested_lists, vectorized]
+PROGRAMS = [rnn, rnn_nested, cell_from_a_factory, recorded, state_set_by_the_caller, running_mean,
+            constant_fields, lstm, helper_lists, nested_lists, vectorized]
 
 
 def check_all_modes(f, x=X):

@@ -71,6 +71,9 @@ def batch_zero(value, size):
     xp_ = getattr(size, "xp", np)
     if isinstance(value, range):
         return [xp_.zeros(size) for _ in value]
+    from srcgrad import pytree
+    if pytree.is_node(value) and value is not None:   # a dataclass, registered: its fields' zeros
+        return pytree.tree_map(lambda leaf: batch_zero(leaf, size), value)
     return xp_.zeros(size)
 
 
