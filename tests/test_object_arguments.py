@@ -5,7 +5,6 @@ gradient rule for the method .forward()", "calling the local variable act"). A p
 object is compiled for its class (analysis/argument_keys.ClassKey: its methods inlined, its
 attributes read when the gradient runs); a callable for itself, as when passed by position."""
 
-import abc
 import dataclasses
 
 import numpy as np
@@ -13,6 +12,7 @@ import pytest
 
 import srcgrad as sg
 from srcgrad.testing import numerical_grad
+from tests.test_plain_classes import RBF   # (an abstract base: ABCMeta is its metaclass)
 
 RNG = np.random.default_rng(5)
 X = RNG.normal(size=3)
@@ -47,23 +47,6 @@ class Loss:
 
 def act_fn(v):
     return np.sin(v) + v ** 2
-
-
-class Kernel(abc.ABC):   # an abstract base: ABCMeta is the class's metaclass
-    @abc.abstractmethod
-    def k(self, a, b):
-        ...
-
-    def gram(self, x):
-        return np.array([[self.k(a, b) for b in x] for a in x])
-
-
-class RBF(Kernel):
-    def __init__(self, length):
-        self.length = length
-
-    def k(self, a, b):
-        return np.exp(-(a - b) ** 2 / self.length)
 
 
 def log_det(x, kernel):
