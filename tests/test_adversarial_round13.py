@@ -1,0 +1,51 @@
+"""Thirteenth adversarial round: what Google Tangent's test catalogue (test_tangent_corpus.py)
+and PyTorch's autograd idioms found wrong or crashing before their fix. Each answer is checked
+against central differences in float64."""
+
+import numpy as np
+import pytest
+
+import srcgrad as sg
+from srcgrad.testing import numerical_grad
+
+
+def _grad_of_grad_matches(f, x, seed):
+    first = sg.grad(f).as_function()
+    got = sg.grad(first)(x.copy(), grad_outputs=seed)
+    want = numerical_grad(lambda v: np.sum(first(v) * seed), (x.copy(),))
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+
+
+# ----- An adjoint that unbroadcast left smaller, indexed by a write's reverse -----
+# ``h * w`` with ``h`` of shape (n, 3) and ``w`` of (3,) gives ``h`` the adjoint
+# ``unbroadcast(g * w, h)``: of ``h``'s shape when ``g`` is, but (3,) when ``g`` is a scalar
+# (the zero seed a gradient's own reverse sweep starts from). The reverse of a row write
+# ``h[t] = v`` then read ``dh[t]``: one entry of ``w`` for the whole row, or past the end
+# (IndexError) once n > 3. Now the adjoint is broadcast to ``h``'s shape first (rt.full_grad).
+
+def rows_weighted(x):
+    h = np.zeros((len(x), 3))
+    for t in range(len(h)):
+        h[t] = x[t] * x[t]
+    return np.sum(h * np.arange(3.0))
+
+
+def rows_weighted_slices(x):
+    h = np.zeros((len(x), 2, 3))
+    for t in range(len(x)):
+        h[t, 1] = np.sin(x[t]) * x[:3]
+    return np.sum(h * np.array([1.0, -2.0, 0.5]))
+
+
+@pytest.mark.parametrize("f", [rows_weighted, rows_weighted_slices])
+@pytest.mark.parametrize("n", [3, 5])
+def test_grad_of_grad_through_row_writes_into_a_broadcast_product(f, n):
+    rng = np.random.default_rng(n)
+    _grad_of_grad_matches(f, rng.standard_normal(n), rng.standard_normal(n))
+
+
+def test_hessian_through_row_writes_into_a_broadcast_product():
+    x = np.array([0.3, -1.2, 0.8, 1.1, 0.4])
+    want = np.stack([numerical_grad(lambda v: sg.grad(rows_weighted_slices)(v)[i], (x,))
+                     for i in range(len(x))])
+    np.testing.assert_allclose(sg.hessian(rows_weighted_slices)(x), want, rtol=1e-6, atol=1e-7)
