@@ -1226,7 +1226,15 @@ for _s in (1, 2):
 
 # The cases refused today, each with a located SrcgradError (run this file as a script for
 # the reasons). Any other case must differentiate: a refusal there is a regression.
-REFUSED_TODAY = frozenset()
+# The forward-over-reverse Hessian-vector product of a function of a tuple or dict is
+# refused (``sg.jvp`` of ``grad(f).as_function()`` takes arrays and floats; the
+# reverse-over-reverse one is computed).
+REFUSED_TODAY = frozenset({
+    'unpacked_axpy/fwd-rev',
+    'dict_axpy/fwd-rev',
+    'dict_built_by_keywords/fwd-rev',
+    'nested_dict_product/fwd-rev',
+})
 
 _OUTCOMES = {}
 
