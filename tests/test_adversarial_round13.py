@@ -110,3 +110,33 @@ def test_function_apply_called_by_an_alias():
     np.testing.assert_allclose(sg.grad(cube_by_alias)(x), numerical_grad(cube_by_alias, (x,)),
                                rtol=1e-6, atol=1e-8)
     _grad_of_grad_matches(cube_by_alias, x, _W)
+
+
+# ----- The same family past row writes: every adjoint that reads dh as h's shape -----
+# A gradient's own reverse sweep seeds the function's output with a scalar zero, so
+# ``unbroadcast(0.0 * w, h)`` for ``h * w`` left ``dh`` of w's shape (3,) where h is (5, 3);
+# the adjoints of reshape, tile, repeat, cumsum, sort, pad and of rows gathered from a list
+# then reshaped, sliced or indexed it as (5, 3): a ValueError or IndexError from inside
+# the generated code. Now unbroadcast broadcasts an array smaller than its target up.
+
+_W3 = np.array([1.0, -2.0, 0.5])
+
+
+def ravel_back(x): return np.sum(np.sin(x).reshape(5, 3) * _W3)
+def tiled(x): return np.sum(np.tile(x[:3] ** 2, (5, 1)) * _W3)
+def repeated(x): return np.sum(np.repeat(x[:5, None] ** 2, 3, axis=1) * _W3)
+def cumulative(x): return np.sum(np.cumsum(x.reshape(5, 3) ** 2, axis=0) * _W3)
+def sorted_columns(x): return np.sum(np.sort(x.reshape(5, 3) ** 2, axis=0) * _W3)
+def padded(x): return np.sum(np.pad(x.reshape(5, 3) ** 2, ((1, 0), (0, 0))) * _W3)
+
+
+def rows_from_a_list(x):
+    rows = [x[3 * i:3 * i + 3] ** 2 for i in range(5)]
+    return np.sum(np.array(rows) * _W3)
+
+
+@pytest.mark.parametrize("f", [ravel_back, tiled, repeated, cumulative, sorted_columns, padded,
+                               rows_from_a_list])
+def test_grad_of_grad_of_a_broadcast_product_after_a_shape_change(f):
+    rng = np.random.default_rng(2)
+    _grad_of_grad_matches(f, rng.standard_normal(15), rng.standard_normal(15))

@@ -18,7 +18,10 @@ def unbroadcast(g, x):
     """Sum ``g`` down to the shape of ``x`` (undoing NumPy broadcasting).
 
     Free when the shapes already match; a scalar ``g`` is returned as it is and
-    broadcast later, when it is added to an array.
+    broadcast later, when it is added to an array. An array ``g`` smaller than ``x`` (a
+    scalar seed times a smaller operand: ``0.0 * w`` for ``h * w``, in a gradient's own
+    reverse sweep) is broadcast up to ``x``'s shape, read-only: the adjoints that reshape,
+    index or tile ``dh`` read it as ``h``'s shape.
     """
     shape = x if type(x) is tuple else getattr(x, "shape", ())
     gshape = getattr(g, "shape", ())
@@ -30,11 +33,21 @@ def unbroadcast(g, x):
     if extra > 0:
         g = g.sum(axis=tuple(range(extra)))
     elif extra < 0:
-        return g
+        return _up_to(g, gshape, shape)
     axes = tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1)
     if axes:
         g = g.sum(axis=axes, keepdims=True)
-    return g
+    return _up_to(g, g.shape, shape) if g.shape != shape else g
+
+
+def _up_to(g, gshape, shape):
+    """``g`` broadcast to ``shape`` where NumPy would broadcast it so, else as it is."""
+    try:
+        if numpy.broadcast_shapes(gshape, shape) != shape:
+            return g
+    except ValueError:
+        return g
+    return namespace(g).broadcast_to(g, shape)
 
 
 def unreduce(g, x, axis=None, keepdims=False):
