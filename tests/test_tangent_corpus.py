@@ -17,11 +17,11 @@ keyword arguments, lambdas and closures.
 The contract each case is held to (as in test_autograd_corpus.py): **either srcgrad's
 derivative matches central finite differences of the float64 function, or srcgrad
 refuses with a ``sg.SrcgradError`` whose message names the file and line.** Each
-program runs the checks Tangent's suites run on it: ``rev`` (``sg.grad``, with a
-random cotangent for a non-scalar output), ``fwd`` (``sg.jvp``), ``rev-rev`` (the
-gradient of ``sg.grad(f).as_function()``, Tangent's reverse-over-reverse) and
-``fwd-rev`` (``sg.jvp`` of that gradient, the Hessian-vector product), each at every
-input point listed (Tangent sweeps its scalars over -2 ... 2; the points here avoid
+program runs the checks Tangent's suites run on it: ``rev`` (``sg.value_and_grad``,
+Tangent's ``preserve_result``, with a random cotangent for a non-scalar output),
+``fwd`` (``sg.jvp``), ``rev-rev`` (the gradient of ``sg.grad(f).as_function()``,
+Tangent's reverse-over-reverse) and ``fwd-rev`` (``sg.jvp`` of that gradient, the
+Hessian-vector product), each at every input point listed (Tangent sweeps its scalars over -2 ... 2; the points here avoid
 the branch thresholds by more than the difference step).
 
 Run this file as a script for the table of outcomes and the counts
@@ -134,7 +134,8 @@ def check(kind, fun, args, wrt, rtol=1e-4):
         tangents[p] = d
     if kind == "rev":
         seed = None if scalar else _random_like(out, rng)
-        got = sg.grad(fun, wrt)(*_copy(args), grad_outputs=seed)
+        value, got = sg.value_and_grad(fun, wrt)(*_copy(args), grad_outputs=seed)
+        _close("rev value", value, out)   # Tangent's preserve_result
         _close(kind, _as_tuple(got, wrt), _fd_gradient(fun, args, positions, seed), rtol)
     elif kind == "fwd":
         value, tangent = sg.jvp(fun, tuple(_copy(args)), tuple(tangents))

@@ -33,19 +33,20 @@ def unbroadcast(g, x):
     if extra > 0:
         g = g.sum(axis=tuple(range(extra)))
     elif extra < 0:
-        return _up_to(g, gshape, shape)
+        return broadcast_up(g, shape)
     axes = tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1)
     if axes:
         g = g.sum(axis=axes, keepdims=True)
-    return _up_to(g, g.shape, shape) if g.shape != shape else g
+    return broadcast_up(g, shape) if g.shape != shape else g
 
 
-def _up_to(g, gshape, shape):
-    """``g`` broadcast to ``shape`` where NumPy would broadcast it so, else as it is."""
+def broadcast_up(g, shape):
+    """``g`` broadcast to ``shape`` (read-only) where NumPy would broadcast it so, else as
+    it is (a shape unknown until computed, as Dask's after a boolean mask, included)."""
     try:
-        if numpy.broadcast_shapes(gshape, shape) != shape:
+        if numpy.broadcast_shapes(tuple(g.shape), shape) != shape:
             return g
-    except ValueError:
+    except (ValueError, TypeError):
         return g
     return namespace(g).broadcast_to(g, shape)
 

@@ -11,6 +11,7 @@ from srcgrad import pytree as _pytree
 from srcgrad.runtime import dask_forms as _dask_forms
 from srcgrad.runtime.arrays import (_is_basic_index, _writeable, float_dtype, is_array,
                                     may_share_memory, namespace, shape_of)
+from srcgrad.runtime.broadcast import broadcast_up
 from srcgrad.runtime.containers import (CONSTANT, FIELD, ZERO, _array_into_container, add_grad,
                                         attribute_kind, is_node, is_zero_grad, not_a_field,
                                         seq_item)
@@ -113,7 +114,7 @@ def full_grad(dx, x):
     scalar, a list's or a dict's adjoint is returned as it is (``dx[i]`` of a smaller one
     read the wrong entry, or past its end)."""
     if is_array(dx) and dx.ndim and is_array(x) and dx.shape != x.shape:
-        return namespace(dx).broadcast_to(dx, x.shape)
+        return broadcast_up(dx, x.shape)
     return dx
 
 
