@@ -20,7 +20,8 @@ Kinks, where the second derivative does not exist and a number would be a guess:
   the SVD) are decomposition_second_order.py's.
 * ``eigh``: the eigenvectors' derivative divides by the eigenvalues' gaps: repeated
   eigenvalues give inf or nan (as in PyTorch and JAX), never a finite number.
-* ``det`` (``rt.cofactor``) and ``solve``: an invertible matrix (singular: LinAlgError).
+* ``det`` (``rt.cofactor``): exact at a singular matrix too (``rt.cofactor_derivative``);
+  ``solve``: an invertible matrix (singular: LinAlgError).
 """
 
 import numpy as np
@@ -60,10 +61,46 @@ def _t(x):
 
 @tangent(rt.cofactor)
 def cofactor(y, a, *, t_a):
-    """``w = det(a) a^-T``: ``dw = <w, da> a^-T - a^-T da^T w`` (an invertible ``a``)."""
-    ait = xp.swapaxes(xp.linalg.inv(a), -1, -2)
-    inner = xp.sum(y * t_a, axis=(-2, -1))
-    return xp.asarray(inner)[..., None, None] * ait - xp.matmul(ait, xp.matmul(xp.swapaxes(t_a, -1, -2), y))
+    return rt.cofactor_derivative(a, t_a)
+
+
+@adjoint(rt.cofactor)
+def cofactor_adjoint(dw, w, a):
+    """The derivative of ``cofactor`` is self-adjoint: its adjoint is the same map."""
+    return rt.cofactor_derivative(a, dw)
+
+
+@rt.helper
+def cofactor_derivative(a, e):
+    """The derivative of ``w = cofactor(a)`` (det's gradient, ``det(a) a^-T``) along ``e``,
+    exact at a singular ``a`` too (a grad of grad or Hessian of det there raised
+    LinAlgError from ``inv``). Invertible: ``<w, e> a^-T - a^-T e^T w``. Else from the SVD
+    ``a = u diag(s) vh``: ``sign u G vh`` with ``f = u^T e vh^T``, ``G_ij = -f_ji P_ij``
+    off the diagonal and ``G_ii = sum_{k != i} P_ik f_kk``, ``P_ij`` the product of the
+    singular values other than the i-th and j-th (the polynomial the first form equals
+    where ``a`` is invertible). The map is its own adjoint (``P`` is symmetric)."""
+    xp = namespace(a, e)
+    det = xp.linalg.det(a)
+    if bool(xp.all(det != 0)):
+        try:
+            ait = _t(xp.linalg.inv(a))
+            if bool(xp.all(xp.isfinite(ait))):
+                w = xp.asarray(det)[..., None, None] * ait
+                inner = xp.sum(w * e, axis=(-2, -1))
+                return xp.asarray(inner)[..., None, None] * ait - xp.matmul(ait, xp.matmul(_t(e), w))
+        except np.linalg.LinAlgError:
+            pass
+    u, s, vh = xp.linalg.svd(a)
+    n = s.shape[-1]
+    eye = xp.eye(n, dtype=bool)
+    others = eye[:, None, :] | eye[None, :, :]             # [i, j, l]: l is i or j
+    p = xp.prod(xp.where(others, 1.0, s[..., None, None, :]), axis=-1)
+    f = xp.matmul(_t(u), xp.matmul(e, _t(vh)))
+    f_diag = xp.diagonal(f, axis1=-2, axis2=-1)
+    on = xp.sum(xp.where(eye, 0.0, p * f_diag[..., None, :]), axis=-1)
+    g = xp.where(eye, on[..., :, None], -_t(f) * p)
+    sign = xp.linalg.det(u) * xp.linalg.det(vh)
+    return xp.asarray(sign)[..., None, None] * xp.matmul(u, xp.matmul(g, vh))
 
 
 # ----- rt.solve_vjp(dy, a, b, y) = (ga, gb): gb = a^-T dy, ga = -gb y^T -----

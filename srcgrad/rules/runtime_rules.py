@@ -441,15 +441,6 @@ def log_base(dw, w, base):
     return dw / base
 
 
-@adjoint(rt.cofactor)
-def cofactor(dw, w, a):
-    """``w = det(a) a^{-T}``: ``dA = <dw, w> a^{-T} - a^{-T} dw^T w`` (an invertible
-    ``a``: a second derivative of det at a singular matrix is not supported)."""
-    ait = xp.swapaxes(xp.linalg.inv(a), -1, -2)
-    inner = xp.sum(dw * w, axis=(-2, -1))
-    return xp.asarray(inner)[..., None, None] * ait - xp.matmul(ait, xp.matmul(xp.swapaxes(dw, -1, -2), w))
-
-
 # ----- Gradients of joins and lists: the adjoint of a split is the join -----
 
 
