@@ -13,7 +13,12 @@ def _grad_of_grad_matches(f, x, seed):
     first = sg.grad(f).as_function()
     got = sg.grad(first)(x.copy(), grad_outputs=seed)
     want = numerical_grad(lambda v: np.sum(first(v) * seed), (x.copy(),))
-    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=_atol(want))
+
+
+def _atol(want):
+    """Central differences' own error grows with the values differenced."""
+    return 1e-7 * max(1.0, float(np.max(np.abs(want))))
 
 
 # ----- An adjoint that unbroadcast left smaller, indexed by a write's reverse -----
@@ -140,3 +145,53 @@ def rows_from_a_list(x):
 def test_grad_of_grad_of_a_broadcast_product_after_a_shape_change(f):
     rng = np.random.default_rng(2)
     _grad_of_grad_matches(f, rng.standard_normal(15), rng.standard_normal(15))
+
+
+# ----- The second derivative of det at a singular matrix -----
+# det's gradient, the cofactor matrix, is exact at a singular matrix (rt.cofactor), but its
+# own derivative (a grad of grad, a Hessian) went through inv(a): LinAlgError from inside
+# the generated code. It is a polynomial, exact everywhere now (rt.cofactor_derivative).
+
+def det_weighted(a):
+    return np.linalg.det(a) * 2.0 + np.sum(a * 0.1)
+
+
+def det_of_product(a):
+    return np.linalg.det(a @ a.T) + np.linalg.det(a[:2, :2])
+
+
+@pytest.mark.parametrize("a", [np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [0.0, 1.0, 5.0]]),
+                               np.zeros((3, 3)), np.outer([1.0, 2.0, 3.0], [1.0, -1.0, 2.0]),
+                               np.array([[0.3, -1.2, 0.5], [0.8, 1.1, -0.4], [0.2, 0.6, 1.5]])],
+                         ids=["rank2", "zero", "rank1", "invertible"])
+@pytest.mark.parametrize("f", [det_weighted, det_of_product])
+def test_second_derivative_of_det_at_singular_matrices(f, a):
+    seed = np.cos(np.arange(9.0)).reshape(3, 3)
+    _grad_of_grad_matches(f, a, seed)
+    first = sg.grad(f).as_function()
+    want = numerical_grad(lambda v: np.sum(first(v) * seed), (a.copy(),))
+    np.testing.assert_allclose(sg.jvp(first, (a.copy(),), (seed,))[1], want,
+                               rtol=1e-6, atol=_atol(want))   # the Hessian is symmetric
+    np.testing.assert_allclose(np.tensordot(sg.hessian(f)(a.copy()), seed, 2), want,
+                               rtol=1e-6, atol=_atol(want))
+
+
+# ----- A tangent in its output's shape -----
+# The tangent program of a gradient read from ``tuple(x)`` computes its zero tangent as a
+# scalar: sg.jvp returned array(0.) as the tangent of a gradient of shape (4,). The jvp
+# boundary now spreads a scalar (or broadcastable) tangent over its value's shape.
+
+def second_item_tripled(x):
+    items = tuple(x)
+    return items[1] * 3.0
+
+
+def test_jvp_tangent_has_its_value_shape_when_it_is_zero():
+    x = np.array([0.5, 1.2, -0.3, 2.0])
+    first = sg.grad(second_item_tripled).as_function()
+    value, tangent = sg.jvp(first, (x,), (np.ones(4),))
+    np.testing.assert_array_equal(value, [0.0, 3.0, 0.0, 0.0])
+    assert tangent.shape == (4,) and tangent.dtype == np.float64
+    np.testing.assert_array_equal(tangent, np.zeros(4))
+    value, tangent = sg.jvp(first, (x.astype(np.float32),), (np.ones(4, np.float32),))
+    assert tangent.shape == (4,) and tangent.dtype == np.float32
