@@ -195,3 +195,39 @@ def test_jvp_tangent_has_its_value_shape_when_it_is_zero():
     np.testing.assert_array_equal(tangent, np.zeros(4))
     value, tangent = sg.jvp(first, (x.astype(np.float32),), (np.ones(4, np.float32),))
     assert tangent.shape == (4,) and tangent.dtype == np.float32
+
+
+# ----- Forward mode on Dask through an indexed write -----
+# The tangent program asks whether a value shares memory with an operand (rt.tangent_memory);
+# for a Dask array that asked dask.array for may_share_memory, which it has not: every jvp
+# of a function writing x[i] = v was refused on Dask. A Dask array shares with itself only.
+
+def product_into_first(x):
+    a = x[0]
+    b = x[1]
+    x[0] = a * b
+    return np.sum(x * x)
+
+
+def rows_into_zeros(inputs, w):
+    h = np.zeros((4, 3))
+    for t in range(3):
+        h[t + 1] = np.tanh(np.dot(inputs[t], w) + h[t])
+    return np.sum(h[1:] ** 2)
+
+
+def test_jvp_of_indexed_writes_on_dask():
+    da = pytest.importorskip("dask.array")
+    rng = np.random.default_rng(4)
+    x, t = rng.standard_normal(5), rng.standard_normal(5)
+    want = sg.jvp(product_into_first, (x.copy(),), (t,))
+    got = sg.jvp(product_into_first, (da.from_array(x, chunks=2),), (da.from_array(t, chunks=2),))
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), w, rtol=1e-12)
+    args = (rng.standard_normal((3, 2)), rng.standard_normal((2, 3)))
+    tangents = tuple(rng.standard_normal(a.shape) for a in args)
+    want = sg.jvp(rows_into_zeros, args, tangents)
+    got = sg.jvp(rows_into_zeros, tuple(da.from_array(a, chunks=2) for a in args),
+                 tuple(da.from_array(a, chunks=2) for a in tangents))
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), w, rtol=1e-12)
