@@ -231,3 +231,23 @@ def test_jvp_of_indexed_writes_on_dask():
                  tuple(da.from_array(a, chunks=2) for a in tangents))
     for g, w in zip(got, want):
         np.testing.assert_allclose(np.asarray(g), w, rtol=1e-12)
+
+
+def test_third_derivative_of_det_at_an_invertible_matrix():
+    # rt.cofactor_derivative has its own rules (with inv), so det still goes to third order
+    a = np.array([[0.3, -1.2, 0.5], [0.8, 1.1, -0.4], [0.2, 0.6, 1.5]])
+    s1, s2 = np.cos(np.arange(9.0)).reshape(3, 3), np.sin(np.arange(9.0)).reshape(3, 3)
+    first = sg.grad(det_weighted).as_function()
+
+    def along(v):
+        return np.sum(first(v) * s1)
+    second = sg.grad(along).as_function()
+
+    def along2(v):
+        return np.sum(second(v) * s2)
+    want = numerical_grad(along2, (a.copy(),))
+    np.testing.assert_allclose(sg.grad(along2)(a.copy()), want, rtol=1e-6, atol=_atol(want))
+    h = 1e-5
+    along_s2 = (second(a + h * s2) - second(a - h * s2)) / (2 * h)
+    np.testing.assert_allclose(sg.jvp(second, (a.copy(),), (s2,))[1], along_s2, rtol=1e-6,
+                               atol=_atol(along_s2))

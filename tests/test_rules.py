@@ -614,6 +614,7 @@ add(
     C(np.linalg.det, np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [-1.0, -2.0, -3.0]])),  # rank 1: zero
     C(np.linalg.det, np.stack([r(3, 3), np.outer(r(3), r(3))])),  # one invertible, one singular
     C(rt.cofactor, r(3, 3)), C(rt.cofactor, r(2, 4, 4)),
+    C(rt.cofactor_derivative, r(3, 3), r(3, 3)), C(rt.cofactor_derivative, r(2, 4, 4), r(2, 4, 4)),
     C(np.linalg.slogdet, r(3, 3)), C(np.linalg.slogdet, r(2, 3, 3)),
     C(np.linalg.cholesky, spd(3), _dir=sym_direction),
     C(np.linalg.cholesky, spd(4, (2,)), _dir=sym_direction),
