@@ -251,3 +251,33 @@ def test_third_derivative_of_det_at_an_invertible_matrix():
     along_s2 = (second(a + h * s2) - second(a - h * s2)) / (2 * h)
     np.testing.assert_allclose(sg.jvp(second, (a.copy(),), (s2,))[1], along_s2, rtol=1e-6,
                                atol=_atol(along_s2))
+
+
+# ----- Grad of grad of augmented item updates -----
+# The gradient of ``h[t] += v`` reads ``h[t]`` as the view ``h_item`` and pushes
+# ``rt.shape_of(h_item)`` after the write ``h[t] = h_item + v``; read again for a second
+# derivative, that shape read counted as a read of the changed view: grad of grad of
+# ``h[t] += v`` was refused. A read of a value's shape or dtype only is not a read of its
+# values (aliasing._value_reads). (``v[1:] += v[:-1]``, whose gradient keeps the view
+# ``v[:-1]`` for its reverse sweep, is still refused there.)
+
+def rows_accumulated(x):
+    h = np.zeros((5, 3))
+    for t in range(5):
+        h[t] += x[t] * x[:3]
+    return np.sum(h * np.array([1.0, -2.0, 0.5]))
+
+
+def entries_scaled(x):
+    m = np.outer(x[:3], x[3:]) + 1.0
+    for i in range(3):
+        m[i, i] *= x[i]
+        m[i] -= np.sin(x[3:]) * m[i, 0]
+    return np.sum(m ** 2)
+
+
+@pytest.mark.parametrize("f", [rows_accumulated, entries_scaled])
+def test_grad_of_grad_of_augmented_item_updates(f):
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal(6)
+    _grad_of_grad_matches(f, x, rng.standard_normal(6))
