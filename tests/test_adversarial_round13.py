@@ -257,7 +257,7 @@ def test_third_derivative_of_det_at_an_invertible_matrix():
 # The gradient of ``h[t] += v`` reads ``h[t]`` as the view ``h_item`` and pushes
 # ``rt.shape_of(h_item)`` after the write ``h[t] = h_item + v``; read again for a second
 # derivative, that shape read counted as a read of the changed view: grad of grad of
-# ``h[t] += v`` was refused. A read of a value's shape or dtype only is not a read of its
+# ``h[t] += v`` and of ``h[t] = h[t] + v`` was refused. A read of a value's shape or dtype only is not a read of its
 # values (aliasing._value_reads). (``v[1:] += v[:-1]``, whose gradient keeps the view
 # ``v[:-1]`` for its reverse sweep, is still refused there.)
 
@@ -276,7 +276,15 @@ def entries_scaled(x):
     return np.sum(m ** 2)
 
 
-@pytest.mark.parametrize("f", [rows_accumulated, entries_scaled])
+def rows_updated_by_assignment(x):
+    h = np.zeros((6, 3))
+    for t in range(5):
+        h[t + 1] = np.tanh(x[t] * x[:3] + h[t])
+        h[t] = h[t] + x[t] * 0.5    # as Tangent's RNN writes a row update
+    return np.sum(h ** 2)
+
+
+@pytest.mark.parametrize("f", [rows_accumulated, entries_scaled, rows_updated_by_assignment])
 def test_grad_of_grad_of_augmented_item_updates(f):
     rng = np.random.default_rng(6)
     x = rng.standard_normal(6)
