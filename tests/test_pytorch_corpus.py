@@ -533,6 +533,14 @@ def hook_from_outside_and_gradient_of_an_intermediate():
             (sg.grad(tanh_stack, wrt=("y", "u"))(X, W)[1], 2 * u)]
 
 
+@case
+def forward_mode_leaves_hooks_to_reverse_mode():
+    # PyTorch's forward-mode AD runs no tensor hooks: sg.jvp computes the plain tangent
+    # (it refused the register_hook statement before), and the gradient still runs them.
+    _, tangent = sg.jvp(two_hooks, (X,), (W,))
+    return [(tangent, np.sum(2 * X * W * W)), (sg.grad(two_hooks)(X), (2 * W + 1) * 2 * X)]
+
+
 def hooked_then_twice(x):
     y = np.sin(x)
     sg.register_hook(y, double)
