@@ -287,6 +287,7 @@ def _in_dtype_of(tangent, value):
     vtype = getattr(value, "dtype", None)
     if vtype is None or vtype.kind != "f":
         return tangent
+    tangent = _in_shape_of(tangent, value)
     if type(tangent) is float:   # a NumPy scalar's or 0-d array's tangent computed as a float
         return vtype.type(tangent) if isinstance(value, numpy.generic) else \
             namespace(value).asarray(tangent, dtype=vtype)
@@ -294,6 +295,23 @@ def _in_dtype_of(tangent, value):
     if ttype is None or ttype == vtype or ttype.kind != "f":
         return tangent
     return tangent.astype(vtype)
+
+
+def _in_shape_of(tangent, value):
+    """The tangent of an array ``value`` in its shape: a zero the program computed as a
+    scalar (the tangent of a gradient read from ``tuple(x)``: ``array(0.)`` for a
+    gradient of shape (4,)), or a smaller array NumPy broadcasts, spread over it."""
+    shape = getattr(value, "shape", None)
+    tshape = getattr(tangent, "shape", None) if not isinstance(tangent, (int, float)) else ()
+    if not shape or tshape is None or tuple(tshape) == tuple(shape):
+        return tangent
+    try:
+        if numpy.broadcast_shapes(tuple(tshape), tuple(shape)) != tuple(shape):
+            return tangent
+    except (ValueError, TypeError):
+        return tangent
+    xp = namespace(value)
+    return xp.zeros(shape, dtype=value.dtype) + tangent
 
 
 def _as_tangent(tangent, primal):

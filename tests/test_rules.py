@@ -614,6 +614,7 @@ add(
     C(np.linalg.det, np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [-1.0, -2.0, -3.0]])),  # rank 1: zero
     C(np.linalg.det, np.stack([r(3, 3), np.outer(r(3), r(3))])),  # one invertible, one singular
     C(rt.cofactor, r(3, 3)), C(rt.cofactor, r(2, 4, 4)),
+    C(rt.cofactor_derivative, r(3, 3), r(3, 3)), C(rt.cofactor_derivative, r(2, 4, 4), r(2, 4, 4)),
     C(np.linalg.slogdet, r(3, 3)), C(np.linalg.slogdet, r(2, 3, 3)),
     C(np.linalg.cholesky, spd(3), _dir=sym_direction),
     C(np.linalg.cholesky, spd(4, (2,)), _dir=sym_direction),
@@ -716,6 +717,8 @@ G = r(3, 4)
 add(
     C(rt.unbroadcast, r(3, 4), r(4), _wrt=[0]), C(rt.unbroadcast, r(2, 3, 4), r(3, 1), _wrt=[0]),
     C(rt.unbroadcast, r(3, 4), r(3, 4), _wrt=[0]),
+    # an adjoint smaller than its target (a scalar seed times a smaller operand): broadcast up
+    C(rt.unbroadcast, r(4), r(3, 4), _wrt=[0]), C(rt.unbroadcast, r(1, 4), r(3, 4), _wrt=[0]),
     C(rt.broadcast_like, r(4), r(3, 4), _wrt=[0]), C(rt.broadcast_like, r(3, 4), r(4), _wrt=[0]),
     C(rt.broadcast_like, r(3, 4), 0.5, _wrt=[0]),
     C(rt.share, r(3, 4), np.array([0.0, 0.5, 1.0, 0.25]), _wrt=[0]), C(rt.share, r(4), r(3, 4), _wrt=[0]),
@@ -763,6 +766,8 @@ add(
     # x[[0, 0, 2]] = v: NumPy keeps the last write to position 0
     C(rt.written_grad, r(4, 3), r(4, 3), np.array([0, 0, 2]), _wrt=[0]),
     C(rt.written_grad, r(4, 3), r(4, 3), (slice(0, 2), 1), _wrt=[0]),
+    C(rt.written_grad, r(3), r(4, 3), 2, _wrt=[0]), C(rt.written_grad, r(3), r(4, 3), np.array([1, 3]), _wrt=[0]),
+    C(rt.full_grad, r(3), r(4, 3), _wrt=[0]), C(rt.full_grad, r(4, 3), r(4, 3), _wrt=[0]),
     C(rt.keep_written, r(3, 3), r(4, 3), np.array([1, 3, 1]), _wrt=[0]),
     C(rt.take_vjp, r(4, 3), r(5, 3), np.array([0, 2, 2, 4]), 0, _wrt=[0]),
     C(rt.take_along_axis_vjp, r(3, 2), r(3, 5), np.array([[0, 0], [1, 4], [2, 2]]), 1, _wrt=[0]),

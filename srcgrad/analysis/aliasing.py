@@ -254,11 +254,35 @@ def _returns_fresh(call):
 # ----- statements in order, and liveness -----
 
 
-class _Liveness:
-    """For each simple statement, the names that may be read after it (before being rebound)."""
+_METADATA = frozenset({"shape", "ndim", "dtype", "size"})
 
-    def __init__(self, node, at_exit):
+
+def _value_reads(node):
+    """``reads(node)`` less the names read for their shape or dtype only (``rt.shape_of(v)``,
+    ``v.shape``): an indexed write into an array changes values, never these (a gradient
+    read again pushes ``rt.shape_of(h_item)`` after ``h[t] = ...``: grad of grad of
+    ``h[t] += v`` was refused for it). Not for a list's: ``lst[1:2] = [a, b]`` resizes it."""
+    from srcgrad import runtime
+    meta = set()
+    for n in ast_util.walk(node):
+        if isinstance(n, gast.Call) and len(n.args) == 1 and isinstance(n.args[0], gast.Name) \
+                and not n.keywords and anno.getanno(n, Static.PRIMITIVE) is runtime.shape_of:
+            meta.add(id(n.args[0]))
+        elif isinstance(n, gast.Attribute) and n.attr in _METADATA and isinstance(n.value, gast.Name):
+            meta.add(id(n.value))
+    if not meta:
+        return reads(node)
+    return {n.id for n in ast_util.nodes_of(node, gast.Name)
+            if n.ctx.__class__ is gast.Load and id(n) not in meta}
+
+
+class _Liveness:
+    """For each simple statement, the names that may be read after it (before being rebound);
+    ``reads``: what an expression reads (``_value_reads``: its values only)."""
+
+    def __init__(self, node, at_exit, reads=reads):
         self.after = {}
+        self.reads = reads
         self.block(node.body, set(at_exit), set(at_exit))
 
     def block(self, body, live, loop_exit):
@@ -268,9 +292,9 @@ class _Liveness:
 
     def stmt(self, s, live, loop_exit):
         if isinstance(s, gast.If):
-            return reads(s.test) | self.block(s.body, live, loop_exit) | self.block(s.orelse, live, loop_exit)
+            return self.reads(s.test) | self.block(s.body, live, loop_exit) | self.block(s.orelse, live, loop_exit)
         if isinstance(s, (gast.For, gast.While)):
-            header = reads(s.iter) if isinstance(s, gast.For) else reads(s.test)
+            header = self.reads(s.iter) if isinstance(s, gast.For) else self.reads(s.test)
             target = {n.id for n in ast_util.walk(s.target) if isinstance(n, gast.Name)} \
                 if isinstance(s, gast.For) else set()
             head = set(live) | header
@@ -284,10 +308,10 @@ class _Liveness:
         if isinstance(s, gast.Break):
             return set(live) | loop_exit
         if isinstance(s, gast.Return):
-            return reads(s) if s.value is not None else set()
+            return self.reads(s) if s.value is not None else set()
         if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
-            return (set(live) - {s.targets[0].id}) | reads(s.value)
-        used = reads(s)
+            return (set(live) - {s.targets[0].id}) | self.reads(s.value)
+        used = self.reads(s)
         if isinstance(s, gast.Assign):   # b[i] = v reads b (its other entries stay)
             used |= {n.id for n in ast_util.walk(s.targets[0]) if isinstance(n, gast.Name)}
         return set(live) | used
@@ -336,6 +360,7 @@ def check(node, info, display=lambda name: name, live_at_exit=(), bindings=None)
     _refuse_outside_instances(node, stmts, writes, info)
     objects = _Objects(node, stmts, lookup)
     liveness = _Liveness(node, live_at_exit)
+    value_liveness = []   # made when an array's item is written: its aliases' shapes stay
     reaches_params, reaches_free = set(), set()
     private = _private_tapes(node)
     for s, (base, index) in writes:
@@ -346,7 +371,13 @@ def check(node, info, display=lambda name: name, live_at_exit=(), bindings=None)
             reaches_params |= {o[1] for o in mine if o[0] == "param"}
             reaches_free |= {o[1] for o in mine if o[0] == "free" and o != FREE_MEMORY
                              and objects.may_hold_memory(o[1])}
-        live = liveness.after.get(id(s), set())
+        if index is not None and mine and all(o[0] == "new" for o in mine) \
+                and not mine & objects.sequences:   # b[i] = v into an array made here
+            if not value_liveness:
+                value_liveness.append(_Liveness(node, live_at_exit, _value_reads))
+            live = value_liveness[0].after.get(id(s), set())
+        else:
+            live = liveness.after.get(id(s), set())
         checks = []
         for other in sorted(live - {base}):
             if objects.name(other) & mine:

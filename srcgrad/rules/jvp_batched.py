@@ -56,7 +56,7 @@ batched_tangent(np.trace, np.linspace, np.diag, np.diagonal, np.triu, np.tril, n
                 np.stack, np.hstack, np.vstack, np.tile, np.repeat, np.vdot, np.inner, np.outer,
                 np.tensordot, np.kron, np.einsum, builtins.sum, builtins.max, builtins.min,
                 rt.broadcast_like, rt.reduce_to, rt.unreduce_like, rt.cast_like,
-                rt.zero_grad_at, rt.take_grad, rt.written_grad, rt.keep_written,
+                rt.zero_grad_at, rt.take_grad, rt.full_grad, rt.written_grad, rt.keep_written,
                 rt.tensordot_grad_a, rt.tensordot_grad_b, rt.seq_item, rt.seq_add,
                 rt.seq_concat_vjp, rt.seq_repeat_vjp, rt.concatenate_vjp, rt.stack_vjp,
                 rt.hstack_vjp, rt.vstack_vjp, rt.dstack_vjp, rt.column_stack_vjp,

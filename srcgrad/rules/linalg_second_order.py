@@ -20,7 +20,9 @@ Kinks, where the second derivative does not exist and a number would be a guess:
   the SVD) are decomposition_second_order.py's.
 * ``eigh``: the eigenvectors' derivative divides by the eigenvalues' gaps: repeated
   eigenvalues give inf or nan (as in PyTorch and JAX), never a finite number.
-* ``det`` (``rt.cofactor``) and ``solve``: an invertible matrix (singular: LinAlgError).
+* ``det`` (``rt.cofactor``): its second derivative exact at a singular matrix too
+  (``rt.cofactor_derivative``), the third and higher at an invertible one (singular:
+  LinAlgError); ``solve``: an invertible matrix (singular: LinAlgError).
 """
 
 import numpy as np
@@ -58,12 +60,86 @@ def _t(x):
 # ----- rt.cofactor (det's gradient): det(a) a^-T -----
 
 
+@rt.helper
+def cofactor_derivative(a, e):
+    """The derivative of ``w = cofactor(a)`` (det's gradient, ``det(a) a^-T``) along ``e``,
+    exact at a singular ``a`` too (a grad of grad or Hessian of det there raised
+    LinAlgError from ``inv``). Invertible: ``<w, e> a^-T - a^-T e^T w``. Else from the SVD
+    ``a = u diag(s) vh``: ``sign u G vh`` with ``f = u^T e vh^T``, ``G_ij = -f_ji P_ij``
+    off the diagonal and ``G_ii = sum_{k != i} P_ik f_kk``, ``P_ij`` the product of the
+    singular values other than the i-th and j-th (the polynomial the first form equals
+    where ``a`` is invertible). The map is its own adjoint (``P`` is symmetric)."""
+    xp = namespace(a, e)
+    det = xp.linalg.det(a)
+    if bool(xp.all(det != 0)):
+        try:
+            ait = _t(xp.linalg.inv(a))
+            if bool(xp.all(xp.isfinite(ait))):
+                w = xp.asarray(det)[..., None, None] * ait
+                inner = xp.sum(w * e, axis=(-2, -1))
+                return xp.asarray(inner)[..., None, None] * ait - xp.matmul(ait, xp.matmul(_t(e), w))
+        except np.linalg.LinAlgError:
+            pass
+    u, s, vh = xp.linalg.svd(a)
+    n = s.shape[-1]
+    eye = xp.eye(n, dtype=bool)
+    others = eye[:, None, :] | eye[None, :, :]             # [i, j, l]: l is i or j
+    p = xp.prod(xp.where(others, 1.0, s[..., None, None, :]), axis=-1)
+    f = xp.matmul(_t(u), xp.matmul(e, _t(vh)))
+    f_diag = xp.diagonal(f, axis1=-2, axis2=-1)
+    on = xp.sum(xp.where(eye, 0.0, p * f_diag[..., None, :]), axis=-1)
+    g = xp.where(eye, on[..., :, None], -_t(f) * p)
+    sign = xp.linalg.det(u) * xp.linalg.det(vh)
+    return xp.asarray(sign)[..., None, None] * xp.matmul(u, xp.matmul(g, vh))
+
+
 @tangent(rt.cofactor)
 def cofactor(y, a, *, t_a):
-    """``w = det(a) a^-T``: ``dw = <w, da> a^-T - a^-T da^T w`` (an invertible ``a``)."""
-    ait = xp.swapaxes(xp.linalg.inv(a), -1, -2)
-    inner = xp.sum(y * t_a, axis=(-2, -1))
-    return xp.asarray(inner)[..., None, None] * ait - xp.matmul(ait, xp.matmul(xp.swapaxes(t_a, -1, -2), y))
+    return rt.cofactor_derivative(a, t_a)
+
+
+@adjoint(rt.cofactor)
+def cofactor_adjoint(dw, w, a):
+    """The derivative of ``cofactor`` is self-adjoint: its adjoint is the same map."""
+    return rt.cofactor_derivative(a, dw)
+
+
+@tangent(rt.cofactor_derivative)
+def cofactor_derivative_tangent(y, a, e, *, t_a, t_e):
+    return rt.cofactor_derivative_jvp(a, e, t_a, t_e)
+
+
+@rt.helper
+def cofactor_derivative_jvp(a, e, t_a, t_e):
+    """The tangent of ``cofactor_derivative(a, e)``: the map along ``t_e``, and the third
+    derivative of det along ``t_a`` (an invertible ``a``: ``a^-T`` moves with ``a``)."""
+    xp = namespace(a)
+    t_a, t_e = _given(t_a), _given(t_e)
+    out = 0.0 if t_e is None else cofactor_derivative(a, t_e)
+    if t_a is None:
+        return out
+    ait = _t(xp.linalg.inv(a))
+    w = rt.cofactor(a)
+    dait = -xp.matmul(ait, xp.matmul(_t(t_a), ait))
+    dw = cofactor_derivative(a, t_a)
+    return out + (xp.sum(dw * e, axis=(-2, -1), keepdims=True) * ait
+                  + xp.sum(w * e, axis=(-2, -1), keepdims=True) * dait
+                  - xp.matmul(dait, xp.matmul(_t(e), w)) - xp.matmul(ait, xp.matmul(_t(e), dw)))
+
+
+@adjoint(rt.cofactor_derivative)
+def cofactor_derivative_adjoint(dw, w, a, e):
+    """The transpose of the tangent above in ``a``; in ``e`` the map itself."""
+    inv = xp.linalg.inv(a)
+    ait = xp.swapaxes(inv, -1, -2)
+    cof = rt.cofactor(a)
+    dwt = xp.swapaxes(dw, -1, -2)
+    et = xp.swapaxes(e, -1, -2)
+    da = (xp.sum(dw * ait, axis=(-2, -1), keepdims=True) * rt.cofactor_derivative(a, e)
+          - xp.sum(cof * e, axis=(-2, -1), keepdims=True) * xp.matmul(ait, xp.matmul(dwt, ait))
+          + xp.matmul(xp.matmul(ait, xp.matmul(et, cof)), xp.matmul(dwt, ait))
+          - rt.cofactor_derivative(a, xp.matmul(e, xp.matmul(inv, dw))))
+    return da, rt.cofactor_derivative(a, dw)
 
 
 # ----- rt.solve_vjp(dy, a, b, y) = (ga, gb): gb = a^-T dy, ga = -gb y^T -----

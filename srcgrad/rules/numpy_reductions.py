@@ -548,7 +548,7 @@ def ufunc_add_at(a, index, values):
 @adjoint(rt.ufunc_add_at)
 def ufunc_add_at(dy, y, a, index, values):
     """Each repetition of an index added its values: each gets the gradient there."""
-    return dy, None, rt.unbroadcast(rt.take_grad(dy, index), values)
+    return dy, None, rt.unbroadcast(rt.take_grad(rt.full_grad(dy, a), index), values)
 
 
 @adjoint(Method("take"), literals={"mode": ("raise", "wrap", "clip")})

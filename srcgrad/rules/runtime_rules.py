@@ -178,7 +178,13 @@ def take_grad(dw, w, dx, index):
 
 @adjoint(rt.written_grad, sequences=("dx",))   # with rt.seq_add, as add_at builds one
 def written_grad(dw, w, dx, x, index):
-    return rt.add_at(0.0, dx, index, rt.keep_written(dw, x, index)), None, None
+    into = rt.add_at(0.0, rt.full_grad(dx, x), index, rt.keep_written(dw, x, index))
+    return rt.add_at_dx(into, dx), None, None
+
+
+@adjoint(rt.full_grad)
+def full_grad(dw, w, dx, x):
+    return rt.add_at_dx(dw, dx), None
 
 
 @adjoint(rt.keep_written)
@@ -188,7 +194,8 @@ def keep_written(dw, w, g, x, index):
 
 @adjoint(rt.add_at)
 def add_at(dw, w, dx, x, index, g):
-    return rt.add_at_dx(dw, dx), None, None, rt.unbroadcast(rt.take_grad(dw, index), g)
+    return (rt.add_at_dx(dw, dx), None, None,
+            rt.unbroadcast(rt.take_grad(rt.full_grad(dw, x), index), g))
 
 
 @rt.helper
@@ -432,15 +439,6 @@ def log(dw, w, x):
 @adjoint(rt.log_base)
 def log_base(dw, w, base):
     return dw / base
-
-
-@adjoint(rt.cofactor)
-def cofactor(dw, w, a):
-    """``w = det(a) a^{-T}``: ``dA = <dw, w> a^{-T} - a^{-T} dw^T w`` (an invertible
-    ``a``: a second derivative of det at a singular matrix is not supported)."""
-    ait = xp.swapaxes(xp.linalg.inv(a), -1, -2)
-    inner = xp.sum(dw * w, axis=(-2, -1))
-    return xp.asarray(inner)[..., None, None] * ait - xp.matmul(ait, xp.matmul(xp.swapaxes(dw, -1, -2), w))
 
 
 # ----- Gradients of joins and lists: the adjoint of a split is the join -----

@@ -81,6 +81,8 @@ def may_share_memory(a, b):
     identity where it cannot say, as for Dask)."""
     if a is b:
         return True
+    if _dask_forms.is_dask(a) or _dask_forms.is_dask(b):
+        return False   # a write into a Dask array rebinds that one object, no view sees it
     try:
         return bool(namespace(a).may_share_memory(a, b))
     except (AttributeError, TypeError, NotImplementedError):

@@ -18,7 +18,10 @@ def unbroadcast(g, x):
     """Sum ``g`` down to the shape of ``x`` (undoing NumPy broadcasting).
 
     Free when the shapes already match; a scalar ``g`` is returned as it is and
-    broadcast later, when it is added to an array.
+    broadcast later, when it is added to an array. An array ``g`` smaller than ``x`` (a
+    scalar seed times a smaller operand: ``0.0 * w`` for ``h * w``, in a gradient's own
+    reverse sweep) is broadcast up to ``x``'s shape, read-only: the adjoints that reshape,
+    index or tile ``dh`` read it as ``h``'s shape.
     """
     shape = x if type(x) is tuple else getattr(x, "shape", ())
     gshape = getattr(g, "shape", ())
@@ -30,11 +33,22 @@ def unbroadcast(g, x):
     if extra > 0:
         g = g.sum(axis=tuple(range(extra)))
     elif extra < 0:
-        return g
+        return broadcast_up(g, shape)
     axes = tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1)
     if axes:
         g = g.sum(axis=axes, keepdims=True)
-    return g
+    return broadcast_up(g, shape) if g.shape != shape else g
+
+
+def broadcast_up(g, shape):
+    """``g`` broadcast to ``shape`` (read-only) where NumPy would broadcast it so, else as
+    it is (a shape unknown until computed, as Dask's after a boolean mask, included)."""
+    try:
+        if numpy.broadcast_shapes(tuple(g.shape), shape) != shape:
+            return g
+    except (ValueError, TypeError):
+        return g
+    return namespace(g).broadcast_to(g, shape)
 
 
 def unreduce(g, x, axis=None, keepdims=False):

@@ -11,6 +11,7 @@ from srcgrad import pytree as _pytree
 from srcgrad.runtime import dask_forms as _dask_forms
 from srcgrad.runtime.arrays import (_is_basic_index, _writeable, float_dtype, is_array,
                                     may_share_memory, namespace, shape_of)
+from srcgrad.runtime.broadcast import broadcast_up
 from srcgrad.runtime.containers import (CONSTANT, FIELD, ZERO, _array_into_container, add_grad,
                                         attribute_kind, is_node, is_zero_grad, not_a_field,
                                         seq_item)
@@ -107,10 +108,20 @@ def take_grad(dx, index):
     return part.copy() if is_array(part) else part
 
 
+def full_grad(dx, x):
+    """``dx``, an adjoint of ``x``, in ``x``'s full shape before it is indexed: an array that
+    ``unbroadcast`` left smaller (broadcastable to ``x``) is broadcast up, read-only; a
+    scalar, a list's or a dict's adjoint is returned as it is (``dx[i]`` of a smaller one
+    read the wrong entry, or past its end)."""
+    if is_array(dx) and dx.ndim and is_array(x) and dx.shape != x.shape:
+        return broadcast_up(dx, x.shape)
+    return dx
+
+
 def written_grad(dx, x, index):
     """The gradient of the value ``v`` written by ``x[index] = v``: a copy of ``dx[index]``,
     zero where a repeated position was overwritten (``keep_written``)."""
-    return keep_written(take_grad(dx, index), x, index)
+    return keep_written(take_grad(full_grad(dx, x), index), x, index)
 
 
 def keep_written(g, x, index):

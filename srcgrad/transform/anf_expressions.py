@@ -397,6 +397,13 @@ class Expressions:
             func = gast.Attribute(value=name(self.bind(cls.__name__, cls)), attr="apply",
                                   ctx=gast.Load())
             obj = cls.apply
+        from srcgrad.custom_function import is_apply
+        applied = is_apply(obj) if obj is not None else None
+        if applied is not None and not (isinstance(func, gast.Attribute) and func.attr == "apply"):
+            # relu = MyReLU.apply called by its own name (PyTorch's idiom): spelled
+            # Class.apply, which the sweeps read the class from
+            func = gast.Attribute(value=name(self.bind(applied.__name__, applied)), attr="apply",
+                                  ctx=gast.Load())
         jvp_class = getattr(obj, "srcgrad_jvp_class", None)
         fn = self.resolve_safe(node.args[0]) if jvp_class is not None and len(node.args) == 3 \
             and not node.keywords else None

@@ -15,7 +15,7 @@ import gast
 import numpy
 
 from srcgrad import rules, runtime
-from srcgrad import anno, ast_util
+from srcgrad import anno, ast_util, grad_mode
 from srcgrad.errors import UnsupportedError
 from srcgrad.rules import Method
 from srcgrad.transform import mutation
@@ -64,9 +64,11 @@ def _may_reach(n, parents, target, owner):
 
 
 def changes_no_argument(prim):
-    """print, warnings.warn, a logger's methods, assertions: calls made for their effect that
+    """print, warnings.warn, a logger's methods, assertions, ``sg.register_hook`` (which
+    forward mode, as PyTorch's, leaves to reverse mode): calls made for their effect that
     change none of the values they are passed."""
-    if prim is builtins.print or prim is warnings.warn or prim is runtime.write_global:
+    if prim is builtins.print or prim is warnings.warn or prim is runtime.write_global \
+            or prim is grad_mode.register_hook:
         return True
     owner = getattr(prim, "__self__", None)
     module = getattr(prim, "__module__", None) or ""
