@@ -14,7 +14,7 @@ def plain_instance(value):
     Python: its methods can be read and inlined."""
     cls = type(value)
     if type(cls) not in (type, abc.ABCMeta) or cls.__module__ == "builtins" or callable(value) \
-            or pytree.is_node(value):
+            or pytree.is_node(value) or type(getattr(value, "ndim", None)) is int:   # (an array: Dask's)
         return False
     if not any(inspect.isfunction(v) or isinstance(v, (staticmethod, classmethod, property))
                for klass in cls.__mro__[:-1] for v in vars(klass).values()):
