@@ -540,7 +540,7 @@ def transform(node, ctx, census=None):
     if gradient_aliases.expand(node, ctx.info, _stores) and census is not None:
         census.changed()
     # sg.hessian(u)(x): rows of sg.grad
-    if nested_derivatives.expand(node, ctx, ctx.user_locals) and census is not None:
+    if nested_derivatives.expand(node, ctx, ctx.user_locals, census) and census is not None:
         census.changed()
     if not (any(n is not node for cls in _SCOPES for n in census.of(cls)) if census is not None
             else any(isinstance(n, _SCOPES) for n in ast_util.walk(node) if n is not node)):

@@ -92,11 +92,12 @@ def _params(v):
                           kw_defaults=[], kwarg=None, defaults=[])
 
 
-def expand(node, ctx, shadowed):
+def expand(node, ctx, shadowed, census=None):
     """Write each ``sg.hessian(u)(...)`` / ``sg.jacobian(f)(...)`` of FunctionDef ``node``
     as its rows of gradients (see the module docstring). ``shadowed``: ``node``'s locals.
-    Returns whether it wrote one."""
-    if not any(isinstance(n, gast.Call) and isinstance(n.func, gast.Call) for n in ast_util.walk(node)):
+    Returns whether it wrote one. (``census``: an ``ast_walks.Census`` of ``node``.)"""
+    calls = census.of(gast.Call) if census is not None else ast_util.nodes_of(node, gast.Call)
+    if not any(isinstance(n.func, gast.Call) for n in calls):
         return False
     rows, written = _Rows(ctx), []
 
