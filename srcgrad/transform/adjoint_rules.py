@@ -270,6 +270,10 @@ class RuleApplication:
                 "Pass the parameters to the method instead (st.norm.logpdf(x, loc, scale)); a "
                 "frozen norm is read so only through its methods, its arguments not rebound "
                 "after it is frozen." if what.startswith("freezing") else
+                "An instance of a plain class built here is differentiated where its __init__ only "
+                "stores expressions of its parameters as attributes (or it has none) and no code of "
+                "its module or yours asks an object its class (type(...), __class__); else make the "
+                "class a dataclass." if isinstance(primitive, type) else
                 "Register one with @srcgrad.adjoint, wrap the computation in a custom "
                 "srcgrad.Function, or use srcgrad.detach if no gradient should flow through it.")
         try:
