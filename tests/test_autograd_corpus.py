@@ -23,7 +23,6 @@ Run this file as a script for the table of outcomes and the counts
 import collections
 import math
 import operator as op
-import sys
 import warnings
 
 import numpy as np
@@ -31,6 +30,7 @@ import pytest
 
 import srcgrad as sg
 from corpus_trees import leaves as _leaves, rebuild as _rebuild
+from corpus_table import Outcomes, print_table
 
 # ----- The checker -----
 
@@ -1906,13 +1906,7 @@ REFUSED_TODAY = frozenset({
     'histogram_edges_are_refused_not_zero',
 })
 
-_OUTCOMES = {}
-
-
-def outcome(c):
-    if c.name not in _OUTCOMES:
-        _OUTCOMES[c.name] = run_case(c)
-    return _OUTCOMES[c.name]
+outcome = Outcomes(run_case)
 
 
 def test_case_names_are_unique():
@@ -1940,13 +1934,7 @@ def test_most_of_the_corpus_is_differentiated_not_refused():
 
 
 def main():
-    counts = collections.Counter()
-    for c in CASES:
-        status, message = run_case(c)
-        counts[status] += 1
-        if status != "OK" or "-v" in sys.argv:
-            print(f"{status:8s} {c.name:45s} {message}")
-    print(dict(counts), "of", len(CASES))
+    print_table(CASES, run_case)
 
 
 if __name__ == "__main__":

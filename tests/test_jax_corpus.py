@@ -48,7 +48,6 @@ Run this file as a script for the table of outcomes and the counts
 
 import collections
 import math
-import sys
 import warnings
 
 import numpy as np
@@ -56,6 +55,7 @@ import pytest
 
 import srcgrad as sg
 from corpus_trees import leaves as _leaves, rebuild as _rebuild
+from corpus_table import Outcomes, print_table
 
 # ----- Structures -----
 
@@ -1356,9 +1356,6 @@ KNOWN = {}
 # case here that starts to differentiate passes; take it off the list.
 REFUSED_TODAY = frozenset()   # (round nine: the last ten differentiate)
 
-_OUTCOMES = {}
-
-
 def run_case(c):
     """(status, message) for one case: OK, REFUSED, WRONG or CRASH."""
     with warnings.catch_warnings(), np.errstate(all="ignore"):
@@ -1377,10 +1374,7 @@ def run_case(c):
     return "OK", ""
 
 
-def outcome(c):
-    if c.name not in _OUTCOMES:
-        _OUTCOMES[c.name] = run_case(c)
-    return _OUTCOMES[c.name]
+outcome = Outcomes(run_case)
 
 
 def test_case_names_are_unique():
@@ -1406,17 +1400,7 @@ def test_most_of_the_corpus_is_differentiated_not_refused():
 
 
 def main():
-    """The outcome table; arguments other than ``-v`` select the cases whose names hold one."""
-    counts = collections.Counter()
-    words = [a for a in sys.argv[1:] if a != "-v"]
-    for c in CASES:
-        if words and not any(w in c.name for w in words):
-            continue
-        status, message = run_case(c)
-        counts[status] += 1
-        if status != "OK" or "-v" in sys.argv:
-            print(f"{status:8s} {c.name:45s} {message}")
-    print(dict(counts), "of", len(CASES))
+    print_table(CASES, run_case)
 
 
 if __name__ == "__main__":

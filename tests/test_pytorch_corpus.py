@@ -17,14 +17,13 @@ changes it), or srcgrad refuses with a ``sg.SrcgradError`` whose message names t
 and line.** Run this file as a script for the table (OK / REFUSED / WRONG / CRASH).
 """
 
-import collections
-import sys
 
 import numpy as np
 import pytest
 
 import srcgrad as sg
 from srcgrad.testing import numerical_grad
+from corpus_table import print_table
 
 X = np.array([0.3, -1.2, 0.8])
 W = np.array([1.1, 0.4, -0.7])
@@ -683,13 +682,7 @@ def test_refusals_are_few_and_named():
 
 
 def main():
-    counts = collections.Counter()
-    for name in CASES:
-        status, message = run_case(name)
-        counts[status] += 1
-        if status != "OK" or "-v" in sys.argv:
-            print(f"{status:8s} {name:55s} {message}")
-    print(dict(counts), "of", len(CASES))
+    print_table(CASES, run_case, name=str, width=55)
 
 
 if __name__ == "__main__":

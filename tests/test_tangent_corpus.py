@@ -30,7 +30,6 @@ Run this file as a script for the table of outcomes and the counts
 
 import collections
 import math
-import sys
 import warnings
 
 import numpy as np
@@ -38,6 +37,7 @@ import pytest
 
 import srcgrad as sg
 from corpus_trees import leaves as _leaves, rebuild as _rebuild
+from corpus_table import Outcomes, print_table
 
 # ----- The checker -----
 
@@ -1237,13 +1237,7 @@ REFUSED_TODAY = frozenset({
     'nested_dict_product/fwd-rev',
 })
 
-_OUTCOMES = {}
-
-
-def outcome(c):
-    if c.name not in _OUTCOMES:
-        _OUTCOMES[c.name] = run_case(c)
-    return _OUTCOMES[c.name]
+outcome = Outcomes(run_case)
 
 
 def test_case_names_are_unique():
@@ -1265,16 +1259,7 @@ def test_most_of_the_corpus_is_differentiated_not_refused():
 
 
 def main():
-    counts = collections.Counter()
-    words = [w for w in sys.argv[1:] if not w.startswith("-")]
-    for c in CASES:
-        if words and not any(w in c.name for w in words):
-            continue
-        status, message = run_case(c)
-        counts[status] += 1
-        if status != "OK" or "-v" in sys.argv:
-            print(f"{status:8s} {c.name:45s} {message}", flush=True)
-    print(dict(counts), "of", sum(counts.values()))
+    print_table(CASES, run_case)
 
 
 if __name__ == "__main__":
