@@ -619,11 +619,20 @@ def _lambda_by_positions(code, lines, first):
 
 
 def _annotate_origins(node, info):
-    for child in ast_util.walk(node):
-        if isinstance(child, gast.stmt):
-            origin = info.origin(child)
-            if origin is not None:
-                anno.setanno(child, anno.Static.ORIGIN, origin)
+    """Each statement's Origin (its file, line and text), for the messages and comments."""
+    todo = [node]
+    for stmt in todo:   # (statements hold statements only in these fields: no expression does)
+        origin = info.origin(stmt)
+        if origin is not None:
+            anno.setanno(stmt, anno.Static.ORIGIN, origin)
+        state = stmt.__dict__
+        for part in ("body", "orelse", "finalbody"):
+            inner = state.get(part)
+            if inner.__class__ is list:
+                todo.extend(inner)
+        for holders in (state.get("handlers"), state.get("cases")):
+            for holder in holders or ():
+                todo.extend(holder.body)
 
 
 _PLAIN_VALUES = (bool, int, float, complex, numpy.number, numpy.bool_, numpy.ndarray)

@@ -175,7 +175,7 @@ class Canonicalizer(Base):
 
     def returns(self, node):
         body = node.body
-        returns = [n for s in body for n in ast_util.walk(s) if isinstance(n, gast.Return)]
+        returns = [n for s in body for n in ast_util.nodes_of(s, gast.Return)]
         if not returns:
             node.body = body + [gast.Return(value=_const(None))]
             return node

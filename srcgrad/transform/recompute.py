@@ -125,8 +125,8 @@ def _stored(loop):
 
 
 def _stored_in(body):
-    return {n.id for s in body for n in ast_util.walk(s)
-            if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load)}
+    return {n.id for s in body for n in ast_util.nodes_of(s, gast.Name)
+            if not isinstance(n.ctx, gast.Load)}
 
 
 def statements(bindings, origin):

@@ -214,8 +214,8 @@ class ReverseAD(Base, RuleApplication):
         body, exit_ = self._loop_body(s.body)
         checks = _tag(self.sequence_checks(s, self.containers), self.origin)
         if anno.getanno(s.iter, Static.PRIMITIVE) is builtins.range and not any(
-                isinstance(n, gast.Name) and n.id == index and not isinstance(n.ctx, gast.Load)
-                for st in body for n in ast_util.walk(st)):
+                n.id == index and not isinstance(n.ctx, gast.Load)
+                for st in body for n in ast_util.nodes_of(st, gast.Name)):
             fwd, rev = self.range_for(s, index, body, exit_)
             return checks + fwd, rev
         count = self.namer.new(f"n_{index}")
@@ -233,8 +233,8 @@ class ReverseAD(Base, RuleApplication):
         body_r = self.recomputations(s) + body_r
         # An index used only in its loop: the value it had before is never read again.
         local = self.store_counts[index] == 1 and not any(
-            isinstance(n, gast.Name) and n.id == index for st in tape.outside(self.node.body, s)
-            for n in ast_util.walk(st))
+            n.id == index for st in tape.outside(self.node.body, s)
+            for n in ast_util.nodes_of(st, gast.Name))
         count = self.namer.new(f"n_{index}") if exit_ else None
         return control_flow.range_loop(index, s.iter, steps, count, body_f, body_r, exit_,
                                        not local, self.origin)

@@ -33,6 +33,8 @@ from srcgrad.analysis import liveness
 
 Static = anno.Static
 
+_LEAVING = (gast.Break, gast.Continue, gast.Return)   # statements that leave a block early
+
 
 # ----- push and pop -----
 
@@ -209,7 +211,7 @@ def block_locals(node, excluded, store_counts, loads=None):
         # The block's statements before the ``if stop: break`` that may end it (the push goes
         # before it), in a block nothing else leaves early.
         inner = body[:-1] if body and anno.getanno(body[-1], Static.BREAK_EXIT) else body
-        if any(isinstance(n, (gast.Break, gast.Continue, gast.Return)) for s in inner for n in ast_util.walk(s)):
+        if any(any(ast_walks.nodes_of_classes(s, _LEAVING)) for s in inner):
             inner = []
         if nested and inner:
             after = {}   # name -> its reads in body[k + 1:], built from the end (linear)
