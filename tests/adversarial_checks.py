@@ -3,6 +3,7 @@ central differences through sg.grad and sg.jvp, and a refusal located in the tes
 
 import copy
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -54,3 +55,32 @@ def fd_hessian(f, x, eps=1e-4):
         step[i] = eps
         columns.append((numerical_grad(f, (x + step,)) - numerical_grad(f, (x - step,))) / (2 * eps))
     return np.stack(columns, axis=1)
+
+
+def check_all_modes(f, x, v, w, fallback=False):
+    """grad, value_and_grad, jvp (along ``v``), hessian, grad of grad (weighted by ``w``)
+    and jit=True (compiled, no fallback unless ``fallback``) of ``f`` at ``x`` against
+    central differences; the value as Python's."""
+    from srcgrad.jit import JitFallbackWarning
+    want = numerical_grad(f, (x,))
+    g_of = sg.grad(f)
+    value, g = sg.value_and_grad(f)(x)
+    np.testing.assert_allclose(value, f(x), rtol=1e-13)
+    np.testing.assert_allclose(g, want, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(sg.jvp(f, (x,), (v,))[1], want @ v, rtol=1e-6, atol=1e-8)
+    hess = fd_hessian(f, x)   # (differences of differences: good to about 1e-5 here)
+    np.testing.assert_allclose(sg.hessian(f)(x), hess, rtol=1e-4, atol=5e-5)
+    # and differences of the gradient (checked above), good to about 1e-9
+    eye = np.eye(x.size) * 1e-5
+    hess = np.stack([(g_of(x + e) - g_of(x - e)) / 2e-5 for e in eye], axis=1)
+    atol = 1e-7 * max(1.0, np.abs(hess).max())
+    np.testing.assert_allclose(sg.hessian(f)(x), hess, rtol=1e-6, atol=atol)
+    inner = sg.grad(f)
+    np.testing.assert_allclose(sg.grad(lambda x: np.sum(inner(x) * w))(x), hess @ w,
+                               rtol=1e-5, atol=atol)
+    jitted = sg.grad(f, jit=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore" if fallback else "error", JitFallbackWarning)
+        for _ in range(3):   # (the first calls may run the NumPy code while it compiles)
+            np.testing.assert_allclose(jitted(x), g, rtol=1e-10, atol=1e-12)
+

@@ -17,7 +17,8 @@ import pytest
 import srcgrad as sg
 from srcgrad.jit import JitFallbackWarning
 from srcgrad.testing import numerical_grad
-from tests.adversarial_checks import assert_refused_in, fd_hessian
+from tests import adversarial_checks
+from tests.adversarial_checks import assert_refused_in
 
 X = np.array([0.3, -0.5, 0.7, 0.2])
 V = np.array([0.7, -1.1, 0.4, 2.0])
@@ -46,29 +47,8 @@ def python_powers(x):
 
 
 def check_all_modes(f, x=X, fallback=False):
-    """grad, value_and_grad, jvp, hessian, grad of grad and jit=True (compiled, no
-    fallback unless ``fallback``) against central differences."""
-    want = numerical_grad(f, (x,))
-    g_of = sg.grad(f)
-    value, g = sg.value_and_grad(f)(x)
-    np.testing.assert_allclose(value, f(x), rtol=1e-13)
-    np.testing.assert_allclose(g, want, rtol=1e-6, atol=1e-8)
-    np.testing.assert_allclose(sg.jvp(f, (x,), (V,))[1], want @ V, rtol=1e-6, atol=1e-8)
-    hess = fd_hessian(f, x)   # (differences of differences: good to about 1e-5 here)
-    np.testing.assert_allclose(sg.hessian(f)(x), hess, rtol=1e-4, atol=5e-5)
-    # and differences of the gradient (checked above), good to about 1e-9
-    eye = np.eye(x.size) * 1e-5
-    hess = np.stack([(g_of(x + e) - g_of(x - e)) / 2e-5 for e in eye], axis=1)
-    atol = 1e-7 * max(1.0, np.abs(hess).max())
-    np.testing.assert_allclose(sg.hessian(f)(x), hess, rtol=1e-6, atol=atol)
-    inner = sg.grad(f)
-    np.testing.assert_allclose(sg.grad(lambda x: np.sum(inner(x) * W))(x), hess @ W,
-                               rtol=1e-5, atol=atol)
-    jitted = sg.grad(f, jit=True)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore" if fallback else "error", JitFallbackWarning)
-        for _ in range(3):   # (the first calls may run the NumPy code while it compiles)
-            np.testing.assert_allclose(jitted(x), g, rtol=1e-10, atol=1e-12)
+    """tests/adversarial_checks.check_all_modes with this file's points."""
+    adversarial_checks.check_all_modes(f, x, V, W, fallback)
 
 
 def test_math_functions_of_floats_in_all_modes():

@@ -11,7 +11,6 @@ instance or the list changed, an attribute that is no field, a frozen dataclass.
 
 import dataclasses
 import math
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,7 +18,8 @@ import pytest
 
 import srcgrad as sg
 from srcgrad.testing import numerical_grad
-from tests.adversarial_checks import assert_refused_in, fd_hessian
+from tests import adversarial_checks
+from tests.adversarial_checks import assert_refused_in
 
 X = np.array([0.3, -0.5, 0.7, 0.2])
 V = np.array([0.7, -1.1, 0.4, 2.0])
@@ -234,28 +234,9 @@ PROGRAMS = [rnn, rnn_nested, cell_from_a_factory, recorded, state_set_by_the_cal
 
 
 def check_all_modes(f, x=X):
-    """grad, value_and_grad, jvp, hessian, grad of grad and jit=True against central
-    differences (the value as Python's)."""
-    want = numerical_grad(f, (x,))
-    g_of = sg.grad(f)
-    value, g = sg.value_and_grad(f)(x)
-    np.testing.assert_allclose(value, f(x), rtol=1e-13)
-    np.testing.assert_allclose(g, want, rtol=1e-6, atol=1e-8)
-    np.testing.assert_allclose(sg.jvp(f, (x,), (V,))[1], want @ V, rtol=1e-6, atol=1e-8)
-    hess = fd_hessian(f, x)   # (differences of differences: good to about 1e-5 here)
-    np.testing.assert_allclose(sg.hessian(f)(x), hess, rtol=1e-4, atol=5e-5)
-    eye = np.eye(x.size) * 1e-5   # differences of the gradient (checked above)
-    hess = np.stack([(g_of(x + e) - g_of(x - e)) / 2e-5 for e in eye], axis=1)
-    atol = 1e-7 * max(1.0, np.abs(hess).max())
-    np.testing.assert_allclose(sg.hessian(f)(x), hess, rtol=1e-6, atol=atol)
-    inner = sg.grad(f)
-    np.testing.assert_allclose(sg.grad(lambda x: np.sum(inner(x) * W))(x), hess @ W,
-                               rtol=1e-5, atol=atol)
-    jitted = sg.grad(f, jit=True)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")   # (a dataclass: falls back to NumPy, with its warning)
-        for _ in range(2):
-            np.testing.assert_allclose(jitted(x), g, rtol=1e-10, atol=1e-12)
+    """tests/adversarial_checks.check_all_modes with this file's points (a dataclass: the
+    jit falls back to NumPy, with its warning)."""
+    adversarial_checks.check_all_modes(f, x, V, W, fallback=True)
 
 
 @pytest.mark.parametrize("f", PROGRAMS, ids=lambda f: f.__name__)
