@@ -13,7 +13,8 @@ from srcgrad import caches, disk_cache, pipeline, pytree, rules, show
 from srcgrad.pipeline import compile_gradient
 from srcgrad.custom_function import is_once_differentiable
 from srcgrad.errors import SrcgradError, located_at
-from srcgrad.analysis.ranks import ClassKey, StaticKey, checked_rank_key, rank_keys
+from srcgrad.analysis.argument_keys import ClassKey, StaticKey
+from srcgrad.analysis.ranks import checked_rank_key, rank_keys
 from srcgrad.codegen import tracebacks
 from srcgrad.codegen.refusals import in_user_code
 from srcgrad import entry
@@ -160,12 +161,12 @@ class GradFunction:
         the structure of each structured argument (pytree.py), however passed."""
         short = len(args) < self._n_params()
         structured = _any_node(args) or (short and self._node_defaults())
-        defaults = getattr(self.fn, "__defaults__", None) or ()
-        if kwargs or short and _any_static(defaults):
+        static_defaults = short and _any_static(getattr(self.fn, "__defaults__", None) or ())
+        if kwargs or static_defaults:
             # (a callable or plain object by keyword or default: compiled for it, as if passed)
             kwargs = kwargs or {}
-            if not (structured or _any_node(kwargs.values()) or self._node_defaults()
-                    or _any_static(kwargs.values()) or _any_static(defaults)):
+            if not (structured or static_defaults or _any_node(kwargs.values())
+                    or self._node_defaults() or _any_static(kwargs.values())):
                 return self.compiled
             plan = self.__dict__.get("_signature_plan")
             if plan is None or plan.defaults is not self.fn.__defaults__:   # (the ones it binds)
@@ -442,7 +443,7 @@ def _any_node(values):
 
 def _any_static(values):
     """Whether any of ``values`` is compiled for as a static argument (a callable object,
-    an instance of a plain class: ranks.StaticKey, ranks.ClassKey)."""
+    an instance of a plain class: argument_keys.StaticKey, ClassKey)."""
     return any(type(v) not in _LEAF_TYPES and isinstance(checked_rank_key(v), (StaticKey, ClassKey))
                for v in values)
 
