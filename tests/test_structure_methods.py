@@ -468,7 +468,7 @@ def test_operators_on_what_an_operator_returns():
         return np.sum(r.a * r.b)
     check(chained, p)
     x = RNG.standard_normal(3)
-    np.testing.assert_allclose(sg.grad(built)(x), numerical_grad(built, (x,)), rtol=1e-6)
+    np.testing.assert_allclose(sg.grad(built)(x), numerical_grad(built, (x,)), rtol=1e-6, atol=1e-8)
 
 
 @dataclasses.dataclass
@@ -490,7 +490,7 @@ def test_an_instance_rebound_in_a_loop_keeps_its_class():
             w = -v
         return np.sum(v.a * w.b) + np.sum(w.a) + w[0]
     x = RNG.standard_normal(3)
-    np.testing.assert_allclose(sg.grad(looped)(x), numerical_grad(looped, (x,)), rtol=1e-6)
+    np.testing.assert_allclose(sg.grad(looped)(x), numerical_grad(looped, (x,)), rtol=1e-6, atol=1e-8)
 
     def two_classes(x):   # bound to a Vec or an Other: no one class, left to Python: refused
         v = Vec(x, x)
