@@ -14,6 +14,8 @@ walks a structure only on calls with one (measured in docs/language.md, "Contain
 """
 
 import dataclasses
+import types
+import weakref
 
 _REGISTRY = {}   # class -> (flatten, unflatten)
 
@@ -116,16 +118,26 @@ def tree_key(value, leaf_key):
     return TreeKey((kind,) + tuple(_key_of(getattr(value, f.name), leaf_key) for f in fields))
 
 
+def method_names(cls):
+    """The names of the methods (functions, static and class methods) ``cls`` and its
+    bases define in Python, dunders aside; made once per class (a call-time check)."""
+    found = _METHOD_NAMES.get(cls)
+    if found is None:
+        found = _METHOD_NAMES[cls] = frozenset(
+            k for klass in cls.__mro__[:-1] for k, v in vars(klass).items() if not k.startswith("__")
+            and isinstance(v, (types.FunctionType, staticmethod, classmethod)))
+    return found
+
+
+_METHOD_NAMES = weakref.WeakKeyDictionary()   # class -> method_names (a local class may go)
+
+
 def refuse_hidden_methods(value, fields=()):
     """Refuse an object whose own attribute hides a method of its class (``model.f =
     np.exp``, ``f`` a method): the compiled code calls methods through the class."""
-    import inspect
     from srcgrad.errors import UnsupportedError
-    for attr in vars(value):
-        if attr in fields or attr.startswith("__"):
-            continue
-        raw = inspect.getattr_static(type(value), attr, None)
-        if inspect.isfunction(raw) or isinstance(raw, (staticmethod, classmethod)):
+    for attr in method_names(type(value)) & vars(value).keys():
+        if attr not in fields:
             raise UnsupportedError(
                 f"the {type(value).__name__} object's own attribute {attr!r} hides the method "
                 f"{type(value).__name__}.{attr}, and srcgrad calls methods through the class: "

@@ -4,6 +4,7 @@ a plain class whose methods the function calls (ranks.rank_key gives them)."""
 
 import abc
 import inspect
+import weakref
 
 from srcgrad import pytree
 
@@ -16,12 +17,23 @@ def plain_instance(value):
     if type(cls) not in (type, abc.ABCMeta) or cls.__module__ == "builtins" or callable(value) \
             or pytree.is_node(value) or type(getattr(value, "ndim", None)) is int:   # (an array: Dask's)
         return False
-    if not any(inspect.isfunction(v) or isinstance(v, (staticmethod, classmethod, property))
-               for klass in cls.__mro__[:-1] for v in vars(klass).values()):
+    if not _has_methods(cls):
         return False
     if getattr(value, "__dict__", None):
         pytree.refuse_hidden_methods(value)
     return True
+
+
+def _has_methods(cls):
+    found = _HAS_METHODS.get(cls)
+    if found is None:   # (made once per class: rank_key asks at every call)
+        found = _HAS_METHODS[cls] = any(
+            inspect.isfunction(v) or isinstance(v, (staticmethod, classmethod, property))
+            for klass in cls.__mro__[:-1] for v in vars(klass).values())
+    return found
+
+
+_HAS_METHODS = weakref.WeakKeyDictionary()   # class -> _has_methods
 
 
 class StaticKey:
