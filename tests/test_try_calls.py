@@ -1,7 +1,7 @@
 """``try: L = np.linalg.cholesky(K)`` / ``except np.linalg.LinAlgError: ...`` (a Gaussian
 process's jitter, a solve falling back to least squares): one call of a NumPy or SciPy
 function in the try block, one ``except``, maybe an ``else:``. It was refused; it is the
-``if rt.call_fails(np.linalg.cholesky, (K,), {}, (LinAlgError,)):`` Python's try decides
+``if rt.call_fails(np.linalg.cholesky, (K,), (LinAlgError,)):`` Python's try decides
 (transform/plain_statements.py), the call made once more for the assignment. Each path
 checked against central differences, through grad, jvp and hessian."""
 
@@ -47,6 +47,15 @@ def factor_or_sum(K):
     return np.sum(sla.cho_solve((c, low), np.ones(3)))
 
 
+def factor_by_keyword(A):   # the call's keyword argument passed on to the test too
+    K = A @ A.T
+    try:
+        c, low = sla.cho_factor(K, lower=True)
+    except sla.LinAlgError:
+        return np.sum(K)
+    return np.sum(sla.cho_solve((c, low), np.ones(3)))
+
+
 def _check(f, args):
     want = numerical_grad(f, args)
     np.testing.assert_allclose(sg.grad(f)(*args), want, rtol=1e-5, atol=1e-7)
@@ -58,8 +67,8 @@ def _check(f, args):
 @pytest.mark.parametrize("f, args", [
     (log_det_with_jitter, (SPD,)), (log_det_with_jitter, (INDEFINITE,)),
     (solve_or_least_squares, (SPD, np.ones(3))), (solve_or_least_squares, (B[:, :2], np.ones(3))),
-    (factor_or_sum, (SPD,)), (factor_or_sum, (INDEFINITE,))],
-    ids=["spd", "indefinite", "solve", "not-square", "factor", "no-factor"])
+    (factor_or_sum, (SPD,)), (factor_or_sum, (INDEFINITE,)), (factor_by_keyword, (B,))],
+    ids=["spd", "indefinite", "solve", "not-square", "factor", "no-factor", "keyword"])
 def test_each_path_matches_differences(f, args):
     _check(f, args)
 

@@ -175,7 +175,7 @@ nondifferentiable(rt.lookup_fails)
 
 
 @rt.helper
-def call_fails(function, args, kwargs, errors):
+def call_fails(function, args, errors, /, **kwargs):
     """Whether ``function(*args, **kwargs)`` raises one of ``errors`` (``try: L =
     np.linalg.cholesky(K)`` / ``except LinAlgError:`` is ``if rt.call_fails(...):
     <handler> else: L = np.linalg.cholesky(K)``; a NumPy or SciPy function, pure)."""

@@ -15,8 +15,8 @@ cleanup is then not run). ``try: v = d[k]`` whose handlers catch ``KeyError``,
 ``IndexError`` or ``LookupError`` (``d`` a name, ``k`` a name or a constant) is the test
 Python makes: ``if rt.lookup_fails(d, k, (KeyError,)): <handler> else: v = d[k]; <else>``;
 ``try: L = np.linalg.cholesky(K)`` (one call of a NumPy or SciPy function, pure, its
-arguments without calls) with one ``except`` likewise, ``if rt.call_fails(...)``, the call
-made again for the assignment. Any other ``try`` is refused by fence.py.
+arguments without calls) with one ``except`` likewise, ``if rt.call_fails(np.linalg.cholesky,
+(K,), (LinAlgError,)):``, the call made again for the assignment. Any other ``try`` is refused by fence.py.
 
 An annotated assignment ``y: np.ndarray = f(x)`` is the assignment ``y = f(x)`` (Python
 evaluates the annotation of a local for nothing); a bare ``z: float`` is dropped, unless
@@ -146,9 +146,7 @@ def _lookup(stmt, base):
     elif _library_call(value, base) and (isinstance(target, gast.Name) or isinstance(target, gast.Tuple)
                                          and all(isinstance(e, gast.Name) for e in target.elts)):
         allowed, helper = None, runtime.call_fails
-        arguments = [_copy(value.func), gast.Tuple(elts=[_copy(a) for a in value.args], ctx=gast.Load()),
-                     gast.Dict(keys=[gast.Constant(value=k.arg, kind=None) for k in value.keywords],
-                               values=[_copy(k.value) for k in value.keywords])]
+        arguments = [_copy(value.func), gast.Tuple(elts=[_copy(a) for a in value.args], ctx=gast.Load())]
     else:
         return None
     handler = stmt.handlers[0]
@@ -160,7 +158,7 @@ def _lookup(stmt, base):
     helper = as_array.bind(base.ctx.namer, base.info, base.ctx.bindings, helper.__name__, helper)
     test = gast.Call(func=gast.Name(id=helper, ctx=gast.Load(), annotation=None, type_comment=None),
                      args=arguments + [gast.Tuple(elts=[_copy(e) for e in kinds], ctx=gast.Load())],
-                     keywords=[])
+                     keywords=[_copy(k) for k in value.keywords] if allowed is None else [])
     anno.setanno(test, anno.Static.PRIMITIVE, base.info.extra[helper])
     out = gast.If(test=test, body=handler.body, orelse=[read] + stmt.orelse)
     for child in gast.walk(out):
