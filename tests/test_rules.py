@@ -1222,3 +1222,51 @@ def test_nondifferentiable_declared():
         assert R.is_nondifferentiable(prim), prim
     for prim in (np.mod, np.remainder):
         assert R.lookup(prim) is not None
+
+
+def test_loading_a_librarys_rules_keeps_every_compiled_gradient(tmp_path):
+    """SciPy's rules load on the first lookup that misses once scipy.special is imported;
+    a gradient compiled before cannot call SciPy (its lookups would have loaded them), so
+    it is not compiled again, and a SciPy function then differentiates as usual."""
+    import subprocess
+    import sys
+    script = textwrap.dedent("""
+        import sys
+        import numpy as np
+        import srcgrad as sg
+        from srcgrad import api, disk_cache
+        disk_cache.settings.enabled = False
+        assert "scipy.special" not in sys.modules
+        compiles = []
+        original = api._compile
+        api._compile = lambda *a: compiles.append(a[0].__name__) or original(*a)
+
+        def square_sum(x):
+            return np.sum(x * x)
+
+        def helper(x):
+            return x * 3.0
+
+        def calls_helper(x):
+            return np.sum(helper(x))
+
+        x = np.arange(3.0)
+        g = sg.grad(square_sum)
+        g(x)
+        g(x)
+        import scipy.special as sp
+        sg.grad(calls_helper)(x)   # a lookup misses: SciPy's rules load
+
+        def erf_sum(x):
+            return np.sum(sp.erf(x))
+
+        assert np.allclose(g(x), 2 * x)
+        slope = sg.grad(erf_sum)(x)
+        assert np.allclose(slope, 2 / np.sqrt(np.pi) * np.exp(-x * x)), slope
+        print(compiles)
+    """)
+    (tmp_path / "script.py").write_text(script)
+    done = subprocess.run([sys.executable, str(tmp_path / "script.py")], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["['square_sum',", "'calls_helper',", "'erf_sum']"], done.stdout

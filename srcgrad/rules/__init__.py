@@ -462,11 +462,16 @@ def _load_library_rules():
             _LIBRARIES_LOADED.add(library)
             users = {key: rule for key, rule in RULES.items() if not rule.builtin}
             name = f"srcgrad.rules.{module}"
+            version = VERSION[0]
             if name in sys.modules:   # registered before, and the table restored since
                 importlib.reload(sys.modules[name])
             else:
                 importlib.import_module(name)
             RULES.update(users)   # a rule the user registered before stays theirs
+            # Only the library's own functions got rules, and a gradient that calls one
+            # looked it up, which loaded them first: no compiled gradient is stale, so
+            # the version (every cached gradient's guard) stays.
+            VERSION[0] = version
             loaded = True
     return loaded
 
