@@ -275,15 +275,17 @@ class _Owner:
         self._numpy = numpy_gradient
 
 
-@pytest.mark.parametrize("compiled_s, numpy_s, faster", [(0.03, 0.001, True), (0.001, 0.03, False)])
-def test_the_numpy_gradient_is_kept_only_where_it_ran_clearly_faster(monkeypatch, compiled_s,
-                                                                       numpy_s, faster):
+@pytest.mark.parametrize("compiled_s, numpy_s, faster",
+                         [(0.03, 0.001, True), (0.001, 0.03, False), (0.03, 0.03, True)])
+def test_the_compiled_gradient_is_kept_only_where_it_ran_clearly_faster(monkeypatch, compiled_s,
+                                                                        numpy_s, faster):
+    """A tie keeps NumPy: jit=True is never slower than no jit."""
     from srcgrad.jit import dispatch
     monkeypatch.setenv("SRCGRAD_JIT_RACE", "1")
     compiled, numpy_gradient = _Sleeper(compiled_s), _Sleeper(numpy_s)
     assert dispatch._numpy_faster(compiled, (), _Owner(lambda a, g: numpy_gradient()), (), None) \
         is faster
-    assert 1 <= compiled.calls <= 3 and compiled.calls == numpy_gradient.calls
+    assert 2 <= compiled.calls <= 4 and compiled.calls == numpy_gradient.calls   # a warm-up
     monkeypatch.setenv("SRCGRAD_JIT_RACE", "0")
     assert dispatch._numpy_faster(compiled, (), _Owner(lambda a, g: numpy_gradient()), (), None) \
         is False
