@@ -256,3 +256,45 @@ def test_code_asking_the_class_is_not_built_as_a_subclass():
     # a silently other branch)
     with pytest.raises(sg.SrcgradError):
         sg.grad(asks_the_type)(X, X)
+
+
+class TupleStored:
+    def __init__(self, W, b, scale=2.0):
+        self.W, self.b = W, b
+        self.scale: float = scale
+        self.b, self.shift = self.b_default(), b   # reads self: refused (below)
+
+    def b_default(self):
+        return 0.0
+
+
+class Dense:
+    def __init__(self, W, b):
+        self.W, self.b = W, b
+        self.gain: float = 1.5
+
+    def __call__(self, x):
+        return self.gain * np.tanh(self.W @ x + self.b)
+
+
+def two_dense(v):
+    W = np.reshape(v[:4], (2, 2))
+    first = Dense(W, v[4:6])
+    second = Dense(W.T * v[0], 0.25)
+    return np.sum(second(first(v[2:4])) ** 2)
+
+
+def test_attributes_stored_as_a_tuple_or_annotated():
+    """`self.W, self.b = W, b` and `self.gain: float = 1.5` in __init__ are stores of
+    the parameters, as `self.W = W` is (grad, jvp, hessian, grad of grad, jit)."""
+    from tests.adversarial_checks import check_all_modes
+    v = RNG.normal(size=6)
+    check_all_modes(two_dense, v, RNG.normal(size=6), RNG.normal(size=6), fallback=True)
+
+
+def test_a_tuple_store_reading_self_stays_refused():
+    def f(W, x):
+        return np.sum(TupleStored(W, x).W @ x)
+    with pytest.raises(sg.SrcgradError) as info:
+        sg.grad(f)(np.eye(2), X[:2])
+    assert "test_plain_classes.py" in str(info.value)

@@ -89,14 +89,14 @@ def _fields(cls, bound, fields, uses, owners):
     if body and isinstance(body[0], gast.Expr) and isinstance(body[0].value, gast.Constant):
         body = body[1:]   # the docstring
     for stmt in body:
-        if isinstance(stmt, gast.Assign) and len(stmt.targets) == 1 \
-                and isinstance(stmt.targets[0], gast.Attribute) \
-                and isinstance(stmt.targets[0].value, gast.Name) and stmt.targets[0].value.id == me:
-            value = _substituted(stmt.value, env, me, uses)
-            if value is None:
-                return False
-            fields.pop(stmt.targets[0].attr, None)
-            fields[stmt.targets[0].attr] = value
+        stores = _attribute_stores(stmt, me)
+        if stores is not None:
+            for attr, expr in stores:
+                value = _substituted(expr, env, me, uses)
+                if value is None:
+                    return False
+                fields.pop(attr, None)
+                fields[attr] = value
             continue
         base_call = _base_init(stmt, cls, me)
         if base_call is None:
@@ -124,6 +124,27 @@ def _fields(cls, bound, fields, uses, owners):
         if not _fields(base, given, fields, uses, owners):
             return False
     return True
+
+
+def _attribute_stores(stmt, me):
+    """``[(attribute, expression)]`` of ``self.a = v``, ``self.a: T = v`` or ``self.a, self.b
+    = u, v`` (the values read no ``self``, so storing them in order is Python's order);
+    None for any other statement."""
+    def on_me(target):
+        return isinstance(target, gast.Attribute) and isinstance(target.value, gast.Name) \
+            and target.value.id == me
+    if isinstance(stmt, gast.AnnAssign) and stmt.value is not None and on_me(stmt.target):
+        return [(stmt.target.attr, stmt.value)]
+    if not isinstance(stmt, gast.Assign) or len(stmt.targets) != 1:
+        return None
+    target = stmt.targets[0]
+    if on_me(target):
+        return [(target.attr, stmt.value)]
+    if isinstance(target, gast.Tuple) and isinstance(stmt.value, gast.Tuple) \
+            and len(target.elts) == len(stmt.value.elts) and all(map(on_me, target.elts)) \
+            and not any(isinstance(v, gast.Starred) for v in stmt.value.elts):
+        return [(t.attr, v) for t, v in zip(target.elts, stmt.value.elts)]
+    return None
 
 
 def _base_init(stmt, cls, me):
