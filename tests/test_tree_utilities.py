@@ -119,3 +119,39 @@ def test_a_model_made_by_tree_map_is_called():
         squashed = sg.tree_map(np.tanh, m)
         return np.sum(squashed(x) ** 2)
     check(loss, Affine(RNG.standard_normal((3, 2)), RNG.standard_normal(2)), X)
+
+
+@dataclasses.dataclass
+class _Affine:
+    A: np.ndarray
+    c: object
+
+    def __call__(self, x):
+        return self.A @ x + self.c
+
+
+def _penalty(layer):
+    return sum(np.sum(leaf ** 2) for leaf in sg.tree_leaves(layer))
+
+
+def _penalised(layers, x):
+    total = 0.0
+    for layer in layers:
+        x = layer(x)
+        total = total + _penalty(layer)
+    return np.sum(x) + total
+
+
+def test_the_leaves_of_a_loop_variable_over_items_of_several_trees():
+    """The items' trees differ (a float and an array in ``c``): the loop variable's class is
+    known, its leaves are not, so tree_leaves is not written out from the class alone (it
+    was an empty list: the penalty vanished from the value and both gradients)."""
+    rng = np.random.default_rng(3)
+    layers = [_Affine(rng.normal(size=(2, 2)), 0.5), _Affine(rng.normal(size=(2, 2)), rng.normal(size=2))]
+    x = rng.normal(size=2)
+    value, grad_x = sg.value_and_grad(_penalised, wrt=1)(layers, x)
+    np.testing.assert_allclose(value, _penalised(layers, x), rtol=1e-13)
+    np.testing.assert_allclose(grad_x, numerical_grad(_penalised, (layers, x), wrt=1), rtol=1e-6)
+    with pytest.raises(SrcgradError) as info:
+        sg.grad(_penalised)(layers, x)
+    assert "test_tree_utilities.py" in str(info.value) and "tree_leaves" in str(info.value)

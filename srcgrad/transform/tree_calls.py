@@ -118,6 +118,8 @@ class _TreeCalls(gast.NodeTransformer):
             return [(_item(expr, k), t) for k, t in zip(keys, tree[2:])]
         if issubclass(cls, tuple) and hasattr(cls, "_fields") or dataclasses.is_dataclass(cls):
             fields = structure_parts._fields(cls)
+            if len(tree) != 1 + len(fields):   # only the class known (items of several trees)
+                raise _Unknown
             return [(gast.Attribute(value=copy.deepcopy(expr), attr=f, ctx=gast.Load()), t)
                     for f, t in zip(fields, tree[1:])]
         if issubclass(cls, (list, tuple)):
