@@ -499,3 +499,60 @@ def test_an_instance_rebound_in_a_loop_keeps_its_class():
         return v.total()
     with pytest.raises(sg.SrcgradError, match="test_structure_methods.py"):
         sg.grad(two_classes)(np.abs(x))
+
+
+@dataclasses.dataclass
+class _Tanh:
+    A: np.ndarray
+    c: object
+
+    def __call__(self, x):
+        return np.tanh(self.A @ x + self.c)
+
+
+@dataclasses.dataclass
+class _Gate:
+    w: object
+
+    def __call__(self, x):
+        return x * self.w
+
+
+@dataclasses.dataclass
+class _Chain:
+    layers: list
+
+    def __iter__(self):
+        return iter(self.layers)
+
+    def __call__(self, x):
+        for layer in self:
+            x = layer(x)
+        return x
+
+
+def _through_blocks(blocks, x):
+    for name, block in blocks.items():
+        x = block(x)
+    return np.sum(x ** 2)
+
+
+def _blocks_side_by_side(blocks, x):
+    outs = [block(x) for block in blocks.values()]
+    return np.sum(outs[0] * outs[1])
+
+
+@pytest.mark.parametrize("f", [_through_blocks, _blocks_side_by_side], ids=lambda f: f.__name__)
+def test_parts_of_one_class_and_several_trees_are_written_out(f):
+    """Two _Chain blocks of different trees (other layers inside): a loop or comprehension
+    over them is written out per block, so each block's own loop knows its layers (it was
+    refused: only the common class was known)."""
+    rng = np.random.default_rng(8)
+    blocks = {"enc": _Chain([_Tanh(rng.normal(size=(2, 2)), 0.3), _Gate(rng.normal(size=2))]),
+              "dec": _Chain([_Tanh(rng.normal(size=(2, 2)), rng.normal(size=2))])}
+    x = rng.normal(size=2)
+    value, grads = sg.value_and_grad(f, wrt=(0, 1))(blocks, x)
+    np.testing.assert_allclose(value, f(blocks, x), rtol=1e-13)
+    want = numerical_grad(f, (blocks, x), wrt=(0, 1))
+    for g, w in zip(sg.tree_leaves(grads), sg.tree_leaves(want)):
+        np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-9)

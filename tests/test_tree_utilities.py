@@ -142,16 +142,34 @@ def _penalised(layers, x):
     return np.sum(x) + total
 
 
+def _penalised_stopping(layers, x):   # a break: the loop stays a loop
+    total = 0.0
+    for layer in layers:
+        x = layer(x)
+        total = total + _penalty(layer)
+        if total > 1e9:
+            break
+    return np.sum(x) + total
+
+
+def _assert_tree_close(got, want):
+    for g, w in zip(pytree.tree_leaves(got), pytree.tree_leaves(want)):
+        np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-9)
+
+
 def test_the_leaves_of_a_loop_variable_over_items_of_several_trees():
-    """The items' trees differ (a float and an array in ``c``): the loop variable's class is
-    known, its leaves are not, so tree_leaves is not written out from the class alone (it
-    was an empty list: the penalty vanished from the value and both gradients)."""
+    """The items' trees differ (a float and an array in ``c``): the loop is written out, one
+    body per item, each knowing its item's leaves. Where it stays a loop, only the class
+    is known, so tree_leaves is not written out from it (it was an empty list: the penalty
+    vanished from the value and both gradients) and is refused where a gradient flows."""
     rng = np.random.default_rng(3)
     layers = [_Affine(rng.normal(size=(2, 2)), 0.5), _Affine(rng.normal(size=(2, 2)), rng.normal(size=2))]
     x = rng.normal(size=2)
-    value, grad_x = sg.value_and_grad(_penalised, wrt=1)(layers, x)
-    np.testing.assert_allclose(value, _penalised(layers, x), rtol=1e-13)
-    np.testing.assert_allclose(grad_x, numerical_grad(_penalised, (layers, x), wrt=1), rtol=1e-6)
+    for f in (_penalised, _penalised_stopping):
+        value, grad_x = sg.value_and_grad(f, wrt=1)(layers, x)
+        np.testing.assert_allclose(value, f(layers, x), rtol=1e-13)
+        np.testing.assert_allclose(grad_x, numerical_grad(f, (layers, x), wrt=1), rtol=1e-6)
+    _assert_tree_close(sg.grad(_penalised)(layers, x), numerical_grad(_penalised, (layers, x)))
     with pytest.raises(SrcgradError) as info:
-        sg.grad(_penalised)(layers, x)
+        sg.grad(_penalised_stopping)(layers, x)
     assert "test_tree_utilities.py" in str(info.value) and "tree_leaves" in str(info.value)

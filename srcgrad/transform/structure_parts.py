@@ -289,8 +289,8 @@ class _Binder:
             if isinstance(s, gast.For):
                 self.write_out_comprehensions(s, scope)   # for h in [layer(x) for layer in ...]
                 loop = self.loop_parts(s)
-                if loop is not None and loop[3] is None:   # parts of several classes
-                    copies = self.unroll(s, *loop)
+                if loop is not None and (loop[3] is None or self.trees_differ(loop)):
+                    copies = self.unroll(s, *loop)   # parts of several classes or trees
                     if copies is not None:
                         self.unrolled[id(s)] = copies
                         items = {c.targets[0].id for c in copies if isinstance(c, gast.Assign)
@@ -434,7 +434,7 @@ class _Binder:
             return None
         ifs = comp.generators[0].ifs
         loop = self.loop_parts(comp.generators[0], local=True)
-        if loop is None or loop[3] is not None:
+        if loop is None or loop[3] is not None and not self.trees_differ(loop):
             return None
         key_target, target, (container, keys), _ = loop
         bound = {target.id} | ({key_target.id} if key_target is not None else set())
@@ -460,6 +460,14 @@ class _Binder:
                                    ctx=gast.Load())
             elts.append(elt)
         return gast.copy_location(gast.List(elts=elts, ctx=gast.Load()), comp)
+
+    def trees_differ(self, loop):
+        """Whether the parts ``loop`` (loop_parts') iterates are of one class but not one
+        tree: their common tree holds only the class, so a copy per part knows more (the
+        fields of each: ``for l in self`` in its ``__call__``, its leaves)."""
+        container, keys = loop[2]
+        return len({part_tree(gast.Subscript(value=container, slice=gast.Constant(value=k, kind=None),
+                                             ctx=gast.Load()), self.trees) for k in keys}) > 1
 
     def unroll(self, loop, key_target, target, items, _):
         """The copies of ``loop``'s body, one per item (``items``: the container read and its
