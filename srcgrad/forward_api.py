@@ -213,10 +213,19 @@ def jvp(fn, primals, tangents, *, has_aux=False, jit=False):
     made = getattr(fn, "__srcgrad_jacobian__", None)
     if made is not None and getattr(made, "made", None) is fn:   # sg.jacrev(f): f's 2nd derivative
         return OF_JACOBIAN(made, primals, tangents, has_aux)
+    if callable(getattr(fn, "as_function", None)) and _holds_data(primals):
+        return OF_GRADIENT(fn, primals, tangents, has_aux)   # a gradient at structures: an hvp
     return run(fn, primals, tangents, jit=jit, has_aux=has_aux)
 
 
 OF_JACOBIAN = None   # sg.jvp of a function sg.jacfwd/jacrev made, set by srcgrad.nested_jacobians
+OF_GRADIENT = None   # sg.jvp of sg.grad(f) at structures (leaf_towers.gradient_jvp), set by nested
+
+
+def _holds_data(primals):
+    """Whether a primal is a structure holding data (what a gradient's composed code refuses)."""
+    return any(pytree.is_node(v) and v is not None and any(
+        type(leaf) not in (int, bool, str) for leaf in pytree.tree_leaves(v)) for v in primals)
 
 
 def run(fn, primals, tangents, values=True, jit=False, has_aux=False):

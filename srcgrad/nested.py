@@ -29,7 +29,7 @@ import inspect
 
 import numpy
 
-from srcgrad import api, caches, forward_api, hessians, jacobians, nested_jvp, pytree
+from srcgrad import api, caches, forward_api, hessians, jacobians, leaf_towers, nested_jvp, pytree
 from srcgrad.codegen import loader
 from srcgrad.codegen.refusals import in_user_code
 from srcgrad.custom_function import Function, _Tree
@@ -162,11 +162,12 @@ def gradient_class(gfn):
         """The hvp of phi(args, d) = sum_k <grad_k f(args), d_k> at (args, grads) along
         (first, second): backward is its gradient in args, so this differentiates it."""
         args = ctx.saved_tensors
-        if any(pytree.is_node(a) for a in args) or ctx._tuple_output and not many \
-                and not gfn.has_aux:
+        if ctx._tuple_output and not many and not gfn.has_aux:
             raise UnsupportedError(
-                f"a third derivative of {name} through its gradient called inside a "
-                f"differentiated function takes arrays and floats", *_where(fn))
+                f"a third derivative of {name} through its gradient with respect to a tuple, "
+                f"called inside a differentiated function, is not supported", *_where(fn),
+                hint="Pass the tuple's entries as separate arguments, or take the gradient "
+                     "with respect to a dict or list.")
         aux_floats = gfn.has_aux and ctx._outputs_differentiable[1]   # not an int, a str
         with_aux = aux_floats and not isinstance(ctx._outputs_meta[1][1], _Tree)
         if aux_floats and not with_aux and (_nonzero(grads[1]) or _nonzero(second[1])):
@@ -177,11 +178,17 @@ def gradient_class(gfn):
         auxes = [(grads[1], second[1])] if with_aux else []
         grads, second = gradient_part(grads), gradient_part(second)
         grads = [_zeros_like(args[k]) if g is None else g for g, k in zip(grads, positions)]
-        primals = tuple(args) + tuple(grads) + tuple(0.0 if d is None else d for d, _ in auxes)
+        of, wrt, regroup = gfn, positions, tuple
+        primals, tangents = tuple(args) + tuple(grads), list(first) + list(second)
+        if hessians._any_node(args):   # the composed code holds for arrays: over the leaves
+            of, wrt, primals, tangents, regroup = leaf_towers.phi_inputs(
+                gfn, positions, args, grads, first, second)
+        primals += tuple(0.0 if d is None else d for d, _ in auxes)
         tangents = tuple(_zeros_like(p) if t is None else t for t, p in zip(
-            list(first) + list(second) + [t for _, t in auxes], primals))
+            list(tangents) + [t for _, t in auxes], primals))
         try:
-            return hvp(_phi(gfn, positions, many, with_aux), primals, tangents)
+            return regroup(hvp(_phi(of, wrt, isinstance(of.wrt, tuple) if of is not gfn else many,
+                                    with_aux), primals, tangents))
         except SrcgradError as exc:
             raise UnsupportedError(f"a third derivative of {name} (the derivative of the "
                                    f"Hessian-vector product its gradient's backward is): "
@@ -301,6 +308,7 @@ def gradient_function(gfn):
     function.__defaults__ = getattr(fn, "__defaults__", None)
     function._srcgrad_gradient_of = fn
     function._srcgrad_is_gradient = True
+    function._srcgrad_tower = gfn   # at structures, taken over their leaves (leaf_towers.py)
     function.__doc__ = f"The gradient of {fn.__qualname__}; its adjoint is an hvp."
     return function
 
@@ -361,3 +369,4 @@ api.grad.srcgrad_grad_of = grad_of   # what anf_expressions calls for sg.grad(f)
 hessians.hessian.srcgrad_rows = ("hessian", api.grad)
 jacobians.jacobian.srcgrad_rows = jacobians.jacfwd.srcgrad_rows = ("jacobian", api.grad)
 forward_api.jvp.srcgrad_jvp_class = nested_jvp.jvp_class   # sg.jvp(f, ...) inline: nested_jvp.py
+forward_api.OF_GRADIENT = leaf_towers.gradient_jvp   # sg.jvp(sg.grad(f), ...) at structures
