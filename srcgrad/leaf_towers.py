@@ -197,27 +197,6 @@ def hvp(hvp_of, fn, primals, tangents, positions, has_aux):
 
 
 
-def gradient_jvp(gfn, primals, tangents, has_aux=False):
-    """``sg.jvp(g, primals, tangents)`` of a gradient ``g = sg.grad(f, wrt)`` at structured
-    primals: ``(g(*primals), the hvp of f along tangents at the wrt rows)``, which takes
-    structures (a gradient of a gradient's through its leaves), where the composed code
-    forward mode reads holds for arrays only."""
-    from srcgrad.hessians import hvp as hvp_of
-    from srcgrad.jacobians import _wrt_positions
-    if gfn.has_aux != bool(has_aux):
-        raise TypeError("srcgrad.jvp: a gradient made with has_aux=True returns (gradients, aux): "
-                        "take its jvp with has_aux=True too (and only such a gradient's)")
-    if len(primals) != len(tangents):
-        raise ValueError(f"srcgrad.jvp: {len(primals)} primals but {len(tangents)} tangents")
-    positions, many = _wrt_positions(gfn.fn, gfn.wrt)
-    value = gfn(*primals)
-    products = hvp_of(gfn.fn, tuple(primals), tuple(tangents), wrt=positions, has_aux=has_aux)
-    if has_aux:
-        products = products[0]
-    out = tuple(products[k] for k in positions) if many else products[positions[0]]
-    return (value[0], out, value[1]) if has_aux else (value, out)
-
-
 def phi_inputs(gfn, positions, args, grads, first, second):
     """For the third derivative through ``gfn`` called inside (nested.py's ``phi``) at
     structured ``args``: ``(tower, its wrt positions, primals, tangents, regroup)``: the

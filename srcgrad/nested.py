@@ -135,7 +135,7 @@ def gradient_class(gfn):
                 return products
             products = list(products[0])
             if d_aux is not None:   # the aux's own vector-Jacobian product
-                _, pullback = api.vjp(_aux_of(fn), wrt=reached)(*args)
+                _, pullback = api.vjp(_aux_of(_aux_base(fn, args)), wrt=reached)(*args)
                 for k, g in zip(reached, pullback(d_aux)):
                     products[k] = g if products[k] is None else pytree.tree_map(
                         _plus, products[k], g) if pytree.is_node(g) else products[k] + g
@@ -154,7 +154,7 @@ def gradient_class(gfn):
             return grads
         aux_tangent = None   # the aux's tangent, where it has floats
         if ctx._outputs_differentiable[1]:
-            aux_tangent = forward_api.jvp(_aux_of(fn), ctx.saved_tensors, tuple(
+            aux_tangent = forward_api.jvp(_aux_of(_aux_base(fn, ctx.saved_tensors)), ctx.saved_tensors, tuple(
                 _zeros_like(a) if t is None else t for a, t in zip(ctx.saved_tensors, tangents)))[1]
         return grads, aux_tangent
 
@@ -237,7 +237,35 @@ def _nonzero(value):
         if leaf is not None and not isinstance(leaf, str))
 
 
+def gradient_jvp(gfn, primals, tangents, has_aux=False):
+    """``sg.jvp(g, primals, tangents)`` of a gradient ``g = sg.grad(f, wrt)`` at structured
+    primals: ``(g(*primals), the hvp of f along tangents at the wrt rows)``, which takes
+    structures (a gradient of a gradient's through its leaves), where the composed code
+    forward mode reads holds for arrays only."""
+    if gfn.has_aux != bool(has_aux):
+        raise TypeError("srcgrad.jvp: a gradient made with has_aux=True returns (gradients, aux): "
+                        "take its jvp with has_aux=True too (and only such a gradient's)")
+    if len(primals) != len(tangents):
+        raise ValueError(f"srcgrad.jvp: {len(primals)} primals but {len(tangents)} tangents")
+    positions, many = _wrt_positions(gfn.fn, gfn.wrt)
+    value = gfn(*primals)
+    products = hvp(gfn.fn, tuple(primals), tuple(tangents), wrt=positions, has_aux=has_aux)
+    if has_aux:
+        products = products[0]
+    out = tuple(products[k] for k in positions) if many else products[positions[0]]
+    return (value[0], out, value[1]) if has_aux else (value, out)
+
+
 _auxes = caches.LRU()   # fn -> the function of its aux alone
+
+
+def _aux_base(fn, args):
+    """The function whose aux ``sg.grad(fn, has_aux=True)``'s is: at structured ``args``,
+    below a tower of gradients, the user's own (composed code holds for arrays only)."""
+    while hessians._any_node(args) and leaf_towers.tower_of(fn) is not None:
+        below = leaf_towers.tower_of(fn)._made_of[0]
+        fn = below.fn if isinstance(below, api.GradFunction) else below
+    return fn
 
 
 def _aux_of(fn):
@@ -369,4 +397,4 @@ api.grad.srcgrad_grad_of = grad_of   # what anf_expressions calls for sg.grad(f)
 hessians.hessian.srcgrad_rows = ("hessian", api.grad)
 jacobians.jacobian.srcgrad_rows = jacobians.jacfwd.srcgrad_rows = ("jacobian", api.grad)
 forward_api.jvp.srcgrad_jvp_class = nested_jvp.jvp_class   # sg.jvp(f, ...) inline: nested_jvp.py
-forward_api.OF_GRADIENT = leaf_towers.gradient_jvp   # sg.jvp(sg.grad(f), ...) at structures
+forward_api.OF_GRADIENT = gradient_jvp   # sg.jvp(sg.grad(f), ...) at structures
