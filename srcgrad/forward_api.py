@@ -213,8 +213,11 @@ def jvp(fn, primals, tangents, *, has_aux=False, jit=False):
     made = getattr(fn, "__srcgrad_jacobian__", None)
     if made is not None and getattr(made, "made", None) is fn:   # sg.jacrev(f): f's 2nd derivative
         return OF_JACOBIAN(made, primals, tangents, has_aux)
-    if callable(getattr(fn, "as_function", None)) and _holds_data(primals):
-        return OF_GRADIENT(fn, primals, tangents, has_aux)   # a gradient at structures: an hvp
+    if _holds_data(primals):   # a gradient (or its composed code) at structures: an hvp
+        gradient = fn if callable(getattr(fn, "as_function", None)) else getattr(
+            fn, "_srcgrad_composed_from", None)
+        if gradient is not None:
+            return OF_GRADIENT(gradient, primals, tangents, has_aux)
     return run(fn, primals, tangents, jit=jit, has_aux=has_aux)
 
 

@@ -104,11 +104,22 @@ def pinn_loss_inline(p, x):
     return (sg.grad(sg.grad(net, wrt=1), wrt=1)(p, x) + np.sin(x)) ** 2
 
 
+def pinn_loss_chain(p, x):   # two local aliases, the second of the first
+    d = sg.grad(net, wrt=1)
+    dd = sg.grad(d, wrt=1)
+    return (dd(p, x) + np.sin(x)) ** 2
+
+
+def pinn_loss_hessian(p, x):   # sg.hessian called inside: its rows of gradients
+    return (sg.hessian(net, wrt=1)(p, x) + np.sin(x)) ** 2
+
+
 def pinn_loss_leaves(w1, b1, w2, x):
     return (sg.grad(sg.grad(net_leaves, wrt=3), wrt=3)(w1, b1, w2, x) + np.sin(x)) ** 2
 
 
-@pytest.mark.parametrize("loss", [pinn_loss, pinn_loss_alias, pinn_loss_inline])
+@pytest.mark.parametrize("loss", [pinn_loss, pinn_loss_alias, pinn_loss_inline, pinn_loss_chain,
+                                  pinn_loss_hessian])
 def test_a_pinn_loss_of_a_dict_through_the_second_derivative_in_x(loss):
     p = params()
     got_p, got_x = sg.grad(loss, wrt=(0, 1))(p, X)
@@ -268,3 +279,21 @@ def test_grad_hessian_jvp_hvp_and_grad_of_grad_of_a_structure(f, make):
     np.testing.assert_allclose(dense, np.stack(columns, axis=1), rtol=1e-5, atol=1e-7)
     cross = sg.grad(sg.grad(f, wrt=1), wrt=0)(p, X)   # d/dp of du/dx: a structure
     close(cross, numerical_grad(sg.grad(f, wrt=1), (make(), X), wrt=0))
+
+
+def third_loss(p, x):   # sg.hessian of a local gradient alias inside: u_xxx, through a dict
+    d = sg.grad(net, wrt=1)
+    return sg.hessian(d, wrt=1)(p, x) ** 2
+
+
+def third_loss_leaves(w1, b1, w2, x):
+    d = sg.grad(net_leaves, wrt=3)
+    return sg.hessian(d, wrt=3)(w1, b1, w2, x) ** 2
+
+
+@pytest.mark.slow
+def test_the_hessian_of_a_gradient_alias_inside_a_loss_of_a_dict():
+    got = sg.grad(third_loss)(params(), X)
+    want = sg.grad(third_loss_leaves, wrt=(0, 1, 2))(A, B, C, X)
+    close(got, {'w1': want[0], 'b1': want[1], 'w2': want[2]}, rtol=1e-12, atol=1e-12)
+    close(got, numerical_grad(third_loss, (params(), X)), rtol=1e-6, atol=1e-6)
