@@ -297,3 +297,14 @@ def test_the_hessian_of_a_gradient_alias_inside_a_loss_of_a_dict():
     want = sg.grad(third_loss_leaves, wrt=(0, 1, 2))(A, B, C, X)
     close(got, {'w1': want[0], 'b1': want[1], 'w2': want[2]}, rtol=1e-12, atol=1e-12)
     close(got, numerical_grad(third_loss, (params(), X)), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.slow
+def test_jacobians_of_a_second_derivative_at_a_dict_and_a_fourth_order():
+    p = params()
+    want = numerical_grad(uxx, (params(), X))
+    for jac in (sg.jacfwd, sg.jacrev):
+        close(jac(uxx)(p, X), want)
+    close(sg.jacrev(uxx, wrt=1)(p, X), numerical_grad(uxx, (params(), X), wrt=1))
+    outer = sg.grad(pinn_loss, wrt=1)   # the loss's derivative in x: a fourth of net
+    close(sg.grad(outer, wrt=1)(p, X), numerical_grad(outer, (params(), X), wrt=1))
