@@ -24,7 +24,7 @@ import dataclasses
 from srcgrad import api, caches, pytree
 from srcgrad.codegen import loader
 from srcgrad.entry import _identifier
-from srcgrad.errors import UnsupportedError
+from srcgrad.errors import SrcgradError, UnsupportedError
 
 _towers = caches.LRU()   # (id(gradient), structure key) -> (gradient, its tower on leaves)
 
@@ -153,6 +153,19 @@ def on_leaves(gfn, primals, top=False):
     return found[1]
 
 
+def _composed(tower):
+    """``tower.as_function()``, made once per compile of it (hvp's compiles are keyed on
+    the function: a new one each call would compile each call)."""
+    try:
+        compiled = tower.compiled
+    except SrcgradError:   # (no code for arrays: as_function's hvp wrapper, made once too)
+        compiled = None
+    found = tower.__dict__.get("_leaf_composed")
+    if found is None or found[0] is not compiled:
+        found = tower._leaf_composed = (compiled, tower.as_function(tower.has_aux))
+    return found[1]
+
+
 def flat(values, groups, primals):
     """The leaves of ``values`` (one per primal, each like it or None: zero) in the
     order of ``groups``."""
@@ -185,7 +198,7 @@ def hvp(hvp_of, fn, primals, tangents, positions, has_aux):
     """``hessians.hvp(fn, ...)`` of a gradient ``fn`` at structured ``primals``: the hvp
     of its tower on their leaves (``hvp_of`` that hvp), put back into the structures."""
     tower, groups = on_leaves(tower_of(fn), primals)
-    tower = tower.as_function(tower.has_aux)   # the composed code (what hvp reads of a gradient)
+    tower = _composed(tower)   # the composed code (what hvp reads of a gradient)
     leaves = flat(primals, groups, primals)
     wrt = tuple(i for k in positions for i in groups[k])   # (float leaves: hvp checked)
     products = hvp_of(tower, leaves, flat(tangents, groups, primals), wrt=wrt, has_aux=has_aux)
