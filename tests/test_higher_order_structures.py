@@ -199,6 +199,11 @@ def test_has_aux_through_the_third_order_at_a_dict():
     value, tangent, aux = sg.jvp(d_aux, (p, X), (tp, 0.5), has_aux=True)
     close((value, aux), d_aux(p, X), rtol=1e-14)
     close(tangent, fd_along(lambda p, x: d_aux(p, x)[0], p, X, tp, 0.5))
+    products, aux = sg.hvp(d_aux, (p, X), (tp, 0.5), has_aux=True)   # a third of net_aux
+    close(aux, d_aux(p, X)[1], rtol=1e-14)
+    close(products[1], fd_along(lambda p, x: second(p, x)[0], p, X, tp, 0.5))
+    jac, aux = sg.jacrev(second, has_aux=True)(p, X)
+    close(jac, numerical_grad(lambda p, x: second(p, x)[0], (params(), X)))
 
 
 def test_jacfwd_and_jacrev_of_a_gradient_at_a_dict_are_the_hessian_blocks():
