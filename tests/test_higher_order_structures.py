@@ -313,3 +313,25 @@ def test_jacobians_of_a_second_derivative_at_a_dict_and_a_fourth_order():
     close(sg.jacrev(uxx, wrt=1)(p, X), numerical_grad(uxx, (params(), X), wrt=1))
     outer = sg.grad(pinn_loss, wrt=1)   # the loss's derivative in x: a fourth of net
     close(sg.grad(outer, wrt=1)(p, X), numerical_grad(outer, (params(), X), wrt=1))
+
+
+def mlp(p, x):
+    return np.sum(p['w2'] * np.tanh(p['W1'] @ x + p['b1']))
+
+
+def laplace_residual(p, x):   # JAX's PINN: the Laplacian by sg.hessian inside the loss
+    return (np.trace(sg.hessian(mlp, wrt=1)(p, x)) - np.sum(x)) ** 2
+
+
+def laplace_residual_jacfwd(p, x):   # jacfwd of a local gradient alias
+    d = sg.grad(mlp, wrt=1)
+    return (np.trace(sg.jacfwd(d, wrt=1)(p, x)) - np.sum(x)) ** 2
+
+
+@pytest.mark.parametrize("loss", [laplace_residual, laplace_residual_jacfwd])
+def test_a_laplacian_residual_of_a_dict_of_layers(loss):
+    rng = np.random.default_rng(2)
+    p = {'W1': rng.standard_normal((3, 2)), 'b1': rng.standard_normal(3), 'w2': rng.standard_normal(3)}
+    x = np.array([0.3, -0.2])
+    got = sg.grad(loss)(p, x)
+    close(got, numerical_grad(loss, (p, x)), rtol=1e-6, atol=1e-7)
