@@ -213,7 +213,7 @@ def jvp(fn, primals, tangents, *, has_aux=False, jit=False):
     made = getattr(fn, "__srcgrad_jacobian__", None)
     if made is not None and getattr(made, "made", None) is fn:   # sg.jacrev(f): f's 2nd derivative
         return OF_JACOBIAN(made, primals, tangents, has_aux)
-    if _holds_data(primals):   # a gradient (or its composed code) at structures: an hvp
+    if pytree.holds_data(primals):   # a gradient (or its composed code) at structures: an hvp
         gradient = fn if callable(getattr(fn, "as_function", None)) else getattr(
             fn, "_srcgrad_composed_from", None)
         if gradient is not None:
@@ -222,13 +222,7 @@ def jvp(fn, primals, tangents, *, has_aux=False, jit=False):
 
 
 OF_JACOBIAN = None   # sg.jvp of a function sg.jacfwd/jacrev made, set by srcgrad.nested_jacobians
-OF_GRADIENT = None   # sg.jvp of sg.grad(f) at structures (leaf_towers.gradient_jvp), set by nested
-
-
-def _holds_data(primals):
-    """Whether a primal is a structure holding data (what a gradient's composed code refuses)."""
-    return any(pytree.is_node(v) and v is not None and any(
-        type(leaf) not in (int, bool, str) for leaf in pytree.tree_leaves(v)) for v in primals)
+OF_GRADIENT = None   # sg.jvp of sg.grad(f) at structures (an hvp), set by srcgrad.nested
 
 
 def run(fn, primals, tangents, values=True, jit=False, has_aux=False):

@@ -122,7 +122,7 @@ def hvp(fn, primals, tangents, wrt=None, *, has_aux=False):
     for k in positions:   # a structure (pytree.py): float leaves only, as in sg.grad
         if pytree.is_node(primals[k]):
             call_values._check_differentiable(f"primals[{k}]", primals[k])
-    if _any_node(primals):   # a gradient's code holds for arrays: its tower over the leaves
+    if pytree.holds_data(primals):   # a gradient's code holds for arrays: its tower over the leaves
         from srcgrad import leaf_towers
         if leaf_towers.tower_of(fn) is not None:
             return leaf_towers.hvp(hvp, fn, primals, tangents, positions, has_aux)
@@ -151,12 +151,6 @@ def hvp(fn, primals, tangents, wrt=None, *, has_aux=False):
         if numpy.ndim(primal) == 0 and not hasattr(primal, "dtype"):
             out[k] = float(out[k])
     return (tuple(out), aux) if has_aux else tuple(out)
-
-
-def _any_node(values):
-    """Whether a value is a structure holding data (what composed code refuses)."""
-    return any(pytree.is_node(v) and v is not None and any(
-        type(leaf) not in (int, bool, str) for leaf in pytree.tree_leaves(v)) for v in values)
 
 
 def third_refusal(wrapper, prefix=""):

@@ -27,7 +27,7 @@ import numpy
 from srcgrad import call_values, entry, pytree
 from srcgrad.errors import SrcgradError, located_at
 from srcgrad.api import vjp
-from srcgrad.forward_api import _holds_data, jvp
+from srcgrad.forward_api import jvp
 
 
 def _wrt_positions(fn, wrt):
@@ -454,7 +454,7 @@ def jacobian(fn, wrt=0, *, has_aux=False):
         found = _as_hessian(original, refusal, wrt, args, kwargs, has_aux, "srcgrad.jacrev")
         if found is not None:
             return found
-        if hasattr(original, "as_function") and _holds_data(list(args) + list(kwargs.values())):
+        if hasattr(original, "as_function") and pytree.holds_data((*args, *kwargs.values())):
             # a gradient of a gradient at a structure: its code holds for arrays, its jvp
             # (an hvp over the structure's leaves, nested.py) takes structures
             return jacfwd(original, wrt=wrt, has_aux=has_aux)(*args, **kwargs)

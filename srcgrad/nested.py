@@ -18,11 +18,14 @@ computed forward-over-reverse by ``sg.hvp`` (hessians.py).
 
 Structured arguments (dicts, lists, tuples, dataclasses: pytree.py) pass through: the
 custom Function's cotangents and gradients take their structure, and the hvp takes and
-gives tangents of it. ``sg.grad(f, has_aux=True)`` returns ``(gradients, aux)``: the
-aux is a value of the arguments like any other, so its cotangent adds the aux's own
-vector-Jacobian product to the hvp (and its tangent is the aux's jvp); an integer aux
-has none. Refused, naming the user's function: a gradient with hooks or a preserved result,
-complex values, and a third derivative of code with a tape.
+gives tangents of it; where ``f`` is itself a gradient (``uxx = sg.grad(sg.grad(net, 1),
+1)`` called inside a loss of a dict ``p``) and for phi below, whose composed code holds
+for arrays, the hvp is taken over the structure's leaves (leaf_towers.py).
+``sg.grad(f, has_aux=True)`` returns ``(gradients, aux)``: the aux is a value of the
+arguments like any other, so its cotangent adds the aux's own vector-Jacobian product to
+the hvp (and its tangent is the aux's jvp); an integer aux has none. Refused, naming the
+user's function: a gradient with hooks or a preserved result, complex values, and a third
+derivative of code with a tape.
 """
 
 import inspect
@@ -154,8 +157,9 @@ def gradient_class(gfn):
             return grads
         aux_tangent = None   # the aux's tangent, where it has floats
         if ctx._outputs_differentiable[1]:
-            aux_tangent = forward_api.jvp(_aux_of(_aux_base(fn, ctx.saved_tensors)), ctx.saved_tensors, tuple(
-                _zeros_like(a) if t is None else t for a, t in zip(ctx.saved_tensors, tangents)))[1]
+            args = ctx.saved_tensors
+            aux_tangent = forward_api.jvp(_aux_of(_aux_base(fn, args)), args, tuple(
+                _zeros_like(a) if t is None else t for a, t in zip(args, tangents)))[1]
         return grads, aux_tangent
 
     def phi_products(ctx, grads, first, second):
@@ -180,7 +184,7 @@ def gradient_class(gfn):
         grads = [_zeros_like(args[k]) if g is None else g for g, k in zip(grads, positions)]
         of, wrt, regroup = gfn, positions, tuple
         primals, tangents = tuple(args) + tuple(grads), list(first) + list(second)
-        if hessians._any_node(args):   # the composed code holds for arrays: over the leaves
+        if pytree.holds_data(args):   # the composed code holds for arrays: over the leaves
             of, wrt, primals, tangents, regroup = leaf_towers.phi_inputs(
                 gfn, positions, args, grads, first, second)
         primals += tuple(0.0 if d is None else d for d, _ in auxes)
@@ -262,7 +266,7 @@ _auxes = caches.LRU()   # fn -> the function of its aux alone
 def _aux_base(fn, args):
     """The function whose aux ``sg.grad(fn, has_aux=True)``'s is: at structured ``args``,
     below a tower of gradients, the user's own (composed code holds for arrays only)."""
-    while hessians._any_node(args) and leaf_towers.tower_of(fn) is not None:
+    while pytree.holds_data(args) and leaf_towers.tower_of(fn) is not None:
         below = leaf_towers.tower_of(fn)._made_of[0]
         fn = below.fn if isinstance(below, api.GradFunction) else below
     return fn
