@@ -21,6 +21,8 @@ scalar a further derivative takes). Made once per gradient and argument structur
 
 import dataclasses
 
+import numpy
+
 from srcgrad import api, caches, pytree
 from srcgrad.codegen import loader
 from srcgrad.entry import _identifier
@@ -224,11 +226,26 @@ def phi_inputs(gfn, positions, args, grads, first, second):
     for k in positions:
         local.append(tuple(range(n, n + len(groups[k]))))
         n += len(groups[k])
-    primals = flat(args, groups, args) + flat(grads, local, at)
-    tangents = flat(first, groups, args) + flat(second, local, at)
+    like = flat(at, local, at)   # the cotangents' leaves in their arguments' shapes (a
+    # mirror's 0.0 for a part no gradient reached, a None: zeros)
+    primals = flat(args, groups, args) + _shaped(flat(grads, local, at), like, True)
+    tangents = flat(first, groups, args) + _shaped(flat(second, local, at), like, False)
     size = len(primals) - n
 
     def regroup_products(products):
         return (regroup(products[:size], groups, args) + regroup(products[size:size + n], local, at)
                 + tuple(products[size + n:]))
     return tower, wrt, primals, tangents, regroup_products
+
+
+def _shaped(values, like, fill):
+    """``values`` broadcast to the shapes of the leaves ``like`` (None: zeros with ``fill``)."""
+    out = []
+    for value, leaf in zip(values, like):
+        shape = numpy.shape(leaf)
+        if value is None:
+            out.append((numpy.zeros(shape) if shape else 0.0) if fill else None)
+        else:
+            out.append(value if numpy.shape(value) == shape
+                       else numpy.broadcast_to(value, shape).astype(float))
+    return tuple(out)

@@ -166,12 +166,13 @@ def gradient_class(gfn):
         """The hvp of phi(args, d) = sum_k <grad_k f(args), d_k> at (args, grads) along
         (first, second): backward is its gradient in args, so this differentiates it."""
         args = ctx.saved_tensors
-        if ctx._tuple_output and not many and not gfn.has_aux:
-            raise UnsupportedError(
-                f"a third derivative of {name} through its gradient with respect to a tuple, "
-                f"called inside a differentiated function, is not supported", *_where(fn),
-                hint="Pass the tuple's entries as separate arguments, or take the gradient "
-                     "with respect to a dict or list.")
+        if tupled(ctx):   # the gradient of one tuple argument: its entries are the outputs
+            if not pytree.holds_data(args):
+                raise UnsupportedError(
+                    f"a third derivative of {name} through its gradient with respect to a "
+                    f"tuple, called inside a differentiated function, is not supported",
+                    *_where(fn), hint="Pass the tuple's entries as separate arguments.")
+            grads, second = [pack(ctx, grads)], [pack(ctx, second)]
         aux_floats = gfn.has_aux and ctx._outputs_differentiable[1]   # not an int, a str
         with_aux = aux_floats and not isinstance(ctx._outputs_meta[1][1], _Tree)
         if aux_floats and not with_aux and (_nonzero(grads[1]) or _nonzero(second[1])):
@@ -198,6 +199,14 @@ def gradient_class(gfn):
                                    f"Hessian-vector product its gradient's backward is): "
                                    f"{exc.message}", *_where(fn)) from None
 
+    def tupled(ctx):
+        return ctx._tuple_output and not many and not gfn.has_aux
+
+    def pack(ctx, entries):
+        """The outputs' entries as the tuple argument's gradient (of its class)."""
+        arg = ctx.saved_tensors[positions[0]]
+        return type(arg)(*entries) if pytree.is_namedtuple(arg) else tuple(entries)
+
     def gradient_part(entries):
         """The gradients' entries of ``(gradients, aux)``'s (has_aux): one per position."""
         if not gfn.has_aux:
@@ -211,6 +220,9 @@ def gradient_class(gfn):
         products = phi_products(ctx, grads, cotangents, [None] * len(grads))
         n = len(ctx.saved_tensors)
         d_grads = products[n:n + len(positions)]
+        if tupled(ctx):   # the outputs are the tuple's entries
+            entry = d_grads[0]
+            d_grads = list(entry) if entry is not None else [None] * len(grads)
         if gfn.has_aux:   # the outputs are (gradients, aux)
             d_aux = products[-1] if len(products) > n + len(positions) else None
             d_grads = [tuple(d_grads) if many else d_grads[0], d_aux]

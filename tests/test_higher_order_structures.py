@@ -335,3 +335,29 @@ def test_a_laplacian_residual_of_a_dict_of_layers(loss):
     x = np.array([0.3, -0.2])
     got = sg.grad(loss)(p, x)
     close(got, numerical_grad(loss, (p, x)), rtol=1e-6, atol=1e-7)
+
+
+def pair_energy(t, x):
+    return np.sum(t[0] * np.tanh(t[1] * x)) + np.sum(t[0] ** 2 * t[1]) * x
+
+
+pair_force = sg.grad(pair_energy)   # of one tuple argument: a tuple of two gradients
+
+
+def pair_loss(t, x):
+    g = pair_force(t, x)
+    return np.sum(g[0] ** 2) + np.sum(g[1] * g[0]) * x
+
+
+def test_a_third_derivative_through_the_gradient_of_a_tuple_argument():
+    t = (RNG.standard_normal(3), RNG.standard_normal(3))
+    first = sg.grad(pair_loss, wrt=1)
+    close(sg.grad(first, wrt=1)(t, X), numerical_grad(first, (t, X), wrt=1))
+    g_t = sg.grad(pair_loss)
+
+    def weighted(t, x):
+        g = g_t(t, x)
+        return np.sum(g[0] * C[:3]) + np.sum(g[1] * A[:3])
+    got = sg.grad(weighted)(t, X)
+    assert type(got) is tuple
+    close(got, numerical_grad(weighted, (t, X)))
