@@ -213,10 +213,16 @@ def jvp(fn, primals, tangents, *, has_aux=False, jit=False):
     made = getattr(fn, "__srcgrad_jacobian__", None)
     if made is not None and getattr(made, "made", None) is fn:   # sg.jacrev(f): f's 2nd derivative
         return OF_JACOBIAN(made, primals, tangents, has_aux)
+    if pytree.holds_data(primals):   # a gradient (or its composed code) at structures: an hvp
+        gradient = fn if callable(getattr(fn, "as_function", None)) else getattr(
+            fn, "_srcgrad_composed_from", None)
+        if gradient is not None:
+            return OF_GRADIENT(gradient, primals, tangents, has_aux)
     return run(fn, primals, tangents, jit=jit, has_aux=has_aux)
 
 
 OF_JACOBIAN = None   # sg.jvp of a function sg.jacfwd/jacrev made, set by srcgrad.nested_jacobians
+OF_GRADIENT = None   # sg.jvp of sg.grad(f) at structures (an hvp), set by srcgrad.nested
 
 
 def run(fn, primals, tangents, values=True, jit=False, has_aux=False):

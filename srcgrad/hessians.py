@@ -122,6 +122,10 @@ def hvp(fn, primals, tangents, wrt=None, *, has_aux=False):
     for k in positions:   # a structure (pytree.py): float leaves only, as in sg.grad
         if pytree.is_node(primals[k]):
             call_values._check_differentiable(f"primals[{k}]", primals[k])
+    if pytree.holds_data(primals):   # a gradient's code holds for arrays: its tower over the leaves
+        from srcgrad import leaf_towers
+        if leaf_towers.tower_of(fn) is not None:
+            return leaf_towers.hvp(hvp, fn, primals, tangents, positions, has_aux)
     function, info = _gradient_of(fn, positions, primals, has_aux)
     # A primal outside ``wrt`` (data, a batch) usually comes with a zero tangent: none
     # at all lets forward mode leave out its terms (``dX @ W1``) instead of computing zeros.

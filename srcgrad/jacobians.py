@@ -454,6 +454,10 @@ def jacobian(fn, wrt=0, *, has_aux=False):
         found = _as_hessian(original, refusal, wrt, args, kwargs, has_aux, "srcgrad.jacrev")
         if found is not None:
             return found
+        if hasattr(original, "as_function") and pytree.holds_data((*args, *kwargs.values())):
+            # a gradient of a gradient at a structure: its code holds for arrays, its jvp
+            # (an hvp over the structure's leaves, nested.py) takes structures
+            return jacfwd(original, wrt=wrt, has_aux=has_aux)(*args, **kwargs)
         positions, many = _wrt_positions(fn, wrt)
         args = positional_arguments(fn, args, kwargs, "srcgrad.jacrev")
         result = vjp(fn, wrt=tuple(positions), materialize_grads=True, allow_unused=True,

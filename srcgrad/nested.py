@@ -18,18 +18,21 @@ computed forward-over-reverse by ``sg.hvp`` (hessians.py).
 
 Structured arguments (dicts, lists, tuples, dataclasses: pytree.py) pass through: the
 custom Function's cotangents and gradients take their structure, and the hvp takes and
-gives tangents of it. ``sg.grad(f, has_aux=True)`` returns ``(gradients, aux)``: the
-aux is a value of the arguments like any other, so its cotangent adds the aux's own
-vector-Jacobian product to the hvp (and its tangent is the aux's jvp); an integer aux
-has none. Refused, naming the user's function: a gradient with hooks or a preserved result,
-complex values, and a third derivative of code with a tape.
+gives tangents of it; where ``f`` is itself a gradient (``uxx = sg.grad(sg.grad(net, 1),
+1)`` called inside a loss of a dict ``p``) and for phi below, whose composed code holds
+for arrays, the hvp is taken over the structure's leaves (leaf_towers.py).
+``sg.grad(f, has_aux=True)`` returns ``(gradients, aux)``: the aux is a value of the
+arguments like any other, so its cotangent adds the aux's own vector-Jacobian product to
+the hvp (and its tangent is the aux's jvp); an integer aux has none. Refused, naming the
+user's function: a gradient with hooks or a preserved result, complex values, and a third
+derivative of code with a tape.
 """
 
 import inspect
 
 import numpy
 
-from srcgrad import api, caches, forward_api, hessians, jacobians, nested_jvp, pytree
+from srcgrad import api, caches, forward_api, hessians, jacobians, leaf_towers, nested_jvp, pytree
 from srcgrad.codegen import loader
 from srcgrad.codegen.refusals import in_user_code
 from srcgrad.custom_function import Function, _Tree
@@ -135,7 +138,7 @@ def gradient_class(gfn):
                 return products
             products = list(products[0])
             if d_aux is not None:   # the aux's own vector-Jacobian product
-                _, pullback = api.vjp(_aux_of(fn), wrt=reached)(*args)
+                _, pullback = api.vjp(_aux_of(_aux_base(fn, args)), wrt=reached)(*args)
                 for k, g in zip(reached, pullback(d_aux)):
                     products[k] = g if products[k] is None else pytree.tree_map(
                         _plus, products[k], g) if pytree.is_node(g) else products[k] + g
@@ -154,19 +157,22 @@ def gradient_class(gfn):
             return grads
         aux_tangent = None   # the aux's tangent, where it has floats
         if ctx._outputs_differentiable[1]:
-            aux_tangent = forward_api.jvp(_aux_of(fn), ctx.saved_tensors, tuple(
-                _zeros_like(a) if t is None else t for a, t in zip(ctx.saved_tensors, tangents)))[1]
+            args = ctx.saved_tensors
+            aux_tangent = forward_api.jvp(_aux_of(_aux_base(fn, args)), args, tuple(
+                _zeros_like(a) if t is None else t for a, t in zip(args, tangents)))[1]
         return grads, aux_tangent
 
     def phi_products(ctx, grads, first, second):
         """The hvp of phi(args, d) = sum_k <grad_k f(args), d_k> at (args, grads) along
         (first, second): backward is its gradient in args, so this differentiates it."""
         args = ctx.saved_tensors
-        if any(pytree.is_node(a) for a in args) or ctx._tuple_output and not many \
-                and not gfn.has_aux:
-            raise UnsupportedError(
-                f"a third derivative of {name} through its gradient called inside a "
-                f"differentiated function takes arrays and floats", *_where(fn))
+        if tupled(ctx):   # the gradient of one tuple argument: its entries are the outputs
+            if not pytree.holds_data(args):
+                raise UnsupportedError(
+                    f"a third derivative of {name} through its gradient with respect to a "
+                    f"tuple, called inside a differentiated function, is not supported",
+                    *_where(fn), hint="Pass the tuple's entries as separate arguments.")
+            grads, second = [pack(ctx, grads)], [pack(ctx, second)]
         aux_floats = gfn.has_aux and ctx._outputs_differentiable[1]   # not an int, a str
         with_aux = aux_floats and not isinstance(ctx._outputs_meta[1][1], _Tree)
         if aux_floats and not with_aux and (_nonzero(grads[1]) or _nonzero(second[1])):
@@ -177,15 +183,29 @@ def gradient_class(gfn):
         auxes = [(grads[1], second[1])] if with_aux else []
         grads, second = gradient_part(grads), gradient_part(second)
         grads = [_zeros_like(args[k]) if g is None else g for g, k in zip(grads, positions)]
-        primals = tuple(args) + tuple(grads) + tuple(0.0 if d is None else d for d, _ in auxes)
+        of, wrt, regroup = gfn, positions, tuple
+        primals, tangents = tuple(args) + tuple(grads), list(first) + list(second)
+        if pytree.holds_data(args):   # the composed code holds for arrays: over the leaves
+            of, wrt, primals, tangents, regroup = leaf_towers.phi_inputs(
+                gfn, positions, args, grads, first, second)
+        primals += tuple(0.0 if d is None else d for d, _ in auxes)
         tangents = tuple(_zeros_like(p) if t is None else t for t, p in zip(
-            list(first) + list(second) + [t for _, t in auxes], primals))
+            list(tangents) + [t for _, t in auxes], primals))
         try:
-            return hvp(_phi(gfn, positions, many, with_aux), primals, tangents)
+            return regroup(hvp(_phi(of, wrt, isinstance(of.wrt, tuple) if of is not gfn else many,
+                                    with_aux), primals, tangents))
         except SrcgradError as exc:
             raise UnsupportedError(f"a third derivative of {name} (the derivative of the "
                                    f"Hessian-vector product its gradient's backward is): "
                                    f"{exc.message}", *_where(fn)) from None
+
+    def tupled(ctx):
+        return ctx._tuple_output and not many and not gfn.has_aux
+
+    def pack(ctx, entries):
+        """The outputs' entries as the tuple argument's gradient (of its class)."""
+        arg = ctx.saved_tensors[positions[0]]
+        return type(arg)(*entries) if pytree.is_namedtuple(arg) else tuple(entries)
 
     def gradient_part(entries):
         """The gradients' entries of ``(gradients, aux)``'s (has_aux): one per position."""
@@ -200,6 +220,9 @@ def gradient_class(gfn):
         products = phi_products(ctx, grads, cotangents, [None] * len(grads))
         n = len(ctx.saved_tensors)
         d_grads = products[n:n + len(positions)]
+        if tupled(ctx):   # the outputs are the tuple's entries
+            entry = d_grads[0]
+            d_grads = list(entry) if entry is not None else [None] * len(grads)
         if gfn.has_aux:   # the outputs are (gradients, aux)
             d_aux = products[-1] if len(products) > n + len(positions) else None
             d_grads = [tuple(d_grads) if many else d_grads[0], d_aux]
@@ -230,7 +253,35 @@ def _nonzero(value):
         if leaf is not None and not isinstance(leaf, str))
 
 
+def gradient_jvp(gfn, primals, tangents, has_aux=False):
+    """``sg.jvp(g, primals, tangents)`` of a gradient ``g = sg.grad(f, wrt)`` at structured
+    primals: ``(g(*primals), the hvp of f along tangents at the wrt rows)``, which takes
+    structures (a gradient of a gradient's through its leaves), where the composed code
+    forward mode reads holds for arrays only."""
+    if gfn.has_aux != bool(has_aux):
+        raise TypeError("srcgrad.jvp: a gradient made with has_aux=True returns (gradients, aux): "
+                        "take its jvp with has_aux=True too (and only such a gradient's)")
+    if len(primals) != len(tangents):
+        raise ValueError(f"srcgrad.jvp: {len(primals)} primals but {len(tangents)} tangents")
+    positions, many = _wrt_positions(gfn.fn, gfn.wrt)
+    value = gfn(*primals)
+    products = hvp(gfn.fn, tuple(primals), tuple(tangents), wrt=positions, has_aux=has_aux)
+    if has_aux:
+        products = products[0]
+    out = tuple(products[k] for k in positions) if many else products[positions[0]]
+    return (value[0], out, value[1]) if has_aux else (value, out)
+
+
 _auxes = caches.LRU()   # fn -> the function of its aux alone
+
+
+def _aux_base(fn, args):
+    """The function whose aux ``sg.grad(fn, has_aux=True)``'s is: at structured ``args``,
+    below a tower of gradients, the user's own (composed code holds for arrays only)."""
+    while pytree.holds_data(args) and leaf_towers.tower_of(fn) is not None:
+        below = leaf_towers.tower_of(fn)._made_of[0]
+        fn = below.fn if isinstance(below, api.GradFunction) else below
+    return fn
 
 
 def _aux_of(fn):
@@ -301,6 +352,7 @@ def gradient_function(gfn):
     function.__defaults__ = getattr(fn, "__defaults__", None)
     function._srcgrad_gradient_of = fn
     function._srcgrad_is_gradient = True
+    function._srcgrad_tower = gfn   # at structures, taken over their leaves (leaf_towers.py)
     function.__doc__ = f"The gradient of {fn.__qualname__}; its adjoint is an hvp."
     return function
 
@@ -361,3 +413,4 @@ api.grad.srcgrad_grad_of = grad_of   # what anf_expressions calls for sg.grad(f)
 hessians.hessian.srcgrad_rows = ("hessian", api.grad)
 jacobians.jacobian.srcgrad_rows = jacobians.jacfwd.srcgrad_rows = ("jacobian", api.grad)
 forward_api.jvp.srcgrad_jvp_class = nested_jvp.jvp_class   # sg.jvp(f, ...) inline: nested_jvp.py
+forward_api.OF_GRADIENT = gradient_jvp   # sg.jvp(sg.grad(f), ...) at structures

@@ -184,6 +184,13 @@ def tree_leaves(value, out=None):
     return out
 
 
+def holds_data(values):
+    """Whether one of ``values`` is a structure holding data (a leaf that is no int, bool
+    or str): what a gradient's composed code refuses (leaf_towers.py takes those)."""
+    return any(is_node(v) and v is not None and any(
+        type(leaf) not in (int, bool, str) for leaf in tree_leaves(v)) for v in values)
+
+
 def tree_map(fn, value, *rest):
     """``value`` with every leaf replaced by ``fn(leaf, *the leaves at the same place in
     rest)``: same structure, same classes (JAX's ``tree_map``; each tree of ``rest`` has

@@ -1227,15 +1227,10 @@ for _s in (1, 2):
 
 # The cases refused today, each with a located SrcgradError (run this file as a script for
 # the reasons). Any other case must differentiate: a refusal there is a regression.
-# The forward-over-reverse Hessian-vector product of a function of a tuple or dict is
-# refused (``sg.jvp`` of ``grad(f).as_function()`` takes arrays and floats; the
-# reverse-over-reverse one is computed).
-REFUSED_TODAY = frozenset({
-    'unpacked_axpy/fwd-rev',
-    'dict_axpy/fwd-rev',
-    'dict_built_by_keywords/fwd-rev',
-    'nested_dict_product/fwd-rev',
-})
+# (The forward-over-reverse Hessian-vector product of a function of a tuple or dict, the
+# four structured cases' fwd-rev, was refused: ``sg.jvp`` of ``grad(f).as_function()`` at a
+# structure is now the hvp of f, which takes structures: srcgrad/nested.gradient_jvp.)
+REFUSED_TODAY = frozenset()
 
 outcome = Outcomes(run_case)
 

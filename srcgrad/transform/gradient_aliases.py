@@ -2,8 +2,9 @@
 
 ``du = sg.grad(u, 1)`` (or ``sg.value_and_grad``, or a gradient of a gradient,
 ``d2u = sg.grad(sg.grad(u))``, or ``H = sg.hessian(u)``, ``sg.jacobian``) bound once at the top level of ``f``'s body, from names
-of functions and constants only, and read only as ``du(...)`` after it: each call is
-``sg.grad(u, 1)(...)`` written where it stands, which local_functions.py and
+of functions, constants and such aliases bound before it only, and read only as ``du(...)``
+or as the function a gradient maker takes (``sg.grad(du, 1)``) after it: each such read
+is ``sg.grad(u, 1)`` written where it stands, which local_functions.py and
 anf_expressions.py compile (a local ``u`` takes its free locals as trailing parameters,
 so the outer gradient reaches them). The binding itself goes. Any other read of ``du``
 leaves it alone (anf refuses calling a local variable, naming it).
@@ -60,7 +61,8 @@ def expand(node, info, stores):
     aliases = {}
     for index, stmt in enumerate(node.body):
         if any(stmt is c for c in candidates) and counts.get(stmt.targets[0].id) == 1 \
-                and stmt.targets[0].id not in functions and _fixed(stmt.value, info, counts, functions):
+                and stmt.targets[0].id not in functions \
+                and _fixed(stmt.value, info, counts, functions | set(aliases)):
             aliases[stmt.targets[0].id] = (index, stmt)
     if not aliases:
         return False
@@ -77,8 +79,10 @@ def expand(node, info, stores):
                     calls[n.id] = None
             else:
                 parent = parents.get(n)
-                if index > aliases[n.id][0] and isinstance(parent, gast.Call) and parent.func is n:
-                    calls[n.id].append(parent)
+                if index > aliases[n.id][0] and isinstance(parent, gast.Call) and (
+                        parent.func is n or parent.args and parent.args[0] is n
+                        and makes_gradient(parent, info, counts, rows=True)):
+                    calls[n.id].append(parent)   # du(x), or sg.grad(du, 1): a derivative of it
                 else:
                     calls[n.id] = None   # read otherwise, or before its binding: left alone
     dropped = set()
@@ -86,8 +90,11 @@ def expand(node, info, stores):
         if found is None:
             continue
         maker = aliases[alias][1].value
-        for call in found:
-            call.func = templates.clone(maker)
+        for call in found:   # (in binding order: a later alias's maker has this one's)
+            if isinstance(call.func, gast.Name) and call.func.id == alias:
+                call.func = templates.clone(maker)
+            else:
+                call.args[0] = templates.clone(maker)
         dropped.add(id(aliases[alias][1]))
     node.body = [s for s in node.body if id(s) not in dropped]
     return True
