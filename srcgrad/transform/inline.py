@@ -453,6 +453,7 @@ class Inliner(Base):
         except TypeError as exc:
             raise origin.error(UnsupportedError, f"cannot call {fn.__qualname__} this way: {exc}")
         out = []
+        renamed = anno.getanno(node, Static.RENAMED_PARAMS, {})   # (xp, rt: base.rename_reserved)
         for param in sig.parameters.values():
             if param.name in static or param.name in skip:
                 continue   # the helper's body names the object (or the caller's name) itself
@@ -480,7 +481,8 @@ class Inliner(Base):
                     value = gast.Name(id=name, ctx=gast.Load(), annotation=None, type_comment=None)
             else:
                 raise origin.error(UnsupportedError, f"missing argument {param.name!r} of {fn.__qualname__}")
-            target = gast.Name(id=rename[param.name], ctx=gast.Store(), annotation=None, type_comment=None)
+            target = gast.Name(id=rename[renamed.get(param.name, param.name)], ctx=gast.Store(),
+                               annotation=None, type_comment=None)
             assign = gast.Assign(targets=[target], value=value, type_comment=None)
             anno.setanno(assign, Static.ORIGIN, origin)
             out.append(assign)

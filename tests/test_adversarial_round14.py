@@ -1,0 +1,63 @@
+"""Adversarial round fourteen: what whole programs (HIPS autograd's examples/, re-expressed
+in tests/test_examples_corpus.py) met that the unit-test corpora did not."""
+
+import numpy as np
+
+import srcgrad as sg
+from adversarial_checks import assert_refused_in, check_all_modes
+from srcgrad.testing import numerical_grad
+
+A = np.array([[0.4, -1.0, 0.3], [0.2, 0.5, -0.7], [1.1, 0.0, 0.6]])
+X = np.array([0.3, -0.5, 1.2])
+V = np.array([0.7, -1.1, 0.4])
+W = np.array([1.5, 0.2, -0.8])
+
+
+# ----- A helper's parameter named as the generated code's own names (xp, rt, _) -----
+
+def rbf(x, xp):   # (a Gaussian process's kernel(x, xp): the name generated code gives NumPy)
+    return np.exp(-0.5 * np.subtract.outer(x, xp) ** 2)
+
+
+def pad(a, _, rt=2.0, *saved):
+    return a * rt + _ + sum(saved)
+
+
+def kernel_sum(x):
+    return np.sum(rbf(x, 0.5 * x) @ x) + np.sum(pad(x, 1.0, 3.0, x * x, 2 * x)) + np.sum(pad(x, x))
+
+
+def test_a_helpers_parameter_named_xp_or_rt_is_bound():
+    """inline bound the helper's parameters by their own names, which base.rename_reserved
+    had renamed: KeyError 'xp'. (Every mode: the helper is inlined in each.)"""
+    check_all_modes(kernel_sum, X, V, W, fallback=True)
+
+
+def uses_xp(xp):
+    return np.sum(xp ** 2)
+
+
+def test_the_differentiated_functions_parameter_named_xp_is_refused():
+    """(was a ValueError naming a renamed wrt='xp_2')"""
+    assert_refused_in(__file__, lambda: sg.grad(uses_xp)(X), "'xp'", "Rename the parameter")
+
+
+# ----- An unused item of a helper's returned tuple, in code differentiated again -----
+
+def moments(x):
+    return np.sum(np.sin(x) * x), np.dot(np.outer(x, x), A)
+
+
+def first_moment(x):
+    m, _ = moments(x)   # (the second item's adjoint: nothing reaches it)
+    return m * np.sum(x)
+
+
+def test_an_unused_tuple_items_adjoint_is_skipped_when_differentiated_again():
+    """The tuple's adjoint mirror held 0.0 (not rt.ZERO) for the item nothing reached, so
+    the gradient's own gradient ran np.dot's rule on a scalar: ValueError in tensordot."""
+    check_all_modes(first_moment, X, V, W, fallback=True)   # (jit: dot_grad_a of a float 0.0)
+    inner = sg.grad(first_moment).as_function()
+    got = sg.grad(lambda x: np.sum(inner(x) * W))(X)
+    np.testing.assert_allclose(got, numerical_grad(lambda x: np.sum(inner(x) * W), (X,)),
+                               rtol=1e-6)
