@@ -61,3 +61,50 @@ def test_an_unused_tuple_items_adjoint_is_skipped_when_differentiated_again():
     got = sg.grad(lambda x: np.sum(inner(x) * W))(X)
     np.testing.assert_allclose(got, numerical_grad(lambda x: np.sum(inner(x) * W), (X,)),
                                rtol=1e-6)
+
+
+# ----- A method of a user's object whose name is an array's or a dict's method -----
+
+class Slicer:
+    """Names for slices of one flat vector (convnet.py's WeightsParser)."""
+
+    def __init__(self):
+        self.slots = {"W": (slice(0, 2), (2,)), "b": (slice(2, 3), (1,))}
+
+    def get(self, vect, name):
+        where, shape = self.slots[name]
+        return np.reshape(vect[where], shape)
+
+    def mean(self, vect):   # (an array's method name: its rule took vect for ``axis``)
+        return np.sin(vect) * 2.0
+
+
+SLICER = Slicer()
+SLICERS = [SLICER]
+
+
+def sliced_loss(vect, parser):
+    return np.sum(np.sin(parser.get(vect, "W"))) + np.sum(parser.get(vect, "b") ** 2) \
+        + np.sum(parser.mean(vect) ** 2)
+
+
+def through_a_helper(vect):
+    return sliced_loss(vect, SLICER)   # (a global object passed to a helper)
+
+
+def test_a_global_objects_methods_are_its_own_in_a_helper():
+    """The helper's parser.get(vect, "W") was differentiated as dict.get(key=vect): no
+    gradient reached vect (silently zero); parser.mean(vect) as x.mean(axis=vect)."""
+    check_all_modes(through_a_helper, X, V, W, fallback=True)
+
+
+def alias_of_a_global(vect):
+    parser = SLICERS[0]   # (its class is known only when the function runs)
+    return np.sum(parser.get(vect, "W") ** 2)
+
+
+def test_a_method_of_an_object_of_unknown_class_is_refused_not_dropped():
+    """The same call on an object srcgrad cannot know when compiling: refused in both
+    modes (it was a silent zero in reverse and forward mode)."""
+    assert_refused_in(__file__, lambda: sg.grad(alias_of_a_global)(X), ".get()", "'key'")
+    assert_refused_in(__file__, lambda: sg.jvp(alias_of_a_global, (X,), (V,)), ".get()", "'key'")

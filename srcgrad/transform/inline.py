@@ -20,6 +20,7 @@ import gast
 from srcgrad import anno, pytree, rules, templates
 from srcgrad.entry import LIBRARY_ROOTS, bound_of, call_method, entry_function, is_library_module, peel
 from srcgrad.errors import SourceNotFoundError, SrcgradError, UnsupportedError
+from srcgrad.analysis.argument_keys import plain_instance
 from srcgrad.transform.base import Base, local_names
 from srcgrad.transform.local_functions import LocalFunction
 from srcgrad.transform import call_forms, constant_arguments, generators, global_statements, structure_parts
@@ -396,6 +397,11 @@ class Inliner(Base):
                        value.id in self.ctx.classes or value.id in self.lists or value.id in self.dicts)}
         classes.update((param, list) for param, value in bound.arguments.items()
                        if isinstance(value, (gast.List, gast.ListComp)))   # g([a, b]): a list there
+        for param, value in bound.arguments.items():   # g(x, model), model a global object:
+            if isinstance(value, gast.Name) and param not in classes:   # its methods, not a
+                cls = self._plain_class(value.id)                       # dict's m.get(x, k)
+                if cls is not None:
+                    classes[param] = cls
         if classes:   # Cls.energy(p, x): its self holds an instance of Cls too
             static[PARAM_CLASSES] = classes
         trees = {param: self.ctx.trees[value.id] for param, value in bound.arguments.items()
@@ -440,6 +446,19 @@ class Inliner(Base):
         if not _is_static(obj):
             return None
         return self.info.resolve_path(path)   # recorded: guard.py checks it still holds
+
+    def _plain_class(self, name):
+        """The class of the plain object (argument_keys.plain_instance) that the caller's
+        global or closure name denotes at compile time (recorded: guard.py checks it), or None."""
+        if name in self.main_locals or name in self.bindings:
+            return None
+        try:
+            obj = self.info.lookup(name)
+        except NameError:
+            return None
+        if not plain_instance(obj):
+            return None
+        return type(self.info.resolve_path((name,)))
 
     def _bind_params(self, fn, node, call, rename, origin, static=(), skip=()):
         sig = _signature(fn)
