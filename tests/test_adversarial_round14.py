@@ -2,6 +2,8 @@
 in tests/test_examples_corpus.py) met that the unit-test corpora did not."""
 
 import numpy as np
+import scipy.stats as st
+from scipy.stats import multivariate_normal as mvn
 
 import srcgrad as sg
 from adversarial_checks import assert_refused_in, check_all_modes
@@ -108,3 +110,31 @@ def test_a_method_of_an_object_of_unknown_class_is_refused_not_dropped():
     modes (it was a silent zero in reverse and forward mode)."""
     assert_refused_in(__file__, lambda: sg.grad(alias_of_a_global)(X), ".get()", "'key'")
     assert_refused_in(__file__, lambda: sg.jvp(alias_of_a_global, (X,), (V,)), ".get()", "'key'")
+
+
+# ----- scipy.stats.multivariate_normal.logpdf / pdf and t.logpdf (gaussian_process.py,
+# gmm.py, ica.py): each written with NumPy primitives (scipy_versions.py) -----
+
+POINTS = np.array([[0.2, -0.4, 1.0], [1.3, 0.1, -0.6], [-0.5, 0.8, 0.3], [0.0, 0.4, -1.1]])
+
+
+def gp_evidence(p):   # a kernel's parameters: mvn.logpdf of the data under its covariance
+    cov = np.exp(p[0]) * np.exp(-0.5 * np.subtract.outer(POINTS[:, 0], POINTS[:, 0]) ** 2) \
+        + np.exp(p[1]) * np.eye(4)
+    return mvn.logpdf(POINTS[:, 1], p[2] * np.ones(4), cov)
+
+
+def mixture(p):   # points of dimension 3, a diagonal and a scalar covariance, pdf
+    return np.sum(mvn.logpdf(POINTS, p, np.exp(p))) + np.sum(mvn.pdf(POINTS, mean=p, cov=2.0)) \
+        + np.sum(mvn.logpdf(POINTS[:, 0], p[0], 1.5) * np.arange(4))   # (4 points of dimension 1)
+
+
+def student(p):
+    return np.sum(st.t.logpdf(POINTS @ p, 3.0)) + np.sum(st.t.logpdf(POINTS[0], p[0] ** 2 + 2, p[1], 1.7))
+
+
+def test_multivariate_normal_and_t_logpdf_in_every_mode():
+    p = np.array([0.3, -1.2, 0.1])
+    for f in (gp_evidence, mixture, student):
+        check_all_modes(f, p, V, W, fallback=True)
+        np.testing.assert_allclose(sg.value_and_grad(f)(p)[0], f(p), rtol=1e-12)
