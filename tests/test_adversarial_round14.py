@@ -2,6 +2,7 @@
 in tests/test_examples_corpus.py) met that the unit-test corpora did not."""
 
 import numpy as np
+import pytest
 import scipy.stats as st
 from scipy.stats import multivariate_normal as mvn
 
@@ -138,3 +139,43 @@ def test_multivariate_normal_and_t_logpdf_in_every_mode():
     for f in (gp_evidence, mixture, student):
         check_all_modes(f, p, V, W, fallback=True)
         np.testing.assert_allclose(sg.value_and_grad(f)(p)[0], f(p), rtol=1e-12)
+
+
+# ----- g(*h(x), y): a helper's returned tuple unpacked into a call (negative_binomial_maxlike.py,
+# gmm.py) -----
+
+def neg_binomial(r, p, counts):
+    return r * np.log(1 - p) + counts * np.log(p) \
+        + np.log(r + counts)
+
+
+def split_three(p):
+    if p[0] > 0:
+        return p[:1], p[1:2], p[2:]
+    return p[1:2], p[:1], p[2:]
+
+
+COUNTS = np.array([1.0, 4.0, 2.0])
+
+
+def unpacked_results(p):
+    def unpack(q):
+        return np.exp(q[0]), 1 / (1 + np.exp(-q[1]))
+    total = -np.sum(neg_binomial(*unpack(p), COUNTS))
+    for a, b, c in zip(*split_three(p)):   # (a module helper, two returns)
+        total = total + a * b * c
+    return total
+
+
+def conditional_unpacking(p):
+    return (p[0] > 0 and np.sum(neg_binomial(*split_three(p)))) or 0.0
+
+
+@pytest.mark.slow
+def test_a_helpers_tuple_unpacked_into_a_call():
+    """Was refused: the length of h(x) is known only when it runs; now h(x) is bound first
+    and its items passed one by one (star_results.py)."""
+    check_all_modes(unpacked_results, X, V, W, fallback=True)
+    np.testing.assert_allclose(sg.grad(unpacked_results)(-X),   # (split_three's other return)
+                               numerical_grad(unpacked_results, (-X,)), rtol=1e-6, atol=1e-8)
+    assert_refused_in(__file__, lambda: sg.grad(conditional_unpacking)(X), "*-unpacking")
