@@ -3,6 +3,7 @@ in tests/test_examples_corpus.py) met that the unit-test corpora did not."""
 
 import numpy as np
 import pytest
+import scipy.signal
 import scipy.stats as st
 from scipy.stats import multivariate_normal as mvn
 
@@ -179,3 +180,28 @@ def test_a_helpers_tuple_unpacked_into_a_call():
     np.testing.assert_allclose(sg.grad(unpacked_results)(-X),   # (split_three's other return)
                                numerical_grad(unpacked_results, (-X,)), rtol=1e-6, atol=1e-8)
     assert_refused_in(__file__, lambda: sg.grad(conditional_unpacking)(X), "*-unpacking")
+
+
+# ----- scipy.signal.convolve / convolve2d (convnet.py's layers) -----
+
+IMAGE = np.array([[0.2, -0.4, 1.0, 0.3], [1.3, 0.1, -0.6, 0.8], [-0.5, 0.8, 0.3, -1.2]])
+
+
+def conv_layers(p):
+    kernel = np.outer(p, p[::-1])[:2, :2]
+    maps = [scipy.signal.convolve2d(IMAGE, kernel, mode=mode) for mode in ("valid", "same", "full")]
+    smooth = scipy.signal.convolve(IMAGE[0] * p[1], p, mode="same")
+    return sum(np.sum(np.tanh(m) * m) for m in maps) + np.sum(scipy.signal.convolve(smooth, IMAGE[1]) ** 2)
+
+
+def test_scipy_signal_convolutions_in_every_mode():
+    """(was refused: no gradient rule)"""
+    check_all_modes(conv_layers, X, V, W, fallback=True)
+
+
+def wrapped(p):
+    return np.sum(scipy.signal.convolve2d(IMAGE, np.outer(p, p), boundary="wrap"))
+
+
+def test_a_convolution_other_than_zero_filled_is_refused():
+    assert_refused_in(__file__, lambda: sg.grad(wrapped)(X), "boundary='wrap'")
