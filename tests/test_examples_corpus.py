@@ -529,10 +529,14 @@ def bernoulli_logdensity(targets, logits):
     return np.sum(-np.logaddexp(0, -signed), axis=-1)
 
 
-def vae_bound(combined, data, eps):
+def sample_diag_gaussian(mean, log_std, rs):
+    return rs.randn(*mean.shape) * np.exp(log_std) + mean
+
+
+def vae_bound(combined, data, seed):
     gen_params, rec_params = combined
     q_means, q_log_stds = split_gaussian(net_outputs(rec_params, data))
-    latents = eps * np.exp(q_log_stds) + q_means
+    latents = sample_diag_gaussian(q_means, q_log_stds, npr.RandomState(seed))
     logits = net_outputs(gen_params, latents)
     log_prior = diag_gaussian_logpdf(latents, 0.0, 0.0)
     log_lik = bernoulli_logdensity(data, logits)
@@ -545,7 +549,7 @@ def _():
     rs = npr.RandomState(11)
     data = (rs.rand(3, 4) > 0.5).astype(float)
     params = (make_layers(0.3, [2, 3, 4], rs), make_layers(0.3, [4, 3, 4], rs))
-    return bound(vae_bound, data, rs.randn(3, 2)), params
+    return bound(vae_bound, data, 0), params
 
 
 # ===== fluidsim.py: advection by bilinear interpolation, projection by Jacobi sweeps =====

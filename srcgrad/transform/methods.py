@@ -629,7 +629,7 @@ def transform(node, ctx):
         scan = Scan(node)
     for n in ast_util.walk(node) if scan.starred else ():   # (gast.walk's nodes, in its order)
         if isinstance(n, gast.Call) and any(isinstance(a, gast.Starred) for a in n.args) \
-                and not _star_into_varargs(n, node, desugar):
+                and not _star_into_varargs(n, node, desugar) and not star_results.unpacks_shapes(n):
             star = next(a for a in n.args if isinstance(a, gast.Starred))
             raise desugar.error(star, UnsupportedError,
                                 "*-unpacking in a call of a value whose length is known only when "

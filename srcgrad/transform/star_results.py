@@ -5,6 +5,10 @@ before the statement, and the call reads its items ``t[0], ..., t[n-1]``, a call
 binds to ``g``'s parameters as any other (call_forms._star_calls does the same for a name
 bound to a display).
 
+Also ``rs.randn(*mean.shape)`` (variational_autoencoder.py's sampler): a shape unpacked into
+a call is left to Python (``unpacks_shapes``): its items are integers, with no gradient; a
+helper srcgrad inlines takes them in its ``*args`` (else its call is refused, naming it).
+
 Only where the statement evaluates the call once, unconditionally: an assignment's value,
 an expression statement, a ``return``, an ``if`` test or a ``for`` loop's iterable, outside
 lambdas, comprehensions, ``a if c else b`` and ``and``/``or``. Elsewhere the call stays
@@ -52,6 +56,12 @@ def hoist(node, desugar):
             out.append(stmt)
         setattr(owner, field, out)
     return changed
+
+
+def unpacks_shapes(call):
+    """Whether every ``*`` argument of ``call`` is an array's shape, ``g(*x.shape)``."""
+    return all(not isinstance(a, gast.Starred) or (
+        isinstance(a.value, gast.Attribute) and a.value.attr == "shape") for a in call.args)
 
 
 def _blocks(node):
