@@ -23,6 +23,7 @@ class Static(enum.Enum):
              "transform/attribute_state.py.")
     ITERATES = "Marks a for loop canonicalize made of `for v in X`: its body binds v = X[i]."
     TAPE = "What a tape push or pop statement saves/restores (a name, or ('item', name)). See reverse.py."
+    RENAMED_PARAMS = "{parameter: new name} of a function whose parameter is named xp, rt... See base.rename_reserved."
     RECOMPUTE = "A reverse-sweep statement that recomputes a primal value instead of popping it. See recompute.py."
 
     # Hashed by identity (a member is equal only to itself): Enum's own ``__hash__``, a

@@ -96,7 +96,7 @@ def front_end(fn, options, stack=(), has_aux=False, static=None):
     if static:
         inline.bind_static(node, info, ctx.namer, static, ctx.bindings)
         census.changed()
-    node = rename_reserved(node, info, ctx.namer, ctx.bindings, RESERVED, census)  # (ids only)
+    node = rename_reserved(node, info, ctx.namer, ctx.bindings, RESERVED, census, not stack)
     node = assignment_expressions.transform(node, ctx, census=census)  # (n := e): n = e, in order
     node = flat_reads.transform(node, ctx, census)  # x.flat[i], for v in x.flat: np.ravel(x)
     if item_updates.may_hold(info):   # d[k].append(v): d[k] += [v]

@@ -184,6 +184,35 @@ def norm_ppf(q, loc=0.0, scale=1.0):
     return loc + scale * sp.ndtri(q)
 
 
+@inline
+def t_logpdf(x, df, loc=0.0, scale=1.0):
+    """``scipy.stats.t.logpdf`` (ica.py's sources)."""
+    z = (x - loc) / scale
+    return sp.gammaln((df + 1) / 2) - sp.gammaln(df / 2) - 0.5 * np.log(df * np.pi) \
+        - (df + 1) / 2 * np.log1p(z ** 2 / df) - np.log(scale)
+
+
+@inline
+def mvn_logpdf(x, mean=None, cov=1, allow_singular=False):
+    """``scipy.stats.multivariate_normal.logpdf``: the dimension is the mean's (else the
+    covariance's), a 1-D ``x`` one point or points of dimension 1, size-1 axes squeezed,
+    as SciPy's; ``cov`` a matrix, its diagonal or one variance."""
+    dim = np.size(mean) if mean is not None else np.shape(cov)[0] if np.ndim(cov) else 1
+    pts = np.reshape(x, (-1, dim))
+    diff = pts if mean is None else pts - np.ravel(mean)
+    if np.ndim(cov) < 2:
+        cov = np.diag(np.broadcast_to(cov, (dim,)))
+    maha = np.sum(diff.T * np.linalg.solve(cov, diff.T), axis=0)
+    out = -0.5 * (dim * np.log(2 * np.pi) + np.linalg.slogdet(cov)[1] + maha)
+    return np.squeeze(np.reshape(out, np.shape(x)[:-1] if np.ndim(x) > 1 else (-1,)))
+
+
+@inline
+def mvn_pdf(x, mean=None, cov=1, allow_singular=False):
+    """``scipy.stats.multivariate_normal.pdf``."""
+    return np.exp(mvn_logpdf(x, mean, cov))
+
+
 def linalg_versions():
     """``scipy.linalg`` function -> (version, {parameter: the only value a call may pass},
     trigger), as ``inlined.NUMPY_INLINED``'s entries."""
@@ -199,10 +228,13 @@ def linalg_versions():
 
 
 def stats_versions():
-    """The normal distribution's methods (``scipy.stats.norm.logpdf``) -> their entries."""
+    """The normal distribution's methods (``scipy.stats.norm.logpdf``), ``t.logpdf`` and
+    ``multivariate_normal.logpdf``/``pdf`` -> their entries."""
     import scipy.stats as st
     norm = st.norm
     return {norm.logpdf: (norm_logpdf, {}, None), norm.pdf: (norm_pdf, {}, None),
             norm.cdf: (norm_cdf, {}, None), norm.logcdf: (norm_logcdf, {}, None),
             norm.sf: (norm_sf, {}, None), norm.logsf: (norm_logsf, {}, None),
-            norm.ppf: (norm_ppf, {}, None)}
+            norm.ppf: (norm_ppf, {}, None), st.t.logpdf: (t_logpdf, {}, None),
+            st.multivariate_normal.logpdf: (mvn_logpdf, {"allow_singular": False}, None),
+            st.multivariate_normal.pdf: (mvn_pdf, {"allow_singular": False}, None)}

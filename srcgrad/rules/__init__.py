@@ -449,7 +449,7 @@ def lookup(primitive):
 
 # Rule modules of optional libraries, loaded the first time a lookup misses while the
 # library is imported (importing SciPy with srcgrad would double srcgrad's import time).
-LIBRARY_RULE_MODULES = {"scipy.special": "scipy_special"}
+LIBRARY_RULE_MODULES = {"scipy.special": "scipy_special", "scipy.signal": "scipy_signal"}
 _LIBRARIES_LOADED = set()
 
 

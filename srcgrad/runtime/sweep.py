@@ -56,7 +56,7 @@ def add_at(dx, x, index, g):
         if isinstance(x, dict):
             if not isinstance(dx, dict):
                 _array_into_container(dx)
-                dx = {} if is_zero_grad(dx) else dict.fromkeys(x, dx)
+                dx = {} if is_zero_grad(dx) and dx is not ZERO else dict.fromkeys(x, dx)
             dx[index] = add_grad(dx.get(index, 0.0), g)
             return dx
         if type(dx) is not list:
@@ -64,7 +64,9 @@ def add_at(dx, x, index, g):
                 dx = list(dx)
             else:
                 _array_into_container(dx)
-                dx = [0.0] * len(x) if is_zero_grad(dx) else [dx] * len(x)
+                # (rt.ZERO, in code differentiated again: the entries nothing reaches stay
+                # ZERO, so the rules reading them are skipped, not given a scalar 0.0)
+                dx = [0.0] * len(x) if is_zero_grad(dx) and dx is not ZERO else [dx] * len(x)
         if isinstance(index, slice):
             for i, gi in zip(range(*index.indices(len(x))), g):
                 dx[i] = add_grad(dx[i], gi)

@@ -302,6 +302,8 @@ class RuleApplication:
             stmts, grads = templates.instantiate(rule, arg_nodes, self.namer, self.fixed, wanted)
             needed = [(p, g) for k, (p, g) in enumerate(zip(params, grads))
                       if g is not None and k in wanted]
+            if isinstance(primitive, Method):
+                self.check_method_receiver(primitive, params, grads, wanted, arg_nodes, value)
             out += stmts   # (only those the wanted gradients read)
             for p, g in needed:
                 out += self.accumulate(arg_nodes[p.name], self.real_part(arg_nodes[p.name], g, on_complex),
@@ -324,6 +326,23 @@ class RuleApplication:
             out += self.accumulate(node, self.real_part(node, grad, on_complex),
                                    sequence=p.name in rule.sequences)
         return out
+
+    def check_method_receiver(self, primitive, params, grads, wanted, arg_nodes, value):
+        """``obj.get(x, "W")`` whose ``obj`` is of a class not known when compiling gets the
+        rule of the array's or container's method of that name (``dict.get``): a value that
+        needs a gradient in a parameter the rule gives none (``key``, ``axis``) means the
+        receiver is no such object. Refused: its gradient would be silently dropped."""
+        lost = [p.name for k, (p, g) in enumerate(zip(params, grads)) if g is None and k in wanted]
+        if lost:
+            arg = arg_nodes[lost[0]]
+            raise self.error(
+                value, NonDifferentiableError,
+                f"the method .{primitive}() is differentiated as the array's or container's "
+                f"(whose argument {lost[0]!r} takes no gradient), but {_show(arg)!r} passed "
+                f"there needs one: is the object an instance of your own class?",
+                "srcgrad reads the methods of an object it knows when compiling: pass it as an "
+                "argument of the function differentiated (or of a helper, from a global), or call "
+                "the method by its class, Cls.get(obj, x, ...).")
 
     def real_part(self, node, grad, on_complex):
         """``grad`` of ``node``, a real value that entered complex arithmetic: its real part."""

@@ -177,9 +177,11 @@ def local_names(node, found=None):
     return names
 
 
-def rename_reserved(node, info, namer, bindings, reserved, census=None):
+def rename_reserved(node, info, namer, bindings, reserved, census=None, top=True):
     """Rename user names that collide with the generated code's own names ``reserved``
     (pipeline.RESERVED; a nested def's name too: it is no Name node, def push(...)).
+    A helper's parameter is renamed too (Static.RENAMED_PARAMS: inline binds it); one of
+    the differentiated function (``top``) is refused: its name is the signature's.
     ``census``: an ``ast_walks.Census`` of ``node`` (renaming keeps it valid)."""
     names, defs = (census.of(gast.Name), census.of(gast.FunctionDef)) if census is not None else (
         ast_util.nodes_of(node, gast.Name), ast_util.nodes_of(node, gast.FunctionDef))
@@ -188,6 +190,8 @@ def rename_reserved(node, info, namer, bindings, reserved, census=None):
         return node   # (most functions: nothing to rename, no ordered walk)
     locals_ = None   # (asked at the first rename, before any: most functions have none)
     rename = {}
+    params = [a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs]
+    params += [a.id for a in (node.args.vararg, node.args.kwarg) if a is not None]
     for child in ast_util.walk(node):
         nested = child is not node and isinstance(child, gast.FunctionDef)
         text = child.name if nested else child.id if isinstance(child, gast.Name) else None
@@ -203,9 +207,13 @@ def rename_reserved(node, info, namer, bindings, reserved, census=None):
                     except NameError:
                         pass
             setattr(child, "name" if nested else "id", rename[text])
-    for arg in node.args.args + node.args.kwonlyargs + node.args.posonlyargs:
-        if arg.id in rename:
-            raise ValueError(f"srcgrad: rename the parameter {arg.id!r}: the name is reserved")
+    anno.setanno(node, Static.RENAMED_PARAMS, {p: rename[p] for p in params if p in rename})
+    taken = [p for p in params if p in rename] if top else ()
+    if taken:
+        from srcgrad.errors import UnsupportedError
+        raise info.origin(node).error(
+            UnsupportedError, f"the parameter name {taken[0]!r} of {info.name} is one srcgrad's "
+            f"generated code uses ({', '.join(reserved)})", "Rename the parameter.")
     return node
 
 

@@ -613,7 +613,7 @@ class ForwardAD(ComplexStatements, Base):
                                      f"forward mode: the default of {p.name!r} of {what}") from None
             subs[p.name] = v
             subs["t_" + p.name] = self.operand(v)
-            if subs["t_" + p.name] is not None and template.ignores(p.name):
+            if subs["t_" + p.name] is not None and template.ignores(p.name, isinstance(primitive, Method)):
                 raise self.error(value, NonDifferentiableError,
                                  f"forward mode: the tangent rule of {what} has no tangent for its "
                                  f"argument {p.name!r}, which carries one",

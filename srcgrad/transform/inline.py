@@ -20,6 +20,7 @@ import gast
 from srcgrad import anno, pytree, rules, templates
 from srcgrad.entry import LIBRARY_ROOTS, bound_of, call_method, entry_function, is_library_module, peel
 from srcgrad.errors import SourceNotFoundError, SrcgradError, UnsupportedError
+from srcgrad.analysis.argument_keys import plain_instance
 from srcgrad.transform.base import Base, local_names
 from srcgrad.transform.local_functions import LocalFunction
 from srcgrad.transform import call_forms, constant_arguments, generators, global_statements, structure_parts
@@ -396,6 +397,11 @@ class Inliner(Base):
                        value.id in self.ctx.classes or value.id in self.lists or value.id in self.dicts)}
         classes.update((param, list) for param, value in bound.arguments.items()
                        if isinstance(value, (gast.List, gast.ListComp)))   # g([a, b]): a list there
+        for param, value in bound.arguments.items():   # g(x, model), model a global object:
+            if isinstance(value, gast.Name) and param not in classes:   # its methods, not a
+                cls = self._plain_class(value.id)                       # dict's m.get(x, k)
+                if cls is not None:
+                    classes[param] = cls
         if classes:   # Cls.energy(p, x): its self holds an instance of Cls too
             static[PARAM_CLASSES] = classes
         trees = {param: self.ctx.trees[value.id] for param, value in bound.arguments.items()
@@ -441,6 +447,19 @@ class Inliner(Base):
             return None
         return self.info.resolve_path(path)   # recorded: guard.py checks it still holds
 
+    def _plain_class(self, name):
+        """The class of the plain object (argument_keys.plain_instance) that the caller's
+        global or closure name denotes at compile time (recorded: guard.py checks it), or None."""
+        if name in self.main_locals or name in self.bindings:
+            return None
+        try:
+            obj = self.info.lookup(name)
+        except NameError:
+            return None
+        if not plain_instance(obj):
+            return None
+        return type(self.info.resolve_path((name,)))
+
     def _bind_params(self, fn, node, call, rename, origin, static=(), skip=()):
         sig = _signature(fn)
         star = call.args[-1] if call.args and isinstance(call.args[-1], gast.Starred) else None
@@ -453,6 +472,7 @@ class Inliner(Base):
         except TypeError as exc:
             raise origin.error(UnsupportedError, f"cannot call {fn.__qualname__} this way: {exc}")
         out = []
+        renamed = anno.getanno(node, Static.RENAMED_PARAMS, {})   # (xp, rt: base.rename_reserved)
         for param in sig.parameters.values():
             if param.name in static or param.name in skip:
                 continue   # the helper's body names the object (or the caller's name) itself
@@ -480,7 +500,8 @@ class Inliner(Base):
                     value = gast.Name(id=name, ctx=gast.Load(), annotation=None, type_comment=None)
             else:
                 raise origin.error(UnsupportedError, f"missing argument {param.name!r} of {fn.__qualname__}")
-            target = gast.Name(id=rename[param.name], ctx=gast.Store(), annotation=None, type_comment=None)
+            target = gast.Name(id=rename[renamed.get(param.name, param.name)], ctx=gast.Store(),
+                               annotation=None, type_comment=None)
             assign = gast.Assign(targets=[target], value=value, type_comment=None)
             anno.setanno(assign, Static.ORIGIN, origin)
             out.append(assign)

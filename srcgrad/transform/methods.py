@@ -36,7 +36,8 @@ from srcgrad.ast_util import name
 from srcgrad.errors import UnsupportedError
 from srcgrad.transform import operator_methods
 from srcgrad.transform.operator_methods import simple as _simple
-from srcgrad.transform import as_array, class_methods, instance_lists, plain_classes, structure_parts, tree_calls
+from srcgrad.transform import (as_array, class_methods, instance_lists, plain_classes, star_results,
+                               structure_parts, tree_calls)
 from srcgrad.transform.base import Base, lookup_dotted
 from srcgrad.transform.structure_parts import plain_dataclass as _is_plain_dataclass
 from srcgrad.transform.call_forms import (_clone_replacing, _dict_loops, _evaluation_order, _hashable_in,
@@ -625,11 +626,12 @@ def transform(node, ctx):
     # ``g(*args)``, ``g(**kw)``: rewritten or refused (nothing to do for a function without)
     if any(any(isinstance(a, gast.Starred) for a in n.args) or any(k.arg is None for k in n.keywords)
            for n in scan.calls):
+        star_results.hoist(node, desugar)   # g(*h(x)), h returning (a, b): t = h(x); g(t[0], t[1])
         _star_calls(node)
         scan = Scan(node)
     for n in ast_util.walk(node) if scan.starred else ():   # (gast.walk's nodes, in its order)
         if isinstance(n, gast.Call) and any(isinstance(a, gast.Starred) for a in n.args) \
-                and not _star_into_varargs(n, node, desugar):
+                and not _star_into_varargs(n, node, desugar) and not star_results.unpacks_shapes(n):
             star = next(a for a in n.args if isinstance(a, gast.Starred))
             raise desugar.error(star, UnsupportedError,
                                 "*-unpacking in a call of a value whose length is known only when "

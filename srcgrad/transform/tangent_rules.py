@@ -50,11 +50,13 @@ class TangentTemplate:
     no_tangent: frozenset = frozenset()   # parameters whose adjoint entry is None
     linear: tuple = ()    # declared by linearity (rules.linear): the parameters it is linear in
 
-    def ignores(self, param):
+    def ignores(self, param, method=False):
         """Whether the rule drops ``param``'s tangent although the adjoint does not:
-        forward mode refuses such an argument rather than give it a silent zero."""
+        forward mode refuses such an argument rather than give it a silent zero. A method's
+        (``method``) parameter that takes none (``key`` of ``obj.get(x, k)``) carrying one
+        means the object is no dict or array (adjoint_rules.check_method_receiver)."""
         if param in self.no_tangent:
-            return False
+            return method
         used = {n.id for s in self.body + [self.result] for n in ast_util.walk(s)
                 if isinstance(n, gast.Name)}
         return "t_" + param not in used
