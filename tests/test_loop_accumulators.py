@@ -161,3 +161,15 @@ def test_only_loops_after_the_seed_and_of_the_body_itself():
     nested = rewritten("    dW = 0.0\n    if xs:\n" + LOOP.format(inside="").replace("\n    ", "\n        ")
                        .replace("    for", "        for", 1))
     assert "add_into" not in nested, nested
+
+
+def test_the_sweeps_stay_as_written():
+    """The composed gradient's statements are new: the sweeps (printed, the two-sweep call,
+    what the jit translates) keep ``d = d + g``."""
+    args = rnn_inputs()
+    g = sg.grad(rnn, wrt=(0, 1))
+    g(*args)
+    g(*args)
+    assert "rt.add_into" in sg.source(rnn, wrt=(0, 1), args=args, composed=True)
+    sweeps = sg.source(rnn, wrt=(0, 1), args=args)
+    assert "rt.add_into" not in sweeps and "dW = dW + xp.transpose(dW_T)" in sweeps

@@ -29,8 +29,9 @@ Static = anno.Static
 
 def run(body, seeded, floats, names):
     """Rewrite the accumulations of the loops of ``body`` after its statement ``seeded`` (the
-    backward sweep's) in place; returns whether any changed. ``names``: the statements'
-    ``NameSets`` (edited statements are forgotten)."""
+    backward sweep's); returns whether any changed. Each statement rewritten is replaced in
+    its block (the blocks are the composing copy's own, the simple statements the sweep's:
+    templates.composing_copy). ``names``: the statements' ``NameSets``."""
     changed = False
     start = next(k for k, s in enumerate(body) if s is seeded)
     for k in range(start, len(body)):
@@ -42,27 +43,31 @@ def run(body, seeded, floats, names):
             if d in floats or _mentions(loop, d) != 2 * len(statements) \
                     or not _zero_on_entry(body[:k], d) or _in_nested_scope(body, d):
                 continue
-            for s in statements:
-                s.value = anno.copyanno(s.value, gast.Call(
+            for block, i, s in statements:   # a new statement: the sweep's own is shared
+                block[i] = anno.copyanno(s, gast.Assign(targets=s.targets, value=gast.Call(
                     func=gast.Attribute(value=gast.Name(id="rt", ctx=gast.Load(), annotation=None,
                                                         type_comment=None),
                                         attr="add_into", ctx=gast.Load()),
-                    args=[s.value.left, s.value.right], keywords=[]), *Static)
-                names.forget_edited(s)
+                    args=[s.value.left, s.value.right], keywords=[]), type_comment=None), *Static)
             changed = True
     return changed
 
 
 def _accumulations(loop):
-    """name -> the statements ``name = name + g`` anywhere inside ``loop``."""
+    """name -> (block, index, statement) of each ``name = name + g`` anywhere inside ``loop``."""
     found = {}
     for node in gast.walk(loop):
-        if node.__class__ is gast.Assign and len(node.targets) == 1 \
-                and node.targets[0].__class__ is gast.Name \
-                and node.value.__class__ is gast.BinOp and node.value.op.__class__ is gast.Add \
-                and node.value.left.__class__ is gast.Name \
-                and node.value.left.id == node.targets[0].id:
-            found.setdefault(node.targets[0].id, []).append(node)
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(node, field, None)
+            if not isinstance(block, list):
+                continue
+            for i, s in enumerate(block):
+                if s.__class__ is gast.Assign and len(s.targets) == 1 \
+                        and s.targets[0].__class__ is gast.Name \
+                        and s.value.__class__ is gast.BinOp and s.value.op.__class__ is gast.Add \
+                        and s.value.left.__class__ is gast.Name \
+                        and s.value.left.id == s.targets[0].id:
+                    found.setdefault(s.targets[0].id, []).append((block, i, s))
     return found
 
 
