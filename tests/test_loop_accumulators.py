@@ -146,6 +146,10 @@ LOOP = "    for x in xs:\n        g = x * W\n{inside}        dW = dW + g\n"
     ("    dW = 0.0\n", "", ("dW",), False),
     # the right side reads it
     ("    dW = 0.0\n", "        g = g + dW\n", (), False),
+    # an error caught inside the loop could leave it half added into
+    ("    dW = 0.0\n", "        try:\n            g = g / x\n        except ZeroDivisionError:\n"
+                    "            pass\n", (), False),
+    ("    dW = 0.0\n", "        with ctx:\n            g = g * 2.0\n", (), False),
 ])
 def test_only_what_nothing_else_holds(before, inside, floats, done):
     text = rewritten(before + LOOP.format(inside=inside), floats)

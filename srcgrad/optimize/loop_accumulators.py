@@ -17,7 +17,9 @@ else can hold it (no other statement reads ``d`` until the loop ends, no nested 
 mentions it), so writing into it changes nothing anyone sees. ``rt.add_into`` adds in
 place only NumPy float arrays of one shape and dtype (the same numbers as ``d + g``);
 anything else (a Python float, a CuPy or Dask array, another dtype or a broadcast) is
-``d + g`` as before. Names known to be Python floats (``floats``) are left as written.
+``d + g`` as before. Names known to be Python floats (``floats``) are left as written,
+and so is a loop with a ``try`` or ``with`` inside (an error raised by an addition made in
+place, under ``np.errstate(all="raise")``, and caught there would leave ``d`` changed).
 """
 
 import gast
@@ -36,8 +38,9 @@ def run(body, seeded, floats, names):
     start = next(k for k, s in enumerate(body) if s is seeded)
     for k in range(start, len(body)):
         loop = body[k]
-        if loop.__class__ not in (gast.For, gast.While):
-            continue
+        if loop.__class__ not in (gast.For, gast.While) or any(
+                n.__class__ in (gast.Try, gast.With) for n in gast.walk(loop)):
+            continue   # (an error caught in the loop would leave d half added into)
         found = _accumulations(loop)
         for d, statements in found.items():
             if d in floats or _mentions(loop, d) != 2 * len(statements) \
