@@ -117,6 +117,28 @@ def test_add_into():
         np.testing.assert_array_equal(d, before)
 
 
+class Keeps:
+    """A value whose ``0.0 + v`` hands back the array it keeps."""
+
+    def __init__(self, kept):
+        self.kept = kept
+
+    def __radd__(self, other):
+        return self.kept
+
+
+def test_add_into_owns_only_what_numpy_made():
+    kept = np.ones(3)
+    d = runtime.add_into(0.0, Keeps(kept))   # a first contribution of another type
+    np.testing.assert_array_equal(d, kept)
+    assert d is not kept and not np.shares_memory(d, kept)
+    runtime.add_into(d, np.ones(3))   # in place: the kept array stays as it was
+    np.testing.assert_array_equal(kept, np.ones(3))
+    fresh = np.ones(3)
+    d = runtime.add_into(0.0, fresh)
+    assert d is not fresh and runtime.add_into(d, fresh) is d
+
+
 SEEDED = "    dsum = 1.0\n"
 
 

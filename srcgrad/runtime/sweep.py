@@ -308,5 +308,11 @@ def add_into(d, g):
             and d.shape == g.shape and d.dtype.kind in "fc":
         d += g
         return d
-    return d + g
+    total = d + g
+    if type(total) is _ndarray and not (type(g) is _ndarray and (
+            type(d) is _ndarray or type(d) is float or isinstance(d, numpy.generic))):
+        # NumPy made ``total`` only from its own arrays and scalars; another type's
+        # ``__radd__`` or ``__array_ufunc__`` may hand back an array it keeps
+        total = total.copy()
+    return total
 
