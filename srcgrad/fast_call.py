@@ -254,7 +254,14 @@ def _run_lines(fast, names, arrays):
               "        else:",
               "            seed = check_seed(out, grad_outputs)",
               "        out = None   # not kept alive by the backward sweep",
-              "        grads = distinct(compiled.backward(seed, saved), grad_outputs)"]
+              "        grads = compiled.backward(seed, saved)"]
+    if fast.many:
+        lines += ["        grads = distinct(grads, grad_outputs)"]
+    else:   # distinct's first test inline: an array owning its memory, not the caller's seed's
+        lines += ["        g = grads[0]",
+                  "        if not (type(g) is ndarray and g.base is None and type(grad_outputs) is ndarray",
+                  "                and g is not grad_outputs and g is not grad_outputs.base):",
+                  "            grads = distinct(grads, grad_outputs)"]
     result = "grads" if fast.many else "grads[0]"
     if fast.only is not None:   # run's check of the one gradient, by the input's type
         like, done = names[fast.only], "grads" if fast.many else "g"

@@ -21,7 +21,7 @@ from srcgrad.parse import parse_function
 from srcgrad import templates
 from srcgrad.templates import clone
 from srcgrad import optimize
-from srcgrad.optimize import scalar_items, unit_seed
+from srcgrad.optimize import loop_accumulators, scalar_items, unit_seed
 from srcgrad.transform import (anf, as_array, assignment_expressions, attribute_state, aux, canonicalize,
                                comprehensions, constant_arguments, fence, flat_reads, function_tables,
                                generators, global_statements, inline, item_updates, local_classes,
@@ -628,15 +628,16 @@ def _compose(forward, backward, info, bindings, name, seed_value, many, release=
     value = gast.Tuple(elts=results, ctx=gast.Load()) if many else results[0]
     back[-1] = gast.Return(value=value if aux is None else gast.Tuple(elts=[value, aux], ctx=gast.Load()))
     body += back
-    if release is not None:
+    if release is not None:   # (loop_accumulators: the backward sweep's loops add in place)
         params = {a.id for a in forward.args.posonlyargs + forward.args.args + forward.args.kwonlyargs}
+        seeded = body[-len(back) - 1]   # the seed's assignment: the backward sweep follows it
         made = scalar_items.run(body, params, names)   # float64 items read as Python floats in loops
+        loop_accumulators.run(body, seeded, floats, names)
         body = optimize.release_dead(body, params, set(release) | made, names)
     composed = gast.FunctionDef(name=name, args=forward.args, body=body, decorator_list=[],
                                 returns=None, type_comment=None, type_params=[])
     source = emit.to_source([composed])
-    bindings = dict(bindings)
-    bindings["rt"] = runtime
+    bindings = dict(bindings, rt=runtime)
     origins = emit.origins_later([composed], source)
     (function,), _, _ = loader.load(source, [composed.name], info.globals, info.closure, bindings,
                                     hint=composed.name, origins=origins)

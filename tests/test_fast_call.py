@@ -168,6 +168,35 @@ def test_grad_outputs_through_the_hot_call_are_checked_as_before():
     np.testing.assert_allclose(g(x, grad_outputs=seed), num, rtol=1e-6, atol=1e-8)
 
 
+def passed_through(x):
+    return x + 0.0   # the adjoint is the seed itself
+
+
+def reshaped_seed(x):
+    return np.reshape(x * 1.0, (2, 2))   # the adjoint is a view of the seed
+
+
+def test_grad_outputs_the_hot_call_hands_back_in_memory_of_its_own():
+    """The hot call's inline form of call_values.distinct's first test: a gradient that is
+    the caller's seed, a view of it, or one of its base's views is copied, as before."""
+    x = np.array([0.5, -1.0, 2.0, 3.0])
+    base = np.array([9.0, 1.0, -2.0, 0.5, 4.0])
+    for f, seeds in ((passed_through, (base[1:].copy(), base[1:])),
+                     (reshaped_seed, (base[1:].reshape(2, 2).copy(), base[1:].reshape(2, 2)))):
+        g = sg.grad(f)
+        for seed in seeds:
+            want = seed.reshape(4).copy()
+            got = _hot(g, x, grad_outputs=seed)
+            assert not np.shares_memory(got, seed) and not np.shares_memory(got, base)
+            np.testing.assert_array_equal(got, want)
+            got[...] = 0.0   # writing into the gradient leaves the seed as it was
+            np.testing.assert_array_equal(seed.reshape(4), want)
+    g = sg.grad(doubled)   # a new array: handed back as it is
+    seed = np.array([1.0, -2.0, 0.5])
+    got = _hot(g, np.array([0.1, 0.2, 0.3]), grad_outputs=seed)
+    assert got.base is None and not np.shares_memory(got, seed)
+
+
 def test_the_hot_call_checks_the_guards_whole_condition():
     g = sg.grad(uses_global)
     _hot(g, np.array([1.0, 2.0]))

@@ -52,7 +52,7 @@ change and every effect and error stays where the user's code had it:
   once, and neither saved nor pushed, is written into its use.
 
 Outside the sweeps: ``release.release_dead`` frees values once dead in a composed
-gradient.
+gradient; ``loop_accumulators`` adds a loop's accumulators in place there.
 """
 
 import gast

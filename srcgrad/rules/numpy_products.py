@@ -16,6 +16,7 @@ from srcgrad.runtime.arrays import is_array, namespace
 from srcgrad.runtime.broadcast import unbroadcast
 
 xp = None  # placeholder: the array namespace, bound in generated code
+_ndarray = np.ndarray
 
 # ----- Products -----
 
@@ -40,6 +41,10 @@ def _matmul_operands(dy, a, b):
 @rt.helper
 def matmul_grad_a(dy, a, b):
     """Gradient of ``a @ b`` with respect to ``a`` (1-D and batched operands too)."""
+    if type(dy) is _ndarray and type(a) is _ndarray and type(b) is _ndarray \
+            and dy.ndim == a.ndim == b.ndim == 2:   # (the common case: what the rest computes)
+        g = np.matmul(dy, b.T)
+        return g if g.shape == a.shape else unbroadcast(g, a)
     if not (is_array(dy) or is_array(a) or is_array(b)):
         return dy * b
     xp, a2, b2, dy2 = _matmul_operands(dy, a, b)
@@ -52,6 +57,10 @@ def matmul_grad_a(dy, a, b):
 @rt.helper
 def matmul_grad_b(dy, a, b):
     """Gradient of ``a @ b`` with respect to ``b``."""
+    if type(dy) is _ndarray and type(a) is _ndarray and type(b) is _ndarray \
+            and dy.ndim == a.ndim == b.ndim == 2:   # (as in matmul_grad_a)
+        g = np.matmul(a.T, dy)
+        return g if g.shape == b.shape else unbroadcast(g, b)
     if not (is_array(dy) or is_array(a) or is_array(b)):
         return dy * a
     xp, a2, b2, dy2 = _matmul_operands(dy, a, b)

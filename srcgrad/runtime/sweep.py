@@ -18,6 +18,7 @@ from srcgrad.runtime.containers import (CONSTANT, FIELD, ZERO, _array_into_conta
 
 
 _HOST = (numpy.ndarray, numpy.generic, float, int)   # values that are certainly not Dask's
+_ndarray = numpy.ndarray
 
 
 def _writable_zeros(dx, x):
@@ -299,3 +300,21 @@ def touched(g):
 def or_zero(g):
     """A gradient a custom backward returned, with None read as "no gradient" (0.0)."""
     return 0.0 if g is None else g
+
+
+def add_into(d, g):
+    """``d + g``, written into ``d`` where both are NumPy float arrays of one shape and
+    dtype: the same numbers (one IEEE addition per element either way), no new array. The
+    caller's proof (optimize/loop_accumulators.py) is that nothing else holds ``d``."""
+    if type(d) is _ndarray and type(g) is _ndarray and d.dtype is g.dtype \
+            and d.shape == g.shape and d.dtype.kind in "fc":
+        d += g
+        return d
+    total = d + g
+    if type(total) is _ndarray and not (type(g) is _ndarray and (
+            type(d) is _ndarray or type(d) is float or isinstance(d, numpy.generic))):
+        # NumPy made ``total`` only from its own arrays and scalars; another type's
+        # ``__radd__`` or ``__array_ufunc__`` may hand back an array it keeps
+        total = total.copy()
+    return total
+
