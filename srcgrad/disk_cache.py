@@ -43,10 +43,11 @@ reading or checking an entry (a truncated or corrupted file, a foreign one, a st
 makes it a miss, and the compile that follows rewrites it. Entries are pickles of plain
 data (strings, numbers, tuples, dicts), read by an unpickler that refuses any class or
 function, so a tampered file cannot run code when it is read; and the directory is private
-to the user, like Numba's and pip's caches. The generated code an entry holds (its source
-text, for tracebacks, and its code objects marshalled, so a hit compiles nothing) does
-run, once its checks pass: point ``SRCGRAD_CACHE_DIR`` only at a directory nobody else can
-write.
+to the user, like Numba's and pip's caches. The generated code an entry holds (the
+sweeps' source text, compiled when a loading process first asks for them, and ``grad``'s
+composed gradient's text and code object marshalled, so a loaded ``grad`` compiles
+nothing: disk_entries.py) does run, once its checks pass: point ``SRCGRAD_CACHE_DIR``
+only at a directory nobody else can write.
 """
 
 import builtins
