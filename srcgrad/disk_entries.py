@@ -14,7 +14,7 @@ import types
 
 from srcgrad import disk_cache, rules, runtime
 from srcgrad.codegen import emit, loader
-from srcgrad.compiled import LATER, Compiled, Sweeps
+from srcgrad.compiled import LATER, Compiled, Sweeps, gc_paused
 from srcgrad.disk_cache import Uncacheable, describe, rebuild, stats
 from srcgrad.guard import Guard
 from srcgrad.parse import EntityInfo, Origin
@@ -119,6 +119,7 @@ def load_sweeps(part, info, bindings):
     return functions
 
 
+@gc_paused   # (it prints the sweeps: a collection would scan the compile's trees)
 def store(compiled, key, fn):
     """Write ``compiled`` (just compiled from ``fn``) under ``key``; returns whether it was
     (a compile that read or bound what cannot be described is not). The sweeps are

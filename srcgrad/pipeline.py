@@ -1,8 +1,6 @@
 """The ordered stages from a user function to its compiled gradient, and nothing else."""
 
 import dataclasses
-import functools
-import gc
 import inspect
 
 import gast
@@ -12,7 +10,7 @@ from srcgrad.anno import Static
 from srcgrad.analysis import activity, aliasing, kinds, ranks, shift
 from srcgrad.codegen import emit, loader
 from srcgrad.compiled import LATER as _LATER, Compiled, Printed as _Printed, \
-    Printing as _Printing, Sweeps as _Sweeps, Unfinished
+    Printing as _Printing, Sweeps as _Sweeps, Unfinished, gc_paused
 from srcgrad.context import CompileContext, CompileOptions  # noqa: F401 (CompileOptions: tests)
 from srcgrad.custom_function import is_once_differentiable
 from srcgrad.errors import SrcgradError, UnsupportedError
@@ -161,26 +159,7 @@ def wrt_names(node, wrt):
     return tuple(names), many, all_params
 
 
-def _gc_paused(compile_step):
-    """Run ``compile_step`` with the cyclic garbage collector off (on again after, when it
-    was on). A compile allocates a tree of some hundred objects per user statement,
-    nearly all alive until it ends, and every collection scans what it allocated so
-    far: at 1,000 statements the collections were a third of the compile time, the
-    part that grew with the square of the length. What the compile leaves as garbage
-    is collected after it."""
-    @functools.wraps(compile_step)
-    def paused(*args, **kwargs):
-        if not gc.isenabled():   # nested in a compile, or the user turned it off
-            return compile_step(*args, **kwargs)
-        gc.disable()
-        try:
-            return compile_step(*args, **kwargs)
-        finally:
-            gc.enable()
-    return paused
-
-
-@_gc_paused
+@gc_paused
 def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None, has_aux=False,
                      options=None):
     """Compile the reverse-mode gradient of ``fn`` with respect to ``wrt``.
@@ -392,7 +371,7 @@ def with_trees(compiled):
     return compiled
 
 
-@_gc_paused
+@gc_paused
 def compose_gradient(compiled, many, only_gradients=False, for_transform=False,
                      check_structures=False, aux=False):
     """One plain Python function computing the gradient: forward then backward sweep.

@@ -465,6 +465,8 @@ for name, fn, args, wrt in [("loop", mod.loop, (x, w), (0, 1)),
                  "vjp": flat(backward(seed)),
                  "seeded": flat(sg.grad(fn, wrt=wrt)(*args, grad_outputs=seed)),
                  "grad": flat(sg.grad(fn, wrt=wrt)(*args))}
+hooked = sg.grad(mod.uses_helper, hooks={"x": lambda d: 2.0 * d})   # its sweeps run
+out["hooked"] = flat(hooked(x))
 print(json.dumps({"out": out, "stats": disk_cache.stats}))
 '''
 
@@ -476,18 +478,22 @@ def _run_sweeps(folder, *flags, cache=True):
 
 def test_value_and_grad_vjp_and_a_seed_run_a_loaded_entry_of_grad_without_compiling(tmp_path):
     """grad's first call stores the sweeps' text (printed, not compiled) and the composed
-    gradient; a second process runs value_and_grad, vjp and a seeded grad of that entry:
-    it compiles the stored text, never the function, and gets the numbers of a fresh
-    compile."""
+    gradient; a second process runs value_and_grad, vjp and a seeded grad of that entry
+    (and a gradient with hooks runs its sweeps): it compiles the stored text, never the
+    function, and gets the numbers of a fresh compile."""
     _write(tmp_path)
     fresh = _run_sweeps(tmp_path, cache=False)
     stored = _run_sweeps(tmp_path, "--grad-only")
-    assert stored["stats"]["stores"] >= 2 and stored["stats"]["hits"] == 0
+    assert stored["stats"]["stores"] >= 3 and stored["stats"]["hits"] == 0
     loaded = _run_sweeps(tmp_path, "--no-compile")
-    assert loaded["stats"]["hits"] == 2 and loaded["stats"]["misses"] == 0
+    assert loaded["stats"]["hits"] == 3 and loaded["stats"]["misses"] == 0
     assert loaded["out"] == fresh["out"]
-    for name, grads in stored["out"].items():
-        assert grads == fresh["out"][name]["grad"]
+    for name in ("loop", "helper"):
+        assert stored["out"][name] == fresh["out"][name]["grad"]
+    assert stored["out"]["hooked"] == fresh["out"]["hooked"]
+    x = np.linspace(-1.0, 1.0, 5)
+    np.testing.assert_allclose(fresh["out"]["hooked"][0],
+                               2.0 * 0.5 * ((1 - np.tanh(x) ** 2) * x + np.tanh(x)), rtol=1e-12)
 
 
 @pytest.mark.parametrize("damage", ["sweeps", "composed"])
@@ -502,11 +508,11 @@ def test_an_entry_whose_stored_code_does_not_load_is_compiled_again(tmp_path, da
         entry = pickle.loads(path.read_bytes())
         if damage == "sweeps":
             entry["sweeps"]["source"] = "def (:\n"
-        else:
+        elif entry["composed"] is not None:   # (the gradient with hooks has none)
             entry["composed"]["codes"] = (b"not marshalled code",)
         path.write_bytes(pickle.dumps(entry))
     damaged = _run_sweeps(tmp_path)
-    assert damaged["stats"]["hits"] == 2
+    assert damaged["stats"]["hits"] == 3
     assert damaged["out"] == fresh["out"]
 
 
