@@ -233,8 +233,14 @@ def from_disk(fn, key, recompile):
         """The stored text compiled (an entry whose text does not load, compiled again)."""
         try:
             functions = load_sweeps(part, info, bindings)
-        except Exception:   # a damaged entry: the sweeps of a compile of the function
-            return recompile().sweeps()
+        except Exception:   # a damaged entry: the sweeps of a compile, their text rewritten
+            made = recompile()
+            try:
+                disk_cache.update(key, sweeps=_printed_part(made.printed(), made.load[1],
+                                                            made.load[0]))
+            except Uncacheable:
+                pass
+            return made.sweeps()
         forward, backward = functions[-3 if facts["for_grad"] else -2], functions[-1]
         for_grad = functions[-2] if facts["for_grad"] else None
         for f in (forward, for_grad):

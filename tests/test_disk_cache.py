@@ -500,7 +500,8 @@ def test_value_and_grad_vjp_and_a_seed_run_a_loaded_entry_of_grad_without_compil
 def test_an_entry_whose_stored_code_does_not_load_is_compiled_again(tmp_path, damage):
     """The sweeps' text (compiled when a loading process first asks for it) and the
     composed gradient's code (unmarshalled by grad's call) are read after the entry is
-    a hit: where they do not load, the function is compiled again, not an error."""
+    a hit: where they do not load, the function is compiled again, not an error, and
+    the entry rewritten."""
     _write(tmp_path)
     fresh = _run_sweeps(tmp_path, cache=False)
     _run_sweeps(tmp_path, "--grad-only")
@@ -514,6 +515,8 @@ def test_an_entry_whose_stored_code_does_not_load_is_compiled_again(tmp_path, da
     damaged = _run_sweeps(tmp_path)
     assert damaged["stats"]["hits"] == 3
     assert damaged["out"] == fresh["out"]
+    healed = _run_sweeps(tmp_path, "--no-compile")   # rewritten: the next process loads it
+    assert healed["stats"]["hits"] == 3 and healed["out"] == fresh["out"]
 
 
 def test_the_first_call_stores_the_sweeps_printed_and_loads_none_of_them(tmp_path, monkeypatch):
