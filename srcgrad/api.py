@@ -9,7 +9,7 @@ import numpy
 from srcgrad import runtime
 from srcgrad.runtime.arrays import is_cupy_array_type
 from srcgrad.grad_mode import OFF as _GRAD_OFF, _state as _grad_state, check_grad_enabled
-from srcgrad import caches, disk_cache, pipeline, pytree, rules, show
+from srcgrad import caches, disk_cache, disk_entries, pipeline, pytree, rules, show
 from srcgrad.pipeline import compile_gradient
 from srcgrad.custom_function import is_once_differentiable
 from srcgrad.errors import SrcgradError, located_at
@@ -64,10 +64,10 @@ def _compile(fn, wrt, hook_names, options, arg_ranks, has_aux):
         if disk_cache.settings.enabled else None
     if key is None:
         return compile_it()
-    found = pipeline.from_disk(fn, key, compile_it)
+    found = disk_entries.from_disk(fn, key, compile_it)
     if found is None:
         found = compile_it()
-        disk_cache.store(found, key, fn)
+        disk_entries.store(found, key, fn)
     return found
 
 

@@ -1,6 +1,8 @@
 """``Compiled``, a compiled gradient (pipeline.py makes it); its sweeps, printed and loaded
 on first use."""
 
+import functools
+import gc
 import threading
 from dataclasses import dataclass, field
 
@@ -41,34 +43,64 @@ class Compiled:
     shown: str = field(default=None, repr=False)
     gradient: object = field(default=None, repr=False)
     hot_calls: dict = field(default=None, repr=False)   # fast_call.py's hot calls of it
-    # The on-disk cache (disk_cache.py): what a compile records for it (the names loaded,
-    # the functions, their line origins, the EntityInfos), the entry's key, the composed
-    # gradient a loaded entry holds, and how a loaded gradient compiles its trees again.
-    record: tuple = field(default=None, repr=False)
+    # The on-disk cache (disk_cache.py): the sweeps printed, not loaded (a ``Printing``:
+    # what the store writes, and what ``sweeps()`` loads), the EntityInfos the compile
+    # read, the entry's key, the composed gradient a loaded entry holds, and how a loaded
+    # gradient compiles its trees again.
+    printed: object = field(default=None, repr=False)
+    infos: tuple = field(default=None, repr=False)
     disk_key: str = field(default=None, repr=False)
     composed_part: dict = field(default=None, repr=False)
     recompile: object = field(default=None, repr=False)
     disk_entry: dict = field(default=None, repr=False)
     # () -> Sweeps: the printed and loaded sweeps, where they are made on first use
-    # (``forward``, ``backward``, ``source``, ``forward_for_grad`` and ``record`` are
-    # ``LATER`` until then); None when they were given.
+    # (``forward``, ``backward``, ``source`` and ``forward_for_grad`` are ``LATER`` until
+    # then); None when they were given.
     sweeps: object = field(default=None, repr=False)
 
 
 @dataclass
 class Sweeps:
-    """What ``Compiled.sweeps()`` makes: the sweeps loaded, their source, what the disk
-    cache records of them."""
+    """What ``Compiled.sweeps()`` makes: the sweeps loaded and their source."""
     forward: object
     backward: object
     source: str
     forward_for_grad: object
-    record: tuple
+
+
+@dataclass
+class Printed:
+    """The sweeps printed: their source, the functions' names in it (the fused kernels,
+    the forward sweep, its gradient-only copy where ``for_grad``, the backward sweep), and
+    its line origins (``emit.Origins``)."""
+    source: str
+    names: list
+    origins: object
+    for_grad: bool
 
 
 LATER = ("made on first use: Compiled.sweeps",)
-_SWEEPS_LOCK = threading.Lock()
+_SWEEPS_LOCK = threading.RLock()   # (re-entered: a damaged entry's sweeps compile afresh)
 _TREES_LOCK = threading.Lock()
+_PRINT_LOCK = threading.Lock()
+
+
+class Printing:
+    """The sweeps printed (``Printed``) by ``make()`` once, when first asked: by the on-disk
+    cache's store (which writes the text, and compiles none of it) or by ``sweeps()``
+    (which loads it), whichever comes first."""
+
+    def __init__(self, make):
+        self._make = make
+        self._printed = None
+
+    def __call__(self):
+        if self._printed is None:
+            with _PRINT_LOCK:
+                if self._printed is None:
+                    self._printed = self._make()
+                    self._make = None   # what it held (the compile's context) may go
+        return self._printed
 
 
 class Unfinished:
@@ -140,6 +172,25 @@ def _sweeps_field(name):
     return property(get, set_)
 
 
-_SWEEP_FIELDS = ("forward", "backward", "source", "forward_for_grad", "record")
+_SWEEP_FIELDS = ("forward", "backward", "source", "forward_for_grad")
 for _name in _SWEEP_FIELDS:
     setattr(Compiled, _name, _sweeps_field(_name))
+
+
+def gc_paused(compile_step):
+    """Run ``compile_step`` with the cyclic garbage collector off (on again after, when it
+    was on). A compile allocates a tree of some hundred objects per user statement,
+    nearly all alive until it ends, and every collection scans what it allocated so
+    far: at 1,000 statements the collections were a third of the compile time, the
+    part that grew with the square of the length. What the compile leaves as garbage
+    is collected after it."""
+    @functools.wraps(compile_step)
+    def paused(*args, **kwargs):
+        if not gc.isenabled():   # nested in a compile, or the user turned it off
+            return compile_step(*args, **kwargs)
+        gc.disable()
+        try:
+            return compile_step(*args, **kwargs)
+        finally:
+            gc.enable()
+    return paused

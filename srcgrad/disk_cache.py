@@ -43,10 +43,11 @@ reading or checking an entry (a truncated or corrupted file, a foreign one, a st
 makes it a miss, and the compile that follows rewrites it. Entries are pickles of plain
 data (strings, numbers, tuples, dicts), read by an unpickler that refuses any class or
 function, so a tampered file cannot run code when it is read; and the directory is private
-to the user, like Numba's and pip's caches. The generated code an entry holds (its source
-text, for tracebacks, and its code objects marshalled, so a hit compiles nothing) does
-run, once its checks pass: point ``SRCGRAD_CACHE_DIR`` only at a directory nobody else can
-write.
+to the user, like Numba's and pip's caches. The generated code an entry holds (the
+sweeps' source text, compiled when a loading process first asks for them, and ``grad``'s
+composed gradient's text and code object marshalled, so a loaded ``grad`` compiles
+nothing: disk_entries.py) does run, once its checks pass: point ``SRCGRAD_CACHE_DIR``
+only at a directory nobody else can write.
 """
 
 import builtins
@@ -64,7 +65,7 @@ import numpy
 
 from srcgrad import caches
 
-FORMAT = 2   # the layout of an entry; bumped when it changes
+FORMAT = 3   # the layout of an entry; bumped when it changes
 
 
 class Settings:
@@ -366,8 +367,12 @@ def write(key, entry):
     tmp = None
     try:
         data = pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL)
-        _ensure_directory(os.path.dirname(path))
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=os.path.dirname(path))
+        folder = os.path.dirname(path)
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
+        except FileNotFoundError:   # (the folders made once, not asked before each write)
+            _ensure_directory(folder)
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
         with os.fdopen(fd, "wb") as file:
             file.write(data)
         os.replace(tmp, path)
@@ -406,7 +411,8 @@ class _Read:
         self.kind_reads = {}
 
 
-def _scope(fn):
+def scope_of(fn):
+    """``fn``'s globals and its closure's cells by name."""
     code = fn.__code__
     return fn.__globals__, dict(zip(code.co_freevars, fn.__closure__ or ()))
 
@@ -493,7 +499,7 @@ def check_resolutions(fn, described):
             helper = infos[where[1]].reads.get(where[2], MISSING)
         if type(helper) is not types.FunctionType:
             return None
-        globals_, closure = _scope(helper)
+        globals_, closure = scope_of(helper)
         info = _Read(helper, globals_, closure)
         try:
             if describe((helper.__defaults__, tuple(sorted((helper.__kwdefaults__ or {}).items())))) \
@@ -514,130 +520,3 @@ def check_resolutions(fn, described):
             return None
         infos.append(info)
     return infos
-
-
-# ----------------------------------------------------------------- compiled gradients
-
-def _free_names(functions):
-    names = set()
-    todo = [f.__code__ for f in functions]
-    while todo:
-        code = todo.pop()
-        names.update(code.co_freevars)
-        todo.extend(k for k in code.co_consts if isinstance(k, types.CodeType))
-    return names
-
-
-def _part(source, names, functions, bindings, info, origins):
-    """What loading ``source`` again needs: the text compiled and the functions' code
-    marshalled (loader.loaded), their names, a description of each object it binds, the
-    user's line of each generated line."""
-    used = _free_names(functions) - set(info.closure) - set(names)
-    described = {}
-    for n in sorted(used):
-        if n not in bindings:
-            raise Uncacheable(f"the free name {n}")
-        if n != "rt":
-            described[n] = describe(bindings[n])
-    lines = {line: (o.filename, o.lineno, o.col_offset, o.source_line, o.function)
-             for line, o in origins().items()}
-    from srcgrad.codegen import loader
-    text, offset, codes = loader.loaded(functions)
-    return {"source": source, "text": text, "offset": offset, "codes": codes, "names": tuple(names),
-            "bindings": described, "origins": lines}
-
-
-def _load_part(part, info):
-    from srcgrad import rules, runtime
-    from srcgrad.codegen import loader
-    from srcgrad.parse import Origin
-    bindings = {n: rebuild(d) for n, d in part["bindings"].items()}
-    bindings["rt"] = runtime
-    rules._load_library_rules()   # SciPy's rules bind rt.special_* the code may call
-    lines = part["origins"]
-    functions = loader.load_marshalled(
-        part["text"], part["offset"], part["codes"], list(part["names"]), info.globals,
-        info.closure, bindings, hint=info.fn.__qualname__,
-        origins=lambda: {k: Origin(*v) for k, v in lines.items()})
-    return functions, bindings
-
-
-def store(compiled, key, fn):
-    """Write ``compiled`` (just compiled from ``fn``) under ``key``; returns whether it was
-    (a compile that read or bound what cannot be described is not)."""
-    names, functions, origins, infos = compiled.record
-    info, bindings = compiled.load
-    try:
-        entry = {
-            "sweeps": _part(compiled.source, names, functions, bindings, info, origins),
-            "reads": resolutions(fn, infos),
-            "info": (info.name, info.filename, info.first_lineno, info.indent),
-            "facts": {"wrt": compiled.wrt, "active": frozenset(compiled.activity.active),
-                      "user_locals": compiled.user_locals,
-                      "tuple_output": compiled.tuple_output, "uses_tape": compiled.uses_tape,
-                      "mutates_saved": compiled.mutates_saved, "rank_free": compiled.rank_free,
-                      "scalars": compiled.scalars,
-                      "functions": tuple(describe(c) for c in compiled.functions),
-                      "for_grad": compiled.forward_for_grad is not None,
-                      "composable": compiled.gradient_forward is not None},
-            "composed": None,
-        }
-    except Uncacheable:
-        stats["uncacheable"] += 1
-        return False
-    compiled.disk_key = key
-    compiled.disk_entry = entry
-    return write(key, entry)
-
-
-def load(fn, key):
-    """``(entry, infos, info, functions, bindings)`` of the entry stored under ``key``
-    for ``fn``, its reads resolved again and its sweeps loaded; or None (a miss: absent,
-    unreadable, or compiled from what no longer resolves the same).
-    pipeline.from_disk makes the Compiled of it."""
-    from srcgrad.parse import EntityInfo
-    entry = read(key)
-    if entry is None:
-        stats["misses"] += 1
-        return None
-    try:
-        infos = check_resolutions(fn, entry["reads"])
-        if infos is None:
-            stats["rejected"] += 1
-            return None
-        name, filename, first_lineno, indent = entry["info"]
-        globals_, closure = _scope(fn)
-        info = EntityInfo(fn, name, filename, first_lineno, indent, [], globals_, closure)
-        functions, bindings = _load_part(entry["sweeps"], info)
-        classes = tuple(rebuild(d) for d in entry["facts"]["functions"])
-    except Exception:   # anything unexpected in an entry: a miss, rewritten by the compile
-        stats["rejected"] += 1
-        return None
-    stats["hits"] += 1
-    return entry, infos, info, functions, bindings, classes
-
-
-def store_composed(compiled, function):
-    """Add the composed gradient (pipeline.compose_gradient) to ``compiled``'s entry."""
-    info, bindings = compiled.load
-    text, origins = function._srcgrad_text
-    try:
-        part = _part(text, (function.__name__,), [function], dict(bindings), info, origins)
-    except Exception:
-        return
-    entry = getattr(compiled, "disk_entry", None)
-    if entry is None:   # loaded from disk without it: read the entry again
-        update(compiled.disk_key, composed=part)
-    else:
-        entry["composed"] = part
-        write(compiled.disk_key, entry)
-
-
-def load_composed(compiled):
-    """The composed gradient of a loaded entry (no transform, no compile: its code is
-    unmarshalled)."""
-    info = compiled.load[0]
-    (function,), _ = _load_part(compiled.composed_part, info)
-    function.__defaults__ = info.fn.__defaults__
-    function.__kwdefaults__ = info.fn.__kwdefaults__
-    return function

@@ -1,17 +1,16 @@
 """The ordered stages from a user function to its compiled gradient, and nothing else."""
 
 import dataclasses
-import functools
-import gc
 import inspect
 
 import gast
 
-from srcgrad import anno, composed_entry, disk_cache, grad_mode, pytree, runtime
+from srcgrad import anno, composed_entry, disk_entries, grad_mode, pytree, runtime
 from srcgrad.anno import Static
 from srcgrad.analysis import activity, aliasing, kinds, ranks, shift
 from srcgrad.codegen import emit, loader
-from srcgrad.compiled import LATER as _LATER, Compiled, Sweeps as _Sweeps, Unfinished
+from srcgrad.compiled import LATER as _LATER, Compiled, Printed as _Printed, \
+    Printing as _Printing, Sweeps as _Sweeps, Unfinished, gc_paused
 from srcgrad.context import CompileContext, CompileOptions  # noqa: F401 (CompileOptions: tests)
 from srcgrad.custom_function import is_once_differentiable
 from srcgrad.errors import SrcgradError, UnsupportedError
@@ -160,26 +159,7 @@ def wrt_names(node, wrt):
     return tuple(names), many, all_params
 
 
-def _gc_paused(compile_step):
-    """Run ``compile_step`` with the cyclic garbage collector off (on again after, when it
-    was on). A compile allocates a tree of some hundred objects per user statement,
-    nearly all alive until it ends, and every collection scans what it allocated so
-    far: at 1,000 statements the collections were a third of the compile time, the
-    part that grew with the square of the length. What the compile leaves as garbage
-    is collected after it."""
-    @functools.wraps(compile_step)
-    def paused(*args, **kwargs):
-        if not gc.isenabled():   # nested in a compile, or the user turned it off
-            return compile_step(*args, **kwargs)
-        gc.disable()
-        try:
-            return compile_step(*args, **kwargs)
-        finally:
-            gc.enable()
-    return paused
-
-
-@_gc_paused
+@gc_paused
 def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None, has_aux=False,
                      options=None):
     """Compile the reverse-mode gradient of ``fn`` with respect to ``wrt``.
@@ -316,71 +296,43 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None, has_aux
     bindings.update(built.bindings)
     bindings["rt"] = runtime
 
+    def print_sweeps():
+        """The sweeps printed (not loaded): the on-disk cache's store writes this text,
+        ``sweeps()`` loads it; whichever asks first prints it (``compiled.Printing``)."""
+        if trees.__class__ is Unfinished:
+            trees.trees()   # the full forward sweep finished
+        # The trees themselves: to_source changes nothing of them (compose_gradient may
+        # copy them at the same time, in another thread).
+        printed = kernels + [forward] + extra + [backward]
+        source = emit.to_source(printed)
+        return _Printed(source, [f.name for f in printed], emit.origins_later(printed, source),
+                        bool(extra))
+
+    printing = _Printing(print_sweeps)
+
     def sweeps():
         """The sweeps printed and loaded: made when something first asks for them
         (``Compiled.forward``, ``source``, ...). ``grad``'s common call runs the composed
         function only (api.py), which its first call makes with the compile: its
-        first compile prints and loads one function, not the sweeps as well."""
-        if trees.__class__ is Unfinished:
-            trees.trees()   # the full forward sweep finished
-        # Copies printed: to_source splits long releases in what it prints, and the trees
-        # are shared by now (compose_gradient clones them, maybe in another thread).
-        printed = [clone(t) for t in kernels + [forward] + extra + [backward]]
-        source = emit.to_source(printed)
-        names_loaded = [f.name for f in printed]
-        origins = emit.origins_later(printed, source)
-        functions, _, _ = loader.load(source, names_loaded, info.globals, info.closure, bindings,
-                                      hint=fn.__qualname__, origins=origins)
+        first compile loads one function, not the sweeps as well."""
+        printed = printing()
+        functions, _, _ = loader.load(printed.source, printed.names, info.globals, info.closure,
+                                      bindings, hint=fn.__qualname__, origins=printed.origins)
         fwd, bwd = functions[len(kernels)], functions[-1]
         fwd_grad = functions[-2] if extra else None
         for f in (fwd, fwd_grad):
             if f is not None:
                 f.__defaults__ = fn.__defaults__
                 f.__kwdefaults__ = fn.__kwdefaults__
-        return _Sweeps(fwd, bwd, source, fwd_grad, (names_loaded, functions, origins, ctx.infos))
+        return _Sweeps(fwd, bwd, printed.source, fwd_grad)
 
     return Compiled(_LATER, _LATER, _LATER, names, act, user_locals, Guard(fn, ctx.infos),
                     tuple_output=built.tuple_output, uses_tape=built.uses_tape,
                     mutates_saved=built.mutates_saved, functions=built.functions,
                     rank_free=rank_free, forward_for_grad=_LATER, trees=trees,
                     gradient_forward=gradient_forward, load=(info, bindings),
-                    scalars=scalars, floats=floats, record=_LATER, sweeps=sweeps,
-                    sweep_names=built.names if gradient_forward is not None else None)
-
-
-class _Activity:
-    """What a gradient loaded from disk keeps of its activity analysis."""
-
-    def __init__(self, active):
-        self.active = active
-
-
-# A loaded gradient's gradient_forward: compose_gradient compiles the trees again.
-COMPOSABLE = ("loaded from the on-disk cache: compose_gradient compiles the trees again",)
-
-
-def from_disk(fn, key, recompile):
-    """The Compiled stored under ``key`` in the on-disk cache (disk_cache.py), or None.
-    It has no trees: ``recompile()`` makes them when something asks (compose_gradient)."""
-    found = disk_cache.load(fn, key)
-    if found is None:
-        return None
-    entry, infos, info, functions, bindings, classes = found
-    facts = entry["facts"]
-    forward, backward = functions[-3 if facts["for_grad"] else -2], functions[-1]
-    for_grad = functions[-2] if facts["for_grad"] else None
-    for f in (forward, for_grad):
-        if f is not None:
-            f.__defaults__ = fn.__defaults__
-            f.__kwdefaults__ = fn.__kwdefaults__
-    return Compiled(
-        forward, backward, entry["sweeps"]["source"], facts["wrt"], _Activity(facts["active"]),
-        facts["user_locals"], Guard(fn, infos), tuple_output=facts["tuple_output"],
-        uses_tape=facts["uses_tape"], mutates_saved=facts["mutates_saved"], functions=classes,
-        rank_free=facts["rank_free"], forward_for_grad=for_grad, trees=(),
-        gradient_forward=COMPOSABLE if facts["composable"] else None, load=(info, bindings),
-        scalars=facts["scalars"], disk_key=key, composed_part=entry.get("composed"),
-        recompile=recompile)
+                    scalars=scalars, floats=floats, printed=printing, infos=ctx.infos,
+                    sweeps=sweeps, sweep_names=built.names if gradient_forward is not None else None)
 
 
 def _compiler_names(forward, ctx):
@@ -419,7 +371,7 @@ def with_trees(compiled):
     return compiled
 
 
-@_gc_paused
+@gc_paused
 def compose_gradient(compiled, many, only_gradients=False, for_transform=False,
                      check_structures=False, aux=False):
     """One plain Python function computing the gradient: forward then backward sweep.
@@ -445,7 +397,10 @@ def compose_gradient(compiled, many, only_gradients=False, for_transform=False,
             ``for_transform``).
     """
     if only_gradients and not for_transform and compiled.composed_part is not None:
-        return disk_cache.load_composed(compiled)   # loaded with the gradient: no compile
+        try:
+            return disk_entries.load_composed(compiled)   # loaded with the gradient: no compile
+        except Exception:   # a damaged entry: composed below, and stored again
+            compiled.composed_part = None
     with_trees(compiled)
     info, bindings = compiled.load
     if only_gradients:
@@ -471,7 +426,7 @@ def compose_gradient(compiled, many, only_gradients=False, for_transform=False,
         function = _compose(forward, backward, info, bindings, f"gradient_{name}", seed, True,
                             release=compiled.scalars, floats=compiled.floats, names=names)
         if compiled.disk_key is not None:   # the next process loads it with the gradient
-            disk_cache.store_composed(compiled, function)
+            disk_entries.store_composed(compiled, function)
         return function
     forward, backward = (clone(t) for t in compiled.trees)
     aux = _split_aux(forward) if aux else None
@@ -642,7 +597,7 @@ def _compose(forward, backward, info, bindings, name, seed_value, many, release=
     (function,), _, _ = loader.load(source, [composed.name], info.globals, info.closure, bindings,
                                     hint=composed.name, origins=origins)
     composed_entry.loaded(function, bindings)
-    function._srcgrad_text = (source, origins)   # what disk_cache.store_composed keeps
+    function._srcgrad_text = (source, origins)   # what disk_entries.store_composed keeps
     function.__defaults__ = info.fn.__defaults__
     function.__kwdefaults__ = info.fn.__kwdefaults__
     if marked is not None:   # what it does not depend on has a zero derivative (api.GradFunction)

@@ -435,3 +435,112 @@ def test_a_gradient_calling_scipy_special_is_stored_and_loaded_by_another_proces
     s = special.expit(x)
     want = s * (1 - s) * special.gammaln(x + 2.0) + s * special.digamma(x + 2.0)
     np.testing.assert_allclose(first["grads"], want, rtol=1e-12)
+
+
+SWEEPS_SCRIPT = '''
+import json, sys
+import numpy as np
+import srcgrad as sg
+from srcgrad import disk_cache, pipeline
+import mod
+if "--no-compile" in sys.argv:   # a compile here fails the test
+    def refuse(*args, **kwargs):
+        raise AssertionError("compiled although the cache holds the gradient")
+    pipeline.compile_gradient = refuse
+    import srcgrad.api
+    srcgrad.api.compile_gradient = refuse
+x = np.linspace(-1.0, 1.0, 5)
+w = np.linspace(0.2, 0.9, 5)
+seed = 1.5
+flat = lambda r: [np.asarray(v).tolist() for v in (r if isinstance(r, tuple) else (r,))]
+out = {}
+for name, fn, args, wrt in [("loop", mod.loop, (x, w), (0, 1)),
+                            ("helper", mod.uses_helper, (x,), 0)]:
+    if "--grad-only" in sys.argv:   # what grad's first call stores
+        out[name] = flat(sg.grad(fn, wrt=wrt)(*args))
+        continue
+    value, grads = sg.value_and_grad(fn, wrt=wrt)(*args)
+    y, backward = sg.vjp(fn, wrt=wrt)(*args)
+    out[name] = {"value": float(value), "grads": flat(grads), "vjp_out": float(y),
+                 "vjp": flat(backward(seed)),
+                 "seeded": flat(sg.grad(fn, wrt=wrt)(*args, grad_outputs=seed)),
+                 "grad": flat(sg.grad(fn, wrt=wrt)(*args))}
+hooked = sg.grad(mod.uses_helper, hooks={"x": lambda d: 2.0 * d})   # its sweeps run
+out["hooked"] = flat(hooked(x))
+print(json.dumps({"out": out, "stats": disk_cache.stats}))
+'''
+
+
+def _run_sweeps(folder, *flags, cache=True):
+    (folder / "script.py").write_text(SWEEPS_SCRIPT)
+    return _run(folder, *flags, cache=cache)
+
+
+def test_value_and_grad_vjp_and_a_seed_run_a_loaded_entry_of_grad_without_compiling(tmp_path):
+    """grad's first call stores the sweeps' text (printed, not compiled) and the composed
+    gradient; a second process runs value_and_grad, vjp and a seeded grad of that entry
+    (and a gradient with hooks runs its sweeps): it compiles the stored text, never the
+    function, and gets the numbers of a fresh compile."""
+    _write(tmp_path)
+    fresh = _run_sweeps(tmp_path, cache=False)
+    stored = _run_sweeps(tmp_path, "--grad-only")
+    assert stored["stats"]["stores"] >= 3 and stored["stats"]["hits"] == 0
+    loaded = _run_sweeps(tmp_path, "--no-compile")
+    assert loaded["stats"]["hits"] == 3 and loaded["stats"]["misses"] == 0
+    assert loaded["out"] == fresh["out"]
+    for name in ("loop", "helper"):
+        assert stored["out"][name] == fresh["out"][name]["grad"]
+    assert stored["out"]["hooked"] == fresh["out"]["hooked"]
+    x = np.linspace(-1.0, 1.0, 5)
+    np.testing.assert_allclose(fresh["out"]["hooked"][0],
+                               2.0 * 0.5 * ((1 - np.tanh(x) ** 2) * x + np.tanh(x)), rtol=1e-12)
+
+
+@pytest.mark.parametrize("damage", ["sweeps", "composed"])
+def test_an_entry_whose_stored_code_does_not_load_is_compiled_again(tmp_path, damage):
+    """The sweeps' text (compiled when a loading process first asks for it) and the
+    composed gradient's code (unmarshalled by grad's call) are read after the entry is
+    a hit: where they do not load, the function is compiled again, not an error, and
+    the entry rewritten."""
+    _write(tmp_path)
+    fresh = _run_sweeps(tmp_path, cache=False)
+    _run_sweeps(tmp_path, "--grad-only")
+    for path in _entries(tmp_path):
+        entry = pickle.loads(path.read_bytes())
+        if damage == "sweeps":
+            entry["sweeps"]["source"] = "def (:\n"
+        elif entry["composed"] is not None:   # (the gradient with hooks has none)
+            entry["composed"]["codes"] = (b"not marshalled code",)
+        path.write_bytes(pickle.dumps(entry))
+    damaged = _run_sweeps(tmp_path)
+    assert damaged["stats"]["hits"] == 3
+    assert damaged["out"] == fresh["out"]
+    healed = _run_sweeps(tmp_path, "--no-compile")   # rewritten: the next process loads it
+    assert healed["stats"]["hits"] == 3 and healed["out"] == fresh["out"]
+
+
+def test_the_first_call_stores_the_sweeps_printed_and_loads_none_of_them(tmp_path, monkeypatch):
+    """With the cache on, grad's first call runs the composed gradient; the entry holds
+    the sweeps' text (no code: the store compiles nothing but what the call runs), and
+    the sweeps are loaded only when something asks for them."""
+    from srcgrad import compiled as compiled_module
+    monkeypatch.setattr(disk_cache.settings, "directory", str(tmp_path / "c"))
+    monkeypatch.setattr(disk_cache.settings, "enabled", True)
+    source = "def f(x):\n    y = np.sin(x) * x\n    return np.sum(y * y)\n"
+    fn = _exec(source, "<printed-not-loaded-test>")
+    x = np.linspace(-1.0, 1.0, 4)
+    g = sg.grad(fn)
+    first = g(x)
+    compiled = g.compiled_for((x,))
+    assert compiled.disk_key is not None
+    assert compiled.__dict__["forward"] is compiled_module.LATER
+    (path,) = (tmp_path / "c").rglob("*.pkl")
+    entry = pickle.loads(path.read_bytes())
+    assert entry["sweeps"]["source"] == compiled.printed().source
+    assert "codes" not in entry["sweeps"] and entry["composed"]["codes"]
+    value, grads = sg.value_and_grad(fn)(x)   # the sweeps, loaded now
+    assert compiled.__dict__["forward"] is not compiled_module.LATER
+    assert compiled.source == entry["sweeps"]["source"]
+    np.testing.assert_allclose(first, 2 * np.sin(x) * x * (np.cos(x) * x + np.sin(x)))
+    np.testing.assert_allclose(grads, first)
+    np.testing.assert_allclose(value, np.sum((np.sin(x) * x) ** 2))

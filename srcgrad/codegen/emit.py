@@ -9,7 +9,6 @@ import ast
 import re
 
 import astor
-import functools
 
 import gast
 from gast.ast3 import GAstToAst3
@@ -85,18 +84,39 @@ def comment_blocks(body, prefix, min_group, enclosing=None):
 _LINE = 79   # astor breaks longer lines (inside brackets it adds)
 
 
-def _chained_releases(body, indent):
-    """``a = b = ... = None`` statements of ``body`` (and nested blocks) too long for a
-    line split, in place, into several that fit: astor would break one by wrapping its
-    names in parentheses, ``(a) = (b) = ... = None``."""
-    k = 0
-    while k < len(body):
-        s = body[k]
+def _released(function):
+    """``function`` as printed: where a chained release is too long for a line
+    (``_split_releases``), a copy of it whose changed blocks are new lists (the statements
+    not split, the trees' own); else ``function`` itself."""
+    body = _split_releases(function.body, 4)
+    if body is function.body:
+        return function
+    return _with_block(function, "body", body)
+
+
+def _with_block(node, field, block):
+    """A shallow copy of ``node`` holding ``block`` as its ``field``."""
+    new = node.__class__.__new__(node.__class__)
+    new.__dict__.update(node.__dict__)
+    setattr(new, field, block)
+    return new
+
+
+def _split_releases(body, indent):
+    """``body`` with its ``a = b = ... = None`` statements (and nested blocks') too long
+    for a line split into several that fit (astor would break one by wrapping its names
+    in parentheses, ``(a) = (b) = ... = None``): ``body`` itself where none is, else a new
+    list (a compound statement whose block changed, copied; ``body`` is not changed)."""
+    out = None   # the new list, from the first statement that changed
+    for k, s in enumerate(body):
+        new = s
         if s.__class__ is not gast.Assign:
             for field in ("body", "orelse", "finalbody"):
                 inner = getattr(s, field, None)
                 if isinstance(inner, list):
-                    _chained_releases(inner, indent + 4)
+                    split = _split_releases(inner, indent + 4)
+                    if split is not inner:
+                        new = _with_block(new, field, split)
         elif len(s.targets) > 1 and all(isinstance(t, gast.Name) for t in s.targets) \
                 and isinstance(s.value, gast.Constant) and s.value.value is None:
             lines, line = [], []
@@ -106,32 +126,32 @@ def _chained_releases(body, indent):
                     line = []
                 line.append(t)
             lines.append(line)
-            if len(lines) == 1:   # it fits: printed as it is
-                k += 1
-                continue
-            body[k:k + 1] = [anno.copyanno(s, gast.Assign(targets=names, value=gast.Constant(
-                value=None, kind=None), type_comment=None), Static.ORIGIN) for names in lines]
-            k += len(lines)
-            continue
-        k += 1
+            if len(lines) > 1:
+                new = [anno.copyanno(s, gast.Assign(targets=names, value=gast.Constant(
+                    value=None, kind=None), type_comment=None), Static.ORIGIN) for names in lines]
+        if new is not s and out is None:
+            out = body[:k]
+        if out is not None:
+            if new.__class__ is list:
+                out.extend(new)
+            else:
+                out.append(new)
+    return body if out is None else out
 
 
 def to_source(functions):
     """Source text of gast FunctionDefs, with comment markers turned into comments.
 
-    A chained release too long for a line becomes several (``_chained_releases``: the
-    trees are changed in place, so ``line_origins`` reads the same statements)."""
-    for function in functions:
-        _chained_releases(function.body, 4)
-    text = printer.to_source(functions, _ToAst().visit)
+    A chained release too long for a line is printed as several (``_released``); the
+    trees are not changed (the sweeps are printed without copying them), and
+    ``line_origins`` matches the printed statements the same way."""
+    text = printer.to_source([_released(f) for f in functions], _ToAst().visit)
     return _comments(text)
 
 
 def astor_source(functions):
     """``to_source`` printed by astor itself (what ``printer`` reproduces; tests compare)."""
-    for function in functions:
-        _chained_releases(function.body, 4)
-    module = gast.Module(body=list(functions), type_ignores=[])
+    module = gast.Module(body=[_released(f) for f in functions], type_ignores=[])
     return _comments(astor.to_source(_ToAst().visit(module)))
 
 
@@ -219,17 +239,33 @@ def origins_later(functions, text):
     """``line_origins(functions, text)`` as a call made when a traceback first asks
     (loader.py), keeping only the statements' origins, not the trees: a compiled gradient
     kept for the process's life would otherwise keep a copy of every printed tree."""
-    return functools.partial(_lines_of, _skeletons(functions), text)
+    return Origins(_skeletons(functions), text)
+
+
+class Origins:
+    """``line_origins`` made when called, from ``skeletons`` (``_skeletons``: the
+    statements' origins and blocks) and the printed ``text``: the on-disk cache stores
+    the skeletons, not the lines, so a compile does not parse what it printed."""
+
+    __slots__ = ("skeletons", "text")
+
+    def __init__(self, skeletons, text):
+        self.skeletons = skeletons
+        self.text = text
+
+    def __call__(self):
+        return _lines_of(self.skeletons, self.text)
 
 
 def _skeletons(functions):
-    """Per function, its body as [(origin, [(field, nested body)])], comment markers left out."""
+    """Per function, its body as printed (``_released``) as [(origin, [(field, nested
+    body)])], comment markers left out."""
     def skeleton(body):
         return [(anno.getanno(s, Static.ORIGIN),
                  [(f, skeleton(getattr(s, f))) for f in ("body", "orelse", "finalbody")
                   if isinstance(getattr(s, f, None), list)])
                 for s in body if not _is_comment(s)]
-    return [skeleton(f.body) for f in functions]
+    return [skeleton(_released(f).body) for f in functions]
 
 
 def _lines_of(skeletons, text):

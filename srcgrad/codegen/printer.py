@@ -23,7 +23,7 @@ import math
 import gast
 from astor.code_gen import SourceGenerator
 from astor.op_util import op_data, Precedence
-from astor.source_repr import split_lines
+from srcgrad.codegen.wrap import split_lines
 from astor.string_repr import pretty_string
 
 _LINE = 79
