@@ -24,29 +24,50 @@ place, under ``np.errstate(all="raise")``, and caught there would leave ``d`` ch
 
 import gast
 
-from srcgrad import anno
+from srcgrad import anno, ast_util, ast_walks
 
 Static = anno.Static
+_SCOPES = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef, gast.ListComp,
+           gast.SetComp, gast.DictComp, gast.GeneratorExp)
 
 
 def run(body, seeded, floats, names):
     """Rewrite the accumulations of the loops of ``body`` after its statement ``seeded`` (the
     backward sweep's); returns whether any changed. Each statement rewritten is replaced in
     its block (the blocks are the composing copy's own, the simple statements the sweep's:
-    templates.composing_copy). ``names``: the statements' ``NameSets``."""
+    templates.composing_copy). ``names``: the statements' ``NameSets`` (each mention is
+    asked of them, not walked)."""
     changed = False
     start = next(k for k, s in enumerate(body) if s is seeded)
     for k in range(start, len(body)):
         loop = body[k]
-        if loop.__class__ not in (gast.For, gast.While) or any(
-                n.__class__ in (gast.Try, gast.With) for n in gast.walk(loop)):
+        if loop.__class__ not in (gast.For, gast.While):
+            continue
+        statements = [(block, i, s) for block in _blocks(loop) for i, s in enumerate(block)]
+        if any(s.__class__ in _CATCHING for _, _, s in statements):
             continue   # (an error caught in the loop would leave d half added into)
-        found = _accumulations(loop)
-        for d, statements in found.items():
-            if d in floats or _mentions(loop, d) != 2 * len(statements) \
-                    or not _zero_on_entry(body[:k], d) or _in_nested_scope(body, d):
-                continue
-            for block, i, s in statements:   # a new statement: the sweep's own is shared
+        found = {}
+        for entry in statements:
+            d = _accumulated(entry[2])
+            if d is not None:
+                found.setdefault(d, []).append(entry)
+        candidates = {d for d in found if d not in floats}
+        for part in ast_util.own_parts(loop):   # every other mention in the loop disqualifies
+            candidates -= names.refs_among(part, candidates)
+        for _, _, s in statements:
+            if not candidates:
+                break
+            d = _accumulated(s)
+            parts = [s.value.right] if d is not None else \
+                ast_util.own_parts(s) if s.__class__ in (gast.If, gast.For, gast.While) else [s]
+            for part in parts:
+                candidates -= names.refs_among(part, candidates)
+        if not candidates:
+            continue
+        candidates -= _in_nested_scopes(body[:k] + body[k + 1:], candidates, names)   # (the loop's
+        # mentions are its additions' own: checked above)
+        for d in _zero_on_entry(body[:k], candidates, names):
+            for block, i, s in found[d]:   # a new statement: the sweep's own is shared
                 block[i] = anno.copyanno(s, gast.Assign(targets=s.targets, value=gast.Call(
                     func=gast.Attribute(value=gast.Name(id="rt", ctx=gast.Load(), annotation=None,
                                                         type_comment=None),
@@ -56,48 +77,61 @@ def run(body, seeded, floats, names):
     return changed
 
 
-def _accumulations(loop):
-    """name -> (block, index, statement) of each ``name = name + g`` anywhere inside ``loop``."""
-    found = {}
-    for node in gast.walk(loop):
-        for field in ("body", "orelse", "finalbody"):
-            block = getattr(node, field, None)
-            if not isinstance(block, list):
-                continue
-            for i, s in enumerate(block):
-                if s.__class__ is gast.Assign and len(s.targets) == 1 \
-                        and s.targets[0].__class__ is gast.Name \
-                        and s.value.__class__ is gast.BinOp and s.value.op.__class__ is gast.Add \
-                        and s.value.left.__class__ is gast.Name \
-                        and s.value.left.id == s.targets[0].id:
-                    found.setdefault(s.targets[0].id, []).append((block, i, s))
-    return found
+_CATCHING = (gast.Try, gast.With) + ((gast.TryStar,) if hasattr(gast, "TryStar") else ())
 
 
-def _mentions(node, name):
-    return sum(1 for n in gast.walk(node) if n.__class__ is gast.Name and n.id == name)
+def _blocks(loop):
+    """The statement lists inside ``loop`` (its own and those of the statements in them)."""
+    out = [b for b in (loop.body, loop.orelse) if b]
+    for block in out:   # (a list iterator sees what is appended while it runs)
+        for s in block:
+            out.extend(b for b in ast_util.child_blocks(s) if b)
+            if s.__class__ in _CATCHING:
+                out.extend(b for b in (s.__dict__.get("finalbody"), *(
+                    h.body for h in s.__dict__.get("handlers", ()))) if b)
+    return out
 
 
-def _zero_on_entry(before, name):
-    """Whether the last of the statements ``before`` that mentions ``name`` is ``name = 0.0``."""
+def _accumulated(s):
+    """``d`` where ``s`` is ``d = d + g``, else None."""
+    if s.__class__ is gast.Assign and len(s.targets) == 1 and s.targets[0].__class__ is gast.Name \
+            and s.value.__class__ is gast.BinOp and s.value.op.__class__ is gast.Add \
+            and s.value.left.__class__ is gast.Name and s.value.left.id == s.targets[0].id:
+        return s.targets[0].id
+    return None
+
+
+def _zero_on_entry(before, wanted, names):
+    """Those of ``wanted`` whose last mention in the statements ``before`` is ``name = 0.0``."""
+    out, todo = [], set(wanted)
     for s in reversed(before):
-        if _mentions(s, name):
-            return (s.__class__ is gast.Assign and len(s.targets) == 1
-                    and s.targets[0].__class__ is gast.Name and s.targets[0].id == name
-                    and s.value.__class__ is gast.Constant and type(s.value.value) is float
-                    and s.value.value == 0.0)
-    return False
+        if not todo:
+            break
+        for n in names.refs_among(s, todo):
+            todo.discard(n)
+            if s.__class__ is gast.Assign and len(s.targets) == 1 \
+                    and s.targets[0].__class__ is gast.Name and s.targets[0].id == n \
+                    and s.value.__class__ is gast.Constant and type(s.value.value) is float \
+                    and s.value.value == 0.0:
+                out.append(n)
+    return out
 
 
-def _in_nested_scope(body, name):
-    """Whether a function, lambda or class inside ``body`` mentions ``name`` (or says
-    ``global``/``nonlocal``): it could hold the value beyond what the statements show."""
+def _in_nested_scopes(body, wanted, names):
+    """Those of ``wanted`` that a function, lambda, class or comprehension inside ``body``
+    mentions (or a ``global``/``nonlocal`` names): it could hold the value beyond what the
+    statements show. Only the statements that mention one are walked."""
+    out = set()
     for s in body:
-        for node in gast.walk(s):
-            if node.__class__ in (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda,
-                                  gast.ClassDef, gast.ListComp, gast.SetComp, gast.DictComp,
-                                  gast.GeneratorExp) and _mentions(node, name):
-                return True
-            if node.__class__ in (gast.Global, gast.Nonlocal) and name in node.names:
-                return True
-    return False
+        if s.__class__ in (gast.Global, gast.Nonlocal):
+            out.update(wanted.intersection(s.names))
+        mentioned = names.refs_among(s, wanted)
+        if not mentioned:
+            continue
+        for kind, found in zip(_SCOPES + (gast.Global, gast.Nonlocal),
+                               ast_walks.nodes_of_classes(s, _SCOPES + (gast.Global, gast.Nonlocal))):
+            for node in found:
+                inner = set(node.names) if kind in (gast.Global, gast.Nonlocal) else {
+                    n.id for n in ast_util.nodes_of(node, gast.Name)}
+                out |= inner & mentioned
+    return out
