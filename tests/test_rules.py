@@ -712,6 +712,21 @@ if sp is not None:
         C(rt.weight_or_one, r(3)), C(rt.special_polygamma, 1, p(4), _wrt=[1]),
     )
 
+# scipy.signal (rules/scipy_signal.py, loaded as scipy.special's are)
+try:
+    import scipy.signal as ss
+    from srcgrad.rules import scipy_signal
+except ImportError:   # pragma: no cover - scipy is in the test extra
+    ss = None
+if ss is not None:
+    add(
+        C(ss.convolve, r(6), r(3)), C(ss.convolve, r(6), r(3), mode="same"),
+        C(ss.convolve, r(4, 5), r(2, 3), mode="valid"), C(ss.convolve2d, r(4, 5), r(2, 3)),
+        C(ss.convolve2d, r(4, 5), r(3, 2), mode="same"),
+        C(scipy_signal.signal_convolve_vjp, r(8), r(6), r(3), _wrt=[0, 1, 2]),
+        C(scipy_signal.signal_convolve_vjp, r(4, 5), r(4, 5), r(2, 3), "same", True, _wrt=[0, 1, 2]),
+    )
+
 # Runtime helpers (their rules make generated code differentiable again)
 G = r(3, 4)
 add(

@@ -12,7 +12,7 @@ SciPy's 'same' and 'valid' outputs are), ``da = correlate(dy, v, 'valid')`` and
 import numpy as np
 import scipy.signal as ss
 
-from srcgrad import runtime as rt
+from srcgrad import rules, runtime as rt
 from srcgrad.rules import adjoint, returns_sequence, tangent
 from srcgrad.rules.helper_second_order import _bilinear_tangent, _pair
 
@@ -97,3 +97,6 @@ def signal_convolve_vjp_adj(dw, w, dy, a, v, mode="full", two_d=False):
 @tangent(rt.signal_convolve_vjp, no_tangent=("mode", "two_d"))
 def signal_convolve_vjp_tan(w, dy, a, v, mode="full", two_d=False, *, t_dy, t_a, t_v):
     return rt.signal_convolve_vjp_tangent(dy, a, v, mode, two_d, t_dy, t_a, t_v)
+
+
+rules._LIBRARIES_LOADED.add("scipy.signal")   # imported directly too: loaded, not again
