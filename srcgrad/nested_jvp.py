@@ -29,6 +29,7 @@ from srcgrad.custom_function import Function
 from srcgrad.entry import _identifier
 from srcgrad.errors import SrcgradError, UnsupportedError
 from srcgrad.nested_jacobians import _where
+from srcgrad.runtime.containers import Zero
 
 _classes = {}
 _phis = {}
@@ -143,8 +144,9 @@ def jvp_class(fn, n):
                          for g, s in zip(out_grads, second[:n])]
         return tuple(out_grads) + tuple(tangent_grads)
 
-    def filled(values, like):
-        return tuple(_zero(p) if v is None else v for v, p in zip(values, like))
+    def filled(values, like):   # (rt.ZERO, an adjoint nothing reached in code differentiated
+        # again, is a zero too: given on, a float subclass would compile as an object)
+        return tuple(_zero(p) if v is None or v.__class__ is Zero else v for v, p in zip(values, like))
 
     def full(ctx):   # the primals, and the tangents with zeros for None
         args = ctx.saved_tensors
