@@ -22,7 +22,7 @@ from srcgrad import templates
 from srcgrad.templates import clone
 from srcgrad import optimize
 from srcgrad.optimize import scalar_items, unit_seed
-from srcgrad.transform import (anf, as_array, assignment_expressions, attribute_state, aux, canonicalize,
+from srcgrad.transform import (anf, argument_effects, as_array, assignment_expressions, attribute_state, aux, canonicalize,
                                comprehensions, constant_arguments, fence, flat_reads, function_tables,
                                generators, global_statements, inline, item_updates, local_classes,
                                local_functions, match_statements, methods, mutation, nonlocal_functions,
@@ -113,7 +113,7 @@ def front_end(fn, options, stack=(), has_aux=False, static=None):
     node = anf.transform(node, ctx)
     node = mutation.transform(node, ctx)  # out=, copyto, .fill(): indexed writes
     node = inline.transform(node, ctx)
-    return node, ctx
+    return node if stack else argument_effects.transform(node, ctx), ctx   # (changed arguments)
 
 
 # The passes of statements most functions do not hold, in their order (each asks ``info``).

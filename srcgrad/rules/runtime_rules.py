@@ -50,6 +50,8 @@ nondifferentiable(
     rt.check_leaves, rt.check_array_operand,
     # a global read when the function starts, written back after each binding
     rt.read_global, rt.write_global,
+    # a list or dict argument changed in place: the caller's object, written back on return
+    rt.caller_of, rt.write_back,
 )
 
 # Gradient lists: a name bound to one has a list as its adjoint.

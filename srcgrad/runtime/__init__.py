@@ -33,6 +33,7 @@ from srcgrad.runtime.arrays import *  # noqa: F401,F403 (the helpers, re-exporte
 from srcgrad.runtime.arrays import _cupy_module
 from srcgrad.runtime.boundary import *  # noqa: F401,F403
 from srcgrad.runtime.broadcast import *  # noqa: F401,F403
+from srcgrad.runtime.caller_effects import *  # noqa: F401,F403
 from srcgrad.runtime.containers import *  # noqa: F401,F403
 from srcgrad.runtime.hooks import *  # noqa: F401,F403
 from srcgrad.runtime.items import *  # noqa: F401,F403
