@@ -123,3 +123,30 @@ def callers_kept(body):
             and anno.getanno(body[kept].value, Static.PRIMITIVE) in (runtime.caller_of, runtime.save):
         kept += 1
     return kept
+
+
+def keep_differentiated(node, names):
+    """Drop the write-back of the parameters in ``names``, those differentiated: a
+    gradient has the structure of the value passed, and every mode leaves that value as
+    it was (docs/language.md); each still works on a copy of its own."""
+    from srcgrad import runtime
+
+    def kept(body):
+        out = []
+        for s in body:
+            for field in ("body", "orelse", "finalbody"):
+                if getattr(s, field, None) and not isinstance(s, (gast.FunctionDef, gast.ClassDef)):
+                    setattr(s, field, kept(getattr(s, field)))
+            value = getattr(s, "value", None)
+            prim = anno.getanno(value, Static.PRIMITIVE) if isinstance(value, gast.Call) else None
+            if prim is runtime.write_back and value.args[1].id in names or \
+                    prim is runtime.caller_of and value.args[0].id in names:
+                continue
+            out.append(s)
+        return out or [gast.Pass()]
+
+    if any(isinstance(s, gast.Assign) and isinstance(s.value, gast.Call)
+           and anno.getanno(s.value, Static.PRIMITIVE) is runtime.caller_of
+           for s in node.body[:2 * len(node.args.args) + 2]):
+        node.body = kept(node.body)
+    return node
