@@ -36,11 +36,64 @@ def _fixed(node, info, counts, functions):
         return node.id in functions or node.id not in counts
     if isinstance(node, gast.Attribute):
         return _fixed(node.value, info, counts, functions) and not isinstance(node.value, gast.Constant)
+    if isinstance(node, gast.IfExp):
+        return _fixed_test(node.test, info, counts, functions) and \
+            _fixed(node.body, info, counts, functions) and _fixed(node.orelse, info, counts, functions)
     if isinstance(node, gast.Call):
         return makes_gradient(node, info, counts, rows=True) and all(
             _fixed(a, info, counts, functions) for a in node.args) and all(
             k.arg is not None and _fixed(k.value, info, counts, functions) for k in node.keywords)
     return False
+
+
+def _callee(node):
+    """A callee an alias may stand for: a name, a dotted name (``Exp.apply``, ``np.tanh``,
+    ``self.layer``), or a conditional expression of those (``np.tanh if USE_TANH else relu``)."""
+    if isinstance(node, gast.IfExp):
+        return _callee(node.body) and _callee(node.orelse) and not any(
+            isinstance(n, (gast.Call, gast.NamedExpr, gast.Lambda)) for n in ast_util.walk(node.test))
+    while isinstance(node, gast.Attribute):
+        node = node.value
+    return isinstance(node, gast.Name)
+
+
+def _fixed_test(node, info, counts, functions):
+    """Whether every name the test of a conditional callee reads is fixed (``_fixed``)."""
+    return all(_fixed(n, info, counts, functions) for n in ast_util.walk(node)
+               if isinstance(n, gast.Name))
+
+
+def conditional_calls(node, census=None):
+    """``(A if c else B)(args)``: ``A(args) if c else B(args)``, the same calls in the same
+    order, each branch a call srcgrad compiles. Returns whether any was rewritten."""
+    found = census.of(gast.IfExp) if census is not None else [
+        n for n in ast_util.walk(node) if isinstance(n, gast.IfExp)]
+    if not found:
+        return False
+    changed = False
+    for n in list(ast_util.walk(node)):
+        if isinstance(n, gast.Call) and isinstance(n.func, gast.IfExp):
+            _split(n)
+            changed = True
+    return changed
+
+
+def _split(call):
+    """``call``, of a conditional expression, made that expression of calls, in place."""
+    func = call.func
+    branches = []
+    for callee in (func.body, func.orelse):
+        branch = gast.Call(func=callee, args=[templates.clone(a) for a in call.args],
+                           keywords=[templates.clone(k) for k in call.keywords])
+        gast.copy_location(branch, call)
+        if isinstance(callee, gast.IfExp):
+            _split(branch)
+        branches.append(branch)
+    new = gast.IfExp(test=func.test, body=branches[0], orelse=branches[1])
+    call.__class__ = gast.IfExp   # (in place: the parent keeps its child)
+    for field in ("func", "args", "keywords"):
+        delattr(call, field)
+    call.test, call.body, call.orelse = new.test, new.body, new.orelse
 
 
 def expand(node, info, stores):
@@ -49,8 +102,9 @@ def expand(node, info, stores):
     scope (made only when a top-level statement binds a gradient: most functions have none).
     Returns whether it may have changed ``node``."""
     candidates = [s for s in node.body if isinstance(s, gast.Assign) and len(s.targets) == 1
-                  and isinstance(s.targets[0], gast.Name) and isinstance(s.value, gast.Call)
-                  and makes_gradient(s.value, info, (), rows=True)]
+                  and isinstance(s.targets[0], gast.Name) and (
+                      isinstance(s.value, gast.Call) and makes_gradient(s.value, info, (), rows=True)
+                      or _callee(s.value))]
     if not candidates:
         return False
     counts = stores(node)
