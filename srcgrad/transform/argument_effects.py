@@ -10,7 +10,8 @@ into it (``rt.write_back(caller_xs, xs)``, a no-op where they are the same objec
 one call of any derivative the caller sees what one call of the function leaves, as in
 Python. A parameter the function also rebinds (``d = dict(d)``) is its own from there and
 stays so; an array argument is left to the rules of in-place writes ("Semantics worth
-knowing" in docs/language.md). ``xs.append(v)`` alone is made in place already."""
+knowing" in docs/language.md). A differentiated argument is never written back
+(``keep_differentiated``): its gradient has the structure the caller passed."""
 
 import gast
 
@@ -19,6 +20,10 @@ from srcgrad.templates import replace
 from srcgrad.transform import as_array
 
 Static = anno.Static
+
+# The list and dict methods left in place as statements (methods.py rewrites the others).
+_IN_PLACE = frozenset({"append", "extend", "insert", "remove", "clear", "sort", "reverse",
+                       "update", "setdefault", "pop", "popitem"})
 
 
 def _root(target):
@@ -45,6 +50,12 @@ def changed_arguments(node):
             targets = [s.target]
         elif isinstance(s, gast.With):
             targets = [i.optional_vars for i in s.items if i.optional_vars is not None]
+        elif isinstance(s, gast.Expr) and isinstance(s.value, gast.Call) \
+                and isinstance(s.value.func, gast.Attribute) and s.value.func.attr in _IN_PLACE \
+                and isinstance(s.value.func.value, gast.Name):
+            # xs.append(v): in place, which the reverse sweep undoes (a copy's append is not)
+            changed.add(s.value.func.value.id)
+            continue
         else:
             continue
         for target in targets:

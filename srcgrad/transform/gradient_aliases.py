@@ -26,14 +26,14 @@ def makes_gradient(call, info, shadowed, rows=False):
 
 def _fixed(node, info, counts, functions):
     """Whether ``node`` means the same object wherever ``f`` reads it after its binding:
-    a constant, a function defined once in ``f``, a global not bound in ``f``, or a
-    gradient maker of those."""
+    a constant, a function defined once in ``f``, a global not bound in ``f``, a local
+    bound once, an attribute or conditional expression of those, or a gradient maker."""
     if isinstance(node, gast.Constant):
         return True
     if isinstance(node, (gast.Tuple, gast.List)):
         return all(isinstance(e, gast.Constant) for e in node.elts)
-    if isinstance(node, gast.Name):
-        return node.id in functions or node.id not in counts
+    if isinstance(node, gast.Name):   # (a local bound once: the same object after it)
+        return node.id in functions or counts.get(node.id, 0) <= 1
     if isinstance(node, gast.Attribute):
         return _fixed(node.value, info, counts, functions) and not isinstance(node.value, gast.Constant)
     if isinstance(node, gast.IfExp):
@@ -63,9 +63,12 @@ def _fixed_test(node, info, counts, functions):
                if isinstance(n, gast.Name))
 
 
-def conditional_calls(node, census=None):
+def conditional_calls(node, info, census=None, expanded=False):
     """``(A if c else B)(args)``: ``A(args) if c else B(args)``, the same calls in the same
     order, each branch a call srcgrad compiles. Returns whether any was rewritten."""
+    text = "\n".join(info.source_lines)   # (``expanded``: an alias, `act(x)` in the source)
+    if not expanded and (" else " not in text or ")(" not in text.replace(") (", ")(")):
+        return False
     found = census.of(gast.IfExp) if census is not None else [
         n for n in ast_util.walk(node) if isinstance(n, gast.IfExp)]
     if not found:
@@ -101,10 +104,17 @@ def expand(node, info, stores):
     (see the module docstring). ``stores(node)``: name -> its bindings in ``node``'s own
     scope (made only when a top-level statement binds a gradient: most functions have none).
     Returns whether it may have changed ``node``."""
-    candidates = [s for s in node.body if isinstance(s, gast.Assign) and len(s.targets) == 1
-                  and isinstance(s.targets[0], gast.Name) and (
-                      isinstance(s.value, gast.Call) and makes_gradient(s.value, info, (), rows=True)
-                      or _callee(s.value))]
+    text = None
+    candidates = []
+    for s in node.body:
+        if not (isinstance(s, gast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], gast.Name)):
+            continue
+        if isinstance(s.value, gast.Call) and makes_gradient(s.value, info, (), rows=True):
+            candidates.append(s)
+        elif _callee(s.value):   # (y = x.T is no alias: only a name the source calls may be)
+            text = "\n".join(info.source_lines) if text is None else text
+            if f"{s.targets[0].id}(" in text:
+                candidates.append(s)
     if not candidates:
         return False
     counts = stores(node)

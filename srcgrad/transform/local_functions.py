@@ -540,8 +540,6 @@ def transform(node, ctx, census=None):
     # du = sg.grad(u); du(x): sg.grad(u)(x)
     if gradient_aliases.expand(node, ctx.info, _stores) and census is not None:
         census.changed()
-    if gradient_aliases.conditional_calls(node, census) and census is not None:   # (a if c else b)(x)
-        census.changed()
     # sg.hessian(u)(x): rows of sg.grad
     if nested_derivatives.expand(node, ctx, ctx.user_locals, census) and census is not None:
         census.changed()

@@ -37,6 +37,7 @@ from srcgrad.errors import UnsupportedError
 from srcgrad.transform import operator_methods
 from srcgrad.transform.operator_methods import simple as _simple
 from srcgrad.transform import as_array, class_methods, plain_classes, structure_parts, tree_calls
+from srcgrad.transform import gradient_aliases, local_functions
 from srcgrad.transform.base import Base, lookup_dotted
 from srcgrad.transform.structure_parts import plain_dataclass as _is_plain_dataclass
 from srcgrad.transform.call_forms import (_clone_replacing, _dict_loops, _evaluation_order, _hashable_in,
@@ -599,6 +600,9 @@ def _builtin_type(ctx, func):
 def transform(node, ctx):
     """Rewrite the container-method statements and starred displays of FunctionDef ``node``
     (after bind_methods: ``p.energy(x)`` of a dataclass argument)."""
+    # step = layer.forward; step(x): layer.forward(x), bound below (local_functions.py's stores)
+    expanded = gradient_aliases.expand(node, ctx.info, local_functions._stores)
+    gradient_aliases.conditional_calls(node, ctx.info, expanded=expanded)
     node = tree_calls.transform(node, ctx)   # sg.tree_leaves(params), sg.tree_map(f, params)
     node = structure_parts.bind(node, ctx)   # m.layers[0].forward(x), self.enc(x), m(x)
     scan = Scan(node)   # (one walk for the questions below; made again after a change)
