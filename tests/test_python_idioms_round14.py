@@ -9,7 +9,10 @@
 * ``collections.defaultdict(lambda: [])`` (a literal lambda passed to a call),
   ``statistics.mean``/``fmean`` of a list of numbers.
 * A local alias of a callable: ``f = Exp.apply; f(x)``, ``act = np.tanh if USE_TANH else
-  relu``, ``layer = model.layer``; and ``(np.tanh if flag else relu)(x)``.
+  relu``, ``step = layer.forward``; and ``(np.tanh if flag else relu)(x)``.
+* A plain class built in the function whose module asks some value its type elsewhere
+  (``describe`` below: it was refused for the text ``type(`` anywhere in the module), and
+  its operators building instances by ``type(self)(...)``/``self.__class__(...)``.
 
 Each program is checked against central differences in float64 through every mode
 (tests/adversarial_checks.py); what stays out of reach is refused at the user's line."""
@@ -254,7 +257,61 @@ def method_alias(x):
     return np.sum(step(x) * step(x + 1.0))
 
 
-PROGRAMS = [defaultdict_of_a_lambda, statistics_means, generators_of_scalars, local_apply_alias,
+# ----- plain classes in a module that asks types elsewhere; type(self)(...) -----
+
+class Dual:
+    """A plain class whose operators build new instances by ``type(self)(...)`` and
+    ``self.__class__(...)``."""
+
+    def __init__(self, v):
+        self.v = v
+
+    def __add__(self, other):
+        return type(self)(self.v + other.v)
+
+    def __mul__(self, other):
+        return self.__class__(self.v * other.v)
+
+    def total(self):
+        return np.sum(self.v)
+
+
+def dual_numbers(x):
+    a = Dual(x)
+    b = Dual(np.sin(x))
+    c = a * b
+    return c.total() + (a + b).total() * c.total()
+
+
+class Scale:
+    def __init__(self, w):
+        self.w = w
+
+    def __call__(self, v):
+        return np.tanh(self.w * v)
+
+
+def plain_model(x):
+    model = Scale(x * 0.5)
+    return np.sum(model(x) ** 2)
+
+
+def describe(value):   # (asks a type: not code the plain_model gradient runs)
+    return f"{type(value).__name__} of shape {np.shape(value)}"
+
+
+def is_a_scale(m):
+    return type(m) is Scale
+
+
+def asks_the_class(x):
+    model = Scale(x)
+    if is_a_scale(model):
+        return np.sum(model(x))
+    return np.sum(x)
+
+
+PROGRAMS = [dual_numbers, plain_model, defaultdict_of_a_lambda, statistics_means, generators_of_scalars, local_apply_alias,
             local_conditional_alias, conditional_callee, method_alias]
 
 
@@ -274,7 +331,14 @@ def attribute_of_an_argument(x, log):
     return np.sum(x * x)
 
 
+def dual_chain(x):
+    a, b = Dual(x), Dual(np.cos(x))
+    return (a * b + a).total()
+
+
 def test_what_stays_refused_names_the_line():
+    assert_refused_in(HERE, lambda: sg.grad(asks_the_class)(X), "is_a_scale", "type(...)")
+    assert_refused_in(HERE, lambda: sg.grad(dual_chain)(X), ".total()")   # (a chain: left)
     assert_refused_in(HERE, lambda: sg.grad(fmean_weights)(X), "statistics.fmean", "weights")
     assert_refused_in(HERE, lambda: sg.grad(attribute_of_an_argument)(X, Layer(X)),
                       "assignment to an attribute")

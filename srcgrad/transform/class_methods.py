@@ -10,7 +10,7 @@ import gast
 
 from srcgrad import ast_util
 from srcgrad.ast_util import name
-from srcgrad.transform import as_array, operator_methods
+from srcgrad.transform import as_array, operator_methods, plain_classes
 from srcgrad.transform.structure_parts import is_builtin, has_methods, plain_dataclass, property_getter
 
 
@@ -142,6 +142,8 @@ def bind_operators(node, ctx):
                 func.value if isinstance(func, gast.Attribute) and func.attr == "__class__" else None
             if instance is not None and known(instance) is not None:   # type(self)(a, b): Vec(a, b)
                 cls = known(instance)
+                if plain_classes.made(cls):   # (built as the plain class is: plain_classes.py)
+                    cls = cls.__mro__[1]
                 call.func = name(as_array.bind(ctx.namer, ctx.info, ctx.bindings, cls.__name__, cls))
                 return call
             if isinstance(call.func, gast.Name) and call.func.id == "len" and len(call.args) == 1 \

@@ -23,6 +23,7 @@ from srcgrad.errors import SourceNotFoundError, SrcgradError, UnsupportedError
 from srcgrad.transform.base import Base, local_names
 from srcgrad.transform.local_functions import LocalFunction
 from srcgrad.transform import call_forms, constant_arguments, generators, global_statements, structure_parts
+from srcgrad.transform import plain_classes
 from srcgrad import ast_util
 
 Static = anno.Static
@@ -69,10 +70,11 @@ class Frame:
     one function: the one-line wrappers of two objects' ``forward`` methods
     (``self.inner.forward(x)`` in ``forward``), one decorator's wrapper around two functions."""
 
-    __slots__ = ("name", "key", "declared_globals", "module_globals")
+    __slots__ = ("name", "key", "declared_globals", "module_globals", "built_plain")
 
     def __init__(self, fn):
         self.name = fn.__name__
+        self.built_plain = False   # the root built a plain class's dataclass (plain_classes.py)
         self.declared_globals = frozenset()   # the root's ``global`` names (global_statements.py)
         self.module_globals = None   # and the module's dict they are in
         cells = getattr(fn, "__closure__", None) or ()
@@ -295,6 +297,8 @@ class Inliner(Base):
             chain = self.stack[self.stack.index(frame):] + (frame,)
             raise _recursion_error(fn, chain, where)
         bound = bound_of(fn)   # (a method's: the function its wrapper calls)
+        if self.stack[0].built_plain:   # an instance built as a subclass: no class asked
+            plain_classes.refuse_asking(fn, anno.getanno(call, Static.ORIGIN) or origin)
         if inspect.isgeneratorfunction(bound.target if bound is not None else fn):
             # inlined as the list of its items
             why = generators.consumed_whole(self.root, target, self.ctx.loop_sequences)
@@ -572,6 +576,8 @@ def transform(node, ctx):
     locals_ = scan.local_names()
     ctx.classes = {**ctx.classes, **_built_instances(node, ctx)}
     inliner = Inliner(ctx, locals_, _global_attributes(scan, locals_))
+    if any(plain_classes.made(v) for v in ctx.bindings.values()):
+        ctx.stack[0].built_plain = True
     inliner.root = node
     denotes = lambda func, obj: _denotes(ctx, locals_, func, obj)   # noqa: E731
     inliner.lists = frozenset(call_forms.list_names(node, denotes, scan=scan))
