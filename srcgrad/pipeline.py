@@ -204,7 +204,7 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None, has_aux
     node, ctx = front_end(fn, options, has_aux=has_aux, static=static)
     info, namer, bindings, user_locals = ctx.info, ctx.namer, ctx.bindings, ctx.user_locals
     names, _, _ = wrt_names(node, wrt)
-    node = argument_effects.keep_differentiated(node, names)
+    node = argument_effects.keep_differentiated(node, names, dict(zip(positional, arg_ranks or ())))
     for n in names:
         if n not in user_locals:
             raise ValueError(f"srcgrad: wrt={n!r} is neither a parameter nor a local variable of "

@@ -127,6 +127,11 @@ def save(dw, w, value):
     return dw
 
 
+@adjoint(rt.container_copy, sequences=("value",))
+def container_copy(dw, w, value):
+    return dw
+
+
 @adjoint(rt.own, sequences=("value",))
 def own(dw, w, value):
     return dw

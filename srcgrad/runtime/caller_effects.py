@@ -8,7 +8,7 @@ import copy
 
 import numpy
 
-__all__ = ["Caller", "Runs", "caller_of", "write_back"]
+__all__ = ["Caller", "Runs", "caller_of", "container_copy", "write_back"]
 
 
 class Caller:
@@ -21,6 +21,16 @@ class Caller:
 
 def caller_of(value):
     return Caller(value)
+
+
+def container_copy(value):
+    """A list or dict argument's copy of the function's own (shallow: the same items);
+    anything else (an array: the rules of in-place writes hold) as it is."""
+    if isinstance(value, list):
+        return list(value) if type(value) is list else _refill(copy.copy(value), value)
+    if isinstance(value, dict):
+        return copy.copy(value)
+    return value
 
 
 def _own(value):

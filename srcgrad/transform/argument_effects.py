@@ -117,10 +117,10 @@ def transform(node, ctx):
         node.body.extend(write_back(node.body[-1]))
     # Each is worked on as a copy of its own (a list's appends too, which the reverse
     # sweep undoes in place) that the function then writes back.
-    save = as_array.bind(ctx.namer, ctx.info, ctx.bindings, "save", runtime.save)
+    save = as_array.bind(ctx.namer, ctx.info, ctx.bindings, "container_copy", runtime.container_copy)
     first = node.body[0]
     node.body = [s for p in changed for text, primitive in (
-        (f"{callers[p]} = {keep}({p})", runtime.caller_of), (f"{p} = {save}({p})", runtime.save))
+        (f"{callers[p]} = {keep}({p})", runtime.caller_of), (f"{p} = {save}({p})", runtime.container_copy))
         for s in statements(text, first, primitive)] + node.body
     return node
 
@@ -131,15 +131,24 @@ def callers_kept(body):
     from srcgrad import runtime
     kept = 0
     while kept < len(body) and isinstance(body[kept], gast.Assign) \
-            and anno.getanno(body[kept].value, Static.PRIMITIVE) in (runtime.caller_of, runtime.save):
+            and anno.getanno(body[kept].value, Static.PRIMITIVE) in (runtime.caller_of,
+                                                                     runtime.container_copy):
         kept += 1
     return kept
 
 
-def keep_differentiated(node, names):
-    """Drop the write-back of the parameters in ``names``, those differentiated: a
-    gradient has the structure of the value passed, and every mode leaves that value as
-    it was (docs/language.md); each still works on a copy of its own."""
+def keep_differentiated(node, names, kinds=None):
+    """Drop the write-back (and the copy) of the parameters in ``names``, those
+    differentiated: a gradient has the structure of the value passed, and every mode
+    leaves that value as it was (docs/language.md), working on its copy. ``kinds``: parameter -> its rank key where the code
+    is compiled for known arguments: one known to be no list or dict (an array, a
+    number) keeps none either, so the code is as before (and jit=True compiles it)."""
+    from srcgrad import pytree
+    plain = {p for p, key in (kinds or {}).items()
+             if key is not None and not isinstance(key, pytree.TreeKey)}
+    names = set(names) | plain
+    if not names:
+        return node
     from srcgrad import runtime
 
     def kept(body):
@@ -151,7 +160,9 @@ def keep_differentiated(node, names):
             value = getattr(s, "value", None)
             prim = anno.getanno(value, Static.PRIMITIVE) if isinstance(value, gast.Call) else None
             if prim is runtime.write_back and value.args[1].id in names or \
-                    prim is runtime.caller_of and value.args[0].id in names:
+                    prim is runtime.caller_of and value.args[0].id in names or \
+                    prim is runtime.container_copy and value.args[0].id in plain \
+                    and isinstance(s, gast.Assign) and s.targets[0].id == value.args[0].id:
                 continue
             out.append(s)
         return out or [gast.Pass()]
