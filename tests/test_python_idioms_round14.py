@@ -344,3 +344,55 @@ def test_what_stays_refused_names_the_line():
                       "assignment to an attribute")
     assert_refused_in(HERE, lambda: sg.jvp(attribute_of_an_argument, (X, Layer(X)), (V, None)),
                       "assignment to an attribute")
+
+
+# ----- gradient hooks inside a second derivative -----
+
+SEEN = []
+
+
+def _observe(g):
+    SEEN.append(np.array(g))
+
+
+def _triple(g):
+    g *= 3.0
+
+
+def observed(x):
+    y = np.sin(x) * x
+    sg.register_hook(y, _observe)
+    return np.sum(y ** 2) + np.sum(np.cos(y))
+
+
+def doubled(x):
+    y = np.sin(x)
+    sg.register_hook(y, lambda g: g * 2.0)
+    return np.sum(y ** 2)
+
+
+def tripled_in_place(x):
+    y = np.sin(x)
+    sg.register_hook(y, _triple)
+    return np.sum(y ** 2)
+
+
+def test_a_hook_that_only_reads_is_kept_in_second_derivatives():
+    """The hook sees the first-order gradient of y (in a Hessian, once per run of the
+    gradient's tangent program); the second derivative is the function's."""
+    adversarial_checks.check_all_modes(observed, X, V, W, fallback=True)
+    SEEN.clear()
+    sg.hessian(observed)(X)
+    assert SEEN
+    y = np.sin(X) * X
+    np.testing.assert_allclose(SEEN[-1], 2 * y - np.sin(y), rtol=1e-12)
+
+
+@pytest.mark.parametrize("f", [doubled, tripled_in_place])
+def test_a_hook_that_changes_the_gradient_is_refused_in_second_derivatives(f):
+    np.testing.assert_allclose(sg.grad(f)(X), (3.0 if f is tripled_in_place else 2.0) * 2
+                               * np.sin(X) * np.cos(X), rtol=1e-12)   # (first order: fine)
+    for run in (lambda: sg.hessian(f)(X), lambda: sg.grad(lambda x: np.sum(sg.grad(f)(x)))(X)):
+        with pytest.raises(sg.SrcgradError, match="register_hook") as info:
+            run()
+        assert HERE in str(info.value)

@@ -746,7 +746,7 @@ add(
     C(rt.dtype_grad, r(3), float, r(3), _wrt=[0]), C(rt.dtype_grad, r(3), np.int32, r(3), _wrt=[0]),
     C(rt.real_like, r(3), r(3), _wrt=[0]),
     C(rt.materialize, 1.5, r(3, 4), _wrt=[0]), C(rt.materialize, r(4), r(3, 4), _wrt=[0]),
-    C(rt.save, r(3)), C(rt.container_copy, r(3)), C(rt.own, r(3)), C(rt.copy_restored, r(3), (), _wrt=[0]),
+    C(rt.save, r(3)), C(rt.run_hooks, [], r(3), r(3), _wrt=[1]), C(rt.container_copy, r(3)), C(rt.own, r(3)), C(rt.copy_restored, r(3), (), _wrt=[0]),
     C(rt.matmul_grad_a, r(2, 3, 5), r(3, 4), r(4, 5), _wrt=[0, 2]),
     C(rt.matmul_grad_a, r(5), r(4), r(4, 5), _wrt=[0, 2]),
     C(rt.matmul_grad_a, r(3), r(3, 4), r(4), _wrt=[0, 2]),

@@ -118,6 +118,11 @@ linear(rt.select_vjp, "dy", no_tangent=("condlist", "choicelist"))
 linear(rt.pad_constant_vjp, "dy", no_tangent=("array", "constant_values"))
 
 
+@tangent(rt.run_hooks, no_tangent=("hooks", "value"))
+def run_hooks(y, hooks, g, value, *, t_g):
+    return rt.hooks_tangent(y, g, t_g)
+
+
 @tangent(rt.add_grad)
 def add_grad(y, a, b, *, t_a, t_b):
     return rt.add_tangents(t_a, t_b)
