@@ -143,6 +143,8 @@ def keep_differentiated(node, names, kinds=None):
     leaves that value as it was (docs/language.md), working on its copy. ``kinds``: parameter -> its rank key where the code
     is compiled for known arguments: one known to be no list or dict (an array, a
     number) keeps none either, so the code is as before (and jit=True compiles it)."""
+    if not callers_kept(node.body[:1]):
+        return node   # (nothing written back: most functions)
     from srcgrad import pytree
     plain = {p for p, key in (kinds or {}).items()
              if key is not None and not isinstance(key, pytree.TreeKey)}
@@ -167,8 +169,5 @@ def keep_differentiated(node, names, kinds=None):
             out.append(s)
         return out or [gast.Pass()]
 
-    if any(isinstance(s, gast.Assign) and isinstance(s.value, gast.Call)
-           and anno.getanno(s.value, Static.PRIMITIVE) is runtime.caller_of
-           for s in node.body[:2 * len(node.args.args) + 2]):
-        node.body = kept(node.body)
+    node.body = kept(node.body)
     return node
