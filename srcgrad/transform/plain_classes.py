@@ -205,13 +205,14 @@ def repeat_safe(node):
 # ``type(self)(...)``, ``self.__class__(...)``: a new instance, built by the class itself
 # (class_methods.bind_operators), not a question about the class.
 _BUILDS = re.compile(r"type\(\s*self\s*\)\s*\(|self\.__class__\s*\(")
+_ASKS = re.compile(r"(?<![\w.])type\s*\(|__class__")   # (not x.astype(, not dtype()
 
 
 def asks_a_type(text):
     """Whether source ``text`` may ask an object its class (``type(m) is MLP``,
     ``m.__class__``), which would see the subclass; building one (``_BUILDS``) does not."""
     text = _BUILDS.sub("", text)
-    return "type(" in text or "__class__" in text
+    return _ASKS.search(text) is not None
 
 
 def _asks_its_type(cls, info):
