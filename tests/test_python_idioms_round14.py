@@ -14,6 +14,9 @@
   (``describe`` below: it was refused for the text ``type(`` anywhere in the module), and
   its operators building instances by ``type(self)(...)``/``self.__class__(...)``.
 
+* ``sg.register_hook`` inside a function whose second derivative is asked: a hook that
+  only reads is kept; one that changes the gradient is refused, saying why.
+
 Each program is checked against central differences in float64 through every mode
 (tests/adversarial_checks.py); what stays out of reach is refused at the user's line."""
 
