@@ -189,7 +189,8 @@ def hooks_tangent(y, g, t_g):
     it (they returned None and wrote nothing into it), so ``y`` is ``g`` and its tangent
     ``t_g``. A hook that returned a gradient of its own, or changed its copy in place, is
     a function srcgrad cannot differentiate: refused."""
-    changed = not bool(numpy.all(numpy.asarray(y) == (numpy.asarray(g) if has_grad(g) else 0.0)))
+    changed = y is not g and not bool(   # (no hook, or Dask's: g itself, nothing computed)
+        numpy.all(numpy.asarray(y) == (numpy.asarray(g) if has_grad(g) else 0.0)))
     if changed or _replaced_arrays.get(id(y)) is y or any(r is y for r in _replaced):
         from srcgrad.errors import UnsupportedError
         raise UnsupportedError(
