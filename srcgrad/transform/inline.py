@@ -23,7 +23,7 @@ from srcgrad.errors import SourceNotFoundError, SrcgradError, UnsupportedError
 from srcgrad.transform.base import Base, local_names
 from srcgrad.transform.local_functions import LocalFunction
 from srcgrad.transform import call_forms, constant_arguments, generators, global_statements, structure_parts
-from srcgrad.transform import plain_classes
+from srcgrad.transform import class_methods, plain_classes
 from srcgrad import ast_util
 
 Static = anno.Static
@@ -383,6 +383,15 @@ class Inliner(Base):
         self.bindings[new] = obj
         return new
 
+    def _results(self):
+        """Names bound once to a method call an operator became (``t = Vec.__mul__(a, b)``,
+        class_methods.bind_operators) -> the class it returns where every return of the
+        method builds one (``type(self)(...)``): what ``Vec.__add__(t, c)`` inlines with."""
+        found = self.__dict__.get("_results_found")
+        if found is None:
+            found = self._results_found = class_methods.bound_results(self.root, self.ctx)
+        return found
+
     def _static_arguments(self, fn, call, origin):
         """Parameters of ``fn`` this call passes a known callable (a global function, a
         method of a global object, ``np.tanh``) or a container of them (``self.layers``),
@@ -394,10 +403,11 @@ class Inliner(Base):
         except TypeError:
             return {}   # _bind_params says what is wrong
         static = {}
-        classes = {param: self.ctx.classes[value.id] if value.id in self.ctx.classes
+        known = {**self._results(), **self.ctx.classes}   # (a + b * c: the temporaries' too)
+        classes = {param: known[value.id] if value.id in known
                    else list if value.id in self.lists else dict
                    for param, value in bound.arguments.items() if isinstance(value, gast.Name) and (
-                       value.id in self.ctx.classes or value.id in self.lists or value.id in self.dicts)}
+                       value.id in known or value.id in self.lists or value.id in self.dicts)}
         classes.update((param, list) for param, value in bound.arguments.items()
                        if isinstance(value, (gast.List, gast.ListComp)))   # g([a, b]): a list there
         if classes:   # Cls.energy(p, x): its self holds an instance of Cls too
