@@ -295,8 +295,8 @@ class _Tree:
     """The meta of a structure (a dict, list, dataclass...: pytree.py): the value itself,
     whose structure its gradients and cotangents take (``runtime.materialize``)."""
 
-    def __init__(self, value):
-        self.like = value
+    def __init__(self, value):   # (a list or dict as it is now: the call may change it)
+        self.like = type(value)(value) if type(value) in (list, dict) else value
 
     @staticmethod
     def holds(value):
@@ -391,6 +391,7 @@ def function_forward(cls, args, needs_input_grad):
             f"{len(needs)} needs_input_grad flags")
     ctx = FunctionCtx()
     ctx.needs_input_grad = needs
+    inputs_meta = tuple((_meta(a), _is_differentiable_value(a)) for a in args)   # (as passed)
     if _overrides(cls, "setup_context"):
         outputs = cls.forward(*args)
         cls.setup_context(ctx, args, outputs)
@@ -403,7 +404,7 @@ def function_forward(cls, args, needs_input_grad):
     ctx._outputs_differentiable = tuple(
         id(o) not in marked and _is_differentiable_value(o) for o in outs)
     ctx._non_differentiable = ()
-    ctx._inputs_meta = tuple((_meta(a), _is_differentiable_value(a)) for a in args)
+    ctx._inputs_meta = inputs_meta
     # which input or output each saved value and attribute is (function_derivatives.py)
     ctx._origins = (tuple(_origin(v, args, outs) for v in ctx._saved),
                     {k: _origin(v, args, outs) for k, v in vars(ctx).items() if k[0] != "_"})

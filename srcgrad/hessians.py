@@ -234,13 +234,16 @@ def hessian_blocks(fn, args, positions, chunk_size=None, has_aux=False):
         if pytree.is_node(args[k]):
             call_values._check_differentiable(f"argument {k}", args[k])
     blocks, aux = {}, None
+    runs = runtime.Runs(args)   # (the caller's lists and dicts: changed as by one call)
+    args = runs.before
     for j in positions:   # column blocks: d/d args[j] of the gradient of every args[i]
-        found = _batched_hessian_columns(fn, args, positions, j, chunk_size, has_aux)
+        found = _batched_hessian_columns(fn, args, positions, j, chunk_size, has_aux, runs)
         if found is None:
-            found = _hessian_columns(fn, args, positions, j, has_aux)
+            found = _hessian_columns(fn, args, positions, j, has_aux, runs)
         columns, aux = found
         for (i, l, y), c in zip(_entries(args, positions), columns):
             blocks[(i, l), j] = cut_columns(c, args[j], numpy.shape(y), y)
+    runs.finish()
     return blocks, aux
 
 
@@ -267,7 +270,7 @@ def _entries(args, positions):
              else [(None, args[i])])]
 
 
-def _hessian_columns(fn, args, positions, j, has_aux=False):
+def _hessian_columns(fn, args, positions, j, has_aux=False, runs=None):
     """One hvp per basis vector of ``args[j]`` (over all the leaves of a structure): for
     each entry ``(i, l)`` of ``_entries`` in order, the columns ``(n,) + shape of args[i]
     (its leaf l)``, ``n`` the entries of ``args[j]``; and the aux of ``fn`` returning
@@ -279,7 +282,8 @@ def _hessian_columns(fn, args, positions, j, has_aux=False):
     for n in range(n_entries(args[j])):
         tangents = [None] * len(args)
         tangents[j] = basis_vector(args[j], n)
-        products = hvp(fn, args, tangents, wrt=tuple(positions), has_aux=has_aux)
+        products = hvp(fn, runs.next() if runs else args, tangents, wrt=tuple(positions),
+                       has_aux=has_aux)
         if has_aux:
             products, aux = products
         for c, (i, l, _) in zip(columns, entries):
@@ -292,7 +296,7 @@ def _hessian_columns(fn, args, positions, j, has_aux=False):
     return columns, aux
 
 
-def _batched_hessian_columns(fn, args, positions, j, chunk_size, has_aux=False):
+def _batched_hessian_columns(fn, args, positions, j, chunk_size, has_aux=False, runs=None):
     """The columns of ``_hessian_columns`` from the batched tangent program of the
     gradient (transform/batching.py), the seeds the basis over every entry of ``args[j]``
     (all the leaves of a structure at once), ``chunk_size`` per run; None where it cannot
@@ -310,7 +314,8 @@ def _batched_hessian_columns(fn, args, positions, j, chunk_size, has_aux=False):
         function, _ = _gradient_of(fn, tuple(positions), args, has_aux)
         for start in range(0, size, chunk):
             stop = min(size, start + chunk)
-            result = batching.run(function, args, j, structure_seeds(args[j], start, stop), has_aux)
+            result = batching.run(function, runs.next() if runs else args, j,
+                                  structure_seeds(args[j], start, stop), has_aux)
             if has_aux:
                 aux = result[2]
             products = result[1]

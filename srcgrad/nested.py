@@ -32,7 +32,7 @@ import inspect
 
 import numpy
 
-from srcgrad import api, caches, forward_api, hessians, jacobians, leaf_towers, nested_jvp, pytree
+from srcgrad import api, caches, forward_api, hessians, jacobians, leaf_towers, nested_jvp, pytree, runtime
 from srcgrad.codegen import loader
 from srcgrad.codegen.refusals import in_user_code
 from srcgrad.custom_function import Function, _Tree
@@ -101,12 +101,12 @@ def gradient_class(gfn):
             f"differentiates only a plain sg.grad(f) (or one with has_aux) again", *_where(fn))
     positions, many = _wrt_positions(fn, gfn.wrt)
 
-    def forward(ctx, *args):
-        ctx.save_for_backward(*args)
+    def forward(ctx, *args):   # (a list or dict argument kept as it was before gfn runs:
+        ctx.save_for_backward(*runtime.Runs(args).before)   # gfn may change it, once)
         return gfn(*args)   # with has_aux, (gradients, aux): the aux is f's, a value of args
 
     def backward(ctx, *douts):
-        args = ctx.saved_tensors
+        args = runtime.Runs(ctx.saved_tensors).before   # (its own copies: changed by the hvp)
         d_aux = None
         if gfn.has_aux:   # the gradients' cotangent, and the aux's (a value of the args too)
             d_aux = douts[1] if _nonzero(douts[1]) else None
@@ -149,7 +149,8 @@ def gradient_class(gfn):
             raise in_user_code(exc, f"the gradient of grad_{name}: ", restate=True) from None
 
     def jvp(ctx, *tangents):   # d/de grad f(x + e t) = H t, at the wrt rows: an hvp too
-        products = hvp(fn, ctx.saved_tensors, tangents, wrt=positions, has_aux=gfn.has_aux)
+        products = hvp(fn, runtime.Runs(ctx.saved_tensors).before, tangents, wrt=positions,
+                       has_aux=gfn.has_aux)
         if gfn.has_aux:   # (gradients, aux): the aux carries no tangent
             products = products[0]
         grads = tuple(products[k] for k in positions) if many else products[positions[0]]

@@ -21,7 +21,7 @@ from srcgrad import templates
 from srcgrad.templates import clone
 from srcgrad import optimize
 from srcgrad.optimize import loop_accumulators, scalar_items, unit_seed
-from srcgrad.transform import (anf, as_array, assignment_expressions, attribute_state, aux, canonicalize,
+from srcgrad.transform import (anf, argument_effects, as_array, assignment_expressions, attribute_state, aux, canonicalize,
                                comprehensions, constant_arguments, fence, flat_reads, function_tables,
                                generators, global_statements, inline, item_updates, local_classes,
                                local_functions, match_statements, methods, mutation, nonlocal_functions,
@@ -112,7 +112,7 @@ def front_end(fn, options, stack=(), has_aux=False, static=None):
     node = anf.transform(node, ctx)
     node = mutation.transform(node, ctx)  # out=, copyto, .fill(): indexed writes
     node = inline.transform(node, ctx)
-    return node, ctx
+    return node if stack else argument_effects.transform(node, ctx), ctx   # (changed arguments)
 
 
 # The passes of statements most functions do not hold, in their order (each asks ``info``).
@@ -184,6 +184,7 @@ def compile_gradient(fn, wrt, hook_names=(), fuse=False, arg_ranks=None, has_aux
     node, ctx = front_end(fn, options, has_aux=has_aux, static=static)
     info, namer, bindings, user_locals = ctx.info, ctx.namer, ctx.bindings, ctx.user_locals
     names, _, _ = wrt_names(node, wrt)
+    node = argument_effects.keep_differentiated(node, names, dict(zip(positional, arg_ranks or ())))
     for n in names:
         if n not in user_locals:
             raise ValueError(f"srcgrad: wrt={n!r} is neither a parameter nor a local variable of "

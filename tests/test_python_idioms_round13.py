@@ -272,16 +272,18 @@ def test_the_generated_code_rebinds_the_callers_name():
     assert "dataclass_replace(cell" in code
 
 
-def test_the_callers_list_is_left_as_it_was():
-    """An argument list a helper appends to: the gradient call leaves the caller's list
-    as it was, as for an append in the function itself."""
+def test_the_callers_list_is_changed_as_by_one_call():
+    """An argument list a helper appends to: after the gradient call the caller's list is
+    what one call of f leaves (round fourteen: it was left as it was, while sg.jvp changed
+    it; tests/test_python_idioms_round14.py checks every mode)."""
     def f(xs, x):
         record(xs, x)
         return np.sum(xs[-1] * xs[0])
 
     xs = [X * 1.0]
     g = sg.grad(f, wrt=1)(xs, X)
-    assert len(xs) == 1
+    assert len(xs) == 2
+    np.testing.assert_allclose(xs[1], np.sin(X), rtol=1e-15)
     np.testing.assert_allclose(g, numerical_grad(lambda x: f([X * 1.0], x), (X,)), rtol=1e-6, atol=1e-8)
 
 

@@ -22,6 +22,7 @@ import dataclasses
 import inspect
 import math
 import operator
+import statistics
 import textwrap
 import types
 import warnings
@@ -680,6 +681,7 @@ add(
     C(math.acosh, 1.7), C(math.log, 1.7, 3.5), C(math.pow, 1.7, 2.3), C(math.atan2, 0.3, -1.2),
     C(math.hypot, 0.3, -1.2), C(math.hypot, 0.3, -1.2, 2.0), C(math.copysign, 1.5, -2.0, _wrt=[0]),
     C(math.fsum, [0.5, 1.5, -2.0]),
+    C(statistics.mean, [0.5, 1.5, -2.0]), C(statistics.fmean, [0.5, 1.5, -2.0, 0.25]),
     C(math.prod, [0.5, 1.5, -2.0]), C(math.prod, [0.5, 0.0, -2.0], start=1.5),
     C(math.fmod, 2.3, 0.9), C(math.fmod, -2.3, 0.9), C(math.remainder, 2.3, 0.7), C(math.remainder, -2.3, 0.9),
     C(builtins.divmod, 2.3, 0.7), C(builtins.divmod, -2.3, 0.9), C(np.divmod, p(3, 1) * 3.1 + 0.05, p(4)),
@@ -759,7 +761,7 @@ add(
     C(rt.dtype_grad, r(3), float, r(3), _wrt=[0]), C(rt.dtype_grad, r(3), np.int32, r(3), _wrt=[0]),
     C(rt.real_like, r(3), r(3), _wrt=[0]),
     C(rt.materialize, 1.5, r(3, 4), _wrt=[0]), C(rt.materialize, r(4), r(3, 4), _wrt=[0]),
-    C(rt.save, r(3)), C(rt.own, r(3)), C(rt.copy_restored, r(3), (), _wrt=[0]),
+    C(rt.save, r(3)), C(rt.run_hooks, [], r(3), r(3), _wrt=[1]), C(rt.container_copy, r(3)), C(rt.own, r(3)), C(rt.copy_restored, r(3), (), _wrt=[0]),
     C(rt.matmul_grad_a, r(2, 3, 5), r(3, 4), r(4, 5), _wrt=[0, 2]),
     C(rt.matmul_grad_a, r(5), r(4), r(4, 5), _wrt=[0, 2]),
     C(rt.matmul_grad_a, r(3), r(3, 4), r(4), _wrt=[0, 2]),

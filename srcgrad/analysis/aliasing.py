@@ -36,7 +36,7 @@ from srcgrad import anno
 from srcgrad.ast_util import reads, walk_statements
 from srcgrad.errors import UnsupportedError
 from srcgrad.rules import Method
-from srcgrad import ast_util, templates
+from srcgrad import ast_util, runtime, templates
 
 Static = anno.Static
 
@@ -237,6 +237,8 @@ def _returns_fresh(call):
         return len(call.args) <= prim.nin
     if prim is None:
         return False
+    if prim is runtime.caller_of:   # (a box the function reads only to write back into)
+        return True
     module = str(getattr(prim, "__module__", "") or "").split(".")[0]
     name = getattr(prim, "__name__", None)
     if module in ("numpy", "cupy", "cupyx", "scipy") and name in FRESH_FUNCTIONS:

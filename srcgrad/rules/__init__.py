@@ -491,7 +491,7 @@ BUILTIN_RULE_MODULES = ("operators", "autograd", "numpy_elementwise", "numpy_red
                         "builtins_math", "structure_rules", "runtime_rules",
                         "complex_rules", "jvp", "jvp_numpy", "jvp_runtime", "tape_rules",
                         "closure_rules", "helper_second_order", "decomposition_second_order", "linalg_second_order", "statistics_second_order",
-                        "math_second_order",
+                        "math_second_order", "statistics_module",
                         "jvp_batched")
 
 

@@ -44,7 +44,7 @@ batched_tangent(np.multiply, operator.mul, np.add, operator.add, np.subtract, op
                 rt.log_or_zero, rt.log_or_zero_grad, rt.divide, rt.sin, rt.cos, rt.exp, rt.sinh, rt.cosh,
                 rt.log, rt.log_base, math.log, rt.log_base_grad, form="elementwise")
 
-batched_tangent(rt.tape_pop, rt.own, rt.save, rt.copy_restored, rt.seq_pop, Method("values"), Method("items"),
+batched_tangent(rt.tape_pop, rt.own, rt.save, rt.container_copy, rt.copy_restored, rt.seq_pop, Method("values"), Method("items"),
                 form="same")
 
 

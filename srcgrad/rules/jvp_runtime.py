@@ -94,6 +94,7 @@ linear(rt.dtype_grad, "g", no_tangent=("dtype", "x"))
 linear(rt.add_at_dx, "dw", no_tangent=("dx",))
 linear(rt.own, "value")
 linear(rt.save, "value")
+linear(rt.container_copy, "value")
 linear(rt.copy_restored, "value", no_tangent=("written",))
 linear(rt.take_grad, "dx", no_tangent=("index",))
 linear(rt.full_grad, "dx", no_tangent=("x",))
@@ -115,6 +116,11 @@ linear(rt.repeat_vjp, "dy", no_tangent=("a",))
 linear(rt.append_vjp, "dy", no_tangent=("arr", "values"))
 linear(rt.select_vjp, "dy", no_tangent=("condlist", "choicelist"))
 linear(rt.pad_constant_vjp, "dy", no_tangent=("array", "constant_values"))
+
+
+@tangent(rt.run_hooks, no_tangent=("hooks", "value"))
+def run_hooks(y, hooks, g, value, *, t_g):
+    return rt.hooks_tangent(y, g, t_g)
 
 
 @tangent(rt.add_grad)

@@ -50,6 +50,8 @@ nondifferentiable(
     rt.check_leaves, rt.check_array_operand,
     # a global read when the function starts, written back after each binding
     rt.read_global, rt.write_global,
+    # a list or dict argument changed in place: the caller's object, written back on return
+    rt.caller_of, rt.write_back,
 )
 
 # Gradient lists: a name bound to one has a list as its adjoint.
@@ -122,6 +124,16 @@ def materialize(dw, w, g, x):
 
 @adjoint(rt.save, sequences=("value",))
 def save(dw, w, value):
+    return dw
+
+
+@adjoint(rt.run_hooks)
+def run_hooks(dw, w, hooks, g, value):   # hooks that only read: the identity (hooks.py)
+    return None, rt.hooks_tangent(w, g, dw), None
+
+
+@adjoint(rt.container_copy, sequences=("value",))
+def container_copy(dw, w, value):
     return dw
 
 

@@ -11,6 +11,7 @@ The package gathers its modules into one namespace, ``rt``:
   scalar-or-array functions;
 * ``broadcast``: ``unbroadcast``/``unreduce`` and their transposes;
 * ``containers``: adjoints of lists, tuples, dicts and other structures;
+* ``caller_effects``: a list or dict argument changed in place, written back to the caller;
 * ``sweep``: indexing into adjoints, in-place accumulation, the tape's saves;
 * ``boundary``: the default seed and gradients handed back to the caller;
 * ``hooks``: gradient hooks and the guard of in-place writes;
@@ -33,6 +34,7 @@ from srcgrad.runtime.arrays import *  # noqa: F401,F403 (the helpers, re-exporte
 from srcgrad.runtime.arrays import _cupy_module
 from srcgrad.runtime.boundary import *  # noqa: F401,F403
 from srcgrad.runtime.broadcast import *  # noqa: F401,F403
+from srcgrad.runtime.caller_effects import *  # noqa: F401,F403
 from srcgrad.runtime.containers import *  # noqa: F401,F403
 from srcgrad.runtime.hooks import *  # noqa: F401,F403
 from srcgrad.runtime.items import *  # noqa: F401,F403

@@ -272,10 +272,20 @@ def field_tangent(x, dx, attr, error=None):
     kind = attribute_kind(x, attr)
     if kind == CONSTANT or type(dx) is float and dx == 0.0:   # a class attribute: the same
         value = getattr(x, attr)   # for every instance; a structure built of constants
-        return namespace(value).zeros_like(value) if _is_array_object(value) else 0.0
+        return _zero_tangent(value)
     if kind == COMPUTED:
         raise not_a_field(x, attr, error)
     return getattr(dx, attr)
+
+
+def _zero_tangent(value):
+    """Zeros in ``value``'s structure: an array's, 0.0 for a number, a list's (``self.items
+    = []``) or a dict's items' zeros."""
+    if isinstance(value, (list, tuple)):
+        return [_zero_tangent(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _zero_tangent(v) for k, v in value.items()}
+    return namespace(value).zeros_like(value) if _is_array_object(value) else 0.0
 
 
 FIELD, CONSTANT, COMPUTED = "field", "constant", "computed"

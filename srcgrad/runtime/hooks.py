@@ -4,7 +4,9 @@
 would also change a value the gradient still needs.
 """
 
+import collections
 import types
+import weakref
 
 import numpy
 
@@ -25,6 +27,10 @@ def run_hook(hook, g, value):
     result = hook(g)
     if result is None:
         return g
+    try:   # (a gradient a hook made: hooks_tangent refuses its tangent)
+        _replaced_arrays[id(result)] = result
+    except TypeError:
+        _replaced.append(result)
     rshape, vshape = tuple(getattr(result, "shape", ())), tuple(getattr(value, "shape", ()))
     if rshape != vshape and (len(rshape) > len(vshape) or any(
             r not in (1, v) for r, v in zip(rshape[::-1], vshape[::-1]))):
@@ -169,6 +175,31 @@ def run_hooks(hooks, g, value):
     for hook in hooks or ():
         g = run_hook(hook, g, value)
     return g
+
+
+# The gradients hooks returned: arrays held weakly (by id), numbers (no weak reference)
+# the latest few (a tangent follows its run_hooks at once).
+_replaced_arrays = weakref.WeakValueDictionary()
+_replaced = collections.deque(maxlen=16)
+
+
+def hooks_tangent(y, g, t_g):
+    """The tangent of ``y = run_hooks(hooks, g, value)`` in a gradient differentiated again
+    (a Hessian, a gradient of a gradient): the hooks saw the first-order gradient and left
+    it (they returned None and wrote nothing into it), so ``y`` is ``g`` and its tangent
+    ``t_g``. A hook that returned a gradient of its own, or changed its copy in place, is
+    a function srcgrad cannot differentiate: refused."""
+    changed = y is not g and not bool(   # (no hook, or Dask's: g itself, nothing computed)
+        numpy.all(numpy.asarray(y) == (numpy.asarray(g) if has_grad(g) else 0.0)))
+    if changed or _replaced_arrays.get(id(y)) is y or any(r is y for r in _replaced):
+        from srcgrad.errors import UnsupportedError
+        raise UnsupportedError(
+            "a gradient hook (sg.register_hook) that returns a new gradient or changes it in "
+            "place, in a function "
+            "whose second derivative is asked (sg.hessian, a gradient of a gradient): srcgrad "
+            "cannot differentiate what the hook computes", hint="Let the hook only read the "
+            "gradient (return None), or change the gradient in the function itself.")
+    return t_g
 
 
 class _HookHandle:

@@ -10,7 +10,7 @@ import gast
 
 from srcgrad import ast_util
 from srcgrad.ast_util import name
-from srcgrad.transform import as_array, operator_methods
+from srcgrad.transform import as_array, operator_methods, plain_classes
 from srcgrad.transform.structure_parts import is_builtin, has_methods, plain_dataclass, property_getter
 
 
@@ -142,6 +142,8 @@ def bind_operators(node, ctx):
                 func.value if isinstance(func, gast.Attribute) and func.attr == "__class__" else None
             if instance is not None and known(instance) is not None:   # type(self)(a, b): Vec(a, b)
                 cls = known(instance)
+                if plain_classes.made(cls):   # (built as the plain class is: plain_classes.py)
+                    cls = cls.__mro__[1]
                 call.func = name(as_array.bind(ctx.namer, ctx.info, ctx.bindings, cls.__name__, cls))
                 return call
             if isinstance(call.func, gast.Name) and call.func.id == "len" and len(call.args) == 1 \
@@ -320,3 +322,31 @@ def returned_class(method, self_class):
         else:
             return None
     return found.pop() if len(found) == 1 else None
+
+
+def bound_results(node, ctx):
+    """``{name: class}`` for each name ``node`` binds once, at its top level, to
+    ``Cls.method(first, ...)`` (``Cls`` a class bound in the generated code, ``first`` a name
+    whose class is known: ``ctx.classes`` or an earlier such name) where every return of the
+    method builds one class (``returned_class``): A-normal form's temporaries of an operator
+    chain, ``(a * b + a).total()``."""
+    counts, out = {}, {}
+    for n in ast_util.walk(node):
+        if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load):
+            counts[n.id] = counts.get(n.id, 0) + 1
+    for s in node.body:
+        value = getattr(s, "value", None)
+        if not (isinstance(s, gast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], gast.Name)
+                and counts.get(s.targets[0].id) == 1 and isinstance(value, gast.Call) and value.args
+                and isinstance(value.func, gast.Attribute) and isinstance(value.func.value, gast.Name)
+                and isinstance(value.args[0], gast.Name)):
+            continue
+        owner = ctx.bindings.get(value.func.value.id)
+        first = out.get(value.args[0].id) or ctx.classes.get(value.args[0].id)
+        if not isinstance(owner, type) or first is None or not issubclass(first, owner):
+            continue
+        method = inspect.getattr_static(owner, value.func.attr, None)
+        found = returned_class(method, first) if inspect.isfunction(method) else None
+        if has_methods(found):
+            out[s.targets[0].id] = found
+    return out

@@ -539,9 +539,9 @@ class ForwardAD(ComplexStatements, Base):
             return [], None
         if isinstance(value, gast.Attribute):
             complex_rule = self.complex_rule(primitive) and tangent_rules.lookup_complex(primitive) is not None
-            method = callable(getattr(numpy.ndarray, str(primitive), None))   # p.mean: no x.mean()
+            method = any(callable(getattr(t, str(primitive), None)) for t in (numpy.ndarray, dict, list))
             if (tangent_rules.lookup(primitive) is None or method) and not complex_rule and self.is_active(value.value):
-                # a structure's field (dataclass, namedtuple, registered class): its tangent's (pytree.py)
+                # a structure's field (p.mean, p.items read, not called): its tangent's (pytree.py)
                 return [], forward_memory.field_tangent(self, value)
             return self.apply(primitive, [value.value], {}, y, value)
         if isinstance(value, gast.BinOp):

@@ -12,7 +12,7 @@ from srcgrad.codegen import emit, loader
 from srcgrad.errors import UnsupportedError
 from srcgrad.guard import Guard
 from srcgrad.templates import name
-from srcgrad.transform import as_array, forward
+from srcgrad.transform import argument_effects, as_array, forward
 
 
 @dataclass
@@ -41,6 +41,7 @@ def front(fn, active, options=None, has_aux=False, static=None):
                                info.filename, info.first_lineno)
     params = tuple(a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs)
     names = tuple(n for n in params if n in active)
+    node = argument_effects.keep_differentiated(node, names)
     param_checks = aliasing.check(node, info, namer.display, live_at_exit=(),
                                   bindings=ctx.bindings)
     kind_map = kinds.infer(node, {n: kinds.FLOAT for n in names}, info.peek)

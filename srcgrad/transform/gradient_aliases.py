@@ -27,16 +27,19 @@ def makes_gradient(call, info, shadowed, rows=False):
 
 def _fixed(node, info, counts, functions):
     """Whether ``node`` means the same object wherever ``f`` reads it after its binding:
-    a constant, a function defined once in ``f``, a global not bound in ``f``, or a
-    gradient maker of those."""
+    a constant, a function defined once in ``f``, a global not bound in ``f``, a local
+    bound once, an attribute or conditional expression of those, or a gradient maker."""
     if isinstance(node, gast.Constant):
         return True
     if isinstance(node, (gast.Tuple, gast.List)):
         return all(isinstance(e, gast.Constant) for e in node.elts)
-    if isinstance(node, gast.Name):
-        return node.id in functions or node.id not in counts
+    if isinstance(node, gast.Name):   # (a local bound once: the same object after it)
+        return node.id in functions or counts.get(node.id, 0) <= 1
     if isinstance(node, gast.Attribute):
         return _fixed(node.value, info, counts, functions) and not isinstance(node.value, gast.Constant)
+    if isinstance(node, gast.IfExp):
+        return _fixed_test(node.test, info, counts, functions) and \
+            _fixed(node.body, info, counts, functions) and _fixed(node.orelse, info, counts, functions)
     if isinstance(node, gast.Call):
         return makes_gradient(node, info, counts, rows=True) and all(
             _fixed(a, info, counts, functions) for a in node.args) and all(
@@ -44,14 +47,75 @@ def _fixed(node, info, counts, functions):
     return False
 
 
+def _callee(node):
+    """A callee an alias may stand for: a name, a dotted name (``Exp.apply``, ``np.tanh``,
+    ``self.layer``), or a conditional expression of those (``np.tanh if USE_TANH else relu``)."""
+    if isinstance(node, gast.IfExp):
+        return _callee(node.body) and _callee(node.orelse) and not any(
+            isinstance(n, (gast.Call, gast.NamedExpr, gast.Lambda)) for n in ast_util.walk(node.test))
+    while isinstance(node, gast.Attribute):
+        node = node.value
+    return isinstance(node, gast.Name)
+
+
+def _fixed_test(node, info, counts, functions):
+    """Whether every name the test of a conditional callee reads is fixed (``_fixed``)."""
+    return all(_fixed(n, info, counts, functions) for n in ast_util.walk(node)
+               if isinstance(n, gast.Name))
+
+
+def conditional_calls(node, info, census=None, expanded=False):
+    """``(A if c else B)(args)``: ``A(args) if c else B(args)``, the same calls in the same
+    order, each branch a call srcgrad compiles. Returns whether any was rewritten."""
+    text = "\n".join(info.source_lines)   # (``expanded``: an alias, `act(x)` in the source)
+    if not expanded and (" else " not in text or ")(" not in text.replace(") (", ")(")):
+        return False
+    found = census.of(gast.IfExp) if census is not None else [
+        n for n in ast_util.walk(node) if isinstance(n, gast.IfExp)]
+    if not found:
+        return False
+    changed = False
+    for n in list(ast_util.walk(node)):
+        if isinstance(n, gast.Call) and isinstance(n.func, gast.IfExp):
+            _split(n)
+            changed = True
+    return changed
+
+
+def _split(call):
+    """``call``, of a conditional expression, made that expression of calls, in place."""
+    func = call.func
+    branches = []
+    for callee in (func.body, func.orelse):
+        branch = gast.Call(func=callee, args=[templates.clone(a) for a in call.args],
+                           keywords=[templates.clone(k) for k in call.keywords])
+        gast.copy_location(branch, call)
+        if isinstance(callee, gast.IfExp):
+            _split(branch)
+        branches.append(branch)
+    new = gast.IfExp(test=func.test, body=branches[0], orelse=branches[1])
+    call.__class__ = gast.IfExp   # (in place: the parent keeps its child)
+    for field in ("func", "args", "keywords"):
+        delattr(call, field)
+    call.test, call.body, call.orelse = new.test, new.body, new.orelse
+
+
 def expand(node, info, stores):
     """Write each call of a gradient alias of FunctionDef ``node`` as the gradient's call
     (see the module docstring). ``stores(node)``: name -> its bindings in ``node``'s own
     scope (made only when a top-level statement binds a gradient: most functions have none).
     Returns whether it may have changed ``node``."""
-    candidates = [s for s in node.body if isinstance(s, gast.Assign) and len(s.targets) == 1
-                  and isinstance(s.targets[0], gast.Name) and isinstance(s.value, gast.Call)
-                  and makes_gradient(s.value, info, (), rows=True)]
+    text = None
+    candidates = []
+    for s in node.body:
+        if not (isinstance(s, gast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], gast.Name)):
+            continue
+        if isinstance(s.value, gast.Call) and makes_gradient(s.value, info, (), rows=True):
+            candidates.append(s)
+        elif _callee(s.value):   # (y = x.T is no alias: only a name the source calls may be)
+            text = "\n".join(info.source_lines) if text is None else text
+            if f"{s.targets[0].id}(" in text:
+                candidates.append(s)
     if not candidates:
         return False
     counts = stores(node)

@@ -24,6 +24,7 @@ from srcgrad.analysis.argument_keys import plain_instance
 from srcgrad.transform.base import Base, local_names
 from srcgrad.transform.local_functions import LocalFunction
 from srcgrad.transform import call_forms, constant_arguments, generators, global_statements, structure_parts
+from srcgrad.transform import class_methods, plain_classes
 from srcgrad import ast_util
 
 Static = anno.Static
@@ -70,10 +71,11 @@ class Frame:
     one function: the one-line wrappers of two objects' ``forward`` methods
     (``self.inner.forward(x)`` in ``forward``), one decorator's wrapper around two functions."""
 
-    __slots__ = ("name", "key", "declared_globals", "module_globals")
+    __slots__ = ("name", "key", "declared_globals", "module_globals", "built_plain")
 
     def __init__(self, fn):
         self.name = fn.__name__
+        self.built_plain = False   # the root built a plain class's dataclass (plain_classes.py)
         self.declared_globals = frozenset()   # the root's ``global`` names (global_statements.py)
         self.module_globals = None   # and the module's dict they are in
         cells = getattr(fn, "__closure__", None) or ()
@@ -296,6 +298,8 @@ class Inliner(Base):
             chain = self.stack[self.stack.index(frame):] + (frame,)
             raise _recursion_error(fn, chain, where)
         bound = bound_of(fn)   # (a method's: the function its wrapper calls)
+        if self.stack[0].built_plain:   # an instance built as a subclass: no class asked
+            plain_classes.refuse_asking(fn, anno.getanno(call, Static.ORIGIN) or origin)
         if inspect.isgeneratorfunction(bound.target if bound is not None else fn):
             # inlined as the list of its items
             why = generators.consumed_whole(self.root, target, self.ctx.loop_sequences)
@@ -380,6 +384,15 @@ class Inliner(Base):
         self.bindings[new] = obj
         return new
 
+    def _results(self):
+        """Names bound once to a method call an operator became (``t = Vec.__mul__(a, b)``,
+        class_methods.bind_operators) -> the class it returns where every return of the
+        method builds one (``type(self)(...)``): what ``Vec.__add__(t, c)`` inlines with."""
+        found = self.__dict__.get("_results_found")
+        if found is None:
+            found = self._results_found = class_methods.bound_results(self.root, self.ctx)
+        return found
+
     def _static_arguments(self, fn, call, origin):
         """Parameters of ``fn`` this call passes a known callable (a global function, a
         method of a global object, ``np.tanh``) or a container of them (``self.layers``),
@@ -391,10 +404,11 @@ class Inliner(Base):
         except TypeError:
             return {}   # _bind_params says what is wrong
         static = {}
-        classes = {param: self.ctx.classes[value.id] if value.id in self.ctx.classes
+        known = {**self._results(), **self.ctx.classes}   # (a + b * c: the temporaries' too)
+        classes = {param: known[value.id] if value.id in known
                    else list if value.id in self.lists else dict
                    for param, value in bound.arguments.items() if isinstance(value, gast.Name) and (
-                       value.id in self.ctx.classes or value.id in self.lists or value.id in self.dicts)}
+                       value.id in known or value.id in self.lists or value.id in self.dicts)}
         classes.update((param, list) for param, value in bound.arguments.items()
                        if isinstance(value, (gast.List, gast.ListComp)))   # g([a, b]): a list there
         for param, value in bound.arguments.items():   # g(x, model), model a global object:
@@ -593,6 +607,8 @@ def transform(node, ctx):
     locals_ = scan.local_names()
     ctx.classes = {**ctx.classes, **_built_instances(node, ctx)}
     inliner = Inliner(ctx, locals_, _global_attributes(scan, locals_))
+    if any(plain_classes.made(v) for v in ctx.bindings.values()):
+        ctx.stack[0].built_plain = True
     inliner.root = node
     denotes = lambda func, obj: _denotes(ctx, locals_, func, obj)   # noqa: E731
     inliner.lists = frozenset(call_forms.list_names(node, denotes, scan=scan))

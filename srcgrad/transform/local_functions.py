@@ -27,6 +27,7 @@ not constants, a nested def calling itself (transform/inline.py refuses recursio
 """
 
 import ast
+import copy
 import inspect
 import types
 
@@ -547,8 +548,43 @@ def transform(node, ctx, census=None):
         return node
     if census is not None:
         census.changed()
+    if not _constant_factories(node, ctx):   # defaultdict(lambda: []): nothing left to lift
+        return node
     lifting = Lifting(node, ctx.info, ctx.namer, ctx.bindings)
     lifting.collect()
     lifting.lift_all()
     node.body = lifting.rewrite(node.body, top=True)
     return node
+
+
+def _constant_factories(node, ctx):
+    """``defaultdict(lambda: [])``, ``defaultdict(lambda: 0.0)``: a lambda of no parameters
+    returning a literal, passed to a call, is a Python function of its own (bound as a
+    global: it reads nothing of ``f``, holds no array, and the call may run it), returning
+    a new copy of the literal each time, as the lambda does. Whether any scope is left."""
+    from srcgrad.transform import as_array
+    left = False
+    for n in ast_util.walk(node):
+        if isinstance(n, gast.Call):
+            for k, arg in enumerate(n.args):
+                if isinstance(arg, gast.Lambda) and _no_parameters(arg.args):
+                    try:
+                        value = ast.literal_eval(gast.gast_to_ast(arg.body))
+                    except (ValueError, TypeError, SyntaxError, RecursionError):
+                        continue
+                    bound = as_array.bind(ctx.namer, ctx.info, ctx.bindings, "default_factory",
+                                          _factory(value))
+                    n.args[k] = name(bound)
+        elif n is not node and isinstance(n, _SCOPES):
+            left = True
+    return left
+
+
+def _no_parameters(args):
+    return not (args.posonlyargs or args.args or args.vararg or args.kwonlyargs or args.kwarg)
+
+
+def _factory(value):
+    def default_factory():
+        return copy.deepcopy(value)
+    return default_factory

@@ -36,8 +36,8 @@ from srcgrad.ast_util import name
 from srcgrad.errors import UnsupportedError
 from srcgrad.transform import operator_methods
 from srcgrad.transform.operator_methods import simple as _simple
-from srcgrad.transform import (as_array, class_methods, instance_lists, plain_classes, star_results,
-                               structure_parts, tree_calls)
+from srcgrad.transform import (as_array, class_methods, gradient_aliases, instance_lists,
+                               local_functions, plain_classes, star_results, structure_parts, tree_calls)
 from srcgrad.transform.base import Base, lookup_dotted
 from srcgrad.transform.structure_parts import plain_dataclass as _is_plain_dataclass
 from srcgrad.transform.call_forms import (_clone_replacing, _dict_loops, _evaluation_order, _hashable_in,
@@ -600,6 +600,9 @@ def _builtin_type(ctx, func):
 def transform(node, ctx):
     """Rewrite the container-method statements and starred displays of FunctionDef ``node``
     (after bind_methods: ``p.energy(x)`` of a dataclass argument)."""
+    # step = layer.forward; step(x): layer.forward(x), bound below (local_functions.py's stores)
+    expanded = gradient_aliases.expand(node, ctx.info, local_functions._stores)
+    gradient_aliases.conditional_calls(node, ctx.info, expanded=expanded)
     node = tree_calls.transform(node, ctx)   # sg.tree_leaves(params), sg.tree_map(f, params)
     node = instance_lists.transform(node, ctx)   # layers = [Dense(W) for W in Ws]: their class
     node = structure_parts.bind(node, ctx)   # m.layers[0].forward(x), self.enc(x), m(x)

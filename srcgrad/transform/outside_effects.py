@@ -65,10 +65,11 @@ def _may_reach(n, parents, target, owner):
 
 def changes_no_argument(prim):
     """print, warnings.warn, a logger's methods, assertions, ``sg.register_hook`` (which
-    forward mode, as PyTorch's, leaves to reverse mode): calls made for their effect that
-    change none of the values they are passed."""
+    forward mode, as PyTorch's, leaves to reverse mode), ``rt.write_back`` (into the
+    caller's object, as the function returns): calls made for their effect that change
+    none of the values the function reads."""
     if prim is builtins.print or prim is warnings.warn or prim is runtime.write_global \
-            or prim is grad_mode.register_hook:
+            or prim is grad_mode.register_hook or prim is runtime.write_back:
         return True
     owner = getattr(prim, "__self__", None)
     module = getattr(prim, "__module__", None) or ""

@@ -11,22 +11,48 @@ with each field's expression, the arguments put for the parameters. The instance
 fields carry gradients, as a dataclass built in the function does; a class with no
 ``__init__`` anywhere (``act = ReLU()``, no state) the same, with no fields. Anything else in
 ``__init__`` (a branch, a call kept for its effect, a read of ``self``), an argument with a
-call that two fields read (Python computes it once), and a function or class module
-whose code asks an object its class anywhere (``type(``, ``__class__``: it would see the
-subclass) leave the call alone: it stays refused where it needs a gradient.
+call that two fields read (Python computes it once), and a function or class whose code
+asks an object its class (``type(m)``, ``m.__class__``: it would see the subclass; not
+``type(self)(...)``, which builds one) leave the call alone: it stays refused where it
+needs a gradient. A helper inlined into a function that built one, asking a class, is
+refused at its line (inline.py).
 """
 
 import abc
 import dataclasses
 import inspect
+import re
 import textwrap
+import weakref
 
 import gast
 
 from srcgrad import ast_util, caches, templates
+from srcgrad.errors import UnsupportedError
 from srcgrad.transform import as_array
 
 _subclasses = caches.LRU()   # class -> (its __init__s, field names, the dataclass made)
+_made = weakref.WeakSet()   # those dataclasses
+
+
+def made(obj):
+    """Whether ``obj`` is a dataclass made here for a plain class."""
+    return isinstance(obj, type) and obj in _made
+
+
+def refuse_asking(fn, origin):
+    """Refuse inlining ``fn`` where its code may ask an object its class (``asks_a_type``)
+    into a function that built a plain class's instance as its dataclass subclass."""
+    try:
+        text = inspect.getsource(fn)
+    except (OSError, TypeError):
+        return
+    if asks_a_type(text):
+        raise origin.error(UnsupportedError, f"{fn.__qualname__} may ask an object its class "
+                           f"(type(...) or __class__), and the function differentiated builds "
+                           f"an instance of a plain class, which srcgrad builds as a dataclass "
+                           f"subclass of it: the class asked would be that subclass",
+                           "Make the class a dataclass (@dataclass), or test it with isinstance(...).")
 
 
 def plain(cls):
@@ -197,19 +223,36 @@ def repeat_safe(node):
                for n in gast.walk(node))
 
 
-def _asks_its_type(cls, source_lines):
-    """Whether the function (``source_lines``) or the modules of the class and its bases
-    (their methods, the helpers beside them) may ask an object its class (``type(m) is
-    MLP``, ``self.__class__``), which would see the subclass."""
-    texts = list(source_lines)
+# ``type(self)(...)``, ``self.__class__(...)``: a new instance, built by the class itself
+# (class_methods.bind_operators), not a question about the class.
+_BUILDS = re.compile(r"type\(\s*self\s*\)\s*\(|self\.__class__\s*\(")
+_ASKS = re.compile(r"(?<![\w.])type\s*\(|__class__")   # (not x.astype(, not dtype()
+
+
+def asks_a_type(text):
+    """Whether source ``text`` may ask an object its class (``type(m) is MLP``,
+    ``m.__class__``), which would see the subclass; building one (``_BUILDS``) does not."""
+    text = _BUILDS.sub("", text)
+    return _ASKS.search(text) is not None
+
+
+def _asks_its_type(cls, info):
+    """Whether the function (``info``'s) or the class and its bases (their bodies: its
+    methods) may ask an object its class. Helpers the function or the methods call are
+    checked as they are inlined (inline.py, ``asks_a_type``); the rest of their modules
+    (a ``print(type(v))`` in ``main``) is not code srcgrad runs."""
+    try:
+        texts = [inspect.getsource(info.fn)]
+    except (OSError, TypeError):
+        texts = list(info.source_lines)
     for klass in cls.__mro__[:-1]:
         if klass is abc.ABC:
             continue
         try:
-            texts.append(inspect.getsource(inspect.getmodule(klass)))
+            texts.append(inspect.getsource(klass))
         except (OSError, TypeError):
             return True
-    return any("type(" in t or "__class__" in t for t in texts)
+    return any(asks_a_type(t) for t in texts)
 
 
 def _record_inits(node, cls, owners, info):
@@ -245,7 +288,7 @@ def construction(node, cls, info):
     module docstring)."""
     if not plain(cls) or any(isinstance(a, gast.Starred) for a in node.args) \
             or any(k.arg is None for k in node.keywords) or ast_util.dotted(node.func) is None \
-            or _asks_its_type(cls, info.source_lines):
+            or _asks_its_type(cls, info):
         return None
     try:
         bound = inspect.signature(cls.__init__).bind(None, *node.args,
@@ -272,4 +315,5 @@ def construction(node, cls, info):
         except (TypeError, ValueError):
             return None
         found = _subclasses[cls] = (inits, tuple(fields), made)
+        _made.add(made)
     return found[2], tuple(fields), list(fields.values())

@@ -40,7 +40,7 @@ from srcgrad.ast_util import name
 from srcgrad.templates import replace, replace_as_expression as replace_expr
 from srcgrad import optimize
 from srcgrad.optimize import powers
-from srcgrad.transform import control_flow, outside_effects, recompute, seeds, tape
+from srcgrad.transform import argument_effects, control_flow, outside_effects, recompute, seeds, tape
 from srcgrad.transform.adjoint_rules import RuleApplication
 from srcgrad.transform.base import Base
 from srcgrad.transform.control_flow import tag as _tag
@@ -587,6 +587,8 @@ def build(node, info, activity, namer, wrt, fixed, name_prefix, hook_names=(), o
         args = ", ".join([seed] + [p for p in activity.params if p in saved.names])
         rev = replace(f"{fixed['xp']} = rt.namespace({args})") + rev
     copies = ad.argument_checks() + [s for p in sorted(ad.copied_params) for s in replace(f"{p} = rt.save({p})")]
+    kept = argument_effects.callers_kept(fwd)   # (the caller's objects: before the copies)
+    copies, fwd = fwd[:kept] + copies, fwd[kept:]
 
     # The reverse sweep restores arrays and lists it wrote into; the caller gets its own copy.
     out_expr = tape.copy_mutated(ret.value, saved.mutated, saved.names)
