@@ -17,7 +17,7 @@ import types
 
 import gast
 
-from srcgrad import anno, pytree, rules, templates
+from srcgrad import anno, ast_util, pytree, rules, templates
 from srcgrad.entry import LIBRARY_ROOTS, bound_of, call_method, entry_function, is_library_module, peel
 from srcgrad.errors import SourceNotFoundError, SrcgradError, UnsupportedError
 from srcgrad.analysis.argument_keys import plain_instance
@@ -25,7 +25,6 @@ from srcgrad.transform.base import Base, local_names
 from srcgrad.transform.local_functions import LocalFunction
 from srcgrad.transform import call_forms, constant_arguments, generators, global_statements, structure_parts
 from srcgrad.transform import class_methods, plain_classes
-from srcgrad import ast_util
 
 Static = anno.Static
 
