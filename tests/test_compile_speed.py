@@ -125,6 +125,18 @@ ODD_LISTS = textwrap.dedent('''
 ''')
 
 
+_PARSED = {}
+
+
+def _parsed(source):
+    """``gast.parse(source)``, once per source for the tests below (none changes the tree):
+    they read every module of the package, a parse of all of them is seconds."""
+    tree = _PARSED.get(source)
+    if tree is None:
+        tree = _PARSED[source] = gast.parse(source)
+    return tree
+
+
 def _sources():
     import glob
     import os
@@ -138,7 +150,7 @@ def _sources():
 @pytest.mark.slow
 def test_the_quick_walk_yields_what_ast_walk_yields_in_the_same_order():
     for source in _sources():   # lists holding strings and None included (ODD_LISTS)
-        tree = gast.parse(source)
+        tree = _parsed(source)
         assert [id(n) for n in ast_util.walk(tree)] == [id(n) for n in ast.walk(tree)]
         # (nodes_of skips contexts and operators: never asked for, never holding a node)
         for cls in (gast.Name, gast.Call, gast.For, gast.Attribute, gast.UnaryOp, gast.Subscript,
@@ -161,7 +173,7 @@ def test_the_quick_walk_yields_what_ast_walk_yields_in_the_same_order():
 def test_the_quick_conversion_to_ast_makes_what_gast_makes():
     from srcgrad.codegen import emit
     for source in _sources():
-        tree = gast.parse(source)
+        tree = _parsed(source)
         assert ast.dump(emit._ToAst().visit(tree), include_attributes=True) == \
             ast.dump(gast.gast_to_ast(tree), include_attributes=True)
 
@@ -242,7 +254,7 @@ def test_the_printer_prints_what_astor_prints():
     from srcgrad.templates import clone
     sources = [PRINTED] + list(_sources())
     for source in sources:
-        for f in ast.walk(gast.parse(source)):
+        for f in ast.walk(_parsed(source)):
             if isinstance(f, gast.FunctionDef):
                 try:
                     reference = emit.astor_source([clone(f)])
@@ -264,7 +276,7 @@ def test_a_long_lines_pieces_are_astors():
     to_ast = emit._ToAst().visit
     written = total = 0
     for source in _sources():
-        for f in ast_util.nodes_of(gast.parse(source), gast.FunctionDef):
+        for f in ast_util.nodes_of(_parsed(source), gast.FunctionDef):
             for s in f.body:
                 for depth in (1, 3):
                     generator = SourceGenerator(" " * 4, False, pretty_string)
@@ -315,7 +327,7 @@ def test_the_quick_conversion_to_gast_makes_gasts_tree():
             return [dump(x) for x in n]
         return (n.__class__, n)
     for source in _sources():
-        assert dump(parse._gast_parse(source)) == dump(gast.parse(source))
+        assert dump(parse._gast_parse(source)) == dump(_parsed(source))
 
 
 def test_generated_sources_print_as_astor_prints_them():
@@ -603,7 +615,7 @@ def test_places_and_parents_are_what_the_walks_find():
     nodes_and_parents (walk's nodes, each node's parent) against ast.walk and
     iter_fields, over the package's own sources."""
     for source in list(_sources())[:40]:
-        tree = gast.parse(source)
+        tree = _parsed(source)
         nodes, parents = ast_util.nodes_and_parents(tree)
         assert [id(n) for n in nodes] == [id(n) for n in ast.walk(tree)]
         expected = {}
@@ -979,7 +991,7 @@ def test_one_scan_answers_what_the_front_ends_walks_answered():
     from srcgrad.transform.base import local_names
     checked = 0
     for source in _sources():
-        for node in ast.walk(gast.parse(source)):
+        for node in ast.walk(_parsed(source)):
             if not isinstance(node, gast.FunctionDef):
                 continue
             scan = call_forms.Scan(node)
@@ -1090,7 +1102,7 @@ def test_holds_any_answers_what_a_walk_answers():
     from srcgrad.transform import fence
     sets = [fence._LOOKED_AT, {gast.Starred}, {gast.Attribute, gast.Lambda}, {gast.Call}, set()]
     for source in list(_sources())[:60]:
-        tree = gast.parse(source)
+        tree = _parsed(source)
         for node in ast.walk(tree):
             if isinstance(node, (gast.stmt, gast.Module)):
                 classes = {type(n) for n in ast.walk(node)}
@@ -1222,7 +1234,7 @@ def test_a_census_holds_each_class_in_the_walks_order():
     operators, in the walk's order (comprehensions.py resolves the calls' names in it)."""
     checked = 0
     for source in list(_sources())[:60]:
-        for node in ast.walk(gast.parse(source)):
+        for node in ast.walk(_parsed(source)):
             if not isinstance(node, gast.FunctionDef):
                 continue
             census = ast_walks.Census(node)
