@@ -84,11 +84,8 @@ def _blocks(loop):
     """The statement lists inside ``loop`` (its own and those of the statements in them)."""
     out = [b for b in (loop.body, loop.orelse) if b]
     for block in out:   # (a list iterator sees what is appended while it runs)
-        for s in block:
+        for s in block:   # (a try's handlers need no look: run skips a loop holding a try)
             out.extend(b for b in ast_util.child_blocks(s) if b)
-            if s.__class__ in _CATCHING:
-                out.extend(b for b in (s.__dict__.get("finalbody"), *(
-                    h.body for h in s.__dict__.get("handlers", ()))) if b)
     return out
 
 
